@@ -1,0 +1,54 @@
+/* cli.h: the command table and the conventions every verb follows.
+ *
+ * The CLI is the one layer that turns errors into messages: library code
+ * returns -errno, a verb prints one line a user can act on and returns an
+ * exit status.  Verbs receive argv with argv[0] == the verb's name.
+ *
+ * Exit statuses (documented in README.md):
+ *   0..124   the command's own status (pvisor run), or success/failure of a verb
+ *   2        usage error: nothing was done, nothing was written
+ *   125      pvisor failed before the command ran (setup, refused policy)
+ *   126      the command was found but could not be executed
+ *   127      the command was not found
+ *   128+N    the command was killed by signal N
+ */
+#ifndef PVISOR_CLI_CLI_H
+#define PVISOR_CLI_CLI_H
+
+#include <stdbool.h>
+
+#define PV_EXIT_OK 0
+#define PV_EXIT_FAILURE 1
+#define PV_EXIT_USAGE 2
+#define PV_EXIT_SETUP 125
+#define PV_EXIT_NOEXEC 126
+#define PV_EXIT_NOTFOUND 127
+
+struct cli_command {
+    const char *name;
+    const char *summary;   /* one line for `pvisor help` */
+    const char *help;      /* full text for `pvisor help VERB` / `pvisor VERB --help` */
+    int (*run)(int argc, char **argv);
+};
+
+int cmd_run(int argc, char **argv);
+int cmd_status(int argc, char **argv);
+int cmd_list(int argc, char **argv);
+int cmd_doctor(int argc, char **argv);
+int cmd_version(int argc, char **argv);
+int cmd_help(int argc, char **argv);
+
+/* The table (cli/main.c).  Planned verbs have run == NULL. */
+const struct cli_command *cli_find_command(const char *name);
+const struct cli_command *cli_commands(unsigned *ret_n);
+
+/* Print "pvisor VERB: MESSAGE" and a hint to stderr; returns PV_EXIT_USAGE. */
+int cli_usage_error(const char *verb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Print "pvisor VERB: MESSAGE" to stderr; returns status. */
+int cli_error(int status, const char *verb, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Print the help of a verb to stdout; returns 0. */
+int cli_print_help(const struct cli_command *c);
+/* True when argv[1..] is exactly "--help" or "-h" (a verb's help request). */
+bool cli_wants_help(int argc, char **argv);
+
+#endif

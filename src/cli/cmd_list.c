@@ -1,0 +1,76 @@
+/* cmd_list.c: `pvisor list [--json]`: recorded runs, newest first. */
+#include "cli/cli.h"
+#include "cli/runs.h"
+#include "util/cleanup.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static json_t *summary(const char *id, const json_t *b) {
+    json_t *cmd = json_object_get(b, "command");
+    const json_t *e = json_object_get(b, "exit");
+    const json_t *st = json_object_get(b, "stage");
+    return json_pack("{s:s, s:s, s:O, s:O, s:O, s:O, s:O}",
+                     "run_id", id,
+                     "state", runs_display_state(b),
+                     "exit_status", json_is_object(e) ? json_object_get(e, "pvisor_exit_status") : json_null(),
+                     "started_at", json_object_get(b, "started_at") ? json_object_get(b, "started_at") : json_null(),
+                     "command", cmd ? cmd : json_null(),
+                     "workspace", json_object_get(b, "workspace") ? json_object_get(b, "workspace") : json_null(),
+                     "stage", json_is_object(st) ? json_object_get(st, "path") : json_null());
+}
+
+int cmd_list(int argc, char **argv) {
+    bool as_json = false;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+            return cli_print_help(cli_find_command("list"));
+        if (strcmp(argv[i], "--json") == 0)
+            as_json = true;
+        else
+            return cli_usage_error("list", "unknown argument '%s'", argv[i]);
+    }
+    char **ids = NULL;
+    size_t n = 0;
+    int r = runs_list_ids(&ids, &n);
+    if (r < 0)
+        return cli_error(PV_EXIT_FAILURE, "list", "cannot read the runs directory: %s", strerror(-r));
+
+    json_t *arr = json_array();
+    if (!as_json)
+        printf("%-26s %-12s %-5s %-24s %s\n", "RUN", "STATE", "EXIT", "STARTED", "COMMAND");
+    for (size_t i = 0; i < n; i++) {
+        json_t *b = NULL;
+        json_t *s;
+        if (runs_load_bundle(ids[i], &b) < 0)
+            s = json_pack("{s:s, s:s}", "run_id", ids[i], "state", "unreadable");
+        else
+            s = summary(ids[i], b);
+        json_decref(b);
+        if (!s)
+            continue;
+        if (as_json) {
+            json_array_append_new(arr, s);
+            continue;
+        }
+        char exitbuf[16] = "-";
+        json_t *es = json_object_get(s, "exit_status");
+        if (json_is_integer(es))
+            snprintf(exitbuf, sizeof exitbuf, "%lld", (long long)json_integer_value(es));
+        const char *started = json_string_value(json_object_get(s, "started_at"));
+        printf("%-26s %-12s %-5s %-24s", ids[i], json_string_value(json_object_get(s, "state")), exitbuf,
+               started ? started : "-");
+        size_t k;
+        json_t *v;
+        json_array_foreach(json_object_get(s, "command"), k, v) printf(" %s", json_string_value(v));
+        printf("\n");
+        json_decref(s);
+    }
+    if (as_json) {
+        json_dumpf(arr, stdout, JSON_INDENT(2));
+        fputc('\n', stdout);
+    }
+    json_decref(arr);
+    runs_free_ids(ids);
+    return PV_EXIT_OK;
+}

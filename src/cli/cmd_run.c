@@ -1,0 +1,143 @@
+/* cmd_run.c: `pvisor run`.
+ *
+ * Order matters: every check that can reject the request (usage, refused
+ * policy) happens before anything is written; then the run directory and
+ * its Bundle are created; then the command starts.  A failure after that
+ * point is recorded in the Bundle as "setup_failed" and exits 125 without
+ * the command having run.
+ */
+#include "cli/cli.h"
+#include "cli/run.h"
+#include "evidence/bundle.h"
+#include "exec/exec.h"
+#include "policy/policy.h"
+#include "util/cleanup.h"
+#include "util/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Requests this build cannot honour: refuse before anything happens,
+ * never fall back to a weaker mode. */
+static int refuse_unavailable(const struct run_options *o) {
+    if (o->safe)
+        return cli_error(PV_EXIT_SETUP, "run",
+                         "--safe is not available in this build: the Linux sandbox boundary is not implemented yet "
+                         "(run 'pvisor doctor'); nothing was run");
+    if (o->filesystem == FILESYSTEM_SANDBOX)
+        return cli_error(PV_EXIT_SETUP, "run",
+                         "--filesystem sandbox is not available in this build; nothing was run");
+    if (o->executor == EXECUTOR_OCI || o->executor == EXECUTOR_VM)
+        return cli_error(PV_EXIT_SETUP, "run",
+                         "--executor %s is not available in this build (use --executor host); nothing was run",
+                         executor_name(o->executor));
+    if (o->stage && !run_stage_supported())
+        return cli_error(PV_EXIT_SETUP, "run",
+                         "--stage is not available in this build; nothing was run");
+    return 0;
+}
+
+/* Resolve the workspace to an absolute, symlink-free directory path. */
+static int resolve_workspace(const struct run_options *o, char **ret_path) {
+    const char *w = o->workspace ? o->workspace : ".";
+    char *real = realpath(w, NULL);
+    if (!real)
+        return cli_usage_error("run", "--workspace '%s': %s", w, strerror(errno));
+    struct stat st;
+    if (stat(real, &st) < 0 || !S_ISDIR(st.st_mode)) {
+        free(real);
+        return cli_usage_error("run", "--workspace '%s' is not a directory", w);
+    }
+    *ret_path = real;
+    return 0;
+}
+
+/* A stage path must be absent, an empty/stage directory, or 'auto'. */
+static int check_stage_arg(const struct run_options *o) {
+    if (!o->stage || strcmp(o->stage, "auto") == 0)
+        return 0;
+    struct stat st;
+    if (lstat(o->stage, &st) < 0) {
+        if (errno == ENOENT)
+            return 0;
+        return cli_usage_error("run", "--stage '%s': %s", o->stage, strerror(errno));
+    }
+    if (!S_ISDIR(st.st_mode))
+        return cli_usage_error("run", "--stage '%s' exists and is not a directory; choose a new path or an existing stage",
+                               o->stage);
+    return 0;
+}
+
+int cmd_run(int argc, char **argv) {
+    struct run_options o;
+    _cleanup_free_ char *err = NULL;
+    int r = policy_parse_run(argc, argv, &o, &err);
+    if (r < 0)
+        return err ? cli_usage_error("run", "%s", err) : cli_error(PV_EXIT_SETUP, "run", "out of memory");
+    if (o.help)
+        return cli_print_help(cli_find_command("run"));
+
+    r = refuse_unavailable(&o);
+    if (r)
+        return r;
+
+    _cleanup_free_ char *workspace = NULL;
+    r = resolve_workspace(&o, &workspace);
+    if (r)
+        return r;
+    r = check_stage_arg(&o);
+    if (r)
+        return r;
+
+    struct policy pol;
+    policy_build(&o, &pol);
+
+    _cleanup_free_ char *cwd = getcwd(NULL, 0);
+    if (!cwd)
+        return cli_error(PV_EXIT_SETUP, "run", "cannot read the current directory: %s", strerror(errno));
+
+    /* From here on, things are written: the run directory and its Bundle. */
+    char run_id[32];
+    _cleanup_free_ char *runs = NULL;
+    r = make_run_id(run_id);
+    if (r >= 0)
+        r = runs_dir(true, &runs);
+    if (r < 0)
+        return cli_error(PV_EXIT_SETUP, "run", "cannot create the pvisor state directory: %s "
+                         "(set XDG_STATE_HOME to a writable directory)", strerror(-r));
+    _cleanup_free_ char *run_dir = path_join(runs, run_id);
+    if (!run_dir)
+        return cli_error(PV_EXIT_SETUP, "run", "out of memory");
+    if (mkdir(run_dir, 0700) < 0)
+        return cli_error(PV_EXIT_SETUP, "run", "cannot create %s: %s", run_dir, strerror(errno));
+    _cleanup_close_ int run_dirfd = open(run_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (run_dirfd < 0)
+        return cli_error(PV_EXIT_SETUP, "run", "cannot open %s: %s", run_dir, strerror(errno));
+
+    struct timespec started;
+    clock_gettime(CLOCK_REALTIME, &started);
+    json_t *bundle = bundle_new(run_id, &o, &pol, cwd, workspace, &started);
+    if (!bundle)
+        return cli_error(PV_EXIT_SETUP, "run", "out of memory");
+
+    struct run_context ctx = {
+        .opts = &o,
+        .policy = &pol,
+        .run_id = run_id,
+        .run_dir = run_dir,
+        .run_dirfd = run_dirfd,
+        .workspace = workspace,
+        .cwd = cwd,
+        .bundle = bundle,
+    };
+    int status = run_execute(&ctx);
+    json_decref(bundle);
+    return status;
+}

@@ -1,0 +1,107 @@
+/* cmd_status.c: `pvisor status [RUN] [--json]`: one run's Bundle, for a
+ * person (the Safety boundary table) or as the Bundle JSON itself. */
+#include "cli/cli.h"
+#include "cli/runs.h"
+#include "policy/policy.h"
+#include "util/cleanup.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char *str(const json_t *o, const char *k) {
+    const char *s = json_string_value(json_object_get(o, k));
+    return s ? s : "-";
+}
+
+static void print_exit(const json_t *b) {
+    const json_t *e = json_object_get(b, "exit");
+    if (!json_is_object(e)) {
+        printf("Exit:        -\n");
+        return;
+    }
+    const json_t *sig = json_object_get(e, "signal");
+    if (json_is_integer(sig))
+        printf("Exit:        killed by signal %lld (SIG%s); pvisor exited %lld\n",
+               (long long)json_integer_value(sig), str(e, "signal_name"),
+               (long long)json_integer_value(json_object_get(e, "pvisor_exit_status")));
+    else
+        printf("Exit:        status %lld\n", (long long)json_integer_value(json_object_get(e, "status")));
+}
+
+static void print_human(const json_t *b) {
+    printf("Run:         %s\n", str(b, "run_id"));
+    printf("State:       %s\n", runs_display_state(b));
+    printf("Command:    ");
+    size_t i;
+    json_t *v;
+    json_array_foreach(json_object_get(b, "command"), i, v) printf(" %s", json_string_value(v));
+    printf("\n");
+    printf("Workspace:   %s\n", str(b, "workspace"));
+    printf("Started:     %s\n", str(b, "started_at"));
+    printf("Ended:       %s\n", str(b, "ended_at"));
+    print_exit(b);
+    const json_t *ex = json_object_get(b, "executor");
+    printf("Executor:    %s (%s)\n", str(ex, "effective"), str(ex, "mechanism"));
+    const json_t *st = json_object_get(b, "stage");
+    if (json_is_object(st))
+        printf("Stage:       %s (%s)\n", str(st, "path"), str(st, "state"));
+
+    printf("\nSafety boundary:\n");
+    printf("  %-18s %-12s %-12s %s\n", "DIMENSION", "REQUESTED", "EFFECTIVE", "MECHANISM");
+    const json_t *dims = json_object_get(b, "dimensions");
+    for (unsigned d = 0; d < _DIM_MAX; d++) {
+        const json_t *dim = json_object_get(dims, dimension_name(d));
+        printf("  %-18s %-12s %-12s %s\n", dimension_name(d), str(dim, "requested"), str(dim, "effective"),
+               str(dim, "mechanism"));
+        json_array_foreach(json_object_get(dim, "notes"), i, v) printf("  %-18s   note: %s\n", "", json_string_value(v));
+    }
+    const json_t *w = json_object_get(b, "warnings");
+    if (json_array_size(w) > 0) {
+        printf("\nWarnings:\n");
+        json_array_foreach(w, i, v) printf("  - %s\n", json_string_value(v));
+    }
+}
+
+int cmd_status(int argc, char **argv) {
+    bool as_json = false;
+    const char *query = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+            return cli_print_help(cli_find_command("status"));
+        if (strcmp(argv[i], "--json") == 0)
+            as_json = true;
+        else if (argv[i][0] == '-')
+            return cli_usage_error("status", "unknown option '%s'", argv[i]);
+        else if (query)
+            return cli_usage_error("status", "takes at most one RUN");
+        else
+            query = argv[i];
+    }
+
+    _cleanup_free_ char *id = NULL;
+    int r = runs_resolve(query, &id);
+    if (r == -ENOENT)
+        return query ? cli_error(PV_EXIT_FAILURE, "status", "no run matches '%s' (see 'pvisor list')", query)
+                     : cli_error(PV_EXIT_FAILURE, "status", "no runs recorded yet (start one with 'pvisor run -- CMD')");
+    if (r == -ENOTUNIQ)
+        return cli_error(PV_EXIT_FAILURE, "status", "'%s' matches more than one run; give more of the id", query);
+    if (r < 0)
+        return cli_error(PV_EXIT_FAILURE, "status", "cannot read the runs directory: %s", strerror(-r));
+
+    json_t *b = NULL;
+    r = runs_load_bundle(id, &b);
+    if (r < 0)
+        return cli_error(PV_EXIT_FAILURE, "status", "run %s has no readable Bundle: %s", id,
+                         r == -EPROTO ? "not a pvisor bundle of a known schema" : strerror(-r));
+    if (as_json) {
+        /* The Bundle as recorded, with the derived display state beside it. */
+        json_object_set_new(b, "display_state", json_string(runs_display_state(b)));
+        json_dumpf(b, stdout, JSON_INDENT(2));
+        fputc('\n', stdout);
+    } else {
+        print_human(b);
+    }
+    json_decref(b);
+    return PV_EXIT_OK;
+}

@@ -1,0 +1,156 @@
+/* runs.c: see runs.h. */
+#include "cli/runs.h"
+#include "evidence/bundle.h"
+#include "util/cleanup.h"
+#include "util/util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int cmp_desc(const void *a, const void *b) {
+    return -strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+void runs_free_ids(char **ids) {
+    if (!ids)
+        return;
+    for (char **p = ids; *p; p++)
+        free(*p);
+    free(ids);
+}
+
+static bool valid_id(const char *s) {
+    size_t n = strlen(s);
+    if (n < 10 || n > 31 || s[0] < '0' || s[0] > '9')
+        return false;
+    for (const char *p = s; *p; p++)
+        if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f') || *p == 'T' || *p == 'Z' || *p == '-' || *p == '.'))
+            return false;
+    return true;
+}
+
+int runs_list_ids(char ***ret_ids, size_t *ret_n) {
+    _cleanup_free_ char *dir = NULL;
+    int r = runs_dir(false, &dir);
+    if (r < 0)
+        return r;
+    size_t n = 0, cap = 16;
+    char **ids = calloc(cap + 1, sizeof *ids);
+    if (!ids)
+        return -ENOMEM;
+    _cleanup_closedir_ DIR *d = opendir(dir);
+    if (d) {
+        struct dirent *de;
+        while ((de = readdir(d))) {
+            if (!valid_id(de->d_name))
+                continue;
+            if (n == cap) {
+                char **nids = realloc(ids, (cap * 2 + 1) * sizeof *ids);
+                if (!nids) {
+                    runs_free_ids(ids);
+                    return -ENOMEM;
+                }
+                ids = nids;
+                cap *= 2;
+            }
+            ids[n] = strdup(de->d_name);
+            if (!ids[n]) {
+                runs_free_ids(ids);
+                return -ENOMEM;
+            }
+            ids[++n] = NULL;
+        }
+    } else if (errno != ENOENT) {
+        r = -errno;
+        runs_free_ids(ids);
+        return r;
+    }
+    qsort(ids, n, sizeof *ids, cmp_desc);
+    *ret_ids = ids;
+    *ret_n = n;
+    return 0;
+}
+
+int runs_resolve(const char *query, char **ret_id) {
+    char **ids = NULL;
+    size_t n = 0;
+    int r = runs_list_ids(&ids, &n);
+    if (r < 0)
+        return r;
+    if (n == 0) {
+        runs_free_ids(ids);
+        return -ENOENT;
+    }
+    const char *match = NULL;
+    if (!query || strcmp(query, "latest") == 0) {
+        match = ids[0];
+    } else {
+        size_t ql = strlen(query);
+        for (size_t i = 0; i < n; i++) {
+            if (strcmp(ids[i], query) == 0) {
+                match = ids[i];
+                break;
+            }
+            if (strncmp(ids[i], query, ql) == 0) {
+                if (match) {
+                    runs_free_ids(ids);
+                    return -ENOTUNIQ;
+                }
+                match = ids[i];
+            }
+        }
+    }
+    char *res = match ? strdup(match) : NULL;
+    runs_free_ids(ids);
+    if (!match)
+        return -ENOENT;
+    if (!res)
+        return -ENOMEM;
+    *ret_id = res;
+    return 0;
+}
+
+int runs_load_bundle(const char *id, json_t **ret_bundle) {
+    _cleanup_free_ char *dir = NULL;
+    int r = runs_dir(false, &dir);
+    if (r < 0)
+        return r;
+    _cleanup_free_ char *p = path_join(dir, id);
+    if (!p)
+        return -ENOMEM;
+    _cleanup_close_ int fd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return -errno;
+    return bundle_read(fd, ret_bundle);
+}
+
+/* Is the supervisor recorded in the bundle still alive and still pvisor? */
+static bool supervisor_alive(const json_t *b) {
+    json_int_t pid = json_integer_value(json_object_get(json_object_get(b, "user"), "supervisor_pid"));
+    if (pid <= 0)
+        return false;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%lld/comm", (long long)pid);
+    _cleanup_fclose_ FILE *f = fopen(path, "re");
+    if (!f)
+        return false;
+    char comm[32] = "";
+    if (!fgets(comm, sizeof comm, f))
+        return false;
+    return strncmp(comm, "pvisor", 6) == 0;
+}
+
+const char *runs_display_state(const json_t *bundle) {
+    const char *s = json_string_value(json_object_get(bundle, "state"));
+    if (!s)
+        return "unknown";
+    if ((strcmp(s, "running") == 0 || strcmp(s, "starting") == 0) && !supervisor_alive(bundle))
+        return "interrupted";
+    return s;
+}

@@ -1,0 +1,168 @@
+/* bundle.c: see bundle.h and docs/bundle.md for the schema. */
+#include "evidence/bundle.h"
+#include "config.h"
+#include "util/cleanup.h"
+#include "util/util.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define BUNDLE_MAX_BYTES (16u << 20)
+
+static json_t *json_string_or_null(const char *s) {
+    return s ? json_string(s) : json_null();
+}
+
+static json_t *time_json(const struct timespec *ts) {
+    char buf[32];
+    format_time_utc(ts, buf);
+    return json_string(buf);
+}
+
+json_t *bundle_new(const char *run_id, const struct run_options *o, const struct policy *p,
+                   const char *cwd, const char *workspace, const struct timespec *started) {
+    json_t *cmd = json_array();
+    for (int i = 0; cmd && i < o->cmd_argc; i++)
+        json_array_append_new(cmd, json_string(o->cmd_argv[i]));
+
+    json_t *req = json_pack("{s:b, s:b, s:s, s:s, s:o, s:s, s:o, s:o}",
+                            "safe", o->safe,
+                            "strict", o->strict,
+                            "filesystem", filesystem_name(o->filesystem),
+                            "executor", executor_name(o->executor),
+                            "stage", json_string_or_null(o->stage),
+                            "stage_durability", durability_name(o->durability),
+                            "stage_max_bytes", o->stage_max_bytes ? json_integer((json_int_t)o->stage_max_bytes) : json_null(),
+                            "stage_max_inodes", o->stage_max_inodes ? json_integer((json_int_t)o->stage_max_inodes) : json_null());
+
+    json_t *dims = json_object();
+    for (unsigned d = 0; dims && d < _DIM_MAX; d++)
+        json_object_set_new(dims, dimension_name(d),
+                            json_pack("{s:s, s:s, s:s, s:{}, s:[]}",
+                                      "requested", level_name(p->requested[d]),
+                                      "effective", level_name(LEVEL_UNENFORCED),
+                                      "mechanism", "none",
+                                      "evidence",
+                                      "notes"));
+
+    json_t *b = json_pack("{s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:{s:i, s:i, s:i}, s:o, s:{s:s, s:s, s:s}, s:o, s:o, s:[], s:o, s:o, s:o, s:o}",
+                          "schema", BUNDLE_SCHEMA,
+                          "pvisor_version", PVISOR_VERSION,
+                          "run_id", run_id,
+                          "state", "starting",
+                          "command", cmd,
+                          "cwd", json_string_or_null(cwd),
+                          "workspace", json_string_or_null(workspace),
+                          "user", "uid", (int)getuid(), "gid", (int)getgid(), "supervisor_pid", (int)getpid(),
+                          "requested_policy", req,
+                          "executor", "requested", executor_name(o->executor), "effective", "host", "mechanism", "none",
+                          "dimensions", dims,
+                          "kernel_features", json_object(),
+                          "warnings",
+                          "started_at", time_json(started),
+                          "ended_at", json_null(),
+                          "exit", json_null(),
+                          "stage", json_null());
+    return b;
+}
+
+int bundle_set_dimension(json_t *b, enum dimension d, enum level effective, const char *mechanism,
+                         json_t *evidence, const char *note) {
+    json_t *dim = json_object_get(json_object_get(b, "dimensions"), dimension_name(d));
+    if (!dim) {
+        json_decref(evidence);
+        return -EINVAL;
+    }
+    int r = 0;
+    r |= json_object_set_new(dim, "effective", json_string(level_name(effective)));
+    r |= json_object_set_new(dim, "mechanism", json_string(mechanism));
+    if (evidence)
+        r |= json_object_set_new(dim, "evidence", evidence);
+    if (note)
+        r |= json_array_append_new(json_object_get(dim, "notes"), json_string(note));
+    return r ? -ENOMEM : 0;
+}
+
+int bundle_set_executor(json_t *b, const char *effective, const char *mechanism) {
+    json_t *e = json_object_get(b, "executor");
+    if (json_object_set_new(e, "effective", json_string(effective)) < 0 ||
+        json_object_set_new(e, "mechanism", json_string(mechanism)) < 0)
+        return -ENOMEM;
+    return 0;
+}
+
+int bundle_set_string(json_t *b, const char *key, const char *value) {
+    return json_object_set_new(b, key, json_string_or_null(value)) < 0 ? -ENOMEM : 0;
+}
+
+int bundle_set_json(json_t *b, const char *key, json_t *value) {
+    return json_object_set_new(b, key, value) < 0 ? -ENOMEM : 0;
+}
+
+int bundle_add_warning(json_t *b, const char *msg) {
+    return json_array_append_new(json_object_get(b, "warnings"), json_string(msg)) < 0 ? -ENOMEM : 0;
+}
+
+int bundle_set_exit(json_t *b, int wait_status, int pvisor_status, const struct timespec *ended) {
+    json_t *e;
+    if (WIFSIGNALED(wait_status)) {
+        int sig = WTERMSIG(wait_status);
+        const char *abbrev = sigabbrev_np(sig);
+        e = json_pack("{s:n, s:i, s:s, s:b, s:i}",
+                      "status",
+                      "signal", sig,
+                      "signal_name", abbrev ? abbrev : "?",
+                      "core_dumped", WCOREDUMP(wait_status) ? 1 : 0,
+                      "pvisor_exit_status", pvisor_status);
+    } else {
+        e = json_pack("{s:i, s:n, s:n, s:b, s:i}",
+                      "status", WEXITSTATUS(wait_status),
+                      "signal",
+                      "signal_name",
+                      "core_dumped", 0,
+                      "pvisor_exit_status", pvisor_status);
+    }
+    if (!e)
+        return -ENOMEM;
+    if (json_object_set_new(b, "exit", e) < 0 || json_object_set_new(b, "ended_at", time_json(ended)) < 0)
+        return -ENOMEM;
+    return 0;
+}
+
+int bundle_write(int run_dirfd, const json_t *b) {
+    _cleanup_free_ char *s = json_dumps(b, JSON_INDENT(2) | JSON_ENSURE_ASCII);
+    if (!s)
+        return -ENOMEM;
+    size_t len = strlen(s);
+    s[len] = '\0';
+    _cleanup_free_ char *withnl = malloc(len + 2);
+    if (!withnl)
+        return -ENOMEM;
+    memcpy(withnl, s, len);
+    withnl[len] = '\n';
+    withnl[len + 1] = '\0';
+    return write_file_atomic(run_dirfd, BUNDLE_FILE, withnl, len + 1, 0600);
+}
+
+int bundle_read(int run_dirfd, json_t **ret_bundle) {
+    _cleanup_free_ char *buf = NULL;
+    size_t len;
+    int r = read_file_at(run_dirfd, BUNDLE_FILE, BUNDLE_MAX_BYTES, &buf, &len);
+    if (r < 0)
+        return r;
+    json_error_t err;
+    json_t *b = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &err);
+    if (!b)
+        return -EPROTO;
+    const char *schema = json_string_value(json_object_get(b, "schema"));
+    if (!json_is_object(b) || !schema || strcmp(schema, BUNDLE_SCHEMA) != 0) {
+        json_decref(b);
+        return -EPROTO;
+    }
+    *ret_bundle = b;
+    return 0;
+}

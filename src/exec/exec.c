@@ -1,0 +1,265 @@
+/* exec.c: see exec.h.
+ *
+ * Signal handling uses a signalfd with the forwarded signals and SIGCHLD
+ * blocked for the whole run, so no async handler touches state.  The child
+ * restores the original mask and default dispositions before exec.
+ */
+#include "exec/exec.h"
+#include "util/cleanup.h"
+#include "util/util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+extern char **environ;
+
+/* Exit status of a child whose supervisor vanished before it could exec. */
+#define PV_CHILD_ORPHANED 125
+
+static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+
+/* Child side between fork and exec: only async-signal-safe calls. */
+static _Noreturn void child_exec(const struct exec_spec *s, int go_fd, int err_fd,
+                                 const sigset_t *old_mask, pid_t parent) {
+    int e;
+    setpgid(0, 0);
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+        goto fail_errno;
+    /* The parent may have died between fork and prctl. */
+    if (getppid() != parent)
+        _exit(PV_CHILD_ORPHANED);
+
+    for (size_t i = 0; i < ARRAY_SIZE(forwarded); i++)
+        signal(forwarded[i], SIG_DFL);
+    signal(SIGTTOU, SIG_DFL);
+    signal(SIGPIPE, SIG_DFL);
+
+    /* Wait for the parent's go (one byte) before touching the filesystem. */
+    char c;
+    ssize_t n;
+    do
+        n = read(go_fd, &c, 1);
+    while (n < 0 && errno == EINTR);
+    if (n != 1)
+        _exit(PV_CHILD_ORPHANED);
+    close(go_fd);
+
+    if (s->cwd && chdir(s->cwd) < 0) {
+        int32_t msg[2] = {2, errno};
+        (void)!write(err_fd, msg, sizeof msg);
+        _exit(125);
+    }
+    sigprocmask(SIG_SETMASK, old_mask, NULL);
+    execvpe(s->argv[0], s->argv, s->envp ? s->envp : environ);
+fail_errno:
+    e = errno;
+    int32_t msg[2] = {1, e};
+    (void)!write(err_fd, msg, sizeof msg);
+    _exit(e == ENOENT ? 127 : 126);
+}
+
+/* Read the children of every thread of this process into pids (up to max). */
+static size_t list_children(pid_t *pids, size_t max) {
+    size_t n = 0;
+    _cleanup_closedir_ DIR *d = opendir("/proc/self/task");
+    if (!d)
+        return 0;
+    struct dirent *de;
+    while ((de = readdir(d)) && n < max) {
+        if (de->d_name[0] == '.')
+            continue;
+        char path[300];
+        snprintf(path, sizeof path, "/proc/self/task/%s/children", de->d_name);
+        _cleanup_fclose_ FILE *f = fopen(path, "re");
+        if (!f)
+            continue;
+        long pid;
+        while (n < max && fscanf(f, "%ld", &pid) == 1)
+            pids[n++] = (pid_t)pid;
+    }
+    return n;
+}
+
+/* Kill and reap everything still below us.  Returns how many were killed. */
+static int reap_descendants(void) {
+    int killed = 0;
+    for (;;) {
+        pid_t pids[256];
+        size_t n = list_children(pids, ARRAY_SIZE(pids));
+        for (size_t i = 0; i < n; i++)
+            if (kill(pids[i], SIGKILL) == 0)
+                killed++;
+        int st;
+        pid_t w = waitpid(-1, &st, n ? 0 : WNOHANG);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0) /* ECHILD: nothing left */
+            return killed;
+        if (w == 0) {
+            /* A child exists but /proc did not list it yet: wait for it. */
+            w = waitpid(-1, &st, 0);
+            if (w < 0 && errno == ECHILD)
+                return killed;
+        }
+    }
+}
+
+int exec_run(const struct exec_spec *s, struct exec_result *ret) {
+    struct exec_result res = {0};
+    sigset_t mask, old_mask;
+    sigemptyset(&mask);
+    for (size_t i = 0; i < ARRAY_SIZE(forwarded); i++)
+        sigaddset(&mask, forwarded[i]);
+    sigaddset(&mask, SIGCHLD);
+    if (sigprocmask(SIG_BLOCK, &mask, &old_mask) < 0)
+        return -errno;
+
+    int r = 0;
+    _cleanup_close_ int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+    int go[2] = {-1, -1}, err[2] = {-1, -1};
+    bool have_tty = false;
+    int tty_fd = STDIN_FILENO;
+    pid_t pid = -1;
+
+    if (sfd < 0) {
+        r = -errno;
+        goto out_mask;
+    }
+    if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0) {
+        r = -errno;
+        goto out_mask;
+    }
+    if (pipe2(go, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
+        r = -errno;
+        goto out_pipes;
+    }
+
+    /* Terminal foreground handoff only when we are in the foreground now. */
+    if (isatty(tty_fd) && tcgetpgrp(tty_fd) == getpgrp())
+        have_tty = true;
+
+    pid_t parent = getpid();
+    pid = fork();
+    if (pid < 0) {
+        r = -errno;
+        goto out_pipes;
+    }
+    if (pid == 0) {
+        close(go[1]);
+        close(err[0]);
+        child_exec(s, go[0], err[1], &old_mask, parent);
+    }
+    close(go[0]);
+    go[0] = -1;
+    close(err[1]);
+    err[1] = -1;
+    setpgid(pid, pid);
+
+    if (s->after_fork) {
+        r = s->after_fork(pid, s->userdata);
+        if (r < 0) {
+            /* Never let the child exec: closing go[] makes it exit. */
+            close(go[1]);
+            go[1] = -1;
+            kill(pid, SIGKILL);
+            waitpid(pid, NULL, 0);
+            goto out_pipes;
+        }
+    }
+
+    if (have_tty) {
+        void (*old)(int) = signal(SIGTTOU, SIG_IGN);
+        tcsetpgrp(tty_fd, pid);
+        signal(SIGTTOU, old);
+    }
+    if (write(go[1], "g", 1) != 1) {
+        r = -errno;
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        goto out_tty;
+    }
+    close(go[1]);
+    go[1] = -1;
+
+    int32_t msg[2];
+    ssize_t n;
+    do
+        n = read(err[0], msg, sizeof msg);
+    while (n < 0 && errno == EINTR);
+    if (n == (ssize_t)sizeof msg) {
+        if (msg[0] == 2)
+            res.chdir_errno = msg[1];
+        else
+            res.exec_errno = msg[1];
+    }
+
+    /* Main loop: forward signals, wait for the command itself. */
+    for (;;) {
+        struct signalfd_siginfo si;
+        ssize_t got = read(sfd, &si, sizeof si);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got != (ssize_t)sizeof si) {
+            r = got < 0 ? -errno : -EIO;
+            kill(-pid, SIGKILL);
+            /* fall through to the reap below */
+        } else if (si.ssi_signo != SIGCHLD) {
+            kill(-pid, (int)si.ssi_signo);
+            continue;
+        }
+        int st;
+        pid_t w;
+        bool done = false;
+        while ((w = waitpid(-1, &st, WNOHANG)) > 0)
+            if (w == pid) {
+                res.wait_status = st;
+                done = true;
+            }
+        if (done || r < 0)
+            break;
+    }
+
+    kill(-pid, SIGKILL);
+    res.killed_descendants = reap_descendants();
+
+out_tty:
+    if (have_tty) {
+        void (*old)(int) = signal(SIGTTOU, SIG_IGN);
+        tcsetpgrp(tty_fd, getpgrp());
+        signal(SIGTTOU, old);
+    }
+out_pipes:
+    for (int i = 0; i < 2; i++) {
+        if (go[i] >= 0)
+            close(go[i]);
+        if (err[i] >= 0)
+            close(err[i]);
+    }
+out_mask:
+    sigprocmask(SIG_SETMASK, &old_mask, NULL);
+    if (r >= 0)
+        *ret = res;
+    return r;
+}
+
+int exec_exit_status(const struct exec_result *r) {
+    if (r->exec_errno)
+        return r->exec_errno == ENOENT ? 127 : 126;
+    if (r->chdir_errno)
+        return 125; /* pvisor could not enter the working directory */
+    if (WIFSIGNALED(r->wait_status))
+        return 128 + WTERMSIG(r->wait_status);
+    return WEXITSTATUS(r->wait_status);
+}

@@ -1,0 +1,48 @@
+/* exec.h: run the command as the supervisor's child and see its whole tree
+ * gone before returning.
+ *
+ * Contract of exec_run():
+ *  - the child gets its own process group; when stdin is a terminal in our
+ *    foreground, that group is made the terminal's foreground group so the
+ *    tty, job-control keys and Ctrl-C reach the command directly;
+ *  - SIGINT/SIGTERM/SIGHUP/SIGQUIT delivered to pvisor are forwarded to the
+ *    command's process group;
+ *  - pvisor is a child subreaper: when the command exits, its process group
+ *    and then every remaining descendant (double-forked, setsid'd daemons
+ *    included, since they are reparented to us) are SIGKILLed and reaped;
+ *  - the child dies with SIGKILL if the supervisor dies (PR_SET_PDEATHSIG),
+ *    so fork only from the main thread;
+ *  - the child does not exec until after_fork() (run in the parent) returned
+ *    success, so mounts it installs are in place; the child chdir()s to cwd
+ *    only then.
+ * Must be called while no other thread forks; the caller may be
+ * multi-threaded (after_fork may start threads).
+ */
+#ifndef PVISOR_EXEC_EXEC_H
+#define PVISOR_EXEC_EXEC_H
+
+#include <sys/types.h>
+
+struct exec_spec {
+    char **argv;       /* NULL-terminated; argv[0] looked up on PATH */
+    char **envp;       /* NULL: inherit environ */
+    const char *cwd;   /* chdir target in the child; NULL: inherit */
+    int (*after_fork)(pid_t child, void *userdata); /* may be NULL */
+    void *userdata;
+};
+
+struct exec_result {
+    int wait_status;   /* as from waitpid(2); valid when exec_errno == 0 */
+    int exec_errno;    /* > 0: the command could not be executed (errno) */
+    int chdir_errno;   /* > 0: chdir(cwd) failed in the child */
+    int killed_descendants; /* leftover processes killed after the command exited */
+};
+
+/* Returns 0 when the command was started (or failed to exec, see
+ * ret->exec_errno), -errno when pvisor itself failed before the exec. */
+int exec_run(const struct exec_spec *s, struct exec_result *ret);
+
+/* Map a result to the exit status pvisor reports (see cli.h). */
+int exec_exit_status(const struct exec_result *r);
+
+#endif

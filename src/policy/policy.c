@@ -1,0 +1,242 @@
+/* policy.c: see policy.h.  Pure: no I/O, no globals, safe to unit-test. */
+#include "policy/policy.h"
+#include "util/util.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const level_names[_LEVEL_MAX] = {
+    [LEVEL_NONE] = "none",
+    [LEVEL_UNENFORCED] = "unenforced",
+    [LEVEL_COOPERATIVE] = "cooperative",
+    [LEVEL_ENFORCED] = "enforced",
+    [LEVEL_UNAVAILABLE] = "unavailable",
+};
+
+static const char *const dimension_names[_DIM_MAX] = {
+    [DIM_WORKSPACE_WRITES] = "workspace_writes",
+    [DIM_HOST_WRITES] = "host_writes",
+    [DIM_READS] = "reads",
+    [DIM_SENSITIVE_PATHS] = "sensitive_paths",
+    [DIM_NETWORK] = "network",
+    [DIM_HOME_CREDENTIALS] = "home_credentials",
+    [DIM_CHILD_PROCESSES] = "child_processes",
+    [DIM_SYSCALLS] = "syscalls",
+    [DIM_DEVICES] = "devices",
+    [DIM_IPC] = "ipc",
+    [DIM_RESOURCES] = "resources",
+};
+
+const char *level_name(enum level l) {
+    return (unsigned)l < _LEVEL_MAX ? level_names[l] : "invalid";
+}
+
+const char *dimension_name(enum dimension d) {
+    return (unsigned)d < _DIM_MAX ? dimension_names[d] : "invalid";
+}
+
+const char *executor_name(enum executor_kind e) {
+    switch (e) {
+    case EXECUTOR_AUTO: return "auto";
+    case EXECUTOR_HOST: return "host";
+    case EXECUTOR_OCI: return "oci";
+    case EXECUTOR_VM: return "vm";
+    }
+    return "invalid";
+}
+
+const char *filesystem_name(enum filesystem_mode f) {
+    return f == FILESYSTEM_SANDBOX ? "sandbox" : "host";
+}
+
+const char *durability_name(enum durability d) {
+    return d == DURABILITY_STRICT ? "strict" : "checkpoint";
+}
+
+__attribute__((format(printf, 2, 3))) static int fail(char **ret_error, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    char *m = NULL;
+    if (vasprintf(&m, fmt, ap) < 0)
+        m = NULL;
+    va_end(ap);
+    *ret_error = m;
+    return m ? -EINVAL : -ENOMEM;
+}
+
+/* Options that take a value; `--opt=value` and `--opt value` both work. */
+enum opt_id {
+    OPT_HELP, OPT_SAFE, OPT_STRICT, OPT_FILESYSTEM, OPT_EXECUTOR, OPT_STAGE,
+    OPT_WORKSPACE, OPT_DURABILITY, OPT_MAX_BYTES, OPT_MAX_INODES,
+};
+
+static const struct {
+    const char *name;
+    enum opt_id id;
+    bool has_arg;
+} run_opts[] = {
+    {"--help", OPT_HELP, false},
+    {"-h", OPT_HELP, false},
+    {"--safe", OPT_SAFE, false},
+    {"--strict", OPT_STRICT, false},
+    {"--filesystem", OPT_FILESYSTEM, true},
+    {"--executor", OPT_EXECUTOR, true},
+    {"--stage", OPT_STAGE, true},
+    {"--workspace", OPT_WORKSPACE, true},
+    {"--stage-durability", OPT_DURABILITY, true},
+    {"--stage-max-bytes", OPT_MAX_BYTES, true},
+    {"--stage-max-inodes", OPT_MAX_INODES, true},
+};
+
+int policy_parse_run(int argc, char **argv, struct run_options *ret_opts, char **ret_error) {
+    struct run_options o = {.filesystem = FILESYSTEM_HOST, .executor = EXECUTOR_AUTO};
+    int i = 1;
+    bool saw_dashdash = false;
+
+    while (i < argc) {
+        const char *a = argv[i];
+        if (strcmp(a, "--") == 0) {
+            saw_dashdash = true;
+            i++;
+            break;
+        }
+        if (a[0] != '-')
+            return fail(ret_error, "missing '--' before the command '%s' (use: pvisor run [OPTIONS] -- COMMAND [ARGS...])", a);
+
+        const char *eq = strchr(a, '=');
+        size_t nlen = eq ? (size_t)(eq - a) : strlen(a);
+        int found = -1;
+        for (size_t k = 0; k < sizeof run_opts / sizeof run_opts[0]; k++)
+            if (strlen(run_opts[k].name) == nlen && strncmp(run_opts[k].name, a, nlen) == 0)
+                found = (int)k;
+        if (found < 0)
+            return fail(ret_error, "unknown option '%.*s'", (int)nlen, a);
+
+        const char *val = NULL;
+        if (run_opts[found].has_arg) {
+            if (eq)
+                val = eq + 1;
+            else if (i + 1 < argc)
+                val = argv[++i];
+            else
+                return fail(ret_error, "option '%s' needs a value", run_opts[found].name);
+            if (val[0] == '\0')
+                return fail(ret_error, "option '%s' needs a non-empty value", run_opts[found].name);
+        } else if (eq) {
+            return fail(ret_error, "option '%.*s' takes no value", (int)nlen, a);
+        }
+        i++;
+
+        int r;
+        switch (run_opts[found].id) {
+        case OPT_HELP:
+            o.help = true;
+            break;
+        case OPT_SAFE:
+            o.safe = true;
+            break;
+        case OPT_STRICT:
+            o.strict = true;
+            break;
+        case OPT_FILESYSTEM:
+            if (strcmp(val, "host") == 0)
+                o.filesystem = FILESYSTEM_HOST;
+            else if (strcmp(val, "sandbox") == 0)
+                o.filesystem = FILESYSTEM_SANDBOX;
+            else
+                return fail(ret_error, "--filesystem must be 'host' or 'sandbox', not '%s'", val);
+            break;
+        case OPT_EXECUTOR:
+            if (strcmp(val, "auto") == 0)
+                o.executor = EXECUTOR_AUTO;
+            else if (strcmp(val, "host") == 0)
+                o.executor = EXECUTOR_HOST;
+            else if (strcmp(val, "oci") == 0)
+                o.executor = EXECUTOR_OCI;
+            else if (strcmp(val, "vm") == 0)
+                o.executor = EXECUTOR_VM;
+            else
+                return fail(ret_error, "--executor must be one of auto, host, oci, vm; not '%s'", val);
+            break;
+        case OPT_STAGE:
+            o.stage = val;
+            break;
+        case OPT_WORKSPACE:
+            o.workspace = val;
+            break;
+        case OPT_DURABILITY:
+            if (strcmp(val, "checkpoint") == 0)
+                o.durability = DURABILITY_CHECKPOINT;
+            else if (strcmp(val, "strict") == 0)
+                o.durability = DURABILITY_STRICT;
+            else
+                return fail(ret_error, "--stage-durability must be 'checkpoint' or 'strict', not '%s'", val);
+            o.durability_set = true;
+            break;
+        case OPT_MAX_BYTES:
+            r = parse_size(val, 1, UINT64_MAX, &o.stage_max_bytes);
+            if (r < 0)
+                return fail(ret_error, "--stage-max-bytes: '%s' is not a size (examples: 1048576, 512M, 2G)", val);
+            break;
+        case OPT_MAX_INODES:
+            r = parse_size(val, 1, UINT64_MAX, &o.stage_max_inodes);
+            if (r < 0)
+                return fail(ret_error, "--stage-max-inodes: '%s' is not a count (examples: 1000, 100K)", val);
+            break;
+        }
+    }
+
+    if (o.help) {
+        *ret_opts = o;
+        return 0;
+    }
+    if (!saw_dashdash)
+        return fail(ret_error, "missing '--' and a command (use: pvisor run [OPTIONS] -- COMMAND [ARGS...])");
+    if (i >= argc)
+        return fail(ret_error, "missing the command after '--' (use: pvisor run [OPTIONS] -- COMMAND [ARGS...])");
+    if (argv[i][0] == '\0')
+        return fail(ret_error, "the command after '--' is empty");
+
+    bool stage_opts = o.durability_set || o.stage_max_bytes || o.stage_max_inodes;
+    if (stage_opts && !policy_wants_stage(&o))
+        return fail(ret_error, "--stage-durability/--stage-max-* need a stage: add --stage DIR, --stage auto or --safe");
+    if (o.workspace && o.workspace[0] == '\0')
+        return fail(ret_error, "--workspace needs a directory");
+
+    o.cmd_argc = argc - i;
+    o.cmd_argv = argv + i;
+    *ret_opts = o;
+    return 0;
+}
+
+bool policy_wants_stage(const struct run_options *o) {
+    return o->stage != NULL || o->safe || o->filesystem == FILESYSTEM_SANDBOX;
+}
+
+void policy_build(const struct run_options *o, struct policy *ret_policy) {
+    struct policy p;
+    for (unsigned d = 0; d < _DIM_MAX; d++)
+        p.requested[d] = LEVEL_NONE;
+
+    if (policy_wants_stage(o))
+        p.requested[DIM_WORKSPACE_WRITES] = LEVEL_ENFORCED;
+
+    if (o->filesystem == FILESYSTEM_SANDBOX || o->safe) {
+        p.requested[DIM_HOST_WRITES] = LEVEL_ENFORCED;
+        p.requested[DIM_READS] = LEVEL_ENFORCED;
+        p.requested[DIM_SENSITIVE_PATHS] = LEVEL_ENFORCED;
+        p.requested[DIM_DEVICES] = LEVEL_ENFORCED;
+        p.requested[DIM_CHILD_PROCESSES] = LEVEL_ENFORCED;
+        p.requested[DIM_SYSCALLS] = LEVEL_ENFORCED;
+        p.requested[DIM_IPC] = LEVEL_ENFORCED;
+    }
+    if (o->safe) {
+        p.requested[DIM_NETWORK] = LEVEL_ENFORCED;
+        p.requested[DIM_HOME_CREDENTIALS] = LEVEL_ENFORCED;
+        p.requested[DIM_RESOURCES] = LEVEL_ENFORCED;
+    }
+    *ret_policy = p;
+}

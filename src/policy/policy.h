@@ -1,0 +1,79 @@
+/* policy.h: `pvisor run` options -> an immutable policy (pure, no syscalls).
+ *
+ * Parsing produces struct run_options; policy_build() derives, per
+ * dimension, the level the user *requested*.  What the executor actually
+ * installs (the *effective* level) is decided elsewhere and recorded beside
+ * it in the Run Bundle; the two are never merged.
+ */
+#ifndef PVISOR_POLICY_POLICY_H
+#define PVISOR_POLICY_POLICY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+enum level {
+    LEVEL_NONE,        /* not requested */
+    LEVEL_UNENFORCED,  /* ambient host access */
+    LEVEL_COOPERATIVE, /* works only if the agent honours it */
+    LEVEL_ENFORCED,    /* kernel-enforced, not bypassable by the agent tree */
+    LEVEL_UNAVAILABLE, /* requested, but this host/build cannot install it */
+    _LEVEL_MAX,
+};
+
+enum dimension {
+    DIM_WORKSPACE_WRITES,
+    DIM_HOST_WRITES,
+    DIM_READS,
+    DIM_SENSITIVE_PATHS,
+    DIM_NETWORK,
+    DIM_HOME_CREDENTIALS,
+    DIM_CHILD_PROCESSES,
+    DIM_SYSCALLS,
+    DIM_DEVICES,
+    DIM_IPC,
+    DIM_RESOURCES,
+    _DIM_MAX,
+};
+
+enum filesystem_mode { FILESYSTEM_HOST, FILESYSTEM_SANDBOX };
+enum executor_kind { EXECUTOR_AUTO, EXECUTOR_HOST, EXECUTOR_OCI, EXECUTOR_VM };
+enum durability { DURABILITY_CHECKPOINT, DURABILITY_STRICT };
+
+struct run_options {
+    bool help;
+    bool safe;
+    bool strict;
+    enum filesystem_mode filesystem;
+    enum executor_kind executor;
+    const char *stage;      /* NULL: none; "auto": owned stage in the run dir */
+    const char *workspace;  /* NULL: the current directory */
+    enum durability durability;
+    bool durability_set;
+    uint64_t stage_max_bytes;  /* 0 = unlimited */
+    uint64_t stage_max_inodes; /* 0 = unlimited */
+    int cmd_argc;
+    char **cmd_argv; /* points into the caller's argv; NULL-terminated */
+};
+
+struct policy {
+    enum level requested[_DIM_MAX];
+};
+
+const char *level_name(enum level l);
+const char *dimension_name(enum dimension d);
+const char *executor_name(enum executor_kind e);
+const char *filesystem_name(enum filesystem_mode f);
+const char *durability_name(enum durability d);
+
+/* Parse `run` arguments (argv[0] is the verb).  On a usage error returns
+ * -EINVAL and a malloc'd one-line message in *ret_error (the caller prints
+ * it and frees it).  ret_opts is written only on success. */
+int policy_parse_run(int argc, char **argv, struct run_options *ret_opts, char **ret_error);
+
+/* Requested level per dimension for these options. */
+void policy_build(const struct run_options *o, struct policy *ret_policy);
+
+/* True when the options ask for a stage (explicit --stage, or implied). */
+bool policy_wants_stage(const struct run_options *o);
+
+#endif

@@ -1,0 +1,47 @@
+/* stage-internal.h: struct stage, shared by stage.c (lifecycle) and
+ * journal.c (journal and origin map).  Not part of the public API.
+ *
+ * Locking: 'lock' (a leaf mutex) protects the journal fd writes, the path
+ * set and the origin map; every other field is set at open and read-only
+ * while FUSE threads run.
+ */
+#ifndef PVISOR_STAGE_INTERNAL_H
+#define PVISOR_STAGE_INTERNAL_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "stage/stage.h"
+
+#define STAGE_VERSION_LINE "pvisor-stage 1\n"
+#define STAGE_MAX_LINE (64 * 1024) /* journal/origin line bound */
+
+struct str_set {          /* open-addressing set of owned strings */
+    char **slots;
+    size_t cap, n;
+};
+
+struct ino_map {          /* open-addressing map uint64 -> uint64, key 0 = empty */
+    uint64_t *keys, *vals;
+    size_t cap, n;
+};
+
+struct stage {
+    int dir_fd;           /* STAGE/ (immutable) */
+    int upper_fd;         /* STAGE/upper (immutable) */
+    int work_fd;          /* STAGE/work (immutable) */
+    int lock_fd;          /* STAGE/lock, flock(LOCK_EX) held (immutable) */
+    enum stage_durability durability; /* immutable */
+    pthread_mutex_t lock;
+    int journal_fd;       /* O_APPEND; writes under lock */
+    int origin_fd;        /* O_APPEND; writes under lock */
+    struct str_set recorded; /* under lock */
+    struct ino_map origins;  /* under lock */
+};
+
+int stage_journal_load(struct stage *s);
+int stage_origin_load(struct stage *s, uint64_t upper_dev);
+void stage_maps_free(struct stage *s);
+
+#endif

@@ -1,0 +1,500 @@
+/* stage.c: stage lifecycle (create / reopen / seal / probe), format v1.
+ *
+ * Layout (docs/stage-format.md): version, meta.json, upper/, work/, journal,
+ * origin, lock, sealed (marker, published last), applied/dropped (reserved).
+ *
+ * Invariants:
+ *  - While a run uses the stage, 'lock' is flock(LOCK_EX)'ed by it and the
+ *    'sealed' marker is absent (removed durably before the run starts).
+ *  - 'sealed' is published only after every upper file and directory, the
+ *    journal and the origin map are durable.
+ *  - work/ is scratch space for atomic copy-up; it is emptied on open.
+ * Trust: the stage path is chosen by the user (trusted); file contents are
+ * parsed with bounds.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "stage/stage-internal.h"
+#include "util/cleanup.h"
+
+const char *stage_state_name(enum stage_state s) {
+    switch (s) {
+    case STAGE_CREATED: return "created";
+    case STAGE_RUNNING: return "running";
+    case STAGE_SEALED: return "sealed";
+    case STAGE_INTERRUPTED: return "interrupted";
+    case STAGE_APPLIED: return "applied";
+    case STAGE_DROPPED: return "dropped";
+    }
+    return "unknown";
+}
+
+int stage_upper_fd(const struct stage *s) { return s->upper_fd; }
+int stage_work_fd(const struct stage *s) { return s->work_fd; }
+enum stage_durability stage_durability(const struct stage *s) { return s->durability; }
+
+static int write_all(int fd, const void *buf, size_t len) {
+    const char *p = buf;
+    while (len > 0) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+/* Write dir_fd/name atomically and durably: name.tmp, fsync, rename, fsync dir. */
+static int publish_file(int dir_fd, const char *name, const void *buf, size_t len) {
+    char tmp[64];
+    int m = snprintf(tmp, sizeof tmp, "%s.tmp", name);
+    if (m < 0 || (size_t)m >= sizeof tmp)
+        return -ENAMETOOLONG;
+    _cleanup_close_ int fd = openat(dir_fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0)
+        return -errno;
+    int r = write_all(fd, buf, len);
+    if (r < 0)
+        return r;
+    if (fsync(fd) < 0)
+        return -errno;
+    if (renameat(dir_fd, tmp, dir_fd, name) < 0)
+        return -errno;
+    if (fsync(dir_fd) < 0)
+        return -errno;
+    return 0;
+}
+
+/* Read a small file (bounded) into a NUL-terminated buffer. */
+static int read_small(int dir_fd, const char *name, size_t max, char **ret) {
+    _cleanup_close_ int fd = openat(dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return -errno;
+    _cleanup_free_ char *buf = malloc(max + 1);
+    if (!buf)
+        return -ENOMEM;
+    size_t got = 0;
+    for (;;) {
+        ssize_t n = read(fd, buf + got, max - got);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        if (n == 0)
+            break;
+        got += (size_t)n;
+        if (got == max)
+            return -EFBIG;
+    }
+    buf[got] = '\0';
+    *ret = TAKE_PTR(buf);
+    return (int)got;
+}
+
+static bool exists_at(int dir_fd, const char *name) {
+    struct stat st;
+    return fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+/* Is the directory (relative to dir_fd) empty?  1 yes, 0 no, -errno. */
+static int dir_is_empty(int dir_fd, const char *name) {
+    int fd = openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return -errno;
+    _cleanup_closedir_ DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return -errno;
+    }
+    struct dirent *de;
+    while ((de = readdir(d)))
+        if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+            return 0;
+    return 1;
+}
+
+static off_t size_at(int dir_fd, const char *name) {
+    struct stat st;
+    if (fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return 0;
+    return st.st_size;
+}
+
+/* Remove everything below dir_fd (not dir_fd itself), no symlink following. */
+static int remove_contents(int dir_fd) {
+    int fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    _cleanup_closedir_ DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return -errno;
+    }
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        if (unlinkat(dirfd(d), de->d_name, 0) == 0)
+            continue;
+        if (errno != EISDIR && errno != EPERM && errno != ENOTEMPTY)
+            return -errno;
+        _cleanup_close_ int sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        if (sub < 0)
+            return -errno;
+        int r = remove_contents(sub);
+        if (r < 0)
+            return r;
+        if (unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR) < 0)
+            return -errno;
+    }
+    return 0;
+}
+
+static int rfc3339_now(char *buf, size_t len) {
+    time_t t = time(NULL);
+    struct tm tm;
+    if (!gmtime_r(&t, &tm) || strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+        return -EINVAL;
+    return 0;
+}
+
+/* Load meta.json (validated: format 1, workspace string, runs array). */
+static int meta_load(int dir_fd, json_t **ret) {
+    _cleanup_free_ char *txt = NULL;
+    int r = read_small(dir_fd, "meta.json", 1 << 20, &txt);
+    if (r < 0)
+        return r == -ENOENT ? -EINVAL : r;
+    json_error_t jerr;
+    json_t *m = json_loads(txt, 0, &jerr);
+    if (!m || !json_is_object(m))
+        goto bad;
+    if (json_integer_value(json_object_get(m, "format")) != STAGE_FORMAT_VERSION) {
+        json_decref(m);
+        return -EPROTO;
+    }
+    if (!json_is_string(json_object_get(m, "workspace")) || !json_is_array(json_object_get(m, "runs")))
+        goto bad;
+    *ret = m;
+    return 0;
+bad:
+    json_decref(m);
+    return -EINVAL;
+}
+
+static int meta_store(int dir_fd, json_t *m) {
+    _cleanup_free_ char *txt = json_dumps(m, JSON_INDENT(2) | JSON_ENSURE_ASCII);
+    if (!txt)
+        return -ENOMEM;
+    size_t len = strlen(txt);
+    _cleanup_free_ char *withnl = malloc(len + 2);
+    if (!withnl)
+        return -ENOMEM;
+    memcpy(withnl, txt, len);
+    withnl[len] = '\n';
+    return publish_file(dir_fd, "meta.json", withnl, len + 1);
+}
+
+/* Initialise an empty, locked directory as a fresh stage. */
+static int stage_init_layout(int dir_fd, const char *workspace) {
+    if (mkdirat(dir_fd, "upper", 0755) < 0 && errno != EEXIST)
+        return -errno;
+    if (mkdirat(dir_fd, "work", 0700) < 0 && errno != EEXIST)
+        return -errno;
+    _cleanup_close_ int j = openat(dir_fd, "journal", O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (j < 0)
+        return -errno;
+    char now[40];
+    int r = rfc3339_now(now, sizeof now);
+    if (r < 0)
+        return r;
+    json_t *m = json_pack("{s:i, s:s, s:s, s:[]}", "format", STAGE_FORMAT_VERSION, "workspace",
+                          workspace, "created", now, "runs");
+    if (!m)
+        return -ENOMEM;
+    r = meta_store(dir_fd, m);
+    json_decref(m);
+    if (r < 0)
+        return r;
+    /* version last: its presence means "this is a stage". */
+    return publish_file(dir_fd, "version", STAGE_VERSION_LINE, strlen(STAGE_VERSION_LINE));
+}
+
+static int check_version(int dir_fd) {
+    _cleanup_free_ char *v = NULL;
+    int r = read_small(dir_fd, "version", 256, &v);
+    if (r < 0)
+        return r == -ENOENT ? -EINVAL : r;
+    if (strcmp(v, STAGE_VERSION_LINE) == 0)
+        return 0;
+    if (strncmp(v, "pvisor-stage ", 13) == 0)
+        return -EPROTO;
+    return -EINVAL;
+}
+
+/* Anything recorded?  (journal or upper non-empty, or a run in meta). */
+static int stage_has_content(int dir_fd) {
+    if (size_at(dir_fd, "journal") > 0)
+        return 1;
+    int r = dir_is_empty(dir_fd, "upper");
+    if (r == 0)
+        return 1;
+    json_t *m = NULL;
+    if (meta_load(dir_fd, &m) == 0) {
+        size_t n = json_array_size(json_object_get(m, "runs"));
+        json_decref(m);
+        if (n > 0)
+            return 1;
+    }
+    return 0;
+}
+
+static void stage_close_fds(struct stage *s) {
+    int *fds[] = {&s->upper_fd, &s->work_fd, &s->journal_fd, &s->origin_fd, &s->lock_fd, &s->dir_fd};
+    for (size_t i = 0; i < ARRAY_SIZE(fds); i++) {
+        if (*fds[i] >= 0)
+            close(*fds[i]);
+        *fds[i] = -1;
+    }
+}
+
+void stage_free(struct stage *s) {
+    if (!s)
+        return;
+    stage_close_fds(s); /* closing lock_fd releases the flock */
+    stage_maps_free(s);
+    pthread_mutex_destroy(&s->lock);
+    free(s);
+}
+
+static int stage_open_impl(struct stage *s, const char *path, const char *workspace_abs,
+                           const char *run_id) {
+    s->dir_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (s->dir_fd < 0 && errno == ENOENT) {
+        if (mkdir(path, 0700) < 0 && errno != EEXIST)
+            return -errno;
+        s->dir_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    }
+    if (s->dir_fd < 0)
+        return -errno;
+
+    bool fresh = !exists_at(s->dir_fd, "version");
+    if (fresh) {
+        int e = dir_is_empty(s->dir_fd, ".");
+        if (e < 0)
+            return e;
+        /* Allow a directory that holds only a lock file (a racing creator
+         * that had not finished); anything else is not ours. */
+        if (e == 0 && !(exists_at(s->dir_fd, "lock") && !exists_at(s->dir_fd, "meta.json") &&
+                        !exists_at(s->dir_fd, "upper")))
+            return -EINVAL;
+    } else {
+        int r = check_version(s->dir_fd);
+        if (r < 0)
+            return r;
+    }
+
+    s->lock_fd = openat(s->dir_fd, "lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (s->lock_fd < 0)
+        return -errno;
+    if (flock(s->lock_fd, LOCK_EX | LOCK_NB) < 0)
+        return errno == EWOULDBLOCK ? -EBUSY : -errno;
+
+    if (!exists_at(s->dir_fd, "version")) {
+        int r = stage_init_layout(s->dir_fd, workspace_abs);
+        if (r < 0)
+            return r;
+    } else {
+        int r = check_version(s->dir_fd);
+        if (r < 0)
+            return r;
+    }
+
+    json_t *meta = NULL;
+    int r = meta_load(s->dir_fd, &meta);
+    if (r < 0)
+        return r;
+    if (strcmp(json_string_value(json_object_get(meta, "workspace")), workspace_abs) != 0) {
+        json_decref(meta);
+        return -EXDEV;
+    }
+    if (exists_at(s->dir_fd, "applied") || exists_at(s->dir_fd, "dropped")) {
+        json_decref(meta);
+        return -EALREADY;
+    }
+    if (!exists_at(s->dir_fd, "sealed")) {
+        int c = stage_has_content(s->dir_fd);
+        if (c != 0) {
+            json_decref(meta);
+            return c < 0 ? c : -ESTALE;
+        }
+    } else {
+        /* Durably leave 'sealed': a crash from here on reads 'interrupted'. */
+        if (unlinkat(s->dir_fd, "sealed", 0) < 0 || fsync(s->dir_fd) < 0) {
+            json_decref(meta);
+            return -errno;
+        }
+    }
+    r = json_array_append_new(json_object_get(meta, "runs"), json_string(run_id)) < 0 ? -EINVAL : 0;
+    if (r == 0)
+        r = meta_store(s->dir_fd, meta);
+    json_decref(meta);
+    if (r < 0)
+        return r;
+
+    s->upper_fd = openat(s->dir_fd, "upper", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    if (s->upper_fd < 0)
+        return -errno;
+    if (mkdirat(s->dir_fd, "work", 0700) < 0 && errno != EEXIST)
+        return -errno;
+    s->work_fd = openat(s->dir_fd, "work", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    if (s->work_fd < 0)
+        return -errno;
+    r = remove_contents(s->work_fd);
+    if (r < 0)
+        return r;
+    struct stat ust;
+    if (fstat(s->upper_fd, &ust) < 0)
+        return -errno;
+    r = stage_journal_load(s);
+    if (r < 0)
+        return r;
+    r = stage_origin_load(s, (uint64_t)ust.st_dev);
+    if (r < 0)
+        return r;
+    s->journal_fd = openat(s->dir_fd, "journal", O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (s->journal_fd < 0)
+        return -errno;
+    return 0;
+}
+
+int stage_open_for_run(const char *path, const char *workspace_abs, const char *run_id,
+                       enum stage_durability d, struct stage **ret_stage) {
+    if (!path || !workspace_abs || workspace_abs[0] != '/' || !run_id || !ret_stage)
+        return -EINVAL;
+    struct stage *s = calloc(1, sizeof(*s));
+    if (!s)
+        return -ENOMEM;
+    s->dir_fd = s->upper_fd = s->work_fd = s->lock_fd = s->journal_fd = s->origin_fd = -1;
+    s->durability = d;
+    pthread_mutex_init(&s->lock, NULL);
+    int r = stage_open_impl(s, path, workspace_abs, run_id);
+    if (r < 0) {
+        stage_free(s);
+        return r;
+    }
+    *ret_stage = s;
+    return 0;
+}
+
+/* fsync every directory and regular file below fd (syncfs covers data on
+ * most file systems, but fsync per object is what POSIX promises). */
+static int sync_tree(int fd) {
+    int dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+        return -errno;
+    _cleanup_closedir_ DIR *d = fdopendir(dfd);
+    if (!d) {
+        close(dfd);
+        return -errno;
+    }
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        if (de->d_type == DT_DIR) {
+            _cleanup_close_ int sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+            if (sub < 0)
+                return -errno;
+            int r = sync_tree(sub);
+            if (r < 0)
+                return r;
+        } else if (de->d_type == DT_REG) {
+            _cleanup_close_ int f = openat(dirfd(d), de->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+            if (f < 0)
+                return -errno;
+            if (fsync(f) < 0 && errno != EINVAL)
+                return -errno;
+        }
+    }
+    if (fsync(dirfd(d)) < 0 && errno != EINVAL)
+        return -errno;
+    return 0;
+}
+
+int stage_seal(struct stage *s) {
+    if (!s)
+        return -EINVAL;
+    if (syncfs(s->upper_fd) < 0)
+        return -errno;
+    int r = sync_tree(s->upper_fd);
+    if (r < 0)
+        return r;
+    if (fsync(s->journal_fd) < 0 || fsync(s->origin_fd) < 0)
+        return -errno;
+    char now[40];
+    r = rfc3339_now(now, sizeof now);
+    if (r < 0)
+        return r;
+    char buf[64];
+    int m = snprintf(buf, sizeof buf, "%s\n", now);
+    if (m < 0 || (size_t)m >= sizeof buf)
+        return -EOVERFLOW;
+    return publish_file(s->dir_fd, "sealed", buf, (size_t)m);
+}
+
+int stage_probe_state(const char *path, enum stage_state *ret_state) {
+    _cleanup_close_ int dir_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir_fd < 0)
+        return -errno;
+    int r = check_version(dir_fd);
+    if (r < 0) {
+        /* an empty directory is not a stage yet */
+        return r;
+    }
+    enum stage_state st;
+    if (exists_at(dir_fd, "applied"))
+        st = STAGE_APPLIED;
+    else if (exists_at(dir_fd, "dropped"))
+        st = STAGE_DROPPED;
+    else {
+        _cleanup_close_ int lk = openat(dir_fd, "lock", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        bool running = false;
+        if (lk >= 0) {
+            if (flock(lk, LOCK_SH | LOCK_NB) < 0) {
+                if (errno != EWOULDBLOCK)
+                    return -errno;
+                running = true;
+            } else {
+                flock(lk, LOCK_UN);
+            }
+        }
+        if (running)
+            st = STAGE_RUNNING;
+        else if (exists_at(dir_fd, "sealed"))
+            st = STAGE_SEALED;
+        else {
+            r = stage_has_content(dir_fd);
+            if (r < 0)
+                return r;
+            st = r ? STAGE_INTERRUPTED : STAGE_CREATED;
+        }
+    }
+    *ret_state = st;
+    return 0;
+}

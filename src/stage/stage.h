@@ -1,0 +1,102 @@
+/* stage.h: the on-disk stage (format v1, see docs/stage-format.md).
+ *
+ * A stage is one directory holding the copy-on-write upper of a run, the
+ * preimage journal and the lifecycle markers.  This module owns the format:
+ * creation, reopening a sealed stage for another run, the run lock, the
+ * preimage journal (first mutation of each lower object), the inode-origin
+ * side file, and sealing.  It never touches the lower (the workspace).
+ *
+ * Trust: the stage directory is written by the supervisor only; its contents
+ * are nevertheless parsed defensively (bounded line lengths, version check).
+ *
+ * Errors are negative errno; nothing here prints.
+ *
+ * Thread safety: stage_journal_*, stage_origin_* and stage_stats_* may be
+ * called concurrently from FUSE worker threads (one internal mutex,
+ * a leaf lock: no other lock is taken while holding it).  stage_open_for_run,
+ * stage_seal and stage_free are single-threaded (no FUSE thread may run).
+ */
+#ifndef PVISOR_STAGE_STAGE_H
+#define PVISOR_STAGE_STAGE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define STAGE_FORMAT_VERSION 1
+
+enum stage_durability {
+    STAGE_DURABILITY_CHECKPOINT, /* records appended, synced at seal */
+    STAGE_DURABILITY_STRICT,     /* record fdatasync'ed before the mutation */
+};
+
+enum stage_state {
+    STAGE_CREATED,     /* initialised, nothing recorded */
+    STAGE_RUNNING,     /* lock held by a live supervisor */
+    STAGE_SEALED,      /* completion marker present, lock free */
+    STAGE_INTERRUPTED, /* no marker, lock free, something recorded */
+    STAGE_APPLIED,     /* 'applied' marker (reserved for apply) */
+    STAGE_DROPPED,     /* 'dropped' marker (reserved for drop) */
+};
+
+const char *stage_state_name(enum stage_state s);
+
+struct stage;
+
+/* One preimage journal record: the state of a lower object just before its
+ * first mutation through the overlay.  All strings are borrowed. */
+struct stage_preimage {
+    const char *path;   /* relative to the workspace, "." for the root */
+    const char *type;   /* reg dir lnk fifo sock chr blk */
+    uint32_t mode;      /* st_mode & 07777 */
+    uint64_t size;      /* st_size */
+    const char *sha256; /* lowercase hex; regular files and symlinks; else NULL */
+    uint64_t ino;       /* lower st_ino */
+    const char *op;     /* name of the first mutating operation */
+};
+
+/* Create a stage at path (absent, or an empty directory) or reopen a sealed
+ * stage of the same workspace for another run.  Takes the run lock (held
+ * until stage_free), durably removes the 'sealed' marker (a crash during the
+ * run then leaves 'interrupted'), appends run_id to meta.json, loads the
+ * journal (paths already recorded are not recorded again) and the origin map,
+ * and empties work/.
+ * Errors: -ENOTDIR path is not a directory; -EBUSY another run holds the
+ * lock; -ESTALE interrupted; -EALREADY applied or dropped; -EXDEV stage of
+ * another workspace; -EINVAL not a stage; -EPROTO unknown format version;
+ * other -errno from the file system. */
+int stage_open_for_run(const char *path, const char *workspace_abs, const char *run_id,
+                       enum stage_durability d, struct stage **ret_stage);
+
+/* O_DIRECTORY fds owned by the stage (valid until stage_free). */
+int stage_upper_fd(const struct stage *s);
+int stage_work_fd(const struct stage *s); /* scratch dir on the upper's fs */
+
+enum stage_durability stage_durability(const struct stage *s);
+
+/* True if a record for this path already exists (this or an earlier run). */
+bool stage_journal_contains(struct stage *s, const char *path);
+
+/* Append rec unless its path was recorded before.  Returns 1 if appended, 0
+ * if already present, -errno on failure (the caller must then fail the
+ * mutation).  Strict durability: the record is fdatasync'ed before return. */
+int stage_journal_append(struct stage *s, const struct stage_preimage *rec);
+
+/* Inode-origin map (side file 'origin'): upper st_ino -> lower st_ino for
+ * objects copied up from the lower, so st_ino stays stable across copy-up
+ * and across reopening the stage.  origin_add appends (strict: synced);
+ * origin_forget records that the upper inode is gone (it may be reused). */
+int stage_origin_add(struct stage *s, uint64_t upper_ino, uint64_t lower_ino);
+int stage_origin_forget(struct stage *s, uint64_t upper_ino);
+bool stage_origin_get(struct stage *s, uint64_t upper_ino, uint64_t *ret_lower_ino);
+
+/* Make everything durable (upper files and dirs, journal, origin map) and
+ * publish the 'sealed' marker (temp file + fsync + rename + fsync dir). */
+int stage_seal(struct stage *s);
+
+/* Release the lock and every resource.  NULL is fine. */
+void stage_free(struct stage *s);
+
+/* Read-only state probe (for status/list); takes no lasting lock. */
+int stage_probe_state(const char *path, enum stage_state *ret_state);
+
+#endif

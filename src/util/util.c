@@ -1,0 +1,259 @@
+/* util.c: see util.h.  No global state; every function is thread-safe. */
+#include "util/util.h"
+#include "util/cleanup.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+char *path_join(const char *a, const char *b) {
+    size_t la = strlen(a);
+    while (la > 1 && a[la - 1] == '/')
+        la--;
+    while (*b == '/')
+        b++;
+    char *r;
+    if (asprintf(&r, "%.*s%s%s", (int)la, a, (la == 1 && a[0] == '/') ? "" : "/", b) < 0)
+        return NULL;
+    return r;
+}
+
+int mkdir_p(const char *path, mode_t mode) {
+    if (path[0] != '/')
+        return -EINVAL;
+    _cleanup_free_ char *p = strdup(path);
+    if (!p)
+        return -ENOMEM;
+    for (char *s = p + 1;; s++) {
+        if (*s == '/' || *s == '\0') {
+            char c = *s;
+            *s = '\0';
+            if (mkdir(p, mode) < 0 && errno != EEXIST)
+                return -errno;
+            *s = c;
+            if (c == '\0')
+                break;
+        }
+    }
+    struct stat st;
+    if (stat(path, &st) < 0)
+        return -errno;
+    return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+}
+
+int state_dir(char **ret_path) {
+    const char *x = getenv("XDG_STATE_HOME");
+    char *r;
+    if (x && x[0] == '/') {
+        r = path_join(x, "pvisor");
+    } else {
+        const char *home = getenv("HOME");
+        if (!home || home[0] != '/') {
+            struct passwd *pw = getpwuid(getuid());
+            if (!pw || !pw->pw_dir || pw->pw_dir[0] != '/')
+                return -ENOENT;
+            home = pw->pw_dir;
+        }
+        if (asprintf(&r, "%s/.local/state/pvisor", strcmp(home, "/") == 0 ? "" : home) < 0)
+            r = NULL;
+    }
+    if (!r)
+        return -ENOMEM;
+    *ret_path = r;
+    return 0;
+}
+
+int runs_dir(bool create, char **ret_path) {
+    _cleanup_free_ char *sd = NULL;
+    int r = state_dir(&sd);
+    if (r < 0)
+        return r;
+    char *p = path_join(sd, "runs");
+    if (!p)
+        return -ENOMEM;
+    if (create) {
+        r = mkdir_p(p, 0700);
+        if (r < 0) {
+            free(p);
+            return r;
+        }
+    }
+    *ret_path = p;
+    return 0;
+}
+
+int make_run_id(char ret_id[static 32]) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    struct tm tm;
+    gmtime_r(&ts.tv_sec, &tm);
+    uint32_t rnd;
+    if (getrandom(&rnd, sizeof rnd, 0) != sizeof rnd)
+        return -EIO;
+    char t[20];
+    strftime(t, sizeof t, "%Y%m%dT%H%M%S", &tm);
+    int n = snprintf(ret_id, 32, "%.15s.%03dZ-%08" PRIx32, t, (int)((ts.tv_nsec / 1000000) % 1000), rnd);
+    return (n > 0 && n < 32) ? 0 : -EOVERFLOW;
+}
+
+void format_time_utc(const struct timespec *ts, char ret_buf[static 32]) {
+    struct tm tm;
+    gmtime_r(&ts->tv_sec, &tm);
+    char t[24];
+    strftime(t, sizeof t, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(ret_buf, 32, "%.20s.%03dZ", t, (int)((ts->tv_nsec / 1000000) % 1000));
+}
+
+int parse_size(const char *s, uint64_t min, uint64_t max, uint64_t *ret_value) {
+    if (!s || !isdigit((unsigned char)s[0]))
+        return -EINVAL;
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno == ERANGE)
+        return -ERANGE;
+    unsigned shift = 0;
+    switch (*end) {
+    case '\0':
+        break;
+    case 'k': case 'K': shift = 10; end++; break;
+    case 'm': case 'M': shift = 20; end++; break;
+    case 'g': case 'G': shift = 30; end++; break;
+    case 't': case 'T': shift = 40; end++; break;
+    default:
+        return -EINVAL;
+    }
+    if (*end == 'i' && shift)
+        end++;
+    if (*end == 'B' && shift)
+        end++;
+    if (*end != '\0')
+        return -EINVAL;
+    if (shift && v > (UINT64_MAX >> shift))
+        return -ERANGE;
+    uint64_t r = (uint64_t)v << shift;
+    if (r < min || r > max)
+        return -ERANGE;
+    *ret_value = r;
+    return 0;
+}
+
+int write_file_atomic(int dirfd, const char *name, const void *data, size_t len, mode_t mode) {
+    char tmp[NAME_MAX + 1];
+    uint32_t rnd;
+    if (getrandom(&rnd, sizeof rnd, 0) != sizeof rnd)
+        return -EIO;
+    int n = snprintf(tmp, sizeof tmp, ".%s.%08" PRIx32 ".tmp", name, rnd);
+    if (n < 0 || (size_t)n >= sizeof tmp)
+        return -ENAMETOOLONG;
+    _cleanup_close_ int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+    if (fd < 0)
+        return -errno;
+    const char *p = data;
+    size_t left = len;
+    int r = 0;
+    while (left > 0) {
+        ssize_t w = write(fd, p, left);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            r = -errno;
+            break;
+        }
+        p += w;
+        left -= (size_t)w;
+    }
+    if (r == 0 && fsync(fd) < 0)
+        r = -errno;
+    if (r == 0 && renameat(dirfd, tmp, dirfd, name) < 0)
+        r = -errno;
+    if (r < 0) {
+        unlinkat(dirfd, tmp, 0);
+        return r;
+    }
+    if (fsync(dirfd) < 0 && errno != EINVAL && errno != EBADF)
+        return -errno;
+    return 0;
+}
+
+int read_file_at(int dirfd, const char *name, size_t limit, char **ret_buf, size_t *ret_len) {
+    _cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return -errno;
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return -errno;
+    if (!S_ISREG(st.st_mode))
+        return -EINVAL;
+    if ((uint64_t)st.st_size >= limit)
+        return -EFBIG;
+    size_t cap = (size_t)st.st_size + 1, len = 0;
+    _cleanup_free_ char *buf = malloc(cap);
+    if (!buf)
+        return -ENOMEM;
+    for (;;) {
+        if (len + 1 >= cap) {
+            if (cap >= limit)
+                return -EFBIG;
+            cap = cap * 2 > limit ? limit : cap * 2;
+            char *nb = realloc(buf, cap);
+            if (!nb)
+                return -ENOMEM;
+            buf = nb;
+        }
+        ssize_t n = read(fd, buf + len, cap - len - 1);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        if (n == 0)
+            break;
+        len += (size_t)n;
+    }
+    buf[len] = '\0';
+    if (ret_len)
+        *ret_len = len;
+    *ret_buf = TAKE_PTR(buf);
+    return 0;
+}
+
+int fd_move_above_stdio(int fd) {
+    if (fd > 2)
+        return fd;
+    int n = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    if (n < 0)
+        return -errno;
+    close(fd);
+    return n;
+}
+
+int close_all_fds_except(int lowfd, const int *keep, size_t n_keep) {
+    /* Walk the gaps between kept fds and close each range with close_range(). */
+    int lo = lowfd;
+    for (;;) {
+        int next = INT_MAX;
+        for (size_t i = 0; i < n_keep; i++)
+            if (keep[i] >= lo && keep[i] < next)
+                next = keep[i];
+        if (next > lo) {
+            unsigned hi = next == INT_MAX ? ~0U : (unsigned)next - 1;
+            if (syscall(SYS_close_range, (unsigned)lo, hi, 0) < 0)
+                return -errno;
+        }
+        if (next == INT_MAX)
+            return 0;
+        lo = next + 1;
+    }
+}

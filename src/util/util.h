@@ -1,0 +1,50 @@
+/* util.h: small helpers shared by every module (paths, time, numbers, fds).
+ *
+ * Library code: returns negative errno, never prints, never exits.
+ */
+#ifndef PVISOR_UTIL_UTIL_H
+#define PVISOR_UTIL_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Join a and b with one '/', malloc'd. NULL on ENOMEM. */
+char *path_join(const char *a, const char *b);
+
+/* mkdir -p with mode for each missing component (absolute path only). */
+int mkdir_p(const char *path, mode_t mode);
+
+/* The pvisor state directory: $XDG_STATE_HOME/pvisor or ~/.local/state/pvisor.
+ * Relative XDG_STATE_HOME is ignored, as the XDG spec requires. */
+int state_dir(char **ret_path);
+
+/* The runs directory under state_dir(), created when create is true. */
+int runs_dir(bool create, char **ret_path);
+
+/* New run id, sortable by start time: 20261129T093000.123Z-1a2b3c4d. */
+int make_run_id(char ret_id[static 32]);
+
+/* RFC 3339 UTC time with milliseconds ("2026-11-29T09:30:00.123Z"). */
+void format_time_utc(const struct timespec *ts, char ret_buf[static 32]);
+
+/* Parse an unsigned decimal with an optional K/M/G/T suffix (binary units)
+ * within [min, max]; -EINVAL on junk, -ERANGE outside. */
+int parse_size(const char *s, uint64_t min, uint64_t max, uint64_t *ret_value);
+
+/* Write data to dirfd/name atomically: temp file in the same directory,
+ * fsync, rename over name, fsync the directory. */
+int write_file_atomic(int dirfd, const char *name, const void *data, size_t len, mode_t mode);
+
+/* Read a whole (small, < limit) file relative to dirfd into a NUL-terminated
+ * malloc'd buffer, without following a final symlink. */
+int read_file_at(int dirfd, const char *name, size_t limit, char **ret_buf, size_t *ret_len);
+
+/* Move fd to a descriptor >= 3 if it is 0..2 (so dup2 of stdio cannot clobber it). */
+int fd_move_above_stdio(int fd);
+
+/* Close every descriptor >= lowfd except those listed. */
+int close_all_fds_except(int lowfd, const int *keep, size_t n_keep);
+
+#endif
