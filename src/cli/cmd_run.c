@@ -84,15 +84,15 @@ int cmd_run(int argc, char **argv) {
     if (o.help)
         return cli_print_help(cli_find_command("run"));
 
-    r = refuse_unavailable(&o);
-    if (r)
-        return r;
-
+    /* Usage errors first (exit 2), then requests this build refuses (125). */
     _cleanup_free_ char *workspace = NULL;
     r = resolve_workspace(&o, &workspace);
     if (r)
         return r;
     r = check_stage_arg(&o);
+    if (r)
+        return r;
+    r = refuse_unavailable(&o);
     if (r)
         return r;
 

@@ -1,0 +1,53 @@
+#!/bin/sh
+# Build pvisor twice (normal, and AddressSanitizer + UndefinedBehaviorSanitizer)
+# and run every test in both.  Prints "N passed, N failed" last; exits
+# non-zero if anything failed.  Usage: scripts/test.sh [meson test args...]
+set -eu
+cd "$(dirname "$0")/.."
+./scripts/install-deps.sh
+
+# The unprivileged tests need /dev/fuse usable by ordinary users, as
+# distributions set it up (udev rule in the fuse3 package).
+if [ "$(id -u)" -eq 0 ] && [ -c /dev/fuse ]; then
+    chmod 0666 /dev/fuse
+fi
+
+setup() { # DIR [meson options...]
+    dir=$1; shift
+    if [ -f "$dir/build.ninja" ]; then
+        meson configure "$dir" "$@" >/dev/null
+    else
+        meson setup "$dir" "$@" >/dev/null
+    fi
+    if ! ninja -C "$dir" >"$dir.ninja.log" 2>&1; then
+        cat "$dir.ninja.log" >&2
+        echo "0 passed, 1 failed"
+        exit 1
+    fi
+}
+
+setup build -Dbuildtype=debugoptimized
+setup build-sanitize -Dbuildtype=debug -Db_sanitize=address,undefined -Db_lundef=false
+
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=86
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:exitcode=87
+
+status=0
+passed=0
+failed=0
+for dir in build build-sanitize; do
+    echo "== tests in $dir"
+    if ! meson test -C "$dir" --print-errorlogs "$@"; then
+        status=1
+    fi
+    log="$dir/meson-logs/testlog.txt"
+    p=$(grep -cE '^ok [0-9]+' "$log" || true)
+    f=$(grep -cE '^not ok [0-9]+' "$log" || true)
+    passed=$((passed + p))
+    failed=$((failed + f))
+done
+if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then
+    failed=1 # a test binary failed without a TAP line (crash, sanitizer abort)
+fi
+echo "$passed passed, $failed failed"
+exit $status

@@ -1,0 +1,145 @@
+/* cmd_doctor.c: `pvisor doctor [--json]`: what this host offers, per
+ * feature, and what each executor can do here with this build.
+ *
+ * The probes run as the invoking uid (evidence/probe.c); this file only
+ * renders them.  Exit 0 whenever the probes ran, however many features are
+ * missing; 1 only when probing itself failed (fork/pipe).  Must run before
+ * any thread is started (the userns probe forks).
+ */
+#include "cli/cli.h"
+#include "config.h"
+#include "evidence/probe.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *status_word(const struct probe_status *s) {
+    if (s->ok)
+        return "ok";
+    return s->error == -ECANCELED ? "skipped" : "missing";
+}
+
+static void row(const char *label, const char *word, const char *detail) {
+    printf("  %-20s %-8s %s\n", label, word, detail ? detail : "");
+}
+
+static void status_row(const char *label, const struct probe_status *s) {
+    row(label, status_word(s), s->detail);
+}
+
+static void binary_row(const char *label, const struct probe_binary *b) {
+    row(label, b->found ? "ok" : "missing", b->found ? b->path : "not found on $PATH");
+}
+
+static void print_features(const struct host_probe *p) {
+    printf("pvisor %s doctor: kernel %s (%s), uid %u\n\n", PVISOR_VERSION,
+           p->kernel_release[0] ? p->kernel_release : "?", p->kernel_machine[0] ? p->kernel_machine : "?",
+           (unsigned)p->euid);
+    printf("  %-20s %-8s %s\n", "FEATURE", "STATUS", "DETAIL");
+    status_row("user namespaces", &p->userns.userns);
+    status_row("  mount namespace", &p->userns.mount_ns);
+    status_row("  pid namespace", &p->userns.pid_ns);
+    status_row("  net namespace", &p->userns.net_ns);
+    status_row("  ipc namespace", &p->userns.ipc_ns);
+    status_row("  uts namespace", &p->userns.uts_ns);
+    status_row("  tmpfs mount", &p->userns.tmpfs_mount);
+    status_row("/dev/fuse", &p->fuse.usable);
+    status_row("landlock", &p->landlock.usable);
+    status_row("seccomp filters", &p->seccomp.filter);
+    status_row("openat2", &p->openat2);
+    status_row("cgroup v2", &p->cgroup.v2);
+    status_row("  delegation", &p->cgroup.delegated);
+    binary_row("crun", &p->crun);
+    binary_row("runc", &p->runc);
+    binary_row("qemu-system-*", &p->qemu);
+    status_row("/dev/kvm", &p->kvm.usable);
+    status_row("pidfd_open", &p->pidfd_open);
+    status_row("close_range", &p->close_range);
+    row("no_new_privs", "info",
+        p->no_new_privs < 0 ? "unknown" : p->no_new_privs ? "already set on pvisor" : "not set (settable)");
+}
+
+static void print_executor(const struct executor_readiness *r) {
+    char label[16];
+    (void)snprintf(label, sizeof label, "%s:", r->name);
+    printf("%-6s plain runs: %s; --safe: %s", label, r->ready_plain ? "yes" : "no", r->ready_safe ? "yes" : "no");
+    const char *sep = " — ";
+    if (r->reason) {
+        printf("%s%s", sep, r->reason);
+        sep = "; ";
+        if (r->host_features_ready)
+            printf(" (this host has the features it needs)");
+    }
+    if (r->n_missing > 0) {
+        printf("%shost lacks", sep);
+        for (size_t i = 0; i < r->n_missing; i++)
+            printf("%s%s", i ? ", " : " ", r->missing[i]);
+        if (r->remediation[0])
+            printf(": %s", r->remediation);
+    }
+    printf("\n");
+    for (size_t i = 0; i < r->n_notes; i++)
+        printf("       note: %s\n", r->notes[i]);
+}
+
+static int print_json(const struct host_probe *p) {
+    json_t *features = probe_to_json(p);
+    json_t *executors = executors_to_json(p);
+    if (!features || !executors) {
+        json_decref(features);
+        json_decref(executors);
+        return -ENOMEM;
+    }
+    json_t *o = json_pack("{s:s, s:o, s:o}", "pvisor_version", PVISOR_VERSION, "features", features, "executors",
+                          executors);
+    if (!o)
+        return -ENOMEM;
+    int r = json_dumpf(o, stdout, JSON_INDENT(2)) < 0 ? -EIO : 0;
+    json_decref(o);
+    if (r == 0 && fputc('\n', stdout) == EOF)
+        r = -EIO;
+    return r;
+}
+
+int cmd_doctor(int argc, char **argv) {
+    bool as_json = false;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+            return cli_print_help(cli_find_command("doctor"));
+        if (strcmp(argv[i], "--json") == 0)
+            as_json = true;
+        else if (argv[i][0] == '-')
+            return cli_usage_error("doctor", "unknown option '%s'", argv[i]);
+        else
+            return cli_usage_error("doctor", "unexpected argument '%s' (doctor takes no arguments)", argv[i]);
+    }
+
+    /* Large (path buffers): keep it off the stack. */
+    struct host_probe *p = calloc(1, sizeof *p);
+    if (!p)
+        return cli_error(PV_EXIT_FAILURE, "doctor", "out of memory");
+    int probe_r = host_probe_run(p);
+
+    int r;
+    if (as_json) {
+        r = print_json(p);
+    } else {
+        print_features(p);
+        printf("\nExecutors (this build: pvisor %s)\n", PVISOR_VERSION);
+        for (int k = 0; k < PROBE_EXECUTOR_COUNT; k++) {
+            struct executor_readiness er;
+            executor_readiness_compute(p, (enum probe_executor)k, &er);
+            print_executor(&er);
+        }
+        r = fflush(stdout) == EOF ? -EIO : 0;
+    }
+    free(p);
+
+    if (probe_r < 0)
+        return cli_error(PV_EXIT_FAILURE, "doctor", "probing failed: %s", strerror(-probe_r));
+    if (r < 0)
+        return cli_error(PV_EXIT_FAILURE, "doctor", "cannot write the report: %s", strerror(-r));
+    return PV_EXIT_OK;
+}

@@ -1,0 +1,109 @@
+/* pvagent: the small "agent" the integration tests run under pvisor.
+ *
+ * Usage: pvagent ACTION [ARGS...]
+ *   exit N                 exit with status N
+ *   signal N               kill itself with signal N
+ *   daemon PIDFILE         double-fork + setsid a sleeper, write its pid, exit 0
+ *   bg PIDFILE             fork a sleeper in our process group, write its pid, exit 0
+ *   wait-signal FILE       write "ready" to FILE, wait for SIGTERM/SIGINT/SIGHUP, write
+ *                          the signal number to FILE, exit 0
+ *   env NAME               print $NAME (or "<unset>")
+ *   pgid                   print "pid pgid sid"
+ * Static so the same binary also runs inside a synthetic root later.
+ */
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int write_file(const char *path, const char *text) {
+    FILE *f = fopen(path, "we");
+    if (!f)
+        return -1;
+    fputs(text, f);
+    return fclose(f);
+}
+
+static long num(const char *s) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || *end || end == s) {
+        fprintf(stderr, "pvagent: bad number '%s'\n", s);
+        exit(64);
+    }
+    return v;
+}
+
+static volatile sig_atomic_t got;
+static void on_sig(int s) { got = s; }
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fprintf(stderr, "usage: pvagent ACTION [ARGS...]\n");
+        return 64;
+    }
+    const char *a = argv[1];
+    if (strcmp(a, "exit") == 0 && argc == 3)
+        return (int)num(argv[2]);
+    if (strcmp(a, "signal") == 0 && argc == 3) {
+        int s = (int)num(argv[2]);
+        signal(s, SIG_DFL);
+        raise(s);
+        return 99;
+    }
+    if ((strcmp(a, "daemon") == 0 || strcmp(a, "bg") == 0) && argc == 3) {
+        int p[2];
+        if (pipe(p) < 0)
+            return 70;
+        pid_t c = fork();
+        if (c < 0)
+            return 70;
+        if (c == 0) {
+            if (strcmp(a, "daemon") == 0) {
+                setsid();
+                if (fork() != 0)
+                    _exit(0);
+            }
+            char buf[32];
+            snprintf(buf, sizeof buf, "%d\n", (int)getpid());
+            write_file(argv[2], buf);
+            close(p[0]);
+            (void)!write(p[1], "x", 1);
+            close(p[1]);
+            for (;;)
+                pause();
+        }
+        close(p[1]);
+        char x;
+        (void)!read(p[0], &x, 1); /* wait until the pid file is written */
+        return 0;
+    }
+    if (strcmp(a, "wait-signal") == 0 && argc == 3) {
+        struct sigaction sa = {.sa_handler = on_sig};
+        sigaction(SIGTERM, &sa, NULL);
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGHUP, &sa, NULL);
+        write_file(argv[2], "ready\n");
+        while (!got)
+            pause();
+        char buf[32];
+        snprintf(buf, sizeof buf, "%d\n", (int)got);
+        write_file(argv[2], buf);
+        return 0;
+    }
+    if (strcmp(a, "env") == 0 && argc == 3) {
+        const char *v = getenv(argv[2]);
+        printf("%s\n", v ? v : "<unset>");
+        return 0;
+    }
+    if (strcmp(a, "pgid") == 0 && argc == 2) {
+        printf("%d %d %d\n", (int)getpid(), (int)getpgid(0), (int)getsid(0));
+        return 0;
+    }
+    fprintf(stderr, "pvagent: unknown action '%s'\n", a);
+    return 64;
+}

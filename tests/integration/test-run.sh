@@ -1,0 +1,142 @@
+#!/bin/sh
+# Integration tests for `pvisor run` (plain, unisolated), status, list, help,
+# usage errors.  TAP output.  Needs $PVISOR, $PVAGENT, $SRCDIR.
+. "$(dirname "$0")/../lib.sh"
+SCHEMA="$SRCDIR/docs/bundle.schema.json"
+VALIDATE="/usr/bin/python3 $SRCDIR/tests/validate-bundle.py $SCHEMA"
+cd "$T"
+
+# --- exit status propagation ---------------------------------------------
+for s in 0 3 42 255; do
+    "$PVISOR" run -- "$PVAGENT" exit $s; rc=$?
+    eq "$rc" "$s" "exit status $s is propagated"
+done
+"$PVISOR" run -- "$PVAGENT" signal 15; rc=$?
+eq "$rc" 143 "death by SIGTERM gives 128+15"
+"$PVISOR" run -- "$PVAGENT" signal 9; rc=$?
+eq "$rc" 137 "death by SIGKILL gives 128+9"
+b="$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json"
+eq "$(jq -r '.exit.signal_name + " " + (.exit.status|tostring) + " " + (.exit.pvisor_exit_status|tostring)' "$b")" \
+   "KILL null 137" "Bundle records the signal, no exit status, and pvisor's 137"
+
+"$PVISOR" run -- /nonexistent/cmd 2>err; rc=$?
+eq "$rc" 127 "missing command exits 127"
+check "missing command is explained on stderr" grep -q "command not found" err
+printf '#!/bin/sh\n' > notexec; chmod 0644 notexec
+"$PVISOR" run -- ./notexec 2>err; rc=$?
+eq "$rc" 126 "non-executable command exits 126"
+eq "$(jq -r .state "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json")" exec_failed "Bundle says exec_failed"
+
+# --- stdio and tty passthrough --------------------------------------------
+out=$(printf 'line1\nline2\n' | "$PVISOR" run -- cat)
+eq "$out" "$(printf 'line1\nline2')" "stdin and stdout pass through"
+err=$("$PVISOR" run -- sh -c 'echo to-stderr >&2' 2>&1 >/dev/null)
+eq "$err" "to-stderr" "stderr passes through"
+if command -v script >/dev/null; then
+    out=$(script -qec "$PVISOR run -- sh -c 'test -t 0 && test -t 1 && echo HAVE-TTY; ps -o stat= -p \$\$'" /dev/null </dev/null | tr -d '\r')
+    case "$out" in *HAVE-TTY*) ok "the terminal passes through";; *) not_ok "the terminal passes through"; diag "$out";; esac
+    case "$out" in *+*) ok "the command is the terminal's foreground process group";; *) not_ok "the command is the terminal's foreground process group"; diag "$out";; esac
+else
+    skip "the terminal passes through" "script(1) missing"
+fi
+
+# --- process-group cleanup -------------------------------------------------
+"$PVISOR" run -- "$PVAGENT" bg "$T/bg.pid"; rc=$?
+eq "$rc" 0 "command that leaves a background child exits 0"
+pid=$(cat "$T/bg.pid")
+check "background child in the process group is gone after pvisor returns" sh -c "! kill -0 $pid 2>/dev/null"
+"$PVISOR" run -- "$PVAGENT" daemon "$T/daemon.pid"; rc=$?
+pid=$(cat "$T/daemon.pid")
+check "double-forked setsid daemon is gone after pvisor returns" sh -c "! kill -0 $pid 2>/dev/null"
+check "Bundle warns about the killed leftover" \
+    jq -e '.warnings | map(test("leftover")) | any' "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json" >/dev/null
+
+# --- signal forwarding -------------------------------------------------------
+for sig in TERM INT HUP; do
+    rm -f "$T/sig"
+    "$PVISOR" run -- "$PVAGENT" wait-signal "$T/sig" &
+    pv=$!
+    i=0; while [ "$(cat "$T/sig" 2>/dev/null)" != ready ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
+    kill -$sig $pv
+    wait $pv; rc=$?
+    num=$(kill -l $sig 2>/dev/null || true)
+    expect=$( /usr/bin/python3 -c "import signal; print(int(signal.SIG$sig))")
+    eq "$(cat "$T/sig")" "$expect" "SIG$sig to pvisor is forwarded to the command"
+    eq "$rc" 0 "command that handled SIG$sig decides the exit status"
+done
+
+# --- usage errors: exit 2, nothing written ----------------------------------
+rm -rf "$XDG_STATE_HOME"
+touch "$T/afile"
+for args in "--bogus -- true" "true" "--" "--stage" "--stage $T/afile -- true" \
+            "--workspace $T/afile -- true" "--workspace $T/missing -- true" \
+            "--executor bogus -- true" "--stage-max-bytes 12Q --stage x -- true" \
+            "--stage-max-bytes 1M -- true" "--safe=yes -- true"; do
+    # shellcheck disable=SC2086
+    "$PVISOR" run $args >out 2>err; rc=$?
+    eq "$rc" 2 "usage error exits 2: run $args"
+    lines=$(wc -l < err)
+    check "usage error is one line plus a hint: run $args" sh -c "[ $lines -eq 2 ] && head -n1 err | grep -q '^pvisor run: '"
+done
+check "usage errors created no state directory" sh -c "[ ! -e '$XDG_STATE_HOME' ]"
+"$PVISOR" frobnicate >/dev/null 2>&1; eq $? 2 "unknown verb exits 2"
+"$PVISOR" >/dev/null 2>&1; eq $? 2 "no verb exits 2"
+"$PVISOR" diff >/dev/null 2>err; eq $? 2 "planned verb exits 2"
+check "planned verb says it is not available" grep -q "not available" err
+
+# --- refused policies: exit 125, nothing run --------------------------------
+"$PVISOR" run --executor vm -- touch "$T/should-not-exist" 2>err; rc=$?
+eq "$rc" 125 "an unavailable executor is refused with 125"
+check "refused request did not run the command" test ! -e "$T/should-not-exist"
+check "refusal says nothing was run" grep -q "nothing was run" err
+
+# --- help ---------------------------------------------------------------------
+for v in run status list doctor version help diff apply; do
+    "$PVISOR" help $v > h1; r1=$?
+    "$PVISOR" $v --help > h2; r2=$?
+    check "help $v and $v --help agree and exit 0" sh -c "[ $r1 -eq 0 ] && [ $r2 -eq 0 ] && cmp -s h1 h2 && grep -q Usage h1"
+done
+"$PVISOR" help >/dev/null; eq $? 0 "pvisor help exits 0"
+check "version prints the version" sh -c "'$PVISOR' version | grep -Eq '^pvisor [0-9]+\.[0-9]+\.[0-9]+'"
+
+# --- Bundles: schema, content, status, list -------------------------------
+"$PVISOR" run -- "$PVAGENT" exit 7
+id=$(latest_run)
+b="$XDG_STATE_HOME/pvisor/runs/$id/bundle.json"
+check "every Bundle validates against docs/bundle.schema.json" sh -c "$VALIDATE $XDG_STATE_HOME/pvisor/runs/*/bundle.json"
+eq "$(jq -r '[.dimensions[] | .effective] | unique | join(",")' "$b")" "unenforced" "plain run: every dimension is unenforced"
+eq "$(jq -r '[.dimensions[] | .requested] | unique | join(",")' "$b")" "none" "plain run: nothing was requested"
+eq "$(jq -r '.state + " " + (.exit.status|tostring) + " " + .command[-1] + " " + .workspace' "$b")" "finished 7 7 $T" "Bundle records state, status, command and workspace"
+check "Bundle file is private (0600)" sh -c "[ \$(stat -c %a '$b') = 600 ]"
+check "no temp files are left next to the Bundle" sh -c "[ \$(ls -A '$(dirname "$b")' | wc -l) -eq 1 ]"
+eq "$("$PVISOR" status --json | jq -r .run_id)" "$id" "status --json shows the most recent run"
+short=$(echo "$id" | cut -c1-22)
+"$PVISOR" status "$id" > st; rc=$?
+check "status RUN shows the Safety boundary" sh -c "[ $rc -eq 0 ] && grep -q 'Safety boundary' st && grep -q 'host_writes' st"
+"$PVISOR" status no-such-run 2>err; eq $? 1 "status of an unknown run exits 1"
+n=$("$PVISOR" list --json | jq length)
+eq "$n" "$(run_count)" "list --json has one entry per run"
+eq "$("$PVISOR" list --json | jq -r '.[0].run_id')" "$id" "list is newest first"
+check "list prints a table" sh -c "'$PVISOR' list | head -n1 | grep -q '^RUN'"
+
+# --- a running Bundle, and a supervisor killed with -9 ---------------------
+"$PVISOR" run -- sleep 30 &
+pv=$!
+i=0; while [ "$(jq -r .state "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json" 2>/dev/null)" != running ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
+eq "$("$PVISOR" status --json | jq -r .display_state)" running "status shows a live run as running"
+kill -9 $pv; wait $pv 2>/dev/null
+sleep 0.2
+eq "$("$PVISOR" status --json | jq -r .display_state)" interrupted "a run whose supervisor was killed shows as interrupted"
+check "the command died with its supervisor (PDEATHSIG)" sh -c "! pgrep -f '^sleep 30\$' >/dev/null"
+
+# --- unprivileged user ------------------------------------------------------------
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
+    U="$T/user"; mkdir -p "$U"; chown 65534:65534 "$U"
+    out=$(cd "$U" && XDG_STATE_HOME="$U/state" setpriv --reuid=65534 --regid=65534 --clear-groups \
+          "$PVISOR" run -- sh -c 'id -u; exit 5'); rc=$?
+    eq "$rc:$out" "5:65534" "an unprivileged user runs the same command with the same result"
+    ub=$(ls "$U"/state/pvisor/runs/*/bundle.json 2>/dev/null | head -n1)
+    check "the unprivileged run's Bundle validates and records uid 65534" sh -c "[ -n '$ub' ] && $VALIDATE '$ub' && [ \$(jq .user.uid '$ub') = 65534 ]"
+else
+    skip "unprivileged run" "needs root to switch to an unprivileged user"
+fi

@@ -1,0 +1,46 @@
+# lib.sh: TAP helpers for pvisor's integration tests (sourced).
+#
+# Every test script gets: a private temp dir $T (removed on exit), an
+# isolated state dir (XDG_STATE_HOME=$T/state), $PVISOR (the built binary)
+# and $PVAGENT (tests/helpers/pvagent).  In CI (CI=true) a skip is a failure.
+set -u
+: "${PVISOR:?PVISOR must point at the built pvisor binary}"
+: "${PVAGENT:?PVAGENT must point at the built pvagent helper}"
+
+T=$(mktemp -d /tmp/pvisor-test.XXXXXX)
+chmod 0755 "$T"
+export XDG_STATE_HOME="$T/state"
+_n=0
+_failed=0
+_cleanup_hooks=""
+at_exit() { _cleanup_hooks="$1; $_cleanup_hooks"; }
+_finish() {
+    eval "$_cleanup_hooks" 2>/dev/null || true
+    rm -rf "$T" 2>/dev/null || true
+    echo "1..$_n"
+}
+trap _finish EXIT
+
+ok() { _n=$((_n + 1)); echo "ok $_n - $*"; }
+not_ok() { _n=$((_n + 1)); _failed=$((_failed + 1)); echo "not ok $_n - $*"; }
+# check DESCRIPTION COMMAND...: ok when COMMAND succeeds.
+check() {
+    d=$1; shift
+    if "$@"; then ok "$d"; else not_ok "$d"; fi
+}
+# skip DESCRIPTION REASON: TAP skip, or a failure in CI.
+skip() {
+    if [ "${CI:-}" = true ]; then
+        not_ok "$1 (would skip in CI: $2)"
+    else
+        _n=$((_n + 1)); echo "ok $_n - $1 # SKIP $2"
+    fi
+}
+diag() { echo "# $*"; }
+# eq ACTUAL EXPECTED DESCRIPTION
+eq() {
+    if [ "$1" = "$2" ]; then ok "$3"; else not_ok "$3"; diag "  expected: $2"; diag "  actual:   $1"; fi
+}
+# Newest run id in the state dir.
+latest_run() { ls -1 "$XDG_STATE_HOME/pvisor/runs" 2>/dev/null | sort | tail -n 1; }
+run_count() { ls -1 "$XDG_STATE_HOME/pvisor/runs" 2>/dev/null | wc -l; }

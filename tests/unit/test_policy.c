@@ -1,0 +1,98 @@
+/* Unit tests: `pvisor run` option parsing and policy building. */
+#include "policy/policy.h"
+#include "tap.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+static int parse(struct run_options *o, char **err, int argc, char **argv) {
+    *err = NULL;
+    return policy_parse_run(argc, argv, o, err);
+}
+
+#define ARGV(...) ((char *[]){"run", __VA_ARGS__, NULL})
+#define ARGC(...) ((int)(sizeof((char *[]){"run", __VA_ARGS__}) / sizeof(char *)))
+#define PARSE(o, err, ...) parse(o, err, ARGC(__VA_ARGS__), ARGV(__VA_ARGS__))
+
+static void expect_error(const char *what, int r, char *err, const char *needle) {
+    ok(r == -EINVAL && err && strstr(err, needle), "%s is rejected mentioning '%s' (got: %s)", what, needle,
+       err ? err : "(none)");
+    free(err);
+}
+
+int main(void) {
+    struct run_options o;
+    char *err;
+    int r;
+
+    r = PARSE(&o, &err, "--", "echo", "hi");
+    ok(r == 0 && o.cmd_argc == 2 && strcmp(o.cmd_argv[0], "echo") == 0 && strcmp(o.cmd_argv[1], "hi") == 0,
+       "plain command after --");
+    ok(!o.safe && !o.strict && o.filesystem == FILESYSTEM_HOST && o.executor == EXECUTOR_AUTO && !o.stage,
+       "defaults: no isolation requested");
+
+    r = PARSE(&o, &err, "--stage", "/s", "--workspace=/w", "--stage-durability", "strict", "--stage-max-bytes",
+              "2G", "--stage-max-inodes=100K", "--", "make", "-j2");
+    ok(r == 0 && strcmp(o.stage, "/s") == 0 && strcmp(o.workspace, "/w") == 0 && o.durability == DURABILITY_STRICT &&
+           o.stage_max_bytes == (2ULL << 30) && o.stage_max_inodes == 100 * 1024,
+       "stage options with both value forms");
+    ok(r == 0 && o.cmd_argc == 2 && strcmp(o.cmd_argv[1], "-j2") == 0, "options after -- belong to the command");
+
+    r = PARSE(&o, &err, "--", "sh", "--safe");
+    ok(r == 0 && !o.safe, "--safe after -- is the command's argument");
+
+    r = PARSE(&o, &err, "--help");
+    ok(r == 0 && o.help, "--help needs no command");
+
+    r = PARSE(&o, &err, "echo");
+    expect_error("command without --", r, err, "missing '--'");
+    r = PARSE(&o, &err, "--safe");
+    expect_error("no -- at all", r, err, "missing '--'");
+    r = PARSE(&o, &err, "--");
+    expect_error("-- without command", r, err, "missing the command");
+    r = PARSE(&o, &err, "--frob", "--", "x");
+    expect_error("unknown option", r, err, "unknown option '--frob'");
+    r = PARSE(&o, &err, "--stage");
+    expect_error("option without value", r, err, "needs a value");
+    r = PARSE(&o, &err, "--stage=", "--", "x");
+    expect_error("option with empty value", r, err, "non-empty");
+    r = PARSE(&o, &err, "--safe=1", "--", "x");
+    expect_error("flag with a value", r, err, "takes no value");
+    r = PARSE(&o, &err, "--filesystem", "maybe", "--", "x");
+    expect_error("bad --filesystem", r, err, "'host' or 'sandbox'");
+    r = PARSE(&o, &err, "--executor", "docker", "--", "x");
+    expect_error("bad --executor", r, err, "auto, host, oci, vm");
+    r = PARSE(&o, &err, "--stage", "s", "--stage-max-bytes", "-5", "--", "x");
+    expect_error("negative size", r, err, "not a size");
+    r = PARSE(&o, &err, "--stage", "s", "--stage-max-bytes", "99999999999999999999T", "--", "x");
+    expect_error("overflowing size", r, err, "not a size");
+    r = PARSE(&o, &err, "--stage-max-bytes", "1M", "--", "x");
+    expect_error("quota without a stage", r, err, "need a stage");
+    r = PARSE(&o, &err, "--", "");
+    expect_error("empty command", r, err, "empty");
+
+    struct policy p;
+    PARSE(&o, &err, "--", "x");
+    policy_build(&o, &p);
+    int none = 1;
+    for (unsigned d = 0; d < _DIM_MAX; d++)
+        none &= p.requested[d] == LEVEL_NONE;
+    ok(none, "plain run requests nothing");
+
+    PARSE(&o, &err, "--stage", "auto", "--", "x");
+    policy_build(&o, &p);
+    ok(p.requested[DIM_WORKSPACE_WRITES] == LEVEL_ENFORCED && p.requested[DIM_HOST_WRITES] == LEVEL_NONE,
+       "--stage requests workspace_writes only");
+
+    PARSE(&o, &err, "--safe", "--", "x");
+    policy_build(&o, &p);
+    int all = 1;
+    for (unsigned d = 0; d < _DIM_MAX; d++)
+        all &= p.requested[d] == LEVEL_ENFORCED;
+    ok(all && policy_wants_stage(&o), "--safe requests every dimension enforced, with a stage");
+
+    is_str(dimension_name(DIM_HOME_CREDENTIALS), "home_credentials", "dimension names are the documented ones");
+    is_str(level_name(LEVEL_UNAVAILABLE), "unavailable", "level names are the documented ones");
+    is_str(level_name((enum level)99), "invalid", "out-of-range level is 'invalid'");
+    return tap_done();
+}

@@ -1,0 +1,65 @@
+/* Unit tests: util helpers. */
+#include "util/util.h"
+#include "tap.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int main(void) {
+    uint64_t v = 0;
+    ok(parse_size("0", 0, 10, &v) == 0 && v == 0, "parse_size 0");
+    ok(parse_size("512M", 1, UINT64_MAX, &v) == 0 && v == 512ULL << 20, "parse_size 512M");
+    ok(parse_size("1GiB", 1, UINT64_MAX, &v) == 0 && v == 1ULL << 30, "parse_size 1GiB");
+    ok(parse_size("16E", 1, UINT64_MAX, &v) == -EINVAL, "unknown suffix rejected");
+    ok(parse_size("17179869184T", 1, UINT64_MAX, &v) == -ERANGE, "overflow rejected");
+    ok(parse_size("", 1, 10, &v) == -EINVAL && parse_size("x", 1, 10, &v) == -EINVAL, "junk rejected");
+    ok(parse_size("11", 1, 10, &v) == -ERANGE, "above max rejected");
+    ok(parse_size(" 5", 1, 10, &v) == -EINVAL && parse_size("+5", 1, 10, &v) == -EINVAL, "sign/space rejected");
+
+    char *p = path_join("/a/", "/b");
+    is_str(p, "/a/b", "path_join trims slashes");
+    free(p);
+    p = path_join("/", "x");
+    is_str(p, "/x", "path_join at root");
+    free(p);
+
+    char id1[32], id2[32];
+    ok(make_run_id(id1) == 0 && make_run_id(id2) == 0 && strcmp(id1, id2) != 0 && strlen(id1) == 29,
+       "run ids are unique and fixed-length (%s)", id1);
+
+    char dir[] = "/tmp/pvisor-ut.XXXXXX";
+    ok(mkdtemp(dir) != NULL, "temp dir");
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    ok(write_file_atomic(dfd, "f", "hello", 5, 0600) == 0, "write_file_atomic");
+    char *buf = NULL;
+    size_t len = 0;
+    ok(read_file_at(dfd, "f", 1024, &buf, &len) == 0 && len == 5 && strcmp(buf, "hello") == 0, "read back");
+    free(buf);
+    ok(write_file_atomic(dfd, "f", "bye", 3, 0600) == 0 && read_file_at(dfd, "f", 1024, &buf, &len) == 0 &&
+           strcmp(buf, "bye") == 0,
+       "atomic replace");
+    free(buf);
+    ok(read_file_at(dfd, "f", 2, &buf, &len) == -EFBIG, "size limit enforced");
+    ok(symlinkat("f", dfd, "l") == 0 && read_file_at(dfd, "l", 1024, &buf, &len) == -ELOOP,
+       "read_file_at does not follow a final symlink");
+    struct stat st;
+    ok(fstatat(dfd, "f", &st, 0) == 0 && (st.st_mode & 0777) == 0600, "mode applied");
+    unlinkat(dfd, "f", 0);
+    unlinkat(dfd, "l", 0);
+    close(dfd);
+    rmdir(dir);
+
+    char nested[] = "/tmp/pvisor-ut-mk.XXXXXX";
+    ok(mkdtemp(nested) != NULL, "temp dir 2");
+    char *deep = path_join(nested, "a/b/c");
+    ok(mkdir_p(deep, 0700) == 0 && mkdir_p(deep, 0700) == 0, "mkdir_p twice");
+    ok(mkdir_p("relative/x", 0700) == -EINVAL, "mkdir_p refuses relative paths");
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", nested);
+    ok(system(cmd) == 0, "cleanup");
+    free(deep);
+    return tap_done();
+}
