@@ -103,18 +103,39 @@ int cmd_run(int argc, char **argv) {
     if (!cwd)
         return cli_error(PV_EXIT_SETUP, "run", "cannot read the current directory: %s", strerror(errno));
 
-    /* From here on, things are written: the run directory and its Bundle. */
     char run_id[32];
     _cleanup_free_ char *runs = NULL;
     r = make_run_id(run_id);
     if (r >= 0)
-        r = runs_dir(true, &runs);
+        r = runs_dir(false, &runs);
     if (r < 0)
-        return cli_error(PV_EXIT_SETUP, "run", "cannot create the pvisor state directory: %s "
-                         "(set XDG_STATE_HOME to a writable directory)", strerror(-r));
+        return cli_error(PV_EXIT_SETUP, "run", "cannot locate the pvisor state directory: %s "
+                         "(set HOME or XDG_STATE_HOME)", strerror(-r));
     _cleanup_free_ char *run_dir = path_join(runs, run_id);
     if (!run_dir)
         return cli_error(PV_EXIT_SETUP, "run", "out of memory");
+
+    struct run_context ctx = {
+        .opts = &o,
+        .policy = &pol,
+        .run_id = run_id,
+        .run_dir = run_dir,
+        .run_dirfd = -1,
+        .workspace = workspace,
+        .cwd = cwd,
+    };
+    if (policy_wants_stage(&o)) {
+        _cleanup_free_ char *msg = NULL;
+        if (run_check_stage_location(&ctx, &msg) < 0)
+            return cli_usage_error("run", "%s", msg ? msg : "invalid stage location");
+    }
+
+    /* From here on, things are written: the run directory and its Bundle. */
+    _cleanup_free_ char *runs_created = NULL;
+    r = runs_dir(true, &runs_created);
+    if (r < 0)
+        return cli_error(PV_EXIT_SETUP, "run", "cannot create the pvisor state directory %s: %s "
+                         "(set XDG_STATE_HOME to a writable directory)", runs, strerror(-r));
     if (mkdir(run_dir, 0700) < 0)
         return cli_error(PV_EXIT_SETUP, "run", "cannot create %s: %s", run_dir, strerror(errno));
     _cleanup_close_ int run_dirfd = open(run_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -126,17 +147,8 @@ int cmd_run(int argc, char **argv) {
     json_t *bundle = bundle_new(run_id, &o, &pol, cwd, workspace, &started);
     if (!bundle)
         return cli_error(PV_EXIT_SETUP, "run", "out of memory");
-
-    struct run_context ctx = {
-        .opts = &o,
-        .policy = &pol,
-        .run_id = run_id,
-        .run_dir = run_dir,
-        .run_dirfd = run_dirfd,
-        .workspace = workspace,
-        .cwd = cwd,
-        .bundle = bundle,
-    };
+    ctx.run_dirfd = run_dirfd;
+    ctx.bundle = bundle;
     int status = run_execute(&ctx);
     json_decref(bundle);
     return status;

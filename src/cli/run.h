@@ -26,4 +26,30 @@ int run_execute(struct run_context *ctx);
 /* Whether this build can stage a workspace (--stage). */
 bool run_stage_supported(void);
 
+struct exec_spec;
+struct exec_result;
+
+/* Record a failure before the command ran (state setup_failed), print it,
+ * return 125. */
+int run_fail_setup(struct run_context *ctx, const char *reason);
+
+/* Record how the command ended (r: result of starting it) and return
+ * pvisor's exit status. */
+int run_finish(struct run_context *ctx, int r, const struct exec_result *res);
+
+/* The staged path (cli/run_stage.c). */
+int run_execute_staged(struct run_context *ctx,
+                       int (*run_command)(struct run_context *, struct exec_spec *, struct exec_result *));
+
+/* Absolute path of the stage directory (--stage DIR, or run_dir/stage for
+ * 'auto'), without creating it; the parent of DIR must exist. */
+int run_stage_path(const struct run_context *ctx, char **ret_path);
+
+/* Refuse a stage location that contains the workspace or lies inside it.
+ * On error *ret_error is a malloc'd message. */
+int run_check_stage_location(const struct run_context *ctx, char **ret_error);
+
+/* Host feature probes into the Bundle's kernel_features. */
+void run_probe_into_bundle(json_t *bundle);
+
 #endif

@@ -7,6 +7,7 @@
 #include "cli/cli.h"
 #include "cli/run.h"
 #include "evidence/bundle.h"
+#include "evidence/probe.h"
 #include "exec/exec.h"
 #include "util/cleanup.h"
 #include "util/util.h"
@@ -18,11 +19,15 @@
 #include <time.h>
 
 bool run_stage_supported(void) {
+#ifdef PVISOR_HAVE_OVERLAY
+    return true;
+#else
     return false;
+#endif
 }
 
 static void record_plain_dimensions(json_t *b) {
-    /* Plain run: the command has the invoking user's full host access. */
+    /* Without isolation the command has the invoking user's host access. */
     for (unsigned d = 0; d < _DIM_MAX; d++)
         bundle_set_dimension(b, d, LEVEL_UNENFORCED, "none", NULL, NULL);
     bundle_set_dimension(b, DIM_CHILD_PROCESSES, LEVEL_UNENFORCED,
@@ -31,7 +36,7 @@ static void record_plain_dimensions(json_t *b) {
     bundle_set_executor(b, "host", "plain fork/exec, no isolation");
 }
 
-/* Any requested dimension that is not effectively enforced fails --strict. */
+/* The first requested dimension that is not effectively enforced. */
 static const char *strict_violation(const struct run_context *ctx) {
     json_t *dims = json_object_get(ctx->bundle, "dimensions");
     for (unsigned d = 0; d < _DIM_MAX; d++) {
@@ -44,70 +49,87 @@ static const char *strict_violation(const struct run_context *ctx) {
     return NULL;
 }
 
-static int fail_setup(struct run_context *ctx, const char *reason) {
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
+int run_fail_setup(struct run_context *ctx, const char *reason) {
     bundle_set_string(ctx->bundle, "state", "setup_failed");
     bundle_add_warning(ctx->bundle, reason);
-    json_object_set_new(ctx->bundle, "ended_at", json_null());
     bundle_write(ctx->run_dirfd, ctx->bundle);
     return cli_error(PV_EXIT_SETUP, "run", "%s; the command was not run (run %s)", reason, ctx->run_id);
 }
 
-int run_execute(struct run_context *ctx) {
-    record_plain_dimensions(ctx->bundle);
-    // PROBE
-
+/* Start the command (after --strict is checked and the Bundle says
+ * "running"); fills res. */
+static int run_command(struct run_context *ctx, struct exec_spec *spec, struct exec_result *res) {
     if (ctx->opts->strict) {
         const char *dim = strict_violation(ctx);
         if (dim) {
-            char msg[160];
-            snprintf(msg, sizeof msg, "--strict: dimension '%s' was requested but cannot be enforced here", dim);
-            return fail_setup(ctx, msg);
+            fprintf(stderr, "pvisor run: --strict: dimension '%s' was requested but cannot be enforced here\n", dim);
+            return -EPERM;
         }
     }
-
     bundle_set_string(ctx->bundle, "state", "running");
     int r = bundle_write(ctx->run_dirfd, ctx->bundle);
-    if (r < 0) {
-        char msg[160];
-        snprintf(msg, sizeof msg, "cannot write the Run Bundle in %s: %s", ctx->run_dir, strerror(-r));
-        return cli_error(PV_EXIT_SETUP, "run", "%s; the command was not run", msg);
-    }
+    if (r < 0)
+        return r;
+    return exec_run(spec, res);
+}
 
-    struct exec_spec spec = {
-        .argv = ctx->opts->cmd_argv,
-        .cwd = NULL,
-    };
-    struct exec_result res;
-    r = exec_run(&spec, &res);
+int run_finish(struct run_context *ctx, int r, const struct exec_result *res) {
+    char msg[256];
+    if (r == -EPERM && ctx->opts->strict)
+        return run_fail_setup(ctx, "--strict: a requested dimension cannot be enforced here");
     if (r < 0) {
-        char msg[160];
         snprintf(msg, sizeof msg, "cannot start the command: %s", strerror(-r));
-        return fail_setup(ctx, msg);
+        return run_fail_setup(ctx, msg);
     }
 
-    int status = exec_exit_status(&res);
+    int status = exec_exit_status(res);
     struct timespec ended;
     clock_gettime(CLOCK_REALTIME, &ended);
-    if (res.exec_errno) {
+    if (res->chdir_errno) {
+        snprintf(msg, sizeof msg, "cannot enter the working directory %s: %s", ctx->cwd, strerror(res->chdir_errno));
+        return run_fail_setup(ctx, msg);
+    }
+    if (res->exec_errno) {
         fprintf(stderr, "pvisor run: %s: %s\n", ctx->opts->cmd_argv[0],
-                res.exec_errno == ENOENT ? "command not found" : strerror(res.exec_errno));
+                res->exec_errno == ENOENT ? "command not found" : strerror(res->exec_errno));
         bundle_set_string(ctx->bundle, "state", "exec_failed");
-        char msg[200];
-        snprintf(msg, sizeof msg, "cannot execute %s: %s", ctx->opts->cmd_argv[0], strerror(res.exec_errno));
+        snprintf(msg, sizeof msg, "cannot execute %s: %s", ctx->opts->cmd_argv[0], strerror(res->exec_errno));
         bundle_add_warning(ctx->bundle, msg);
     } else {
         bundle_set_string(ctx->bundle, "state", "finished");
     }
-    if (res.killed_descendants > 0) {
-        char msg[120];
-        snprintf(msg, sizeof msg, "%d leftover process(es) killed after the command exited", res.killed_descendants);
+    if (res->killed_descendants > 0) {
+        snprintf(msg, sizeof msg, "%d leftover process(es) killed after the command exited", res->killed_descendants);
         bundle_add_warning(ctx->bundle, msg);
     }
-    bundle_set_exit(ctx->bundle, res.exec_errno ? (status << 8) : res.wait_status, status, &ended);
+    bundle_set_exit(ctx->bundle, res->exec_errno ? (status << 8) : res->wait_status, status, &ended);
     r = bundle_write(ctx->run_dirfd, ctx->bundle);
     if (r < 0)
         fprintf(stderr, "pvisor run: warning: cannot write the Run Bundle: %s\n", strerror(-r));
     return status;
+}
+
+void run_probe_into_bundle(json_t *bundle) {
+    struct host_probe p;
+    if (host_probe_run(&p) < 0) {
+        bundle_add_warning(bundle, "host feature probes failed; kernel_features is empty");
+        return;
+    }
+    json_t *j = probe_to_json(&p);
+    if (j)
+        bundle_set_json(bundle, "kernel_features", j);
+}
+
+int run_execute(struct run_context *ctx) {
+    record_plain_dimensions(ctx->bundle);
+    run_probe_into_bundle(ctx->bundle);
+
+#ifdef PVISOR_HAVE_OVERLAY
+    if (policy_wants_stage(ctx->opts))
+        return run_execute_staged(ctx, run_command);
+#endif
+    struct exec_spec spec = {.argv = ctx->opts->cmd_argv};
+    struct exec_result res;
+    int r = run_command(ctx, &spec, &res);
+    return run_finish(ctx, r, &res);
 }

@@ -48,8 +48,8 @@ check "background child in the process group is gone after pvisor returns" sh -c
 "$PVISOR" run -- "$PVAGENT" daemon "$T/daemon.pid"; rc=$?
 pid=$(cat "$T/daemon.pid")
 check "double-forked setsid daemon is gone after pvisor returns" sh -c "! kill -0 $pid 2>/dev/null"
-check "Bundle warns about the killed leftover" \
-    jq -e '.warnings | map(test("leftover")) | any' "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json" >/dev/null
+eq "$(jq -r '.warnings | map(test("leftover")) | any' "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json")" true \
+   "Bundle warns about the killed leftover"
 
 # --- signal forwarding -------------------------------------------------------
 for sig in TERM INT HUP; do

@@ -1,0 +1,202 @@
+/* run_stage.c: the staged path of `pvisor run` (--stage DIR|auto).
+ *
+ * Order (each step's reason):
+ *  1. open the workspace as a directory fd, BEFORE anything is mounted over
+ *     it: the FUSE server reads the lower only through this fd;
+ *  2. open/create the stage and take its run lock (a second run on the same
+ *     stage is refused instead of corrupting it);
+ *  3. unshare a private mount namespace (plus a user namespace with a
+ *     one-ID map when not root) while still single-threaded, and make every
+ *     mount private so nothing propagates back to the host;
+ *  4. fork the command (exec_run), which waits; start the FUSE server on the
+ *     workspace path; only then let the command chdir and exec, so it can
+ *     only ever see the merged view at that path;
+ *  5. after the command's whole tree is gone: unmount, stop the server,
+ *     seal the stage (synced data, then the completion marker).
+ * If pvisor is killed, the mount namespace dies with it (no mount is left
+ * on the host) and the stage stays unsealed: 'interrupted'.
+ */
+#include "cli/cli.h"
+#include "cli/run.h"
+#include "evidence/bundle.h"
+#include "exec/exec.h"
+#include "overlay/overlay.h"
+#include "stage/stage.h"
+#include "util/cleanup.h"
+#include "util/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct staged {
+    int lower_fd;
+    struct stage *stage;
+    struct overlay *ov;
+    const struct run_context *ctx;
+    int start_error;
+};
+
+static int write_proc_file(const char *path, const char *text) {
+    _cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    size_t len = strlen(text);
+    if (write(fd, text, len) != (ssize_t)len)
+        return -errno;
+    return 0;
+}
+
+/* A private mount namespace; as non-root, inside a new user namespace that
+ * maps only our own uid and gid (no /etc/subuid, no setuid helper). */
+static int enter_private_namespace(const char **ret_what) {
+    uid_t uid = getuid();
+    gid_t gid = getgid();
+    if (uid == 0) {
+        *ret_what = "unshare(CLONE_NEWNS)";
+        if (unshare(CLONE_NEWNS) < 0)
+            return -errno;
+    } else {
+        *ret_what = "unshare(CLONE_NEWUSER|CLONE_NEWNS)";
+        if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0)
+            return -errno;
+        char map[64];
+        *ret_what = "writing the user namespace id maps";
+        int r = write_proc_file("/proc/self/setgroups", "deny");
+        if (r < 0 && r != -ENOENT)
+            return r;
+        snprintf(map, sizeof map, "%u %u 1\n", (unsigned)uid, (unsigned)uid);
+        if ((r = write_proc_file("/proc/self/uid_map", map)) < 0)
+            return r;
+        snprintf(map, sizeof map, "%u %u 1\n", (unsigned)gid, (unsigned)gid);
+        if ((r = write_proc_file("/proc/self/gid_map", map)) < 0)
+            return r;
+    }
+    *ret_what = "making mounts private";
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+        return -errno;
+    return 0;
+}
+
+static int start_overlay(pid_t child, void *userdata) {
+    struct staged *st = userdata;
+    const struct run_options *o = st->ctx->opts;
+    struct overlay_params p = {
+        .lower_fd = st->lower_fd,
+        .stage = st->stage,
+        .mountpoint = st->ctx->workspace,
+        .max_bytes = o->stage_max_bytes,
+        .max_inodes = o->stage_max_inodes,
+    };
+    int r = overlay_start(&p, &st->ov);
+    if (r < 0)
+        st->start_error = r;
+    return r;
+}
+
+static const char *stage_open_hint(int r) {
+    switch (r) {
+    case -EBUSY: return "another pvisor run is using this stage";
+    case -ESTALE: return "the stage was interrupted (its run did not finish); it cannot be continued or applied";
+    case -EALREADY: return "the stage was already applied or dropped";
+    case -EXDEV: return "the stage belongs to another workspace";
+    case -EINVAL: return "the directory is not empty and is not a pvisor stage";
+    case -EPROTO: return "the stage has a format version this pvisor does not know";
+    case -ENOTDIR: return "the stage path is not a directory";
+    default: return strerror(-r);
+    }
+}
+
+int run_execute_staged(struct run_context *ctx,
+                       int (*run_command)(struct run_context *, struct exec_spec *, struct exec_result *)) {
+    char msg[512];
+    _cleanup_free_ char *sp = NULL;
+    int r = run_stage_path(ctx, &sp);
+    if (r < 0)
+    {
+        snprintf(msg, sizeof msg, "cannot resolve the stage path: %s", strerror(-r));
+        return run_fail_setup(ctx, msg);
+    }
+
+    struct staged st = {.lower_fd = -1, .ctx = ctx};
+    st.lower_fd = open(ctx->workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (st.lower_fd < 0) {
+        snprintf(msg, sizeof msg, "cannot open the workspace %s: %s", ctx->workspace, strerror(errno));
+        return run_fail_setup(ctx, msg);
+    }
+    enum stage_durability d =
+        ctx->opts->durability == DURABILITY_STRICT ? STAGE_DURABILITY_STRICT : STAGE_DURABILITY_CHECKPOINT;
+    r = stage_open_for_run(sp, ctx->workspace, ctx->run_id, d, &st.stage);
+    if (r < 0) {
+        close(st.lower_fd);
+        snprintf(msg, sizeof msg, "cannot use the stage %s: %s", sp, stage_open_hint(r));
+        return run_fail_setup(ctx, msg);
+    }
+    json_t *sj = json_pack("{s:s, s:s, s:s}", "path", sp, "state", "running", "durability",
+                           durability_name(ctx->opts->durability));
+    bundle_set_json(ctx->bundle, "stage", sj);
+
+    const char *what = "";
+    r = enter_private_namespace(&what);
+    if (r < 0) {
+        stage_free(st.stage);
+        close(st.lower_fd);
+        snprintf(msg, sizeof msg, "cannot create a private mount namespace (%s: %s); "
+                 "check 'pvisor doctor' (user namespaces must be enabled: sysctl kernel.unprivileged_userns_clone=1)",
+                 what, strerror(-r));
+        return run_fail_setup(ctx, msg);
+    }
+
+    bundle_set_dimension(ctx->bundle, DIM_WORKSPACE_WRITES, LEVEL_ENFORCED, "FUSE copy-on-write overlay",
+                         json_pack("{s:s, s:s, s:b}", "stage", sp, "mountpoint", ctx->workspace,
+                                   "user_namespace", getuid() != 0),
+                         "writes through the workspace path land in the stage; other paths to the same files "
+                         "(aliases) are not covered without --filesystem sandbox");
+    bundle_set_executor(ctx->bundle, "host", "private mount namespace + FUSE overlay, no other isolation");
+
+    struct exec_spec spec = {
+        .argv = ctx->opts->cmd_argv,
+        .cwd = ctx->cwd,
+        .after_fork = start_overlay,
+        .userdata = &st,
+    };
+    struct exec_result res;
+    r = run_command(ctx, &spec, &res);
+
+    struct overlay_stats stats = {0};
+    if (st.ov)
+        overlay_get_stats(st.ov, &stats);
+    int stop_r = overlay_stop(st.ov);
+    int seal_r = r >= 0 || st.start_error ? stage_seal(st.stage) : -ECANCELED;
+    stage_free(st.stage);
+    close(st.lower_fd);
+
+    json_t *stage_j = json_object_get(ctx->bundle, "stage");
+    json_object_set_new(stage_j, "state", json_string(seal_r >= 0 ? "sealed" : "interrupted"));
+    json_object_set_new(stage_j, "copy_ups", json_integer((json_int_t)stats.copy_ups));
+    json_object_set_new(stage_j, "whiteouts", json_integer((json_int_t)stats.whiteouts));
+    json_object_set_new(stage_j, "upper_bytes", json_integer((json_int_t)stats.upper_bytes));
+    json_object_set_new(stage_j, "upper_inodes", json_integer((json_int_t)stats.upper_inodes));
+    if (stop_r < 0) {
+        snprintf(msg, sizeof msg, "stopping the overlay failed: %s", strerror(-stop_r));
+        bundle_add_warning(ctx->bundle, msg);
+    }
+    if (seal_r < 0) {
+        snprintf(msg, sizeof msg, "the stage could not be sealed (%s); it is interrupted and cannot be applied",
+                 strerror(-seal_r));
+        bundle_add_warning(ctx->bundle, msg);
+        fprintf(stderr, "pvisor run: %s\n", msg);
+    }
+    if (st.start_error) {
+        snprintf(msg, sizeof msg, "cannot mount the staged workspace on %s: %s (see 'pvisor doctor': /dev/fuse "
+                 "must be usable)", ctx->workspace, strerror(-st.start_error));
+        return run_fail_setup(ctx, msg);
+    }
+    return run_finish(ctx, r, &res);
+}
