@@ -355,6 +355,8 @@ static int probe_userns(struct probe_userns *u, uid_t euid, gid_t egid) {
 
     int wstatus = 0;
     while (waitpid(pid, &wstatus, 0) < 0) {
+        if (errno == ECHILD && rr == 0 && got == sizeof m)
+            break; /* SIGCHLD ignored by the caller: already reaped, result in hand */
         if (errno != EINTR) {
             int r = -errno;
             status_fail(&u->userns, r, "probe could not run: waitpid: %s", strerror(-r));

@@ -166,7 +166,8 @@ struct executor_readiness {
     /* Why ready_plain/ready_safe is false although the host may be fine
      * ("not implemented in pvisor X"); NULL otherwise. Static string. */
     const char *reason;
-    /* Feature keys (as in probe_to_json) --safe needs and this host lacks. */
+    /* Keys of what --safe needs (a superset of plain needs) and this host
+     * lacks: probe_to_json keys, plus "oci_runtime" (neither crun nor runc). */
     const char *missing[READINESS_MAX_MISSING];
     size_t n_missing;
     /* Advisories that block nothing (e.g. no KVM: TCG is slow). Static. */
@@ -180,9 +181,9 @@ struct executor_readiness {
 void executor_readiness_compute(const struct host_probe *p, enum probe_executor kind,
                                 struct executor_readiness *ret_readiness);
 
-/* {"implemented":..,"safe_implemented":..,"ready_plain":..,"ready_safe":..,
- *  "host_features_ready":..,"reason":..|null,"missing":[..],"notes":[..],
- *  "remediation":..}.  NULL on ENOMEM. */
+/* {"implemented","safe_implemented","ready_plain","ready_safe",
+ *  "host_features_plain","host_features_ready","reason" (string|null),
+ *  "missing" [..],"remediation" (string|null),"notes" [..]}.  NULL on ENOMEM. */
 json_t *executor_readiness_to_json(const struct executor_readiness *r);
 
 /* {"host":{..},"oci":{..},"vm":{..}}.  NULL on ENOMEM. */

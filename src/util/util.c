@@ -198,7 +198,11 @@ int read_file_at(int dirfd, const char *name, size_t limit, char **ret_buf, size
         return -EINVAL;
     if ((uint64_t)st.st_size >= limit)
         return -EFBIG;
+    /* procfs/sysfs files report size 0 and may only answer the first read
+     * (at offset 0): start with a page so one read() gets them whole. */
     size_t cap = (size_t)st.st_size + 1, len = 0;
+    if (cap < 4096)
+        cap = 4096 < limit ? 4096 : limit;
     _cleanup_free_ char *buf = malloc(cap);
     if (!buf)
         return -ENOMEM;

@@ -140,3 +140,17 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
 else
     skip "unprivileged run" "needs root to switch to an unprivileged user"
 fi
+
+# --- doctor -----------------------------------------------------------------------
+"$PVISOR" doctor > doc; rc=$?
+check "doctor exits 0 and names every executor" sh -c "[ $rc -eq 0 ] && grep -q '^host:' doc && grep -q '^oci:' doc && grep -q '^vm:' doc"
+"$PVISOR" doctor --json > doc.json; rc=$?
+eq "$rc:$(jq -r '[.features.fuse.ok, .features.user_namespaces.ok, (.features.landlock.abi > 0)] | map(type) | join(",")' doc.json)" \
+   "0:boolean,boolean,boolean" "doctor --json has typed feature probes"
+eq "$(jq -r '.executors.host.ready_plain' doc.json)" true "doctor: plain host runs are ready"
+eq "$(jq -r '[.executors[] | .ready_safe] | any' doc.json)" false "doctor never claims --safe, which this build does not implement"
+eq "$(jq -r '.executors.oci.implemented, .executors.vm.implemented' doc.json | tr '\n' ' ')" "false false " "doctor: oci and vm are reported as not implemented"
+eq "$(jq -S .features doc.json | jq -r 'keys | join(",")')" \
+   "$(jq -S .kernel_features "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json" | jq -r 'keys | join(",")')" \
+   "the Bundle's kernel_features are doctor's features"
+"$PVISOR" doctor --bogus 2>/dev/null; eq $? 2 "doctor with an unknown option exits 2"

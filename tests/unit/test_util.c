@@ -52,6 +52,12 @@ int main(void) {
     close(dfd);
     rmdir(dir);
 
+    int pfd = open("/proc/sys/kernel", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    ok(read_file_at(pfd, "pid_max", 64, &buf, &len) == 0 && atol(buf) >= 300 && buf[len - 1] == '\n',
+       "read_file_at reads a whole procfs file in one read (%s)", buf ? buf : "");
+    free(buf);
+    close(pfd);
+
     char nested[] = "/tmp/pvisor-ut-mk.XXXXXX";
     ok(mkdtemp(nested) != NULL, "temp dir 2");
     char *deep = path_join(nested, "a/b/c");
