@@ -49,6 +49,9 @@ int run_stage_path(const struct run_context *ctx, char **ret_path);
  * On error *ret_error is a malloc'd message. */
 int run_check_stage_location(const struct run_context *ctx, char **ret_error);
 
+/* Grace period between a forwarded termination signal and SIGKILL. */
+int run_kill_grace_ms(void);
+
 /* Host feature probes into the Bundle's kernel_features. */
 void run_probe_into_bundle(json_t *bundle);
 

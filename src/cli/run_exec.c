@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -98,6 +99,8 @@ int run_finish(struct run_context *ctx, int r, const struct exec_result *res) {
     } else {
         bundle_set_string(ctx->bundle, "state", "finished");
     }
+    if (res->escalated)
+        bundle_add_warning(ctx->bundle, "the command did not stop after a forwarded termination signal and was killed");
     if (res->killed_descendants > 0) {
         snprintf(msg, sizeof msg, "%d leftover process(es) killed after the command exited", res->killed_descendants);
         bundle_add_warning(ctx->bundle, msg);
@@ -107,6 +110,15 @@ int run_finish(struct run_context *ctx, int r, const struct exec_result *res) {
     if (r < 0)
         fprintf(stderr, "pvisor run: warning: cannot write the Run Bundle: %s\n", strerror(-r));
     return status;
+}
+
+int run_kill_grace_ms(void) {
+    /* PVISOR_KILL_GRACE_MS exists for tests; bounded, default 10 s. */
+    const char *e = getenv("PVISOR_KILL_GRACE_MS");
+    uint64_t v;
+    if (e && parse_size(e, 0, 600000, &v) == 0)
+        return (int)v;
+    return 10000;
 }
 
 void run_probe_into_bundle(json_t *bundle) {
@@ -128,7 +140,7 @@ int run_execute(struct run_context *ctx) {
     if (policy_wants_stage(ctx->opts))
         return run_execute_staged(ctx, run_command);
 #endif
-    struct exec_spec spec = {.argv = ctx->opts->cmd_argv};
+    struct exec_spec spec = {.argv = ctx->opts->cmd_argv, .kill_grace_ms = run_kill_grace_ms()};
     struct exec_result res;
     int r = run_command(ctx, &spec, &res);
     return run_finish(ctx, r, &res);

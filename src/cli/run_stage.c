@@ -164,6 +164,7 @@ int run_execute_staged(struct run_context *ctx,
         .argv = ctx->opts->cmd_argv,
         .cwd = ctx->cwd,
         .after_fork = start_overlay,
+        .kill_grace_ms = run_kill_grace_ms(),
         .userdata = &st,
     };
     struct exec_result res;

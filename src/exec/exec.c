@@ -17,7 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/prctl.h>
+#include <time.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -68,6 +70,12 @@ fail_errno:
     int32_t msg[2] = {1, e};
     (void)!write(err_fd, msg, sizeof msg);
     _exit(e == ENOENT ? 127 : 126);
+}
+
+static int64_t monotonic_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* Read the children of every thread of this process into pids (up to max). */
@@ -205,10 +213,29 @@ int exec_run(const struct exec_spec *s, struct exec_result *ret) {
             res.exec_errno = msg[1];
     }
 
-    /* Main loop: forward signals, wait for the command itself. */
+    /* Main loop: forward signals, wait for the command itself.  A second
+     * termination request, or the grace period after the first, escalates
+     * to SIGKILL of the group: Ctrl-C / SIGTERM to pvisor always ends the
+     * run, even when the command ignores the signal. */
+    int64_t kill_deadline_ms = -1;
     for (;;) {
+        int timeout = -1;
+        if (kill_deadline_ms >= 0) {
+            int64_t left = kill_deadline_ms - monotonic_ms();
+            timeout = left > 0 ? (int)left : 0;
+        }
+        struct pollfd pfd = {.fd = sfd, .events = POLLIN};
+        int pr = poll(&pfd, 1, timeout);
+        if (pr < 0 && errno == EINTR)
+            continue;
+        if (pr == 0) {
+            kill(-pid, SIGKILL);
+            res.escalated = true;
+            kill_deadline_ms = -1;
+            continue;
+        }
         struct signalfd_siginfo si;
-        ssize_t got = read(sfd, &si, sizeof si);
+        ssize_t got = pr < 0 ? -1 : read(sfd, &si, sizeof si);
         if (got < 0 && errno == EINTR)
             continue;
         if (got != (ssize_t)sizeof si) {
@@ -216,7 +243,15 @@ int exec_run(const struct exec_spec *s, struct exec_result *ret) {
             kill(-pid, SIGKILL);
             /* fall through to the reap below */
         } else if (si.ssi_signo != SIGCHLD) {
-            kill(-pid, (int)si.ssi_signo);
+            if (kill_deadline_ms >= 0 || res.escalated) {
+                kill(-pid, SIGKILL);
+                res.escalated = true;
+                kill_deadline_ms = -1;
+            } else {
+                kill(-pid, (int)si.ssi_signo);
+                if (si.ssi_signo != SIGQUIT)
+                    kill_deadline_ms = monotonic_ms() + s->kill_grace_ms;
+            }
             continue;
         }
         int st;

@@ -6,7 +6,8 @@
  *    foreground, that group is made the terminal's foreground group so the
  *    tty, job-control keys and Ctrl-C reach the command directly;
  *  - SIGINT/SIGTERM/SIGHUP/SIGQUIT delivered to pvisor are forwarded to the
- *    command's process group;
+ *    command's process group; a second SIGINT/SIGTERM/SIGHUP, or
+ *    kill_grace_ms after the first, SIGKILLs the group (the run always ends);
  *  - pvisor is a child subreaper: when the command exits, its process group
  *    and then every remaining descendant (double-forked, setsid'd daemons
  *    included, since they are reparented to us) are SIGKILLed and reaped;
@@ -21,6 +22,7 @@
 #ifndef PVISOR_EXEC_EXEC_H
 #define PVISOR_EXEC_EXEC_H
 
+#include <stdbool.h>
 #include <sys/types.h>
 
 struct exec_spec {
@@ -29,6 +31,7 @@ struct exec_spec {
     const char *cwd;   /* chdir target in the child; NULL: inherit */
     int (*after_fork)(pid_t child, void *userdata); /* may be NULL */
     void *userdata;
+    int kill_grace_ms; /* after a forwarded SIGINT/SIGTERM/SIGHUP */
 };
 
 struct exec_result {
@@ -36,6 +39,7 @@ struct exec_result {
     int exec_errno;    /* > 0: the command could not be executed (errno) */
     int chdir_errno;   /* > 0: chdir(cwd) failed in the child */
     int killed_descendants; /* leftover processes killed after the command exited */
+    bool escalated;         /* a termination request was escalated to SIGKILL */
 };
 
 /* Returns 0 when the command was started (or failed to exec, see

@@ -154,3 +154,19 @@ eq "$(jq -S .features doc.json | jq -r 'keys | join(",")')" \
    "$(jq -S .kernel_features "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json" | jq -r 'keys | join(",")')" \
    "the Bundle's kernel_features are doctor's features"
 "$PVISOR" doctor --bogus 2>/dev/null; eq $? 2 "doctor with an unknown option exits 2"
+
+# --- a command that ignores SIGTERM is killed after the grace period ------------
+rm -f "$T/ign"
+PVISOR_KILL_GRACE_MS=300 "$PVISOR" run -- sh -c "trap '' TERM; echo ready > '$T/ign'; while :; do sleep 0.05; done" &
+pv=$!
+i=0; while [ ! -s "$T/ign" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
+kill -TERM $pv; wait $pv; rc=$?
+eq "$rc" 137 "a command ignoring SIGTERM is SIGKILLed after the grace period"
+eq "$(jq -r '.warnings | map(test("did not stop")) | any' "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json")" true \
+   "the Bundle says the command was killed after not stopping"
+rm -f "$T/ign"
+"$PVISOR" run -- sh -c "trap '' INT; echo ready > '$T/ign'; while :; do sleep 0.05; done" &
+pv=$!
+i=0; while [ ! -s "$T/ign" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
+kill -INT $pv; sleep 0.1; kill -INT $pv; wait $pv; rc=$?
+eq "$rc" 137 "a second SIGINT kills a command that ignores the first"
