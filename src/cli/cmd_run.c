@@ -27,13 +27,10 @@
 /* Requests this build cannot honour: refuse before anything happens,
  * never fall back to a weaker mode. */
 static int refuse_unavailable(const struct run_options *o) {
-    if (o->safe)
+    if (policy_wants_sandbox(o) && !run_stage_supported())
         return cli_error(PV_EXIT_SETUP, "run",
-                         "--safe is not available in this build: the Linux sandbox boundary is not implemented yet "
-                         "(run 'pvisor doctor'); nothing was run");
-    if (o->filesystem == FILESYSTEM_SANDBOX)
-        return cli_error(PV_EXIT_SETUP, "run",
-                         "--filesystem sandbox is not available in this build; nothing was run");
+                         "--safe / --filesystem sandbox need the staged workspace, which this build lacks "
+                         "(built without the overlay); nothing was run");
     if (o->executor == EXECUTOR_OCI || o->executor == EXECUTOR_VM)
         return cli_error(PV_EXIT_SETUP, "run",
                          "--executor %s is not available in this build (use --executor host); nothing was run",

@@ -3,6 +3,7 @@
  * the whole shape of the tool) but refuse to run with exit status 2. */
 #include "cli/cli.h"
 #include "config.h"
+#include "launch/launch.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -150,6 +151,9 @@ int main(int argc, char **argv) {
         return PV_EXIT_USAGE;
     }
     const char *verb = argv[1];
+    /* The hidden launcher: exec'd by pvisor itself, never listed. */
+    if (strcmp(verb, LAUNCH_VERB) == 0)
+        return launch_main(argc - 1, argv + 1);
     if (strcmp(verb, "--help") == 0 || strcmp(verb, "-h") == 0)
         return cmd_help(1, argv);
     if (strcmp(verb, "--version") == 0)

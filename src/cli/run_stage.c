@@ -18,6 +18,8 @@
  */
 #include "cli/cli.h"
 #include "cli/run.h"
+#include "cli/run_sandbox.h"
+#include "launch/launch.h"
 #include "evidence/bundle.h"
 #include "exec/exec.h"
 #include "overlay/overlay.h"
@@ -36,6 +38,7 @@
 #include <unistd.h>
 
 struct staged {
+    struct sandbox *sb; /* NULL unless --filesystem sandbox / --safe */
     int lower_fd;
     struct stage *stage;
     struct overlay *ov;
@@ -53,12 +56,16 @@ static int write_proc_file(const char *path, const char *text) {
     return 0;
 }
 
-/* A private mount namespace; as non-root, inside a new user namespace that
- * maps only our own uid and gid (no /etc/subuid, no setuid helper). */
-static int enter_private_namespace(const char **ret_what) {
+/* A private mount namespace; as non-root, or for a sandbox, inside a new
+ * user namespace that maps only our own uid and gid (no /etc/subuid, no
+ * setuid helper).  For a sandbox our uid maps to 0 inside, so the launcher
+ * we exec keeps its capabilities within this namespace (and only there)
+ * until it drops them; the command itself gets the invoking ids back in a
+ * nested namespace. */
+static int enter_private_namespace(bool sandbox, const char **ret_what) {
     uid_t uid = getuid();
     gid_t gid = getgid();
-    if (uid == 0) {
+    if (uid == 0 && !sandbox) {
         *ret_what = "unshare(CLONE_NEWNS)";
         if (unshare(CLONE_NEWNS) < 0)
             return -errno;
@@ -71,10 +78,10 @@ static int enter_private_namespace(const char **ret_what) {
         int r = write_proc_file("/proc/self/setgroups", "deny");
         if (r < 0 && r != -ENOENT)
             return r;
-        snprintf(map, sizeof map, "%u %u 1\n", (unsigned)uid, (unsigned)uid);
+        snprintf(map, sizeof map, "%u %u 1\n", sandbox ? 0U : (unsigned)uid, (unsigned)uid);
         if ((r = write_proc_file("/proc/self/uid_map", map)) < 0)
             return r;
-        snprintf(map, sizeof map, "%u %u 1\n", (unsigned)gid, (unsigned)gid);
+        snprintf(map, sizeof map, "%u %u 1\n", sandbox ? 0U : (unsigned)gid, (unsigned)gid);
         if ((r = write_proc_file("/proc/self/gid_map", map)) < 0)
             return r;
     }
@@ -82,6 +89,12 @@ static int enter_private_namespace(const char **ret_what) {
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
         return -errno;
     return 0;
+}
+
+static void read_launch_report(pid_t child, void *userdata) {
+    struct staged *st = userdata;
+    if (st->sb)
+        sandbox_read_report(child, st->sb);
 }
 
 static int start_overlay(pid_t child, void *userdata) {
@@ -142,11 +155,26 @@ int run_execute_staged(struct run_context *ctx,
                            durability_name(ctx->opts->durability));
     bundle_set_json(ctx->bundle, "stage", sj);
 
+    bool sandbox = policy_wants_sandbox(ctx->opts);
+    struct sandbox sb = {.plan_fd = -1, .sync_r = -1, .sync_w = -1};
+    if (sandbox) {
+        _cleanup_free_ char *perr = NULL;
+        r = sandbox_prepare(ctx, &sb, &perr);
+        if (r < 0) {
+            stage_free(st.stage);
+            close(st.lower_fd);
+            snprintf(msg, sizeof msg, "cannot plan the sandbox: %s", perr ? perr : strerror(-r));
+            return run_fail_setup(ctx, msg);
+        }
+        st.sb = &sb;
+    }
+
     const char *what = "";
-    r = enter_private_namespace(&what);
+    r = enter_private_namespace(sandbox, &what);
     if (r < 0) {
         stage_free(st.stage);
         close(st.lower_fd);
+        sandbox_release(&sb);
         snprintf(msg, sizeof msg, "cannot create a private mount namespace (%s: %s); "
                  "check 'pvisor doctor' (user namespaces must be enabled: sysctl kernel.unprivileged_userns_clone=1)",
                  what, strerror(-r));
@@ -156,15 +184,21 @@ int run_execute_staged(struct run_context *ctx,
     bundle_set_dimension(ctx->bundle, DIM_WORKSPACE_WRITES, LEVEL_ENFORCED, "FUSE copy-on-write overlay",
                          json_pack("{s:s, s:s, s:b}", "stage", sp, "mountpoint", ctx->workspace,
                                    "user_namespace", getuid() != 0),
-                         "writes through the workspace path land in the stage; other paths to the same files "
-                         "(aliases) are not covered without --filesystem sandbox");
+                         sandbox ? "every write to the workspace lands in the stage; the real workspace is not "
+                                   "reachable from inside the sandbox"
+                                 : "writes through the workspace path land in the stage; other paths to the same "
+                                   "files (aliases) are not covered without --filesystem sandbox");
     bundle_set_executor(ctx->bundle, "host", "private mount namespace + FUSE overlay, no other isolation");
 
+    char *launcher_argv[] = {"/proc/self/exe", LAUNCH_VERB, NULL};
     struct exec_spec spec = {
-        .argv = ctx->opts->cmd_argv,
-        .cwd = ctx->cwd,
+        .argv = sandbox ? launcher_argv : ctx->opts->cmd_argv,
+        .cwd = sandbox ? NULL : ctx->cwd,
         .after_fork = start_overlay,
+        .after_exec = read_launch_report,
         .kill_grace_ms = run_kill_grace_ms(),
+        .pass_fds = sandbox ? sb.pass : NULL,
+        .n_pass_fds = sandbox ? 2 : 0,
         .userdata = &st,
     };
     struct exec_result res;
@@ -194,6 +228,24 @@ int run_execute_staged(struct run_context *ctx,
         bundle_add_warning(ctx->bundle, msg);
         fprintf(stderr, "pvisor run: %s\n", msg);
     }
+    if (sandbox && r >= 0 && !st.start_error) {
+        if (sandbox_report_ok(&sb)) {
+            sandbox_record(ctx, &sb);
+        } else if (!sb.exec_failed) {
+            char why[300];
+            sandbox_report_error(&sb, why, sizeof why);
+            sandbox_release(&sb);
+            snprintf(msg, sizeof msg, "%s (see 'pvisor doctor')", why);
+            return run_fail_setup(ctx, msg);
+        } else {
+            /* Controls were installed; only exec of the command failed. */
+            const char *m = json_string_value(json_object_get(sb.report, "message"));
+            int e = (int)json_integer_value(json_object_get(sb.report, "errno"));
+            res.exec_errno = e ? e : ENOENT;
+            (void)m;
+        }
+    }
+    sandbox_release(&sb);
     if (st.start_error) {
         snprintf(msg, sizeof msg, "cannot mount the staged workspace on %s: %s (see 'pvisor doctor': /dev/fuse "
                  "must be usable)", ctx->workspace, strerror(-st.start_error));

@@ -82,8 +82,8 @@ int bundle_set_dimension(json_t *b, enum dimension d, enum level effective, cons
     r |= json_object_set_new(dim, "mechanism", json_string(mechanism));
     if (evidence)
         r |= json_object_set_new(dim, "evidence", evidence);
-    if (note)
-        r |= json_array_append_new(json_object_get(dim, "notes"), json_string(note));
+    /* A new mechanism replaces the old one's notes. */
+    r |= json_object_set_new(dim, "notes", note ? json_pack("[s]", note) : json_array());
     return r ? -ENOMEM : 0;
 }
 

@@ -23,7 +23,8 @@ json_t *bundle_new(const char *run_id, const struct run_options *o, const struct
                    const char *cwd, const char *workspace, const struct timespec *started);
 
 /* Record the effective level of one dimension with its mechanism, evidence
- * (stolen reference, may be NULL) and an optional note. */
+ * (stolen reference, may be NULL) and an optional note; replaces whatever
+ * was recorded for the dimension before (evidence only when given). */
 int bundle_set_dimension(json_t *b, enum dimension d, enum level effective, const char *mechanism,
                          json_t *evidence, const char *note);
 

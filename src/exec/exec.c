@@ -63,6 +63,17 @@ static _Noreturn void child_exec(const struct exec_spec *s, int go_fd, int err_f
         (void)!write(err_fd, msg, sizeof msg);
         _exit(125);
     }
+    /* Hand over the passed descriptors as 3, 4, ...: first move them all
+     * out of the way so a source cannot be clobbered by an earlier dup2. */
+    int moved[8];
+    for (int i = 0; i < s->n_pass_fds && i < 8; i++) {
+        moved[i] = fcntl(s->pass_fds[i], F_DUPFD_CLOEXEC, 64);
+        if (moved[i] < 0)
+            goto fail_errno;
+    }
+    for (int i = 0; i < s->n_pass_fds && i < 8; i++)
+        if (dup2(moved[i], 3 + i) < 0)
+            goto fail_errno;
     sigprocmask(SIG_SETMASK, old_mask, NULL);
     execvpe(s->argv[0], s->argv, s->envp ? s->envp : environ);
 fail_errno:
@@ -212,6 +223,9 @@ int exec_run(const struct exec_spec *s, struct exec_result *ret) {
         else
             res.exec_errno = msg[1];
     }
+
+    if (!res.exec_errno && !res.chdir_errno && s->after_exec)
+        s->after_exec(pid, s->userdata);
 
     /* Main loop: forward signals, wait for the command itself.  A second
      * termination request, or the grace period after the first, escalates

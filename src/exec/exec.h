@@ -32,6 +32,13 @@ struct exec_spec {
     int (*after_fork)(pid_t child, void *userdata); /* may be NULL */
     void *userdata;
     int kill_grace_ms; /* after a forwarded SIGINT/SIGTERM/SIGHUP */
+    /* Descriptors handed to the command as fd 3, 4, ... (not close-on-exec
+     * there); every other descriptor above 2 is close-on-exec already. */
+    const int *pass_fds;
+    int n_pass_fds;
+    /* Called in the parent once the command was exec'd successfully
+     * (before waiting for it); may block briefly, e.g. to read a report. */
+    void (*after_exec)(pid_t child, void *userdata);
 };
 
 struct exec_result {

@@ -70,7 +70,7 @@ __attribute__((format(printf, 2, 3))) static int fail(char **ret_error, const ch
 /* Options that take a value; `--opt=value` and `--opt value` both work. */
 enum opt_id {
     OPT_HELP, OPT_SAFE, OPT_STRICT, OPT_FILESYSTEM, OPT_EXECUTOR, OPT_STAGE,
-    OPT_WORKSPACE, OPT_DURABILITY, OPT_MAX_BYTES, OPT_MAX_INODES,
+    OPT_WORKSPACE, OPT_DURABILITY, OPT_MAX_BYTES, OPT_MAX_INODES, OPT_PASS_ENV,
 };
 
 static const struct {
@@ -89,7 +89,17 @@ static const struct {
     {"--stage-durability", OPT_DURABILITY, true},
     {"--stage-max-bytes", OPT_MAX_BYTES, true},
     {"--stage-max-inodes", OPT_MAX_INODES, true},
+    {"--pass-env", OPT_PASS_ENV, true},
 };
+
+static bool env_name_ok(const char *s) {
+    if (!s[0] || (s[0] >= '0' && s[0] <= '9') || strlen(s) > 255)
+        return false;
+    for (const char *p = s; *p; p++)
+        if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_'))
+            return false;
+    return true;
+}
 
 int policy_parse_run(int argc, char **argv, struct run_options *ret_opts, char **ret_error) {
     struct run_options o = {.filesystem = FILESYSTEM_HOST, .executor = EXECUTOR_AUTO};
@@ -181,6 +191,13 @@ int policy_parse_run(int argc, char **argv, struct run_options *ret_opts, char *
             if (r < 0)
                 return fail(ret_error, "--stage-max-bytes: '%s' is not a size (examples: 1048576, 512M, 2G)", val);
             break;
+        case OPT_PASS_ENV:
+            if (!env_name_ok(val))
+                return fail(ret_error, "--pass-env: '%s' is not an environment variable name", val);
+            if (o.n_pass_env >= POLICY_MAX_PASS_ENV)
+                return fail(ret_error, "--pass-env: at most %d names", POLICY_MAX_PASS_ENV);
+            o.pass_env[o.n_pass_env++] = val;
+            break;
         case OPT_MAX_INODES:
             r = parse_size(val, 1, UINT64_MAX, &o.stage_max_inodes);
             if (r < 0)
@@ -203,6 +220,8 @@ int policy_parse_run(int argc, char **argv, struct run_options *ret_opts, char *
     bool stage_opts = o.durability_set || o.stage_max_bytes || o.stage_max_inodes;
     if (stage_opts && !policy_wants_stage(&o))
         return fail(ret_error, "--stage-durability/--stage-max-* need a stage: add --stage DIR, --stage auto or --safe");
+    if (o.n_pass_env && !policy_wants_sandbox(&o))
+        return fail(ret_error, "--pass-env only applies to --safe or --filesystem sandbox (other runs inherit the environment)");
     if (o.workspace && o.workspace[0] == '\0')
         return fail(ret_error, "--workspace needs a directory");
 
@@ -210,6 +229,14 @@ int policy_parse_run(int argc, char **argv, struct run_options *ret_opts, char *
     o.cmd_argv = argv + i;
     *ret_opts = o;
     return 0;
+}
+
+bool policy_wants_sandbox(const struct run_options *o) {
+    return o->safe || o->filesystem == FILESYSTEM_SANDBOX;
+}
+
+bool policy_denies_network(const struct run_options *o) {
+    return o->safe;
 }
 
 bool policy_wants_stage(const struct run_options *o) {

@@ -36,6 +36,8 @@ enum dimension {
 };
 
 enum filesystem_mode { FILESYSTEM_HOST, FILESYSTEM_SANDBOX };
+
+#define POLICY_MAX_PASS_ENV 64
 enum executor_kind { EXECUTOR_AUTO, EXECUTOR_HOST, EXECUTOR_OCI, EXECUTOR_VM };
 enum durability { DURABILITY_CHECKPOINT, DURABILITY_STRICT };
 
@@ -51,6 +53,8 @@ struct run_options {
     bool durability_set;
     uint64_t stage_max_bytes;  /* 0 = unlimited */
     uint64_t stage_max_inodes; /* 0 = unlimited */
+    const char *pass_env[POLICY_MAX_PASS_ENV]; /* --pass-env NAME, in order */
+    int n_pass_env;
     int cmd_argc;
     char **cmd_argv; /* points into the caller's argv; NULL-terminated */
 };
@@ -75,5 +79,12 @@ void policy_build(const struct run_options *o, struct policy *ret_policy);
 
 /* True when the options ask for a stage (explicit --stage, or implied). */
 bool policy_wants_stage(const struct run_options *o);
+
+/* True when the options ask for the sandbox boundary (--safe or
+ * --filesystem sandbox). */
+bool policy_wants_sandbox(const struct run_options *o);
+
+/* Whether the network is denied (--safe). */
+bool policy_denies_network(const struct run_options *o);
 
 #endif

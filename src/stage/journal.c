@@ -264,16 +264,14 @@ int stage_journal_append(struct stage *s, const struct stage_preimage *rec) {
     size_t len = strlen(txt);
     txt[len] = '\0';
 
+    _cleanup_free_ char *key = strdup(rec->path);
+    _cleanup_free_ char *line = malloc(len + 2);
+    if (!key || !line)
+        return -ENOMEM;
     pthread_mutex_lock(&s->lock);
     int r;
     if (str_set_has(&s->recorded, rec->path)) {
         r = 0;
-        goto out;
-    }
-    _cleanup_free_ char *key = strdup(rec->path);
-    _cleanup_free_ char *line = malloc(len + 2);
-    if (!key || !line) {
-        r = -ENOMEM;
         goto out;
     }
     memcpy(line, txt, len);

@@ -1,0 +1,375 @@
+/* run_sandbox.c: the supervisor's half of --filesystem sandbox / --safe.
+ *
+ * Gathers the host facts the pure plan builder needs (HOME, which config
+ * files exist, where the command and its interpreter live, toolchain
+ * directories on PATH), builds the launch plan, hands it to the launcher
+ * on a memfd, reads the launcher's report from the sync pipe, and turns the
+ * self-check evidence into per-dimension Bundle entries.  A dimension is
+ * recorded `enforced` only when the launcher's evidence shows the control
+ * was installed (and tests/adversarial shows it holds).
+ */
+#include "cli/cli.h"
+#include "cli/run.h"
+#include "cli/run_sandbox.h"
+#include "evidence/bundle.h"
+#include "launch/launch.h"
+#include "policy/plan_build.h"
+#include "util/cleanup.h"
+#include "util/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+extern char **environ;
+
+#define MAX_RUNTIME_DIRS 64
+
+struct dirlist {
+    char *v[MAX_RUNTIME_DIRS];
+    size_t n;
+};
+
+static void dirlist_add(struct dirlist *l, const char *d) {
+    if (l->n >= MAX_RUNTIME_DIRS || !d || d[0] != '/')
+        return;
+    for (size_t i = 0; i < l->n; i++)
+        if (strcmp(l->v[i], d) == 0)
+            return;
+    char *c = strdup(d);
+    if (c)
+        l->v[l->n++] = c;
+}
+
+static void dirlist_free(struct dirlist *l) {
+    for (size_t i = 0; i < l->n; i++)
+        free(l->v[i]);
+    l->n = 0;
+}
+
+/* Map a host directory that a command needs to what should be projected:
+ * the top-level tool dir under HOME (~/.pyenv), /opt/<name>, or itself. */
+static void add_runtime_dir(struct dirlist *l, const char *home, const char *dir) {
+    char buf[PATH_MAX];
+    _cleanup_free_ char *real = realpath(dir, NULL);
+    const char *d = real ? real : dir;
+    const char *root = plan_home_runtime_root(home, d, buf, sizeof buf);
+    if (home && !root && (strncmp(d, home, strlen(home)) == 0 && (d[strlen(home)] == '/' || d[strlen(home)] == 0)))
+        return; /* under HOME but not projectable (credentials, HOME itself) */
+    if (!root && strncmp(d, "/opt/", 5) == 0) {
+        const char *slash = strchr(d + 5, '/');
+        size_t len = slash ? (size_t)(slash - d) : strlen(d);
+        if (len < sizeof buf) {
+            memcpy(buf, d, len);
+            buf[len] = '\0';
+            root = buf;
+        }
+    }
+    if (!root)
+        root = d;
+    struct stat st;
+    if (stat(root, &st) == 0 && S_ISDIR(st.st_mode) && strcmp(root, "/") != 0)
+        dirlist_add(l, root);
+}
+
+static void add_dir_of(struct dirlist *l, const char *home, const char *file) {
+    _cleanup_free_ char *c = strdup(file);
+    if (!c)
+        return;
+    char *slash = strrchr(c, '/');
+    if (!slash || slash == c)
+        return;
+    *slash = '\0';
+    add_runtime_dir(l, home, c);
+}
+
+/* Find the command as execvp would, on the host PATH. */
+static char *which(const char *cmd, const char *cwd) {
+    if (strchr(cmd, '/'))
+        return cmd[0] == '/' ? strdup(cmd) : path_join(cwd, cmd);
+    const char *path = getenv("PATH");
+    if (!path)
+        path = "/usr/local/bin:/usr/bin:/bin";
+    _cleanup_free_ char *copy = strdup(path);
+    if (!copy)
+        return NULL;
+    char *save = NULL;
+    for (char *d = strtok_r(copy, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+        if (d[0] != '/')
+            continue;
+        char *f = path_join(d, cmd);
+        if (f && access(f, X_OK) == 0)
+            return f;
+        free(f);
+    }
+    return NULL;
+}
+
+/* The interpreter of a #! script, if any. */
+static char *interpreter_of(const char *file) {
+    _cleanup_close_ int fd = open(file, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    char buf[256];
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    if (n < 3 || buf[0] != '#' || buf[1] != '!')
+        return NULL;
+    buf[n] = '\0';
+    char *p = buf + 2;
+    while (*p == ' ' || *p == '\t')
+        p++;
+    char *end = p;
+    while (*end && *end != ' ' && *end != '\t' && *end != '\n')
+        end++;
+    *end = '\0';
+    return p[0] == '/' ? strdup(p) : NULL;
+}
+
+static void gather_runtime(const struct run_context *ctx, const char *home, struct dirlist *l) {
+    _cleanup_free_ char *exe = which(ctx->opts->cmd_argv[0], ctx->cwd);
+    if (exe) {
+        add_dir_of(l, home, exe);
+        _cleanup_free_ char *real = realpath(exe, NULL);
+        if (real)
+            add_dir_of(l, home, real);
+        _cleanup_free_ char *interp = interpreter_of(real ? real : exe);
+        if (interp) {
+            add_dir_of(l, home, interp);
+            _cleanup_free_ char *ri = realpath(interp, NULL);
+            if (ri)
+                add_dir_of(l, home, ri);
+        }
+    }
+    const char *path = getenv("PATH");
+    _cleanup_free_ char *copy = path ? strdup(path) : NULL;
+    char *save = NULL;
+    for (char *d = copy ? strtok_r(copy, ":", &save) : NULL; d; d = strtok_r(NULL, ":", &save))
+        if (d[0] == '/')
+            add_runtime_dir(l, home, d);
+}
+
+int sandbox_prepare(const struct run_context *ctx, struct sandbox *ret_sb, char **ret_error) {
+    struct sandbox sb = {.plan_fd = -1, .sync_r = -1, .sync_w = -1};
+    _cleanup_free_ char *home = NULL;
+    const char *h = getenv("HOME");
+    if (h && h[0] == '/')
+        home = realpath(h, NULL);
+
+    struct dirlist rt = {0};
+    gather_runtime(ctx, home, &rt);
+    const char *home_files[32];
+    size_t n_home_files = 0;
+    for (const char *const *f = plan_home_config_files; home && *f && n_home_files < 32; f++) {
+        _cleanup_free_ char *full = path_join(home, *f);
+        struct stat st;
+        if (full && lstat(full, &st) == 0 && (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)))
+            home_files[n_home_files++] = *f;
+    }
+
+    struct plan_inputs in = {
+        .opts = ctx->opts,
+        .environ = environ,
+        .home = home,
+        .workspace = ctx->workspace,
+        .cwd = ctx->cwd,
+        .uid = (uint32_t)getuid(),
+        .gid = (uint32_t)getgid(),
+        .runtime_dirs = (const char *const *)rt.v,
+        .n_runtime_dirs = rt.n,
+        .home_files = home_files,
+        .n_home_files = n_home_files,
+    };
+    int r = plan_build(&in, &sb.plan, ret_error);
+    dirlist_free(&rt);
+    if (r < 0)
+        return r;
+
+    json_t *j = plan_to_json(&sb.plan);
+    _cleanup_free_ char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    json_decref(j);
+    if (!s) {
+        plan_free(&sb.plan);
+        return -ENOMEM;
+    }
+    sb.plan_fd = memfd_create("pvisor-plan", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    size_t len = strlen(s);
+    if (sb.plan_fd < 0 || write(sb.plan_fd, s, len) != (ssize_t)len || lseek(sb.plan_fd, 0, SEEK_SET) < 0 ||
+        fcntl(sb.plan_fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) < 0) {
+        r = -errno;
+        sandbox_release(&sb);
+        return r;
+    }
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0) {
+        r = -errno;
+        sandbox_release(&sb);
+        return r;
+    }
+    sb.sync_r = p[0];
+    sb.sync_w = p[1];
+    sb.pass[0] = sb.plan_fd;
+    sb.pass[1] = sb.sync_w;
+    *ret_sb = sb;
+    return 0;
+}
+
+/* Parent side, once the launcher was exec'd: read its report to EOF. */
+void sandbox_read_report(pid_t child, void *userdata) {
+    struct sandbox *sb = userdata;
+    if (sb->sync_w >= 0) {
+        close(sb->sync_w); /* our copy; the launcher chain holds the rest */
+        sb->sync_w = -1;
+    }
+    char *buf = malloc(LAUNCH_REPORT_MAX + 1);
+    if (!buf)
+        return;
+    size_t len = 0;
+    for (;;) {
+        ssize_t n = read(sb->sync_r, buf + len, LAUNCH_REPORT_MAX - len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+        if (len >= LAUNCH_REPORT_MAX)
+            break;
+    }
+    buf[len] = '\0';
+    /* One JSON object; a second one follows when exec itself failed. */
+    json_error_t e;
+    sb->report = json_loadb(buf, len, JSON_DISABLE_EOF_CHECK, &e);
+    const char *second = len ? strchr(buf, '\n') : NULL;
+    if (second && sb->report && json_is_true(json_object_get(sb->report, "ok"))) {
+        json_t *x = json_loads(second + 1, 0, &e);
+        if (x) {
+            json_decref(sb->report);
+            sb->report = x;
+            sb->exec_failed = true;
+        }
+    }
+    free(buf);
+}
+
+void sandbox_release(struct sandbox *sb) {
+    if (sb->plan_fd >= 0)
+        close(sb->plan_fd);
+    if (sb->sync_r >= 0)
+        close(sb->sync_r);
+    if (sb->sync_w >= 0)
+        close(sb->sync_w);
+    sb->plan_fd = sb->sync_r = sb->sync_w = -1;
+    json_decref(sb->report);
+    sb->report = NULL;
+    plan_free(&sb->plan);
+}
+
+bool sandbox_report_ok(const struct sandbox *sb) {
+    return sb->report && json_is_true(json_object_get(sb->report, "ok"));
+}
+
+const char *sandbox_report_error(const struct sandbox *sb, char *buf, size_t size) {
+    if (!sb->report) {
+        snprintf(buf, size, "the sandbox launcher ended without a report");
+        return buf;
+    }
+    const char *step = json_string_value(json_object_get(sb->report, "step"));
+    const char *msg = json_string_value(json_object_get(sb->report, "message"));
+    snprintf(buf, size, "sandbox setup failed at '%s': %s", step ? step : "?", msg ? msg : "?");
+    return buf;
+}
+
+static const char *self_ns(const char *name, char *buf, size_t size) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/ns/%s", name);
+    ssize_t n = readlink(path, buf, size - 1);
+    if (n < 0)
+        return NULL;
+    buf[n] = '\0';
+    return buf;
+}
+
+/* Does the evidence show the namespace differs from the supervisor's? */
+static bool ns_differs(const json_t *ev, const char *name) {
+    char buf[64];
+    const char *mine = self_ns(name, buf, sizeof buf);
+    const char *theirs = json_string_value(json_object_get(json_object_get(ev, "namespaces"), name));
+    return mine && theirs && strcmp(mine, theirs) != 0;
+}
+
+static unsigned long long hexval(const json_t *ev, const char *key) {
+    const char *s = json_string_value(json_object_get(ev, key));
+    return s ? strtoull(s, NULL, 16) : ~0ULL;
+}
+
+void sandbox_record(struct run_context *ctx, const struct sandbox *sb) {
+    json_t *b = ctx->bundle;
+    const json_t *ev = json_object_get(sb->report, "evidence");
+    const json_t *ll = json_object_get(ev, "landlock");
+    int abi = (int)json_integer_value(json_object_get(ll, "abi"));
+    bool nnp = json_string_value(json_object_get(ev, "NoNewPrivs")) &&
+               strcmp(json_string_value(json_object_get(ev, "NoNewPrivs")), "1") == 0;
+    bool seccomp = json_string_value(json_object_get(ev, "Seccomp")) &&
+                   strcmp(json_string_value(json_object_get(ev, "Seccomp")), "2") == 0;
+    bool no_caps = hexval(ev, "CapEff") == 0 && hexval(ev, "CapPrm") == 0 && hexval(ev, "CapBnd") == 0 &&
+                   hexval(ev, "CapAmb") == 0 && hexval(ev, "CapInh") == 0;
+    bool mnt = ns_differs(ev, "mnt"), pid = ns_differs(ev, "pid"), net = ns_differs(ev, "net");
+    bool ipc = ns_differs(ev, "ipc"), user = ns_differs(ev, "user");
+    bool fs_ok = mnt && abi >= 1 && nnp && no_caps;
+
+    bundle_set_json(b, "sandbox_evidence", json_deep_copy(ev));
+    const char *fsmech = "synthetic root (tmpfs + read-only projections, pivot_root) + Landlock + no capabilities";
+#define EVID(...) json_pack(__VA_ARGS__)
+    bundle_set_dimension(b, DIM_HOST_WRITES, fs_ok ? LEVEL_ENFORCED : LEVEL_UNAVAILABLE, fsmech,
+                         EVID("{s:b, s:i, s:b, s:b}", "mount_namespace_differs", mnt, "landlock_abi", abi,
+                              "no_new_privs", nnp, "capabilities_empty", no_caps),
+                         "writable: the staged workspace, a private /tmp and an empty HOME (both discarded at exit)");
+    bundle_set_dimension(b, DIM_READS, fs_ok ? LEVEL_ENFORCED : LEVEL_UNAVAILABLE, fsmech,
+                         EVID("{s:b, s:i}", "mount_namespace_differs", mnt, "landlock_abi", abi),
+                         "readable: the workspace view, /usr /bin /sbin /lib* /etc, the command's toolchain "
+                         "directories, allowlisted HOME config files");
+    bundle_set_dimension(b, DIM_SENSITIVE_PATHS, fs_ok ? LEVEL_ENFORCED : LEVEL_UNAVAILABLE,
+                         "credential locations are not projected; inside the workspace they are covered",
+                         EVID("{s:b}", "mount_namespace_differs", mnt), NULL);
+    bundle_set_dimension(b, DIM_HOME_CREDENTIALS, fs_ok ? LEVEL_ENFORCED : LEVEL_UNAVAILABLE,
+                         "empty private HOME + allowlisted config files; environment reduced to an allowlist",
+                         EVID("{s:b}", "mount_namespace_differs", mnt),
+                         "HOME writes are discarded at exit; --pass-env hands chosen variables over");
+    if (sb->plan.unshare_net)
+        bundle_set_dimension(b, DIM_NETWORK, net ? LEVEL_ENFORCED : LEVEL_UNAVAILABLE,
+                             "private network namespace (loopback only)" ,
+                             EVID("{s:b, s:I}", "net_namespace_differs", net, "landlock_handled_net",
+                                  json_integer_value(json_object_get(ll, "handled_net"))),
+                             NULL);
+    bundle_set_dimension(b, DIM_CHILD_PROCESSES, pid ? LEVEL_ENFORCED : LEVEL_UNAVAILABLE,
+                         "PID namespace with pvisor's init as PID 1; every process dies with the run",
+                         EVID("{s:b, s:I}", "pid_namespace_differs", pid, "pid_inside",
+                              json_integer_value(json_object_get(ev, "pid"))),
+                         NULL);
+    bundle_set_dimension(b, DIM_SYSCALLS, seccomp ? LEVEL_ENFORCED : LEVEL_UNAVAILABLE, "seccomp filter (libseccomp)",
+                         EVID("{s:b, s:s?}", "seccomp_filter_mode", seccomp, "filters",
+                              json_string_value(json_object_get(ev, "Seccomp_filters"))),
+                         "deny list: ptrace, process_vm_*, mount/namespace calls, bpf, perf, userfaultfd, keyrings, "
+                         "io_uring, kernel modules, handle opens, TIOCSTI/TIOCLINUX; non-native ABIs kill");
+    bundle_set_dimension(b, DIM_DEVICES, fs_ok ? LEVEL_ENFORCED : LEVEL_UNAVAILABLE,
+                         "exact device nodes (null zero full random urandom tty) and a private devpts; no /sys",
+                         EVID("{s:b}", "mount_namespace_differs", mnt), NULL);
+    bool scoped = json_integer_value(json_object_get(ll, "scoped")) != 0;
+    bool ipc_ok = ipc && pid && (scoped || net);
+    bundle_set_dimension(b, DIM_IPC, ipc_ok ? LEVEL_ENFORCED : LEVEL_UNAVAILABLE,
+                         "IPC + PID namespaces; no host sockets projected; Landlock scopes (abstract unix, signals)",
+                         EVID("{s:b, s:b, s:b}", "ipc_namespace_differs", ipc, "landlock_scoped", scoped,
+                              "net_namespace_differs", net),
+                         NULL);
+    bundle_set_dimension(b, DIM_RESOURCES, LEVEL_UNENFORCED, "rlimits (core 0, nofile, fsize = stage quota)",
+                         EVID("{s:b}", "user_namespace_differs", user),
+                         "no memory, CPU or process-count limits yet (no cgroup v2 leaf)");
+#undef EVID
+    bundle_set_executor(b, "host", "FUSE overlay + user/mount/pid/ipc/uts(/net) namespaces + synthetic root + "
+                                   "Landlock + seccomp");
+}

@@ -1,0 +1,28 @@
+/* run_sandbox.h: supervisor side of the sandbox (see run_sandbox.c). */
+#ifndef PVISOR_CLI_RUN_SANDBOX_H
+#define PVISOR_CLI_RUN_SANDBOX_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "cli/run.h"
+#include "policy/plan.h"
+
+struct sandbox {
+    struct launch_plan plan;
+    int plan_fd;      /* sealed memfd with the plan JSON */
+    int sync_r, sync_w;
+    int pass[2];      /* {plan_fd, sync_w}: become the launcher's fd 3 and 4 */
+    json_t *report;   /* the launcher's report, once read */
+    bool exec_failed; /* controls were installed but exec of the command failed */
+};
+
+int sandbox_prepare(const struct run_context *ctx, struct sandbox *ret_sb, char **ret_error);
+void sandbox_read_report(pid_t child, void *userdata);
+bool sandbox_report_ok(const struct sandbox *sb);
+const char *sandbox_report_error(const struct sandbox *sb, char *buf, size_t size);
+void sandbox_record(struct run_context *ctx, const struct sandbox *sb);
+void sandbox_release(struct sandbox *sb);
+
+#endif

@@ -1,0 +1,371 @@
+/* launch.c: `pvisor __launch`, executes a launch plan (see launch.h).
+ *
+ * Process shape (all inside the run's user namespace, where the launcher
+ * starts as uid 0 with a full capability set it will give up):
+ *
+ *   L  launcher (exec'd by the supervisor): unshares mount, PID, IPC, UTS
+ *      (and network) namespaces; forks I; relays signals; exits as I does
+ *   I  init, PID 1 of the new PID namespace: builds the synthetic root and
+ *      pivots into it; forks A; relays signals; reaps orphans; when A ends,
+ *      I exits and the kernel kills everything left in the namespace
+ *   A  the command: setsid (no controlling tty to inject into), a nested
+ *      user namespace that maps the invoking uid/gid (so the command is not
+ *      uid 0), rlimits, chdir, close every fd above 2, clear all capability
+ *      sets and the bounding set, no_new_privs, Landlock, seccomp, then a
+ *      self-check from inside sent to the supervisor, then exec.
+ *
+ * Security ordering: Landlock and seccomp come last because they would
+ * forbid the setup itself (mount, unshare); capabilities are dropped before
+ * them so no step after the drop can regain access; descriptors are closed
+ * before Landlock since files already open are not re-checked.
+ * Only the sync pipe survives to the exec, and it is close-on-exec.
+ */
+#include "launch/launch.h"
+#include "policy/plan.h"
+#include "util/cleanup.h"
+#include "util/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/capability.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+/* Report a failed step to the supervisor and exit 125.  Async-signal-safe
+ * enough for our single-threaded processes (snprintf + write). */
+static _Noreturn void fail(const char *step, int err) {
+    char buf[512];
+    if (err < 0)
+        err = -err;
+    int n = snprintf(buf, sizeof buf, "{\"ok\":false,\"step\":\"%s\",\"errno\":%d,\"message\":\"%s\"}", step, err,
+                     strerror(err));
+    if (n > 0)
+        (void)!write(LAUNCH_SYNC_FD, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+    _exit(125);
+}
+
+static int read_plan(struct launch_plan *ret) {
+    _cleanup_free_ char *buf = malloc(PLAN_MAX_BYTES + 1);
+    if (!buf)
+        return -ENOMEM;
+    size_t len = 0;
+    for (;;) {
+        ssize_t n = read(LAUNCH_PLAN_FD, buf + len, PLAN_MAX_BYTES + 1 - len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -errno;
+        if (n == 0)
+            break;
+        len += (size_t)n;
+        if (len > PLAN_MAX_BYTES)
+            return -E2BIG;
+    }
+    close(LAUNCH_PLAN_FD);
+    json_error_t e;
+    json_t *j = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &e);
+    if (!j)
+        return -EINVAL;
+    int r = plan_from_json(j, ret);
+    json_decref(j);
+    return r;
+}
+
+static int write_file(const char *path, const char *text) {
+    _cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    ssize_t n = write(fd, text, strlen(text));
+    return n == (ssize_t)strlen(text) ? 0 : -errno;
+}
+
+/* Bring up loopback in a fresh network namespace (it starts down). */
+static int loopback_up(void) {
+    _cleanup_close_ int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (s < 0)
+        return -errno;
+    struct ifreq ifr = {0};
+    strcpy(ifr.ifr_name, "lo");
+    if (ioctl(s, SIOCGIFFLAGS, &ifr) < 0)
+        return -errno;
+    ifr.ifr_flags |= IFF_UP;
+    if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0)
+        return -errno;
+    return 0;
+}
+
+/* Wait for child, relaying termination signals to it; returns its wait
+ * status.  Other children (orphans re-parented to PID 1) are reaped. */
+static int relay_and_wait(pid_t child) {
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGHUP);
+    sigaddset(&mask, SIGQUIT);
+    sigaddset(&mask, SIGCHLD);
+    int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+    if (sfd < 0)
+        return 125 << 8;
+    for (;;) {
+        int st;
+        pid_t w;
+        while ((w = waitpid(-1, &st, WNOHANG)) > 0)
+            if (w == child) {
+                close(sfd);
+                return st;
+            }
+        struct signalfd_siginfo si;
+        ssize_t n = read(sfd, &si, sizeof si);
+        if (n == (ssize_t)sizeof si && si.ssi_signo != SIGCHLD)
+            kill(child, (int)si.ssi_signo);
+        else if (n < 0 && errno != EINTR) {
+            close(sfd);
+            return 125 << 8;
+        }
+    }
+}
+
+/* Die the way the child died, so the supervisor sees the same status. */
+static _Noreturn void exit_like(int st) {
+    if (WIFSIGNALED(st)) {
+        int sig = WTERMSIG(st);
+        signal(sig, SIG_DFL);
+        sigset_t m;
+        sigemptyset(&m);
+        sigaddset(&m, sig);
+        sigprocmask(SIG_UNBLOCK, &m, NULL);
+        prctl(PR_SET_DUMPABLE, 0);
+        kill(getpid(), sig);
+        _exit(128 + sig);
+    }
+    _exit(WIFEXITED(st) ? WEXITSTATUS(st) : 125);
+}
+
+static int drop_capabilities(void) {
+    for (int c = 0; c <= CAP_LAST_CAP; c++)
+        if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
+            return -errno;
+    if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+        return -errno;
+    cap_t none = cap_init();
+    if (!none)
+        return -ENOMEM;
+    int r = cap_set_proc(none) < 0 ? -errno : 0;
+    cap_free(none);
+    return r;
+}
+
+static int set_rlimit(int res, uint64_t v) {
+    if (!v)
+        return 0;
+    struct rlimit rl = {.rlim_cur = v, .rlim_max = v};
+    struct rlimit old;
+    if (getrlimit(res, &old) == 0 && old.rlim_max != RLIM_INFINITY && old.rlim_max < v)
+        rl.rlim_cur = rl.rlim_max = old.rlim_max;
+    return setrlimit(res, &rl) < 0 ? -errno : 0;
+}
+
+/* Self-check from inside, after every control is installed. */
+static json_t *self_check(int ll_abi, uint64_t ll_fs, uint64_t ll_net, uint64_t ll_scoped) {
+    json_t *j = json_object();
+    _cleanup_free_ char *status = NULL;
+    int pfd = open("/proc/self", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (pfd >= 0 && read_file_at(pfd, "status", 1 << 16, &status, NULL) == 0) {
+        static const char *const keys[] = {"NoNewPrivs", "Seccomp", "Seccomp_filters", "CapInh", "CapPrm",
+                                           "CapEff", "CapBnd", "CapAmb", "Uid", "Gid"};
+        for (char *line = strtok(status, "\n"); line; line = strtok(NULL, "\n")) {
+            char *colon = strchr(line, ':');
+            if (!colon)
+                continue;
+            *colon = '\0';
+            for (size_t i = 0; i < ARRAY_SIZE(keys); i++)
+                if (strcmp(line, keys[i]) == 0) {
+                    char *v = colon + 1;
+                    while (*v == ' ' || *v == '\t')
+                        v++;
+                    json_object_set_new(j, keys[i], json_string(v));
+                }
+        }
+    }
+    _cleanup_free_ char *uid_map = NULL;
+    if (pfd >= 0 && read_file_at(pfd, "uid_map", 4096, &uid_map, NULL) == 0)
+        json_object_set_new(j, "uid_map", json_string(uid_map));
+    json_t *ns = json_object();
+    static const char *const nss[] = {"mnt", "pid", "net", "ipc", "uts", "user", "cgroup"};
+    for (size_t i = 0; i < ARRAY_SIZE(nss); i++) {
+        char path[32], buf[64];
+        snprintf(path, sizeof path, "ns/%s", nss[i]);
+        ssize_t n = pfd >= 0 ? readlinkat(pfd, path, buf, sizeof buf - 1) : -1;
+        if (n > 0) {
+            buf[n] = '\0';
+            json_object_set_new(ns, nss[i], json_string(buf));
+        }
+    }
+    if (pfd >= 0)
+        close(pfd);
+    json_object_set_new(j, "namespaces", ns);
+    json_object_set_new(j, "landlock", json_pack("{s:i, s:I, s:I, s:I}", "abi", ll_abi, "handled_fs", (json_int_t)ll_fs,
+                                                 "handled_net", (json_int_t)ll_net, "scoped", (json_int_t)ll_scoped));
+    json_object_set_new(j, "pid", json_integer(getpid()));
+    json_object_set_new(j, "uid", json_integer(getuid()));
+    json_object_set_new(j, "gid", json_integer(getgid()));
+    return j;
+}
+
+/* A: the command's process, from fork to exec. */
+static _Noreturn void become_command(const struct launch_plan *p) {
+    int r;
+    const char *step = "";
+    if (setsid() < 0)
+        fail("setsid", errno);
+
+    /* Nested user namespace: the command sees the invoking uid/gid, not 0. */
+    if (p->uid != 0 || p->gid != 0) {
+        if (unshare(CLONE_NEWUSER) < 0)
+            fail("unshare(CLONE_NEWUSER) for the command's ids", errno);
+        char map[64];
+        if ((r = write_file("/proc/self/setgroups", "deny")) < 0)
+            fail("writing setgroups", r);
+        snprintf(map, sizeof map, "%u 0 1\n", p->uid);
+        if ((r = write_file("/proc/self/uid_map", map)) < 0)
+            fail("writing the command's uid_map", r);
+        snprintf(map, sizeof map, "%u 0 1\n", p->gid);
+        if ((r = write_file("/proc/self/gid_map", map)) < 0)
+            fail("writing the command's gid_map", r);
+    }
+    if ((r = set_rlimit(RLIMIT_CORE, 0)) < 0 && (r = set_rlimit(RLIMIT_CORE, 0)) < 0)
+        fail("setrlimit(RLIMIT_CORE)", r);
+    struct rlimit core0 = {0, 0};
+    if (setrlimit(RLIMIT_CORE, &core0) < 0)
+        fail("setrlimit(RLIMIT_CORE)", errno);
+    if ((r = set_rlimit(RLIMIT_NOFILE, p->rlimit_nofile)) < 0 || (r = set_rlimit(RLIMIT_FSIZE, p->rlimit_fsize)) < 0 ||
+        (r = set_rlimit(RLIMIT_NPROC, p->rlimit_nproc)) < 0 || (r = set_rlimit(RLIMIT_AS, p->rlimit_as)) < 0)
+        fail("setrlimit", r);
+    if (chdir(p->cwd) < 0)
+        fail("chdir to the working directory", errno);
+
+    int keep[] = {LAUNCH_SYNC_FD};
+    if ((r = close_all_fds_except(3, keep, 1)) < 0)
+        fail("closing inherited descriptors", r);
+    if ((r = drop_capabilities()) < 0)
+        fail("dropping capabilities", r);
+
+    int abi = 0;
+    uint64_t hfs = 0, hnet = 0, scoped = 0;
+    if (p->landlock && (r = launch_landlock(p, &abi, &hfs, &hnet, &scoped, &step)) < 0)
+        fail(step, r);
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+        fail("PR_SET_NO_NEW_PRIVS", errno);
+    if (p->seccomp && (r = launch_seccomp(&step)) < 0)
+        fail(step, r);
+
+    json_t *ev = self_check(abi, hfs, hnet, scoped);
+    json_t *msg = json_pack("{s:b, s:o}", "ok", 1, "evidence", ev ? ev : json_object());
+    char *s = msg ? json_dumps(msg, JSON_COMPACT) : NULL;
+    if (!s)
+        fail("encoding the self-check", ENOMEM);
+    size_t len = strlen(s);
+    if (write(LAUNCH_SYNC_FD, s, len) != (ssize_t)len)
+        fail("writing the self-check", errno);
+    free(s);
+    json_decref(msg);
+
+    environ = p->envp; /* execvp searches the command's PATH, not ours */
+    execvp(p->argv[0], p->argv);
+    int e = errno;
+    /* The report already said ok: tell the supervisor exec failed. */
+    char buf[160];
+    int n = snprintf(buf, sizeof buf, "\n{\"ok\":false,\"step\":\"exec\",\"errno\":%d,\"message\":\"%s\"}", e,
+                     strerror(e));
+    (void)!write(LAUNCH_SYNC_FD, buf, (size_t)n);
+    _exit(e == ENOENT ? 127 : 126);
+}
+
+/* I: PID 1 of the new PID namespace. */
+static _Noreturn void become_init(const struct launch_plan *p, int status_fd) {
+    const char *step = "";
+    int r;
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+        fail("PR_SET_PDEATHSIG", errno);
+    if ((r = launch_build_root(p, &step)) < 0)
+        fail(step, r);
+    if (sethostname(p->hostname, strlen(p->hostname)) < 0)
+        fail("sethostname", errno);
+    if (p->unshare_net && (r = loopback_up()) < 0)
+        fail("bringing up loopback in the private network namespace", r);
+
+    pid_t a = fork();
+    if (a < 0)
+        fail("fork of the command", errno);
+    if (a == 0) {
+        close(status_fd);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        become_command(p);
+    }
+    close(LAUNCH_SYNC_FD);
+    int st = relay_and_wait(a);
+    (void)!write(status_fd, &st, sizeof st);
+    _exit(0);
+}
+
+int launch_main(int argc, char **argv) {
+    if (argc != 1)
+        return 125;
+    struct launch_plan p = {0};
+    int r = read_plan(&p);
+    if (r < 0)
+        fail("reading the launch plan", r);
+
+    /* Signals are relayed through signalfds; block them for the whole
+     * chain (A unblocks before exec). */
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGHUP);
+    sigaddset(&mask, SIGQUIT);
+    sigaddset(&mask, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &mask, NULL);
+
+    int flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | (p.unshare_net ? CLONE_NEWNET : 0);
+    if (unshare(flags) < 0)
+        fail("unshare(mount, pid, ipc, uts, net namespaces)", errno);
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+        fail("making mounts private", errno);
+
+    int sp[2];
+    if (pipe2(sp, O_CLOEXEC) < 0)
+        fail("pipe", errno);
+    pid_t i = fork();
+    if (i < 0)
+        fail("fork of the namespace init", errno);
+    if (i == 0) {
+        close(sp[0]);
+        become_init(&p, sp[1]);
+    }
+    close(sp[1]);
+    close(LAUNCH_SYNC_FD);
+    int st = relay_and_wait(i);
+    int cmd_st;
+    if (read(sp[0], &cmd_st, sizeof cmd_st) == (ssize_t)sizeof cmd_st)
+        st = cmd_st;
+    plan_free(&p);
+    exit_like(st);
+}

@@ -1,0 +1,272 @@
+/* mounts.c: build the synthetic root and enter it (pivot_root).
+ *
+ * Runs in the launcher's init process: uid 0 of the run's user namespace,
+ * in a fresh mount namespace (copied from the supervisor's, which has the
+ * FUSE overlay on the workspace path).  Nothing here touches the host
+ * file system: every source is first cloned as a detached mount
+ * (open_tree(OPEN_TREE_CLONE)) while its path still resolves, then a tmpfs
+ * becomes the new root and the clones are attached under it.  Holding the
+ * sources as descriptors means mounting the tmpfs cannot hide a source
+ * (e.g. a workspace under /tmp) and later path games cannot swap one.
+ *
+ * Read-only projections are made read-only, nosuid and nodev recursively
+ * with mount_setattr(AT_RECURSIVE) before they are attached.
+ */
+#include "launch/launch.h"
+#include "policy/plan.h"
+#include "util/cleanup.h"
+#include "util/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/mount.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#ifndef OPEN_TREE_CLONE
+#define OPEN_TREE_CLONE 1
+#endif
+#ifndef MOVE_MOUNT_F_EMPTY_PATH
+#define MOVE_MOUNT_F_EMPTY_PATH 0x00000004
+#endif
+
+/* Where the new root is assembled (inside our private mount namespace). */
+#define NEWROOT "/tmp"
+
+static int sys_open_tree(int dfd, const char *path, unsigned flags) {
+    return (int)syscall(SYS_open_tree, dfd, path, flags);
+}
+static int sys_move_mount(int from_dfd, const char *from, int to_dfd, const char *to, unsigned flags) {
+    return (int)syscall(SYS_move_mount, from_dfd, from, to_dfd, to, flags);
+}
+static int sys_mount_setattr(int dfd, const char *path, unsigned flags, struct mount_attr *attr) {
+    return (int)syscall(SYS_mount_setattr, dfd, path, flags, attr, sizeof *attr);
+}
+
+/* mkdir -p of path below root (root-relative, path absolute). */
+static int mkdirs_below(const char *root, const char *path, mode_t mode) {
+    _cleanup_free_ char *full = path_join(root, path);
+    if (!full)
+        return -ENOMEM;
+    return mkdir_p(full, mode);
+}
+
+/* Create an empty file (bind target for a file source). */
+static int touch_below(const char *root, const char *path) {
+    _cleanup_free_ char *full = path_join(root, path);
+    if (!full)
+        return -ENOMEM;
+    _cleanup_free_ char *parent = strdup(full);
+    if (!parent)
+        return -ENOMEM;
+    char *slash = strrchr(parent, '/');
+    if (slash && slash != parent) {
+        *slash = '\0';
+        int r = mkdir_p(parent, 0755);
+        if (r < 0)
+            return r;
+    }
+    int fd = open(full, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0)
+        return -errno;
+    close(fd);
+    return 0;
+}
+
+struct source {
+    int fd;            /* detached clone, or -1 */
+    char *symlink;     /* replicate a symlink instead of binding */
+    bool is_dir;
+    bool missing;      /* optional source that does not exist on this host */
+};
+
+/* Clone one bind source now, while its host path still resolves. */
+static int grab_source(const struct plan_mount *m, struct source *s, const char **ret_step) {
+    struct stat st;
+    if (lstat(m->path, &st) < 0) {
+        if (errno == ENOENT && m->kind == PLAN_BIND_RO) {
+            s->missing = true; /* runtime dirs that this host lacks */
+            return 0;
+        }
+        *ret_step = "stat of a path to project";
+        return -errno;
+    }
+    if (S_ISLNK(st.st_mode) && m->kind == PLAN_BIND_RO) {
+        char buf[4096];
+        ssize_t n = readlink(m->path, buf, sizeof buf - 1);
+        if (n < 0) {
+            *ret_step = "readlink of a projected symlink";
+            return -errno;
+        }
+        buf[n] = '\0';
+        s->symlink = strdup(buf);
+        return s->symlink ? 0 : -ENOMEM;
+    }
+    s->is_dir = S_ISDIR(st.st_mode);
+    s->fd = sys_open_tree(AT_FDCWD, m->path, OPEN_TREE_CLONE | AT_RECURSIVE | AT_SYMLINK_NOFOLLOW | O_CLOEXEC);
+    if (s->fd < 0) {
+        *ret_step = "open_tree(OPEN_TREE_CLONE) of a path to project";
+        return -errno;
+    }
+    struct mount_attr attr = {
+        .attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+    };
+    if (m->kind == PLAN_BIND_RO)
+        attr.attr_set |= MOUNT_ATTR_RDONLY;
+    /* Device nodes must stay usable: no nodev on /dev sources. */
+    if (strncmp(m->path, "/dev/", 5) == 0)
+        attr.attr_set &= ~(uint64_t)MOUNT_ATTR_NODEV;
+    if (sys_mount_setattr(s->fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr) < 0) {
+        *ret_step = "mount_setattr(read-only, nosuid, nodev) of a projection";
+        return -errno;
+    }
+    return 0;
+}
+
+static int attach(const char *root, const struct plan_mount *m, struct source *s, const char **ret_step) {
+    int r;
+    _cleanup_free_ char *target = path_join(root, m->path);
+    if (!target)
+        return -ENOMEM;
+    switch (m->kind) {
+    case PLAN_BIND_RO:
+    case PLAN_BIND_RW:
+        if (s->missing)
+            return 0;
+        if (s->symlink) {
+            _cleanup_free_ char *parent = strdup(target);
+            if (!parent)
+                return -ENOMEM;
+            *strrchr(parent, '/') = '\0';
+            if (parent[0] && (r = mkdir_p(parent, 0755)) < 0)
+                return *ret_step = "creating a projection's parent directory", r;
+            if (symlink(s->symlink, target) < 0 && errno != EEXIST)
+                return *ret_step = "replicating a projected symlink", -errno;
+            return 0;
+        }
+        r = s->is_dir ? mkdirs_below(root, m->path, 0755) : touch_below(root, m->path);
+        if (r < 0)
+            return *ret_step = "creating a projection's mount point", r;
+        if (sys_move_mount(s->fd, "", AT_FDCWD, target, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+            return *ret_step = "move_mount of a projection into the new root", -errno;
+        return 0;
+    case PLAN_TMPFS:
+    case PLAN_HIDE: {
+        if ((r = mkdirs_below(root, m->path, 0755)) < 0)
+            return *ret_step = "creating a tmpfs mount point", r;
+        char opts[64];
+        snprintf(opts, sizeof opts, "mode=%s,size=%llu", m->kind == PLAN_HIDE ? "0555" : "0700",
+                 (unsigned long long)(m->size ? m->size : 64ULL << 20));
+        unsigned long flags = MS_NOSUID | MS_NODEV | (m->kind == PLAN_HIDE ? MS_RDONLY : 0);
+        if (mount("tmpfs", target, "tmpfs", flags, opts) < 0)
+            return *ret_step = "mounting a tmpfs", -errno;
+        return 0;
+    }
+    }
+    return -EINVAL;
+}
+
+static int setup_dev(const char *root, const char **ret_step) {
+    _cleanup_free_ char *pts = path_join(root, "/dev/pts");
+    _cleanup_free_ char *shm = path_join(root, "/dev/shm");
+    _cleanup_free_ char *dev = path_join(root, "/dev");
+    if (!pts || !shm || !dev)
+        return -ENOMEM;
+    int r;
+    if ((r = mkdir_p(pts, 0755)) < 0 || (r = mkdir_p(shm, 01777)) < 0)
+        return *ret_step = "creating /dev", r;
+    if (mount("devpts", pts, "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=620") < 0)
+        return *ret_step = "mounting a private devpts", -errno;
+    if (mount("tmpfs", shm, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=67108864") < 0)
+        return *ret_step = "mounting /dev/shm", -errno;
+    static const char *const links[][2] = {
+        {"pts/ptmx", "ptmx"}, {"/proc/self/fd", "fd"}, {"/proc/self/fd/0", "stdin"},
+        {"/proc/self/fd/1", "stdout"}, {"/proc/self/fd/2", "stderr"},
+    };
+    int dfd = open(dev, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+        return *ret_step = "opening /dev", -errno;
+    for (size_t i = 0; i < ARRAY_SIZE(links); i++)
+        if (symlinkat(links[i][0], dfd, links[i][1]) < 0 && errno != EEXIST) {
+            r = -errno;
+            close(dfd);
+            return *ret_step = "creating /dev symlinks", r;
+        }
+    close(dfd);
+    return 0;
+}
+
+int launch_build_root(const struct launch_plan *p, const char **ret_step) {
+    int r = 0;
+    struct source *src = calloc(p->n_mounts ? p->n_mounts : 1, sizeof *src);
+    if (!src)
+        return -ENOMEM;
+    for (size_t i = 0; i < p->n_mounts; i++)
+        src[i].fd = -1;
+
+    /* 1. Grab every bind source while host paths still resolve. */
+    for (size_t i = 0; i < p->n_mounts && r >= 0; i++)
+        if (p->mounts[i].kind == PLAN_BIND_RO || p->mounts[i].kind == PLAN_BIND_RW)
+            r = grab_source(&p->mounts[i], &src[i], ret_step);
+    if (r < 0)
+        goto out;
+
+    /* 2. The new root: a tmpfs (private to this mount namespace). */
+    if (mount("tmpfs", NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=16777216") < 0) {
+        *ret_step = "mounting the tmpfs root";
+        r = -errno;
+        goto out;
+    }
+
+    /* 3. Projections, tmpfs, deny rules: in plan order (parents first). */
+    for (size_t i = 0; i < p->n_mounts && r >= 0; i++)
+        r = attach(NEWROOT, &p->mounts[i], &src[i], ret_step);
+    if (r < 0)
+        goto out;
+
+    /* 4. /dev extras, a fresh /proc for our PID namespace, /tmp. */
+    if ((r = setup_dev(NEWROOT, ret_step)) < 0)
+        goto out;
+    if ((r = mkdir_p(NEWROOT "/proc", 0555)) < 0) {
+        *ret_step = "creating /proc";
+        goto out;
+    }
+    if (mount("proc", NEWROOT "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0) {
+        *ret_step = "mounting a fresh /proc";
+        r = -errno;
+        goto out;
+    }
+
+    /* 5. Enter it: pivot_root(".", ".") stacks the old root under the new
+     * one; detaching it leaves nothing of the host tree reachable. */
+    if (chdir(NEWROOT) < 0 || syscall(SYS_pivot_root, ".", ".") < 0) {
+        *ret_step = "pivot_root into the synthetic root";
+        r = -errno;
+        goto out;
+    }
+    if (umount2(".", MNT_DETACH) < 0 || chdir("/") < 0) {
+        *ret_step = "detaching the old root";
+        r = -errno;
+        goto out;
+    }
+    /* The root tmpfs itself becomes read-only: no new top-level entries. */
+    struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY};
+    if (sys_mount_setattr(AT_FDCWD, "/", 0, &ro) < 0) {
+        *ret_step = "making the synthetic root read-only";
+        r = -errno;
+        goto out;
+    }
+out:
+    for (size_t i = 0; i < p->n_mounts; i++) {
+        if (src[i].fd >= 0)
+            close(src[i].fd);
+        free(src[i].symlink);
+    }
+    free(src);
+    return r;
+}

@@ -1,0 +1,74 @@
+/* seccomp.c: the launcher's seccomp filter (libseccomp).
+ *
+ * Default allow, with a deny list of the kernel interfaces an agent has no
+ * business using and that widen the attack surface or cross the boundary:
+ * process inspection (ptrace, process_vm_*), mounts and namespaces, kernel
+ * loading, BPF, perf, userfaultfd, keyrings, io_uring (which bypasses
+ * seccomp for the operations it queues), handle-based opens, tty input
+ * injection (TIOCSTI, TIOCLINUX).  clone3 fails with ENOSYS so libc falls
+ * back to clone(2), whose flags can be inspected; clone with any namespace
+ * flag fails with EPERM.  Every non-native ABI (i386, x32) kills the
+ * process: libseccomp's bad-arch action covers both.
+ */
+#include "launch/launch.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <sys/ioctl.h>
+
+#ifndef CLONE_NEWTIME
+#define CLONE_NEWTIME 0x00000080
+#endif
+
+static const char *const denied[] = {
+    "ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "pidfd_getfd",
+    "mount", "umount2", "pivot_root", "chroot", "move_mount", "open_tree", "fsopen", "fsconfig",
+    "fsmount", "fspick", "mount_setattr", "unshare", "setns",
+    "bpf", "perf_event_open", "userfaultfd", "keyctl", "add_key", "request_key",
+    "io_uring_setup", "io_uring_enter", "io_uring_register",
+    "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
+    "open_by_handle_at", "name_to_handle_at", "acct", "swapon", "swapoff", "reboot", "syslog",
+    "quotactl", "lookup_dcookie", "vhangup", "iopl", "ioperm", "settimeofday", "clock_settime",
+    "clock_adjtime", "adjtimex", "uselib", "nfsservctl",
+    "fanotify_init",
+};
+
+int launch_seccomp(const char **ret_step) {
+    scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+    if (!ctx) {
+        *ret_step = "seccomp_init";
+        return -ENOMEM;
+    }
+    int r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
+    if (r < 0) {
+        *ret_step = "seccomp bad-arch action";
+        goto out;
+    }
+    *ret_step = "seccomp rule";
+    for (size_t i = 0; i < sizeof denied / sizeof denied[0]; i++) {
+        int nr = seccomp_syscall_resolve_name(denied[i]);
+        if (nr == __NR_SCMP_ERROR)
+            continue; /* not on this architecture */
+        if ((r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0)) < 0)
+            goto out;
+    }
+    if ((r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0)) < 0)
+        goto out;
+    static const unsigned long ns_flags[] = {CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET,
+                                             CLONE_NEWIPC, CLONE_NEWUTS, CLONE_NEWCGROUP, CLONE_NEWTIME};
+    for (size_t i = 0; i < sizeof ns_flags / sizeof ns_flags[0]; i++)
+        if ((r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
+                                  SCMP_A0(SCMP_CMP_MASKED_EQ, ns_flags[i], ns_flags[i]))) < 0)
+            goto out;
+    static const unsigned long ioctls[] = {TIOCSTI, TIOCLINUX};
+    for (size_t i = 0; i < sizeof ioctls / sizeof ioctls[0]; i++)
+        if ((r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
+                                  SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL, ioctls[i]))) < 0)
+            goto out;
+    *ret_step = "seccomp_load";
+    r = seccomp_load(ctx);
+out:
+    seccomp_release(ctx);
+    return r;
+}

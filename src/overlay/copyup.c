@@ -1,0 +1,635 @@
+/* copyup.c: copy-up from lower to upper, whiteouts, opaque dirs, the
+ * preimage journal hook and the stage quotas.
+ *
+ * Copy-up is atomic: the object is built completely in STAGE/work (content,
+ * owner, xattrs, mode, times), its preimage record is appended to the journal
+ * (durable first under strict durability), its origin inode recorded, and
+ * only then is it renamed (RENAME_NOREPLACE) into the upper.  A crash leaves
+ * at most garbage in work/, which the next open empties.
+ *
+ * The SHA-256 of a regular file is computed from the very bytes copied;
+ * holes (SEEK_DATA/SEEK_HOLE) are hashed as zeros and stay holes.
+ *
+ * Xattrs: lower user.overlay.* names are stored escaped as
+ * user.overlay.overlay.* (the kernel's escaping) so they round-trip.
+ *
+ * Caller holds ov->ns_lock for writing for everything in this file.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+
+#include "overlay/ov-internal.h"
+#include "util/cleanup.h"
+
+#define COPY_CHUNK (1 << 20)
+
+int ov_tmp_name(struct ov *ov, char buf[static 32]) {
+    uint64_t seq = atomic_fetch_add(&ov->tmp_seq, 1);
+    int m = snprintf(buf, 32, "cu.%d.%" PRIu64, (int)getpid(), seq);
+    return (m < 0 || m >= 32) ? -EOVERFLOW : 0;
+}
+
+/* ---- quotas and accounting ---- */
+
+int ov_quota_inode(struct ov *ov) {
+    if (ov->max_inodes && (uint64_t)atomic_load(&ov->upper_inodes) + 1 > ov->max_inodes)
+        return -EDQUOT;
+    return 0;
+}
+
+int ov_quota_bytes(struct ov *ov, uint64_t n) {
+    if (ov->max_bytes) {
+        int64_t cur = atomic_load(&ov->upper_bytes);
+        if (cur < 0)
+            cur = 0;
+        if ((uint64_t)cur + n > ov->max_bytes || n > ov->max_bytes)
+            return -ENOSPC;
+    }
+    return 0;
+}
+
+void ov_account_added(struct ov *ov, const struct stat *st) {
+    atomic_fetch_add(&ov->upper_inodes, 1);
+    atomic_fetch_add(&ov->upper_bytes, (int64_t)st->st_blocks * 512);
+}
+
+void ov_account_removed(struct ov *ov, const struct stat *st) {
+    if (!S_ISDIR(st->st_mode) && st->st_nlink > 1)
+        return;
+    atomic_fetch_sub(&ov->upper_inodes, 1);
+    atomic_fetch_sub(&ov->upper_bytes, (int64_t)st->st_blocks * 512);
+}
+
+/* ---- small helpers ---- */
+
+static const char *type_name(mode_t m) {
+    switch (m & S_IFMT) {
+    case S_IFREG: return "reg";
+    case S_IFDIR: return "dir";
+    case S_IFLNK: return "lnk";
+    case S_IFIFO: return "fifo";
+    case S_IFSOCK: return "sock";
+    case S_IFCHR: return "chr";
+    case S_IFBLK: return "blk";
+    }
+    return "unknown";
+}
+
+static void hex_digest(const unsigned char *d, unsigned len, char *out) {
+    for (unsigned i = 0; i < len; i++)
+        sprintf(out + 2 * i, "%02x", d[i]);
+    out[2 * len] = '\0';
+}
+
+static int reopen_fd(int opath_fd, int flags) {
+    char p[40];
+    if (ov_proc_path(opath_fd, p) < 0)
+        return -EOVERFLOW;
+    /* the magic link resolves to exactly the inode fd refers to */
+    int fd = open(p, flags | O_CLOEXEC);
+    return fd < 0 ? -errno : fd;
+}
+
+static int hash_zeros(EVP_MD_CTX *md, uint64_t n, unsigned char *zbuf) {
+    while (n > 0) {
+        size_t c = n > COPY_CHUNK ? COPY_CHUNK : (size_t)n;
+        if (EVP_DigestUpdate(md, zbuf, c) != 1)
+            return -EIO;
+        n -= c;
+    }
+    return 0;
+}
+
+/* Copy [0,size) of in to out (out may be -1: hash only), keeping holes, and
+ * feeding every byte (holes as zeros) to md (may be NULL). */
+static int copy_data(int in, int out, off_t size, EVP_MD_CTX *md) {
+    _cleanup_free_ unsigned char *buf = malloc(COPY_CHUNK);
+    _cleanup_free_ unsigned char *zbuf = md ? calloc(1, COPY_CHUNK) : NULL;
+    if (!buf || (md && !zbuf))
+        return -ENOMEM;
+    off_t off = 0;
+    bool sparse_ok = true;
+    while (off < size) {
+        off_t data = off, hole = size;
+        if (sparse_ok) {
+            data = lseek(in, off, SEEK_DATA);
+            if (data < 0) {
+                if (errno == ENXIO) {
+                    data = size; /* only a hole remains */
+                } else {
+                    sparse_ok = false;
+                    data = off;
+                }
+            }
+            if (sparse_ok && data < size) {
+                hole = lseek(in, data, SEEK_HOLE);
+                if (hole < 0)
+                    hole = size;
+            }
+        }
+        if (data > size)
+            data = size;
+        if (hole > size)
+            hole = size;
+        if (md && data > off) {
+            int r = hash_zeros(md, (uint64_t)(data - off), zbuf);
+            if (r < 0)
+                return r;
+        }
+        for (off = data; off < hole;) {
+            size_t want = (size_t)(hole - off > COPY_CHUNK ? COPY_CHUNK : hole - off);
+            ssize_t n = pread(in, buf, want, off);
+            if (n < 0) {
+                if (errno == EINTR)
+                    continue;
+                return -errno;
+            }
+            if (n == 0) { /* file shrank under us (host edit): stop here */
+                size = off;
+                hole = off;
+                break;
+            }
+            if (md && EVP_DigestUpdate(md, buf, (size_t)n) != 1)
+                return -EIO;
+            for (ssize_t w = 0; out >= 0 && w < n;) {
+                ssize_t k = pwrite(out, buf + w, (size_t)(n - w), off + w);
+                if (k < 0) {
+                    if (errno == EINTR)
+                        continue;
+                    return -errno;
+                }
+                w += k;
+            }
+            off += n;
+        }
+        off = hole > off ? hole : off;
+    }
+    if (out >= 0 && ftruncate(out, size) < 0)
+        return -errno;
+    return 0;
+}
+
+int ov_copy_xattrs(int src_fd, int dst_fd, bool escape) {
+    char sp[40], dp[40];
+    if (ov_proc_path(src_fd, sp) < 0 || ov_proc_path(dst_fd, dp) < 0)
+        return -EOVERFLOW;
+    ssize_t len = listxattr(sp, NULL, 0);
+    if (len < 0)
+        return (errno == ENOTSUP || errno == EOPNOTSUPP) ? 0 : -errno;
+    if (len == 0)
+        return 0;
+    _cleanup_free_ char *names = malloc((size_t)len);
+    _cleanup_free_ char *val = malloc(OV_MAX_XATTR);
+    if (!names || !val)
+        return -ENOMEM;
+    len = listxattr(sp, names, (size_t)len);
+    if (len < 0)
+        return -errno;
+    for (char *nm = names; nm < names + len; nm += strlen(nm) + 1) {
+        ssize_t vl = getxattr(sp, nm, val, OV_MAX_XATTR);
+        if (vl < 0) {
+            if (errno == ENODATA)
+                continue;
+            return -errno;
+        }
+        char dname[XATTR_NAME_MAX + 32];
+        if (escape && strncmp(nm, OV_XATTR_PREFIX, strlen(OV_XATTR_PREFIX)) == 0) {
+            int m = snprintf(dname, sizeof dname, "%s%s", OV_XATTR_ESCAPED, nm + strlen(OV_XATTR_PREFIX));
+            if (m < 0 || (size_t)m >= sizeof dname)
+                return -ERANGE;
+        } else {
+            snprintf(dname, sizeof dname, "%s", nm);
+        }
+        if (setxattr(dp, dname, val, (size_t)vl, 0) < 0) {
+            bool user = strncmp(dname, "user.", 5) == 0;
+            if (!user && (errno == EPERM || errno == ENOTSUP || errno == EOPNOTSUPP || errno == EACCES))
+                continue; /* trusted./security.* need privileges we may lack */
+            return -errno;
+        }
+    }
+    return 0;
+}
+
+int ov_set_opaque(int dir_fd, const char *name) {
+    _cleanup_close_ int fd = -1;
+    int target = dir_fd;
+    if (name && name[0]) {
+        fd = openat(dir_fd, name, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+            return -errno;
+        target = fd;
+    }
+    char p[40];
+    if (ov_proc_path(target, p) < 0)
+        return -EOVERFLOW;
+    if (setxattr(p, OV_XATTR_OPAQUE, "y", 1, 0) < 0)
+        return -errno;
+    return 0;
+}
+
+/* ---- journal ---- */
+
+/* Append the preimage record of the lower object at lst (fd lfd, O_PATH),
+ * with a digest if given.  Returns >= 0 or -errno. */
+static int journal_record(struct ov *ov, const char *relpath, const struct stat *lst,
+                          const char *sha, const char *op) {
+    struct stage_preimage rec = {
+        .path = relpath[0] ? relpath : ".",
+        .type = type_name(lst->st_mode),
+        .mode = lst->st_mode & 07777,
+        .size = (uint64_t)lst->st_size,
+        .sha256 = sha,
+        .ino = lst->st_ino,
+        .op = op,
+    };
+    return stage_journal_append(ov->stage, &rec);
+}
+
+/* Digest of the lower object lfd (O_PATH): content for regular files,
+ * target for symlinks.  Returns 1 with out filled, 0 if no digest applies. */
+static int digest_lower(int lfd, const struct stat *lst, char out[static 65]) {
+    EVP_MD_CTX *md = EVP_MD_CTX_new();
+    if (!md)
+        return -ENOMEM;
+    int r = 0;
+    if (EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
+        r = -EIO;
+        goto out;
+    }
+    if (S_ISREG(lst->st_mode)) {
+        int fd = reopen_fd(lfd, O_RDONLY);
+        if (fd < 0) {
+            r = fd;
+            goto out;
+        }
+        r = copy_data(fd, -1, lst->st_size, md);
+        close(fd);
+    } else if (S_ISLNK(lst->st_mode)) {
+        char target[PATH_MAX];
+        ssize_t n = readlinkat(lfd, "", target, sizeof target);
+        if (n < 0) {
+            r = -errno;
+            goto out;
+        }
+        if (EVP_DigestUpdate(md, target, (size_t)n) != 1)
+            r = -EIO;
+    } else {
+        goto out; /* r = 0: no digest */
+    }
+    if (r < 0)
+        goto out;
+    unsigned char d[EVP_MAX_MD_SIZE];
+    unsigned dl = 0;
+    if (EVP_DigestFinal_ex(md, d, &dl) != 1 || dl != 32) {
+        r = -EIO;
+        goto out;
+    }
+    hex_digest(d, dl, out);
+    r = 1;
+out:
+    EVP_MD_CTX_free(md);
+    return r;
+}
+
+int ov_journal_lower(struct ov *ov, const char *relpath, const char *op) {
+    if (stage_journal_contains(ov->stage, relpath[0] ? relpath : "."))
+        return 0;
+    _cleanup_close_ int lfd = ov_lower_open(ov, relpath, O_PATH);
+    if (lfd < 0)
+        return lfd;
+    struct stat lst;
+    if (fstatat(lfd, "", &lst, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+        return -errno;
+    char sha[65];
+    int r = digest_lower(lfd, &lst, sha);
+    if (r < 0)
+        return r;
+    return journal_record(ov, relpath, &lst, r ? sha : NULL, op);
+}
+
+/* ---- copy-up ---- */
+
+/* Copy the lower object at relpath into upper dir pfd as name.  op != NULL:
+ * journal its preimage (first mutation).  Returns an O_PATH fd of the new
+ * upper object in *ret_fd. */
+static int copy_up_entry(struct ov *ov, int pfd, const char *relpath, const char *name,
+                         const char *op, int *ret_fd) {
+    _cleanup_close_ int lfd = ov_lower_open(ov, relpath, O_PATH);
+    if (lfd < 0)
+        return lfd;
+    struct stat lst;
+    if (fstatat(lfd, "", &lst, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+        return -errno;
+    int r = ov_quota_inode(ov);
+    if (r < 0)
+        return r;
+    if (S_ISREG(lst.st_mode) && (r = ov_quota_bytes(ov, (uint64_t)lst.st_blocks * 512)) < 0)
+        return r;
+
+    const char *jpath = relpath[0] ? relpath : ".";
+    bool want_digest = op && !stage_journal_contains(ov->stage, jpath) &&
+                       (S_ISREG(lst.st_mode) || S_ISLNK(lst.st_mode));
+    char tmp[32];
+    if ((r = ov_tmp_name(ov, tmp)) < 0)
+        return r;
+    EVP_MD_CTX *md = NULL;
+    char sha[65];
+    bool have_sha = false;
+    bool created = false;
+    _cleanup_close_ int tfd = -1;
+
+    if (want_digest) {
+        md = EVP_MD_CTX_new();
+        if (!md || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
+            r = -ENOMEM;
+            goto fail;
+        }
+    }
+    switch (lst.st_mode & S_IFMT) {
+    case S_IFREG: {
+        _cleanup_close_ int in = reopen_fd(lfd, O_RDONLY);
+        if (in < 0) {
+            r = in;
+            goto fail;
+        }
+        _cleanup_close_ int out = openat(ov->work_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (out < 0) {
+            r = -errno;
+            goto fail;
+        }
+        created = true;
+        r = copy_data(in, out, lst.st_size, md);
+        if (r < 0)
+            goto fail;
+        break;
+    }
+    case S_IFDIR:
+        if (mkdirat(ov->work_fd, tmp, 0700) < 0) {
+            r = -errno;
+            goto fail;
+        }
+        created = true;
+        break;
+    case S_IFLNK: {
+        char target[PATH_MAX];
+        ssize_t n = readlinkat(lfd, "", target, sizeof target - 1);
+        if (n < 0) {
+            r = -errno;
+            goto fail;
+        }
+        target[n] = '\0';
+        if (md && EVP_DigestUpdate(md, target, (size_t)n) != 1) {
+            r = -EIO;
+            goto fail;
+        }
+        if (symlinkat(target, ov->work_fd, tmp) < 0) {
+            r = -errno;
+            goto fail;
+        }
+        created = true;
+        break;
+    }
+    default:
+        if (mknodat(ov->work_fd, tmp, (lst.st_mode & S_IFMT) | 0600, lst.st_rdev) < 0) {
+            r = -errno;
+            goto fail;
+        }
+        created = true;
+        break;
+    }
+    if (md) {
+        unsigned char d[EVP_MAX_MD_SIZE];
+        unsigned dl = 0;
+        if (EVP_DigestFinal_ex(md, d, &dl) != 1 || dl != 32) {
+            r = -EIO;
+            goto fail;
+        }
+        hex_digest(d, dl, sha);
+        have_sha = true;
+    }
+
+    tfd = openat(ov->work_fd, tmp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    if (tfd < 0) {
+        r = -errno;
+        goto fail;
+    }
+    /* Owner first (chown clears set-id bits), when permitted. */
+    if (fchownat(tfd, "", lst.st_uid, lst.st_gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0 &&
+        errno != EPERM && errno != EINVAL) {
+        r = -errno;
+        goto fail;
+    }
+    if (!S_ISLNK(lst.st_mode)) {
+        r = ov_copy_xattrs(lfd, tfd, true);
+        if (r < 0)
+            goto fail;
+        if (fchmodat(ov->work_fd, tmp, lst.st_mode & 07777, 0) < 0) {
+            r = -errno;
+            goto fail;
+        }
+    }
+    struct timespec ts[2] = {lst.st_atim, lst.st_mtim};
+    if (utimensat(ov->work_fd, tmp, ts, AT_SYMLINK_NOFOLLOW) < 0) {
+        r = -errno;
+        goto fail;
+    }
+    struct stat tst;
+    if (fstatat(tfd, "", &tst, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0) {
+        r = -errno;
+        goto fail;
+    }
+    if (op) {
+        r = journal_record(ov, relpath, &lst, have_sha ? sha : NULL, op);
+        if (r < 0)
+            goto fail;
+    }
+    /* A lower file with several names does not keep its inode number:
+     * after copy-up this name is a different file from the other names
+     * (still in the lower), and two different files must not share st_ino. */
+    bool keep_ino = S_ISDIR(lst.st_mode) || lst.st_nlink == 1;
+    if (keep_ino && (r = stage_origin_add(ov->stage, tst.st_ino, lst.st_ino)) < 0)
+        goto fail;
+    if (renameat2(ov->work_fd, tmp, pfd, name, RENAME_NOREPLACE) < 0) {
+        r = -errno;
+        if (keep_ino)
+            stage_origin_forget(ov->stage, tst.st_ino);
+        goto fail;
+    }
+    EVP_MD_CTX_free(md);
+    ov_account_added(ov, &tst);
+    atomic_fetch_add(&ov->copy_ups, 1);
+    *ret_fd = TAKE_FD(tfd);
+    return 0;
+
+fail:
+    EVP_MD_CTX_free(md);
+    if (created)
+        unlinkat(ov->work_fd, tmp, S_ISDIR(lst.st_mode) ? AT_REMOVEDIR : 0);
+    return r;
+}
+
+int ov_copy_up(struct ov *ov, struct ov_node *n, const char *op) {
+    int ufd = ov_node_upper(ov, n);
+    if (ufd >= 0) {
+        /* Already in the upper; a merged directory's lower part may still
+         * be mutated for the first time (chmod, utimens, ...). */
+        if (op && n->lower) {
+            _cleanup_free_ char *path = NULL;
+            int r = ov_node_path(ov, n, &path);
+            if (r < 0)
+                return r;
+            r = ov_journal_lower(ov, path, op);
+            return r < 0 ? r : 0;
+        }
+        return 0;
+    }
+    if (ufd != -ENOENT)
+        return ufd;
+    if (!n->lower)
+        return -ESTALE;
+    pthread_mutex_lock(&ov->tree_lock);
+    struct ov_node *parent = n->hashed ? n->parent : NULL;
+    pthread_mutex_unlock(&ov->tree_lock);
+    if (!parent)
+        return -ESTALE;
+    int r = ov_copy_up(ov, parent, NULL);
+    if (r < 0)
+        return r;
+    int pfd = ov_node_upper(ov, parent);
+    if (pfd < 0)
+        return pfd;
+    _cleanup_free_ char *path = NULL;
+    if ((r = ov_node_path(ov, n, &path)) < 0)
+        return r;
+    int fd;
+    r = copy_up_entry(ov, pfd, path, n->name, op, &fd);
+    if (r < 0)
+        return r;
+    ov_node_set_upper(ov, n, fd);
+    if (n->type != S_IFDIR)
+        n->lower = false;
+    return 0;
+}
+
+/* Copy every lower-only descendant of the upper directory dfd (merged path
+ * relpath) into the upper and make each directory opaque, so the subtree no
+ * longer depends on the lower (used before renaming a lower directory). */
+static int copy_tree_rec(struct ov *ov, int dfd, const char *relpath, const char *op, unsigned depth) {
+    if (depth > 4096)
+        return -ELOOP;
+    int lfd = ov_lower_open(ov, relpath, O_RDONLY | O_DIRECTORY);
+    if (lfd < 0)
+        return lfd == -ENOENT ? ov_set_opaque(dfd, NULL) : lfd;
+    _cleanup_closedir_ DIR *d = fdopendir(lfd);
+    if (!d) {
+        close(lfd);
+        return -errno;
+    }
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        _cleanup_free_ char *cpath = NULL;
+        if (asprintf(&cpath, "%s%s%s", relpath, relpath[0] ? "/" : "", de->d_name) < 0)
+            return -ENOMEM;
+        struct stat ust;
+        _cleanup_close_ int cfd = -1;
+        if (fstatat(dfd, de->d_name, &ust, AT_SYMLINK_NOFOLLOW) == 0) {
+            if (ov_is_whiteout(&ust) || !S_ISDIR(ust.st_mode))
+                continue;
+            int o = ov_is_opaque(dfd, de->d_name);
+            if (o < 0)
+                return o;
+            if (o)
+                continue;
+            cfd = openat(dfd, de->d_name, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
+            if (cfd < 0)
+                return -errno;
+            /* merged subdirectory: its lower part moves too */
+            int r = ov_journal_lower(ov, cpath, op);
+            if (r < 0)
+                return r;
+        } else if (errno == ENOENT) {
+            int r = copy_up_entry(ov, dfd, cpath, de->d_name, op, &cfd);
+            if (r == -ENOENT)
+                continue; /* vanished on the host meanwhile */
+            if (r < 0)
+                return r;
+            struct stat cst;
+            if (fstatat(cfd, "", &cst, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+                return -errno;
+            if (!S_ISDIR(cst.st_mode))
+                continue;
+        } else {
+            return -errno;
+        }
+        int r = copy_tree_rec(ov, cfd, cpath, op, depth + 1);
+        if (r < 0)
+            return r;
+    }
+    return ov_set_opaque(dfd, NULL);
+}
+
+int ov_copy_up_tree(struct ov *ov, struct ov_node *n, const char *op) {
+    int r = ov_copy_up(ov, n, op);
+    if (r < 0)
+        return r;
+    if (n->type != S_IFDIR || !n->lower)
+        return 0;
+    _cleanup_free_ char *path = NULL;
+    if ((r = ov_node_path(ov, n, &path)) < 0)
+        return r;
+    r = copy_tree_rec(ov, ov_node_upper(ov, n), path, op, 0);
+    if (r < 0)
+        return r;
+    ov_nodes_clear_lower_below(ov, n);
+    return 0;
+}
+
+/* Put a whiteout at dir_fd/name, atomically replacing whatever upper object
+ * is there (an upper directory must already be empty). */
+int ov_make_whiteout(struct ov *ov, int dir_fd, const char *name) {
+    int r = ov_quota_inode(ov);
+    if (r < 0)
+        return r;
+    char tmp[32];
+    if ((r = ov_tmp_name(ov, tmp)) < 0)
+        return r;
+    if (mknodat(ov->work_fd, tmp, S_IFCHR | 0000, makedev(0, 0)) < 0)
+        return -errno;
+    struct stat old;
+    bool had = fstatat(dir_fd, name, &old, AT_SYMLINK_NOFOLLOW) == 0;
+    if (had && S_ISDIR(old.st_mode)) {
+        if (renameat2(ov->work_fd, tmp, dir_fd, name, RENAME_EXCHANGE) < 0 ||
+            unlinkat(ov->work_fd, tmp, AT_REMOVEDIR) < 0) {
+            r = -errno;
+            unlinkat(ov->work_fd, tmp, 0);
+            return r;
+        }
+    } else if (renameat(ov->work_fd, tmp, dir_fd, name) < 0) {
+        r = -errno;
+        unlinkat(ov->work_fd, tmp, 0);
+        return r;
+    }
+    if (had) {
+        if (S_ISDIR(old.st_mode) || old.st_nlink <= 1)
+            stage_origin_forget(ov->stage, old.st_ino);
+        ov_account_removed(ov, &old);
+    }
+    struct stat wst = {.st_mode = S_IFCHR, .st_blocks = 0};
+    ov_account_added(ov, &wst);
+    atomic_fetch_add(&ov->whiteouts, 1);
+    return 0;
+}

@@ -1,0 +1,330 @@
+/* dir.c: merged directory listing, emptiness checks, dir handles.
+ *
+ * A listing is a snapshot taken at opendir (and again on rewind to offset
+ * 0): upper entries (whiteouts hidden, but they also hide the lower name),
+ * then, unless the upper directory is opaque, lower entries not present in
+ * the upper.  The result is sorted by name, so it is deterministic and free
+ * of duplicates; "." and ".." come first.  d_ino equals the st_ino that
+ * lookup/getattr report for the same entry (ov_upper_ino / lower st_ino).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "overlay/ov-internal.h"
+#include "util/cleanup.h"
+
+#define OV_MAX_DIR_ENTRIES (1u << 24)
+
+struct ov_dirh {
+    pthread_mutex_t lock;   /* protects the fields below */
+    struct ov_dirent *ents;
+    size_t n;
+    bool loaded;
+};
+
+void ov_dirents_free(struct ov_dirent *d, size_t n) {
+    if (!d)
+        return;
+    for (size_t i = 0; i < n; i++)
+        free(d[i].name);
+    free(d);
+}
+
+struct dvec {
+    struct ov_dirent *v;
+    size_t n, cap;
+    bool *hidden; /* parallel: whiteout marker (upper pass) */
+};
+
+static int dvec_push(struct dvec *dv, const char *name, uint64_t ino, mode_t type, bool hidden) {
+    if (dv->n == dv->cap) {
+        size_t nc = dv->cap ? dv->cap * 2 : 64;
+        if (nc > OV_MAX_DIR_ENTRIES)
+            return -EFBIG;
+        struct ov_dirent *nv = realloc(dv->v, nc * sizeof(*nv));
+        if (!nv)
+            return -ENOMEM;
+        dv->v = nv;
+        bool *nh = realloc(dv->hidden, nc * sizeof(bool));
+        if (!nh)
+            return -ENOMEM;
+        dv->hidden = nh;
+        dv->cap = nc;
+    }
+    char *nm = strdup(name);
+    if (!nm)
+        return -ENOMEM;
+    dv->v[dv->n] = (struct ov_dirent){.name = nm, .ino = ino, .type = type};
+    dv->hidden[dv->n] = hidden;
+    dv->n++;
+    return 0;
+}
+
+static int cmp_dirent(const void *a, const void *b) {
+    return strcmp(((const struct ov_dirent *)a)->name, ((const struct ov_dirent *)b)->name);
+}
+
+static mode_t dtype_to_mode(unsigned char t) {
+    switch (t) {
+    case DT_REG: return S_IFREG;
+    case DT_DIR: return S_IFDIR;
+    case DT_LNK: return S_IFLNK;
+    case DT_FIFO: return S_IFIFO;
+    case DT_SOCK: return S_IFSOCK;
+    case DT_CHR: return S_IFCHR;
+    case DT_BLK: return S_IFBLK;
+    }
+    return 0;
+}
+
+static int read_dir(int dir_fd, bool upper, struct ov *ov, struct dvec *dv) {
+    int fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    _cleanup_closedir_ DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return -errno;
+    }
+    struct dirent *de;
+    errno = 0;
+    while ((de = readdir(d))) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        mode_t type = dtype_to_mode(de->d_type);
+        uint64_t ino = de->d_ino;
+        bool hidden = false;
+        if (type == 0 || type == S_IFCHR) {
+            struct stat st;
+            if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+                if (errno == ENOENT)
+                    continue;
+                return -errno;
+            }
+            type = st.st_mode & S_IFMT;
+            hidden = upper && ov_is_whiteout(&st);
+        }
+        if (upper)
+            ino = ov_upper_ino(ov, ino);
+        int r = dvec_push(dv, de->d_name, ino, type, hidden);
+        if (r < 0)
+            return r;
+        errno = 0;
+    }
+    return errno ? -errno : 0;
+}
+
+/* Merged listing of directory node n, without "." and "..". */
+int ov_dir_list(struct ov *ov, struct ov_node *n, struct ov_dirent **ret, size_t *ret_n) {
+    struct dvec up = {0}, lo = {0}, out = {0};
+    int r = 0;
+    int ufd = ov_node_upper(ov, n);
+    if (ufd >= 0) {
+        r = read_dir(ufd, true, ov, &up);
+        if (r < 0)
+            goto done;
+    } else if (ufd != -ENOENT) {
+        r = ufd;
+        goto done;
+    }
+    if (n->lower) {
+        _cleanup_close_ int lfd = ov_node_lower_open(ov, n, O_PATH | O_DIRECTORY);
+        if (lfd >= 0) {
+            r = read_dir(lfd, false, ov, &lo);
+            if (r < 0)
+                goto done;
+        } else if (ufd < 0) {
+            r = lfd == -ENOENT ? -ESTALE : lfd;
+            goto done;
+        }
+    }
+    /* sort both (keeping the hidden flags aligned: sort indices) */
+    for (size_t i = 0; i < up.n; i++)
+        if (up.hidden[i])
+            up.v[i].type |= 0x80000000u; /* temporarily tag whiteouts */
+    if (up.n)
+        qsort(up.v, up.n, sizeof(*up.v), cmp_dirent);
+    if (lo.n)
+        qsort(lo.v, lo.n, sizeof(*lo.v), cmp_dirent);
+    size_t i = 0, j = 0;
+    while (i < up.n || j < lo.n) {
+        int c = i >= up.n ? 1 : j >= lo.n ? -1 : strcmp(up.v[i].name, lo.v[j].name);
+        struct ov_dirent *pick = NULL;
+        if (c <= 0) {
+            if (!(up.v[i].type & 0x80000000u))
+                pick = &up.v[i];
+            i++;
+            if (c == 0)
+                j++;
+        } else {
+            pick = &lo.v[j++];
+        }
+        if (pick) {
+            r = dvec_push(&out, pick->name, pick->ino, pick->type, false);
+            if (r < 0)
+                goto done;
+        }
+    }
+    *ret = TAKE_PTR(out.v);
+    *ret_n = out.n;
+done:
+    ov_dirents_free(up.v, up.n);
+    ov_dirents_free(lo.v, lo.n);
+    ov_dirents_free(out.v, out.n);
+    free(up.hidden);
+    free(lo.hidden);
+    free(out.hidden);
+    return r;
+}
+
+int ov_dir_is_empty(struct ov *ov, struct ov_node *n) {
+    struct ov_dirent *d = NULL;
+    size_t cnt = 0;
+    int r = ov_dir_list(ov, n, &d, &cnt);
+    if (r < 0)
+        return r;
+    ov_dirents_free(d, cnt);
+    return cnt == 0;
+}
+
+/* Remove the whiteouts in the upper dir dir_fd/name; -ENOTEMPTY if it holds
+ * anything else. */
+int ov_upper_clear_whiteouts(struct ov *ov, int dir_fd, const char *name) {
+    int fd = openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    _cleanup_closedir_ DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return -errno;
+    }
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        struct stat st;
+        if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+            return -errno;
+        if (!ov_is_whiteout(&st))
+            return -ENOTEMPTY;
+        if (unlinkat(dirfd(d), de->d_name, 0) < 0)
+            return -errno;
+        ov_account_removed(ov, &st);
+    }
+    return 0;
+}
+
+/* ---- FUSE handlers ---- */
+
+void ov_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
+    struct ov *ov = ov_from_req(req);
+    struct ov_dirh *h = calloc(1, sizeof(*h));
+    if (!h) {
+        fuse_reply_err(req, ENOMEM);
+        return;
+    }
+    pthread_mutex_init(&h->lock, NULL);
+    (void)ov;
+    (void)ino;
+    fi->fh = (uint64_t)(uintptr_t)h;
+    fi->cache_readdir = 0;
+    fi->keep_cache = 0;
+    fuse_reply_open(req, fi);
+}
+
+void ov_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi) {
+    struct ov *ov = ov_from_req(req);
+    struct ov_node *n = ov_node_of(ov, ino);
+    struct ov_dirh *h = (struct ov_dirh *)(uintptr_t)fi->fh;
+    if (size > 1 << 20)
+        size = 1 << 20;
+    _cleanup_free_ char *buf = malloc(size);
+    if (!buf) {
+        fuse_reply_err(req, ENOMEM);
+        return;
+    }
+    int r = 0;
+    size_t used = 0;
+    ov_rdlock(ov);
+    pthread_mutex_lock(&h->lock);
+    if (off == 0 || !h->loaded) {
+        ov_dirents_free(h->ents, h->n);
+        h->ents = NULL;
+        h->n = 0;
+        h->loaded = false;
+        r = ov_dir_list(ov, n, &h->ents, &h->n);
+        if (r >= 0)
+            h->loaded = true;
+    }
+    struct stat self = {0}, par = {0};
+    if (r >= 0 && off < 2) {
+        r = ov_node_stat(ov, n, &self);
+        pthread_mutex_lock(&ov->tree_lock);
+        struct ov_node *p = (n != ov->root && n->parent) ? n->parent : n;
+        pthread_mutex_unlock(&ov->tree_lock);
+        if (r >= 0 && ov_node_stat(ov, p, &par) < 0)
+            par = self;
+    }
+    for (off_t i = off; r >= 0 && (size_t)i < h->n + 2; i++) {
+        struct stat st = {0};
+        const char *name;
+        if (i == 0) {
+            name = ".";
+            st.st_ino = self.st_ino;
+            st.st_mode = S_IFDIR;
+        } else if (i == 1) {
+            name = "..";
+            st.st_ino = par.st_ino;
+            st.st_mode = S_IFDIR;
+        } else {
+            struct ov_dirent *e = &h->ents[i - 2];
+            name = e->name;
+            st.st_ino = e->ino;
+            st.st_mode = e->type;
+        }
+        size_t need = fuse_add_direntry(req, buf + used, size - used, name, &st, i + 1);
+        if (need > size - used)
+            break;
+        used += need;
+    }
+    pthread_mutex_unlock(&h->lock);
+    ov_unlock(ov);
+    if (r < 0)
+        fuse_reply_err(req, -r);
+    else
+        fuse_reply_buf(req, buf, used);
+}
+
+void ov_op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
+    struct ov_dirh *h = (struct ov_dirh *)(uintptr_t)fi->fh;
+    if (h) {
+        ov_dirents_free(h->ents, h->n);
+        pthread_mutex_destroy(&h->lock);
+        free(h);
+    }
+    fuse_reply_err(req, 0);
+}
+
+void ov_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi) {
+    struct ov *ov = ov_from_req(req);
+    struct ov_node *n = ov_node_of(ov, ino);
+    int r = 0;
+    ov_rdlock(ov);
+    int ufd = ov_node_upper(ov, n);
+    if (ufd >= 0) {
+        int fd = openat(ufd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+            r = -errno;
+        else {
+            if ((datasync ? fdatasync(fd) : fsync(fd)) < 0)
+                r = -errno;
+            close(fd);
+        }
+    }
+    ov_unlock(ov);
+    fuse_reply_err(req, -r);
+}

@@ -1,0 +1,510 @@
+/* inode.c: node table, path resolution in lower and upper, merged attributes.
+ *
+ * Invariants (see ov-internal.h for the model and lock order):
+ *  - A hashed node's (parent, name) names it in the merged view; a detached
+ *    node (unlinked or replaced) has parent == NULL and is usable only
+ *    through its cached upper fd or an open handle.
+ *  - Lower paths are resolved from ov->lower_fd with openat2
+ *    RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS|RESOLVE_NO_MAGICLINKS, so neither the
+ *    agent (who cannot write the lower) nor the user editing it concurrently
+ *    can redirect us outside the workspace.
+ *  - Upper objects are reached from the parent's upper O_PATH fd by a single
+ *    name with O_NOFOLLOW; whiteouts are never returned as objects.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "overlay/ov-internal.h"
+#include "util/cleanup.h"
+
+#define OV_MAX_DEPTH 4096
+
+struct ov *ov_from_req(fuse_req_t req) { return fuse_req_userdata(req); }
+
+struct ov_node *ov_node_of(struct ov *ov, fuse_ino_t ino) {
+    if (ino == FUSE_ROOT_ID)
+        return ov->root;
+    return (struct ov_node *)(uintptr_t)ino;
+}
+
+int ov_proc_path(int fd, char buf[static 40]) {
+    int m = snprintf(buf, 40, "/proc/self/fd/%d", fd);
+    return (m < 0 || m >= 40) ? -EOVERFLOW : 0;
+}
+
+int ov_check_name(const char *name) {
+    size_t l = strlen(name);
+    if (l == 0 || l > 255 || strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, ".."))
+        return -EINVAL;
+    return 0;
+}
+
+bool ov_is_whiteout(const struct stat *st) {
+    return S_ISCHR(st->st_mode) && st->st_rdev == makedev(0, 0);
+}
+
+/* 1 if dir_fd/name carries user.overlay.opaque="y", 0 if not, -errno. */
+int ov_is_opaque(int dir_fd, const char *name) {
+    _cleanup_close_ int fd = openat(dir_fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    char p[40], v[8];
+    if (ov_proc_path(fd, p) < 0)
+        return -EOVERFLOW;
+    ssize_t n = getxattr(p, OV_XATTR_OPAQUE, v, sizeof v);
+    if (n < 0)
+        return (errno == ENODATA || errno == ENOTSUP) ? 0 : -errno;
+    return n == 1 && v[0] == 'y';
+}
+
+/* ---- paths ---- */
+
+static int path_build(struct ov *ov, struct ov_node *n, const char *extra, char **ret) {
+    const char *parts[OV_MAX_DEPTH];
+    size_t np = 0, len = 0;
+    pthread_mutex_lock(&ov->tree_lock);
+    for (struct ov_node *c = n; c != ov->root; c = c->parent) {
+        if (!c || !c->hashed || np == OV_MAX_DEPTH) {
+            pthread_mutex_unlock(&ov->tree_lock);
+            return c ? -ENAMETOOLONG : -ENOENT;
+        }
+        parts[np++] = c->name;
+        len += strlen(c->name) + 1;
+    }
+    if (extra)
+        len += strlen(extra) + 1;
+    char *s = malloc(len + 2);
+    if (!s) {
+        pthread_mutex_unlock(&ov->tree_lock);
+        return -ENOMEM;
+    }
+    char *p = s;
+    for (size_t i = np; i-- > 0;) {
+        size_t l = strlen(parts[i]);
+        memcpy(p, parts[i], l);
+        p += l;
+        *p++ = '/';
+    }
+    pthread_mutex_unlock(&ov->tree_lock);
+    if (extra) {
+        size_t l = strlen(extra);
+        memcpy(p, extra, l);
+        p += l;
+    } else if (p > s) {
+        p--; /* drop trailing '/' */
+    }
+    *p = '\0';
+    *ret = s;
+    return 0;
+}
+
+int ov_node_path(struct ov *ov, struct ov_node *n, char **ret_path) {
+    return path_build(ov, n, NULL, ret_path);
+}
+
+int ov_child_path(struct ov *ov, struct ov_node *parent, const char *name, char **ret_path) {
+    return path_build(ov, parent, name, ret_path);
+}
+
+int ov_lower_open(struct ov *ov, const char *relpath, int flags) {
+    struct open_how how = {
+        .flags = (uint64_t)(flags | O_CLOEXEC | O_NOFOLLOW),
+        .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+    };
+    long fd = syscall(SYS_openat2, ov->lower_fd, relpath[0] ? relpath : ".", &how, sizeof how);
+    if (fd < 0)
+        return -errno;
+    return (int)fd;
+}
+
+int ov_node_lower_open(struct ov *ov, struct ov_node *n, int flags) {
+    if (!n->lower)
+        return -ENOENT;
+    _cleanup_free_ char *path = NULL;
+    int r = ov_node_path(ov, n, &path);
+    if (r < 0)
+        return r;
+    return ov_lower_open(ov, path, flags);
+}
+
+void ov_node_set_upper(struct ov *ov, struct ov_node *n, int fd) {
+    pthread_mutex_lock(&ov->tree_lock);
+    int old = n->upper_fd;
+    n->upper_fd = fd;
+    pthread_mutex_unlock(&ov->tree_lock);
+    if (old >= 0 && old != fd)
+        close(old);
+}
+
+/* Borrowed O_PATH fd of n's upper object, or -ENOENT. */
+int ov_node_upper(struct ov *ov, struct ov_node *n) {
+    if (n == ov->root)
+        return ov->upper_fd;
+    pthread_mutex_lock(&ov->tree_lock);
+    int fd = n->upper_fd;
+    struct ov_node *parent = n->hashed ? n->parent : NULL;
+    pthread_mutex_unlock(&ov->tree_lock);
+    if (fd >= 0)
+        return fd;
+    if (!parent)
+        return -ENOENT;
+    int pfd = ov_node_upper(ov, parent);
+    if (pfd < 0)
+        return pfd;
+    /* n->name is stable: renames hold the ns write lock, we hold it read. */
+    fd = openat(pfd, n->name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    struct stat st;
+    if (fstatat(fd, "", &st, AT_EMPTY_PATH) < 0 || ov_is_whiteout(&st) ||
+        (st.st_mode & S_IFMT) != n->type) {
+        close(fd);
+        return -ENOENT;
+    }
+    pthread_mutex_lock(&ov->tree_lock);
+    if (n->upper_fd < 0) {
+        n->upper_fd = fd;
+    } else {
+        close(fd);
+        fd = n->upper_fd;
+    }
+    pthread_mutex_unlock(&ov->tree_lock);
+    return fd;
+}
+
+uint64_t ov_upper_ino(struct ov *ov, uint64_t upper_st_ino) {
+    uint64_t l;
+    if (stage_origin_get(ov->stage, upper_st_ino, &l))
+        return l;
+    return upper_st_ino | OV_UPPER_INO_BIT;
+}
+
+int ov_node_stat(struct ov *ov, struct ov_node *n, struct stat *ret_st) {
+    struct stat st;
+    int ufd = ov_node_upper(ov, n);
+    if (ufd >= 0) {
+        if (fstatat(ufd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+            return -errno;
+        st.st_ino = ov_upper_ino(ov, st.st_ino);
+    } else {
+        if (ufd != -ENOENT)
+            return ufd;
+        _cleanup_close_ int lfd = ov_node_lower_open(ov, n, O_PATH);
+        if (lfd < 0)
+            return lfd == -ENOENT ? -ESTALE : lfd;
+        if (fstatat(lfd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+            return -errno;
+        if ((st.st_mode & S_IFMT) != n->type)
+            return -ESTALE; /* replaced on the host by another type */
+    }
+    *ret_st = st;
+    return 0;
+}
+
+int ov_resolve(struct ov *ov, struct ov_node *parent, const char *name, struct ov_entry *ret) {
+    struct ov_entry e = {0};
+    int pfd = ov_node_upper(ov, parent);
+    if (pfd >= 0) {
+        if (fstatat(pfd, name, &e.ust, AT_SYMLINK_NOFOLLOW) == 0) {
+            if (ov_is_whiteout(&e.ust))
+                e.whiteout = true;
+            else
+                e.upper = true;
+        } else if (errno != ENOENT) {
+            return -errno;
+        }
+    } else if (pfd != -ENOENT) {
+        return pfd;
+    }
+    if (parent->lower) {
+        _cleanup_close_ int lp = ov_node_lower_open(ov, parent, O_PATH | O_DIRECTORY);
+        if (lp >= 0) {
+            if (fstatat(lp, name, &e.lst, AT_SYMLINK_NOFOLLOW) == 0)
+                e.lower_present = true;
+            else if (errno != ENOENT && errno != ENOTDIR)
+                return -errno;
+        } else if (lp != -ENOENT && lp != -ENOTDIR) {
+            return lp;
+        }
+    }
+    if (e.lower_present && !e.whiteout) {
+        if (!e.upper) {
+            e.lower = true;
+        } else if (S_ISDIR(e.ust.st_mode) && S_ISDIR(e.lst.st_mode)) {
+            int o = ov_is_opaque(pfd, name);
+            if (o < 0)
+                return o;
+            e.lower = !o;
+        }
+    }
+    *ret = e;
+    return 0;
+}
+
+/* ---- node table ---- */
+
+static size_t node_hash(const struct ov_node *parent, const char *name) {
+    uint64_t h = (uint64_t)(uintptr_t)parent * 0x9E3779B97F4A7C15ULL;
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+        h = (h ^ *p) * 1099511628211ULL;
+    return (size_t)(h ^ (h >> 29));
+}
+
+static int table_grow(struct ov *ov) {
+    size_t ncap = ov->hcap ? ov->hcap * 2 : 1024;
+    struct ov_node **nt = calloc(ncap, sizeof(*nt));
+    if (!nt)
+        return -ENOMEM;
+    for (size_t i = 0; i < ov->hcap; i++) {
+        struct ov_node *n = ov->htab[i], *next;
+        for (; n; n = next) {
+            next = n->hnext;
+            size_t b = node_hash(n->parent, n->name) & (ncap - 1);
+            n->hnext = nt[b];
+            nt[b] = n;
+        }
+    }
+    free(ov->htab);
+    ov->htab = nt;
+    ov->hcap = ncap;
+    return 0;
+}
+
+/* tree_lock held */
+static struct ov_node *table_find(struct ov *ov, struct ov_node *parent, const char *name) {
+    if (!ov->hcap)
+        return NULL;
+    for (struct ov_node *n = ov->htab[node_hash(parent, name) & (ov->hcap - 1)]; n; n = n->hnext)
+        if (n->parent == parent && strcmp(n->name, name) == 0)
+            return n;
+    return NULL;
+}
+
+/* tree_lock held */
+static int table_insert(struct ov *ov, struct ov_node *n) {
+    if ((ov->hn + 1) * 2 > ov->hcap) {
+        int r = table_grow(ov);
+        if (r < 0)
+            return r;
+    }
+    size_t b = node_hash(n->parent, n->name) & (ov->hcap - 1);
+    n->hnext = ov->htab[b];
+    ov->htab[b] = n;
+    ov->hn++;
+    n->hashed = true;
+    n->parent->nref++;
+    return 0;
+}
+
+/* tree_lock held; leaves n->parent set (caller drops the ref). */
+static void table_remove(struct ov *ov, struct ov_node *n) {
+    if (!n->hashed)
+        return;
+    size_t b = node_hash(n->parent, n->name) & (ov->hcap - 1);
+    for (struct ov_node **pp = &ov->htab[b]; *pp; pp = &(*pp)->hnext) {
+        if (*pp == n) {
+            *pp = n->hnext;
+            break;
+        }
+    }
+    n->hashed = false;
+    n->hnext = NULL;
+    ov->hn--;
+}
+
+static void node_free(struct ov *ov, struct ov_node *n) {
+    if (n->all_prev)
+        n->all_prev->all_next = n->all_next;
+    else if (ov->all == n)
+        ov->all = n->all_next;
+    if (n->all_next)
+        n->all_next->all_prev = n->all_prev;
+    if (n->upper_fd >= 0)
+        close(n->upper_fd);
+    free(n->name);
+    free(n);
+}
+
+/* tree_lock held: free n and then ancestors that became unreferenced. */
+static void try_free(struct ov *ov, struct ov_node *n) {
+    while (n && n != ov->root && n->nlookup == 0 && n->nref == 0) {
+        struct ov_node *p = NULL;
+        if (n->hashed) {
+            table_remove(ov, n);
+            p = n->parent;
+            p->nref--;
+        }
+        node_free(ov, n);
+        n = p;
+    }
+}
+
+struct ov_node *ov_node_find(struct ov *ov, struct ov_node *parent, const char *name) {
+    pthread_mutex_lock(&ov->tree_lock);
+    struct ov_node *n = table_find(ov, parent, name);
+    pthread_mutex_unlock(&ov->tree_lock);
+    return n;
+}
+
+struct ov_node *ov_node_get(struct ov *ov, struct ov_node *parent, const char *name,
+                            const struct ov_entry *e, int *ret_err) {
+    mode_t type = (e->upper ? e->ust.st_mode : e->lst.st_mode) & S_IFMT;
+    pthread_mutex_lock(&ov->tree_lock);
+    struct ov_node *n = table_find(ov, parent, name);
+    if (n && n->type == type) {
+        n->lower = e->lower;
+        n->nlookup++;
+        pthread_mutex_unlock(&ov->tree_lock);
+        return n;
+    }
+    if (n) {
+        /* The object at this name changed type behind the kernel's back
+         * (host edit): give the new object a new node. */
+        table_remove(ov, n);
+        struct ov_node *p = n->parent;
+        n->parent = NULL;
+        p->nref--;
+        try_free(ov, n);
+    }
+    n = calloc(1, sizeof(*n));
+    char *nm = strdup(name);
+    if (!n || !nm) {
+        pthread_mutex_unlock(&ov->tree_lock);
+        free(n);
+        free(nm);
+        *ret_err = -ENOMEM;
+        return NULL;
+    }
+    n->name = nm;
+    n->parent = parent;
+    n->upper_fd = -1;
+    n->lower = e->lower;
+    n->type = type;
+    n->nlookup = 1;
+    n->all_next = ov->all;
+    if (ov->all)
+        ov->all->all_prev = n;
+    ov->all = n;
+    int r = table_insert(ov, n);
+    pthread_mutex_unlock(&ov->tree_lock);
+    if (r < 0) {
+        pthread_mutex_lock(&ov->tree_lock);
+        node_free(ov, n);
+        pthread_mutex_unlock(&ov->tree_lock);
+        *ret_err = r;
+        return NULL;
+    }
+    return n;
+}
+
+void ov_node_ref_kernel(struct ov *ov, struct ov_node *n) {
+    pthread_mutex_lock(&ov->tree_lock);
+    n->nlookup++;
+    pthread_mutex_unlock(&ov->tree_lock);
+}
+
+void ov_node_forget(struct ov *ov, struct ov_node *n, uint64_t nlookup) {
+    if (n == ov->root)
+        return;
+    pthread_mutex_lock(&ov->tree_lock);
+    n->nlookup = nlookup > n->nlookup ? 0 : n->nlookup - nlookup;
+    try_free(ov, n);
+    pthread_mutex_unlock(&ov->tree_lock);
+}
+
+void ov_node_detach(struct ov *ov, struct ov_node *n) {
+    if (!n || n == ov->root)
+        return;
+    pthread_mutex_lock(&ov->tree_lock);
+    if (n->hashed) {
+        table_remove(ov, n);
+        struct ov_node *p = n->parent;
+        n->parent = NULL;
+        p->nref--;
+        n->lower = false;
+        try_free(ov, p);
+        try_free(ov, n);
+    }
+    pthread_mutex_unlock(&ov->tree_lock);
+}
+
+int ov_node_move(struct ov *ov, struct ov_node *n, struct ov_node *newparent, const char *newname) {
+    char *nm = strdup(newname);
+    if (!nm)
+        return -ENOMEM;
+    pthread_mutex_lock(&ov->tree_lock);
+    if (!n->hashed) {
+        pthread_mutex_unlock(&ov->tree_lock);
+        free(nm);
+        return 0;
+    }
+    struct ov_node *old = table_find(ov, newparent, newname);
+    if (old && old != n) {
+        table_remove(ov, old);
+        old->parent->nref--;
+        old->parent = NULL;
+        try_free(ov, old);
+    }
+    table_remove(ov, n);
+    struct ov_node *op = n->parent;
+    op->nref--;
+    free(n->name);
+    n->name = nm;
+    n->parent = newparent;
+    int r = table_insert(ov, n); /* takes a ref on newparent first ... */
+    if (r < 0) {
+        n->parent = NULL;
+        n->hashed = false;
+    }
+    try_free(ov, op);
+    pthread_mutex_unlock(&ov->tree_lock);
+    return r;
+}
+
+void ov_nodes_clear_lower_below(struct ov *ov, struct ov_node *top) {
+    pthread_mutex_lock(&ov->tree_lock);
+    top->lower = false;
+    for (size_t i = 0; i < ov->hcap; i++) {
+        for (struct ov_node *n = ov->htab[i]; n; n = n->hnext) {
+            for (struct ov_node *a = n->parent; a; a = a->parent) {
+                if (a == top) {
+                    n->lower = false;
+                    break;
+                }
+                if (a == ov->root)
+                    break;
+            }
+        }
+    }
+    pthread_mutex_unlock(&ov->tree_lock);
+}
+
+int ov_fill_entry(struct ov *ov, struct ov_node *n, struct fuse_entry_param *e) {
+    memset(e, 0, sizeof(*e));
+    int r = ov_node_stat(ov, n, &e->attr);
+    if (r < 0)
+        return r;
+    e->ino = n == ov->root ? FUSE_ROOT_ID : (fuse_ino_t)(uintptr_t)n;
+    /* Objects that still involve the lower may change on the host at any
+     * time: no caching.  Upper-only objects change only through us. */
+    double t = n->lower ? 0.0 : 1.0;
+    e->attr_timeout = t;
+    e->entry_timeout = t;
+    return 0;
+}
+
+void ov_table_free(struct ov *ov) {
+    while (ov->all)
+        node_free(ov, ov->all);
+    free(ov->htab);
+    ov->htab = NULL;
+    ov->hcap = ov->hn = 0;
+}

@@ -1,0 +1,489 @@
+/* nsops.c: namespace-changing FUSE handlers: create, mknod, mkdir, symlink,
+ * link, unlink, rmdir, rename.  All run under the ns write lock.
+ *
+ * Rules (kernel-overlayfs compatible upper):
+ *  - A name created where the upper holds a whiteout replaces the whiteout
+ *    atomically (built in work/, then renamed over it; a directory made this
+ *    way is opaque, so none of the old lower entries show through).
+ *  - Removing a name that has a lower object leaves a whiteout; removing an
+ *    upper-only name just removes it.
+ *  - Renaming an object that involves the lower first copies it up (a lower
+ *    directory with its whole subtree, each directory then made opaque), then
+ *    renames inside the upper and whiteouts the old name if the lower has one
+ *    there.  The agent never sees EXDEV.  A directory moved into a directory
+ *    that has a lower part is made opaque.
+ *  - Hard links: link() copies the source up and links inside the upper; the
+ *    reply reuses the source node, so both names share one kernel inode.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "overlay/ov-internal.h"
+#include "util/cleanup.h"
+
+struct mk {
+    int pfd;          /* parent upper dir (borrowed) */
+    bool whiteout;    /* replacing a whiteout */
+    int dir_fd;       /* where the object is being built (pfd or work) */
+    char tmp[32];
+    const char *bname; /* name under dir_fd */
+};
+
+/* Validate and prepare creation of parent/name. */
+static int mk_prepare(struct ov *ov, struct ov_node *parent, const char *name, struct mk *mk) {
+    int r = ov_check_name(name);
+    if (r < 0)
+        return r == -EINVAL && strlen(name) > 255 ? -ENAMETOOLONG : r;
+    struct ov_entry e;
+    if ((r = ov_resolve(ov, parent, name, &e)) < 0)
+        return r;
+    if (ov_entry_exists(&e))
+        return -EEXIST;
+    if (parent->type != S_IFDIR)
+        return -ENOTDIR;
+    if ((r = ov_copy_up(ov, parent, NULL)) < 0)
+        return r;
+    if ((r = ov_quota_inode(ov)) < 0)
+        return r;
+    mk->pfd = ov_node_upper(ov, parent);
+    if (mk->pfd < 0)
+        return mk->pfd;
+    mk->whiteout = e.whiteout;
+    if (mk->whiteout) {
+        if ((r = ov_tmp_name(ov, mk->tmp)) < 0)
+            return r;
+        mk->dir_fd = ov->work_fd;
+        mk->bname = mk->tmp;
+    } else {
+        mk->dir_fd = mk->pfd;
+        mk->bname = name;
+    }
+    return 0;
+}
+
+/* Owner = requester (group from a set-gid parent), then exact mode. */
+static int mk_attrs(struct ov *ov, fuse_req_t req, struct mk *mk, mode_t mode, bool is_lnk) {
+    const struct fuse_ctx *ctx = fuse_req_ctx(req);
+    struct stat pst;
+    gid_t gid = ctx->gid;
+    if (fstatat(mk->pfd, "", &pst, AT_EMPTY_PATH) == 0 && (pst.st_mode & S_ISGID))
+        gid = pst.st_gid;
+    if (fchownat(mk->dir_fd, mk->bname, ctx->uid, gid, AT_SYMLINK_NOFOLLOW) < 0 && errno != EPERM &&
+        errno != EINVAL)
+        return -errno;
+    if (!is_lnk && fchmodat(mk->dir_fd, mk->bname, mode & 07777, 0) < 0)
+        return -errno;
+    return 0;
+}
+
+/* Move a whiteout-replacing object into place; remove the leftovers. */
+static int mk_commit(struct ov *ov, struct mk *mk, const char *name, bool is_dir) {
+    if (!mk->whiteout)
+        return 0;
+    if (is_dir) {
+        int r = ov_set_opaque(ov->work_fd, mk->tmp);
+        if (r < 0)
+            return r;
+        if (renameat2(ov->work_fd, mk->tmp, mk->pfd, name, RENAME_EXCHANGE) < 0)
+            return -errno;
+        unlinkat(ov->work_fd, mk->tmp, 0); /* the old whiteout */
+    } else if (renameat(ov->work_fd, mk->tmp, mk->pfd, name) < 0) {
+        return -errno;
+    }
+    struct stat wst = {.st_mode = S_IFCHR};
+    ov_account_removed(ov, &wst);
+    return 0;
+}
+
+static void mk_abort(struct ov *ov, struct mk *mk, bool is_dir) {
+    unlinkat(mk->dir_fd, mk->bname, is_dir ? AT_REMOVEDIR : 0);
+}
+
+/* Register the new upper object parent/name as a node and fill the entry. */
+static int mk_finish(struct ov *ov, struct ov_node *parent, const char *name, int pfd,
+                     struct fuse_entry_param *fe) {
+    int fd = openat(pfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    struct ov_entry e = {.upper = true};
+    if (fstatat(fd, "", &e.ust, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0) {
+        int r = -errno;
+        close(fd);
+        return r;
+    }
+    ov_account_added(ov, &e.ust);
+    int r = 0;
+    struct ov_node *n = ov_node_get(ov, parent, name, &e, &r);
+    if (!n) {
+        close(fd);
+        return r;
+    }
+    ov_node_set_upper(ov, n, fd);
+    n->lower = false;
+    r = ov_fill_entry(ov, n, fe);
+    if (r < 0)
+        ov_node_forget(ov, n, 1);
+    return r;
+}
+
+static void reply_entry_or_err(fuse_req_t req, int r, struct fuse_entry_param *fe) {
+    if (r < 0)
+        fuse_reply_err(req, -r);
+    else
+        fuse_reply_entry(req, fe);
+}
+
+static int do_mknod_like(struct ov *ov, fuse_req_t req, struct ov_node *p, const char *name, mode_t mode,
+                         dev_t rdev, const char *link, struct fuse_entry_param *fe) {
+    struct mk mk;
+    int r = mk_prepare(ov, p, name, &mk);
+    if (r < 0)
+        return r;
+    bool is_dir = S_ISDIR(mode), is_lnk = link != NULL;
+    if (is_lnk)
+        r = symlinkat(link, mk.dir_fd, mk.bname);
+    else if (is_dir)
+        r = mkdirat(mk.dir_fd, mk.bname, 0700);
+    else
+        r = mknodat(mk.dir_fd, mk.bname, (mode & S_IFMT) | 0600, rdev);
+    if (r < 0)
+        return -errno;
+    r = mk_attrs(ov, req, &mk, mode, is_lnk);
+    if (r >= 0)
+        r = mk_commit(ov, &mk, name, is_dir);
+    if (r < 0) {
+        mk_abort(ov, &mk, is_dir);
+        return r;
+    }
+    return mk_finish(ov, p, name, mk.pfd, fe);
+}
+
+void ov_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev) {
+    struct ov *ov = ov_from_req(req);
+    struct fuse_entry_param fe;
+    if (S_ISDIR(mode) || S_ISLNK(mode)) {
+        fuse_reply_err(req, EINVAL);
+        return;
+    }
+    if (!S_ISREG(mode) && !S_ISFIFO(mode) && !S_ISSOCK(mode) && !S_ISCHR(mode) && !S_ISBLK(mode))
+        mode |= S_IFREG;
+    ov_wrlock(ov);
+    int r = do_mknod_like(ov, req, ov_node_of(ov, parent), name, mode, rdev, NULL, &fe);
+    ov_unlock(ov);
+    reply_entry_or_err(req, r, &fe);
+}
+
+void ov_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode) {
+    struct ov *ov = ov_from_req(req);
+    struct fuse_entry_param fe;
+    ov_wrlock(ov);
+    int r = do_mknod_like(ov, req, ov_node_of(ov, parent), name, S_IFDIR | (mode & 07777), 0, NULL, &fe);
+    ov_unlock(ov);
+    reply_entry_or_err(req, r, &fe);
+}
+
+void ov_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name) {
+    struct ov *ov = ov_from_req(req);
+    struct fuse_entry_param fe;
+    ov_wrlock(ov);
+    int r = do_mknod_like(ov, req, ov_node_of(ov, parent), name, S_IFLNK | 0777, 0, link, &fe);
+    ov_unlock(ov);
+    reply_entry_or_err(req, r, &fe);
+}
+
+void ov_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, struct fuse_file_info *fi) {
+    struct ov *ov = ov_from_req(req);
+    struct ov_node *p = ov_node_of(ov, parent);
+    struct fuse_entry_param fe;
+    struct ov_fh *fh = calloc(1, sizeof(*fh));
+    if (!fh) {
+        fuse_reply_err(req, ENOMEM);
+        return;
+    }
+    int flags = (fi->flags & ~(O_CREAT | O_EXCL | O_NOCTTY | O_DIRECT)) | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW;
+    struct mk mk;
+    int fd = -1;
+    ov_wrlock(ov);
+    int r = mk_prepare(ov, p, name, &mk);
+    if (r >= 0) {
+        fd = openat(mk.dir_fd, mk.bname, flags, 0600);
+        if (fd < 0)
+            r = -errno;
+    }
+    if (r >= 0) {
+        r = mk_attrs(ov, req, &mk, mode, false);
+        if (r >= 0)
+            r = mk_commit(ov, &mk, name, false);
+        if (r < 0)
+            mk_abort(ov, &mk, false);
+        else
+            r = mk_finish(ov, p, name, mk.pfd, &fe);
+    }
+    ov_unlock(ov);
+    if (r < 0) {
+        if (fd >= 0)
+            close(fd);
+        free(fh);
+        fuse_reply_err(req, -r);
+        return;
+    }
+    fh->fd = fd;
+    fh->upper = true;
+    fi->fh = (uint64_t)(uintptr_t)fh;
+    fi->keep_cache = 0;
+    if (fuse_reply_create(req, &fe, fi) == -ENOENT) {
+        close(fd);
+        free(fh);
+    }
+}
+
+void ov_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname) {
+    struct ov *ov = ov_from_req(req);
+    struct ov_node *n = ov_node_of(ov, ino), *np = ov_node_of(ov, newparent);
+    struct fuse_entry_param fe;
+    struct mk mk;
+    ov_wrlock(ov);
+    int r = n->type == S_IFDIR ? -EPERM : 0;
+    if (r >= 0)
+        r = mk_prepare(ov, np, newname, &mk);
+    if (r >= 0)
+        r = ov_copy_up(ov, n, "link");
+    int ufd = r < 0 ? r : ov_node_upper(ov, n);
+    if (r >= 0 && ufd < 0)
+        r = ufd;
+    if (r >= 0) {
+        char pp[40];
+        ov_proc_path(ufd, pp);
+        if (linkat(AT_FDCWD, pp, mk.dir_fd, mk.bname, AT_SYMLINK_FOLLOW) < 0)
+            r = -errno;
+        else if ((r = mk_commit(ov, &mk, newname, false)) < 0)
+            mk_abort(ov, &mk, false);
+    }
+    if (r >= 0) {
+        ov_node_ref_kernel(ov, n);
+        r = ov_fill_entry(ov, n, &fe);
+        if (r < 0)
+            ov_node_forget(ov, n, 1);
+    }
+    ov_unlock(ov);
+    reply_entry_or_err(req, r, &fe);
+}
+
+/* Remove the upper object pfd/name for good (no lower behind it). */
+static int remove_upper(struct ov *ov, int pfd, const char *name, bool dir) {
+    struct stat st;
+    if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return -errno;
+    if (unlinkat(pfd, name, dir ? AT_REMOVEDIR : 0) < 0)
+        return -errno;
+    if (dir || st.st_nlink <= 1)
+        stage_origin_forget(ov->stage, st.st_ino);
+    ov_account_removed(ov, &st);
+    return 0;
+}
+
+static int do_remove(struct ov *ov, struct ov_node *p, const char *name, bool dir) {
+    struct ov_entry e;
+    int r = ov_resolve(ov, p, name, &e);
+    if (r < 0)
+        return r;
+    if (!ov_entry_exists(&e))
+        return -ENOENT;
+    mode_t m = e.upper ? e.ust.st_mode : e.lst.st_mode;
+    if (dir && !S_ISDIR(m))
+        return -ENOTDIR;
+    if (!dir && S_ISDIR(m))
+        return -EISDIR;
+    struct ov_node *n = NULL;
+    if (dir) {
+        /* a node (temporary reference) to list the merged directory */
+        n = ov_node_get(ov, p, name, &e, &r);
+        if (!n)
+            return r;
+        r = ov_dir_is_empty(ov, n);
+        if (r == 0)
+            r = -ENOTEMPTY;
+        if (r < 0)
+            goto out;
+    }
+    _cleanup_free_ char *path = NULL;
+    if ((r = ov_child_path(ov, p, name, &path)) < 0)
+        goto out;
+    if (e.lower_present && (r = ov_journal_lower(ov, path, dir ? "rmdir" : "unlink")) < 0)
+        goto out;
+    if ((r = ov_copy_up(ov, p, NULL)) < 0)
+        goto out;
+    int pfd = ov_node_upper(ov, p);
+    if (pfd < 0) {
+        r = pfd;
+        goto out;
+    }
+    if (e.upper && dir && (r = ov_upper_clear_whiteouts(ov, pfd, name)) < 0)
+        goto out;
+    if (e.lower_present)
+        r = ov_make_whiteout(ov, pfd, name);
+    else
+        r = remove_upper(ov, pfd, name, dir);
+    if (r >= 0) {
+        struct ov_node *victim = ov_node_find(ov, p, name);
+        ov_node_detach(ov, victim);
+    }
+out:
+    if (n)
+        ov_node_forget(ov, n, 1);
+    return r < 0 ? r : 0;
+}
+
+void ov_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name) {
+    struct ov *ov = ov_from_req(req);
+    ov_wrlock(ov);
+    int r = do_remove(ov, ov_node_of(ov, parent), name, false);
+    ov_unlock(ov);
+    fuse_reply_err(req, -r);
+}
+
+void ov_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name) {
+    struct ov *ov = ov_from_req(req);
+    ov_wrlock(ov);
+    int r = do_remove(ov, ov_node_of(ov, parent), name, true);
+    ov_unlock(ov);
+    fuse_reply_err(req, -r);
+}
+
+static int do_rename(struct ov *ov, struct ov_node *p, const char *name, struct ov_node *np,
+                     const char *newname, unsigned flags) {
+    if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE))
+        return -EINVAL;
+    if ((flags & RENAME_NOREPLACE) && (flags & RENAME_EXCHANGE))
+        return -EINVAL;
+    int r = ov_check_name(newname);
+    if (r < 0)
+        return strlen(newname) > 255 ? -ENAMETOOLONG : r;
+    bool exch = flags & RENAME_EXCHANGE;
+    struct ov_entry se, de;
+    if ((r = ov_resolve(ov, p, name, &se)) < 0 || (r = ov_resolve(ov, np, newname, &de)) < 0)
+        return r;
+    if (!ov_entry_exists(&se))
+        return -ENOENT;
+    bool dexists = ov_entry_exists(&de);
+    if (exch && !dexists)
+        return -ENOENT;
+    if ((flags & RENAME_NOREPLACE) && dexists)
+        return -EEXIST;
+    if (p == np && strcmp(name, newname) == 0)
+        return 0;
+    mode_t sm = se.upper ? se.ust.st_mode : se.lst.st_mode;
+    mode_t dm = de.upper ? de.ust.st_mode : de.lst.st_mode;
+    if (dexists && !exch) {
+        if (S_ISDIR(sm) && !S_ISDIR(dm))
+            return -ENOTDIR;
+        if (!S_ISDIR(sm) && S_ISDIR(dm))
+            return -EISDIR;
+        /* two names of one upper inode: POSIX says do nothing */
+        if (se.upper && de.upper && se.ust.st_ino == de.ust.st_ino && se.ust.st_dev == de.ust.st_dev)
+            return 0;
+    }
+    struct ov_node *sn = ov_node_get(ov, p, name, &se, &r), *dn = NULL;
+    if (!sn)
+        return r;
+    if (dexists && !(dn = ov_node_get(ov, np, newname, &de, &r)))
+        goto out;
+    if (dn && !exch && S_ISDIR(dm)) {
+        r = ov_dir_is_empty(ov, dn);
+        if (r == 0)
+            r = -ENOTEMPTY;
+        if (r < 0)
+            goto out;
+    }
+    _cleanup_free_ char *dpath = NULL;
+    if ((r = ov_child_path(ov, np, newname, &dpath)) < 0)
+        goto out;
+    /* Copy up everything that moves; journal what the rename destroys. */
+    if ((r = S_ISDIR(sm) ? ov_copy_up_tree(ov, sn, "rename") : ov_copy_up(ov, sn, "rename")) < 0)
+        goto out;
+    if (exch && (r = S_ISDIR(dm) ? ov_copy_up_tree(ov, dn, "rename") : ov_copy_up(ov, dn, "rename")) < 0)
+        goto out;
+    if (!exch && de.lower_present && (r = ov_journal_lower(ov, dpath, "rename")) < 0)
+        goto out;
+    if ((r = ov_copy_up(ov, np, NULL)) < 0)
+        goto out;
+    int spfd = ov_node_upper(ov, p), dpfd = ov_node_upper(ov, np);
+    if (spfd < 0 || dpfd < 0) {
+        r = spfd < 0 ? spfd : dpfd;
+        goto out;
+    }
+    if (dn && !exch && de.upper && S_ISDIR(dm) && (r = ov_upper_clear_whiteouts(ov, dpfd, newname)) < 0)
+        goto out;
+    /* A directory landing where the lower may have an entry must not merge
+     * with it. */
+    if (S_ISDIR(sm) && np->lower && (r = ov_set_opaque(spfd, name)) < 0)
+        goto out;
+    if (exch && S_ISDIR(dm) && p->lower && (r = ov_set_opaque(dpfd, newname)) < 0)
+        goto out;
+    struct stat old;
+    bool replaced = !exch && de.upper && fstatat(dpfd, newname, &old, AT_SYMLINK_NOFOLLOW) == 0;
+    bool need_wo = !exch && se.lower_present;
+    if (exch) {
+        if (renameat2(spfd, name, dpfd, newname, RENAME_EXCHANGE) < 0) {
+            r = -errno;
+            goto out;
+        }
+    } else if (need_wo) {
+        if (renameat2(spfd, name, dpfd, newname, RENAME_WHITEOUT) == 0) {
+            struct stat wst = {.st_mode = S_IFCHR};
+            ov_account_added(ov, &wst);
+            atomic_fetch_add(&ov->whiteouts, 1);
+        } else if (errno == EINVAL || errno == EPERM || errno == EOPNOTSUPP) {
+            /* No RENAME_WHITEOUT here (unprivileged): two steps; a crash in
+             * between lets the lower object reappear at the old name. */
+            if (renameat(spfd, name, dpfd, newname) < 0) {
+                r = -errno;
+                goto out;
+            }
+            if ((r = ov_make_whiteout(ov, spfd, name)) < 0)
+                goto out;
+        } else {
+            r = -errno;
+            goto out;
+        }
+    } else if (renameat(spfd, name, dpfd, newname) < 0) {
+        r = -errno;
+        goto out;
+    }
+    if (replaced) {
+        if (S_ISDIR(old.st_mode) || old.st_nlink <= 1)
+            stage_origin_forget(ov->stage, old.st_ino);
+        ov_account_removed(ov, &old);
+    }
+    if (exch) {
+        /* swap the two nodes' names: park dn, move sn, move dn */
+        char park[32];
+        if ((r = ov_tmp_name(ov, park)) >= 0 && (r = ov_node_move(ov, dn, ov->root, park)) >= 0 &&
+            (r = ov_node_move(ov, sn, np, newname)) >= 0)
+            r = ov_node_move(ov, dn, p, name);
+        ov_nodes_clear_lower_below(ov, dn);
+    } else {
+        if (dn)
+            ov_node_detach(ov, dn);
+        r = ov_node_move(ov, sn, np, newname);
+    }
+    ov_nodes_clear_lower_below(ov, sn);
+out:
+    if (dn)
+        ov_node_forget(ov, dn, 1);
+    ov_node_forget(ov, sn, 1);
+    return r < 0 ? r : 0;
+}
+
+void ov_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+                  const char *newname, unsigned int flags) {
+    struct ov *ov = ov_from_req(req);
+    ov_wrlock(ov);
+    int r = do_rename(ov, ov_node_of(ov, parent), name, ov_node_of(ov, newparent), newname, flags);
+    ov_unlock(ov);
+    fuse_reply_err(req, -r);
+}

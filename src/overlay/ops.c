@@ -1,0 +1,441 @@
+/* ops.c: FUSE handlers for lookup, attributes and file data.
+ *
+ * Files opened for writing (or with O_TRUNC) are copied up first and then
+ * served from the upper copy.  A read-only open of a lower-only file reads
+ * the lower file directly; such an fd keeps reading the lower object even
+ * after another fd copies the file up (what the page cache already holds may
+ * show newer data: like kernel overlayfs, the two are not kept coherent).
+ *
+ * Accounting: after each write/truncate/fallocate the upper file's
+ * allocation change (st_blocks) is added to the stage size; the quota check
+ * before a write is conservative (growth beyond EOF counts in full) and
+ * approximate under concurrent writers of the same file.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "overlay/ov-internal.h"
+#include "util/cleanup.h"
+
+static double attr_timeout(struct ov_node *n) { return n->lower ? 0.0 : 1.0; }
+
+void ov_op_init(void *userdata, struct fuse_conn_info *conn) {
+    /* Writeback caching would let the kernel hold dirty data we cannot see
+     * for quota and journal ordering; killpriv must stay with the kernel
+     * because we write as a privileged user. */
+    conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;
+    conn->want &= ~(unsigned)FUSE_CAP_HANDLE_KILLPRIV;
+    if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
+        conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+    if (conn->capable & FUSE_CAP_AUTO_INVAL_DATA)
+        conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
+}
+
+void ov_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
+    struct ov *ov = ov_from_req(req);
+    struct ov_node *p = ov_node_of(ov, parent);
+    struct fuse_entry_param fe;
+    if (strlen(name) > 255) {
+        fuse_reply_err(req, ENAMETOOLONG);
+        return;
+    }
+    ov_rdlock(ov);
+    struct ov_entry e;
+    int r = ov_resolve(ov, p, name, &e);
+    if (r >= 0 && !ov_entry_exists(&e))
+        r = -ENOENT;
+    struct ov_node *n = NULL;
+    if (r >= 0)
+        n = ov_node_get(ov, p, name, &e, &r);
+    if (n) {
+        r = ov_fill_entry(ov, n, &fe);
+        if (r < 0)
+            ov_node_forget(ov, n, 1);
+    }
+    ov_unlock(ov);
+    if (r < 0)
+        fuse_reply_err(req, -r);
+    else
+        fuse_reply_entry(req, &fe);
+}
+
+void ov_op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup) {
+    struct ov *ov = ov_from_req(req);
+    ov_node_forget(ov, ov_node_of(ov, ino), nlookup);
+    fuse_reply_none(req);
+}
+
+void ov_op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets) {
+    struct ov *ov = ov_from_req(req);
+    for (size_t i = 0; i < count; i++)
+        ov_node_forget(ov, ov_node_of(ov, forgets[i].ino), forgets[i].nlookup);
+    fuse_reply_none(req);
+}
+
+void ov_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
+    struct ov *ov = ov_from_req(req);
+    struct ov_node *n = ov_node_of(ov, ino);
+    struct stat st;
+    ov_rdlock(ov);
+    int r = ov_node_stat(ov, n, &st);
+    if (r < 0 && fi) {
+        /* unlinked but open: answer from the handle */
+        struct ov_fh *fh = (struct ov_fh *)(uintptr_t)fi->fh;
+        if (fstat(fh->fd, &st) == 0) {
+            if (fh->upper)
+                st.st_ino = ov_upper_ino(ov, st.st_ino);
+            r = 0;
+        }
+    }
+    double t = attr_timeout(n);
+    ov_unlock(ov);
+    if (r < 0)
+        fuse_reply_err(req, -r);
+    else
+        fuse_reply_attr(req, &st, t);
+}
+
+static void account_delta(struct ov *ov, const struct stat *before, int fd) {
+    struct stat after;
+    if (fstat(fd, &after) == 0)
+        atomic_fetch_add(&ov->upper_bytes, ((int64_t)after.st_blocks - (int64_t)before->st_blocks) * 512);
+}
+
+void ov_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struct fuse_file_info *fi) {
+    struct ov *ov = ov_from_req(req);
+    struct ov_node *n = ov_node_of(ov, ino);
+    const char *op = (to_set & FUSE_SET_ATTR_SIZE) ? "truncate"
+                     : (to_set & FUSE_SET_ATTR_MODE) ? "chmod"
+                     : (to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) ? "chown"
+                                                                          : "utimens";
+    struct stat st;
+    double t = 0;
+    ov_wrlock(ov);
+    int r = ov_copy_up(ov, n, op);
+    int ufd = r < 0 ? r : ov_node_upper(ov, n);
+    char pp[40];
+    if (ufd < 0) {
+        r = ufd;
+        goto out;
+    }
+    if ((r = ov_proc_path(ufd, pp)) < 0)
+        goto out;
+    if (to_set & FUSE_SET_ATTR_MODE) {
+        if (n->type == S_IFLNK) {
+            r = -EOPNOTSUPP;
+            goto out;
+        }
+        if (chmod(pp, attr->st_mode & 07777) < 0) {
+            r = -errno;
+            goto out;
+        }
+    }
+    if (to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) {
+        uid_t u = (to_set & FUSE_SET_ATTR_UID) ? attr->st_uid : (uid_t)-1;
+        gid_t g = (to_set & FUSE_SET_ATTR_GID) ? attr->st_gid : (gid_t)-1;
+        if (fchownat(ufd, "", u, g, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0) {
+            r = -errno;
+            goto out;
+        }
+    }
+    if (to_set & FUSE_SET_ATTR_SIZE) {
+        struct ov_fh *fh = fi ? (struct ov_fh *)(uintptr_t)fi->fh : NULL;
+        _cleanup_close_ int tfd = -1;
+        int fd;
+        if (fh && fh->upper) {
+            fd = fh->fd;
+        } else {
+            tfd = open(pp, O_WRONLY | O_CLOEXEC);
+            if (tfd < 0) {
+                r = -errno;
+                goto out;
+            }
+            fd = tfd;
+        }
+        struct stat before;
+        if (fstat(fd, &before) < 0) {
+            r = -errno;
+            goto out;
+        }
+        if (ftruncate(fd, attr->st_size) < 0) {
+            r = -errno;
+            goto out;
+        }
+        account_delta(ov, &before, fd);
+    }
+    if (to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME)) {
+        struct timespec ts[2] = {{.tv_nsec = UTIME_OMIT}, {.tv_nsec = UTIME_OMIT}};
+        if (to_set & FUSE_SET_ATTR_ATIME_NOW)
+            ts[0].tv_nsec = UTIME_NOW;
+        else if (to_set & FUSE_SET_ATTR_ATIME)
+            ts[0] = attr->st_atim;
+        if (to_set & FUSE_SET_ATTR_MTIME_NOW)
+            ts[1].tv_nsec = UTIME_NOW;
+        else if (to_set & FUSE_SET_ATTR_MTIME)
+            ts[1] = attr->st_mtim;
+        int ur;
+        if (n->type == S_IFLNK) {
+            pthread_mutex_lock(&ov->tree_lock);
+            struct ov_node *p = n->hashed ? n->parent : NULL;
+            pthread_mutex_unlock(&ov->tree_lock);
+            int pfd = p ? ov_node_upper(ov, p) : -ESTALE;
+            ur = pfd < 0 ? (errno = -pfd, -1) : utimensat(pfd, n->name, ts, AT_SYMLINK_NOFOLLOW);
+        } else {
+            ur = utimensat(AT_FDCWD, pp, ts, 0);
+        }
+        if (ur < 0) {
+            r = -errno;
+            goto out;
+        }
+    }
+    r = ov_node_stat(ov, n, &st);
+    t = attr_timeout(n);
+out:
+    ov_unlock(ov);
+    if (r < 0)
+        fuse_reply_err(req, -r);
+    else
+        fuse_reply_attr(req, &st, t);
+}
+
+void ov_op_readlink(fuse_req_t req, fuse_ino_t ino) {
+    struct ov *ov = ov_from_req(req);
+    struct ov_node *n = ov_node_of(ov, ino);
+    char buf[PATH_MAX + 1];
+    ssize_t len = -1;
+    int r = 0;
+    ov_rdlock(ov);
+    int ufd = ov_node_upper(ov, n);
+    if (ufd >= 0) {
+        len = readlinkat(ufd, "", buf, sizeof buf - 1);
+        if (len < 0)
+            r = -errno;
+    } else {
+        int lfd = ov_node_lower_open(ov, n, O_PATH);
+        if (lfd < 0) {
+            r = lfd;
+        } else {
+            len = readlinkat(lfd, "", buf, sizeof buf - 1);
+            if (len < 0)
+                r = -errno;
+            close(lfd);
+        }
+    }
+    ov_unlock(ov);
+    if (r < 0) {
+        fuse_reply_err(req, -r);
+        return;
+    }
+    buf[len] = '\0';
+    fuse_reply_readlink(req, buf);
+}
+
+static int open_upper(int ufd, int flags) {
+    char pp[40];
+    if (ov_proc_path(ufd, pp) < 0)
+        return -EOVERFLOW;
+    /* the magic link resolves to exactly the inode ufd refers to */
+    int fd = open(pp, flags | O_CLOEXEC);
+    return fd < 0 ? -errno : fd;
+}
+
+void ov_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
+    struct ov *ov = ov_from_req(req);
+    struct ov_node *n = ov_node_of(ov, ino);
+    /* O_NOFOLLOW: the kernel already resolved the name; our reopen goes
+     * through the /proc magic link, which O_NOFOLLOW would refuse. */
+    int flags = fi->flags & ~(O_CREAT | O_EXCL | O_NOCTTY | O_DIRECT | O_NOFOLLOW);
+    bool wr = (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC);
+    struct ov_fh *fh = calloc(1, sizeof(*fh));
+    if (!fh) {
+        fuse_reply_err(req, ENOMEM);
+        return;
+    }
+    int r, fd = -1;
+    if (wr) {
+        ov_wrlock(ov);
+        r = ov_copy_up(ov, n, (flags & O_TRUNC) ? "truncate" : "open");
+        int ufd = r < 0 ? r : ov_node_upper(ov, n);
+        if (ufd < 0) {
+            r = ufd;
+        } else {
+            struct stat before;
+            r = fstatat(ufd, "", &before, AT_EMPTY_PATH) < 0 ? -errno : 0;
+            if (r >= 0)
+                r = fd = open_upper(ufd, flags);
+            if (fd >= 0 && (flags & O_TRUNC))
+                account_delta(ov, &before, fd);
+            fh->upper = true;
+        }
+        ov_unlock(ov);
+    } else {
+        ov_rdlock(ov);
+        int ufd = ov_node_upper(ov, n);
+        if (ufd >= 0) {
+            r = fd = open_upper(ufd, flags);
+            fh->upper = true;
+        } else if (ufd == -ENOENT) {
+            _cleanup_free_ char *path = NULL;
+            r = ov_node_path(ov, n, &path);
+            if (r >= 0 && n->lower)
+                r = fd = ov_lower_open(ov, path, flags & ~O_APPEND);
+            else if (r >= 0)
+                r = -ESTALE;
+        } else {
+            r = ufd;
+        }
+        ov_unlock(ov);
+    }
+    if (r < 0) {
+        free(fh);
+        fuse_reply_err(req, -r);
+        return;
+    }
+    fh->fd = fd;
+    fi->fh = (uint64_t)(uintptr_t)fh;
+    fi->keep_cache = 0;
+    fi->direct_io = 0;
+    if (fuse_reply_open(req, fi) == -ENOENT) {
+        close(fd); /* interrupted: the kernel will not release it */
+        free(fh);
+    }
+}
+
+void ov_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi) {
+    struct ov_fh *fh = (struct ov_fh *)(uintptr_t)fi->fh;
+    struct fuse_bufvec buf = FUSE_BUFVEC_INIT(size);
+    buf.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+    buf.buf[0].fd = fh->fd;
+    buf.buf[0].pos = off;
+    fuse_reply_data(req, &buf, FUSE_BUF_SPLICE_MOVE);
+}
+
+void ov_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off_t off,
+                     struct fuse_file_info *fi) {
+    struct ov *ov = ov_from_req(req);
+    struct ov_fh *fh = (struct ov_fh *)(uintptr_t)fi->fh;
+    if (!fh->upper) {
+        fuse_reply_err(req, EBADF);
+        return;
+    }
+    size_t len = fuse_buf_size(in);
+    struct stat before;
+    if (fstat(fh->fd, &before) < 0) {
+        fuse_reply_err(req, errno);
+        return;
+    }
+    uint64_t end = (fi->flags & O_APPEND) ? (uint64_t)before.st_size + len : (uint64_t)off + len;
+    uint64_t growth = end > (uint64_t)before.st_size ? end - (uint64_t)before.st_size : 0;
+    int r = ov_quota_bytes(ov, growth);
+    if (r < 0) {
+        fuse_reply_err(req, -r);
+        return;
+    }
+    struct fuse_bufvec out = FUSE_BUFVEC_INIT(len);
+    out.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+    out.buf[0].fd = fh->fd;
+    out.buf[0].pos = off;
+    ssize_t res = fuse_buf_copy(&out, in, 0);
+    account_delta(ov, &before, fh->fd);
+    if (res < 0)
+        fuse_reply_err(req, (int)-res);
+    else
+        fuse_reply_write(req, (size_t)res);
+}
+
+void ov_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
+    struct ov_fh *fh = (struct ov_fh *)(uintptr_t)fi->fh;
+    int fd = dup(fh->fd);
+    int r = 0;
+    if (fd < 0 || close(fd) < 0)
+        r = errno;
+    fuse_reply_err(req, r);
+}
+
+void ov_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
+    struct ov_fh *fh = (struct ov_fh *)(uintptr_t)fi->fh;
+    if (fh) {
+        close(fh->fd);
+        free(fh);
+    }
+    fuse_reply_err(req, 0);
+}
+
+void ov_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi) {
+    struct ov_fh *fh = (struct ov_fh *)(uintptr_t)fi->fh;
+    int r = (datasync ? fdatasync(fh->fd) : fsync(fh->fd)) < 0 ? errno : 0;
+    if (r == EINVAL || r == EBADF)
+        r = 0; /* read-only lower fd: nothing of ours to sync */
+    fuse_reply_err(req, r);
+}
+
+void ov_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len, struct fuse_file_info *fi) {
+    struct ov *ov = ov_from_req(req);
+    struct ov_fh *fh = (struct ov_fh *)(uintptr_t)fi->fh;
+    if (!fh->upper) {
+        fuse_reply_err(req, EBADF);
+        return;
+    }
+    if (off < 0 || len <= 0) {
+        fuse_reply_err(req, EINVAL);
+        return;
+    }
+    struct stat before;
+    if (fstat(fh->fd, &before) < 0) {
+        fuse_reply_err(req, errno);
+        return;
+    }
+    int r = 0;
+    if (!(mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_COLLAPSE_RANGE)))
+        r = ov_quota_bytes(ov, (uint64_t)len);
+    if (r >= 0 && fallocate(fh->fd, mode, off, len) < 0)
+        r = -errno;
+    account_delta(ov, &before, fh->fd);
+    fuse_reply_err(req, -r);
+}
+
+void ov_op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_file_info *fi) {
+    struct ov_fh *fh = (struct ov_fh *)(uintptr_t)fi->fh;
+    off_t r = lseek(fh->fd, off, whence);
+    if (r < 0)
+        fuse_reply_err(req, errno);
+    else
+        fuse_reply_lseek(req, r);
+}
+
+void ov_op_statfs(fuse_req_t req, fuse_ino_t ino) {
+    struct ov *ov = ov_from_req(req);
+    struct statvfs sv;
+    if (fstatvfs(ov->upper_fd, &sv) < 0) {
+        fuse_reply_err(req, errno);
+        return;
+    }
+    if (ov->max_bytes && sv.f_frsize) {
+        int64_t used = atomic_load(&ov->upper_bytes);
+        uint64_t u = used > 0 ? (uint64_t)used : 0;
+        uint64_t total = ov->max_bytes / sv.f_frsize;
+        uint64_t avail = u >= ov->max_bytes ? 0 : (ov->max_bytes - u) / sv.f_frsize;
+        sv.f_blocks = total;
+        if (sv.f_bfree > avail)
+            sv.f_bfree = avail;
+        if (sv.f_bavail > avail)
+            sv.f_bavail = avail;
+    }
+    if (ov->max_inodes) {
+        int64_t used = atomic_load(&ov->upper_inodes);
+        uint64_t u = used > 0 ? (uint64_t)used : 0;
+        uint64_t avail = u >= ov->max_inodes ? 0 : ov->max_inodes - u;
+        sv.f_files = ov->max_inodes;
+        if (sv.f_ffree > avail)
+            sv.f_ffree = avail;
+        if (sv.f_favail > avail)
+            sv.f_favail = avail;
+    }
+    fuse_reply_statfs(req, &sv);
+}

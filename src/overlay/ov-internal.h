@@ -1,0 +1,201 @@
+/* ov-internal.h: shared state of the WorkspaceOverlay FUSE server.
+ *
+ * Model.  One ov_node per merged object the kernel knows about, keyed by
+ * (parent node, name) in one hash table; the FUSE nodeid is the node's
+ * address (the root is FUSE_ROOT_ID).  nlookup equals the kernel's lookup
+ * references; a node is freed when nlookup and nref (hashed children) are
+ * both zero; the root is pinned.  A node never caches a lower fd: the lower
+ * object is re-resolved by path (openat2 RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS
+ * from the workspace fd) on every use, so edits made by the user on the host
+ * stay visible until the agent first mutates the object.  Once an object has
+ * an upper copy, the node caches an O_PATH fd to it (upper objects change
+ * only through us).
+ *
+ * Inode numbers (st_ino and d_ino agree): an object with an upper copy
+ * reports the origin lower st_ino recorded in the stage's origin map, or
+ * (upper st_ino | OV_UPPER_INO_BIT) for objects born in the upper; a
+ * lower-only object reports its lower st_ino.  Copy-up therefore keeps
+ * st_ino, across reopening the stage too.
+ *
+ * Locks, in order (never take an earlier one while holding a later one):
+ *   1. ov->ns_lock (rwlock): write-held by every operation that changes the
+ *      merged namespace or copies up (create, unlink, rename, setattr,
+ *      setxattr, open-for-write...); read-held by lookups, getattr, readdir,
+ *      read-only opens.  Data reads/writes on open handles take no lock.
+ *   2. dir handle mutex (ov_dirh.lock).
+ *   3. ov->tree_lock (mutex): the node hash table, parent/name links,
+ *      nlookup/nref, and first caching of node->upper_fd.
+ *   4. the stage's internal mutex (leaf, inside stage_journal_* etc.).
+ * Statistics are atomics.  Every lock is dropped before fuse_reply_*.
+ */
+#ifndef PVISOR_OVERLAY_INTERNAL_H
+#define PVISOR_OVERLAY_INTERNAL_H
+
+#define FUSE_USE_VERSION 312
+#include <fuse_lowlevel.h>
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "overlay/overlay.h"
+#include "stage/stage.h"
+
+#define OV_UPPER_INO_BIT (1ULL << 63)
+#define OV_XATTR_PREFIX "user.overlay."
+#define OV_XATTR_ESCAPED "user.overlay.overlay."
+#define OV_XATTR_OPAQUE "user.overlay.opaque"
+#define OV_MAX_XATTR (64 * 1024)
+
+struct ov_node {
+    struct ov_node *parent; /* tree_lock (changed also under ns write); NULL: root or detached */
+    char *name;             /* tree_lock (as parent) */
+    struct ov_node *hnext;  /* tree_lock */
+    bool hashed;            /* tree_lock: in the table (not detached) */
+    uint64_t nlookup;       /* tree_lock: kernel references */
+    uint64_t nref;          /* tree_lock: hashed children pointing here */
+    int upper_fd;           /* O_PATH fd of the upper object or -1: first set under tree_lock,
+                               replaced/cleared only under ns write lock */
+    bool lower;             /* ns_lock: the lower object at this node's path is part of it
+                               (lower-only object, or merged non-opaque directory) */
+    mode_t type;            /* ns_lock: S_IFMT */
+    struct ov_node *all_prev, *all_next; /* tree_lock: list of every live node */
+};
+
+struct ov {
+    int lower_fd;           /* immutable, borrowed */
+    int upper_fd;           /* immutable, borrowed from stage */
+    int work_fd;            /* immutable, borrowed from stage */
+    struct stage *stage;    /* immutable, borrowed */
+    char *mountpoint;       /* immutable */
+    uint64_t max_bytes, max_inodes; /* immutable */
+    uid_t self_uid;         /* immutable: our euid (file owner when not root) */
+    bool can_chown;         /* immutable: CAP_CHOWN in our namespace */
+
+    pthread_rwlock_t ns_lock;
+    pthread_mutex_t tree_lock;
+    struct ov_node *root;   /* pinned */
+    struct ov_node *all;    /* tree_lock: every live non-root node (for teardown) */
+    struct ov_node **htab;  /* tree_lock */
+    size_t hcap, hn;        /* tree_lock */
+
+    atomic_uint_fast64_t copy_ups, whiteouts, tmp_seq;
+    atomic_int_fast64_t upper_bytes, upper_inodes;
+
+    struct fuse_session *se;
+    pthread_t *threads;     /* set up/torn down by the owner thread only */
+    unsigned n_threads, n_started;
+};
+
+struct ov_fh {
+    int fd;
+    bool upper;             /* fd refers to the upper copy */
+};
+
+/* inode.c */
+struct ov *ov_from_req(fuse_req_t req);
+struct ov_node *ov_node_of(struct ov *ov, fuse_ino_t ino);
+int ov_node_path(struct ov *ov, struct ov_node *n, char **ret_path);
+int ov_child_path(struct ov *ov, struct ov_node *parent, const char *name, char **ret_path);
+int ov_node_upper(struct ov *ov, struct ov_node *n);
+int ov_lower_open(struct ov *ov, const char *relpath, int flags);
+int ov_node_lower_open(struct ov *ov, struct ov_node *n, int flags);
+uint64_t ov_upper_ino(struct ov *ov, uint64_t upper_st_ino);
+int ov_node_stat(struct ov *ov, struct ov_node *n, struct stat *ret_st);
+bool ov_is_whiteout(const struct stat *st);
+int ov_is_opaque(int dir_fd, const char *name);
+int ov_check_name(const char *name);
+
+struct ov_entry {
+    bool upper;             /* upper object present (not a whiteout) */
+    bool whiteout;          /* upper has a whiteout at this name */
+    bool lower;             /* lower object visible in the merged view */
+    bool lower_present;     /* lower has an object at this path (visible or hidden) */
+    struct stat ust, lst;
+};
+int ov_resolve(struct ov *ov, struct ov_node *parent, const char *name, struct ov_entry *ret);
+static inline bool ov_entry_exists(const struct ov_entry *e) { return e->upper || e->lower; }
+
+struct ov_node *ov_node_get(struct ov *ov, struct ov_node *parent, const char *name,
+                            const struct ov_entry *e, int *ret_err);
+void ov_node_ref_kernel(struct ov *ov, struct ov_node *n);
+struct ov_node *ov_node_find(struct ov *ov, struct ov_node *parent, const char *name);
+void ov_node_forget(struct ov *ov, struct ov_node *n, uint64_t nlookup);
+void ov_node_detach(struct ov *ov, struct ov_node *n);
+int ov_node_move(struct ov *ov, struct ov_node *n, struct ov_node *newparent, const char *newname);
+void ov_nodes_clear_lower_below(struct ov *ov, struct ov_node *top);
+void ov_node_set_upper(struct ov *ov, struct ov_node *n, int fd);
+int ov_fill_entry(struct ov *ov, struct ov_node *n, struct fuse_entry_param *e);
+void ov_table_free(struct ov *ov);
+int ov_proc_path(int fd, char buf[static 40]);
+
+/* copyup.c */
+int ov_copy_up(struct ov *ov, struct ov_node *n, const char *op);
+int ov_copy_up_tree(struct ov *ov, struct ov_node *n, const char *op);
+int ov_journal_lower(struct ov *ov, const char *relpath, const char *op);
+int ov_make_whiteout(struct ov *ov, int dir_fd, const char *name);
+int ov_set_opaque(int dir_fd, const char *name);
+int ov_tmp_name(struct ov *ov, char buf[static 32]);
+int ov_quota_inode(struct ov *ov);
+int ov_quota_bytes(struct ov *ov, uint64_t n);
+void ov_account_removed(struct ov *ov, const struct stat *st);
+void ov_account_added(struct ov *ov, const struct stat *st);
+int ov_copy_xattrs(int src_fd, int dst_fd, bool escape);
+
+/* dir.c */
+struct ov_dirent {
+    char *name;
+    uint64_t ino;
+    mode_t type;
+};
+int ov_dir_list(struct ov *ov, struct ov_node *n, struct ov_dirent **ret, size_t *ret_n);
+void ov_dirents_free(struct ov_dirent *d, size_t n);
+int ov_dir_is_empty(struct ov *ov, struct ov_node *n);
+int ov_upper_clear_whiteouts(struct ov *ov, int dir_fd, const char *name);
+void ov_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void ov_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi);
+void ov_op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void ov_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
+
+/* ops.c */
+void ov_op_init(void *userdata, struct fuse_conn_info *conn);
+void ov_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
+void ov_op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup);
+void ov_op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets);
+void ov_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void ov_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struct fuse_file_info *fi);
+void ov_op_readlink(fuse_req_t req, fuse_ino_t ino);
+void ov_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void ov_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi);
+void ov_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off_t off, struct fuse_file_info *fi);
+void ov_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void ov_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void ov_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
+void ov_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len, struct fuse_file_info *fi);
+void ov_op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_file_info *fi);
+void ov_op_statfs(fuse_req_t req, fuse_ino_t ino);
+
+/* nsops.c */
+void ov_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, struct fuse_file_info *fi);
+void ov_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev);
+void ov_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode);
+void ov_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name);
+void ov_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname);
+void ov_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name);
+void ov_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
+void ov_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+                  const char *newname, unsigned int flags);
+
+/* xattr.c */
+void ov_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value, size_t size, int flags);
+void ov_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size);
+void ov_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
+void ov_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
+
+#define ov_rdlock(ov) pthread_rwlock_rdlock(&(ov)->ns_lock)
+#define ov_wrlock(ov) pthread_rwlock_wrlock(&(ov)->ns_lock)
+#define ov_unlock(ov) pthread_rwlock_unlock(&(ov)->ns_lock)
+
+#endif

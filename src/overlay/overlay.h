@@ -1,0 +1,56 @@
+/* overlay.h: WorkspaceOverlay, the FUSE copy-on-write view of the workspace.
+ *
+ * The server runs inside the (trusted) supervisor, never inside the agent's
+ * sandbox.  It merges the real workspace (lower, read-only to us) with the
+ * stage's upper/ directory (kernel-overlayfs "userxattr" layout) and serves
+ * the result on a FUSE mount placed over the workspace's own path in the
+ * caller's private mount namespace.  Every write lands in the stage.
+ *
+ * Trust: everything the agent sends (names, sizes, offsets, xattr names) is
+ * untrusted.  All access to lower and upper is fd-relative and never follows
+ * a symlink (single-component *at() calls with O_NOFOLLOW, or openat2 with
+ * RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS for lower paths).
+ *
+ * Errors are negative errno; nothing here prints (set PVISOR_OVERLAY_DEBUG=1
+ * to get libfuse's request trace on stderr).
+ */
+#ifndef PVISOR_OVERLAY_OVERLAY_H
+#define PVISOR_OVERLAY_OVERLAY_H
+
+#include <stdint.h>
+
+#include "stage/stage.h"
+
+struct overlay_params {
+    int lower_fd;           /* O_DIRECTORY fd of the workspace, opened BEFORE mounting over it; borrowed */
+    struct stage *stage;    /* upper/, work/, journal, origin map; borrowed, must outlive the overlay */
+    const char *mountpoint; /* absolute path to mount on (normally the workspace path itself) */
+    uint64_t max_bytes;     /* 0 = unlimited; bytes allocated in upper -> ENOSPC */
+    uint64_t max_inodes;    /* 0 = unlimited; inodes in upper -> EDQUOT */
+    unsigned n_threads;     /* 0 = default (4) */
+};
+
+struct overlay;
+
+/* Mount FUSE on p->mountpoint in the caller's current mount namespace (the
+ * caller has unshare()d a private one and made / MS_REC|MS_PRIVATE) and start
+ * the worker threads; returns once the mount is live.  No fusermount: the
+ * server opens /dev/fuse and calls mount(2) itself with
+ * default_permissions,allow_other (allow_other is confined by the kernel to
+ * the mounting user namespace and its descendants).  The caller must not
+ * fork without exec afterwards. */
+int overlay_start(const struct overlay_params *p, struct overlay **ret_ov);
+
+/* Lazily unmount, stop and join the threads, release everything.  Files the
+ * agent still holds open afterwards fail with ENOTCONN.  NULL is fine. */
+int overlay_stop(struct overlay *ov);
+
+struct overlay_stats {
+    uint64_t copy_ups;     /* objects copied up from the lower this run */
+    uint64_t whiteouts;    /* whiteouts created this run */
+    uint64_t upper_bytes;  /* bytes allocated in upper (tracked) */
+    uint64_t upper_inodes; /* inodes in upper (tracked) */
+};
+void overlay_get_stats(struct overlay *ov, struct overlay_stats *ret_stats);
+
+#endif

@@ -1,0 +1,290 @@
+/* session.c: overlay_start/overlay_stop: mount, worker threads, teardown.
+ *
+ * Mounting: /dev/fuse is opened here (O_CLOEXEC) and mount(2) is called
+ * directly ("fuse.pvisor", nosuid,nodev, default_permissions so the kernel
+ * checks permissions against the attributes we report, allow_other which
+ * the kernel confines to the mounting user namespace); the fd is handed to
+ * libfuse as "/dev/fd/N".  No fusermount, no setuid helper.
+ *
+ * Threads: n workers each loop fuse_session_receive_buf/process_buf.  They
+ * are cancellable only while blocked receiving a request, so overlay_stop
+ * can stop them even if some process still holds files open on the
+ * (lazily unmounted) file system; closing /dev/fuse then aborts the
+ * connection for those holders (ENOTCONN).
+ *
+ * All server state hangs off struct ov (fuse_req_userdata); no globals.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "overlay/ov-internal.h"
+#include "util/cleanup.h"
+
+#define OV_DEFAULT_THREADS 4
+#define OV_MAX_THREADS 64
+
+struct overlay {
+    struct ov ov;
+};
+
+static const struct fuse_lowlevel_ops ov_ops = {
+    .init = ov_op_init,
+    .lookup = ov_op_lookup,
+    .forget = ov_op_forget,
+    .forget_multi = ov_op_forget_multi,
+    .getattr = ov_op_getattr,
+    .setattr = ov_op_setattr,
+    .readlink = ov_op_readlink,
+    .mknod = ov_op_mknod,
+    .mkdir = ov_op_mkdir,
+    .unlink = ov_op_unlink,
+    .rmdir = ov_op_rmdir,
+    .symlink = ov_op_symlink,
+    .rename = ov_op_rename,
+    .link = ov_op_link,
+    .open = ov_op_open,
+    .read = ov_op_read,
+    .write_buf = ov_op_write_buf,
+    .flush = ov_op_flush,
+    .release = ov_op_release,
+    .fsync = ov_op_fsync,
+    .opendir = ov_op_opendir,
+    .readdir = ov_op_readdir,
+    .releasedir = ov_op_releasedir,
+    .fsyncdir = ov_op_fsyncdir,
+    .statfs = ov_op_statfs,
+    .setxattr = ov_op_setxattr,
+    .getxattr = ov_op_getxattr,
+    .listxattr = ov_op_listxattr,
+    .removexattr = ov_op_removexattr,
+    .create = ov_op_create,
+    .fallocate = ov_op_fallocate,
+    .lseek = ov_op_lseek,
+};
+
+static void free_buf(void *p) {
+    struct fuse_buf *b = p;
+    free(b->mem);
+    b->mem = NULL;
+}
+
+static void *worker(void *arg) {
+    struct ov *ov = arg;
+    struct fuse_buf buf = {0};
+    int old;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+    pthread_cleanup_push(free_buf, &buf);
+    while (!fuse_session_exited(ov->se)) {
+        pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, &old);
+        int res = fuse_session_receive_buf(ov->se, &buf);
+        pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+        if (res == -EINTR || res == -EAGAIN)
+            continue;
+        if (res <= 0) {
+            fuse_session_exit(ov->se);
+            break;
+        }
+        fuse_session_process_buf(ov->se, &buf);
+    }
+    pthread_cleanup_pop(1);
+    return NULL;
+}
+
+/* Count what the upper already holds (reopened stage). */
+static void account_tree(struct ov *ov, int dir_fd, unsigned depth) {
+    if (depth > 4096)
+        return;
+    int fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return;
+    }
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        struct stat st;
+        if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+            continue;
+        atomic_fetch_add(&ov->upper_inodes, 1);
+        atomic_fetch_add(&ov->upper_bytes, (int64_t)st.st_blocks * 512);
+        if (S_ISDIR(st.st_mode)) {
+            int sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (sub >= 0) {
+                account_tree(ov, sub, depth + 1);
+                close(sub);
+            }
+        }
+    }
+    closedir(d);
+}
+
+/* First run on a fresh stage: the upper root takes the workspace root's
+ * owner, mode, times and xattrs, and its inode number. */
+static int init_root(struct ov *ov) {
+    struct stat ust, lst;
+    if (fstat(ov->upper_fd, &ust) < 0 || fstat(ov->lower_fd, &lst) < 0)
+        return -errno;
+    uint64_t dummy;
+    if (stage_origin_get(ov->stage, ust.st_ino, &dummy))
+        return 0;
+    if (fchown(ov->upper_fd, lst.st_uid, lst.st_gid) < 0 && errno != EPERM && errno != EINVAL)
+        return -errno;
+    _cleanup_close_ int lp = openat(ov->lower_fd, ".", O_PATH | O_CLOEXEC);
+    if (lp < 0)
+        return -errno;
+    int r = ov_copy_xattrs(lp, ov->upper_fd, true);
+    if (r < 0)
+        return r;
+    if (fchmod(ov->upper_fd, lst.st_mode & 07777) < 0)
+        return -errno;
+    struct timespec ts[2] = {lst.st_atim, lst.st_mtim};
+    if (futimens(ov->upper_fd, ts) < 0)
+        return -errno;
+    return stage_origin_add(ov->stage, ust.st_ino, lst.st_ino);
+}
+
+static void ov_release(struct overlay *o) {
+    struct ov *ov = &o->ov;
+    if (ov->se)
+        fuse_session_destroy(ov->se);
+    pthread_mutex_lock(&ov->tree_lock);
+    ov_table_free(ov);
+    pthread_mutex_unlock(&ov->tree_lock);
+    free(ov->root);
+    free(ov->threads);
+    free(ov->mountpoint);
+    pthread_rwlock_destroy(&ov->ns_lock);
+    pthread_mutex_destroy(&ov->tree_lock);
+    free(o);
+}
+
+int overlay_start(const struct overlay_params *p, struct overlay **ret_ov) {
+    if (!p || !p->stage || !p->mountpoint || p->mountpoint[0] != '/' || p->lower_fd < 0 || !ret_ov)
+        return -EINVAL;
+    struct overlay *o = calloc(1, sizeof(*o));
+    if (!o)
+        return -ENOMEM;
+    struct ov *ov = &o->ov;
+    pthread_rwlock_init(&ov->ns_lock, NULL);
+    pthread_mutex_init(&ov->tree_lock, NULL);
+    ov->lower_fd = p->lower_fd;
+    ov->stage = p->stage;
+    ov->upper_fd = stage_upper_fd(p->stage);
+    ov->work_fd = stage_work_fd(p->stage);
+    ov->max_bytes = p->max_bytes;
+    ov->max_inodes = p->max_inodes;
+    ov->self_uid = geteuid();
+    ov->n_threads = p->n_threads ? p->n_threads : OV_DEFAULT_THREADS;
+    if (ov->n_threads > OV_MAX_THREADS)
+        ov->n_threads = OV_MAX_THREADS;
+    ov->mountpoint = strdup(p->mountpoint);
+    ov->root = calloc(1, sizeof(*ov->root));
+    ov->threads = calloc(ov->n_threads, sizeof(pthread_t));
+    int r = 0;
+    if (!ov->mountpoint || !ov->root || !ov->threads) {
+        r = -ENOMEM;
+        goto fail;
+    }
+    ov->root->type = S_IFDIR;
+    ov->root->lower = true;
+    ov->root->upper_fd = -1;
+    ov->root->nlookup = 1;
+    ov->root->hashed = true;
+
+    if ((r = init_root(ov)) < 0)
+        goto fail;
+    account_tree(ov, ov->upper_fd, 0);
+
+    struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
+    if (fuse_opt_add_arg(&args, "pvisor") < 0 ||
+        (getenv("PVISOR_OVERLAY_DEBUG") && fuse_opt_add_arg(&args, "-d") < 0)) {
+        fuse_opt_free_args(&args);
+        r = -ENOMEM;
+        goto fail;
+    }
+    ov->se = fuse_session_new(&args, &ov_ops, sizeof(ov_ops), ov);
+    fuse_opt_free_args(&args);
+    if (!ov->se) {
+        r = -EIO;
+        goto fail;
+    }
+
+    int fuse_fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
+    if (fuse_fd < 0) {
+        r = -errno;
+        goto fail;
+    }
+    char opts[256], fdpath[32];
+    int m = snprintf(opts, sizeof opts,
+                     "fd=%d,rootmode=40000,user_id=%u,group_id=%u,default_permissions,allow_other",
+                     fuse_fd, (unsigned)getuid(), (unsigned)getgid());
+    snprintf(fdpath, sizeof fdpath, "/dev/fd/%d", fuse_fd);
+    if (m < 0 || (size_t)m >= sizeof opts) {
+        close(fuse_fd);
+        r = -EOVERFLOW;
+        goto fail;
+    }
+    if (mount("pvisor", ov->mountpoint, "fuse.pvisor", MS_NOSUID | MS_NODEV, opts) < 0) {
+        r = -errno;
+        close(fuse_fd);
+        goto fail;
+    }
+    if (fuse_session_mount(ov->se, fdpath) != 0) {
+        umount2(ov->mountpoint, MNT_DETACH);
+        close(fuse_fd);
+        r = -EIO;
+        goto fail;
+    }
+    for (unsigned i = 0; i < ov->n_threads; i++) {
+        int e = pthread_create(&ov->threads[i], NULL, worker, ov);
+        if (e) {
+            r = -e;
+            overlay_stop(o);
+            return r;
+        }
+        ov->n_started++;
+    }
+    *ret_ov = o;
+    return 0;
+fail:
+    ov_release(o);
+    return r;
+}
+
+int overlay_stop(struct overlay *o) {
+    if (!o)
+        return 0;
+    struct ov *ov = &o->ov;
+    int r = 0;
+    if (umount2(ov->mountpoint, MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT)
+        r = -errno;
+    fuse_session_exit(ov->se);
+    for (unsigned i = 0; i < ov->n_started; i++)
+        pthread_cancel(ov->threads[i]);
+    for (unsigned i = 0; i < ov->n_started; i++)
+        pthread_join(ov->threads[i], NULL);
+    ov_release(o);
+    return r;
+}
+
+void overlay_get_stats(struct overlay *o, struct overlay_stats *ret_stats) {
+    struct ov *ov = &o->ov;
+    int64_t b = atomic_load(&ov->upper_bytes), i = atomic_load(&ov->upper_inodes);
+    *ret_stats = (struct overlay_stats){
+        .copy_ups = atomic_load(&ov->copy_ups),
+        .whiteouts = atomic_load(&ov->whiteouts),
+        .upper_bytes = b > 0 ? (uint64_t)b : 0,
+        .upper_inodes = i > 0 ? (uint64_t)i : 0,
+    };
+}

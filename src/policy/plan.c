@@ -1,0 +1,186 @@
+/* plan.c: see plan.h.  Pure: no system calls. */
+#include "policy/plan.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const kind_names[] = {
+    [PLAN_BIND_RO] = "ro",
+    [PLAN_BIND_RW] = "rw",
+    [PLAN_TMPFS] = "tmpfs",
+    [PLAN_HIDE] = "hide",
+};
+
+const char *plan_mount_kind_name(enum plan_mount_kind k) {
+    return (unsigned)k < sizeof kind_names / sizeof kind_names[0] ? kind_names[k] : "invalid";
+}
+
+bool plan_path_ok(const char *path) {
+    if (!path || path[0] != '/' || strlen(path) >= 4096)
+        return false;
+    if (strcmp(path, "/") == 0)
+        return true;
+    const char *p = path + 1;
+    for (;;) {
+        const char *slash = strchr(p, '/');
+        size_t len = slash ? (size_t)(slash - p) : strlen(p);
+        if (len == 0 || (len == 1 && p[0] == '.') || (len == 2 && p[0] == '.' && p[1] == '.'))
+            return false;
+        if (!slash)
+            return true;
+        p = slash + 1;
+    }
+}
+
+int plan_add_mount(struct launch_plan *p, enum plan_mount_kind kind, const char *path, uint64_t size) {
+    if (!plan_path_ok(path) || (unsigned)kind > PLAN_HIDE)
+        return -EINVAL;
+    if (p->n_mounts >= PLAN_MAX_MOUNTS)
+        return -E2BIG;
+    struct plan_mount *m = realloc(p->mounts, (p->n_mounts + 1) * sizeof *m);
+    if (!m)
+        return -ENOMEM;
+    p->mounts = m;
+    char *c = strdup(path);
+    if (!c)
+        return -ENOMEM;
+    m[p->n_mounts++] = (struct plan_mount){.kind = kind, .path = c, .size = size};
+    return 0;
+}
+
+static json_t *strv_to_json(char **v) {
+    json_t *a = json_array();
+    for (; a && v && *v; v++)
+        json_array_append_new(a, json_string(*v));
+    return a;
+}
+
+json_t *plan_to_json(const struct launch_plan *p) {
+    json_t *mounts = json_array();
+    for (size_t i = 0; mounts && i < p->n_mounts; i++)
+        json_array_append_new(mounts, json_pack("{s:s, s:s, s:I}", "kind", plan_mount_kind_name(p->mounts[i].kind),
+                                                "path", p->mounts[i].path, "size", (json_int_t)p->mounts[i].size));
+    return json_pack("{s:o, s:o, s:s, s:s, s:I, s:I, s:b, s:b, s:b, s:I, s:{s:I, s:I, s:I, s:I}, s:o}",
+                     "argv", strv_to_json(p->argv),
+                     "env", strv_to_json(p->envp),
+                     "cwd", p->cwd,
+                     "hostname", p->hostname,
+                     "uid", (json_int_t)p->uid,
+                     "gid", (json_int_t)p->gid,
+                     "unshare_net", p->unshare_net,
+                     "landlock", p->landlock,
+                     "seccomp", p->seccomp,
+                     "tmp_size", (json_int_t)p->tmp_size,
+                     "rlimits", "nofile", (json_int_t)p->rlimit_nofile, "fsize", (json_int_t)p->rlimit_fsize,
+                     "nproc", (json_int_t)p->rlimit_nproc, "as", (json_int_t)p->rlimit_as,
+                     "mounts", mounts);
+}
+
+static int strv_from_json(const json_t *a, size_t max, bool need_one, char ***ret) {
+    if (!json_is_array(a) || json_array_size(a) > max || (need_one && json_array_size(a) == 0))
+        return -EINVAL;
+    char **v = calloc(json_array_size(a) + 1, sizeof *v);
+    if (!v)
+        return -ENOMEM;
+    size_t i;
+    json_t *e;
+    json_array_foreach(a, i, e) {
+        const char *s = json_string_value(e);
+        if (!s || !(v[i] = strdup(s))) {
+            for (size_t k = 0; k < i; k++)
+                free(v[k]);
+            free(v);
+            return s ? -ENOMEM : -EINVAL;
+        }
+    }
+    *ret = v;
+    return 0;
+}
+
+static void strv_free(char **v) {
+    for (char **p = v; p && *p; p++)
+        free(*p);
+    free(v);
+}
+
+void plan_free(struct launch_plan *p) {
+    if (!p)
+        return;
+    strv_free(p->argv);
+    strv_free(p->envp);
+    free(p->cwd);
+    free(p->hostname);
+    for (size_t i = 0; i < p->n_mounts; i++)
+        free(p->mounts[i].path);
+    free(p->mounts);
+    memset(p, 0, sizeof *p);
+}
+
+static int get_u64(const json_t *o, const char *k, uint64_t *ret) {
+    json_t *v = json_object_get(o, k);
+    if (!json_is_integer(v) || json_integer_value(v) < 0)
+        return -EINVAL;
+    *ret = (uint64_t)json_integer_value(v);
+    return 0;
+}
+
+int plan_from_json(const json_t *j, struct launch_plan *ret_plan) {
+    struct launch_plan p = {0};
+    int r = -EINVAL;
+    uint64_t uid, gid;
+    const json_t *rl = json_object_get(j, "rlimits");
+    if (!json_is_object(j) || !json_is_object(rl))
+        return -EINVAL;
+    if ((r = strv_from_json(json_object_get(j, "argv"), PLAN_MAX_ARGS, true, &p.argv)) < 0)
+        goto fail;
+    if ((r = strv_from_json(json_object_get(j, "env"), PLAN_MAX_ENV, false, &p.envp)) < 0)
+        goto fail;
+    r = -EINVAL;
+    const char *cwd = json_string_value(json_object_get(j, "cwd"));
+    const char *hn = json_string_value(json_object_get(j, "hostname"));
+    if (!plan_path_ok(cwd) || !hn || strlen(hn) > 64)
+        goto fail;
+    if (get_u64(j, "uid", &uid) < 0 || get_u64(j, "gid", &gid) < 0 || uid > UINT32_MAX - 1 || gid > UINT32_MAX - 1)
+        goto fail;
+    p.uid = (uint32_t)uid;
+    p.gid = (uint32_t)gid;
+    if (!json_is_boolean(json_object_get(j, "unshare_net")) || !json_is_boolean(json_object_get(j, "landlock")) ||
+        !json_is_boolean(json_object_get(j, "seccomp")))
+        goto fail;
+    p.unshare_net = json_is_true(json_object_get(j, "unshare_net"));
+    p.landlock = json_is_true(json_object_get(j, "landlock"));
+    p.seccomp = json_is_true(json_object_get(j, "seccomp"));
+    if (get_u64(j, "tmp_size", &p.tmp_size) < 0 || get_u64(rl, "nofile", &p.rlimit_nofile) < 0 ||
+        get_u64(rl, "fsize", &p.rlimit_fsize) < 0 || get_u64(rl, "nproc", &p.rlimit_nproc) < 0 ||
+        get_u64(rl, "as", &p.rlimit_as) < 0)
+        goto fail;
+    r = -ENOMEM;
+    if (!(p.cwd = strdup(cwd)) || !(p.hostname = strdup(hn)))
+        goto fail;
+    const json_t *mounts = json_object_get(j, "mounts");
+    r = -EINVAL;
+    if (!json_is_array(mounts) || json_array_size(mounts) > PLAN_MAX_MOUNTS)
+        goto fail;
+    size_t i;
+    json_t *m;
+    json_array_foreach(mounts, i, m) {
+        const char *kind = json_string_value(json_object_get(m, "kind"));
+        const char *path = json_string_value(json_object_get(m, "path"));
+        uint64_t size;
+        int k = -1;
+        for (int c = 0; kind && c <= PLAN_HIDE; c++)
+            if (strcmp(kind, kind_names[c]) == 0)
+                k = c;
+        r = -EINVAL;
+        if (k < 0 || get_u64(m, "size", &size) < 0)
+            goto fail;
+        if ((r = plan_add_mount(&p, (enum plan_mount_kind)k, path, size)) < 0)
+            goto fail;
+    }
+    *ret_plan = p;
+    return 0;
+fail:
+    plan_free(&p);
+    return r;
+}

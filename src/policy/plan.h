@@ -1,0 +1,65 @@
+/* plan.h: the launch plan, the immutable list of what the hidden launcher
+ * (`pvisor __launch`) must set up before it execs the command.
+ *
+ * The supervisor builds it (it alone looks at the host: resolving the
+ * executable, HOME, the environment) and hands it to the launcher as JSON
+ * on a descriptor; the launcher only executes it.  Every path in a plan is
+ * absolute and normalised (no "." or ".." components, no trailing slash);
+ * plan_from_json() refuses anything else, so a plan cannot name a path the
+ * supervisor did not mean.  Bounded: at most PLAN_MAX_* entries.
+ */
+#ifndef PVISOR_POLICY_PLAN_H
+#define PVISOR_POLICY_PLAN_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define PLAN_MAX_MOUNTS 128
+#define PLAN_MAX_ARGS 4096
+#define PLAN_MAX_ENV 512
+#define PLAN_MAX_BYTES (1u << 20)
+
+enum plan_mount_kind {
+    PLAN_BIND_RO,   /* read-only (+exec) projection of a host path */
+    PLAN_BIND_RW,   /* read-write projection (the staged workspace, grants) */
+    PLAN_TMPFS,     /* empty private tmpfs, writes discarded at exit */
+    PLAN_HIDE,      /* an empty read-only tmpfs/file over a path (deny rule) */
+};
+
+struct plan_mount {
+    enum plan_mount_kind kind;
+    char *path;        /* absolute target path inside the sandbox == host path */
+    uint64_t size;     /* PLAN_TMPFS: size limit in bytes */
+};
+
+struct launch_plan {
+    char **argv;       /* NULL-terminated */
+    char **envp;       /* NULL-terminated, already reduced to the allowlist */
+    char *cwd;         /* inside the sandbox */
+    char *hostname;
+    uint32_t uid, gid; /* ids the command sees (the invoking user's) */
+    bool unshare_net;  /* private network namespace (deny-all) */
+    bool landlock;     /* install Landlock (required: failure aborts) */
+    bool seccomp;      /* install the seccomp filter (required) */
+    uint64_t tmp_size; /* /tmp tmpfs size */
+    uint64_t rlimit_nofile, rlimit_fsize, rlimit_nproc, rlimit_as; /* 0 = inherit */
+    struct plan_mount *mounts; /* applied in order */
+    size_t n_mounts;
+};
+
+/* Add a mount; path is copied.  -EINVAL for a path that is not absolute and
+ * normalised, -E2BIG past PLAN_MAX_MOUNTS. */
+int plan_add_mount(struct launch_plan *p, enum plan_mount_kind kind, const char *path, uint64_t size);
+
+/* True when path is absolute, has no empty, "." or ".." component and no
+ * trailing slash (except "/" itself). */
+bool plan_path_ok(const char *path);
+
+json_t *plan_to_json(const struct launch_plan *p);
+int plan_from_json(const json_t *j, struct launch_plan *ret_plan);
+void plan_free(struct launch_plan *p); /* frees the contents, not p */
+
+const char *plan_mount_kind_name(enum plan_mount_kind k);
+
+#endif

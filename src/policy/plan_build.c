@@ -1,0 +1,250 @@
+/* plan_build.c: see plan_build.h.  Pure: no system calls. */
+#include "policy/plan_build.h"
+#include "util/util.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Runtime hierarchies projected read-only when they exist. */
+static const char *const runtime_roots[] = {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"};
+
+/* Exact device nodes; nothing else of the host's /dev. */
+static const char *const dev_nodes[] = {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom",
+                                        "/dev/tty"};
+
+const char *const plan_credential_paths[] = {
+    ".ssh", ".gnupg", ".aws", ".azure", ".config/gcloud", ".kube", ".docker", ".netrc", ".git-credentials",
+    ".npmrc", ".pypirc", ".cargo/credentials", ".cargo/credentials.toml", ".config/gh", ".config/hub",
+    ".local/share/keyrings", ".password-store", ".mozilla", ".config/google-chrome", ".config/chromium",
+    ".config/BraveSoftware", ".pki", ".vault-token", ".terraform.d", ".config/op", ".gem/credentials",
+    ".local/state/pvisor", ".codex/auth.json", ".claude.json", ".config/anthropic", NULL,
+};
+
+const char *const plan_home_config_files[] = {
+    ".gitconfig", ".config/git/config", ".config/git/ignore", ".bashrc", ".profile", ".bash_profile",
+    ".inputrc", ".vimrc", ".zshrc", ".editorconfig", ".tmux.conf", NULL,
+};
+
+/* Environment variables handed to the command (plus LC_*). */
+static const char *const env_allow[] = {"PATH", "TERM", "LANG", "LANGUAGE", "TZ", "USER", "LOGNAME", "SHELL",
+                                        "COLORTERM", "NO_COLOR", "TERM_PROGRAM", "COLUMNS", "LINES", NULL};
+
+static bool prefix_dir(const char *path, const char *dir) {
+    size_t l = strlen(dir);
+    return strncmp(path, dir, l) == 0 && (path[l] == '\0' || path[l] == '/');
+}
+
+bool plan_is_credential_path(const char *rel) {
+    for (const char *const *c = plan_credential_paths; *c; c++)
+        if (prefix_dir(rel, *c))
+            return true;
+    return false;
+}
+
+const char *plan_home_runtime_root(const char *home, const char *path, char *ret_buf, size_t size) {
+    if (!home || !prefix_dir(path, home) || strcmp(path, home) == 0)
+        return NULL;
+    const char *rel = path + strlen(home) + 1;
+    const char *slash = strchr(rel, '/');
+    size_t len = slash ? (size_t)(slash - rel) : strlen(rel);
+    char top[256];
+    if (len == 0 || len >= sizeof top)
+        return NULL;
+    memcpy(top, rel, len);
+    top[len] = '\0';
+    /* Directories mixing tools with secrets or pvisor state are never
+     * projected whole; .local/bin style entries are projected as given. */
+    if (strcmp(top, ".local") == 0 || strcmp(top, ".config") == 0 || strcmp(top, ".cache") == 0) {
+        if (plan_is_credential_path(rel))
+            return NULL;
+        int n = snprintf(ret_buf, size, "%s", path);
+        return n > 0 && (size_t)n < size ? ret_buf : NULL;
+    }
+    if (plan_is_credential_path(top) || top[0] != '.')
+        return NULL;
+    int n = snprintf(ret_buf, size, "%s/%s", home, top);
+    return n > 0 && (size_t)n < size ? ret_buf : NULL;
+}
+
+static int cmp_mount(const void *a, const void *b) {
+    const struct plan_mount *x = a, *y = b;
+    int c = strcmp(x->path, y->path);
+    if (c)
+        return c;
+    /* Same path: tmpfs first, then projections, then deny rules on top. */
+    static const int rank[] = {[PLAN_TMPFS] = 0, [PLAN_BIND_RO] = 1, [PLAN_BIND_RW] = 2, [PLAN_HIDE] = 3};
+    return rank[x->kind] - rank[y->kind];
+}
+
+static bool already(const struct launch_plan *p, const char *path) {
+    for (size_t i = 0; i < p->n_mounts; i++)
+        if (strcmp(p->mounts[i].path, path) == 0)
+            return true;
+    return false;
+}
+
+/* Is path covered by a read-only runtime root already (no need to project)? */
+static bool under_runtime(const struct launch_plan *p, const char *path) {
+    for (size_t i = 0; i < p->n_mounts; i++)
+        if (p->mounts[i].kind == PLAN_BIND_RO && prefix_dir(path, p->mounts[i].path))
+            return true;
+    return false;
+}
+
+static int env_push(char ***envp, size_t *n, const char *name, const char *value) {
+    char *s;
+    if (asprintf(&s, "%s=%s", name, value) < 0)
+        return -ENOMEM;
+    char **nv = realloc(*envp, (*n + 2) * sizeof *nv);
+    if (!nv) {
+        free(s);
+        return -ENOMEM;
+    }
+    *envp = nv;
+    nv[(*n)++] = s;
+    nv[*n] = NULL;
+    return 0;
+}
+
+static const char *env_get(char *const *environ, const char *name) {
+    size_t l = strlen(name);
+    for (char *const *e = environ; e && *e; e++)
+        if (strncmp(*e, name, l) == 0 && (*e)[l] == '=')
+            return *e + l + 1;
+    return NULL;
+}
+
+static int build_env(const struct plan_inputs *in, struct launch_plan *p) {
+    size_t n = 0;
+    int r = 0;
+    p->envp = calloc(1, sizeof *p->envp);
+    if (!p->envp)
+        return -ENOMEM;
+    for (const char *const *a = env_allow; *a && r >= 0; a++) {
+        const char *v = env_get(in->environ, *a);
+        if (v)
+            r = env_push(&p->envp, &n, *a, v);
+    }
+    for (char *const *e = in->environ; e && *e && r >= 0; e++)
+        if (strncmp(*e, "LC_", 3) == 0) {
+            char *eq = strchr(*e, '=');
+            if (!eq)
+                continue;
+            char name[256];
+            size_t l = (size_t)(eq - *e);
+            if (l >= sizeof name)
+                continue;
+            memcpy(name, *e, l);
+            name[l] = '\0';
+            r = env_push(&p->envp, &n, name, eq + 1);
+        }
+    for (int i = 0; i < in->opts->n_pass_env && r >= 0; i++) {
+        const char *v = env_get(in->environ, in->opts->pass_env[i]);
+        if (v)
+            r = env_push(&p->envp, &n, in->opts->pass_env[i], v);
+    }
+    if (r >= 0 && in->home)
+        r = env_push(&p->envp, &n, "HOME", in->home);
+    if (r >= 0)
+        r = env_push(&p->envp, &n, "PWD", in->cwd);
+    if (r >= 0)
+        r = env_push(&p->envp, &n, "TMPDIR", "/tmp");
+    if (r >= 0 && !env_get(in->environ, "PATH"))
+        r = env_push(&p->envp, &n, "PATH", "/usr/local/bin:/usr/bin:/bin");
+    return r;
+}
+
+int plan_build(const struct plan_inputs *in, struct launch_plan *ret_plan, char **ret_error) {
+    struct launch_plan p = {0};
+    const struct run_options *o = in->opts;
+    int r = 0;
+    *ret_error = NULL;
+
+    if (!plan_path_ok(in->workspace) || !plan_path_ok(in->cwd) || (in->home && !plan_path_ok(in->home))) {
+        r = -EINVAL;
+        goto fail;
+    }
+    p.uid = in->uid;
+    p.gid = in->gid;
+    p.unshare_net = policy_denies_network(o);
+    p.landlock = true;
+    p.seccomp = true;
+    p.tmp_size = 1ULL << 30;
+    p.rlimit_nofile = 65536;
+    p.rlimit_fsize = o->stage_max_bytes;
+    if (!(p.cwd = strdup(in->cwd)) || !(p.hostname = strdup("pvisor"))) {
+        r = -ENOMEM;
+        goto fail;
+    }
+    p.argv = calloc((size_t)o->cmd_argc + 1, sizeof *p.argv);
+    if (!p.argv) {
+        r = -ENOMEM;
+        goto fail;
+    }
+    for (int i = 0; i < o->cmd_argc; i++)
+        if (!(p.argv[i] = strdup(o->cmd_argv[i]))) {
+            r = -ENOMEM;
+            goto fail;
+        }
+    if ((r = build_env(in, &p)) < 0)
+        goto fail;
+
+    for (size_t i = 0; i < sizeof runtime_roots / sizeof runtime_roots[0] && r >= 0; i++)
+        r = plan_add_mount(&p, PLAN_BIND_RO, runtime_roots[i], 0);
+    for (size_t i = 0; i < sizeof dev_nodes / sizeof dev_nodes[0] && r >= 0; i++)
+        r = plan_add_mount(&p, PLAN_BIND_RW, dev_nodes[i], 0);
+    if (r >= 0)
+        r = plan_add_mount(&p, PLAN_TMPFS, "/tmp", p.tmp_size);
+    if (r >= 0 && in->home && strcmp(in->home, "/") != 0)
+        r = plan_add_mount(&p, PLAN_TMPFS, in->home, 256ULL << 20);
+    for (size_t i = 0; i < in->n_home_files && r >= 0 && in->home; i++) {
+        if (plan_is_credential_path(in->home_files[i]))
+            continue;
+        char *full = path_join(in->home, in->home_files[i]);
+        if (!full) {
+            r = -ENOMEM;
+            break;
+        }
+        if (plan_path_ok(full) && !already(&p, full))
+            r = plan_add_mount(&p, PLAN_BIND_RO, full, 0);
+        free(full);
+    }
+    for (size_t i = 0; i < in->n_runtime_dirs && r >= 0; i++) {
+        const char *d = in->runtime_dirs[i];
+        if (!plan_path_ok(d) || under_runtime(&p, d) || already(&p, d))
+            continue;
+        if (in->home && prefix_dir(d, in->home)) {
+            const char *rel = strcmp(d, in->home) == 0 ? "" : d + strlen(in->home) + 1;
+            if (!rel[0] || plan_is_credential_path(rel))
+                continue;
+        }
+        if (prefix_dir(in->workspace, d) || prefix_dir(d, in->workspace))
+            continue; /* never project the lower workspace around the overlay */
+        r = plan_add_mount(&p, PLAN_BIND_RO, d, 0);
+    }
+    if (r >= 0)
+        r = plan_add_mount(&p, PLAN_BIND_RW, in->workspace, 0);
+    /* Credentials that live inside the workspace (e.g. workspace == HOME). */
+    for (const char *const *c = plan_credential_paths; r >= 0 && in->home && *c; c++) {
+        char *full = path_join(in->home, *c);
+        if (!full) {
+            r = -ENOMEM;
+            break;
+        }
+        if (prefix_dir(full, in->workspace) && strcmp(full, in->workspace) != 0)
+            r = plan_add_mount(&p, PLAN_HIDE, full, 0);
+        free(full);
+    }
+    if (r < 0)
+        goto fail;
+    qsort(p.mounts, p.n_mounts, sizeof *p.mounts, cmp_mount);
+    *ret_plan = p;
+    return 0;
+fail:
+    if (r == -EINVAL && asprintf(ret_error, "paths given to the sandbox must be absolute and normalised") < 0)
+        *ret_error = NULL;
+    plan_free(&p);
+    return r;
+}

@@ -1,0 +1,48 @@
+/* plan_build.h: run options + facts about the host -> a launch plan (pure).
+ *
+ * The CLI gathers the facts (environment, HOME, which runtime directories
+ * exist, where the command's executable lives); this function decides,
+ * without touching the system, what the sandbox contains.  Unit-tested.
+ */
+#ifndef PVISOR_POLICY_PLAN_BUILD_H
+#define PVISOR_POLICY_PLAN_BUILD_H
+
+#include "policy/plan.h"
+#include "policy/policy.h"
+
+struct plan_inputs {
+    const struct run_options *opts;
+    char *const *environ;      /* the supervisor's environment */
+    const char *home;          /* absolute, normalised; NULL if unknown */
+    const char *workspace;     /* absolute, normalised */
+    const char *cwd;           /* absolute, normalised */
+    uint32_t uid, gid;
+    /* Extra read-only projections found by the CLI (the command's
+     * executable and interpreter directories, toolchains on PATH).
+     * Each must be absolute and normalised. */
+    const char *const *runtime_dirs;
+    size_t n_runtime_dirs;
+    /* Config files under HOME that exist (relative to HOME). */
+    const char *const *home_files;
+    size_t n_home_files;
+};
+
+/* Credential locations relative to HOME that are never projected, and are
+ * hidden when they fall inside the workspace.  NULL-terminated. */
+extern const char *const plan_credential_paths[];
+
+/* Config files relative to HOME projected read-only when present. */
+extern const char *const plan_home_config_files[];
+
+/* True when rel (relative to HOME, normalised) is or is inside a credential
+ * location. */
+bool plan_is_credential_path(const char *rel);
+
+/* Top-level directory under HOME that a runtime path belongs to, or NULL
+ * when it should not be projected whole (credential dirs, .local, .config,
+ * pvisor's own state).  ret_buf receives "HOME/<entry>". */
+const char *plan_home_runtime_root(const char *home, const char *path, char *ret_buf, size_t size);
+
+int plan_build(const struct plan_inputs *in, struct launch_plan *ret_plan, char **ret_error);
+
+#endif
