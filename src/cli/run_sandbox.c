@@ -62,6 +62,20 @@ static void add_runtime_dir(struct dirlist *l, const char *home, const char *dir
     const char *root = plan_home_runtime_root(home, d, buf, sizeof buf);
     if (home && !root && (strncmp(d, home, strlen(home)) == 0 && (d[strlen(home)] == '/' || d[strlen(home)] == 0)))
         return; /* under HOME but not projectable (credentials, HOME itself) */
+    if (!root) {
+        /* A tool manager outside HOME (another user's ~/.pyenv/shims, say):
+         * project its whole dot-directory, unless that is a credential one. */
+        const char *dot = strstr(d, "/.");
+        if (dot && dot[2] != '\0' && dot[2] != '/' && dot[2] != '.') {
+            const char *end = strchr(dot + 1, '/');
+            size_t len = end ? (size_t)(end - d) : strlen(d);
+            if (len >= sizeof buf || plan_is_credential_path(dot + 1))
+                return;
+            memcpy(buf, d, len);
+            buf[len] = '\0';
+            root = buf;
+        }
+    }
     if (!root && strncmp(d, "/opt/", 5) == 0) {
         const char *slash = strchr(d + 5, '/');
         size_t len = slash ? (size_t)(slash - d) : strlen(d);

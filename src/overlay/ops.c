@@ -23,7 +23,6 @@
 #include "overlay/ov-internal.h"
 #include "util/cleanup.h"
 
-static double attr_timeout(struct ov_node *n) { return n->lower ? 0.0 : 1.0; }
 
 void ov_op_init(void *userdata, struct fuse_conn_info *conn) {
     /* Writeback caching would let the kernel hold dirty data we cannot see
@@ -93,7 +92,7 @@ void ov_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
             r = 0;
         }
     }
-    double t = attr_timeout(n);
+    double t = ov_attr_timeout(n, &st);
     ov_unlock(ov);
     if (r < 0)
         fuse_reply_err(req, -r);
@@ -195,7 +194,7 @@ void ov_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set
         }
     }
     r = ov_node_stat(ov, n, &st);
-    t = attr_timeout(n);
+    t = ov_attr_timeout(n, &st);
 out:
     ov_unlock(ov);
     if (r < 0)
@@ -251,6 +250,9 @@ void ov_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
     /* O_NOFOLLOW: the kernel already resolved the name; our reopen goes
      * through the /proc magic link, which O_NOFOLLOW would refuse. */
     int flags = fi->flags & ~(O_CREAT | O_EXCL | O_NOCTTY | O_DIRECT | O_NOFOLLOW);
+    /* The kernel passes internal bits (e.g. __FMODE_EXEC, 0x20, for execve)
+     * that openat2() rejects with EINVAL: keep only real open(2) flags. */
+    flags &= O_ACCMODE | O_APPEND | O_NONBLOCK | O_DSYNC | O_SYNC | O_NOATIME | O_LARGEFILE | O_TRUNC | O_DIRECTORY;
     bool wr = (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC);
     struct ov_fh *fh = calloc(1, sizeof(*fh));
     if (!fh) {

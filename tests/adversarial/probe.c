@@ -1,0 +1,268 @@
+/* probe: escape attempts for the adversarial suite (tests/adversarial/).
+ *
+ * Usage: probe ATTEMPT [ARGS...].  Each attempt tries one way out and
+ * prints one line: "ESCAPED <detail>" when the attempt succeeded (exit 0)
+ * or "BLOCKED <errno name or reason>" when it did not (exit 1).  A probe
+ * never decides the verdict alone: the test script checks the host side
+ * (bytes, servers, processes) too.  Static, raw syscalls where it matters.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/io_uring.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/ptrace.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/uio.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <termios.h>
+#include <unistd.h>
+
+static int escaped(const char *fmt, const char *detail) {
+    printf("ESCAPED %s%s\n", fmt, detail ? detail : "");
+    return 0;
+}
+
+static int blocked(const char *what) {
+    printf("BLOCKED %s (%s)\n", what, strerrorname_np(errno) ? strerrorname_np(errno) : "?");
+    return 1;
+}
+
+static int do_read(const char *path) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return blocked("open");
+    char buf[256];
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n < 0)
+        return blocked("read");
+    buf[n] = '\0';
+    char *nl = strchr(buf, '\n');
+    if (nl)
+        *nl = '\0';
+    return escaped("read: ", buf);
+}
+
+static int do_write(const char *path, const char *data) {
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return blocked("open for write");
+    ssize_t n = write(fd, data, strlen(data));
+    int e = errno;
+    close(fd);
+    errno = e;
+    if (n != (ssize_t)strlen(data))
+        return blocked("write");
+    return escaped("wrote ", path);
+}
+
+static int do_connect_unix(const char *path, int abstract) {
+    int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (s < 0)
+        return blocked("socket");
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    size_t len = strlen(path);
+    if (len >= sizeof a.sun_path - 1)
+        return blocked("path too long");
+    socklen_t alen;
+    if (abstract) {
+        a.sun_path[0] = '\0';
+        memcpy(a.sun_path + 1, path, len);
+        alen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + len);
+    } else {
+        memcpy(a.sun_path, path, len);
+        alen = sizeof a;
+    }
+    if (connect(s, (struct sockaddr *)&a, alen) < 0)
+        return blocked("connect");
+    (void)!write(s, "PROBE-WAS-HERE\n", 15);
+    close(s);
+    return escaped("connected to ", path);
+}
+
+static int do_connect_tcp(const char *ip, int port) {
+    int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (s < 0)
+        return blocked("socket");
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    inet_pton(AF_INET, ip, &a.sin_addr);
+    if (connect(s, (struct sockaddr *)&a, sizeof a) < 0)
+        return blocked("connect");
+    (void)!write(s, "PROBE-WAS-HERE\n", 15);
+    close(s);
+    return escaped("connected to tcp ", ip);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fprintf(stderr, "usage: probe ATTEMPT [ARGS...]\n");
+        return 64;
+    }
+    const char *a = argv[1];
+    setvbuf(stdout, NULL, _IOLBF, 0);
+
+    if (!strcmp(a, "read") && argc == 3)
+        return do_read(argv[2]);
+    if (!strcmp(a, "write") && argc == 4)
+        return do_write(argv[2], argv[3]);
+    if (!strcmp(a, "symlink-read") && argc == 4) { /* LINK TARGET: make LINK -> TARGET, read via it */
+        if (symlink(argv[3], argv[2]) < 0 && errno != EEXIST)
+            return blocked("symlink");
+        return do_read(argv[2]);
+    }
+    if (!strcmp(a, "symlink-write") && argc == 5) {
+        if (symlink(argv[3], argv[2]) < 0 && errno != EEXIST)
+            return blocked("symlink");
+        return do_write(argv[2], argv[4]);
+    }
+    if (!strcmp(a, "hardlink-write") && argc == 5) { /* TARGET LINK DATA */
+        if (link(argv[2], argv[3]) < 0)
+            return blocked("link");
+        return do_write(argv[3], argv[4]);
+    }
+    if (!strcmp(a, "fd-read") && argc == 4) { /* FD NAME: openat on an inherited fd */
+        int fd = atoi(argv[2]);
+        int f = openat(fd, argv[3], O_RDONLY | O_CLOEXEC);
+        if (f < 0)
+            return blocked("openat on inherited fd");
+        char buf[128];
+        ssize_t n = read(f, buf, sizeof buf - 1);
+        buf[n > 0 ? n : 0] = '\0';
+        return escaped("read via inherited fd: ", buf);
+    }
+    if (!strcmp(a, "mknod") && argc == 3) {
+        if (mknod(argv[2], S_IFCHR | 0666, makedev(1, 3)) < 0)
+            return blocked("mknod");
+        return escaped("created device ", argv[2]);
+    }
+    if (!strcmp(a, "ptrace") && argc == 3) {
+        pid_t pid = atoi(argv[2]);
+        if (ptrace(PTRACE_ATTACH, pid, 0, 0) < 0)
+            return blocked("ptrace attach");
+        ptrace(PTRACE_DETACH, pid, 0, 0);
+        return escaped("attached to ", argv[2]);
+    }
+    if (!strcmp(a, "vm-read") && argc == 4) { /* PID ADDR(hex) */
+        pid_t pid = atoi(argv[2]);
+        char buf[16];
+        struct iovec l = {buf, sizeof buf}, r = {(void *)strtoul(argv[3], NULL, 16), sizeof buf};
+        if (process_vm_readv(pid, &l, 1, &r, 1, 0) < 0)
+            return blocked("process_vm_readv");
+        return escaped("read memory of ", argv[2]);
+    }
+    if (!strcmp(a, "kill") && argc == 3) {
+        if (kill(atoi(argv[2]), SIGTERM) < 0)
+            return blocked("kill");
+        return escaped("signalled ", argv[2]);
+    }
+    if (!strcmp(a, "tiocsti") && argc == 2) {
+        char c = 'x';
+        int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (ioctl(fd, TIOCSTI, &c) < 0 && errno == EPERM)
+            return blocked("TIOCSTI filtered");
+        return escaped("TIOCSTI reached the tty layer", NULL);
+    }
+    if (!strcmp(a, "unix") && argc == 3)
+        return do_connect_unix(argv[2], 0);
+    if (!strcmp(a, "abstract") && argc == 3)
+        return do_connect_unix(argv[2], 1);
+    if (!strcmp(a, "tcp") && argc == 4)
+        return do_connect_tcp(argv[2], atoi(argv[3]));
+    if (!strcmp(a, "io_uring") && argc == 2) {
+        struct io_uring_params p;
+        memset(&p, 0, sizeof p);
+        long fd = syscall(__NR_io_uring_setup, 4, &p);
+        if (fd < 0)
+            return blocked("io_uring_setup");
+        return escaped("io_uring instance created", NULL);
+    }
+    if (!strcmp(a, "userns") && argc == 2) {
+        if (unshare(CLONE_NEWUSER) < 0)
+            return blocked("unshare(CLONE_NEWUSER)");
+        return escaped("new user namespace", NULL);
+    }
+    if (!strcmp(a, "clone-userns") && argc == 2) {
+        long pid = syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, 0, 0, 0, 0);
+        if (pid < 0)
+            return blocked("clone(CLONE_NEWUSER)");
+        if (pid == 0)
+            _exit(0);
+        waitpid((pid_t)pid, NULL, 0);
+        return escaped("cloned into a new user namespace", NULL);
+    }
+    if (!strcmp(a, "mount") && argc == 3) {
+        if (mount("tmpfs", argv[2], "tmpfs", 0, NULL) < 0)
+            return blocked("mount");
+        return escaped("mounted tmpfs on ", argv[2]);
+    }
+    if (!strcmp(a, "remount-rw") && argc == 3) {
+        if (mount(NULL, argv[2], NULL, MS_REMOUNT | MS_BIND, NULL) < 0)
+            return blocked("remount");
+        return escaped("remounted ", argv[2]);
+    }
+    if (!strcmp(a, "x32") && argc == 2) {
+        /* getpid through the x32 ABI: a non-native ABI must kill us. */
+        long r = syscall(0x40000000 | 39);
+        if (r < 0)
+            return blocked("x32 syscall returned an error");
+        return escaped("x32 syscall ran", NULL);
+    }
+    if (!strcmp(a, "i386") && argc == 2) {
+#if defined(__x86_64__)
+        long r;
+        __asm__ volatile("int $0x80" : "=a"(r) : "a"(20L) : "memory"); /* i386 getpid */
+        if (r < 0) {
+            errno = (int)-r;
+            return blocked("int 0x80");
+        }
+        return escaped("i386 syscall ran", NULL);
+#else
+        return blocked("not x86_64");
+#endif
+    }
+    if (!strcmp(a, "daemon") && argc == 3) { /* MARKER: leave a setsid sleeper behind */
+        pid_t c = fork();
+        if (c == 0) {
+            setsid();
+            if (fork() == 0) {
+                char *args[] = {argv[2], "300", NULL}; /* argv[0] is the marker */
+                execv("/bin/sleep", args);
+                _exit(1);
+            }
+            _exit(0);
+        }
+        waitpid(c, NULL, 0);
+        return escaped("daemon started", NULL);
+    }
+    if (!strcmp(a, "env") && argc == 3) {
+        const char *v = getenv(argv[2]);
+        if (!v) {
+            errno = ENOENT;
+            return blocked("variable absent");
+        }
+        return escaped("variable present: ", v);
+    }
+    if (!strcmp(a, "socketpair") && argc == 2) {
+        int sv[2];
+        if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0)
+            return blocked("socketpair");
+        char c = 0;
+        if (write(sv[0], "y", 1) != 1 || read(sv[1], &c, 1) != 1 || c != 'y')
+            return blocked("socketpair io");
+        return escaped("socketpair works", NULL);
+    }
+    fprintf(stderr, "probe: unknown attempt '%s'\n", a);
+    return 64;
+}

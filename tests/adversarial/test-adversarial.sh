@@ -1,0 +1,192 @@
+#!/bin/sh
+# The adversarial suite: escape attempts run inside `pvisor run --safe`, with
+# an unisolated control run of the same attempt that must get through (a
+# probe the control blocks proves nothing).  Verdicts come from the host
+# side: final host bytes, what host servers received, whether host processes
+# were touched, the staged content, and the Bundle.
+. "$(dirname "$0")/../lib.sh"
+: "${PROBE:?PROBE must point at the built probe}"
+PY=/usr/bin/python3
+
+if [ "$(id -u)" -eq 0 ] && [ -c /dev/fuse ]; then chmod 0666 /dev/fuse; fi
+
+H="$T/host"; W="$T/ws"; S="$T/stage"; HOMEDIR="$T/home"
+mkdir -p "$H" "$W" "$HOMEDIR/.ssh"
+echo TOPSECRET > "$H/secret.txt"
+ln -s secret.txt "$H/chain"
+ln -s "$W" "$T/alias"
+echo PRIVATEKEY > "$HOMEDIR/.ssh/id_rsa"
+printf '[user]\n\tname = probe\n' > "$HOMEDIR/.gitconfig"
+echo original > "$W/file.txt"
+export HOME="$HOMEDIR" SECRET_TOKEN=hunter2
+
+# Host services: a pathname and an abstract unix socket, a loopback TCP port.
+cat > "$T/server.py" <<'PYEOF'
+import os, socket, sys, threading
+log = open(sys.argv[1], "a", buffering=1)
+def serve(sock, name):
+    while True:
+        c, _ = sock.accept()
+        data = c.recv(100)
+        log.write(f"{name} {data!r}\n")
+        c.close()
+u = socket.socket(socket.AF_UNIX); u.bind(sys.argv[2]); u.listen(8)
+a = socket.socket(socket.AF_UNIX); a.bind("\0" + sys.argv[3]); a.listen(8)
+t = socket.socket(); t.bind(("127.0.0.1", 0)); t.listen(8)
+open(sys.argv[4], "w").write(str(t.getsockname()[1]))
+for s, n in ((u, "unix"), (a, "abstract"), (t, "tcp")):
+    threading.Thread(target=serve, args=(s, n), daemon=True).start()
+threading.Event().wait()
+PYEOF
+ABSTRACT="pvisor-test-$$"
+$PY "$T/server.py" "$T/server.log" "$H/host.sock" "$ABSTRACT" "$T/port" &
+SERVER=$!
+at_exit "kill $SERVER"
+i=0; while [ ! -s "$T/port" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
+PORT=$(cat "$T/port")
+
+# A host victim process (cwd in the host dir, a secret in its environment).
+(cd "$H" && VICTIM_SECRET=victim-env exec sleep 300) &
+VICTIM=$!
+at_exit "kill $VICTIM"
+sleep 0.1
+ADDR=0x$(head -n1 /proc/$VICTIM/maps | cut -d- -f1)
+before=$(cd "$H" && find . -printf '%y %m %s %p %l\n' | sort; cat "$H/secret.txt")
+
+cd "$W"
+safe() { "$PVISOR" run --safe --stage "$S" --workspace "$W" -- "$PROBE" "$@" 2>&1; }
+control() { "$PVISOR" run -- "$PROBE" "$@" 2>&1; }
+
+# attempt DESCRIPTION ARGS...: control must escape, --safe must not.
+attempt() {
+    d=$1; shift
+    c=$(control "$@"); cs=$?
+    s=$(safe "$@"); ss=$?
+    case "$c" in ESCAPED*) ;; *) not_ok "control for '$d' gets through (else the probe proves nothing)"; diag "control: $c";; esac
+    case "$s" in
+        ESCAPED*) not_ok "--safe blocks: $d"; diag "safe: $s";;
+        *) if [ $ss -ne 0 ]; then ok "--safe blocks: $d"; else not_ok "--safe blocks: $d (status $ss)"; diag "$s"; fi;;
+    esac
+}
+
+rm -rf "$S"
+"$PVISOR" run --safe --stage "$S" --workspace "$W" -- true
+eq $? 0 "a --safe run starts (stage created)"
+
+attempt "absolute-path read outside the workspace" read "$H/secret.txt"
+attempt "'..' read outside the workspace" read "../host/secret.txt"
+attempt "read through a symlink chain out of the workspace" symlink-read "$W/lnk1" "$H/chain"
+attempt "read via /proc/self/root" read "/proc/self/root$H/secret.txt"
+attempt "read via /proc/<host pid>/root" read "/proc/$VICTIM/root$H/secret.txt"
+s=$(safe read "/proc/1/root$H/secret.txt"); case "$s" in BLOCKED*) ok "--safe blocks: read via /proc/1/root";; *) not_ok "--safe blocks: read via /proc/1/root"; diag "$s";; esac
+attempt "read /proc/<host pid>/environ" read "/proc/$VICTIM/environ"
+attempt "read via /proc/<host pid>/cwd" read "/proc/$VICTIM/cwd/secret.txt"
+attempt "credential in HOME (~/.ssh)" read "$HOMEDIR/.ssh/id_rsa"
+attempt "credential in the environment" env SECRET_TOKEN
+attempt "inherited directory fd (openat)" fd-read 9 secret.txt 9<"$H"
+attempt "pathname unix socket of a host service" unix "$H/host.sock"
+attempt "abstract unix socket of a host service" abstract "$ABSTRACT"
+attempt "TCP to a host loopback service" tcp 127.0.0.1 "$PORT"
+attempt "ptrace of a host process" ptrace "$VICTIM"
+attempt "process_vm_readv of a host process" vm-read "$VICTIM" "$ADDR"
+attempt "TIOCSTI" tiocsti
+attempt "io_uring" io_uring
+attempt "nested user namespace (unshare)" userns
+attempt "nested user namespace (clone)" clone-userns
+attempt "i386 syscall ABI" i386
+
+# Writes: verdict by host bytes.
+safe write "$H/planted.txt" PWNED >/dev/null
+safe write "$T/alias/aliased.txt" PWNED >/dev/null
+safe symlink-write "$W/lnkw" "$H/secret.txt" PWNED >/dev/null
+safe hardlink-write "$H/secret.txt" "$W/hl" PWNED >/dev/null
+check "--safe: host files unchanged after write attempts (abs path, symlink, hard link)" \
+    sh -c "[ \"\$(cd '$H' && find . -printf '%y %m %s %p %l\n' | sort; cat '$H/secret.txt')\" = '$before' ]"
+check "--safe: the lower workspace reached under another path (alias) is unchanged" test ! -e "$W/aliased.txt"
+control write "$H/planted.txt" PWNED >/dev/null
+check "control: an absolute-path write outside the workspace lands on the host" grep -q PWNED "$H/planted.txt"
+rm -f "$H/planted.txt"
+
+# Host servers: nothing from the sandbox arrived (the control's lines did).
+n_unix=$(grep -c '^unix' "$T/server.log"); n_abs=$(grep -c '^abstract' "$T/server.log"); n_tcp=$(grep -c '^tcp' "$T/server.log")
+eq "$n_unix $n_abs $n_tcp" "1 1 1" "host servers received only the control runs' connections"
+
+# Host processes: the victim survived the sandboxed kill, the control kills it.
+s=$(safe kill "$VICTIM")
+check "--safe: a host process cannot be signalled" kill -0 "$VICTIM"
+
+# Devices, mounts, syscall ABIs.
+s=$(safe mknod "$W/devnull"); case "$s" in BLOCKED*) ok "--safe blocks mknod";; *) not_ok "--safe blocks mknod"; diag "$s";; esac
+s=$(safe mount /tmp); case "$s" in BLOCKED*) ok "--safe blocks mount";; *) not_ok "--safe blocks mount"; diag "$s";; esac
+s=$(safe remount-rw /usr); case "$s" in BLOCKED*) ok "--safe blocks a remount";; *) not_ok "--safe blocks a remount"; diag "$s";; esac
+"$PVISOR" run --safe --stage "$S" --workspace "$W" -- "$PROBE" x32 >/dev/null 2>&1; rc=$?
+eq "$rc" 159 "--safe kills an x32 syscall (SIGSYS)"
+"$PVISOR" run --safe --stage "$S" --workspace "$W" -- "$PROBE" i386 >/dev/null 2>&1; rc=$?
+eq "$rc" 159 "--safe kills an i386 syscall (SIGSYS)"
+s=$(safe read /sys/kernel/notes); case "$s" in BLOCKED*) ok "--safe has no /sys";; *) not_ok "--safe has no /sys"; diag "$s";; esac
+s=$(safe read /dev/kmsg); case "$s" in BLOCKED*) ok "--safe exposes no host device beyond the exact set";; *) not_ok "--safe exposes no extra device"; diag "$s";; esac
+
+# Daemons do not outlive the run (control: the same probe run directly).
+# (patterns start with a bracket so they do not match the checking shell)
+MARK="pvisor-daemon-$$"
+"$PROBE" daemon "$MARK-control" >/dev/null; sleep 0.1
+check "control: the daemon outlives its parent on the host" sh -c "pgrep -f '^[p]visor-daemon-$$-control 300' >/dev/null"
+pkill -f "^[p]visor-daemon-$$-control"
+safe daemon "$MARK" >/dev/null; sleep 0.2
+check "--safe: a setsid daemon is gone when the run ends" sh -c "! pgrep -f '^[p]visor-daemon-$$ 300' >/dev/null"
+
+# --pass-env hands over exactly what the user chose.
+s=$("$PVISOR" run --safe --pass-env SECRET_TOKEN --stage "$S" --workspace "$W" -- "$PROBE" env SECRET_TOKEN 2>&1)
+eq "$s" "ESCAPED variable present: hunter2" "--pass-env NAME passes that variable"
+
+# Positive controls: what an agent needs still works.
+out=$("$PVISOR" run --safe --stage "$S" --workspace "$W" -- sh -c 'cat file.txt; echo staged > new.txt; cat new.txt; echo x > /tmp/t && cat /tmp/t' 2>&1)
+eq "$out" "$(printf 'original\nstaged\nx')" "--safe: read and write in the workspace and /tmp"
+check "--safe: the write is staged, the lower is untouched" sh -c "[ \"\$(cat '$S/upper/new.txt')\" = staged ] && [ ! -e '$W/new.txt' ]"
+eq "$(safe socketpair)" "ESCAPED socketpair works" "--safe: socketpair works"
+eq "$("$PVISOR" run --safe --stage "$S" --workspace "$W" -- sh -c 'sh -c "echo child"' 2>&1)" child "--safe: fork/exec work"
+if command -v python3 >/dev/null; then
+    eq "$("$PVISOR" run --safe --stage "$S" --workspace "$W" -- python3 -c 'print(6*7)' 2>&1)" 42 "--safe: python3 runs (toolchain projected automatically)"
+fi
+if command -v cc >/dev/null; then
+    out=$("$PVISOR" run --safe --stage "$S" --workspace "$W" -- sh -c 'printf "int main(void){return 7;}\n" > m.c && cc -o m m.c && ./m; echo $?' 2>&1)
+    eq "$out" 7 "--safe: a C compiler builds and runs a program in the workspace"
+fi
+if command -v git >/dev/null; then
+    out=$("$PVISOR" run --safe --stage "$S" --workspace "$W" -- sh -c 'git init -q . && git add file.txt && git -c user.email=p@p commit -qm x && git log --format=%an' 2>&1)
+    eq "$out" probe "--safe: git works (and sees the allowlisted ~/.gitconfig)"
+fi
+
+# The Bundle: every requested dimension enforced except resources.
+b="$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json"
+eq "$(jq -r '[.dimensions | to_entries[] | select(.value.effective != "enforced") | .key] | join(",")' "$b")" resources \
+   "--safe Bundle: every dimension enforced except resources"
+eq "$(jq -r '.sandbox_evidence | [.NoNewPrivs, .Seccomp, .CapEff, .CapBnd] | join(" ")' "$b")" \
+   "1 2 0000000000000000 0000000000000000" "--safe Bundle: self-check shows no_new_privs, seccomp, no capabilities"
+check "--safe Bundle validates against the schema" /usr/bin/python3 "$SRCDIR/tests/validate-bundle.py" "$SRCDIR/docs/bundle.schema.json" "$b"
+"$PVISOR" run --safe --strict --stage "$S" --workspace "$W" -- touch "$W/strict-ran" 2>/dev/null; rc=$?
+check "--strict refuses --safe while resources are not enforced (125, nothing run)" sh -c "[ $rc -eq 125 ] && [ ! -e '$S/upper/strict-ran' ]"
+
+# --- the same boundary for an unprivileged user ------------------------------
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
+    U="$T/u"; mkdir -p "$U/ws" "$U/home"
+    echo mine > "$U/ws/file.txt"
+    cp /usr/bin/id "$U/ws/suid-id"; chmod 4755 "$U/ws/suid-id"   # setuid root
+    chown -R 65534:65534 "$U"; chown 0:0 "$U/ws/suid-id"; chmod 4755 "$U/ws/suid-id"
+    asuser() { (cd "$U/ws" && HOME="$U/home" XDG_STATE_HOME="$U/state" setpriv --reuid=65534 --regid=65534 --clear-groups "$@" 2>&1); }
+    out=$(asuser "$PVISOR" run -- ./suid-id -u)
+    eq "$out" 0 "control: a setuid-root binary gives euid 0 to an unprivileged user"
+    out=$(asuser "$PVISOR" run --safe --stage "$U/stage" -- ./suid-id -u)
+    eq "$out" 65534 "--safe (unprivileged): a setuid binary does not raise privileges"
+    out=$(asuser "$PVISOR" run --safe --stage "$U/stage" -- "$PROBE" read "$H/secret.txt")
+    case "$out" in BLOCKED*) ok "--safe (unprivileged): absolute-path read outside the workspace blocked";; *) not_ok "--safe (unprivileged) read blocked"; diag "$out";; esac
+    out=$(asuser "$PVISOR" run --safe --stage "$U/stage" -- sh -c 'id -u; echo new > new.txt; cat file.txt')
+    eq "$out" "$(printf '65534\nmine')" "--safe (unprivileged): the command runs as the invoking user and reads the workspace"
+    check "--safe (unprivileged): the write is staged, owned by the user, lower untouched" \
+        sh -c "[ \"\$(stat -c %u '$U/stage/upper/new.txt')\" = 65534 ] && [ ! -e '$U/ws/new.txt' ]"
+    ub="$U/state/pvisor/runs/$(ls "$U/state/pvisor/runs" | sort | tail -n1)/bundle.json"
+    eq "$(jq -r '[.dimensions | to_entries[] | select(.value.effective != "enforced") | .key] | join(",")' "$ub")" resources \
+       "--safe (unprivileged) Bundle: every dimension enforced except resources"
+else
+    skip "--safe as an unprivileged user" "needs root to switch users"
+fi
