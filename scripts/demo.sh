@@ -1,9 +1,11 @@
 #!/bin/sh
 # Build pvisor and show its main job on a throw-away demo workspace:
-# a run whose writes are staged, then its review.
+# an "agent" runs under `pvisor run --safe`, every write is staged, the
+# user reviews (status --review, diff) and applies.
 set -eu
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
+if [ "$(id -u)" -eq 0 ] && [ -c /dev/fuse ]; then chmod 0666 /dev/fuse; fi
 [ -f build/build.ninja ] || meson setup build >/dev/null
 ninja -C build >/dev/null
 PVISOR="$PWD/build/src/cli/pvisor"
@@ -12,26 +14,39 @@ demo=$(mktemp -d /tmp/pvisor-demo.XXXXXX)
 export XDG_STATE_HOME="$demo/state"
 mkdir -p "$demo/project"
 cd "$demo/project"
-printf 'print("hello")\n' > app.py
+printf 'def greet():\n    return "hello"\n' > app.py
 printf '# Demo project\n' > README.md
-echo "== demo workspace: $demo/project"
+printf 'secret\n' > "$demo/outside.txt"
+step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+
+step "the workspace: $demo/project"
 ls -l
 
-if "$PVISOR" run --stage "$demo/stage" -- true 2>/dev/null; then
-    echo "== pvisor run --stage: the 'agent' edits, creates and deletes files"
-    "$PVISOR" run --stage "$demo/stage" -- sh -c '
-        echo "print(\"hello, agent\")" > app.py
-        echo "new file" > notes.txt
-        rm README.md
-        echo "inside the run the workspace shows:"; ls -l'
-    echo "== after the run, the real workspace is untouched:"
-    ls -l
-    echo "== the staged changes (upper layer of the stage):"
-    (cd "$demo/stage/upper" && find . -mindepth 1 -printf '%y %p\n' | sort)
-else
-    echo "== this build cannot stage yet; showing a plain (unisolated) run"
-    "$PVISOR" run -- sh -c 'echo "the agent runs in $(pwd)"'
-fi
-echo "== pvisor status (the Run Bundle: what was requested, what was enforced)"
-"$PVISOR" status
-echo "== demo files are in $demo (remove with: rm -rf $demo)"
+step "pvisor run --safe -- <agent>: edits, creates, deletes; tries to escape"
+"$PVISOR" run --safe -- sh -c "
+    printf 'def greet():\n    return \"hello, agent\"\n' > app.py
+    echo 'new notes' > notes.txt
+    rm README.md
+    echo '-- inside the sandbox the workspace shows:'; ls
+    echo '-- escape attempts:'
+    cat $demo/outside.txt 2>&1 | sed 's/^/   read outside: /'
+    echo pwned > $demo/outside.txt 2>&1 | sed 's/^/   write outside: /' || true
+    ls ~/.ssh 2>&1 | sed 's/^/   ~\/.ssh: /'
+    (exec 3<>/dev/tcp/127.0.0.1/22) 2>&1 | sed 's/^/   network: /' || echo '   network: no route (private network namespace)'
+" || true
+
+step "the real workspace is untouched so far"
+ls -l; cat "$demo/outside.txt"
+
+step "pvisor status --review: what changed, and what boundary held"
+"$PVISOR" status --review
+
+step "pvisor diff"
+"$PVISOR" diff || true
+
+step "pvisor apply"
+"$PVISOR" apply
+ls -l; cat app.py
+
+echo
+echo "demo files are in $demo (remove with: rm -rf $demo)"

@@ -37,6 +37,25 @@ int cmd_list(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 int cmd_help(int argc, char **argv);
+#ifdef PVISOR_HAVE_LIFECYCLE
+/* Stage lifecycle verbs (cmd_diff.c, cmd_apply.c, cmd_drop.c, cmd_review.c,
+ * cmd_checkpoint.c, cmd_restore.c, cmd_fork.c). */
+int cmd_diff(int argc, char **argv);
+int cmd_apply(int argc, char **argv);
+int cmd_drop(int argc, char **argv);
+int cmd_checkpoint(int argc, char **argv);
+int cmd_restore(int argc, char **argv);
+int cmd_fork(int argc, char **argv);
+/* `pvisor status --review [RUN|STAGE] [--json]` */
+int cmd_review(const char *arg, bool as_json);
+/* Shared by the lifecycle verbs (cmd_review.c): resolve RUN / --stage DIR
+ * to a stage path (printing the error; returns an exit status), and tell a
+ * positional STAGE directory from a RUN id. */
+struct json_t;
+int lc_cli_target(const char *verb, const char *run, const char *stage_dir, char **ret_stage, char **ret_run,
+                  struct json_t **ret_bundle);
+bool lc_cli_arg_is_stage(const char *arg);
+#endif
 
 /* The table (cli/main.c).  Planned verbs have run == NULL. */
 const struct cli_command *cli_find_command(const char *name);

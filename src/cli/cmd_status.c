@@ -1,5 +1,6 @@
 /* cmd_status.c: `pvisor status [RUN] [--json]`: one run's Bundle, for a
- * person (the Safety boundary table) or as the Bundle JSON itself. */
+ * person (the Safety boundary table) or as the Bundle JSON itself.
+ * `--review [RUN|STAGE]`: the stage's changes (cmd_review.c). */
 #include "cli/cli.h"
 #include "cli/runs.h"
 #include "policy/policy.h"
@@ -45,7 +46,7 @@ static void print_human(const json_t *b) {
     printf("Executor:    %s (%s)\n", str(ex, "effective"), str(ex, "mechanism"));
     const json_t *st = json_object_get(b, "stage");
     if (json_is_object(st))
-        printf("Stage:       %s (%s)\n", str(st, "path"), str(st, "state"));
+        printf("Stage:       %s (%s)\n", str(st, "path"), runs_stage_state(b) ? runs_stage_state(b) : "-");
 
     printf("\nSafety boundary:\n");
     printf("  %-18s %-12s %-12s %s\n", "DIMENSION", "REQUESTED", "EFFECTIVE", "MECHANISM");
@@ -64,19 +65,28 @@ static void print_human(const json_t *b) {
 }
 
 int cmd_status(int argc, char **argv) {
-    bool as_json = false;
+    bool as_json = false, review = false;
     const char *query = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
             return cli_print_help(cli_find_command("status"));
         if (strcmp(argv[i], "--json") == 0)
             as_json = true;
+        else if (strcmp(argv[i], "--review") == 0)
+            review = true;
         else if (argv[i][0] == '-')
             return cli_usage_error("status", "unknown option '%s'", argv[i]);
         else if (query)
             return cli_usage_error("status", "takes at most one RUN");
         else
             query = argv[i];
+    }
+    if (review) {
+#ifdef PVISOR_HAVE_LIFECYCLE
+        return cmd_review(query, as_json);
+#else
+        return cli_error(PV_EXIT_FAILURE, "status", "--review needs a build with the stage overlay");
+#endif
     }
 
     _cleanup_free_ char *id = NULL;
@@ -97,6 +107,9 @@ int cmd_status(int argc, char **argv) {
     if (as_json) {
         /* The Bundle as recorded, with the derived display state beside it. */
         json_object_set_new(b, "display_state", json_string(runs_display_state(b)));
+        json_t *st = json_object_get(b, "stage");
+        if (json_is_object(st) && runs_stage_state(b))
+            json_object_set_new(st, "current_state", json_string(runs_stage_state(b)));
         json_dumpf(b, stdout, JSON_INDENT(2));
         fputc('\n', stdout);
     } else {

@@ -58,12 +58,74 @@ static const struct cli_command commands[] = {
      cmd_doctor},
     {"version", "Print the version", "Usage: pvisor version\n", cmd_version},
     {"help", "Show help for pvisor or one verb", "Usage: pvisor help [VERB]\n", cmd_help},
-    {"diff", "Show staged changes as a patch (planned)", "Usage: pvisor diff [--stat] [PATH...]  (planned)\n", NULL},
-    {"apply", "Apply a sealed stage to the workspace (planned)", "Usage: pvisor apply [--dry-run]  (planned)\n", NULL},
-    {"drop", "Discard a stage (planned)", "Usage: pvisor drop  (planned)\n", NULL},
-    {"checkpoint", "Checkpoint a stage (planned)", "Usage: pvisor checkpoint [--name N]  (planned)\n", NULL},
-    {"restore", "Restore a stage from a checkpoint (planned)", "Usage: pvisor restore NAME  (planned)\n", NULL},
-    {"fork", "Fork a stage from a checkpoint (planned)", "Usage: pvisor fork [CHECKPOINT] NEW_STAGE  (planned)\n", NULL},
+#ifdef PVISOR_HAVE_LIFECYCLE
+#define LC_RUN(f) f
+#else
+#define LC_RUN(f) NULL
+#endif
+    {"diff", "Show staged changes as a patch",
+     "Usage: pvisor diff [--stat] [RUN|--stage DIR] [-- PATH...]\n"
+     "\n"
+     "Prints the changes staged by RUN (default: the most recent run that has a\n"
+     "stage) as a unified diff against the current workspace, produced by diff(1).\n"
+     "Binary files are reported, not dumped; mode and symlink changes are shown as\n"
+     "git shows them. PATHs (workspace-relative) limit the output.\n"
+     "  --stage DIR   The stage directory to show (instead of a RUN).\n"
+     "  --stat        A per-file summary of inserted and deleted lines.\n",
+     LC_RUN(cmd_diff)},
+    {"apply", "Apply a sealed stage to the workspace",
+     "Usage: pvisor apply [RUN|--stage DIR] [--path P]... [--dry-run] [--keep-special-modes]\n"
+     "\n"
+     "Writes the changes staged by RUN (default: the most recent run that has a stage)\n"
+     "into the real workspace. Every path the agent changed must still be what the\n"
+     "agent saw (type, mode, SHA-256 of the content); on any conflict nothing is\n"
+     "written and each conflicting path is named. Each file is replaced atomically;\n"
+     "an interrupted apply is completed by the next 'pvisor apply'. Running and\n"
+     "interrupted stages are refused; an applied stage cannot be applied again.\n"
+     "  --stage DIR            The stage directory to apply (instead of a RUN).\n"
+     "  --path P               Apply only P and what is below it (repeatable;\n"
+     "                         the stage is then not marked applied).\n"
+     "  -n, --dry-run          List what would be done; write nothing.\n"
+     "  --keep-special-modes   Keep setuid/setgid bits (dropped by default).\n"
+     "\n"
+     "Exit status: 0 applied, 1 refused (conflict, stage state) or failed, 2 usage.\n",
+     LC_RUN(cmd_apply)},
+    {"drop", "Discard a stage",
+     "Usage: pvisor drop [RUN|--stage DIR] [--force]\n"
+     "\n"
+     "Discards the changes staged by RUN (default: the most recent run that has a\n"
+     "stage). The workspace is not touched. Refused while the run is going.\n"
+     "The stage directory keeps only a 'dropped' marker and its metadata.\n"
+     "  --stage DIR   The stage directory to drop (instead of a RUN).\n"
+     "  --force       Drop even though an interrupted apply is pending (the part\n"
+     "                already written stays in the workspace).\n",
+     LC_RUN(cmd_drop)},
+    {"checkpoint", "Checkpoint a stage",
+     "Usage: pvisor checkpoint [--name N] [RUN|--stage DIR]\n"
+     "       pvisor checkpoint --list [RUN|--stage DIR]\n"
+     "\n"
+     "Saves a durable, self-contained copy of a sealed stage (its upper, journal and\n"
+     "metadata; reflinked where the file system can, copied otherwise) under\n"
+     "STAGE/checkpoints/N (default name: cp-<UTC time>).\n"
+     "  --name N      Name of the checkpoint (letters, digits, '.', '_', '-').\n"
+     "  --list        List the stage's checkpoints.\n"
+     "  --stage DIR   The stage (instead of a RUN; default: the newest staged run).\n",
+     LC_RUN(cmd_checkpoint)},
+    {"restore", "Restore a stage from a checkpoint",
+     "Usage: pvisor restore NAME [RUN|--stage DIR]\n"
+     "\n"
+     "Replaces the content of a stopped stage (sealed or interrupted) with its\n"
+     "checkpoint NAME; the stage is sealed afterwards.\n"
+     "  --stage DIR   The stage (instead of a RUN; default: the newest staged run).\n",
+     LC_RUN(cmd_restore)},
+    {"fork", "Fork a new stage from a checkpoint",
+     "Usage: pvisor fork [CHECKPOINT] NEW_STAGE [--run RUN|--stage DIR]\n"
+     "\n"
+     "Creates NEW_STAGE (absent or empty), a sealed stage holding CHECKPOINT of the\n"
+     "source stage, or the source stage itself when no CHECKPOINT is given.\n"
+     "  --run RUN     The source stage is RUN's (default: the newest staged run).\n"
+     "  --stage DIR   The source stage directory.\n",
+     LC_RUN(cmd_fork)},
 };
 
 const struct cli_command *cli_commands(unsigned *ret_n) {

@@ -49,6 +49,10 @@ int run_stage_path(const struct run_context *ctx, char **ret_path);
  * On error *ret_error is a malloc'd message. */
 int run_check_stage_location(const struct run_context *ctx, char **ret_error);
 
+/* The first dimension the policy requested that the Bundle does not record
+ * as effectively enforced, or NULL (--strict). */
+const char *run_strict_violation(const struct run_context *ctx);
+
 /* Grace period between a forwarded termination signal and SIGKILL. */
 int run_kill_grace_ms(void);
 

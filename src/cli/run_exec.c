@@ -37,8 +37,7 @@ static void record_plain_dimensions(json_t *b) {
     bundle_set_executor(b, "host", "plain fork/exec, no isolation");
 }
 
-/* The first requested dimension that is not effectively enforced. */
-static const char *strict_violation(const struct run_context *ctx) {
+const char *run_strict_violation(const struct run_context *ctx) {
     json_t *dims = json_object_get(ctx->bundle, "dimensions");
     for (unsigned d = 0; d < _DIM_MAX; d++) {
         if (ctx->policy->requested[d] == LEVEL_NONE)
@@ -60,8 +59,10 @@ int run_fail_setup(struct run_context *ctx, const char *reason) {
 /* Start the command (after --strict is checked and the Bundle says
  * "running"); fills res. */
 static int run_command(struct run_context *ctx, struct exec_spec *spec, struct exec_result *res) {
-    if (ctx->opts->strict) {
-        const char *dim = strict_violation(ctx);
+    /* A sandboxed run is checked by the supervisor when the launcher's
+     * evidence arrives, before the command is allowed to exec. */
+    if (ctx->opts->strict && !policy_wants_sandbox(ctx->opts)) {
+        const char *dim = run_strict_violation(ctx);
         if (dim) {
             fprintf(stderr, "pvisor run: --strict: dimension '%s' was requested but cannot be enforced here\n", dim);
             return -EPERM;

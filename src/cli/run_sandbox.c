@@ -77,8 +77,9 @@ static void add_runtime_dir(struct dirlist *l, const char *home, const char *dir
         }
     }
     if (!root && strncmp(d, "/opt/", 5) == 0) {
-        const char *slash = strchr(d + 5, '/');
-        size_t len = slash ? (size_t)(slash - d) : strlen(d);
+        size_t dl = strlen(d);
+        const char *slash = memchr(d + 5, '/', dl - 5);
+        size_t len = slash ? (size_t)(slash - d) : dl;
         if (len < sizeof buf) {
             memcpy(buf, d, len);
             buf[len] = '\0';
@@ -168,8 +169,8 @@ static void gather_runtime(const struct run_context *ctx, const char *home, stru
             add_runtime_dir(l, home, d);
 }
 
-int sandbox_prepare(const struct run_context *ctx, struct sandbox *ret_sb, char **ret_error) {
-    struct sandbox sb = {.plan_fd = -1, .sync_r = -1, .sync_w = -1};
+int sandbox_prepare(struct run_context *ctx, struct sandbox *ret_sb, char **ret_error) {
+    struct sandbox sb = {.plan_fd = -1, .sync_r = -1, .sync_w = -1, .go_r = -1, .go_w = -1, .ctx = ctx};
     _cleanup_free_ char *home = NULL;
     const char *h = getenv("HOME");
     if (h && h[0] == '/')
@@ -227,47 +228,83 @@ int sandbox_prepare(const struct run_context *ctx, struct sandbox *ret_sb, char 
     }
     sb.sync_r = p[0];
     sb.sync_w = p[1];
+    if (pipe2(p, O_CLOEXEC) < 0) {
+        r = -errno;
+        sandbox_release(&sb);
+        return r;
+    }
+    sb.go_r = p[0];
+    sb.go_w = p[1];
     sb.pass[0] = sb.plan_fd;
     sb.pass[1] = sb.sync_w;
+    sb.pass[2] = sb.go_r;
     *ret_sb = sb;
     return 0;
 }
 
-/* Parent side, once the launcher was exec'd: read its report to EOF. */
+/* Read one newline-terminated line (bounded) from fd into a malloc'd
+ * string; NULL at EOF without data. */
+static char *read_line(int fd) {
+    char *buf = malloc(LAUNCH_REPORT_MAX + 1);
+    if (!buf)
+        return NULL;
+    size_t len = 0;
+    while (len < LAUNCH_REPORT_MAX) {
+        ssize_t n = read(fd, buf + len, 1);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0 || buf[len] == '\n')
+            break;
+        len++;
+    }
+    if (len == 0) {
+        free(buf);
+        return NULL;
+    }
+    buf[len] = '\0';
+    return buf;
+}
+
+/* Parent side, once the launcher was exec'd: read its report, record the
+ * evidence, decide (--strict) and let the command go or not; then wait for
+ * EOF (exec) or an exec failure report. */
 void sandbox_read_report(pid_t child, void *userdata) {
     struct sandbox *sb = userdata;
     if (sb->sync_w >= 0) {
-        close(sb->sync_w); /* our copy; the launcher chain holds the rest */
+        close(sb->sync_w); /* our copies; the launcher chain holds the rest */
         sb->sync_w = -1;
     }
-    char *buf = malloc(LAUNCH_REPORT_MAX + 1);
-    if (!buf)
-        return;
-    size_t len = 0;
-    for (;;) {
-        ssize_t n = read(sb->sync_r, buf + len, LAUNCH_REPORT_MAX - len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        len += (size_t)n;
-        if (len >= LAUNCH_REPORT_MAX)
-            break;
+    if (sb->go_r >= 0) {
+        close(sb->go_r);
+        sb->go_r = -1;
     }
-    buf[len] = '\0';
-    /* One JSON object; a second one follows when exec itself failed. */
     json_error_t e;
-    sb->report = json_loadb(buf, len, JSON_DISABLE_EOF_CHECK, &e);
-    const char *second = len ? strchr(buf, '\n') : NULL;
-    if (second && sb->report && json_is_true(json_object_get(sb->report, "ok"))) {
-        json_t *x = json_loads(second + 1, 0, &e);
-        if (x) {
-            json_decref(sb->report);
-            sb->report = x;
-            sb->exec_failed = true;
-        }
+    char *line = read_line(sb->sync_r);
+    sb->report = line ? json_loads(line, 0, &e) : NULL;
+    free(line);
+    bool go = false;
+    if (sandbox_report_ok(sb)) {
+        sandbox_record(sb->ctx, sb);
+        const char *dim = sb->ctx->opts->strict ? run_strict_violation(sb->ctx) : NULL;
+        if (dim)
+            sb->refused = dim;
+        else
+            go = true;
     }
-    free(buf);
+    if (go && write(sb->go_w, "g", 1) != 1)
+        go = false;
+    close(sb->go_w);
+    sb->go_w = -1;
+    if (!go)
+        return;
+    line = read_line(sb->sync_r);
+    json_t *x = line ? json_loads(line, 0, &e) : NULL;
+    free(line);
+    if (x) {
+        json_decref(sb->report);
+        sb->report = x;
+        sb->exec_failed = true;
+    }
 }
 
 void sandbox_release(struct sandbox *sb) {
@@ -277,7 +314,11 @@ void sandbox_release(struct sandbox *sb) {
         close(sb->sync_r);
     if (sb->sync_w >= 0)
         close(sb->sync_w);
-    sb->plan_fd = sb->sync_r = sb->sync_w = -1;
+    if (sb->go_r >= 0)
+        close(sb->go_r);
+    if (sb->go_w >= 0)
+        close(sb->go_w);
+    sb->plan_fd = sb->sync_r = sb->sync_w = sb->go_r = sb->go_w = -1;
     json_decref(sb->report);
     sb->report = NULL;
     plan_free(&sb->plan);

@@ -13,12 +13,15 @@ struct sandbox {
     struct launch_plan plan;
     int plan_fd;      /* sealed memfd with the plan JSON */
     int sync_r, sync_w;
-    int pass[2];      /* {plan_fd, sync_w}: become the launcher's fd 3 and 4 */
+    int go_r, go_w;   /* the supervisor's go-ahead after reading the evidence */
+    int pass[3];      /* {plan_fd, sync_w, go_r}: the launcher's fd 3, 4, 5 */
     json_t *report;   /* the launcher's report, once read */
     bool exec_failed; /* controls were installed but exec of the command failed */
+    const char *refused; /* set when the supervisor refused to let the command run */
+    struct run_context *ctx;
 };
 
-int sandbox_prepare(const struct run_context *ctx, struct sandbox *ret_sb, char **ret_error);
+int sandbox_prepare(struct run_context *ctx, struct sandbox *ret_sb, char **ret_error);
 void sandbox_read_report(pid_t child, void *userdata);
 bool sandbox_report_ok(const struct sandbox *sb);
 const char *sandbox_report_error(const struct sandbox *sb, char *buf, size_t size);

@@ -156,7 +156,7 @@ int run_execute_staged(struct run_context *ctx,
     bundle_set_json(ctx->bundle, "stage", sj);
 
     bool sandbox = policy_wants_sandbox(ctx->opts);
-    struct sandbox sb = {.plan_fd = -1, .sync_r = -1, .sync_w = -1};
+    struct sandbox sb = {.plan_fd = -1, .sync_r = -1, .sync_w = -1, .go_r = -1, .go_w = -1, .ctx = ctx};
     if (sandbox) {
         _cleanup_free_ char *perr = NULL;
         r = sandbox_prepare(ctx, &sb, &perr);
@@ -198,7 +198,7 @@ int run_execute_staged(struct run_context *ctx,
         .after_exec = read_launch_report,
         .kill_grace_ms = run_kill_grace_ms(),
         .pass_fds = sandbox ? sb.pass : NULL,
-        .n_pass_fds = sandbox ? 2 : 0,
+        .n_pass_fds = sandbox ? 3 : 0,
         .userdata = &st,
     };
     struct exec_result res;
@@ -229,8 +229,12 @@ int run_execute_staged(struct run_context *ctx,
         fprintf(stderr, "pvisor run: %s\n", msg);
     }
     if (sandbox && r >= 0 && !st.start_error) {
-        if (sandbox_report_ok(&sb)) {
-            sandbox_record(ctx, &sb);
+        if (sb.refused) {
+            snprintf(msg, sizeof msg, "--strict: dimension '%s' was requested but is not enforced here", sb.refused);
+            sandbox_release(&sb);
+            return run_fail_setup(ctx, msg);
+        } else if (sandbox_report_ok(&sb)) {
+            /* recorded by sandbox_read_report() before the command ran */
         } else if (!sb.exec_failed) {
             char why[300];
             sandbox_report_error(&sb, why, sizeof why);

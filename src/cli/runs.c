@@ -3,6 +3,9 @@
 #include "evidence/bundle.h"
 #include "util/cleanup.h"
 #include "util/util.h"
+#ifdef PVISOR_HAVE_OVERLAY
+#include "stage/stage.h"
+#endif
 
 #include <dirent.h>
 #include <errno.h>
@@ -153,4 +156,20 @@ const char *runs_display_state(const json_t *bundle) {
     if ((strcmp(s, "running") == 0 || strcmp(s, "starting") == 0) && !supervisor_alive(bundle))
         return "interrupted";
     return s;
+}
+
+const char *runs_stage_state(const json_t *bundle) {
+    const json_t *st = json_object_get(bundle, "stage");
+    const char *recorded = json_string_value(json_object_get(st, "state"));
+    const char *path = json_string_value(json_object_get(st, "path"));
+    if (!path)
+        return recorded;
+#ifdef PVISOR_HAVE_OVERLAY
+    enum stage_state s;
+    if (stage_probe_state(path, &s) >= 0)
+        return stage_state_name(s);
+    return "missing";
+#else
+    return recorded;
+#endif
 }

@@ -19,4 +19,9 @@ int runs_load_bundle(const char *id, json_t **ret_bundle);
  * whose supervisor is gone is "interrupted". */
 const char *runs_display_state(const json_t *bundle);
 
+/* The stage's state as it is now on disk (the Bundle records the state at
+ * the end of the run; a stage may since have been applied, dropped, or its
+ * run killed).  NULL when the run has no stage. */
+const char *runs_stage_state(const json_t *bundle);
+
 #endif

@@ -29,7 +29,11 @@
 /* What this build of pvisor can actually do.  Flip to 1 only in the change
  * that lands (and tests) the capability. */
 #define PVISOR_HOST_PLAIN_IMPLEMENTED 1
+#ifdef PVISOR_HAVE_OVERLAY /* --safe needs the staged workspace */
+#define PVISOR_HOST_SAFE_IMPLEMENTED 1
+#else
 #define PVISOR_HOST_SAFE_IMPLEMENTED 0
+#endif
 #define PVISOR_OCI_IMPLEMENTED 0
 #define PVISOR_OCI_SAFE_IMPLEMENTED 0
 #define PVISOR_VM_IMPLEMENTED 0

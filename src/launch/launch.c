@@ -51,8 +51,8 @@ static _Noreturn void fail(const char *step, int err) {
     char buf[512];
     if (err < 0)
         err = -err;
-    int n = snprintf(buf, sizeof buf, "{\"ok\":false,\"step\":\"%s\",\"errno\":%d,\"message\":\"%s\"}", step, err,
-                     strerror(err));
+    int n = snprintf(buf, sizeof buf, "{\"ok\":false,\"step\":\"%s\",\"errno\":%d,\"message\":\"%s\"}\n", step,
+                     err, strerror(err));
     if (n > 0)
         (void)!write(LAUNCH_SYNC_FD, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
     _exit(125);
@@ -259,8 +259,10 @@ static _Noreturn void become_command(const struct launch_plan *p) {
     if (chdir(p->cwd) < 0)
         fail("chdir to the working directory", errno);
 
-    int keep[] = {LAUNCH_SYNC_FD};
-    if ((r = close_all_fds_except(3, keep, 1)) < 0)
+    int keep[] = {LAUNCH_SYNC_FD, LAUNCH_GO_FD};
+    if (fcntl(LAUNCH_GO_FD, F_SETFD, FD_CLOEXEC) < 0 || fcntl(LAUNCH_SYNC_FD, F_SETFD, FD_CLOEXEC) < 0)
+        fail("marking the sync descriptors close-on-exec", errno);
+    if ((r = close_all_fds_except(3, keep, 2)) < 0)
         fail("closing inherited descriptors", r);
     if ((r = drop_capabilities()) < 0)
         fail("dropping capabilities", r);
@@ -280,19 +282,30 @@ static _Noreturn void become_command(const struct launch_plan *p) {
     if (!s)
         fail("encoding the self-check", ENOMEM);
     size_t len = strlen(s);
-    if (write(LAUNCH_SYNC_FD, s, len) != (ssize_t)len)
+    s[len] = '\0';
+    if (write(LAUNCH_SYNC_FD, s, len) != (ssize_t)len || write(LAUNCH_SYNC_FD, "\n", 1) != 1)
         fail("writing the self-check", errno);
     free(s);
     json_decref(msg);
+
+    /* The supervisor decides (e.g. --strict) with the evidence in hand. */
+    char go = 0;
+    ssize_t n;
+    do
+        n = read(LAUNCH_GO_FD, &go, 1);
+    while (n < 0 && errno == EINTR);
+    if (n != 1 || go != 'g')
+        _exit(125);
+    close(LAUNCH_GO_FD);
 
     environ = p->envp; /* execvp searches the command's PATH, not ours */
     execvp(p->argv[0], p->argv);
     int e = errno;
     /* The report already said ok: tell the supervisor exec failed. */
     char buf[160];
-    int n = snprintf(buf, sizeof buf, "\n{\"ok\":false,\"step\":\"exec\",\"errno\":%d,\"message\":\"%s\"}", e,
+    int m = snprintf(buf, sizeof buf, "{\"ok\":false,\"step\":\"exec\",\"errno\":%d,\"message\":\"%s\"}\n", e,
                      strerror(e));
-    (void)!write(LAUNCH_SYNC_FD, buf, (size_t)n);
+    (void)!write(LAUNCH_SYNC_FD, buf, (size_t)m);
     _exit(e == ENOENT ? 127 : 126);
 }
 
@@ -320,6 +333,7 @@ static _Noreturn void become_init(const struct launch_plan *p, int status_fd) {
         become_command(p);
     }
     close(LAUNCH_SYNC_FD);
+    close(LAUNCH_GO_FD);
     int st = relay_and_wait(a);
     (void)!write(status_fd, &st, sizeof st);
     _exit(0);
@@ -362,6 +376,7 @@ int launch_main(int argc, char **argv) {
     }
     close(sp[1]);
     close(LAUNCH_SYNC_FD);
+    close(LAUNCH_GO_FD);
     int st = relay_and_wait(i);
     int cmd_st;
     if (read(sp[0], &cmd_st, sizeof cmd_st) == (ssize_t)sizeof cmd_st)

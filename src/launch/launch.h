@@ -5,12 +5,16 @@
  * supervisor chose: fd 0-2 (the command's stdio), LAUNCH_PLAN_FD (the JSON
  * launch plan, read once) and LAUNCH_SYNC_FD (write end of the report pipe).
  *
- * Protocol on LAUNCH_SYNC_FD: exactly one JSON object, then EOF when the
- * command is exec'd (the fd is close-on-exec).  {"ok":true,"evidence":{...}}
- * means every control was installed and the command is being exec'd;
- * {"ok":false,"step":"...","errno":N,"message":"..."} means setup failed
- * and the command never ran (launcher exits 125).  EOF without a report
- * means the launcher died: the supervisor treats it as a setup failure.
+ * Protocol on LAUNCH_SYNC_FD: one JSON object and a newline.
+ * {"ok":false,"step":"...","errno":N,"message":"..."} means setup failed and
+ * the command never ran (launcher exits 125).  {"ok":true,"evidence":{...}}
+ * means every control is installed; the command then waits for one byte on
+ * LAUNCH_GO_FD (read end of a pipe, from the supervisor): 'g' execs it,
+ * anything else or EOF makes it exit 125 without running (this is how
+ * --strict refuses after seeing the evidence, before any command code
+ * runs).  If exec itself fails, a second object {"ok":false,"step":"exec"}
+ * follows.  EOF then means the command was exec'd (the fds are
+ * close-on-exec) or the launcher died; no report at all is a setup failure.
  */
 #ifndef PVISOR_LAUNCH_LAUNCH_H
 #define PVISOR_LAUNCH_LAUNCH_H
@@ -19,6 +23,7 @@
 
 #define LAUNCH_PLAN_FD 3
 #define LAUNCH_SYNC_FD 4
+#define LAUNCH_GO_FD 5
 #define LAUNCH_VERB "__launch"
 #define LAUNCH_REPORT_MAX (64u << 10)
 

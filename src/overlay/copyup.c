@@ -324,8 +324,8 @@ int ov_journal_lower(struct ov *ov, const char *relpath, const char *op) {
 /* Copy the lower object at relpath into upper dir pfd as name.  op != NULL:
  * journal its preimage (first mutation).  Returns an O_PATH fd of the new
  * upper object in *ret_fd. */
-static int copy_up_entry(struct ov *ov, int pfd, const char *relpath, const char *name,
-                         const char *op, int *ret_fd) {
+int ov_copy_up_entry(struct ov *ov, int pfd, const char *relpath, const char *name,
+                     const char *op, int *ret_fd) {
     _cleanup_close_ int lfd = ov_lower_open(ov, relpath, O_PATH);
     if (lfd < 0)
         return lfd;
@@ -402,6 +402,11 @@ static int copy_up_entry(struct ov *ov, int pfd, const char *relpath, const char
         break;
     }
     default:
+        if (ov_is_whiteout(&lst)) {
+            /* a 0/0 device in the workspace would turn into a whiteout */
+            r = -EPERM;
+            goto fail;
+        }
         if (mknodat(ov->work_fd, tmp, (lst.st_mode & S_IFMT) | 0600, lst.st_rdev) < 0) {
             r = -errno;
             goto fail;
@@ -455,16 +460,15 @@ static int copy_up_entry(struct ov *ov, int pfd, const char *relpath, const char
         if (r < 0)
             goto fail;
     }
-    /* A lower file with several names does not keep its inode number:
-     * after copy-up this name is a different file from the other names
-     * (still in the lower), and two different files must not share st_ino. */
-    bool keep_ino = S_ISDIR(lst.st_mode) || lst.st_nlink == 1;
-    if (keep_ino && (r = stage_origin_add(ov->stage, tst.st_ino, lst.st_ino)) < 0)
+    /* The other names of a hard-linked lower file join this copy (alias.c). */
+    if (S_ISREG(lst.st_mode) && lst.st_nlink > 1 &&
+        (r = ov_alias_link_group(ov, relpath, &lst, have_sha ? sha : NULL, op, tmp)) < 0)
+        goto fail;
+    if ((r = stage_origin_add(ov->stage, tst.st_ino, lst.st_ino)) < 0)
         goto fail;
     if (renameat2(ov->work_fd, tmp, pfd, name, RENAME_NOREPLACE) < 0) {
         r = -errno;
-        if (keep_ino)
-            stage_origin_forget(ov->stage, tst.st_ino);
+        stage_origin_forget(ov->stage, tst.st_ino);
         goto fail;
     }
     EVP_MD_CTX_free(md);
@@ -514,12 +518,42 @@ int ov_copy_up(struct ov *ov, struct ov_node *n, const char *op) {
     if ((r = ov_node_path(ov, n, &path)) < 0)
         return r;
     int fd;
-    r = copy_up_entry(ov, pfd, path, n->name, op, &fd);
+    r = ov_copy_up_entry(ov, pfd, path, n->name, op, &fd);
     if (r < 0)
         return r;
     ov_node_set_upper(ov, n, fd);
     if (n->type != S_IFDIR)
         n->lower = false;
+    return 0;
+}
+
+/* Mark the upper dir dfd opaque, then drop the whiteouts it holds: they
+ * hide nothing any more, and kernel overlayfs lists whiteouts found in an
+ * opaque directory as broken entries.  (Opaque first: a crash in between
+ * leaves superfluous whiteouts, never resurrected lower entries.) */
+static int make_self_contained(struct ov *ov, int dfd) {
+    int r = ov_set_opaque(dfd, NULL);
+    if (r < 0)
+        return r;
+    int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    _cleanup_closedir_ DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return -errno;
+    }
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (de->d_type != DT_CHR && de->d_type != DT_UNKNOWN)
+            continue;
+        struct stat st;
+        if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !ov_is_whiteout(&st))
+            continue;
+        if (unlinkat(dirfd(d), de->d_name, 0) < 0)
+            return -errno;
+        ov_account_removed(ov, &st);
+    }
     return 0;
 }
 
@@ -531,7 +565,7 @@ static int copy_tree_rec(struct ov *ov, int dfd, const char *relpath, const char
         return -ELOOP;
     int lfd = ov_lower_open(ov, relpath, O_RDONLY | O_DIRECTORY);
     if (lfd < 0)
-        return lfd == -ENOENT ? ov_set_opaque(dfd, NULL) : lfd;
+        return lfd == -ENOENT ? make_self_contained(ov, dfd) : lfd;
     _cleanup_closedir_ DIR *d = fdopendir(lfd);
     if (!d) {
         close(lfd);
@@ -562,7 +596,7 @@ static int copy_tree_rec(struct ov *ov, int dfd, const char *relpath, const char
             if (r < 0)
                 return r;
         } else if (errno == ENOENT) {
-            int r = copy_up_entry(ov, dfd, cpath, de->d_name, op, &cfd);
+            int r = ov_copy_up_entry(ov, dfd, cpath, de->d_name, op, &cfd);
             if (r == -ENOENT)
                 continue; /* vanished on the host meanwhile */
             if (r < 0)
@@ -579,7 +613,7 @@ static int copy_tree_rec(struct ov *ov, int dfd, const char *relpath, const char
         if (r < 0)
             return r;
     }
-    return ov_set_opaque(dfd, NULL);
+    return make_self_contained(ov, dfd);
 }
 
 int ov_copy_up_tree(struct ov *ov, struct ov_node *n, const char *op) {

@@ -1,3 +1,5 @@
+
+
 /* inode.c: node table, path resolution in lower and upper, merged attributes.
  *
  * Invariants (see ov-internal.h for the model and lock order):
@@ -194,6 +196,10 @@ int ov_node_stat(struct ov *ov, struct ov_node *n, struct stat *ret_st) {
         if (fstatat(ufd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
             return -errno;
         st.st_ino = ov_upper_ino(ov, st.st_ino);
+        /* A merged directory's link count is unknown without listing both
+         * layers; report 1 ("unknown", as kernel overlayfs and btrfs do). */
+        if (S_ISDIR(st.st_mode) && n->lower)
+            st.st_nlink = 1;
     } else {
         if (ufd != -ENOENT)
             return ufd;
@@ -347,13 +353,6 @@ static void try_free(struct ov *ov, struct ov_node *n) {
     }
 }
 
-struct ov_node *ov_node_find(struct ov *ov, struct ov_node *parent, const char *name) {
-    pthread_mutex_lock(&ov->tree_lock);
-    struct ov_node *n = table_find(ov, parent, name);
-    pthread_mutex_unlock(&ov->tree_lock);
-    return n;
-}
-
 struct ov_node *ov_node_get(struct ov *ov, struct ov_node *parent, const char *name,
                             const struct ov_entry *e, int *ret_err) {
     mode_t type = (e->upper ? e->ust.st_mode : e->lst.st_mode) & S_IFMT;
@@ -417,6 +416,20 @@ void ov_node_forget(struct ov *ov, struct ov_node *n, uint64_t nlookup) {
     pthread_mutex_lock(&ov->tree_lock);
     n->nlookup = nlookup > n->nlookup ? 0 : n->nlookup - nlookup;
     try_free(ov, n);
+    pthread_mutex_unlock(&ov->tree_lock);
+}
+
+void ov_node_detach_at(struct ov *ov, struct ov_node *parent, const char *name) {
+    pthread_mutex_lock(&ov->tree_lock);
+    struct ov_node *n = table_find(ov, parent, name);
+    if (n) {
+        table_remove(ov, n);
+        n->parent = NULL;
+        parent->nref--;
+        n->lower = false;
+        try_free(ov, parent);
+        try_free(ov, n);
+    }
     pthread_mutex_unlock(&ov->tree_lock);
 }
 
@@ -487,17 +500,26 @@ void ov_nodes_clear_lower_below(struct ov *ov, struct ov_node *top) {
     pthread_mutex_unlock(&ov->tree_lock);
 }
 
+double ov_attr_timeout(struct ov *ov, const struct ov_node *n, const struct stat *st) {
+    /* Several names of one file are different kernel inodes (one node per
+     * name): a change made through one name must show through the others
+     * at once, so their attributes are not cached. */
+    if (!S_ISDIR(st->st_mode) && st->st_nlink > 1)
+        return 0.0;
+    /* Objects still backed by the lower may be edited on the host at any
+     * time: cached only for the configured (short) time.  Upper-only
+     * objects change only through us. */
+    return n->lower ? ov->lower_timeout : 1.0;
+}
+
 int ov_fill_entry(struct ov *ov, struct ov_node *n, struct fuse_entry_param *e) {
     memset(e, 0, sizeof(*e));
     int r = ov_node_stat(ov, n, &e->attr);
     if (r < 0)
         return r;
     e->ino = n == ov->root ? FUSE_ROOT_ID : (fuse_ino_t)(uintptr_t)n;
-    /* Objects that still involve the lower may change on the host at any
-     * time: no caching.  Upper-only objects change only through us. */
-    double t = n->lower ? 0.0 : 1.0;
-    e->attr_timeout = t;
-    e->entry_timeout = t;
+    e->attr_timeout = ov_attr_timeout(ov, n, &e->attr);
+    e->entry_timeout = n->lower ? ov->lower_timeout : 1.0;
     return 0;
 }
 

@@ -169,7 +169,13 @@ void ov_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mod
         fuse_reply_err(req, EINVAL);
         return;
     }
-    if (!S_ISREG(mode) && !S_ISFIFO(mode) && !S_ISSOCK(mode) && !S_ISCHR(mode) && !S_ISBLK(mode))
+    /* Device nodes would be real devices in the stage directory on the
+     * host (the view itself is nodev) and could be applied later: refused. */
+    if (S_ISCHR(mode) || S_ISBLK(mode)) {
+        fuse_reply_err(req, EPERM);
+        return;
+    }
+    if (!S_ISREG(mode) && !S_ISFIFO(mode) && !S_ISSOCK(mode))
         mode |= S_IFREG;
     ov_wrlock(ov);
     int r = do_mknod_like(ov, req, ov_node_of(ov, parent), name, mode, rdev, NULL, &fe);
@@ -299,6 +305,7 @@ static int do_remove(struct ov *ov, struct ov_node *p, const char *name, bool di
     if (!dir && S_ISDIR(m))
         return -EISDIR;
     struct ov_node *n = NULL;
+    _cleanup_free_ char *path = NULL;
     if (dir) {
         /* a node (temporary reference) to list the merged directory */
         n = ov_node_get(ov, p, name, &e, &r);
@@ -310,9 +317,19 @@ static int do_remove(struct ov *ov, struct ov_node *p, const char *name, bool di
         if (r < 0)
             goto out;
     }
-    _cleanup_free_ char *path = NULL;
     if ((r = ov_child_path(ov, p, name, &path)) < 0)
         goto out;
+    if (!dir && e.lower && S_ISREG(e.lst.st_mode) && e.lst.st_nlink > 1) {
+        /* one name of a hard-linked lower file goes away: the others must
+         * become one upper file first (alias.c), then this name is removed */
+        struct ov_node *an = ov_node_get(ov, p, name, &e, &r);
+        if (!an)
+            goto out;
+        r = ov_copy_up(ov, an, "unlink");
+        ov_node_forget(ov, an, 1);
+        if (r < 0 || (r = ov_resolve(ov, p, name, &e)) < 0)
+            goto out;
+    }
     if (e.lower_present && (r = ov_journal_lower(ov, path, dir ? "rmdir" : "unlink")) < 0)
         goto out;
     if ((r = ov_copy_up(ov, p, NULL)) < 0)
@@ -328,10 +345,8 @@ static int do_remove(struct ov *ov, struct ov_node *p, const char *name, bool di
         r = ov_make_whiteout(ov, pfd, name);
     else
         r = remove_upper(ov, pfd, name, dir);
-    if (r >= 0) {
-        struct ov_node *victim = ov_node_find(ov, p, name);
-        ov_node_detach(ov, victim);
-    }
+    if (r >= 0)
+        ov_node_detach_at(ov, p, name);
 out:
     if (n)
         ov_node_forget(ov, n, 1);
@@ -387,6 +402,7 @@ static int do_rename(struct ov *ov, struct ov_node *p, const char *name, struct 
         if (se.upper && de.upper && se.ust.st_ino == de.ust.st_ino && se.ust.st_dev == de.ust.st_dev)
             return 0;
     }
+    _cleanup_free_ char *dpath = NULL;
     struct ov_node *sn = ov_node_get(ov, p, name, &se, &r), *dn = NULL;
     if (!sn)
         return r;
@@ -399,7 +415,6 @@ static int do_rename(struct ov *ov, struct ov_node *p, const char *name, struct 
         if (r < 0)
             goto out;
     }
-    _cleanup_free_ char *dpath = NULL;
     if ((r = ov_child_path(ov, np, newname, &dpath)) < 0)
         goto out;
     /* Copy up everything that moves; journal what the rename destroys. */
@@ -427,14 +442,28 @@ static int do_rename(struct ov *ov, struct ov_node *p, const char *name, struct 
     struct stat old;
     bool replaced = !exch && de.upper && fstatat(dpfd, newname, &old, AT_SYMLINK_NOFOLLOW) == 0;
     bool need_wo = !exch && se.lower_present;
+    struct stat wst = {.st_mode = S_IFCHR};
     if (exch) {
         if (renameat2(spfd, name, dpfd, newname, RENAME_EXCHANGE) < 0) {
             r = -errno;
             goto out;
         }
+    } else if (de.whiteout && S_ISDIR(sm)) {
+        /* a directory cannot replace the whiteout (a char device): swap
+         * them, then keep the whiteout at the old name only if needed */
+        if (renameat2(spfd, name, dpfd, newname, RENAME_EXCHANGE) < 0) {
+            r = -errno;
+            goto out;
+        }
+        if (!need_wo) {
+            if (unlinkat(spfd, name, 0) < 0) {
+                r = -errno;
+                goto out;
+            }
+            ov_account_removed(ov, &wst);
+        }
     } else if (need_wo) {
         if (renameat2(spfd, name, dpfd, newname, RENAME_WHITEOUT) == 0) {
-            struct stat wst = {.st_mode = S_IFCHR};
             ov_account_added(ov, &wst);
             atomic_fetch_add(&ov->whiteouts, 1);
         } else if (errno == EINVAL || errno == EPERM || errno == EOPNOTSUPP) {
@@ -454,6 +483,8 @@ static int do_rename(struct ov *ov, struct ov_node *p, const char *name, struct 
         r = -errno;
         goto out;
     }
+    if (de.whiteout && !exch && !S_ISDIR(sm))
+        ov_account_removed(ov, &wst); /* the whiteout it replaced */
     if (replaced) {
         if (S_ISDIR(old.st_mode) || old.st_nlink <= 1)
             stage_origin_forget(ov->stage, old.st_ino);

@@ -92,7 +92,7 @@ void ov_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
             r = 0;
         }
     }
-    double t = ov_attr_timeout(n, &st);
+    double t = ov_attr_timeout(ov, n, &st);
     ov_unlock(ov);
     if (r < 0)
         fuse_reply_err(req, -r);
@@ -194,7 +194,7 @@ void ov_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set
         }
     }
     r = ov_node_stat(ov, n, &st);
-    t = ov_attr_timeout(n, &st);
+    t = ov_attr_timeout(ov, n, &st);
 out:
     ov_unlock(ov);
     if (r < 0)
@@ -353,7 +353,7 @@ void ov_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off
 
 void ov_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
     struct ov_fh *fh = (struct ov_fh *)(uintptr_t)fi->fh;
-    int fd = dup(fh->fd);
+    int fd = fcntl(fh->fd, F_DUPFD_CLOEXEC, 0);
     int r = 0;
     if (fd < 0 || close(fd) < 0)
         r = errno;

@@ -64,6 +64,11 @@ struct ov_node {
     struct ov_node *all_prev, *all_next; /* tree_lock: list of every live node */
 };
 
+struct ov_alias {
+    uint64_t ino;           /* lower st_ino of a regular file with st_nlink > 1 */
+    char *path;             /* one of its names, relative to the workspace */
+};
+
 struct ov {
     int lower_fd;           /* immutable, borrowed */
     int upper_fd;           /* immutable, borrowed from stage */
@@ -71,6 +76,7 @@ struct ov {
     struct stage *stage;    /* immutable, borrowed */
     char *mountpoint;       /* immutable */
     uint64_t max_bytes, max_inodes; /* immutable */
+    double lower_timeout;   /* immutable: kernel attr/entry cache (s) for lower-backed objects */
     uid_t self_uid;         /* immutable: our euid (file owner when not root) */
     bool can_chown;         /* immutable: CAP_CHOWN in our namespace */
 
@@ -81,6 +87,10 @@ struct ov {
     struct ov_node **htab;  /* tree_lock */
     size_t hcap, hn;        /* tree_lock */
 
+    struct ov_alias *aliases; /* ns write lock: sorted by ino once built */
+    size_t n_aliases, cap_aliases; /* ns write lock */
+    bool aliases_built;       /* ns write lock */
+
     atomic_uint_fast64_t copy_ups, whiteouts, tmp_seq;
     atomic_int_fast64_t upper_bytes, upper_inodes;
 
@@ -89,7 +99,7 @@ struct ov {
     unsigned n_threads, n_started;
 };
 
-struct ov_fh {
+struct ov_fh {              /* one per open file; immutable after open, freed at release */
     int fd;
     bool upper;             /* fd refers to the upper copy */
 };
@@ -121,12 +131,13 @@ static inline bool ov_entry_exists(const struct ov_entry *e) { return e->upper |
 struct ov_node *ov_node_get(struct ov *ov, struct ov_node *parent, const char *name,
                             const struct ov_entry *e, int *ret_err);
 void ov_node_ref_kernel(struct ov *ov, struct ov_node *n);
-struct ov_node *ov_node_find(struct ov *ov, struct ov_node *parent, const char *name);
 void ov_node_forget(struct ov *ov, struct ov_node *n, uint64_t nlookup);
 void ov_node_detach(struct ov *ov, struct ov_node *n);
+void ov_node_detach_at(struct ov *ov, struct ov_node *parent, const char *name);
 int ov_node_move(struct ov *ov, struct ov_node *n, struct ov_node *newparent, const char *newname);
 void ov_nodes_clear_lower_below(struct ov *ov, struct ov_node *top);
 void ov_node_set_upper(struct ov *ov, struct ov_node *n, int fd);
+double ov_attr_timeout(struct ov *ov, const struct ov_node *n, const struct stat *st);
 int ov_fill_entry(struct ov *ov, struct ov_node *n, struct fuse_entry_param *e);
 void ov_table_free(struct ov *ov);
 int ov_proc_path(int fd, char buf[static 40]);
@@ -143,6 +154,12 @@ int ov_quota_bytes(struct ov *ov, uint64_t n);
 void ov_account_removed(struct ov *ov, const struct stat *st);
 void ov_account_added(struct ov *ov, const struct stat *st);
 int ov_copy_xattrs(int src_fd, int dst_fd, bool escape);
+int ov_copy_up_entry(struct ov *ov, int pfd, const char *relpath, const char *name, const char *op, int *ret_fd);
+
+/* alias.c */
+int ov_alias_link_group(struct ov *ov, const char *relpath, const struct stat *lst, const char *sha,
+                        const char *op, const char *tmp);
+void ov_aliases_free(struct ov *ov);
 
 /* dir.c */
 struct ov_dirent {

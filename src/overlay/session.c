@@ -29,6 +29,7 @@
 
 #define OV_DEFAULT_THREADS 4
 #define OV_MAX_THREADS 64
+#define OV_DEFAULT_LOWER_CACHE_MS 1000
 
 struct overlay {
     struct ov ov;
@@ -161,6 +162,7 @@ static void ov_release(struct overlay *o) {
     pthread_mutex_lock(&ov->tree_lock);
     ov_table_free(ov);
     pthread_mutex_unlock(&ov->tree_lock);
+    ov_aliases_free(ov);
     free(ov->root);
     free(ov->threads);
     free(ov->mountpoint);
@@ -185,6 +187,9 @@ int overlay_start(const struct overlay_params *p, struct overlay **ret_ov) {
     ov->max_bytes = p->max_bytes;
     ov->max_inodes = p->max_inodes;
     ov->self_uid = geteuid();
+    ov->lower_timeout = p->lower_cache_ms < 0    ? 0.0
+                        : p->lower_cache_ms == 0 ? OV_DEFAULT_LOWER_CACHE_MS / 1000.0
+                                                 : p->lower_cache_ms / 1000.0;
     ov->n_threads = p->n_threads ? p->n_threads : OV_DEFAULT_THREADS;
     if (ov->n_threads > OV_MAX_THREADS)
         ov->n_threads = OV_MAX_THREADS;

@@ -9,6 +9,7 @@
  * (Linux refuses them), so they report none.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,12 +66,12 @@ void ov_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t siz
     bool upper = false;
     ssize_t len = -1;
     int r = 0;
+    _cleanup_close_ int lfd = -1;
     ov_rdlock(ov);
     if (n->type == S_IFLNK) {
         r = -ENODATA;
         goto out;
     }
-    _cleanup_close_ int lfd = -1;
     r = target_path(ov, n, pp, &upper, &lfd);
     if (r < 0)
         goto out;
@@ -101,10 +102,10 @@ void ov_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
     int r = 0;
     _cleanup_free_ char *raw = NULL, *out = NULL;
     size_t olen = 0;
+    _cleanup_close_ int lfd = -1;
     ov_rdlock(ov);
     if (n->type == S_IFLNK)
         goto out;
-    _cleanup_close_ int lfd = -1;
     if ((r = target_path(ov, n, pp, &upper, &lfd)) < 0)
         goto out;
     ssize_t len = listxattr(pp, NULL, 0);
@@ -156,6 +157,17 @@ static int modify_xattr(struct ov *ov, struct ov_node *n, const char *name, cons
         return r;
     if (n->type == S_IFLNK)
         return -EPERM;
+    if (remove && ov_node_upper(ov, n) == -ENOENT) {
+        /* nothing to remove on a lower-only object: no copy-up */
+        char pp2[40];
+        _cleanup_close_ int lfd = ov_node_lower_open(ov, n, O_PATH);
+        if (lfd < 0)
+            return lfd;
+        if ((r = ov_proc_path(lfd, pp2)) < 0)
+            return r;
+        if (getxattr(pp2, name, NULL, 0) < 0)
+            return -errno;
+    }
     if ((r = ov_copy_up(ov, n, remove ? "removexattr" : "setxattr")) < 0)
         return r;
     int ufd = ov_node_upper(ov, n);

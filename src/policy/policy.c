@@ -263,7 +263,8 @@ void policy_build(const struct run_options *o, struct policy *ret_policy) {
     if (o->safe) {
         p.requested[DIM_NETWORK] = LEVEL_ENFORCED;
         p.requested[DIM_HOME_CREDENTIALS] = LEVEL_ENFORCED;
-        p.requested[DIM_RESOURCES] = LEVEL_ENFORCED;
     }
+    /* Resource limits are requested only by explicit limits (none exist in
+     * this version: tree-wide limits need a delegated cgroup v2 leaf). */
     *ret_policy = p;
 }

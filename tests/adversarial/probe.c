@@ -151,6 +151,9 @@ int main(int argc, char **argv) {
         pid_t pid = atoi(argv[2]);
         if (ptrace(PTRACE_ATTACH, pid, 0, 0) < 0)
             return blocked("ptrace attach");
+        /* Wait for the attach stop, then detach without a signal so the
+         * tracee runs on (else it stays stopped after we exit). */
+        waitpid(pid, NULL, __WALL);
         ptrace(PTRACE_DETACH, pid, 0, 0);
         return escaped("attached to ", argv[2]);
     }

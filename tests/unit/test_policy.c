@@ -88,8 +88,22 @@ int main(void) {
     policy_build(&o, &p);
     int all = 1;
     for (unsigned d = 0; d < _DIM_MAX; d++)
-        all &= p.requested[d] == LEVEL_ENFORCED;
-    ok(all && policy_wants_stage(&o), "--safe requests every dimension enforced, with a stage");
+        all &= d == DIM_RESOURCES ? p.requested[d] == LEVEL_NONE : p.requested[d] == LEVEL_ENFORCED;
+    ok(all && policy_wants_stage(&o) && policy_wants_sandbox(&o) && policy_denies_network(&o),
+       "--safe requests every dimension but resources enforced, with a stage, network denied");
+
+    PARSE(&o, &err, "--filesystem", "sandbox", "--", "x");
+    policy_build(&o, &p);
+    ok(p.requested[DIM_HOST_WRITES] == LEVEL_ENFORCED && p.requested[DIM_NETWORK] == LEVEL_NONE &&
+           p.requested[DIM_HOME_CREDENTIALS] == LEVEL_NONE && !policy_denies_network(&o),
+       "--filesystem sandbox leaves network and HOME unrequested");
+
+    r = PARSE(&o, &err, "--safe", "--pass-env", "GH_TOKEN", "--pass-env=AWS_PROFILE", "--", "x");
+    ok(r == 0 && o.n_pass_env == 2 && strcmp(o.pass_env[1], "AWS_PROFILE") == 0, "--pass-env collects names");
+    r = PARSE(&o, &err, "--safe", "--pass-env", "BAD-NAME", "--", "x");
+    expect_error("--pass-env with a bad name", r, err, "not an environment variable name");
+    r = PARSE(&o, &err, "--pass-env", "HOME", "--", "x");
+    expect_error("--pass-env without a sandbox", r, err, "only applies");
 
     is_str(dimension_name(DIM_HOME_CREDENTIALS), "home_credentials", "dimension names are the documented ones");
     is_str(level_name(LEVEL_UNAVAILABLE), "unavailable", "level names are the documented ones");

@@ -1,0 +1,262 @@
+/* cmd_apply.c: `pvisor apply [RUN|--stage DIR] [--path P]... [--dry-run]
+ * [--keep-special-modes]`: write a sealed stage into its workspace
+ * (lifecycle/apply.c does the work; docs/lifecycle.md documents it). */
+#include "cli/cli.h"
+#include "lifecycle/lifecycle.h"
+#include "util/cleanup.h"
+#include "util/util.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PROGRESS_MIN_OPS 200
+
+struct progress {
+    bool tty;
+    struct timespec last;
+};
+
+static void on_progress(size_t done, size_t total, void *ud) {
+    struct progress *p = ud;
+    if (!p->tty || total < PROGRESS_MIN_OPS)
+        return;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    long ms = (now.tv_sec - p->last.tv_sec) * 1000 + (now.tv_nsec - p->last.tv_nsec) / 1000000;
+    if (done != total && ms < 100)
+        return;
+    p->last = now;
+    fprintf(stderr, "\rpvisor apply: %zu/%zu operations%s", done, total, done == total ? "\n" : "");
+}
+
+static void on_op(const char *action, const char *path, void *ud) {
+    (void)ud;
+    printf("  %-8s %s\n", action, path);
+}
+
+/* "./a/b/" -> "a/b"; "/ws/a" -> "a" (inside the workspace only). */
+static int normalize_path(const char *in, const char *ws, char **ret) {
+    const char *p = in;
+    size_t wl = strlen(ws);
+    if (p[0] == '/') {
+        if (strncmp(p, ws, wl) != 0 || (p[wl] != '/' && p[wl] != '\0'))
+            return -EXDEV;
+        p += wl;
+    }
+    while (p[0] == '/' || (p[0] == '.' && p[1] == '/'))
+        p += p[0] == '/' ? 1 : 2;
+    char *s = strdup(p);
+    if (!s)
+        return -ENOMEM;
+    size_t l = strlen(s);
+    while (l > 0 && s[l - 1] == '/')
+        s[--l] = '\0';
+    if (!lc_path_valid(s)) {
+        free(s);
+        return -EINVAL;
+    }
+    *ret = s;
+    return 0;
+}
+
+int cmd_apply(int argc, char **argv) {
+    const char *run = NULL, *stage_dir = NULL;
+    bool dry_run = false, keep_special = false;
+    const char **raw_paths = calloc((size_t)argc + 1, sizeof *raw_paths);
+    if (!raw_paths)
+        return cli_error(PV_EXIT_FAILURE, "apply", "out of memory");
+    size_t n_paths = 0;
+    int rc = -1;
+    for (int i = 1; i < argc && rc < 0; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)
+            rc = cli_print_help(cli_find_command("apply"));
+        else if (strcmp(a, "--dry-run") == 0 || strcmp(a, "-n") == 0)
+            dry_run = true;
+        else if (strcmp(a, "--keep-special-modes") == 0)
+            keep_special = true;
+        else if (strcmp(a, "--stage") == 0 || strcmp(a, "--path") == 0) {
+            if (i + 1 >= argc || argv[i + 1][0] == '\0')
+                rc = cli_usage_error("apply", "%s needs a value", a);
+            else if (a[2] == 's') {
+                if (stage_dir)
+                    rc = cli_usage_error("apply", "--stage given twice");
+                stage_dir = argv[++i];
+            } else
+                raw_paths[n_paths++] = argv[++i];
+        } else if (a[0] == '-')
+            rc = cli_usage_error("apply", "unknown option '%s'", a);
+        else if (run)
+            rc = cli_usage_error("apply", "takes at most one RUN");
+        else
+            run = a;
+    }
+    if (rc < 0 && run && stage_dir)
+        rc = cli_usage_error("apply", "give a RUN or --stage DIR, not both");
+    if (rc >= 0) {
+        free(raw_paths);
+        return rc;
+    }
+    if (run && lc_cli_arg_is_stage(run)) {
+        stage_dir = run;
+        run = NULL;
+    }
+
+    _cleanup_free_ char *stage = NULL, *id = NULL;
+    json_t *bundle = NULL;
+    rc = lc_cli_target("apply", run, stage_dir, &stage, &id, &bundle);
+    if (rc != 0) {
+        free(raw_paths);
+        return rc;
+    }
+    /* The stage names its workspace (meta.json); the run's Bundle must agree. */
+    rc = -1;
+    {
+        struct lc_stage *st = NULL;
+        int r = lc_stage_open(stage, &st);
+        const char *bws = json_string_value(json_object_get(bundle, "workspace"));
+        if (r == 0 && bws && strcmp(bws, st->workspace) != 0)
+            rc = cli_error(PV_EXIT_FAILURE, "apply",
+                           "refused: the stage %s names the workspace %s but its run %s ran in %s", stage,
+                           st->workspace, id, bws);
+        else if (r < 0 && r != -ENOENT)
+            rc = cli_error(PV_EXIT_FAILURE, "apply", "cannot open the stage %s: %s", stage,
+                           r == -EINVAL ? "not a pvisor stage" : strerror(-r));
+        else if (r == -ENOENT)
+            rc = cli_error(PV_EXIT_FAILURE, "apply", "cannot open the stage %s or its workspace: %s", stage,
+                           strerror(-r));
+        lc_stage_free(st);
+        json_decref(bundle);
+        if (rc >= 0) {
+            free(raw_paths);
+            return rc;
+        }
+    }
+    /* --path values are workspace-relative (or absolute inside it) */
+    char **paths = NULL;
+    if (n_paths) {
+        struct lc_stage *st = NULL;
+        int r = lc_stage_open(stage, &st);
+        if (r < 0) {
+            free(raw_paths);
+            return cli_error(PV_EXIT_FAILURE, "apply", "cannot open the stage %s: %s", stage, strerror(-r));
+        }
+        paths = calloc(n_paths + 1, sizeof *paths);
+        rc = -1;
+        for (size_t i = 0; paths && i < n_paths && rc < 0; i++) {
+            r = normalize_path(raw_paths[i], st->workspace, &paths[i]);
+            if (r == -EXDEV)
+                rc = cli_usage_error("apply", "--path %s is outside the workspace %s", raw_paths[i], st->workspace);
+            else if (r < 0)
+                rc = cli_usage_error("apply", "--path '%s' is not a path inside the workspace", raw_paths[i]);
+        }
+        lc_stage_free(st);
+        if (!paths)
+            rc = cli_error(PV_EXIT_FAILURE, "apply", "out of memory");
+        if (rc >= 0) {
+            for (size_t i = 0; paths && i < n_paths; i++)
+                free(paths[i]);
+            free(paths);
+            free(raw_paths);
+            return rc;
+        }
+    }
+    free(raw_paths);
+
+    struct progress prog = {.tty = isatty(STDERR_FILENO) == 1};
+    clock_gettime(CLOCK_MONOTONIC, &prog.last);
+    const char *delay = getenv("PVISOR_TEST_APPLY_DELAY_US");
+    uint64_t delay_us = 0;
+    if (delay && parse_size(delay, 0, 10000000, &delay_us) < 0)
+        delay_us = 0;
+    if (dry_run)
+        printf("Would apply to the workspace (dry run, nothing written):\n");
+    struct lc_apply_opts o = {
+        .paths = (const char *const *)paths,
+        .dry_run = dry_run,
+        .keep_special_modes = keep_special,
+        .progress = on_progress,
+        .on_op = dry_run ? on_op : NULL,
+        .userdata = &prog,
+        .test_delay_us = (unsigned)delay_us,
+    };
+    struct lc_apply_report rep;
+    int r = lc_apply(stage, &o, &rep);
+    for (size_t i = 0; paths && i < n_paths; i++)
+        free(paths[i]);
+    free(paths);
+    fflush(stdout);
+
+    if (r == -EEXIST || r == -ENOENT) {
+        if (r == -ENOENT)
+            fprintf(stderr, "pvisor apply: refused: --path matches no staged change; nothing was written:\n");
+        else
+            fprintf(stderr,
+                    "pvisor apply: refused: %zu conflict%s between the stage and the workspace; nothing was written:\n",
+                    rep.n_conflicts, rep.n_conflicts == 1 ? "" : "s");
+        for (size_t i = 0; i < rep.n_conflicts; i++)
+            fprintf(stderr, "  %s: %s\n", rep.conflict_paths[i], rep.conflict_why[i]);
+        if (r == -EEXIST)
+            fprintf(stderr, "Restore those paths (compare with 'pvisor diff'), apply a subset with --path, "
+                            "or discard the stage with 'pvisor drop'.\n");
+        lc_apply_report_clear(&rep);
+        return PV_EXIT_FAILURE;
+    }
+    if (r < 0) {
+        int st = PV_EXIT_FAILURE;
+        switch (r) {
+        case -EBUSY:
+            cli_error(st, "apply", "refused: the stage %s is in use (its run is still going, or another apply "
+                                   "holds it); wait for it to finish", stage);
+            break;
+        case -ESTALE:
+            cli_error(st, "apply", "refused: the stage %s was interrupted before it was sealed (its run died); "
+                                   "it cannot be applied. Inspect it with 'pvisor status --review', then "
+                                   "'pvisor drop' it", stage);
+            break;
+        case -EALREADY:
+            cli_error(st, "apply", "refused: the stage %s was already applied or dropped", stage);
+            break;
+        case -ECANCELED:
+            cli_error(st, "apply", "stopped: a file in the workspace changed while apply was writing. "
+                                   "Run 'pvisor apply' again: it completes the apply or names the conflict");
+            break;
+        case -ENODATA:
+            cli_error(st, "apply", "the stage %s holds no changes (no run sealed it)", stage);
+            break;
+        case -ENOTEMPTY:
+            cli_error(st, "apply", "stopped: the directory %s, which the stage deletes, has new files in the "
+                                   "workspace; move them away and run 'pvisor apply' again to complete the apply",
+                      rep.failed_path ? rep.failed_path : "?");
+            break;
+        default:
+            if (rep.failed_path)
+                fprintf(stderr, "pvisor apply: at %s:\n", rep.failed_path);
+            cli_error(st, "apply", "failed: %s. %s", strerror(-r),
+                      rep.resumed || !dry_run ? "If some changes were written, run 'pvisor apply' again: it "
+                                                "resumes the interrupted apply"
+                                              : "");
+        }
+        lc_apply_report_clear(&rep);
+        return st;
+    }
+    if (dry_run) {
+        printf("%s", rep.resumed ? "(an interrupted apply would be resumed)\n" : "");
+    } else {
+        printf("Applied stage %s%s: %zu written (%llu bytes), %zu deleted, %zu directories created.\n", stage,
+               rep.resumed ? " (resumed an interrupted apply)" : "", rep.n_written,
+               (unsigned long long)rep.bytes_written, rep.n_deleted, rep.n_dirs);
+    }
+    if (rep.n_setid_dropped)
+        fprintf(stderr, "pvisor apply: %s setuid/setgid bits on %zu file%s (--keep-special-modes keeps them)\n",
+                dry_run ? "would drop" : "dropped", rep.n_setid_dropped, rep.n_setid_dropped == 1 ? "" : "s");
+    if (rep.n_skipped_special)
+        fprintf(stderr, "pvisor apply: %s %zu device node%s or socket%s (never applied)\n", dry_run ? "would skip" : "skipped",
+                rep.n_skipped_special, rep.n_skipped_special == 1 ? "" : "s", rep.n_skipped_special == 1 ? "" : "s");
+    lc_apply_report_clear(&rep);
+    return PV_EXIT_OK;
+}

@@ -1,0 +1,84 @@
+/* cmd_checkpoint.c: `pvisor checkpoint [--name N] [--list] [RUN|--stage DIR]`:
+ * a durable, self-contained copy of a sealed stage (lifecycle/checkpoint.c). */
+#include "cli/cli.h"
+#include "lifecycle/lifecycle.h"
+#include "util/cleanup.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+int cmd_checkpoint(int argc, char **argv) {
+    const char *run = NULL, *stage_dir = NULL, *name = NULL;
+    bool list = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)
+            return cli_print_help(cli_find_command("checkpoint"));
+        if (strcmp(a, "--list") == 0) {
+            list = true;
+        } else if (strcmp(a, "--stage") == 0 || strcmp(a, "--name") == 0) {
+            if (i + 1 >= argc || argv[i + 1][0] == '\0')
+                return cli_usage_error("checkpoint", "%s needs a value", a);
+            const char **dst = a[2] == 's' ? &stage_dir : &name;
+            if (*dst)
+                return cli_usage_error("checkpoint", "%s given twice", a);
+            *dst = argv[++i];
+        } else if (a[0] == '-') {
+            return cli_usage_error("checkpoint", "unknown option '%s'", a);
+        } else if (run) {
+            return cli_usage_error("checkpoint", "takes at most one RUN");
+        } else {
+            run = a;
+        }
+    }
+    if (run && stage_dir)
+        return cli_usage_error("checkpoint", "give a RUN or --stage DIR, not both");
+    if (list && name)
+        return cli_usage_error("checkpoint", "--list takes no --name");
+    if (run && lc_cli_arg_is_stage(run)) {
+        stage_dir = run;
+        run = NULL;
+    }
+    _cleanup_free_ char *stage = NULL, *id = NULL;
+    int rc = lc_cli_target("checkpoint", run, stage_dir, &stage, &id, NULL);
+    if (rc != 0)
+        return rc;
+    if (list) {
+        json_t *arr = lc_checkpoints_json(stage);
+        size_t i;
+        json_t *v;
+        json_array_foreach(arr, i, v)
+            printf("%-32s %s  %lld bytes (%s)\n", json_string_value(json_object_get(v, "name")),
+                   json_string_value(json_object_get(v, "created")),
+                   (long long)json_integer_value(json_object_get(v, "bytes")),
+                   json_string_value(json_object_get(v, "copy")));
+        json_decref(arr);
+        return PV_EXIT_OK;
+    }
+    _cleanup_free_ char *made = NULL;
+    int r = lc_checkpoint(stage, name, &made);
+    switch (r) {
+    case 0:
+        printf("Checkpoint %s of stage %s (restore with 'pvisor restore %s --stage %s')\n", made, stage, made, stage);
+        return PV_EXIT_OK;
+    case -EINVAL:
+        return cli_usage_error("checkpoint", "bad --name '%s' (letters, digits, '.', '_', '-'; at most 64)", name);
+    case -EBUSY:
+        return cli_error(PV_EXIT_FAILURE, "checkpoint",
+                         "refused: the stage %s is in use (a run or an apply holds it); checkpoint it after the run "
+                         "ends", stage);
+    case -ESTALE:
+        return cli_error(PV_EXIT_FAILURE, "checkpoint",
+                         "refused: the stage %s is not sealed (interrupted); restore a checkpoint or drop it", stage);
+    case -EEXIST:
+        return cli_error(PV_EXIT_FAILURE, "checkpoint", "a checkpoint named '%s' exists; choose another --name", name);
+    case -EALREADY:
+        return cli_error(PV_EXIT_FAILURE, "checkpoint", "refused: the stage %s was applied or dropped", stage);
+    case -EINPROGRESS:
+        return cli_error(PV_EXIT_FAILURE, "checkpoint",
+                         "refused: an interrupted apply of %s must be completed first ('pvisor apply')", stage);
+    default:
+        return cli_error(PV_EXIT_FAILURE, "checkpoint", "failed: %s", strerror(-r));
+    }
+}

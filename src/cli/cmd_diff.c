@@ -1,0 +1,331 @@
+/* cmd_diff.c: `pvisor diff [--stat] [RUN|--stage DIR] [PATH...]`: the
+ * staged changes as a unified diff against the current workspace.
+ *
+ * The diff algorithm is diff(1)'s: for each changed regular file or
+ * symlink, both sides are opened here (the lower beneath the workspace fd,
+ * the upper beneath upper/, never following a symlink; a symlink's target
+ * goes through a memfd) and handed to `diff -u --label a/P --label b/P
+ * /dev/fd/3 /dev/fd/4` by fork+exec.  Headers follow git (diff --git, new
+ * file mode, deleted file mode, old mode/new mode); files with a NUL byte
+ * in their first 8000 bytes are reported as binary, as git does. */
+#include "cli/cli.h"
+#include "lifecycle/lifecycle.h"
+#include "util/cleanup.h"
+#include "util/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+struct stat_line {
+    char *path;
+    long plus, minus;
+    bool binary;
+    uint64_t old_size, new_size;
+};
+
+struct diffctx {
+    bool stat;
+    struct stat_line *lines;
+    size_t n_lines;
+    int failed;
+};
+
+static unsigned git_mode(enum lc_type t, uint32_t mode) {
+    switch (t) {
+    case LC_REG: return 0100000u | mode;
+    case LC_LNK: return 0120000u;
+    case LC_DIR: return 0040000u | mode;
+    case LC_FIFO: return 0010000u | mode;
+    default: return mode;
+    }
+}
+
+/* An fd with the content of one side: the file itself, or a memfd holding
+ * the symlink target.  -1 for /dev/null. */
+static int side_fd(int base_fd, const char *path, enum lc_type t, const char *target) {
+    if (t == LC_REG)
+        return lc_open_beneath(base_fd, path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
+    if (t == LC_LNK && target) {
+        int fd = memfd_create("pvisor-diff-link", MFD_CLOEXEC);
+        if (fd < 0)
+            return -errno;
+        size_t len = strlen(target);
+        if (write(fd, target, len) != (ssize_t)len) {
+            close(fd);
+            return -EIO;
+        }
+        return fd;
+    }
+    return -1;
+}
+
+static bool looks_binary(int fd) {
+    if (fd < 0)
+        return false;
+    char buf[8000];
+    ssize_t n = pread(fd, buf, sizeof buf, 0);
+    return n > 0 && memchr(buf, 0, (size_t)n) != NULL;
+}
+
+/* Start diff(1) on the two fds (-1: /dev/null) writing to out_fd. */
+static pid_t spawn_diff(int a, int b, const char *la, const char *lb, int out_fd) {
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0)
+        return -errno;
+    if (pid == 0) {
+        int na = a >= 0 ? fcntl(a, F_DUPFD, 20) : open("/dev/null", O_RDONLY);
+        int nb = b >= 0 ? fcntl(b, F_DUPFD, 20) : open("/dev/null", O_RDONLY);
+        if (na < 0 || nb < 0 || (out_fd != STDOUT_FILENO && dup2(out_fd, STDOUT_FILENO) < 0) || dup2(na, 3) < 0 ||
+            dup2(nb, 4) < 0)
+            _exit(2);
+        close_all_fds_except(5, NULL, 0);
+        signal(SIGPIPE, SIG_DFL);
+        execlp("diff", "diff", "-u", "--label", la, "--label", lb, "/dev/fd/3", "/dev/fd/4", (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+static int wait_diff(pid_t pid) {
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR)
+            return -errno;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 2;
+}
+
+static void add_stat(struct diffctx *d, const char *path, long plus, long minus, bool binary, uint64_t os,
+                     uint64_t ns) {
+    if (d->n_lines % 64 == 0) {
+        struct stat_line *nl = realloc(d->lines, (d->n_lines + 64) * sizeof *nl);
+        if (!nl)
+            return;
+        d->lines = nl;
+    }
+    d->lines[d->n_lines++] = (struct stat_line){strdup(path), plus, minus, binary, os, ns};
+}
+
+/* Content diff of one path: old side (lower) vs new side (upper); either
+ * may be absent (LC_NONE). */
+static void content_diff(struct diffctx *d, const struct lc_stage *st, const char *path, enum lc_type ot,
+                         const char *otarget, enum lc_type nt, const char *ntarget, uint64_t os, uint64_t ns) {
+    _cleanup_close_ int a = side_fd(st->ws_fd, path, ot, otarget);
+    _cleanup_close_ int b = side_fd(st->upper_fd, path, nt, ntarget);
+    if ((ot != LC_NONE && a < 0) || (nt != LC_NONE && b < 0)) {
+        fprintf(stderr, "pvisor diff: cannot read %s: %s\n", path, strerror(-(a < -1 ? a : b)));
+        d->failed = 1;
+        return;
+    }
+    _cleanup_free_ char *la = NULL, *lb = NULL;
+    if (asprintf(&la, "%s%s", ot == LC_NONE ? "" : "a/", ot == LC_NONE ? "/dev/null" : path) < 0 ||
+        asprintf(&lb, "%s%s", nt == LC_NONE ? "" : "b/", nt == LC_NONE ? "/dev/null" : path) < 0)
+        return;
+    if (looks_binary(a) || looks_binary(b)) {
+        if (d->stat)
+            add_stat(d, path, 0, 0, true, os, ns);
+        else
+            printf("Binary files %s and %s differ\n", la, lb);
+        return;
+    }
+    if (!d->stat) {
+        pid_t pid = spawn_diff(a, b, la, lb, STDOUT_FILENO);
+        int rc = pid < 0 ? 2 : wait_diff(pid);
+        if (rc >= 2 || rc < 0) {
+            fprintf(stderr, "pvisor diff: diff(1) failed on %s\n", path);
+            d->failed = 1;
+        }
+        return;
+    }
+    int pfd[2];
+    if (pipe2(pfd, O_CLOEXEC) < 0)
+        return;
+    pid_t pid = spawn_diff(a, b, la, lb, pfd[1]);
+    close(pfd[1]);
+    long plus = 0, minus = 0, line = 0;
+    FILE *f = fdopen(pfd[0], "r");
+    char *buf = NULL;
+    size_t cap = 0;
+    while (f && getline(&buf, &cap, f) >= 0) {
+        if (++line <= 2)
+            continue; /* --- and +++ */
+        if (buf[0] == '+')
+            plus++;
+        else if (buf[0] == '-')
+            minus++;
+    }
+    free(buf);
+    if (f)
+        fclose(f);
+    else
+        close(pfd[0]);
+    if (pid > 0 && wait_diff(pid) >= 2)
+        d->failed = 1;
+    add_stat(d, path, plus, minus, false, os, ns);
+}
+
+static bool diffable(enum lc_type t) {
+    return t == LC_REG || t == LC_LNK;
+}
+
+static void show_entry(struct diffctx *d, const struct lc_stage *st, const struct lc_entry *e) {
+    const char *p = e->path;
+    enum lc_type ot = e->old_type, nt = e->kind == LC_DELETED ? LC_NONE : e->new_type;
+    bool same_kind = ot != LC_NONE && nt != LC_NONE && ot == nt;
+    if (same_kind) {
+        if (ot == LC_DIR)
+            return; /* git does not show directories */
+        if (!d->stat)
+            printf("diff --git a/%s b/%s\n", p, p);
+        if ((e->changes & LC_CH_MODE) && !d->stat)
+            printf("old mode %o\nnew mode %o\n", git_mode(ot, e->old_mode), git_mode(nt, e->new_mode));
+        if (e->changes & (LC_CH_CONTENT | LC_CH_TARGET))
+            content_diff(d, st, p, ot, e->old_target, nt, e->new_target, e->old_size, e->new_size);
+        else if (d->stat)
+            add_stat(d, p, 0, 0, false, 0, 0);
+        return;
+    }
+    /* deletion of the old object (also the first half of a type change) */
+    if (ot != LC_NONE && ot != LC_DIR) {
+        if (!d->stat)
+            printf("diff --git a/%s b/%s\ndeleted file mode %o\n", p, p, git_mode(ot, e->old_mode));
+        if (diffable(ot))
+            content_diff(d, st, p, ot, e->old_target, LC_NONE, NULL, e->old_size, 0);
+    }
+    if (nt != LC_NONE && nt != LC_DIR) {
+        if (!d->stat)
+            printf("diff --git a/%s b/%s\nnew file mode %o\n", p, p, git_mode(nt, e->new_mode));
+        if (diffable(nt))
+            content_diff(d, st, p, LC_NONE, NULL, nt, e->new_target, 0, e->new_size);
+    }
+}
+
+static bool looks_like_target(const char *a) {
+    if (strcmp(a, "latest") == 0)
+        return true;
+    size_t i = 0;
+    while (a[i] >= '0' && a[i] <= '9')
+        i++;
+    if (i >= 8 && (a[i] == 'T' || a[i] == '\0'))
+        return true;
+    struct stat sb;
+    char v[4096];
+    int m = snprintf(v, sizeof v, "%s/version", a);
+    return m > 0 && (size_t)m < sizeof v && stat(v, &sb) == 0;
+}
+
+static bool selected(const char *path, char **paths, size_t n) {
+    if (n == 0)
+        return true;
+    for (size_t i = 0; i < n; i++) {
+        size_t l = strlen(paths[i]);
+        while (l > 1 && paths[i][l - 1] == '/')
+            l--;
+        if (strncmp(path, paths[i], l) == 0 && (path[l] == '\0' || path[l] == '/'))
+            return true;
+    }
+    return false;
+}
+
+int cmd_diff(int argc, char **argv) {
+    struct diffctx d = {0};
+    const char *run = NULL, *stage_dir = NULL;
+    _cleanup_free_ char **paths = calloc((size_t)argc + 1, sizeof *paths);
+    size_t n_paths = 0;
+    bool dashdash = false;
+    if (!paths)
+        return cli_error(PV_EXIT_FAILURE, "diff", "out of memory");
+    for (int i = 1; i < argc; i++) {
+        char *a = argv[i];
+        if (!dashdash && (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0))
+            return cli_print_help(cli_find_command("diff"));
+        if (!dashdash && strcmp(a, "--") == 0)
+            dashdash = true;
+        else if (!dashdash && strcmp(a, "--stat") == 0)
+            d.stat = true;
+        else if (!dashdash && strcmp(a, "--stage") == 0) {
+            if (i + 1 >= argc || argv[i + 1][0] == '\0')
+                return cli_usage_error("diff", "--stage needs a value");
+            if (stage_dir)
+                return cli_usage_error("diff", "--stage given twice");
+            stage_dir = argv[++i];
+        } else if (!dashdash && a[0] == '-')
+            return cli_usage_error("diff", "unknown option '%s'", a);
+        else if (!dashdash && !run && !stage_dir && n_paths == 0 && looks_like_target(a))
+            run = a;
+        else {
+            while (a[0] == '.' && a[1] == '/')
+                a += 2;
+            if (a[0] == '\0' || a[0] == '/')
+                return cli_usage_error("diff", "PATH '%s' must be relative to the workspace", argv[i]);
+            paths[n_paths++] = a;
+        }
+    }
+    if (run && stage_dir)
+        return cli_usage_error("diff", "give a RUN or --stage DIR, not both");
+    if (run && lc_cli_arg_is_stage(run)) {
+        stage_dir = run;
+        run = NULL;
+    }
+    _cleanup_free_ char *stage = NULL, *id = NULL;
+    int rc = lc_cli_target("diff", run, stage_dir, &stage, &id, NULL);
+    if (rc != 0)
+        return rc;
+    struct lc_stage *st = NULL;
+    struct lc_changeset *cs = NULL;
+    int r = lc_stage_open(stage, &st);
+    if (r == 0)
+        r = lc_changeset_load(st, &cs);
+    if (r < 0) {
+        lc_stage_free(st);
+        return cli_error(PV_EXIT_FAILURE, "diff", "cannot read the stage %s: %s", stage,
+                         r == -ENOENT ? "it holds no changes (dropped?)" : strerror(-r));
+    }
+    for (size_t i = 0; i < cs->n; i++)
+        if (selected(cs->entries[i].path, paths, n_paths))
+            show_entry(&d, st, &cs->entries[i]);
+    if (d.stat) {
+        size_t w = 0;
+        long tp = 0, tm = 0;
+        for (size_t i = 0; i < d.n_lines; i++) {
+            size_t l = d.lines[i].path ? strlen(d.lines[i].path) : 0;
+            if (l > w)
+                w = l;
+        }
+        for (size_t i = 0; i < d.n_lines; i++) {
+            struct stat_line *s = &d.lines[i];
+            if (!s->path)
+                continue;
+            if (s->binary) {
+                printf(" %-*s | Bin %llu -> %llu bytes\n", (int)w, s->path, (unsigned long long)s->old_size,
+                       (unsigned long long)s->new_size);
+            } else {
+                printf(" %-*s | %ld ", (int)w, s->path, s->plus + s->minus);
+                long total = s->plus + s->minus, scale = total > 50 ? total / 50 + 1 : 1;
+                for (long k = 0; k < s->plus / scale; k++)
+                    putchar('+');
+                for (long k = 0; k < s->minus / scale; k++)
+                    putchar('-');
+                putchar('\n');
+            }
+            tp += s->plus;
+            tm += s->minus;
+            free(s->path);
+        }
+        printf(" %zu file%s changed, %ld insertion%s(+), %ld deletion%s(-)\n", d.n_lines, d.n_lines == 1 ? "" : "s",
+               tp, tp == 1 ? "" : "s", tm, tm == 1 ? "" : "s");
+        free(d.lines);
+    }
+    lc_changeset_free(cs);
+    lc_stage_free(st);
+    fflush(stdout);
+    return d.failed ? PV_EXIT_FAILURE : PV_EXIT_OK;
+}

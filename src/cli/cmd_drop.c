@@ -1,0 +1,61 @@
+/* cmd_drop.c: `pvisor drop [RUN|--stage DIR]`: discard a stage's changes
+ * (lifecycle/drop.c; the stage keeps a 'dropped' marker). */
+#include "cli/cli.h"
+#include "lifecycle/lifecycle.h"
+#include "util/cleanup.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+int cmd_drop(int argc, char **argv) {
+    const char *run = NULL, *stage_dir = NULL;
+    bool force = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)
+            return cli_print_help(cli_find_command("drop"));
+        if (strcmp(a, "--force") == 0) {
+            force = true;
+        } else if (strcmp(a, "--stage") == 0) {
+            if (i + 1 >= argc || argv[i + 1][0] == '\0')
+                return cli_usage_error("drop", "--stage needs a value");
+            if (stage_dir)
+                return cli_usage_error("drop", "--stage given twice");
+            stage_dir = argv[++i];
+        } else if (a[0] == '-') {
+            return cli_usage_error("drop", "unknown option '%s'", a);
+        } else if (run) {
+            return cli_usage_error("drop", "takes at most one RUN");
+        } else {
+            run = a;
+        }
+    }
+    if (run && stage_dir)
+        return cli_usage_error("drop", "give a RUN or --stage DIR, not both");
+    if (run && lc_cli_arg_is_stage(run)) {
+        stage_dir = run;
+        run = NULL;
+    }
+    _cleanup_free_ char *stage = NULL, *id = NULL;
+    int rc = lc_cli_target("drop", run, stage_dir, &stage, &id, NULL);
+    if (rc != 0)
+        return rc;
+    int r = lc_drop(stage, force);
+    if (r == -EBUSY)
+        return cli_error(PV_EXIT_FAILURE, "drop",
+                         "refused: the stage %s is in use (its run is still going, or an apply holds it); "
+                         "stop the run first", stage);
+    if (r == -EINPROGRESS)
+        return cli_error(PV_EXIT_FAILURE, "drop",
+                         "refused: an apply of %s was interrupted, so the workspace holds part of it; complete it "
+                         "with 'pvisor apply', or drop anyway with --force (the applied part stays)", stage);
+    if (r == -EALREADY)
+        return cli_error(PV_EXIT_FAILURE, "drop", "refused: the stage %s was already applied", stage);
+    if (r < 0)
+        return cli_error(PV_EXIT_FAILURE, "drop", "cannot drop the stage %s: %s", stage, strerror(-r));
+    printf("Dropped stage %s: its changes are discarded; the workspace was not touched.\n"
+           "The directory keeps a 'dropped' marker (pvisor status --review shows it); it can be removed.\n",
+           stage);
+    return PV_EXIT_OK;
+}

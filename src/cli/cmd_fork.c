@@ -1,0 +1,67 @@
+/* cmd_fork.c: `pvisor fork [CHECKPOINT] NEW_STAGE [--run RUN|--stage DIR]`:
+ * a new sealed stage from a checkpoint or from a sealed stage
+ * (lifecycle/checkpoint.c); the source is not changed. */
+#include "cli/cli.h"
+#include "lifecycle/lifecycle.h"
+#include "util/cleanup.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+int cmd_fork(int argc, char **argv) {
+    const char *run = NULL, *stage_dir = NULL, *pos[3] = {0};
+    int npos = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)
+            return cli_print_help(cli_find_command("fork"));
+        if (strcmp(a, "--stage") == 0 || strcmp(a, "--run") == 0) {
+            if (i + 1 >= argc || argv[i + 1][0] == '\0')
+                return cli_usage_error("fork", "%s needs a value", a);
+            const char **dst = a[2] == 's' ? &stage_dir : &run;
+            if (*dst)
+                return cli_usage_error("fork", "%s given twice", a);
+            *dst = argv[++i];
+        } else if (a[0] == '-') {
+            return cli_usage_error("fork", "unknown option '%s'", a);
+        } else if (npos == 2) {
+            return cli_usage_error("fork", "takes [CHECKPOINT] NEW_STAGE");
+        } else {
+            pos[npos++] = a;
+        }
+    }
+    if (npos == 0)
+        return cli_usage_error("fork", "where should the new stage go? (NEW_STAGE)");
+    if (run && stage_dir)
+        return cli_usage_error("fork", "give --run RUN or --stage DIR, not both");
+    const char *checkpoint = npos == 2 ? pos[0] : NULL, *new_stage = pos[npos - 1];
+    _cleanup_free_ char *stage = NULL, *id = NULL;
+    int rc = lc_cli_target("fork", run, stage_dir, &stage, &id, NULL);
+    if (rc != 0)
+        return rc;
+    int r = lc_fork(stage, checkpoint, new_stage);
+    switch (r) {
+    case 0:
+        printf("Forked %s%s%s into the new sealed stage %s (use it with 'pvisor run --stage %s')\n", stage,
+               checkpoint ? " at checkpoint " : "", checkpoint ? checkpoint : "", new_stage, new_stage);
+        return PV_EXIT_OK;
+    case -EINVAL:
+        return cli_usage_error("fork", "bad checkpoint name '%s'", checkpoint ? checkpoint : "");
+    case -ENOENT:
+        return cli_error(PV_EXIT_FAILURE, "fork", "no checkpoint '%s' in %s (see 'pvisor checkpoint --list')",
+                         checkpoint ? checkpoint : "", stage);
+    case -ENOTEMPTY:
+    case -EEXIST:
+        return cli_error(PV_EXIT_FAILURE, "fork", "refused: %s exists and is not empty", new_stage);
+    case -EBUSY:
+        return cli_error(PV_EXIT_FAILURE, "fork", "refused: the stage %s is in use; stop its run first", stage);
+    case -ESTALE:
+        return cli_error(PV_EXIT_FAILURE, "fork", "refused: the stage %s is not sealed; fork one of its checkpoints",
+                         stage);
+    case -EALREADY:
+        return cli_error(PV_EXIT_FAILURE, "fork", "refused: the stage %s was applied or dropped", stage);
+    default:
+        return cli_error(PV_EXIT_FAILURE, "fork", "failed: %s", strerror(-r));
+    }
+}

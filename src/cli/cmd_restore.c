@@ -1,0 +1,67 @@
+/* cmd_restore.c: `pvisor restore NAME [RUN|--stage DIR]`: replace a stopped
+ * stage's content with one of its checkpoints (lifecycle/checkpoint.c). */
+#include "cli/cli.h"
+#include "lifecycle/lifecycle.h"
+#include "util/cleanup.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+int cmd_restore(int argc, char **argv) {
+    const char *run = NULL, *stage_dir = NULL, *name = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)
+            return cli_print_help(cli_find_command("restore"));
+        if (strcmp(a, "--stage") == 0) {
+            if (i + 1 >= argc || argv[i + 1][0] == '\0')
+                return cli_usage_error("restore", "--stage needs a value");
+            if (stage_dir)
+                return cli_usage_error("restore", "--stage given twice");
+            stage_dir = argv[++i];
+        } else if (a[0] == '-') {
+            return cli_usage_error("restore", "unknown option '%s'", a);
+        } else if (!name) {
+            name = a;
+        } else if (!run) {
+            run = a;
+        } else {
+            return cli_usage_error("restore", "takes a checkpoint NAME and at most one RUN");
+        }
+    }
+    if (!name)
+        return cli_usage_error("restore", "which checkpoint? (see 'pvisor checkpoint --list')");
+    if (run && stage_dir)
+        return cli_usage_error("restore", "give a RUN or --stage DIR, not both");
+    if (run && lc_cli_arg_is_stage(run)) {
+        stage_dir = run;
+        run = NULL;
+    }
+    _cleanup_free_ char *stage = NULL, *id = NULL;
+    int rc = lc_cli_target("restore", run, stage_dir, &stage, &id, NULL);
+    if (rc != 0)
+        return rc;
+    int r = lc_restore(stage, name);
+    switch (r) {
+    case 0:
+        printf("Restored stage %s from checkpoint %s; it is sealed\n", stage, name);
+        return PV_EXIT_OK;
+    case -EINVAL:
+        return cli_usage_error("restore", "bad checkpoint name '%s'", name);
+    case -ENOENT:
+        return cli_error(PV_EXIT_FAILURE, "restore", "the stage %s has no checkpoint '%s' (see 'pvisor checkpoint --list')",
+                         stage, name);
+    case -EBUSY:
+        return cli_error(PV_EXIT_FAILURE, "restore", "refused: the stage %s is in use; stop its run first", stage);
+    case -EALREADY:
+        return cli_error(PV_EXIT_FAILURE, "restore", "refused: the stage %s was applied or dropped", stage);
+    case -EINPROGRESS:
+        return cli_error(PV_EXIT_FAILURE, "restore",
+                         "refused: an interrupted apply of %s must be completed first ('pvisor apply')", stage);
+    default:
+        return cli_error(PV_EXIT_FAILURE, "restore",
+                         "failed: %s (the stage reads 'interrupted' if the swap was cut short; run restore again)",
+                         strerror(-r));
+    }
+}

@@ -1,0 +1,197 @@
+/* cmd_review.c: `pvisor status --review [RUN|STAGE] [--json]` (what the
+ * agent changed, what deserves a second look, and which boundary held), and
+ * the target resolution shared by the lifecycle verbs (diff, apply, drop).
+ * The JSON document (schema pvisor.review/1) is documented in
+ * docs/lifecycle.md and only ever gains fields. */
+#include "cli/cli.h"
+#include "lifecycle/lifecycle.h"
+#include "policy/policy.h"
+#include "stage/stage.h"
+#include "util/cleanup.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int lc_cli_target(const char *verb, const char *run, const char *stage_dir, char **ret_stage, char **ret_run,
+                  json_t **ret_bundle) {
+    int r = lc_resolve_target(run, stage_dir, ret_stage, ret_run, ret_bundle);
+    if (r == 0)
+        return PV_EXIT_OK;
+    if (stage_dir)
+        return cli_error(PV_EXIT_FAILURE, verb, "'%s' is not a pvisor stage directory%s%s", stage_dir,
+                         r == -EINVAL ? "" : ": ", r == -EINVAL ? "" : strerror(-r));
+    if (r == -ENOENT)
+        return run ? cli_error(PV_EXIT_FAILURE, verb, "no run matches '%s' (see 'pvisor list')", run)
+                   : cli_error(PV_EXIT_FAILURE, verb,
+                               "no runs recorded yet (start one with 'pvisor run --stage auto -- CMD')");
+    if (r == -ENOTUNIQ)
+        return cli_error(PV_EXIT_FAILURE, verb, "'%s' matches more than one run; give more of the id", run);
+    if (r == -ENOMEDIUM)
+        return run ? cli_error(PV_EXIT_FAILURE, verb, "run '%s' was not staged: it has no stage to %s", run, verb)
+                   : cli_error(PV_EXIT_FAILURE, verb,
+                               "no recorded run has a stage (use 'pvisor run --stage auto -- CMD', or --stage DIR)");
+    return cli_error(PV_EXIT_FAILURE, verb, "cannot find the stage: %s", strerror(-r));
+}
+
+/* A positional target names a stage when it is a directory, a run otherwise. */
+bool lc_cli_arg_is_stage(const char *arg) {
+    struct stat st;
+    return strchr(arg, '/') || (stat(arg, &st) == 0 && S_ISDIR(st.st_mode));
+}
+
+static json_t *boundary_json(const json_t *bundle) {
+    if (!bundle)
+        return json_null();
+    json_t *o = json_object();
+    const json_t *dims = json_object_get(bundle, "dimensions");
+    for (unsigned d = 0; d < _DIM_MAX; d++) {
+        const json_t *dim = json_object_get(dims, dimension_name(d));
+        json_t *e = json_object();
+        const char *keys[] = {"requested", "effective", "mechanism"};
+        for (size_t k = 0; k < ARRAY_SIZE(keys); k++) {
+            const char *v = json_string_value(json_object_get(dim, keys[k]));
+            json_object_set_new(e, keys[k], v ? json_string(v) : json_null());
+        }
+        json_object_set_new(o, dimension_name(d), e);
+    }
+    return o;
+}
+
+static const char *jstr(const json_t *o, const char *k) {
+    const char *s = json_string_value(json_object_get(o, k));
+    return s ? s : "-";
+}
+
+static char kind_letter(const struct lc_entry *e) {
+    if (e->renamed_from)
+        return 'R';
+    switch (e->kind) {
+    case LC_ADDED: return 'A';
+    case LC_DELETED: return 'D';
+    case LC_MODIFIED: return 'M';
+    case LC_TYPE_CHANGED: return 'T';
+    }
+    return '?';
+}
+
+static void print_entry(const struct lc_entry *e) {
+    printf("  %c %s%s", kind_letter(e), e->path,
+           (e->kind != LC_DELETED && e->new_type == LC_DIR) || (e->kind == LC_DELETED && e->old_type == LC_DIR) ? "/"
+                                                                                                                 : "");
+    if (e->renamed_from)
+        printf("  (from %s)", e->renamed_from);
+    if (e->kind == LC_TYPE_CHANGED)
+        printf("  (%s -> %s)", lc_type_name(e->old_type), lc_type_name(e->new_type));
+    if (e->changes & LC_CH_CONTENT)
+        printf("  (content)");
+    if (e->changes & LC_CH_MODE)
+        printf("  (mode %04o -> %04o)", e->old_mode, e->new_mode);
+    if (e->changes & LC_CH_TARGET)
+        printf("  (-> %s, was %s)", e->new_target, e->old_target ? e->old_target : "?");
+    if (e->changes & LC_CH_XATTR)
+        printf("  (xattrs)");
+    if (e->kind == LC_ADDED && e->new_type == LC_LNK)
+        printf("  -> %s", e->new_target);
+    putchar('\n');
+}
+
+static void print_human(const char *stage, const char *state, const char *run, const json_t *bundle,
+                        const struct lc_changeset *cs, bool pending) {
+    printf("Stage:       %s (%s)\n", stage, state);
+    if (cs)
+        printf("Workspace:   %s\n", cs->workspace);
+    printf("Run:         %s\n", run ? run : "-");
+    if (pending)
+        printf("Note:        an apply was interrupted; 'pvisor apply' completes it\n");
+    if (cs) {
+        size_t renamed = 0;
+        for (size_t i = 0; i < cs->n; i++)
+            renamed += cs->entries[i].renamed_from != NULL;
+        printf("\nChanges:     %zu added, %zu deleted, %zu modified, %zu type changed, %zu renamed; "
+               "%llu bytes new, %llu bytes replaced or deleted\n",
+               cs->count[LC_ADDED], cs->count[LC_DELETED], cs->count[LC_MODIFIED], cs->count[LC_TYPE_CHANGED], renamed,
+               (unsigned long long)cs->bytes_new, (unsigned long long)cs->bytes_old);
+        for (size_t i = 0; i < cs->n; i++)
+            print_entry(&cs->entries[i]);
+        if (cs->warnings) {
+            printf("\nWarnings:\n");
+            for (size_t i = 0; i < cs->n; i++)
+                for (unsigned b = 0; b < LC_W__COUNT; b++)
+                    if (cs->entries[i].warnings & (1u << b))
+                        printf("  ! %s: %s\n", cs->entries[i].path, lc_warning_name(b));
+        }
+        if (cs->n_conflicts) {
+            printf("\nConflicts (apply refuses until they are resolved):\n");
+            for (size_t i = 0; i < cs->n; i++)
+                if (cs->entries[i].conflict)
+                    printf("  x %s: %s\n", cs->entries[i].path, cs->entries[i].conflict);
+        }
+    }
+    printf("\nSafety boundary:\n");
+    if (!bundle) {
+        printf("  (no Run Bundle found for this stage)\n");
+        return;
+    }
+    printf("  %-18s %-12s %-12s %s\n", "DIMENSION", "REQUESTED", "EFFECTIVE", "MECHANISM");
+    const json_t *dims = json_object_get(bundle, "dimensions");
+    for (unsigned d = 0; d < _DIM_MAX; d++) {
+        const json_t *dim = json_object_get(dims, dimension_name(d));
+        printf("  %-18s %-12s %-12s %s\n", dimension_name(d), jstr(dim, "requested"), jstr(dim, "effective"),
+               jstr(dim, "mechanism"));
+    }
+}
+
+int cmd_review(const char *arg, bool as_json) {
+    const char *run = NULL, *stage_dir = NULL;
+    if (arg && lc_cli_arg_is_stage(arg))
+        stage_dir = arg;
+    else
+        run = arg;
+    _cleanup_free_ char *stage = NULL, *id = NULL;
+    json_t *bundle = NULL;
+    int rc = lc_cli_target("status", run, stage_dir, &stage, &id, &bundle);
+    if (rc != 0)
+        return rc;
+    enum stage_state state;
+    int r = stage_probe_state(stage, &state);
+    if (r < 0) {
+        json_decref(bundle);
+        return cli_error(PV_EXIT_FAILURE, "status", "cannot read the stage %s: %s", stage,
+                         r == -ENOENT ? "it no longer exists" : strerror(-r));
+    }
+    struct lc_stage *st = NULL;
+    struct lc_changeset *cs = NULL;
+    if (state != STAGE_DROPPED) {
+        r = lc_stage_open(stage, &st);
+        if (r == 0)
+            r = lc_changeset_load(st, &cs);
+        if (r < 0) {
+            lc_stage_free(st);
+            json_decref(bundle);
+            return cli_error(PV_EXIT_FAILURE, "status", "cannot read the changes of stage %s: %s", stage,
+                             r == -E2BIG ? "too many entries" : r == -EBADMSG ? "malformed journal" : strerror(-r));
+        }
+    }
+    bool pending = lc_apply_pending(stage);
+    if (as_json) {
+        json_t *doc = json_pack("{s:s, s:{s:s, s:s, s:o, s:b, s:o}, s:o, s:o, s:o}", "schema", "pvisor.review/1",
+                                "stage", "path", stage, "state", stage_state_name(state), "workspace",
+                                cs ? json_string(cs->workspace) : json_null(), "apply_pending", pending,
+                                "checkpoints", lc_checkpoints_json(stage), "run",
+                                id ? json_string(id) : json_null(), "changeset",
+                                cs ? lc_changeset_to_json(cs) : json_null(), "safety_boundary", boundary_json(bundle));
+        json_dumpf(doc, stdout, JSON_INDENT(2));
+        fputc('\n', stdout);
+        json_decref(doc);
+    } else {
+        print_human(stage, stage_state_name(state), id, bundle, cs, pending);
+    }
+    lc_changeset_free(cs);
+    lc_stage_free(st);
+    json_decref(bundle);
+    return PV_EXIT_OK;
+}

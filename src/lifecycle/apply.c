@@ -1,0 +1,940 @@
+/* apply.c: write a sealed stage's changeset into the workspace.
+ *
+ * Contract (docs/lifecycle.md, "Apply"):
+ *  - Only a sealed stage, under its run lock (no run can reopen it while
+ *    we apply; a second apply waits for nothing: it is refused).
+ *  - Conflict check first, by content: for every path in the plan the
+ *    current lower is what the journal preimage says (type, mode, SHA-256),
+ *    or absent for objects the agent created.  Any conflict: nothing is
+ *    written.
+ *  - Before the first workspace write, the plan is made durable in
+ *    STAGE/apply-intent (temp + fsync + rename + fsync).  Every plan entry
+ *    names the old state (preimage or absent) and the final state (the
+ *    upper object or absent).  The upper is immutable under the lock, so an
+ *    interrupted apply is rolled forward by the next `pvisor apply`: each
+ *    path is re-classified as old, final (or absent in the middle of a type
+ *    change) and the remaining operations are redone idempotently; a path
+ *    in any other state is a conflict and stops the resume before it
+ *    writes.
+ *  - Files are written to a temp name in their own directory
+ *    (".pvisor-apply-<id>-<n>"), fsynced with mode, xattrs and times set,
+ *    then renamed over the target: each path is either old or new, never
+ *    half-written.  Directories are fsynced before the 'applied' marker is
+ *    published; the intent is removed last.
+ *  - Hostile stage: every workspace path is validated (no "", ".", ".."
+ *    components) and its parent resolved with openat2(RESOLVE_BENEATH|
+ *    RESOLVE_NO_SYMLINKS) from the workspace fd right before each
+ *    operation; the final component is only used with *at() calls that do
+ *    not follow it (renameat, unlinkat, mkdirat, symlinkat, O_EXCL|O_NOFOLLOW).
+ *    Device nodes and sockets are never created; setuid/setgid bits are
+ *    dropped unless asked to keep them.
+ */
+#include "lifecycle/lc-internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "stage/stage.h"
+#include "util/cleanup.h"
+#include "util/util.h"
+
+#define INTENT_MAX (1u << 30)
+
+struct plan_ent {
+    char *path;
+    enum lc_type old_type;
+    uint32_t old_mode;
+    bool old_has_sha;
+    unsigned char old_sha[32];
+    enum lc_type new_type;
+    uint32_t new_mode;
+    char *new_target;
+    struct timespec atime, mtime;
+    /* runtime */
+    enum { ST_OLD, ST_FINAL, ST_ABSENT } state;
+    uint64_t seen_ino; /* identity when classified (0: unknown) */
+    struct timespec seen_ctime;
+};
+
+struct plan {
+    struct plan_ent *v;
+    size_t n;
+    char id[17];
+    bool subset; /* a --path subset: success does not mark the stage applied */
+};
+
+static void plan_free(struct plan *p) {
+    for (size_t i = 0; i < p->n; i++) {
+        free(p->v[i].path);
+        free(p->v[i].new_target);
+    }
+    free(p->v);
+    p->v = NULL;
+    p->n = 0;
+}
+
+void lc_apply_report_clear(struct lc_apply_report *r) {
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->n_conflicts; i++)
+        free(r->conflict_paths[i]);
+    free(r->conflict_paths);
+    free(r->conflict_why);
+    free(r->failed_path);
+    *r = (struct lc_apply_report){0};
+}
+
+static int report_conflict(struct lc_apply_report *r, const char *path, const char *why) {
+    if (r->n_conflicts % 64 == 0) {
+        char **np = realloc(r->conflict_paths, (r->n_conflicts + 64) * sizeof *np);
+        if (!np)
+            return -ENOMEM;
+        r->conflict_paths = np;
+        const char **nw = realloc(r->conflict_why, (r->n_conflicts + 64) * sizeof *nw);
+        if (!nw)
+            return -ENOMEM;
+        r->conflict_why = nw;
+    }
+    if (!(r->conflict_paths[r->n_conflicts] = strdup(path)))
+        return -ENOMEM;
+    r->conflict_why[r->n_conflicts++] = why;
+    return 0;
+}
+
+static bool is_dirish(enum lc_type t) {
+    return t == LC_DIR;
+}
+
+/* A type change between a directory and a non-directory passes through
+ * "absent" (delete, then create). */
+static bool passes_absent(const struct plan_ent *e) {
+    return e->old_type != LC_NONE && e->new_type != LC_NONE && is_dirish(e->old_type) != is_dirish(e->new_type);
+}
+
+static void tmp_name(const struct plan *p, size_t i, char buf[64]) {
+    snprintf(buf, 64, ".pvisor-apply-%s-%zu", p->id, i);
+}
+
+/* ---- intent journal ---- */
+
+static json_t *ts_json(const struct timespec *t) {
+    return json_pack("[I, I]", (json_int_t)t->tv_sec, (json_int_t)t->tv_nsec);
+}
+
+static int intent_write(int stage_dir_fd, const struct plan *p) {
+    json_t *ents = json_array();
+    for (size_t i = 0; i < p->n; i++) {
+        const struct plan_ent *e = &p->v[i];
+        json_t *old = json_null(), *nw = json_null();
+        if (e->old_type != LC_NONE) {
+            old = json_pack("{s:s, s:i}", "type", lc_type_name(e->old_type), "mode", (int)e->old_mode);
+            if (e->old_has_sha) {
+                char hex[65];
+                lc_hex(e->old_sha, hex);
+                json_object_set_new(old, "sha256", json_string(hex));
+            }
+        }
+        if (e->new_type != LC_NONE) {
+            nw = json_pack("{s:s, s:i, s:o, s:o}", "type", lc_type_name(e->new_type), "mode", (int)e->new_mode,
+                           "atime", ts_json(&e->atime), "mtime", ts_json(&e->mtime));
+            if (e->new_target)
+                json_object_set_new(nw, "target", json_string(e->new_target));
+        }
+        json_array_append_new(ents, json_pack("{s:s, s:o, s:o}", "path", e->path, "old", old, "new", nw));
+    }
+    json_t *doc = json_pack("{s:i, s:s, s:b, s:o}", "format", 1, "apply_id", p->id, "subset", p->subset, "entries",
+                            ents);
+    char *txt = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+    json_decref(doc);
+    if (!txt)
+        return -ENOMEM;
+    int r = write_file_atomic(stage_dir_fd, LC_APPLY_INTENT, txt, strlen(txt), 0600);
+    free(txt);
+    return r;
+}
+
+static int ts_parse(const json_t *a, struct timespec *t) {
+    if (!json_is_array(a) || json_array_size(a) != 2)
+        return -EBADMSG;
+    t->tv_sec = (time_t)json_integer_value(json_array_get(a, 0));
+    t->tv_nsec = (long)json_integer_value(json_array_get(a, 1));
+    if (t->tv_nsec < 0 || t->tv_nsec > 999999999)
+        return -EBADMSG;
+    return 0;
+}
+
+/* Load and validate the intent (it lives in the stage: untrusted input). */
+static int intent_load(int stage_dir_fd, struct plan *p) {
+    _cleanup_free_ char *txt = NULL;
+    int r = read_file_at(stage_dir_fd, LC_APPLY_INTENT, INTENT_MAX, &txt, NULL);
+    if (r < 0)
+        return r;
+    json_t *doc = json_loads(txt, 0, NULL);
+    const char *id = json_string_value(json_object_get(doc, "apply_id"));
+    json_t *ents = json_object_get(doc, "entries");
+    r = -EBADMSG;
+    if (!id || strlen(id) != 16 || strspn(id, "0123456789abcdef") != 16 || !json_is_array(ents) ||
+        json_array_size(ents) > LC_MAX_ENTRIES)
+        goto out;
+    memcpy(p->id, id, 17);
+    p->subset = json_is_true(json_object_get(doc, "subset"));
+    p->v = calloc(json_array_size(ents) + 1, sizeof *p->v);
+    if (!p->v) {
+        r = -ENOMEM;
+        goto out;
+    }
+    size_t i;
+    json_t *je;
+    json_array_foreach(ents, i, je) {
+        struct plan_ent *e = &p->v[p->n];
+        const char *path = json_string_value(json_object_get(je, "path"));
+        if (!path || !lc_path_valid(path))
+            goto out;
+        if (!(e->path = strdup(path))) {
+            r = -ENOMEM;
+            goto out;
+        }
+        p->n++;
+        json_t *old = json_object_get(je, "old"), *nw = json_object_get(je, "new");
+        if (json_is_object(old)) {
+            e->old_type = lc_type_parse(json_string_value(json_object_get(old, "type")));
+            e->old_mode = (uint32_t)json_integer_value(json_object_get(old, "mode")) & 07777;
+            const char *sha = json_string_value(json_object_get(old, "sha256"));
+            if (e->old_type == LC_NONE || (sha && lc_unhex(sha, e->old_sha, 32) < 0))
+                goto out;
+            e->old_has_sha = sha != NULL;
+        }
+        if (json_is_object(nw)) {
+            e->new_type = lc_type_parse(json_string_value(json_object_get(nw, "type")));
+            e->new_mode = (uint32_t)json_integer_value(json_object_get(nw, "mode")) & 07777;
+            if (e->new_type == LC_NONE || e->new_type == LC_CHR || e->new_type == LC_BLK || e->new_type == LC_SOCK ||
+                ts_parse(json_object_get(nw, "atime"), &e->atime) < 0 ||
+                ts_parse(json_object_get(nw, "mtime"), &e->mtime) < 0)
+                goto out;
+            const char *t = json_string_value(json_object_get(nw, "target"));
+            if (e->new_type == LC_LNK) {
+                if (!t || strlen(t) > LC_MAX_PATH || !(e->new_target = strdup(t))) {
+                    r = t ? -ENOMEM : -EBADMSG;
+                    goto out;
+                }
+            }
+        }
+    }
+    r = 0;
+out:
+    json_decref(doc);
+    if (r < 0)
+        plan_free(p);
+    return r;
+}
+
+/* ---- classification of the current workspace state ---- */
+
+/* Is the lower object at e->path in the entry's old state? 1/0/-errno. */
+static int matches_old(int parent, const char *name, const struct stat *st, const struct plan_ent *e) {
+    if (e->old_type == LC_NONE)
+        return st == NULL;
+    if (!st || lc_type_of(st->st_mode) != e->old_type)
+        return 0;
+    if (e->old_type != LC_LNK && (st->st_mode & 07777) != e->old_mode)
+        return 0;
+    if (e->old_type == LC_REG || e->old_type == LC_LNK) {
+        if (!e->old_has_sha)
+            return 0;
+        unsigned char sha[32];
+        int r;
+        if (e->old_type == LC_REG) {
+            _cleanup_close_ int fd = openat(parent, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+            if (fd < 0)
+                return -errno;
+            r = lc_sha256_fd(fd, sha);
+        } else {
+            _cleanup_free_ char *t = NULL;
+            r = lc_readlink_at(parent, name, &t);
+            if (r == 0)
+                r = lc_sha256_buf(t, strlen(t), sha);
+        }
+        if (r < 0)
+            return r;
+        return memcmp(sha, e->old_sha, 32) == 0;
+    }
+    return 1;
+}
+
+static int matches_final(int upper_fd, int parent, const char *name, const struct stat *st, const struct plan_ent *e) {
+    if (e->new_type == LC_NONE)
+        return st == NULL;
+    if (!st || lc_type_of(st->st_mode) != e->new_type)
+        return 0;
+    if (e->new_type == LC_REG) {
+        _cleanup_close_ int a = openat(parent, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+        if (a < 0)
+            return -errno;
+        _cleanup_close_ int b = lc_open_beneath(upper_fd, e->path, O_RDONLY | O_NOFOLLOW, 0);
+        if (b < 0)
+            return b;
+        return lc_fd_equal(a, b);
+    }
+    if (e->new_type == LC_LNK) {
+        _cleanup_free_ char *t = NULL;
+        int r = lc_readlink_at(parent, name, &t);
+        if (r < 0)
+            return r;
+        return strcmp(t, e->new_target) == 0;
+    }
+    return 1;
+}
+
+/* lstat the workspace object of path; *ret_exists false when it (or a
+ * parent) is absent.  A symlink on the way is an error (-ELOOP). */
+static int ws_lstat(int ws_fd, const char *path, int *ret_parent, const char **ret_name, struct stat *st,
+                    bool *ret_exists) {
+    *ret_exists = false;
+    *ret_parent = -1;
+    int parent = lc_open_parent(ws_fd, path, ret_name);
+    if (parent == -ENOENT || parent == -ENOTDIR)
+        return 0;
+    if (parent < 0)
+        return parent;
+    *ret_parent = parent;
+    if (fstatat(parent, *ret_name, st, AT_SYMLINK_NOFOLLOW) == 0)
+        *ret_exists = true;
+    else if (errno != ENOENT)
+        return -errno;
+    return 0;
+}
+
+/* Resume: classify every entry; conflicts are reported, nothing written. */
+static int classify_all(int ws_fd, int upper_fd, struct plan *p, struct lc_apply_report *rep) {
+    for (size_t i = 0; i < p->n; i++) {
+        struct plan_ent *e = &p->v[i];
+        int parent = -1;
+        const char *name;
+        struct stat st;
+        bool exists;
+        int r = ws_lstat(ws_fd, e->path, &parent, &name, &st, &exists);
+        if (r < 0) {
+            if (parent >= 0)
+                close(parent);
+            if (r == -ELOOP) {
+                r = report_conflict(rep, e->path, "a parent directory in the workspace is now a symlink");
+                if (r < 0)
+                    return r;
+                continue;
+            }
+            return r;
+        }
+        int m = parent >= 0 ? matches_old(parent, name, exists ? &st : NULL, e) : e->old_type == LC_NONE;
+        if (m == 1)
+            e->state = ST_OLD;
+        else if (m == 0 && (parent >= 0 ? (m = matches_final(upper_fd, parent, name, exists ? &st : NULL, e))
+                                        : (m = e->new_type == LC_NONE)) == 1)
+            e->state = ST_FINAL;
+        else if (m == 0 && !exists && passes_absent(e))
+            e->state = ST_ABSENT;
+        else if (m == 0)
+            r = report_conflict(rep, e->path, "changed in the workspace since the interrupted apply "
+                                              "(neither the old nor the new version)");
+        if (m < 0)
+            r = m;
+        if (exists) {
+            e->seen_ino = (uint64_t)st.st_ino;
+            e->seen_ctime = st.st_ctim;
+        }
+        if (parent >= 0)
+            close(parent);
+        if (r < 0)
+            return r;
+    }
+    return 0;
+}
+
+/* ---- operations ---- */
+
+struct ctx {
+    int ws_fd, upper_fd;
+    struct plan *p;
+    const struct lc_apply_opts *o;
+    struct lc_apply_report *rep;
+    size_t done, total;
+    size_t *pending; /* plan indices whose temp file is written, not yet renamed */
+    size_t n_pending;
+    uint64_t pending_bytes;
+};
+
+#define PENDING_MAX 4096
+#define PENDING_BYTES (256u << 20)
+
+static int fail_at(struct ctx *c, const struct plan_ent *e, int r);
+
+static void step(struct ctx *c) {
+    c->done++;
+    if (c->o->progress)
+        c->o->progress(c->done, c->total, c->o->userdata);
+    if (c->o->test_delay_us)
+        usleep(c->o->test_delay_us);
+}
+
+/* The object we are about to replace or delete must still be the one we
+ * checked (same inode, unchanged ctime): a user editing the workspace while
+ * apply runs stops it with -ECANCELED (the next apply resumes and reports
+ * the conflict). */
+static int still_same(int parent, const char *name, const struct plan_ent *e) {
+    if (!e->seen_ino)
+        return 0;
+    struct stat st;
+    if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return errno == ENOENT ? -ECANCELED : -errno;
+    if ((uint64_t)st.st_ino != e->seen_ino)
+        return -ECANCELED;
+    /* a directory's ctime moves when this apply removes its children */
+    if (!S_ISDIR(st.st_mode) &&
+        (st.st_ctim.tv_sec != e->seen_ctime.tv_sec || st.st_ctim.tv_nsec != e->seen_ctime.tv_nsec))
+        return -ECANCELED;
+    return 0;
+}
+
+static int op_delete(struct ctx *c, struct plan_ent *e) {
+    const char *name;
+    _cleanup_close_ int parent = lc_open_parent(c->ws_fd, e->path, &name);
+    if (parent < 0)
+        return parent;
+    int r = still_same(parent, name, e);
+    if (r < 0)
+        return r;
+    if (unlinkat(parent, name, e->old_type == LC_DIR ? AT_REMOVEDIR : 0) < 0 && errno != ENOENT)
+        return -errno;
+    c->rep->n_deleted++;
+    step(c);
+    return 0;
+}
+
+/* Rename the written temp files of the pending batch over their targets.
+ * One syncfs() first makes all their data durable: a name never points at
+ * unwritten data, without one fsync (one journal commit) per file. */
+static int flush_pending(struct ctx *c) {
+    if (c->n_pending == 0)
+        return 0;
+    if (syncfs(c->ws_fd) < 0)
+        return -errno;
+    for (size_t k = 0; k < c->n_pending; k++) {
+        size_t idx = c->pending[k];
+        struct plan_ent *e = &c->p->v[idx];
+        const char *name;
+        _cleanup_close_ int parent = lc_open_parent(c->ws_fd, e->path, &name);
+        if (parent < 0)
+            return fail_at(c, e, parent);
+        char tmp[64];
+        tmp_name(c->p, idx, tmp);
+        int r = 0;
+        if (e->old_type != LC_NONE && e->state == ST_OLD)
+            r = still_same(parent, name, e);
+        if (r == 0 && renameat(parent, tmp, parent, name) < 0)
+            r = -errno;
+        if (r < 0) {
+            unlinkat(parent, tmp, 0);
+            return fail_at(c, e, r);
+        }
+        c->rep->n_written++;
+        step(c);
+    }
+    c->n_pending = 0;
+    c->pending_bytes = 0;
+    return 0;
+}
+
+/* Write the temp file of a regular file entry (content, xattrs, mode, times). */
+static int write_temp_reg(struct ctx *c, struct plan_ent *e, int parent, const char *tmp) {
+    _cleanup_close_ int in = lc_open_beneath(c->upper_fd, e->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
+    if (in < 0)
+        return in;
+    struct stat ist;
+    if (fstat(in, &ist) < 0)
+        return -errno;
+    if (!S_ISREG(ist.st_mode))
+        return -EBADMSG; /* the stage changed under the lock: refuse */
+    _cleanup_close_ int out = openat(parent, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (out < 0)
+        return -errno;
+    uint64_t bytes = 0;
+    int r = lc_copy_fd(in, out, &bytes);
+    if (r < 0)
+        return r;
+    struct lc_xattrs x;
+    r = lc_xattrs_read(in, true, &x);
+    if (r == 0) {
+        r = lc_xattrs_apply(out, &x);
+        lc_xattrs_free(&x);
+        if (r == -ENOTSUP || r == -EPERM)
+            r = 0;
+    }
+    if (r < 0)
+        return r;
+    if (fchmod(out, e->new_mode) < 0)
+        return -errno;
+    struct timespec ts[2] = {e->atime, e->mtime};
+    if (futimens(out, ts) < 0)
+        return -errno;
+    c->rep->bytes_written += bytes;
+    c->pending_bytes += bytes;
+    return 0;
+}
+
+static int op_put(struct ctx *c, size_t idx) {
+    struct plan_ent *e = &c->p->v[idx];
+    const char *name;
+    _cleanup_close_ int parent = lc_open_parent(c->ws_fd, e->path, &name);
+    if (parent < 0)
+        return parent;
+    char tmp[64];
+    tmp_name(c->p, idx, tmp);
+    if (unlinkat(parent, tmp, 0) < 0 && errno != ENOENT)
+        return -errno;
+    if (e->state == ST_FINAL)
+        return 0;
+    if (e->new_type == LC_DIR) {
+        if (mkdirat(parent, name, 0700) < 0 && errno != EEXIST)
+            return -errno;
+        struct stat st;
+        if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+            return -errno;
+        if (!S_ISDIR(st.st_mode))
+            return -ENOTDIR;
+        c->rep->n_dirs++;
+        step(c);
+        return 0;
+    }
+    int r;
+    if (e->new_type == LC_REG) {
+        r = write_temp_reg(c, e, parent, tmp);
+    } else if (e->new_type == LC_LNK) {
+        r = symlinkat(e->new_target, parent, tmp) < 0 ? -errno : 0;
+    } else if (e->new_type == LC_FIFO) {
+        r = mknodat(parent, tmp, S_IFIFO | (e->new_mode & 0777), 0) < 0 ? -errno : 0;
+        if (r == 0 && fchmodat(parent, tmp, e->new_mode & 0777, 0) < 0)
+            r = -errno;
+    } else {
+        return -EOPNOTSUPP;
+    }
+    if (r == 0 && e->new_type != LC_REG) {
+        struct timespec ts[2] = {e->atime, e->mtime};
+        utimensat(parent, tmp, ts, AT_SYMLINK_NOFOLLOW); /* best effort */
+    }
+    if (r < 0) {
+        unlinkat(parent, tmp, 0);
+        return r;
+    }
+    c->pending[c->n_pending++] = idx;
+    if (c->n_pending >= PENDING_MAX || c->pending_bytes >= PENDING_BYTES)
+        return flush_pending(c);
+    return 0;
+}
+
+/* Directory metadata, deepest first (children change a directory's mtime). */
+static int op_dir_meta(struct ctx *c, struct plan_ent *e) {
+    _cleanup_close_ int d = lc_open_beneath(c->ws_fd, e->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
+    if (d < 0)
+        return d;
+    _cleanup_close_ int u = lc_open_beneath(c->upper_fd, e->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
+    if (u >= 0) {
+        struct lc_xattrs x;
+        int r = lc_xattrs_read(u, true, &x);
+        if (r == 0) {
+            r = lc_xattrs_apply(d, &x);
+            lc_xattrs_free(&x);
+            if (r < 0 && r != -ENOTSUP && r != -EPERM)
+                return r;
+        }
+    }
+    if (fchmod(d, e->new_mode) < 0)
+        return -errno;
+    if (e->old_type != LC_DIR) {
+        struct timespec ts[2] = {e->atime, e->mtime};
+        if (futimens(d, ts) < 0)
+            return -errno;
+    }
+    if (fsync(d) < 0)
+        return -errno;
+    return 0;
+}
+
+static int cmp_strp(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* fsync every directory that holds a changed entry, and the root. */
+static int sync_parents(int ws_fd, const struct plan *p) {
+    char **dirs = calloc(p->n + 1, sizeof *dirs);
+    if (!dirs)
+        return -ENOMEM;
+    size_t n = 0;
+    int r = 0;
+    for (size_t i = 0; i < p->n; i++) {
+        const char *s = strrchr(p->v[i].path, '/');
+        if (s && !(dirs[n++] = strndup(p->v[i].path, (size_t)(s - p->v[i].path)))) {
+            r = -ENOMEM;
+            break;
+        }
+    }
+    if (r == 0 && n)
+        qsort(dirs, n, sizeof *dirs, cmp_strp);
+    for (size_t i = 0; i < n && r == 0; i++) {
+        if (i > 0 && strcmp(dirs[i], dirs[i - 1]) == 0)
+            continue;
+        int fd = lc_open_beneath(ws_fd, dirs[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
+        if (fd == -ENOENT || fd == -ENOTDIR)
+            continue; /* deleted or replaced by a file in this apply */
+        if (fd < 0) {
+            r = fd;
+            break;
+        }
+        if (fsync(fd) < 0)
+            r = -errno;
+        close(fd);
+    }
+    for (size_t i = 0; i < n; i++)
+        free(dirs[i]);
+    free(dirs);
+    if (r == 0 && fsync(ws_fd) < 0)
+        r = -errno;
+    return r;
+}
+
+static int fail_at(struct ctx *c, const struct plan_ent *e, int r) {
+    if (r == -ECANCELED && c->rep->failed_path)
+        return r;
+    free(c->rep->failed_path);
+    c->rep->failed_path = strdup(e->path);
+    return r;
+}
+
+static int execute(struct ctx *c) {
+    struct plan *p = c->p;
+    c->total = 0;
+    for (size_t i = 0; i < p->n; i++) {
+        const struct plan_ent *e = &p->v[i];
+        c->total += (e->old_type != LC_NONE && (e->new_type == LC_NONE || passes_absent(e))) +
+                    (e->new_type != LC_NONE && !(e->new_type == LC_DIR && e->old_type == LC_DIR));
+    }
+    /* 1. deletions, children before parents */
+    for (size_t i = p->n; i-- > 0;) {
+        struct plan_ent *e = &p->v[i];
+        if (e->old_type == LC_NONE || !(e->new_type == LC_NONE || passes_absent(e)) || e->state != ST_OLD)
+            continue;
+        int r = op_delete(c, e);
+        if (r < 0)
+            return fail_at(c, e, r);
+        e->state = e->new_type == LC_NONE ? ST_FINAL : ST_ABSENT;
+        e->seen_ino = 0;
+    }
+    /* 2. creations and replacements, parents before children */
+    for (size_t i = 0; i < p->n; i++) {
+        struct plan_ent *e = &p->v[i];
+        if (e->new_type == LC_NONE || (e->new_type == LC_DIR && e->old_type == LC_DIR))
+            continue;
+        int r = op_put(c, i);
+        if (r < 0)
+            return c->rep->failed_path ? r : fail_at(c, e, r);
+    }
+    int fr = flush_pending(c);
+    if (fr < 0)
+        return fr;
+    /* 3. directory metadata, children before parents */
+    for (size_t i = p->n; i-- > 0;) {
+        struct plan_ent *e = &p->v[i];
+        if (e->new_type != LC_DIR)
+            continue;
+        int r = op_dir_meta(c, e);
+        if (r < 0)
+            return fail_at(c, e, r);
+    }
+    /* 4. durability of the names */
+    return sync_parents(c->ws_fd, p);
+}
+
+/* ---- planning ---- */
+
+static bool selected_by(const char *path, const char *const *paths) {
+    for (const char *const *q = paths; *q; q++) {
+        size_t l = strlen(*q);
+        if (strncmp(path, *q, l) == 0 && (path[l] == '\0' || path[l] == '/'))
+            return true;
+    }
+    return false;
+}
+
+static int plan_from_changeset(const struct lc_changeset *cs, const struct lc_apply_opts *o, struct plan *p,
+                               struct lc_apply_report *rep) {
+    bool *sel = calloc(cs->n + 1, sizeof *sel);
+    if (!sel)
+        return -ENOMEM;
+    int r = 0;
+    for (size_t i = 0; i < cs->n; i++)
+        sel[i] = !o->paths || selected_by(cs->entries[i].path, o->paths);
+    if (o->paths) {
+        /* every --path must match something */
+        for (const char *const *q = o->paths; *q && r == 0; q++) {
+            bool any = false;
+            for (size_t i = 0; i < cs->n && !any; i++)
+                any = selected_by(cs->entries[i].path, (const char *const[]){*q, NULL});
+            if (!any)
+                r = report_conflict(rep, *q, "no staged change at or below this path");
+        }
+        if (r == 0 && rep->n_conflicts) {
+            free(sel);
+            return -ENOENT;
+        }
+        /* a selected entry needs its created parent directories */
+        for (size_t i = cs->n; i-- > 0;) {
+            if (!sel[i])
+                continue;
+            for (size_t j = i; j-- > 0;) {
+                const struct lc_entry *a = &cs->entries[j];
+                size_t l = strlen(a->path);
+                if (strncmp(cs->entries[i].path, a->path, l) == 0 && cs->entries[i].path[l] == '/' &&
+                    a->new_type == LC_DIR && a->kind != LC_DELETED && a->kind != LC_MODIFIED)
+                    sel[j] = true;
+            }
+        }
+    }
+    p->v = calloc(cs->n + 1, sizeof *p->v);
+    if (!p->v) {
+        free(sel);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < cs->n && r == 0; i++) {
+        const struct lc_entry *e = &cs->entries[i];
+        if (!sel[i])
+            continue;
+        if (e->conflict) {
+            r = report_conflict(rep, e->path, e->conflict);
+            continue;
+        }
+        if (!lc_path_valid(e->path)) {
+            r = report_conflict(rep, e->path, "invalid name in the stage");
+            continue;
+        }
+        if (e->kind != LC_DELETED && (e->new_type == LC_CHR || e->new_type == LC_BLK || e->new_type == LC_SOCK)) {
+            rep->n_skipped_special++;
+            continue;
+        }
+        struct plan_ent *pe = &p->v[p->n];
+        if (!(pe->path = strdup(e->path))) {
+            r = -ENOMEM;
+            break;
+        }
+        p->n++;
+        if (e->old_type != LC_NONE) {
+            /* conflict-free: the current lower is the preimage */
+            pe->old_type = e->pre->type;
+            pe->old_mode = e->pre->mode;
+            pe->old_has_sha = e->pre->has_sha;
+            memcpy(pe->old_sha, e->pre->sha, 32);
+            pe->seen_ino = e->old_ino;
+            pe->seen_ctime = e->old_ctime;
+        }
+        if (e->kind != LC_DELETED) {
+            pe->new_type = e->new_type;
+            pe->new_mode = e->new_mode;
+            if ((pe->new_mode & 06000) && !o->keep_special_modes) {
+                pe->new_mode &= ~(uint32_t)06000;
+                rep->n_setid_dropped++;
+            }
+            if (e->new_target && !(pe->new_target = strdup(e->new_target))) {
+                r = -ENOMEM;
+                break;
+            }
+            pe->atime = e->new_atime;
+            pe->mtime = e->new_mtime;
+        }
+        pe->state = ST_OLD;
+    }
+    free(sel);
+    if (r == 0 && rep->n_conflicts)
+        r = -EEXIST;
+    return r;
+}
+
+static void announce(const struct plan *p, const struct lc_apply_opts *o) {
+    if (!o->on_op)
+        return;
+    for (size_t i = 0; i < p->n; i++) {
+        const struct plan_ent *e = &p->v[i];
+        const char *a;
+        if (e->new_type == LC_NONE)
+            a = "delete";
+        else if (e->new_type == LC_DIR)
+            a = e->old_type == LC_DIR ? "chmod" : "mkdir";
+        else if (e->new_type == LC_LNK)
+            a = "symlink";
+        else if (e->new_type == LC_FIFO)
+            a = "mkfifo";
+        else
+            a = "write";
+        o->on_op(a, e->path, o->userdata);
+    }
+}
+
+bool lc_apply_pending(const char *stage_path) {
+    _cleanup_close_ int d = open(stage_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    struct stat st;
+    return d >= 0 && fstatat(d, LC_APPLY_INTENT, &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+static bool exists_at(int dirfd, const char *name) {
+    struct stat st;
+    return fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+static int mark_applied(int dir_fd, const char *id) {
+    char buf[128];
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    char t[32];
+    format_time_utc(&now, t);
+    int m = snprintf(buf, sizeof buf, "%s %s\n", t, id);
+    if (m < 0 || (size_t)m >= sizeof buf)
+        return -EOVERFLOW;
+    return write_file_atomic(dir_fd, LC_APPLIED, buf, (size_t)m, 0600);
+}
+
+int lc_apply(const char *stage_path, const struct lc_apply_opts *o, struct lc_apply_report *rep) {
+    *rep = (struct lc_apply_report){0};
+    enum stage_state state;
+    int r = stage_probe_state(stage_path, &state);
+    if (r < 0)
+        return r;
+    switch (state) {
+    case STAGE_RUNNING: return -EBUSY;
+    case STAGE_INTERRUPTED: return -ESTALE;
+    case STAGE_CREATED: return -ENODATA;
+    case STAGE_APPLIED:
+    case STAGE_DROPPED: return -EALREADY;
+    case STAGE_SEALED: break;
+    }
+    struct lc_stage *st = NULL;
+    r = lc_stage_open(stage_path, &st);
+    if (r < 0)
+        return r;
+    struct plan p = {0};
+    struct lc_changeset *cs = NULL;
+    _cleanup_free_ size_t *pending = NULL;
+    _cleanup_close_ int lock = openat(st->dir_fd, "lock", O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+    if (lock < 0) {
+        r = -errno;
+        goto out;
+    }
+    if (flock(lock, LOCK_EX | LOCK_NB) < 0) {
+        r = errno == EWOULDBLOCK ? -EBUSY : -errno;
+        goto out;
+    }
+    /* re-check under the lock */
+    if (!exists_at(st->dir_fd, "sealed")) {
+        r = -ESTALE;
+        goto out;
+    }
+    if (exists_at(st->dir_fd, LC_APPLIED) || exists_at(st->dir_fd, LC_DROPPED)) {
+        r = -EALREADY;
+        goto out;
+    }
+    if (st->upper_fd < 0) {
+        r = -ENODATA;
+        goto out;
+    }
+    pending = calloc(PENDING_MAX, sizeof *pending);
+    if (!pending) {
+        r = -ENOMEM;
+        goto out;
+    }
+    struct ctx c = {.ws_fd = st->ws_fd, .upper_fd = st->upper_fd, .p = &p, .o = o, .rep = rep, .pending = pending};
+    bool full = !o->paths;
+    if (exists_at(st->dir_fd, LC_APPLY_INTENT)) {
+        rep->resumed = true;
+        r = intent_load(st->dir_fd, &p);
+        if (r < 0)
+            goto out;
+        /* leftovers of the interrupted attempt are ours: remove them first */
+        for (size_t i = 0; i < p.n; i++) {
+            const char *name;
+            int parent = lc_open_parent(st->ws_fd, p.v[i].path, &name);
+            if (parent < 0)
+                continue;
+            char tmp[64];
+            tmp_name(&p, i, tmp);
+            if (!o->dry_run)
+                unlinkat(parent, tmp, 0);
+            close(parent);
+        }
+        r = classify_all(st->ws_fd, st->upper_fd, &p, rep);
+        if (r == 0 && rep->n_conflicts)
+            r = -EEXIST;
+        if (r < 0)
+            goto out;
+        full = !p.subset; /* the intent decides */
+        announce(&p, o);
+        if (o->dry_run)
+            goto out;
+    } else {
+        r = lc_changeset_load(st, &cs);
+        if (r < 0)
+            goto out;
+        r = plan_from_changeset(cs, o, &p, rep);
+        if (r < 0)
+            goto out;
+        announce(&p, o);
+        if (o->dry_run)
+            goto out;
+        uint64_t rnd;
+        if (getrandom(&rnd, sizeof rnd, 0) != sizeof rnd) {
+            r = -EIO;
+            goto out;
+        }
+        snprintf(p.id, sizeof p.id, "%016llx", (unsigned long long)rnd);
+        p.subset = !full;
+        r = intent_write(st->dir_fd, &p);
+        if (r < 0)
+            goto out;
+    }
+    r = execute(&c);
+    if (r < 0)
+        goto out; /* the intent stays: the next apply resumes */
+    if (full) {
+        r = mark_applied(st->dir_fd, p.id);
+        if (r < 0)
+            goto out;
+    }
+    if (unlinkat(st->dir_fd, LC_APPLY_INTENT, 0) < 0 || fsync(st->dir_fd) < 0)
+        r = -errno;
+out:
+    plan_free(&p);
+    lc_changeset_free(cs);
+    lc_stage_free(st);
+    return r;
+}
+
+int lc_apply_remove_temps(int stage_dir_fd, int ws_fd) {
+    struct plan p = {0};
+    int r = intent_load(stage_dir_fd, &p);
+    if (r < 0)
+        return r;
+    for (size_t i = 0; i < p.n; i++) {
+        const char *name;
+        int parent = lc_open_parent(ws_fd, p.v[i].path, &name);
+        if (parent < 0)
+            continue;
+        char tmp[64];
+        tmp_name(&p, i, tmp);
+        unlinkat(parent, tmp, 0);
+        close(parent);
+    }
+    plan_free(&p);
+    return 0;
+}

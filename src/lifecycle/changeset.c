@@ -1,0 +1,1008 @@
+/* changeset.c: read a stage into a changeset (see lifecycle.h).
+ *
+ * The upper is walked with one directory fd per level (single-component,
+ * no-follow opens), in parallel with the lower directory of the same path
+ * when there is one.  Each difference becomes an entry, joined with the
+ * journal preimage of its path; the entry's conflict says whether the
+ * current lower still is what the agent saw (type, mode, SHA-256 of the
+ * content or of the symlink target).  Rename detection (review only) uses
+ * the origin map: an added object whose upper inode was copied up from the
+ * lower inode of a recorded path that is now deleted was renamed.
+ *
+ * Bounds: paths (LC_MAX_PATH), depth (LC_MAX_DEPTH), objects visited and
+ * entries (LC_MAX_ENTRIES), journal size and line length.
+ */
+#include "lifecycle/lc-internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "util/cleanup.h"
+#include "util/util.h"
+
+#define JOURNAL_MAX (512u << 20)
+#define ORIGIN_MAX (256u << 20)
+
+const char *lc_kind_name(enum lc_kind k) {
+    static const char *const names[] = {"added", "deleted", "modified", "type_changed"};
+    return (unsigned)k < ARRAY_SIZE(names) ? names[k] : "unknown";
+}
+
+const char *lc_warning_name(unsigned i) {
+    static const char *const names[] = {"exec", "setid", "git_hook", "git_config",
+                                        "symlink_outside", "large", "special", "hardlink"};
+    return i < ARRAY_SIZE(names) ? names[i] : "unknown";
+}
+
+/* ---- stage ---- */
+
+void lc_stage_free(struct lc_stage *st) {
+    if (!st)
+        return;
+    if (st->dir_fd >= 0)
+        close(st->dir_fd);
+    if (st->upper_fd >= 0)
+        close(st->upper_fd);
+    if (st->ws_fd >= 0)
+        close(st->ws_fd);
+    free(st->path);
+    free(st->workspace);
+    free(st);
+}
+
+int lc_stage_open(const char *path, struct lc_stage **ret_stage) {
+    struct lc_stage *st = calloc(1, sizeof *st);
+    if (!st)
+        return -ENOMEM;
+    st->dir_fd = st->upper_fd = st->ws_fd = -1;
+    int r;
+    st->path = strdup(path);
+    if (!st->path) {
+        r = -ENOMEM;
+        goto fail;
+    }
+    st->dir_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (st->dir_fd < 0) {
+        r = -errno;
+        goto fail;
+    }
+    _cleanup_free_ char *ver = NULL;
+    r = read_file_at(st->dir_fd, "version", 256, &ver, NULL);
+    if (r < 0) {
+        r = r == -ENOENT ? -EINVAL : r;
+        goto fail;
+    }
+    if (strcmp(ver, "pvisor-stage 1\n") != 0) {
+        r = strncmp(ver, "pvisor-stage ", 13) == 0 ? -EPROTO : -EINVAL;
+        goto fail;
+    }
+    _cleanup_free_ char *meta = NULL;
+    r = read_file_at(st->dir_fd, "meta.json", 1 << 20, &meta, NULL);
+    if (r < 0) {
+        r = r == -ENOENT ? -EINVAL : r;
+        goto fail;
+    }
+    json_t *m = json_loads(meta, 0, NULL);
+    const char *ws = json_string_value(json_object_get(m, "workspace"));
+    if (!ws || ws[0] != '/' || strlen(ws) > LC_MAX_PATH) {
+        json_decref(m);
+        r = -EINVAL;
+        goto fail;
+    }
+    st->workspace = strdup(ws);
+    json_decref(m);
+    if (!st->workspace) {
+        r = -ENOMEM;
+        goto fail;
+    }
+    st->upper_fd = openat(st->dir_fd, "upper", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (st->upper_fd < 0 && errno != ENOENT) { /* a dropped stage has no upper */
+        r = -errno;
+        goto fail;
+    }
+    st->ws_fd = open(st->workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (st->ws_fd < 0) {
+        r = -errno;
+        goto fail;
+    }
+    *ret_stage = st;
+    return 0;
+fail:
+    lc_stage_free(st);
+    return r;
+}
+
+/* ---- journal ---- */
+
+void lc_preimages_free(struct lc_preimage *p, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        free(p[i].path);
+    free(p);
+}
+
+static int cmp_pre(const void *a, const void *b) {
+    const struct lc_preimage *x = a, *y = b;
+    int c = strcmp(x->path, y->path);
+    if (c)
+        return c;
+    return x < y ? -1 : x > y; /* stable: first record wins */
+}
+
+const struct lc_preimage *lc_preimage_find(const struct lc_preimage *p, size_t n, const char *path) {
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(p[mid].path, path);
+        if (c == 0)
+            return &p[mid];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+static int parse_record(const char *line, struct lc_preimage *rec) {
+    json_t *o = json_loads(line, JSON_REJECT_DUPLICATES, NULL);
+    if (!json_is_object(o)) {
+        json_decref(o);
+        return -EBADMSG;
+    }
+    int r = -EBADMSG;
+    const char *p = json_string_value(json_object_get(o, "path"));
+    const char *ph = json_string_value(json_object_get(o, "path_hex"));
+    char *path = NULL;
+    if (p) {
+        path = strdup(p);
+    } else if (ph && strlen(ph) % 2 == 0 && strlen(ph) / 2 <= LC_MAX_PATH) {
+        size_t n = strlen(ph) / 2;
+        path = malloc(n + 1);
+        if (path && lc_unhex(ph, (unsigned char *)path, n) == 0 && !memchr(path, 0, n))
+            path[n] = '\0';
+        else {
+            free(path);
+            path = NULL;
+        }
+    }
+    if (!path || (strcmp(path, ".") != 0 && !lc_path_valid(path)))
+        goto out;
+    *rec = (struct lc_preimage){0};
+    rec->type = lc_type_parse(json_string_value(json_object_get(o, "type")));
+    json_t *mode = json_object_get(o, "mode");
+    if (rec->type == LC_NONE || !json_is_integer(mode))
+        goto out;
+    rec->mode = (uint32_t)json_integer_value(mode) & 07777;
+    rec->size = (uint64_t)json_integer_value(json_object_get(o, "size"));
+    rec->ino = (uint64_t)json_integer_value(json_object_get(o, "ino"));
+    const char *sha = json_string_value(json_object_get(o, "sha256"));
+    if (sha) {
+        if (lc_unhex(sha, rec->sha, 32) < 0)
+            goto out;
+        rec->has_sha = true;
+    }
+    const char *op = json_string_value(json_object_get(o, "op"));
+    snprintf(rec->op, sizeof rec->op, "%s", op ? op : "");
+    rec->path = path;
+    path = NULL;
+    r = 0;
+out:
+    free(path);
+    json_decref(o);
+    return r;
+}
+
+int lc_journal_load(int stage_dir_fd, struct lc_preimage **ret, size_t *ret_n) {
+    _cleanup_free_ char *buf = NULL;
+    size_t len = 0;
+    int r = read_file_at(stage_dir_fd, "journal", JOURNAL_MAX, &buf, &len);
+    if (r == -ENOENT) {
+        *ret = NULL;
+        *ret_n = 0;
+        return 0;
+    }
+    if (r < 0)
+        return r == -EFBIG ? -E2BIG : r;
+    size_t n = 0, cap = 0;
+    struct lc_preimage *v = NULL;
+    char *p = buf, *end = buf + len;
+    while (p < end) {
+        char *nl = memchr(p, '\n', (size_t)(end - p));
+        if (!nl)
+            break; /* torn final append: ignored */
+        *nl = '\0';
+        if (nl - p > 65536 || memchr(p, 0, (size_t)(nl - p))) {
+            lc_preimages_free(v, n);
+            return -EBADMSG;
+        }
+        if (nl > p) {
+            if (n == cap) {
+                cap = cap ? 2 * cap : 64;
+                if (cap > LC_MAX_ENTRIES) {
+                    lc_preimages_free(v, n);
+                    return -E2BIG;
+                }
+                struct lc_preimage *nv = realloc(v, cap * sizeof *nv);
+                if (!nv) {
+                    lc_preimages_free(v, n);
+                    return -ENOMEM;
+                }
+                v = nv;
+            }
+            r = parse_record(p, &v[n]);
+            if (r < 0) {
+                lc_preimages_free(v, n);
+                return r;
+            }
+            n++;
+        }
+        p = nl + 1;
+    }
+    if (n)
+        qsort(v, n, sizeof *v, cmp_pre);
+    /* keep the first record of each path */
+    size_t w = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (w > 0 && strcmp(v[w - 1].path, v[i].path) == 0) {
+            free(v[i].path);
+            continue;
+        }
+        v[w++] = v[i];
+    }
+    *ret = v;
+    *ret_n = w;
+    return 0;
+}
+
+/* ---- origin map (rename detection) ---- */
+
+struct ino_pair {
+    uint64_t upper, lower;
+    size_t seq;
+};
+
+static int cmp_pair_seq(const void *a, const void *b) {
+    const struct ino_pair *x = a, *y = b;
+    if (x->upper != y->upper)
+        return x->upper < y->upper ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static int cmp_pair(const void *a, const void *b) {
+    const struct ino_pair *x = a, *y = b;
+    return x->upper < y->upper ? -1 : x->upper > y->upper;
+}
+
+static int origin_load(int stage_dir_fd, int upper_fd, struct ino_pair **ret, size_t *ret_n) {
+    *ret = NULL;
+    *ret_n = 0;
+    _cleanup_free_ char *buf = NULL;
+    size_t len = 0;
+    int r = read_file_at(stage_dir_fd, "origin", ORIGIN_MAX, &buf, &len);
+    if (r < 0)
+        return r == -ENOENT || r == -EFBIG ? 0 : r;
+    struct stat ust;
+    if (fstat(upper_fd, &ust) < 0)
+        return -errno;
+    unsigned long long dev = 0;
+    if (sscanf(buf, "pvisor-origin 1 dev=%llu", &dev) != 1 || dev != (unsigned long long)ust.st_dev)
+        return 0;
+    size_t n = 0, cap = 0;
+    struct ino_pair *v = NULL;
+    char *save = NULL;
+    char *line = strtok_r(buf, "\n", &save); /* header */
+    while ((line = strtok_r(NULL, "\n", &save))) {
+        unsigned long long u = 0, l = 0;
+        char dash = 0;
+        if (sscanf(line, "%llu %llu", &u, &l) == 2) {
+        } else if (sscanf(line, "%llu %c", &u, &dash) == 2 && dash == '-') {
+            l = 0;
+        } else {
+            continue;
+        }
+        if (n == cap) {
+            cap = cap ? 2 * cap : 64;
+            if (cap > LC_MAX_ENTRIES)
+                break;
+            struct ino_pair *nv = realloc(v, cap * sizeof *nv);
+            if (!nv) {
+                free(v);
+                return -ENOMEM;
+            }
+            v = nv;
+        }
+        v[n] = (struct ino_pair){u, l, n};
+        n++;
+    }
+    /* later lines win: sort by (upper ino, line number), keep the last */
+    qsort(v, n, sizeof *v, cmp_pair_seq);
+    size_t w = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (w > 0 && v[w - 1].upper == v[i].upper) {
+            v[w - 1] = v[i];
+            continue;
+        }
+        v[w++] = v[i];
+    }
+    /* drop forgotten mappings */
+    size_t k = 0;
+    for (size_t i = 0; i < w; i++)
+        if (v[i].lower)
+            v[k++] = v[i];
+    *ret = v;
+    *ret_n = k;
+    return 0;
+}
+static uint64_t origin_lookup(const struct ino_pair *v, size_t n, uint64_t upper) {
+    struct ino_pair key = {upper, 0, 0};
+    const struct ino_pair *p = n ? bsearch(&key, v, n, sizeof *v, cmp_pair) : NULL;
+    return p ? p->lower : 0;
+}
+
+/* ---- walk ---- */
+
+struct walk {
+    struct lc_changeset *cs;
+    int ws_fd;
+    size_t visited;
+    char path[LC_MAX_PATH + 2];
+};
+
+void lc_changeset_free(struct lc_changeset *cs) {
+    if (!cs)
+        return;
+    for (size_t i = 0; i < cs->n; i++) {
+        struct lc_entry *e = &cs->entries[i];
+        free(e->path);
+        free(e->old_target);
+        free(e->new_target);
+        free(e->renamed_from);
+    }
+    free(cs->entries);
+    lc_preimages_free(cs->pre, cs->n_pre);
+    free(cs->stage_path);
+    free(cs->workspace);
+    free(cs);
+}
+
+static struct lc_entry *add_entry(struct walk *w, enum lc_kind kind) {
+    struct lc_changeset *cs = w->cs;
+    if (cs->n >= LC_MAX_ENTRIES)
+        return NULL;
+    if (cs->n % 1024 == 0) {
+        struct lc_entry *nv = realloc(cs->entries, (cs->n + 1024) * sizeof *nv);
+        if (!nv)
+            return NULL;
+        cs->entries = nv;
+    }
+    struct lc_entry *e = &cs->entries[cs->n];
+    *e = (struct lc_entry){0};
+    e->path = strdup(w->path);
+    if (!e->path)
+        return NULL;
+    e->kind = kind;
+    cs->n++;
+    return e;
+}
+
+/* Append "/name" (or "name" at the root) to w->path; returns the old length. */
+static int path_push(struct walk *w, const char *name, size_t *ret_old) {
+    size_t len = strlen(w->path), nl = strlen(name);
+    if (nl == 0 || strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || strchr(name, '/'))
+        return -EINVAL;
+    if (len + 1 + nl > LC_MAX_PATH)
+        return -ENAMETOOLONG;
+    if (len)
+        w->path[len++] = '/';
+    memcpy(w->path + len, name, nl + 1);
+    *ret_old = len ? len - 1 : 0;
+    return 0;
+}
+
+
+static int lc_cmp_strp(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int sorted_names(int dirfd, char ***ret, size_t *ret_n) {
+    int fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
+    if (fd < 0)
+        return -errno;
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return -errno;
+    }
+    rewinddir(d);
+    size_t n = 0, cap = 0;
+    char **v = NULL;
+    struct dirent *de;
+    int r = 0;
+    while ((de = readdir(d))) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 16;
+            if (cap > LC_MAX_ENTRIES) {
+                r = -E2BIG;
+                break;
+            }
+            char **nv = realloc(v, cap * sizeof *nv);
+            if (!nv) {
+                r = -ENOMEM;
+                break;
+            }
+            v = nv;
+        }
+        if (!(v[n] = strdup(de->d_name))) {
+            r = -ENOMEM;
+            break;
+        }
+        n++;
+    }
+    closedir(d);
+    if (r < 0) {
+        for (size_t i = 0; i < n; i++)
+            free(v[i]);
+        free(v);
+        return r;
+    }
+    if (n)
+        qsort(v, n, sizeof *v, lc_cmp_strp);
+    *ret = v;
+    *ret_n = n;
+    return 0;
+}
+
+static void free_names(char **v, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
+static bool is_whiteout(const struct stat *st) {
+    return S_ISCHR(st->st_mode) && st->st_rdev == makedev(0, 0);
+}
+
+static int hash_lower(int dirfd, const char *name, const struct stat *st, unsigned char sha[32]) {
+    if (S_ISREG(st->st_mode)) {
+        int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        if (fd < 0)
+            return -errno;
+        int r = lc_sha256_fd(fd, sha);
+        close(fd);
+        return r;
+    }
+    if (S_ISLNK(st->st_mode)) {
+        _cleanup_free_ char *t = NULL;
+        int r = lc_readlink_at(dirfd, name, &t);
+        if (r < 0)
+            return r;
+        return lc_sha256_buf(t, strlen(t), sha);
+    }
+    return -EINVAL;
+}
+
+/* Fill the old_* side and the conflict of e from the lower object. */
+static int set_old(struct walk *w, struct lc_entry *e, int lower_dirfd, const char *name, const struct stat *lst) {
+    e->pre = lc_preimage_find(w->cs->pre, w->cs->n_pre, e->path);
+    if (lst) {
+        e->old_type = lc_type_of(lst->st_mode);
+        e->old_mode = lst->st_mode & 07777;
+        e->old_size = (uint64_t)lst->st_size;
+        e->old_ino = (uint64_t)lst->st_ino;
+        e->old_ctime = lst->st_ctim;
+        if (S_ISLNK(lst->st_mode)) {
+            int r = lc_readlink_at(lower_dirfd, name, &e->old_target);
+            if (r < 0)
+                return r;
+        }
+        if (e->pre && (S_ISREG(lst->st_mode) || S_ISLNK(lst->st_mode))) {
+            int r = hash_lower(lower_dirfd, name, lst, e->old_sha);
+            if (r < 0)
+                return r;
+            e->old_sha_known = true;
+        }
+    }
+    const struct lc_preimage *p = e->pre;
+    if (e->old_type == LC_NONE)
+        e->conflict = p ? "deleted in the workspace since the run" : NULL;
+    else if (!p)
+        e->conflict = "exists in the workspace but the agent never saw it (created or replaced after the run)";
+    else if (p->type != e->old_type)
+        e->conflict = "type changed in the workspace since the run";
+    else if ((e->old_type == LC_REG || e->old_type == LC_LNK) &&
+             (!p->has_sha || memcmp(p->sha, e->old_sha, 32) != 0))
+        e->conflict = e->old_type == LC_LNK ? "symlink target changed in the workspace since the run"
+                                            : "content changed in the workspace since the run";
+    else if (p->mode != e->old_mode && e->old_type != LC_LNK)
+        e->conflict = "mode changed in the workspace since the run";
+    if (e->conflict)
+        w->cs->n_conflicts++;
+    if (e->old_type == LC_REG && (e->kind == LC_DELETED || e->kind == LC_TYPE_CHANGED || (e->changes & LC_CH_CONTENT)))
+        w->cs->bytes_old += e->old_size;
+    return 0;
+}
+
+/* Every lower object at w->path (and below, for a directory) is deleted. */
+static int walk_lower_deleted(struct walk *w, int lower_dirfd, const char *name, const struct stat *lst, int depth) {
+    if (++w->visited > LC_MAX_ENTRIES)
+        return -E2BIG;
+    if (depth > LC_MAX_DEPTH)
+        return -ELOOP;
+    struct lc_entry *e = add_entry(w, LC_DELETED);
+    if (!e)
+        return w->cs->n >= LC_MAX_ENTRIES ? -E2BIG : -ENOMEM;
+    int r = set_old(w, e, lower_dirfd, name, lst);
+    if (r < 0 || !S_ISDIR(lst->st_mode))
+        return r;
+    _cleanup_close_ int sub = lc_open_beneath(lower_dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
+    if (sub < 0)
+        return sub;
+    char **names = NULL;
+    size_t n = 0;
+    r = sorted_names(sub, &names, &n);
+    if (r < 0)
+        return r;
+    for (size_t i = 0; i < n && r >= 0; i++) {
+        struct stat cst;
+        if (fstatat(sub, names[i], &cst, AT_SYMLINK_NOFOLLOW) < 0) {
+            if (errno == ENOENT)
+                continue;
+            r = -errno;
+            break;
+        }
+        size_t old;
+        r = path_push(w, names[i], &old);
+        if (r < 0)
+            break;
+        r = walk_lower_deleted(w, sub, names[i], &cst, depth + 1);
+        w->path[old] = '\0';
+    }
+    free_names(names, n);
+    return r;
+}
+
+static void set_warnings(struct walk *w, struct lc_entry *e, const struct stat *ust) {
+    unsigned wn = 0;
+    const char *p = e->path;
+    if (e->kind != LC_DELETED) {
+        if (e->new_type == LC_REG && (e->new_mode & 0111) && !(e->old_type == LC_REG && (e->old_mode & 0111)))
+            wn |= LC_W_EXEC;
+        if ((e->new_mode & 06000) && !((e->old_mode & 06000) == (e->new_mode & 06000) && e->old_type == e->new_type))
+            wn |= LC_W_SETID;
+        if (e->new_type == LC_REG && e->new_size > LC_LARGE_FILE)
+            wn |= LC_W_LARGE;
+        if (e->new_type == LC_CHR || e->new_type == LC_BLK || e->new_type == LC_SOCK)
+            wn |= LC_W_SPECIAL;
+        if (e->new_type == LC_REG && ust && ust->st_nlink > 1)
+            wn |= LC_W_HARDLINK;
+        if (e->new_type == LC_LNK && e->new_target) {
+            const char *t = e->new_target;
+            size_t wl = strlen(w->cs->workspace);
+            if (t[0] == '/') {
+                if (!(strncmp(t, w->cs->workspace, wl) == 0 && (t[wl] == '/' || t[wl] == '\0')))
+                    wn |= LC_W_SYMLINK_OUTSIDE;
+            } else {
+                /* lexical: depth of the link's directory, then the target's components */
+                long depth = 0;
+                for (const char *c = p; *c; c++)
+                    depth += *c == '/';
+                const char *c = t;
+                while (*c) {
+                    const char *e2 = strchrnul(c, '/');
+                    size_t n = (size_t)(e2 - c);
+                    if (n == 2 && c[0] == '.' && c[1] == '.') {
+                        if (--depth < 0) {
+                            wn |= LC_W_SYMLINK_OUTSIDE;
+                            break;
+                        }
+                    } else if (n > 0 && !(n == 1 && c[0] == '.')) {
+                        depth++;
+                    }
+                    c = *e2 ? e2 + 1 : e2;
+                }
+            }
+        }
+    }
+    /* .git/hooks/... and .git/config anywhere in the tree */
+    for (const char *c = p;;) {
+        if (strncmp(c, ".git/hooks/", 11) == 0 || strcmp(c, ".git/hooks") == 0)
+            wn |= LC_W_GIT_HOOK;
+        if (strcmp(c, ".git/config") == 0)
+            wn |= LC_W_GIT_CONFIG;
+        const char *s = strchr(c, '/');
+        if (!s)
+            break;
+        c = s + 1;
+    }
+    e->warnings = wn;
+    w->cs->warnings |= wn;
+}
+
+static int walk_upper(struct walk *w, int upper_dirfd, int lower_dirfd, bool opaque, int depth);
+
+static int xattrs_differ(int ufd_dir, const char *name, int lower_dirfd, bool *ret) {
+    *ret = false;
+    _cleanup_close_ int u = openat(ufd_dir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    _cleanup_close_ int l = openat(lower_dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (u < 0 || l < 0)
+        return 0; /* symlinks, sockets: no user xattrs */
+    struct lc_xattrs xu, xl;
+    int r = lc_xattrs_read(u, true, &xu);
+    if (r < 0)
+        return r;
+    r = lc_xattrs_read(l, false, &xl);
+    if (r < 0) {
+        lc_xattrs_free(&xu);
+        return r;
+    }
+    *ret = !lc_xattrs_equal(&xu, &xl);
+    lc_xattrs_free(&xu);
+    lc_xattrs_free(&xl);
+    return 0;
+}
+
+static bool dir_is_opaque(int dirfd) {
+    char v[4];
+    ssize_t n = fgetxattr(dirfd, "user.overlay.opaque", v, sizeof v);
+    return n == 1 && v[0] == 'y';
+}
+
+/* One upper object name in upper_dirfd (lower_dirfd: the lower directory of
+ * the same path, or -1). */
+static int visit(struct walk *w, int upper_dirfd, int lower_dirfd, const char *name, int depth) {
+    if (++w->visited > LC_MAX_ENTRIES)
+        return -E2BIG;
+    struct stat ust, lst;
+    if (fstatat(upper_dirfd, name, &ust, AT_SYMLINK_NOFOLLOW) < 0)
+        return errno == ENOENT ? 0 : -errno;
+    bool have_lower = false;
+    if (lower_dirfd >= 0) {
+        if (fstatat(lower_dirfd, name, &lst, AT_SYMLINK_NOFOLLOW) == 0)
+            have_lower = true;
+        else if (errno != ENOENT)
+            return -errno;
+    }
+    if (is_whiteout(&ust))
+        return have_lower ? walk_lower_deleted(w, lower_dirfd, name, &lst, depth) : 0;
+
+    enum lc_type nt = lc_type_of(ust.st_mode);
+    enum lc_type ot = have_lower ? lc_type_of(lst.st_mode) : LC_NONE;
+    unsigned ch = 0;
+    _cleanup_free_ char *target = NULL;
+    if (nt == LC_LNK) {
+        int r = lc_readlink_at(upper_dirfd, name, &target);
+        if (r < 0)
+            return r;
+    }
+    _cleanup_close_ int usub = -1;
+    bool opaque = false;
+    if (nt == LC_DIR) {
+        usub = lc_open_beneath(upper_dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
+        if (usub < 0)
+            return usub;
+        opaque = dir_is_opaque(usub);
+    }
+    enum lc_kind kind;
+    if (ot == LC_NONE) {
+        kind = LC_ADDED;
+    } else if (ot != nt) {
+        kind = LC_TYPE_CHANGED;
+    } else {
+        kind = LC_MODIFIED;
+        bool recorded = lc_preimage_find(w->cs->pre, w->cs->n_pre, w->path) != NULL;
+        if ((ust.st_mode & 07777) != (lst.st_mode & 07777) && nt != LC_LNK && (nt != LC_DIR || recorded))
+            ch |= LC_CH_MODE;
+        if (nt == LC_REG) {
+            if (ust.st_size != lst.st_size) {
+                ch |= LC_CH_CONTENT;
+            } else {
+                _cleanup_close_ int a = openat(upper_dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+                _cleanup_close_ int b = openat(lower_dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+                if (a < 0 || b < 0)
+                    return -errno;
+                int eq = lc_fd_equal(a, b);
+                if (eq < 0)
+                    return eq;
+                if (!eq)
+                    ch |= LC_CH_CONTENT;
+            }
+        } else if (nt == LC_LNK) {
+            _cleanup_free_ char *lt = NULL;
+            int r = lc_readlink_at(lower_dirfd, name, &lt);
+            if (r < 0)
+                return r;
+            if (strcmp(lt, target) != 0)
+                ch |= LC_CH_TARGET;
+        }
+        if ((nt == LC_REG || (nt == LC_DIR && recorded))) {
+            bool differ = false;
+            int r = xattrs_differ(upper_dirfd, name, lower_dirfd, &differ);
+            if (r < 0)
+                return r;
+            if (differ)
+                ch |= LC_CH_XATTR;
+        }
+    }
+    if (kind != LC_MODIFIED || ch) {
+        struct lc_entry *e = add_entry(w, kind);
+        if (!e)
+            return w->cs->n >= LC_MAX_ENTRIES ? -E2BIG : -ENOMEM;
+        e->changes = ch;
+        e->new_type = nt;
+        e->new_mode = ust.st_mode & 07777;
+        e->new_size = (uint64_t)ust.st_size;
+        e->new_target = TAKE_PTR(target);
+        e->new_atime = ust.st_atim;
+        e->new_mtime = ust.st_mtim;
+        e->upper_ino = (uint64_t)ust.st_ino;
+        if (nt == LC_REG && (kind != LC_MODIFIED || (ch & LC_CH_CONTENT)))
+            w->cs->bytes_new += e->new_size;
+        int r = set_old(w, e, lower_dirfd, name, have_lower ? &lst : NULL);
+        if (r < 0)
+            return r;
+        set_warnings(w, e, &ust);
+    }
+    /* a lower directory replaced by a non-directory: its whole subtree goes */
+    if (kind == LC_TYPE_CHANGED && ot == LC_DIR) {
+        _cleanup_close_ int lsub = lc_open_beneath(lower_dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
+        if (lsub < 0)
+            return lsub;
+        char **names = NULL;
+        size_t n = 0;
+        int r = sorted_names(lsub, &names, &n);
+        if (r < 0)
+            return r;
+        for (size_t i = 0; i < n && r >= 0; i++) {
+            struct stat cst;
+            if (fstatat(lsub, names[i], &cst, AT_SYMLINK_NOFOLLOW) < 0)
+                continue;
+            size_t old;
+            r = path_push(w, names[i], &old);
+            if (r >= 0)
+                r = walk_lower_deleted(w, lsub, names[i], &cst, depth + 1);
+            w->path[old] = '\0';
+        }
+        free_names(names, n);
+        if (r < 0)
+            return r;
+    }
+    if (nt == LC_DIR) {
+        _cleanup_close_ int lsub = -1;
+        if (ot == LC_DIR) {
+            lsub = lc_open_beneath(lower_dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
+            if (lsub < 0)
+                return lsub;
+        }
+        return walk_upper(w, usub, lsub, opaque, depth + 1);
+    }
+    return 0;
+}
+
+static int walk_upper(struct walk *w, int upper_dirfd, int lower_dirfd, bool opaque, int depth) {
+    if (depth > LC_MAX_DEPTH)
+        return -ELOOP;
+    char **names = NULL;
+    size_t n = 0;
+    int r = sorted_names(upper_dirfd, &names, &n);
+    if (r < 0)
+        return r;
+    for (size_t i = 0; i < n && r >= 0; i++) {
+        size_t old;
+        r = path_push(w, names[i], &old);
+        if (r < 0)
+            break;
+        r = visit(w, upper_dirfd, lower_dirfd, names[i], depth);
+        w->path[old] = '\0';
+    }
+    /* opaque over a lower directory: lower names absent from the upper are deleted */
+    if (r >= 0 && opaque && lower_dirfd >= 0) {
+        char **lnames = NULL;
+        size_t ln = 0;
+        r = sorted_names(lower_dirfd, &lnames, &ln);
+        for (size_t i = 0; i < ln && r >= 0; i++) {
+            if (n && bsearch(&lnames[i], names, n, sizeof *names, lc_cmp_strp))
+                continue;
+            struct stat cst;
+            if (fstatat(lower_dirfd, lnames[i], &cst, AT_SYMLINK_NOFOLLOW) < 0)
+                continue;
+            size_t old;
+            r = path_push(w, lnames[i], &old);
+            if (r < 0)
+                break;
+            r = walk_lower_deleted(w, lower_dirfd, lnames[i], &cst, depth);
+            w->path[old] = '\0';
+        }
+        if (r >= 0 || lnames)
+            free_names(lnames, ln);
+    }
+    free_names(names, n);
+    return r;
+}
+
+/* Order: component-wise, so a directory precedes everything below it. */
+static int cmp_path(const char *a, const char *b) {
+    for (;; a++, b++) {
+        unsigned char ca = (unsigned char)*a, cb = (unsigned char)*b;
+        if (ca == '/')
+            ca = 1;
+        if (cb == '/')
+            cb = 1;
+        if (ca != cb || !ca)
+            return (int)ca - (int)cb;
+    }
+}
+
+static int cmp_entry(const void *a, const void *b) {
+    return cmp_path(((const struct lc_entry *)a)->path, ((const struct lc_entry *)b)->path);
+}
+
+static void detect_renames(struct lc_changeset *cs, const struct ino_pair *orig, size_t n_orig) {
+    if (n_orig == 0)
+        return;
+    for (size_t i = 0; i < cs->n; i++) {
+        struct lc_entry *e = &cs->entries[i];
+        if (e->kind != LC_ADDED || !e->upper_ino)
+            continue;
+        uint64_t lino = origin_lookup(orig, n_orig, e->upper_ino);
+        if (!lino)
+            continue;
+        for (size_t k = 0; k < cs->n_pre; k++) {
+            if (cs->pre[k].ino != lino || strcmp(cs->pre[k].path, e->path) == 0)
+                continue;
+            /* the old path must be deleted in this changeset */
+            for (size_t j = 0; j < cs->n; j++)
+                if (cs->entries[j].kind == LC_DELETED && strcmp(cs->entries[j].path, cs->pre[k].path) == 0) {
+                    e->renamed_from = strdup(cs->pre[k].path);
+                    break;
+                }
+            break;
+        }
+    }
+    /* inside a renamed directory only the directory itself is reported */
+    for (size_t i = cs->n; i-- > 0;) {
+        struct lc_entry *e = &cs->entries[i];
+        const char *slash = strrchr(e->path, '/');
+        if (!e->renamed_from || !slash)
+            continue;
+        size_t pl = (size_t)(slash - e->path);
+        for (size_t j = i; j-- > 0;) {
+            const struct lc_entry *p = &cs->entries[j];
+            if (strlen(p->path) != pl || strncmp(p->path, e->path, pl) != 0)
+                continue;
+            size_t fl = p->renamed_from ? strlen(p->renamed_from) : 0;
+            if (p->renamed_from && strncmp(e->renamed_from, p->renamed_from, fl) == 0 &&
+                e->renamed_from[fl] == '/' && strcmp(e->renamed_from + fl + 1, slash + 1) == 0) {
+                free(e->renamed_from);
+                e->renamed_from = NULL;
+            }
+            break;
+        }
+    }
+}
+
+int lc_changeset_load(struct lc_stage *st, struct lc_changeset **ret_cs) {
+    if (st->upper_fd < 0)
+        return -ENOENT;
+    struct lc_changeset *cs = calloc(1, sizeof *cs);
+    if (!cs)
+        return -ENOMEM;
+    struct walk *w = calloc(1, sizeof *w);
+    struct ino_pair *orig = NULL;
+    size_t n_orig = 0;
+    int r = -ENOMEM;
+    if (!w)
+        goto fail;
+    cs->stage_path = strdup(st->path);
+    cs->workspace = strdup(st->workspace);
+    if (!cs->stage_path || !cs->workspace)
+        goto fail;
+    r = lc_journal_load(st->dir_fd, &cs->pre, &cs->n_pre);
+    if (r < 0)
+        goto fail;
+    w->cs = cs;
+    w->ws_fd = st->ws_fd;
+    w->path[0] = '\0';
+    /* the root: upper/ is never opaque over the workspace itself */
+    r = walk_upper(w, st->upper_fd, st->ws_fd, false, 0);
+    if (r < 0)
+        goto fail;
+    if (cs->n)
+        qsort(cs->entries, cs->n, sizeof *cs->entries, cmp_entry);
+    for (size_t i = 0; i < cs->n; i++)
+        cs->count[cs->entries[i].kind]++;
+    r = origin_load(st->dir_fd, st->upper_fd, &orig, &n_orig);
+    if (r < 0)
+        goto fail;
+    detect_renames(cs, orig, n_orig);
+    free(orig);
+    free(w);
+    *ret_cs = cs;
+    return 0;
+fail:
+    free(orig);
+    free(w);
+    lc_changeset_free(cs);
+    return r;
+}
+
+/* ---- JSON ---- */
+
+static json_t *side_json(enum lc_type t, uint32_t mode, uint64_t size, const char *target) {
+    if (t == LC_NONE)
+        return json_null();
+    char m[8];
+    snprintf(m, sizeof m, "%04o", mode);
+    json_t *o = json_pack("{s:s, s:s}", "type", lc_type_name(t), "mode", m);
+    if (t == LC_REG)
+        json_object_set_new(o, "size", json_integer((json_int_t)size));
+    if (t == LC_LNK && target)
+        json_object_set_new(o, "target", json_string(target));
+    return o;
+}
+
+static const char *warning_message(unsigned bit) {
+    switch (1u << bit) {
+    case LC_W_EXEC: return "gains an executable bit";
+    case LC_W_SETID: return "setuid/setgid bit (dropped by apply unless --keep-special-modes)";
+    case LC_W_GIT_HOOK: return "git hook (runs on your next git command)";
+    case LC_W_GIT_CONFIG: return "git configuration changed (can run commands)";
+    case LC_W_SYMLINK_OUTSIDE: return "symlink pointing outside the workspace";
+    case LC_W_LARGE: return "large file";
+    case LC_W_SPECIAL: return "device node or socket (never applied)";
+    case LC_W_HARDLINK: return "hard-linked in the stage (applied as separate files)";
+    }
+    return "";
+}
+
+json_t *lc_changeset_to_json(const struct lc_changeset *cs) {
+    json_t *changes = json_array();
+    json_t *warnings = json_array();
+    size_t renamed = 0, mode_changed = 0, symlink_changed = 0;
+    for (size_t i = 0; i < cs->n; i++) {
+        const struct lc_entry *e = &cs->entries[i];
+        json_t *chl = json_array();
+        static const char *const chn[] = {"content", "mode", "target", "xattr"};
+        for (unsigned b = 0; b < ARRAY_SIZE(chn); b++)
+            if (e->changes & (1u << b))
+                json_array_append_new(chl, json_string(chn[b]));
+        json_t *wl = json_array();
+        for (unsigned b = 0; b < LC_W__COUNT; b++)
+            if (e->warnings & (1u << b)) {
+                json_array_append_new(wl, json_string(lc_warning_name(b)));
+                json_array_append_new(warnings, json_pack("{s:s, s:s, s:s}", "path", e->path, "warning",
+                                                          lc_warning_name(b), "message", warning_message(b)));
+            }
+        if (e->renamed_from)
+            renamed++;
+        if (e->changes & LC_CH_MODE)
+            mode_changed++;
+        if (e->changes & LC_CH_TARGET)
+            symlink_changed++;
+        json_array_append_new(
+            changes, json_pack("{s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o}", "path", e->path, "kind",
+                               lc_kind_name(e->kind), "changes", chl, "old",
+                               side_json(e->old_type, e->old_mode, e->old_size, e->old_target), "new",
+                               e->kind == LC_DELETED ? json_null()
+                                                     : side_json(e->new_type, e->new_mode, e->new_size, e->new_target),
+                               "renamed_from", e->renamed_from ? json_string(e->renamed_from) : json_null(),
+                               "warnings", wl, "conflict", e->conflict ? json_string(e->conflict) : json_null()));
+    }
+    json_t *summary = json_pack(
+        "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "added", (json_int_t)cs->count[LC_ADDED], "deleted",
+        (json_int_t)cs->count[LC_DELETED], "modified", (json_int_t)cs->count[LC_MODIFIED], "type_changed",
+        (json_int_t)cs->count[LC_TYPE_CHANGED], "renamed", (json_int_t)renamed, "mode_changed",
+        (json_int_t)mode_changed, "symlink_changed", (json_int_t)symlink_changed, "conflicts",
+        (json_int_t)cs->n_conflicts, "bytes_new", (json_int_t)cs->bytes_new, "bytes_old", (json_int_t)cs->bytes_old);
+    return json_pack("{s:o, s:o, s:o}", "summary", summary, "changes", changes, "warnings", warnings);
+}

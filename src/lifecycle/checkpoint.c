@@ -1,0 +1,636 @@
+/* checkpoint.c: durable, self-contained copies of a stage (docs/lifecycle.md,
+ * "Checkpoints").
+ *
+ * A checkpoint is STAGE/checkpoints/NAME/ holding a copy of upper/ (raw:
+ * whiteouts, opaque and escaped xattrs, symlinks, fifos, hard links within
+ * the copy, modes, times), the journal, the origin map (inode numbers
+ * translated to the copy's inodes) and meta.json, plus checkpoint.json.
+ * Regular files are cloned with FICLONE where the file system can
+ * (btrfs, xfs), copied otherwise; never hard-linked to the mutable upper.
+ *
+ * Every copy is built under a temporary name, made durable (syncfs of the
+ * stage's file system, fsync of the new directories) and then published by
+ * one rename; a crash leaves only a ".tmp-" directory that the next
+ * operation removes.  All three operations take the stage lock and require
+ * a stopped stage: checkpoint a sealed one; restore a sealed or interrupted
+ * one (the result is sealed); fork a sealed one (or a checkpoint) into a
+ * new stage directory.
+ */
+#include "lifecycle/lc-internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "stage/stage.h"
+#include "util/cleanup.h"
+#include "util/util.h"
+
+struct ino_link {
+    uint64_t src, dst;
+    char *dst_path; /* for hard links: first copied name, relative to the copy root */
+    bool multi;
+};
+
+struct copy {
+    int root_dst;         /* the copy root (for linkat of hard links) */
+    struct ino_link *map; /* src inode -> dst inode */
+    size_t n, cap;
+    size_t objects;
+    uint64_t bytes;
+    bool cloned;          /* at least one FICLONE succeeded */
+    char path[LC_MAX_PATH + 2];
+};
+
+static void copy_free(struct copy *c) {
+    for (size_t i = 0; i < c->n; i++)
+        free(c->map[i].dst_path);
+    free(c->map);
+}
+
+static struct ino_link *map_find(struct copy *c, uint64_t src) {
+    for (size_t i = c->n; i-- > 0;)
+        if (c->map[i].src == src)
+            return &c->map[i];
+    return NULL;
+}
+
+static int map_add(struct copy *c, uint64_t src, uint64_t dst, bool multi) {
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? 2 * c->cap : 256;
+        struct ino_link *nm = realloc(c->map, cap * sizeof *nm);
+        if (!nm)
+            return -ENOMEM;
+        c->map = nm;
+        c->cap = cap;
+    }
+    c->map[c->n] = (struct ino_link){src, dst, NULL, multi};
+    if (multi && !(c->map[c->n].dst_path = strdup(c->path)))
+        return -ENOMEM;
+    c->n++;
+    return 0;
+}
+
+/* user.* xattrs copied verbatim (no unescaping: this is stage to stage). */
+static int copy_xattrs_raw(int src, int dst) {
+    char list[65536];
+    ssize_t len = flistxattr(src, list, sizeof list);
+    if (len < 0)
+        return errno == ENOTSUP ? 0 : -errno;
+    for (ssize_t off = 0; off < len; off += (ssize_t)strlen(list + off) + 1) {
+        const char *name = list + off;
+        if (strncmp(name, "user.", 5) != 0)
+            continue;
+        char val[65536];
+        ssize_t vl = fgetxattr(src, name, val, sizeof val);
+        if (vl < 0)
+            continue;
+        if (fsetxattr(dst, name, val, (size_t)vl, 0) < 0)
+            return -errno;
+    }
+    return 0;
+}
+
+static int copy_reg(struct copy *c, int sdir, int ddir, const char *name, const struct stat *st) {
+    _cleanup_close_ int in = openat(sdir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (in < 0)
+        return -errno;
+    _cleanup_close_ int out = openat(ddir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (out < 0)
+        return -errno;
+    if (ioctl(out, FICLONE, in) == 0) {
+        c->cloned = true;
+    } else {
+        uint64_t b = 0;
+        int r = lc_copy_fd(in, out, &b);
+        if (r < 0)
+            return r;
+    }
+    c->bytes += (uint64_t)st->st_size;
+    int r = copy_xattrs_raw(in, out);
+    if (r < 0)
+        return r;
+    if (geteuid() == 0)
+        (void)!fchown(out, st->st_uid, st->st_gid);
+    if (fchmod(out, st->st_mode & 07777) < 0)
+        return -errno;
+    struct timespec ts[2] = {st->st_atim, st->st_mtim};
+    if (futimens(out, ts) < 0)
+        return -errno;
+    struct stat dst;
+    if (fstat(out, &dst) < 0)
+        return -errno;
+    return map_add(c, (uint64_t)st->st_ino, (uint64_t)dst.st_ino, st->st_nlink > 1);
+}
+
+static int copy_dir(struct copy *c, int sdir, int ddir, int depth);
+
+static int copy_entry(struct copy *c, int sdir, int ddir, const char *name, int depth) {
+    if (++c->objects > LC_MAX_ENTRIES)
+        return -E2BIG;
+    struct stat st;
+    if (fstatat(sdir, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return -errno;
+    size_t len = strlen(c->path), nl = strlen(name);
+    if (len + nl + 2 > sizeof c->path)
+        return -ENAMETOOLONG;
+    if (len)
+        c->path[len] = '/';
+    memcpy(c->path + len + (len ? 1 : 0), name, nl + 1);
+    int r = 0;
+    if (!S_ISDIR(st.st_mode) && st.st_nlink > 1) {
+        struct ino_link *l = map_find(c, (uint64_t)st.st_ino);
+        if (l && l->dst_path) {
+            r = linkat(c->root_dst, l->dst_path, ddir, name, 0) < 0 ? -errno : 0;
+            goto out;
+        }
+    }
+    switch (st.st_mode & S_IFMT) {
+    case S_IFDIR: {
+        if (mkdirat(ddir, name, 0700) < 0) {
+            r = -errno;
+            break;
+        }
+        _cleanup_close_ int s2 = openat(sdir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        _cleanup_close_ int d2 = openat(ddir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (s2 < 0 || d2 < 0) {
+            r = -errno;
+            break;
+        }
+        r = copy_dir(c, s2, d2, depth + 1);
+        if (r == 0)
+            r = copy_xattrs_raw(s2, d2);
+        if (r == 0 && geteuid() == 0)
+            (void)!fchown(d2, st.st_uid, st.st_gid);
+        if (r == 0 && fchmod(d2, st.st_mode & 07777) < 0)
+            r = -errno;
+        struct timespec ts[2] = {st.st_atim, st.st_mtim};
+        if (r == 0 && futimens(d2, ts) < 0)
+            r = -errno;
+        struct stat dst;
+        if (r == 0 && fstat(d2, &dst) == 0)
+            r = map_add(c, (uint64_t)st.st_ino, (uint64_t)dst.st_ino, false);
+        break;
+    }
+    case S_IFREG:
+        r = copy_reg(c, sdir, ddir, name, &st);
+        break;
+    case S_IFLNK: {
+        _cleanup_free_ char *t = NULL;
+        r = lc_readlink_at(sdir, name, &t);
+        if (r == 0 && symlinkat(t, ddir, name) < 0)
+            r = -errno;
+        struct timespec ts[2] = {st.st_atim, st.st_mtim};
+        if (r == 0)
+            utimensat(ddir, name, ts, AT_SYMLINK_NOFOLLOW);
+        break;
+    }
+    case S_IFCHR:
+    case S_IFBLK:
+    case S_IFIFO:
+    case S_IFSOCK:
+        /* whiteouts (0/0) are allowed without CAP_MKNOD; other device nodes
+         * need it, and a stage should not hold them anyway */
+        if (mknodat(ddir, name, st.st_mode, st.st_rdev) < 0)
+            r = -errno;
+        break;
+    default:
+        r = -EINVAL;
+    }
+    if (r == 0 && !S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) {
+        struct stat dst;
+        if (fstatat(ddir, name, &dst, AT_SYMLINK_NOFOLLOW) == 0)
+            r = map_add(c, (uint64_t)st.st_ino, (uint64_t)dst.st_ino, false);
+    }
+out:
+    c->path[len] = '\0';
+    return r;
+}
+
+static int copy_dir(struct copy *c, int sdir, int ddir, int depth) {
+    if (depth > LC_MAX_DEPTH)
+        return -ELOOP;
+    int fd = fcntl(sdir, F_DUPFD_CLOEXEC, 3);
+    if (fd < 0)
+        return -errno;
+    _cleanup_closedir_ DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return -errno;
+    }
+    rewinddir(d);
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        int r = copy_entry(c, sdir, ddir, de->d_name, depth);
+        if (r < 0)
+            return r;
+    }
+    if (fsync(ddir) < 0 && errno != EINVAL)
+        return -errno;
+    return 0;
+}
+
+/* Copy a small stage file (journal, meta.json, version) if it exists. */
+static int copy_small(int sdir, int ddir, const char *name, bool required) {
+    _cleanup_close_ int in = openat(sdir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (in < 0)
+        return errno == ENOENT && !required ? 0 : -errno;
+    _cleanup_close_ int out = openat(ddir, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (out < 0)
+        return -errno;
+    int r = lc_copy_fd(in, out, NULL);
+    if (r == 0 && fsync(out) < 0)
+        r = -errno;
+    return r;
+}
+
+/* Write the origin map of a copy: src upper inode numbers translated. */
+static int write_origin(int sdir, int ddir, int dst_upper, const struct copy *c) {
+    _cleanup_free_ char *txt = NULL;
+    size_t len = 0;
+    int r = read_file_at(sdir, "origin", 256u << 20, &txt, &len);
+    struct stat ust;
+    if (fstat(dst_upper, &ust) < 0)
+        return -errno;
+    _cleanup_fclose_ FILE *f = NULL;
+    int fd = openat(ddir, "origin", O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return -errno;
+    f = fdopen(fd, "w");
+    if (!f) {
+        close(fd);
+        return -errno;
+    }
+    fprintf(f, "pvisor-origin 1 dev=%llu\n", (unsigned long long)ust.st_dev);
+    if (r == 0) {
+        char *save = NULL;
+        char *line = strtok_r(txt, "\n", &save); /* source header: same device, else ignored below */
+        unsigned long long dev = 0;
+        struct stat sst;
+        bool same = line && sscanf(line, "pvisor-origin 1 dev=%llu", &dev) == 1 && fstat(sdir, &sst) == 0 &&
+                    dev == (unsigned long long)sst.st_dev;
+        while (same && (line = strtok_r(NULL, "\n", &save))) {
+            unsigned long long u, l;
+            char dash;
+            struct ino_link key = {0};
+            if (sscanf(line, "%llu %llu", &u, &l) == 2) {
+                for (size_t i = c->n; i-- > 0;)
+                    if (c->map[i].src == u) {
+                        key = c->map[i];
+                        break;
+                    }
+                if (key.dst && !key.multi)
+                    fprintf(f, "%llu %llu\n", (unsigned long long)key.dst, l);
+            } else if (sscanf(line, "%llu %c", &u, &dash) == 2 && dash == '-') {
+                for (size_t i = c->n; i-- > 0;)
+                    if (c->map[i].src == u) {
+                        fprintf(f, "%llu -\n", (unsigned long long)c->map[i].dst);
+                        break;
+                    }
+            }
+        }
+    }
+    if (fflush(f) != 0 || fsync(fileno(f)) < 0)
+        return -errno;
+    return 0;
+}
+
+/* Copy the stage content of src (a stage dir or a checkpoint dir) into the
+ * empty directory dst: upper/, journal, origin, meta.json (and version). */
+static int copy_stage_content(int src, int dst, bool with_version, uint64_t *ret_bytes, bool *ret_cloned) {
+    struct copy c = {0};
+    _cleanup_close_ int su = openat(src, "upper", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (su < 0)
+        return -errno;
+    struct stat st;
+    if (fstat(su, &st) < 0)
+        return -errno;
+    if (mkdirat(dst, "upper", 0700) < 0)
+        return -errno;
+    _cleanup_close_ int du = openat(dst, "upper", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (du < 0)
+        return -errno;
+    c.root_dst = du;
+    int r = copy_dir(&c, su, du, 0);
+    if (r == 0)
+        r = copy_xattrs_raw(su, du);
+    if (r == 0 && fchmod(du, st.st_mode & 07777) < 0)
+        r = -errno;
+    struct timespec ts[2] = {st.st_atim, st.st_mtim};
+    if (r == 0 && futimens(du, ts) < 0)
+        r = -errno;
+    if (r == 0)
+        r = copy_small(src, dst, "journal", true);
+    if (r == 0)
+        r = copy_small(src, dst, "meta.json", true);
+    if (r == 0 && with_version)
+        r = copy_small(src, dst, "version", true);
+    if (r == 0)
+        r = write_origin(src, dst, du, &c);
+    if (r == 0 && syncfs(du) < 0)
+        r = -errno;
+    if (r == 0 && (fsync(du) < 0 || fsync(dst) < 0))
+        r = -errno;
+    if (ret_bytes)
+        *ret_bytes = c.bytes;
+    if (ret_cloned)
+        *ret_cloned = c.cloned;
+    copy_free(&c);
+    return r;
+}
+
+static bool name_valid(const char *n) {
+    size_t l = strlen(n);
+    if (l == 0 || l > 64 || n[0] == '.' || n[0] == '-')
+        return false;
+    return strspn(n, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == l;
+}
+
+static int remove_dir_at(int dirfd, const char *name) {
+    _cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT ? 0 : -errno;
+    int r = lc_remove_tree_contents(fd, 0);
+    if (r < 0)
+        return r;
+    return unlinkat(dirfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT ? -errno : 0;
+}
+
+/* Lock a stopped stage: returns the stage dir fd and the lock fd. */
+static int lock_stage(const char *stage_path, int *ret_dir, int *ret_lock) {
+    _cleanup_close_ int dir = open(stage_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0)
+        return -errno;
+    struct stat st;
+    if (fstatat(dir, "version", &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return -EINVAL;
+    int lock = openat(dir, "lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (lock < 0)
+        return -errno;
+    if (flock(lock, LOCK_EX | LOCK_NB) < 0) {
+        int e = errno;
+        close(lock);
+        return e == EWOULDBLOCK ? -EBUSY : -e;
+    }
+    if (fstatat(dir, LC_APPLIED, &st, AT_SYMLINK_NOFOLLOW) == 0 ||
+        fstatat(dir, LC_DROPPED, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        close(lock);
+        return -EALREADY;
+    }
+    if (fstatat(dir, LC_APPLY_INTENT, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        close(lock);
+        return -EINPROGRESS; /* finish the interrupted apply first */
+    }
+    *ret_dir = TAKE_FD(dir);
+    *ret_lock = lock;
+    return 0;
+}
+
+static bool is_sealed(int dir) {
+    struct stat st;
+    return fstatat(dir, "sealed", &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+int lc_checkpoint(const char *stage_path, const char *name, char **ret_name) {
+    char gen[64];
+    if (!name) {
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        struct tm tm;
+        gmtime_r(&now.tv_sec, &tm);
+        strftime(gen, sizeof gen, "cp-%Y%m%dT%H%M%SZ", &tm);
+        name = gen;
+    }
+    if (!name_valid(name))
+        return -EINVAL;
+    _cleanup_close_ int dir = -1, lock = -1;
+    int r = lock_stage(stage_path, &dir, &lock);
+    if (r < 0)
+        return r;
+    if (!is_sealed(dir))
+        return -ESTALE;
+    if (mkdirat(dir, LC_CHECKPOINTS, 0700) < 0 && errno != EEXIST)
+        return -errno;
+    _cleanup_close_ int cps = openat(dir, LC_CHECKPOINTS, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (cps < 0)
+        return -errno;
+    struct stat st;
+    if (fstatat(cps, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+        return -EEXIST;
+    char tmp[96];
+    snprintf(tmp, sizeof tmp, ".tmp-%s", name);
+    r = remove_dir_at(cps, tmp);
+    if (r < 0)
+        return r;
+    if (mkdirat(cps, tmp, 0700) < 0)
+        return -errno;
+    _cleanup_close_ int d = openat(cps, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (d < 0)
+        return -errno;
+    uint64_t bytes = 0;
+    bool cloned = false;
+    r = copy_stage_content(dir, d, true, &bytes, &cloned);
+    if (r == 0) {
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        char t[32];
+        format_time_utc(&now, t);
+        json_t *info = json_pack("{s:i, s:s, s:s, s:I, s:s}", "format", 1, "name", name, "created", t, "bytes",
+                                 (json_int_t)bytes, "copy", cloned ? "reflink" : "copy");
+        char *txt = info ? json_dumps(info, JSON_COMPACT) : NULL;
+        json_decref(info);
+        r = txt ? write_file_atomic(d, "checkpoint.json", txt, strlen(txt), 0600) : -ENOMEM;
+        free(txt);
+    }
+    if (r == 0 && renameat(cps, tmp, cps, name) < 0)
+        r = -errno;
+    if (r == 0 && (fsync(cps) < 0 || fsync(dir) < 0))
+        r = -errno;
+    if (r < 0) {
+        remove_dir_at(cps, tmp);
+        return r;
+    }
+    if (ret_name && !(*ret_name = strdup(name)))
+        return -ENOMEM;
+    return 0;
+}
+
+int lc_restore(const char *stage_path, const char *name) {
+    if (!name_valid(name))
+        return -EINVAL;
+    _cleanup_close_ int dir = -1, lock = -1;
+    int r = lock_stage(stage_path, &dir, &lock);
+    if (r < 0)
+        return r;
+    _cleanup_close_ int cp = openat(dir, LC_CHECKPOINTS, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (cp < 0)
+        return -errno;
+    _cleanup_close_ int src = openat(cp, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (src < 0)
+        return -errno;
+    /* 1. build the new content beside the stage */
+    r = remove_dir_at(dir, ".restore");
+    if (r == 0)
+        r = remove_dir_at(dir, ".restore-old");
+    if (r < 0)
+        return r;
+    if (mkdirat(dir, ".restore", 0700) < 0)
+        return -errno;
+    _cleanup_close_ int tmp = openat(dir, ".restore", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (tmp < 0)
+        return -errno;
+    r = copy_stage_content(src, tmp, false, NULL, NULL);
+    if (r < 0)
+        return r;
+    /* 2. leave 'sealed' durably: a crash from here on reads 'interrupted' */
+    if (unlinkat(dir, "sealed", 0) < 0 && errno != ENOENT)
+        return -errno;
+    if (fsync(dir) < 0)
+        return -errno;
+    /* 3. swap upper/journal/origin (old ones to .restore-old) */
+    if (mkdirat(dir, ".restore-old", 0700) < 0)
+        return -errno;
+    _cleanup_close_ int old = openat(dir, ".restore-old", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (old < 0)
+        return -errno;
+    static const char *const parts[] = {"upper", "journal", "origin"};
+    for (size_t i = 0; i < ARRAY_SIZE(parts); i++) {
+        if (renameat(dir, parts[i], old, parts[i]) < 0 && errno != ENOENT)
+            return -errno;
+        if (renameat(tmp, parts[i], dir, parts[i]) < 0)
+            return -errno;
+    }
+    if (fsync(dir) < 0)
+        return -errno;
+    /* 4. publish 'sealed', then clean up */
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    char t[32], buf[40];
+    format_time_utc(&now, t);
+    int m = snprintf(buf, sizeof buf, "%s\n", t);
+    r = write_file_atomic(dir, "sealed", buf, (size_t)m, 0644);
+    if (r < 0)
+        return r;
+    remove_dir_at(dir, ".restore-old");
+    remove_dir_at(dir, ".restore");
+    if (fsync(dir) < 0)
+        return -errno;
+    return 0;
+}
+
+int lc_fork(const char *stage_path, const char *checkpoint, const char *new_stage) {
+    if (checkpoint && !name_valid(checkpoint))
+        return -EINVAL;
+    _cleanup_close_ int dir = -1, lock = -1;
+    int r = lock_stage(stage_path, &dir, &lock);
+    if (r < 0)
+        return r;
+    _cleanup_close_ int src = -1;
+    if (checkpoint) {
+        _cleanup_close_ int cp = openat(dir, LC_CHECKPOINTS, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (cp < 0)
+            return -errno;
+        src = openat(cp, checkpoint, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    } else {
+        if (!is_sealed(dir))
+            return -ESTALE;
+        src = fcntl(dir, F_DUPFD_CLOEXEC, 3);
+    }
+    if (src < 0)
+        return -errno;
+    /* the new stage: an absent or empty directory */
+    if (mkdir(new_stage, 0700) < 0 && errno != EEXIST)
+        return -errno;
+    _cleanup_close_ int dst = open(new_stage, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dst < 0)
+        return -errno;
+    {
+        int fd = fcntl(dst, F_DUPFD_CLOEXEC, 3);
+        _cleanup_closedir_ DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+        if (!d) {
+            if (fd >= 0)
+                close(fd);
+            return -errno;
+        }
+        struct dirent *de;
+        while ((de = readdir(d)))
+            if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+                return -ENOTEMPTY;
+    }
+    /* hold the new stage's lock while it is built */
+    _cleanup_close_ int nlock = openat(dst, "lock", O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (nlock < 0 || flock(nlock, LOCK_EX | LOCK_NB) < 0)
+        return -errno;
+    r = copy_stage_content(src, dst, false, NULL, NULL);
+    if (r == 0 && mkdirat(dst, "work", 0700) < 0)
+        r = -errno;
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    char t[32], buf[40];
+    format_time_utc(&now, t);
+    int m = snprintf(buf, sizeof buf, "%s\n", t);
+    if (r == 0)
+        r = write_file_atomic(dst, "sealed", buf, (size_t)m, 0644);
+    /* version last: its presence makes the directory a stage */
+    if (r == 0)
+        r = write_file_atomic(dst, "version", "pvisor-stage 1\n", 15, 0644);
+    return r;
+}
+
+static int cmp_created(const void *a, const void *b) {
+    const char *x = json_string_value(json_object_get(*(json_t *const *)a, "created"));
+    const char *y = json_string_value(json_object_get(*(json_t *const *)b, "created"));
+    return strcmp(x ? x : "", y ? y : "");
+}
+
+json_t *lc_checkpoints_json(const char *stage_path) {
+    json_t *arr = json_array();
+    _cleanup_close_ int dir = open(stage_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0)
+        return arr;
+    int fd = openat(dir, LC_CHECKPOINTS, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return arr;
+    _cleanup_closedir_ DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return arr;
+    }
+    json_t *items[4096];
+    size_t n = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) && n < ARRAY_SIZE(items)) {
+        if (!name_valid(de->d_name))
+            continue;
+        _cleanup_close_ int cd = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        _cleanup_free_ char *txt = NULL;
+        if (cd < 0 || read_file_at(cd, "checkpoint.json", 65536, &txt, NULL) < 0)
+            continue;
+        json_t *o = json_loads(txt, 0, NULL);
+        if (!json_is_object(o)) {
+            json_decref(o);
+            continue;
+        }
+        json_object_set_new(o, "name", json_string(de->d_name));
+        json_object_del(o, "format");
+        items[n++] = o;
+    }
+    if (n)
+        qsort(items, n, sizeof *items, cmp_created);
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(arr, items[i]);
+    return arr;
+}

@@ -1,0 +1,123 @@
+/* drop.c: discard a stage.
+ *
+ * Order: take the run lock (a live run holds it: refused), publish the
+ * durable 'dropped' marker, then remove upper/, work/, the journal, the
+ * origin map, an apply intent and checkpoints.  version, meta.json, lock and
+ * the marker stay, so `pvisor list` / `status --review` show the stage as
+ * dropped; removing the directory afterwards is always safe.  A crash in the
+ * middle leaves a dropped stage with some leftovers, which the next drop
+ * removes.  A stage with an interrupted apply is only dropped when forced
+ * (the workspace then keeps the part that was applied; apply's temp files
+ * are removed).
+ */
+#include "lifecycle/lc-internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util/cleanup.h"
+#include "util/util.h"
+
+int lc_remove_tree_contents(int dir_fd, int depth) {
+    if (depth > LC_MAX_DEPTH + 8)
+        return -ELOOP;
+    int fd = fcntl(dir_fd, F_DUPFD_CLOEXEC, 3);
+    if (fd < 0)
+        return -errno;
+    _cleanup_closedir_ DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return -errno;
+    }
+    rewinddir(d);
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        if (unlinkat(dir_fd, de->d_name, 0) == 0 || errno == ENOENT)
+            continue;
+        if (errno != EISDIR && errno != EPERM)
+            return -errno;
+        _cleanup_close_ int sub = openat(dir_fd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (sub < 0)
+            return -errno;
+        int r = lc_remove_tree_contents(sub, depth + 1);
+        if (r < 0)
+            return r;
+        if (unlinkat(dir_fd, de->d_name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+            return -errno;
+    }
+    return 0;
+}
+
+static int remove_entry(int dir_fd, const char *name) {
+    struct stat st;
+    if (fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return errno == ENOENT ? 0 : -errno;
+    if (!S_ISDIR(st.st_mode))
+        return unlinkat(dir_fd, name, 0) < 0 && errno != ENOENT ? -errno : 0;
+    _cleanup_close_ int sub = openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (sub < 0)
+        return -errno;
+    /* upper/ may hold read-only directories: make them writable first */
+    int r = lc_remove_tree_contents(sub, 0);
+    if (r == -EACCES) {
+        fchmod(sub, 0700);
+        r = lc_remove_tree_contents(sub, 0);
+    }
+    if (r < 0)
+        return r;
+    return unlinkat(dir_fd, name, AT_REMOVEDIR) < 0 && errno != ENOENT ? -errno : 0;
+}
+
+int lc_drop(const char *stage_path, bool force) {
+    _cleanup_close_ int dir = open(stage_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0)
+        return -errno;
+    struct stat st;
+    if (fstatat(dir, "version", &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return -EINVAL;
+    _cleanup_close_ int lock = openat(dir, "lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (lock < 0)
+        return -errno;
+    if (flock(lock, LOCK_EX | LOCK_NB) < 0)
+        return errno == EWOULDBLOCK ? -EBUSY : -errno;
+    if (fstatat(dir, LC_APPLIED, &st, AT_SYMLINK_NOFOLLOW) == 0)
+        return -EALREADY;
+    if (fstatat(dir, LC_APPLY_INTENT, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        if (!force)
+            return -EINPROGRESS;
+        struct lc_stage *lst = NULL;
+        if (lc_stage_open(stage_path, &lst) == 0) {
+            lc_apply_remove_temps(dir, lst->ws_fd);
+            lc_stage_free(lst);
+        }
+    }
+    if (fstatat(dir, LC_DROPPED, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        char t[32], buf[40];
+        format_time_utc(&now, t);
+        int m = snprintf(buf, sizeof buf, "%s\n", t);
+        int r = write_file_atomic(dir, LC_DROPPED, buf, (size_t)m, 0600);
+        if (r < 0)
+            return r;
+    }
+    static const char *const names[] = {"upper", "work", "journal", "origin", LC_APPLY_INTENT, LC_CHECKPOINTS,
+                                        "sealed"};
+    for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
+        int r = remove_entry(dir, names[i]);
+        if (r < 0)
+            return r;
+    }
+    if (fsync(dir) < 0)
+        return -errno;
+    return 0;
+}

@@ -1,0 +1,418 @@
+/* fsutil.c: fd-relative, no-follow file helpers for the lifecycle module.
+ *
+ * Every path handed to these helpers is relative and resolved beneath a
+ * directory fd with openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS|
+ * RESOLVE_NO_MAGICLINKS): a symlink anywhere on the way (including the
+ * final component) makes the open fail with ELOOP, ".." cannot climb out.
+ */
+#include "lifecycle/lc-internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "util/cleanup.h"
+
+/* Without openat2 (old kernels, valgrind, a seccomp filter that denies it):
+ * the same guarantees by walking a validated path one component at a time,
+ * each opened with O_NOFOLLOW relative to the previous directory fd.  A
+ * validated path has no "..", "." or empty component and is relative, so
+ * it cannot leave dirfd; O_NOFOLLOW makes every symlink fail with ELOOP. */
+static int open_beneath_walk(int dirfd, const char *path, int flags, mode_t mode) {
+    if (path[0] == '\0') {
+        int fd = openat(dirfd, ".", flags | O_CLOEXEC);
+        return fd < 0 ? -errno : fd;
+    }
+    if (!lc_path_valid(path))
+        return -EXDEV; /* what RESOLVE_BENEATH says for an escape */
+    int cur = fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
+    if (cur < 0)
+        return -errno;
+    const char *p = path;
+    for (;;) {
+        const char *slash = strchr(p, '/');
+        if (!slash) {
+            int fd = openat(cur, p, flags | O_NOFOLLOW | O_CLOEXEC, mode);
+            int e = errno;
+            close(cur);
+            return fd < 0 ? -e : fd;
+        }
+        char comp[256];
+        size_t n = (size_t)(slash - p);
+        memcpy(comp, p, n);
+        comp[n] = '\0';
+        int next = openat(cur, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        int e = errno;
+        close(cur);
+        if (next < 0)
+            return -e;
+        cur = next;
+        p = slash + 1;
+    }
+}
+
+int lc_open_beneath(int dirfd, const char *path, int flags, mode_t mode) {
+    static int no_openat2; /* set once openat2 answered ENOSYS (benign race) */
+    if (!__atomic_load_n(&no_openat2, __ATOMIC_RELAXED)) {
+        struct open_how how = {
+            .flags = (uint64_t)(flags | O_CLOEXEC),
+            .mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0,
+            .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+        };
+        long fd;
+        do
+            fd = syscall(SYS_openat2, dirfd, path[0] ? path : ".", &how, sizeof how);
+        while (fd < 0 && errno == EAGAIN);
+        if (fd >= 0)
+            return (int)fd;
+        if (errno != ENOSYS && errno != EPERM)
+            return -errno;
+        __atomic_store_n(&no_openat2, 1, __ATOMIC_RELAXED);
+    }
+    return open_beneath_walk(dirfd, path, flags, mode);
+}
+
+int lc_open_parent(int dirfd, const char *path, const char **ret_name) {
+    const char *slash = strrchr(path, '/');
+    if (!slash) {
+        int fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
+        if (fd < 0)
+            return -errno;
+        *ret_name = path;
+        return fd;
+    }
+    size_t n = (size_t)(slash - path);
+    if (n == 0 || n > LC_MAX_PATH)
+        return -EINVAL;
+    char buf[LC_MAX_PATH + 1];
+    memcpy(buf, path, n);
+    buf[n] = '\0';
+    int fd = lc_open_beneath(dirfd, buf, O_RDONLY | O_DIRECTORY, 0);
+    if (fd < 0)
+        return fd;
+    *ret_name = slash + 1;
+    return fd;
+}
+
+bool lc_path_valid(const char *path) {
+    size_t len = strnlen(path, LC_MAX_PATH + 1);
+    if (len == 0 || len > LC_MAX_PATH || path[0] == '/')
+        return false;
+    const char *p = path;
+    while (*p) {
+        const char *e = strchrnul(p, '/');
+        size_t n = (size_t)(e - p);
+        if (n == 0 || n > 255 || (n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
+            return false;
+        if (*e == '\0')
+            break;
+        p = e + 1;
+        if (*p == '\0')
+            return false; /* trailing '/' */
+    }
+    return true;
+}
+
+int lc_sha256_fd(int fd, unsigned char ret_sha[32]) {
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    if (!ctx)
+        return -ENOMEM;
+    int r = 0;
+    if (EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1) {
+        r = -EIO;
+        goto out;
+    }
+    static __thread unsigned char buf[1 << 17];
+    off_t off = 0;
+    for (;;) {
+        ssize_t n = pread(fd, buf, sizeof buf, off);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            r = -errno;
+            goto out;
+        }
+        if (n == 0)
+            break;
+        off += n;
+        if (EVP_DigestUpdate(ctx, buf, (size_t)n) != 1) {
+            r = -EIO;
+            goto out;
+        }
+    }
+    unsigned int len = 0;
+    if (EVP_DigestFinal_ex(ctx, ret_sha, &len) != 1 || len != 32)
+        r = -EIO;
+out:
+    EVP_MD_CTX_free(ctx);
+    return r;
+}
+
+int lc_sha256_buf(const void *data, size_t len, unsigned char ret_sha[32]) {
+    unsigned int l = 0;
+    if (EVP_Digest(data, len, ret_sha, &l, EVP_sha256(), NULL) != 1 || l != 32)
+        return -EIO;
+    return 0;
+}
+
+void lc_hex(const unsigned char *sha, char ret_hex[65]) {
+    static const char digits[] = "0123456789abcdef";
+    for (int i = 0; i < 32; i++) {
+        ret_hex[2 * i] = digits[sha[i] >> 4];
+        ret_hex[2 * i + 1] = digits[sha[i] & 15];
+    }
+    ret_hex[64] = '\0';
+}
+
+int lc_unhex(const char *hex, unsigned char *out, size_t out_len) {
+    if (strlen(hex) != 2 * out_len)
+        return -EINVAL;
+    for (size_t i = 0; i < out_len; i++) {
+        int v = 0;
+        for (int k = 0; k < 2; k++) {
+            char c = hex[2 * i + (size_t)k];
+            int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+            if (d < 0)
+                return -EINVAL;
+            v = v * 16 + d;
+        }
+        out[i] = (unsigned char)v;
+    }
+    return 0;
+}
+
+int lc_readlink_at(int dirfd, const char *name, char **ret_target) {
+    char buf[LC_MAX_PATH + 2];
+    ssize_t n = readlinkat(dirfd, name, buf, sizeof buf);
+    if (n < 0)
+        return -errno;
+    if ((size_t)n > LC_MAX_PATH)
+        return -ENAMETOOLONG;
+    buf[n] = '\0';
+    char *t = strdup(buf);
+    if (!t)
+        return -ENOMEM;
+    *ret_target = t;
+    return 0;
+}
+
+enum lc_type lc_type_of(mode_t m) {
+    switch (m & S_IFMT) {
+    case S_IFREG: return LC_REG;
+    case S_IFDIR: return LC_DIR;
+    case S_IFLNK: return LC_LNK;
+    case S_IFIFO: return LC_FIFO;
+    case S_IFSOCK: return LC_SOCK;
+    case S_IFCHR: return LC_CHR;
+    case S_IFBLK: return LC_BLK;
+    }
+    return LC_NONE;
+}
+
+const char *lc_type_name(enum lc_type t) {
+    static const char *const names[] = {"none", "reg", "dir", "lnk", "fifo", "sock", "chr", "blk"};
+    return (unsigned)t < ARRAY_SIZE(names) ? names[t] : "none";
+}
+
+enum lc_type lc_type_parse(const char *s) {
+    for (int t = LC_REG; t <= LC_BLK; t++)
+        if (s && strcmp(s, lc_type_name((enum lc_type)t)) == 0)
+            return (enum lc_type)t;
+    return LC_NONE;
+}
+
+/* User xattrs of an open fd as the agent saw them: stage metadata
+ * (user.overlay.* other than the escaped user.overlay.overlay.*) dropped,
+ * escaped names unescaped.  The list is "name\0value-len\0value" records
+ * in a malloc'd buffer; compared byte for byte after sorting names. */
+void lc_xattrs_free(struct lc_xattrs *x) {
+    for (size_t i = 0; i < x->n; i++) {
+        free(x->names[i]);
+        free(x->values[i]);
+    }
+    free(x->names);
+    free(x->values);
+    free(x->lens);
+    *x = (struct lc_xattrs){0};
+}
+
+int lc_xattrs_read(int fd, bool from_upper, struct lc_xattrs *ret) {
+    *ret = (struct lc_xattrs){0};
+    char list[65536];
+    ssize_t len = flistxattr(fd, list, sizeof list);
+    if (len < 0)
+        return errno == ENOTSUP || errno == EBADF ? 0 : -errno;
+    size_t cap = 0;
+    for (ssize_t off = 0; off < len;) {
+        const char *name = list + off;
+        off += (ssize_t)strlen(name) + 1;
+        if (strncmp(name, "user.", 5) != 0)
+            continue;
+        const char *shown = name;
+        char esc[300];
+        if (from_upper && strncmp(name, "user.overlay.", 13) == 0) {
+            if (strncmp(name, "user.overlay.overlay.", 21) != 0)
+                continue; /* stage metadata (opaque, ...) */
+            int m = snprintf(esc, sizeof esc, "user.overlay.%s", name + 21);
+            if (m < 0 || (size_t)m >= sizeof esc)
+                continue;
+            shown = esc;
+        } else if (!from_upper && strncmp(name, "user.overlay.", 13) == 0) {
+            /* fine: a lower user.overlay.X is what the agent saw */
+        }
+        char val[65536];
+        ssize_t vl = fgetxattr(fd, name, val, sizeof val);
+        if (vl < 0)
+            continue;
+        if (ret->n == cap) {
+            cap = cap ? 2 * cap : 8;
+            if (cap > 4096) {
+                lc_xattrs_free(ret);
+                return -E2BIG;
+            }
+            char **nn = realloc(ret->names, cap * sizeof *nn);
+            if (nn)
+                ret->names = nn;
+            char **nv = realloc(ret->values, cap * sizeof *nv);
+            if (nv)
+                ret->values = nv;
+            size_t *nl = realloc(ret->lens, cap * sizeof *nl);
+            if (nl)
+                ret->lens = nl;
+            if (!nn || !nv || !nl) {
+                lc_xattrs_free(ret);
+                return -ENOMEM;
+            }
+        }
+        ret->names[ret->n] = strdup(shown);
+        ret->values[ret->n] = malloc((size_t)vl + 1);
+        if (!ret->names[ret->n] || !ret->values[ret->n]) {
+            free(ret->names[ret->n]);
+            free(ret->values[ret->n]);
+            lc_xattrs_free(ret);
+            return -ENOMEM;
+        }
+        memcpy(ret->values[ret->n], val, (size_t)vl);
+        ret->lens[ret->n] = (size_t)vl;
+        ret->n++;
+    }
+    /* sort by name (values follow their names) */
+    for (size_t i = 1; i < ret->n; i++)
+        for (size_t j = i; j > 0 && strcmp(ret->names[j - 1], ret->names[j]) > 0; j--) {
+            char *t = ret->names[j]; ret->names[j] = ret->names[j - 1]; ret->names[j - 1] = t;
+            char *v = ret->values[j]; ret->values[j] = ret->values[j - 1]; ret->values[j - 1] = v;
+            size_t l = ret->lens[j]; ret->lens[j] = ret->lens[j - 1]; ret->lens[j - 1] = l;
+        }
+    return 0;
+}
+
+bool lc_xattrs_equal(const struct lc_xattrs *a, const struct lc_xattrs *b) {
+    if (a->n != b->n)
+        return false;
+    for (size_t i = 0; i < a->n; i++)
+        if (strcmp(a->names[i], b->names[i]) || a->lens[i] != b->lens[i] ||
+            memcmp(a->values[i], b->values[i], a->lens[i]))
+            return false;
+    return true;
+}
+
+/* Make fd's user xattrs exactly x (removing others). */
+int lc_xattrs_apply(int fd, const struct lc_xattrs *x) {
+    struct lc_xattrs cur;
+    int r = lc_xattrs_read(fd, false, &cur);
+    if (r < 0)
+        return r;
+    for (size_t i = 0; i < cur.n; i++) {
+        bool keep = false;
+        for (size_t j = 0; j < x->n && !keep; j++)
+            keep = strcmp(cur.names[i], x->names[j]) == 0;
+        if (!keep && fremovexattr(fd, cur.names[i]) < 0 && errno != ENODATA) {
+            r = -errno;
+            break;
+        }
+    }
+    lc_xattrs_free(&cur);
+    if (r < 0)
+        return r;
+    for (size_t j = 0; j < x->n; j++)
+        if (fsetxattr(fd, x->names[j], x->values[j], x->lens[j], 0) < 0)
+            return -errno;
+    return 0;
+}
+
+/* Copy all bytes of in to out (copy_file_range, falling back to read/write). */
+int lc_copy_fd(int in, int out, uint64_t *ret_bytes) {
+    uint64_t total = 0;
+    off_t ioff = 0, ooff = 0;
+    bool use_cfr = true;
+    for (;;) {
+        ssize_t n;
+        if (use_cfr) {
+            n = copy_file_range(in, &ioff, out, &ooff, 1 << 30, 0);
+            if (n < 0 && (errno == EXDEV || errno == ENOSYS || errno == EINVAL || errno == EOPNOTSUPP)) {
+                use_cfr = false;
+                continue;
+            }
+        } else {
+            static __thread char buf[1 << 17];
+            n = pread(in, buf, sizeof buf, ioff);
+            if (n > 0) {
+                ssize_t done = 0;
+                while (done < n) {
+                    ssize_t w = pwrite(out, buf + done, (size_t)(n - done), ooff);
+                    if (w < 0) {
+                        if (errno == EINTR)
+                            continue;
+                        return -errno;
+                    }
+                    done += w;
+                    ooff += w;
+                }
+                ioff += n;
+            }
+        }
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        if (n == 0)
+            break;
+        total += (uint64_t)n;
+    }
+    if (ret_bytes)
+        *ret_bytes = total;
+    return 0;
+}
+
+/* Are the contents of two fds equal?  1 yes, 0 no, -errno. */
+int lc_fd_equal(int a, int b) {
+    struct stat sa, sb;
+    if (fstat(a, &sa) < 0 || fstat(b, &sb) < 0)
+        return -errno;
+    if (sa.st_size != sb.st_size)
+        return 0;
+    static __thread char ba[65536], bb[65536];
+    off_t off = 0;
+    for (;;) {
+        ssize_t na = pread(a, ba, sizeof ba, off);
+        if (na < 0)
+            return -errno;
+        ssize_t nb = pread(b, bb, (size_t)na ? (size_t)na : sizeof bb, off);
+        if (nb < 0)
+            return -errno;
+        if (na != nb || memcmp(ba, bb, (size_t)na) != 0)
+            return 0;
+        if (na == 0)
+            return 1;
+        off += na;
+    }
+}

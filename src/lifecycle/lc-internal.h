@@ -1,0 +1,46 @@
+/* lc-internal.h: helpers shared inside src/lifecycle/ (not a public API). */
+#ifndef PVISOR_LIFECYCLE_INTERNAL_H
+#define PVISOR_LIFECYCLE_INTERNAL_H
+
+#include <sys/types.h>
+
+#include "lifecycle/lifecycle.h"
+
+/* User xattrs as the agent sees them (see fsutil.c), sorted by name. */
+struct lc_xattrs {
+    char **names;
+    char **values;
+    size_t *lens;
+    size_t n;
+};
+int lc_xattrs_read(int fd, bool from_upper, struct lc_xattrs *ret);
+bool lc_xattrs_equal(const struct lc_xattrs *a, const struct lc_xattrs *b);
+int lc_xattrs_apply(int fd, const struct lc_xattrs *x);
+void lc_xattrs_free(struct lc_xattrs *x);
+
+int lc_sha256_buf(const void *data, size_t len, unsigned char ret_sha[32]);
+int lc_unhex(const char *hex, unsigned char *out, size_t out_len);
+int lc_readlink_at(int dirfd, const char *name, char **ret_target);
+enum lc_type lc_type_of(mode_t m);
+enum lc_type lc_type_parse(const char *s);
+int lc_copy_fd(int in, int out, uint64_t *ret_bytes);
+int lc_fd_equal(int a, int b);
+/* Remove everything below dir_fd without following symlinks (drop.c). */
+int lc_remove_tree_contents(int dir_fd, int depth);
+
+/* Journal loading (changeset.c): records sorted by path. */
+int lc_journal_load(int stage_dir_fd, struct lc_preimage **ret, size_t *ret_n);
+void lc_preimages_free(struct lc_preimage *p, size_t n);
+const struct lc_preimage *lc_preimage_find(const struct lc_preimage *p, size_t n, const char *path);
+
+/* Remove the temp files an interrupted apply (STAGE/apply-intent) may have
+ * left in the workspace (apply.c). */
+int lc_apply_remove_temps(int stage_dir_fd, int ws_fd);
+
+/* The stage markers and files this module owns (docs/lifecycle.md). */
+#define LC_APPLY_INTENT "apply-intent"
+#define LC_APPLIED "applied"
+#define LC_DROPPED "dropped"
+#define LC_CHECKPOINTS "checkpoints"
+
+#endif

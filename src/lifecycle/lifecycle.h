@@ -1,0 +1,219 @@
+/* lifecycle.h: what happens to a stage after the run (docs/lifecycle.md).
+ *
+ * A sealed stage (docs/stage-format.md) is read into a *changeset*: the
+ * difference between the stage's upper and the current workspace (the
+ * lower), each entry joined with the preimage the journal recorded at the
+ * agent's first mutation of that path.  The changeset drives review
+ * (status --review), diff and apply; apply writes it into the workspace
+ * atomically per file, behind an intent journal, and refuses on any
+ * content conflict.
+ *
+ * Trust: upper/ and every file in the stage are agent-influenced.  Every
+ * path is opened relative to a directory fd, one component at a time or
+ * with openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS); no symlink in the
+ * stage or in the workspace is ever followed.  Sizes are bounded
+ * (LC_MAX_PATH, LC_MAX_DEPTH, LC_MAX_ENTRIES).
+ *
+ * Errors are negative errno; nothing here prints.
+ */
+#ifndef PVISOR_LIFECYCLE_LIFECYCLE_H
+#define PVISOR_LIFECYCLE_LIFECYCLE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include <jansson.h>
+
+#define LC_MAX_PATH 4095             /* bytes of a workspace-relative path */
+#define LC_MAX_DEPTH 256             /* directory nesting below the root */
+#define LC_MAX_ENTRIES 2000000       /* upper objects + changeset entries */
+#define LC_LARGE_FILE (16u << 20)    /* warn for new/changed files above this */
+
+enum lc_type { LC_NONE, LC_REG, LC_DIR, LC_LNK, LC_FIFO, LC_SOCK, LC_CHR, LC_BLK };
+const char *lc_type_name(enum lc_type t); /* "reg" ... "none" (journal names) */
+
+enum lc_kind {
+    LC_ADDED,        /* nothing in the lower at this path */
+    LC_DELETED,      /* the lower object is gone in the stage */
+    LC_MODIFIED,     /* same type; content, mode, target or xattrs differ */
+    LC_TYPE_CHANGED, /* the lower object is replaced by one of another type */
+};
+const char *lc_kind_name(enum lc_kind k);
+
+/* What differs (LC_MODIFIED / LC_TYPE_CHANGED). */
+#define LC_CH_CONTENT (1u << 0) /* regular file bytes */
+#define LC_CH_MODE    (1u << 1) /* permission bits */
+#define LC_CH_TARGET  (1u << 2) /* symlink target */
+#define LC_CH_XATTR   (1u << 3) /* user.* extended attributes */
+
+/* Warnings (review shows them; apply acts on LC_W_SETID and LC_W_SPECIAL). */
+#define LC_W_EXEC            (1u << 0) /* a regular file gains an executable bit */
+#define LC_W_SETID           (1u << 1) /* setuid or setgid bit */
+#define LC_W_GIT_HOOK        (1u << 2) /* below .git/hooks */
+#define LC_W_GIT_CONFIG      (1u << 3) /* a .git/config */
+#define LC_W_SYMLINK_OUTSIDE (1u << 4) /* a symlink whose target leaves the workspace */
+#define LC_W_LARGE           (1u << 5) /* new content over LC_LARGE_FILE */
+#define LC_W_SPECIAL         (1u << 6) /* device node or socket (never applied) */
+#define LC_W_HARDLINK        (1u << 7) /* several names of one upper file */
+#define LC_W__COUNT 8
+const char *lc_warning_name(unsigned bit_index); /* "exec", "setid", ... */
+
+/* One preimage journal record (all fields owned by the changeset). */
+struct lc_preimage {
+    char *path;
+    enum lc_type type;
+    uint32_t mode;
+    uint64_t size;
+    bool has_sha;
+    unsigned char sha[32];
+    uint64_t ino;
+    char op[16];
+};
+
+struct lc_entry {
+    char *path;          /* workspace-relative, validated (no "", ".", "..", no leading '/') */
+    enum lc_kind kind;
+    unsigned changes;    /* LC_CH_* */
+    unsigned warnings;   /* LC_W_* */
+    enum lc_type old_type, new_type; /* current lower / stage (LC_NONE: absent) */
+    uint32_t old_mode, new_mode;     /* & 07777 */
+    uint64_t old_size, new_size;
+    char *old_target, *new_target;   /* symlinks */
+    bool old_sha_known;
+    unsigned char old_sha[32];       /* of the current lower (reg, lnk) when a preimage exists */
+    const struct lc_preimage *pre;   /* journal record for this path, or NULL */
+    const char *conflict;            /* why apply must refuse this path, or NULL */
+    char *renamed_from;              /* review only: lower path this object came from */
+    struct timespec new_atime, new_mtime;
+    uint64_t upper_ino;
+    uint64_t old_ino;                /* lower identity when compared (apply re-checks it) */
+    struct timespec old_ctime;
+};
+
+struct lc_changeset {
+    char *stage_path;
+    char *workspace;
+    struct lc_entry *entries; /* pre-order: a directory before its children */
+    size_t n;
+    struct lc_preimage *pre;  /* sorted by path */
+    size_t n_pre;
+    size_t count[4];          /* per lc_kind */
+    size_t n_conflicts;
+    uint64_t bytes_new;       /* bytes of regular files the stage writes */
+    uint64_t bytes_old;       /* bytes of lower regular files replaced or deleted */
+    unsigned warnings;        /* union of entry warnings */
+};
+
+/* An opened stage: its directory, upper/ and the workspace it belongs to
+ * (from meta.json).  Opening takes no lock. */
+struct lc_stage {
+    char *path;
+    char *workspace;
+    int dir_fd;
+    int upper_fd;
+    int ws_fd;
+};
+int lc_stage_open(const char *path, struct lc_stage **ret_stage);
+void lc_stage_free(struct lc_stage *st);
+
+/* Read the stage into a changeset compared against the current lower.
+ * Every entry's conflict is computed (content of lower vs the preimage).
+ * Errors: -ENAMETOOLONG / -ELOOP (depth) / -E2BIG (entries) for a stage
+ * beyond the bounds; -EBADMSG for a malformed journal; -errno otherwise. */
+int lc_changeset_load(struct lc_stage *st, struct lc_changeset **ret_cs);
+void lc_changeset_free(struct lc_changeset *cs);
+
+/* The changeset (and the warnings) as the documented JSON object. */
+json_t *lc_changeset_to_json(const struct lc_changeset *cs);
+
+/* Resolve a user's target (docs/lifecycle.md): stage_dir when given; else
+ * run (an id, prefix or "latest") or, when NULL, the newest run that has a
+ * stage.  Returns the stage path and the run's Bundle (NULL for a stage
+ * given by path or a run without a readable one).
+ * Errors: -ENOENT nothing matches; -ENOTUNIQ ambiguous; -ENOMEDIUM the run
+ * has no stage; -EINVAL stage_dir is not a stage. */
+int lc_resolve_target(const char *run, const char *stage_dir, char **ret_stage_path, char **ret_run_id,
+                      json_t **ret_bundle);
+
+/* ---- apply (apply.c) ---- */
+
+struct lc_apply_opts {
+    const char *const *paths; /* NULL-terminated subset (workspace-relative), or NULL for all */
+    bool dry_run;
+    bool keep_special_modes;  /* keep setuid/setgid (dropped by default) */
+    /* progress callback (may be NULL): done/total operations */
+    void (*progress)(size_t done, size_t total, void *userdata);
+    /* each planned operation ("write", "mkdir", "delete", "chmod", "symlink",
+     * "mkfifo"), in order; called for dry runs too (may be NULL) */
+    void (*on_op)(const char *action, const char *path, void *userdata);
+    void *userdata;
+    unsigned test_delay_us;   /* tests only: pause after each workspace operation */
+};
+
+struct lc_apply_report {
+    bool resumed;               /* an interrupted apply was completed */
+    size_t n_conflicts;
+    char **conflict_paths;      /* n_conflicts paths ... */
+    const char **conflict_why;  /* ... and why (static strings) */
+    size_t n_written, n_deleted, n_dirs;
+    uint64_t bytes_written;
+    size_t n_setid_dropped;
+    size_t n_skipped_special;
+    char *failed_path;          /* the path an operation failed on (errors other than conflicts) */
+};
+void lc_apply_report_clear(struct lc_apply_report *r);
+
+/* Apply the stage at stage_path to its workspace.  Takes the stage lock
+ * (refuses -EBUSY when held), requires 'sealed' (-ESTALE when the stage is
+ * interrupted, -EALREADY when applied or dropped), resumes an interrupted
+ * apply first.  On conflicts returns -EEXIST with the report filled and
+ * nothing written.  -ENOENT: a --path matched nothing. */
+int lc_apply(const char *stage_path, const struct lc_apply_opts *o, struct lc_apply_report *ret_report);
+
+/* True when the stage holds an unfinished apply's intent journal. */
+bool lc_apply_pending(const char *stage_path);
+
+/* ---- drop ---- */
+
+/* Mark the stage dropped (durable marker) and remove upper/, work/, the
+ * journal, origin map and checkpoints; version, meta.json, lock and the
+ * marker stay so the state remains visible.  -EBUSY while a run holds it;
+ * -EINPROGRESS when an interrupted apply is pending (the workspace holds
+ * part of the stage) unless force, which also removes apply's temp files. */
+int lc_drop(const char *stage_path, bool force);
+
+/* ---- checkpoints (checkpoint.c) ---- */
+
+/* Copy upper/, journal, origin map and meta.json of a sealed stage into
+ * STAGE/checkpoints/NAME (NAME: [A-Za-z0-9._-]{1,64}, not starting with
+ * '.' or '-'; NULL: "cp-<UTC time>").  -EBUSY running, -ESTALE not sealed,
+ * -EEXIST name taken, -EINVAL bad name, -EALREADY applied/dropped,
+ * -EINPROGRESS an interrupted apply must be finished first. */
+int lc_checkpoint(const char *stage_path, const char *name, char **ret_name);
+/* Replace the stage's content by checkpoint NAME (the stage may be sealed
+ * or interrupted, not running); the result is sealed.  -ENOENT no such
+ * checkpoint; other errors as lc_checkpoint. */
+int lc_restore(const char *stage_path, const char *name);
+/* A new sealed stage at new_stage (absent or empty directory) from
+ * checkpoint (or, when NULL, the sealed stage itself).  -ENOTEMPTY. */
+int lc_fork(const char *stage_path, const char *checkpoint, const char *new_stage);
+/* Names of the stage's checkpoints, oldest first (JSON array of objects
+ * {name, created, bytes, copy}). */
+json_t *lc_checkpoints_json(const char *stage_path);
+
+/* ---- shared file helpers (fsutil.c), used by the CLI verbs ---- */
+
+/* openat2(dirfd, path, flags, RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS|RESOLVE_NO_MAGICLINKS) | O_CLOEXEC. */
+int lc_open_beneath(int dirfd, const char *path, int flags, mode_t mode);
+/* Open the parent directory of a relative path beneath dirfd; *ret_name
+ * points into path (the last component). */
+int lc_open_parent(int dirfd, const char *path, const char **ret_name);
+/* Is path a clean relative path (no "", ".", ".." components, no leading
+ * or doubled '/', bounded)? */
+bool lc_path_valid(const char *path);
+int lc_sha256_fd(int fd, unsigned char ret_sha[32]);
+void lc_hex(const unsigned char *sha, char ret_hex[65]);
+
+#endif

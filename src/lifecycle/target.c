@@ -1,0 +1,215 @@
+/* target.c: which stage a lifecycle verb works on (docs/lifecycle.md,
+ * "Choosing the stage").  A stage directory given by path, or a run (id,
+ * unique prefix, "latest"), or by default the newest run that has a stage;
+ * the run's Bundle says where its stage is. */
+#include "lifecycle/lc-internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "evidence/bundle.h"
+#include "util/cleanup.h"
+#include "util/util.h"
+
+static bool valid_id(const char *s) {
+    size_t n = strlen(s);
+    if (n < 10 || n > 31 || s[0] < '0' || s[0] > '9')
+        return false;
+    for (const char *p = s; *p; p++)
+        if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f') || *p == 'T' || *p == 'Z' || *p == '-' ||
+              *p == '.'))
+            return false;
+    return true;
+}
+
+static int cmp_desc(const void *a, const void *b) {
+    return -strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Run ids, newest first. */
+static int list_runs(char **ret_dir, char ***ret_ids, size_t *ret_n) {
+    _cleanup_free_ char *dir = NULL;
+    int r = runs_dir(false, &dir);
+    if (r < 0)
+        return r;
+    _cleanup_closedir_ DIR *d = opendir(dir);
+    size_t n = 0, cap = 0;
+    char **ids = NULL;
+    if (d) {
+        struct dirent *de;
+        while ((de = readdir(d))) {
+            if (!valid_id(de->d_name))
+                continue;
+            if (n == cap) {
+                cap = cap ? 2 * cap : 32;
+                char **nv = realloc(ids, cap * sizeof *nv);
+                if (!nv)
+                    goto oom;
+                ids = nv;
+            }
+            if (!(ids[n] = strdup(de->d_name)))
+                goto oom;
+            n++;
+        }
+    } else if (errno != ENOENT) {
+        return -errno;
+    }
+    if (n)
+        qsort(ids, n, sizeof *ids, cmp_desc);
+    *ret_dir = TAKE_PTR(dir);
+    *ret_ids = ids;
+    *ret_n = n;
+    return 0;
+oom:
+    for (size_t i = 0; i < n; i++)
+        free(ids[i]);
+    free(ids);
+    return -ENOMEM;
+}
+
+static void free_ids(char **ids, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        free(ids[i]);
+    free(ids);
+}
+
+static int load_bundle(const char *dir, const char *id, json_t **ret) {
+    _cleanup_free_ char *p = path_join(dir, id);
+    if (!p)
+        return -ENOMEM;
+    _cleanup_close_ int fd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return -errno;
+    return bundle_read(fd, ret);
+}
+
+static const char *bundle_stage_path(const json_t *b) {
+    return json_string_value(json_object_get(json_object_get(b, "stage"), "path"));
+}
+
+int lc_resolve_target(const char *run, const char *stage_dir, char **ret_stage_path, char **ret_run_id,
+                      json_t **ret_bundle) {
+    _cleanup_free_ char *dir = NULL;
+    char **ids = NULL;
+    size_t n = 0;
+    int r = list_runs(&dir, &ids, &n);
+    if (r < 0)
+        return r;
+    char *stage = NULL, *id = NULL;
+    json_t *bundle = NULL;
+    if (stage_dir) {
+        char *real = realpath(stage_dir, NULL);
+        if (!real) {
+            r = -errno;
+            goto out;
+        }
+        _cleanup_close_ int fd = open(real, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        struct stat stv;
+        if (fd < 0 || fstatat(fd, "version", &stv, AT_SYMLINK_NOFOLLOW) < 0) {
+            free(real);
+            r = -EINVAL;
+            goto out;
+        }
+        stage = real;
+        /* the run that used this stage last, for its Bundle */
+        for (size_t i = 0; i < n; i++) {
+            json_t *b = NULL;
+            if (load_bundle(dir, ids[i], &b) < 0)
+                continue;
+            const char *sp = bundle_stage_path(b);
+            _cleanup_free_ char *spr = sp ? realpath(sp, NULL) : NULL;
+            if (spr && strcmp(spr, real) == 0) {
+                bundle = b;
+                id = strdup(ids[i]);
+                break;
+            }
+            json_decref(b);
+        }
+        r = 0;
+        goto out;
+    }
+    if (n == 0) {
+        r = -ENOENT;
+        goto out;
+    }
+    const char *match = NULL;
+    if (run && strcmp(run, "latest") != 0) {
+        size_t ql = strlen(run);
+        for (size_t i = 0; i < n; i++) {
+            if (strcmp(ids[i], run) == 0) {
+                match = ids[i];
+                break;
+            }
+            if (strncmp(ids[i], run, ql) == 0) {
+                if (match) {
+                    r = -ENOTUNIQ;
+                    goto out;
+                }
+                match = ids[i];
+            }
+        }
+        if (!match) {
+            r = -ENOENT;
+            goto out;
+        }
+        r = load_bundle(dir, match, &bundle);
+        if (r < 0)
+            goto out;
+        if (!bundle_stage_path(bundle)) {
+            r = -ENOMEDIUM;
+            goto out;
+        }
+    } else if (run) { /* latest: the newest run, which must have a stage */
+        match = ids[0];
+        r = load_bundle(dir, match, &bundle);
+        if (r < 0)
+            goto out;
+        if (!bundle_stage_path(bundle)) {
+            r = -ENOMEDIUM;
+            goto out;
+        }
+    } else {
+        for (size_t i = 0; i < n && !match; i++) {
+            json_t *b = NULL;
+            if (load_bundle(dir, ids[i], &b) < 0)
+                continue;
+            if (bundle_stage_path(b)) {
+                match = ids[i];
+                bundle = b;
+            } else {
+                json_decref(b);
+            }
+        }
+        if (!match) {
+            r = -ENOMEDIUM;
+            goto out;
+        }
+    }
+    stage = strdup(bundle_stage_path(bundle));
+    id = strdup(match);
+    r = stage && id ? 0 : -ENOMEM;
+out:
+    free_ids(ids, n);
+    if (r < 0) {
+        free(stage);
+        free(id);
+        json_decref(bundle);
+        return r;
+    }
+    *ret_stage_path = stage;
+    if (ret_run_id)
+        *ret_run_id = id;
+    else
+        free(id);
+    if (ret_bundle)
+        *ret_bundle = bundle;
+    else
+        json_decref(bundle);
+    return 0;
+}

@@ -1,0 +1,499 @@
+#!/bin/sh
+# Integration tests for the stage lifecycle (docs/lifecycle.md): status
+# --review, diff, apply (every change type, conflicts by content, --dry-run,
+# --path, crash and resume, hostile stages, setuid), drop.  TAP.
+# Ground truth for apply is the kernel's own overlayfs: the sealed upper
+# mounted read-only over the workspace (docs/stage-format.md, "oracle") must
+# show exactly what the workspace holds after apply.
+# Needs $PVISOR, $PVAGENT, $SRCDIR.  Debugging: PVISOR_TEST_KEEP=DIR.
+. "$(dirname "$0")/../lib.sh"
+cd "$T"
+LC_ALL=C; export LC_ALL
+[ -z "${PVISOR_TEST_KEEP:-}" ] || at_exit "cp -a '$T' '$PVISOR_TEST_KEEP'"
+if [ "$(id -u)" -eq 0 ] && [ -c /dev/fuse ]; then
+    chmod 0666 /dev/fuse
+fi
+P=$PVISOR
+have_xattr=false
+command -v setfattr >/dev/null && command -v getfattr >/dev/null && have_xattr=true
+
+# ---------------------------------------------------------------------------
+# helpers
+
+wait_for() {
+    i=0
+    while [ ! -e "$1" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+    [ -e "$1" ]
+}
+
+# manifest DIR: every object with type, mode, size (files), link target,
+# file mtime, SHA-256 of files, user xattrs.  Directory sizes/times excluded.
+manifest() {
+    (
+        cd "$1" || exit 1
+        find . -printf '%p %y %m %l\n' | sort
+        find . ! -type d -printf '%p %s %T@\n' | sort
+        find . -type f -exec sha256sum {} + | sort -k2
+        if $have_xattr; then getfattr -R -h -d -m '^user\.' . 2>/dev/null | grep -v '^$'; fi
+    )
+}
+
+# stage_run WS STAGE SCRIPT: a staged run of sh -c SCRIPT in WS
+stage_run() {
+    "$P" run --stage "$2" --workspace "$1" -- sh -c "cd '$1' && $3"
+}
+
+# oracle WS STAGE OUT: manifest of the kernel overlay (STAGE/upper over WS)
+have_oracle=false
+mkdir -p "$T/probe-lo" "$T/probe-up" "$T/probe-mnt"
+if mount -t overlay overlay -o ro,userxattr,lowerdir="$T/probe-up:$T/probe-lo" "$T/probe-mnt" 2>/dev/null; then
+    umount "$T/probe-mnt"
+    have_oracle=true
+fi
+oracle() {
+    mkdir -p "$T/mnt"
+    mount -t overlay overlay -o ro,userxattr,lowerdir="$2/upper:$1" "$T/mnt" || return 1
+    manifest "$T/mnt" > "$3"
+    umount "$T/mnt"
+}
+
+# apply_matches_oracle NAME WS STAGE [APPLY ARGS...]
+apply_matches_oracle() {
+    name=$1 ws=$2 st=$3; shift 3
+    if $have_oracle; then oracle "$ws" "$st" "$T/$name.want"; fi
+    "$P" apply --stage "$st" "$@" >"$T/$name.out" 2>"$T/$name.err"; rc=$?
+    eq "$rc" 0 "$name: apply exits 0"
+    [ $rc -eq 0 ] || diag "$(cat "$T/$name.err")"
+    if $have_oracle; then
+        manifest "$ws" > "$T/$name.got"
+        if cmp -s "$T/$name.want" "$T/$name.got"; then ok "$name: workspace equals the kernel overlay view, bytes and metadata"
+        else not_ok "$name: workspace equals the kernel overlay view, bytes and metadata"; diff "$T/$name.want" "$T/$name.got" | head -20 | sed 's/^/# /'; fi
+    else
+        skip "$name: workspace equals the kernel overlay view" "cannot mount overlayfs here"
+    fi
+}
+
+review_json() { "$P" status --review "$1" --json; }
+
+# ---------------------------------------------------------------------------
+# 1. every change type, review, diff, dry run, apply
+
+W=$T/ws1 S=$T/st1
+mkdir -p "$W/dir/sub" "$W/rmme" "$W/rendir/in" "$W/f2d" "$W/d2f/x"
+printf 'line 1\nline 2\nline 3\n' > "$W/text.txt"
+printf 'keep\n' > "$W/keep.txt"
+printf 'bye\n' > "$W/delete.txt"
+printf 'move me\n' > "$W/mvfile"
+printf 'inner\n' > "$W/rendir/in/file"
+printf 'mode\n' > "$W/chmod.sh"
+printf 'x\n' > "$W/f2d.file"; rm -r "$W/f2d"; printf 'was a file\n' > "$W/f2d"
+printf 'child\n' > "$W/d2f/x/c"
+printf 'a\000b\001' > "$W/blob.bin"
+ln -s keep.txt "$W/link"
+$have_xattr && setfattr -n user.color -v blue "$W/keep.txt"
+manifest "$W" > "$T/ws1.before"
+
+stage_run "$W" "$S" '
+  printf "line 1\nline two\nline 3\nline 4\n" > text.txt &&
+  rm delete.txt && echo created > new.txt && mkdir -p newdir/deep && echo n > newdir/deep/n &&
+  rmdir dir/sub && mv mvfile moved && mv rendir rendir2 && chmod 755 chmod.sh &&
+  ln -s text.txt newlink && ln -sfn text.txt link &&
+  rm f2d && mkdir f2d && echo inside > f2d/file &&
+  rm -r d2f && echo now-a-file > d2f &&
+  printf "a\000c\001" > blob.bin && mkfifo pipe &&
+  { ! command -v setfattr >/dev/null || setfattr -n user.color -v red keep.txt; }'
+eq "$?" 0 "staged run with every change type exits 0"
+cmp -s "$T/ws1.before" "$(manifest "$W" > "$T/ws1.now"; echo "$T/ws1.now")" && ok "the run left the workspace untouched" || not_ok "the run left the workspace untouched"
+
+review_json "$S" > "$T/r1.json"; rc=$?
+eq "$rc" 0 "status --review STAGE --json exits 0"
+eq "$(jq -r '.schema + " " + .stage.state' "$T/r1.json")" "pvisor.review/1 sealed" "review: schema and state sealed"
+eq "$(jq -r '.changeset.summary | "\(.added) \(.deleted) \(.type_changed) \(.renamed) \(.conflicts)"' "$T/r1.json")" \
+   "$(jq -r '[.changeset.changes[] | select(.kind=="added")] | length' "$T/r1.json") $(jq -r '[.changeset.changes[] | select(.kind=="deleted")] | length' "$T/r1.json") 2 2 0" \
+   "review: summary counts agree with the entries; 2 type changes, 2 renames, no conflicts"
+eq "$(jq -r '.changeset.changes[] | select(.path=="moved") | .renamed_from' "$T/r1.json")" "mvfile" "review: a renamed file names its origin"
+eq "$(jq -r '.changeset.changes[] | select(.path=="rendir2") | .renamed_from' "$T/r1.json")" "rendir" "review: a renamed directory names its origin"
+eq "$(jq -r '.changeset.changes[] | select(.path=="chmod.sh") | "\(.kind) \(.changes|join(",")) \(.old.mode) \(.new.mode) \(.warnings|join(","))"' "$T/r1.json")" \
+   "modified mode 0644 0755 exec" "review: chmod is a mode change with an exec warning"
+eq "$(jq -r '.changeset.changes[] | select(.path=="link") | "\(.changes|join(",")) \(.old.target) \(.new.target)"' "$T/r1.json")" \
+   "target keep.txt text.txt" "review: symlink retarget"
+eq "$(jq -r '.changeset.changes[] | select(.path=="f2d") | "\(.kind) \(.old.type) \(.new.type)"' "$T/r1.json")" \
+   "type_changed reg dir" "review: file -> directory is a type change"
+eq "$(jq -r '.changeset.changes[] | select(.path=="d2f/x/c") | .kind' "$T/r1.json")" "deleted" \
+   "review: children of a directory replaced by a file are deleted"
+eq "$(jq -r '.safety_boundary.workspace_writes.effective' "$T/r1.json")" "enforced" "review: safety boundary from the Bundle"
+eq "$(jq -r '.safety_boundary | keys | length' "$T/r1.json")" "11" "review: all eleven dimensions"
+if $have_xattr; then
+    eq "$(jq -r '.changeset.changes[] | select(.path=="keep.txt") | .changes | join(",")' "$T/r1.json")" "xattr" "review: xattr change"
+fi
+"$P" status --review >"$T/r1.txt" 2>&1; rc=$?
+eq "$rc" 0 "status --review (default target: newest staged run) exits 0"
+check "human review lists the stage, changes and the safety boundary" \
+    sh -c "grep -q 'Stage: .*(sealed)' '$T/r1.txt' && grep -q 'R moved  (from mvfile)' '$T/r1.txt' && grep -q 'Safety boundary' '$T/r1.txt'"
+
+"$P" diff --stage "$S" > "$T/d1.txt"; rc=$?
+eq "$rc" 0 "diff exits 0"
+check "diff: text change as a unified hunk" sh -c "grep -q '^-line 2\$' '$T/d1.txt' && grep -q '^+line two\$' '$T/d1.txt' && grep -q '^--- a/text.txt\$' '$T/d1.txt'"
+check "diff: binary files are reported, not dumped" grep -q '^Binary files a/blob.bin and b/blob.bin differ$' "$T/d1.txt"
+check "diff: mode change shown as git does" sh -c "grep -A2 '^diff --git a/chmod.sh' '$T/d1.txt' | grep -q '^old mode 100644' && grep -q '^new mode 100755' '$T/d1.txt'"
+check "diff: symlink retarget shows the targets" sh -c "grep -A6 '^diff --git a/link' '$T/d1.txt' | grep -q '^-keep.txt' && grep -A6 '^diff --git a/link' '$T/d1.txt' | grep -q '^+text.txt'"
+check "diff: new file and deleted file headers" sh -c "grep -q '^new file mode 100644' '$T/d1.txt' && grep -q '^deleted file mode 100644' '$T/d1.txt'"
+"$P" diff --stage "$S" text.txt > "$T/d1p.txt"
+eq "$(grep -c '^diff --git' "$T/d1p.txt")" 1 "diff PATH limits the output"
+"$P" diff --stat --stage "$S" > "$T/d1s.txt"
+check "diff --stat summarises" sh -c "grep -q 'text.txt *| 3 ++-' '$T/d1s.txt' && grep -q 'files changed' '$T/d1s.txt'"
+
+"$P" apply --stage "$S" --dry-run > "$T/dry.txt"; rc=$?
+eq "$rc" 0 "apply --dry-run exits 0"
+manifest "$W" > "$T/ws1.dry"
+check "apply --dry-run writes nothing" cmp -s "$T/ws1.before" "$T/ws1.dry"
+check "apply --dry-run lists the operations" grep -q 'mkdir *newdir' "$T/dry.txt"
+check "apply --dry-run leaves no intent" test ! -e "$S/apply-intent"
+
+apply_matches_oracle "every change type" "$W" "$S"
+eq "$(cat "$W/text.txt")" "$(printf 'line 1\nline two\nline 3\nline 4')" "applied text is byte for byte"
+check "applied fifo is a fifo" test -p "$W/pipe"
+check "no temp files are left in the workspace" sh -c "! find '$W' -name '.pvisor-apply-*' | grep -q ."
+eq "$(review_json "$S" | jq -r .stage.state)" applied "the stage is marked applied"
+check "the 'applied' marker exists and the intent is gone" sh -c "test -f '$S/applied' && test ! -e '$S/apply-intent'"
+"$P" apply --stage "$S" >/dev/null 2>"$T/again.err"; rc=$?
+eq "$rc" 1 "a second apply is refused"
+check "the refusal says why" grep -q 'already applied' "$T/again.err"
+
+# ---------------------------------------------------------------------------
+# 2. conflicts by content: nothing written
+
+W=$T/ws2 S=$T/st2
+mkdir -p "$W"
+for f in same mode del new untouched; do printf '%s original\n' "$f" > "$W/$f.txt"; done
+stage_run "$W" "$S" 'echo agent > same.txt; echo agent > mode.txt; echo agent > del.txt; echo agent > new2.txt; echo agent2 > untouched.txt'
+# after the run the user edits the workspace:
+printf 'SAME original\n' > "$T/tmp.txt"; touch -r "$W/same.txt" "$T/tmp.txt"
+cp -p "$T/tmp.txt" "$W/same.txt"                    # same size, same mtime, other bytes
+chmod 600 "$W/mode.txt"                              # mode only
+rm "$W/del.txt"                                      # deleted
+echo user > "$W/new2.txt"                            # created the same name
+manifest "$W" > "$T/ws2.before"
+"$P" apply --stage "$S" >"$T/c.out" 2>"$T/c.err"; rc=$?
+eq "$rc" 1 "conflicting apply exits 1"
+manifest "$W" > "$T/ws2.after"
+check "conflicting apply writes nothing (full manifest identical)" cmp -s "$T/ws2.before" "$T/ws2.after"
+check "conflict: same-size edit with the mtime restored is caught by content" grep -q '^  same.txt: content changed' "$T/c.err"
+check "conflict: mode change named" grep -q '^  mode.txt: mode changed' "$T/c.err"
+check "conflict: deleted in the workspace named" grep -q '^  del.txt: deleted in the workspace' "$T/c.err"
+check "conflict: a path the agent created now exists" grep -q '^  new2.txt: exists in the workspace' "$T/c.err"
+check "conflict: unrelated clean path is not named" sh -c "! grep -q 'untouched.txt' '$T/c.err'"
+check "conflict: no intent journal left" test ! -e "$S/apply-intent"
+eq "$(review_json "$S" | jq -r '.changeset.summary.conflicts')" 4 "review counts the conflicts"
+# --path applies the clean subset
+"$P" apply --stage "$S" --path untouched.txt >/dev/null 2>&1; rc=$?
+eq "$rc" 0 "apply --path of a clean path succeeds despite conflicts elsewhere"
+eq "$(cat "$W/untouched.txt")" "agent2" "apply --path wrote the selected path"
+eq "$(cat "$W/same.txt")" "SAME original" "apply --path left other paths alone"
+eq "$(review_json "$S" | jq -r .stage.state)" sealed "a --path apply does not mark the stage applied"
+"$P" apply --stage "$S" --path nosuch >/dev/null 2>"$T/np.err"; rc=$?
+eq "$rc" 1 "apply --path matching nothing is refused"
+
+# ---------------------------------------------------------------------------
+# 3. --path with created parents, then the rest
+
+W=$T/ws3 S=$T/st3
+mkdir -p "$W/a" "$W/b"; echo 1 > "$W/a/1"; echo 2 > "$W/b/2"
+stage_run "$W" "$S" 'echo one > a/1; echo two > b/2; mkdir -p c/d; echo 3 > c/d/3'
+"$P" apply --stage "$S" --path c/d/3 --path "$W/a" >/dev/null 2>&1; rc=$?
+eq "$rc" 0 "apply --path (relative and absolute) exits 0"
+eq "$(cat "$W/a/1") $(cat "$W/b/2") $(cat "$W/c/d/3")" "one 2 3" "--path applied a/ and c/d/3 (creating c/d), not b/"
+apply_matches_oracle "rest after --path" "$W" "$S"
+
+# ---------------------------------------------------------------------------
+# 4. setuid/setgid dropped unless --keep-special-modes
+
+W=$T/ws4 S=$T/st4
+mkdir -p "$W"
+stage_run "$W" "$S" 'echo s > suid && chmod 4755 suid && echo g > sgid && chmod 2755 sgid'
+eq "$(review_json "$S" | jq -r '[.changeset.warnings[] | select(.warning=="setid")] | length')" 2 "review warns about setuid and setgid"
+cp -a "$W" "$W.k"; cp -a "$S" "$S.k"
+"$P" apply --stage "$S" >/dev/null 2>"$T/s.err"; rc=$?
+eq "$rc $(stat -c %a "$W/suid") $(stat -c %a "$W/sgid")" "0 755 755" "setuid/setgid bits are dropped by default"
+check "apply says it dropped them" grep -q 'dropped setuid/setgid' "$T/s.err"
+# the copy is a stage of the same workspace path: point it at ws4.k
+sed -i "s|\"$W\"|\"$W.k\"|" "$S.k/meta.json"
+"$P" apply --stage "$S.k" --keep-special-modes >/dev/null 2>&1; rc=$?
+eq "$rc $(stat -c %a "$W.k/suid") $(stat -c %a "$W.k/sgid")" "0 4755 2755" "--keep-special-modes keeps them"
+
+# ---------------------------------------------------------------------------
+# 5. running and interrupted stages are refused; drop
+
+W=$T/ws5 S=$T/st5
+mkdir -p "$W"; echo base > "$W/f"
+"$P" run --stage "$S" --workspace "$W" -- sh -c "echo changed > '$W/f'; echo \$\$ > '$T/agent5.pid'; while [ ! -e '$T/go5' ]; do sleep 0.05; done" &
+runpid=$!
+wait_for "$T/agent5.pid"
+"$P" apply --stage "$S" >/dev/null 2>"$T/run.err"; rc=$?
+eq "$rc" 1 "apply of a running stage exits 1"
+check "the refusal says the stage is in use" grep -q 'in use' "$T/run.err"
+"$P" drop --stage "$S" >/dev/null 2>&1; rc=$?
+eq "$rc" 1 "drop of a running stage is refused"
+eq "$(review_json "$S" | jq -r .stage.state)" running "review shows running"
+touch "$T/go5"; wait $runpid
+eq "$(cat "$W/f")" base "the workspace is untouched"
+
+W=$T/ws6 S=$T/st6
+mkdir -p "$W"; echo base > "$W/f"
+"$P" run --stage "$S" --workspace "$W" -- sh -c "echo changed > '$W/f'; echo \$\$ > '$T/agent6.pid'; sleep 30" &
+runpid=$!
+wait_for "$T/agent6.pid"
+kill -9 $runpid; wait $runpid 2>/dev/null
+kill -9 "$(cat "$T/agent6.pid")" 2>/dev/null
+i=0; while [ $i -lt 100 ] && [ "$(review_json "$S" 2>/dev/null | jq -r .stage.state)" = running ]; do sleep 0.1; i=$((i+1)); done
+umount -l "$W" 2>/dev/null || true
+eq "$(review_json "$S" | jq -r .stage.state)" interrupted "a killed run leaves an interrupted stage"
+"$P" apply --stage "$S" >/dev/null 2>"$T/int.err"; rc=$?
+eq "$rc" 1 "apply of an interrupted stage exits 1"
+check "the refusal says it was interrupted" grep -q 'interrupted' "$T/int.err"
+eq "$(cat "$W/f")" base "the workspace is untouched by the refused apply"
+"$P" drop --stage "$S" >/dev/null 2>&1; rc=$?
+eq "$rc" 0 "drop of an interrupted stage exits 0"
+eq "$(review_json "$S" | jq -r .stage.state)" dropped "after drop the stage shows dropped"
+check "drop removed upper/ and the journal" sh -c "test ! -e '$S/upper' && test ! -e '$S/journal'"
+"$P" apply --stage "$S" >/dev/null 2>&1; rc=$?
+eq "$rc" 1 "apply of a dropped stage is refused"
+
+# ---------------------------------------------------------------------------
+# 6. crash during apply (kill -9 at random points) then resume
+
+W=$T/ws7 S=$T/st7
+mkdir -p "$W/many" "$W/gone" "$W/ren"
+i=0; while [ $i -lt 120 ]; do echo "old $i" > "$W/many/f$i"; i=$((i+1)); done
+i=0; while [ $i -lt 20 ]; do echo "gone $i" > "$W/gone/g$i"; echo "r $i" > "$W/ren/r$i"; i=$((i+1)); done
+stage_run "$W" "$S" 'for f in many/*; do echo "new $f" >> $f; done; rm -r gone; mv ren ren2; mkdir -p add/x; for i in 1 2 3 4 5 6 7 8; do echo $i > add/x/$i; done; chmod 700 many/f7'
+cp -a "$W" "$T/ws7.tmpl"; cp -a "$S" "$T/st7.tmpl"
+$have_oracle && oracle "$W" "$S" "$T/ws7.want"
+# old/new digests per path
+(cd "$T/ws7.tmpl" && find . -type f -exec sha256sum {} + | awk '{print $2, $1}' | sort) > "$T/old.sums"
+(cd "$S/upper" && find . -type f -exec sha256sum {} + | awk '{print $2, $1}' | sort) > "$T/new.sums"
+crash_ok=0 crash_total=0 killed_mid=0
+for round in 1 2 3 4 5 6 7 8; do
+    rm -rf "$W" "$S"; cp -a "$T/ws7.tmpl" "$W"; cp -a "$T/st7.tmpl" "$S"
+    PVISOR_TEST_APPLY_DELAY_US=3000 "$P" apply --stage "$S" >/dev/null 2>&1 &
+    ap=$!
+    sleep "0.$(( (round * 37) % 5 ))$(( round % 10 ))"
+    kill -9 $ap 2>/dev/null; wait $ap 2>/dev/null
+    [ -e "$S/apply-intent" ] && killed_mid=$((killed_mid + 1))
+    [ -e "$S/applied" ] && diag "round $round: the apply had finished before the kill"
+    # every file is the old or the new version, never anything else
+    (cd "$W" && find . -type f -exec sha256sum {} + | awk '{print $2, $1}' | sort) > "$T/cur.sums"
+    bad=$(awk 'FILENAME==ARGV[1]{o[$1]=$2;next} FILENAME==ARGV[2]{n[$1]=$2;next} { if ($1 ~ /\.pvisor-apply-/) next; if (o[$1]!=$2 && n[$1]!=$2) print $1 }' \
+          "$T/old.sums" "$T/new.sums" "$T/cur.sums")
+    crash_total=$((crash_total + 1))
+    if [ -e "$S/applied" ]; then rc=0; else "$P" apply --stage "$S" >/dev/null 2>"$T/resume.err"; rc=$?; fi
+    if [ -z "$bad" ] && [ $rc -eq 0 ] && [ ! -e "$S/apply-intent" ] && \
+       ! find "$W" -name '.pvisor-apply-*' | grep -q . && \
+       { ! $have_oracle || { manifest "$W" > "$T/ws7.got"; cmp -s "$T/ws7.want" "$T/ws7.got"; }; }; then
+        crash_ok=$((crash_ok + 1))
+    else
+        diag "round $round: bad=[$bad] rc=$rc $(cat "$T/resume.err")"
+    fi
+done
+eq "$crash_ok" "$crash_total" "kill -9 during apply, then apply: every file old or new meanwhile, final state exact, journal clean ($crash_total rounds)"
+check "at least one kill landed in the middle of an apply" test "$killed_mid" -gt 0
+
+# resume refuses a path that is neither old nor new
+rm -rf "$W" "$S"; cp -a "$T/ws7.tmpl" "$W"; cp -a "$T/st7.tmpl" "$S"
+PVISOR_TEST_APPLY_DELAY_US=3000 "$P" apply --stage "$S" >/dev/null 2>&1 &
+ap=$!; sleep 0.3; kill -9 $ap; wait $ap 2>/dev/null
+echo "user edit" > "$W/many/f119"
+manifest "$W" | grep -v '\.pvisor-apply-' > "$T/m.before"
+"$P" apply --stage "$S" >/dev/null 2>"$T/rc.err"; rc=$?
+eq "$rc" 1 "resume with a path edited meanwhile is refused"
+manifest "$W" > "$T/m.after"
+check "the refused resume writes nothing (it only removes its own temp files)" cmp -s "$T/m.before" "$T/m.after"
+check "the refused resume names the path" grep -q 'many/f119' "$T/rc.err"
+eq "$(review_json "$S" | jq -r .stage.apply_pending)" true "review shows the pending apply"
+"$P" drop --stage "$S" >/dev/null 2>"$T/dp.err"; rc=$?
+eq "$rc" 1 "drop with a pending apply is refused"
+check "the refusal explains the half-applied workspace" grep -q 'interrupted' "$T/dp.err"
+rm -rf "$W" "$S"; cp -a "$T/ws7.tmpl" "$W"; cp -a "$T/st7.tmpl" "$S"
+PVISOR_TEST_APPLY_DELAY_US=3000 "$P" apply --stage "$S" >/dev/null 2>&1 &
+ap=$!; sleep 0.3; kill -9 $ap; wait $ap 2>/dev/null
+"$P" drop --force --stage "$S" >/dev/null 2>&1; rc=$?
+eq "$rc $(review_json "$S" | jq -r .stage.state)" "0 dropped" "drop --force drops a stage with a pending apply"
+check "drop --force removed apply's temp files" sh -c "! find '$W' -name '.pvisor-apply-*' | grep -q ."
+
+# progress line on a terminal (stderr only) for large applies
+if command -v script >/dev/null; then
+    rm -rf "$W" "$S"; cp -a "$T/ws7.tmpl" "$W"; cp -a "$T/st7.tmpl" "$S"
+    script -qec "'$P' apply --stage '$S' 2>&1 >/dev/null" /dev/null </dev/null | tr -d '\r' > "$T/prog.txt"
+    check "a large apply on a terminal shows a progress line" grep -q 'operations' "$T/prog.txt"
+    rm -rf "$W" "$S"; cp -a "$T/ws7.tmpl" "$W"; cp -a "$T/st7.tmpl" "$S"
+    "$P" apply --stage "$S" >/dev/null 2>"$T/prog2.txt"
+    check "no progress line when stderr is not a terminal" sh -c "! grep -q 'operations' '$T/prog2.txt'"
+else
+    skip "progress line on a terminal" "script(1) missing"
+fi
+
+# ---------------------------------------------------------------------------
+# 7. hostile stages
+
+CANARY=$T/canary
+mkdir -p "$CANARY"
+canary_clean() { [ -z "$(ls -A "$CANARY")" ]; }
+
+# 7a. a symlinked parent in the workspace (created after the run)
+W=$T/ws8 S=$T/st8
+mkdir -p "$W/sub"
+stage_run "$W" "$S" 'echo pwn > sub/pwn'
+rm -r "$W/sub"; ln -s "$CANARY" "$W/sub"
+"$P" apply --stage "$S" >/dev/null 2>"$T/h1.err"; rc=$?
+eq "$rc" 1 "apply through a symlinked parent dir is refused"
+check "nothing written through the symlinked parent" canary_clean
+
+# 7b. an upper entry that is a symlink to /etc, and one to the canary
+W=$T/ws9 S=$T/st9
+mkdir -p "$W"
+stage_run "$W" "$S" "ln -s /etc etc && ln -s '$CANARY' can"
+eq "$(review_json "$S" | jq -r '[.changeset.warnings[] | select(.warning=="symlink_outside")] | length')" 2 \
+   "review warns about symlinks pointing outside"
+"$P" apply --stage "$S" >/dev/null 2>&1; rc=$?
+eq "$rc $(readlink "$W/etc") $(readlink "$W/can")" "0 /etc $CANARY" "symlinks are applied as symlinks"
+check "nothing written into the symlink targets" canary_clean
+
+# 7c. crafted stage: a directory in upper over a workspace symlink, a
+# journal record with '..', a device node
+W=$T/ws10 S=$T/st10
+mkdir -p "$W"; echo k > "$W/k"
+stage_run "$W" "$S" 'echo k2 > k'
+ln -s "$CANARY" "$W/esc"
+mkdir "$S/upper/esc"; echo x > "$S/upper/esc/inside"
+"$P" apply --stage "$S" >/dev/null 2>"$T/h3.err"; rc=$?
+eq "$rc" 1 "a stage directory over a workspace symlink is a conflict"
+check "nothing written into the symlink target" canary_clean
+rm -r "$S/upper/esc"
+mknod "$S/upper/null" c 1 3 2>/dev/null && {
+    "$P" apply --stage "$S" >/dev/null 2>"$T/h4.err"; rc=$?
+    eq "$rc" 0 "a stage with a device node applies the rest"
+    check "the device node is not created" test ! -e "$W/null"
+    check "apply says it skipped it" grep -q 'skipped 1 device' "$T/h4.err"
+}
+W=$T/ws11 S=$T/st11
+mkdir -p "$W"; echo k > "$W/k"
+stage_run "$W" "$S" 'echo k2 > k'
+printf '{"path":"../canary/x","type":"reg","mode":420,"size":1,"sha256":"%064d","ino":1,"op":"open"}\n' 0 >> "$S/journal"
+"$P" apply --stage "$S" >/dev/null 2>&1; rc=$?
+eq "$rc" 1 "a journal path with '..' makes apply refuse"
+check "nothing written outside" canary_clean
+# a crafted apply intent with '..'
+sed -i '$d' "$S/journal"
+printf '{"format":1,"apply_id":"0123456789abcdef","subset":false,"entries":[{"path":"../canary/x","old":null,"new":{"type":"reg","mode":420,"atime":[0,0],"mtime":[0,0]}}]}' > "$S/apply-intent"
+"$P" apply --stage "$S" >/dev/null 2>&1; rc=$?
+eq "$rc" 1 "an apply intent with '..' makes apply refuse"
+check "nothing written outside" canary_clean
+eq "$(cat "$W/k")" k "and nothing written inside"
+
+# 7d. a racing helper swaps a workspace directory for a symlink during apply
+W=$T/ws12 S=$T/st12
+mkdir -p "$W/w"
+i=0; while [ $i -lt 60 ]; do echo "$i" > "$W/w/f$i"; i=$((i+1)); done
+stage_run "$W" "$S" 'for f in w/*; do echo new >> $f; done; for i in 1 2 3 4 5 6 7 8 9; do echo $i > w/n$i; done'
+(
+    end=$(( $(date +%s) + 4 ))
+    while [ "$(date +%s)" -lt $end ] && [ ! -e "$T/stop-race" ]; do
+        mv "$W/w" "$W/w.real" 2>/dev/null && ln -s "$CANARY" "$W/w" 2>/dev/null
+        rm -f "$W/w"; mv "$W/w.real" "$W/w" 2>/dev/null
+    done
+) &
+racer=$!
+PVISOR_TEST_APPLY_DELAY_US=2000 "$P" apply --stage "$S" >/dev/null 2>&1
+touch "$T/stop-race"; wait $racer
+[ -L "$W/w" ] && rm -f "$W/w"; [ -d "$W/w.real" ] && mv "$W/w.real" "$W/w"
+check "a directory swapped for a symlink during apply: nothing written outside" canary_clean
+"$P" apply --stage "$S" >/dev/null 2>&1 || true
+check "after the race, still nothing outside" canary_clean
+
+# ---------------------------------------------------------------------------
+# 8. checkpoint, restore, fork
+
+W=$T/ws13 S=$T/st13
+mkdir -p "$W/d"; echo a > "$W/a"; echo b > "$W/d/b"
+stage_run "$W" "$S" 'echo A >> a && mv d d2 && echo n > n && ln n n2 && mkfifo ff && ln -s a sl'
+"$P" checkpoint --stage "$S" --name one >/dev/null; rc=$?
+eq "$rc" 0 "checkpoint of a sealed stage exits 0"
+review_json "$S" | jq -S .changeset > "$T/cs.one"
+eq "$(review_json "$S" | jq -r '.stage.checkpoints | map(.name) | join(",")')" one "review lists the checkpoint"
+check "a checkpoint holds upper, journal, origin and metadata" sh -c "test -d '$S/checkpoints/one/upper' && test -f '$S/checkpoints/one/journal' && test -f '$S/checkpoints/one/origin' && test -f '$S/checkpoints/one/meta.json'"
+check "a checkpoint is a copy, not hard links into the upper" sh -c "[ \$(stat -c %i '$S/upper/a') != \$(stat -c %i '$S/checkpoints/one/upper/a') ] && [ \$(stat -c %h '$S/upper/a') = 1 ]"
+check "whiteouts and opaque dirs are kept in the checkpoint" sh -c "test -c '$S/checkpoints/one/upper/d' && { ! $have_xattr || getfattr -n user.overlay.opaque '$S/checkpoints/one/upper/d2' >/dev/null 2>&1; }"
+"$P" checkpoint --stage "$S" --name one >/dev/null 2>&1; rc=$?
+eq "$rc" 1 "a checkpoint name cannot be reused"
+"$P" checkpoint --stage "$S" --name ../x >/dev/null 2>&1; rc=$?
+eq "$rc" 2 "a checkpoint name with '/' is a usage error"
+stage_run "$W" "$S" 'echo more >> a && rm n && echo z > z'
+review_json "$S" | jq -S .changeset > "$T/cs.two"
+check "a second run changed the stage" sh -c "! cmp -s '$T/cs.one' '$T/cs.two'"
+"$P" restore one --stage "$S" >/dev/null; rc=$?
+eq "$rc" 0 "restore exits 0"
+review_json "$S" | jq -S .changeset > "$T/cs.restored"
+check "restore brings back exactly the checkpointed changeset" cmp -s "$T/cs.one" "$T/cs.restored"
+eq "$(review_json "$S" | jq -r .stage.state)" sealed "a restored stage is sealed"
+"$P" fork one "$T/st13f" --stage "$S" >/dev/null; rc=$?
+eq "$rc" 0 "fork of a checkpoint exits 0"
+review_json "$T/st13f" | jq -S .changeset > "$T/cs.fork"
+check "the fork holds the checkpointed changeset" cmp -s "$T/cs.one" "$T/cs.fork"
+"$P" fork one "$T/st13f" --stage "$S" >/dev/null 2>&1; rc=$?
+eq "$rc" 1 "fork into a non-empty directory is refused"
+# an interrupted stage is restored from its checkpoint
+"$P" run --stage "$S" --workspace "$W" -- sh -c "echo junk > '$W/junk'; echo \$\$ > '$T/agent13.pid'; sleep 30" &
+runpid=$!
+wait_for "$T/agent13.pid"
+"$P" checkpoint --stage "$S" --name live >/dev/null 2>"$T/cpr.err"; rc=$?
+eq "$rc" 1 "checkpoint of a running stage is refused"
+kill -9 $runpid; wait $runpid 2>/dev/null; kill -9 "$(cat "$T/agent13.pid")" 2>/dev/null
+i=0; while [ $i -lt 100 ] && [ "$(review_json "$S" 2>/dev/null | jq -r .stage.state)" = running ]; do sleep 0.1; i=$((i+1)); done
+umount -l "$W" 2>/dev/null || true
+eq "$(review_json "$S" | jq -r .stage.state)" interrupted "the killed run left the stage interrupted"
+"$P" restore one --stage "$S" >/dev/null; rc=$?
+eq "$rc $(review_json "$S" | jq -r .stage.state)" "0 sealed" "an interrupted stage is restored from its checkpoint"
+review_json "$S" | jq -S .changeset > "$T/cs.restored2"
+check "the restored stage has no trace of the interrupted run" cmp -s "$T/cs.one" "$T/cs.restored2"
+apply_matches_oracle "apply after restore" "$W" "$S"
+eq "$(cat "$W/a")" "$(printf 'a\nA')" "the restored content is applied"
+
+# ---------------------------------------------------------------------------
+# 9. without openat2: valgrind does not implement it, so under valgrind the
+# lifecycle code takes its component-by-component O_NOFOLLOW walk; the same
+# guarantees must hold (and valgrind checks memory on the way)
+
+if command -v valgrind >/dev/null && ! ldd "$P" 2>/dev/null | grep -q libasan; then
+    VG="valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite"
+    W=$T/ws14 S=$T/st14
+    mkdir -p "$W/sub" "$W/gone"; echo a > "$W/a"; echo g > "$W/gone/g"
+    stage_run "$W" "$S" 'echo A >> a && echo p > sub/p && rm -r gone && mkdir -p n/m && echo x > n/m/x && ln -s a l'
+    $VG "$P" status --review "$S" --json >/dev/null 2>"$T/vg1.err"; rc=$?
+    eq "$rc" 0 "no openat2 (valgrind): review works"
+    $VG "$P" diff --stage "$S" >/dev/null 2>"$T/vg2.err"; rc=$?
+    eq "$rc" 0 "no openat2 (valgrind): diff works"
+    cp -a "$W" "$W.s"; rm -r "$W/sub"; ln -s "$CANARY" "$W/sub"
+    $VG "$P" apply --stage "$S" >/dev/null 2>"$T/vg3.err"; rc=$?
+    eq "$rc" 1 "no openat2 (valgrind): a symlinked parent is still refused"
+    check "no openat2 (valgrind): nothing written outside" canary_clean
+    rm "$W/sub"; mv "$W.s/sub" "$W/sub"
+    if $have_oracle; then oracle "$W" "$S" "$T/vg.want"; fi
+    $VG "$P" apply --stage "$S" >/dev/null 2>"$T/vg4.err"; rc=$?
+    eq "$rc" 0 "no openat2 (valgrind): apply works, no memory errors"
+    [ $rc -eq 0 ] || diag "$(grep -v openat2 "$T/vg4.err" | head -5)"
+    if $have_oracle; then manifest "$W" > "$T/vg.got"; check "no openat2 (valgrind): the result equals the overlay view" cmp -s "$T/vg.want" "$T/vg.got"; fi
+else
+    skip "the no-openat2 fallback under valgrind" "valgrind missing or sanitized build"
+fi
+
+# ---------------------------------------------------------------------------
+# 10. usage errors: exit 2, one line + hint
+
+for args in "apply --bogus" "apply --path" "apply a b" "diff --bogus" "drop --stage" "drop a b" "apply --stage $T/st1 run1"; do
+    # shellcheck disable=SC2086
+    "$P" $args >/dev/null 2>"$T/u.err"; rc=$?
+    eq "$rc" 2 "usage error exits 2: $args"
+    check "usage error is one line plus a hint: $args" sh -c "[ \$(wc -l < '$T/u.err') -eq 2 ] && grep -q \"^Try 'pvisor help\" '$T/u.err'"
+done
+"$P" apply --stage "$T/ws1" >/dev/null 2>"$T/ns.err"; rc=$?
+eq "$rc" 1 "apply --stage of a directory that is not a stage exits 1"

@@ -1,0 +1,563 @@
+#!/bin/sh
+# Integration tests for `pvisor run --stage` (the FUSE copy-on-write view of
+# the workspace and the stage format), end to end through the CLI.  TAP.
+# Each check asserts what the command saw, the final host bytes (the lower
+# is unchanged byte for byte and in metadata), the staged bytes, exit
+# statuses and the Bundle.  Needs $PVISOR, $PVAGENT, $SRCDIR.
+# Debugging: PVISOR_TEST_KEEP=DIR keeps a copy of the test's files there.
+. "$(dirname "$0")/../lib.sh"
+SCHEMA="$SRCDIR/docs/bundle.schema.json"
+VALIDATE="/usr/bin/python3 $SRCDIR/tests/validate-bundle.py $SCHEMA"
+cd "$T"
+LC_ALL=C; export LC_ALL
+[ -z "${PVISOR_TEST_KEEP:-}" ] || at_exit "cp -a '$T' '$PVISOR_TEST_KEEP'"
+
+if [ "$(id -u)" -eq 0 ] && [ -c /dev/fuse ]; then
+    chmod 0666 /dev/fuse # as distributions set it up (see scripts/test.sh)
+fi
+have_xattr=false
+command -v setfattr >/dev/null && command -v getfattr >/dev/null && have_xattr=true
+$have_xattr || skip "user xattrs in the lower and the stage" "setfattr/getfattr (package attr) missing"
+PY=/usr/bin/python3
+
+# ---------------------------------------------------------------------------
+# helpers
+
+# wait_for FILE: up to 10 s for FILE to exist
+wait_for() {
+    i=0
+    while [ ! -e "$1" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+    [ -e "$1" ]
+}
+
+# make_lower DIR: a workspace with files, subdirectories, a symlink, an
+# executable, a hard-linked pair, user xattrs, and names and xattrs that look
+# like overlay metadata (they must round-trip untouched).
+make_lower() {
+    w=$1
+    mkdir -p "$w/src/lib" "$w/docs" "$w/bin" "$w/d/sub" "$w/tree/a/b" "$w/tree/c"
+    printf 'original readme\n' > "$w/README"
+    printf 'int main(void) { return 0; }\n' > "$w/src/main.c"
+    printf 'int util(void) { return 1; }\n' > "$w/src/lib/util.c"
+    printf '# guide\nnever touched\n' > "$w/docs/guide.md"
+    printf '#!/bin/sh\necho run\n' > "$w/bin/run.sh"; chmod 0755 "$w/bin/run.sh"
+    ln -s README "$w/link"
+    printf 'hard content\n' > "$w/hard1"; ln "$w/hard1" "$w/hard2"
+    printf 'with xattr\n' > "$w/attr.txt"
+    printf 'to be deleted\n' > "$w/gone.txt"
+    printf 'old name\n' > "$w/old-name.txt"
+    printf 'mode file\n' > "$w/mode.txt"
+    printf 'd child\n' > "$w/d/child"; printf 'd grandchild\n' > "$w/d/sub/gc"
+    printf 'abc\n' > "$w/tree/a/b/c.txt"; printf 'a1\n' > "$w/tree/a/a1"; printf 'c1\n' > "$w/tree/c/c1"
+    printf 'looks like a whiteout name\n' > "$w/.wh.lookalike"
+    printf 'has overlay-looking xattr\n' > "$w/ovx.txt"
+    head -c 200000 /dev/urandom > "$w/binary.bin"
+    if $have_xattr; then
+        setfattr -n user.note -v lower-note "$w/attr.txt"
+        setfattr -n user.dirnote -v on-a-dir "$w/docs"
+        setfattr -n user.overlay.x -v lower-overlay-x "$w/ovx.txt"
+    fi
+}
+
+# manifest DIR: names, types, modes, sizes, link counts, owners, symlink
+# targets, contents and user xattrs; the "byte for byte and metadata" record.
+manifest() {
+    (cd "$1" && find . -printf '%y %m %s %n %U:%G %l %p\n' | LC_ALL=C sort &&
+     find . -type f -exec sha256sum {} + | LC_ALL=C sort -k2 &&
+     if $have_xattr; then getfattr -R -h -d -m '^user\.' -e hex . 2>/dev/null; fi)
+}
+# unchanged DIR MANIFEST: DIR still has MANIFEST (prints the difference)
+unchanged() {
+    manifest "$1" > "$T/now.manifest"
+    cmp -s "$2" "$T/now.manifest" && return 0
+    diff "$2" "$T/now.manifest" | head -n 20 | sed 's/^/# /'
+    return 1
+}
+
+# The view manifest (for the kernel overlayfs oracle): what a reader of the
+# tree sees, without link counts (kernel overlayfs keeps no hard links across
+# copy-up) and without user.overlay.* (kernel overlayfs hides them).
+cat > "$T/viewman.sh" <<'EOF'
+cd "$1" || exit 1
+{
+find . ! -type d -printf '%y %m %s %U:%G %l %p\n'
+find . -type d -printf '%y %m %U:%G %p\n'
+} | LC_ALL=C sort
+find . -type f -exec sha256sum {} + | LC_ALL=C sort -k2
+if command -v getfattr >/dev/null; then
+    getfattr -R -h -d -m '^user\.' -e hex . 2>/dev/null |
+        awk '/^# file:/ { hdr = $0; next } /^user\.overlay\./ { next } /^user\./ { if (hdr != "") { print hdr; hdr = "" } print }'
+fi
+EOF
+
+# oracle STAGE LOWER VIEWMANIFEST LABEL: mount the sealed stage read-only
+# with kernel overlayfs and compare with what the FUSE view showed
+oracle() {
+    if [ "$(id -u)" -ne 0 ] || ! grep -qw overlay /proc/filesystems || ! command -v unshare >/dev/null; then
+        skip "$4: kernel overlayfs oracle" "needs root and overlayfs"
+        return
+    fi
+    mkdir -p "$T/oracle-mnt"
+    unshare -m sh -c "mount --make-rprivate / && mount -t overlay overlay -o ro,userxattr,lowerdir='$1/upper':'$2' '$T/oracle-mnt' && sh '$T/viewman.sh' '$T/oracle-mnt'" \
+        > "$T/oracle.manifest" 2> "$T/oracle.err"
+    # find(1) reports names that readdir lists but lookup cannot find on stderr
+    if cmp -s "$3" "$T/oracle.manifest" && [ ! -s "$T/oracle.err" ]; then
+        ok "$4: kernel overlayfs shows the sealed stage exactly as the FUSE view did (oracle)"
+    else
+        not_ok "$4: kernel overlayfs shows the sealed stage exactly as the FUSE view did (oracle)"
+        head -n 5 "$T/oracle.err" | sed 's/^/# oracle stderr: /'
+        diff "$3" "$T/oracle.manifest" | head -n 20 | sed 's/^/# /'
+    fi
+}
+
+whiteout() { [ "$(stat -c '%F %t:%T' "$1" 2>/dev/null)" = "character special file 0:0" ]; }
+opaque() { [ "$(getfattr --only-values -h -n user.overlay.opaque "$1" 2>/dev/null)" = y ]; }
+bundle_of() { echo "$1/pvisor/runs/$(ls -1 "$1/pvisor/runs" | sort | tail -n 1)/bundle.json"; }
+no_fuse_mount_of() { # DIR: no FUSE mount of DIR in any mount namespace on the host
+    ! grep -h " $1 " /proc/[0-9]*/mountinfo 2>/dev/null | grep -q fuse
+}
+
+# ---------------------------------------------------------------------------
+# The main scenario, run as root and as an unprivileged user.
+# scenario LABEL BASE [setpriv args...]: BASE holds ws/, stage/, state/.
+
+scenario() {
+    L=$1; B=$2; shift 2
+    W="$B/ws"; S="$B/stage"; ST="$B/state"
+    make_lower "$W"
+    if [ $# -gt 0 ]; then chown -R 65534:65534 "$B"; fi
+    manifest "$W" > "$B/lower.manifest"
+    as() { if [ $# -gt 0 ] && [ -n "$RUNAS" ]; then setpriv $RUNAS env XDG_STATE_HOME="$ST" HOME="$B" "$@"; else env XDG_STATE_HOME="$ST" "$@"; fi; }
+    RUNAS="$*"
+
+    # --- run 1: write, create, delete, rename, chmod, xattr; exit 7 -----------
+    cat > "$B/agent1.sh" <<'EOF'
+B=$1
+{
+echo "pwd=$(pwd)"
+cat README
+ino_before=$(stat -c %i README)
+printf 'changed by agent\n' > README
+[ "$ino_before" = "$(stat -c %i README)" ] && echo "README st_ino stable across copy-up" || echo "README st_ino changed on copy-up"
+echo "$ino_before" > "$B/ino1"
+echo appended >> src/main.c
+printf 'brand new\n' > new.txt
+rm gone.txt
+mv old-name.txt renamed.txt
+chmod 0600 mode.txt
+mkdir -p newdir/sub && echo leaf > newdir/sub/leaf.txt
+ln -s newdir/sub/leaf.txt newlink
+if command -v setfattr >/dev/null; then setfattr -n user.added -v agent attr.txt; fi
+echo "links before append: $(stat -c %h hard1) $(stat -c %h hard2)"
+echo more >> hard1
+echo "links after append: $(stat -c %h hard1) $(stat -c %h hard2)"
+[ "$(stat -c %i hard1)" = "$(stat -c %i hard2)" ] && echo "hard1 and hard2 one inode" || echo "hard1 and hard2 two inodes"
+cat hard2
+ln new.txt new-hard
+echo "new links: $(stat -c %h new.txt)"
+echo "duplicates: $(ls -A | sort | uniq -d | tr '\n' ' ')"
+ls -A | tr '\n' ' '; echo
+test -e gone.txt && echo gone-visible || echo gone-hidden
+test -e old-name.txt && echo old-name-visible || echo old-name-hidden
+cat renamed.txt
+stat -c '%a' mode.txt
+cat link
+cat .wh.lookalike
+if command -v getfattr >/dev/null; then
+    getfattr --only-values -n user.note attr.txt; echo
+    getfattr --only-values -n user.added attr.txt; echo
+    getfattr --only-values -n user.overlay.x ovx.txt; echo
+fi
+sha256sum binary.bin | cut -c1-64
+} > "$B/seen1" 2>&1
+sh "$B/viewman.sh" . > "$B/view1.manifest"
+exit 7
+EOF
+    cp "$T/viewman.sh" "$B/viewman.sh"
+    [ -n "$RUNAS" ] && chown 65534:65534 "$B/agent1.sh" "$B/viewman.sh"
+    (cd "$W" && as "$PVISOR" run --stage "$S" -- sh "$B/agent1.sh" "$B") > "$B/run1.out" 2>&1
+    rc=$?
+    eq "$rc" 7 "$L: the command's exit status (7) propagates"
+    [ $rc -eq 7 ] || sed 's/^/# /' "$B/run1.out" | head -n 5
+    xa=""; $have_xattr && xa="lower-note
+agent
+lower-overlay-x
+"
+    eq "$(cat "$B/seen1" 2>/dev/null)" "pwd=$W
+original readme
+README st_ino stable across copy-up
+links before append: 2 2
+links after append: 2 2
+hard1 and hard2 one inode
+hard content
+more
+new links: 2
+duplicates: 
+.wh.lookalike README attr.txt bin binary.bin d docs hard1 hard2 link mode.txt new-hard new.txt newdir newlink ovx.txt renamed.txt src tree 
+gone-hidden
+old-name-hidden
+old name
+600
+changed by agent
+looks like a whiteout name
+${xa}$(sha256sum "$W/binary.bin" | cut -c1-64)" "$L: the command saw its own writes, deletions, renames, chmod, xattrs and hard links"
+    check "$L: the lower is unchanged, byte for byte and in metadata" unchanged "$W" "$B/lower.manifest"
+    check "$L: no FUSE mount of the workspace is left on the host" no_fuse_mount_of "$W"
+
+    # the stage on disk
+    eq "$(cat "$S/upper/README" 2>/dev/null)" "changed by agent" "$L: the new bytes of README are in stage/upper"
+    eq "$(cat "$S/upper/new.txt" 2>/dev/null)" "brand new" "$L: a created file is in stage/upper"
+    eq "$(cat "$S/upper/src/main.c" 2>/dev/null)" "$(cat "$W/src/main.c")
+appended" "$L: an appended file is copied up whole, with the appended bytes"
+    eq "$(cat "$S/upper/renamed.txt" 2>/dev/null)" "old name" "$L: a renamed file is in stage/upper under its new name"
+    eq "$(stat -c '%a %s' "$S/upper/mode.txt" 2>/dev/null):$(cat "$S/upper/mode.txt" 2>/dev/null)" "600 10:mode file" \
+       "$L: chmod copies up the content unchanged with the new mode"
+    check "$L: the deleted lower file is a 0/0 character-device whiteout in stage/upper" whiteout "$S/upper/gone.txt"
+    check "$L: the renamed-away lower name is a 0/0 character-device whiteout" whiteout "$S/upper/old-name.txt"
+    check "$L: untouched lower files are not copied up" test ! -e "$S/upper/docs/guide.md" -a ! -e "$S/upper/binary.bin"
+    if $have_xattr; then
+        eq "$(getfattr --only-values -n user.added "$S/upper/attr.txt" 2>/dev/null)" agent "$L: a user xattr set by the command is on the staged file"
+        eq "$(getfattr --only-values -n user.note "$S/upper/attr.txt" 2>/dev/null)" lower-note "$L: copy-up keeps the lower file's user xattrs"
+    fi
+    check "$L: the stage has version, meta.json, journal and the sealed marker" \
+        sh -c "grep -q '^pvisor-stage 1' '$S/version' && jq -e '.workspace == \"$W\"' '$S/meta.json' >/dev/null && test -f '$S/journal' -a -e '$S/sealed'"
+
+    # the journal: one record per first-mutated lower object, with the original content's hash
+    J="$S/journal"
+    check "$L: every journal line is a JSON record with path, type, mode, size, ino, op" \
+        sh -c "jq -e 'has(\"path\") and has(\"type\") and has(\"mode\") and has(\"size\") and has(\"ino\") and has(\"op\")' '$J' >/dev/null"
+    eq "$(jq -r .path "$J" | sort | uniq -d | tr '\n' ' ')" "" "$L: the journal has at most one record per path"
+    for p in README src/main.c gone.txt old-name.txt mode.txt hard1; do
+        eq "$(jq -r --arg p "$p" 'select(.path == $p) | .path' "$J" | wc -l)" 1 "$L: the journal records $p once"
+    done
+    eq "$(jq -r 'select(.path == "README") | "\(.type) \(.mode) \(.size) \(.sha256) \(.ino)"' "$J")" \
+       "reg 420 16 $(sha256sum < "$W/README" | cut -c1-64) $(stat -c %i "$W/README")" \
+       "$L: README's record has the original type, mode, size, SHA-256 and inode"
+    jq -r 'select(.type == "reg" and .sha256 != null) | "\(.sha256)  \(.path)"' "$J" > "$B/journal.sums"
+    check "$L: every regular-file record's SHA-256 is that of the ORIGINAL lower content" \
+        sh -c "[ -s '$B/journal.sums' ] && cd '$W' && sha256sum --quiet -c '$B/journal.sums'"
+    eq "$(jq -r 'select(.path == "docs/guide.md" or .path == "binary.bin" or .path == "new.txt") | .path' "$J")" "" \
+       "$L: files only read, and objects created by the command, are not journaled"
+
+    # the Bundle
+    b=$(bundle_of "$ST")
+    check "$L: the Bundle validates against the schema" sh -c "$VALIDATE '$b'"
+    sj=$(XDG_STATE_HOME="$ST" "$PVISOR" status --json)
+    eq "$(echo "$sj" | jq -r '[.dimensions.workspace_writes.effective, .dimensions.host_writes.effective, .dimensions.reads.effective, .stage.path, .stage.state, .display_state, (.exit.status|tostring)] | join(" ")')" \
+       "enforced unenforced unenforced $S sealed finished 7" \
+       "$L: status --json: workspace_writes enforced, host_writes and reads unenforced, stage sealed"
+
+    # the oracle: kernel overlayfs over the sealed stage shows the same tree
+    oracle "$S" "$W" "$B/view1.manifest" "$L run 1"
+
+    # --- run 2: reopen the sealed stage; continue; dir cases ------------------
+    cat > "$B/agent2.sh" <<'EOF'
+B=$1
+cd "$2" || exit 99
+{
+cat new.txt README
+test -e gone.txt && echo gone-visible || echo gone-hidden
+ls -A | tr '\n' ' '; echo
+[ "$(cat "$B/ino1")" = "$(stat -c %i README)" ] && echo "README st_ino stable across reopening" || echo "README st_ino changed on reopening"
+echo reborn > gone.txt
+cat gone.txt
+printf 'second run\n' > README
+rm -rf d; mkdir d
+echo "d after rm -rf and mkdir: [$(ls -A d | tr '\n' ' ')]"
+/usr/bin/python3 -c 'import os; os.rename("tree", "tree2")' && echo "renamed tree"
+test -e tree && echo tree-visible || echo tree-hidden
+find tree2 | sort | tr '\n' ' '; echo
+cat tree2/a/b/c.txt tree2/c/c1
+} > "$B/seen2" 2>&1
+exit 0
+EOF
+    [ -n "$RUNAS" ] && chown 65534:65534 "$B/agent2.sh"
+    as "$PVISOR" run --stage "$S" --workspace "$W" -- sh "$B/agent2.sh" "$B" "$W" > "$B/run2.out" 2>&1
+    eq "$?" 0 "$L: a second run on the sealed stage succeeds"
+    eq "$(cat "$B/seen2" 2>/dev/null)" "brand new
+changed by agent
+gone-hidden
+.wh.lookalike README attr.txt bin binary.bin d docs hard1 hard2 link mode.txt new-hard new.txt newdir newlink ovx.txt renamed.txt src tree 
+README st_ino stable across reopening
+reborn
+d after rm -rf and mkdir: []
+renamed tree
+tree-hidden
+tree2 tree2/a tree2/a/a1 tree2/a/b tree2/a/b/c.txt tree2/c tree2/c/c1 
+abc
+c1" "$L: the reopened stage continues from run 1; rm -rf + mkdir is empty; os.rename of a lower dir with nested children"
+    check "$L: the re-created name replaced its whiteout in stage/upper" sh -c "[ -f '$S/upper/gone.txt' ] && [ \"\$(cat '$S/upper/gone.txt')\" = reborn ]"
+    if $have_xattr; then
+        check "$L: the re-created directory is opaque in stage/upper (user.overlay.opaque=y)" opaque "$S/upper/d"
+    fi
+    eq "$(jq -r .path "$S/journal" | sort | uniq -d | tr '\n' ' ')" "" "$L: reopening records nothing twice (README is still journaled once)"
+    check "$L: the lower is unchanged after run 2" unchanged "$W" "$B/lower.manifest"
+    check "$L: the stage is sealed again" test -e "$S/sealed"
+
+    # --- run 3: run 2's directory changes survive reopening --------------------
+    as "$PVISOR" run --stage "$S" --workspace "$W" -- sh -c "cd '$W' && ls -A d | wc -l && ls tree2/a && test ! -e tree && test ! -e d/child && cat README && sh '$B/viewman.sh' . > '$B/view3.manifest'" > "$B/seen3" 2>&1
+    eq "$?:$(tr '\n' ' ' < "$B/seen3")" "0:0 a1 b second run " "$L: a third run still sees the empty re-created dir and the renamed tree"
+    oracle "$S" "$W" "$B/view3.manifest" "$L run 3"
+    check "$L: the lower is unchanged after run 3" unchanged "$W" "$B/lower.manifest"
+}
+
+scenario "root" "$T/root"
+
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
+    mkdir -p "$T/user"
+    scenario "uid 65534" "$T/user" --reuid=65534 --regid=65534 --clear-groups
+    check "uid 65534: the runs' Bundles record uid 65534" \
+        sh -c "[ \"\$(jq -r .user.uid $T/user/state/pvisor/runs/*/bundle.json | sort -u)\" = 65534 ]"
+else
+    skip "unprivileged staged runs" "needs root to switch to an unprivileged user"
+fi
+
+# ---------------------------------------------------------------------------
+# Root-only cases in a fresh workspace.
+W="$T/ws"; mkdir -p "$T/ws"
+make_lower "$W"
+manifest "$W" > "$T/lower.manifest"
+n=0
+next_stage() { n=$((n + 1)); S="$T/stage$n"; } # sets $S (no subshell: the counter must advance)
+
+# --- exit statuses ------------------------------------------------------------
+for s in 0 3 125; do
+    next_stage; "$PVISOR" run --stage "$S" --workspace "$W" -- sh -c "exit $s"
+    eq "$?" "$s" "exit status $s of a staged command propagates"
+done
+next_stage; "$PVISOR" run --stage "$S" --workspace "$W" -- sh -c 'kill -KILL $$'
+eq "$?" 137 "a staged command killed by SIGKILL gives 137"
+
+# --- directory link counts --------------------------------------------------------
+next_stage; out=$("$PVISOR" run --stage "$S" --workspace "$W" -- sh -c "cd '$W' && stat -c %h tree tree/a src && mkdir tree/new && stat -c %h tree")
+# each count must be exact or 1 ("unknown": kernel overlayfs reports 1 for a
+# merged directory); 2 for a directory with subdirectories is wrong (it says
+# "no subdirectories", which leaf-optimising tree walkers trust)
+nl_ok=true; set -- 4 3 3 5
+for got in $out; do
+    [ "$got" = "$1" ] || [ "$got" = 1 ] || nl_ok=false
+    shift
+done
+[ $# -eq 0 ] || nl_ok=false
+if $nl_ok; then
+    ok "directory st_nlink is 2 + subdirectories, or 1 (unknown), also after mkdir in a lower dir"
+else
+    not_ok "directory st_nlink is 2 + subdirectories, or 1 (unknown), also after mkdir in a lower dir"
+    diag "tree, tree/a, src, tree after mkdir tree/new: expected 4 3 3 5 (each may be 1), got" $out
+fi
+
+# --- hard-linked lower files: a change through one name is seen at once through the other
+next_stage
+out=$("$PVISOR" run --stage "$S" --workspace "$W" -- sh -c "cd '$W' && echo more >> hard1 && stat -c '%s %a %h' hard1 hard2 &&
+    truncate -s 1000 hard2 && chmod 0600 hard2 && stat -c '%s %a %h' hard1 hard2 && echo x >> hard1 && stat -c '%s %h' hard2 &&
+    rm hard1 && stat -c '%h' hard2" 2>&1)
+eq "$(echo $out)" "18 644 2 18 644 2 1000 600 2 1000 600 2 1002 2 1" \
+   "hard-linked lower files: append, truncate, chmod and unlink through one name show at once through the other (size, mode, st_nlink)"
+
+# --- open(O_NOFOLLOW) of staged regular files -------------------------------------
+next_stage; out=$("$PVISOR" run --stage "$S" --workspace "$W" -- $PY -c "
+import os
+os.chdir('$W')
+open('nf-new', 'w').write('new')
+with open('README', 'a') as f: f.write('x')
+for n in ('nf-new', 'README', 'docs/guide.md'):
+    try:
+        fd = os.open(n, os.O_RDONLY | os.O_NOFOLLOW); os.close(fd); print(n, 'ok')
+    except OSError as e: print(n, e.strerror)
+try: os.open('link', os.O_RDONLY | os.O_NOFOLLOW); print('link opened')
+except OSError as e: print('link', e.strerror)
+" 2>&1)
+eq "$out" "nf-new ok
+README ok
+docs/guide.md ok
+link Too many levels of symbolic links" "open(O_NOFOLLOW) works on created, copied-up and lower files and gives ELOOP on a symlink"
+
+# --- rmdir of a non-empty dir and rename over a non-empty dir: ENOTEMPTY ------------
+next_stage
+out=$("$PVISOR" run --stage "$S" --workspace "$W" -- $PY -c "
+import os
+os.chdir('$W')
+open('README', 'a').write('x')   # a copy-up first
+for f, a in ((os.rmdir, ('tree',)), (os.rename, ('tree', 'src')), (os.rename, ('d', 'tree/a')), (os.rmdir, ('src',))):
+    try: f(*a); print('no error')
+    except OSError as e: print(e.strerror)
+print(sorted(os.listdir('tree')))
+" 2>&1); rc=$?
+eq "$rc:$out" "0:Directory not empty
+Directory not empty
+Directory not empty
+Directory not empty
+['a', 'c']" "rmdir of a non-empty dir and rename over a non-empty dir fail with ENOTEMPTY (after a copy-up)"
+check "the stage is sealed after the ENOTEMPTY cases (the server survived)" test -e "$S/sealed"
+
+# --- stage quota: --stage-max-bytes 1M, then 4 MiB -> ENOSPC ------------------------
+next_stage
+"$PVISOR" run --stage "$S" --workspace "$W" --stage-max-bytes 1M -- sh -c \
+    "cd '$W' && head -c 4194304 /dev/urandom > big.bin 2> '$T/enospc.err'; echo \$? > '$T/enospc.rc'; rm -f big.bin; echo small > small.txt && cat small.txt" > "$T/q.out" 2>&1
+rc=$?
+check "--stage-max-bytes 1M: writing 4 MiB fails with ENOSPC (No space left on device)" \
+    sh -c "[ \"\$(cat '$T/enospc.rc')\" != 0 ] && grep -q 'No space left on device' '$T/enospc.err'"
+eq "$rc:$(cat "$T/q.out")" "0:small" "--stage-max-bytes 1M: after ENOSPC the view is usable (delete, then create and read a small file)"
+check "--stage-max-bytes 1M: the stage is sealed" test -e "$S/sealed"
+"$PVISOR" run --stage "$S" --workspace "$W" --stage-max-bytes 1M -- sh -c "cd '$W' && cat small.txt && echo again >> small.txt && cat small.txt" > "$T/q2.out" 2>&1
+eq "$?:$(tr '\n' ' ' < "$T/q2.out")" "0:small small again " "--stage-max-bytes 1M: the stage is reusable in a second run"
+eq "$(jq -r '.requested_policy.stage_max_bytes' "$(bundle_of "$XDG_STATE_HOME")")" 1048576 "the Bundle records stage_max_bytes"
+
+# --- --stage-durability strict ------------------------------------------------------
+next_stage
+"$PVISOR" run --stage "$S" --workspace "$W" --stage-durability strict -- sh -c "cd '$W' && echo strict > README && rm gone.txt && cat README"  > "$T/strict.out" 2>&1
+eq "$?:$(cat "$T/strict.out")" "0:strict" "--stage-durability strict: the run works"
+eq "$(jq -r 'select(.path == "README" or .path == "gone.txt") | .path' "$S/journal" | sort | tr '\n' ' ')" "README gone.txt " \
+   "--stage-durability strict: the journal records the mutated objects"
+eq "$(jq -r '.requested_policy.stage_durability + " " + .stage.state' "$(bundle_of "$XDG_STATE_HOME")")" "strict sealed" \
+   "--stage-durability strict: the Bundle records strict durability and a sealed stage"
+
+# --- invalid stage locations: usage errors, nothing written --------------------------
+touch "$T/afile"
+before=$(run_count)
+"$PVISOR" run --stage "$T/afile" --workspace "$W" -- true 2> "$T/err"
+eq "$?" 2 "a stage path that is a file is a usage error (exit 2)"
+eq "$(run_count)" "$before" "a stage path that is a file creates no run directory"
+"$PVISOR" run --stage "$W/stage-inside" --workspace "$W" -- true 2> "$T/err"
+eq "$?" 2 "a stage inside the workspace is a usage error (exit 2)"
+check "a refused stage inside the workspace was not created" test ! -e "$W/stage-inside"
+"$PVISOR" run --stage "$T" --workspace "$W" -- true 2> "$T/err"
+eq "$?" 2 "a stage that contains the workspace is a usage error (exit 2)"
+eq "$(run_count)" "$before" "refused stage locations create no run directory"
+mkdir -p "$T/notastage"; echo x > "$T/notastage/file"
+"$PVISOR" run --stage "$T/notastage" --workspace "$W" -- true 2> "$T/err"
+eq "$?" 125 "a non-empty directory that is not a stage is refused (125)"
+check "the non-stage directory is left alone" sh -c "[ \"\$(ls -A '$T/notastage')\" = file ]"
+
+# --- a second concurrent run on the same stage -> 125 --------------------------------
+next_stage
+rm -f "$T/c.started" "$T/c.go"
+"$PVISOR" run --stage "$S" --workspace "$W" -- sh -c "touch '$T/c.started'; while [ ! -e '$T/c.go' ]; do sleep 0.05; done; echo first > '$W/README'" &
+pv=$!
+if wait_for "$T/c.started"; then
+    "$PVISOR" run --stage "$S" --workspace "$W" -- sh -c "echo second > '$W/README'" 2> "$T/c.err"
+    rc=$?
+    eq "$rc" 125 "a second run on a stage in use is refused (125) while the first runs"
+    check "the refusal says another run uses the stage" grep -qi 'another' "$T/c.err"
+else
+    not_ok "the first run on the stage started"
+fi
+touch "$T/c.go"; wait $pv
+eq "$?:$(cat "$S/upper/README" 2>/dev/null)" "0:first" "the first run finishes normally and its write is staged"
+check "the lower is unchanged after the concurrent runs" unchanged "$W" "$T/lower.manifest"
+
+# --- kill -9 of the supervisor mid-run -----------------------------------------------
+next_stage
+rm -f "$T/k.started"
+"$PVISOR" run --stage "$S" --workspace "$W" -- sh -c "echo killed-run > '$W/README'; rm '$W/gone.txt'; touch '$T/k.started'; exec sleep 3077" &
+pv=$!
+wait_for "$T/k.started"; sleep 0.2
+kill -9 $pv; wait $pv 2>/dev/null
+sleep 0.3
+check "kill -9 of pvisor: no FUSE mount of the workspace is left anywhere on the host" no_fuse_mount_of "$W"
+i=0; while pgrep -f '^sleep 3077$' >/dev/null && [ $i -lt 60 ]; do sleep 0.05; i=$((i + 1)); done
+check "kill -9 of pvisor: the command died with it" sh -c "! pgrep -f '^sleep 3077\$' >/dev/null"
+check "kill -9 of pvisor: the lower is unchanged" unchanged "$W" "$T/lower.manifest"
+check "kill -9 of pvisor: the stage has no sealed marker" test ! -e "$S/sealed"
+sj=$("$PVISOR" status --json)
+st="$(echo "$sj" | jq -r '.stage.state') $(echo "$sj" | jq -r '.display_state')"
+case "$st" in
+    interrupted*|*interrupted) ok "kill -9 of pvisor: status shows the run/stage interrupted ($st)";;
+    *) not_ok "kill -9 of pvisor: status shows the run/stage interrupted"; diag "stage.state display_state: $st";;
+esac
+diag "after kill -9: status --json .stage.state is '$(echo "$sj" | jq -r '.stage.state')', .display_state '$(echo "$sj" | jq -r '.display_state')'"
+"$PVISOR" run --stage "$S" --workspace "$W" -- true 2> "$T/k.err"
+eq "$?" 125 "a new run on the interrupted stage is refused (125)"
+check "the refusal says the stage was interrupted" grep -q interrupted "$T/k.err"
+
+# kill -9 in the middle of a large copy-up
+head -c 67108864 /dev/urandom > "$T/big64"
+mkdir -p "$T/ws-big"; cp "$T/big64" "$T/ws-big/big.bin"
+next_stage
+rm -f "$T/kb.started"
+"$PVISOR" run --stage "$S" --workspace "$T/ws-big" -- sh -c "touch '$T/kb.started'; exec dd if=/dev/zero of='$T/ws-big/big.bin' bs=1 count=1 seek=7 conv=notrunc" 2>/dev/null &
+pv=$!
+wait_for "$T/kb.started"; sleep 0.02
+kill -9 $pv; wait $pv 2>/dev/null
+sleep 0.3
+check "kill -9 during a 64 MiB copy-up: no FUSE mount left" no_fuse_mount_of "$T/ws-big"
+check "kill -9 during a 64 MiB copy-up: the lower file is unchanged" cmp -s "$T/big64" "$T/ws-big/big.bin"
+check "kill -9 during a 64 MiB copy-up: the stage is not sealed" test ! -e "$S/sealed"
+"$PVISOR" run --stage "$S" --workspace "$T/ws-big" -- true 2>/dev/null
+rc=$?
+case $rc in
+    125) ok "kill -9 during a copy-up: the stage is refused afterwards (125)";;
+    0) if [ -e "$S/sealed" ]; then ok "kill -9 during a copy-up (killed before anything was recorded): the stage is reusable"; else not_ok "kill -9 during a copy-up: a reused stage is sealed"; fi;;
+    *) not_ok "kill -9 during a copy-up: the stage is refused afterwards (125)"; diag "rc=$rc";;
+esac
+rm -f "$T/big64"
+
+# --- SIGTERM to pvisor: forwarded, stage sealed ---------------------------------------
+next_stage
+rm -f "$T/t.ready" "$T/t.got"
+"$PVISOR" run --stage "$S" --workspace "$W" -- sh -c "echo pre-term > '$W/README'; trap 'echo got-term > \"$T/t.got\"; exit 0' TERM; touch '$T/t.ready'; while :; do sleep 0.05; done" 2> "$T/t.err" &
+pv=$!
+wait_for "$T/t.ready"
+kill -TERM $pv; wait $pv; rc=$?
+eq "$rc:$(cat "$T/t.got" 2>/dev/null)" "0:got-term" "SIGTERM to pvisor reaches the command, which decides the exit status"
+check "after SIGTERM the stage is sealed" test -e "$S/sealed"
+eq "$(cat "$S/upper/README" 2>/dev/null)" pre-term "after SIGTERM the command's write is staged"
+eq "$("$PVISOR" status --json | jq -r '.stage.state + " " + .display_state')" "sealed finished" "after SIGTERM status shows the stage sealed"
+check "after SIGTERM no FUSE mount is left" no_fuse_mount_of "$W"
+
+# --- the user edits the lower while a run is live --------------------------------------
+L2="$T/ws-live"; mkdir -p "$L2"
+printf 'v1\n' > "$L2/edit.txt"
+printf 'v1\n' > "$L2/agent-writes.txt"
+printf 'will go\n' > "$L2/del.txt"
+next_stage
+rm -f "$T/l.ready" "$T/l.go"
+cat > "$T/live.sh" <<EOF
+cd '$L2' || exit 99
+cat edit.txt
+test -e new.txt && echo new-present || echo new-absent
+echo agent >> agent-writes.txt
+touch '$T/l.ready'
+while [ ! -e '$T/l.go' ]; do sleep 0.05; done
+cat edit.txt
+cat new.txt 2>/dev/null || echo new-absent
+test -e del.txt && echo del-present || echo del-absent
+cat agent-writes.txt
+echo mine > edit.txt
+cat edit.txt
+EOF
+"$PVISOR" run --stage "$S" --workspace "$L2" -- sh "$T/live.sh" > "$T/live.out" 2>&1 &
+pv=$!
+if wait_for "$T/l.ready"; then
+    printf 'v2 from the host\n' > "$L2/edit.txt"
+    printf 'added by the host\n' > "$L2/new.txt"
+    rm "$L2/del.txt"
+    printf 'host changed it\n' > "$L2/agent-writes.txt"
+    touch "$T/l.go"
+fi
+wait $pv; rc=$?
+eq "$rc:$(cat "$T/live.out")" "0:v1
+new-absent
+v2 from the host
+added by the host
+del-absent
+v1
+agent
+mine" "lower files edited, added and deleted by the user while a run is live are seen as the host has them until the command writes them"
+eq "$(cat "$L2/edit.txt")" "v2 from the host" "the command's write after the user's edit went to the stage, not the lower"
+eq "$(cat "$S/upper/edit.txt" 2>/dev/null)" mine "the command's version of the edited file is staged"
+
+# --- kernel overlayfs agrees on a renamed lower dir that had a deleted child --------
+# (whiteouts left inside an opaque directory: the kernel lists them in readdir
+# of a pure-upper directory but its lookup says ENOENT)
+R="$T/ws-ren"; mkdir -p "$R/d/sub"; echo 1 > "$R/d/f"; echo 2 > "$R/d/g"; echo 3 > "$R/d/sub/h"
+manifest "$R" > "$T/ren.manifest"
+next_stage
+"$PVISOR" run --stage "$S" --workspace "$R" -- sh -c "cd '$R' && rm d/f d/sub/h && $PY -c 'import os; os.rename(\"d\", \"e\")' && ls -A e e/sub | tr '\n' ' ' && sh '$T/viewman.sh' . > '$T/ren.view'" > "$T/ren.out" 2>&1
+eq "$?:$(cat "$T/ren.out")" "0:e: g sub  e/sub: " "deleting children of a lower dir, then renaming it: the view shows neither the deleted children nor the old name"
+check "the lower is unchanged after renaming a dir with deleted children" unchanged "$R" "$T/ren.manifest"
+oracle "$S" "$R" "$T/ren.view" "renamed dir with deleted children"
+
+# --- every Bundle of this test validates ---------------------------------------------
+check "every Bundle validates against docs/bundle.schema.json" sh -c "$VALIDATE $XDG_STATE_HOME/pvisor/runs/*/bundle.json"
+check "no FUSE mount of any test workspace is left on the host" sh -c "! grep -h '$T' /proc/[0-9]*/mountinfo 2>/dev/null | grep -q fuse"

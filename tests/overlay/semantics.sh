@@ -1,0 +1,469 @@
+#!/bin/bash
+# semantics.sh: POSIX semantics of the WorkspaceOverlay, driven through
+# $OVRUN (tests/overlay/ovrun.c).  TAP output.  Every case checks what the
+# command saw, the staged upper, and that the lower (the "host workspace")
+# is unchanged byte for byte (content, modes, owners, mtimes, symlinks,
+# xattrs).  Needs root for the kernel-overlay oracle and chown cases; the
+# unprivileged case runs as uid 65534 via setpriv.
+set -u
+: "${OVRUN:?set OVRUN to the ovrun binary}"
+PY=/usr/bin/python3
+if [ "$(id -u)" -ne 0 ]; then
+    # explicit, not silent: the oracle mount, chown and setpriv cases need root
+    echo "1..0 # SKIP semantics.sh needs root (kernel overlay oracle, chown, setpriv)"
+    exit 0
+fi
+T=$(mktemp -d /tmp/ovsem.XXXXXX)
+chmod 755 "$T"
+cleanup() {
+    grep -q " $T/" /proc/mounts && awk -v t="$T/" 'index($2,t)==1{print $2}' /proc/mounts | xargs -r -n1 umount -l
+    rm -rf "$T"
+}
+trap cleanup EXIT
+[ -n "${OVSEM_KEEP:-}" ] && trap - EXIT
+n=0
+fails=0
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+notok() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $1"; shift; for l in "$@"; do echo "# $l"; done; }
+# check DESC CMD...: ok if CMD succeeds
+check() { local d=$1; shift; if "$@"; then ok "$d"; else notok "$d" "failed: $*"; fi; }
+# expect DESC FILE EXPECTED-STRING
+expect() {
+    local got; got=$(cat "$2")
+    if [ "$got" == "$3" ]; then ok "$1"; else notok "$1" "expected: $(printf %q "$3")" "got:      $(printf %q "$got")"; fi
+}
+
+# --- a template workspace ---------------------------------------------------
+TPL=$T/tpl
+mkdir -p "$TPL/d/sub/deep" "$TPL/emptydir" "$TPL/keep"
+echo a-content > "$TPL/a"
+echo hello > "$TPL/d/f"
+echo deep > "$TPL/d/sub/deep/x"
+echo y > "$TPL/d/sub/y"
+echo b-content > "$TPL/b"
+ln -s a "$TPL/sym"
+ln -s /etc/passwd "$TPL/abs-sym"
+ln "$TPL/a" "$TPL/hl"
+echo whiteout-looking > "$TPL/.wh.foo"
+printf '#!/bin/sh\necho script-ran\n' > "$TPL/run.sh"; chmod 755 "$TPL/run.sh"
+setfattr -n user.foo -v bar "$TPL/a"
+setfattr -n user.overlay.x -v esc "$TPL/d/f"
+chmod 640 "$TPL/b"
+truncate -s 64M "$TPL/sparse"
+printf 'tail' | dd of="$TPL/sparse" bs=1 seek=$((32 * 1024 * 1024)) conv=notrunc status=none
+touch -d '2001-02-03 04:05:06' "$TPL/a" "$TPL/b" "$TPL/d/f"
+
+manifest() {
+    (cd "$1" && find . -printf '%p %y %m %U:%G %s %T@ %l\n' | LC_ALL=C sort &&
+        find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum &&
+        getfattr -R -h -d -m- --absolute-names . 2>/dev/null | grep -v '^$' | LC_ALL=C sort)
+}
+
+# new_case NAME: fresh lower copy + empty stage path; sets L S C (case dir)
+new_case() {
+    C=$T/$1
+    mkdir -p "$C"
+    cp -a "$TPL" "$C/lower"
+    L=$C/lower
+    S=$C/stage
+    manifest "$L" > "$C/manifest.before"
+}
+lower_unchanged() {
+    manifest "$L" > "$C/manifest.after"
+    cmp -s "$C/manifest.before" "$C/manifest.after"
+}
+# run CMD-STRING [ovrun options...]: run sh -c CMD in the overlay, output to $C/out
+run() {
+    local cmd=$1; shift
+    "$OVRUN" "$@" "$L" "$S" -- sh -c "$cmd" > "$C/out" 2> "$C/err"
+}
+# py SCRIPT: store a python script, print the command that runs it
+py() { local f; f=$(mktemp "$C/pyXXXXXX"); printf '%s\n' "$1" > "$f"; echo "$PY $f"; }
+
+# --- 1. read path ------------------------------------------------------------
+new_case read
+run 'cat a d/f d/sub/deep/x; readlink sym abs-sym; ls -A | tr "\n" " "; echo; cat .wh.foo; stat -c %s sparse'
+expect "read: lower content, symlinks, listing, .wh.* names are ordinary" "$C/out" \
+"a-content
+hello
+deep
+a
+/etc/passwd
+.wh.foo a abs-sym b d emptydir hl keep run.sh sparse sym 
+whiteout-looking
+67108864"
+check "read: lower unchanged, upper empty" bash -c "$(declare -f manifest lower_unchanged); C=$C L=$L lower_unchanged && [ -z \"\$(ls -A $S/upper)\" ]"
+check "read: stage sealed" [ "$("$OVRUN" --probe "$S")" == sealed ]
+
+# --- 2. write copy-up ---------------------------------------------------------
+new_case write
+run 'echo more >> a; cat a; echo new > d/f; cat d/f; stat -c %h a'
+expect "write: appended and overwritten content seen (a keeps its lower hard link hl)" "$C/out" "a-content
+more
+new
+2"
+check "write: lower unchanged" lower_unchanged
+check "write: upper holds new content" bash -c "[ \"\$(cat $S/upper/a)\" == \$'a-content\nmore' ] && [ \"\$(cat $S/upper/d/f)\" == new ]"
+check "write: mode/owner/xattr preserved on copy-up" bash -c "[ \"\$(stat -c %a:%U $S/upper/a)\" == \"\$(stat -c %a:%U $L/a)\" ] && getfattr --only-values -n user.foo $S/upper/a | grep -qx bar"
+check "write: journal has one record per object with lower sha256" bash -c "
+  [ \$(grep -c '\"path\":\"a\"' $S/journal) = 1 ] &&
+  grep '\"path\":\"a\"' $S/journal | grep -q \"\$(sha256sum < $L/a | cut -d' ' -f1)\" &&
+  grep '\"path\":\"d/f\"' $S/journal | grep -q '\"op\":\"truncate\"'"
+
+# --- 3. create, mkdir, symlink, mknod, link -----------------------------------
+new_case create
+run "echo n > newf; mkdir -m 700 nd; ln -s newf nsym; mkfifo ff; $(py 'import socket;s=socket.socket(socket.AF_UNIX);s.bind("sk")'); ln newf nl; stat -c '%n %F %a %h' newf nd nsym ff sk nl; readlink nsym; cat nl"
+expect "create: new objects of each type, link count" "$C/out" "newf regular file 644 2
+nd directory 700 2
+nsym symbolic link 777 1
+ff fifo 644 1
+sk socket 755 1
+nl regular file 644 2
+newf
+n"
+check "create: lower unchanged" lower_unchanged
+check "create: upper has them" bash -c "[ -f $S/upper/newf ] && [ -d $S/upper/nd ] && [ -L $S/upper/nsym ] && [ -p $S/upper/ff ] && [ -S $S/upper/sk ] && [ \$(stat -c %h $S/upper/newf) = 2 ]"
+new_case exec
+run 'cp /bin/true ./mytrue && ./mytrue && ./run.sh && echo "echo changed" >> run.sh && ./run.sh'
+expect "exec of lower and upper files (before and after copy-up)" "$C/out" "script-ran
+script-ran
+changed"
+new_case excl
+run "$(py 'import os
+for f in ("a","newx"):
+    try:
+        os.close(os.open(f, os.O_CREAT|os.O_EXCL|os.O_WRONLY)); print(f, "created")
+    except FileExistsError: print(f, "EEXIST")')"
+expect "O_EXCL: EEXIST on a lower file, creates a new one" "$C/out" "a EEXIST
+newx created"
+
+# --- 4. unlink / whiteouts ----------------------------------------------------
+new_case unlink
+run 'rm a d/f; ls -A; ls d; cat a 2>&1 | sed "s/.*: //"'
+expect "unlink: names gone from the view" "$C/out" ".wh.foo
+abs-sym
+b
+d
+emptydir
+hl
+keep
+run.sh
+sparse
+sym
+sub
+No such file or directory"
+check "unlink: whiteouts in upper are 0/0 char devices" bash -c "[ \"\$(stat -c '%F %t %T' $S/upper/a)\" == 'character special file 0 0' ]"
+check "unlink: lower unchanged" lower_unchanged
+check "unlink: journal records op unlink with digest" bash -c "grep '\"path\":\"d/f\"' $S/journal | grep -q '\"op\":\"unlink\".*' && grep '\"path\":\"d/f\"' $S/journal | grep -q sha256"
+
+new_case rmrf
+run 'rm -rf d; mkdir d; ls -A d | wc -l; touch d/z; ls d; rmdir emptydir; ls -d emptydir 2>/dev/null || echo gone'
+expect "rm -rf d; mkdir d: empty directory" "$C/out" "0
+z
+gone"
+check "rm -rf d; mkdir d: upper d is opaque" bash -c "getfattr --only-values -n user.overlay.opaque $S/upper/d | grep -qx y"
+check "rm -rf: lower unchanged" lower_unchanged
+new_case notempty
+run 'rmdir d 2>&1 | sed "s/.*: //"; rm d/f; rm -r d/sub; rmdir d && echo removed'
+expect "rmdir: ENOTEMPTY on merged dir; works once children whited out" "$C/out" "Directory not empty
+removed"
+
+# --- 5. whiteouts across reopen -------------------------------------------------
+new_case reopen
+run 'rm a; rm -r d'
+run 'ls -A | tr "\n" " "; echo; echo again > a; cat a; mkdir d; ls d | wc -l' --run-id second
+expect "reopen: whiteouts survive; re-created names replace them" "$C/out" ".wh.foo abs-sym b emptydir hl keep run.sh sparse sym 
+again
+0"
+check "reopen: upper a is a regular file now, meta lists both runs" bash -c "[ -f $S/upper/a ] && grep -q second $S/meta.json"
+check "reopen: lower unchanged" lower_unchanged
+
+# --- 6. rename ----------------------------------------------------------------
+new_case renamedir
+run "$(py 'import os; os.rename("d","e")'); ls -A | tr '\n' ' '; echo; find e | LC_ALL=C sort; cat e/sub/deep/x e/f; getfattr --only-values -n user.overlay.x e/f; echo; $(py 'import os; os.rename("e/sub","d2")'); find d2 | LC_ALL=C sort"
+expect "rename(d,e) of a lower dir with nested children (syscall)" "$C/out" ".wh.foo a abs-sym b e emptydir hl keep run.sh sparse sym 
+e
+e/f
+e/sub
+e/sub/deep
+e/sub/deep/x
+e/sub/y
+deep
+hello
+esc
+d2
+d2/deep
+d2/deep/x
+d2/y"
+check "rename dir: lower unchanged" lower_unchanged
+check "rename dir: d whiteout, e opaque" bash -c "[ \"\$(stat -c '%t %T' $S/upper/d)\" == '0 0' ] && getfattr --only-values -n user.overlay.opaque $S/upper/e | grep -qx y"
+
+new_case renameflags
+run "$(py 'import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+def r2(a, b, fl):
+    rc = libc.renameat2(-100, a.encode(), -100, b.encode(), fl)
+    return "ok" if rc == 0 else os.strerror(ctypes.get_errno())
+print(r2("a", "b", 1))          # NOREPLACE onto existing
+print(r2("a", "nn", 1))         # NOREPLACE onto new
+print(r2("nn", "b", 2))         # EXCHANGE two files
+print(open("nn").read().strip(), open("b").read().strip())
+print(r2("d", "keep", 2))       # EXCHANGE two dirs
+print(sorted(os.listdir("keep")), os.listdir("d"))
+print(r2("b", "nope", 2))       # EXCHANGE with missing
+os.rename("b", "sym"); print(open("sym").read().strip(), os.path.exists("b"))
+')"
+expect "rename: NOREPLACE, EXCHANGE (files and dirs), replace" "$C/out" "File exists
+ok
+ok
+b-content a-content
+ok
+['f', 'sub'] []
+No such file or directory
+a-content False"
+check "rename flags: lower unchanged" lower_unchanged
+
+# --- 7. readdir and inode numbers ----------------------------------------------
+new_case readdir
+run "echo x >> a; echo n > newf; mkdir nd; rm b; $(py 'import os
+for d in (".", "d", "nd"):
+    names = [e.name for e in os.scandir(d)]
+    assert len(names) == len(set(names)), names
+    for e in os.scandir(d):
+        st = os.lstat(e.path)
+        assert e.inode() == st.st_ino, (e.path, e.inode(), st.st_ino)
+print("ok", sorted(os.listdir(".")))')"
+expect "readdir: no duplicates, d_ino == st_ino, whiteouts hidden" "$C/out" "ok ['.wh.foo', 'a', 'abs-sym', 'd', 'emptydir', 'hl', 'keep', 'nd', 'newf', 'run.sh', 'sparse', 'sym']"
+check "readdir: deterministic order" bash -c "cd / && $OVRUN $L $S -- sh -c 'ls -f' > $C/o1 && $OVRUN $L $S -- sh -c 'ls -f' > $C/o2 && cmp -s $C/o1 $C/o2"
+
+new_case ino
+run 'stat -c %i b d d/f > ../i1; echo x >> b; chmod 700 d; echo y >> d/f; stat -c %i b d d/f > ../i2; stat -c %i . > ../r1'
+run 'stat -c %i b d d/f > ../i3; stat -c %i . > ../r2' --run-id again
+check "st_ino stable across copy-up" cmp -s "$C/i1" "$C/i2"
+check "st_ino stable across reopen (also root)" bash -c "cmp -s $C/i1 $C/i3 && cmp -s $C/r1 $C/r2"
+check "st_ino of lower objects is the lower st_ino" bash -c "[ \"\$(head -1 $C/i1)\" == \"\$(stat -c %i $L/b)\" ]"
+
+# --- 8. hard links in the lower --------------------------------------------------
+new_case hardlink
+run 'stat -c %h a hl; echo appended >> a; cat hl; stat -c %h a hl; [ "$(stat -c %i a)" = "$(stat -c %i hl)" ] && echo same-ino; ln hl third; rm a; stat -c %h hl third'
+expect "lower hard links stay one file after appending to one; link/unlink keep st_nlink" "$C/out" "2
+2
+a-content
+appended
+2
+2
+same-ino
+2
+2"
+check "hardlink: upper names are hard links of one inode" bash -c "[ \"\$(stat -c %i $S/upper/hl)\" == \"\$(stat -c %i $S/upper/third)\" ] && [ \"\$(stat -c '%t %T' $S/upper/a)\" == '0 0' ]"
+check "hardlink: lower unchanged" lower_unchanged
+
+# --- 9. metadata-only copy-up ------------------------------------------------------
+new_case meta
+run 'chmod 600 a; touch -d "2010-01-01 00:00:00" b; setfattr -n user.new -v v d/f; chown 123:456 d/sub/y; stat -c "%a %Y" a b; getfattr --only-values -n user.new d/f; echo; getfattr --only-values -n user.overlay.x d/f; echo; stat -c %u:%g d/sub/y'
+expect "chmod/utimens/setxattr/chown seen" "$C/out" "600 981173106
+640 1262304000
+v
+esc
+123:456"
+check "meta: copy-up content identical to lower" bash -c "cmp $S/upper/a $L/a && cmp $S/upper/b $L/b && cmp $S/upper/d/f $L/d/f && cmp $S/upper/d/sub/y $L/d/sub/y"
+check "meta: lower user.overlay.x stored escaped" bash -c "getfattr --only-values -n user.overlay.overlay.x $S/upper/d/f | grep -qx esc"
+check "meta: lower unchanged" lower_unchanged
+new_case xattrlist
+run 'setfattr -n user.overlay.mine -v 1 keep; getfattr -d -m "^user\." keep d/f a 2>/dev/null | grep -v "^$"; setfattr -x user.foo a; getfattr -d a | wc -l'
+expect "xattr: list/get/remove, user.overlay.* escaped and stage metadata hidden" "$C/out" "# file: keep
+user.overlay.mine=\"1\"
+# file: d/f
+user.overlay.x=\"esc\"
+# file: a
+user.foo=\"bar\"
+0"
+
+# --- 10. truncate, O_TRUNC, sparse, fallocate, large files ------------------------
+new_case trunc
+run ': > a; stat -c %s a; truncate -s 3 b; cat b; echo; fallocate -l 1M newfa; stat -c %s newfa; echo x >> sparse; stat -c %s sparse; tail -c 2 sparse; dd if=sparse bs=1 skip=$((32*1024*1024)) count=4 status=none; echo'
+expect "truncate / O_TRUNC / fallocate / sparse append" "$C/out" "0
+b-c
+1048576
+67108866
+x
+tail"
+check "sparse file stays sparse on copy-up" bash -c "[ \$(du -k $S/upper/sparse | cut -f1) -lt 1024 ]"
+check "trunc: lower unchanged" lower_unchanged
+new_case big
+run 'truncate -s 5G huge; printf END | dd of=huge bs=1 seek=$((4*1024*1024*1024+100)) conv=notrunc status=none; dd if=huge bs=1 skip=$((4*1024*1024*1024+100)) count=3 status=none; echo; stat -c %s huge'
+expect "files > 4 GiB" "$C/out" "END
+5368709120"
+
+# --- 11. mmap, fsync, statfs ---------------------------------------------------------
+new_case mmap
+run "$(py 'import mmap, os
+fd = os.open("a", os.O_RDWR)
+m = mmap.mmap(fd, 0)
+m[0:5] = b"MMAPD"
+m.flush(); m.close(); os.fsync(fd); os.fdatasync(fd); os.close(fd)
+print(open("a").read().strip())
+d = os.open(".", os.O_RDONLY); os.fsync(d); os.close(d)
+print(os.statvfs(".").f_bsize > 0)')"
+expect "shared writable mmap, fsync, fdatasync, fsyncdir, statfs" "$C/out" "MMAPDtent
+True"
+check "mmap: upper has the mmap write" bash -c "grep -q MMAPD $S/upper/a"
+
+# --- 12. read-only fd opened before copy-up ---------------------------------------------
+new_case rofd
+run "$(py 'import os
+r = os.open("a", os.O_RDONLY)
+w = os.open("a", os.O_WRONLY | os.O_APPEND)
+os.write(w, b"NEW\n"); os.close(w)
+print(repr(os.pread(r, 100, 0)))
+print(repr(open("a").read()))')"
+check "read-only fd before copy-up keeps the lower object (documented)" grep -qx "b'a-content\\\\n'" "$C/out"
+check "a new open sees the copy" grep -qx "'a-content\\\\nNEW\\\\n'" "$C/out"
+
+# --- 13. host edits while the run is live -------------------------------------------------
+# live_edit OVRUN-OPTIONS...: the host edits, adds and deletes lower files
+# while the command runs; the command waits $WAIT s after the edits.
+live_edit() {
+    rm -f "$C/ready" "$C/go"
+    "$OVRUN" "$@" "$L" "$S" -- sh -c "cat a; ls; touch $C/ready; while [ ! -e $C/go ]; do sleep 0.05; done; sleep $WAIT; cat a; ls; cat added" > "$C/out" 2> "$C/err" &
+    local pid=$!
+    for _ in $(seq 200); do [ -e "$C/ready" ] && break; sleep 0.05; done
+    echo host-edited-longer > "$L/a"; echo new-on-host > "$L/added"; rm "$L/b"
+    touch "$C/go"
+    wait $pid
+}
+LIVE_EXPECTED="a-content
+a
+abs-sym
+b
+d
+emptydir
+hl
+keep
+run.sh
+sparse
+sym
+host-edited-longer
+a
+abs-sym
+added
+d
+emptydir
+hl
+keep
+run.sh
+sparse
+sym
+new-on-host"
+new_case live
+WAIT=0 live_edit --lower-cache-ms -1
+expect "host edits, adds and deletes are seen at once (--lower-cache-ms -1)" "$C/out" "$LIVE_EXPECTED"
+new_case live2
+WAIT=1.2 live_edit
+expect "host edits, adds and deletes are seen after the default 1 s cache" "$C/out" "$LIVE_EXPECTED"
+
+# --- 14. quotas ----------------------------------------------------------------------------
+new_case quota
+run 'dd if=/dev/zero of=big bs=1M count=8 status=none 2>&1 | sed "s/.*: //"; stat -c %s big; echo ok > small && cat small' --max-bytes 4000000
+check "--max-bytes: ENOSPC to the agent" grep -q "No space left on device" "$C/out"
+check "--max-bytes: stage stays under the limit and sealed" bash -c "[ \$(du -sb $S/upper | cut -f1) -lt 4400000 ] && [ \"\$($OVRUN --probe $S)\" == sealed ]"
+new_case iquota
+run 'for i in 1 2 3 4 5 6; do touch f$i 2>&1 | sed "s/.*: //"; done; ls f* | wc -l' --max-inodes 3
+expect "--max-inodes: EDQUOT" "$C/out" "Disk quota exceeded
+Disk quota exceeded
+Disk quota exceeded
+3"
+
+# --- 15. stage lifecycle --------------------------------------------------------------------
+new_case lifecycle
+"$OVRUN" "$L" "$S" -- sh -c "echo x >> a; touch $C/ready; sleep 30" > /dev/null 2>&1 &
+pid=$!
+for _ in $(seq 200); do [ -e "$C/ready" ] && break; sleep 0.05; done
+check "lifecycle: running stage reported running, second open refused" bash -c "[ \"\$($OVRUN --probe $S)\" == running ] && ! $OVRUN $L $S -- true 2>/dev/null"
+kill -9 $pid; wait $pid 2>/dev/null
+pkill -9 -P $pid 2>/dev/null
+check "kill -9: stage interrupted, refused, no mount left on the host" bash -c "[ \"\$($OVRUN --probe $S)\" == interrupted ] && ! $OVRUN $L $S -- true 2>/dev/null && ! grep -q ' $L ' /proc/mounts"
+check "kill -9: lower unchanged" lower_unchanged
+new_case crashcopy
+head -c 400M /dev/zero > "$L/large"
+manifest "$L" > "$C/manifest.before"
+"$OVRUN" "$L" "$S" -- sh -c "touch $C/ready; echo x >> large" > /dev/null 2>&1 &
+pid=$!
+for _ in $(seq 200); do [ -e "$C/ready" ] && break; sleep 0.01; done
+sleep 0.2
+kill -9 $pid; wait $pid 2>/dev/null
+sleep 0.2
+crash_ok() { [ "$("$OVRUN" --probe "$S")" == interrupted ] && ! grep -q " $L " /proc/mounts && lower_unchanged; }
+check "kill -9 during a large copy-up: interrupted, lower unchanged, no mount left" crash_ok
+rm -f "$L/large"
+check "other workspace refused" bash -c "mkdir -p $C/other && $OVRUN $L $C/s2 -- true && ! $OVRUN $C/other $C/s2 -- true 2>/dev/null"
+
+# --- 16. kernel overlayfs oracle ------------------------------------------------------------
+new_case oracle
+# view: the whole tree as seen from cwd: type, mode, owner, size (not for
+# dirs), symlink target, content digest, user.* xattrs (sorted)
+VIEW_PY='import os, hashlib, stat
+for root, dirs, files in os.walk(".", followlinks=False):
+    dirs.sort()
+    for name in sorted(dirs + files):
+        p = os.path.join(root, name); st = os.lstat(p)
+        line = [p, stat.filemode(st.st_mode), "%d:%d" % (st.st_uid, st.st_gid)]
+        if stat.S_ISLNK(st.st_mode): line.append("-> " + os.readlink(p))
+        elif stat.S_ISREG(st.st_mode):
+            line += [str(st.st_size), hashlib.sha256(open(p, "rb").read()).hexdigest(), "nlink=%d" % st.st_nlink]
+        if not stat.S_ISLNK(st.st_mode):
+            for x in sorted(os.listxattr(p, follow_symlinks=False)):
+                if x.startswith("user."): line.append("%s=%r" % (x, os.getxattr(p, x, follow_symlinks=False)))
+        print(" ".join(line))'
+view() { $PY -c "$VIEW_PY"; }
+run "echo more >> a; rm b; $(py 'import os; os.rename("d","e")'); mkdir -p n/m; echo z > n/m/z; ln -s n nsym; chmod 600 keep; setfattr -n user.k -v 1 keep; rm -rf emptydir; mkdir emptydir; echo q > emptydir/q; mv hl hl2; ln a a2; touch -d 2020-01-01 sparse; setfattr -n user.overlay.esc -v 2 a; $PY -c '$VIEW_PY' > ../fuse-view"
+mkdir -p "$C/mnt"
+if mount -t overlay overlay -o "ro,userxattr,lowerdir=$S/upper:$L" "$C/mnt" 2> "$C/mnt.err"; then
+    (cd "$C/mnt" && view > "$C/kernel-view")
+    umount "$C/mnt"
+    if cmp -s "$C/fuse-view" "$C/kernel-view"; then ok "oracle: kernel overlayfs shows the same tree, modes, links, contents, xattrs"
+    else notok "oracle: kernel overlayfs shows the same tree" $(diff "$C/fuse-view" "$C/kernel-view" | head -20 | tr ' ' '_'); fi
+else
+    notok "oracle: mount -t overlay failed" "$(cat "$C/mnt.err")"
+fi
+check "oracle: lower unchanged" lower_unchanged
+
+# --- 17. strict durability and unprivileged operation -------------------------------------
+new_case strict
+run 'echo x >> a; rm b' --strict
+check "strict durability run works and journals (a, its alias hl, b)" bash -c "[ \$(wc -l < $S/journal) = 3 ]"
+
+new_case unpriv
+chown -R 65534:65534 "$L" "$C"
+manifest "$L" > "$C/manifest.before"
+setpriv --reuid=65534 --regid=65534 --clear-groups -- "$OVRUN" "$L" "$S" -- sh -c 'echo more >> a; rm b; rm -rf d; mkdir d; mv keep keep2; setfattr -n user.u -v 1 a; cat a; ls -A | tr "\n" " "' > "$C/out" 2> "$C/err"
+expect "unprivileged (user namespace): copy-up, whiteouts, opaque, rename, xattr" "$C/out" "a-content
+more
+.wh.foo a abs-sym d emptydir hl keep2 run.sh sparse sym "
+check "unprivileged: lower unchanged and stage sealed" bash -c "$(declare -f manifest lower_unchanged); C=$C L=$L lower_unchanged && [ \"\$($OVRUN --probe $S)\" == sealed ]"
+
+# --- 18. stage refusals and O_TMPFILE ------------------------------------------------------
+new_case stageerr
+touch "$C/afile"
+mkdir -p "$C/notstage" "$C/v9"; echo junk > "$C/notstage/x"
+"$OVRUN" "$L" "$C/v9" -- true && echo "pvisor-stage 9" > "$C/v9/version"
+stage_err() { "$OVRUN" "$L" "$1" -- true 2>&1 >/dev/null | sed 's/.*: //'; }
+{ stage_err "$C/afile"; stage_err "$C/notstage"; stage_err "$C/v9"; } > "$C/out"
+expect "stage refusals: file -ENOTDIR, foreign dir -EINVAL, unknown version -EPROTO" "$C/out" "Not a directory
+Invalid argument
+Protocol error"
+run "$(py 'import os
+try:
+    os.open(".", os.O_TMPFILE | os.O_RDWR, 0o600); print("created")
+except OSError as e: print(e.strerror)')"
+expect "O_TMPFILE: not supported by libfuse 3.14, fails cleanly (documented)" "$C/out" "Operation not supported"
+
+# --- sanitizer builds: no reports in any run --------------------------------------------
+if grep -l -E "Sanitizer|runtime error:" "$T"/*/err > "$T/san.txt" 2>/dev/null; then
+    notok "no sanitizer reports from ovrun" $(cat "$T/san.txt")
+else
+    ok "no sanitizer reports from ovrun"
+fi
+
+echo "1..$n"
+[ $fails -eq 0 ]

@@ -1,0 +1,95 @@
+/* Unit tests: lifecycle path validation, journal parsing (bounds, torn
+ * lines, path_hex, duplicates, hostile paths), SHA-256 helpers. */
+#include "lifecycle/lc-internal.h"
+#include "tap.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int write_journal(int dirfd, const char *text) {
+    int fd = openat(dirfd, "journal", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return -1;
+    ssize_t n = write(fd, text, strlen(text));
+    close(fd);
+    return n == (ssize_t)strlen(text) ? 0 : -1;
+}
+
+#define REC(p) "{\"path\":\"" p "\",\"type\":\"reg\",\"mode\":420,\"size\":1,\"sha256\":\"" \
+               "0000000000000000000000000000000000000000000000000000000000000001\",\"ino\":7,\"op\":\"open\"}\n"
+
+int main(void) {
+    ok(lc_path_valid("a"), "plain name");
+    ok(lc_path_valid("a/b/c.txt"), "nested path");
+    ok(lc_path_valid(".hidden/..x/x.."), "dot-prefixed names are names");
+    ok(!lc_path_valid(""), "empty rejected");
+    ok(!lc_path_valid("/etc/passwd"), "absolute rejected");
+    ok(!lc_path_valid("a/../b") && !lc_path_valid(".."), "'..' component rejected");
+    ok(!lc_path_valid("./a") && !lc_path_valid("a/."), "'.' component rejected");
+    ok(!lc_path_valid("a//b") && !lc_path_valid("a/"), "empty component rejected");
+    char longp[LC_MAX_PATH + 10];
+    memset(longp, 'a', sizeof longp - 1);
+    longp[sizeof longp - 1] = '\0';
+    for (size_t i = 200; i < sizeof longp - 1; i += 201)
+        longp[i] = '/';
+    ok(!lc_path_valid(longp), "overlong path rejected");
+
+    char dir[] = "/tmp/pvisor-unit-lc.XXXXXX";
+    ok(mkdtemp(dir) != NULL, "temp dir");
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    struct lc_preimage *pre = NULL;
+    size_t n = 0;
+
+    ok(write_journal(dfd, REC("b") REC("a") REC("b") "{\"path\":\"torn") == 0 &&
+           lc_journal_load(dfd, &pre, &n) == 0 && n == 2,
+       "two paths, duplicate and torn final line ignored");
+    ok(n == 2 && strcmp(pre[0].path, "a") == 0 && lc_preimage_find(pre, n, "b") != NULL &&
+           lc_preimage_find(pre, n, "c") == NULL,
+       "sorted and searchable");
+    ok(n == 2 && pre[0].type == LC_REG && pre[0].mode == 0644 && pre[0].has_sha && pre[0].sha[31] == 1,
+       "fields parsed");
+    lc_preimages_free(pre, n);
+
+    ok(write_journal(dfd, "{\"path_hex\":\"612f62\",\"type\":\"dir\",\"mode\":493,\"size\":0,\"ino\":1,\"op\":\"rmdir\"}\n") ==
+               0 &&
+           lc_journal_load(dfd, &pre, &n) == 0 && n == 1 && strcmp(pre[0].path, "a/b") == 0 && !pre[0].has_sha,
+       "path_hex decoded");
+    lc_preimages_free(pre, n);
+
+    ok(write_journal(dfd, REC("../etc/passwd")) == 0 && lc_journal_load(dfd, &pre, &n) == -EBADMSG,
+       "'..' in a journal path rejected");
+    ok(write_journal(dfd, REC("/etc/passwd")) == 0 && lc_journal_load(dfd, &pre, &n) == -EBADMSG,
+       "absolute journal path rejected");
+    ok(write_journal(dfd, "{\"path_hex\":\"2e2e2f78\",\"type\":\"reg\",\"mode\":420}\n") == 0 &&
+           lc_journal_load(dfd, &pre, &n) == -EBADMSG,
+       "'..' hidden in path_hex rejected");
+    ok(write_journal(dfd, "{\"path_hex\":\"6100\",\"type\":\"reg\",\"mode\":420}\n") == 0 &&
+           lc_journal_load(dfd, &pre, &n) == -EBADMSG,
+       "NUL in path_hex rejected");
+    ok(write_journal(dfd, "not json\n") == 0 && lc_journal_load(dfd, &pre, &n) == -EBADMSG, "junk line rejected");
+    ok(write_journal(dfd, "{\"path\":\"a\",\"type\":\"bogus\",\"mode\":1}\n") == 0 &&
+           lc_journal_load(dfd, &pre, &n) == -EBADMSG,
+       "unknown type rejected");
+    ok(write_journal(dfd, "{\"path\":\"a\",\"type\":\"reg\",\"mode\":420,\"sha256\":\"xyz\"}\n") == 0 &&
+           lc_journal_load(dfd, &pre, &n) == -EBADMSG,
+       "bad digest rejected");
+    ok(write_journal(dfd, "") == 0 && lc_journal_load(dfd, &pre, &n) == 0 && n == 0, "empty journal");
+    lc_preimages_free(pre, n);
+
+    unsigned char sha[32];
+    char hex[65];
+    ok(lc_sha256_buf("abc", 3, sha) == 0, "sha256 of a buffer");
+    lc_hex(sha, hex);
+    ok(strcmp(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad") == 0, "sha256(abc)");
+    unsigned char back[32];
+    ok(lc_unhex(hex, back, 32) == 0 && memcmp(back, sha, 32) == 0, "hex round trip");
+    ok(lc_unhex("zz", back, 1) == -EINVAL && lc_unhex("00", back, 2) == -EINVAL, "bad hex rejected");
+
+    unlinkat(dfd, "journal", 0);
+    close(dfd);
+    rmdir(dir);
+    return tap_done();
+}
