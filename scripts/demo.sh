@@ -30,9 +30,14 @@ step "pvisor run --safe -- <agent>: edits, creates, deletes; tries to escape"
     echo '-- inside the sandbox the workspace shows:'; ls
     echo '-- escape attempts:'
     cat $demo/outside.txt 2>&1 | sed 's/^/   read outside: /'
-    echo pwned > $demo/outside.txt 2>&1 | sed 's/^/   write outside: /' || true
+    if echo pwned 2>/dev/null > $demo/outside.txt; then
+        echo '   write outside: landed in the sandbox'\''s private /tmp (discarded at exit; the host file stays)'
+    else
+        echo '   write outside: refused'
+    fi
     ls ~/.ssh 2>&1 | sed 's/^/   ~\/.ssh: /'
-    (exec 3<>/dev/tcp/127.0.0.1/22) 2>&1 | sed 's/^/   network: /' || echo '   network: no route (private network namespace)'
+    echo \"   network interfaces: \$(tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | tr '\\n' ' ')\"
+    echo \"   processes visible: \$(ls /proc | grep -c '^[0-9]')\"
 " || true
 
 step "the real workspace is untouched so far"
