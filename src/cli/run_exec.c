@@ -100,6 +100,11 @@ int run_finish(struct run_context *ctx, int r, const struct exec_result *res) {
     } else {
         bundle_set_string(ctx->bundle, "state", "finished");
     }
+    if (res->timed_out) {
+        snprintf(msg, sizeof msg, "the run's --timeout of %llu s expired; the command was terminated",
+                 (unsigned long long)(ctx->opts->timeout_ms / 1000));
+        bundle_add_warning(ctx->bundle, msg);
+    }
     if (res->escalated)
         bundle_add_warning(ctx->bundle, "the command did not stop after a forwarded termination signal and was killed");
     if (res->killed_descendants > 0) {
@@ -107,6 +112,7 @@ int run_finish(struct run_context *ctx, int r, const struct exec_result *res) {
         bundle_add_warning(ctx->bundle, msg);
     }
     bundle_set_exit(ctx->bundle, res->exec_errno ? (status << 8) : res->wait_status, status, &ended);
+    json_object_set_new(json_object_get(ctx->bundle, "exit"), "timed_out", json_boolean(res->timed_out));
     r = bundle_write(ctx->run_dirfd, ctx->bundle);
     if (r < 0)
         fprintf(stderr, "pvisor run: warning: cannot write the Run Bundle: %s\n", strerror(-r));
@@ -141,7 +147,11 @@ int run_execute(struct run_context *ctx) {
     if (policy_wants_stage(ctx->opts))
         return run_execute_staged(ctx, run_command);
 #endif
-    struct exec_spec spec = {.argv = ctx->opts->cmd_argv, .kill_grace_ms = run_kill_grace_ms()};
+    struct exec_spec spec = {
+        .argv = ctx->opts->cmd_argv,
+        .kill_grace_ms = run_kill_grace_ms(),
+        .timeout_ms = ctx->opts->timeout_ms,
+    };
     struct exec_result res;
     int r = run_command(ctx, &spec, &res);
     return run_finish(ctx, r, &res);

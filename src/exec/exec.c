@@ -232,20 +232,29 @@ int exec_run(const struct exec_spec *s, struct exec_result *ret) {
      * to SIGKILL of the group: Ctrl-C / SIGTERM to pvisor always ends the
      * run, even when the command ignores the signal. */
     int64_t kill_deadline_ms = -1;
+    int64_t timeout_deadline_ms = s->timeout_ms ? monotonic_ms() + (int64_t)s->timeout_ms : -1;
     for (;;) {
         int timeout = -1;
-        if (kill_deadline_ms >= 0) {
-            int64_t left = kill_deadline_ms - monotonic_ms();
-            timeout = left > 0 ? (int)left : 0;
+        int64_t next = kill_deadline_ms >= 0 ? kill_deadline_ms : timeout_deadline_ms;
+        if (next >= 0) {
+            int64_t left = next - monotonic_ms();
+            timeout = left > 0 ? (left > INT32_MAX ? INT32_MAX : (int)left) : 0;
         }
         struct pollfd pfd = {.fd = sfd, .events = POLLIN};
         int pr = poll(&pfd, 1, timeout);
         if (pr < 0 && errno == EINTR)
             continue;
-        if (pr == 0) {
+        if (pr == 0 && kill_deadline_ms >= 0) {
             kill(-pid, SIGKILL);
             res.escalated = true;
             kill_deadline_ms = -1;
+            continue;
+        }
+        if (pr == 0) { /* the run's timeout: terminate, then kill after the grace */
+            kill(-pid, SIGTERM);
+            res.timed_out = true;
+            timeout_deadline_ms = -1;
+            kill_deadline_ms = monotonic_ms() + s->kill_grace_ms;
             continue;
         }
         struct signalfd_siginfo si;

@@ -23,6 +23,7 @@
 #define PVISOR_EXEC_EXEC_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 struct exec_spec {
@@ -32,6 +33,7 @@ struct exec_spec {
     int (*after_fork)(pid_t child, void *userdata); /* may be NULL */
     void *userdata;
     int kill_grace_ms; /* after a forwarded SIGINT/SIGTERM/SIGHUP */
+    uint64_t timeout_ms; /* 0: none; else SIGTERM at the deadline, SIGKILL after the grace */
     /* Descriptors handed to the command as fd 3, 4, ... (not close-on-exec
      * there); every other descriptor above 2 is close-on-exec already. */
     const int *pass_fds;
@@ -47,6 +49,7 @@ struct exec_result {
     int chdir_errno;   /* > 0: chdir(cwd) failed in the child */
     int killed_descendants; /* leftover processes killed after the command exited */
     bool escalated;         /* a termination request was escalated to SIGKILL */
+    bool timed_out;         /* the timeout expired and the command was terminated */
 };
 
 /* Returns 0 when the command was started (or failed to exec, see

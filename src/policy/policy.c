@@ -70,7 +70,7 @@ __attribute__((format(printf, 2, 3))) static int fail(char **ret_error, const ch
 /* Options that take a value; `--opt=value` and `--opt value` both work. */
 enum opt_id {
     OPT_HELP, OPT_SAFE, OPT_STRICT, OPT_FILESYSTEM, OPT_EXECUTOR, OPT_STAGE,
-    OPT_WORKSPACE, OPT_DURABILITY, OPT_MAX_BYTES, OPT_MAX_INODES, OPT_PASS_ENV,
+    OPT_WORKSPACE, OPT_DURABILITY, OPT_MAX_BYTES, OPT_MAX_INODES, OPT_PASS_ENV, OPT_TIMEOUT,
 };
 
 static const struct {
@@ -90,7 +90,29 @@ static const struct {
     {"--stage-max-bytes", OPT_MAX_BYTES, true},
     {"--stage-max-inodes", OPT_MAX_INODES, true},
     {"--pass-env", OPT_PASS_ENV, true},
+    {"--timeout", OPT_TIMEOUT, true},
 };
+
+int policy_parse_duration(const char *s, uint64_t *ret_ms) {
+    if (!s || s[0] < '0' || s[0] > '9')
+        return -EINVAL;
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno)
+        return -ERANGE;
+    uint64_t mult = 1000;
+    if (*end == 's')
+        end++;
+    else if (*end == 'm')
+        mult = 60 * 1000, end++;
+    else if (*end == 'h')
+        mult = 3600 * 1000, end++;
+    if (*end != '\0' || v == 0 || v > 7ULL * 24 * 3600 * 1000 / mult)
+        return -EINVAL;
+    *ret_ms = v * mult;
+    return 0;
+}
 
 static bool env_name_ok(const char *s) {
     if (!s[0] || (s[0] >= '0' && s[0] <= '9') || strlen(s) > 255)
@@ -190,6 +212,10 @@ int policy_parse_run(int argc, char **argv, struct run_options *ret_opts, char *
             r = parse_size(val, 1, UINT64_MAX, &o.stage_max_bytes);
             if (r < 0)
                 return fail(ret_error, "--stage-max-bytes: '%s' is not a size (examples: 1048576, 512M, 2G)", val);
+            break;
+        case OPT_TIMEOUT:
+            if (policy_parse_duration(val, &o.timeout_ms) < 0)
+                return fail(ret_error, "--timeout: '%s' is not a duration (examples: 90, 30s, 10m, 2h; at most 7 days)", val);
             break;
         case OPT_PASS_ENV:
             if (!env_name_ok(val))

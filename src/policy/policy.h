@@ -53,6 +53,7 @@ struct run_options {
     bool durability_set;
     uint64_t stage_max_bytes;  /* 0 = unlimited */
     uint64_t stage_max_inodes; /* 0 = unlimited */
+    uint64_t timeout_ms;       /* --timeout; 0 = none */
     const char *pass_env[POLICY_MAX_PASS_ENV]; /* --pass-env NAME, in order */
     int n_pass_env;
     int cmd_argc;
@@ -73,6 +74,9 @@ const char *durability_name(enum durability d);
  * -EINVAL and a malloc'd one-line message in *ret_error (the caller prints
  * it and frees it).  ret_opts is written only on success. */
 int policy_parse_run(int argc, char **argv, struct run_options *ret_opts, char **ret_error);
+
+/* Parse a duration: N, Ns, Nm, Nh (seconds by default), 1 s .. 7 days. */
+int policy_parse_duration(const char *s, uint64_t *ret_ms);
 
 /* Requested level per dimension for these options. */
 void policy_build(const struct run_options *o, struct policy *ret_policy);

@@ -192,3 +192,15 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
 else
     skip "--safe as an unprivileged user" "needs root to switch users"
 fi
+
+# --- the supervisor killed with -9: the whole sandbox goes with it ----------------
+cp "$PROBE" "$W/probe-bin"   # inside the workspace: reachable from the sandbox's shell
+"$PVISOR" run --safe --stage "$T/stage9" --workspace "$W" -- sh -c "./probe-bin daemon pvisor-k9-$$; exec sleep 3014" &
+pv=$!
+i=0; while ! pgrep -f '^[p]visor-k9-'$$' 300' >/dev/null && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
+check "(setup) the sandboxed daemon and command are running" sh -c "pgrep -f '^[p]visor-k9-$$ 300' >/dev/null && pgrep -f '^sleep 3014\$' >/dev/null"
+kill -9 $pv; wait $pv 2>/dev/null; sleep 0.3
+check "kill -9 of the supervisor: no process of the sandbox survives" \
+    sh -c "! pgrep -f '^[p]visor-k9-$$ 300' >/dev/null && ! pgrep -f '^sleep 3014\$' >/dev/null"
+check "kill -9 of the supervisor: no FUSE mount is left on the host" sh -c "! grep -q ' fuse' /proc/self/mountinfo"
+check "kill -9 of the supervisor: the stage is not sealed (interrupted)" test ! -e "$T/stage9/sealed"

@@ -177,3 +177,17 @@ pv=$!
 i=0; while [ ! -s "$T/ign" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
 kill -INT $pv; sleep 0.1; kill -INT $pv; wait $pv; rc=$?
 eq "$rc" 137 "a second SIGINT kills a command that ignores the first"
+
+# --- --timeout --------------------------------------------------------------------
+start=$(date +%s)
+PVISOR_KILL_GRACE_MS=200 "$PVISOR" run --timeout 1 -- sleep 3012; rc=$?
+el=$(( $(date +%s) - start ))
+eq "$rc" 143 "--timeout terminates the command with SIGTERM (128+15)"
+check "--timeout ended the run well before the command would have" test "$el" -lt 10
+eq "$(jq -r '.exit.timed_out, .requested_policy.timeout_seconds' "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json" | tr '\n' ' ')" \
+   "true 1 " "the Bundle records the timeout and that it expired"
+PVISOR_KILL_GRACE_MS=200 "$PVISOR" run --timeout 1 -- sh -c "trap '' TERM; sleep 3013"; rc=$?
+eq "$rc" 137 "--timeout kills a command that ignores SIGTERM after the grace period"
+"$PVISOR" run --timeout 0 -- true 2>/dev/null; eq $? 2 "--timeout 0 is a usage error"
+"$PVISOR" run --timeout 5x -- true 2>/dev/null; eq $? 2 "--timeout with a bad unit is a usage error"
+"$PVISOR" run --timeout 10 -- true; eq $? 0 "a command that finishes in time is unaffected by --timeout"
