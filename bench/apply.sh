@@ -1,5 +1,6 @@
 #!/bin/sh
-# bench/apply.sh: latency of `pvisor apply` (conflict check included) for
+# bench/apply.sh: latency of `pvisor apply` (conflict check included) and of
+# `pvisor checkpoint` for
 # 10, 1,000 and 20,000 changed files, next to a plain `cp -a` of the same
 # files as the baseline, measured in the same run: `cp -a` over the
 # workspace (overwrites the existing inodes in place: not atomic) and `cp -a`
@@ -25,7 +26,7 @@ now_ns() { date +%s%N; }
 # pct FILE P: the P-th percentile (nearest rank) of the numbers in FILE
 pct() { sort -n "$1" | awk -v p="$2" '{v[NR]=$1} END {i=int((p/100)*NR+0.999); if(i<1)i=1; if(i>NR)i=NR; printf "%.1f", v[i]}'; }
 
-printf '%-7s %-6s %10s %10s %10s %10s %10s %10s %9s %9s %10s\n' files rounds apply_p50 apply_p95 cp_p50 cp_p95 cpnew_p50 cpnew_p95 vs_cp vs_cpnew bytes
+printf '%-7s %-6s %10s %10s %10s %10s %10s %10s %9s %9s %10s %10s %10s\n' files rounds apply_p50 apply_p95 cp_p50 cp_p95 cpnew_p50 cpnew_p95 vs_cp vs_cpnew bytes ckpt_p50 ckpt_p95
 for n in $SIZES; do
     W=$B/ws-$n S=$B/st-$n
     mkdir -p "$W"
@@ -43,10 +44,15 @@ for n in $SIZES; do
         k=$((k + 4))
     done
     cp -a "$W" "$W.tmpl"; cp -a "$S" "$S.tmpl"
-    : > "$B/apply.ms"; : > "$B/cp.ms"; : > "$B/cpnew.ms"; bytes=0
+    : > "$B/apply.ms"; : > "$B/cp.ms"; : > "$B/cpnew.ms"; : > "$B/ckpt.ms"; bytes=0
     r=0
     while [ $r -lt "$ROUNDS" ]; do
         rm -rf "$W" "$S"; cp -a "$W.tmpl" "$W"; cp -a "$S.tmpl" "$S"; sync
+        t0=$(now_ns)
+        "$P" checkpoint --stage "$S" --name "bench$r" >/dev/null
+        t1=$(now_ns)
+        echo "$(( (t1 - t0) / 1000 ))" | awk '{printf "%.3f\n", $1/1000}' >> "$B/ckpt.ms"
+        rm -rf "$S/checkpoints"; sync
         t0=$(now_ns)
         out=$("$P" apply --stage "$S")
         t1=$(now_ns)
@@ -70,8 +76,10 @@ for n in $SIZES; do
     n50=$(pct "$B/cpnew.ms" 50) n95=$(pct "$B/cpnew.ms" 95)
     ratio=$(awk -v a="$a50" -v c="$c50" 'BEGIN { if (c > 0) printf "%.2fx", a / c; else print "-" }')
     ratio2=$(awk -v a="$a50" -v c="$n50" 'BEGIN { if (c > 0) printf "%.2fx", a / c; else print "-" }')
-    printf '%-7s %-6s %10s %10s %10s %10s %10s %10s %9s %9s %10s\n' "$n" "$ROUNDS" "$a50" "$a95" "$c50" "$c95" "$n50" "$n95" "$ratio" "$ratio2" "$bytes"
+    k50=$(pct "$B/ckpt.ms" 50) k95=$(pct "$B/ckpt.ms" 95)
+    printf '%-7s %-6s %10s %10s %10s %10s %10s %10s %9s %9s %10s %10s %10s\n' "$n" "$ROUNDS" "$a50" "$a95" "$c50" "$c95" "$n50" "$n95" "$ratio" "$ratio2" "$bytes" "$k50" "$k95"
     rm -rf "$W" "$S" "$W.tmpl" "$S.tmpl"
 done
 echo "# ms; apply includes the conflict check (SHA-256 of every replaced workspace file) and fsyncs;"
-echo "# cp -a neither checks nor fsyncs."
+echo "# cp -a neither checks nor fsyncs.  ckpt: pvisor checkpoint of the same stage (copy of upper + journal,"
+echo "# syncfs; compare with cpnew)."

@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define PROGRESS_MIN_OPS 200
+#define PROGRESS_MIN_OPS 100
 
 struct progress {
     bool tty;

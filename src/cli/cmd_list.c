@@ -10,14 +10,33 @@ static json_t *summary(const char *id, const json_t *b) {
     json_t *cmd = json_object_get(b, "command");
     const json_t *e = json_object_get(b, "exit");
     const json_t *st = json_object_get(b, "stage");
-    return json_pack("{s:s, s:s, s:O, s:O, s:O, s:O, s:O}",
+    const char *stage_state = runs_stage_state(b);
+    return json_pack("{s:s, s:s, s:O, s:O, s:O, s:O, s:O, s:o}",
                      "run_id", id,
                      "state", runs_display_state(b),
                      "exit_status", json_is_object(e) ? json_object_get(e, "pvisor_exit_status") : json_null(),
                      "started_at", json_object_get(b, "started_at") ? json_object_get(b, "started_at") : json_null(),
                      "command", cmd ? cmd : json_null(),
                      "workspace", json_object_get(b, "workspace") ? json_object_get(b, "workspace") : json_null(),
-                     "stage", json_is_object(st) ? json_object_get(st, "path") : json_null());
+                     "stage", json_is_object(st) ? json_object_get(st, "path") : json_null(),
+                     "stage_state", stage_state ? json_string(stage_state) : json_null());
+}
+
+/* The command on one line: control characters shown as spaces, long
+ * commands cut at 72 columns (the full argv is in `list --json`). */
+static void print_command(const json_t *cmd) {
+    size_t k, col = 0;
+    json_t *v;
+    json_array_foreach(cmd, k, v) {
+        const char *a = json_string_value(v);
+        for (const char *p = " "; *p && col < 72; p++, col++)
+            putchar(*p);
+        for (; a && *a && col < 72; a++, col++)
+            putchar((unsigned char)*a < 0x20 || *a == 0x7f ? ' ' : *a);
+    }
+    if (col >= 72)
+        fputs("...", stdout);
+    putchar('\n');
 }
 
 int cmd_list(int argc, char **argv) {
@@ -38,7 +57,7 @@ int cmd_list(int argc, char **argv) {
 
     json_t *arr = json_array();
     if (!as_json)
-        printf("%-26s %-12s %-5s %-24s %s\n", "RUN", "STATE", "EXIT", "STARTED", "COMMAND");
+        printf("%-29s %-12s %-5s %-12s %-24s %s\n", "RUN", "STATE", "EXIT", "STAGE", "STARTED", "COMMAND");
     for (size_t i = 0; i < n; i++) {
         json_t *b = NULL;
         json_t *s;
@@ -58,12 +77,10 @@ int cmd_list(int argc, char **argv) {
         if (json_is_integer(es))
             snprintf(exitbuf, sizeof exitbuf, "%lld", (long long)json_integer_value(es));
         const char *started = json_string_value(json_object_get(s, "started_at"));
-        printf("%-26s %-12s %-5s %-24s", ids[i], json_string_value(json_object_get(s, "state")), exitbuf,
-               started ? started : "-");
-        size_t k;
-        json_t *v;
-        json_array_foreach(json_object_get(s, "command"), k, v) printf(" %s", json_string_value(v));
-        printf("\n");
+        const char *sst = json_string_value(json_object_get(s, "stage_state"));
+        printf("%-29s %-12s %-5s %-12s %-24s", ids[i], json_string_value(json_object_get(s, "state")), exitbuf,
+               sst ? sst : "-", started ? started : "-");
+        print_command(json_object_get(s, "command"));
         json_decref(s);
     }
     if (as_json) {

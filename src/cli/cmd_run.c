@@ -72,6 +72,27 @@ static int check_stage_arg(const struct run_options *o) {
     return 0;
 }
 
+/* --access / --allow-write paths must exist, and a read-write grant must
+ * not overlap the workspace (its writes are staged; a grant would bypass
+ * the stage).  Usage errors: checked before anything is written. */
+static int check_access_rules(const struct run_options *o, const char *workspace) {
+    for (int i = 0; i < o->n_access; i++) {
+        _cleanup_free_ char *rp = realpath(o->access[i].path, NULL);
+        if (!rp)
+            return cli_usage_error("run", "--access/--allow-write '%s': %s", o->access[i].path, strerror(errno));
+        size_t lw = strlen(workspace), lr = strlen(rp);
+        bool inside = strncmp(rp, workspace, lw) == 0 && (rp[lw] == '\0' || rp[lw] == '/');
+        bool covers = strcmp(rp, "/") == 0 || (strncmp(workspace, rp, lr) == 0 && workspace[lr] == '/');
+        if (o->access[i].kind == ACCESS_RW && (inside || covers))
+            return cli_usage_error("run", "--allow-write/--access rw:%s overlaps the workspace %s, whose writes are "
+                                   "staged; grant a path outside it", o->access[i].path, workspace);
+        if (o->access[i].kind == ACCESS_RO && covers)
+            return cli_usage_error("run", "--access ro:%s would expose the real workspace around the stage",
+                                   o->access[i].path);
+    }
+    return 0;
+}
+
 int cmd_run(int argc, char **argv) {
     struct run_options o;
     _cleanup_free_ char *err = NULL;
@@ -87,6 +108,9 @@ int cmd_run(int argc, char **argv) {
     if (r)
         return r;
     r = check_stage_arg(&o);
+    if (r)
+        return r;
+    r = check_access_rules(&o, workspace);
     if (r)
         return r;
     r = refuse_unavailable(&o);

@@ -187,7 +187,29 @@ int sandbox_prepare(struct run_context *ctx, struct sandbox *ret_sb, char **ret_
             home_files[n_home_files++] = *f;
     }
 
+    /* Resolve --access paths: absolute, symlinks resolved (the rule names
+     * what the path means now); a missing path is an error. */
+    struct access_rule rules[POLICY_MAX_ACCESS];
+    char *resolved[POLICY_MAX_ACCESS] = {0};
+    size_t n_rules = 0;
+    int r = 0;
+    for (int i = 0; i < ctx->opts->n_access; i++) {
+        resolved[i] = realpath(ctx->opts->access[i].path, NULL);
+        if (!resolved[i]) {
+            r = -errno;
+            if (asprintf(ret_error, "--access/--allow-write '%s': %s", ctx->opts->access[i].path, strerror(errno)) < 0)
+                *ret_error = NULL;
+            for (int k = 0; k < i; k++)
+                free(resolved[k]);
+            dirlist_free(&rt);
+            return r;
+        }
+        rules[n_rules++] = (struct access_rule){.kind = ctx->opts->access[i].kind, .path = resolved[i]};
+    }
+
     struct plan_inputs in = {
+        .access = rules,
+        .n_access = n_rules,
         .opts = ctx->opts,
         .environ = environ,
         .home = home,
@@ -200,8 +222,10 @@ int sandbox_prepare(struct run_context *ctx, struct sandbox *ret_sb, char **ret_
         .home_files = home_files,
         .n_home_files = n_home_files,
     };
-    int r = plan_build(&in, &sb.plan, ret_error);
+    r = plan_build(&in, &sb.plan, ret_error);
     dirlist_free(&rt);
+    for (size_t k = 0; k < n_rules; k++)
+        free(resolved[k]);
     if (r < 0)
         return r;
 

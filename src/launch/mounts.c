@@ -155,14 +155,37 @@ static int attach(const char *root, const struct plan_mount *m, struct source *s
         if (sys_move_mount(s->fd, "", AT_FDCWD, target, MOVE_MOUNT_F_EMPTY_PATH) < 0)
             return *ret_step = "move_mount of a projection into the new root", -errno;
         return 0;
-    case PLAN_TMPFS:
     case PLAN_HIDE: {
+        /* Cover what the sandbox would show at this path: a directory with
+         * an empty read-only tmpfs, a file with an empty read-only file.
+         * Nothing there: nothing to hide. */
+        struct stat st;
+        if (lstat(target, &st) < 0)
+            return errno == ENOENT || errno == ENOTDIR ? 0 : (*ret_step = "stat of a path to hide", -errno);
+        if (!S_ISDIR(st.st_mode)) {
+            _cleanup_free_ char *empty = path_join(root, "/.pvisor-empty");
+            if (!empty)
+                return -ENOMEM;
+            int fd = open(empty, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0444);
+            if (fd < 0)
+                return *ret_step = "creating the empty file that hides files", -errno;
+            close(fd);
+            if (mount(empty, target, NULL, MS_BIND, NULL) < 0 ||
+                mount(NULL, target, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+                return *ret_step = "covering a hidden file", -errno;
+            return 0;
+        }
+        if (mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, "mode=0555,size=4096") < 0)
+            return *ret_step = "covering a hidden directory", -errno;
+        return 0;
+    }
+    case PLAN_TMPFS: {
         if ((r = mkdirs_below(root, m->path, 0755)) < 0)
             return *ret_step = "creating a tmpfs mount point", r;
         char opts[64];
-        snprintf(opts, sizeof opts, "mode=%s,size=%llu", m->kind == PLAN_HIDE ? "0555" : "0700",
+        snprintf(opts, sizeof opts, "mode=%s,size=%llu", strcmp(m->path, "/tmp") == 0 ? "1777" : "0700",
                  (unsigned long long)(m->size ? m->size : 64ULL << 20));
-        unsigned long flags = MS_NOSUID | MS_NODEV | (m->kind == PLAN_HIDE ? MS_RDONLY : 0);
+        unsigned long flags = MS_NOSUID | MS_NODEV;
         if (mount("tmpfs", target, "tmpfs", flags, opts) < 0)
             return *ret_step = "mounting a tmpfs", -errno;
         return 0;

@@ -692,15 +692,21 @@ static int plan_from_changeset(const struct lc_changeset *cs, const struct lc_ap
             free(sel);
             return -ENOENT;
         }
-        /* a selected entry needs its created parent directories */
+        /* a selected entry needs its created parent directories (entries
+         * are in path order: ancestors come first, found by bisection) */
         for (size_t i = cs->n; i-- > 0;) {
             if (!sel[i])
                 continue;
-            for (size_t j = i; j-- > 0;) {
+            char anc[LC_MAX_PATH + 1];
+            snprintf(anc, sizeof anc, "%s", cs->entries[i].path);
+            char *slash;
+            while ((slash = strrchr(anc, '/'))) {
+                *slash = '\0';
+                size_t j = lc_changeset_find(cs, anc);
+                if (j == SIZE_MAX)
+                    continue;
                 const struct lc_entry *a = &cs->entries[j];
-                size_t l = strlen(a->path);
-                if (strncmp(cs->entries[i].path, a->path, l) == 0 && cs->entries[i].path[l] == '/' &&
-                    a->new_type == LC_DIR && a->kind != LC_DELETED && a->kind != LC_MODIFIED)
+                if (a->new_type == LC_DIR && a->kind != LC_DELETED && a->kind != LC_MODIFIED)
                     sel[j] = true;
             }
         }

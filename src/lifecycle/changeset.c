@@ -847,9 +847,35 @@ static int cmp_entry(const void *a, const void *b) {
     return cmp_path(((const struct lc_entry *)a)->path, ((const struct lc_entry *)b)->path);
 }
 
+static struct lc_entry *find_entry(struct lc_changeset *cs, const char *path) {
+    size_t lo = 0, hi = cs->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = cmp_path(cs->entries[mid].path, path);
+        if (c == 0)
+            return &cs->entries[mid];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+static int cmp_pre_ino(const void *a, const void *b) {
+    uint64_t x = (*(const struct lc_preimage *const *)a)->ino, y = (*(const struct lc_preimage *const *)b)->ino;
+    return x < y ? -1 : x > y;
+}
+
 static void detect_renames(struct lc_changeset *cs, const struct ino_pair *orig, size_t n_orig) {
-    if (n_orig == 0)
+    if (n_orig == 0 || cs->n_pre == 0)
         return;
+    const struct lc_preimage **by_ino = malloc(cs->n_pre * sizeof *by_ino);
+    if (!by_ino)
+        return; /* review only: no rename annotations */
+    for (size_t k = 0; k < cs->n_pre; k++)
+        by_ino[k] = &cs->pre[k];
+    qsort(by_ino, cs->n_pre, sizeof *by_ino, cmp_pre_ino);
     for (size_t i = 0; i < cs->n; i++) {
         struct lc_entry *e = &cs->entries[i];
         if (e->kind != LC_ADDED || !e->upper_ino)
@@ -857,36 +883,33 @@ static void detect_renames(struct lc_changeset *cs, const struct ino_pair *orig,
         uint64_t lino = origin_lookup(orig, n_orig, e->upper_ino);
         if (!lino)
             continue;
-        for (size_t k = 0; k < cs->n_pre; k++) {
-            if (cs->pre[k].ino != lino || strcmp(cs->pre[k].path, e->path) == 0)
-                continue;
-            /* the old path must be deleted in this changeset */
-            for (size_t j = 0; j < cs->n; j++)
-                if (cs->entries[j].kind == LC_DELETED && strcmp(cs->entries[j].path, cs->pre[k].path) == 0) {
-                    e->renamed_from = strdup(cs->pre[k].path);
-                    break;
-                }
-            break;
-        }
+        struct lc_preimage key = {.ino = lino};
+        const struct lc_preimage *kp = &key;
+        const struct lc_preimage **hit = bsearch(&kp, by_ino, cs->n_pre, sizeof *by_ino, cmp_pre_ino);
+        if (!hit || strcmp((*hit)->path, e->path) == 0)
+            continue;
+        /* the old path must be deleted in this changeset */
+        const struct lc_entry *old = find_entry(cs, (*hit)->path);
+        if (old && old->kind == LC_DELETED)
+            e->renamed_from = strdup((*hit)->path);
     }
+    free(by_ino);
     /* inside a renamed directory only the directory itself is reported */
+    char parent[LC_MAX_PATH + 1];
     for (size_t i = cs->n; i-- > 0;) {
         struct lc_entry *e = &cs->entries[i];
         const char *slash = strrchr(e->path, '/');
         if (!e->renamed_from || !slash)
             continue;
         size_t pl = (size_t)(slash - e->path);
-        for (size_t j = i; j-- > 0;) {
-            const struct lc_entry *p = &cs->entries[j];
-            if (strlen(p->path) != pl || strncmp(p->path, e->path, pl) != 0)
-                continue;
-            size_t fl = p->renamed_from ? strlen(p->renamed_from) : 0;
-            if (p->renamed_from && strncmp(e->renamed_from, p->renamed_from, fl) == 0 &&
-                e->renamed_from[fl] == '/' && strcmp(e->renamed_from + fl + 1, slash + 1) == 0) {
-                free(e->renamed_from);
-                e->renamed_from = NULL;
-            }
-            break;
+        memcpy(parent, e->path, pl);
+        parent[pl] = '\0';
+        const struct lc_entry *p = find_entry(cs, parent);
+        size_t fl = p && p->renamed_from ? strlen(p->renamed_from) : 0;
+        if (fl && strncmp(e->renamed_from, p->renamed_from, fl) == 0 && e->renamed_from[fl] == '/' &&
+            strcmp(e->renamed_from + fl + 1, slash + 1) == 0) {
+            free(e->renamed_from);
+            e->renamed_from = NULL;
         }
     }
 }
@@ -1005,4 +1028,9 @@ json_t *lc_changeset_to_json(const struct lc_changeset *cs) {
         (json_int_t)mode_changed, "symlink_changed", (json_int_t)symlink_changed, "conflicts",
         (json_int_t)cs->n_conflicts, "bytes_new", (json_int_t)cs->bytes_new, "bytes_old", (json_int_t)cs->bytes_old);
     return json_pack("{s:o, s:o, s:o}", "summary", summary, "changes", changes, "warnings", warnings);
+}
+
+size_t lc_changeset_find(const struct lc_changeset *cs, const char *path) {
+    const struct lc_entry *e = find_entry((struct lc_changeset *)cs, path);
+    return e ? (size_t)(e - cs->entries) : SIZE_MAX;
 }

@@ -124,6 +124,8 @@ void lc_stage_free(struct lc_stage *st);
  * beyond the bounds; -EBADMSG for a malformed journal; -errno otherwise. */
 int lc_changeset_load(struct lc_stage *st, struct lc_changeset **ret_cs);
 void lc_changeset_free(struct lc_changeset *cs);
+/* Index of the entry for path, or SIZE_MAX. */
+size_t lc_changeset_find(const struct lc_changeset *cs, const char *path);
 
 /* The changeset (and the warnings) as the documented JSON object. */
 json_t *lc_changeset_to_json(const struct lc_changeset *cs);

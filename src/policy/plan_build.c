@@ -226,6 +226,32 @@ int plan_build(const struct plan_inputs *in, struct launch_plan *ret_plan, char 
     }
     if (r >= 0)
         r = plan_add_mount(&p, PLAN_BIND_RW, in->workspace, 0);
+    /* User rules.  A read-write grant inside the workspace would bypass the
+     * stage, and one covering it would expose the real workspace: refused. */
+    for (size_t i = 0; i < in->n_access && r >= 0; i++) {
+        const struct access_rule *a = &in->access[i];
+        if (!plan_path_ok(a->path) || strcmp(a->path, "/") == 0) {
+            r = -EINVAL;
+            if (asprintf(ret_error, "--access: '%s' must be an absolute path other than /", a->path) < 0)
+                *ret_error = NULL;
+            goto fail;
+        }
+        if (a->kind == ACCESS_RW && (prefix_dir(a->path, in->workspace) || prefix_dir(in->workspace, a->path))) {
+            r = -EINVAL;
+            if (asprintf(ret_error, "--allow-write/--access rw:%s overlaps the workspace %s, whose writes are staged; "
+                         "grant a path outside it", a->path, in->workspace) < 0)
+                *ret_error = NULL;
+            goto fail;
+        }
+        if (a->kind != ACCESS_DENY && prefix_dir(in->workspace, a->path)) {
+            r = -EINVAL;
+            if (asprintf(ret_error, "--access ro:%s would expose the real workspace around the stage", a->path) < 0)
+                *ret_error = NULL;
+            goto fail;
+        }
+        enum plan_mount_kind k = a->kind == ACCESS_DENY ? PLAN_HIDE : a->kind == ACCESS_RO ? PLAN_BIND_RO : PLAN_BIND_RW;
+        r = plan_add_mount(&p, k, a->path, 0);
+    }
     /* Credentials that live inside the workspace (e.g. workspace == HOME). */
     for (const char *const *c = plan_credential_paths; r >= 0 && in->home && *c; c++) {
         char *full = path_join(in->home, *c);
@@ -243,7 +269,7 @@ int plan_build(const struct plan_inputs *in, struct launch_plan *ret_plan, char 
     *ret_plan = p;
     return 0;
 fail:
-    if (r == -EINVAL && asprintf(ret_error, "paths given to the sandbox must be absolute and normalised") < 0)
+    if (r == -EINVAL && !*ret_error && asprintf(ret_error, "paths given to the sandbox must be absolute and normalised") < 0)
         *ret_error = NULL;
     plan_free(&p);
     return r;

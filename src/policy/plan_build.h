@@ -22,6 +22,10 @@ struct plan_inputs {
      * Each must be absolute and normalised. */
     const char *const *runtime_dirs;
     size_t n_runtime_dirs;
+    /* --access / --allow-write rules, paths resolved by the CLI (absolute,
+     * normalised), in the order given. */
+    const struct access_rule *access;
+    size_t n_access;
     /* Config files under HOME that exist (relative to HOME). */
     const char *const *home_files;
     size_t n_home_files;

@@ -71,6 +71,7 @@ __attribute__((format(printf, 2, 3))) static int fail(char **ret_error, const ch
 enum opt_id {
     OPT_HELP, OPT_SAFE, OPT_STRICT, OPT_FILESYSTEM, OPT_EXECUTOR, OPT_STAGE,
     OPT_WORKSPACE, OPT_DURABILITY, OPT_MAX_BYTES, OPT_MAX_INODES, OPT_PASS_ENV, OPT_TIMEOUT,
+    OPT_ACCESS, OPT_ALLOW_WRITE,
 };
 
 static const struct {
@@ -91,6 +92,8 @@ static const struct {
     {"--stage-max-inodes", OPT_MAX_INODES, true},
     {"--pass-env", OPT_PASS_ENV, true},
     {"--timeout", OPT_TIMEOUT, true},
+    {"--access", OPT_ACCESS, true},
+    {"--allow-write", OPT_ALLOW_WRITE, true},
 };
 
 int policy_parse_duration(const char *s, uint64_t *ret_ms) {
@@ -217,6 +220,27 @@ int policy_parse_run(int argc, char **argv, struct run_options *ret_opts, char *
             if (policy_parse_duration(val, &o.timeout_ms) < 0)
                 return fail(ret_error, "--timeout: '%s' is not a duration (examples: 90, 30s, 10m, 2h; at most 7 days)", val);
             break;
+        case OPT_ACCESS:
+        case OPT_ALLOW_WRITE: {
+            enum access_kind k = ACCESS_RW;
+            const char *path = val;
+            if (run_opts[found].id == OPT_ACCESS) {
+                if (strncmp(val, "deny:", 5) == 0)
+                    k = ACCESS_DENY, path = val + 5;
+                else if (strncmp(val, "ro:", 3) == 0)
+                    k = ACCESS_RO, path = val + 3;
+                else if (strncmp(val, "rw:", 3) == 0)
+                    k = ACCESS_RW, path = val + 3;
+                else
+                    return fail(ret_error, "--access must be deny:PATH, ro:PATH or rw:PATH, not '%s'", val);
+            }
+            if (path[0] == '\0')
+                return fail(ret_error, "%s needs a path", run_opts[found].name);
+            if (o.n_access >= POLICY_MAX_ACCESS)
+                return fail(ret_error, "at most %d --access/--allow-write rules", POLICY_MAX_ACCESS);
+            o.access[o.n_access++] = (struct access_rule){.kind = k, .path = path};
+            break;
+        }
         case OPT_PASS_ENV:
             if (!env_name_ok(val))
                 return fail(ret_error, "--pass-env: '%s' is not an environment variable name", val);
@@ -246,6 +270,8 @@ int policy_parse_run(int argc, char **argv, struct run_options *ret_opts, char *
     bool stage_opts = o.durability_set || o.stage_max_bytes || o.stage_max_inodes;
     if (stage_opts && !policy_wants_stage(&o))
         return fail(ret_error, "--stage-durability/--stage-max-* need a stage: add --stage DIR, --stage auto or --safe");
+    if (o.n_access && !policy_wants_sandbox(&o))
+        return fail(ret_error, "--access/--allow-write only apply to --safe or --filesystem sandbox");
     if (o.n_pass_env && !policy_wants_sandbox(&o))
         return fail(ret_error, "--pass-env only applies to --safe or --filesystem sandbox (other runs inherit the environment)");
     if (o.workspace && o.workspace[0] == '\0')

@@ -38,6 +38,14 @@ enum dimension {
 enum filesystem_mode { FILESYSTEM_HOST, FILESYSTEM_SANDBOX };
 
 #define POLICY_MAX_PASS_ENV 64
+#define POLICY_MAX_ACCESS 64
+
+enum access_kind { ACCESS_DENY, ACCESS_RO, ACCESS_RW };
+
+struct access_rule {
+    enum access_kind kind;
+    const char *path; /* as given; the CLI resolves it */
+};
 enum executor_kind { EXECUTOR_AUTO, EXECUTOR_HOST, EXECUTOR_OCI, EXECUTOR_VM };
 enum durability { DURABILITY_CHECKPOINT, DURABILITY_STRICT };
 
@@ -55,6 +63,8 @@ struct run_options {
     uint64_t stage_max_inodes; /* 0 = unlimited */
     uint64_t timeout_ms;       /* --timeout; 0 = none */
     const char *pass_env[POLICY_MAX_PASS_ENV]; /* --pass-env NAME, in order */
+    struct access_rule access[POLICY_MAX_ACCESS]; /* --access, --allow-write, in order */
+    int n_access;
     int n_pass_env;
     int cmd_argc;
     char **cmd_argv; /* points into the caller's argv; NULL-terminated */

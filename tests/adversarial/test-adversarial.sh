@@ -204,3 +204,20 @@ check "kill -9 of the supervisor: no process of the sandbox survives" \
     sh -c "! pgrep -f '^[p]visor-k9-$$ 300' >/dev/null && ! pgrep -f '^sleep 3014\$' >/dev/null"
 check "kill -9 of the supervisor: no FUSE mount is left on the host" sh -c "! grep -q ' fuse' /proc/self/mountinfo"
 check "kill -9 of the supervisor: the stage is not sealed (interrupted)" test ! -e "$T/stage9/sealed"
+
+# --- --access and --allow-write ----------------------------------------------------
+mkdir -p "$H/data" "$H/out"; echo readable > "$H/data/in.txt"; echo "API_KEY=x" > "$W/.env"
+out=$("$PVISOR" run --safe --stage "$T/sa" --workspace "$W" --access "ro:$H/data" -- sh -c "cat '$H/data/in.txt'; (echo x > '$H/data/new') 2>/dev/null && echo wrote || echo refused" 2>&1)
+eq "$out" "$(printf 'readable\nrefused')" "--access ro:PATH projects a host path read-only"
+check "--access ro: the host path is unchanged" test ! -e "$H/data/new"
+out=$("$PVISOR" run --safe --stage "$T/sa" --workspace "$W" --allow-write "$H/out" -- sh -c "echo result > '$H/out/r.txt' && echo ok" 2>&1)
+eq "$out:$(cat "$H/out/r.txt" 2>/dev/null)" "ok:result" "--allow-write PATH: writes land on the host path directly"
+out=$("$PVISOR" run --safe --stage "$T/sa" --workspace "$W" --access "deny:$W/.env" --access deny:/etc/ssl -- sh -c "cat .env; ls /etc/ssl | wc -l; (echo y > .env) 2>/dev/null && echo wrote || echo refused" 2>&1)
+eq "$out" "$(printf '0\nrefused')" "--access deny: a file and a directory are empty and read-only inside"
+check "--access deny: the stage did not capture the denied file" test ! -e "$T/sa/upper/.env"
+"$PVISOR" run --safe --workspace "$W" --allow-write "$W/sub" -- true 2>/dev/null; rc=$?
+mkdir -p "$W/sub"
+"$PVISOR" run --safe --workspace "$W" --allow-write "$W/sub" -- true 2>/dev/null; rc2=$?
+eq "$rc $rc2" "2 2" "--allow-write inside the workspace (or missing) is a usage error"
+"$PVISOR" run --safe --workspace "$W" --access "ro:$T" -- true 2>/dev/null; eq $? 2 "--access ro: of a parent of the workspace is refused"
+"$PVISOR" run --workspace "$W" --access "ro:$H" -- true 2>/dev/null; eq $? 2 "--access without a sandbox is a usage error"

@@ -1,0 +1,115 @@
+/* Unit tests: the launch plan (pure builder, JSON codec, path checks). */
+#include "policy/plan.h"
+#include "policy/plan_build.h"
+#include "tap.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+static const struct plan_mount *find(const struct launch_plan *p, const char *path) {
+    for (size_t i = 0; i < p->n_mounts; i++)
+        if (strcmp(p->mounts[i].path, path) == 0)
+            return &p->mounts[i];
+    return NULL;
+}
+
+static const char *env(const struct launch_plan *p, const char *name) {
+    size_t l = strlen(name);
+    for (char **e = p->envp; e && *e; e++)
+        if (strncmp(*e, name, l) == 0 && (*e)[l] == '=')
+            return *e + l + 1;
+    return NULL;
+}
+
+int main(void) {
+    ok(plan_path_ok("/a/b") && plan_path_ok("/"), "normalised absolute paths accepted");
+    ok(!plan_path_ok("a/b") && !plan_path_ok("/a/../b") && !plan_path_ok("/a//b") && !plan_path_ok("/a/") &&
+           !plan_path_ok("/a/./b") && !plan_path_ok(NULL),
+       "relative, '..', '.', empty components and trailing slashes refused");
+
+    char *argv[] = {"run", "--safe", "--pass-env", "GH_TOKEN", "--", "make", "-j2", NULL};
+    struct run_options o;
+    char *err = NULL;
+    ok(policy_parse_run(7, argv, &o, &err) == 0, "parse --safe");
+    char *environ_[] = {"PATH=/usr/bin:/bin", "HOME=/home/u", "AWS_SECRET_ACCESS_KEY=s3cr3t", "GH_TOKEN=tok",
+                        "LC_ALL=C.UTF-8", "TERM=xterm", NULL};
+    const char *rt[] = {"/home/u/.pyenv", "/opt/tool", "/usr/local/bin", "/home/u/ws/bin"};
+    const char *hf[] = {".gitconfig", ".ssh/config"};
+    struct access_rule acc[] = {{ACCESS_DENY, "/etc/ssl"}, {ACCESS_RW, "/srv/out"}};
+    struct plan_inputs in = {
+        .opts = &o, .environ = environ_, .home = "/home/u", .workspace = "/home/u/ws", .cwd = "/home/u/ws/src",
+        .uid = 1000, .gid = 1000, .runtime_dirs = rt, .n_runtime_dirs = 4, .home_files = hf, .n_home_files = 2,
+        .access = acc, .n_access = 2,
+    };
+    struct launch_plan p;
+    ok(plan_build(&in, &p, &err) == 0, "plan_build");
+    ok(find(&p, "/usr") && find(&p, "/usr")->kind == PLAN_BIND_RO && find(&p, "/etc")->kind == PLAN_BIND_RO,
+       "system hierarchies projected read-only");
+    ok(find(&p, "/home/u/ws") && find(&p, "/home/u/ws")->kind == PLAN_BIND_RW, "workspace read-write");
+    ok(find(&p, "/home/u") && find(&p, "/home/u")->kind == PLAN_TMPFS, "HOME is a private tmpfs");
+    ok(find(&p, "/tmp") && find(&p, "/tmp")->kind == PLAN_TMPFS, "/tmp is a private tmpfs");
+    ok(find(&p, "/home/u/.gitconfig") && find(&p, "/home/u/.gitconfig")->kind == PLAN_BIND_RO,
+       "allowlisted config projected read-only");
+    ok(!find(&p, "/home/u/.ssh/config"), "nothing under ~/.ssh is projected even if listed");
+    ok(find(&p, "/home/u/.pyenv") && find(&p, "/opt/tool"), "toolchain directories projected");
+    ok(!find(&p, "/usr/local/bin"), "directories under a projected hierarchy are not projected twice");
+    ok(!find(&p, "/home/u/ws/bin"), "nothing inside the workspace is projected around the overlay");
+    ok(!find(&p, "/home/u/.ssh") && !find(&p, "/home/u/ws/.ssh"), "HOME credentials outside the workspace are absent");
+    ok(find(&p, "/etc/ssl") && find(&p, "/etc/ssl")->kind == PLAN_HIDE && find(&p, "/srv/out")->kind == PLAN_BIND_RW,
+       "--access rules become mounts");
+    int sorted = 1;
+    for (size_t i = 1; i < p.n_mounts; i++)
+        sorted &= strcmp(p.mounts[i - 1].path, p.mounts[i].path) <= 0;
+    ok(sorted, "mounts are ordered parents before children");
+    is_str(env(&p, "GH_TOKEN"), "tok", "--pass-env variable handed over");
+    ok(env(&p, "AWS_SECRET_ACCESS_KEY") == NULL, "other variables dropped");
+    is_str(env(&p, "LC_ALL"), "C.UTF-8", "LC_* kept");
+    is_str(env(&p, "PWD"), "/home/u/ws/src", "PWD is the working directory");
+    ok(p.unshare_net && p.landlock && p.seccomp && p.uid == 1000, "network denied, Landlock and seccomp required");
+
+    json_t *j = plan_to_json(&p);
+    struct launch_plan q;
+    ok(j && plan_from_json(j, &q) == 0 && q.n_mounts == p.n_mounts && strcmp(q.cwd, p.cwd) == 0 &&
+           strcmp(q.argv[1], "-j2") == 0,
+       "JSON round trip");
+    plan_free(&q);
+    json_array_append_new(json_object_get(j, "mounts"), json_pack("{s:s, s:s, s:i}", "kind", "rw", "path",
+                                                                   "/home/u/../../etc", "size", 0));
+    ok(plan_from_json(j, &q) == -EINVAL, "a plan naming a non-normalised path is refused");
+    json_decref(j);
+    plan_free(&p);
+
+    /* Workspace == HOME: HOME's credentials are inside it and get covered. */
+    in.workspace = "/home/u";
+    in.cwd = "/home/u";
+    ok(plan_build(&in, &p, &err) == 0 && find(&p, "/home/u/.ssh") && find(&p, "/home/u/.ssh")->kind == PLAN_HIDE &&
+           find(&p, "/home/u/.netrc") && find(&p, "/home/u")->kind == PLAN_TMPFS,
+       "workspace == HOME: credential paths inside it are covered");
+    int ws_after_tmpfs = 0;
+    for (size_t i = 0; i + 1 < p.n_mounts; i++)
+        if (strcmp(p.mounts[i].path, "/home/u") == 0 && p.mounts[i].kind == PLAN_TMPFS &&
+            strcmp(p.mounts[i + 1].path, "/home/u") == 0 && p.mounts[i + 1].kind == PLAN_BIND_RW)
+            ws_after_tmpfs = 1;
+    ok(ws_after_tmpfs, "workspace == HOME: the workspace is mounted over the HOME tmpfs");
+    plan_free(&p);
+    in.workspace = "/home/u/ws";
+    in.cwd = "/home/u/ws/src";
+
+    struct access_rule bad[] = {{ACCESS_RW, "/home/u/ws/out"}};
+    in.access = bad;
+    in.n_access = 1;
+    err = NULL;
+    ok(plan_build(&in, &p, &err) == -EINVAL && err && strstr(err, "overlaps the workspace"),
+       "a read-write grant inside the workspace is refused");
+    free(err);
+
+    char buf[256];
+    is_str(plan_home_runtime_root("/home/u", "/home/u/.nvm/versions/node/bin", buf, sizeof buf), "/home/u/.nvm",
+           "a tool under HOME projects its top directory");
+    ok(plan_home_runtime_root("/home/u", "/home/u/.ssh/bin", buf, sizeof buf) == NULL, "never a credential dir");
+    is_str(plan_home_runtime_root("/home/u", "/home/u/.local/bin", buf, sizeof buf), "/home/u/.local/bin",
+           ".local is projected only as far as the PATH entry");
+    ok(plan_home_runtime_root("/home/u", "/home/u/.local/state/pvisor/x", buf, sizeof buf) == NULL,
+       "pvisor's own state is never projected");
+    return tap_done();
+}
