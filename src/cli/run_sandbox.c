@@ -207,7 +207,23 @@ int sandbox_prepare(struct run_context *ctx, struct sandbox *ret_sb, char **ret_
         rules[n_rules++] = (struct access_rule){.kind = ctx->opts->access[i].kind, .path = resolved[i]};
     }
 
+    /* The agent socket lives in the run directory (private to the user). */
+    _cleanup_free_ char *sock = path_join(ctx->run_dir, "agent.sock");
+    json_t *status = json_pack("{s:s, s:s, s:s?, s:s}", "run_id", ctx->run_id, "workspace", ctx->workspace,
+                               "stage", json_string_value(json_object_get(json_object_get(ctx->bundle, "stage"), "path")),
+                               "state", "running");
+    _cleanup_free_ char *status_s = status ? json_dumps(status, JSON_COMPACT) : NULL;
+    json_decref(status);
+    int ar = sock && status_s ? agent_socket_open(sock, status_s, &sb.agent) : -ENOMEM;
+    if (ar < 0) {
+        char w[300];
+        snprintf(w, sizeof w, "no agent socket for this run (%s: %s)", sock ? sock : "?", strerror(-ar));
+        bundle_add_warning(ctx->bundle, w);
+        sb.agent = NULL;
+    }
+
     struct plan_inputs in = {
+        .agent_socket = sb.agent ? sock : NULL,
         .access = rules,
         .n_access = n_rules,
         .opts = ctx->opts,
@@ -345,6 +361,12 @@ void sandbox_release(struct sandbox *sb) {
     sb->plan_fd = sb->sync_r = sb->sync_w = sb->go_r = sb->go_w = -1;
     json_decref(sb->report);
     sb->report = NULL;
+    if (sb->agent && sb->ctx) {
+        json_t *a = json_pack("{s:b, s:i}", "available", 1, "requests", (int)agent_socket_requests(sb->agent));
+        bundle_set_json(sb->ctx->bundle, "agent_socket", a);
+    }
+    agent_socket_close(sb->agent);
+    sb->agent = NULL;
     plan_free(&sb->plan);
 }
 

@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include "cli/run.h"
+#include "agent/agent_socket.h"
 #include "policy/plan.h"
 
 struct sandbox {
@@ -19,6 +20,7 @@ struct sandbox {
     bool exec_failed; /* controls were installed but exec of the command failed */
     const char *refused; /* set when the supervisor refused to let the command run */
     struct run_context *ctx;
+    struct agent_socket *agent; /* the Run-scoped agent socket, or NULL */
 };
 
 int sandbox_prepare(struct run_context *ctx, struct sandbox *ret_sb, char **ret_error);

@@ -110,6 +110,9 @@ static int start_overlay(pid_t child, void *userdata) {
     int r = overlay_start(&p, &st->ov);
     if (r < 0)
         st->start_error = r;
+    /* Threads start only now, after the fork (see exec.h). */
+    if (r >= 0 && st->sb && st->sb->agent && (r = agent_socket_start(st->sb->agent)) < 0)
+        st->start_error = r;
     return r;
 }
 

@@ -151,6 +151,8 @@ static int build_env(const struct plan_inputs *in, struct launch_plan *p) {
         r = env_push(&p->envp, &n, "PWD", in->cwd);
     if (r >= 0)
         r = env_push(&p->envp, &n, "TMPDIR", "/tmp");
+    if (r >= 0 && in->agent_socket)
+        r = env_push(&p->envp, &n, "PVISOR_AGENT_SOCKET", in->agent_socket);
     if (r >= 0 && !env_get(in->environ, "PATH"))
         r = env_push(&p->envp, &n, "PATH", "/usr/local/bin:/usr/bin:/bin");
     return r;
@@ -226,6 +228,8 @@ int plan_build(const struct plan_inputs *in, struct launch_plan *ret_plan, char 
     }
     if (r >= 0)
         r = plan_add_mount(&p, PLAN_BIND_RW, in->workspace, 0);
+    if (r >= 0 && in->agent_socket)
+        r = plan_add_mount(&p, PLAN_BIND_RW, in->agent_socket, 0);
     /* User rules.  A read-write grant inside the workspace would bypass the
      * stage, and one covering it would expose the real workspace: refused. */
     for (size_t i = 0; i < in->n_access && r >= 0; i++) {

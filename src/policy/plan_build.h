@@ -26,6 +26,9 @@ struct plan_inputs {
      * normalised), in the order given. */
     const struct access_rule *access;
     size_t n_access;
+    /* The Run-scoped agent socket (projected, and named in
+     * PVISOR_AGENT_SOCKET), or NULL. */
+    const char *agent_socket;
     /* Config files under HOME that exist (relative to HOME). */
     const char *const *home_files;
     size_t n_home_files;

@@ -257,6 +257,42 @@ int main(int argc, char **argv) {
         }
         return escaped("variable present: ", v);
     }
+    if (!strcmp(a, "agent") && argc == 3) { /* REQUEST: one line to $PVISOR_AGENT_SOCKET, print the reply */
+        const char *path = getenv("PVISOR_AGENT_SOCKET");
+        if (!path) {
+            errno = ENOENT;
+            return blocked("PVISOR_AGENT_SOCKET unset");
+        }
+        int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        strncpy(sa.sun_path, path, sizeof sa.sun_path - 1);
+        if (connect(s, (struct sockaddr *)&sa, sizeof sa) < 0)
+            return blocked("connect to the agent socket");
+        size_t len = strlen(argv[2]);
+        if (strcmp(argv[2], "LONG") == 0) { /* an over-long line: expect to be dropped */
+            static char big[8192];
+            memset(big, 'x', sizeof big);
+            (void)!write(s, big, sizeof big);
+        } else {
+            (void)!write(s, argv[2], len);
+            (void)!write(s, "\n", 1);
+        }
+        char buf[4096];
+        size_t got = 0;
+        while (got < sizeof buf - 1 && (got == 0 || buf[got - 1] != '\n')) {
+            ssize_t n = read(s, buf + got, sizeof buf - 1 - got);
+            if (n <= 0)
+                break;
+            got += (size_t)n;
+        }
+        if (got == 0) {
+            printf("DISCONNECTED\n");
+            return 1;
+        }
+        buf[got] = '\0';
+        fputs(buf, stdout);
+        return 0;
+    }
     if (!strcmp(a, "socketpair") && argc == 2) {
         int sv[2];
         if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0)

@@ -221,3 +221,14 @@ mkdir -p "$W/sub"
 eq "$rc $rc2" "2 2" "--allow-write inside the workspace (or missing) is a usage error"
 "$PVISOR" run --safe --workspace "$W" --access "ro:$T" -- true 2>/dev/null; eq $? 2 "--access ro: of a parent of the workspace is refused"
 "$PVISOR" run --workspace "$W" --access "ro:$H" -- true 2>/dev/null; eq $? 2 "--access without a sandbox is a usage error"
+
+# --- the Run-scoped agent socket: reachable, and the only host socket ---------------
+out=$("$PVISOR" run --safe --stage "$T/sag" --workspace "$W" -- sh -c "
+    ./probe-bin agent ping; ./probe-bin agent status; ./probe-bin agent 'checkpoint mine'; ./probe-bin agent LONG; ./probe-bin agent ping" 2>&1)
+eq "$(echo "$out" | sed -n 1p)" pong "agent socket: ping answers pong"
+id=$(latest_run)
+eq "$(echo "$out" | sed -n 2p | jq -r '.run_id + " " + .state')" "$id running" "agent socket: status names this run"
+case "$(echo "$out" | sed -n 3p)" in "error unsupported"*) ok "agent socket: live checkpoint is refused, not faked";; *) not_ok "agent socket: checkpoint reply"; diag "$out";; esac
+eq "$(echo "$out" | sed -n 4,5p | tr '\n' ' ')" "DISCONNECTED pong " "agent socket: an over-long line drops that client only"
+eq "$(jq -r '.agent_socket.requests' "$XDG_STATE_HOME/pvisor/runs/$id/bundle.json")" 4 "the Bundle counts the agent socket's requests"
+check "the agent socket is gone after the run" test ! -e "$XDG_STATE_HOME/pvisor/runs/$id/agent.sock"

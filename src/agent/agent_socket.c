@@ -1,0 +1,201 @@
+/* agent_socket.c: see agent_socket.h. */
+#include "agent/agent_socket.h"
+#include "util/cleanup.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+struct client {
+    int fd;
+    size_t len;
+    char buf[AGENT_LINE_MAX];
+};
+
+struct agent_socket {
+    int listen_fd;
+    int stop_fd;        /* eventfd: written once to stop the thread */
+    char *path;
+    char *status_json;  /* immutable after open */
+    pthread_t thread;
+    bool started;
+    bool bound;         /* we created the socket file (and so remove it) */
+    atomic_uint requests;
+    struct client clients[AGENT_MAX_CLIENTS]; /* only the thread touches these */
+};
+
+const char *agent_socket_reply(const char *line, const char *status_json) {
+    if (strcmp(line, "ping") == 0)
+        return "pong";
+    if (strcmp(line, "status") == 0)
+        return status_json;
+    if (strcmp(line, "checkpoint") == 0 || strncmp(line, "checkpoint ", 11) == 0)
+        return "error unsupported: checkpoints of a live run are not available in this version; "
+               "run 'pvisor checkpoint' after the run";
+    return "error unknown request (try: ping, status, checkpoint [NAME])";
+}
+
+int agent_socket_open(const char *path, const char *status_json, struct agent_socket **ret) {
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof sa.sun_path)
+        return -ENAMETOOLONG;
+    strcpy(sa.sun_path, path);
+    struct agent_socket *a = calloc(1, sizeof *a);
+    if (!a)
+        return -ENOMEM;
+    a->listen_fd = a->stop_fd = -1;
+    for (int i = 0; i < AGENT_MAX_CLIENTS; i++)
+        a->clients[i].fd = -1;
+    int r = -ENOMEM;
+    if (!(a->path = strdup(path)) || !(a->status_json = strdup(status_json)))
+        goto fail;
+    a->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    a->stop_fd = eventfd(0, EFD_CLOEXEC);
+    if (a->listen_fd < 0 || a->stop_fd < 0) {
+        r = -errno;
+        goto fail;
+    }
+    mode_t old = umask(0177); /* 0600: only the invoking user */
+    int b = bind(a->listen_fd, (struct sockaddr *)&sa, sizeof sa);
+    umask(old);
+    if (b < 0) {
+        r = -errno;
+        goto fail;
+    }
+    a->bound = true;
+    if (listen(a->listen_fd, 8) < 0) {
+        r = -errno;
+        goto fail;
+    }
+    *ret = a;
+    return 0;
+fail:
+    agent_socket_close(a);
+    return r;
+}
+
+static void drop_client(struct client *c) {
+    close(c->fd);
+    c->fd = -1;
+    c->len = 0;
+}
+
+/* Read what is available; answer every complete line. */
+static void serve_client(struct agent_socket *a, struct client *c) {
+    ssize_t n = read(c->fd, c->buf + c->len, sizeof c->buf - c->len);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        return;
+    if (n <= 0) {
+        drop_client(c);
+        return;
+    }
+    c->len += (size_t)n;
+    char *nl;
+    while ((nl = memchr(c->buf, '\n', c->len))) {
+        *nl = '\0';
+        if (nl > c->buf && nl[-1] == '\r')
+            nl[-1] = '\0';
+        const char *reply = agent_socket_reply(c->buf, a->status_json);
+        atomic_fetch_add(&a->requests, 1);
+        size_t rl = strlen(reply);
+        char out[AGENT_LINE_MAX + 2];
+        if (rl > AGENT_LINE_MAX)
+            rl = AGENT_LINE_MAX;
+        memcpy(out, reply, rl);
+        out[rl++] = '\n';
+        /* Replies are small; a client that does not read them is dropped. */
+        if (send(c->fd, out, rl, MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)rl) {
+            drop_client(c);
+            return;
+        }
+        size_t used = (size_t)(nl - c->buf) + 1;
+        memmove(c->buf, nl + 1, c->len - used);
+        c->len -= used;
+    }
+    if (c->len == sizeof c->buf) /* an over-long line */
+        drop_client(c);
+}
+
+static void *serve(void *arg) {
+    struct agent_socket *a = arg;
+    for (;;) {
+        struct pollfd p[2 + AGENT_MAX_CLIENTS];
+        int map[2 + AGENT_MAX_CLIENTS];
+        nfds_t n = 0;
+        p[n++] = (struct pollfd){.fd = a->stop_fd, .events = POLLIN};
+        p[n++] = (struct pollfd){.fd = a->listen_fd, .events = POLLIN};
+        for (int i = 0; i < AGENT_MAX_CLIENTS; i++)
+            if (a->clients[i].fd >= 0) {
+                map[n] = i;
+                p[n++] = (struct pollfd){.fd = a->clients[i].fd, .events = POLLIN};
+            }
+        if (poll(p, n, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        if (p[0].revents)
+            break;
+        if (p[1].revents & POLLIN) {
+            int fd = accept4(a->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+            if (fd >= 0) {
+                int slot = -1;
+                for (int i = 0; i < AGENT_MAX_CLIENTS && slot < 0; i++)
+                    if (a->clients[i].fd < 0)
+                        slot = i;
+                if (slot < 0)
+                    close(fd); /* too many clients */
+                else
+                    a->clients[slot] = (struct client){.fd = fd};
+            }
+        }
+        for (nfds_t k = 2; k < n; k++)
+            if (p[k].revents)
+                serve_client(a, &a->clients[map[k]]);
+    }
+    return NULL;
+}
+
+int agent_socket_start(struct agent_socket *a) {
+    int r = pthread_create(&a->thread, NULL, serve, a);
+    if (r)
+        return -r;
+    a->started = true;
+    return 0;
+}
+
+unsigned agent_socket_requests(struct agent_socket *a) {
+    return a ? atomic_load(&a->requests) : 0;
+}
+
+void agent_socket_close(struct agent_socket *a) {
+    if (!a)
+        return;
+    if (a->started) {
+        uint64_t one = 1;
+        (void)!write(a->stop_fd, &one, sizeof one);
+        pthread_join(a->thread, NULL);
+    }
+    for (int i = 0; i < AGENT_MAX_CLIENTS; i++)
+        if (a->clients[i].fd >= 0)
+            close(a->clients[i].fd);
+    if (a->listen_fd >= 0)
+        close(a->listen_fd);
+    if (a->bound)
+        unlink(a->path);
+    if (a->stop_fd >= 0)
+        close(a->stop_fd);
+    free(a->path);
+    free(a->status_json);
+    free(a);
+}
