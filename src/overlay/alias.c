@@ -28,6 +28,7 @@
 
 #include "overlay/ov-internal.h"
 #include "util/cleanup.h"
+#include "util/util.h"
 
 #define ALIAS_MAX (1u << 20)
 
@@ -52,14 +53,9 @@ static int alias_push(struct ov *ov, uint64_t ino, const char *path) {
 static int walk_lower(struct ov *ov, int dfd, const char *prefix, unsigned depth) {
     if (depth > 4096)
         return 0;
-    int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    _cleanup_closedir_ DIR *d = fdopendir(fd);
-    if (!d) {
-        close(fd);
-        return -errno;
-    }
+    _cleanup_closedir_ DIR *d = NULL;
+    if (opendir_at(dfd, ".", &d) < 0)
+        return 0; /* unreadable lower directory: no aliases to find there */
     struct dirent *de;
     while ((de = readdir(d))) {
         if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))

@@ -32,6 +32,7 @@
 
 #include "overlay/ov-internal.h"
 #include "util/cleanup.h"
+#include "util/util.h"
 
 #define COPY_CHUNK (1 << 20)
 
@@ -535,14 +536,9 @@ static int make_self_contained(struct ov *ov, int dfd) {
     int r = ov_set_opaque(dfd, NULL);
     if (r < 0)
         return r;
-    int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    _cleanup_closedir_ DIR *d = fdopendir(fd);
-    if (!d) {
-        close(fd);
-        return -errno;
-    }
+    _cleanup_closedir_ DIR *d = NULL;
+    if ((r = opendir_at(dfd, ".", &d)) < 0)
+        return r;
     struct dirent *de;
     while ((de = readdir(d))) {
         if (de->d_type != DT_CHR && de->d_type != DT_UNKNOWN)
@@ -566,11 +562,10 @@ static int copy_tree_rec(struct ov *ov, int dfd, const char *relpath, const char
     int lfd = ov_lower_open(ov, relpath, O_RDONLY | O_DIRECTORY);
     if (lfd < 0)
         return lfd == -ENOENT ? make_self_contained(ov, dfd) : lfd;
-    _cleanup_closedir_ DIR *d = fdopendir(lfd);
-    if (!d) {
-        close(lfd);
-        return -errno;
-    }
+    _cleanup_closedir_ DIR *d = NULL;
+    int rd = fd_opendir(lfd, &d);
+    if (rd < 0)
+        return rd;
     struct dirent *de;
     while ((de = readdir(d))) {
         if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))

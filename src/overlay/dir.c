@@ -16,6 +16,7 @@
 
 #include "overlay/ov-internal.h"
 #include "util/cleanup.h"
+#include "util/util.h"
 
 #define OV_MAX_DIR_ENTRIES (1u << 24)
 
@@ -82,14 +83,10 @@ static mode_t dtype_to_mode(unsigned char t) {
 }
 
 static int read_dir(int dir_fd, bool upper, struct ov *ov, struct dvec *dv) {
-    int fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    _cleanup_closedir_ DIR *d = fdopendir(fd);
-    if (!d) {
-        close(fd);
-        return -errno;
-    }
+    _cleanup_closedir_ DIR *d = NULL;
+    int rd = opendir_at(dir_fd, ".", &d);
+    if (rd < 0)
+        return rd;
     struct dirent *de;
     errno = 0;
     while ((de = readdir(d))) {
@@ -194,14 +191,10 @@ int ov_dir_is_empty(struct ov *ov, struct ov_node *n) {
 /* Remove the whiteouts in the upper dir dir_fd/name; -ENOTEMPTY if it holds
  * anything else. */
 int ov_upper_clear_whiteouts(struct ov *ov, int dir_fd, const char *name) {
-    int fd = openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    _cleanup_closedir_ DIR *d = fdopendir(fd);
-    if (!d) {
-        close(fd);
-        return -errno;
-    }
+    _cleanup_closedir_ DIR *d = NULL;
+    int rd = opendir_at(dir_fd, name, &d);
+    if (rd < 0)
+        return rd;
     struct dirent *de;
     while ((de = readdir(d))) {
         if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))

@@ -27,6 +27,7 @@
 
 #include "stage/stage-internal.h"
 #include "util/cleanup.h"
+#include "util/util.h"
 
 const char *stage_state_name(enum stage_state s) {
     switch (s) {
@@ -114,14 +115,10 @@ static bool exists_at(int dir_fd, const char *name) {
 
 /* Is the directory (relative to dir_fd) empty?  1 yes, 0 no, -errno. */
 static int dir_is_empty(int dir_fd, const char *name) {
-    int fd = openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0)
-        return -errno;
-    _cleanup_closedir_ DIR *d = fdopendir(fd);
-    if (!d) {
-        close(fd);
-        return -errno;
-    }
+    _cleanup_closedir_ DIR *d = NULL;
+    int rd = opendir_at(dir_fd, name, &d);
+    if (rd < 0)
+        return rd;
     struct dirent *de;
     while ((de = readdir(d)))
         if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
@@ -138,14 +135,10 @@ static off_t size_at(int dir_fd, const char *name) {
 
 /* Remove everything below dir_fd (not dir_fd itself), no symlink following. */
 static int remove_contents(int dir_fd) {
-    int fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    _cleanup_closedir_ DIR *d = fdopendir(fd);
-    if (!d) {
-        close(fd);
-        return -errno;
-    }
+    _cleanup_closedir_ DIR *d = NULL;
+    int rd = opendir_at(dir_fd, ".", &d);
+    if (rd < 0)
+        return rd;
     struct dirent *de;
     while ((de = readdir(d))) {
         if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
@@ -405,14 +398,10 @@ int stage_open_for_run(const char *path, const char *workspace_abs, const char *
 /* fsync every directory and regular file below fd (syncfs covers data on
  * most file systems, but fsync per object is what POSIX promises). */
 static int sync_tree(int fd) {
-    int dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0)
-        return -errno;
-    _cleanup_closedir_ DIR *d = fdopendir(dfd);
-    if (!d) {
-        close(dfd);
-        return -errno;
-    }
+    _cleanup_closedir_ DIR *d = NULL;
+    int rd = opendir_at(fd, ".", &d);
+    if (rd < 0)
+        return rd;
     struct dirent *de;
     while ((de = readdir(d))) {
         if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))

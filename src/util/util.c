@@ -261,3 +261,23 @@ int close_all_fds_except(int lowfd, const int *keep, size_t n_keep) {
         lo = next + 1;
     }
 }
+
+int fd_opendir(int fd, DIR **ret_dir) {
+    if (fd < 0)
+        return -EBADF;
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        int r = -errno;
+        close(fd);
+        return r;
+    }
+    *ret_dir = d;
+    return 0;
+}
+
+int opendir_at(int dir_fd, const char *name, DIR **ret_dir) {
+    int fd = openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return -errno;
+    return fd_opendir(fd, ret_dir);
+}

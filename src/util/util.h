@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <dirent.h>
 #include <sys/types.h>
 
 /* Join a and b with one '/', malloc'd. NULL on ENOMEM. */
@@ -40,6 +41,15 @@ int write_file_atomic(int dirfd, const char *name, const void *data, size_t len,
 /* Read a whole (small, < limit) file relative to dirfd into a NUL-terminated
  * malloc'd buffer, without following a final symlink. */
 int read_file_at(int dirfd, const char *name, size_t limit, char **ret_buf, size_t *ret_len);
+
+/* Open the directory name (relative to dir_fd; "." for dir_fd itself) for
+ * reading, without following a final symlink, as a DIR stream.  On
+ * failure nothing is left open. */
+int opendir_at(int dir_fd, const char *name, DIR **ret_dir);
+
+/* Wrap an open directory descriptor in a DIR stream, taking ownership of
+ * fd (closed on failure too). */
+int fd_opendir(int fd, DIR **ret_dir);
 
 /* Move fd to a descriptor >= 3 if it is 0..2 (so dup2 of stdio cannot clobber it). */
 int fd_move_above_stdio(int fd);
