@@ -108,16 +108,21 @@ static int loopback_up(void) {
     return 0;
 }
 
+/* The signals L and I relay to their child, plus SIGCHLD. */
+static void relayed_signals(sigset_t *ret_mask) {
+    sigemptyset(ret_mask);
+    sigaddset(ret_mask, SIGINT);
+    sigaddset(ret_mask, SIGTERM);
+    sigaddset(ret_mask, SIGHUP);
+    sigaddset(ret_mask, SIGQUIT);
+    sigaddset(ret_mask, SIGCHLD);
+}
+
 /* Wait for child, relaying termination signals to it; returns its wait
  * status.  Other children (orphans re-parented to PID 1) are reaped. */
 static int relay_and_wait(pid_t child) {
     sigset_t mask;
-    sigemptyset(&mask);
-    sigaddset(&mask, SIGINT);
-    sigaddset(&mask, SIGTERM);
-    sigaddset(&mask, SIGHUP);
-    sigaddset(&mask, SIGQUIT);
-    sigaddset(&mask, SIGCHLD);
+    relayed_signals(&mask);
     int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
     if (sfd < 0)
         return 125 << 8;
@@ -350,12 +355,7 @@ int launch_main(int argc, char **argv) {
     /* Signals are relayed through signalfds; block them for the whole
      * chain (A unblocks before exec). */
     sigset_t mask;
-    sigemptyset(&mask);
-    sigaddset(&mask, SIGINT);
-    sigaddset(&mask, SIGTERM);
-    sigaddset(&mask, SIGHUP);
-    sigaddset(&mask, SIGQUIT);
-    sigaddset(&mask, SIGCHLD);
+    relayed_signals(&mask);
     sigprocmask(SIG_BLOCK, &mask, NULL);
 
     int flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | (p.unshare_net ? CLONE_NEWNET : 0);
