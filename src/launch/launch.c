@@ -253,8 +253,6 @@ static _Noreturn void become_command(const struct launch_plan *p) {
         if ((r = write_file("/proc/self/gid_map", map)) < 0)
             fail("writing the command's gid_map", r);
     }
-    if ((r = set_rlimit(RLIMIT_CORE, 0)) < 0 && (r = set_rlimit(RLIMIT_CORE, 0)) < 0)
-        fail("setrlimit(RLIMIT_CORE)", r);
     struct rlimit core0 = {0, 0};
     if (setrlimit(RLIMIT_CORE, &core0) < 0)
         fail("setrlimit(RLIMIT_CORE)", errno);
