@@ -34,6 +34,8 @@ void ov_op_init(void *userdata, struct fuse_conn_info *conn) {
         conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
     if (conn->capable & FUSE_CAP_AUTO_INVAL_DATA)
         conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
+    struct ov *ov = userdata;
+    atomic_store(&ov->auto_inval, (conn->want & FUSE_CAP_AUTO_INVAL_DATA) != 0);
 }
 
 void ov_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
@@ -301,7 +303,14 @@ void ov_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
     }
     fh->fd = fd;
     fi->fh = (uint64_t)(uintptr_t)fh;
-    fi->keep_cache = 0;
+    /* Keep the page cache across opens of a file with one name: the kernel
+     * drops it when a getattr shows another mtime or size
+     * (FUSE_CAP_AUTO_INVAL_DATA), so a host edit of a lower file shows up
+     * within the attribute timeout, as the attributes do.  Hard-linked
+     * files are several kernel inodes here (one per name), so their cache
+     * could go stale through another name: never kept. */
+    struct stat fst;
+    fi->keep_cache = fstat(fd, &fst) == 0 && S_ISREG(fst.st_mode) && fst.st_nlink == 1 && ov_auto_inval(ov);
     fi->direct_io = 0;
     if (fuse_reply_open(req, fi) == -ENOENT) {
         close(fd); /* interrupted: the kernel will not release it */

@@ -91,6 +91,7 @@ struct ov {
     size_t n_aliases, cap_aliases; /* ns write lock */
     bool aliases_built;       /* ns write lock */
 
+    atomic_bool auto_inval; /* set once at FUSE init: the kernel drops stale page cache on mtime change */
     atomic_uint_fast64_t copy_ups, whiteouts, tmp_seq;
     atomic_int_fast64_t upper_bytes, upper_inodes;
 
@@ -106,6 +107,7 @@ struct ov_fh {              /* one per open file; immutable after open, freed at
 
 /* inode.c */
 struct ov *ov_from_req(fuse_req_t req);
+static inline bool ov_auto_inval(struct ov *ov) { return atomic_load(&ov->auto_inval); }
 struct ov_node *ov_node_of(struct ov *ov, fuse_ino_t ino);
 int ov_node_path(struct ov *ov, struct ov_node *n, char **ret_path);
 int ov_child_path(struct ov *ov, struct ov_node *parent, const char *name, char **ret_path);
