@@ -64,7 +64,8 @@ static void print_features(const struct host_probe *p) {
 static void print_executor(const struct executor_readiness *r) {
     char label[16];
     (void)snprintf(label, sizeof label, "%s:", r->name);
-    printf("%-6s plain runs: %s; --safe: %s", label, r->ready_plain ? "yes" : "no", r->ready_safe ? "yes" : "no");
+    printf("%-6s plain runs: %s; --stage: %s; --safe: %s", label, r->ready_plain ? "yes" : "no",
+           r->ready_stage ? "yes" : "no", r->ready_safe ? "yes" : "no");
     const char *sep = " — ";
     if (r->reason) {
         printf("%s%s", sep, r->reason);

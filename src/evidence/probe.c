@@ -1188,6 +1188,10 @@ void executor_readiness_compute(const struct host_probe *p, enum probe_executor 
     r->host_features_ready = c.safe_ok;
     r->ready_plain = r->implemented && r->host_features_plain;
     r->ready_safe = r->safe_implemented && r->host_features_ready;
+    /* Staged runs: the FUSE overlay, mounted in a private mount namespace
+     * (inside a user namespace unless root). */
+    r->ready_stage = kind == PROBE_EXECUTOR_HOST && PVISOR_HOST_SAFE_IMPLEMENTED && p->fuse.usable.ok &&
+                     (p->euid == 0 || (p->userns.userns.ok && p->userns.mount_ns.ok));
     if (!r->implemented)
         r->reason = plain_reason;
     else if (!r->safe_implemented)
@@ -1208,8 +1212,9 @@ json_t *executor_readiness_to_json(const struct executor_readiness *r) {
         return NULL;
     }
     /* json_pack steals "o" references even on failure. */
-    return json_pack("{s:b, s:b, s:b, s:b, s:b, s:b, s:o, s:o, s:o, s:o}",
+    return json_pack("{s:b, s:b, s:b, s:b, s:b, s:b, s:b, s:o, s:o, s:o, s:o}",
                      "implemented", r->implemented,
+                     "ready_stage", r->ready_stage,
                      "safe_implemented", r->safe_implemented,
                      "ready_plain", r->ready_plain,
                      "ready_safe", r->ready_safe,

@@ -166,6 +166,8 @@ struct executor_readiness {
     bool host_features_plain;         /* this host has what a plain run needs */
     bool host_features_ready;         /* this host has everything --safe needs */
     bool ready_plain;                 /* implemented && host_features_plain */
+    bool ready_stage;                 /* --stage works here: overlay built, /dev/fuse usable, and
+                                         (root, or user + mount namespaces) */
     bool ready_safe;                  /* safe_implemented && host_features_ready */
     /* Why ready_plain/ready_safe is false although the host may be fine
      * ("not implemented in pvisor X"); NULL otherwise. Static string. */

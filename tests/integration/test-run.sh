@@ -156,6 +156,8 @@ eq "$(jq -r '.executors.host.ready_plain' doc.json)" true "doctor: plain host ru
 mkdir -p "$T/safews"
 if "$PVISOR" run --safe --workspace "$T/safews" -- true >/dev/null 2>&1; then safe_works=true; else safe_works=false; fi
 eq "$(jq -r '.executors.host.ready_safe' doc.json)" "$safe_works" "doctor's host --safe readiness matches whether --safe actually runs here"
+if "$PVISOR" run --stage "$T/docstage" --workspace "$T/safews" -- true >/dev/null 2>&1; then stage_works=true; else stage_works=false; fi
+eq "$(jq -r '.executors.host.ready_stage' doc.json)" "$stage_works" "doctor's --stage readiness matches whether --stage actually runs here"
 eq "$(jq -r '.executors.oci.implemented, .executors.vm.implemented' doc.json | tr '\n' ' ')" "false false " "doctor: oci and vm are reported as not implemented"
 eq "$(jq -S .features doc.json | jq -r 'keys | join(",")')" \
    "$(jq -S .kernel_features "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json" | jq -r 'keys | join(",")')" \
