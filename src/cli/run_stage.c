@@ -86,7 +86,7 @@ static int enter_private_namespace(bool sandbox, const char **ret_what) {
             return r;
     }
     *ret_what = "making mounts private";
-    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+    if (mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) < 0)
         return -errno;
     return 0;
 }

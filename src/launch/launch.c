@@ -359,7 +359,7 @@ int launch_main(int argc, char **argv) {
     int flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | (p.unshare_net ? CLONE_NEWNET : 0);
     if (unshare(flags) < 0)
         fail("unshare(mount, pid, ipc, uts, net namespaces)", errno);
-    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+    if (mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) < 0)
         fail("making mounts private", errno);
 
     int sp[2];

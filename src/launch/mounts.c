@@ -171,7 +171,7 @@ static int attach(const char *root, const struct plan_mount *m, struct source *s
                 return *ret_step = "creating the empty file that hides files", -errno;
             close(fd);
             if (mount(empty, target, NULL, MS_BIND, NULL) < 0 ||
-                mount(NULL, target, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+                mount("none", target, "none", MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
                 return *ret_step = "covering a hidden file", -errno;
             return 0;
         }
