@@ -19,6 +19,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -169,12 +170,86 @@ static void gather_runtime(const struct run_context *ctx, const char *home, stru
             add_runtime_dir(l, home, d);
 }
 
+static bool inside(const char *a, const char *b) {
+    size_t l = strlen(b);
+    return strcmp(b, "/") == 0 || (strncmp(a, b, l) == 0 && (a[l] == '\0' || a[l] == '/'));
+}
+
+/* HOME as a copy-on-write view: every write the command makes there goes
+ * to a throwaway stage in the run directory, removed at exit.  Not used
+ * when HOME is inside the workspace (the workspace is that view already). */
+static int prepare_home_view(struct run_context *ctx, const char *home, struct sandbox *sb) {
+    struct stat st;
+    if (strcmp(home, "/") == 0 || inside(home, ctx->workspace) || stat(home, &st) < 0 || !S_ISDIR(st.st_mode))
+        return 0;
+    sb->home_view = path_join(ctx->run_dir, "home-view");
+    sb->home_stage_path = path_join(ctx->run_dir, "home-stage");
+    if (!sb->home_view || !sb->home_stage_path)
+        return -ENOMEM;
+    if (mkdir(sb->home_view, 0700) < 0)
+        return -errno;
+    int fd = open(home, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    int r = stage_open_for_run(sb->home_stage_path, home, ctx->run_id, STAGE_DURABILITY_CHECKPOINT, &sb->home_stage);
+    if (r < 0) {
+        close(fd);
+        return r;
+    }
+    sb->home_fd = fd;
+    return 0;
+}
+
+int sandbox_start_home(struct sandbox *sb) {
+    if (sb->home_fd < 0)
+        return 0;
+    struct overlay_params p = {
+        .lower_fd = sb->home_fd,
+        .stage = sb->home_stage,
+        .mountpoint = sb->home_view,
+    };
+    return overlay_start(&p, &sb->home_ov);
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+    (void)st;
+    (void)ftw;
+    return (flag == FTW_DP ? rmdir(path) : unlink(path)) < 0 && errno != ENOENT ? -1 : 0;
+}
+
+/* Unmount the view, forget its stage: HOME writes are discarded. */
+static void release_home_view(struct sandbox *sb) {
+    overlay_stop(sb->home_ov);
+    sb->home_ov = NULL;
+    stage_free(sb->home_stage);
+    sb->home_stage = NULL;
+    if (sb->home_fd >= 0) {
+        close(sb->home_fd);
+        sb->home_fd = -1;
+        /* Our own directory; FTW_PHYS: never follow what the command made. */
+        if (nftw(sb->home_stage_path, rm_entry, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) < 0 && sb->ctx)
+            bundle_add_warning(sb->ctx->bundle, "the discarded HOME view's stage could not be removed completely");
+        rmdir(sb->home_view);
+    }
+    free(sb->home_view);
+    free(sb->home_stage_path);
+    sb->home_view = sb->home_stage_path = NULL;
+}
+
 int sandbox_prepare(struct run_context *ctx, struct sandbox *ret_sb, char **ret_error) {
-    struct sandbox sb = {.plan_fd = -1, .sync_r = -1, .sync_w = -1, .go_r = -1, .go_w = -1, .ctx = ctx};
+    struct sandbox sb = {.plan_fd = -1, .sync_r = -1, .sync_w = -1, .go_r = -1, .go_w = -1, .ctx = ctx,
+                         .home_fd = -1};
     _cleanup_free_ char *home = NULL;
     const char *h = getenv("HOME");
     if (h && h[0] == '/')
         home = realpath(h, NULL);
+    int r = 0;
+    if (home && (r = prepare_home_view(ctx, home, &sb)) < 0) {
+        if (asprintf(ret_error, "cannot prepare the copy-on-write view of HOME (%s): %s", home, strerror(-r)) < 0)
+            *ret_error = NULL;
+        sandbox_release(&sb);
+        return r;
+    }
 
     struct dirlist rt = {0};
     gather_runtime(ctx, home, &rt);
@@ -192,7 +267,6 @@ int sandbox_prepare(struct run_context *ctx, struct sandbox *ret_sb, char **ret_
     struct access_rule rules[POLICY_MAX_ACCESS];
     char *resolved[POLICY_MAX_ACCESS] = {0};
     size_t n_rules = 0;
-    int r = 0;
     for (int i = 0; i < ctx->opts->n_access; i++) {
         resolved[i] = realpath(ctx->opts->access[i].path, NULL);
         if (!resolved[i]) {
@@ -224,6 +298,7 @@ int sandbox_prepare(struct run_context *ctx, struct sandbox *ret_sb, char **ret_
 
     struct plan_inputs in = {
         .agent_socket = sb.agent ? sock : NULL,
+        .home_view = sb.home_fd >= 0 ? sb.home_view : NULL,
         .access = rules,
         .n_access = n_rules,
         .opts = ctx->opts,
@@ -367,6 +442,7 @@ void sandbox_release(struct sandbox *sb) {
     }
     agent_socket_close(sb->agent);
     sb->agent = NULL;
+    release_home_view(sb);
     plan_free(&sb->plan);
 }
 

@@ -8,6 +8,8 @@
 
 #include "cli/run.h"
 #include "agent/agent_socket.h"
+#include "overlay/overlay.h"
+#include "stage/stage.h"
 #include "policy/plan.h"
 
 struct sandbox {
@@ -21,6 +23,12 @@ struct sandbox {
     const char *refused; /* set when the supervisor refused to let the command run */
     struct run_context *ctx;
     struct agent_socket *agent; /* the Run-scoped agent socket, or NULL */
+    /* The copy-on-write view of HOME (discarded at exit), or home_fd < 0. */
+    int home_fd;
+    struct stage *home_stage;
+    struct overlay *home_ov;
+    char *home_view;   /* its mount point (run_dir/home-view) */
+    char *home_stage_path;
 };
 
 int sandbox_prepare(struct run_context *ctx, struct sandbox *ret_sb, char **ret_error);
@@ -29,5 +37,8 @@ bool sandbox_report_ok(const struct sandbox *sb);
 const char *sandbox_report_error(const struct sandbox *sb, char *buf, size_t size);
 void sandbox_record(struct run_context *ctx, const struct sandbox *sb);
 void sandbox_release(struct sandbox *sb);
+
+/* After the fork, in the run's mount namespace: mount the HOME view. */
+int sandbox_start_home(struct sandbox *sb);
 
 #endif

@@ -113,6 +113,8 @@ static int start_overlay(pid_t child, void *userdata) {
     /* Threads start only now, after the fork (see exec.h). */
     if (r >= 0 && st->sb && st->sb->agent && (r = agent_socket_start(st->sb->agent)) < 0)
         st->start_error = r;
+    if (r >= 0 && st->sb && (r = sandbox_start_home(st->sb)) < 0)
+        st->start_error = r;
     return r;
 }
 
@@ -159,7 +161,7 @@ int run_execute_staged(struct run_context *ctx,
     bundle_set_json(ctx->bundle, "stage", sj);
 
     bool sandbox = policy_wants_sandbox(ctx->opts);
-    struct sandbox sb = {.plan_fd = -1, .sync_r = -1, .sync_w = -1, .go_r = -1, .go_w = -1, .ctx = ctx};
+    struct sandbox sb = {.plan_fd = -1, .sync_r = -1, .sync_w = -1, .go_r = -1, .go_w = -1, .ctx = ctx, .home_fd = -1};
     if (sandbox) {
         _cleanup_free_ char *perr = NULL;
         r = sandbox_prepare(ctx, &sb, &perr);

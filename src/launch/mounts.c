@@ -87,8 +87,9 @@ struct source {
 
 /* Clone one bind source now, while its host path still resolves. */
 static int grab_source(const struct plan_mount *m, struct source *s, const char **ret_step) {
+    const char *src = m->source ? m->source : m->path;
     struct stat st;
-    if (lstat(m->path, &st) < 0) {
+    if (lstat(src, &st) < 0) {
         if (errno == ENOENT && m->kind == PLAN_BIND_RO) {
             s->missing = true; /* runtime dirs that this host lacks */
             return 0;
@@ -98,7 +99,7 @@ static int grab_source(const struct plan_mount *m, struct source *s, const char 
     }
     if (S_ISLNK(st.st_mode) && m->kind == PLAN_BIND_RO) {
         char buf[4096];
-        ssize_t n = readlink(m->path, buf, sizeof buf - 1);
+        ssize_t n = readlink(src, buf, sizeof buf - 1);
         if (n < 0) {
             *ret_step = "readlink of a projected symlink";
             return -errno;
@@ -108,7 +109,7 @@ static int grab_source(const struct plan_mount *m, struct source *s, const char 
         return s->symlink ? 0 : -ENOMEM;
     }
     s->is_dir = S_ISDIR(st.st_mode);
-    s->fd = sys_open_tree(AT_FDCWD, m->path, OPEN_TREE_CLONE | AT_RECURSIVE | AT_SYMLINK_NOFOLLOW | O_CLOEXEC);
+    s->fd = sys_open_tree(AT_FDCWD, src, OPEN_TREE_CLONE | AT_RECURSIVE | AT_SYMLINK_NOFOLLOW | O_CLOEXEC);
     if (s->fd < 0) {
         *ret_step = "open_tree(OPEN_TREE_CLONE) of a path to project";
         return -errno;
@@ -119,7 +120,7 @@ static int grab_source(const struct plan_mount *m, struct source *s, const char 
     if (m->kind == PLAN_BIND_RO)
         attr.attr_set |= MOUNT_ATTR_RDONLY;
     /* Device nodes must stay usable: no nodev on /dev sources. */
-    if (strncmp(m->path, "/dev/", 5) == 0)
+    if (strncmp(src, "/dev/", 5) == 0)
         attr.attr_set &= ~(uint64_t)MOUNT_ATTR_NODEV;
     if (sys_mount_setattr(s->fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr) < 0) {
         *ret_step = "mount_setattr(read-only, nosuid, nodev) of a projection";

@@ -49,6 +49,17 @@ int plan_add_mount(struct launch_plan *p, enum plan_mount_kind kind, const char 
     return 0;
 }
 
+int plan_add_mount_from(struct launch_plan *p, enum plan_mount_kind kind, const char *source, const char *path) {
+    if (!plan_path_ok(source) || (kind != PLAN_BIND_RO && kind != PLAN_BIND_RW))
+        return -EINVAL;
+    int r = plan_add_mount(p, kind, path, 0);
+    if (r < 0)
+        return r;
+    if (!(p->mounts[p->n_mounts - 1].source = strdup(source)))
+        return -ENOMEM;
+    return 0;
+}
+
 static json_t *strv_to_json(char **v) {
     json_t *a = json_array();
     for (; a && v && *v; v++)
@@ -59,8 +70,9 @@ static json_t *strv_to_json(char **v) {
 json_t *plan_to_json(const struct launch_plan *p) {
     json_t *mounts = json_array();
     for (size_t i = 0; mounts && i < p->n_mounts; i++)
-        json_array_append_new(mounts, json_pack("{s:s, s:s, s:I}", "kind", plan_mount_kind_name(p->mounts[i].kind),
-                                                "path", p->mounts[i].path, "size", (json_int_t)p->mounts[i].size));
+        json_array_append_new(mounts, json_pack("{s:s, s:s, s:s?, s:I}", "kind", plan_mount_kind_name(p->mounts[i].kind),
+                                                "path", p->mounts[i].path, "source", p->mounts[i].source,
+                                                "size", (json_int_t)p->mounts[i].size));
     return json_pack("{s:o, s:o, s:s, s:s, s:I, s:I, s:b, s:b, s:b, s:I, s:{s:I, s:I, s:I, s:I}, s:o}",
                      "argv", strv_to_json(p->argv),
                      "env", strv_to_json(p->envp),
@@ -111,8 +123,10 @@ void plan_free(struct launch_plan *p) {
     strv_free(p->envp);
     free(p->cwd);
     free(p->hostname);
-    for (size_t i = 0; i < p->n_mounts; i++)
+    for (size_t i = 0; i < p->n_mounts; i++) {
         free(p->mounts[i].path);
+        free(p->mounts[i].source);
+    }
     free(p->mounts);
     memset(p, 0, sizeof *p);
 }
@@ -175,7 +189,12 @@ int plan_from_json(const json_t *j, struct launch_plan *ret_plan) {
         r = -EINVAL;
         if (k < 0 || get_u64(m, "size", &size) < 0)
             goto fail;
-        if ((r = plan_add_mount(&p, (enum plan_mount_kind)k, path, size)) < 0)
+        const json_t *src = json_object_get(m, "source");
+        if (src && !json_is_null(src)) {
+            if ((r = plan_add_mount_from(&p, (enum plan_mount_kind)k, json_string_value(src), path)) < 0)
+                goto fail;
+            p.mounts[p.n_mounts - 1].size = size;
+        } else if ((r = plan_add_mount(&p, (enum plan_mount_kind)k, path, size)) < 0)
             goto fail;
     }
     *ret_plan = p;

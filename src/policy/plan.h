@@ -29,7 +29,8 @@ enum plan_mount_kind {
 
 struct plan_mount {
     enum plan_mount_kind kind;
-    char *path;        /* absolute target path inside the sandbox == host path */
+    char *path;        /* absolute target path inside the sandbox */
+    char *source;      /* host path to project there; NULL: the same as path */
     uint64_t size;     /* PLAN_TMPFS: size limit in bytes */
 };
 
@@ -51,6 +52,9 @@ struct launch_plan {
 /* Add a mount; path is copied.  -EINVAL for a path that is not absolute and
  * normalised, -E2BIG past PLAN_MAX_MOUNTS. */
 int plan_add_mount(struct launch_plan *p, enum plan_mount_kind kind, const char *path, uint64_t size);
+
+/* Add a projection of host path source at path (bind kinds only). */
+int plan_add_mount_from(struct launch_plan *p, enum plan_mount_kind kind, const char *source, const char *path);
 
 /* True when path is absolute, has no empty, "." or ".." component and no
  * trailing slash (except "/" itself). */

@@ -152,7 +152,7 @@ static int build_env(const struct plan_inputs *in, struct launch_plan *p) {
     if (r >= 0)
         r = env_push(&p->envp, &n, "TMPDIR", "/tmp");
     if (r >= 0 && in->agent_socket)
-        r = env_push(&p->envp, &n, "PVISOR_AGENT_SOCKET", in->agent_socket);
+        r = env_push(&p->envp, &n, "PVISOR_AGENT_SOCKET", PLAN_AGENT_SOCKET_PATH);
     if (r >= 0 && !env_get(in->environ, "PATH"))
         r = env_push(&p->envp, &n, "PATH", "/usr/local/bin:/usr/bin:/bin");
     return r;
@@ -199,9 +199,12 @@ int plan_build(const struct plan_inputs *in, struct launch_plan *ret_plan, char 
         r = plan_add_mount(&p, PLAN_BIND_RW, dev_nodes[i], 0);
     if (r >= 0)
         r = plan_add_mount(&p, PLAN_TMPFS, "/tmp", p.tmp_size);
-    if (r >= 0 && in->home && strcmp(in->home, "/") != 0)
+    bool home_view = in->home && in->home_view && strcmp(in->home, "/") != 0;
+    if (r >= 0 && home_view)
+        r = plan_add_mount_from(&p, PLAN_BIND_RW, in->home_view, in->home);
+    else if (r >= 0 && in->home && strcmp(in->home, "/") != 0)
         r = plan_add_mount(&p, PLAN_TMPFS, in->home, 256ULL << 20);
-    for (size_t i = 0; i < in->n_home_files && r >= 0 && in->home; i++) {
+    for (size_t i = 0; i < in->n_home_files && r >= 0 && in->home && !home_view; i++) {
         if (plan_is_credential_path(in->home_files[i]))
             continue;
         char *full = path_join(in->home, in->home_files[i]);
@@ -229,7 +232,7 @@ int plan_build(const struct plan_inputs *in, struct launch_plan *ret_plan, char 
     if (r >= 0)
         r = plan_add_mount(&p, PLAN_BIND_RW, in->workspace, 0);
     if (r >= 0 && in->agent_socket)
-        r = plan_add_mount(&p, PLAN_BIND_RW, in->agent_socket, 0);
+        r = plan_add_mount_from(&p, PLAN_BIND_RW, in->agent_socket, PLAN_AGENT_SOCKET_PATH);
     /* User rules.  A read-write grant inside the workspace would bypass the
      * stage, and one covering it would expose the real workspace: refused. */
     for (size_t i = 0; i < in->n_access && r >= 0; i++) {
@@ -256,14 +259,17 @@ int plan_build(const struct plan_inputs *in, struct launch_plan *ret_plan, char 
         enum plan_mount_kind k = a->kind == ACCESS_DENY ? PLAN_HIDE : a->kind == ACCESS_RO ? PLAN_BIND_RO : PLAN_BIND_RW;
         r = plan_add_mount(&p, k, a->path, 0);
     }
-    /* Credentials that live inside the workspace (e.g. workspace == HOME). */
+    /* Credentials visible through a HOME view or inside the workspace
+     * (e.g. workspace == HOME) are covered. */
     for (const char *const *c = plan_credential_paths; r >= 0 && in->home && *c; c++) {
         char *full = path_join(in->home, *c);
         if (!full) {
             r = -ENOMEM;
             break;
         }
-        if (prefix_dir(full, in->workspace) && strcmp(full, in->workspace) != 0)
+        bool in_ws = prefix_dir(full, in->workspace) && strcmp(full, in->workspace) != 0;
+        bool in_view = home_view && !prefix_dir(full, in->workspace);
+        if (in_ws || in_view)
             r = plan_add_mount(&p, PLAN_HIDE, full, 0);
         free(full);
     }

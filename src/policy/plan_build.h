@@ -26,9 +26,13 @@ struct plan_inputs {
      * normalised), in the order given. */
     const struct access_rule *access;
     size_t n_access;
-    /* The Run-scoped agent socket (projected, and named in
-     * PVISOR_AGENT_SOCKET), or NULL. */
+    /* The Run-scoped agent socket on the host, or NULL; projected at
+     * PLAN_AGENT_SOCKET_PATH, which PVISOR_AGENT_SOCKET names. */
     const char *agent_socket;
+    /* A copy-on-write view of HOME mounted by the supervisor at this host
+     * path, projected at HOME (credentials covered); NULL: HOME is an empty
+     * tmpfs with allowlisted config files. */
+    const char *home_view;
     /* Config files under HOME that exist (relative to HOME). */
     const char *const *home_files;
     size_t n_home_files;
@@ -49,6 +53,8 @@ bool plan_is_credential_path(const char *rel);
  * when it should not be projected whole (credential dirs, .local, .config,
  * pvisor's own state).  ret_buf receives "HOME/<entry>". */
 const char *plan_home_runtime_root(const char *home, const char *path, char *ret_buf, size_t size);
+
+#define PLAN_AGENT_SOCKET_PATH "/run/pvisor/agent.sock"
 
 int plan_build(const struct plan_inputs *in, struct launch_plan *ret_plan, char **ret_error);
 

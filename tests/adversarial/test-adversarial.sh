@@ -232,3 +232,16 @@ case "$(echo "$out" | sed -n 3p)" in "error unsupported"*) ok "agent socket: liv
 eq "$(echo "$out" | sed -n 4,5p | tr '\n' ' ')" "DISCONNECTED pong " "agent socket: an over-long line drops that client only"
 eq "$(jq -r '.agent_socket.requests' "$XDG_STATE_HOME/pvisor/runs/$id/bundle.json")" 4 "the Bundle counts the agent socket's requests"
 check "the agent socket is gone after the run" test ! -e "$XDG_STATE_HOME/pvisor/runs/$id/agent.sock"
+
+# --- HOME is a copy-on-write view: dotfiles readable, writes discarded, credentials covered
+mkdir -p "$HOMEDIR/.config/tool" "$HOMEDIR/.aws"
+echo setting=1 > "$HOMEDIR/.config/tool/cfg"; echo AKIA > "$HOMEDIR/.aws/credentials"
+home_before=$(cd "$HOMEDIR" && find . -printf '%y %m %s %p\n' | sort; cat .config/tool/cfg)
+out=$("$PVISOR" run --safe --stage "$T/sh" --workspace "$W" -- sh -c '
+    cat ~/.config/tool/cfg; cat ~/.aws/credentials 2>/dev/null || echo no-aws; ls -A ~/.ssh | wc -l
+    echo changed > ~/.config/tool/cfg; echo new > ~/.created; cat ~/.config/tool/cfg ~/.created' 2>&1)
+eq "$out" "$(printf 'setting=1\nno-aws\n0\nchanged\nnew')" "HOME view: config readable, credentials covered, writes visible inside"
+check "HOME view: the real HOME is unchanged after the run" \
+    sh -c "[ \"\$(cd '$HOMEDIR' && find . -printf '%y %m %s %p\n' | sort; cat .config/tool/cfg)\" = '$home_before' ]"
+rd="$XDG_STATE_HOME/pvisor/runs/$(latest_run)"
+check "HOME view: its throwaway stage and mount point are removed at exit" sh -c "[ -d '$rd' ] && [ ! -e '$rd/home-stage' ] && [ ! -e '$rd/home-view' ]"

@@ -95,6 +95,27 @@ int main(void) {
     in.workspace = "/home/u/ws";
     in.cwd = "/home/u/ws/src";
 
+    /* A HOME view replaces the tmpfs, and credentials inside it are covered. */
+    in.home_view = "/state/run/home-view";
+    in.agent_socket = "/state/run/agent.sock";
+    ok(plan_build(&in, &p, &err) == 0 && find(&p, "/home/u") && find(&p, "/home/u")->kind == PLAN_BIND_RW &&
+           strcmp(find(&p, "/home/u")->source, "/state/run/home-view") == 0,
+       "HOME view projected at HOME from its mount point");
+    ok(find(&p, "/home/u/.ssh") && find(&p, "/home/u/.ssh")->kind == PLAN_HIDE && find(&p, "/home/u/.aws") &&
+           find(&p, "/home/u/.local/state/pvisor") && !find(&p, "/home/u/.gitconfig"),
+       "HOME view: credentials and pvisor's state covered; no separate config projections");
+    ok(find(&p, PLAN_AGENT_SOCKET_PATH) && strcmp(find(&p, PLAN_AGENT_SOCKET_PATH)->source, "/state/run/agent.sock") == 0 &&
+           env(&p, "PVISOR_AGENT_SOCKET") && strcmp(env(&p, "PVISOR_AGENT_SOCKET"), PLAN_AGENT_SOCKET_PATH) == 0,
+       "agent socket projected at a fixed path named in the environment");
+    json_t *jj = plan_to_json(&p);
+    ok(jj && plan_from_json(jj, &q) == 0 && strcmp(find(&q, "/home/u")->source, "/state/run/home-view") == 0,
+       "sources survive the JSON round trip");
+    json_decref(jj);
+    plan_free(&q);
+    plan_free(&p);
+    in.home_view = NULL;
+    in.agent_socket = NULL;
+
     struct access_rule bad[] = {{ACCESS_RW, "/home/u/ws/out"}};
     in.access = bad;
     in.n_access = 1;
