@@ -245,3 +245,21 @@ check "HOME view: the real HOME is unchanged after the run" \
     sh -c "[ \"\$(cd '$HOMEDIR' && find . -printf '%y %m %s %p\n' | sort; cat .config/tool/cfg)\" = '$home_before' ]"
 rd="$XDG_STATE_HOME/pvisor/runs/$(latest_run)"
 check "HOME view: its throwaway stage and mount point are removed at exit" sh -c "[ -d '$rd' ] && [ ! -e '$rd/home-stage' ] && [ ! -e '$rd/home-view' ]"
+
+# --- fail closed: a control that cannot be installed stops the run before the command
+: "${SYSDENY:?SYSDENY must point at the built sysdeny helper}"
+failclosed() { # DESCRIPTION EXPECTED-MESSAGE-REGEX SYSCALLS
+    rm -f "$W/ran-$4"
+    out=$("$SYSDENY" 38 "$3" -- "$PVISOR" run --safe --stage "$T/fc-$4" --workspace "$W" -- touch "$W/ran-$4" 2>&1); rc=$?
+    lines=$(printf '%s\n' "$out" | grep -c .)
+    if [ $rc -eq 125 ] && [ ! -e "$T/fc-$4/upper/ran-$4" ] && printf '%s' "$out" | grep -Eq "$2" && [ "$lines" -eq 1 ]; then
+        ok "fail closed without $1: exit 125, one message, the command never ran"
+    else
+        not_ok "fail closed without $1"; diag "status $rc: $out"
+    fi
+    eq "$(jq -r .state "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json")" setup_failed "fail closed without $1: the Bundle says setup_failed"
+}
+failclosed "Landlock" "Landlock" landlock_create_ruleset,landlock_add_rule,landlock_restrict_self ll
+failclosed "seccomp filters" "seccomp" seccomp sc
+failclosed "user namespaces" "namespace" unshare ns
+failclosed "mount_setattr (read-only projections)" "mount_setattr|read-only" mount_setattr ms
