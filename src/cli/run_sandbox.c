@@ -357,27 +357,30 @@ int sandbox_prepare(struct run_context *ctx, struct sandbox *ret_sb, char **ret_
     return 0;
 }
 
-/* Read one newline-terminated line (bounded) from fd into a malloc'd
- * string; NULL at EOF without data. */
-static char *read_line(int fd) {
-    char *buf = malloc(LAUNCH_REPORT_MAX + 1);
-    if (!buf)
-        return NULL;
-    size_t len = 0;
-    while (len < LAUNCH_REPORT_MAX) {
-        ssize_t n = read(fd, buf + len, 1);
+/* Read one newline-terminated line (bounded) from the sync pipe into a
+ * malloc'd string, in chunks; bytes after the newline are kept in sb for
+ * the next call.  NULL at EOF without data. */
+static char *read_line(struct sandbox *sb) {
+    for (;;) {
+        char *nl = sb->rlen ? memchr(sb->rbuf, '\n', sb->rlen) : NULL;
+        if (nl || sb->rlen == sizeof sb->rbuf || sb->reof) {
+            size_t len = nl ? (size_t)(nl - sb->rbuf) : sb->rlen;
+            if (len == 0 && !nl)
+                return NULL;
+            char *line = strndup(sb->rbuf, len);
+            size_t used = nl ? len + 1 : len;
+            memmove(sb->rbuf, sb->rbuf + used, sb->rlen - used);
+            sb->rlen -= used;
+            return line;
+        }
+        ssize_t n = read(sb->sync_r, sb->rbuf + sb->rlen, sizeof sb->rbuf - sb->rlen);
         if (n < 0 && errno == EINTR)
             continue;
-        if (n <= 0 || buf[len] == '\n')
-            break;
-        len++;
+        if (n <= 0)
+            sb->reof = true;
+        else
+            sb->rlen += (size_t)n;
     }
-    if (len == 0) {
-        free(buf);
-        return NULL;
-    }
-    buf[len] = '\0';
-    return buf;
 }
 
 /* Parent side, once the launcher was exec'd: read its report, record the
@@ -394,7 +397,7 @@ void sandbox_read_report(pid_t child, void *userdata) {
         sb->go_r = -1;
     }
     json_error_t e;
-    char *line = read_line(sb->sync_r);
+    char *line = read_line(sb);
     sb->report = line ? json_loads(line, 0, &e) : NULL;
     free(line);
     bool go = false;
@@ -412,7 +415,7 @@ void sandbox_read_report(pid_t child, void *userdata) {
     sb->go_w = -1;
     if (!go)
         return;
-    line = read_line(sb->sync_r);
+    line = read_line(sb);
     json_t *x = line ? json_loads(line, 0, &e) : NULL;
     free(line);
     if (x) {

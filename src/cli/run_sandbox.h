@@ -8,6 +8,7 @@
 
 #include "cli/run.h"
 #include "agent/agent_socket.h"
+#include "launch/launch.h"
 #include "overlay/overlay.h"
 #include "stage/stage.h"
 #include "policy/plan.h"
@@ -19,6 +20,9 @@ struct sandbox {
     int go_r, go_w;   /* the supervisor's go-ahead after reading the evidence */
     int pass[3];      /* {plan_fd, sync_w, go_r}: the launcher's fd 3, 4, 5 */
     json_t *report;   /* the launcher's report, once read */
+    char rbuf[LAUNCH_REPORT_MAX]; /* sync pipe bytes read but not consumed */
+    size_t rlen;
+    bool reof;
     bool exec_failed; /* controls were installed but exec of the command failed */
     const char *refused; /* set when the supervisor refused to let the command run */
     struct run_context *ctx;
