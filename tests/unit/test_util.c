@@ -53,8 +53,10 @@ int main(void) {
     rmdir(dir);
 
     int pfd = open("/proc/sys/kernel", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    ok(read_file_at(pfd, "pid_max", 64, &buf, &len) == 0 && atol(buf) >= 300 && buf[len - 1] == '\n',
-       "read_file_at reads a whole procfs file in one read (%s)", buf ? buf : "");
+    buf = NULL;
+    int pr = read_file_at(pfd, "pid_max", 64, &buf, &len);
+    ok(pr == 0 && atol(buf) >= 300 && len > 0 && buf[len - 1] == '\n',
+       "read_file_at reads a whole procfs file in one read (pid_max %ld)", pr == 0 ? atol(buf) : -1L);
     free(buf);
     close(pfd);
 
