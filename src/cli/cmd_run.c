@@ -80,9 +80,8 @@ static int check_access_rules(const struct run_options *o, const char *workspace
         _cleanup_free_ char *rp = realpath(o->access[i].path, NULL);
         if (!rp)
             return cli_usage_error("run", "--access/--allow-write '%s': %s", o->access[i].path, strerror(errno));
-        size_t lw = strlen(workspace), lr = strlen(rp);
-        bool inside = strncmp(rp, workspace, lw) == 0 && (rp[lw] == '\0' || rp[lw] == '/');
-        bool covers = strcmp(rp, "/") == 0 || (strncmp(workspace, rp, lr) == 0 && workspace[lr] == '/');
+        bool inside = path_within(rp, workspace);
+        bool covers = path_within(workspace, rp) && strcmp(workspace, rp) != 0;
         if (o->access[i].kind == ACCESS_RW && (inside || covers))
             return cli_usage_error("run", "--allow-write/--access rw:%s overlaps the workspace %s, whose writes are "
                                    "staged; grant a path outside it", o->access[i].path, workspace);

@@ -61,7 +61,7 @@ static void add_runtime_dir(struct dirlist *l, const char *home, const char *dir
     _cleanup_free_ char *real = realpath(dir, NULL);
     const char *d = real ? real : dir;
     const char *root = plan_home_runtime_root(home, d, buf, sizeof buf);
-    if (home && !root && (strncmp(d, home, strlen(home)) == 0 && (d[strlen(home)] == '/' || d[strlen(home)] == 0)))
+    if (home && !root && path_within(d, home))
         return; /* under HOME but not projectable (credentials, HOME itself) */
     if (!root) {
         /* A tool manager outside HOME (another user's ~/.pyenv/shims, say):
@@ -170,17 +170,12 @@ static void gather_runtime(const struct run_context *ctx, const char *home, stru
             add_runtime_dir(l, home, d);
 }
 
-static bool inside(const char *a, const char *b) {
-    size_t l = strlen(b);
-    return strcmp(b, "/") == 0 || (strncmp(a, b, l) == 0 && (a[l] == '\0' || a[l] == '/'));
-}
-
 /* HOME as a copy-on-write view: every write the command makes there goes
  * to a throwaway stage in the run directory, removed at exit.  Not used
  * when HOME is inside the workspace (the workspace is that view already). */
 static int prepare_home_view(struct run_context *ctx, const char *home, struct sandbox *sb) {
     struct stat st;
-    if (strcmp(home, "/") == 0 || inside(home, ctx->workspace) || stat(home, &st) < 0 || !S_ISDIR(st.st_mode))
+    if (strcmp(home, "/") == 0 || path_within(home, ctx->workspace) || stat(home, &st) < 0 || !S_ISDIR(st.st_mode))
         return 0;
     sb->home_view = path_join(ctx->run_dir, "home-view");
     sb->home_stage_path = path_join(ctx->run_dir, "home-stage");

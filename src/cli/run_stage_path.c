@@ -9,13 +9,6 @@
 #include <string.h>
 
 /* Is a inside b (or equal)?  Both absolute and symlink-free. */
-static bool path_within(const char *a, const char *b) {
-    size_t lb = strlen(b);
-    if (strcmp(b, "/") == 0)
-        return true;
-    return strncmp(a, b, lb) == 0 && (a[lb] == '\0' || a[lb] == '/');
-}
-
 /* Absolute path of the stage directory, without creating it. */
 int run_stage_path(const struct run_context *ctx, char **ret_path) {
     const char *s = ctx->opts->stage;

@@ -31,20 +31,15 @@ const char *const plan_home_config_files[] = {
 static const char *const env_allow[] = {"PATH", "TERM", "LANG", "LANGUAGE", "TZ", "USER", "LOGNAME", "SHELL",
                                         "COLORTERM", "NO_COLOR", "TERM_PROGRAM", "COLUMNS", "LINES", NULL};
 
-static bool prefix_dir(const char *path, const char *dir) {
-    size_t l = strlen(dir);
-    return strncmp(path, dir, l) == 0 && (path[l] == '\0' || path[l] == '/');
-}
-
 bool plan_is_credential_path(const char *rel) {
     for (const char *const *c = plan_credential_paths; *c; c++)
-        if (prefix_dir(rel, *c))
+        if (path_within(rel, *c))
             return true;
     return false;
 }
 
 const char *plan_home_runtime_root(const char *home, const char *path, char *ret_buf, size_t size) {
-    if (!home || !prefix_dir(path, home) || strcmp(path, home) == 0)
+    if (!home || !path_within(path, home) || strcmp(path, home) == 0)
         return NULL;
     const char *rel = path + strlen(home) + 1;
     const char *slash = strchr(rel, '/');
@@ -88,7 +83,7 @@ static bool already(const struct launch_plan *p, const char *path) {
 /* Is path covered by a read-only runtime root already (no need to project)? */
 static bool under_runtime(const struct launch_plan *p, const char *path) {
     for (size_t i = 0; i < p->n_mounts; i++)
-        if (p->mounts[i].kind == PLAN_BIND_RO && prefix_dir(path, p->mounts[i].path))
+        if (p->mounts[i].kind == PLAN_BIND_RO && path_within(path, p->mounts[i].path))
             return true;
     return false;
 }
@@ -220,12 +215,12 @@ int plan_build(const struct plan_inputs *in, struct launch_plan *ret_plan, char 
         const char *d = in->runtime_dirs[i];
         if (!plan_path_ok(d) || under_runtime(&p, d) || already(&p, d))
             continue;
-        if (in->home && prefix_dir(d, in->home)) {
+        if (in->home && path_within(d, in->home)) {
             const char *rel = strcmp(d, in->home) == 0 ? "" : d + strlen(in->home) + 1;
             if (!rel[0] || plan_is_credential_path(rel))
                 continue;
         }
-        if (prefix_dir(in->workspace, d) || prefix_dir(d, in->workspace))
+        if (path_within(in->workspace, d) || path_within(d, in->workspace))
             continue; /* never project the lower workspace around the overlay */
         r = plan_add_mount(&p, PLAN_BIND_RO, d, 0);
     }
@@ -243,14 +238,14 @@ int plan_build(const struct plan_inputs *in, struct launch_plan *ret_plan, char 
                 *ret_error = NULL;
             goto fail;
         }
-        if (a->kind == ACCESS_RW && (prefix_dir(a->path, in->workspace) || prefix_dir(in->workspace, a->path))) {
+        if (a->kind == ACCESS_RW && (path_within(a->path, in->workspace) || path_within(in->workspace, a->path))) {
             r = -EINVAL;
             if (asprintf(ret_error, "--allow-write/--access rw:%s overlaps the workspace %s, whose writes are staged; "
                          "grant a path outside it", a->path, in->workspace) < 0)
                 *ret_error = NULL;
             goto fail;
         }
-        if (a->kind != ACCESS_DENY && prefix_dir(in->workspace, a->path)) {
+        if (a->kind != ACCESS_DENY && path_within(in->workspace, a->path)) {
             r = -EINVAL;
             if (asprintf(ret_error, "--access ro:%s would expose the real workspace around the stage", a->path) < 0)
                 *ret_error = NULL;
@@ -267,8 +262,8 @@ int plan_build(const struct plan_inputs *in, struct launch_plan *ret_plan, char 
             r = -ENOMEM;
             break;
         }
-        bool in_ws = prefix_dir(full, in->workspace) && strcmp(full, in->workspace) != 0;
-        bool in_view = home_view && !prefix_dir(full, in->workspace);
+        bool in_ws = path_within(full, in->workspace) && strcmp(full, in->workspace) != 0;
+        bool in_view = home_view && !path_within(full, in->workspace);
         if (in_ws || in_view)
             r = plan_add_mount(&p, PLAN_HIDE, full, 0);
         free(full);

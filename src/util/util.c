@@ -29,6 +29,13 @@ char *path_join(const char *a, const char *b) {
     return r;
 }
 
+bool path_within(const char *path, const char *dir) {
+    if (strcmp(dir, "/") == 0)
+        return path[0] == '/';
+    size_t l = strlen(dir);
+    return strncmp(path, dir, l) == 0 && (path[l] == '\0' || path[l] == '/');
+}
+
 int mkdir_p(const char *path, mode_t mode) {
     if (path[0] != '/')
         return -EINVAL;

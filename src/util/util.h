@@ -14,6 +14,10 @@
 /* Join a and b with one '/', malloc'd. NULL on ENOMEM. */
 char *path_join(const char *a, const char *b);
 
+/* Is path equal to dir or below it (component-wise, no resolution)?
+ * dir "/" contains every absolute path. */
+bool path_within(const char *path, const char *dir);
+
 /* mkdir -p with mode for each missing component (absolute path only). */
 int mkdir_p(const char *path, mode_t mode);
 
