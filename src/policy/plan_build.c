@@ -19,7 +19,10 @@ const char *const plan_credential_paths[] = {
     ".npmrc", ".pypirc", ".cargo/credentials", ".cargo/credentials.toml", ".config/gh", ".config/hub",
     ".local/share/keyrings", ".password-store", ".mozilla", ".config/google-chrome", ".config/chromium",
     ".config/BraveSoftware", ".pki", ".vault-token", ".terraform.d", ".config/op", ".gem/credentials",
-    ".local/state/pvisor", ".codex/auth.json", ".claude.json", ".config/anthropic", NULL,
+    ".local/state/pvisor", ".codex/auth.json", ".claude.json", ".config/anthropic", ".pgpass", ".my.cnf",
+    ".s3cfg", ".boto", ".oci", ".config/rclone", ".config/doctl", ".terraformrc", ".config/containers/auth.json",
+    ".bash_history", ".zsh_history", ".python_history", ".psql_history", ".mysql_history", ".sqlite_history",
+    ".node_repl_history", ".lesshst", ".viminfo", NULL,
 };
 
 const char *const plan_home_config_files[] = {
