@@ -43,11 +43,12 @@ for n in $SIZES; do
         "$P" run --stage "$S" --workspace "$W" -- sh -c "cd '$W' && for f in d$k/f* d$((k+1))/f* d$((k+2))/f* d$((k+3))/f*; do [ -e \"\$f\" ] || continue; head -c $FILE_BYTES /dev/urandom > \"\$f\"; done" >/dev/null
         k=$((k + 4))
     done
-    cp -a "$W" "$W.tmpl"; cp -a "$S" "$S.tmpl"
+    # stage copies via fork: a cp -a would make the inode-origin map stale
+    cp -a "$W" "$W.tmpl"; "$P" fork --stage "$S" "$S.tmpl" >/dev/null
     : > "$B/apply.ms"; : > "$B/cp.ms"; : > "$B/cpnew.ms"; : > "$B/ckpt.ms"; bytes=0
     r=0
     while [ $r -lt "$ROUNDS" ]; do
-        rm -rf "$W" "$S"; cp -a "$W.tmpl" "$W"; cp -a "$S.tmpl" "$S"; sync
+        rm -rf "$W" "$S"; cp -a "$W.tmpl" "$W"; "$P" fork --stage "$S.tmpl" "$S" >/dev/null; sync
         t0=$(now_ns)
         "$P" checkpoint --stage "$S" --name "bench$r" >/dev/null
         t1=$(now_ns)

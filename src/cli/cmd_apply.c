@@ -35,7 +35,8 @@ static void on_progress(size_t done, size_t total, void *ud) {
 
 static void on_op(const char *action, const char *path, void *ud) {
     (void)ud;
-    printf("  %-8s %s\n", action, path);
+    _cleanup_free_ char *d = lc_display_name(path); /* agent-chosen bytes */
+    printf("  %-8s %s\n", action, d ? d : "?");
 }
 
 /* "./a/b/" -> "a/b"; "/ws/a" -> "a" (inside the workspace only). */
@@ -198,8 +199,10 @@ int cmd_apply(int argc, char **argv) {
             fprintf(stderr,
                     "pvisor apply: refused: %zu conflict%s between the stage and the workspace; nothing was written:\n",
                     rep.n_conflicts, rep.n_conflicts == 1 ? "" : "s");
-        for (size_t i = 0; i < rep.n_conflicts; i++)
-            fprintf(stderr, "  %s: %s\n", rep.conflict_paths[i], rep.conflict_why[i]);
+        for (size_t i = 0; i < rep.n_conflicts; i++) {
+            _cleanup_free_ char *d = lc_display_name(rep.conflict_paths[i]);
+            fprintf(stderr, "  %s: %s\n", d ? d : "?", rep.conflict_why[i]);
+        }
         if (r == -EEXIST)
             fprintf(stderr, "Restore those paths (compare with 'pvisor diff'), apply a subset with --path, "
                             "or discard the stage with 'pvisor drop'.\n");
@@ -228,14 +231,18 @@ int cmd_apply(int argc, char **argv) {
         case -ENODATA:
             cli_error(st, "apply", "the stage %s holds no changes (no run sealed it)", stage);
             break;
-        case -ENOTEMPTY:
+        case -ENOTEMPTY: {
+            _cleanup_free_ char *d = rep.failed_path ? lc_display_name(rep.failed_path) : NULL;
             cli_error(st, "apply", "stopped: the directory %s, which the stage deletes, has new files in the "
                                    "workspace; move them away and run 'pvisor apply' again to complete the apply",
-                      rep.failed_path ? rep.failed_path : "?");
+                      d ? d : "?");
             break;
+        }
         default:
-            if (rep.failed_path)
-                fprintf(stderr, "pvisor apply: at %s:\n", rep.failed_path);
+            if (rep.failed_path) {
+                _cleanup_free_ char *d = lc_display_name(rep.failed_path);
+                fprintf(stderr, "pvisor apply: at %s:\n", d ? d : "?");
+            }
             cli_error(st, "apply", "failed: %s. %s", strerror(-r),
                       rep.resumed || !dry_run ? "If some changes were written, run 'pvisor apply' again: it "
                                                 "resumes the interrupted apply"

@@ -116,22 +116,22 @@ static void add_stat(struct diffctx *d, const char *path, long plus, long minus,
 
 /* Content diff of one path: old side (lower) vs new side (upper); either
  * may be absent (LC_NONE). */
-static void content_diff(struct diffctx *d, const struct lc_stage *st, const char *path, enum lc_type ot,
+static void content_diff(struct diffctx *d, const struct lc_stage *st, const char *path, const char *label, enum lc_type ot,
                          const char *otarget, enum lc_type nt, const char *ntarget, uint64_t os, uint64_t ns) {
     _cleanup_close_ int a = side_fd(st->ws_fd, path, ot, otarget);
     _cleanup_close_ int b = side_fd(st->upper_fd, path, nt, ntarget);
     if ((ot != LC_NONE && a < 0) || (nt != LC_NONE && b < 0)) {
-        fprintf(stderr, "pvisor diff: cannot read %s: %s\n", path, strerror(-(a < -1 ? a : b)));
+        fprintf(stderr, "pvisor diff: cannot read %s: %s\n", label, strerror(-(a < -1 ? a : b)));
         d->failed = 1;
         return;
     }
     _cleanup_free_ char *la = NULL, *lb = NULL;
-    if (asprintf(&la, "%s%s", ot == LC_NONE ? "" : "a/", ot == LC_NONE ? "/dev/null" : path) < 0 ||
-        asprintf(&lb, "%s%s", nt == LC_NONE ? "" : "b/", nt == LC_NONE ? "/dev/null" : path) < 0)
+    if (asprintf(&la, "%s%s", ot == LC_NONE ? "" : "a/", ot == LC_NONE ? "/dev/null" : label) < 0 ||
+        asprintf(&lb, "%s%s", nt == LC_NONE ? "" : "b/", nt == LC_NONE ? "/dev/null" : label) < 0)
         return;
     if (looks_binary(a) || looks_binary(b)) {
         if (d->stat)
-            add_stat(d, path, 0, 0, true, os, ns);
+            add_stat(d, label, 0, 0, true, os, ns);
         else
             printf("Binary files %s and %s differ\n", la, lb);
         return;
@@ -140,7 +140,7 @@ static void content_diff(struct diffctx *d, const struct lc_stage *st, const cha
         pid_t pid = spawn_diff(a, b, la, lb, STDOUT_FILENO);
         int rc = pid < 0 ? 2 : wait_diff(pid);
         if (rc >= 2 || rc < 0) {
-            fprintf(stderr, "pvisor diff: diff(1) failed on %s\n", path);
+            fprintf(stderr, "pvisor diff: diff(1) failed on %s\n", label);
             d->failed = 1;
         }
         return;
@@ -169,7 +169,7 @@ static void content_diff(struct diffctx *d, const struct lc_stage *st, const cha
         close(pfd[0]);
     if (pid > 0 && wait_diff(pid) >= 2)
         d->failed = 1;
-    add_stat(d, path, plus, minus, false, os, ns);
+    add_stat(d, label, plus, minus, false, os, ns);
 }
 
 static bool diffable(enum lc_type t) {
@@ -177,7 +177,10 @@ static bool diffable(enum lc_type t) {
 }
 
 static void show_entry(struct diffctx *d, const struct lc_stage *st, const struct lc_entry *e) {
-    const char *p = e->path;
+    /* names are agent-chosen: printed with control bytes escaped */
+    _cleanup_free_ char *p = lc_display_name(e->path);
+    if (!p)
+        return;
     enum lc_type ot = e->old_type, nt = e->kind == LC_DELETED ? LC_NONE : e->new_type;
     bool same_kind = ot != LC_NONE && nt != LC_NONE && ot == nt;
     if (same_kind) {
@@ -188,7 +191,7 @@ static void show_entry(struct diffctx *d, const struct lc_stage *st, const struc
         if ((e->changes & LC_CH_MODE) && !d->stat)
             printf("old mode %o\nnew mode %o\n", git_mode(ot, e->old_mode), git_mode(nt, e->new_mode));
         if (e->changes & (LC_CH_CONTENT | LC_CH_TARGET))
-            content_diff(d, st, p, ot, e->old_target, nt, e->new_target, e->old_size, e->new_size);
+            content_diff(d, st, e->path, p, ot, e->old_target, nt, e->new_target, e->old_size, e->new_size);
         else if (d->stat)
             add_stat(d, p, 0, 0, false, 0, 0);
         return;
@@ -198,13 +201,13 @@ static void show_entry(struct diffctx *d, const struct lc_stage *st, const struc
         if (!d->stat)
             printf("diff --git a/%s b/%s\ndeleted file mode %o\n", p, p, git_mode(ot, e->old_mode));
         if (diffable(ot))
-            content_diff(d, st, p, ot, e->old_target, LC_NONE, NULL, e->old_size, 0);
+            content_diff(d, st, e->path, p, ot, e->old_target, LC_NONE, NULL, e->old_size, 0);
     }
     if (nt != LC_NONE && nt != LC_DIR) {
         if (!d->stat)
             printf("diff --git a/%s b/%s\nnew file mode %o\n", p, p, git_mode(nt, e->new_mode));
         if (diffable(nt))
-            content_diff(d, st, p, LC_NONE, NULL, nt, e->new_target, 0, e->new_size);
+            content_diff(d, st, e->path, p, LC_NONE, NULL, nt, e->new_target, 0, e->new_size);
     }
 }
 

@@ -31,7 +31,7 @@ int lc_cli_target(const char *verb, const char *run, const char *stage_dir, char
     if (r == -ENOTUNIQ)
         return cli_error(PV_EXIT_FAILURE, verb, "'%s' matches more than one run; give more of the id", run);
     if (r == -ENOMEDIUM)
-        return run ? cli_error(PV_EXIT_FAILURE, verb, "run '%s' was not staged: it has no stage to %s", run, verb)
+        return run ? cli_error(PV_EXIT_FAILURE, verb, "run '%s' was not staged: it has no stage", run)
                    : cli_error(PV_EXIT_FAILURE, verb,
                                "no recorded run has a stage (use 'pvisor run --stage auto -- CMD', or --stage DIR)");
     return cli_error(PV_EXIT_FAILURE, verb, "cannot find the stage: %s", strerror(-r));
@@ -78,12 +78,20 @@ static char kind_letter(const struct lc_entry *e) {
     return '?';
 }
 
+/* Names in the stage are agent-chosen: never print their bytes raw. */
+static const char *dn(const char *s, char **keep) {
+    free(*keep);
+    *keep = s ? lc_display_name(s) : NULL;
+    return *keep ? *keep : "?";
+}
+
 static void print_entry(const struct lc_entry *e) {
-    printf("  %c %s%s", kind_letter(e), e->path,
+    _cleanup_free_ char *k1 = NULL, *k2 = NULL, *k3 = NULL;
+    printf("  %c %s%s", kind_letter(e), dn(e->path, &k1),
            (e->kind != LC_DELETED && e->new_type == LC_DIR) || (e->kind == LC_DELETED && e->old_type == LC_DIR) ? "/"
                                                                                                                  : "");
     if (e->renamed_from)
-        printf("  (from %s)", e->renamed_from);
+        printf("  (from %s)", dn(e->renamed_from, &k2));
     if (e->kind == LC_TYPE_CHANGED)
         printf("  (%s -> %s)", lc_type_name(e->old_type), lc_type_name(e->new_type));
     if (e->changes & LC_CH_CONTENT)
@@ -91,11 +99,11 @@ static void print_entry(const struct lc_entry *e) {
     if (e->changes & LC_CH_MODE)
         printf("  (mode %04o -> %04o)", e->old_mode, e->new_mode);
     if (e->changes & LC_CH_TARGET)
-        printf("  (-> %s, was %s)", e->new_target, e->old_target ? e->old_target : "?");
+        printf("  (-> %s, was %s)", dn(e->new_target, &k2), dn(e->old_target, &k3));
     if (e->changes & LC_CH_XATTR)
         printf("  (xattrs)");
     if (e->kind == LC_ADDED && e->new_type == LC_LNK)
-        printf("  -> %s", e->new_target);
+        printf("  -> %s", dn(e->new_target, &k3));
     putchar('\n');
 }
 
@@ -121,14 +129,18 @@ static void print_human(const char *stage, const char *state, const char *run, c
             printf("\nWarnings:\n");
             for (size_t i = 0; i < cs->n; i++)
                 for (unsigned b = 0; b < LC_W__COUNT; b++)
-                    if (cs->entries[i].warnings & (1u << b))
-                        printf("  ! %s: %s\n", cs->entries[i].path, lc_warning_name(b));
+                    if (cs->entries[i].warnings & (1u << b)) {
+                        _cleanup_free_ char *k = NULL;
+                        printf("  ! %s: %s\n", dn(cs->entries[i].path, &k), lc_warning_name(b));
+                    }
         }
         if (cs->n_conflicts) {
             printf("\nConflicts (apply refuses until they are resolved):\n");
             for (size_t i = 0; i < cs->n; i++)
-                if (cs->entries[i].conflict)
-                    printf("  x %s: %s\n", cs->entries[i].path, cs->entries[i].conflict);
+                if (cs->entries[i].conflict) {
+                    _cleanup_free_ char *k = NULL;
+                    printf("  x %s: %s\n", dn(cs->entries[i].path, &k), cs->entries[i].conflict);
+                }
         }
     }
     printf("\nSafety boundary:\n");

@@ -42,10 +42,14 @@ static const struct cli_command commands[] = {
      cmd_run},
     {"status", "Show a run's Bundle (the most recent by default)",
      "Usage: pvisor status [RUN] [--json]\n"
+     "       pvisor status --review [RUN|STAGE] [--json]\n"
      "\n"
      "Shows what was requested and what was actually enforced for RUN (a run id,\n"
      "a unique prefix of one, or 'latest'; default: the most recent run).\n"
-     "  --json     Print the Run Bundle itself (docs/bundle.md).\n",
+     "  --json     Print the Run Bundle itself (docs/bundle.md).\n"
+     "  --review   Review a stage before applying it: its state, every change, warnings\n"
+     "             (new executables, setuid bits, .git/hooks, symlinks leaving the\n"
+     "             workspace...) and the Safety boundary (docs/lifecycle.md).\n",
      cmd_status},
     {"list", "List runs",
      "Usage: pvisor list [--json]\n"
@@ -65,10 +69,12 @@ static const struct cli_command commands[] = {
     {"help", "Show help for pvisor or one verb", "Usage: pvisor help [VERB]\n", cmd_help},
 #ifdef PVISOR_HAVE_LIFECYCLE
 #define LC_RUN(f) f
+#define LC_SUM(s) s
 #else
 #define LC_RUN(f) NULL
+#define LC_SUM(s) s " (not in this build: needs the stage overlay)"
 #endif
-    {"diff", "Show staged changes as a patch",
+    {"diff", LC_SUM("Show staged changes as a patch"),
      "Usage: pvisor diff [--stat] [RUN|--stage DIR] [-- PATH...]\n"
      "\n"
      "Prints the changes staged by RUN (default: the most recent run that has a\n"
@@ -78,7 +84,7 @@ static const struct cli_command commands[] = {
      "  --stage DIR   The stage directory to show (instead of a RUN).\n"
      "  --stat        A per-file summary of inserted and deleted lines.\n",
      LC_RUN(cmd_diff)},
-    {"apply", "Apply a sealed stage to the workspace",
+    {"apply", LC_SUM("Apply a sealed stage to the workspace"),
      "Usage: pvisor apply [RUN|--stage DIR] [--path P]... [--dry-run] [--keep-special-modes]\n"
      "\n"
      "Writes the changes staged by RUN (default: the most recent run that has a stage)\n"
@@ -95,7 +101,7 @@ static const struct cli_command commands[] = {
      "\n"
      "Exit status: 0 applied, 1 refused (conflict, stage state) or failed, 2 usage.\n",
      LC_RUN(cmd_apply)},
-    {"drop", "Discard a stage",
+    {"drop", LC_SUM("Discard a stage"),
      "Usage: pvisor drop [RUN|--stage DIR] [--force]\n"
      "\n"
      "Discards the changes staged by RUN (default: the most recent run that has a\n"
@@ -105,7 +111,7 @@ static const struct cli_command commands[] = {
      "  --force       Drop even though an interrupted apply is pending (the part\n"
      "                already written stays in the workspace).\n",
      LC_RUN(cmd_drop)},
-    {"checkpoint", "Checkpoint a stage",
+    {"checkpoint", LC_SUM("Checkpoint a stage"),
      "Usage: pvisor checkpoint [--name N] [RUN|--stage DIR]\n"
      "       pvisor checkpoint --list [RUN|--stage DIR]\n"
      "\n"
@@ -116,14 +122,14 @@ static const struct cli_command commands[] = {
      "  --list        List the stage's checkpoints.\n"
      "  --stage DIR   The stage (instead of a RUN; default: the newest staged run).\n",
      LC_RUN(cmd_checkpoint)},
-    {"restore", "Restore a stage from a checkpoint",
+    {"restore", LC_SUM("Restore a stage from a checkpoint"),
      "Usage: pvisor restore NAME [RUN|--stage DIR]\n"
      "\n"
      "Replaces the content of a stopped stage (sealed or interrupted) with its\n"
      "checkpoint NAME; the stage is sealed afterwards.\n"
      "  --stage DIR   The stage (instead of a RUN; default: the newest staged run).\n",
      LC_RUN(cmd_restore)},
-    {"fork", "Fork a new stage from a checkpoint",
+    {"fork", LC_SUM("Fork a new stage from a checkpoint"),
      "Usage: pvisor fork [CHECKPOINT] NEW_STAGE [--run RUN|--stage DIR]\n"
      "\n"
      "Creates NEW_STAGE (absent or empty), a sealed stage holding CHECKPOINT of the\n"

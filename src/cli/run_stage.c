@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -123,6 +124,7 @@ static const char *stage_open_hint(int r) {
     case -EBUSY: return "another pvisor run is using this stage";
     case -ESTALE: return "the stage was interrupted (its run did not finish); it cannot be continued or applied";
     case -EALREADY: return "the stage was already applied or dropped";
+    case -EINPROGRESS: return "an apply of this stage was interrupted; finish it with 'pvisor apply' first";
     case -EXDEV: return "the stage belongs to another workspace";
     case -EINVAL: return "the directory is not empty and is not a pvisor stage";
     case -EPROTO: return "the stage has a format version this pvisor does not know";
@@ -195,6 +197,15 @@ int run_execute_staged(struct run_context *ctx,
                                    "files (aliases) are not covered without --filesystem sandbox");
     bundle_set_executor(ctx->bundle, "host", "private mount namespace + FUSE overlay, no other isolation");
 
+    /* The FUSE server keeps a descriptor per inode it serves: raise our
+     * soft limit to the hard one; the command gets the original back. */
+    struct rlimit nofile_orig;
+    bool nofile_raised = false;
+    if (getrlimit(RLIMIT_NOFILE, &nofile_orig) == 0 && nofile_orig.rlim_cur < nofile_orig.rlim_max) {
+        struct rlimit raised = {nofile_orig.rlim_max, nofile_orig.rlim_max};
+        nofile_raised = setrlimit(RLIMIT_NOFILE, &raised) == 0;
+    }
+
     char *launcher_argv[] = {"/proc/self/exe", LAUNCH_VERB, NULL};
     struct exec_spec spec = {
         .argv = sandbox ? launcher_argv : ctx->opts->cmd_argv,
@@ -205,6 +216,7 @@ int run_execute_staged(struct run_context *ctx,
         .timeout_ms = ctx->opts->timeout_ms,
         .pass_fds = sandbox ? sb.pass : NULL,
         .n_pass_fds = sandbox ? 3 : 0,
+        .child_nofile = nofile_raised ? &nofile_orig : NULL,
         .userdata = &st,
     };
     struct exec_result res;

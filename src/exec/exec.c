@@ -74,6 +74,8 @@ static _Noreturn void child_exec(const struct exec_spec *s, int go_fd, int err_f
     for (int i = 0; i < s->n_pass_fds && i < 8; i++)
         if (dup2(moved[i], 3 + i) < 0)
             goto fail_errno;
+    if (s->child_nofile && setrlimit(RLIMIT_NOFILE, s->child_nofile) < 0)
+        goto fail_errno;
     sigprocmask(SIG_SETMASK, old_mask, NULL);
     execvpe(s->argv[0], s->argv, s->envp ? s->envp : environ);
 fail_errno:

@@ -24,6 +24,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 
 struct exec_spec {
@@ -41,6 +42,9 @@ struct exec_spec {
     /* Called in the parent once the command was exec'd successfully
      * (before waiting for it); may block briefly, e.g. to read a report. */
     void (*after_exec)(pid_t child, void *userdata);
+    /* If set, the child restores this RLIMIT_NOFILE before exec (the
+     * supervisor may have raised its own for the FUSE server). */
+    const struct rlimit *child_nofile;
 };
 
 struct exec_result {

@@ -300,7 +300,10 @@ static int ws_lstat(int ws_fd, const char *path, int *ret_parent, const char **r
     *ret_exists = false;
     *ret_parent = -1;
     int parent = lc_open_parent(ws_fd, path, ret_name);
-    if (parent == -ENOENT || parent == -ENOTDIR)
+    /* no directory there (gone, or replaced by a file or a symlink, e.g. by
+     * this apply's own type change): the object is absent.  Writing below
+     * it later fails safely (ENOTDIR/ELOOP), it is never followed. */
+    if (parent == -ENOENT || parent == -ENOTDIR || parent == -ELOOP)
         return 0;
     if (parent < 0)
         return parent;
@@ -324,12 +327,6 @@ static int classify_all(int ws_fd, int upper_fd, struct plan *p, struct lc_apply
         if (r < 0) {
             if (parent >= 0)
                 close(parent);
-            if (r == -ELOOP) {
-                r = report_conflict(rep, e->path, "a parent directory in the workspace is now a symlink");
-                if (r < 0)
-                    return r;
-                continue;
-            }
             return r;
         }
         int m = parent >= 0 ? matches_old(parent, name, exists ? &st : NULL, e) : e->old_type == LC_NONE;
@@ -395,8 +392,9 @@ static int still_same(int parent, const char *name, const struct plan_ent *e) {
         return errno == ENOENT ? -ECANCELED : -errno;
     if ((uint64_t)st.st_ino != e->seen_ino)
         return -ECANCELED;
-    /* a directory's ctime moves when this apply removes its children */
-    if (!S_ISDIR(st.st_mode) &&
+    /* a directory's ctime moves when this apply removes its children, a
+     * hard-linked file's when this apply replaces another of its names */
+    if (!S_ISDIR(st.st_mode) && st.st_nlink == 1 &&
         (st.st_ctim.tv_sec != e->seen_ctime.tv_sec || st.st_ctim.tv_nsec != e->seen_ctime.tv_nsec))
         return -ECANCELED;
     return 0;
@@ -590,8 +588,8 @@ static int sync_parents(int ws_fd, const struct plan *p) {
         if (i > 0 && strcmp(dirs[i], dirs[i - 1]) == 0)
             continue;
         int fd = lc_open_beneath(ws_fd, dirs[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
-        if (fd == -ENOENT || fd == -ENOTDIR)
-            continue; /* deleted or replaced by a file in this apply */
+        if (fd == -ENOENT || fd == -ENOTDIR || fd == -ELOOP)
+            continue; /* deleted, or replaced by a file or symlink, in this apply */
         if (fd < 0) {
             r = fd;
             break;
@@ -789,6 +787,38 @@ static void announce(const struct plan *p, const struct lc_apply_opts *o) {
     }
 }
 
+/* After a subset apply: remember the directories it created (see
+ * load_ours in changeset.c).  Appended to what earlier subsets recorded. */
+static int record_created_dirs(int dir_fd, const struct plan *p) {
+    _cleanup_free_ char *old = NULL;
+    size_t old_len = 0;
+    int r = read_file_at(dir_fd, LC_APPLY_CREATED, 64u << 20, &old, &old_len);
+    if (r < 0 && r != -ENOENT)
+        return r;
+    size_t extra = 0;
+    for (size_t i = 0; i < p->n; i++)
+        if (p->v[i].old_type == LC_NONE && p->v[i].new_type == LC_DIR)
+            extra += strlen(p->v[i].path) + 1;
+    if (extra == 0)
+        return 0;
+    _cleanup_free_ char *buf = malloc(old_len + extra + 1);
+    if (!buf)
+        return -ENOMEM;
+    size_t n = 0;
+    if (old && old_len) {
+        memcpy(buf, old, old_len);
+        n = old_len;
+    }
+    for (size_t i = 0; i < p->n; i++)
+        if (p->v[i].old_type == LC_NONE && p->v[i].new_type == LC_DIR) {
+            size_t l = strlen(p->v[i].path);
+            memcpy(buf + n, p->v[i].path, l);
+            buf[n + l] = '\n';
+            n += l + 1;
+        }
+    return write_file_atomic(dir_fd, LC_APPLY_CREATED, buf, n, 0600);
+}
+
 bool lc_apply_pending(const char *stage_path) {
     _cleanup_close_ int d = open(stage_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     struct stat st;
@@ -823,6 +853,14 @@ int lc_apply(const char *stage_path, const struct lc_apply_opts *o, struct lc_ap
     case STAGE_INTERRUPTED: return -ESTALE;
     case STAGE_CREATED: return -ENODATA;
     case STAGE_APPLIED:
+        /* a crash between the 'applied' marker and the intent's removal */
+        if (lc_apply_pending(stage_path)) {
+            _cleanup_close_ int d = open(stage_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+            _cleanup_close_ int lk = d >= 0 ? openat(d, "lock", O_RDWR | O_NOFOLLOW | O_CLOEXEC) : -1;
+            if (lk >= 0 && flock(lk, LOCK_EX | LOCK_NB) == 0 && unlinkat(d, LC_APPLY_INTENT, 0) == 0)
+                fsync(d);
+        }
+        return -EALREADY;
     case STAGE_DROPPED: return -EALREADY;
     case STAGE_SEALED: break;
     }
@@ -914,6 +952,10 @@ int lc_apply(const char *stage_path, const struct lc_apply_opts *o, struct lc_ap
         goto out; /* the intent stays: the next apply resumes */
     if (full) {
         r = mark_applied(st->dir_fd, p.id);
+        if (r < 0)
+            goto out;
+    } else {
+        r = record_created_dirs(st->dir_fd, &p);
         if (r < 0)
             goto out;
     }

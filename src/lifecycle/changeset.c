@@ -282,9 +282,10 @@ static int cmp_pair(const void *a, const void *b) {
     return x->upper < y->upper ? -1 : x->upper > y->upper;
 }
 
-static int origin_load(int stage_dir_fd, int upper_fd, struct ino_pair **ret, size_t *ret_n) {
+static int origin_load(int stage_dir_fd, int upper_fd, struct ino_pair **ret, size_t *ret_n, bool *ret_usable) {
     *ret = NULL;
     *ret_n = 0;
+    *ret_usable = false;
     _cleanup_free_ char *buf = NULL;
     size_t len = 0;
     int r = read_file_at(stage_dir_fd, "origin", ORIGIN_MAX, &buf, &len);
@@ -296,6 +297,7 @@ static int origin_load(int stage_dir_fd, int upper_fd, struct ino_pair **ret, si
     unsigned long long dev = 0;
     if (sscanf(buf, "pvisor-origin 1 dev=%llu", &dev) != 1 || dev != (unsigned long long)ust.st_dev)
         return 0;
+    *ret_usable = true;
     size_t n = 0, cap = 0;
     struct ino_pair *v = NULL;
     char *save = NULL;
@@ -354,6 +356,11 @@ struct walk {
     struct lc_changeset *cs;
     int ws_fd;
     size_t visited;
+    const struct ino_pair *orig; /* origin map, sorted by upper inode */
+    size_t n_orig;
+    bool origin_usable;          /* the map belongs to this upper (same device) */
+    char **ours;                 /* directories created by earlier --path applies, sorted */
+    size_t n_ours;
     char path[LC_MAX_PATH + 2];
 };
 
@@ -660,7 +667,7 @@ static bool dir_is_opaque(int dirfd) {
 
 /* One upper object name in upper_dirfd (lower_dirfd: the lower directory of
  * the same path, or -1). */
-static int visit(struct walk *w, int upper_dirfd, int lower_dirfd, const char *name, int depth) {
+static int visit(struct walk *w, int upper_dirfd, int lower_dirfd, bool parent_opaque, const char *name, int depth) {
     if (++w->visited > LC_MAX_ENTRIES)
         return -E2BIG;
     struct stat ust, lst;
@@ -734,7 +741,21 @@ static int visit(struct walk *w, int upper_dirfd, int lower_dirfd, const char *n
                 ch |= LC_CH_XATTR;
         }
     }
-    if (kind != LC_MODIFIED || ch) {
+    /* A directory over a lower directory with no preimage is normally a
+     * parent copied up to hold a new child: the origin map says it was
+     * copied from the lower.  If the agent created it instead (no origin,
+     * or opaque), the lower directory appeared after the run:
+     * a path the agent created exists in the workspace now, a conflict --
+     * unless an earlier `apply --path` of this stage created it. */
+    bool created_twice = false;
+    if (kind == LC_MODIFIED && nt == LC_DIR && w->origin_usable &&
+        !lc_preimage_find(w->cs->pre, w->cs->n_pre, w->path) &&
+        (opaque || origin_lookup(w->orig, w->n_orig, (uint64_t)ust.st_ino) == 0) &&
+        !(w->n_ours && bsearch(&(const char *){w->path}, w->ours, w->n_ours, sizeof *w->ours, lc_cmp_strp))) {
+        created_twice = true;
+        kind = LC_ADDED;
+    }
+    if (kind != LC_MODIFIED || ch || created_twice) {
         struct lc_entry *e = add_entry(w, kind);
         if (!e)
             return w->cs->n >= LC_MAX_ENTRIES ? -E2BIG : -ENOMEM;
@@ -784,7 +805,9 @@ static int visit(struct walk *w, int upper_dirfd, int lower_dirfd, const char *n
             if (lsub < 0)
                 return lsub;
         }
-        return walk_upper(w, usub, lsub, opaque, depth + 1);
+        /* below an opaque directory nothing of the lower is visible, even
+         * under upper subdirectories that are not marked opaque themselves */
+        return walk_upper(w, usub, lsub, opaque || parent_opaque, depth + 1);
     }
     return 0;
 }
@@ -802,7 +825,7 @@ static int walk_upper(struct walk *w, int upper_dirfd, int lower_dirfd, bool opa
         r = path_push(w, names[i], &old);
         if (r < 0)
             break;
-        r = visit(w, upper_dirfd, lower_dirfd, names[i], depth);
+        r = visit(w, upper_dirfd, lower_dirfd, opaque, names[i], depth);
         w->path[old] = '\0';
     }
     /* opaque over a lower directory: lower names absent from the upper are deleted */
@@ -914,6 +937,45 @@ static void detect_renames(struct lc_changeset *cs, const struct ino_pair *orig,
     }
 }
 
+/* STAGE/apply-created: directories earlier `apply --path` runs created
+ * (one path per line), so a later apply does not take them for directories
+ * the user created. */
+static int load_ours(int stage_dir_fd, char ***ret, size_t *ret_n) {
+    *ret = NULL;
+    *ret_n = 0;
+    _cleanup_free_ char *buf = NULL;
+    size_t len = 0;
+    int r = read_file_at(stage_dir_fd, LC_APPLY_CREATED, 64u << 20, &buf, &len);
+    if (r < 0)
+        return r == -ENOENT ? 0 : r;
+    size_t n = 0, cap = 0;
+    char **v = NULL;
+    char *save = NULL;
+    for (char *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        if (!lc_path_valid(line))
+            continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 16;
+            char **nv = realloc(v, cap * sizeof *nv);
+            if (!nv) {
+                free_names(v, n);
+                return -ENOMEM;
+            }
+            v = nv;
+        }
+        if (!(v[n] = strdup(line))) {
+            free_names(v, n);
+            return -ENOMEM;
+        }
+        n++;
+    }
+    if (n)
+        qsort(v, n, sizeof *v, lc_cmp_strp);
+    *ret = v;
+    *ret_n = n;
+    return 0;
+}
+
 int lc_changeset_load(struct lc_stage *st, struct lc_changeset **ret_cs) {
     if (st->upper_fd < 0)
         return -ENOENT;
@@ -936,6 +998,14 @@ int lc_changeset_load(struct lc_stage *st, struct lc_changeset **ret_cs) {
     w->cs = cs;
     w->ws_fd = st->ws_fd;
     w->path[0] = '\0';
+    r = origin_load(st->dir_fd, st->upper_fd, &orig, &n_orig, &w->origin_usable);
+    if (r < 0)
+        goto fail;
+    w->orig = orig;
+    w->n_orig = n_orig;
+    r = load_ours(st->dir_fd, &w->ours, &w->n_ours);
+    if (r < 0)
+        goto fail;
     /* the root: upper/ is never opaque over the workspace itself */
     r = walk_upper(w, st->upper_fd, st->ws_fd, false, 0);
     if (r < 0)
@@ -944,22 +1014,45 @@ int lc_changeset_load(struct lc_stage *st, struct lc_changeset **ret_cs) {
         qsort(cs->entries, cs->n, sizeof *cs->entries, cmp_entry);
     for (size_t i = 0; i < cs->n; i++)
         cs->count[cs->entries[i].kind]++;
-    r = origin_load(st->dir_fd, st->upper_fd, &orig, &n_orig);
-    if (r < 0)
-        goto fail;
     detect_renames(cs, orig, n_orig);
     free(orig);
+    free_names(w->ours, w->n_ours);
     free(w);
     *ret_cs = cs;
     return 0;
 fail:
     free(orig);
+    if (w)
+        free_names(w->ours, w->n_ours);
     free(w);
     lc_changeset_free(cs);
     return r;
 }
 
 /* ---- JSON ---- */
+
+/* A name as JSON: the string when it is UTF-8, else null and KEY_hex. */
+static void set_name(json_t *o, const char *key, const char *v) {
+    if (!v) {
+        json_object_set_new(o, key, json_null());
+        return;
+    }
+    if (lc_utf8_valid(v)) {
+        json_object_set_new(o, key, json_string(v));
+        return;
+    }
+    size_t n = strlen(v);
+    char *hex = malloc(2 * n + 1);
+    if (hex) {
+        for (size_t i = 0; i < n; i++)
+            sprintf(hex + 2 * i, "%02x", (unsigned char)v[i]);
+        char k[32];
+        snprintf(k, sizeof k, "%s_hex", key);
+        json_object_set_new(o, k, json_string(hex));
+        free(hex);
+    }
+    json_object_set_new(o, key, json_null());
+}
 
 static json_t *side_json(enum lc_type t, uint32_t mode, uint64_t size, const char *target) {
     if (t == LC_NONE)
@@ -970,7 +1063,7 @@ static json_t *side_json(enum lc_type t, uint32_t mode, uint64_t size, const cha
     if (t == LC_REG)
         json_object_set_new(o, "size", json_integer((json_int_t)size));
     if (t == LC_LNK && target)
-        json_object_set_new(o, "target", json_string(target));
+        set_name(o, "target", target);
     return o;
 }
 
@@ -1003,8 +1096,11 @@ json_t *lc_changeset_to_json(const struct lc_changeset *cs) {
         for (unsigned b = 0; b < LC_W__COUNT; b++)
             if (e->warnings & (1u << b)) {
                 json_array_append_new(wl, json_string(lc_warning_name(b)));
-                json_array_append_new(warnings, json_pack("{s:s, s:s, s:s}", "path", e->path, "warning",
-                                                          lc_warning_name(b), "message", warning_message(b)));
+                json_t *wo = json_object();
+                set_name(wo, "path", e->path);
+                json_object_update_new(wo, json_pack("{s:s, s:s}", "warning", lc_warning_name(b), "message",
+                                                     warning_message(b)));
+                json_array_append_new(warnings, wo);
             }
         if (e->renamed_from)
             renamed++;
@@ -1012,14 +1108,15 @@ json_t *lc_changeset_to_json(const struct lc_changeset *cs) {
             mode_changed++;
         if (e->changes & LC_CH_TARGET)
             symlink_changed++;
-        json_array_append_new(
-            changes, json_pack("{s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o}", "path", e->path, "kind",
-                               lc_kind_name(e->kind), "changes", chl, "old",
+        json_t *co = json_object();
+        set_name(co, "path", e->path);
+        json_object_update_new(co, json_pack("{s:s, s:o, s:o, s:o, s:o, s:o}", "kind", lc_kind_name(e->kind), "changes", chl, "old",
                                side_json(e->old_type, e->old_mode, e->old_size, e->old_target), "new",
                                e->kind == LC_DELETED ? json_null()
                                                      : side_json(e->new_type, e->new_mode, e->new_size, e->new_target),
-                               "renamed_from", e->renamed_from ? json_string(e->renamed_from) : json_null(),
                                "warnings", wl, "conflict", e->conflict ? json_string(e->conflict) : json_null()));
+        set_name(co, "renamed_from", e->renamed_from);
+        json_array_append_new(changes, co);
     }
     json_t *summary = json_pack(
         "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "added", (json_int_t)cs->count[LC_ADDED], "deleted",

@@ -416,3 +416,34 @@ int lc_fd_equal(int a, int b) {
         off += na;
     }
 }
+
+char *lc_display_name(const char *s) {
+    size_t n = strlen(s);
+    char *out = malloc(4 * n + 1);
+    if (!out)
+        return NULL;
+    char *o = out;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p < 0x20 || *p == 0x7f || *p == '\\') {
+            o += sprintf(o, "\\x%02x", *p);
+        } else {
+            *o++ = (char)*p;
+        }
+    }
+    *o = '\0';
+    return out;
+}
+
+bool lc_utf8_valid(const char *s) {
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        int len = *p < 0x80 ? 1 : (*p & 0xe0) == 0xc0 ? 2 : (*p & 0xf0) == 0xe0 ? 3 : (*p & 0xf8) == 0xf0 ? 4 : 0;
+        if (len == 0 || (len == 2 && *p < 0xc2))
+            return false;
+        for (int i = 1; i < len; i++)
+            if ((p[i] & 0xc0) != 0x80)
+                return false;
+        p += len;
+    }
+    return true;
+}

@@ -40,6 +40,7 @@ int lc_apply_remove_temps(int stage_dir_fd, int ws_fd);
 /* The stage markers and files this module owns (docs/lifecycle.md). */
 #define LC_APPLY_INTENT "apply-intent"
 #define LC_APPLIED "applied"
+#define LC_APPLY_CREATED "apply-created"
 #define LC_DROPPED "dropped"
 #define LC_CHECKPOINTS "checkpoints"
 

@@ -216,6 +216,9 @@ int lc_open_parent(int dirfd, const char *path, const char **ret_name);
  * or doubled '/', bounded)? */
 bool lc_path_valid(const char *path);
 int lc_sha256_fd(int fd, unsigned char ret_sha[32]);
+/* A name made safe for a terminal: control bytes and '\\' as \\xNN (malloc'd). */
+char *lc_display_name(const char *s);
+bool lc_utf8_valid(const char *s);
 void lc_hex(const unsigned char *sha, char ret_hex[65]);
 
 #endif

@@ -330,6 +330,12 @@ static int stage_open_impl(struct stage *s, const char *path, const char *worksp
         json_decref(meta);
         return -EALREADY;
     }
+    /* A half-finished apply rolls forward from this upper: a new run must
+     * not change it first (docs/lifecycle.md, apply-intent). */
+    if (exists_at(s->dir_fd, "apply-intent")) {
+        json_decref(meta);
+        return -EINPROGRESS;
+    }
     if (!exists_at(s->dir_fd, "sealed")) {
         int c = stage_has_content(s->dir_fd);
         if (c != 0) {

@@ -61,7 +61,8 @@ struct stage_preimage {
  * journal (paths already recorded are not recorded again) and the origin map,
  * and empties work/.
  * Errors: -ENOTDIR path is not a directory; -EBUSY another run holds the
- * lock; -ESTALE interrupted; -EALREADY applied or dropped; -EXDEV stage of
+ * lock; -ESTALE interrupted; -EALREADY applied or dropped; -EINPROGRESS an
+ * apply of the stage was interrupted (finish it with `pvisor apply`); -EXDEV stage of
  * another workspace; -EINVAL not a stage; -EPROTO unknown format version;
  * other -errno from the file system. */
 int stage_open_for_run(const char *path, const char *workspace_abs, const char *run_id,

@@ -195,7 +195,7 @@ fi
 
 # --- the supervisor killed with -9: the whole sandbox goes with it ----------------
 cp "$PROBE" "$W/probe-bin"   # inside the workspace: reachable from the sandbox's shell
-"$PVISOR" run --safe --stage "$T/stage9" --workspace "$W" -- sh -c "./probe-bin daemon pvisor-k9-$$; exec sleep 3014" &
+"$PVISOR" run --safe --stage "$T/stage9" --workspace "$W" -- sh -c "./probe-bin daemon pvisor-k9-$$ >/dev/null; exec sleep 3014" &
 pv=$!
 i=0; while ! pgrep -f '^[p]visor-k9-'$$' 300' >/dev/null && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
 check "(setup) the sandboxed daemon and command are running" sh -c "pgrep -f '^[p]visor-k9-$$ 300' >/dev/null && pgrep -f '^sleep 3014\$' >/dev/null"
