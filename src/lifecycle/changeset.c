@@ -326,7 +326,8 @@ static int origin_load(int stage_dir_fd, int upper_fd, struct ino_pair **ret, si
         n++;
     }
     /* later lines win: sort by (upper ino, line number), keep the last */
-    qsort(v, n, sizeof *v, cmp_pair_seq);
+    if (n > 0) /* qsort's base must not be NULL, even for no elements */
+        qsort(v, n, sizeof *v, cmp_pair_seq);
     size_t w = 0;
     for (size_t i = 0; i < n; i++) {
         if (w > 0 && v[w - 1].upper == v[i].upper) {
