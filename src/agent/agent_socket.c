@@ -24,12 +24,12 @@ struct client {
 
 struct agent_socket {
     int listen_fd;
-    int stop_fd;        /* eventfd: written once to stop the thread */
+    int stop_fd; /* eventfd: written once to stop the thread */
     char *path;
-    char *status_json;  /* immutable after open */
+    char *status_json; /* immutable after open */
     pthread_t thread;
     bool started;
-    bool bound;         /* we created the socket file (and so remove it) */
+    bool bound; /* we created the socket file (and so remove it) */
     atomic_uint requests;
     struct client clients[AGENT_MAX_CLIENTS]; /* only the thread touches these */
 };

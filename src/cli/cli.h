@@ -26,8 +26,8 @@
 
 struct cli_command {
     const char *name;
-    const char *summary;   /* one line for `pvisor help` */
-    const char *help;      /* full text for `pvisor help VERB` / `pvisor VERB --help` */
+    const char *summary; /* one line for `pvisor help` */
+    const char *help;    /* full text for `pvisor help VERB` / `pvisor VERB --help` */
     int (*run)(int argc, char **argv);
 };
 

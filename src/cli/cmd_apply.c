@@ -213,28 +213,30 @@ int cmd_apply(int argc, char **argv) {
         int st = PV_EXIT_FAILURE;
         switch (r) {
         case -EBUSY:
-            cli_error(st, "apply", "refused: the stage %s is in use (its run is still going, or another apply "
-                                   "holds it); wait for it to finish", stage);
+            cli_error(st, "apply",
+                      "refused: the stage %s is in use (its run is still going, or another apply "
+                      "holds it); wait for it to finish",
+                      stage);
             break;
         case -ESTALE:
-            cli_error(st, "apply", "refused: the stage %s was interrupted before it was sealed (its run died); "
-                                   "it cannot be applied. Inspect it with 'pvisor status --review', then "
-                                   "'pvisor drop' it", stage);
+            cli_error(st, "apply",
+                      "refused: the stage %s was interrupted before it was sealed (its run died); "
+                      "it cannot be applied. Inspect it with 'pvisor status --review', then "
+                      "'pvisor drop' it",
+                      stage);
             break;
-        case -EALREADY:
-            cli_error(st, "apply", "refused: the stage %s was already applied or dropped", stage);
-            break;
+        case -EALREADY: cli_error(st, "apply", "refused: the stage %s was already applied or dropped", stage); break;
         case -ECANCELED:
-            cli_error(st, "apply", "stopped: a file in the workspace changed while apply was writing. "
-                                   "Run 'pvisor apply' again: it completes the apply or names the conflict");
+            cli_error(st, "apply",
+                      "stopped: a file in the workspace changed while apply was writing. "
+                      "Run 'pvisor apply' again: it completes the apply or names the conflict");
             break;
-        case -ENODATA:
-            cli_error(st, "apply", "the stage %s holds no changes (no run sealed it)", stage);
-            break;
+        case -ENODATA: cli_error(st, "apply", "the stage %s holds no changes (no run sealed it)", stage); break;
         case -ENOTEMPTY: {
             _cleanup_free_ char *d = rep.failed_path ? lc_display_name(rep.failed_path) : NULL;
-            cli_error(st, "apply", "stopped: the directory %s, which the stage deletes, has new files in the "
-                                   "workspace; move them away and run 'pvisor apply' again to complete the apply",
+            cli_error(st, "apply",
+                      "stopped: the directory %s, which the stage deletes, has new files in the "
+                      "workspace; move them away and run 'pvisor apply' again to complete the apply",
                       d ? d : "?");
             break;
         }
@@ -262,8 +264,9 @@ int cmd_apply(int argc, char **argv) {
         fprintf(stderr, "pvisor apply: %s setuid/setgid bits on %zu file%s (--keep-special-modes keeps them)\n",
                 dry_run ? "would drop" : "dropped", rep.n_setid_dropped, rep.n_setid_dropped == 1 ? "" : "s");
     if (rep.n_skipped_special)
-        fprintf(stderr, "pvisor apply: %s %zu device node%s or socket%s (never applied)\n", dry_run ? "would skip" : "skipped",
-                rep.n_skipped_special, rep.n_skipped_special == 1 ? "" : "s", rep.n_skipped_special == 1 ? "" : "s");
+        fprintf(stderr, "pvisor apply: %s %zu device node%s or socket%s (never applied)\n",
+                dry_run ? "would skip" : "skipped", rep.n_skipped_special, rep.n_skipped_special == 1 ? "" : "s",
+                rep.n_skipped_special == 1 ? "" : "s");
     lc_apply_report_clear(&rep);
     return PV_EXIT_OK;
 }

@@ -48,11 +48,10 @@ int cmd_checkpoint(int argc, char **argv) {
         json_t *arr = lc_checkpoints_json(stage);
         size_t i;
         json_t *v;
-        json_array_foreach(arr, i, v)
-            printf("%-32s %s  %lld bytes (%s)\n", json_string_value(json_object_get(v, "name")),
-                   json_string_value(json_object_get(v, "created")),
-                   (long long)json_integer_value(json_object_get(v, "bytes")),
-                   json_string_value(json_object_get(v, "copy")));
+        json_array_foreach(arr, i, v) printf(
+            "%-32s %s  %lld bytes (%s)\n", json_string_value(json_object_get(v, "name")),
+            json_string_value(json_object_get(v, "created")),
+            (long long)json_integer_value(json_object_get(v, "bytes")), json_string_value(json_object_get(v, "copy")));
         json_decref(arr);
         return PV_EXIT_OK;
     }
@@ -67,7 +66,8 @@ int cmd_checkpoint(int argc, char **argv) {
     case -EBUSY:
         return cli_error(PV_EXIT_FAILURE, "checkpoint",
                          "refused: the stage %s is in use (a run or an apply holds it); checkpoint it after the run "
-                         "ends", stage);
+                         "ends",
+                         stage);
     case -ESTALE:
         return cli_error(PV_EXIT_FAILURE, "checkpoint",
                          "refused: the stage %s is not sealed (interrupted); restore a checkpoint or drop it", stage);
@@ -78,7 +78,6 @@ int cmd_checkpoint(int argc, char **argv) {
     case -EINPROGRESS:
         return cli_error(PV_EXIT_FAILURE, "checkpoint",
                          "refused: an interrupted apply of %s must be completed first ('pvisor apply')", stage);
-    default:
-        return cli_error(PV_EXIT_FAILURE, "checkpoint", "failed: %s", strerror(-r));
+    default: return cli_error(PV_EXIT_FAILURE, "checkpoint", "failed: %s", strerror(-r));
     }
 }

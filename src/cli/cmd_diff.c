@@ -116,8 +116,9 @@ static void add_stat(struct diffctx *d, const char *path, long plus, long minus,
 
 /* Content diff of one path: old side (lower) vs new side (upper); either
  * may be absent (LC_NONE). */
-static void content_diff(struct diffctx *d, const struct lc_stage *st, const char *path, const char *label, enum lc_type ot,
-                         const char *otarget, enum lc_type nt, const char *ntarget, uint64_t os, uint64_t ns) {
+static void content_diff(struct diffctx *d, const struct lc_stage *st, const char *path, const char *label,
+                         enum lc_type ot, const char *otarget, enum lc_type nt, const char *ntarget, uint64_t os,
+                         uint64_t ns) {
     _cleanup_close_ int a = side_fd(st->ws_fd, path, ot, otarget);
     _cleanup_close_ int b = side_fd(st->upper_fd, path, nt, ntarget);
     if ((ot != LC_NONE && a < 0) || (nt != LC_NONE && b < 0)) {
@@ -323,8 +324,8 @@ int cmd_diff(int argc, char **argv) {
             tm += s->minus;
             free(s->path);
         }
-        printf(" %zu file%s changed, %ld insertion%s(+), %ld deletion%s(-)\n", d.n_lines, d.n_lines == 1 ? "" : "s",
-               tp, tp == 1 ? "" : "s", tm, tm == 1 ? "" : "s");
+        printf(" %zu file%s changed, %ld insertion%s(+), %ld deletion%s(-)\n", d.n_lines, d.n_lines == 1 ? "" : "s", tp,
+               tp == 1 ? "" : "s", tm, tm == 1 ? "" : "s");
         free(d.lines);
     }
     lc_changeset_free(cs);

@@ -58,7 +58,9 @@ static void print_features(const struct host_probe *p) {
     status_row("pidfd_open", &p->pidfd_open);
     status_row("close_range", &p->close_range);
     row("no_new_privs", "info",
-        p->no_new_privs < 0 ? "unknown" : p->no_new_privs ? "already set on pvisor" : "not set (settable)");
+        p->no_new_privs < 0 ? "unknown"
+        : p->no_new_privs   ? "already set on pvisor"
+                            : "not set (settable)");
 }
 
 static void print_executor(const struct executor_readiness *r) {
@@ -93,8 +95,8 @@ static int print_json(const struct host_probe *p) {
         json_decref(executors);
         return -ENOMEM;
     }
-    json_t *o = json_pack("{s:s, s:o, s:o}", "pvisor_version", PVISOR_VERSION, "features", features, "executors",
-                          executors);
+    json_t *o =
+        json_pack("{s:s, s:o, s:o}", "pvisor_version", PVISOR_VERSION, "features", features, "executors", executors);
     if (!o)
         return -ENOMEM;
     int r = json_dumpf(o, stdout, JSON_INDENT(2)) < 0 ? -EIO : 0;

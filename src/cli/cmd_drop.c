@@ -45,11 +45,13 @@ int cmd_drop(int argc, char **argv) {
     if (r == -EBUSY)
         return cli_error(PV_EXIT_FAILURE, "drop",
                          "refused: the stage %s is in use (its run is still going, or an apply holds it); "
-                         "stop the run first", stage);
+                         "stop the run first",
+                         stage);
     if (r == -EINPROGRESS)
         return cli_error(PV_EXIT_FAILURE, "drop",
                          "refused: an apply of %s was interrupted, so the workspace holds part of it; complete it "
-                         "with 'pvisor apply', or drop anyway with --force (the applied part stays)", stage);
+                         "with 'pvisor apply', or drop anyway with --force (the applied part stays)",
+                         stage);
     if (r == -EALREADY)
         return cli_error(PV_EXIT_FAILURE, "drop", "refused: the stage %s was already applied", stage);
     if (r < 0)

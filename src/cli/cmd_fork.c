@@ -46,22 +46,18 @@ int cmd_fork(int argc, char **argv) {
         printf("Forked %s%s%s into the new sealed stage %s (use it with 'pvisor run --stage %s')\n", stage,
                checkpoint ? " at checkpoint " : "", checkpoint ? checkpoint : "", new_stage, new_stage);
         return PV_EXIT_OK;
-    case -EINVAL:
-        return cli_usage_error("fork", "bad checkpoint name '%s'", checkpoint ? checkpoint : "");
+    case -EINVAL: return cli_usage_error("fork", "bad checkpoint name '%s'", checkpoint ? checkpoint : "");
     case -ENOENT:
         return cli_error(PV_EXIT_FAILURE, "fork", "no checkpoint '%s' in %s (see 'pvisor checkpoint --list')",
                          checkpoint ? checkpoint : "", stage);
     case -ENOTEMPTY:
-    case -EEXIST:
-        return cli_error(PV_EXIT_FAILURE, "fork", "refused: %s exists and is not empty", new_stage);
+    case -EEXIST: return cli_error(PV_EXIT_FAILURE, "fork", "refused: %s exists and is not empty", new_stage);
     case -EBUSY:
         return cli_error(PV_EXIT_FAILURE, "fork", "refused: the stage %s is in use; stop its run first", stage);
     case -ESTALE:
         return cli_error(PV_EXIT_FAILURE, "fork", "refused: the stage %s is not sealed; fork one of its checkpoints",
                          stage);
-    case -EALREADY:
-        return cli_error(PV_EXIT_FAILURE, "fork", "refused: the stage %s was applied or dropped", stage);
-    default:
-        return cli_error(PV_EXIT_FAILURE, "fork", "failed: %s", strerror(-r));
+    case -EALREADY: return cli_error(PV_EXIT_FAILURE, "fork", "refused: the stage %s was applied or dropped", stage);
+    default: return cli_error(PV_EXIT_FAILURE, "fork", "failed: %s", strerror(-r));
     }
 }

@@ -11,15 +11,13 @@ static json_t *summary(const char *id, const json_t *b) {
     const json_t *e = json_object_get(b, "exit");
     const json_t *st = json_object_get(b, "stage");
     const char *stage_state = runs_stage_state(b);
-    return json_pack("{s:s, s:s, s:O, s:O, s:O, s:O, s:O, s:o}",
-                     "run_id", id,
-                     "state", runs_display_state(b),
+    return json_pack("{s:s, s:s, s:O, s:O, s:O, s:O, s:O, s:o}", "run_id", id, "state", runs_display_state(b),
                      "exit_status", json_is_object(e) ? json_object_get(e, "pvisor_exit_status") : json_null(),
                      "started_at", json_object_get(b, "started_at") ? json_object_get(b, "started_at") : json_null(),
-                     "command", cmd ? cmd : json_null(),
-                     "workspace", json_object_get(b, "workspace") ? json_object_get(b, "workspace") : json_null(),
-                     "stage", json_is_object(st) ? json_object_get(st, "path") : json_null(),
-                     "stage_state", stage_state ? json_string(stage_state) : json_null());
+                     "command", cmd ? cmd : json_null(), "workspace",
+                     json_object_get(b, "workspace") ? json_object_get(b, "workspace") : json_null(), "stage",
+                     json_is_object(st) ? json_object_get(st, "path") : json_null(), "stage_state",
+                     stage_state ? json_string(stage_state) : json_null());
 }
 
 /* The command on one line: control characters shown as spaces, long

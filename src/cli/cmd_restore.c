@@ -44,18 +44,14 @@ int cmd_restore(int argc, char **argv) {
         return rc;
     int r = lc_restore(stage, name);
     switch (r) {
-    case 0:
-        printf("Restored stage %s from checkpoint %s; it is sealed\n", stage, name);
-        return PV_EXIT_OK;
-    case -EINVAL:
-        return cli_usage_error("restore", "bad checkpoint name '%s'", name);
+    case 0: printf("Restored stage %s from checkpoint %s; it is sealed\n", stage, name); return PV_EXIT_OK;
+    case -EINVAL: return cli_usage_error("restore", "bad checkpoint name '%s'", name);
     case -ENOENT:
-        return cli_error(PV_EXIT_FAILURE, "restore", "the stage %s has no checkpoint '%s' (see 'pvisor checkpoint --list')",
-                         stage, name);
+        return cli_error(PV_EXIT_FAILURE, "restore",
+                         "the stage %s has no checkpoint '%s' (see 'pvisor checkpoint --list')", stage, name);
     case -EBUSY:
         return cli_error(PV_EXIT_FAILURE, "restore", "refused: the stage %s is in use; stop its run first", stage);
-    case -EALREADY:
-        return cli_error(PV_EXIT_FAILURE, "restore", "refused: the stage %s was applied or dropped", stage);
+    case -EALREADY: return cli_error(PV_EXIT_FAILURE, "restore", "refused: the stage %s was applied or dropped", stage);
     case -EINPROGRESS:
         return cli_error(PV_EXIT_FAILURE, "restore",
                          "refused: an interrupted apply of %s must be completed first ('pvisor apply')", stage);

@@ -89,7 +89,7 @@ static void print_entry(const struct lc_entry *e) {
     _cleanup_free_ char *k1 = NULL, *k2 = NULL, *k3 = NULL;
     printf("  %c %s%s", kind_letter(e), dn(e->path, &k1),
            (e->kind != LC_DELETED && e->new_type == LC_DIR) || (e->kind == LC_DELETED && e->old_type == LC_DIR) ? "/"
-                                                                                                                 : "");
+                                                                                                                : "");
     if (e->renamed_from)
         printf("  (from %s)", dn(e->renamed_from, &k2));
     if (e->kind == LC_TYPE_CHANGED)
@@ -185,16 +185,17 @@ int cmd_review(const char *arg, bool as_json) {
             lc_stage_free(st);
             json_decref(bundle);
             return cli_error(PV_EXIT_FAILURE, "status", "cannot read the changes of stage %s: %s", stage,
-                             r == -E2BIG ? "too many entries" : r == -EBADMSG ? "malformed journal" : strerror(-r));
+                             r == -E2BIG     ? "too many entries"
+                             : r == -EBADMSG ? "malformed journal"
+                                             : strerror(-r));
         }
     }
     bool pending = lc_apply_pending(stage);
     if (as_json) {
         json_t *doc = json_pack("{s:s, s:{s:s, s:s, s:o, s:b, s:o}, s:o, s:o, s:o}", "schema", "pvisor.review/1",
                                 "stage", "path", stage, "state", stage_state_name(state), "workspace",
-                                cs ? json_string(cs->workspace) : json_null(), "apply_pending", pending,
-                                "checkpoints", lc_checkpoints_json(stage), "run",
-                                id ? json_string(id) : json_null(), "changeset",
+                                cs ? json_string(cs->workspace) : json_null(), "apply_pending", pending, "checkpoints",
+                                lc_checkpoints_json(stage), "run", id ? json_string(id) : json_null(), "changeset",
                                 cs ? lc_changeset_to_json(cs) : json_null(), "safety_boundary", boundary_json(bundle));
         json_dumpf(doc, stdout, JSON_INDENT(2));
         fputc('\n', stdout);

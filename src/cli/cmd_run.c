@@ -36,8 +36,7 @@ static int refuse_unavailable(const struct run_options *o) {
                          "--executor %s is not available in this build (use --executor host); nothing was run",
                          executor_name(o->executor));
     if (o->stage && !run_stage_supported())
-        return cli_error(PV_EXIT_SETUP, "run",
-                         "--stage is not available in this build; nothing was run");
+        return cli_error(PV_EXIT_SETUP, "run", "--stage is not available in this build; nothing was run");
     return 0;
 }
 
@@ -67,8 +66,8 @@ static int check_stage_arg(const struct run_options *o) {
         return cli_usage_error("run", "--stage '%s': %s", o->stage, strerror(errno));
     }
     if (!S_ISDIR(st.st_mode))
-        return cli_usage_error("run", "--stage '%s' exists and is not a directory; choose a new path or an existing stage",
-                               o->stage);
+        return cli_usage_error(
+            "run", "--stage '%s' exists and is not a directory; choose a new path or an existing stage", o->stage);
     return 0;
 }
 
@@ -83,8 +82,10 @@ static int check_access_rules(const struct run_options *o, const char *workspace
         bool inside = path_within(rp, workspace);
         bool covers = path_within(workspace, rp) && strcmp(workspace, rp) != 0;
         if (o->access[i].kind == ACCESS_RW && (inside || covers))
-            return cli_usage_error("run", "--allow-write/--access rw:%s overlaps the workspace %s, whose writes are "
-                                   "staged; grant a path outside it", o->access[i].path, workspace);
+            return cli_usage_error("run",
+                                   "--allow-write/--access rw:%s overlaps the workspace %s, whose writes are "
+                                   "staged; grant a path outside it",
+                                   o->access[i].path, workspace);
         if (o->access[i].kind == ACCESS_RO && covers)
             return cli_usage_error("run", "--access ro:%s would expose the real workspace around the stage",
                                    o->access[i].path);
@@ -129,8 +130,10 @@ int cmd_run(int argc, char **argv) {
     if (r >= 0)
         r = runs_dir(false, &runs);
     if (r < 0)
-        return cli_error(PV_EXIT_SETUP, "run", "cannot locate the pvisor state directory: %s "
-                         "(set HOME or XDG_STATE_HOME)", strerror(-r));
+        return cli_error(PV_EXIT_SETUP, "run",
+                         "cannot locate the pvisor state directory: %s "
+                         "(set HOME or XDG_STATE_HOME)",
+                         strerror(-r));
     _cleanup_free_ char *run_dir = path_join(runs, run_id);
     if (!run_dir)
         return cli_error(PV_EXIT_SETUP, "run", "out of memory");
@@ -154,8 +157,10 @@ int cmd_run(int argc, char **argv) {
     _cleanup_free_ char *runs_created = NULL;
     r = runs_dir(true, &runs_created);
     if (r < 0)
-        return cli_error(PV_EXIT_SETUP, "run", "cannot create the pvisor state directory %s: %s "
-                         "(set XDG_STATE_HOME to a writable directory)", runs, strerror(-r));
+        return cli_error(PV_EXIT_SETUP, "run",
+                         "cannot create the pvisor state directory %s: %s "
+                         "(set XDG_STATE_HOME to a writable directory)",
+                         runs, strerror(-r));
     if (mkdir(run_dir, 0700) < 0)
         return cli_error(PV_EXIT_SETUP, "run", "cannot create %s: %s", run_dir, strerror(errno));
     _cleanup_close_ int run_dirfd = open(run_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -23,9 +23,8 @@ static void print_exit(const json_t *b) {
     }
     const json_t *sig = json_object_get(e, "signal");
     if (json_is_integer(sig))
-        printf("Exit:        killed by signal %lld (SIG%s); pvisor exited %lld\n",
-               (long long)json_integer_value(sig), str(e, "signal_name"),
-               (long long)json_integer_value(json_object_get(e, "pvisor_exit_status")));
+        printf("Exit:        killed by signal %lld (SIG%s); pvisor exited %lld\n", (long long)json_integer_value(sig),
+               str(e, "signal_name"), (long long)json_integer_value(json_object_get(e, "pvisor_exit_status")));
     else
         printf("Exit:        status %lld\n", (long long)json_integer_value(json_object_get(e, "status")));
 }
@@ -55,7 +54,8 @@ static void print_human(const json_t *b) {
         const json_t *dim = json_object_get(dims, dimension_name(d));
         printf("  %-18s %-12s %-12s %s\n", dimension_name(d), str(dim, "requested"), str(dim, "effective"),
                str(dim, "mechanism"));
-        json_array_foreach(json_object_get(dim, "notes"), i, v) printf("  %-18s   note: %s\n", "", json_string_value(v));
+        json_array_foreach(json_object_get(dim, "notes"), i, v)
+            printf("  %-18s   note: %s\n", "", json_string_value(v));
     }
     const json_t *w = json_object_get(b, "warnings");
     if (json_array_size(w) > 0) {
@@ -92,8 +92,9 @@ int cmd_status(int argc, char **argv) {
     _cleanup_free_ char *id = NULL;
     int r = runs_resolve(query, &id);
     if (r == -ENOENT)
-        return query ? cli_error(PV_EXIT_FAILURE, "status", "no run matches '%s' (see 'pvisor list')", query)
-                     : cli_error(PV_EXIT_FAILURE, "status", "no runs recorded yet (start one with 'pvisor run -- CMD')");
+        return query
+                   ? cli_error(PV_EXIT_FAILURE, "status", "no run matches '%s' (see 'pvisor list')", query)
+                   : cli_error(PV_EXIT_FAILURE, "status", "no runs recorded yet (start one with 'pvisor run -- CMD')");
     if (r == -ENOTUNIQ)
         return cli_error(PV_EXIT_FAILURE, "status", "'%s' matches more than one run; give more of the id", query);
     if (r < 0)

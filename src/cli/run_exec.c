@@ -31,8 +31,7 @@ static void record_plain_dimensions(json_t *b) {
     /* Without isolation the command has the invoking user's host access. */
     for (unsigned d = 0; d < _DIM_MAX; d++)
         bundle_set_dimension(b, d, LEVEL_UNENFORCED, "none", NULL, NULL);
-    bundle_set_dimension(b, DIM_CHILD_PROCESSES, LEVEL_UNENFORCED,
-                         "process group + child subreaper cleanup", NULL,
+    bundle_set_dimension(b, DIM_CHILD_PROCESSES, LEVEL_UNENFORCED, "process group + child subreaper cleanup", NULL,
                          "descendants are killed when the command exits, but may act on the host until then");
     bundle_set_executor(b, "host", "plain fork/exec, no isolation");
 }

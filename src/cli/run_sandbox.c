@@ -232,8 +232,7 @@ static void release_home_view(struct sandbox *sb) {
 }
 
 int sandbox_prepare(struct run_context *ctx, struct sandbox *ret_sb, char **ret_error) {
-    struct sandbox sb = {.plan_fd = -1, .sync_r = -1, .sync_w = -1, .go_r = -1, .go_w = -1, .ctx = ctx,
-                         .home_fd = -1};
+    struct sandbox sb = {.plan_fd = -1, .sync_r = -1, .sync_w = -1, .go_r = -1, .go_w = -1, .ctx = ctx, .home_fd = -1};
     _cleanup_free_ char *home = NULL;
     const char *h = getenv("HOME");
     if (h && h[0] == '/')
@@ -278,8 +277,8 @@ int sandbox_prepare(struct run_context *ctx, struct sandbox *ret_sb, char **ret_
 
     /* The agent socket lives in the run directory (private to the user). */
     _cleanup_free_ char *sock = path_join(ctx->run_dir, "agent.sock");
-    json_t *status = json_pack("{s:s, s:s, s:s?, s:s}", "run_id", ctx->run_id, "workspace", ctx->workspace,
-                               "stage", json_string_value(json_object_get(json_object_get(ctx->bundle, "stage"), "path")),
+    json_t *status = json_pack("{s:s, s:s, s:s?, s:s}", "run_id", ctx->run_id, "workspace", ctx->workspace, "stage",
+                               json_string_value(json_object_get(json_object_get(ctx->bundle, "stage"), "path")),
                                "state", "running");
     _cleanup_free_ char *status_s = status ? json_dumps(status, JSON_COMPACT) : NULL;
     json_decref(status);
@@ -517,15 +516,15 @@ void sandbox_record(struct run_context *ctx, const struct sandbox *sb) {
                          "HOME writes are discarded at exit; --pass-env hands chosen variables over");
     if (sb->plan.unshare_net)
         bundle_set_dimension(b, DIM_NETWORK, net ? LEVEL_ENFORCED : LEVEL_UNAVAILABLE,
-                             "private network namespace (loopback only)" ,
+                             "private network namespace (loopback only)",
                              EVID("{s:b, s:I}", "net_namespace_differs", net, "landlock_handled_net",
                                   json_integer_value(json_object_get(ll, "handled_net"))),
                              NULL);
-    bundle_set_dimension(b, DIM_CHILD_PROCESSES, pid ? LEVEL_ENFORCED : LEVEL_UNAVAILABLE,
-                         "PID namespace with pvisor's init as PID 1; every process dies with the run",
-                         EVID("{s:b, s:I}", "pid_namespace_differs", pid, "pid_inside",
-                              json_integer_value(json_object_get(ev, "pid"))),
-                         NULL);
+    bundle_set_dimension(
+        b, DIM_CHILD_PROCESSES, pid ? LEVEL_ENFORCED : LEVEL_UNAVAILABLE,
+        "PID namespace with pvisor's init as PID 1; every process dies with the run",
+        EVID("{s:b, s:I}", "pid_namespace_differs", pid, "pid_inside", json_integer_value(json_object_get(ev, "pid"))),
+        NULL);
     bundle_set_dimension(b, DIM_SYSCALLS, seccomp ? LEVEL_ENFORCED : LEVEL_UNAVAILABLE, "seccomp filter (libseccomp)",
                          EVID("{s:b, s:s?}", "seccomp_filter_mode", seccomp, "filters",
                               json_string_value(json_object_get(ev, "Seccomp_filters"))),
@@ -536,15 +535,16 @@ void sandbox_record(struct run_context *ctx, const struct sandbox *sb) {
                          EVID("{s:b}", "mount_namespace_differs", mnt), NULL);
     bool scoped = json_integer_value(json_object_get(ll, "scoped")) != 0;
     bool ipc_ok = ipc && pid && (scoped || net);
-    bundle_set_dimension(b, DIM_IPC, ipc_ok ? LEVEL_ENFORCED : LEVEL_UNAVAILABLE,
-                         "IPC + PID namespaces; no host sockets projected; Landlock scopes (abstract unix, signals)",
-                         EVID("{s:b, s:b, s:b}", "ipc_namespace_differs", ipc, "landlock_scoped", scoped,
-                              "net_namespace_differs", net),
-                         NULL);
+    bundle_set_dimension(
+        b, DIM_IPC, ipc_ok ? LEVEL_ENFORCED : LEVEL_UNAVAILABLE,
+        "IPC + PID namespaces; no host sockets projected; Landlock scopes (abstract unix, signals)",
+        EVID("{s:b, s:b, s:b}", "ipc_namespace_differs", ipc, "landlock_scoped", scoped, "net_namespace_differs", net),
+        NULL);
     bundle_set_dimension(b, DIM_RESOURCES, LEVEL_UNENFORCED, "rlimits (core 0, nofile, fsize = stage quota)",
                          EVID("{s:b}", "user_namespace_differs", user),
                          "no memory, CPU or process-count limits yet (no cgroup v2 leaf)");
 #undef EVID
-    bundle_set_executor(b, "host", "FUSE overlay + user/mount/pid/ipc/uts(/net) namespaces + synthetic root + "
-                                   "Landlock + seccomp");
+    bundle_set_executor(b, "host",
+                        "FUSE overlay + user/mount/pid/ipc/uts(/net) namespaces + synthetic root + "
+                        "Landlock + seccomp");
 }

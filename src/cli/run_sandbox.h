@@ -15,15 +15,15 @@
 
 struct sandbox {
     struct launch_plan plan;
-    int plan_fd;      /* sealed memfd with the plan JSON */
+    int plan_fd; /* sealed memfd with the plan JSON */
     int sync_r, sync_w;
-    int go_r, go_w;   /* the supervisor's go-ahead after reading the evidence */
-    int pass[3];      /* {plan_fd, sync_w, go_r}: the launcher's fd 3, 4, 5 */
-    json_t *report;   /* the launcher's report, once read */
+    int go_r, go_w;               /* the supervisor's go-ahead after reading the evidence */
+    int pass[3];                  /* {plan_fd, sync_w, go_r}: the launcher's fd 3, 4, 5 */
+    json_t *report;               /* the launcher's report, once read */
     char rbuf[LAUNCH_REPORT_MAX]; /* sync pipe bytes read but not consumed */
     size_t rlen;
     bool reof;
-    bool exec_failed; /* controls were installed but exec of the command failed */
+    bool exec_failed;    /* controls were installed but exec of the command failed */
     const char *refused; /* set when the supervisor refused to let the command run */
     struct run_context *ctx;
     struct agent_socket *agent; /* the Run-scoped agent socket, or NULL */
@@ -31,7 +31,7 @@ struct sandbox {
     int home_fd;
     struct stage *home_stage;
     struct overlay *home_ov;
-    char *home_view;   /* its mount point (run_dir/home-view) */
+    char *home_view; /* its mount point (run_dir/home-view) */
     char *home_stage_path;
 };
 

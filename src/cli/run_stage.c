@@ -138,8 +138,7 @@ int run_execute_staged(struct run_context *ctx,
     char msg[512];
     _cleanup_free_ char *sp = NULL;
     int r = run_stage_path(ctx, &sp);
-    if (r < 0)
-    {
+    if (r < 0) {
         snprintf(msg, sizeof msg, "cannot resolve the stage path: %s", strerror(-r));
         return run_fail_setup(ctx, msg);
     }
@@ -182,19 +181,20 @@ int run_execute_staged(struct run_context *ctx,
         stage_free(st.stage);
         close(st.lower_fd);
         sandbox_release(&sb);
-        snprintf(msg, sizeof msg, "cannot create a private mount namespace (%s: %s); "
+        snprintf(msg, sizeof msg,
+                 "cannot create a private mount namespace (%s: %s); "
                  "check 'pvisor doctor' (user namespaces must be enabled: sysctl kernel.unprivileged_userns_clone=1)",
                  what, strerror(-r));
         return run_fail_setup(ctx, msg);
     }
 
-    bundle_set_dimension(ctx->bundle, DIM_WORKSPACE_WRITES, LEVEL_ENFORCED, "FUSE copy-on-write overlay",
-                         json_pack("{s:s, s:s, s:b}", "stage", sp, "mountpoint", ctx->workspace,
-                                   "user_namespace", getuid() != 0),
-                         sandbox ? "every write to the workspace lands in the stage; the real workspace is not "
-                                   "reachable from inside the sandbox"
-                                 : "writes through the workspace path land in the stage; other paths to the same "
-                                   "files (aliases) are not covered without --filesystem sandbox");
+    bundle_set_dimension(
+        ctx->bundle, DIM_WORKSPACE_WRITES, LEVEL_ENFORCED, "FUSE copy-on-write overlay",
+        json_pack("{s:s, s:s, s:b}", "stage", sp, "mountpoint", ctx->workspace, "user_namespace", getuid() != 0),
+        sandbox ? "every write to the workspace lands in the stage; the real workspace is not "
+                  "reachable from inside the sandbox"
+                : "writes through the workspace path land in the stage; other paths to the same "
+                  "files (aliases) are not covered without --filesystem sandbox");
     bundle_set_executor(ctx->bundle, "host", "private mount namespace + FUSE overlay, no other isolation");
 
     /* The FUSE server keeps a descriptor per inode it serves: raise our
@@ -269,8 +269,10 @@ int run_execute_staged(struct run_context *ctx,
     }
     sandbox_release(&sb);
     if (st.start_error) {
-        snprintf(msg, sizeof msg, "cannot mount the staged workspace on %s: %s (see 'pvisor doctor': /dev/fuse "
-                 "must be usable)", ctx->workspace, strerror(-st.start_error));
+        snprintf(msg, sizeof msg,
+                 "cannot mount the staged workspace on %s: %s (see 'pvisor doctor': /dev/fuse "
+                 "must be usable)",
+                 ctx->workspace, strerror(-st.start_error));
         return run_fail_setup(ctx, msg);
     }
     return run_finish(ctx, r, &res);

@@ -61,4 +61,3 @@ int run_check_stage_location(const struct run_context *ctx, char **ret_error) {
     }
     return 0;
 }
-

@@ -23,56 +23,41 @@ static json_t *time_json(const struct timespec *ts) {
     return json_string(buf);
 }
 
-json_t *bundle_new(const char *run_id, const struct run_options *o, const struct policy *p,
-                   const char *cwd, const char *workspace, const struct timespec *started) {
+json_t *bundle_new(const char *run_id, const struct run_options *o, const struct policy *p, const char *cwd,
+                   const char *workspace, const struct timespec *started) {
     json_t *cmd = json_array();
     for (int i = 0; cmd && i < o->cmd_argc; i++)
         json_array_append_new(cmd, json_string(o->cmd_argv[i]));
 
-    json_t *req = json_pack("{s:b, s:b, s:s, s:s, s:o, s:s, s:o, s:o, s:o}",
-                            "safe", o->safe,
-                            "strict", o->strict,
-                            "filesystem", filesystem_name(o->filesystem),
-                            "executor", executor_name(o->executor),
-                            "stage", json_string_or_null(o->stage),
-                            "stage_durability", durability_name(o->durability),
-                            "stage_max_bytes", o->stage_max_bytes ? json_integer((json_int_t)o->stage_max_bytes) : json_null(),
-                            "stage_max_inodes", o->stage_max_inodes ? json_integer((json_int_t)o->stage_max_inodes) : json_null(),
-                            "timeout_seconds", o->timeout_ms ? json_integer((json_int_t)(o->timeout_ms / 1000)) : json_null());
+    json_t *req =
+        json_pack("{s:b, s:b, s:s, s:s, s:o, s:s, s:o, s:o, s:o}", "safe", o->safe, "strict", o->strict, "filesystem",
+                  filesystem_name(o->filesystem), "executor", executor_name(o->executor), "stage",
+                  json_string_or_null(o->stage), "stage_durability", durability_name(o->durability), "stage_max_bytes",
+                  o->stage_max_bytes ? json_integer((json_int_t)o->stage_max_bytes) : json_null(), "stage_max_inodes",
+                  o->stage_max_inodes ? json_integer((json_int_t)o->stage_max_inodes) : json_null(), "timeout_seconds",
+                  o->timeout_ms ? json_integer((json_int_t)(o->timeout_ms / 1000)) : json_null());
 
     json_t *dims = json_object();
     for (unsigned d = 0; dims && d < _DIM_MAX; d++)
         json_object_set_new(dims, dimension_name(d),
-                            json_pack("{s:s, s:s, s:s, s:{}, s:[]}",
-                                      "requested", level_name(p->requested[d]),
-                                      "effective", level_name(LEVEL_UNENFORCED),
-                                      "mechanism", "none",
-                                      "evidence",
+                            json_pack("{s:s, s:s, s:s, s:{}, s:[]}", "requested", level_name(p->requested[d]),
+                                      "effective", level_name(LEVEL_UNENFORCED), "mechanism", "none", "evidence",
                                       "notes"));
 
-    json_t *b = json_pack("{s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:{s:i, s:i, s:i}, s:o, s:{s:s, s:s, s:s}, s:o, s:o, s:[], s:o, s:o, s:o, s:o}",
-                          "schema", BUNDLE_SCHEMA,
-                          "pvisor_version", PVISOR_VERSION,
-                          "run_id", run_id,
-                          "state", "starting",
-                          "command", cmd,
-                          "cwd", json_string_or_null(cwd),
-                          "workspace", json_string_or_null(workspace),
-                          "user", "uid", (int)getuid(), "gid", (int)getgid(), "supervisor_pid", (int)getpid(),
-                          "requested_policy", req,
-                          "executor", "requested", executor_name(o->executor), "effective", "host", "mechanism", "none",
-                          "dimensions", dims,
-                          "kernel_features", json_object(),
-                          "warnings",
-                          "started_at", time_json(started),
-                          "ended_at", json_null(),
-                          "exit", json_null(),
-                          "stage", json_null());
+    json_t *b =
+        json_pack("{s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:{s:i, s:i, s:i}, s:o, s:{s:s, s:s, s:s}, s:o, s:o, s:[], s:o, "
+                  "s:o, s:o, s:o}",
+                  "schema", BUNDLE_SCHEMA, "pvisor_version", PVISOR_VERSION, "run_id", run_id, "state", "starting",
+                  "command", cmd, "cwd", json_string_or_null(cwd), "workspace", json_string_or_null(workspace), "user",
+                  "uid", (int)getuid(), "gid", (int)getgid(), "supervisor_pid", (int)getpid(), "requested_policy", req,
+                  "executor", "requested", executor_name(o->executor), "effective", "host", "mechanism", "none",
+                  "dimensions", dims, "kernel_features", json_object(), "warnings", "started_at", time_json(started),
+                  "ended_at", json_null(), "exit", json_null(), "stage", json_null());
     return b;
 }
 
-int bundle_set_dimension(json_t *b, enum dimension d, enum level effective, const char *mechanism,
-                         json_t *evidence, const char *note) {
+int bundle_set_dimension(json_t *b, enum dimension d, enum level effective, const char *mechanism, json_t *evidence,
+                         const char *note) {
     json_t *dim = json_object_get(json_object_get(b, "dimensions"), dimension_name(d));
     if (!dim) {
         json_decref(evidence);
@@ -113,19 +98,11 @@ int bundle_set_exit(json_t *b, int wait_status, int pvisor_status, const struct 
     if (WIFSIGNALED(wait_status)) {
         int sig = WTERMSIG(wait_status);
         const char *abbrev = sigabbrev_np(sig);
-        e = json_pack("{s:n, s:i, s:s, s:b, s:i}",
-                      "status",
-                      "signal", sig,
-                      "signal_name", abbrev ? abbrev : "?",
-                      "core_dumped", WCOREDUMP(wait_status) ? 1 : 0,
-                      "pvisor_exit_status", pvisor_status);
+        e = json_pack("{s:n, s:i, s:s, s:b, s:i}", "status", "signal", sig, "signal_name", abbrev ? abbrev : "?",
+                      "core_dumped", WCOREDUMP(wait_status) ? 1 : 0, "pvisor_exit_status", pvisor_status);
     } else {
-        e = json_pack("{s:i, s:n, s:n, s:b, s:i}",
-                      "status", WEXITSTATUS(wait_status),
-                      "signal",
-                      "signal_name",
-                      "core_dumped", 0,
-                      "pvisor_exit_status", pvisor_status);
+        e = json_pack("{s:i, s:n, s:n, s:b, s:i}", "status", WEXITSTATUS(wait_status), "signal", "signal_name",
+                      "core_dumped", 0, "pvisor_exit_status", pvisor_status);
     }
     if (!e)
         return -ENOMEM;

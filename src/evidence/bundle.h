@@ -19,14 +19,14 @@
 
 /* A new bundle in state "starting", every dimension {requested from the
  * policy, effective "unenforced", mechanism "none"}.  NULL on ENOMEM. */
-json_t *bundle_new(const char *run_id, const struct run_options *o, const struct policy *p,
-                   const char *cwd, const char *workspace, const struct timespec *started);
+json_t *bundle_new(const char *run_id, const struct run_options *o, const struct policy *p, const char *cwd,
+                   const char *workspace, const struct timespec *started);
 
 /* Record the effective level of one dimension with its mechanism, evidence
  * (stolen reference, may be NULL) and an optional note; replaces whatever
  * was recorded for the dimension before (evidence only when given). */
-int bundle_set_dimension(json_t *b, enum dimension d, enum level effective, const char *mechanism,
-                         json_t *evidence, const char *note);
+int bundle_set_dimension(json_t *b, enum dimension d, enum level effective, const char *mechanism, json_t *evidence,
+                         const char *note);
 
 int bundle_set_executor(json_t *b, const char *effective, const char *mechanism);
 int bundle_set_string(json_t *b, const char *key, const char *value);

@@ -174,9 +174,9 @@ enum userns_step {
 
 enum { NS_MOUNT, NS_PID, NS_NET, NS_IPC, NS_UTS, NS_COUNT };
 
-static const int ns_flags[NS_COUNT] = { CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWIPC, CLONE_NEWUTS };
-static const char *const ns_flag_names[NS_COUNT] = { "CLONE_NEWNS", "CLONE_NEWPID", "CLONE_NEWNET",
-                                                     "CLONE_NEWIPC", "CLONE_NEWUTS" };
+static const int ns_flags[NS_COUNT] = {CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWIPC, CLONE_NEWUTS};
+static const char *const ns_flag_names[NS_COUNT] = {"CLONE_NEWNS", "CLONE_NEWPID", "CLONE_NEWNET", "CLONE_NEWIPC",
+                                                    "CLONE_NEWUTS"};
 
 /* Fixed-size message from the child; errors are positive errno, 0 ok. */
 struct userns_msg {
@@ -213,7 +213,7 @@ static int write_proc_file(const char *path, const char *data) {
 /* Runs in the forked child only: no return, _exit() at the end. */
 static void userns_child(int wfd, uid_t euid, gid_t egid) __attribute__((noreturn));
 static void userns_child(int wfd, uid_t euid, gid_t egid) {
-    struct userns_msg m = { .magic = USERNS_MSG_MAGIC, .tmpfs_err = ECANCELED };
+    struct userns_msg m = {.magic = USERNS_MSG_MAGIC, .tmpfs_err = ECANCELED};
     for (int i = 0; i < NS_COUNT; i++)
         m.ns_err[i] = ECANCELED;
     char map[64];
@@ -267,16 +267,11 @@ out:
 
 static const char *userns_step_name(int step) {
     switch (step) {
-    case USERNS_STEP_UNSHARE:
-        return "unshare(CLONE_NEWUSER)";
-    case USERNS_STEP_SETGROUPS:
-        return "writing /proc/self/setgroups";
-    case USERNS_STEP_UID_MAP:
-        return "writing uid_map";
-    case USERNS_STEP_GID_MAP:
-        return "writing gid_map";
-    default:
-        return "user namespace setup";
+    case USERNS_STEP_UNSHARE: return "unshare(CLONE_NEWUSER)";
+    case USERNS_STEP_SETGROUPS: return "writing /proc/self/setgroups";
+    case USERNS_STEP_UID_MAP: return "writing uid_map";
+    case USERNS_STEP_GID_MAP: return "writing gid_map";
+    default: return "user namespace setup";
     }
 }
 
@@ -318,9 +313,10 @@ static int read_full(int fd, void *buf, size_t len, size_t *ret_got) {
 static int probe_userns(struct probe_userns *u, uid_t euid, gid_t egid) {
     u->unprivileged_userns_clone = read_sysctl_long("/proc/sys/kernel/unprivileged_userns_clone");
     u->max_user_namespaces = read_sysctl_long("/proc/sys/user/max_user_namespaces");
-    u->apparmor_restrict_unprivileged_userns = read_sysctl_long("/proc/sys/kernel/apparmor_restrict_unprivileged_userns");
+    u->apparmor_restrict_unprivileged_userns =
+        read_sysctl_long("/proc/sys/kernel/apparmor_restrict_unprivileged_userns");
 
-    struct probe_status *nss[NS_COUNT] = { &u->mount_ns, &u->pid_ns, &u->net_ns, &u->ipc_ns, &u->uts_ns };
+    struct probe_status *nss[NS_COUNT] = {&u->mount_ns, &u->pid_ns, &u->net_ns, &u->ipc_ns, &u->uts_ns};
     for (int i = 0; i < NS_COUNT; i++)
         status_fail(nss[i], -ECANCELED, "not tried: no user namespace");
     status_fail(&u->tmpfs_mount, -ECANCELED, "not tried: no user namespace");
@@ -471,7 +467,8 @@ static void probe_landlock(struct probe_landlock *l) {
     if (e == ENOSYS)
         status_fail(&l->usable, -e, "kernel built without Landlock (ENOSYS)");
     else if (e == EOPNOTSUPP)
-        status_fail(&l->usable, -e, "Landlock built but not active (EOPNOTSUPP): add landlock to the lsm= boot parameter");
+        status_fail(&l->usable, -e,
+                    "Landlock built but not active (EOPNOTSUPP): add landlock to the lsm= boot parameter");
     else
         status_fail(&l->usable, -e, "landlock_create_ruleset: %s (%s)", strerror(e), errno_name(e));
 }
@@ -497,17 +494,20 @@ static void probe_seccomp(struct probe_seccomp *s) {
 
     if (e != EFAULT) {
         if (e == ENOSYS || e == EINVAL)
-            status_fail(&s->filter, -(e ? e : EINVAL), "kernel built without seccomp filters (%s)", errno_name(e ? e : EINVAL));
+            status_fail(&s->filter, -(e ? e : EINVAL), "kernel built without seccomp filters (%s)",
+                        errno_name(e ? e : EINVAL));
         else
-            status_fail(&s->filter, -(e ? e : EINVAL), "seccomp(SET_MODE_FILTER) probe: %s (%s)", strerror(e), errno_name(e));
+            status_fail(&s->filter, -(e ? e : EINVAL), "seccomp(SET_MODE_FILTER) probe: %s (%s)", strerror(e),
+                        errno_name(e));
         return;
     }
     if (!s->action_errno) {
         status_fail(&s->filter, 0, "SECCOMP_RET_ERRNO not available");
         return;
     }
-    status_ok(&s->filter, "filters; actions: errno%s%s; current mode %d", s->action_kill_process ? ", kill_process" : "",
-              s->action_user_notif ? ", user_notif" : "", s->current_mode);
+    status_ok(&s->filter, "filters; actions: errno%s%s; current mode %d",
+              s->action_kill_process ? ", kill_process" : "", s->action_user_notif ? ", user_notif" : "",
+              s->current_mode);
 }
 
 /* ---- openat2 ------------------------------------------------------------ */
@@ -617,8 +617,8 @@ static void probe_cgroup(struct probe_cgroup *c) {
     if (c->dir_writable && c->procs_writable)
         status_ok(&c->delegated, "%s and its cgroup.procs are writable", dir);
     else
-        status_fail(&c->delegated, -EACCES, "%s%s not writable by uid %u", dir,
-                    c->dir_writable ? "/cgroup.procs" : "", (unsigned)geteuid());
+        status_fail(&c->delegated, -EACCES, "%s%s not writable by uid %u", dir, c->dir_writable ? "/cgroup.procs" : "",
+                    (unsigned)geteuid());
 }
 
 /* ---- binaries on $PATH -------------------------------------------------- */
@@ -671,7 +671,7 @@ static bool find_in_dir(const char *dir, void *ud) {
 }
 
 static void find_binary(const char *name, struct probe_binary *ret) {
-    struct find_ctx ctx = { .name = name, .out = ret };
+    struct find_ctx ctx = {.name = name, .out = ret};
     ret->found = false;
     ret->path[0] = '\0';
     (void)for_each_path_dir(find_in_dir, &ctx);
@@ -835,12 +835,12 @@ json_t *probe_to_json(const struct host_probe *p) {
 
     x = ok ? status_json(&p->userns.userns) : NULL;
     ok = ok && set_new(o, "user_namespaces", x); /* o owns x; x stays borrowed */
-    ok = ok && set_new(x, "sysctls",
-                       json_pack("{s:o, s:o, s:o}",
-                                 "kernel.unprivileged_userns_clone", long_or_null(p->userns.unprivileged_userns_clone),
-                                 "user.max_user_namespaces", long_or_null(p->userns.max_user_namespaces),
-                                 "kernel.apparmor_restrict_unprivileged_userns",
-                                 long_or_null(p->userns.apparmor_restrict_unprivileged_userns)));
+    ok = ok &&
+         set_new(x, "sysctls",
+                 json_pack("{s:o, s:o, s:o}", "kernel.unprivileged_userns_clone",
+                           long_or_null(p->userns.unprivileged_userns_clone), "user.max_user_namespaces",
+                           long_or_null(p->userns.max_user_namespaces), "kernel.apparmor_restrict_unprivileged_userns",
+                           long_or_null(p->userns.apparmor_restrict_unprivileged_userns)));
     ok = ok && set_new(o, "mount_namespace", status_json(&p->userns.mount_ns));
     ok = ok && set_new(o, "pid_namespace", status_json(&p->userns.pid_ns));
     ok = ok && set_new(o, "net_namespace", status_json(&p->userns.net_ns));
@@ -862,7 +862,8 @@ json_t *probe_to_json(const struct host_probe *p) {
 
     x = ok ? status_json(&p->seccomp.filter) : NULL;
     ok = ok && set_new(o, "seccomp", x); /* o owns x; x stays borrowed */
-    ok = ok && set_new(x, "current_mode", p->seccomp.current_mode < 0 ? json_null() : json_integer(p->seccomp.current_mode));
+    ok = ok &&
+         set_new(x, "current_mode", p->seccomp.current_mode < 0 ? json_null() : json_integer(p->seccomp.current_mode));
     ok = ok && set_new(x, "actions",
                        json_pack("{s:b, s:b, s:b}", "errno", p->seccomp.action_errno, "kill_process",
                                  p->seccomp.action_kill_process, "user_notif", p->seccomp.action_user_notif));
@@ -880,8 +881,8 @@ json_t *probe_to_json(const struct host_probe *p) {
                        json_pack("{s:b, s:b, s:b}", "memory", p->cgroup.controller_memory, "pids",
                                  p->cgroup.controller_pids, "cpu", p->cgroup.controller_cpu));
     ok = ok && set_new(x, "subtree_control",
-                       json_pack("{s:b, s:b, s:b}", "memory", p->cgroup.subtree_memory, "pids",
-                                 p->cgroup.subtree_pids, "cpu", p->cgroup.subtree_cpu));
+                       json_pack("{s:b, s:b, s:b}", "memory", p->cgroup.subtree_memory, "pids", p->cgroup.subtree_pids,
+                                 "cpu", p->cgroup.subtree_cpu));
 
     ok = ok && set_new(o, "crun", binary_json(&p->crun));
     ok = ok && set_new(o, "runc", binary_json(&p->runc));
@@ -965,8 +966,10 @@ static void remedy_userns(struct remedy *rm, const struct host_probe *p) {
     else if (e == EINVAL || e == ENOSYS)
         remedy_add(rm, "use a kernel built with CONFIG_USER_NS=y");
     else if (e == EPERM)
-        remedy_add(rm, "allow unshare(CLONE_NEWUSER) for uid %u: run pvisor outside chroots and "
-                       "container seccomp profiles that block it", (unsigned)p->euid);
+        remedy_add(rm,
+                   "allow unshare(CLONE_NEWUSER) for uid %u: run pvisor outside chroots and "
+                   "container seccomp profiles that block it",
+                   (unsigned)p->euid);
     else
         remedy_add(rm, "make unshare(CLONE_NEWUSER) with a one-ID uid_map work for uid %u (%s)", (unsigned)p->euid,
                    u->userns.detail);
@@ -1070,11 +1073,11 @@ static void need_userns(struct need_ctx *c, const struct host_probe *p, bool for
         const struct probe_status *s;
         const char *flag, *config, *max_sysctl;
     } ns[] = {
-        { "mount_namespace", &p->userns.mount_ns, "CLONE_NEWNS", NULL, "user.max_mnt_namespaces" },
-        { "pid_namespace", &p->userns.pid_ns, "CLONE_NEWPID", "CONFIG_PID_NS", "user.max_pid_namespaces" },
-        { "net_namespace", &p->userns.net_ns, "CLONE_NEWNET", "CONFIG_NET_NS", "user.max_net_namespaces" },
-        { "ipc_namespace", &p->userns.ipc_ns, "CLONE_NEWIPC", "CONFIG_IPC_NS", "user.max_ipc_namespaces" },
-        { "uts_namespace", &p->userns.uts_ns, "CLONE_NEWUTS", "CONFIG_UTS_NS", "user.max_uts_namespaces" },
+        {"mount_namespace", &p->userns.mount_ns, "CLONE_NEWNS", NULL, "user.max_mnt_namespaces"},
+        {"pid_namespace", &p->userns.pid_ns, "CLONE_NEWPID", "CONFIG_PID_NS", "user.max_pid_namespaces"},
+        {"net_namespace", &p->userns.net_ns, "CLONE_NEWNET", "CONFIG_NET_NS", "user.max_net_namespaces"},
+        {"ipc_namespace", &p->userns.ipc_ns, "CLONE_NEWIPC", "CONFIG_IPC_NS", "user.max_ipc_namespaces"},
+        {"uts_namespace", &p->userns.uts_ns, "CLONE_NEWUTS", "CONFIG_UTS_NS", "user.max_uts_namespaces"},
     };
     for (size_t i = 0; i < ARRAY_SIZE(ns); i++) {
         if (ns[i].s->ok)
@@ -1114,7 +1117,7 @@ void executor_readiness_compute(const struct host_probe *p, enum probe_executor 
     memset(r, 0, sizeof *r);
     struct need_ctx c = {
         .r = r,
-        .rm = { .buf = r->remediation, .size = sizeof r->remediation },
+        .rm = {.buf = r->remediation, .size = sizeof r->remediation},
         .plain_ok = true,
         .safe_ok = true,
     };
@@ -1212,18 +1215,11 @@ json_t *executor_readiness_to_json(const struct executor_readiness *r) {
         return NULL;
     }
     /* json_pack steals "o" references even on failure. */
-    return json_pack("{s:b, s:b, s:b, s:b, s:b, s:b, s:b, s:o, s:o, s:o, s:o}",
-                     "implemented", r->implemented,
-                     "ready_stage", r->ready_stage,
-                     "safe_implemented", r->safe_implemented,
-                     "ready_plain", r->ready_plain,
-                     "ready_safe", r->ready_safe,
-                     "host_features_plain", r->host_features_plain,
-                     "host_features_ready", r->host_features_ready,
-                     "reason", string_or_null(r->reason),
-                     "missing", missing,
-                     "remediation", string_or_null(r->remediation),
-                     "notes", notes);
+    return json_pack("{s:b, s:b, s:b, s:b, s:b, s:b, s:b, s:o, s:o, s:o, s:o}", "implemented", r->implemented,
+                     "ready_stage", r->ready_stage, "safe_implemented", r->safe_implemented, "ready_plain",
+                     r->ready_plain, "ready_safe", r->ready_safe, "host_features_plain", r->host_features_plain,
+                     "host_features_ready", r->host_features_ready, "reason", string_or_null(r->reason), "missing",
+                     missing, "remediation", string_or_null(r->remediation), "notes", notes);
 }
 
 json_t *executors_to_json(const struct host_probe *p) {

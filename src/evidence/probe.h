@@ -60,80 +60,80 @@ struct probe_status {
 };
 
 struct probe_userns {
-    struct probe_status userns;      /* unshare(CLONE_NEWUSER) + one-ID uid/gid map */
-    struct probe_status mount_ns;    /* each unshare()d separately inside that userns */
+    struct probe_status userns;   /* unshare(CLONE_NEWUSER) + one-ID uid/gid map */
+    struct probe_status mount_ns; /* each unshare()d separately inside that userns */
     struct probe_status pid_ns;
     struct probe_status net_ns;
     struct probe_status ipc_ns;
     struct probe_status uts_ns;
     struct probe_status tmpfs_mount; /* mount("tmpfs") inside the new mount ns */
     /* Sysctls that explain a failure; -1 when the file does not exist. */
-    long unprivileged_userns_clone;              /* kernel.unprivileged_userns_clone */
-    long max_user_namespaces;                    /* user.max_user_namespaces */
-    long apparmor_restrict_unprivileged_userns;  /* kernel.apparmor_restrict_unprivileged_userns */
+    long unprivileged_userns_clone;             /* kernel.unprivileged_userns_clone */
+    long max_user_namespaces;                   /* user.max_user_namespaces */
+    long apparmor_restrict_unprivileged_userns; /* kernel.apparmor_restrict_unprivileged_userns */
 };
 
 struct probe_fuse {
-    struct probe_status usable;  /* /dev/fuse is char 10:229 and open(O_RDWR) works */
+    struct probe_status usable; /* /dev/fuse is char 10:229 and open(O_RDWR) works */
     bool exists;
     bool is_fuse_chardev;
     bool openable;
 };
 
 struct probe_landlock {
-    struct probe_status usable;  /* ABI >= 1 and the LSM is active */
-    int abi;                     /* 0 when unusable */
+    struct probe_status usable;      /* ABI >= 1 and the LSM is active */
+    int abi;                         /* 0 when unusable */
     enum probe_tristate lsm_listed;  /* "landlock" in /sys/kernel/security/lsm */
     char lsm_list[PROBE_DETAIL_MAX]; /* that file's content, "" if unreadable */
 };
 
 struct probe_seccomp {
-    struct probe_status filter;  /* SECCOMP_SET_MODE_FILTER is supported */
-    int current_mode;            /* PR_GET_SECCOMP: 0 none, 1 strict, 2 filter; -1 unknown */
-    bool action_errno;           /* SECCOMP_GET_ACTION_AVAIL for each action */
+    struct probe_status filter; /* SECCOMP_SET_MODE_FILTER is supported */
+    int current_mode;           /* PR_GET_SECCOMP: 0 none, 1 strict, 2 filter; -1 unknown */
+    bool action_errno;          /* SECCOMP_GET_ACTION_AVAIL for each action */
     bool action_kill_process;
     bool action_user_notif;
 };
 
 struct probe_cgroup {
-    struct probe_status v2;          /* /sys/fs/cgroup is a cgroup2 mount */
-    struct probe_status delegated;   /* our cgroup dir and cgroup.procs are writable */
-    char path[PROBE_PATH_MAX];       /* "0::" path from /proc/self/cgroup, "" unknown */
-    bool dir_writable;               /* W_OK on our cgroup dir (can mkdir a leaf) */
-    bool procs_writable;             /* W_OK on our cgroup.procs */
-    bool parent_writable;            /* W_OK on the parent dir (sibling leaf) */
-    bool controller_memory, controller_pids, controller_cpu;  /* cgroup.controllers */
-    bool subtree_memory, subtree_pids, subtree_cpu;           /* cgroup.subtree_control */
+    struct probe_status v2;                                  /* /sys/fs/cgroup is a cgroup2 mount */
+    struct probe_status delegated;                           /* our cgroup dir and cgroup.procs are writable */
+    char path[PROBE_PATH_MAX];                               /* "0::" path from /proc/self/cgroup, "" unknown */
+    bool dir_writable;                                       /* W_OK on our cgroup dir (can mkdir a leaf) */
+    bool procs_writable;                                     /* W_OK on our cgroup.procs */
+    bool parent_writable;                                    /* W_OK on the parent dir (sibling leaf) */
+    bool controller_memory, controller_pids, controller_cpu; /* cgroup.controllers */
+    bool subtree_memory, subtree_pids, subtree_cpu;          /* cgroup.subtree_control */
 };
 
 struct probe_binary {
     bool found;
-    char path[PROBE_PATH_MAX];   /* first X_OK match on $PATH, "" if none */
+    char path[PROBE_PATH_MAX]; /* first X_OK match on $PATH, "" if none */
 };
 
 struct probe_kvm {
-    struct probe_status usable;  /* /dev/kvm exists and open(O_RDWR) works */
+    struct probe_status usable; /* /dev/kvm exists and open(O_RDWR) works */
     bool exists;
 };
 
 struct host_probe {
-    uid_t uid;                   /* real uid the probes ran as */
+    uid_t uid; /* real uid the probes ran as */
     uid_t euid;
-    char kernel_release[65];     /* uname -r, information only */
-    char kernel_machine[65];     /* uname -m */
+    char kernel_release[65]; /* uname -r, information only */
+    char kernel_machine[65]; /* uname -m */
     struct probe_userns userns;
     struct probe_fuse fuse;
     struct probe_landlock landlock;
     struct probe_seccomp seccomp;
-    struct probe_status openat2;       /* openat2() with RESOLVE_BENEATH|NO_SYMLINKS|NO_MAGICLINKS */
+    struct probe_status openat2; /* openat2() with RESOLVE_BENEATH|NO_SYMLINKS|NO_MAGICLINKS */
     struct probe_cgroup cgroup;
     struct probe_binary crun;
     struct probe_binary runc;
-    struct probe_binary qemu;          /* qemu-system-<machine>, else any qemu-system-* */
+    struct probe_binary qemu; /* qemu-system-<machine>, else any qemu-system-* */
     struct probe_kvm kvm;
     struct probe_status pidfd_open;
     struct probe_status close_range;
-    int no_new_privs;                  /* PR_GET_NO_NEW_PRIVS: 0/1, -1 unknown */
+    int no_new_privs; /* PR_GET_NO_NEW_PRIVS: 0/1, -1 unknown */
 };
 
 /* Run every probe as the calling uid and fill *ret_probe (zeroed first).
@@ -160,15 +160,15 @@ enum probe_executor {
 #define READINESS_REMEDIATION_MAX 768
 
 struct executor_readiness {
-    const char *name;                 /* "host", "oci", "vm" (static) */
-    bool implemented;                 /* this binary can run plain runs on it */
-    bool safe_implemented;            /* this binary implements --safe on it */
-    bool host_features_plain;         /* this host has what a plain run needs */
-    bool host_features_ready;         /* this host has everything --safe needs */
-    bool ready_plain;                 /* implemented && host_features_plain */
-    bool ready_stage;                 /* --stage works here: overlay built, /dev/fuse usable, and
+    const char *name;         /* "host", "oci", "vm" (static) */
+    bool implemented;         /* this binary can run plain runs on it */
+    bool safe_implemented;    /* this binary implements --safe on it */
+    bool host_features_plain; /* this host has what a plain run needs */
+    bool host_features_ready; /* this host has everything --safe needs */
+    bool ready_plain;         /* implemented && host_features_plain */
+    bool ready_stage;         /* --stage works here: overlay built, /dev/fuse usable, and
                                          (root, or user + mount namespaces) */
-    bool ready_safe;                  /* safe_implemented && host_features_ready */
+    bool ready_safe;          /* safe_implemented && host_features_ready */
     /* Why ready_plain/ready_safe is false although the host may be fine
      * ("not implemented in pvisor X"); NULL otherwise. Static string. */
     const char *reason;

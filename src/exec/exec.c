@@ -33,8 +33,8 @@ extern char **environ;
 static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 
 /* Child side between fork and exec: only async-signal-safe calls. */
-static _Noreturn void child_exec(const struct exec_spec *s, int go_fd, int err_fd,
-                                 const sigset_t *old_mask, pid_t parent) {
+static _Noreturn void child_exec(const struct exec_spec *s, int go_fd, int err_fd, const sigset_t *old_mask,
+                                 pid_t parent) {
     int e;
     setpgid(0, 0);
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)

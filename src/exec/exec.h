@@ -28,12 +28,12 @@
 #include <sys/types.h>
 
 struct exec_spec {
-    char **argv;       /* NULL-terminated; argv[0] looked up on PATH */
-    char **envp;       /* NULL: inherit environ */
-    const char *cwd;   /* chdir target in the child; NULL: inherit */
+    char **argv;                                    /* NULL-terminated; argv[0] looked up on PATH */
+    char **envp;                                    /* NULL: inherit environ */
+    const char *cwd;                                /* chdir target in the child; NULL: inherit */
     int (*after_fork)(pid_t child, void *userdata); /* may be NULL */
     void *userdata;
-    int kill_grace_ms; /* after a forwarded SIGINT/SIGTERM/SIGHUP */
+    int kill_grace_ms;   /* after a forwarded SIGINT/SIGTERM/SIGHUP */
     uint64_t timeout_ms; /* 0: none; else SIGTERM at the deadline, SIGKILL after the grace */
     /* Descriptors handed to the command as fd 3, 4, ... (not close-on-exec
      * there); every other descriptor above 2 is close-on-exec already. */
@@ -48,9 +48,9 @@ struct exec_spec {
 };
 
 struct exec_result {
-    int wait_status;   /* as from waitpid(2); valid when exec_errno == 0 */
-    int exec_errno;    /* > 0: the command could not be executed (errno) */
-    int chdir_errno;   /* > 0: chdir(cwd) failed in the child */
+    int wait_status;        /* as from waitpid(2); valid when exec_errno == 0 */
+    int exec_errno;         /* > 0: the command could not be executed (errno) */
+    int chdir_errno;        /* > 0: chdir(cwd) failed in the child */
     int killed_descendants; /* leftover processes killed after the command exited */
     bool escalated;         /* a termination request was escalated to SIGKILL */
     bool timed_out;         /* the timeout expired and the command was terminated */

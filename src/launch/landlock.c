@@ -82,8 +82,8 @@ static int add_rule(int ruleset, const char *path, uint64_t access, uint64_t han
     return 0;
 }
 
-int launch_landlock(const struct launch_plan *p, int *ret_abi, uint64_t *ret_handled_fs,
-                    uint64_t *ret_handled_net, uint64_t *ret_scoped, const char **ret_step) {
+int launch_landlock(const struct launch_plan *p, int *ret_abi, uint64_t *ret_handled_fs, uint64_t *ret_handled_net,
+                    uint64_t *ret_scoped, const char **ret_step) {
     long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
     if (abi < 1) {
         *ret_step = "Landlock is not available (pvisor doctor)";
@@ -115,15 +115,10 @@ int launch_landlock(const struct launch_plan *p, int *ret_abi, uint64_t *ret_han
     for (size_t i = 0; i < p->n_mounts && r >= 0; i++) {
         const struct plan_mount *m = &p->mounts[i];
         switch (m->kind) {
-        case PLAN_BIND_RO:
-            r = add_rule(rs, m->path, ro, h);
-            break;
+        case PLAN_BIND_RO: r = add_rule(rs, m->path, ro, h); break;
         case PLAN_BIND_RW:
-        case PLAN_TMPFS:
-            r = add_rule(rs, m->path, rw, h);
-            break;
-        case PLAN_HIDE:
-            break;
+        case PLAN_TMPFS: r = add_rule(rs, m->path, rw, h); break;
+        case PLAN_HIDE: break;
         }
     }
     if (r >= 0)

@@ -51,8 +51,8 @@ static _Noreturn void fail(const char *step, int err) {
     char buf[512];
     if (err < 0)
         err = -err;
-    int n = snprintf(buf, sizeof buf, "{\"ok\":false,\"step\":\"%s\",\"errno\":%d,\"message\":\"%s\"}\n", step,
-                     err, strerror(err));
+    int n = snprintf(buf, sizeof buf, "{\"ok\":false,\"step\":\"%s\",\"errno\":%d,\"message\":\"%s\"}\n", step, err,
+                     strerror(err));
     if (n > 0)
         (void)!write(LAUNCH_SYNC_FD, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
     _exit(125);
@@ -192,7 +192,7 @@ static json_t *self_check(int ll_abi, uint64_t ll_fs, uint64_t ll_net, uint64_t 
     int pfd = open("/proc/self", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (pfd >= 0 && read_file_at(pfd, "status", 1 << 16, &status, NULL) == 0) {
         static const char *const keys[] = {"NoNewPrivs", "Seccomp", "Seccomp_filters", "CapInh", "CapPrm",
-                                           "CapEff", "CapBnd", "CapAmb", "Uid", "Gid"};
+                                           "CapEff",     "CapBnd",  "CapAmb",          "Uid",    "Gid"};
         for (char *line = strtok(status, "\n"); line; line = strtok(NULL, "\n")) {
             char *colon = strchr(line, ':');
             if (!colon)
@@ -224,8 +224,9 @@ static json_t *self_check(int ll_abi, uint64_t ll_fs, uint64_t ll_net, uint64_t 
     if (pfd >= 0)
         close(pfd);
     json_object_set_new(j, "namespaces", ns);
-    json_object_set_new(j, "landlock", json_pack("{s:i, s:I, s:I, s:I}", "abi", ll_abi, "handled_fs", (json_int_t)ll_fs,
-                                                 "handled_net", (json_int_t)ll_net, "scoped", (json_int_t)ll_scoped));
+    json_object_set_new(j, "landlock",
+                        json_pack("{s:i, s:I, s:I, s:I}", "abi", ll_abi, "handled_fs", (json_int_t)ll_fs, "handled_net",
+                                  (json_int_t)ll_net, "scoped", (json_int_t)ll_scoped));
     json_object_set_new(j, "pid", json_integer(getpid()));
     json_object_set_new(j, "uid", json_integer(getuid()));
     json_object_set_new(j, "gid", json_integer(getgid()));
@@ -306,8 +307,8 @@ static _Noreturn void become_command(const struct launch_plan *p) {
     int e = errno;
     /* The report already said ok: tell the supervisor exec failed. */
     char buf[160];
-    int m = snprintf(buf, sizeof buf, "{\"ok\":false,\"step\":\"exec\",\"errno\":%d,\"message\":\"%s\"}\n", e,
-                     strerror(e));
+    int m =
+        snprintf(buf, sizeof buf, "{\"ok\":false,\"step\":\"exec\",\"errno\":%d,\"message\":\"%s\"}\n", e, strerror(e));
     (void)!write(LAUNCH_SYNC_FD, buf, (size_t)m);
     _exit(e == ENOENT ? 127 : 126);
 }

@@ -34,8 +34,8 @@ int launch_main(int argc, char **argv);
 /* Steps (src/launch/: mounts.c, landlock.c, seccomp.c).  Each returns -errno and sets *ret_step to a
  * static description of what failed. */
 int launch_build_root(const struct launch_plan *p, const char **ret_step);
-int launch_landlock(const struct launch_plan *p, int *ret_abi, uint64_t *ret_handled_fs,
-                    uint64_t *ret_handled_net, uint64_t *ret_scoped, const char **ret_step);
+int launch_landlock(const struct launch_plan *p, int *ret_abi, uint64_t *ret_handled_fs, uint64_t *ret_handled_net,
+                    uint64_t *ret_scoped, const char **ret_step);
 int launch_seccomp(const char **ret_step);
 
 #endif

@@ -79,10 +79,10 @@ static int touch_below(const char *root, const char *path) {
 }
 
 struct source {
-    int fd;            /* detached clone, or -1 */
-    char *symlink;     /* replicate a symlink instead of binding */
+    int fd;        /* detached clone, or -1 */
+    char *symlink; /* replicate a symlink instead of binding */
     bool is_dir;
-    bool missing;      /* optional source that does not exist on this host */
+    bool missing; /* optional source that does not exist on this host */
 };
 
 /* Clone one bind source now, while its host path still resolves. */
@@ -172,7 +172,8 @@ static int attach(const char *root, const struct plan_mount *m, struct source *s
                 return *ret_step = "creating the empty file that hides files", -errno;
             close(fd);
             if (mount(empty, target, NULL, MS_BIND, NULL) < 0 ||
-                mount("none", target, "none", MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+                mount("none", target, "none", MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                      NULL) < 0)
                 return *ret_step = "covering a hidden file", -errno;
             return 0;
         }
@@ -209,7 +210,7 @@ static int setup_dev(const char *root, const char **ret_step) {
     if (mount("tmpfs", shm, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=67108864") < 0)
         return *ret_step = "mounting /dev/shm", -errno;
     static const char *const links[][2] = {
-        {"pts/ptmx", "ptmx"}, {"/proc/self/fd", "fd"}, {"/proc/self/fd/0", "stdin"},
+        {"pts/ptmx", "ptmx"},          {"/proc/self/fd", "fd"},       {"/proc/self/fd/0", "stdin"},
         {"/proc/self/fd/1", "stdout"}, {"/proc/self/fd/2", "stderr"},
     };
     int dfd = open(dev, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

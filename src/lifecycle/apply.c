@@ -143,15 +143,15 @@ static int intent_write(int stage_dir_fd, const struct plan *p) {
             }
         }
         if (e->new_type != LC_NONE) {
-            nw = json_pack("{s:s, s:i, s:o, s:o}", "type", lc_type_name(e->new_type), "mode", (int)e->new_mode,
-                           "atime", ts_json(&e->atime), "mtime", ts_json(&e->mtime));
+            nw = json_pack("{s:s, s:i, s:o, s:o}", "type", lc_type_name(e->new_type), "mode", (int)e->new_mode, "atime",
+                           ts_json(&e->atime), "mtime", ts_json(&e->mtime));
             if (e->new_target)
                 json_object_set_new(nw, "target", json_string(e->new_target));
         }
         json_array_append_new(ents, json_pack("{s:s, s:o, s:o}", "path", e->path, "old", old, "new", nw));
     }
-    json_t *doc = json_pack("{s:i, s:s, s:b, s:o}", "format", 1, "apply_id", p->id, "subset", p->subset, "entries",
-                            ents);
+    json_t *doc =
+        json_pack("{s:i, s:s, s:b, s:o}", "format", 1, "apply_id", p->id, "subset", p->subset, "entries", ents);
     char *txt = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
     json_decref(doc);
     if (!txt)
@@ -338,8 +338,9 @@ static int classify_all(int ws_fd, int upper_fd, struct plan *p, struct lc_apply
         else if (m == 0 && !exists && passes_absent(e))
             e->state = ST_ABSENT;
         else if (m == 0)
-            r = report_conflict(rep, e->path, "changed in the workspace since the interrupted apply "
-                                              "(neither the old nor the new version)");
+            r = report_conflict(rep, e->path,
+                                "changed in the workspace since the interrupted apply "
+                                "(neither the old nor the new version)");
         if (m < 0)
             r = m;
         if (exists) {

@@ -38,8 +38,8 @@ const char *lc_kind_name(enum lc_kind k) {
 }
 
 const char *lc_warning_name(unsigned i) {
-    static const char *const names[] = {"exec", "setid", "git_hook", "git_config",
-                                        "symlink_outside", "large", "special", "hardlink"};
+    static const char *const names[] = {"exec",  "setid",   "git_hook", "git_config", "symlink_outside",
+                                        "large", "special", "hardlink"};
     return i < ARRAY_SIZE(names) ? names[i] : "unknown";
 }
 
@@ -359,8 +359,8 @@ struct walk {
     size_t visited;
     const struct ino_pair *orig; /* origin map, sorted by upper inode */
     size_t n_orig;
-    bool origin_usable;          /* the map belongs to this upper (same device) */
-    char **ours;                 /* directories created by earlier --path applies, sorted */
+    bool origin_usable; /* the map belongs to this upper (same device) */
+    char **ours;        /* directories created by earlier --path applies, sorted */
     size_t n_ours;
     char path[LC_MAX_PATH + 2];
 };
@@ -415,7 +415,6 @@ static int path_push(struct walk *w, const char *name, size_t *ret_old) {
     *ret_old = len ? len - 1 : 0;
     return 0;
 }
-
 
 static int lc_cmp_strp(const void *a, const void *b) {
     return strcmp(*(char *const *)a, *(char *const *)b);
@@ -528,8 +527,7 @@ static int set_old(struct walk *w, struct lc_entry *e, int lower_dirfd, const ch
         e->conflict = "exists in the workspace but the agent never saw it (created or replaced after the run)";
     else if (p->type != e->old_type)
         e->conflict = "type changed in the workspace since the run";
-    else if ((e->old_type == LC_REG || e->old_type == LC_LNK) &&
-             (!p->has_sha || memcmp(p->sha, e->old_sha, 32) != 0))
+    else if ((e->old_type == LC_REG || e->old_type == LC_LNK) && (!p->has_sha || memcmp(p->sha, e->old_sha, 32) != 0))
         e->conflict = e->old_type == LC_LNK ? "symlink target changed in the workspace since the run"
                                             : "content changed in the workspace since the run";
     else if (p->mode != e->old_mode && e->old_type != LC_LNK)
@@ -1099,8 +1097,8 @@ json_t *lc_changeset_to_json(const struct lc_changeset *cs) {
                 json_array_append_new(wl, json_string(lc_warning_name(b)));
                 json_t *wo = json_object();
                 set_name(wo, "path", e->path);
-                json_object_update_new(wo, json_pack("{s:s, s:s}", "warning", lc_warning_name(b), "message",
-                                                     warning_message(b)));
+                json_object_update_new(
+                    wo, json_pack("{s:s, s:s}", "warning", lc_warning_name(b), "message", warning_message(b)));
                 json_array_append_new(warnings, wo);
             }
         if (e->renamed_from)
@@ -1111,11 +1109,12 @@ json_t *lc_changeset_to_json(const struct lc_changeset *cs) {
             symlink_changed++;
         json_t *co = json_object();
         set_name(co, "path", e->path);
-        json_object_update_new(co, json_pack("{s:s, s:o, s:o, s:o, s:o, s:o}", "kind", lc_kind_name(e->kind), "changes", chl, "old",
-                               side_json(e->old_type, e->old_mode, e->old_size, e->old_target), "new",
-                               e->kind == LC_DELETED ? json_null()
-                                                     : side_json(e->new_type, e->new_mode, e->new_size, e->new_target),
-                               "warnings", wl, "conflict", e->conflict ? json_string(e->conflict) : json_null()));
+        json_object_update_new(
+            co, json_pack("{s:s, s:o, s:o, s:o, s:o, s:o}", "kind", lc_kind_name(e->kind), "changes", chl, "old",
+                          side_json(e->old_type, e->old_mode, e->old_size, e->old_target), "new",
+                          e->kind == LC_DELETED ? json_null()
+                                                : side_json(e->new_type, e->new_mode, e->new_size, e->new_target),
+                          "warnings", wl, "conflict", e->conflict ? json_string(e->conflict) : json_null()));
         set_name(co, "renamed_from", e->renamed_from);
         json_array_append_new(changes, co);
     }

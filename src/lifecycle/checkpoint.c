@@ -49,7 +49,7 @@ struct copy {
     size_t n, cap;
     size_t objects;
     uint64_t bytes;
-    bool cloned;          /* at least one FICLONE succeeded */
+    bool cloned; /* at least one FICLONE succeeded */
     char path[LC_MAX_PATH + 2];
 };
 
@@ -183,9 +183,7 @@ static int copy_entry(struct copy *c, int sdir, int ddir, const char *name, int 
             r = map_add(c, (uint64_t)st.st_ino, (uint64_t)dst.st_ino, false);
         break;
     }
-    case S_IFREG:
-        r = copy_reg(c, sdir, ddir, name, &st);
-        break;
+    case S_IFREG: r = copy_reg(c, sdir, ddir, name, &st); break;
     case S_IFLNK: {
         _cleanup_free_ char *t = NULL;
         r = lc_readlink_at(sdir, name, &t);
@@ -205,8 +203,7 @@ static int copy_entry(struct copy *c, int sdir, int ddir, const char *name, int 
         if (mknodat(ddir, name, st.st_mode, st.st_rdev) < 0)
             r = -errno;
         break;
-    default:
-        r = -EINVAL;
+    default: r = -EINVAL;
     }
     if (r == 0 && !S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) {
         struct stat dst;

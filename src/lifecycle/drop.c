@@ -110,8 +110,8 @@ int lc_drop(const char *stage_path, bool force) {
         if (r < 0)
             return r;
     }
-    static const char *const names[] = {"upper", "work", "journal", "origin", LC_APPLY_INTENT, LC_APPLY_CREATED, LC_CHECKPOINTS,
-                                        "sealed"};
+    static const char *const names[] = {"upper",         "work",           "journal",      "origin",
+                                        LC_APPLY_INTENT, LC_APPLY_CREATED, LC_CHECKPOINTS, "sealed"};
     for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
         int r = remove_entry(dir, names[i]);
         if (r < 0)

@@ -179,7 +179,10 @@ int lc_unhex(const char *hex, unsigned char *out, size_t out_len) {
         int v = 0;
         for (int k = 0; k < 2; k++) {
             char c = hex[2 * i + (size_t)k];
-            int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+            int d = c >= '0' && c <= '9'   ? c - '0'
+                    : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                    : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                           : -1;
             if (d < 0)
                 return -EINVAL;
             v = v * 16 + d;
@@ -307,9 +310,15 @@ int lc_xattrs_read(int fd, bool from_upper, struct lc_xattrs *ret) {
     /* sort by name (values follow their names) */
     for (size_t i = 1; i < ret->n; i++)
         for (size_t j = i; j > 0 && strcmp(ret->names[j - 1], ret->names[j]) > 0; j--) {
-            char *t = ret->names[j]; ret->names[j] = ret->names[j - 1]; ret->names[j - 1] = t;
-            char *v = ret->values[j]; ret->values[j] = ret->values[j - 1]; ret->values[j - 1] = v;
-            size_t l = ret->lens[j]; ret->lens[j] = ret->lens[j - 1]; ret->lens[j - 1] = l;
+            char *t = ret->names[j];
+            ret->names[j] = ret->names[j - 1];
+            ret->names[j - 1] = t;
+            char *v = ret->values[j];
+            ret->values[j] = ret->values[j - 1];
+            ret->values[j - 1] = v;
+            size_t l = ret->lens[j];
+            ret->lens[j] = ret->lens[j - 1];
+            ret->lens[j - 1] = l;
         }
     return 0;
 }

@@ -26,10 +26,10 @@
 
 #include <jansson.h>
 
-#define LC_MAX_PATH 4095             /* bytes of a workspace-relative path */
-#define LC_MAX_DEPTH 256             /* directory nesting below the root */
-#define LC_MAX_ENTRIES 2000000       /* upper objects + changeset entries */
-#define LC_LARGE_FILE (16u << 20)    /* warn for new/changed files above this */
+#define LC_MAX_PATH 4095          /* bytes of a workspace-relative path */
+#define LC_MAX_DEPTH 256          /* directory nesting below the root */
+#define LC_MAX_ENTRIES 2000000    /* upper objects + changeset entries */
+#define LC_LARGE_FILE (16u << 20) /* warn for new/changed files above this */
 
 enum lc_type { LC_NONE, LC_REG, LC_DIR, LC_LNK, LC_FIFO, LC_SOCK, LC_CHR, LC_BLK };
 const char *lc_type_name(enum lc_type t); /* "reg" ... "none" (journal names) */
@@ -44,19 +44,19 @@ const char *lc_kind_name(enum lc_kind k);
 
 /* What differs (LC_MODIFIED / LC_TYPE_CHANGED). */
 #define LC_CH_CONTENT (1u << 0) /* regular file bytes */
-#define LC_CH_MODE    (1u << 1) /* permission bits */
-#define LC_CH_TARGET  (1u << 2) /* symlink target */
-#define LC_CH_XATTR   (1u << 3) /* user.* extended attributes */
+#define LC_CH_MODE (1u << 1)    /* permission bits */
+#define LC_CH_TARGET (1u << 2)  /* symlink target */
+#define LC_CH_XATTR (1u << 3)   /* user.* extended attributes */
 
 /* Warnings (review shows them; apply acts on LC_W_SETID and LC_W_SPECIAL). */
-#define LC_W_EXEC            (1u << 0) /* a regular file gains an executable bit */
-#define LC_W_SETID           (1u << 1) /* setuid or setgid bit */
-#define LC_W_GIT_HOOK        (1u << 2) /* below .git/hooks */
-#define LC_W_GIT_CONFIG      (1u << 3) /* a .git/config */
+#define LC_W_EXEC (1u << 0)            /* a regular file gains an executable bit */
+#define LC_W_SETID (1u << 1)           /* setuid or setgid bit */
+#define LC_W_GIT_HOOK (1u << 2)        /* below .git/hooks */
+#define LC_W_GIT_CONFIG (1u << 3)      /* a .git/config */
 #define LC_W_SYMLINK_OUTSIDE (1u << 4) /* a symlink whose target leaves the workspace */
-#define LC_W_LARGE           (1u << 5) /* new content over LC_LARGE_FILE */
-#define LC_W_SPECIAL         (1u << 6) /* device node or socket (never applied) */
-#define LC_W_HARDLINK        (1u << 7) /* several names of one upper file */
+#define LC_W_LARGE (1u << 5)           /* new content over LC_LARGE_FILE */
+#define LC_W_SPECIAL (1u << 6)         /* device node or socket (never applied) */
+#define LC_W_HARDLINK (1u << 7)        /* several names of one upper file */
 #define LC_W__COUNT 8
 const char *lc_warning_name(unsigned bit_index); /* "exec", "setid", ... */
 
@@ -73,22 +73,22 @@ struct lc_preimage {
 };
 
 struct lc_entry {
-    char *path;          /* workspace-relative, validated (no "", ".", "..", no leading '/') */
+    char *path; /* workspace-relative, validated (no "", ".", "..", no leading '/') */
     enum lc_kind kind;
-    unsigned changes;    /* LC_CH_* */
-    unsigned warnings;   /* LC_W_* */
+    unsigned changes;                /* LC_CH_* */
+    unsigned warnings;               /* LC_W_* */
     enum lc_type old_type, new_type; /* current lower / stage (LC_NONE: absent) */
     uint32_t old_mode, new_mode;     /* & 07777 */
     uint64_t old_size, new_size;
-    char *old_target, *new_target;   /* symlinks */
+    char *old_target, *new_target; /* symlinks */
     bool old_sha_known;
-    unsigned char old_sha[32];       /* of the current lower (reg, lnk) when a preimage exists */
-    const struct lc_preimage *pre;   /* journal record for this path, or NULL */
-    const char *conflict;            /* why apply must refuse this path, or NULL */
-    char *renamed_from;              /* review only: lower path this object came from */
+    unsigned char old_sha[32];     /* of the current lower (reg, lnk) when a preimage exists */
+    const struct lc_preimage *pre; /* journal record for this path, or NULL */
+    const char *conflict;          /* why apply must refuse this path, or NULL */
+    char *renamed_from;            /* review only: lower path this object came from */
     struct timespec new_atime, new_mtime;
     uint64_t upper_ino;
-    uint64_t old_ino;                /* lower identity when compared (apply re-checks it) */
+    uint64_t old_ino; /* lower identity when compared (apply re-checks it) */
     struct timespec old_ctime;
 };
 
@@ -97,13 +97,13 @@ struct lc_changeset {
     char *workspace;
     struct lc_entry *entries; /* pre-order: a directory before its children */
     size_t n;
-    struct lc_preimage *pre;  /* sorted by path */
+    struct lc_preimage *pre; /* sorted by path */
     size_t n_pre;
-    size_t count[4];          /* per lc_kind */
+    size_t count[4]; /* per lc_kind */
     size_t n_conflicts;
-    uint64_t bytes_new;       /* bytes of regular files the stage writes */
-    uint64_t bytes_old;       /* bytes of lower regular files replaced or deleted */
-    unsigned warnings;        /* union of entry warnings */
+    uint64_t bytes_new; /* bytes of regular files the stage writes */
+    uint64_t bytes_old; /* bytes of lower regular files replaced or deleted */
+    unsigned warnings;  /* union of entry warnings */
 };
 
 /* An opened stage: its directory, upper/ and the workspace it belongs to
@@ -144,26 +144,26 @@ int lc_resolve_target(const char *run, const char *stage_dir, char **ret_stage_p
 struct lc_apply_opts {
     const char *const *paths; /* NULL-terminated subset (workspace-relative), or NULL for all */
     bool dry_run;
-    bool keep_special_modes;  /* keep setuid/setgid (dropped by default) */
+    bool keep_special_modes; /* keep setuid/setgid (dropped by default) */
     /* progress callback (may be NULL): done/total operations */
     void (*progress)(size_t done, size_t total, void *userdata);
     /* each planned operation ("write", "mkdir", "delete", "chmod", "symlink",
      * "mkfifo"), in order; called for dry runs too (may be NULL) */
     void (*on_op)(const char *action, const char *path, void *userdata);
     void *userdata;
-    unsigned test_delay_us;   /* tests only: pause after each workspace operation */
+    unsigned test_delay_us; /* tests only: pause after each workspace operation */
 };
 
 struct lc_apply_report {
-    bool resumed;               /* an interrupted apply was completed */
+    bool resumed; /* an interrupted apply was completed */
     size_t n_conflicts;
-    char **conflict_paths;      /* n_conflicts paths ... */
-    const char **conflict_why;  /* ... and why (static strings) */
+    char **conflict_paths;     /* n_conflicts paths ... */
+    const char **conflict_why; /* ... and why (static strings) */
     size_t n_written, n_deleted, n_dirs;
     uint64_t bytes_written;
     size_t n_setid_dropped;
     size_t n_skipped_special;
-    char *failed_path;          /* the path an operation failed on (errors other than conflicts) */
+    char *failed_path; /* the path an operation failed on (errors other than conflicts) */
 };
 void lc_apply_report_clear(struct lc_apply_report *r);
 

@@ -22,8 +22,7 @@ static bool valid_id(const char *s) {
     if (n < 10 || n > 31 || s[0] < '0' || s[0] > '9')
         return false;
     for (const char *p = s; *p; p++)
-        if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f') || *p == 'T' || *p == 'Z' || *p == '-' ||
-              *p == '.'))
+        if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f') || *p == 'T' || *p == 'Z' || *p == '-' || *p == '.'))
             return false;
     return true;
 }

@@ -180,8 +180,8 @@ static int ensure_upper_dir(struct ov *ov, const char *dirpath, int *ret_fd) {
     return 0;
 }
 
-int ov_alias_link_group(struct ov *ov, const char *relpath, const struct stat *lst, const char *sha,
-                        const char *op, const char *tmp) {
+int ov_alias_link_group(struct ov *ov, const char *relpath, const struct stat *lst, const char *sha, const char *op,
+                        const char *tmp) {
     int r = aliases_build(ov);
     if (r < 0)
         return r;
@@ -196,14 +196,19 @@ int ov_alias_link_group(struct ov *ov, const char *relpath, const struct stat *l
             continue;
         _cleanup_close_ int lfd = ov_lower_open(ov, hit->path, O_PATH);
         struct stat ast;
-        if (lfd < 0 || fstatat(lfd, "", &ast, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0 ||
-            ast.st_ino != lst->st_ino || ast.st_dev != lst->st_dev)
+        if (lfd < 0 || fstatat(lfd, "", &ast, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0 || ast.st_ino != lst->st_ino ||
+            ast.st_dev != lst->st_dev)
             continue;
         if (!lower_only_visible(ov, hit->path))
             continue;
         struct stage_preimage rec = {
-            .path = hit->path, .type = "reg", .mode = lst->st_mode & 07777,
-            .size = (uint64_t)lst->st_size, .sha256 = sha, .ino = lst->st_ino, .op = op ? op : "link",
+            .path = hit->path,
+            .type = "reg",
+            .mode = lst->st_mode & 07777,
+            .size = (uint64_t)lst->st_size,
+            .sha256 = sha,
+            .ino = lst->st_ino,
+            .op = op ? op : "link",
         };
         if ((r = stage_journal_append(ov->stage, &rec)) < 0)
             return r;

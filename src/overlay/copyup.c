@@ -244,8 +244,7 @@ int ov_set_opaque(int dir_fd, const char *name) {
 
 /* Append the preimage record of the lower object at lst (fd lfd, O_PATH),
  * with a digest if given.  Returns >= 0 or -errno. */
-static int journal_record(struct ov *ov, const char *relpath, const struct stat *lst,
-                          const char *sha, const char *op) {
+static int journal_record(struct ov *ov, const char *relpath, const struct stat *lst, const char *sha, const char *op) {
     struct stage_preimage rec = {
         .path = relpath[0] ? relpath : ".",
         .type = type_name(lst->st_mode),
@@ -325,8 +324,7 @@ int ov_journal_lower(struct ov *ov, const char *relpath, const char *op) {
 /* Copy the lower object at relpath into upper dir pfd as name.  op != NULL:
  * journal its preimage (first mutation).  Returns an O_PATH fd of the new
  * upper object in *ret_fd. */
-int ov_copy_up_entry(struct ov *ov, int pfd, const char *relpath, const char *name,
-                     const char *op, int *ret_fd) {
+int ov_copy_up_entry(struct ov *ov, int pfd, const char *relpath, const char *name, const char *op, int *ret_fd) {
     _cleanup_close_ int lfd = ov_lower_open(ov, relpath, O_PATH);
     if (lfd < 0)
         return lfd;
@@ -340,8 +338,8 @@ int ov_copy_up_entry(struct ov *ov, int pfd, const char *relpath, const char *na
         return r;
 
     const char *jpath = relpath[0] ? relpath : ".";
-    bool want_digest = op && !stage_journal_contains(ov->stage, jpath) &&
-                       (S_ISREG(lst.st_mode) || S_ISLNK(lst.st_mode));
+    bool want_digest =
+        op && !stage_journal_contains(ov->stage, jpath) && (S_ISREG(lst.st_mode) || S_ISLNK(lst.st_mode));
     char tmp[32];
     if ((r = ov_tmp_name(ov, tmp)) < 0)
         return r;
@@ -432,8 +430,8 @@ int ov_copy_up_entry(struct ov *ov, int pfd, const char *relpath, const char *na
         goto fail;
     }
     /* Owner first (chown clears set-id bits), when permitted. */
-    if (fchownat(tfd, "", lst.st_uid, lst.st_gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0 &&
-        errno != EPERM && errno != EINVAL) {
+    if (fchownat(tfd, "", lst.st_uid, lst.st_gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0 && errno != EPERM &&
+        errno != EINVAL) {
         r = -errno;
         goto fail;
     }

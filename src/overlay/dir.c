@@ -21,7 +21,7 @@
 #define OV_MAX_DIR_ENTRIES (1u << 24)
 
 struct ov_dirh {
-    pthread_mutex_t lock;   /* protects the fields below */
+    pthread_mutex_t lock; /* protects the fields below */
     struct ov_dirent *ents;
     size_t n;
     bool loaded;

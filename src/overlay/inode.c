@@ -29,7 +29,9 @@
 
 #define OV_MAX_DEPTH 4096
 
-struct ov *ov_from_req(fuse_req_t req) { return fuse_req_userdata(req); }
+struct ov *ov_from_req(fuse_req_t req) {
+    return fuse_req_userdata(req);
+}
 
 struct ov_node *ov_node_of(struct ov *ov, fuse_ino_t ino) {
     if (ino == FUSE_ROOT_ID)
@@ -166,8 +168,7 @@ int ov_node_upper(struct ov *ov, struct ov_node *n) {
     if (fd < 0)
         return -errno;
     struct stat st;
-    if (fstatat(fd, "", &st, AT_EMPTY_PATH) < 0 || ov_is_whiteout(&st) ||
-        (st.st_mode & S_IFMT) != n->type) {
+    if (fstatat(fd, "", &st, AT_EMPTY_PATH) < 0 || ov_is_whiteout(&st) || (st.st_mode & S_IFMT) != n->type) {
         close(fd);
         return -ENOENT;
     }
@@ -353,8 +354,8 @@ static void try_free(struct ov *ov, struct ov_node *n) {
     }
 }
 
-struct ov_node *ov_node_get(struct ov *ov, struct ov_node *parent, const char *name,
-                            const struct ov_entry *e, int *ret_err) {
+struct ov_node *ov_node_get(struct ov *ov, struct ov_node *parent, const char *name, const struct ov_entry *e,
+                            int *ret_err) {
     mode_t type = (e->upper ? e->ust.st_mode : e->lst.st_mode) & S_IFMT;
     pthread_mutex_lock(&ov->tree_lock);
     struct ov_node *n = table_find(ov, parent, name);

@@ -26,9 +26,9 @@
 #include "util/cleanup.h"
 
 struct mk {
-    int pfd;          /* parent upper dir (borrowed) */
-    bool whiteout;    /* replacing a whiteout */
-    int dir_fd;       /* where the object is being built (pfd or work) */
+    int pfd;       /* parent upper dir (borrowed) */
+    bool whiteout; /* replacing a whiteout */
+    int dir_fd;    /* where the object is being built (pfd or work) */
     char tmp[32];
     const char *bname; /* name under dir_fd */
 };
@@ -72,8 +72,7 @@ static int mk_attrs(struct ov *ov, fuse_req_t req, struct mk *mk, mode_t mode, b
     gid_t gid = ctx->gid;
     if (fstatat(mk->pfd, "", &pst, AT_EMPTY_PATH) == 0 && (pst.st_mode & S_ISGID))
         gid = pst.st_gid;
-    if (fchownat(mk->dir_fd, mk->bname, ctx->uid, gid, AT_SYMLINK_NOFOLLOW) < 0 && errno != EPERM &&
-        errno != EINVAL)
+    if (fchownat(mk->dir_fd, mk->bname, ctx->uid, gid, AT_SYMLINK_NOFOLLOW) < 0 && errno != EPERM && errno != EINVAL)
         return -errno;
     if (!is_lnk && fchmodat(mk->dir_fd, mk->bname, mode & 07777, 0) < 0)
         return -errno;
@@ -104,8 +103,7 @@ static void mk_abort(struct ov *ov, struct mk *mk, bool is_dir) {
 }
 
 /* Register the new upper object parent/name as a node and fill the entry. */
-static int mk_finish(struct ov *ov, struct ov_node *parent, const char *name, int pfd,
-                     struct fuse_entry_param *fe) {
+static int mk_finish(struct ov *ov, struct ov_node *parent, const char *name, int pfd, struct fuse_entry_param *fe) {
     int fd = openat(pfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
         return -errno;
@@ -137,8 +135,8 @@ static void reply_entry_or_err(fuse_req_t req, int r, struct fuse_entry_param *f
         fuse_reply_entry(req, fe);
 }
 
-static int do_mknod_like(struct ov *ov, fuse_req_t req, struct ov_node *p, const char *name, mode_t mode,
-                         dev_t rdev, const char *link, struct fuse_entry_param *fe) {
+static int do_mknod_like(struct ov *ov, fuse_req_t req, struct ov_node *p, const char *name, mode_t mode, dev_t rdev,
+                         const char *link, struct fuse_entry_param *fe) {
     struct mk mk;
     int r = mk_prepare(ov, p, name, &mk);
     if (r < 0)
@@ -369,8 +367,8 @@ void ov_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name) {
     fuse_reply_err(req, -r);
 }
 
-static int do_rename(struct ov *ov, struct ov_node *p, const char *name, struct ov_node *np,
-                     const char *newname, unsigned flags) {
+static int do_rename(struct ov *ov, struct ov_node *p, const char *name, struct ov_node *np, const char *newname,
+                     unsigned flags) {
     if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE))
         return -EINVAL;
     if ((flags & RENAME_NOREPLACE) && (flags & RENAME_EXCHANGE))
@@ -510,8 +508,8 @@ out:
     return r < 0 ? r : 0;
 }
 
-void ov_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
-                  const char *newname, unsigned int flags) {
+void ov_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent, const char *newname,
+                  unsigned int flags) {
     struct ov *ov = ov_from_req(req);
     ov_wrlock(ov);
     int r = do_rename(ov, ov_node_of(ov, parent), name, ov_node_of(ov, newparent), newname, flags);

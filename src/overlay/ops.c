@@ -23,7 +23,6 @@
 #include "overlay/ov-internal.h"
 #include "util/cleanup.h"
 
-
 void ov_op_init(void *userdata, struct fuse_conn_info *conn) {
     /* Writeback caching would let the kernel hold dirty data we cannot see
      * for quota and journal ordering; killpriv must stay with the kernel
@@ -111,8 +110,8 @@ static void account_delta(struct ov *ov, const struct stat *before, int fd) {
 void ov_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struct fuse_file_info *fi) {
     struct ov *ov = ov_from_req(req);
     struct ov_node *n = ov_node_of(ov, ino);
-    const char *op = (to_set & FUSE_SET_ATTR_SIZE) ? "truncate"
-                     : (to_set & FUSE_SET_ATTR_MODE) ? "chmod"
+    const char *op = (to_set & FUSE_SET_ATTR_SIZE)                        ? "truncate"
+                     : (to_set & FUSE_SET_ATTR_MODE)                      ? "chmod"
                      : (to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) ? "chown"
                                                                           : "utimens";
     struct stat st;
@@ -327,8 +326,7 @@ void ov_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct f
     fuse_reply_data(req, &buf, FUSE_BUF_SPLICE_MOVE);
 }
 
-void ov_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off_t off,
-                     struct fuse_file_info *fi) {
+void ov_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off_t off, struct fuse_file_info *fi) {
     struct ov *ov = ov_from_req(req);
     struct ov_fh *fh = (struct ov_fh *)(uintptr_t)fi->fh;
     if (!fh->upper) {

@@ -50,64 +50,66 @@
 #define OV_MAX_XATTR (64 * 1024)
 
 struct ov_node {
-    struct ov_node *parent; /* tree_lock (changed also under ns write); NULL: root or detached */
-    char *name;             /* tree_lock (as parent) */
-    struct ov_node *hnext;  /* tree_lock */
-    bool hashed;            /* tree_lock: in the table (not detached) */
-    uint64_t nlookup;       /* tree_lock: kernel references */
-    uint64_t nref;          /* tree_lock: hashed children pointing here */
-    int upper_fd;           /* O_PATH fd of the upper object or -1: first set under tree_lock,
+    struct ov_node *parent;              /* tree_lock (changed also under ns write); NULL: root or detached */
+    char *name;                          /* tree_lock (as parent) */
+    struct ov_node *hnext;               /* tree_lock */
+    bool hashed;                         /* tree_lock: in the table (not detached) */
+    uint64_t nlookup;                    /* tree_lock: kernel references */
+    uint64_t nref;                       /* tree_lock: hashed children pointing here */
+    int upper_fd;                        /* O_PATH fd of the upper object or -1: first set under tree_lock,
                                replaced/cleared only under ns write lock */
-    bool lower;             /* ns_lock: the lower object at this node's path is part of it
+    bool lower;                          /* ns_lock: the lower object at this node's path is part of it
                                (lower-only object, or merged non-opaque directory) */
-    mode_t type;            /* ns_lock: S_IFMT */
+    mode_t type;                         /* ns_lock: S_IFMT */
     struct ov_node *all_prev, *all_next; /* tree_lock: list of every live node */
 };
 
 struct ov_alias {
-    uint64_t ino;           /* lower st_ino of a regular file with st_nlink > 1 */
-    char *path;             /* one of its names, relative to the workspace */
+    uint64_t ino; /* lower st_ino of a regular file with st_nlink > 1 */
+    char *path;   /* one of its names, relative to the workspace */
 };
 
 struct ov {
-    int lower_fd;           /* immutable, borrowed */
-    int upper_fd;           /* immutable, borrowed from stage */
-    int work_fd;            /* immutable, borrowed from stage */
-    struct stage *stage;    /* immutable, borrowed */
-    char *mountpoint;       /* immutable */
+    int lower_fd;                   /* immutable, borrowed */
+    int upper_fd;                   /* immutable, borrowed from stage */
+    int work_fd;                    /* immutable, borrowed from stage */
+    struct stage *stage;            /* immutable, borrowed */
+    char *mountpoint;               /* immutable */
     uint64_t max_bytes, max_inodes; /* immutable */
-    double lower_timeout;   /* immutable: kernel attr/entry cache (s) for lower-backed objects */
-    uid_t self_uid;         /* immutable: our euid (file owner when not root) */
-    bool can_chown;         /* immutable: CAP_CHOWN in our namespace */
+    double lower_timeout;           /* immutable: kernel attr/entry cache (s) for lower-backed objects */
+    uid_t self_uid;                 /* immutable: our euid (file owner when not root) */
+    bool can_chown;                 /* immutable: CAP_CHOWN in our namespace */
 
     pthread_rwlock_t ns_lock;
     pthread_mutex_t tree_lock;
-    struct ov_node *root;   /* pinned */
-    struct ov_node *all;    /* tree_lock: every live non-root node (for teardown) */
-    struct ov_node **htab;  /* tree_lock */
-    size_t hcap, hn;        /* tree_lock */
+    struct ov_node *root;  /* pinned */
+    struct ov_node *all;   /* tree_lock: every live non-root node (for teardown) */
+    struct ov_node **htab; /* tree_lock */
+    size_t hcap, hn;       /* tree_lock */
 
-    struct ov_alias *aliases; /* ns write lock: sorted by ino once built */
+    struct ov_alias *aliases;      /* ns write lock: sorted by ino once built */
     size_t n_aliases, cap_aliases; /* ns write lock */
-    bool aliases_built;       /* ns write lock */
+    bool aliases_built;            /* ns write lock */
 
     atomic_bool auto_inval; /* set once at FUSE init: the kernel drops stale page cache on mtime change */
     atomic_uint_fast64_t copy_ups, whiteouts, tmp_seq;
     atomic_int_fast64_t upper_bytes, upper_inodes;
 
     struct fuse_session *se;
-    pthread_t *threads;     /* set up/torn down by the owner thread only */
+    pthread_t *threads; /* set up/torn down by the owner thread only */
     unsigned n_threads, n_started;
 };
 
-struct ov_fh {              /* one per open file; immutable after open, freed at release */
+struct ov_fh { /* one per open file; immutable after open, freed at release */
     int fd;
-    bool upper;             /* fd refers to the upper copy */
+    bool upper; /* fd refers to the upper copy */
 };
 
 /* inode.c */
 struct ov *ov_from_req(fuse_req_t req);
-static inline bool ov_auto_inval(struct ov *ov) { return atomic_load(&ov->auto_inval); }
+static inline bool ov_auto_inval(struct ov *ov) {
+    return atomic_load(&ov->auto_inval);
+}
 struct ov_node *ov_node_of(struct ov *ov, fuse_ino_t ino);
 int ov_node_path(struct ov *ov, struct ov_node *n, char **ret_path);
 int ov_child_path(struct ov *ov, struct ov_node *parent, const char *name, char **ret_path);
@@ -121,17 +123,19 @@ int ov_is_opaque(int dir_fd, const char *name);
 int ov_check_name(const char *name);
 
 struct ov_entry {
-    bool upper;             /* upper object present (not a whiteout) */
-    bool whiteout;          /* upper has a whiteout at this name */
-    bool lower;             /* lower object visible in the merged view */
-    bool lower_present;     /* lower has an object at this path (visible or hidden) */
+    bool upper;         /* upper object present (not a whiteout) */
+    bool whiteout;      /* upper has a whiteout at this name */
+    bool lower;         /* lower object visible in the merged view */
+    bool lower_present; /* lower has an object at this path (visible or hidden) */
     struct stat ust, lst;
 };
 int ov_resolve(struct ov *ov, struct ov_node *parent, const char *name, struct ov_entry *ret);
-static inline bool ov_entry_exists(const struct ov_entry *e) { return e->upper || e->lower; }
+static inline bool ov_entry_exists(const struct ov_entry *e) {
+    return e->upper || e->lower;
+}
 
-struct ov_node *ov_node_get(struct ov *ov, struct ov_node *parent, const char *name,
-                            const struct ov_entry *e, int *ret_err);
+struct ov_node *ov_node_get(struct ov *ov, struct ov_node *parent, const char *name, const struct ov_entry *e,
+                            int *ret_err);
 void ov_node_ref_kernel(struct ov *ov, struct ov_node *n);
 void ov_node_forget(struct ov *ov, struct ov_node *n, uint64_t nlookup);
 void ov_node_detach(struct ov *ov, struct ov_node *n);
@@ -159,8 +163,8 @@ int ov_copy_xattrs(int src_fd, int dst_fd, bool escape);
 int ov_copy_up_entry(struct ov *ov, int pfd, const char *relpath, const char *name, const char *op, int *ret_fd);
 
 /* alias.c */
-int ov_alias_link_group(struct ov *ov, const char *relpath, const struct stat *lst, const char *sha,
-                        const char *op, const char *tmp);
+int ov_alias_link_group(struct ov *ov, const char *relpath, const struct stat *lst, const char *sha, const char *op,
+                        const char *tmp);
 void ov_aliases_free(struct ov *ov);
 
 /* dir.c */
@@ -204,8 +208,8 @@ void ov_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const ch
 void ov_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname);
 void ov_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name);
 void ov_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
-void ov_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
-                  const char *newname, unsigned int flags);
+void ov_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent, const char *newname,
+                  unsigned int flags);
 
 /* xattr.c */
 void ov_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value, size_t size, int flags);

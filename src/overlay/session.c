@@ -231,8 +231,7 @@ int overlay_start(const struct overlay_params *p, struct overlay **ret_ov) {
         goto fail;
     }
     char opts[256], fdpath[32];
-    int m = snprintf(opts, sizeof opts,
-                     "fd=%d,rootmode=40000,user_id=%u,group_id=%u,default_permissions,allow_other",
+    int m = snprintf(opts, sizeof opts, "fd=%d,rootmode=40000,user_id=%u,group_id=%u,default_permissions,allow_other",
                      fuse_fd, (unsigned)getuid(), (unsigned)getgid());
     snprintf(fdpath, sizeof fdpath, "/dev/fd/%d", fuse_fd);
     if (m < 0 || (size_t)m >= sizeof opts) {

@@ -19,7 +19,9 @@
 #include "overlay/ov-internal.h"
 #include "util/cleanup.h"
 
-static bool is_ov_name(const char *n) { return strncmp(n, OV_XATTR_PREFIX, strlen(OV_XATTR_PREFIX)) == 0; }
+static bool is_ov_name(const char *n) {
+    return strncmp(n, OV_XATTR_PREFIX, strlen(OV_XATTR_PREFIX)) == 0;
+}
 
 /* agent name -> upper name */
 static int map_name(const char *name, char out[static XATTR_NAME_MAX + 32]) {
@@ -149,8 +151,8 @@ out:
         fuse_reply_buf(req, out, olen);
 }
 
-static int modify_xattr(struct ov *ov, struct ov_node *n, const char *name, const char *value, size_t size,
-                        int flags, bool remove) {
+static int modify_xattr(struct ov *ov, struct ov_node *n, const char *name, const char *value, size_t size, int flags,
+                        bool remove) {
     char uname[XATTR_NAME_MAX + 32], pp[40];
     int r = map_name(name, uname);
     if (r < 0)

@@ -21,31 +21,31 @@
 #define PLAN_MAX_BYTES (1u << 20)
 
 enum plan_mount_kind {
-    PLAN_BIND_RO,   /* read-only (+exec) projection of a host path */
-    PLAN_BIND_RW,   /* read-write projection (the staged workspace, grants) */
-    PLAN_TMPFS,     /* empty private tmpfs, writes discarded at exit */
-    PLAN_HIDE,      /* an empty read-only tmpfs/file over a path (deny rule) */
+    PLAN_BIND_RO, /* read-only (+exec) projection of a host path */
+    PLAN_BIND_RW, /* read-write projection (the staged workspace, grants) */
+    PLAN_TMPFS,   /* empty private tmpfs, writes discarded at exit */
+    PLAN_HIDE,    /* an empty read-only tmpfs/file over a path (deny rule) */
 };
 
 struct plan_mount {
     enum plan_mount_kind kind;
-    char *path;        /* absolute target path inside the sandbox */
-    char *source;      /* host path to project there; NULL: the same as path */
-    uint64_t size;     /* PLAN_TMPFS: size limit in bytes */
+    char *path;    /* absolute target path inside the sandbox */
+    char *source;  /* host path to project there; NULL: the same as path */
+    uint64_t size; /* PLAN_TMPFS: size limit in bytes */
 };
 
 struct launch_plan {
-    char **argv;       /* NULL-terminated */
-    char **envp;       /* NULL-terminated, already reduced to the allowlist */
-    char *cwd;         /* inside the sandbox */
+    char **argv; /* NULL-terminated */
+    char **envp; /* NULL-terminated, already reduced to the allowlist */
+    char *cwd;   /* inside the sandbox */
     char *hostname;
-    uint32_t uid, gid; /* ids the command sees (the invoking user's) */
-    bool unshare_net;  /* private network namespace (deny-all) */
-    bool landlock;     /* install Landlock (required: failure aborts) */
-    bool seccomp;      /* install the seccomp filter (required) */
-    uint64_t tmp_size; /* /tmp tmpfs size */
+    uint32_t uid, gid;                                             /* ids the command sees (the invoking user's) */
+    bool unshare_net;                                              /* private network namespace (deny-all) */
+    bool landlock;                                                 /* install Landlock (required: failure aborts) */
+    bool seccomp;                                                  /* install the seccomp filter (required) */
+    uint64_t tmp_size;                                             /* /tmp tmpfs size */
     uint64_t rlimit_nofile, rlimit_fsize, rlimit_nproc, rlimit_as; /* 0 = inherit */
-    struct plan_mount *mounts; /* applied in order */
+    struct plan_mount *mounts;                                     /* applied in order */
     size_t n_mounts;
 };
 

@@ -11,28 +11,70 @@
 static const char *const runtime_roots[] = {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"};
 
 /* Exact device nodes; nothing else of the host's /dev. */
-static const char *const dev_nodes[] = {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom",
-                                        "/dev/tty"};
+static const char *const dev_nodes[] = {"/dev/null",   "/dev/zero",    "/dev/full",
+                                        "/dev/random", "/dev/urandom", "/dev/tty"};
 
 const char *const plan_credential_paths[] = {
-    ".ssh", ".gnupg", ".aws", ".azure", ".config/gcloud", ".kube", ".docker", ".netrc", ".git-credentials",
-    ".npmrc", ".pypirc", ".cargo/credentials", ".cargo/credentials.toml", ".config/gh", ".config/hub",
-    ".local/share/keyrings", ".password-store", ".mozilla", ".config/google-chrome", ".config/chromium",
-    ".config/BraveSoftware", ".pki", ".vault-token", ".terraform.d", ".config/op", ".gem/credentials",
-    ".local/state/pvisor", ".codex/auth.json", ".claude.json", ".config/anthropic", ".pgpass", ".my.cnf",
-    ".s3cfg", ".boto", ".oci", ".config/rclone", ".config/doctl", ".terraformrc", ".config/containers/auth.json",
-    ".bash_history", ".zsh_history", ".python_history", ".psql_history", ".mysql_history", ".sqlite_history",
-    ".node_repl_history", ".lesshst", ".viminfo", NULL,
+    ".ssh",
+    ".gnupg",
+    ".aws",
+    ".azure",
+    ".config/gcloud",
+    ".kube",
+    ".docker",
+    ".netrc",
+    ".git-credentials",
+    ".npmrc",
+    ".pypirc",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    ".config/gh",
+    ".config/hub",
+    ".local/share/keyrings",
+    ".password-store",
+    ".mozilla",
+    ".config/google-chrome",
+    ".config/chromium",
+    ".config/BraveSoftware",
+    ".pki",
+    ".vault-token",
+    ".terraform.d",
+    ".config/op",
+    ".gem/credentials",
+    ".local/state/pvisor",
+    ".codex/auth.json",
+    ".claude.json",
+    ".config/anthropic",
+    ".pgpass",
+    ".my.cnf",
+    ".s3cfg",
+    ".boto",
+    ".oci",
+    ".config/rclone",
+    ".config/doctl",
+    ".terraformrc",
+    ".config/containers/auth.json",
+    ".bash_history",
+    ".zsh_history",
+    ".python_history",
+    ".psql_history",
+    ".mysql_history",
+    ".sqlite_history",
+    ".node_repl_history",
+    ".lesshst",
+    ".viminfo",
+    NULL,
 };
 
 const char *const plan_home_config_files[] = {
-    ".gitconfig", ".config/git/config", ".config/git/ignore", ".bashrc", ".profile", ".bash_profile",
-    ".inputrc", ".vimrc", ".zshrc", ".editorconfig", ".tmux.conf", NULL,
+    ".gitconfig", ".config/git/config", ".config/git/ignore", ".bashrc",
+    ".profile",   ".bash_profile",      ".inputrc",           ".vimrc",
+    ".zshrc",     ".editorconfig",      ".tmux.conf",         NULL,
 };
 
 /* Environment variables handed to the command (plus LC_*). */
-static const char *const env_allow[] = {"PATH", "TERM", "LANG", "LANGUAGE", "TZ", "USER", "LOGNAME", "SHELL",
-                                        "COLORTERM", "NO_COLOR", "TERM_PROGRAM", "COLUMNS", "LINES", NULL};
+static const char *const env_allow[] = {"PATH",  "TERM",      "LANG",     "LANGUAGE",     "TZ",      "USER",  "LOGNAME",
+                                        "SHELL", "COLORTERM", "NO_COLOR", "TERM_PROGRAM", "COLUMNS", "LINES", NULL};
 
 bool plan_is_credential_path(const char *rel) {
     for (const char *const *c = plan_credential_paths; *c; c++)
@@ -243,8 +285,10 @@ int plan_build(const struct plan_inputs *in, struct launch_plan *ret_plan, char 
         }
         if (a->kind == ACCESS_RW && (path_within(a->path, in->workspace) || path_within(in->workspace, a->path))) {
             r = -EINVAL;
-            if (asprintf(ret_error, "--allow-write/--access rw:%s overlaps the workspace %s, whose writes are staged; "
-                         "grant a path outside it", a->path, in->workspace) < 0)
+            if (asprintf(ret_error,
+                         "--allow-write/--access rw:%s overlaps the workspace %s, whose writes are staged; "
+                         "grant a path outside it",
+                         a->path, in->workspace) < 0)
                 *ret_error = NULL;
             goto fail;
         }
@@ -254,7 +298,9 @@ int plan_build(const struct plan_inputs *in, struct launch_plan *ret_plan, char 
                 *ret_error = NULL;
             goto fail;
         }
-        enum plan_mount_kind k = a->kind == ACCESS_DENY ? PLAN_HIDE : a->kind == ACCESS_RO ? PLAN_BIND_RO : PLAN_BIND_RW;
+        enum plan_mount_kind k = a->kind == ACCESS_DENY ? PLAN_HIDE
+                                 : a->kind == ACCESS_RO ? PLAN_BIND_RO
+                                                        : PLAN_BIND_RW;
         r = plan_add_mount(&p, k, a->path, 0);
     }
     /* Credentials visible through a HOME view or inside the workspace
@@ -277,7 +323,8 @@ int plan_build(const struct plan_inputs *in, struct launch_plan *ret_plan, char 
     *ret_plan = p;
     return 0;
 fail:
-    if (r == -EINVAL && !*ret_error && asprintf(ret_error, "paths given to the sandbox must be absolute and normalised") < 0)
+    if (r == -EINVAL && !*ret_error &&
+        asprintf(ret_error, "paths given to the sandbox must be absolute and normalised") < 0)
         *ret_error = NULL;
     plan_free(&p);
     return r;

@@ -12,10 +12,10 @@
 
 struct plan_inputs {
     const struct run_options *opts;
-    char *const *environ;      /* the supervisor's environment */
-    const char *home;          /* absolute, normalised; NULL if unknown */
-    const char *workspace;     /* absolute, normalised */
-    const char *cwd;           /* absolute, normalised */
+    char *const *environ;  /* the supervisor's environment */
+    const char *home;      /* absolute, normalised; NULL if unknown */
+    const char *workspace; /* absolute, normalised */
+    const char *cwd;       /* absolute, normalised */
     uint32_t uid, gid;
     /* Extra read-only projections found by the CLI (the command's
      * executable and interpreter directories, toolchains on PATH).

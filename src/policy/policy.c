@@ -9,11 +9,8 @@
 #include <string.h>
 
 static const char *const level_names[_LEVEL_MAX] = {
-    [LEVEL_NONE] = "none",
-    [LEVEL_UNENFORCED] = "unenforced",
-    [LEVEL_COOPERATIVE] = "cooperative",
-    [LEVEL_ENFORCED] = "enforced",
-    [LEVEL_UNAVAILABLE] = "unavailable",
+    [LEVEL_NONE] = "none",         [LEVEL_UNENFORCED] = "unenforced",   [LEVEL_COOPERATIVE] = "cooperative",
+    [LEVEL_ENFORCED] = "enforced", [LEVEL_UNAVAILABLE] = "unavailable",
 };
 
 static const char *const dimension_names[_DIM_MAX] = {
@@ -69,9 +66,20 @@ __attribute__((format(printf, 2, 3))) static int fail(char **ret_error, const ch
 
 /* Options that take a value; `--opt=value` and `--opt value` both work. */
 enum opt_id {
-    OPT_HELP, OPT_SAFE, OPT_STRICT, OPT_FILESYSTEM, OPT_EXECUTOR, OPT_STAGE,
-    OPT_WORKSPACE, OPT_DURABILITY, OPT_MAX_BYTES, OPT_MAX_INODES, OPT_PASS_ENV, OPT_TIMEOUT,
-    OPT_ACCESS, OPT_ALLOW_WRITE,
+    OPT_HELP,
+    OPT_SAFE,
+    OPT_STRICT,
+    OPT_FILESYSTEM,
+    OPT_EXECUTOR,
+    OPT_STAGE,
+    OPT_WORKSPACE,
+    OPT_DURABILITY,
+    OPT_MAX_BYTES,
+    OPT_MAX_INODES,
+    OPT_PASS_ENV,
+    OPT_TIMEOUT,
+    OPT_ACCESS,
+    OPT_ALLOW_WRITE,
 };
 
 static const struct {
@@ -139,7 +147,8 @@ int policy_parse_run(int argc, char **argv, struct run_options *ret_opts, char *
             break;
         }
         if (a[0] != '-')
-            return fail(ret_error, "missing '--' before the command '%s' (use: pvisor run [OPTIONS] -- COMMAND [ARGS...])", a);
+            return fail(ret_error,
+                        "missing '--' before the command '%s' (use: pvisor run [OPTIONS] -- COMMAND [ARGS...])", a);
 
         const char *eq = strchr(a, '=');
         size_t nlen = eq ? (size_t)(eq - a) : strlen(a);
@@ -167,15 +176,9 @@ int policy_parse_run(int argc, char **argv, struct run_options *ret_opts, char *
 
         int r;
         switch (run_opts[found].id) {
-        case OPT_HELP:
-            o.help = true;
-            break;
-        case OPT_SAFE:
-            o.safe = true;
-            break;
-        case OPT_STRICT:
-            o.strict = true;
-            break;
+        case OPT_HELP: o.help = true; break;
+        case OPT_SAFE: o.safe = true; break;
+        case OPT_STRICT: o.strict = true; break;
         case OPT_FILESYSTEM:
             if (strcmp(val, "host") == 0)
                 o.filesystem = FILESYSTEM_HOST;
@@ -196,12 +199,8 @@ int policy_parse_run(int argc, char **argv, struct run_options *ret_opts, char *
             else
                 return fail(ret_error, "--executor must be one of auto, host, oci, vm; not '%s'", val);
             break;
-        case OPT_STAGE:
-            o.stage = val;
-            break;
-        case OPT_WORKSPACE:
-            o.workspace = val;
-            break;
+        case OPT_STAGE: o.stage = val; break;
+        case OPT_WORKSPACE: o.workspace = val; break;
         case OPT_DURABILITY:
             if (strcmp(val, "checkpoint") == 0)
                 o.durability = DURABILITY_CHECKPOINT;
@@ -218,7 +217,8 @@ int policy_parse_run(int argc, char **argv, struct run_options *ret_opts, char *
             break;
         case OPT_TIMEOUT:
             if (policy_parse_duration(val, &o.timeout_ms) < 0)
-                return fail(ret_error, "--timeout: '%s' is not a duration (examples: 90, 30s, 10m, 2h; at most 7 days)", val);
+                return fail(ret_error, "--timeout: '%s' is not a duration (examples: 90, 30s, 10m, 2h; at most 7 days)",
+                            val);
             break;
         case OPT_ACCESS:
         case OPT_ALLOW_WRITE: {
@@ -269,11 +269,13 @@ int policy_parse_run(int argc, char **argv, struct run_options *ret_opts, char *
 
     bool stage_opts = o.durability_set || o.stage_max_bytes || o.stage_max_inodes;
     if (stage_opts && !policy_wants_stage(&o))
-        return fail(ret_error, "--stage-durability/--stage-max-* need a stage: add --stage DIR, --stage auto or --safe");
+        return fail(ret_error,
+                    "--stage-durability/--stage-max-* need a stage: add --stage DIR, --stage auto or --safe");
     if (o.n_access && !policy_wants_sandbox(&o))
         return fail(ret_error, "--access/--allow-write only apply to --safe or --filesystem sandbox");
     if (o.n_pass_env && !policy_wants_sandbox(&o))
-        return fail(ret_error, "--pass-env only applies to --safe or --filesystem sandbox (other runs inherit the environment)");
+        return fail(ret_error,
+                    "--pass-env only applies to --safe or --filesystem sandbox (other runs inherit the environment)");
     if (o.workspace && o.workspace[0] == '\0')
         return fail(ret_error, "--workspace needs a directory");
 

@@ -55,14 +55,14 @@ struct run_options {
     bool strict;
     enum filesystem_mode filesystem;
     enum executor_kind executor;
-    const char *stage;      /* NULL: none; "auto": owned stage in the run dir */
-    const char *workspace;  /* NULL: the current directory */
+    const char *stage;     /* NULL: none; "auto": owned stage in the run dir */
+    const char *workspace; /* NULL: the current directory */
     enum durability durability;
     bool durability_set;
-    uint64_t stage_max_bytes;  /* 0 = unlimited */
-    uint64_t stage_max_inodes; /* 0 = unlimited */
-    uint64_t timeout_ms;       /* --timeout; 0 = none */
-    const char *pass_env[POLICY_MAX_PASS_ENV]; /* --pass-env NAME, in order */
+    uint64_t stage_max_bytes;                     /* 0 = unlimited */
+    uint64_t stage_max_inodes;                    /* 0 = unlimited */
+    uint64_t timeout_ms;                          /* --timeout; 0 = none */
+    const char *pass_env[POLICY_MAX_PASS_ENV];    /* --pass-env NAME, in order */
     struct access_rule access[POLICY_MAX_ACCESS]; /* --access, --allow-write, in order */
     int n_access;
     int n_pass_env;

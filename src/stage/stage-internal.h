@@ -17,25 +17,25 @@
 #define STAGE_VERSION_LINE "pvisor-stage 1\n"
 #define STAGE_MAX_LINE (64 * 1024) /* journal/origin line bound */
 
-struct str_set {          /* open-addressing set of owned strings */
+struct str_set { /* open-addressing set of owned strings */
     char **slots;
     size_t cap, n;
 };
 
-struct ino_map {          /* open-addressing map uint64 -> uint64, key 0 = empty */
+struct ino_map { /* open-addressing map uint64 -> uint64, key 0 = empty */
     uint64_t *keys, *vals;
     size_t cap, n;
 };
 
 struct stage {
-    int dir_fd;           /* STAGE/ (immutable) */
-    int upper_fd;         /* STAGE/upper (immutable) */
-    int work_fd;          /* STAGE/work (immutable) */
-    int lock_fd;          /* STAGE/lock, flock(LOCK_EX) held (immutable) */
+    int dir_fd;                       /* STAGE/ (immutable) */
+    int upper_fd;                     /* STAGE/upper (immutable) */
+    int work_fd;                      /* STAGE/work (immutable) */
+    int lock_fd;                      /* STAGE/lock, flock(LOCK_EX) held (immutable) */
     enum stage_durability durability; /* immutable */
     pthread_mutex_t lock;
-    int journal_fd;       /* O_APPEND; writes under lock */
-    int origin_fd;        /* O_APPEND; writes under lock */
+    int journal_fd;          /* O_APPEND; writes under lock */
+    int origin_fd;           /* O_APPEND; writes under lock */
     struct str_set recorded; /* under lock */
     struct ino_map origins;  /* under lock */
 };

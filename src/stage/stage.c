@@ -41,9 +41,15 @@ const char *stage_state_name(enum stage_state s) {
     return "unknown";
 }
 
-int stage_upper_fd(const struct stage *s) { return s->upper_fd; }
-int stage_work_fd(const struct stage *s) { return s->work_fd; }
-enum stage_durability stage_durability(const struct stage *s) { return s->durability; }
+int stage_upper_fd(const struct stage *s) {
+    return s->upper_fd;
+}
+int stage_work_fd(const struct stage *s) {
+    return s->work_fd;
+}
+enum stage_durability stage_durability(const struct stage *s) {
+    return s->durability;
+}
 
 static int write_all(int fd, const void *buf, size_t len) {
     const char *p = buf;
@@ -216,8 +222,8 @@ static int stage_init_layout(int dir_fd, const char *workspace) {
     int r = rfc3339_now(now, sizeof now);
     if (r < 0)
         return r;
-    json_t *m = json_pack("{s:i, s:s, s:s, s:[]}", "format", STAGE_FORMAT_VERSION, "workspace",
-                          workspace, "created", now, "runs");
+    json_t *m = json_pack("{s:i, s:s, s:s, s:[]}", "format", STAGE_FORMAT_VERSION, "workspace", workspace, "created",
+                          now, "runs");
     if (!m)
         return -ENOMEM;
     r = meta_store(dir_fd, m);
@@ -275,8 +281,7 @@ void stage_free(struct stage *s) {
     free(s);
 }
 
-static int stage_open_impl(struct stage *s, const char *path, const char *workspace_abs,
-                           const char *run_id) {
+static int stage_open_impl(struct stage *s, const char *path, const char *workspace_abs, const char *run_id) {
     s->dir_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (s->dir_fd < 0 && errno == ENOENT) {
         if (mkdir(path, 0700) < 0 && errno != EEXIST)
@@ -293,8 +298,8 @@ static int stage_open_impl(struct stage *s, const char *path, const char *worksp
             return e;
         /* Allow a directory that holds only a lock file (a racing creator
          * that had not finished); anything else is not ours. */
-        if (e == 0 && !(exists_at(s->dir_fd, "lock") && !exists_at(s->dir_fd, "meta.json") &&
-                        !exists_at(s->dir_fd, "upper")))
+        if (e == 0 &&
+            !(exists_at(s->dir_fd, "lock") && !exists_at(s->dir_fd, "meta.json") && !exists_at(s->dir_fd, "upper")))
             return -EINVAL;
     } else {
         int r = check_version(s->dir_fd);
@@ -382,8 +387,8 @@ static int stage_open_impl(struct stage *s, const char *path, const char *worksp
     return 0;
 }
 
-int stage_open_for_run(const char *path, const char *workspace_abs, const char *run_id,
-                       enum stage_durability d, struct stage **ret_stage) {
+int stage_open_for_run(const char *path, const char *workspace_abs, const char *run_id, enum stage_durability d,
+                       struct stage **ret_stage) {
     if (!path || !workspace_abs || workspace_abs[0] != '/' || !run_id || !ret_stage)
         return -EINVAL;
     struct stage *s = calloc(1, sizeof(*s));

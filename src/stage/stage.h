@@ -65,8 +65,8 @@ struct stage_preimage {
  * apply of the stage was interrupted (finish it with `pvisor apply`); -EXDEV stage of
  * another workspace; -EINVAL not a stage; -EPROTO unknown format version;
  * other -errno from the file system. */
-int stage_open_for_run(const char *path, const char *workspace_abs, const char *run_id,
-                       enum stage_durability d, struct stage **ret_stage);
+int stage_open_for_run(const char *path, const char *workspace_abs, const char *run_id, enum stage_durability d,
+                       struct stage **ret_stage);
 
 /* O_DIRECTORY fds owned by the stage (valid until stage_free). */
 int stage_upper_fd(const struct stage *s);

@@ -40,17 +40,17 @@ static inline void closedirp(DIR **d) {
 #define _cleanup_fclose_ _cleanup_(fclosep)
 #define _cleanup_closedir_ _cleanup_(closedirp)
 
-#define TAKE_PTR(p)                                                            \
-    ({                                                                         \
-        __typeof__(p) _tp = (p);                                               \
-        (p) = NULL;                                                            \
-        _tp;                                                                   \
+#define TAKE_PTR(p)                                                                                                    \
+    ({                                                                                                                 \
+        __typeof__(p) _tp = (p);                                                                                       \
+        (p) = NULL;                                                                                                    \
+        _tp;                                                                                                           \
     })
-#define TAKE_FD(fd)                                                            \
-    ({                                                                         \
-        int _tf = (fd);                                                        \
-        (fd) = -1;                                                             \
-        _tf;                                                                   \
+#define TAKE_FD(fd)                                                                                                    \
+    ({                                                                                                                 \
+        int _tf = (fd);                                                                                                \
+        (fd) = -1;                                                                                                     \
+        _tf;                                                                                                           \
     })
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))

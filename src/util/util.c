@@ -132,14 +132,28 @@ int parse_size(const char *s, uint64_t min, uint64_t max, uint64_t *ret_value) {
         return -ERANGE;
     unsigned shift = 0;
     switch (*end) {
-    case '\0':
+    case '\0': break;
+    case 'k':
+    case 'K':
+        shift = 10;
+        end++;
         break;
-    case 'k': case 'K': shift = 10; end++; break;
-    case 'm': case 'M': shift = 20; end++; break;
-    case 'g': case 'G': shift = 30; end++; break;
-    case 't': case 'T': shift = 40; end++; break;
-    default:
-        return -EINVAL;
+    case 'm':
+    case 'M':
+        shift = 20;
+        end++;
+        break;
+    case 'g':
+    case 'G':
+        shift = 30;
+        end++;
+        break;
+    case 't':
+    case 'T':
+        shift = 40;
+        end++;
+        break;
+    default: return -EINVAL;
     }
     if (*end == 'i' && shift)
         end++;

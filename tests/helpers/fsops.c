@@ -75,7 +75,8 @@ static uint64_t rng_state;
 static uint64_t g_seed;
 static long g_op;
 static bool g_verbose;
-static bool skip_nlink, skip_dirnlink, skip_ovxattr, skip_exchange, skip_fifo, skip_inodes, skip_nofollow, skip_enotempty;
+static bool skip_nlink, skip_dirnlink, skip_ovxattr, skip_exchange, skip_fifo, skip_inodes, skip_nofollow,
+    skip_enotempty;
 static const char *root_a, *root_b;
 
 static uint64_t splitmix64(void) {
@@ -84,8 +85,12 @@ static uint64_t splitmix64(void) {
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
     return z ^ (z >> 31);
 }
-static uint64_t rnd(uint64_t n) { return n ? splitmix64() % n : 0; }
-static bool chance(unsigned pct) { return rnd(100) < pct; }
+static uint64_t rnd(uint64_t n) {
+    return n ? splitmix64() % n : 0;
+}
+static bool chance(unsigned pct) {
+    return rnd(100) < pct;
+}
 
 static void fail_exit(void) {
     printf("fsops: FAILED seed=%" PRIu64 " (reproduce: fsops %" PRIu64 " ...)\n", g_seed, g_seed);
@@ -123,7 +128,9 @@ static void fmt_res(char *buf, size_t len, struct res r) {
         snprintf(buf, len, "%ld", r.ret);
 }
 
-static bool same_res(struct res a, struct res b) { return a.ret == b.ret && a.err == b.err; }
+static bool same_res(struct res a, struct res b) {
+    return a.ret == b.ret && a.err == b.err;
+}
 
 static void report(const char *op, const char *p1, const char *p2, struct res a, struct res b, const char *extra) {
     char ba[96], bb[96];
@@ -185,7 +192,9 @@ static void rand_dirrel(char *buf, size_t len) {
         off += (size_t)snprintf(buf + off, len - off, "%s%s", i ? "/" : "", dirnames[rnd(3)]);
 }
 
-static void full(char *buf, const char *root, const char *rel) { snprintf(buf, MAXPATH, "%s/%s", root, rel); }
+static void full(char *buf, const char *root, const char *rel) {
+    snprintf(buf, MAXPATH, "%s/%s", root, rel);
+}
 
 static void fill(unsigned char *buf, size_t n) {
     for (size_t i = 0; i < n; i += 8) {
@@ -270,7 +279,9 @@ static struct res do_lstat(const char *p, char *desc, size_t len) {
     return r;
 }
 
-static int cmpstr(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+static int cmpstr(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
 
 /* Sorted entry names of a directory, joined by '/'. */
 static struct res do_readdir(const char *p, char *out, size_t len) {
@@ -548,8 +559,8 @@ static bool compare_trees(const char *when) {
         char xa[8192], xb[8192];
         int ra = xattr_dump(pa, xa, sizeof xa), rb = xattr_dump(pb, xb, sizeof xb);
         if (ra != rb || strcmp(xa, xb)) {
-            printf("fsops: MISMATCH %s: %s user xattrs A='%s'%s B='%s'%s\n", when, rel, xa, ra ? " (error)" : "",
-                   xb, rb ? " (error)" : "");
+            printf("fsops: MISMATCH %s: %s user xattrs A='%s'%s B='%s'%s\n", when, rel, xa, ra ? " (error)" : "", xb,
+                   rb ? " (error)" : "");
             ok = false;
         }
         i++;

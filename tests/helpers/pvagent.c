@@ -39,7 +39,9 @@ static long num(const char *s) {
 }
 
 static volatile sig_atomic_t got;
-static void on_sig(int s) { got = s; }
+static void on_sig(int s) {
+    got = s;
+}
 
 int main(int argc, char **argv) {
     if (argc < 2) {

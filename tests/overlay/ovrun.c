@@ -189,8 +189,8 @@ int main(int argc, char **argv) {
     if (stats) {
         struct overlay_stats s;
         overlay_get_stats(ov, &s);
-        fprintf(stderr, "ovrun: copy_ups=%" PRIu64 " whiteouts=%" PRIu64 " upper_bytes=%" PRIu64
-                        " upper_inodes=%" PRIu64 "\n",
+        fprintf(stderr,
+                "ovrun: copy_ups=%" PRIu64 " whiteouts=%" PRIu64 " upper_bytes=%" PRIu64 " upper_inodes=%" PRIu64 "\n",
                 s.copy_ups, s.whiteouts, s.upper_bytes, s.upper_inodes);
     }
     r = overlay_stop(ov);

@@ -6,17 +6,17 @@
 
 static int tap_n, tap_failed;
 
-#define ok(cond, ...)                                                          \
-    do {                                                                       \
-        tap_n++;                                                               \
-        int _c = !!(cond);                                                     \
-        if (!_c)                                                               \
-            tap_failed++;                                                      \
-        printf("%sok %d - ", _c ? "" : "not ", tap_n);                         \
-        printf(__VA_ARGS__);                                                   \
-        printf("\n");                                                          \
-        if (!_c)                                                               \
-            printf("#   at %s:%d: %s\n", __FILE__, __LINE__, #cond);           \
+#define ok(cond, ...)                                                                                                  \
+    do {                                                                                                               \
+        tap_n++;                                                                                                       \
+        int _c = !!(cond);                                                                                             \
+        if (!_c)                                                                                                       \
+            tap_failed++;                                                                                              \
+        printf("%sok %d - ", _c ? "" : "not ", tap_n);                                                                 \
+        printf(__VA_ARGS__);                                                                                           \
+        printf("\n");                                                                                                  \
+        if (!_c)                                                                                                       \
+            printf("#   at %s:%d: %s\n", __FILE__, __LINE__, #cond);                                                   \
     } while (0)
 
 #define is_str(a, b, ...) ok((a) && (b) && strcmp((a), (b)) == 0, __VA_ARGS__)

@@ -43,7 +43,8 @@ int main(void) {
     ok(agent_socket_open(path, "{}", &(struct agent_socket *){NULL}) < 0, "a second socket on the same path fails");
     char buf[256];
     ok(ask(path, "ping\n", buf, sizeof buf) > 0 && strcmp(buf, "pong\n") == 0, "ping over the socket");
-    ok(ask(path, "status\r\n", buf, sizeof buf) > 0 && strcmp(buf, "{\"run_id\":\"r\"}\n") == 0, "status, CRLF tolerated");
+    ok(ask(path, "status\r\n", buf, sizeof buf) > 0 && strcmp(buf, "{\"run_id\":\"r\"}\n") == 0,
+       "status, CRLF tolerated");
     ok(ask(path, "ping\nping\n", buf, sizeof buf) > 0 && strncmp(buf, "pong\n", 5) == 0, "pipelined requests");
     ok(agent_socket_requests(a) >= 3, "requests counted (%u)", agent_socket_requests(a));
     agent_socket_close(a);

@@ -31,15 +31,14 @@ int main(void) {
     is_str(get(b, "network", "requested"), "none", "unrequested dimension is 'none'");
     ok(json_object_size(json_object_get(b, "dimensions")) == _DIM_MAX, "every dimension present");
 
-    ok(bundle_set_dimension(b, DIM_WORKSPACE_WRITES, LEVEL_ENFORCED, "fuse overlay",
-                            json_pack("{s:i}", "copy_ups", 3), "note") == 0,
+    ok(bundle_set_dimension(b, DIM_WORKSPACE_WRITES, LEVEL_ENFORCED, "fuse overlay", json_pack("{s:i}", "copy_ups", 3),
+                            "note") == 0,
        "set dimension");
     is_str(get(b, "workspace_writes", "effective"), "enforced", "effective recorded");
     is_str(get(b, "workspace_writes", "requested"), "enforced", "requested untouched");
-    ok(json_integer_value(json_object_get(json_object_get(json_object_get(json_object_get(b, "dimensions"),
-                                                                          "workspace_writes"),
-                                                          "evidence"),
-                                          "copy_ups")) == 3,
+    ok(json_integer_value(json_object_get(
+           json_object_get(json_object_get(json_object_get(b, "dimensions"), "workspace_writes"), "evidence"),
+           "copy_ups")) == 3,
        "evidence recorded");
     ok(bundle_set_dimension(b, (enum dimension)77, LEVEL_ENFORCED, "x", NULL, NULL) == -EINVAL,
        "unknown dimension rejected");

@@ -18,8 +18,9 @@ static int write_journal(int dirfd, const char *text) {
     return n == (ssize_t)strlen(text) ? 0 : -1;
 }
 
-#define REC(p) "{\"path\":\"" p "\",\"type\":\"reg\",\"mode\":420,\"size\":1,\"sha256\":\"" \
-               "0000000000000000000000000000000000000000000000000000000000000001\",\"ino\":7,\"op\":\"open\"}\n"
+#define REC(p)                                                                                                         \
+    "{\"path\":\"" p "\",\"type\":\"reg\",\"mode\":420,\"size\":1,\"sha256\":\""                                       \
+    "0000000000000000000000000000000000000000000000000000000000000001\",\"ino\":7,\"op\":\"open\"}\n"
 
 int main(void) {
     ok(lc_path_valid("a"), "plain name");
@@ -43,8 +44,8 @@ int main(void) {
     struct lc_preimage *pre = NULL;
     size_t n = 0;
 
-    ok(write_journal(dfd, REC("b") REC("a") REC("b") "{\"path\":\"torn") == 0 &&
-           lc_journal_load(dfd, &pre, &n) == 0 && n == 2,
+    ok(write_journal(dfd, REC("b") REC("a") REC("b") "{\"path\":\"torn") == 0 && lc_journal_load(dfd, &pre, &n) == 0 &&
+           n == 2,
        "two paths, duplicate and torn final line ignored");
     ok(n == 2 && strcmp(pre[0].path, "a") == 0 && lc_preimage_find(pre, n, "b") != NULL &&
            lc_preimage_find(pre, n, "c") == NULL,
@@ -53,7 +54,8 @@ int main(void) {
        "fields parsed");
     lc_preimages_free(pre, n);
 
-    ok(write_journal(dfd, "{\"path_hex\":\"612f62\",\"type\":\"dir\",\"mode\":493,\"size\":0,\"ino\":1,\"op\":\"rmdir\"}\n") ==
+    ok(write_journal(
+           dfd, "{\"path_hex\":\"612f62\",\"type\":\"dir\",\"mode\":493,\"size\":0,\"ino\":1,\"op\":\"rmdir\"}\n") ==
                0 &&
            lc_journal_load(dfd, &pre, &n) == 0 && n == 1 && strcmp(pre[0].path, "a/b") == 0 && !pre[0].has_sha,
        "path_hex decoded");

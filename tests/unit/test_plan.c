@@ -31,15 +31,30 @@ int main(void) {
     struct run_options o;
     char *err = NULL;
     ok(policy_parse_run(7, argv, &o, &err) == 0, "parse --safe");
-    char *environ_[] = {"PATH=/usr/bin:/bin", "HOME=/home/u", "AWS_SECRET_ACCESS_KEY=s3cr3t", "GH_TOKEN=tok",
-                        "LC_ALL=C.UTF-8", "TERM=xterm", NULL};
+    char *environ_[] = {"PATH=/usr/bin:/bin",
+                        "HOME=/home/u",
+                        "AWS_SECRET_ACCESS_KEY=s3cr3t",
+                        "GH_TOKEN=tok",
+                        "LC_ALL=C.UTF-8",
+                        "TERM=xterm",
+                        NULL};
     const char *rt[] = {"/home/u/.pyenv", "/opt/tool", "/usr/local/bin", "/home/u/ws/bin"};
     const char *hf[] = {".gitconfig", ".ssh/config"};
     struct access_rule acc[] = {{ACCESS_DENY, "/etc/ssl"}, {ACCESS_RW, "/srv/out"}};
     struct plan_inputs in = {
-        .opts = &o, .environ = environ_, .home = "/home/u", .workspace = "/home/u/ws", .cwd = "/home/u/ws/src",
-        .uid = 1000, .gid = 1000, .runtime_dirs = rt, .n_runtime_dirs = 4, .home_files = hf, .n_home_files = 2,
-        .access = acc, .n_access = 2,
+        .opts = &o,
+        .environ = environ_,
+        .home = "/home/u",
+        .workspace = "/home/u/ws",
+        .cwd = "/home/u/ws/src",
+        .uid = 1000,
+        .gid = 1000,
+        .runtime_dirs = rt,
+        .n_runtime_dirs = 4,
+        .home_files = hf,
+        .n_home_files = 2,
+        .access = acc,
+        .n_access = 2,
     };
     struct launch_plan p;
     ok(plan_build(&in, &p, &err) == 0, "plan_build");
@@ -73,8 +88,8 @@ int main(void) {
            strcmp(q.argv[1], "-j2") == 0,
        "JSON round trip");
     plan_free(&q);
-    json_array_append_new(json_object_get(j, "mounts"), json_pack("{s:s, s:s, s:i}", "kind", "rw", "path",
-                                                                   "/home/u/../../etc", "size", 0));
+    json_array_append_new(json_object_get(j, "mounts"),
+                          json_pack("{s:s, s:s, s:i}", "kind", "rw", "path", "/home/u/../../etc", "size", 0));
     ok(plan_from_json(j, &q) == -EINVAL, "a plan naming a non-normalised path is refused");
     json_decref(j);
     plan_free(&p);
@@ -104,7 +119,8 @@ int main(void) {
     ok(find(&p, "/home/u/.ssh") && find(&p, "/home/u/.ssh")->kind == PLAN_HIDE && find(&p, "/home/u/.aws") &&
            find(&p, "/home/u/.local/state/pvisor") && !find(&p, "/home/u/.gitconfig"),
        "HOME view: credentials and pvisor's state covered; no separate config projections");
-    ok(find(&p, PLAN_AGENT_SOCKET_PATH) && strcmp(find(&p, PLAN_AGENT_SOCKET_PATH)->source, "/state/run/agent.sock") == 0 &&
+    ok(find(&p, PLAN_AGENT_SOCKET_PATH) &&
+           strcmp(find(&p, PLAN_AGENT_SOCKET_PATH)->source, "/state/run/agent.sock") == 0 &&
            env(&p, "PVISOR_AGENT_SOCKET") && strcmp(env(&p, "PVISOR_AGENT_SOCKET"), PLAN_AGENT_SOCKET_PATH) == 0,
        "agent socket projected at a fixed path named in the environment");
     json_t *jj = plan_to_json(&p);

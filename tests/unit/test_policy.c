@@ -31,8 +31,8 @@ int main(void) {
     ok(!o.safe && !o.strict && o.filesystem == FILESYSTEM_HOST && o.executor == EXECUTOR_AUTO && !o.stage,
        "defaults: no isolation requested");
 
-    r = PARSE(&o, &err, "--stage", "/s", "--workspace=/w", "--stage-durability", "strict", "--stage-max-bytes",
-              "2G", "--stage-max-inodes=100K", "--", "make", "-j2");
+    r = PARSE(&o, &err, "--stage", "/s", "--workspace=/w", "--stage-durability", "strict", "--stage-max-bytes", "2G",
+              "--stage-max-inodes=100K", "--", "make", "-j2");
     ok(r == 0 && strcmp(o.stage, "/s") == 0 && strcmp(o.workspace, "/w") == 0 && o.durability == DURABILITY_STRICT &&
            o.stage_max_bytes == (2ULL << 30) && o.stage_max_inodes == 100 * 1024,
        "stage options with both value forms");

@@ -91,7 +91,7 @@ static bool has_keys(const json_t *o, const char *const *keys, size_t n) {
 }
 
 static bool is_status(const json_t *o) {
-    static const char *const k[] = { "ok", "error", "detail" };
+    static const char *const k[] = {"ok", "error", "detail"};
     return has_keys(o, k, 3) && json_is_boolean(json_object_get(o, "ok")) &&
            json_is_string(json_object_get(o, "detail")) &&
            (json_is_null(json_object_get(o, "error")) || json_is_string(json_object_get(o, "error")));
@@ -107,7 +107,8 @@ static void test_readiness(void) {
     ok(r.host_features_ready && r.n_missing == 0 && r.remediation[0] == '\0',
        "all features present => host features ready, nothing missing, no remediation");
     ok(r.ready_plain, "host plain runs are ready");
-    ok(r.ready_safe == (bool)PVISOR_HOST_SAFE_IMPLEMENTED, "host --safe readiness follows PVISOR_HOST_SAFE_IMPLEMENTED");
+    ok(r.ready_safe == (bool)PVISOR_HOST_SAFE_IMPLEMENTED,
+       "host --safe readiness follows PVISOR_HOST_SAFE_IMPLEMENTED");
 #if !PVISOR_HOST_SAFE_IMPLEMENTED
     ok(!r.ready_safe && r.reason && strstr(r.reason, "not implemented in pvisor"),
        "host --safe is never claimed while unimplemented, with a reason");
@@ -247,9 +248,9 @@ static void test_readiness(void) {
 
     /* JSON of a hand-made readiness. */
     json_t *j = executor_readiness_to_json(&r);
-    static const char *const rk[] = { "implemented", "safe_implemented", "ready_plain", "ready_safe",
-                                      "host_features_plain", "host_features_ready", "reason", "missing",
-                                      "remediation", "notes" };
+    static const char *const rk[] = {
+        "implemented",         "safe_implemented", "ready_plain", "ready_safe",  "host_features_plain",
+        "host_features_ready", "reason",           "missing",     "remediation", "notes"};
     ok(has_keys(j, rk, ARRAY_SIZE(rk)) && json_is_array(json_object_get(j, "missing")) &&
            json_is_string(json_object_get(j, "remediation")),
        "executor_readiness_to_json has the documented keys");
@@ -270,16 +271,36 @@ static void test_real_probe(void) {
 
     json_t *j = probe_to_json(p);
     static const char *const keys[] = {
-        "uid", "euid", "kernel_release", "machine", "user_namespaces", "mount_namespace", "pid_namespace",
-        "net_namespace", "ipc_namespace", "uts_namespace", "tmpfs_in_userns", "fuse", "landlock", "seccomp",
-        "openat2", "cgroup_v2", "crun", "runc", "qemu", "kvm", "pidfd_open", "close_range", "no_new_privs",
+        "uid",
+        "euid",
+        "kernel_release",
+        "machine",
+        "user_namespaces",
+        "mount_namespace",
+        "pid_namespace",
+        "net_namespace",
+        "ipc_namespace",
+        "uts_namespace",
+        "tmpfs_in_userns",
+        "fuse",
+        "landlock",
+        "seccomp",
+        "openat2",
+        "cgroup_v2",
+        "crun",
+        "runc",
+        "qemu",
+        "kvm",
+        "pidfd_open",
+        "close_range",
+        "no_new_privs",
     };
     ok(has_keys(j, keys, ARRAY_SIZE(keys)) && json_object_size(j) == ARRAY_SIZE(keys),
        "probe_to_json has exactly the documented top-level keys");
-    static const char *const statuses[] = { "user_namespaces", "mount_namespace", "pid_namespace", "net_namespace",
-                                            "ipc_namespace", "uts_namespace", "tmpfs_in_userns", "fuse",
-                                            "landlock", "seccomp", "openat2", "cgroup_v2", "kvm", "pidfd_open",
-                                            "close_range" };
+    static const char *const statuses[] = {
+        "user_namespaces", "mount_namespace", "pid_namespace", "net_namespace", "ipc_namespace",
+        "uts_namespace",   "tmpfs_in_userns", "fuse",          "landlock",      "seccomp",
+        "openat2",         "cgroup_v2",       "kvm",           "pidfd_open",    "close_range"};
     bool all = true;
     for (size_t i = 0; j && i < ARRAY_SIZE(statuses); i++)
         if (!is_status(json_object_get(j, statuses[i]))) {
@@ -287,31 +308,31 @@ static void test_real_probe(void) {
             all = false;
         }
     ok(all, "every feature status has ok/error/detail");
-    static const char *const uk[] = { "kernel.unprivileged_userns_clone", "user.max_user_namespaces",
-                                      "kernel.apparmor_restrict_unprivileged_userns" };
+    static const char *const uk[] = {"kernel.unprivileged_userns_clone", "user.max_user_namespaces",
+                                     "kernel.apparmor_restrict_unprivileged_userns"};
     ok(has_keys(json_object_get(json_object_get(j, "user_namespaces"), "sysctls"), uk, 3), "userns sysctls present");
-    static const char *const fk[] = { "exists", "char_device", "openable" };
+    static const char *const fk[] = {"exists", "char_device", "openable"};
     ok(has_keys(json_object_get(j, "fuse"), fk, 3), "fuse keys");
-    static const char *const lk[] = { "abi", "lsm_listed", "lsm_list" };
+    static const char *const lk[] = {"abi", "lsm_listed", "lsm_list"};
     ok(has_keys(json_object_get(j, "landlock"), lk, 3) &&
            json_is_integer(json_object_get(json_object_get(j, "landlock"), "abi")),
        "landlock keys");
-    static const char *const sk[] = { "current_mode", "actions" };
-    static const char *const ak[] = { "errno", "kill_process", "user_notif" };
+    static const char *const sk[] = {"current_mode", "actions"};
+    static const char *const ak[] = {"errno", "kill_process", "user_notif"};
     json_t *sc = json_object_get(j, "seccomp");
     ok(has_keys(sc, sk, 2) && has_keys(json_object_get(sc, "actions"), ak, 3), "seccomp keys");
-    static const char *const ck[] = { "path", "delegated", "dir_writable", "procs_writable", "parent_writable",
-                                      "controllers", "subtree_control" };
+    static const char *const ck[] = {
+        "path", "delegated", "dir_writable", "procs_writable", "parent_writable", "controllers", "subtree_control"};
     json_t *cg = json_object_get(j, "cgroup_v2");
     ok(has_keys(cg, ck, ARRAY_SIZE(ck)) && is_status(json_object_get(cg, "delegated")), "cgroup_v2 keys");
-    static const char *const bk[] = { "found", "path" };
+    static const char *const bk[] = {"found", "path"};
     ok(has_keys(json_object_get(j, "crun"), bk, 2) && has_keys(json_object_get(j, "runc"), bk, 2) &&
            has_keys(json_object_get(j, "qemu"), bk, 2),
        "binary keys");
     json_decref(j);
 
     j = executors_to_json(p);
-    static const char *const ek[] = { "host", "oci", "vm" };
+    static const char *const ek[] = {"host", "oci", "vm"};
     ok(has_keys(j, ek, 3) && json_object_size(j) == 3, "executors_to_json has host, oci, vm");
     ok(json_is_true(json_object_get(json_object_get(j, "host"), "ready_plain")) == (bool)PVISOR_HOST_PLAIN_IMPLEMENTED,
        "host plain readiness equals what the build implements");

@@ -20,7 +20,8 @@ int main(void) {
     ok(parse_size(" 5", 1, 10, &v) == -EINVAL && parse_size("+5", 1, 10, &v) == -EINVAL, "sign/space rejected");
 
     ok(path_within("/a/b", "/a") && path_within("/a", "/a") && path_within("/x", "/"), "path_within: inside and equal");
-    ok(!path_within("/ab", "/a") && !path_within("/a", "/a/b") && !path_within("rel", "/"), "path_within: prefix is not inside");
+    ok(!path_within("/ab", "/a") && !path_within("/a", "/a/b") && !path_within("rel", "/"),
+       "path_within: prefix is not inside");
     ok(path_within(".ssh/id", ".ssh") && !path_within(".sshx", ".ssh"), "path_within: relative paths");
 
     char *p = path_join("/a/", "/b");
