@@ -26,6 +26,14 @@ setup() { # DIR [meson options...]
     fi
 }
 
+# One clang-format configuration (.clang-format) for every C file.
+format_failed=0
+if command -v clang-format >/dev/null && [ -d .git ]; then
+    for f in $(git ls-files '*.c' '*.h'); do
+        clang-format --dry-run --Werror "$f" >/dev/null 2>&1 || { echo "not clang-formatted: $f (run clang-format -i $f)"; format_failed=1; }
+    done
+fi
+
 setup build -Dbuildtype=debugoptimized
 setup build-sanitize -Dbuildtype=debug -Db_sanitize=address,undefined -Db_lundef=false
 
@@ -46,6 +54,12 @@ for dir in build build-sanitize; do
     passed=$((passed + p))
     failed=$((failed + f))
 done
+if [ "$format_failed" -ne 0 ]; then
+    status=1
+    failed=$((failed + 1))
+else
+    passed=$((passed + 1)) # the format check
+fi
 if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then
     failed=1 # a test binary failed without a TAP line (crash, sanitizer abort)
 fi
