@@ -16,6 +16,7 @@
 #define PVISOR_CLI_CLI_H
 
 #include <stdbool.h>
+#include <stdio.h>
 
 #define PV_EXIT_OK 0
 #define PV_EXIT_FAILURE 1
@@ -65,6 +66,9 @@ const struct cli_command *cli_commands(unsigned *ret_n);
 int cli_usage_error(const char *verb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Print "pvisor VERB: MESSAGE" to stderr; returns status. */
 int cli_error(int status, const char *verb, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Print the list of verbs. */
+void cli_print_overview(FILE *f);
+
 /* Print the help of a verb to stdout; returns 0. */
 int cli_print_help(const struct cli_command *c);
 /* True when argv[1..] is exactly "--help" or "-h" (a verb's help request). */

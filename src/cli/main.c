@@ -186,7 +186,7 @@ bool cli_wants_help(int argc, char **argv) {
     return false;
 }
 
-static void print_overview(FILE *f) {
+void cli_print_overview(FILE *f) {
     fprintf(f, "pvisor %s: run untrusted programs over a staged copy of your workspace\n\n", PVISOR_VERSION);
     fprintf(f, "Usage: pvisor VERB [OPTIONS]\n\nVerbs:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
@@ -194,33 +194,9 @@ static void print_overview(FILE *f) {
     fprintf(f, "\nRun 'pvisor help VERB' or 'pvisor VERB --help' for details.\n");
 }
 
-int cmd_help(int argc, char **argv) {
-    if (argc > 2)
-        return cli_usage_error("help", "takes at most one verb");
-    if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0))
-        return cli_print_help(cli_find_command("help"));
-    if (argc == 2) {
-        const struct cli_command *c = cli_find_command(argv[1]);
-        if (!c)
-            return cli_usage_error("help", "unknown verb '%s'", argv[1]);
-        return cli_print_help(c);
-    }
-    print_overview(stdout);
-    return PV_EXIT_OK;
-}
-
-int cmd_version(int argc, char **argv) {
-    if (cli_wants_help(argc, argv))
-        return cli_print_help(cli_find_command("version"));
-    if (argc > 1)
-        return cli_usage_error("version", "takes no arguments");
-    printf("pvisor %s\n", PVISOR_VERSION);
-    return PV_EXIT_OK;
-}
-
 int main(int argc, char **argv) {
     if (argc < 2) {
-        print_overview(stderr);
+        cli_print_overview(stderr);
         return PV_EXIT_USAGE;
     }
     const char *verb = argv[1];
