@@ -16,70 +16,6 @@
 #include <string.h>
 #include <unistd.h>
 
-static int cmp_desc(const void *a, const void *b) {
-    return -strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-void runs_free_ids(char **ids) {
-    if (!ids)
-        return;
-    for (char **p = ids; *p; p++)
-        free(*p);
-    free(ids);
-}
-
-static bool valid_id(const char *s) {
-    size_t n = strlen(s);
-    if (n < 10 || n > 31 || s[0] < '0' || s[0] > '9')
-        return false;
-    for (const char *p = s; *p; p++)
-        if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f') || *p == 'T' || *p == 'Z' || *p == '-' || *p == '.'))
-            return false;
-    return true;
-}
-
-int runs_list_ids(char ***ret_ids, size_t *ret_n) {
-    _cleanup_free_ char *dir = NULL;
-    int r = runs_dir(false, &dir);
-    if (r < 0)
-        return r;
-    size_t n = 0, cap = 16;
-    char **ids = calloc(cap + 1, sizeof *ids);
-    if (!ids)
-        return -ENOMEM;
-    _cleanup_closedir_ DIR *d = opendir(dir);
-    if (d) {
-        struct dirent *de;
-        while ((de = readdir(d))) {
-            if (!valid_id(de->d_name))
-                continue;
-            if (n == cap) {
-                char **nids = realloc(ids, (cap * 2 + 1) * sizeof *ids);
-                if (!nids) {
-                    runs_free_ids(ids);
-                    return -ENOMEM;
-                }
-                ids = nids;
-                cap *= 2;
-            }
-            ids[n] = strdup(de->d_name);
-            if (!ids[n]) {
-                runs_free_ids(ids);
-                return -ENOMEM;
-            }
-            ids[++n] = NULL;
-        }
-    } else if (errno != ENOENT) {
-        r = -errno;
-        runs_free_ids(ids);
-        return r;
-    }
-    qsort(ids, n, sizeof *ids, cmp_desc);
-    *ret_ids = ids;
-    *ret_n = n;
-    return 0;
-}
-
 int runs_resolve(const char *query, char **ret_id) {
     char **ids = NULL;
     size_t n = 0;
@@ -117,20 +53,6 @@ int runs_resolve(const char *query, char **ret_id) {
         return -ENOMEM;
     *ret_id = res;
     return 0;
-}
-
-int runs_load_bundle(const char *id, json_t **ret_bundle) {
-    _cleanup_free_ char *dir = NULL;
-    int r = runs_dir(false, &dir);
-    if (r < 0)
-        return r;
-    _cleanup_free_ char *p = path_join(dir, id);
-    if (!p)
-        return -ENOMEM;
-    _cleanup_close_ int fd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0)
-        return -errno;
-    return bundle_read(fd, ret_bundle);
 }
 
 /* Is the supervisor recorded in the bundle still alive and still pvisor? */

@@ -4,16 +4,10 @@
 
 #include <jansson.h>
 
-/* Run ids under the runs directory, newest first (ids sort by start time).
- * *ret_ids is a NULL-terminated malloc'd array of malloc'd strings. */
-int runs_list_ids(char ***ret_ids, size_t *ret_n);
-void runs_free_ids(char **ids);
+#include "evidence/runstore.h"
 
 /* Resolve "latest", NULL, an id or a unique id prefix to a run id. */
 int runs_resolve(const char *query, char **ret_id);
-
-/* Load the Bundle of run id. */
-int runs_load_bundle(const char *id, json_t **ret_bundle);
 
 /* The state to show: the Bundle's state, except that a "running" Bundle
  * whose supervisor is gone is "interrupted". */

@@ -14,79 +14,9 @@
 #include <unistd.h>
 
 #include "evidence/bundle.h"
+#include "evidence/runstore.h"
 #include "util/cleanup.h"
 #include "util/util.h"
-
-static bool valid_id(const char *s) {
-    size_t n = strlen(s);
-    if (n < 10 || n > 31 || s[0] < '0' || s[0] > '9')
-        return false;
-    for (const char *p = s; *p; p++)
-        if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f') || *p == 'T' || *p == 'Z' || *p == '-' || *p == '.'))
-            return false;
-    return true;
-}
-
-static int cmp_desc(const void *a, const void *b) {
-    return -strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Run ids, newest first. */
-static int list_runs(char **ret_dir, char ***ret_ids, size_t *ret_n) {
-    _cleanup_free_ char *dir = NULL;
-    int r = runs_dir(false, &dir);
-    if (r < 0)
-        return r;
-    _cleanup_closedir_ DIR *d = opendir(dir);
-    size_t n = 0, cap = 0;
-    char **ids = NULL;
-    if (d) {
-        struct dirent *de;
-        while ((de = readdir(d))) {
-            if (!valid_id(de->d_name))
-                continue;
-            if (n == cap) {
-                cap = cap ? 2 * cap : 32;
-                char **nv = realloc(ids, cap * sizeof *nv);
-                if (!nv)
-                    goto oom;
-                ids = nv;
-            }
-            if (!(ids[n] = strdup(de->d_name)))
-                goto oom;
-            n++;
-        }
-    } else if (errno != ENOENT) {
-        return -errno;
-    }
-    if (n)
-        qsort(ids, n, sizeof *ids, cmp_desc);
-    *ret_dir = TAKE_PTR(dir);
-    *ret_ids = ids;
-    *ret_n = n;
-    return 0;
-oom:
-    for (size_t i = 0; i < n; i++)
-        free(ids[i]);
-    free(ids);
-    return -ENOMEM;
-}
-
-static void free_ids(char **ids, size_t n) {
-    for (size_t i = 0; i < n; i++)
-        free(ids[i]);
-    free(ids);
-}
-
-static int load_bundle(const char *dir, const char *id, json_t **ret) {
-    _cleanup_free_ char *p = path_join(dir, id);
-    if (!p)
-        return -ENOMEM;
-    _cleanup_close_ int fd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0)
-        return -errno;
-    return bundle_read(fd, ret);
-}
 
 static const char *bundle_stage_path(const json_t *b) {
     return json_string_value(json_object_get(json_object_get(b, "stage"), "path"));
@@ -94,10 +24,9 @@ static const char *bundle_stage_path(const json_t *b) {
 
 int lc_resolve_target(const char *run, const char *stage_dir, char **ret_stage_path, char **ret_run_id,
                       json_t **ret_bundle) {
-    _cleanup_free_ char *dir = NULL;
     char **ids = NULL;
     size_t n = 0;
-    int r = list_runs(&dir, &ids, &n);
+    int r = runs_list_ids(&ids, &n);
     if (r < 0)
         return r;
     char *stage = NULL, *id = NULL;
@@ -119,7 +48,7 @@ int lc_resolve_target(const char *run, const char *stage_dir, char **ret_stage_p
         /* the run that used this stage last, for its Bundle */
         for (size_t i = 0; i < n; i++) {
             json_t *b = NULL;
-            if (load_bundle(dir, ids[i], &b) < 0)
+            if (runs_load_bundle(ids[i], &b) < 0)
                 continue;
             const char *sp = bundle_stage_path(b);
             _cleanup_free_ char *spr = sp ? realpath(sp, NULL) : NULL;
@@ -157,7 +86,7 @@ int lc_resolve_target(const char *run, const char *stage_dir, char **ret_stage_p
             r = -ENOENT;
             goto out;
         }
-        r = load_bundle(dir, match, &bundle);
+        r = runs_load_bundle(match, &bundle);
         if (r < 0)
             goto out;
         if (!bundle_stage_path(bundle)) {
@@ -166,7 +95,7 @@ int lc_resolve_target(const char *run, const char *stage_dir, char **ret_stage_p
         }
     } else if (run) { /* latest: the newest run, which must have a stage */
         match = ids[0];
-        r = load_bundle(dir, match, &bundle);
+        r = runs_load_bundle(match, &bundle);
         if (r < 0)
             goto out;
         if (!bundle_stage_path(bundle)) {
@@ -176,7 +105,7 @@ int lc_resolve_target(const char *run, const char *stage_dir, char **ret_stage_p
     } else {
         for (size_t i = 0; i < n && !match; i++) {
             json_t *b = NULL;
-            if (load_bundle(dir, ids[i], &b) < 0)
+            if (runs_load_bundle(ids[i], &b) < 0)
                 continue;
             if (bundle_stage_path(b)) {
                 match = ids[i];
@@ -194,7 +123,7 @@ int lc_resolve_target(const char *run, const char *stage_dir, char **ret_stage_p
     id = strdup(match);
     r = stage && id ? 0 : -ENOMEM;
 out:
-    free_ids(ids, n);
+    runs_free_ids(ids);
     if (r < 0) {
         free(stage);
         free(id);

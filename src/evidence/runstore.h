@@ -1,0 +1,16 @@
+/* runstore.h: recorded runs on disk (see runstore.c). */
+#ifndef PVISOR_EVIDENCE_RUNSTORE_H
+#define PVISOR_EVIDENCE_RUNSTORE_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+/* Run ids under the runs directory, newest first (ids sort by start time).
+ * *ret_ids is a NULL-terminated malloc'd array of malloc'd strings. */
+int runs_list_ids(char ***ret_ids, size_t *ret_n);
+void runs_free_ids(char **ids);
+
+/* Load the Bundle of run id. */
+int runs_load_bundle(const char *id, json_t **ret_bundle);
+
+#endif
