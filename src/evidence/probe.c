@@ -188,26 +188,11 @@ struct userns_msg {
 };
 #define USERNS_MSG_MAGIC 0x70765553u /* "pvUS" */
 
-static int write_all_fd(int fd, const void *buf, size_t len) {
-    const char *p = buf;
-    while (len > 0) {
-        ssize_t n = write(fd, p, len);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
 static int write_proc_file(const char *path, const char *data) {
     _cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
     if (fd < 0)
         return -errno;
-    return write_all_fd(fd, data, strlen(data));
+    return write_all(fd, data, strlen(data));
 }
 
 /* Runs in the forked child only: no return, _exit() at the end. */
@@ -261,7 +246,7 @@ static void userns_child(int wfd, uid_t euid, gid_t egid) {
             m.tmpfs_err = 0;
     }
 out:
-    (void)write_all_fd(wfd, &m, sizeof m);
+    (void)write_all(wfd, &m, sizeof m);
     _exit(0);
 }
 
@@ -291,23 +276,6 @@ static void userns_explain(const struct probe_userns *u, uid_t euid, int err, in
     else if (err == EPERM)
         why = "; blocked by a seccomp filter, chroot or LSM";
     (void)snprintf(buf, size, "%s failed: %s (%s)%s", userns_step_name(step), strerror(err), errno_name(err), why);
-}
-
-static int read_full(int fd, void *buf, size_t len, size_t *ret_got) {
-    size_t got = 0;
-    while (got < len) {
-        ssize_t n = read(fd, (char *)buf + got, len - got);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        if (n == 0)
-            break;
-        got += (size_t)n;
-    }
-    *ret_got = got;
-    return 0;
 }
 
 static int probe_userns(struct probe_userns *u, uid_t euid, gid_t egid) {

@@ -51,21 +51,6 @@ enum stage_durability stage_durability(const struct stage *s) {
     return s->durability;
 }
 
-static int write_all(int fd, const void *buf, size_t len) {
-    const char *p = buf;
-    while (len > 0) {
-        ssize_t n = write(fd, p, len);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
 /* Write dir_fd/name atomically and durably: name.tmp, fsync, rename, fsync dir. */
 static int publish_file(int dir_fd, const char *name, const void *buf, size_t len) {
     char tmp[64];

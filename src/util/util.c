@@ -181,20 +181,7 @@ int write_file_atomic(int dirfd, const char *name, const void *data, size_t len,
     _cleanup_close_ int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
     if (fd < 0)
         return -errno;
-    const char *p = data;
-    size_t left = len;
-    int r = 0;
-    while (left > 0) {
-        ssize_t w = write(fd, p, left);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            r = -errno;
-            break;
-        }
-        p += w;
-        left -= (size_t)w;
-    }
+    int r = write_all(fd, data, len);
     if (r == 0 && fsync(fd) < 0)
         r = -errno;
     if (r == 0 && renameat(dirfd, tmp, dirfd, name) < 0)
@@ -301,4 +288,36 @@ int opendir_at(int dir_fd, const char *name, DIR **ret_dir) {
     if (fd < 0)
         return -errno;
     return fd_opendir(fd, ret_dir);
+}
+
+int write_all(int fd, const void *buf, size_t len) {
+    const char *p = buf;
+    while (len > 0) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+int read_full(int fd, void *buf, size_t len, size_t *ret_got) {
+    size_t got = 0;
+    while (got < len) {
+        ssize_t n = read(fd, (char *)buf + got, len - got);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        if (n == 0)
+            break;
+        got += (size_t)n;
+    }
+    *ret_got = got;
+    return 0;
 }

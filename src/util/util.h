@@ -55,6 +55,12 @@ int opendir_at(int dir_fd, const char *name, DIR **ret_dir);
  * fd (closed on failure too). */
 int fd_opendir(int fd, DIR **ret_dir);
 
+/* write(2) all of buf, retrying short writes and EINTR. */
+int write_all(int fd, const void *buf, size_t len);
+
+/* read(2) until len bytes or EOF, retrying EINTR; *ret_got is how many. */
+int read_full(int fd, void *buf, size_t len, size_t *ret_got);
+
 /* Move fd to a descriptor >= 3 if it is 0..2 (so dup2 of stdio cannot clobber it). */
 int fd_move_above_stdio(int fd);
 
