@@ -421,15 +421,10 @@ static int lc_cmp_strp(const void *a, const void *b) {
 }
 
 static int sorted_names(int dirfd, char ***ret, size_t *ret_n) {
-    int fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
-    if (fd < 0)
-        return -errno;
-    DIR *d = fdopendir(fd);
-    if (!d) {
-        close(fd);
-        return -errno;
-    }
-    rewinddir(d);
+    DIR *d = NULL;
+    int rd = dup_opendir(dirfd, &d);
+    if (rd < 0)
+        return rd;
     size_t n = 0, cap = 0;
     char **v = NULL;
     struct dirent *de;

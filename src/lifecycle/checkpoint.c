@@ -218,15 +218,10 @@ out:
 static int copy_dir(struct copy *c, int sdir, int ddir, int depth) {
     if (depth > LC_MAX_DEPTH)
         return -ELOOP;
-    int fd = fcntl(sdir, F_DUPFD_CLOEXEC, 3);
-    if (fd < 0)
-        return -errno;
-    _cleanup_closedir_ DIR *d = fdopendir(fd);
-    if (!d) {
-        close(fd);
-        return -errno;
-    }
-    rewinddir(d);
+    _cleanup_closedir_ DIR *d = NULL;
+    int rd = dup_opendir(sdir, &d);
+    if (rd < 0)
+        return rd;
     struct dirent *de;
     while ((de = readdir(d))) {
         if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
@@ -555,13 +550,10 @@ int lc_fork(const char *stage_path, const char *checkpoint, const char *new_stag
     if (dst < 0)
         return -errno;
     {
-        int fd = fcntl(dst, F_DUPFD_CLOEXEC, 3);
-        _cleanup_closedir_ DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-        if (!d) {
-            if (fd >= 0)
-                close(fd);
-            return -errno;
-        }
+        _cleanup_closedir_ DIR *d = NULL;
+        int rd = dup_opendir(dst, &d);
+        if (rd < 0)
+            return rd;
         struct dirent *de;
         while ((de = readdir(d)))
             if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
@@ -598,14 +590,9 @@ json_t *lc_checkpoints_json(const char *stage_path) {
     _cleanup_close_ int dir = open(stage_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dir < 0)
         return arr;
-    int fd = openat(dir, LC_CHECKPOINTS, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
+    _cleanup_closedir_ DIR *d = NULL;
+    if (opendir_at(dir, LC_CHECKPOINTS, &d) < 0)
         return arr;
-    _cleanup_closedir_ DIR *d = fdopendir(fd);
-    if (!d) {
-        close(fd);
-        return arr;
-    }
     json_t *items[4096];
     size_t n = 0;
     struct dirent *de;

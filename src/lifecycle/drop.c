@@ -28,15 +28,10 @@
 int lc_remove_tree_contents(int dir_fd, int depth) {
     if (depth > LC_MAX_DEPTH + 8)
         return -ELOOP;
-    int fd = fcntl(dir_fd, F_DUPFD_CLOEXEC, 3);
-    if (fd < 0)
-        return -errno;
-    _cleanup_closedir_ DIR *d = fdopendir(fd);
-    if (!d) {
-        close(fd);
-        return -errno;
-    }
-    rewinddir(d);
+    _cleanup_closedir_ DIR *d = NULL;
+    int rd = dup_opendir(dir_fd, &d);
+    if (rd < 0)
+        return rd;
     struct dirent *de;
     while ((de = readdir(d))) {
         if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))

@@ -26,6 +26,7 @@
 
 #include "overlay/ov-internal.h"
 #include "util/cleanup.h"
+#include "util/util.h"
 
 #define OV_DEFAULT_THREADS 4
 #define OV_MAX_THREADS 64
@@ -102,14 +103,9 @@ static void *worker(void *arg) {
 static void account_tree(struct ov *ov, int dir_fd, unsigned depth) {
     if (depth > 4096)
         return;
-    int fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
+    DIR *d = NULL;
+    if (opendir_at(dir_fd, ".", &d) < 0)
         return;
-    DIR *d = fdopendir(fd);
-    if (!d) {
-        close(fd);
-        return;
-    }
     struct dirent *de;
     while ((de = readdir(d))) {
         if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))

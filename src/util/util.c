@@ -283,6 +283,16 @@ int fd_opendir(int fd, DIR **ret_dir) {
     return 0;
 }
 
+int dup_opendir(int dir_fd, DIR **ret_dir) {
+    int fd = fcntl(dir_fd, F_DUPFD_CLOEXEC, 3);
+    if (fd < 0)
+        return -errno;
+    int r = fd_opendir(fd, ret_dir);
+    if (r >= 0)
+        rewinddir(*ret_dir);
+    return r;
+}
+
 int opendir_at(int dir_fd, const char *name, DIR **ret_dir) {
     int fd = openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0)

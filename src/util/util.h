@@ -51,6 +51,10 @@ int read_file_at(int dirfd, const char *name, size_t limit, char **ret_buf, size
  * failure nothing is left open. */
 int opendir_at(int dir_fd, const char *name, DIR **ret_dir);
 
+/* A DIR stream over a duplicate of dir_fd (dir_fd stays the caller's),
+ * rewound to the start (a dup shares the directory offset). */
+int dup_opendir(int dir_fd, DIR **ret_dir);
+
 /* Wrap an open directory descriptor in a DIR stream, taking ownership of
  * fd (closed on failure too). */
 int fd_opendir(int fd, DIR **ret_dir);
