@@ -89,6 +89,7 @@ attempt "abstract unix socket of a host service" abstract "$ABSTRACT"
 attempt "TCP to a host loopback service" tcp 127.0.0.1 "$PORT"
 attempt "ptrace of a host process" ptrace "$VICTIM"
 attempt "process_vm_readv of a host process" vm-read "$VICTIM" "$ADDR"
+attempt "/proc/<host pid>/mem of a host process" mem "$VICTIM" "$ADDR"
 attempt "TIOCSTI" tiocsti
 attempt "io_uring" io_uring
 attempt "nested user namespace (unshare)" userns
