@@ -86,7 +86,7 @@ int launch_landlock(const struct launch_plan *p, int *ret_abi, uint64_t *ret_han
                     uint64_t *ret_scoped, const char **ret_step) {
     long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
     if (abi < 1) {
-        *ret_step = "Landlock is not available (pvisor doctor)";
+        *ret_step = "Landlock: not built into this kernel or not in the lsm= boot parameter (add landlock to lsm=)";
         return abi < 0 ? -errno : -EOPNOTSUPP;
     }
     struct pv_ruleset_attr attr = {.handled_access_fs = fs_rights_for_abi((int)abi)};
