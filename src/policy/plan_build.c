@@ -262,7 +262,10 @@ int plan_build(const struct plan_inputs *in, struct launch_plan *ret_plan, char 
             continue;
         if (in->home && path_within(d, in->home)) {
             const char *rel = strcmp(d, in->home) == 0 ? "" : d + strlen(in->home) + 1;
-            if (!rel[0] || plan_is_credential_path(rel))
+            /* With a HOME view, toolchains in HOME are already there, and
+             * writable copy-on-write (a package cache, say): a read-only
+             * projection on top would only break them. */
+            if (!rel[0] || plan_is_credential_path(rel) || home_view)
                 continue;
         }
         if (path_within(in->workspace, d) || path_within(d, in->workspace))

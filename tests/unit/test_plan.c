@@ -116,6 +116,8 @@ int main(void) {
     ok(plan_build(&in, &p, &err) == 0 && find(&p, "/home/u") && find(&p, "/home/u")->kind == PLAN_BIND_RW &&
            strcmp(find(&p, "/home/u")->source, "/state/run/home-view") == 0,
        "HOME view projected at HOME from its mount point");
+    ok(!find(&p, "/home/u/.pyenv") && find(&p, "/opt/tool"),
+       "HOME view: toolchains in HOME are not projected read-only on top of it; others still are");
     ok(find(&p, "/home/u/.ssh") && find(&p, "/home/u/.ssh")->kind == PLAN_HIDE && find(&p, "/home/u/.aws") &&
            find(&p, "/home/u/.local/state/pvisor") && !find(&p, "/home/u/.gitconfig"),
        "HOME view: credentials and pvisor's state covered; no separate config projections");
