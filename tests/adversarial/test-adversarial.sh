@@ -264,3 +264,35 @@ failclosed "Landlock" "Landlock" landlock_create_ruleset,landlock_add_rule,landl
 failclosed "seccomp filters" "seccomp" seccomp sc
 failclosed "user namespaces" "namespace" unshare ns
 failclosed "mount_setattr (read-only projections)" "mount_setattr|read-only" mount_setattr ms
+
+# --- rename races against the FUSE server, under --safe: a directory swapped for a
+# symlink to a host canary while another process writes through the path.  The
+# command cannot reach the canary itself (not projected), and the server resolves
+# by descriptors and never follows agent symlinks, so nothing lands outside the
+# stage.  (Without the sandbox the command could simply follow its own symlink:
+# host writes are not enforced by --stage alone.)
+RW="$T/race-ws"; CAN="$T/canary"; mkdir -p "$RW/d" "$CAN"
+for i in 1 2 3 4 5 6 7 8; do echo lower > "$RW/d/f$i"; done
+echo canary > "$CAN/f1"
+can_before=$(cd "$CAN" && find . -printf '%y %m %s %p\n' | sort; cat f1)
+low_before=$(cd "$RW" && find . -printf '%y %m %s %p\n' | sort)
+cd "$RW"
+"$PVISOR" run --safe --stage "$T/race-stage" --workspace "$RW" -- sh -c "
+    ( i=0; while [ \$i -lt 300 ]; do mv d e 2>/dev/null; ln -s '$CAN' d 2>/dev/null; rm -f d; mv e d 2>/dev/null; i=\$((i+1)); done ) &
+    ( i=0; while [ \$i -lt 300 ]; do for n in 1 2 3 4 5 6 7 8; do echo x >> d/f\$n; done 2>/dev/null; i=\$((i+1)); done ) &
+    wait" >/dev/null 2>&1
+cd "$W"
+check "rename race: the host canary directory is unchanged" \
+    sh -c "[ \"\$(cd '$CAN' && find . -printf '%y %m %s %p\n' | sort; cat f1)\" = '$can_before' ]"
+check "rename race: the lower workspace is unchanged" \
+    sh -c "[ \"\$(cd '$RW' && find . -printf '%y %m %s %p\n' | sort)\" = '$low_before' ]"
+n_x=$(cat "$T/race-stage/upper/d/"f* 2>/dev/null | grep -c '^x$')
+# control: the same race without the sandbox reaches the canary (the command
+# follows its own symlink), so the attempt above was a real one
+(cd "$RW" && "$PVISOR" run --stage "$T/race-control" --workspace "$RW" -- sh -c "
+    ( i=0; while [ \$i -lt 300 ]; do mv d e 2>/dev/null; ln -s '$CAN' d 2>/dev/null; rm -f d; mv e d 2>/dev/null; i=\$((i+1)); done ) &
+    ( i=0; while [ \$i -lt 300 ]; do for n in 1 2 3 4 5 6 7 8; do echo x >> d/f\$n; done 2>/dev/null; i=\$((i+1)); done ) &
+    wait" >/dev/null 2>&1)
+check "rename race control: without the sandbox the writes do reach the canary" sh -c "ls '$CAN' | grep -q 'f[2-8]' || grep -q '^x\$' '$CAN/f1'"
+check "rename race: the writes happened (staged: $n_x appended lines) and the stage is sealed" \
+    sh -c "[ -e '$T/race-stage/sealed' ] && [ '$n_x' -gt 0 ] && [ -d '$T/race-stage/upper/d' ] && [ ! -L '$T/race-stage/upper/d' ]"
