@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
@@ -225,6 +226,29 @@ int main(int argc, char **argv) {
         if (mount(NULL, argv[2], NULL, MS_REMOUNT | MS_BIND, NULL) < 0)
             return blocked("remount");
         return escaped("remounted ", argv[2]);
+    }
+    if (!strcmp(a, "jit-unshare") && argc == 2) {
+#if defined(__x86_64__)
+        /* Generated code making a raw syscall: unshare(CLONE_NEWUSER). */
+        static const unsigned char code[] = {
+            0xb8, 0x10, 0x01, 0x00, 0x00, /* mov eax, 272 (unshare) */
+            0xbf, 0x00, 0x00, 0x00, 0x10, /* mov edi, CLONE_NEWUSER */
+            0x0f, 0x05,                   /* syscall */
+            0xc3,                         /* ret */
+        };
+        void *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED)
+            return blocked("mmap of executable memory");
+        memcpy(m, code, sizeof code);
+        long r = ((long (*)(void))m)();
+        if (r < 0) {
+            errno = (int)-r;
+            return blocked("unshare from generated code");
+        }
+        return escaped("generated code created a user namespace", NULL);
+#else
+        return blocked("not x86_64");
+#endif
     }
     if (!strcmp(a, "x32") && argc == 2) {
         /* getpid through the x32 ABI: a non-native ABI must kill us. */

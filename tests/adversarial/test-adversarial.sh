@@ -95,6 +95,7 @@ attempt "io_uring" io_uring
 attempt "nested user namespace (unshare)" userns
 attempt "nested user namespace (clone)" clone-userns
 attempt "i386 syscall ABI" i386
+attempt "a raw syscall from JIT-generated code (unshare)" jit-unshare
 
 # Writes: verdict by host bytes.
 safe write "$H/planted.txt" PWNED >/dev/null
