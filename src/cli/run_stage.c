@@ -261,10 +261,8 @@ int run_execute_staged(struct run_context *ctx,
             return run_fail_setup(ctx, msg);
         } else {
             /* Controls were installed; only exec of the command failed. */
-            const char *m = json_string_value(json_object_get(sb.report, "message"));
             int e = (int)json_integer_value(json_object_get(sb.report, "errno"));
             res.exec_errno = e ? e : ENOENT;
-            (void)m;
         }
     }
     sandbox_release(&sb);

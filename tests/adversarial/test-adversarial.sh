@@ -297,3 +297,8 @@ n_x=$(cat "$T/race-stage/upper/d/"f* 2>/dev/null | grep -c '^x$')
 check "rename race control: without the sandbox the writes do reach the canary" sh -c "ls '$CAN' | grep -q 'f[2-8]' || grep -q '^x\$' '$CAN/f1'"
 check "rename race: the writes happened (staged: $n_x appended lines) and the stage is sealed" \
     sh -c "[ -e '$T/race-stage/sealed' ] && [ '$n_x' -gt 0 ] && [ -d '$T/race-stage/upper/d' ] && [ ! -L '$T/race-stage/upper/d' ]"
+
+# --- a command missing inside the sandbox: 127, as a shell would, after the controls
+"$PVISOR" run --safe --stage "$T/s127" --workspace "$W" -- /no/such/command 2>"$T/127.err"; rc=$?
+eq "$rc:$(jq -r .state "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json")" "127:exec_failed" \
+   "--safe: a command that does not exist in the sandbox exits 127 (state exec_failed)"
