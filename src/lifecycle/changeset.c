@@ -429,9 +429,7 @@ static int sorted_names(int dirfd, char ***ret, size_t *ret_n) {
     char **v = NULL;
     struct dirent *de;
     int r = 0;
-    while ((de = readdir(d))) {
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-            continue;
+    while ((de = readdir_no_dots(d))) {
         if (n == cap) {
             cap = cap ? 2 * cap : 16;
             if (cap > LC_MAX_ENTRIES) {

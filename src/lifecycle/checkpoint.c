@@ -223,9 +223,7 @@ static int copy_dir(struct copy *c, int sdir, int ddir, int depth) {
     if (rd < 0)
         return rd;
     struct dirent *de;
-    while ((de = readdir(d))) {
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-            continue;
+    while ((de = readdir_no_dots(d))) {
         int r = copy_entry(c, sdir, ddir, de->d_name, depth);
         if (r < 0)
             return r;
@@ -554,10 +552,8 @@ int lc_fork(const char *stage_path, const char *checkpoint, const char *new_stag
         int rd = dup_opendir(dst, &d);
         if (rd < 0)
             return rd;
-        struct dirent *de;
-        while ((de = readdir(d)))
-            if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-                return -ENOTEMPTY;
+        if (readdir_no_dots(d))
+            return -ENOTEMPTY;
     }
     /* hold the new stage's lock while it is built */
     _cleanup_close_ int nlock = openat(dst, "lock", O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);

@@ -33,9 +33,7 @@ int lc_remove_tree_contents(int dir_fd, int depth) {
     if (rd < 0)
         return rd;
     struct dirent *de;
-    while ((de = readdir(d))) {
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-            continue;
+    while ((de = readdir_no_dots(d))) {
         if (unlinkat(dir_fd, de->d_name, 0) == 0 || errno == ENOENT)
             continue;
         if (errno != EISDIR && errno != EPERM)

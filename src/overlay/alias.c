@@ -57,9 +57,7 @@ static int walk_lower(struct ov *ov, int dfd, const char *prefix, unsigned depth
     if (opendir_at(dfd, ".", &d) < 0)
         return 0; /* unreadable lower directory: no aliases to find there */
     struct dirent *de;
-    while ((de = readdir(d))) {
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-            continue;
+    while ((de = readdir_no_dots(d))) {
         if (de->d_type != DT_DIR && de->d_type != DT_REG && de->d_type != DT_UNKNOWN)
             continue;
         struct stat st;

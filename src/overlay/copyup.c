@@ -565,9 +565,7 @@ static int copy_tree_rec(struct ov *ov, int dfd, const char *relpath, const char
     if (rd < 0)
         return rd;
     struct dirent *de;
-    while ((de = readdir(d))) {
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-            continue;
+    while ((de = readdir_no_dots(d))) {
         _cleanup_free_ char *cpath = NULL;
         if (asprintf(&cpath, "%s%s%s", relpath, relpath[0] ? "/" : "", de->d_name) < 0)
             return -ENOMEM;

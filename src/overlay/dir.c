@@ -89,9 +89,7 @@ static int read_dir(int dir_fd, bool upper, struct ov *ov, struct dvec *dv) {
         return rd;
     struct dirent *de;
     errno = 0;
-    while ((de = readdir(d))) {
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-            continue;
+    while ((de = readdir_no_dots(d))) {
         mode_t type = dtype_to_mode(de->d_type);
         uint64_t ino = de->d_ino;
         bool hidden = false;
@@ -196,9 +194,7 @@ int ov_upper_clear_whiteouts(struct ov *ov, int dir_fd, const char *name) {
     if (rd < 0)
         return rd;
     struct dirent *de;
-    while ((de = readdir(d))) {
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-            continue;
+    while ((de = readdir_no_dots(d))) {
         struct stat st;
         if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
             return -errno;

@@ -107,9 +107,7 @@ static void account_tree(struct ov *ov, int dir_fd, unsigned depth) {
     if (opendir_at(dir_fd, ".", &d) < 0)
         return;
     struct dirent *de;
-    while ((de = readdir(d))) {
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-            continue;
+    while ((de = readdir_no_dots(d))) {
         struct stat st;
         if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
             continue;

@@ -110,11 +110,7 @@ static int dir_is_empty(int dir_fd, const char *name) {
     int rd = opendir_at(dir_fd, name, &d);
     if (rd < 0)
         return rd;
-    struct dirent *de;
-    while ((de = readdir(d)))
-        if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-            return 0;
-    return 1;
+    return readdir_no_dots(d) ? 0 : 1;
 }
 
 static off_t size_at(int dir_fd, const char *name) {
@@ -131,9 +127,7 @@ static int remove_contents(int dir_fd) {
     if (rd < 0)
         return rd;
     struct dirent *de;
-    while ((de = readdir(d))) {
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-            continue;
+    while ((de = readdir_no_dots(d))) {
         if (unlinkat(dirfd(d), de->d_name, 0) == 0)
             continue;
         if (errno != EISDIR && errno != EPERM && errno != ENOTEMPTY)
@@ -399,9 +393,7 @@ static int sync_tree(int fd) {
     if (rd < 0)
         return rd;
     struct dirent *de;
-    while ((de = readdir(d))) {
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-            continue;
+    while ((de = readdir_no_dots(d))) {
         if (de->d_type == DT_DIR) {
             _cleanup_close_ int sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
             if (sub < 0)

@@ -283,6 +283,14 @@ int fd_opendir(int fd, DIR **ret_dir) {
     return 0;
 }
 
+struct dirent *readdir_no_dots(DIR *d) {
+    struct dirent *de;
+    while ((de = readdir(d)))
+        if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+            return de;
+    return NULL;
+}
+
 int dup_opendir(int dir_fd, DIR **ret_dir) {
     int fd = fcntl(dir_fd, F_DUPFD_CLOEXEC, 3);
     if (fd < 0)

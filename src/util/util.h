@@ -55,6 +55,9 @@ int opendir_at(int dir_fd, const char *name, DIR **ret_dir);
  * rewound to the start (a dup shares the directory offset). */
 int dup_opendir(int dir_fd, DIR **ret_dir);
 
+/* readdir(3) without the "." and ".." entries; errno as readdir leaves it. */
+struct dirent *readdir_no_dots(DIR *d);
+
 /* Wrap an open directory descriptor in a DIR stream, taking ownership of
  * fd (closed on failure too). */
 int fd_opendir(int fd, DIR **ret_dir);
