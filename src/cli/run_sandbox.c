@@ -19,7 +19,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -206,12 +205,6 @@ int sandbox_start_home(struct sandbox *sb) {
     return overlay_start(&p, &sb->home_ov);
 }
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-    (void)st;
-    (void)ftw;
-    return (flag == FTW_DP ? rmdir(path) : unlink(path)) < 0 && errno != ENOENT ? -1 : 0;
-}
-
 /* Unmount the view, forget its stage: HOME writes are discarded. */
 static void release_home_view(struct sandbox *sb) {
     overlay_stop(sb->home_ov);
@@ -221,8 +214,8 @@ static void release_home_view(struct sandbox *sb) {
     if (sb->home_fd >= 0) {
         close(sb->home_fd);
         sb->home_fd = -1;
-        /* Our own directory; FTW_PHYS: never follow what the command made. */
-        if (nftw(sb->home_stage_path, rm_entry, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) < 0 && sb->ctx)
+        /* Never follows what the command made (no symlinks followed). */
+        if (remove_tree_at(AT_FDCWD, sb->home_stage_path, 4096) < 0 && sb->ctx)
             bundle_add_warning(sb->ctx->bundle, "the discarded HOME view's stage could not be removed completely");
         rmdir(sb->home_view);
     }

@@ -353,7 +353,7 @@ static int remove_dir_at(int dirfd, const char *name) {
     _cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
         return errno == ENOENT ? 0 : -errno;
-    int r = lc_remove_tree_contents(fd, 0);
+    int r = remove_tree_contents(fd, LC_MAX_DEPTH + 8);
     if (r < 0)
         return r;
     return unlinkat(dirfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT ? -errno : 0;

@@ -25,31 +25,6 @@
 #include "util/cleanup.h"
 #include "util/util.h"
 
-int lc_remove_tree_contents(int dir_fd, int depth) {
-    if (depth > LC_MAX_DEPTH + 8)
-        return -ELOOP;
-    _cleanup_closedir_ DIR *d = NULL;
-    int rd = dup_opendir(dir_fd, &d);
-    if (rd < 0)
-        return rd;
-    struct dirent *de;
-    while ((de = readdir_no_dots(d))) {
-        if (unlinkat(dir_fd, de->d_name, 0) == 0 || errno == ENOENT)
-            continue;
-        if (errno != EISDIR && errno != EPERM)
-            return -errno;
-        _cleanup_close_ int sub = openat(dir_fd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (sub < 0)
-            return -errno;
-        int r = lc_remove_tree_contents(sub, depth + 1);
-        if (r < 0)
-            return r;
-        if (unlinkat(dir_fd, de->d_name, AT_REMOVEDIR) < 0 && errno != ENOENT)
-            return -errno;
-    }
-    return 0;
-}
-
 static int remove_entry(int dir_fd, const char *name) {
     struct stat st;
     if (fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
@@ -60,10 +35,10 @@ static int remove_entry(int dir_fd, const char *name) {
     if (sub < 0)
         return -errno;
     /* upper/ may hold read-only directories: make them writable first */
-    int r = lc_remove_tree_contents(sub, 0);
+    int r = remove_tree_contents(sub, LC_MAX_DEPTH + 8);
     if (r == -EACCES) {
         fchmod(sub, 0700);
-        r = lc_remove_tree_contents(sub, 0);
+        r = remove_tree_contents(sub, LC_MAX_DEPTH + 8);
     }
     if (r < 0)
         return r;

@@ -25,8 +25,6 @@ enum lc_type lc_type_of(mode_t m);
 enum lc_type lc_type_parse(const char *s);
 int lc_copy_fd(int in, int out, uint64_t *ret_bytes);
 int lc_fd_equal(int a, int b);
-/* Remove everything below dir_fd without following symlinks (drop.c). */
-int lc_remove_tree_contents(int dir_fd, int depth);
 
 /* Journal loading (changeset.c): records sorted by path. */
 int lc_journal_load(int stage_dir_fd, struct lc_preimage **ret, size_t *ret_n);

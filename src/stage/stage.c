@@ -120,30 +120,6 @@ static off_t size_at(int dir_fd, const char *name) {
     return st.st_size;
 }
 
-/* Remove everything below dir_fd (not dir_fd itself), no symlink following. */
-static int remove_contents(int dir_fd) {
-    _cleanup_closedir_ DIR *d = NULL;
-    int rd = opendir_at(dir_fd, ".", &d);
-    if (rd < 0)
-        return rd;
-    struct dirent *de;
-    while ((de = readdir_no_dots(d))) {
-        if (unlinkat(dirfd(d), de->d_name, 0) == 0)
-            continue;
-        if (errno != EISDIR && errno != EPERM && errno != ENOTEMPTY)
-            return -errno;
-        _cleanup_close_ int sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-        if (sub < 0)
-            return -errno;
-        int r = remove_contents(sub);
-        if (r < 0)
-            return r;
-        if (unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR) < 0)
-            return -errno;
-    }
-    return 0;
-}
-
 static int rfc3339_now(char *buf, size_t len) {
     time_t t = time(NULL);
     struct tm tm;
@@ -348,7 +324,7 @@ static int stage_open_impl(struct stage *s, const char *path, const char *worksp
     s->work_fd = openat(s->dir_fd, "work", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
     if (s->work_fd < 0)
         return -errno;
-    r = remove_contents(s->work_fd);
+    r = remove_tree_contents(s->work_fd, 4096);
     if (r < 0)
         return r;
     struct stat ust;

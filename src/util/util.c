@@ -339,3 +339,46 @@ int read_full(int fd, void *buf, size_t len, size_t *ret_got) {
     *ret_got = got;
     return 0;
 }
+
+static int remove_contents_depth(int dir_fd, unsigned depth, unsigned max_depth) {
+    if (depth > max_depth)
+        return -ELOOP;
+    _cleanup_closedir_ DIR *d = NULL;
+    int r = dup_opendir(dir_fd, &d);
+    if (r < 0)
+        return r;
+    struct dirent *de;
+    while ((de = readdir_no_dots(d))) {
+        if (unlinkat(dir_fd, de->d_name, 0) == 0 || errno == ENOENT)
+            continue;
+        if (errno != EISDIR && errno != EPERM && errno != ENOTEMPTY)
+            return -errno;
+        _cleanup_close_ int sub = openat(dir_fd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (sub < 0)
+            return -errno;
+        r = remove_contents_depth(sub, depth + 1, max_depth);
+        if (r < 0)
+            return r;
+        if (unlinkat(dir_fd, de->d_name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+            return -errno;
+    }
+    return 0;
+}
+
+int remove_tree_contents(int dir_fd, unsigned max_depth) {
+    return remove_contents_depth(dir_fd, 0, max_depth);
+}
+
+int remove_tree_at(int dir_fd, const char *name, unsigned max_depth) {
+    if (unlinkat(dir_fd, name, 0) == 0 || errno == ENOENT)
+        return 0;
+    if (errno != EISDIR && errno != EPERM)
+        return -errno;
+    _cleanup_close_ int sub = openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (sub < 0)
+        return -errno;
+    int r = remove_tree_contents(sub, max_depth);
+    if (r < 0)
+        return r;
+    return unlinkat(dir_fd, name, AT_REMOVEDIR) < 0 && errno != ENOENT ? -errno : 0;
+}

@@ -55,6 +55,14 @@ int opendir_at(int dir_fd, const char *name, DIR **ret_dir);
  * rewound to the start (a dup shares the directory offset). */
 int dup_opendir(int dir_fd, DIR **ret_dir);
 
+/* Remove everything below dir_fd (not dir_fd itself) without following a
+ * symlink; entries that vanish meanwhile are fine; nesting deeper than
+ * max_depth is -ELOOP. */
+int remove_tree_contents(int dir_fd, unsigned max_depth);
+
+/* Remove dir_fd/name and, if it is a directory, everything below it. */
+int remove_tree_at(int dir_fd, const char *name, unsigned max_depth);
+
 /* readdir(3) without the "." and ".." entries; errno as readdir leaves it. */
 struct dirent *readdir_no_dots(DIR *d);
 
