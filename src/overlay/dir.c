@@ -225,7 +225,34 @@ void ov_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
     fuse_reply_open(req, fi);
 }
 
-void ov_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi) {
+/* One directory entry in plus mode: looked up like LOOKUP would (the kernel
+ * then holds a reference to the node), or without attributes (nodeid 0:
+ * the kernel instantiates nothing) for "." and "..", and for a name gone
+ * since the snapshot.  Returns the bytes used, or more than left (not
+ * added, reference dropped). */
+static size_t add_plus(struct ov *ov, fuse_req_t req, char *buf, size_t left, struct ov_node *dir, const char *name,
+                       const struct stat *st, off_t next) {
+    struct fuse_entry_param fe = {.attr = *st};
+    struct ov_node *child = NULL;
+    if (strcmp(name, ".") != 0 && strcmp(name, "..") != 0) {
+        struct ov_entry e;
+        int r = ov_resolve(ov, dir, name, &e);
+        if (r >= 0 && ov_entry_exists(&e))
+            child = ov_node_get(ov, dir, name, &e, &r);
+        if (child && ov_fill_entry(ov, child, &fe) < 0) {
+            ov_node_forget(ov, child, 1);
+            child = NULL;
+            fe = (struct fuse_entry_param){.attr = *st};
+        }
+    }
+    size_t need = fuse_add_direntry_plus(req, buf, left, name, &fe, next);
+    if (need > left && child)
+        ov_node_forget(ov, child, 1);
+    return need;
+}
+
+static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi,
+                           bool plus) {
     struct ov *ov = ov_from_req(req);
     struct ov_node *n = ov_node_of(ov, ino);
     struct ov_dirh *h = (struct ov_dirh *)(uintptr_t)fi->fh;
@@ -275,7 +302,8 @@ void ov_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struc
             st.st_ino = e->ino;
             st.st_mode = e->type;
         }
-        size_t need = fuse_add_direntry(req, buf + used, size - used, name, &st, i + 1);
+        size_t need = plus ? add_plus(ov, req, buf + used, size - used, n, name, &st, i + 1)
+                           : fuse_add_direntry(req, buf + used, size - used, name, &st, i + 1);
         if (need > size - used)
             break;
         used += need;
@@ -286,6 +314,17 @@ void ov_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struc
         fuse_reply_err(req, -r);
     else
         fuse_reply_buf(req, buf, used);
+}
+
+void ov_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi) {
+    readdir_common(req, ino, size, off, fi, false);
+}
+
+/* READDIRPLUS: names with their attributes, so `ls -l`, `find` and `git
+ * status` need no LOOKUP per entry (the kernel asks for it on a first
+ * listing, and later when lookups in the directory suggest it). */
+void ov_op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi) {
+    readdir_common(req, ino, size, off, fi, true);
 }
 
 void ov_op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {

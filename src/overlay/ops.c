@@ -24,17 +24,51 @@
 #include "util/cleanup.h"
 
 void ov_op_init(void *userdata, struct fuse_conn_info *conn) {
+    (void)userdata;
     /* Writeback caching would let the kernel hold dirty data we cannot see
      * for quota and journal ordering; killpriv must stay with the kernel
-     * because we write as a privileged user. */
-    conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;
-    conn->want &= ~(unsigned)FUSE_CAP_HANDLE_KILLPRIV;
+     * because we write as a privileged user.  The page cache is validated
+     * at open instead of on every attribute refresh (ov_pcache_open): with
+     * FUSE_CAP_AUTO_INVAL_DATA the kernel drops the cache after each of the
+     * command's own writes, since the next getattr shows a new mtime. */
+    conn->want &= ~(unsigned)(FUSE_CAP_WRITEBACK_CACHE | FUSE_CAP_HANDLE_KILLPRIV | FUSE_CAP_AUTO_INVAL_DATA);
     if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
         conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
-    if (conn->capable & FUSE_CAP_AUTO_INVAL_DATA)
-        conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
-    struct ov *ov = userdata;
-    atomic_store(&ov->auto_inval, (conn->want & FUSE_CAP_AUTO_INVAL_DATA) != 0);
+}
+
+static bool ts_eq(struct timespec a, struct timespec b) {
+    return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
+}
+
+/* Close-to-open validation of the kernel's page cache.  The cache of a
+ * node is kept (FOPEN_KEEP_CACHE) when the file behind it is the same
+ * object with the same size, mtime and ctime as at the node's previous
+ * open, or when every change since came through the kernel itself (our
+ * write, setattr and fallocate handlers flag it: the page cache already
+ * holds those bytes).  Anything else (a host edit of a lower file, a
+ * copy-up, a first open) drops it.  Hard-linked files are several kernel
+ * inodes here (one per name), so their cache could go stale through
+ * another name: never kept. */
+bool ov_pcache_open(struct ov *ov, struct ov_node *n, int fd, bool *ret_stale) {
+    struct stat st;
+    *ret_stale = false;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+        return false;
+    bool written = atomic_exchange(&n->pc_written, false);
+    pthread_mutex_lock(&ov->tree_lock);
+    struct ov_pcache *pc = &n->pc;
+    bool same_obj = pc->valid && pc->dev == st.st_dev && pc->ino == st.st_ino;
+    bool same = same_obj && pc->size == st.st_size && ts_eq(pc->mtime, st.st_mtim) && ts_eq(pc->ctime, st.st_ctim);
+    bool keep = st.st_nlink == 1 && same_obj && (same || written);
+    *ret_stale = pc->valid && !keep;
+    *pc = (struct ov_pcache){.dev = st.st_dev,
+                             .ino = st.st_ino,
+                             .size = st.st_size,
+                             .mtime = st.st_mtim,
+                             .ctime = st.st_ctim,
+                             .valid = true};
+    pthread_mutex_unlock(&ov->tree_lock);
+    return keep;
 }
 
 void ov_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
@@ -194,6 +228,7 @@ void ov_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set
             goto out;
         }
     }
+    ov_pcache_wrote(n);
     r = ov_node_stat(ov, n, &st);
     t = ov_attr_timeout(ov, n, &st);
 out:
@@ -302,14 +337,12 @@ void ov_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
     }
     fh->fd = fd;
     fi->fh = (uint64_t)(uintptr_t)fh;
-    /* Keep the page cache across opens of a file with one name: the kernel
-     * drops it when a getattr shows another mtime or size
-     * (FUSE_CAP_AUTO_INVAL_DATA), so a host edit of a lower file shows up
-     * within the attribute timeout, as the attributes do.  Hard-linked
-     * files are several kernel inodes here (one per name), so their cache
-     * could go stale through another name: never kept. */
-    struct stat fst;
-    fi->keep_cache = fstat(fd, &fst) == 0 && S_ISREG(fst.st_mode) && fst.st_nlink == 1 && ov_auto_inval(ov);
+    bool stale;
+    fi->keep_cache = ov_pcache_open(ov, n, fd, &stale);
+    /* The kernel may also hold the old size: refresh attributes now rather
+     * than when they time out (attributes only: no page locks taken). */
+    if (stale)
+        fuse_lowlevel_notify_inval_inode(ov->se, ino, -1, 0);
     fi->direct_io = 0;
     if (fuse_reply_open(req, fi) == -ENOENT) {
         close(fd); /* interrupted: the kernel will not release it */
@@ -352,19 +385,11 @@ void ov_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off
     out.buf[0].pos = off;
     ssize_t res = fuse_buf_copy(&out, in, 0);
     account_delta(ov, &before, fh->fd);
+    ov_pcache_wrote(ov_node_of(ov, ino));
     if (res < 0)
         fuse_reply_err(req, (int)-res);
     else
         fuse_reply_write(req, (size_t)res);
-}
-
-void ov_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
-    struct ov_fh *fh = (struct ov_fh *)(uintptr_t)fi->fh;
-    int fd = fcntl(fh->fd, F_DUPFD_CLOEXEC, 0);
-    int r = 0;
-    if (fd < 0 || close(fd) < 0)
-        r = errno;
-    fuse_reply_err(req, r);
 }
 
 void ov_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
@@ -406,6 +431,7 @@ void ov_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t 
     if (r >= 0 && fallocate(fh->fd, mode, off, len) < 0)
         r = -errno;
     account_delta(ov, &before, fh->fd);
+    ov_pcache_wrote(ov_node_of(ov, ino));
     fuse_reply_err(req, -r);
 }
 

@@ -62,6 +62,14 @@ struct ov_node {
                                (lower-only object, or merged non-opaque directory) */
     mode_t type;                         /* ns_lock: S_IFMT */
     struct ov_node *all_prev, *all_next; /* tree_lock: list of every live node */
+    struct ov_pcache {                   /* tree_lock: the backing file as of the last open (ov_pcache_open) */
+        dev_t dev;
+        ino_t ino;
+        off_t size;
+        struct timespec mtime, ctime;
+        bool valid;
+    } pc;
+    atomic_bool pc_written; /* changed through the kernel since that open (its page cache has the change) */
 };
 
 struct ov_alias {
@@ -91,7 +99,6 @@ struct ov {
     size_t n_aliases, cap_aliases; /* ns write lock */
     bool aliases_built;            /* ns write lock */
 
-    atomic_bool auto_inval; /* set once at FUSE init: the kernel drops stale page cache on mtime change */
     atomic_uint_fast64_t copy_ups, whiteouts, tmp_seq;
     atomic_int_fast64_t upper_bytes, upper_inodes;
 
@@ -105,11 +112,15 @@ struct ov_fh { /* one per open file; immutable after open, freed at release */
     bool upper; /* fd refers to the upper copy */
 };
 
+/* ops.c: may the kernel keep its page cache of regular file node n, now
+ * opened as fd?  *ret_stale: the file changed behind the kernel's back. */
+bool ov_pcache_open(struct ov *ov, struct ov_node *n, int fd, bool *ret_stale);
+static inline void ov_pcache_wrote(struct ov_node *n) {
+    atomic_store(&n->pc_written, true);
+}
+
 /* inode.c */
 struct ov *ov_from_req(fuse_req_t req);
-static inline bool ov_auto_inval(struct ov *ov) {
-    return atomic_load(&ov->auto_inval);
-}
 struct ov_node *ov_node_of(struct ov *ov, fuse_ino_t ino);
 int ov_node_path(struct ov *ov, struct ov_node *n, char **ret_path);
 int ov_child_path(struct ov *ov, struct ov_node *parent, const char *name, char **ret_path);
@@ -179,6 +190,7 @@ int ov_dir_is_empty(struct ov *ov, struct ov_node *n);
 int ov_upper_clear_whiteouts(struct ov *ov, int dir_fd, const char *name);
 void ov_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void ov_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi);
+void ov_op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi);
 void ov_op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void ov_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
 
@@ -193,7 +205,6 @@ void ov_op_readlink(fuse_req_t req, fuse_ino_t ino);
 void ov_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void ov_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi);
 void ov_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off_t off, struct fuse_file_info *fi);
-void ov_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void ov_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void ov_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
 void ov_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len, struct fuse_file_info *fi);

@@ -362,6 +362,34 @@ new_case live2
 WAIT=1.2 live_edit
 expect "host edits, adds and deletes are seen after the default 1 s cache" "$C/out" "$LIVE_EXPECTED"
 
+# The page cache is validated at open: kept across the command's own writes
+# (a rewritten file reads back right through a new open, an mmap'ed and a
+# partially overwritten one too), dropped when the host rewrites a lower
+# file in place keeping its size and mtime (only its ctime tells).
+new_case pagecache
+rm -f "$C/ready" "$C/go"
+"$OVRUN" "$L" "$S" -- sh -c "cat b; cat b; touch $C/ready; while [ ! -e $C/go ]; do sleep 0.05; done; cat b
+    printf 'written-by-agent\n' > new; cat new; printf X | dd of=new bs=1 seek=3 conv=notrunc status=none; cat new
+    $PY -c 'import mmap,os
+fd=os.open(\"new\",os.O_RDWR); m=mmap.mmap(fd,0); m[0:1]=b\"W\"; m.flush(); m.close(); os.close(fd)'; cat new
+    cat d/f; printf 'HELLO\n' > d/f; cat d/f; : > d/f; cat d/f; echo after-truncate >> d/f; cat d/f" > "$C/out" 2> "$C/err" &
+pc_pid=$!
+for _ in $(seq 200); do [ -e "$C/ready" ] && break; sleep 0.05; done
+printf 'B-CONTENT\n' | dd of="$L/b" conv=notrunc status=none
+touch -d '2001-02-03 04:05:06' "$L/b"
+touch "$C/go"
+wait $pc_pid
+expect "page cache: a same-size, same-mtime host rewrite is seen on the next open; the command's own writes read back" "$C/out" "b-content
+b-content
+B-CONTENT
+written-by-agent
+wriXten-by-agent
+WriXten-by-agent
+hello
+HELLO
+after-truncate"
+check "page cache: the staged bytes are what the command read back" bash -c "[ \"\$(cat $S/upper/new)\" == WriXten-by-agent ] && [ \"\$(cat $S/upper/d/f)\" == after-truncate ]"
+
 # --- 14. quotas ----------------------------------------------------------------------------
 new_case quota
 run 'dd if=/dev/zero of=big bs=1M count=8 status=none 2>&1 | sed "s/.*: //"; stat -c %s big; echo ok > small && cat small' --max-bytes 4000000
