@@ -209,19 +209,35 @@ int ov_upper_clear_whiteouts(struct ov *ov, int dir_fd, const char *name) {
 
 /* ---- FUSE handlers ---- */
 
+/* The kernel may cache a directory's listing (FOPEN_CACHE_DIR); it drops
+ * the cache itself on every entry operation it sends us.  What it cannot
+ * see are host edits of the lower directory, so the cache is kept
+ * (FOPEN_KEEP_CACHE) only when both layers' directories are the objects
+ * they were, unchanged (mtime, ctime), at the node's previous opendir. */
 void ov_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
     struct ov *ov = ov_from_req(req);
+    struct ov_node *n = ov_node_of(ov, ino);
     struct ov_dirh *h = calloc(1, sizeof(*h));
     if (!h) {
         fuse_reply_err(req, ENOMEM);
         return;
     }
     pthread_mutex_init(&h->lock, NULL);
-    (void)ov;
-    (void)ino;
+    struct ov_stamp now[2];
+    ov_rdlock(ov);
+    ov_stamp_take(ov_node_upper(ov, n), &now[0]);
+    _cleanup_close_ int lfd = n->lower ? ov_node_lower_open(ov, n, O_PATH | O_DIRECTORY) : -1;
+    ov_stamp_take(lfd, &now[1]);
+    ov_unlock(ov);
+    pthread_mutex_lock(&ov->tree_lock);
+    bool keep = n->stamped && ov_stamp_eq(&n->stamp[0], &now[0]) && ov_stamp_eq(&n->stamp[1], &now[1]);
+    n->stamp[0] = now[0];
+    n->stamp[1] = now[1];
+    n->stamped = true;
+    pthread_mutex_unlock(&ov->tree_lock);
     fi->fh = (uint64_t)(uintptr_t)h;
-    fi->cache_readdir = 0;
-    fi->keep_cache = 0;
+    fi->cache_readdir = 1;
+    fi->keep_cache = keep;
     fuse_reply_open(req, fi);
 }
 
@@ -230,16 +246,16 @@ void ov_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
  * the kernel instantiates nothing) for "." and "..", and for a name gone
  * since the snapshot.  Returns the bytes used, or more than left (not
  * added, reference dropped). */
-static size_t add_plus(struct ov *ov, fuse_req_t req, char *buf, size_t left, struct ov_node *dir, const char *name,
-                       const struct stat *st, off_t next) {
+static size_t add_plus(struct ov *ov, fuse_req_t req, char *buf, size_t left, struct ov_node *dir, int lower_dfd,
+                       const char *name, const struct stat *st, off_t next) {
     struct fuse_entry_param fe = {.attr = *st};
     struct ov_node *child = NULL;
     if (strcmp(name, ".") != 0 && strcmp(name, "..") != 0) {
         struct ov_entry e;
-        int r = ov_resolve(ov, dir, name, &e);
+        int r = ov_resolve_in(ov, dir, lower_dfd, name, &e);
         if (r >= 0 && ov_entry_exists(&e))
             child = ov_node_get(ov, dir, name, &e, &r);
-        if (child && ov_fill_entry(ov, child, &fe) < 0) {
+        if (child && ov_fill_entry_resolved(ov, child, &e, &fe) < 0) {
             ov_node_forget(ov, child, 1);
             child = NULL;
             fe = (struct fuse_entry_param){.attr = *st};
@@ -285,6 +301,8 @@ static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
         if (r >= 0 && ov_node_stat(ov, p, &par) < 0)
             par = self;
     }
+    /* plus mode resolves every name: open the lower directory once */
+    _cleanup_close_ int lower_dfd = plus && r >= 0 ? ov_node_lower_open(ov, n, O_PATH | O_DIRECTORY) : -1;
     for (off_t i = off; r >= 0 && (size_t)i < h->n + 2; i++) {
         struct stat st = {0};
         const char *name;
@@ -302,7 +320,7 @@ static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
             st.st_ino = e->ino;
             st.st_mode = e->type;
         }
-        size_t need = plus ? add_plus(ov, req, buf + used, size - used, n, name, &st, i + 1)
+        size_t need = plus ? add_plus(ov, req, buf + used, size - used, n, lower_dfd, name, &st, i + 1)
                            : fuse_add_direntry(req, buf + used, size - used, name, &st, i + 1);
         if (need > size - used)
             break;

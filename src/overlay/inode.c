@@ -217,6 +217,10 @@ int ov_node_stat(struct ov *ov, struct ov_node *n, struct stat *ret_st) {
 }
 
 int ov_resolve(struct ov *ov, struct ov_node *parent, const char *name, struct ov_entry *ret) {
+    return ov_resolve_in(ov, parent, -1, name, ret);
+}
+
+int ov_resolve_in(struct ov *ov, struct ov_node *parent, int lower_pfd, const char *name, struct ov_entry *ret) {
     struct ov_entry e = {0};
     int pfd = ov_node_upper(ov, parent);
     if (pfd >= 0) {
@@ -232,7 +236,8 @@ int ov_resolve(struct ov *ov, struct ov_node *parent, const char *name, struct o
         return pfd;
     }
     if (parent->lower) {
-        _cleanup_close_ int lp = ov_node_lower_open(ov, parent, O_PATH | O_DIRECTORY);
+        _cleanup_close_ int own = lower_pfd < 0 ? ov_node_lower_open(ov, parent, O_PATH | O_DIRECTORY) : -1;
+        int lp = lower_pfd < 0 ? own : lower_pfd;
         if (lp >= 0) {
             if (fstatat(lp, name, &e.lst, AT_SYMLINK_NOFOLLOW) == 0)
                 e.lower_present = true;
@@ -513,14 +518,38 @@ double ov_attr_timeout(struct ov *ov, const struct ov_node *n, const struct stat
     return n->lower ? ov->lower_timeout : 1.0;
 }
 
+static void fill_entry_ids(struct ov *ov, struct ov_node *n, struct fuse_entry_param *e) {
+    e->ino = n == ov->root ? FUSE_ROOT_ID : (fuse_ino_t)(uintptr_t)n;
+    e->attr_timeout = ov_attr_timeout(ov, n, &e->attr);
+    e->entry_timeout = n->lower ? ov->lower_timeout : 1.0;
+}
+
 int ov_fill_entry(struct ov *ov, struct ov_node *n, struct fuse_entry_param *e) {
     memset(e, 0, sizeof(*e));
     int r = ov_node_stat(ov, n, &e->attr);
     if (r < 0)
         return r;
-    e->ino = n == ov->root ? FUSE_ROOT_ID : (fuse_ino_t)(uintptr_t)n;
-    e->attr_timeout = ov_attr_timeout(ov, n, &e->attr);
-    e->entry_timeout = n->lower ? ov->lower_timeout : 1.0;
+    fill_entry_ids(ov, n, e);
+    return 0;
+}
+
+/* As ov_fill_entry, with the attributes of the entry that ov_resolve just
+ * returned for n under the same namespace lock hold (the upper changes only
+ * under the write lock): no second walk of the lower path. */
+int ov_fill_entry_resolved(struct ov *ov, struct ov_node *n, const struct ov_entry *res, struct fuse_entry_param *e) {
+    memset(e, 0, sizeof(*e));
+    if (res->upper) {
+        e->attr = res->ust;
+        e->attr.st_ino = ov_upper_ino(ov, e->attr.st_ino);
+        /* as ov_node_stat: a merged directory's link count is unknown */
+        if (S_ISDIR(e->attr.st_mode) && n->lower)
+            e->attr.st_nlink = 1;
+    } else if (res->lower) {
+        e->attr = res->lst;
+    } else {
+        return -ENOENT;
+    }
+    fill_entry_ids(ov, n, e);
     return 0;
 }
 

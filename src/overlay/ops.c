@@ -36,8 +36,29 @@ void ov_op_init(void *userdata, struct fuse_conn_info *conn) {
         conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
 }
 
-static bool ts_eq(struct timespec a, struct timespec b) {
-    return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
+static void stamp_of(const struct stat *st, struct ov_stamp *ret) {
+    *ret = (struct ov_stamp){.dev = st->st_dev,
+                             .ino = st->st_ino,
+                             .size = st->st_size,
+                             .mtime = st->st_mtim,
+                             .ctime = st->st_ctim,
+                             .present = true};
+}
+
+void ov_stamp_take(int fd, struct ov_stamp *ret) {
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0)
+        *ret = (struct ov_stamp){.present = false};
+    else
+        stamp_of(&st, ret);
+}
+
+bool ov_stamp_eq(const struct ov_stamp *a, const struct ov_stamp *b) {
+    if (!a->present || !b->present)
+        return a->present == b->present;
+    return a->dev == b->dev && a->ino == b->ino && a->size == b->size && a->mtime.tv_sec == b->mtime.tv_sec &&
+           a->mtime.tv_nsec == b->mtime.tv_nsec && a->ctime.tv_sec == b->ctime.tv_sec &&
+           a->ctime.tv_nsec == b->ctime.tv_nsec;
 }
 
 /* Close-to-open validation of the kernel's page cache.  The cache of a
@@ -50,23 +71,20 @@ static bool ts_eq(struct timespec a, struct timespec b) {
  * inodes here (one per name), so their cache could go stale through
  * another name: never kept. */
 bool ov_pcache_open(struct ov *ov, struct ov_node *n, int fd, bool *ret_stale) {
+    struct ov_stamp now;
     struct stat st;
     *ret_stale = false;
     if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
         return false;
+    stamp_of(&st, &now);
     bool written = atomic_exchange(&n->pc_written, false);
     pthread_mutex_lock(&ov->tree_lock);
-    struct ov_pcache *pc = &n->pc;
-    bool same_obj = pc->valid && pc->dev == st.st_dev && pc->ino == st.st_ino;
-    bool same = same_obj && pc->size == st.st_size && ts_eq(pc->mtime, st.st_mtim) && ts_eq(pc->ctime, st.st_ctim);
-    bool keep = st.st_nlink == 1 && same_obj && (same || written);
-    *ret_stale = pc->valid && !keep;
-    *pc = (struct ov_pcache){.dev = st.st_dev,
-                             .ino = st.st_ino,
-                             .size = st.st_size,
-                             .mtime = st.st_mtim,
-                             .ctime = st.st_ctim,
-                             .valid = true};
+    struct ov_stamp *old = &n->stamp[0];
+    bool same_obj = n->stamped && old->present && now.present && old->dev == now.dev && old->ino == now.ino;
+    bool keep = st.st_nlink == 1 && same_obj && (written || ov_stamp_eq(old, &now));
+    *ret_stale = n->stamped && !keep;
+    *old = now;
+    n->stamped = true;
     pthread_mutex_unlock(&ov->tree_lock);
     return keep;
 }
@@ -88,7 +106,7 @@ void ov_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
     if (r >= 0)
         n = ov_node_get(ov, p, name, &e, &r);
     if (n) {
-        r = ov_fill_entry(ov, n, &fe);
+        r = ov_fill_entry_resolved(ov, n, &e, &fe);
         if (r < 0)
             ov_node_forget(ov, n, 1);
     }

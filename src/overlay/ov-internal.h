@@ -62,13 +62,14 @@ struct ov_node {
                                (lower-only object, or merged non-opaque directory) */
     mode_t type;                         /* ns_lock: S_IFMT */
     struct ov_node *all_prev, *all_next; /* tree_lock: list of every live node */
-    struct ov_pcache {                   /* tree_lock: the backing file as of the last open (ov_pcache_open) */
+    struct ov_stamp { /* tree_lock: a backing object as of the node's last open (ov_pcache_open, opendir) */
         dev_t dev;
         ino_t ino;
         off_t size;
         struct timespec mtime, ctime;
-        bool valid;
-    } pc;
+        bool present;
+    } stamp[2];             /* a file: [0]; a directory: [0] upper, [1] lower */
+    bool stamped;           /* tree_lock: stamp[] holds a recorded state */
     atomic_bool pc_written; /* changed through the kernel since that open (its page cache has the change) */
 };
 
@@ -115,6 +116,9 @@ struct ov_fh { /* one per open file; immutable after open, freed at release */
 /* ops.c: may the kernel keep its page cache of regular file node n, now
  * opened as fd?  *ret_stale: the file changed behind the kernel's back. */
 bool ov_pcache_open(struct ov *ov, struct ov_node *n, int fd, bool *ret_stale);
+/* the state of fd for a stamp (present = false when fd < 0 or fstat fails) */
+void ov_stamp_take(int fd, struct ov_stamp *ret);
+bool ov_stamp_eq(const struct ov_stamp *a, const struct ov_stamp *b);
 static inline void ov_pcache_wrote(struct ov_node *n) {
     atomic_store(&n->pc_written, true);
 }
@@ -141,6 +145,8 @@ struct ov_entry {
     struct stat ust, lst;
 };
 int ov_resolve(struct ov *ov, struct ov_node *parent, const char *name, struct ov_entry *ret);
+/* as ov_resolve, with parent's lower directory already open as lower_pfd (or -1) */
+int ov_resolve_in(struct ov *ov, struct ov_node *parent, int lower_pfd, const char *name, struct ov_entry *ret);
 static inline bool ov_entry_exists(const struct ov_entry *e) {
     return e->upper || e->lower;
 }
@@ -156,6 +162,7 @@ void ov_nodes_clear_lower_below(struct ov *ov, struct ov_node *top);
 void ov_node_set_upper(struct ov *ov, struct ov_node *n, int fd);
 double ov_attr_timeout(struct ov *ov, const struct ov_node *n, const struct stat *st);
 int ov_fill_entry(struct ov *ov, struct ov_node *n, struct fuse_entry_param *e);
+int ov_fill_entry_resolved(struct ov *ov, struct ov_node *n, const struct ov_entry *res, struct fuse_entry_param *e);
 void ov_table_free(struct ov *ov);
 int ov_proc_path(int fd, char buf[static 40]);
 
