@@ -185,7 +185,7 @@ static int prepare_home_view(struct run_context *ctx, const char *home, struct s
     int fd = open(home, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
         return -errno;
-    int r = stage_open_for_run(sb->home_stage_path, home, ctx->run_id, STAGE_DURABILITY_CHECKPOINT, &sb->home_stage);
+    int r = stage_open_for_run(sb->home_stage_path, home, ctx->run_id, STAGE_DURABILITY_NONE, &sb->home_stage);
     if (r < 0) {
         close(fd);
         return r;

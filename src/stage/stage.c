@@ -51,8 +51,9 @@ enum stage_durability stage_durability(const struct stage *s) {
     return s->durability;
 }
 
-/* Write dir_fd/name atomically and durably: name.tmp, fsync, rename, fsync dir. */
-static int publish_file(int dir_fd, const char *name, const void *buf, size_t len) {
+/* Write dir_fd/name atomically and, if sync, durably: name.tmp, fsync,
+ * rename, fsync dir. */
+static int publish_file(int dir_fd, const char *name, const void *buf, size_t len, bool sync) {
     char tmp[64];
     int m = snprintf(tmp, sizeof tmp, "%s.tmp", name);
     if (m < 0 || (size_t)m >= sizeof tmp)
@@ -63,11 +64,11 @@ static int publish_file(int dir_fd, const char *name, const void *buf, size_t le
     int r = write_all(fd, buf, len);
     if (r < 0)
         return r;
-    if (fsync(fd) < 0)
+    if (sync && fsync(fd) < 0)
         return -errno;
     if (renameat(dir_fd, tmp, dir_fd, name) < 0)
         return -errno;
-    if (fsync(dir_fd) < 0)
+    if (sync && fsync(dir_fd) < 0)
         return -errno;
     return 0;
 }
@@ -151,7 +152,7 @@ bad:
     return -EINVAL;
 }
 
-static int meta_store(int dir_fd, json_t *m) {
+static int meta_store(int dir_fd, json_t *m, bool sync) {
     _cleanup_free_ char *txt = json_dumps(m, JSON_INDENT(2) | JSON_ENSURE_ASCII);
     if (!txt)
         return -ENOMEM;
@@ -161,11 +162,12 @@ static int meta_store(int dir_fd, json_t *m) {
         return -ENOMEM;
     memcpy(withnl, txt, len);
     withnl[len] = '\n';
-    return publish_file(dir_fd, "meta.json", withnl, len + 1);
+    return publish_file(dir_fd, "meta.json", withnl, len + 1, sync);
 }
 
-/* Initialise an empty, locked directory as a fresh stage. */
-static int stage_init_layout(int dir_fd, const char *workspace) {
+/* Initialise an empty, locked directory as a fresh stage, its first run
+ * recorded. */
+static int stage_init_layout(int dir_fd, const char *workspace, const char *run_id, bool sync) {
     if (mkdirat(dir_fd, "upper", 0755) < 0 && errno != EEXIST)
         return -errno;
     if (mkdirat(dir_fd, "work", 0700) < 0 && errno != EEXIST)
@@ -177,16 +179,16 @@ static int stage_init_layout(int dir_fd, const char *workspace) {
     int r = rfc3339_now(now, sizeof now);
     if (r < 0)
         return r;
-    json_t *m = json_pack("{s:i, s:s, s:s, s:[]}", "format", STAGE_FORMAT_VERSION, "workspace", workspace, "created",
-                          now, "runs");
+    json_t *m = json_pack("{s:i, s:s, s:s, s:[s]}", "format", STAGE_FORMAT_VERSION, "workspace", workspace, "created",
+                          now, "runs", run_id);
     if (!m)
         return -ENOMEM;
-    r = meta_store(dir_fd, m);
+    r = meta_store(dir_fd, m, sync);
     json_decref(m);
     if (r < 0)
         return r;
     /* version last: its presence means "this is a stage". */
-    return publish_file(dir_fd, "version", STAGE_VERSION_LINE, strlen(STAGE_VERSION_LINE));
+    return publish_file(dir_fd, "version", STAGE_VERSION_LINE, strlen(STAGE_VERSION_LINE), sync);
 }
 
 static int check_version(int dir_fd) {
@@ -268,8 +270,10 @@ static int stage_open_impl(struct stage *s, const char *path, const char *worksp
     if (flock(s->lock_fd, LOCK_EX | LOCK_NB) < 0)
         return errno == EWOULDBLOCK ? -EBUSY : -errno;
 
-    if (!exists_at(s->dir_fd, "version")) {
-        int r = stage_init_layout(s->dir_fd, workspace_abs);
+    bool sync = s->durability != STAGE_DURABILITY_NONE;
+    bool created = !exists_at(s->dir_fd, "version");
+    if (created) {
+        int r = stage_init_layout(s->dir_fd, workspace_abs, run_id, sync);
         if (r < 0)
             return r;
     } else {
@@ -296,7 +300,9 @@ static int stage_open_impl(struct stage *s, const char *path, const char *worksp
         json_decref(meta);
         return -EINPROGRESS;
     }
-    if (!exists_at(s->dir_fd, "sealed")) {
+    if (created) {
+        /* nothing to check: stage_init_layout recorded this run */
+    } else if (!exists_at(s->dir_fd, "sealed")) {
         int c = stage_has_content(s->dir_fd);
         if (c != 0) {
             json_decref(meta);
@@ -304,14 +310,15 @@ static int stage_open_impl(struct stage *s, const char *path, const char *worksp
         }
     } else {
         /* Durably leave 'sealed': a crash from here on reads 'interrupted'. */
-        if (unlinkat(s->dir_fd, "sealed", 0) < 0 || fsync(s->dir_fd) < 0) {
+        if (unlinkat(s->dir_fd, "sealed", 0) < 0 || (sync && fsync(s->dir_fd) < 0)) {
             json_decref(meta);
             return -errno;
         }
     }
-    r = json_array_append_new(json_object_get(meta, "runs"), json_string(run_id)) < 0 ? -EINVAL : 0;
-    if (r == 0)
-        r = meta_store(s->dir_fd, meta);
+    if (!created) /* a fresh stage's meta.json names this run already */
+        r = json_array_append_new(json_object_get(meta, "runs"), json_string(run_id)) < 0 ? -EINVAL : 0;
+    if (r == 0 && !created)
+        r = meta_store(s->dir_fd, meta, sync);
     json_decref(meta);
     if (r < 0)
         return r;
@@ -393,12 +400,13 @@ static int sync_tree(int fd) {
 int stage_seal(struct stage *s) {
     if (!s)
         return -EINVAL;
-    if (syncfs(s->upper_fd) < 0)
+    bool sync = s->durability != STAGE_DURABILITY_NONE;
+    if (sync && syncfs(s->upper_fd) < 0)
         return -errno;
-    int r = sync_tree(s->upper_fd);
+    int r = sync ? sync_tree(s->upper_fd) : 0;
     if (r < 0)
         return r;
-    if (fsync(s->journal_fd) < 0 || fsync(s->origin_fd) < 0)
+    if (sync && (fsync(s->journal_fd) < 0 || fsync(s->origin_fd) < 0))
         return -errno;
     char now[40];
     r = rfc3339_now(now, sizeof now);
@@ -408,7 +416,7 @@ int stage_seal(struct stage *s) {
     int m = snprintf(buf, sizeof buf, "%s\n", now);
     if (m < 0 || (size_t)m >= sizeof buf)
         return -EOVERFLOW;
-    return publish_file(s->dir_fd, "sealed", buf, (size_t)m);
+    return publish_file(s->dir_fd, "sealed", buf, (size_t)m, sync);
 }
 
 int stage_probe_state(const char *path, enum stage_state *ret_state) {

@@ -27,6 +27,7 @@
 enum stage_durability {
     STAGE_DURABILITY_CHECKPOINT, /* records appended, synced at seal */
     STAGE_DURABILITY_STRICT,     /* record fdatasync'ed before the mutation */
+    STAGE_DURABILITY_NONE,       /* a throwaway stage (the HOME view): nothing is ever synced */
 };
 
 enum stage_state {
