@@ -26,8 +26,11 @@
  * Limits (the agent is untrusted): names as lc_checkpoint_name_valid (no
  * '/', no leading '.', at most 64 bytes); at most RUN_LIVE_CHECKPOINTS_MAX
  * per run; with --stage-max-bytes B the checkpoints of one run copy at
- * most B bytes together; and a checkpoint is refused unless the stage's
- * file system keeps 5% of its size free after a full (non-reflink) copy.
+ * most B bytes together (counted as the upper's allocation at each
+ * checkpoint); a checkpoint is refused unless the stage's file system
+ * keeps 5% of its size free after a full (non-reflink) copy; and the copy
+ * itself stops with ENOSPC before it writes more file data than either
+ * bound leaves (holes stay holes, so a sparse file costs what it holds).
  */
 #include "cli/run_checkpoint.h"
 #include "lifecycle/lifecycle.h"
@@ -70,22 +73,31 @@ static void take(struct run_checkpoints *cp, const char *name, char *reply, size
         snprintf(reply, size, "error limit: at most %d checkpoints per run", RUN_LIVE_CHECKPOINTS_MAX);
         return;
     }
-    uint64_t est = copy_estimate(cp);
-    if (cp->max_bytes && (est > cp->max_bytes || cp->bytes > cp->max_bytes - est)) {
-        snprintf(reply, size,
-                 "error limit: the checkpoints of this run would copy more than --stage-max-bytes (%llu bytes)",
-                 (unsigned long long)cp->max_bytes);
-        return;
+    /* est: what a plain copy takes (allocation, so holes are free; a
+     * reflinked copy takes less at first but keeps the old extents once
+     * the agent rewrites them, so the budget counts it in full).  limit:
+     * what the copy may write, whatever the estimate said. */
+    uint64_t est = copy_estimate(cp), limit = UINT64_MAX;
+    if (cp->max_bytes) {
+        if (cp->bytes >= cp->max_bytes || est > cp->max_bytes - cp->bytes) {
+            snprintf(reply, size,
+                     "error limit: the checkpoints of this run would copy more than --stage-max-bytes (%llu bytes)",
+                     (unsigned long long)cp->max_bytes);
+            return;
+        }
+        limit = cp->max_bytes - cp->bytes;
     }
     struct statvfs sv;
     if (fstatvfs(stage_dir_fd(cp->stage), &sv) == 0) {
         uint64_t avail = (uint64_t)sv.f_bavail * sv.f_frsize;
         uint64_t reserve = (uint64_t)sv.f_blocks * sv.f_frsize / 20;
-        if (est > avail || avail - est < reserve) {
+        if (avail < reserve || est > avail - reserve) {
             snprintf(reply, size, "error no space: a copy of the stage (%llu bytes) would leave less than 5%% free",
                      (unsigned long long)est);
             return;
         }
+        if (avail - reserve < limit)
+            limit = avail - reserve;
     }
     struct lc_checkpoint_tx *tx = NULL;
     int r = lc_checkpoint_begin(stage_dir_fd(cp->stage), name, &tx);
@@ -97,7 +109,7 @@ static void take(struct run_checkpoints *cp, const char *name, char *reply, size
     if (r == 0) {
         clock_gettime(CLOCK_MONOTONIC, &t0);
         overlay_quiesce(cp->ov);
-        r = lc_checkpoint_copy(tx, false);
+        r = lc_checkpoint_copy(tx, false, limit);
         overlay_resume(cp->ov);
         clock_gettime(CLOCK_MONOTONIC, &t1);
     }
@@ -105,12 +117,16 @@ static void take(struct run_checkpoints *cp, const char *name, char *reply, size
     if (r == 0)
         r = lc_checkpoint_commit(tx, cp->run_id, &bytes);
     lc_checkpoint_tx_free(tx);
+    if (r == -ENOSPC) {
+        snprintf(reply, size, "error no space: the copy would exceed the space left for checkpoints");
+        return;
+    }
     if (r < 0) {
         snprintf(reply, size, "error checkpoint failed: %s", strerror(-r));
         return;
     }
     cp->taken++;
-    cp->bytes += bytes;
+    cp->bytes += est;
     if (!cp->taken_json)
         cp->taken_json = json_array();
     json_array_append_new(cp->taken_json, json_pack("{s:s, s:I, s:I}", "name", name, "bytes", (json_int_t)bytes,

@@ -19,7 +19,7 @@ struct run_checkpoints {
     uint64_t max_bytes; /* --stage-max-bytes (0: none): also the budget of this run's checkpoint copies */
     /* The agent socket's thread only (read by the owner after it stopped). */
     unsigned taken, refused;
-    uint64_t bytes;
+    uint64_t bytes;     /* estimated copy sizes of the committed ones (the --stage-max-bytes budget) */
     json_t *taken_json; /* [{"name","bytes","copy","paused_ms"}] */
 };
 

@@ -58,8 +58,10 @@ struct copy {
     size_t n, cap;
     size_t objects;
     uint64_t bytes;
-    bool cloned;   /* at least one FICLONE succeeded */
-    bool no_fsync; /* live copy: one syncfs at commit instead of an fsync per directory */
+    bool cloned;        /* at least one FICLONE succeeded */
+    uint64_t written;   /* data bytes written by plain copies (not clones) */
+    uint64_t max_write; /* 0, or -ENOSPC once written would exceed it */
+    bool no_fsync;      /* live copy: one syncfs at commit instead of an fsync per directory */
     char path[LC_MAX_PATH + 2];
 };
 
@@ -112,6 +114,79 @@ static int copy_xattrs_raw(int src, int dst) {
     return 0;
 }
 
+/* Copy [off, off+len) of in to the same offsets of out. */
+static int copy_range(int in, int out, off_t off, off_t len, bool *use_cfr) {
+    off_t ioff = off, ooff = off, end = off + len;
+    while (ioff < end) {
+        ssize_t n;
+        if (*use_cfr) {
+            n = copy_file_range(in, &ioff, out, &ooff, (size_t)(end - ioff), 0);
+            if (n < 0 && (errno == EXDEV || errno == ENOSYS || errno == EINVAL || errno == EOPNOTSUPP)) {
+                *use_cfr = false;
+                continue;
+            }
+        } else {
+            static __thread char buf[1 << 17];
+            size_t want = (size_t)(end - ioff) < sizeof buf ? (size_t)(end - ioff) : sizeof buf;
+            n = pread(in, buf, want, ioff);
+            for (ssize_t done = 0; n > 0 && done < n;) {
+                ssize_t w = pwrite(out, buf + done, (size_t)(n - done), ooff);
+                if (w < 0 && errno == EINTR)
+                    continue;
+                if (w < 0)
+                    return -errno;
+                done += w;
+                ooff += w;
+            }
+            if (n > 0)
+                ioff += n;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -errno;
+        if (n == 0)
+            break; /* the file shrank: the rest stays a hole */
+    }
+    return 0;
+}
+
+/* Copy the first size bytes of in to out, data segments only, so holes
+ * stay holes: a sparse file within the stage quota must not become a
+ * dense copy (a disk-filling lever for the agent, whose live checkpoints
+ * this also serves).  Data bytes count against c->max_write. */
+static int copy_data_sparse(struct copy *c, int in, int out, off_t size) {
+    if (ftruncate(out, size) < 0)
+        return -errno;
+    bool use_cfr = true;
+    for (off_t off = 0; off < size;) {
+        off_t data = lseek(in, off, SEEK_DATA);
+        if (data < 0 && errno == ENXIO)
+            break; /* only a hole is left */
+        off_t hole = data < 0 ? size : lseek(in, data, SEEK_HOLE);
+        if (data < 0) { /* no SEEK_DATA here: all of it is data */
+            if (errno != EINVAL && errno != EOPNOTSUPP)
+                return -errno;
+            data = off;
+        }
+        if (hole < 0)
+            return -errno;
+        if (hole > size)
+            hole = size;
+        if (data >= hole)
+            break;
+        uint64_t len = (uint64_t)(hole - data);
+        if (c->max_write && (len > c->max_write || c->written > c->max_write - len))
+            return -ENOSPC;
+        int r = copy_range(in, out, data, hole - data, &use_cfr);
+        if (r < 0)
+            return r;
+        c->written += len;
+        off = hole;
+    }
+    return 0;
+}
+
 static int copy_reg(struct copy *c, int sdir, int ddir, const char *name, const struct stat *st) {
     _cleanup_close_ int in = openat(sdir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
     if (in < 0)
@@ -122,8 +197,7 @@ static int copy_reg(struct copy *c, int sdir, int ddir, const char *name, const 
     if (ioctl(out, FICLONE, in) == 0) {
         c->cloned = true;
     } else {
-        uint64_t b = 0;
-        int r = lc_copy_fd(in, out, &b);
+        int r = copy_data_sparse(c, in, out, st->st_size);
         if (r < 0)
             return r;
     }
@@ -312,8 +386,9 @@ static int write_origin(int sdir, int ddir, int dst_upper, const struct copy *c,
  * empty directory dst: upper/, journal, origin, meta.json (and version).
  * sync: make it durable before returning; otherwise the caller does (one
  * syncfs of the file system, then fsync of dst/upper and dst). */
-static int copy_stage_content(int src, int dst, bool with_version, bool sync, uint64_t *ret_bytes, bool *ret_cloned) {
-    struct copy c = {.no_fsync = !sync};
+static int copy_stage_content(int src, int dst, bool with_version, bool sync, uint64_t max_write, uint64_t *ret_bytes,
+                              bool *ret_cloned) {
+    struct copy c = {.no_fsync = !sync, .max_write = max_write};
     _cleanup_close_ int su = openat(src, "upper", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (su < 0)
         return -errno;
@@ -464,11 +539,11 @@ int lc_checkpoint_begin(int stage_dir_fd, const char *name, struct lc_checkpoint
     return 0;
 }
 
-int lc_checkpoint_copy(struct lc_checkpoint_tx *tx, bool sync) {
+int lc_checkpoint_copy(struct lc_checkpoint_tx *tx, bool sync, uint64_t max_write) {
     if (tx->copied)
         return -EALREADY;
     tx->copied = true;
-    return copy_stage_content(tx->dir, tx->tmp, true, sync, &tx->bytes, &tx->cloned);
+    return copy_stage_content(tx->dir, tx->tmp, true, sync, max_write, &tx->bytes, &tx->cloned);
 }
 
 int lc_checkpoint_commit(struct lc_checkpoint_tx *tx, const char *run_id, uint64_t *ret_bytes) {
@@ -532,7 +607,7 @@ int lc_checkpoint(const char *stage_path, const char *name, char **ret_name) {
     struct lc_checkpoint_tx *tx = NULL;
     r = lc_checkpoint_begin(dir, name, &tx);
     if (r == 0)
-        r = lc_checkpoint_copy(tx, true);
+        r = lc_checkpoint_copy(tx, true, 0);
     if (r == 0)
         r = lc_checkpoint_commit(tx, NULL, NULL);
     lc_checkpoint_tx_free(tx);
@@ -579,7 +654,7 @@ int lc_restore(const char *stage_path, const char *name) {
     _cleanup_close_ int tmp = openat(dir, ".restore", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (tmp < 0)
         return -errno;
-    r = copy_stage_content(src, tmp, false, true, NULL, NULL);
+    r = copy_stage_content(src, tmp, false, true, 0, NULL, NULL);
     if (r < 0)
         return r;
     /* 2. leave 'sealed' durably: a crash from here on reads 'interrupted' */
@@ -654,7 +729,7 @@ int lc_fork(const char *stage_path, const char *checkpoint, const char *new_stag
     _cleanup_close_ int nlock = openat(dst, "lock", O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (nlock < 0 || flock(nlock, LOCK_EX | LOCK_NB) < 0)
         return -errno;
-    r = copy_stage_content(src, dst, false, true, NULL, NULL);
+    r = copy_stage_content(src, dst, false, true, 0, NULL, NULL);
     if (r == 0 && mkdirat(dst, "work", 0700) < 0)
         r = -errno;
     struct timespec now;

@@ -184,6 +184,19 @@ EOF
     eq "$(replies "$O/quota.reply")" "ok checkpoint,ok checkpoint,error limit," \
         "$L: with --stage-max-bytes B the run's checkpoints copy at most B bytes"
 
+    # a sparse file is copied sparse: within the stage quota, a checkpoint
+    # must not turn it into gigabytes of zeros
+    S6=$B/st6
+    cat > "$O/sparse.sh" <<EOF
+truncate -s 20G sparse.bin && echo tail >> sparse.bin && "$BIN/pvagent" agent "checkpoint s1" > "$O/sparse.reply"
+EOF
+    safe "$S6" -- sh "$O/sparse.sh" >"$O/sparse.out" 2>&1
+    f=$S6/checkpoints/s1/upper/sparse.bin
+    eq "$(cat "$O/sparse.reply" 2>/dev/null):$(stat -c %s "$f" 2>/dev/null):$(tail -c 5 "$f" 2>/dev/null)" \
+        "ok checkpoint s1:21474836485:tail" "$L: a 20 GiB sparse file is checkpointed with its size and data"
+    check "$L: ... and stays sparse in the checkpoint ($(du -k "$f" | cut -f1) KiB allocated)" \
+        sh -c "[ \$(du -k '$f' | cut -f1) -lt 1024 ]"
+
     # --- live checkpoint, kill -9 of the supervisor, restore -------------------
     S5=$B/st5
     cat > "$O/kill.sh" <<'EOF'
