@@ -28,7 +28,8 @@
  * per run; with --stage-max-bytes B the checkpoints of one run copy at
  * most B bytes together (counted as the upper's allocation at each
  * checkpoint); a checkpoint is refused unless the stage's file system
- * keeps 5% of its size free after a full (non-reflink) copy; and the copy
+ * keeps 5% of its size (and of its inodes) free after a full (non-reflink)
+ * copy; and the copy
  * itself stops with ENOSPC before it writes more file data than either
  * bound leaves (holes stay holes, so a sparse file costs what it holds).
  */
@@ -98,6 +99,16 @@ static void take(struct run_checkpoints *cp, const char *name, char *reply, size
         }
         if (avail - reserve < limit)
             limit = avail - reserve;
+        /* inodes likewise (file systems without a fixed count report 0) */
+        struct overlay_stats stats;
+        overlay_get_stats(cp->ov, &stats);
+        uint64_t ifree = sv.f_favail, ireserve = sv.f_files / 20;
+        if (sv.f_files && (ifree < ireserve || stats.upper_inodes > ifree - ireserve)) {
+            snprintf(reply, size,
+                     "error no space: a copy of the stage (%llu inodes) would leave less than 5%% of the inodes free",
+                     (unsigned long long)stats.upper_inodes);
+            return;
+        }
     }
     struct lc_checkpoint_tx *tx = NULL;
     int r = lc_checkpoint_begin(stage_dir_fd(cp->stage), name, &tx);
