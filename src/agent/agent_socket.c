@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -26,26 +27,51 @@ struct agent_socket {
     int listen_fd;
     int stop_fd; /* eventfd: written once to stop the thread */
     char *path;
-    char *status_json; /* immutable after open */
+    char *status_json;        /* immutable after open */
+    struct agent_hooks hooks; /* immutable after open */
     pthread_t thread;
-    bool started;
-    bool bound; /* we created the socket file (and so remove it) */
+    bool started; /* the owner thread only */
+    bool bound;   /* we created the socket file (and so remove it) */
     atomic_uint requests;
     struct client clients[AGENT_MAX_CLIENTS]; /* only the thread touches these */
 };
 
-const char *agent_socket_reply(const char *line, const char *status_json) {
+enum agent_request agent_request_parse(const char *line, const char **ret_arg) {
+    *ret_arg = NULL;
     if (strcmp(line, "ping") == 0)
-        return "pong";
+        return AGENT_REQ_PING;
     if (strcmp(line, "status") == 0)
-        return status_json;
-    if (strcmp(line, "checkpoint") == 0 || strncmp(line, "checkpoint ", 11) == 0)
-        return "error unsupported: checkpoints of a live run are not available in this version; "
-               "run 'pvisor checkpoint' after the run";
+        return AGENT_REQ_STATUS;
+    if (strcmp(line, "checkpoint") == 0)
+        return AGENT_REQ_CHECKPOINT;
+    if (strncmp(line, "checkpoint ", 11) == 0) {
+        const char *arg = line + 11;
+        if (!*arg || strchr(arg, ' '))
+            return AGENT_REQ_BAD_ARGS;
+        *ret_arg = arg;
+        return AGENT_REQ_CHECKPOINT;
+    }
+    const char *sp = strchr(line, ' ');
+    if (sp &&
+        ((sp - line == 4 && strncmp(line, "ping", 4) == 0) || (sp - line == 6 && strncmp(line, "status", 6) == 0)))
+        return AGENT_REQ_BAD_ARGS;
+    return AGENT_REQ_UNKNOWN;
+}
+
+const char *agent_socket_reply(const char *line, const char *status_json) {
+    const char *arg;
+    switch (agent_request_parse(line, &arg)) {
+    case AGENT_REQ_PING: return "pong";
+    case AGENT_REQ_STATUS: return status_json;
+    case AGENT_REQ_CHECKPOINT: return "error unsupported: this run cannot take live checkpoints";
+    case AGENT_REQ_BAD_ARGS: return "error bad arguments (try: ping, status, checkpoint [NAME])";
+    case AGENT_REQ_UNKNOWN: break;
+    }
     return "error unknown request (try: ping, status, checkpoint [NAME])";
 }
 
-int agent_socket_open(const char *path, const char *status_json, struct agent_socket **ret) {
+int agent_socket_open(const char *path, const char *status_json, const struct agent_hooks *hooks,
+                      struct agent_socket **ret) {
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     if (strlen(path) >= sizeof sa.sun_path)
         return -ENAMETOOLONG;
@@ -54,6 +80,8 @@ int agent_socket_open(const char *path, const char *status_json, struct agent_so
     if (!a)
         return -ENOMEM;
     a->listen_fd = a->stop_fd = -1;
+    if (hooks)
+        a->hooks = *hooks;
     for (int i = 0; i < AGENT_MAX_CLIENTS; i++)
         a->clients[i].fd = -1;
     int r = -ENOMEM;
@@ -105,13 +133,17 @@ static void serve_client(struct agent_socket *a, struct client *c) {
         *nl = '\0';
         if (nl > c->buf && nl[-1] == '\r')
             nl[-1] = '\0';
-        const char *reply = agent_socket_reply(c->buf, a->status_json);
-        atomic_fetch_add(&a->requests, 1);
-        size_t rl = strlen(reply);
         char out[AGENT_LINE_MAX + 2];
-        if (rl > AGENT_LINE_MAX)
-            rl = AGENT_LINE_MAX;
-        memcpy(out, reply, rl);
+        const char *arg;
+        if (agent_request_parse(c->buf, &arg) == AGENT_REQ_CHECKPOINT && a->hooks.checkpoint) {
+            out[0] = '\0';
+            a->hooks.checkpoint(a->hooks.userdata, arg, out, AGENT_LINE_MAX + 1);
+        } else {
+            snprintf(out, AGENT_LINE_MAX + 1, "%s", agent_socket_reply(c->buf, a->status_json));
+        }
+        atomic_fetch_add(&a->requests, 1);
+        out[AGENT_LINE_MAX] = '\0';
+        size_t rl = strcspn(out, "\n"); /* one line, whatever the hook wrote */
         out[rl++] = '\n';
         /* Replies are small; a client that does not read them is dropped. */
         if (send(c->fd, out, rl, MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)rl) {
@@ -178,14 +210,19 @@ unsigned agent_socket_requests(struct agent_socket *a) {
     return a ? atomic_load(&a->requests) : 0;
 }
 
+void agent_socket_stop(struct agent_socket *a) {
+    if (!a || !a->started)
+        return;
+    uint64_t one = 1;
+    (void)!write(a->stop_fd, &one, sizeof one);
+    pthread_join(a->thread, NULL);
+    a->started = false;
+}
+
 void agent_socket_close(struct agent_socket *a) {
     if (!a)
         return;
-    if (a->started) {
-        uint64_t one = 1;
-        (void)!write(a->stop_fd, &one, sizeof one);
-        pthread_join(a->thread, NULL);
-    }
+    agent_socket_stop(a);
     for (int i = 0; i < AGENT_MAX_CLIENTS; i++)
         if (a->clients[i].fd >= 0)
             close(a->clients[i].fd);

@@ -66,7 +66,7 @@ int cmd_checkpoint(int argc, char **argv) {
     case -EBUSY:
         return cli_error(PV_EXIT_FAILURE, "checkpoint",
                          "refused: the stage %s is in use (a run or an apply holds it); checkpoint it after the run "
-                         "ends",
+                         "ends, or from inside a --safe run with 'checkpoint [NAME]' on its agent socket",
                          stage);
     case -ESTALE:
         return cli_error(PV_EXIT_FAILURE, "checkpoint",

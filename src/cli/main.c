@@ -117,7 +117,9 @@ static const struct cli_command commands[] = {
      "\n"
      "Saves a durable, self-contained copy of a sealed stage (its upper, journal and\n"
      "metadata; reflinked where the file system can, copied otherwise) under\n"
-     "STAGE/checkpoints/N (default name: cp-<UTC time>).\n"
+     "STAGE/checkpoints/N (default name: cp-<UTC time>).  A running stage is\n"
+     "checkpointed from inside the run: the command sends 'checkpoint [N]' on\n"
+     "$PVISOR_AGENT_SOCKET (--safe).\n"
      "  --name N      Name of the checkpoint (letters, digits, '.', '_', '-').\n"
      "  --list        List the stage's checkpoints.\n"
      "  --stage DIR   The stage (instead of a RUN; default: the newest staged run).\n",

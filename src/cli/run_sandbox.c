@@ -224,7 +224,8 @@ static void release_home_view(struct sandbox *sb) {
     sb->home_view = sb->home_stage_path = NULL;
 }
 
-int sandbox_prepare(struct run_context *ctx, struct sandbox *ret_sb, char **ret_error) {
+int sandbox_prepare(struct run_context *ctx, const struct agent_hooks *hooks, struct sandbox *ret_sb,
+                    char **ret_error) {
     struct sandbox sb = {.plan_fd = -1, .sync_r = -1, .sync_w = -1, .go_r = -1, .go_w = -1, .ctx = ctx, .home_fd = -1};
     _cleanup_free_ char *home = NULL;
     const char *h = getenv("HOME");
@@ -275,7 +276,7 @@ int sandbox_prepare(struct run_context *ctx, struct sandbox *ret_sb, char **ret_
                                "state", "running");
     _cleanup_free_ char *status_s = status ? json_dumps(status, JSON_COMPACT) : NULL;
     json_decref(status);
-    int ar = sock && status_s ? agent_socket_open(sock, status_s, &sb.agent) : -ENOMEM;
+    int ar = sock && status_s ? agent_socket_open(sock, status_s, hooks, &sb.agent) : -ENOMEM;
     if (ar < 0) {
         char w[300];
         snprintf(w, sizeof w, "no agent socket for this run (%s: %s)", sock ? sock : "?", strerror(-ar));
@@ -427,8 +428,14 @@ void sandbox_release(struct sandbox *sb) {
     json_decref(sb->report);
     sb->report = NULL;
     if (sb->agent && sb->ctx) {
-        json_t *a = json_pack("{s:b, s:i}", "available", 1, "requests", (int)agent_socket_requests(sb->agent));
-        bundle_set_json(sb->ctx->bundle, "agent_socket", a);
+        agent_socket_stop(sb->agent);
+        json_t *a = json_object_get(sb->ctx->bundle, "agent_socket"); /* may hold the checkpoints */
+        if (!json_is_object(a)) {
+            a = json_object();
+            bundle_set_json(sb->ctx->bundle, "agent_socket", a);
+        }
+        json_object_set_new(a, "available", json_true());
+        json_object_set_new(a, "requests", json_integer((json_int_t)agent_socket_requests(sb->agent)));
     }
     agent_socket_close(sb->agent);
     sb->agent = NULL;

@@ -35,7 +35,8 @@ struct sandbox {
     char *home_stage_path;
 };
 
-int sandbox_prepare(struct run_context *ctx, struct sandbox *ret_sb, char **ret_error);
+/* hooks (may be NULL): what the agent socket does for checkpoint requests. */
+int sandbox_prepare(struct run_context *ctx, const struct agent_hooks *hooks, struct sandbox *ret_sb, char **ret_error);
 void sandbox_read_report(pid_t child, void *userdata);
 bool sandbox_report_ok(const struct sandbox *sb);
 const char *sandbox_report_error(const struct sandbox *sb, char *buf, size_t size);

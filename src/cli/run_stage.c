@@ -11,14 +11,19 @@
  *  4. fork the command (exec_run), which waits; start the FUSE server on the
  *     workspace path; only then let the command chdir and exec, so it can
  *     only ever see the merged view at that path;
- *  5. after the command's whole tree is gone: unmount, stop the server,
- *     seal the stage (synced data, then the completion marker).
+ *  5. after the command's whole tree is gone: stop the agent socket's
+ *     thread (a live checkpoint in progress completes first; none may run
+ *     while the overlay goes away), unmount, stop the server, seal the
+ *     stage (synced data, then the completion marker).
  * If pvisor is killed, the mount namespace dies with it (no mount is left
  * on the host) and the stage stays unsealed: 'interrupted'.
  */
 #include "cli/cli.h"
 #include "cli/run.h"
 #include "cli/run_sandbox.h"
+#ifdef PVISOR_HAVE_LIFECYCLE
+#include "cli/run_checkpoint.h"
+#endif
 #include "launch/launch.h"
 #include "evidence/bundle.h"
 #include "exec/exec.h"
@@ -45,6 +50,9 @@ struct staged {
     struct overlay *ov;
     const struct run_context *ctx;
     int start_error;
+#ifdef PVISOR_HAVE_LIFECYCLE
+    struct run_checkpoints cps; /* live checkpoints over the agent socket */
+#endif
 };
 
 static int write_proc_file(const char *path, const char *text) {
@@ -111,6 +119,9 @@ static int start_overlay(pid_t child, void *userdata) {
     int r = overlay_start(&p, &st->ov);
     if (r < 0)
         st->start_error = r;
+#ifdef PVISOR_HAVE_LIFECYCLE
+    st->cps.ov = st->ov; /* before the socket's thread starts */
+#endif
     /* Threads start only now, after the fork (see exec.h). */
     if (r >= 0 && st->sb && st->sb->agent && (r = agent_socket_start(st->sb->agent)) < 0)
         st->start_error = r;
@@ -165,7 +176,13 @@ int run_execute_staged(struct run_context *ctx,
     struct sandbox sb = {.plan_fd = -1, .sync_r = -1, .sync_w = -1, .go_r = -1, .go_w = -1, .ctx = ctx, .home_fd = -1};
     if (sandbox) {
         _cleanup_free_ char *perr = NULL;
-        r = sandbox_prepare(ctx, &sb, &perr);
+        const struct agent_hooks *hooks = NULL;
+#ifdef PVISOR_HAVE_LIFECYCLE
+        st.cps =
+            (struct run_checkpoints){.stage = st.stage, .run_id = ctx->run_id, .max_bytes = ctx->opts->stage_max_bytes};
+        hooks = &(struct agent_hooks){.checkpoint = run_checkpoint_hook, .userdata = &st.cps};
+#endif
+        r = sandbox_prepare(ctx, hooks, &sb, &perr);
         if (r < 0) {
             stage_free(st.stage);
             close(st.lower_fd);
@@ -222,6 +239,13 @@ int run_execute_staged(struct run_context *ctx,
     struct exec_result res;
     r = run_command(ctx, &spec, &res);
 
+    /* No request may be served while the overlay and the stage go away. */
+    if (st.sb && sb.agent) {
+        agent_socket_stop(sb.agent);
+#ifdef PVISOR_HAVE_LIFECYCLE
+        run_checkpoints_record(&st.cps, ctx->bundle);
+#endif
+    }
     struct overlay_stats stats = {0};
     if (st.ov)
         overlay_get_stats(st.ov, &stats);

@@ -11,10 +11,19 @@
  * Every copy is built under a temporary name, made durable (syncfs of the
  * stage's file system, fsync of the new directories) and then published by
  * one rename; a crash leaves only a ".tmp-" directory that the next
- * operation removes.  All three operations take the stage lock and require
- * a stopped stage: checkpoint a sealed one; restore a sealed or interrupted
- * one (the result is sealed); fork a sealed one (or a checkpoint) into a
- * new stage directory.
+ * operation removes.  A published checkpoint (a valid name holding
+ * checkpoint.json) is committed: restore and fork accept nothing else.
+ * All three verbs take the stage lock and require a stopped stage:
+ * checkpoint a sealed one; restore a sealed or interrupted one (the result
+ * is sealed); fork a sealed one (or a checkpoint) into a new stage
+ * directory.
+ *
+ * A live checkpoint (the run's agent socket) uses the same steps, split so
+ * the supervisor can hold the overlay quiescent for the copy alone:
+ * lc_checkpoint_begin (name checks, temp directory), lc_checkpoint_copy
+ * (nothing may change the stage meanwhile; no fsync in it), then
+ * lc_checkpoint_commit (syncfs, checkpoint.json, rename) while the run
+ * goes on.  The run holds the stage lock throughout.
  */
 #include "lifecycle/lc-internal.h"
 
@@ -49,7 +58,10 @@ struct copy {
     size_t n, cap;
     size_t objects;
     uint64_t bytes;
-    bool cloned; /* at least one FICLONE succeeded */
+    bool cloned;        /* at least one FICLONE succeeded */
+    uint64_t written;   /* data bytes written by plain copies (not clones) */
+    uint64_t max_write; /* 0, or -ENOSPC once written would exceed it */
+    bool no_fsync;      /* live copy: one syncfs at commit instead of an fsync per directory */
     char path[LC_MAX_PATH + 2];
 };
 
@@ -102,6 +114,79 @@ static int copy_xattrs_raw(int src, int dst) {
     return 0;
 }
 
+/* Copy [off, off+len) of in to the same offsets of out. */
+static int copy_range(int in, int out, off_t off, off_t len, bool *use_cfr) {
+    off_t ioff = off, ooff = off, end = off + len;
+    while (ioff < end) {
+        ssize_t n;
+        if (*use_cfr) {
+            n = copy_file_range(in, &ioff, out, &ooff, (size_t)(end - ioff), 0);
+            if (n < 0 && (errno == EXDEV || errno == ENOSYS || errno == EINVAL || errno == EOPNOTSUPP)) {
+                *use_cfr = false;
+                continue;
+            }
+        } else {
+            static __thread char buf[1 << 17];
+            size_t want = (size_t)(end - ioff) < sizeof buf ? (size_t)(end - ioff) : sizeof buf;
+            n = pread(in, buf, want, ioff);
+            for (ssize_t done = 0; n > 0 && done < n;) {
+                ssize_t w = pwrite(out, buf + done, (size_t)(n - done), ooff);
+                if (w < 0 && errno == EINTR)
+                    continue;
+                if (w < 0)
+                    return -errno;
+                done += w;
+                ooff += w;
+            }
+            if (n > 0)
+                ioff += n;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -errno;
+        if (n == 0)
+            break; /* the file shrank: the rest stays a hole */
+    }
+    return 0;
+}
+
+/* Copy the first size bytes of in to out, data segments only, so holes
+ * stay holes: a sparse file within the stage quota must not become a
+ * dense copy (a disk-filling lever for the agent, whose live checkpoints
+ * this also serves).  Data bytes count against c->max_write. */
+static int copy_data_sparse(struct copy *c, int in, int out, off_t size) {
+    if (ftruncate(out, size) < 0)
+        return -errno;
+    bool use_cfr = true;
+    for (off_t off = 0; off < size;) {
+        off_t data = lseek(in, off, SEEK_DATA);
+        if (data < 0 && errno == ENXIO)
+            break; /* only a hole is left */
+        off_t hole = data < 0 ? size : lseek(in, data, SEEK_HOLE);
+        if (data < 0) { /* no SEEK_DATA here: all of it is data */
+            if (errno != EINVAL && errno != EOPNOTSUPP)
+                return -errno;
+            data = off;
+        }
+        if (hole < 0)
+            return -errno;
+        if (hole > size)
+            hole = size;
+        if (data >= hole)
+            break;
+        uint64_t len = (uint64_t)(hole - data);
+        if (c->max_write && (len > c->max_write || c->written > c->max_write - len))
+            return -ENOSPC;
+        int r = copy_range(in, out, data, hole - data, &use_cfr);
+        if (r < 0)
+            return r;
+        c->written += len;
+        off = hole;
+    }
+    return 0;
+}
+
 static int copy_reg(struct copy *c, int sdir, int ddir, const char *name, const struct stat *st) {
     _cleanup_close_ int in = openat(sdir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
     if (in < 0)
@@ -112,8 +197,7 @@ static int copy_reg(struct copy *c, int sdir, int ddir, const char *name, const 
     if (ioctl(out, FICLONE, in) == 0) {
         c->cloned = true;
     } else {
-        uint64_t b = 0;
-        int r = lc_copy_fd(in, out, &b);
+        int r = copy_data_sparse(c, in, out, st->st_size);
         if (r < 0)
             return r;
     }
@@ -228,13 +312,13 @@ static int copy_dir(struct copy *c, int sdir, int ddir, int depth) {
         if (r < 0)
             return r;
     }
-    if (fsync(ddir) < 0 && errno != EINVAL)
+    if (!c->no_fsync && fsync(ddir) < 0 && errno != EINVAL)
         return -errno;
     return 0;
 }
 
 /* Copy a small stage file (journal, meta.json, version) if it exists. */
-static int copy_small(int sdir, int ddir, const char *name, bool required) {
+static int copy_small(int sdir, int ddir, const char *name, bool required, bool sync) {
     _cleanup_close_ int in = openat(sdir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (in < 0)
         return errno == ENOENT && !required ? 0 : -errno;
@@ -242,13 +326,13 @@ static int copy_small(int sdir, int ddir, const char *name, bool required) {
     if (out < 0)
         return -errno;
     int r = lc_copy_fd(in, out, NULL);
-    if (r == 0 && fsync(out) < 0)
+    if (r == 0 && sync && fsync(out) < 0)
         r = -errno;
     return r;
 }
 
 /* Write the origin map of a copy: src upper inode numbers translated. */
-static int write_origin(int sdir, int ddir, int dst_upper, const struct copy *c) {
+static int write_origin(int sdir, int ddir, int dst_upper, const struct copy *c, bool sync) {
     _cleanup_free_ char *txt = NULL;
     size_t len = 0;
     int r = read_file_at(sdir, "origin", 256u << 20, &txt, &len);
@@ -293,15 +377,18 @@ static int write_origin(int sdir, int ddir, int dst_upper, const struct copy *c)
             }
         }
     }
-    if (fflush(f) != 0 || fsync(fileno(f)) < 0)
+    if (fflush(f) != 0 || (sync && fsync(fileno(f)) < 0))
         return -errno;
     return 0;
 }
 
 /* Copy the stage content of src (a stage dir or a checkpoint dir) into the
- * empty directory dst: upper/, journal, origin, meta.json (and version). */
-static int copy_stage_content(int src, int dst, bool with_version, uint64_t *ret_bytes, bool *ret_cloned) {
-    struct copy c = {0};
+ * empty directory dst: upper/, journal, origin, meta.json (and version).
+ * sync: make it durable before returning; otherwise the caller does (one
+ * syncfs of the file system, then fsync of dst/upper and dst). */
+static int copy_stage_content(int src, int dst, bool with_version, bool sync, uint64_t max_write, uint64_t *ret_bytes,
+                              bool *ret_cloned) {
+    struct copy c = {.no_fsync = !sync, .max_write = max_write};
     _cleanup_close_ int su = openat(src, "upper", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (su < 0)
         return -errno;
@@ -323,16 +410,16 @@ static int copy_stage_content(int src, int dst, bool with_version, uint64_t *ret
     if (r == 0 && futimens(du, ts) < 0)
         r = -errno;
     if (r == 0)
-        r = copy_small(src, dst, "journal", true);
+        r = copy_small(src, dst, "journal", true, sync);
     if (r == 0)
-        r = copy_small(src, dst, "meta.json", true);
+        r = copy_small(src, dst, "meta.json", true, sync);
     if (r == 0 && with_version)
-        r = copy_small(src, dst, "version", true);
+        r = copy_small(src, dst, "version", true, sync);
     if (r == 0)
-        r = write_origin(src, dst, du, &c);
-    if (r == 0 && syncfs(du) < 0)
+        r = write_origin(src, dst, du, &c, sync);
+    if (r == 0 && sync && syncfs(du) < 0)
         r = -errno;
-    if (r == 0 && (fsync(du) < 0 || fsync(dst) < 0))
+    if (r == 0 && sync && (fsync(du) < 0 || fsync(dst) < 0))
         r = -errno;
     if (ret_bytes)
         *ret_bytes = c.bytes;
@@ -342,7 +429,7 @@ static int copy_stage_content(int src, int dst, bool with_version, uint64_t *ret
     return r;
 }
 
-static bool name_valid(const char *n) {
+bool lc_checkpoint_name_valid(const char *n) {
     size_t l = strlen(n);
     if (l == 0 || l > 64 || n[0] == '.' || n[0] == '-')
         return false;
@@ -394,6 +481,111 @@ static bool is_sealed(int dir) {
     return fstatat(dir, "sealed", &st, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
+/* A checkpoint being built: checkpoints/.tmp-NAME until committed. */
+struct lc_checkpoint_tx {
+    int dir; /* the stage directory (borrowed) */
+    int cps; /* STAGE/checkpoints */
+    int tmp; /* STAGE/checkpoints/.tmp-NAME */
+    char name[72];
+    char tmp_name[80];
+    uint64_t bytes;
+    bool cloned, copied, committed;
+};
+
+void lc_checkpoint_tx_free(struct lc_checkpoint_tx *tx) {
+    if (!tx)
+        return;
+    if (tx->tmp >= 0)
+        close(tx->tmp);
+    if (tx->cps >= 0) {
+        if (!tx->committed)
+            remove_dir_at(tx->cps, tx->tmp_name);
+        close(tx->cps);
+    }
+    free(tx);
+}
+
+int lc_checkpoint_begin(int stage_dir_fd, const char *name, struct lc_checkpoint_tx **ret_tx) {
+    if (!lc_checkpoint_name_valid(name))
+        return -EINVAL;
+    struct lc_checkpoint_tx *tx = calloc(1, sizeof *tx);
+    if (!tx)
+        return -ENOMEM;
+    tx->dir = stage_dir_fd;
+    tx->cps = tx->tmp = -1;
+    snprintf(tx->name, sizeof tx->name, "%s", name);
+    snprintf(tx->tmp_name, sizeof tx->tmp_name, ".tmp-%s", name);
+    int r = 0;
+    struct stat st;
+    if (mkdirat(stage_dir_fd, LC_CHECKPOINTS, 0700) < 0 && errno != EEXIST)
+        r = -errno;
+    if (r == 0 && (tx->cps = openat(stage_dir_fd, LC_CHECKPOINTS, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+        r = -errno;
+    if (r == 0 && fstatat(tx->cps, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+        r = -EEXIST;
+    if (r == 0)
+        r = remove_dir_at(tx->cps, tx->tmp_name); /* left by a crash */
+    if (r == 0 && mkdirat(tx->cps, tx->tmp_name, 0700) < 0)
+        r = -errno;
+    if (r == 0 && (tx->tmp = openat(tx->cps, tx->tmp_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+        r = -errno;
+    if (r < 0) {
+        if (r == -EEXIST) /* not ours to remove */
+            tx->committed = true;
+        lc_checkpoint_tx_free(tx);
+        return r;
+    }
+    *ret_tx = tx;
+    return 0;
+}
+
+int lc_checkpoint_copy(struct lc_checkpoint_tx *tx, bool sync, uint64_t max_write) {
+    if (tx->copied)
+        return -EALREADY;
+    tx->copied = true;
+    return copy_stage_content(tx->dir, tx->tmp, true, sync, max_write, &tx->bytes, &tx->cloned);
+}
+
+int lc_checkpoint_commit(struct lc_checkpoint_tx *tx, const char *run_id, uint64_t *ret_bytes) {
+    if (!tx->copied || tx->committed)
+        return -EINVAL;
+    /* durable before it is published: the data and metadata of the copy
+     * (syncfs covers every file and directory written above), then the
+     * directories the rename touches */
+    if (syncfs(tx->tmp) < 0 || fsync(tx->tmp) < 0)
+        return -errno;
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    char t[32];
+    format_time_utc(&now, t);
+    json_t *info = json_pack("{s:i, s:s, s:s, s:I, s:s}", "format", 1, "name", tx->name, "created", t, "bytes",
+                             (json_int_t)tx->bytes, "copy", tx->cloned ? "reflink" : "copy");
+    if (info && run_id) {
+        json_object_set_new(info, "live", json_true());
+        json_object_set_new(info, "run", json_string(run_id));
+    }
+    char *txt = info ? json_dumps(info, JSON_COMPACT) : NULL;
+    json_decref(info);
+    int r = txt ? write_file_atomic(tx->tmp, "checkpoint.json", txt, strlen(txt), 0600) : -ENOMEM;
+    free(txt);
+    if (r < 0)
+        return r;
+    /* the name is checked again: a sealed-stage checkpoint cannot have
+     * taken it meanwhile (the stage lock), but renameat would replace an
+     * empty directory */
+    struct stat st;
+    if (fstatat(tx->cps, tx->name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+        return -EEXIST;
+    if (renameat(tx->cps, tx->tmp_name, tx->cps, tx->name) < 0)
+        return -errno;
+    tx->committed = true;
+    if (fsync(tx->cps) < 0 || fsync(tx->dir) < 0)
+        return -errno;
+    if (ret_bytes)
+        *ret_bytes = tx->bytes;
+    return 0;
+}
+
 int lc_checkpoint(const char *stage_path, const char *name, char **ret_name) {
     char gen[64];
     if (!name) {
@@ -404,7 +596,7 @@ int lc_checkpoint(const char *stage_path, const char *name, char **ret_name) {
         strftime(gen, sizeof gen, "cp-%Y%m%dT%H%M%SZ", &tm);
         name = gen;
     }
-    if (!name_valid(name))
+    if (!lc_checkpoint_name_valid(name))
         return -EINVAL;
     _cleanup_close_ int dir = -1, lock = -1;
     int r = lock_stage(stage_path, &dir, &lock);
@@ -412,65 +604,45 @@ int lc_checkpoint(const char *stage_path, const char *name, char **ret_name) {
         return r;
     if (!is_sealed(dir))
         return -ESTALE;
-    if (mkdirat(dir, LC_CHECKPOINTS, 0700) < 0 && errno != EEXIST)
-        return -errno;
-    _cleanup_close_ int cps = openat(dir, LC_CHECKPOINTS, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (cps < 0)
-        return -errno;
-    struct stat st;
-    if (fstatat(cps, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
-        return -EEXIST;
-    char tmp[96];
-    snprintf(tmp, sizeof tmp, ".tmp-%s", name);
-    r = remove_dir_at(cps, tmp);
+    struct lc_checkpoint_tx *tx = NULL;
+    r = lc_checkpoint_begin(dir, name, &tx);
+    if (r == 0)
+        r = lc_checkpoint_copy(tx, true, 0);
+    if (r == 0)
+        r = lc_checkpoint_commit(tx, NULL, NULL);
+    lc_checkpoint_tx_free(tx);
     if (r < 0)
         return r;
-    if (mkdirat(cps, tmp, 0700) < 0)
-        return -errno;
-    _cleanup_close_ int d = openat(cps, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (d < 0)
-        return -errno;
-    uint64_t bytes = 0;
-    bool cloned = false;
-    r = copy_stage_content(dir, d, true, &bytes, &cloned);
-    if (r == 0) {
-        struct timespec now;
-        clock_gettime(CLOCK_REALTIME, &now);
-        char t[32];
-        format_time_utc(&now, t);
-        json_t *info = json_pack("{s:i, s:s, s:s, s:I, s:s}", "format", 1, "name", name, "created", t, "bytes",
-                                 (json_int_t)bytes, "copy", cloned ? "reflink" : "copy");
-        char *txt = info ? json_dumps(info, JSON_COMPACT) : NULL;
-        json_decref(info);
-        r = txt ? write_file_atomic(d, "checkpoint.json", txt, strlen(txt), 0600) : -ENOMEM;
-        free(txt);
-    }
-    if (r == 0 && renameat(cps, tmp, cps, name) < 0)
-        r = -errno;
-    if (r == 0 && (fsync(cps) < 0 || fsync(dir) < 0))
-        r = -errno;
-    if (r < 0) {
-        remove_dir_at(cps, tmp);
-        return r;
-    }
     if (ret_name && !(*ret_name = strdup(name)))
         return -ENOMEM;
     return 0;
 }
 
-int lc_restore(const char *stage_path, const char *name) {
-    if (!name_valid(name))
-        return -EINVAL;
-    _cleanup_close_ int dir = -1, lock = -1;
-    int r = lock_stage(stage_path, &dir, &lock);
-    if (r < 0)
-        return r;
+/* Open committed checkpoint NAME of the stage (-ENOENT: none by that name,
+ * or one that was never committed). */
+static int open_checkpoint(int dir, const char *name) {
     _cleanup_close_ int cp = openat(dir, LC_CHECKPOINTS, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (cp < 0)
         return -errno;
     _cleanup_close_ int src = openat(cp, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (src < 0)
         return -errno;
+    struct stat st;
+    if (fstatat(src, "checkpoint.json", &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+        return -ENOENT;
+    return TAKE_FD(src);
+}
+
+int lc_restore(const char *stage_path, const char *name) {
+    if (!lc_checkpoint_name_valid(name))
+        return -EINVAL;
+    _cleanup_close_ int dir = -1, lock = -1;
+    int r = lock_stage(stage_path, &dir, &lock);
+    if (r < 0)
+        return r;
+    _cleanup_close_ int src = open_checkpoint(dir, name);
+    if (src < 0)
+        return src;
     /* 1. build the new content beside the stage */
     r = remove_dir_at(dir, ".restore");
     if (r == 0)
@@ -482,7 +654,7 @@ int lc_restore(const char *stage_path, const char *name) {
     _cleanup_close_ int tmp = openat(dir, ".restore", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (tmp < 0)
         return -errno;
-    r = copy_stage_content(src, tmp, false, NULL, NULL);
+    r = copy_stage_content(src, tmp, false, true, 0, NULL, NULL);
     if (r < 0)
         return r;
     /* 2. leave 'sealed' durably: a crash from here on reads 'interrupted' */
@@ -522,7 +694,7 @@ int lc_restore(const char *stage_path, const char *name) {
 }
 
 int lc_fork(const char *stage_path, const char *checkpoint, const char *new_stage) {
-    if (checkpoint && !name_valid(checkpoint))
+    if (checkpoint && !lc_checkpoint_name_valid(checkpoint))
         return -EINVAL;
     _cleanup_close_ int dir = -1, lock = -1;
     int r = lock_stage(stage_path, &dir, &lock);
@@ -530,10 +702,8 @@ int lc_fork(const char *stage_path, const char *checkpoint, const char *new_stag
         return r;
     _cleanup_close_ int src = -1;
     if (checkpoint) {
-        _cleanup_close_ int cp = openat(dir, LC_CHECKPOINTS, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (cp < 0)
-            return -errno;
-        src = openat(cp, checkpoint, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if ((src = open_checkpoint(dir, checkpoint)) < 0)
+            return src;
     } else {
         if (!is_sealed(dir))
             return -ESTALE;
@@ -559,7 +729,7 @@ int lc_fork(const char *stage_path, const char *checkpoint, const char *new_stag
     _cleanup_close_ int nlock = openat(dst, "lock", O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (nlock < 0 || flock(nlock, LOCK_EX | LOCK_NB) < 0)
         return -errno;
-    r = copy_stage_content(src, dst, false, NULL, NULL);
+    r = copy_stage_content(src, dst, false, true, 0, NULL, NULL);
     if (r == 0 && mkdirat(dst, "work", 0700) < 0)
         r = -errno;
     struct timespec now;
@@ -593,7 +763,7 @@ json_t *lc_checkpoints_json(const char *stage_path) {
     size_t n = 0;
     struct dirent *de;
     while ((de = readdir(d)) && n < ARRAY_SIZE(items)) {
-        if (!name_valid(de->d_name))
+        if (!lc_checkpoint_name_valid(de->d_name))
             continue;
         _cleanup_close_ int cd = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         _cleanup_free_ char *txt = NULL;

@@ -194,9 +194,32 @@ int lc_drop(const char *stage_path, bool force);
  * -EEXIST name taken, -EINVAL bad name, -EALREADY applied/dropped,
  * -EINPROGRESS an interrupted apply must be finished first. */
 int lc_checkpoint(const char *stage_path, const char *name, char **ret_name);
+/* Is name a valid checkpoint name ([A-Za-z0-9._-]{1,64}, not starting with
+ * '.' or '-'; so never "/", "." or "..")? */
+bool lc_checkpoint_name_valid(const char *name);
+
+/* A live checkpoint, in three steps (the run's agent socket).  The caller
+ * holds the stage lock (the run does) and passes the stage directory.
+ *  begin:  validate the name, create checkpoints/.tmp-NAME (-EINVAL bad
+ *          name, -EEXIST taken);
+ *  copy:   copy upper/, journal, origin, meta.json and version into it; the
+ *          caller guarantees that nothing changes the stage meanwhile (the
+ *          overlay is quiesced).  sync=false leaves durability to commit;
+ *          max_write (0: none): -ENOSPC rather than write more file data
+ *          than this (clones and holes cost nothing);
+ *  commit: syncfs, checkpoint.json (with "live":true and "run" when run_id
+ *          is given), publish by rename, fsync the directories.  The stage
+ *          may change again before it.
+ * tx_free removes the temp directory unless the checkpoint was committed. */
+struct lc_checkpoint_tx;
+int lc_checkpoint_begin(int stage_dir_fd, const char *name, struct lc_checkpoint_tx **ret_tx);
+int lc_checkpoint_copy(struct lc_checkpoint_tx *tx, bool sync, uint64_t max_write);
+int lc_checkpoint_commit(struct lc_checkpoint_tx *tx, const char *run_id, uint64_t *ret_bytes);
+void lc_checkpoint_tx_free(struct lc_checkpoint_tx *tx);
+
 /* Replace the stage's content by checkpoint NAME (the stage may be sealed
  * or interrupted, not running); the result is sealed.  -ENOENT no such
- * checkpoint; other errors as lc_checkpoint. */
+ * committed checkpoint; other errors as lc_checkpoint. */
 int lc_restore(const char *stage_path, const char *name);
 /* A new sealed stage at new_stage (absent or empty directory) from
  * checkpoint (or, when NULL, the sealed stage itself).  -ENOTEMPTY. */

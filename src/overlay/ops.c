@@ -386,24 +386,26 @@ void ov_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off
     }
     size_t len = fuse_buf_size(in);
     struct stat before;
+    ssize_t res;
+    pthread_rwlock_rdlock(&ov->data_lock);
     if (fstat(fh->fd, &before) < 0) {
-        fuse_reply_err(req, errno);
-        return;
+        res = -errno;
+        goto out;
     }
     uint64_t end = (fi->flags & O_APPEND) ? (uint64_t)before.st_size + len : (uint64_t)off + len;
     uint64_t growth = end > (uint64_t)before.st_size ? end - (uint64_t)before.st_size : 0;
-    int r = ov_quota_bytes(ov, growth);
-    if (r < 0) {
-        fuse_reply_err(req, -r);
-        return;
-    }
+    res = ov_quota_bytes(ov, growth);
+    if (res < 0)
+        goto out;
     struct fuse_bufvec out = FUSE_BUFVEC_INIT(len);
     out.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
     out.buf[0].fd = fh->fd;
     out.buf[0].pos = off;
-    ssize_t res = fuse_buf_copy(&out, in, 0);
+    res = fuse_buf_copy(&out, in, 0);
     account_delta(ov, &before, fh->fd);
     ov_pcache_wrote(ov_node_of(ov, ino));
+out:
+    pthread_rwlock_unlock(&ov->data_lock);
     if (res < 0)
         fuse_reply_err(req, (int)-res);
     else
@@ -439,17 +441,19 @@ void ov_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t 
         return;
     }
     struct stat before;
-    if (fstat(fh->fd, &before) < 0) {
-        fuse_reply_err(req, errno);
-        return;
-    }
     int r = 0;
-    if (!(mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_COLLAPSE_RANGE)))
+    pthread_rwlock_rdlock(&ov->data_lock);
+    bool have_before = fstat(fh->fd, &before) == 0;
+    if (!have_before)
+        r = -errno;
+    if (r >= 0 && !(mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_COLLAPSE_RANGE)))
         r = ov_quota_bytes(ov, (uint64_t)len);
     if (r >= 0 && fallocate(fh->fd, mode, off, len) < 0)
         r = -errno;
-    account_delta(ov, &before, fh->fd);
+    if (have_before)
+        account_delta(ov, &before, fh->fd);
     ov_pcache_wrote(ov_node_of(ov, ino));
+    pthread_rwlock_unlock(&ov->data_lock);
     fuse_reply_err(req, -r);
 }
 

@@ -21,7 +21,12 @@
  *   1. ov->ns_lock (rwlock): write-held by every operation that changes the
  *      merged namespace or copies up (create, unlink, rename, setattr,
  *      setxattr, open-for-write...); read-held by lookups, getattr, readdir,
- *      read-only opens.  Data reads/writes on open handles take no lock.
+ *      read-only opens.  Data reads on open handles take no lock.
+ *   1b. ov->data_lock (rwlock, writer-preferring): read-held by the data
+ *      paths that change an upper file through an open handle without the
+ *      ns_lock (write_buf, fallocate).  Write-held, after the ns_lock, only
+ *      by overlay_quiesce: with both held no operation that changes upper/,
+ *      the journal or the origin map is in flight or can start.
  *   2. dir handle mutex (ov_dirh.lock).
  *   3. ov->tree_lock (mutex): the node hash table, parent/name links,
  *      nlookup/nref, and first caching of node->upper_fd.
@@ -90,6 +95,7 @@ struct ov {
     bool can_chown;                 /* immutable: CAP_CHOWN in our namespace */
 
     pthread_rwlock_t ns_lock;
+    pthread_rwlock_t data_lock; /* see the lock order above */
     pthread_mutex_t tree_lock;
     struct ov_node *root;  /* pinned */
     struct ov_node *all;   /* tree_lock: every live non-root node (for teardown) */

@@ -49,6 +49,19 @@ int overlay_start(const struct overlay_params *p, struct overlay **ret_ov);
  * agent still holds open afterwards fail with ENOTCONN.  NULL is fine. */
 int overlay_stop(struct overlay *ov);
 
+/* Bring the server to a quiescent point: wait until no operation that
+ * changes the stage (upper/, journal, origin map) is in flight, and hold
+ * every new one back until overlay_resume.  Reads of open files go on;
+ * lookups and other namespace reads wait.  While quiesced, upper/ and the
+ * stage files are a consistent state of the merged view (what every
+ * completed write(2) left; as with any snapshot of a live file system, a
+ * write the kernel split into several requests may be cut between them,
+ * and dirty pages of a shared mmap not yet written back are not there).
+ * The caller must not touch the mount itself in between (it would wait on
+ * itself); it works on the stage through its own descriptors. */
+void overlay_quiesce(struct overlay *ov);
+void overlay_resume(struct overlay *ov);
+
 struct overlay_stats {
     uint64_t copy_ups;     /* objects copied up from the lower this run */
     uint64_t whiteouts;    /* whiteouts created this run */

@@ -163,6 +163,7 @@ static void ov_release(struct overlay *o) {
     free(ov->threads);
     free(ov->mountpoint);
     pthread_rwlock_destroy(&ov->ns_lock);
+    pthread_rwlock_destroy(&ov->data_lock);
     pthread_mutex_destroy(&ov->tree_lock);
     free(o);
 }
@@ -175,6 +176,13 @@ int overlay_start(const struct overlay_params *p, struct overlay **ret_ov) {
         return -ENOMEM;
     struct ov *ov = &o->ov;
     pthread_rwlock_init(&ov->ns_lock, NULL);
+    /* Writer-preferring, so a quiesce is not starved by a stream of
+     * writes; safe because no thread takes it for reading twice. */
+    pthread_rwlockattr_t attr;
+    pthread_rwlockattr_init(&attr);
+    pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    pthread_rwlock_init(&ov->data_lock, &attr);
+    pthread_rwlockattr_destroy(&attr);
     pthread_mutex_init(&ov->tree_lock, NULL);
     ov->lower_fd = p->lower_fd;
     ov->stage = p->stage;
@@ -276,6 +284,18 @@ int overlay_stop(struct overlay *o) {
         pthread_join(ov->threads[i], NULL);
     ov_release(o);
     return r;
+}
+
+void overlay_quiesce(struct overlay *o) {
+    struct ov *ov = &o->ov;
+    ov_wrlock(ov);
+    pthread_rwlock_wrlock(&ov->data_lock);
+}
+
+void overlay_resume(struct overlay *o) {
+    struct ov *ov = &o->ov;
+    pthread_rwlock_unlock(&ov->data_lock);
+    ov_unlock(ov);
 }
 
 void overlay_get_stats(struct overlay *o, struct overlay_stats *ret_stats) {

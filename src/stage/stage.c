@@ -44,6 +44,9 @@ const char *stage_state_name(enum stage_state s) {
 int stage_upper_fd(const struct stage *s) {
     return s->upper_fd;
 }
+int stage_dir_fd(const struct stage *s) {
+    return s->dir_fd;
+}
 int stage_work_fd(const struct stage *s) {
     return s->work_fd;
 }

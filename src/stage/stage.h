@@ -72,6 +72,7 @@ int stage_open_for_run(const char *path, const char *workspace_abs, const char *
 /* O_DIRECTORY fds owned by the stage (valid until stage_free). */
 int stage_upper_fd(const struct stage *s);
 int stage_work_fd(const struct stage *s); /* scratch dir on the upper's fs */
+int stage_dir_fd(const struct stage *s);  /* the stage directory itself */
 
 enum stage_durability stage_durability(const struct stage *s);
 

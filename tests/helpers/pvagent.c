@@ -9,6 +9,14 @@
  *                          the signal number to FILE, exit 0
  *   env NAME               print $NAME (or "<unset>")
  *   pgid                   print "pid pgid sid"
+ *   agent REQUEST...       send each REQUEST as one line to $PVISOR_AGENT_SOCKET, print
+ *                          each reply line; exit 0 if every reply starts with "ok" or is
+ *                          not an error, 1 otherwise, 2 if the socket is unreachable
+ *   churn DIR STOPFILE     until STOPFILE exists, rewrite DIR/inplace-K (K < 8) with one
+ *                          4096-byte pwrite at offset 0 of a single repeated letter, and
+ *                          replace DIR/renamed-K by a 256 KiB file of one letter written
+ *                          to DIR/tmp-K in 4 KiB pieces then renamed over it; a
+ *                          generation's letter is 'a' + gen % 26; print the generations
  * Static so the same binary also runs inside a synthetic root later.
  */
 
@@ -17,6 +25,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 static int write_file(const char *path, const char *text) {
@@ -36,6 +48,90 @@ static long num(const char *s) {
         exit(64);
     }
     return v;
+}
+
+/* One request per argument over the agent socket; replies to stdout. */
+static int agent(int n, char **reqs) {
+    const char *path = getenv("PVISOR_AGENT_SOCKET");
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (!path || strlen(path) >= sizeof sa.sun_path) {
+        fprintf(stderr, "pvagent: PVISOR_AGENT_SOCKET unset or too long\n");
+        return 2;
+    }
+    strcpy(sa.sun_path, path);
+    int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (s < 0 || connect(s, (struct sockaddr *)&sa, sizeof sa) < 0) {
+        perror("pvagent: connect");
+        return 2;
+    }
+    int rc = 0;
+    for (int i = 0; i < n; i++) {
+        size_t len = strlen(reqs[i]);
+        if (write(s, reqs[i], len) != (ssize_t)len || write(s, "\n", 1) != 1)
+            return 2;
+        char buf[4200];
+        size_t got_n = 0;
+        while (got_n < sizeof buf - 1 && (got_n == 0 || buf[got_n - 1] != '\n')) {
+            ssize_t r = read(s, buf + got_n, 1); /* byte by byte: stop at this reply's end */
+            if (r <= 0)
+                break;
+            got_n += (size_t)r;
+        }
+        if (got_n == 0) {
+            printf("DISCONNECTED\n");
+            return 2;
+        }
+        buf[got_n] = '\0';
+        fputs(buf, stdout);
+        fflush(stdout);
+        if (strncmp(buf, "error", 5) == 0)
+            rc = 1;
+    }
+    close(s);
+    return rc;
+}
+
+static int write_all_at(int fd, const char *b, size_t len, off_t off) {
+    while (len) {
+        ssize_t n = pwrite(fd, b, len, off);
+        if (n <= 0)
+            return -1;
+        b += n;
+        len -= (size_t)n;
+        off += n;
+    }
+    return 0;
+}
+
+static int churn(const char *dir, const char *stop) {
+    static char page[4096];
+    char p[4096], t[4096];
+    long gen = 0;
+    struct stat st;
+    while (stat(stop, &st) < 0) {
+        memset(page, 'a' + (int)(gen % 26), sizeof page);
+        for (int k = 0; k < 8; k++) {
+            snprintf(p, sizeof p, "%s/inplace-%d", dir, k);
+            int fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+            if (fd < 0 || pwrite(fd, page, sizeof page, 0) != (ssize_t)sizeof page)
+                return 70;
+            close(fd);
+            snprintf(t, sizeof t, "%s/tmp-%d", dir, k);
+            snprintf(p, sizeof p, "%s/renamed-%d", dir, k);
+            fd = open(t, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+            if (fd < 0)
+                return 70;
+            for (int i = 0; i < 64; i++)
+                if (write_all_at(fd, page, sizeof page, (off_t)i * 4096) < 0)
+                    return 70;
+            close(fd);
+            if (rename(t, p) < 0)
+                return 70;
+        }
+        gen++;
+    }
+    printf("%ld\n", gen);
+    return 0;
 }
 
 static volatile sig_atomic_t got;
@@ -106,6 +202,10 @@ int main(int argc, char **argv) {
         printf("%d %d %d\n", (int)getpid(), (int)getpgid(0), (int)getsid(0));
         return 0;
     }
+    if (strcmp(a, "agent") == 0 && argc >= 3)
+        return agent(argc - 2, argv + 2);
+    if (strcmp(a, "churn") == 0 && argc == 4)
+        return churn(argv[2], argv[3]);
     fprintf(stderr, "pvagent: unknown action '%s'\n", a);
     return 64;
 }

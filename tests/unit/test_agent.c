@@ -2,10 +2,18 @@
 #include "agent/agent_socket.h"
 #include "tap.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
+
+static unsigned hook_calls;
+static void hook(void *userdata, const char *name, char *reply, size_t size) {
+    hook_calls++;
+    /* a hook that misbehaves: the server must still send exactly one line */
+    snprintf(reply, size, "ok checkpoint %s\nsecond line", name ? name : (const char *)userdata);
+}
 
 static int ask(const char *path, const char *req, char *out, size_t size) {
     int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -30,7 +38,18 @@ static int ask(const char *path, const char *req, char *out, size_t size) {
 int main(void) {
     is_str(agent_socket_reply("ping", "{}"), "pong", "ping -> pong");
     is_str(agent_socket_reply("status", "{\"x\":1}"), "{\"x\":1}", "status -> the status JSON");
-    ok(strncmp(agent_socket_reply("checkpoint a", "{}"), "error unsupported", 17) == 0, "checkpoint is refused");
+    ok(strncmp(agent_socket_reply("checkpoint a", "{}"), "error unsupported", 17) == 0,
+       "checkpoint without a hook is refused");
+    const char *arg = "x";
+    ok(agent_request_parse("checkpoint", &arg) == AGENT_REQ_CHECKPOINT && arg == NULL, "checkpoint: no name");
+    ok(agent_request_parse("checkpoint c1", &arg) == AGENT_REQ_CHECKPOINT && arg && strcmp(arg, "c1") == 0,
+       "checkpoint NAME");
+    ok(agent_request_parse("checkpoint ../x", &arg) == AGENT_REQ_CHECKPOINT && strcmp(arg, "../x") == 0,
+       "a name is passed on unvalidated (the hook validates it)");
+    ok(agent_request_parse("checkpoint a b", &arg) == AGENT_REQ_BAD_ARGS, "checkpoint with two words");
+    ok(agent_request_parse("checkpoint ", &arg) == AGENT_REQ_BAD_ARGS, "checkpoint with an empty name");
+    ok(agent_request_parse("ping x", &arg) == AGENT_REQ_BAD_ARGS, "ping takes no argument");
+    ok(agent_request_parse("checkpointx", &arg) == AGENT_REQ_UNKNOWN, "no prefix matching for checkpoint");
     ok(strncmp(agent_socket_reply("rm -rf /", "{}"), "error unknown", 13) == 0, "unknown request");
     ok(strncmp(agent_socket_reply("pingx", "{}"), "error unknown", 13) == 0, "no prefix matching");
 
@@ -39,14 +58,26 @@ int main(void) {
     char path[128];
     snprintf(path, sizeof path, "%s/a.sock", dir);
     struct agent_socket *a = NULL;
-    ok(agent_socket_open(path, "{\"run_id\":\"r\"}", &a) == 0 && agent_socket_start(a) == 0, "open + start");
-    ok(agent_socket_open(path, "{}", &(struct agent_socket *){NULL}) < 0, "a second socket on the same path fails");
+    struct agent_hooks hooks = {.checkpoint = hook, .userdata = "dflt"};
+    ok(agent_socket_open(path, "{\"run_id\":\"r\"}", &hooks, &a) == 0 && agent_socket_start(a) == 0, "open + start");
+    ok(agent_socket_open(path, "{}", NULL, &(struct agent_socket *){NULL}) < 0,
+       "a second socket on the same path fails");
     char buf[256];
     ok(ask(path, "ping\n", buf, sizeof buf) > 0 && strcmp(buf, "pong\n") == 0, "ping over the socket");
     ok(ask(path, "status\r\n", buf, sizeof buf) > 0 && strcmp(buf, "{\"run_id\":\"r\"}\n") == 0,
        "status, CRLF tolerated");
     ok(ask(path, "ping\nping\n", buf, sizeof buf) > 0 && strncmp(buf, "pong\n", 5) == 0, "pipelined requests");
-    ok(agent_socket_requests(a) >= 3, "requests counted (%u)", agent_socket_requests(a));
+    ok(ask(path, "checkpoint c1\n", buf, sizeof buf) > 0 && strcmp(buf, "ok checkpoint c1\n") == 0,
+       "checkpoint NAME goes to the hook; one reply line");
+    ok(ask(path, "checkpoint\n", buf, sizeof buf) > 0 && strcmp(buf, "ok checkpoint dflt\n") == 0,
+       "checkpoint without a name: the hook picks it");
+    ok(ask(path, "checkpoint a b\n", buf, sizeof buf) > 0 && strncmp(buf, "error bad arguments", 19) == 0 &&
+           hook_calls == 2,
+       "checkpoint with bad arguments never reaches the hook");
+    ok(agent_socket_requests(a) >= 6, "requests counted (%u)", agent_socket_requests(a));
+    agent_socket_stop(a);
+    agent_socket_stop(a);
+    ok(access(path, F_OK) == 0, "stop leaves the socket bound until close");
     agent_socket_close(a);
     ok(access(path, F_OK) != 0, "closing removes the socket");
     rmdir(dir);

@@ -1,7 +1,9 @@
 /* Unit tests: lifecycle path validation, journal parsing (bounds, torn
- * lines, path_hex, duplicates, hostile paths), SHA-256 helpers. */
+ * lines, path_hex, duplicates, hostile paths), SHA-256 helpers, the steps
+ * of a live checkpoint. */
 #include "lifecycle/lc-internal.h"
 #include "tap.h"
+#include "util/util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -89,6 +91,45 @@ int main(void) {
     unsigned char back[32];
     ok(lc_unhex(hex, back, 32) == 0 && memcmp(back, sha, 32) == 0, "hex round trip");
     ok(lc_unhex("zz", back, 1) == -EINVAL && lc_unhex("00", back, 2) == -EINVAL, "bad hex rejected");
+
+    /* live checkpoints in three steps, on a minimal stage layout */
+    ok(lc_checkpoint_name_valid("c1") && lc_checkpoint_name_valid("a.b_c-9") && !lc_checkpoint_name_valid("") &&
+           !lc_checkpoint_name_valid("..") && !lc_checkpoint_name_valid("a/b") && !lc_checkpoint_name_valid(".x") &&
+           !lc_checkpoint_name_valid("-x") &&
+           !lc_checkpoint_name_valid("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"),
+       "checkpoint names: '/', '..', leading '.' or '-', empty and 65 bytes refused");
+    ok(mkdirat(dfd, "upper", 0700) == 0 && write_journal(dfd, REC("f")) == 0, "a minimal stage");
+    int mfd = openat(dfd, "meta.json", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    int vfd = openat(dfd, "version", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    ok(mfd >= 0 && vfd >= 0 && write(mfd, "{}\n", 3) == 3 && write(vfd, "pvisor-stage 1\n", 15) == 15,
+       "meta.json, version");
+    close(mfd);
+    close(vfd);
+    struct lc_checkpoint_tx *tx = NULL;
+    ok(lc_checkpoint_begin(dfd, "../x", &tx) == -EINVAL, "begin refuses a bad name");
+    ok(lc_checkpoint_begin(dfd, "c1", &tx) == 0, "begin");
+    struct stat cst;
+    ok(fstatat(dfd, "checkpoints/.tmp-c1", &cst, 0) == 0, "the copy is built under a temp name");
+    ok(lc_checkpoint_commit(tx, "run", NULL) == -EINVAL, "commit before copy is refused");
+    ok(lc_checkpoint_copy(tx, false, 0) == 0, "copy");
+    ok(lc_checkpoint_copy(tx, false, 0) == -EALREADY, "one copy per checkpoint");
+    ok(lc_checkpoint_commit(tx, "run-1", NULL) == 0, "commit");
+    lc_checkpoint_tx_free(tx);
+    char *info = NULL;
+    ok(read_file_at(dfd, "checkpoints/c1/checkpoint.json", 4096, &info, NULL) == 0 && strstr(info, "\"live\":true") &&
+           strstr(info, "\"run\":\"run-1\""),
+       "checkpoint.json marks a live checkpoint and its run");
+    free(info);
+    ok(fstatat(dfd, "checkpoints/.tmp-c1", &cst, 0) < 0 && fstatat(dfd, "checkpoints/c1/journal", &cst, 0) == 0,
+       "published by rename, journal included");
+    ok(lc_checkpoint_begin(dfd, "c1", &tx) == -EEXIST, "a taken name is refused");
+    ok(lc_checkpoint_begin(dfd, "c2", &tx) == 0, "an abandoned checkpoint ...");
+    lc_checkpoint_tx_free(tx);
+    ok(fstatat(dfd, "checkpoints/.tmp-c2", &cst, 0) < 0 && fstatat(dfd, "checkpoints/c2", &cst, 0) < 0,
+       "... leaves nothing behind");
+    ok(remove_tree_at(dfd, "checkpoints", 16) == 0 && remove_tree_at(dfd, "upper", 4) == 0, "cleanup");
+    unlinkat(dfd, "meta.json", 0);
+    unlinkat(dfd, "version", 0);
 
     unlinkat(dfd, "journal", 0);
     close(dfd);

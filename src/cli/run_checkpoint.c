@@ -1,0 +1,178 @@
+/* run_checkpoint.c: `checkpoint [NAME]` on the agent socket of a live run.
+ *
+ * The agent asks; the supervisor (trusted, outside the sandbox) takes the
+ * checkpoint exactly as `pvisor checkpoint` does for a sealed stage
+ * (lifecycle/checkpoint.c), with the FUSE overlay held at a quiescent point
+ * for the copy:
+ *
+ *   1. validate the name and the limits (below); create the temp directory;
+ *   2. overlay_quiesce: wait until no operation that changes upper/, the
+ *      journal or the origin map is in flight, hold new ones back;
+ *   3. copy upper/, journal, origin, meta.json (page cache reads: data
+ *      written through the agent's open descriptors went through the
+ *      server into the upper files before its write returned, since the
+ *      mount has no writeback cache; no fsync is needed to see it);
+ *   4. overlay_resume;
+ *   5. commit: syncfs of the stage's file system, checkpoint.json, rename.
+ *      Only then does the agent get "ok checkpoint NAME".
+ *
+ * Deadlock freedom: this runs on the agent socket's thread, which holds no
+ * overlay lock except between 2 and 4, and touches the stage only through
+ * the stage's own directory fd, opened before the overlay was mounted (the
+ * stage is never below the workspace: run_check_stage_location), so it
+ * never calls into the FUSE mount it has quiesced.  The owner stops this
+ * thread (agent_socket_stop) before it stops the overlay or seals.
+ *
+ * Limits (the agent is untrusted): names as lc_checkpoint_name_valid (no
+ * '/', no leading '.', at most 64 bytes); at most RUN_LIVE_CHECKPOINTS_MAX
+ * per run; with --stage-max-bytes B the checkpoints of one run copy at
+ * most B bytes together (counted as the upper's allocation at each
+ * checkpoint); a checkpoint is refused unless the stage's file system
+ * keeps 5% of its size (and of its inodes) free after a full (non-reflink)
+ * copy; and the copy
+ * itself stops with ENOSPC before it writes more file data than either
+ * bound leaves (holes stay holes, so a sparse file costs what it holds).
+ */
+#include "cli/run_checkpoint.h"
+#include "lifecycle/lifecycle.h"
+#include "util/cleanup.h"
+#include "util/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <time.h>
+
+static int64_t ms_between(const struct timespec *a, const struct timespec *b) {
+    return (int64_t)(b->tv_sec - a->tv_sec) * 1000 + (b->tv_nsec - a->tv_nsec) / 1000000;
+}
+
+/* Bytes a full copy would take: the upper's allocation plus the journal
+ * and origin map. */
+static uint64_t copy_estimate(struct run_checkpoints *cp) {
+    struct overlay_stats stats;
+    overlay_get_stats(cp->ov, &stats);
+    uint64_t est = stats.upper_bytes;
+    static const char *const files[] = {"journal", "origin", "meta.json"};
+    for (size_t i = 0; i < ARRAY_SIZE(files); i++) {
+        struct stat st;
+        if (fstatat(stage_dir_fd(cp->stage), files[i], &st, AT_SYMLINK_NOFOLLOW) == 0)
+            est += (uint64_t)st.st_size;
+    }
+    return est;
+}
+
+static void take(struct run_checkpoints *cp, const char *name, char *reply, size_t size) {
+    if (!lc_checkpoint_name_valid(name)) {
+        snprintf(reply, size, "error invalid name: 1-64 bytes of [A-Za-z0-9._-], not starting with '.' or '-'");
+        return;
+    }
+    if (cp->taken >= RUN_LIVE_CHECKPOINTS_MAX) {
+        snprintf(reply, size, "error limit: at most %d checkpoints per run", RUN_LIVE_CHECKPOINTS_MAX);
+        return;
+    }
+    /* est: what a plain copy takes (allocation, so holes are free; a
+     * reflinked copy takes less at first but keeps the old extents once
+     * the agent rewrites them, so the budget counts it in full).  limit:
+     * what the copy may write, whatever the estimate said. */
+    uint64_t est = copy_estimate(cp), limit = UINT64_MAX;
+    if (cp->max_bytes) {
+        if (cp->bytes >= cp->max_bytes || est > cp->max_bytes - cp->bytes) {
+            snprintf(reply, size,
+                     "error limit: the checkpoints of this run would copy more than --stage-max-bytes (%llu bytes)",
+                     (unsigned long long)cp->max_bytes);
+            return;
+        }
+        limit = cp->max_bytes - cp->bytes;
+    }
+    struct statvfs sv;
+    if (fstatvfs(stage_dir_fd(cp->stage), &sv) == 0) {
+        uint64_t avail = (uint64_t)sv.f_bavail * sv.f_frsize;
+        uint64_t reserve = (uint64_t)sv.f_blocks * sv.f_frsize / 20;
+        if (avail < reserve || est > avail - reserve) {
+            snprintf(reply, size, "error no space: a copy of the stage (%llu bytes) would leave less than 5%% free",
+                     (unsigned long long)est);
+            return;
+        }
+        if (avail - reserve < limit)
+            limit = avail - reserve;
+        /* inodes likewise (file systems without a fixed count report 0) */
+        struct overlay_stats stats;
+        overlay_get_stats(cp->ov, &stats);
+        uint64_t ifree = sv.f_favail, ireserve = sv.f_files / 20;
+        if (sv.f_files && (ifree < ireserve || stats.upper_inodes > ifree - ireserve)) {
+            snprintf(reply, size,
+                     "error no space: a copy of the stage (%llu inodes) would leave less than 5%% of the inodes free",
+                     (unsigned long long)stats.upper_inodes);
+            return;
+        }
+    }
+    struct lc_checkpoint_tx *tx = NULL;
+    int r = lc_checkpoint_begin(stage_dir_fd(cp->stage), name, &tx);
+    if (r == -EEXIST) {
+        snprintf(reply, size, "error exists: the stage already has a checkpoint named %s", name);
+        return;
+    }
+    struct timespec t0, t1;
+    if (r == 0) {
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        overlay_quiesce(cp->ov);
+        r = lc_checkpoint_copy(tx, false, limit);
+        overlay_resume(cp->ov);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+    }
+    uint64_t bytes = 0;
+    if (r == 0)
+        r = lc_checkpoint_commit(tx, cp->run_id, &bytes);
+    lc_checkpoint_tx_free(tx);
+    if (r == -ENOSPC) {
+        snprintf(reply, size, "error no space: the copy would exceed the space left for checkpoints");
+        return;
+    }
+    if (r < 0) {
+        snprintf(reply, size, "error checkpoint failed: %s", strerror(-r));
+        return;
+    }
+    cp->taken++;
+    cp->bytes += est;
+    if (!cp->taken_json)
+        cp->taken_json = json_array();
+    json_array_append_new(cp->taken_json, json_pack("{s:s, s:I, s:I}", "name", name, "bytes", (json_int_t)bytes,
+                                                    "paused_ms", (json_int_t)ms_between(&t0, &t1)));
+    snprintf(reply, size, "ok checkpoint %s", name);
+}
+
+void run_checkpoint_hook(void *userdata, const char *name, char *reply, size_t size) {
+    struct run_checkpoints *cp = userdata;
+    char gen[64];
+    if (!name) {
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        struct tm tm;
+        gmtime_r(&now.tv_sec, &tm);
+        size_t n = strftime(gen, sizeof gen, "cp-%Y%m%dT%H%M%S", &tm);
+        snprintf(gen + n, sizeof gen - n, ".%03ldZ", now.tv_nsec / 1000000);
+        name = gen;
+    }
+    reply[0] = '\0';
+    if (!cp->ov || !cp->stage)
+        snprintf(reply, size, "error unsupported: the overlay is not running");
+    else
+        take(cp, name, reply, size);
+    if (strncmp(reply, "ok", 2) != 0)
+        cp->refused++;
+}
+
+void run_checkpoints_record(struct run_checkpoints *cp, json_t *bundle) {
+    json_t *a = json_object_get(bundle, "agent_socket");
+    if (!json_is_object(a)) {
+        a = json_object();
+        json_object_set_new(bundle, "agent_socket", a);
+    }
+    json_object_set_new(a, "checkpoints", cp->taken_json ? cp->taken_json : json_array());
+    json_object_set_new(a, "checkpoints_refused", json_integer(cp->refused));
+    cp->taken_json = NULL;
+}

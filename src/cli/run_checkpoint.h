@@ -1,0 +1,35 @@
+/* run_checkpoint.h: live checkpoints of a staged run, asked for over the
+ * Run-scoped agent socket (docs/agent-socket.md, docs/lifecycle.md). */
+#ifndef PVISOR_CLI_RUN_CHECKPOINT_H
+#define PVISOR_CLI_RUN_CHECKPOINT_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "overlay/overlay.h"
+#include "stage/stage.h"
+
+#define RUN_LIVE_CHECKPOINTS_MAX 16 /* committed live checkpoints per run */
+
+struct run_checkpoints {
+    /* Set before the agent socket's thread starts, then read-only. */
+    struct overlay *ov;
+    struct stage *stage;
+    const char *run_id;
+    uint64_t max_bytes; /* --stage-max-bytes (0: none): also the budget of this run's checkpoint copies */
+    /* The agent socket's thread only (read by the owner after it stopped). */
+    unsigned taken, refused;
+    uint64_t bytes;     /* estimated copy sizes of the committed ones (the --stage-max-bytes budget) */
+    json_t *taken_json; /* [{"name","bytes","copy","paused_ms"}] */
+};
+
+/* The agent socket's checkpoint hook (struct agent_hooks); userdata is a
+ * struct run_checkpoints. */
+void run_checkpoint_hook(void *userdata, const char *name, char *reply, size_t size);
+
+/* Add what happened to the Bundle's agent_socket object (created if
+ * absent) and release the record.  Call once the socket's thread has
+ * stopped. */
+void run_checkpoints_record(struct run_checkpoints *cp, json_t *bundle);
+
+#endif

@@ -1,0 +1,237 @@
+#!/bin/sh
+# Integration tests for live checkpoints over the Run-scoped agent socket
+# (docs/agent-socket.md; docs/lifecycle.md, "Checkpoints").  TAP.
+#
+# A --safe run asks for `checkpoint c1` over $PVISOR_AGENT_SOCKET, then
+# changes more and exits.  Ground truth is the merged view the agent itself
+# saw just before it asked (a manifest written to an --allow-write
+# directory): fork and restore of c1 must show exactly that view (names,
+# types, modes, link targets, sizes, mtimes, SHA-256), the final stage the
+# later one.  Also: concurrent writers during the checkpoint (every file
+# fully old or fully new), bad names and limits refused, and kill -9 of the
+# supervisor after a live checkpoint, then restore.  Run as root and as an
+# unprivileged user (setpriv).  Needs $PVISOR, $PVAGENT, $SRCDIR.
+. "$(dirname "$0")/../lib.sh"
+cd "$T"
+LC_ALL=C; export LC_ALL
+if [ "$(id -u)" -eq 0 ] && [ -c /dev/fuse ]; then
+    chmod 0666 /dev/fuse
+fi
+P=$PVISOR
+VALIDATE="/usr/bin/python3 $SRCDIR/tests/validate-bundle.py $SRCDIR/docs/bundle.schema.json"
+
+# What the sandbox may run: the agent stand-in and the manifest script.
+BIN=$T/bin
+mkdir -p "$BIN"
+cp "$PVAGENT" "$BIN/pvagent"
+cat > "$BIN/manifest.sh" <<'EOF'
+# manifest.sh DIR: every object (type, mode, link target), files' size and
+# mtime, files' SHA-256.  Directory sizes and times are left out.
+cd "$1" || exit 1
+find . -printf '%p %y %m %l\n' | sort
+find . ! -type d -printf '%p %s %T@\n' | sort
+find . -type f -exec sha256sum {} + | sort -k2
+EOF
+chmod -R a+rX "$BIN"
+
+wait_for() {
+    i=0
+    while [ ! -e "$1" ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i + 1)); done
+    [ -e "$1" ]
+}
+
+# uniform FILE SIZE: FILE has SIZE bytes, all the same byte.
+uniform() {
+    [ "$(stat -c %s "$1")" = "$2" ] || return 1
+    u_byte=$(head -c 1 "$1")
+    [ -z "$(tr -d "$u_byte" < "$1" | head -c 1)" ]
+}
+
+# ---------------------------------------------------------------------------
+# live LABEL BASE [setpriv args...]: BASE holds ws/, out/, state/, stages.
+
+live() {
+    L=$1; B=$2; shift 2
+    RUNAS="$*"
+    W=$B/ws S=$B/st O=$B/out ST=$B/state
+    mkdir -p "$W/dir/sub" "$W/ren" "$O"
+    echo keep > "$W/keep.txt"; echo mod > "$W/mod.txt"; echo del > "$W/del.txt"
+    echo sub > "$W/dir/sub/s.txt"; echo r > "$W/ren/r.txt"; ln -s keep.txt "$W/link"
+    head -c 300000 /dev/urandom > "$W/big.bin"
+    if [ -n "$RUNAS" ]; then chown -R 65534:65534 "$B"; fi
+    as() { if [ -n "$RUNAS" ]; then setpriv $RUNAS env HOME="$B" XDG_STATE_HOME="$ST" "$@"; else env XDG_STATE_HOME="$ST" "$@"; fi; }
+    # manifest_of STAGE OUT: the merged view of STAGE over the workspace,
+    # through a staged (non-sandbox) run that only reads
+    manifest_of() { as "$P" run --stage "$1" --workspace "$W" -- sh "$BIN/manifest.sh" "$W" > "$2" 2>"$2.err"; }
+    # safe STAGE [run options] -- SCRIPT: a --safe run of sh SCRIPT O BIN in the workspace
+    safe() {
+        st=$1; shift
+        (cd "$W" && as "$P" run --safe --stage "$st" --workspace "$W" --access "ro:$BIN" --allow-write "$O" "$@")
+    }
+    # replies FILE: the kind of each reply line ("ok checkpoint", "error limit", ...)
+    replies() { sed 's/:.*//' "$1" | cut -d' ' -f1-2 | tr '\n' ','; }
+
+    # --- write, checkpoint, write more / delete / rename, exit -------------
+    cat > "$O/agent.sh" <<'EOF'
+O=$1 BIN=$2
+echo changed >> mod.txt && rm del.txt && echo new > new.txt && mkdir -p nd/x && echo deep > nd/x/y &&
+mv ren ren2 && ln -s new.txt nl && head -c 200000 /dev/urandom > rnd.bin && chmod 0600 keep.txt &&
+dd if=/dev/urandom of=big.bin bs=4096 seek=10 count=3 conv=notrunc 2>/dev/null || exit 9
+exec 3> held.txt
+echo before-checkpoint >&3
+sh "$BIN/manifest.sh" . > "$O/c1.manifest"
+"$BIN/pvagent" agent "checkpoint c1" > "$O/c1.reply" || exit 10
+echo after-checkpoint >&3
+echo later >> mod.txt && rm new.txt && mv nd nd2 && echo more > more.txt && rm -r dir &&
+head -c 100000 /dev/urandom >> rnd.bin && chmod 0755 keep.txt || exit 11
+exec 3>&-
+sh "$BIN/manifest.sh" . > "$O/final.manifest"
+EOF
+    safe "$S" -- sh "$O/agent.sh" "$O" "$BIN" >"$O/run.out" 2>&1; rc=$?
+    eq "$rc" 0 "$L: the run exits 0"
+    [ $rc -eq 0 ] || diag "$(cat "$O/run.out")"
+    eq "$(cat "$O/c1.reply" 2>/dev/null)" "ok checkpoint c1" "$L: the agent socket answers 'ok checkpoint c1'"
+    check "$L: the agent's views before and after the checkpoint differ" sh -c "! cmp -s '$O/c1.manifest' '$O/final.manifest'"
+    check "$L: the checkpoint is committed (checkpoint.json, no temp dir)" \
+        sh -c "test -f '$S/checkpoints/c1/checkpoint.json' && [ -z \"\$(ls -A '$S/checkpoints' | grep '^\.')\" ]"
+    eq "$(as "$P" status --review "$S" --json | jq -r '.stage.checkpoints[0] | "\(.name) \(.live) \(.run != null)"')" \
+        "c1 true true" "$L: review lists c1 as a live checkpoint of the run"
+    b=$(ls -d "$ST"/pvisor/runs/*/bundle.json | tail -n 1)
+    eq "$(jq -r '.agent_socket | "\(.checkpoints | map(.name) | join(",")) \(.checkpoints_refused) \(.requests)"' "$b")" \
+        "c1 0 1" "$L: the Bundle records the checkpoint (agent_socket.checkpoints)"
+    check "$L: the Bundle validates against the schema" $VALIDATE "$b"
+    check "$L: the checkpoint shares no inode with the upper" \
+        sh -c "[ \$(stat -c %i '$S/upper/mod.txt') != \$(stat -c %i '$S/checkpoints/c1/upper/mod.txt') ]"
+
+    manifest_of "$S" "$O/stage.manifest"
+    check "$L: the final stage holds the later state" cmp -s "$O/final.manifest" "$O/stage.manifest"
+    as "$P" fork c1 "$B/fork" --stage "$S" >/dev/null 2>"$O/fork.err"; rc=$?
+    eq "$rc" 0 "$L: fork of the live checkpoint exits 0"
+    manifest_of "$B/fork" "$O/fork.manifest"
+    if cmp -s "$O/c1.manifest" "$O/fork.manifest"; then ok "$L: the fork is exactly the agent's view at the checkpoint"
+    else not_ok "$L: the fork is exactly the agent's view at the checkpoint"; diff "$O/c1.manifest" "$O/fork.manifest" | head -20 | sed 's/^/# /'; fi
+    eq "$(cat "$B/fork/upper/held.txt" 2>/dev/null)" before-checkpoint "$L: data written through a descriptor held open across the checkpoint: up to the checkpoint"
+    as "$P" restore c1 --stage "$S" >/dev/null 2>"$O/restore.err"; rc=$?
+    eq "$rc $(as "$P" status --review "$S" --json | jq -r .stage.state)" "0 sealed" "$L: restore of the live checkpoint exits 0, the stage is sealed"
+    manifest_of "$S" "$O/restored.manifest"
+    if cmp -s "$O/c1.manifest" "$O/restored.manifest"; then ok "$L: the restored stage is exactly the agent's view at the checkpoint"
+    else not_ok "$L: the restored stage is exactly the agent's view at the checkpoint"; diff "$O/c1.manifest" "$O/restored.manifest" | head -20 | sed 's/^/# /'; fi
+
+    # --- concurrent writers during the checkpoint --------------------------
+    S2=$B/st2
+    cat > "$O/churn.sh" <<'EOF'
+O=$1 BIN=$2
+mkdir churn
+"$BIN/pvagent" churn churn "$O/stop" > "$O/gens" &
+while [ ! -e churn/renamed-7 ]; do sleep 0.02; done
+sleep 0.2
+for i in 2 3 4 5 6 7 8 9; do "$BIN/pvagent" agent "checkpoint c$i"; sleep 0.1; done > "$O/churn.reply"
+: > "$O/stop"
+wait
+EOF
+    rm -f "$O/stop"
+    safe "$S2" -- sh "$O/churn.sh" "$O" "$BIN" >"$O/churn.out" 2>&1; rc=$?
+    eq "$rc $(replies "$O/churn.reply")" "0 $(printf 'ok checkpoint,%.0s' 1 2 3 4 5 6 7 8)" \
+        "$L: checkpoints taken while a writer loop runs"
+    bad=0 files=0 instant=0 seen=""
+    for c in c2 c3 c4 c5 c6 c7 c8 c9; do
+        seq=""
+        for k in 0 1 2 3 4 5 6 7; do
+            files=$((files + 2))
+            uniform "$S2/checkpoints/$c/upper/churn/inplace-$k" 4096 || { bad=$((bad + 1)); diag "$c inplace-$k torn"; }
+            uniform "$S2/checkpoints/$c/upper/churn/renamed-$k" 262144 || { bad=$((bad + 1)); diag "$c renamed-$k torn"; }
+            seq="$seq$(head -c 1 "$S2/checkpoints/$c/upper/churn/inplace-$k")$(head -c 1 "$S2/checkpoints/$c/upper/churn/renamed-$k")"
+        done
+        # one instant of the writer: its files in write order are a prefix
+        # of one generation's letter followed by the previous generation's
+        if ! echo "$seq" | grep -Eq '^(a+z*|b+a*|c+b*|d+c*|e+d*|f+e*|g+f*|h+g*|i+h*|j+i*|k+j*|l+k*|m+l*|n+m*|o+n*|p+o*|q+p*|r+q*|s+r*|t+s*|u+t*|v+u*|w+v*|x+w*|y+x*|z+y*)$'; then
+            instant=$((instant + 1)); diag "$c is not one instant of the writer: $seq"
+        fi
+        seen="$seen $seq"
+    done
+    eq "$bad" 0 "$L: with concurrent writers every checkpointed file is fully old or fully new ($files files)"
+    eq "$instant" 0 "$L: with concurrent writers each checkpoint is one instant of the writer's sequence"
+    check "$L: the writer kept writing across the checkpoints ($(cat "$O/gens") generations)" \
+        sh -c "[ \$(echo '$seen' | tr ' ' '\n' | sort -u | grep -c .) -gt 1 ]"
+
+    # --- bad names and limits -------------------------------------------------
+    S3=$B/st3
+    long=$(printf 'a%.0s' $(seq 1 65))
+    cat > "$O/names.sh" <<EOF
+echo x > x.txt
+"$BIN/pvagent" agent "checkpoint ../x" "checkpoint a/b" "checkpoint .hid" "checkpoint -x" "checkpoint $long" \
+    "checkpoint .." "checkpoint a b" "checkpoint ok1" "checkpoint ok1" > "$O/names.reply"
+for i in \$(seq 2 17); do "$BIN/pvagent" agent "checkpoint n\$i"; done > "$O/cap.reply"
+EOF
+    safe "$S3" -- sh "$O/names.sh" >"$O/names.out" 2>&1
+    eq "$(replies "$O/names.reply")" \
+        "error invalid,error invalid,error invalid,error invalid,error invalid,error invalid,error bad,ok checkpoint,error exists," \
+        "$L: bad names are refused ('/', '..', leading '.' or '-', 65 bytes, two words), a duplicate too"
+    eq "$(grep -c '^ok checkpoint' "$O/cap.reply"):$(tail -n 1 "$O/cap.reply" | sed 's/:.*//')" "15:error limit" \
+        "$L: at most 16 live checkpoints per run"
+    eq "$(ls -A "$S3/checkpoints" | wc -l):$(ls -A "$B" | tr '\n' ' ')" \
+        "16:fork out st st2 st3 state ws " "$L: nothing was written but the 16 committed checkpoints"
+    b=$(ls -d "$ST"/pvisor/runs/*/bundle.json | tail -n 1)
+    eq "$(jq -r '.agent_socket | "\(.checkpoints | length) \(.checkpoints_refused)"' "$b")" "16 8" \
+        "$L: the Bundle counts taken and refused checkpoints (a malformed request is not a checkpoint)"
+
+    S4=$B/st4
+    cat > "$O/quota.sh" <<EOF
+head -c 409600 /dev/urandom > q.bin
+"$BIN/pvagent" agent "checkpoint b1" "checkpoint b2" "checkpoint b3" > "$O/quota.reply"
+EOF
+    safe "$S4" --stage-max-bytes 1048576 -- sh "$O/quota.sh" >"$O/quota.out" 2>&1
+    eq "$(replies "$O/quota.reply")" "ok checkpoint,ok checkpoint,error limit," \
+        "$L: with --stage-max-bytes B the run's checkpoints copy at most B bytes"
+
+    # a sparse file is copied sparse: within the stage quota, a checkpoint
+    # must not turn it into gigabytes of zeros
+    S6=$B/st6
+    cat > "$O/sparse.sh" <<EOF
+truncate -s 20G sparse.bin && echo tail >> sparse.bin && "$BIN/pvagent" agent "checkpoint s1" > "$O/sparse.reply"
+EOF
+    safe "$S6" -- sh "$O/sparse.sh" >"$O/sparse.out" 2>&1
+    f=$S6/checkpoints/s1/upper/sparse.bin
+    eq "$(cat "$O/sparse.reply" 2>/dev/null):$(stat -c %s "$f" 2>/dev/null):$(tail -c 5 "$f" 2>/dev/null)" \
+        "ok checkpoint s1:21474836485:tail" "$L: a 20 GiB sparse file is checkpointed with its size and data"
+    check "$L: ... and stays sparse in the checkpoint ($(du -k "$f" | cut -f1) KiB allocated)" \
+        sh -c "[ \$(du -k '$f' | cut -f1) -lt 1024 ]"
+
+    # --- live checkpoint, kill -9 of the supervisor, restore -------------------
+    S5=$B/st5
+    cat > "$O/kill.sh" <<'EOF'
+O=$1 BIN=$2
+echo k1 > k.txt && rm keep.txt && mkdir kd && echo kk > kd/f || exit 9
+sh "$BIN/manifest.sh" . > "$O/k1.manifest"
+"$BIN/pvagent" agent "checkpoint k1" > "$O/k1.reply"
+echo after > k.txt; echo junk > junk.txt
+: > "$O/k.ready"
+sleep 60
+EOF
+    rm -f "$O/k.ready"
+    # exec all the way down: $! is the supervisor itself
+    if [ -n "$RUNAS" ]; then set -- setpriv $RUNAS env HOME="$B" XDG_STATE_HOME="$ST"; else set -- env XDG_STATE_HOME="$ST"; fi
+    (cd "$W" && exec "$@" "$P" run --safe --stage "$S5" --workspace "$W" --access "ro:$BIN" --allow-write "$O" \
+        -- sh "$O/kill.sh" "$O" "$BIN" >"$O/kill.out" 2>&1) &
+    runpid=$!
+    wait_for "$O/k.ready"
+    kill -9 $runpid; wait $runpid 2>/dev/null
+    i=0; while [ $i -lt 100 ] && [ "$(as "$P" status --review "$S5" --json 2>/dev/null | jq -r .stage.state)" = running ]; do sleep 0.1; i=$((i + 1)); done
+    eq "$(cat "$O/k1.reply"):$(as "$P" status --review "$S5" --json | jq -r .stage.state)" "ok checkpoint k1:interrupted" \
+        "$L: kill -9 of the supervisor after a live checkpoint leaves the stage interrupted"
+    as "$P" apply --stage "$S5" >/dev/null 2>&1; rc=$?
+    eq "$rc" 1 "$L: the interrupted stage cannot be applied"
+    as "$P" restore k1 --stage "$S5" >/dev/null 2>"$O/krestore.err"; rc=$?
+    eq "$rc $(as "$P" status --review "$S5" --json | jq -r .stage.state)" "0 sealed" "$L: it is restored from the live checkpoint"
+    manifest_of "$S5" "$O/k1.restored"
+    if cmp -s "$O/k1.manifest" "$O/k1.restored"; then ok "$L: the restored stage is exactly the agent's view at the checkpoint"
+    else not_ok "$L: the restored stage is exactly the agent's view at the checkpoint"; diff "$O/k1.manifest" "$O/k1.restored" | head -20 | sed 's/^/# /'; fi
+}
+
+live root "$T/root"
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
+    mkdir -p "$T/user"
+    live "uid 65534" "$T/user" --reuid=65534 --regid=65534 --clear-groups
+else
+    skip "live checkpoints as an unprivileged user" "needs root to switch to an unprivileged user"
+fi
