@@ -250,7 +250,7 @@ int run_execute_staged(struct run_context *ctx,
     if (st.ov)
         overlay_get_stats(st.ov, &stats);
     int stop_r = overlay_stop(st.ov);
-    int seal_r = r >= 0 || st.start_error ? stage_seal(st.stage) : -ECANCELED;
+    int seal_r = r >= 0 || st.start_error ? stage_seal(st.stage, stats.mutated) : -ECANCELED;
     stage_free(st.stage);
     close(st.lower_fd);
 

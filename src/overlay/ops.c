@@ -388,6 +388,7 @@ void ov_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off
     struct stat before;
     ssize_t res;
     pthread_rwlock_rdlock(&ov->data_lock);
+    atomic_store_explicit(&ov->mutated, true, memory_order_relaxed);
     if (fstat(fh->fd, &before) < 0) {
         res = -errno;
         goto out;
@@ -443,6 +444,7 @@ void ov_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t 
     struct stat before;
     int r = 0;
     pthread_rwlock_rdlock(&ov->data_lock);
+    atomic_store_explicit(&ov->mutated, true, memory_order_relaxed);
     bool have_before = fstat(fh->fd, &before) == 0;
     if (!have_before)
         r = -errno;

@@ -107,6 +107,7 @@ struct ov {
     bool aliases_built;            /* ns write lock */
 
     atomic_uint_fast64_t copy_ups, whiteouts, tmp_seq;
+    atomic_bool mutated; /* a stage-changing operation ran (ov_wrlock, data writes) */
     atomic_int_fast64_t upper_bytes, upper_inodes;
 
     struct fuse_session *se;
@@ -242,7 +243,12 @@ void ov_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
 void ov_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
 
 #define ov_rdlock(ov) pthread_rwlock_rdlock(&(ov)->ns_lock)
-#define ov_wrlock(ov) pthread_rwlock_wrlock(&(ov)->ns_lock)
+/* Every operation that may change the stage takes the write lock (or,
+ * for file data, data_lock shared), so taking it marks the run mutated. */
+static inline void ov_wrlock(struct ov *ov) {
+    pthread_rwlock_wrlock(&ov->ns_lock);
+    atomic_store_explicit(&ov->mutated, true, memory_order_relaxed);
+}
 #define ov_unlock(ov) pthread_rwlock_unlock(&(ov)->ns_lock)
 
 #endif

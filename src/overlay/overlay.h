@@ -67,6 +67,7 @@ struct overlay_stats {
     uint64_t whiteouts;    /* whiteouts created this run */
     uint64_t upper_bytes;  /* bytes allocated in upper (tracked) */
     uint64_t upper_inodes; /* inodes in upper (tracked) */
+    bool mutated;          /* false: nothing of the stage can have changed this run */
 };
 void overlay_get_stats(struct overlay *ov, struct overlay_stats *ret_stats);
 

@@ -306,5 +306,6 @@ void overlay_get_stats(struct overlay *o, struct overlay_stats *ret_stats) {
         .whiteouts = atomic_load(&ov->whiteouts),
         .upper_bytes = b > 0 ? (uint64_t)b : 0,
         .upper_inodes = i > 0 ? (uint64_t)i : 0,
+        .mutated = atomic_load(&ov->mutated),
     };
 }

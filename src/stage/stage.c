@@ -400,16 +400,17 @@ static int sync_tree(int fd) {
     return 0;
 }
 
-int stage_seal(struct stage *s) {
+int stage_seal(struct stage *s, bool changed) {
     if (!s)
         return -EINVAL;
     bool sync = s->durability != STAGE_DURABILITY_NONE;
-    if (sync && syncfs(s->upper_fd) < 0)
+    bool sync_content = sync && changed;
+    if (sync_content && syncfs(s->upper_fd) < 0)
         return -errno;
-    int r = sync ? sync_tree(s->upper_fd) : 0;
+    int r = sync_content ? sync_tree(s->upper_fd) : 0;
     if (r < 0)
         return r;
-    if (sync && (fsync(s->journal_fd) < 0 || fsync(s->origin_fd) < 0))
+    if (sync_content && (fsync(s->journal_fd) < 0 || fsync(s->origin_fd) < 0))
         return -errno;
     char now[40];
     r = rfc3339_now(now, sizeof now);

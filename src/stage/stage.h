@@ -93,8 +93,10 @@ int stage_origin_forget(struct stage *s, uint64_t upper_ino);
 bool stage_origin_get(struct stage *s, uint64_t upper_ino, uint64_t *ret_lower_ino);
 
 /* Make everything durable (upper files and dirs, journal, origin map) and
- * publish the 'sealed' marker (temp file + fsync + rename + fsync dir). */
-int stage_seal(struct stage *s);
+ * publish the 'sealed' marker (temp file + fsync + rename + fsync dir).
+ * changed = false: nothing wrote to the stage since it was opened (its
+ * content is as durable as the previous seal left it): only the marker. */
+int stage_seal(struct stage *s, bool changed);
 
 /* Release the lock and every resource.  NULL is fine. */
 void stage_free(struct stage *s);

@@ -196,7 +196,7 @@ int main(int argc, char **argv) {
     r = overlay_stop(ov);
     if (r < 0)
         fprintf(stderr, "ovrun: unmount: %s\n", strerror(-r));
-    r = stage_seal(st);
+    r = stage_seal(st, true);
     stage_free(st);
     close(lower_fd);
     if (r < 0) {
