@@ -63,13 +63,14 @@ bool ov_stamp_eq(const struct ov_stamp *a, const struct ov_stamp *b) {
 
 /* Close-to-open validation of the kernel's page cache.  The cache of a
  * node is kept (FOPEN_KEEP_CACHE) when the file behind it is the same
- * object with the same size, mtime and ctime as at the node's previous
- * open, or when every change since came through the kernel itself (our
- * write, setattr and fallocate handlers flag it: the page cache already
- * holds those bytes).  Anything else (a host edit of a lower file, a
- * copy-up, a first open) drops it.  Hard-linked files are several kernel
- * inodes here (one per name), so their cache could go stale through
- * another name: never kept. */
+ * object, with the same size, mtime and ctime, as the node's stamp: taken
+ * at its previous open and moved forward by the node's own writes
+ * (ov_pcache_follow: the kernel wrote those bytes through this node's page
+ * cache) only when nothing else changed the file in between.  Anything else
+ * (a host edit of a lower file, a write through another name of a hard
+ * link, a copy-up, a first open) drops it.  Files with several names are
+ * several kernel inodes here (one node per name), so their cache is never
+ * kept. */
 bool ov_pcache_open(struct ov *ov, struct ov_node *n, int fd, bool *ret_stale) {
     struct ov_stamp now;
     struct stat st;
@@ -77,16 +78,31 @@ bool ov_pcache_open(struct ov *ov, struct ov_node *n, int fd, bool *ret_stale) {
     if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
         return false;
     stamp_of(&st, &now);
-    bool written = atomic_exchange(&n->pc_written, false);
     pthread_mutex_lock(&ov->tree_lock);
-    struct ov_stamp *old = &n->stamp[0];
-    bool same_obj = n->stamped && old->present && now.present && old->dev == now.dev && old->ino == now.ino;
-    bool keep = st.st_nlink == 1 && same_obj && (written || ov_stamp_eq(old, &now));
+    bool keep = st.st_nlink == 1 && n->stamped && ov_stamp_eq(&n->stamp[0], &now);
     *ret_stale = n->stamped && !keep;
-    *old = now;
+    n->stamp[0] = now;
     n->stamped = true;
     pthread_mutex_unlock(&ov->tree_lock);
     return keep;
+}
+
+void ov_pcache_follow(struct ov *ov, struct ov_node *n, const struct stat *before, const struct stat *after) {
+    struct ov_stamp b, a;
+    stamp_of(before, &b);
+    stamp_of(after, &a);
+    pthread_mutex_lock(&ov->tree_lock);
+    if (n->stamped && after->st_nlink == 1 && ov_stamp_eq(&n->stamp[0], &b))
+        n->stamp[0] = a;
+    else
+        n->stamped = false;
+    pthread_mutex_unlock(&ov->tree_lock);
+}
+
+void ov_pcache_forget(struct ov *ov, struct ov_node *n) {
+    pthread_mutex_lock(&ov->tree_lock);
+    n->stamped = false;
+    pthread_mutex_unlock(&ov->tree_lock);
 }
 
 void ov_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
@@ -153,10 +169,20 @@ void ov_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
         fuse_reply_attr(req, &st, t);
 }
 
-static void account_delta(struct ov *ov, const struct stat *before, int fd) {
+/* Account the allocation change of fd since before; *ret_after (optional)
+ * gets fd's state now.  Returns false if that could not be read. */
+static bool account_delta_after(struct ov *ov, const struct stat *before, int fd, struct stat *ret_after) {
     struct stat after;
-    if (fstat(fd, &after) == 0)
-        atomic_fetch_add(&ov->upper_bytes, ((int64_t)after.st_blocks - (int64_t)before->st_blocks) * 512);
+    if (fstat(fd, &after) < 0)
+        return false;
+    atomic_fetch_add(&ov->upper_bytes, ((int64_t)after.st_blocks - (int64_t)before->st_blocks) * 512);
+    if (ret_after)
+        *ret_after = after;
+    return true;
+}
+
+static void account_delta(struct ov *ov, const struct stat *before, int fd) {
+    account_delta_after(ov, before, fd, NULL);
 }
 
 void ov_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struct fuse_file_info *fi) {
@@ -246,7 +272,7 @@ void ov_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set
             goto out;
         }
     }
-    ov_pcache_wrote(n);
+    ov_pcache_forget(ov, n);
     r = ov_node_stat(ov, n, &st);
     t = ov_attr_timeout(ov, n, &st);
 out:
@@ -403,8 +429,11 @@ void ov_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off
     out.buf[0].fd = fh->fd;
     out.buf[0].pos = off;
     res = fuse_buf_copy(&out, in, 0);
-    account_delta(ov, &before, fh->fd);
-    ov_pcache_wrote(ov_node_of(ov, ino));
+    struct stat after;
+    if (account_delta_after(ov, &before, fh->fd, &after))
+        ov_pcache_follow(ov, ov_node_of(ov, ino), &before, &after);
+    else
+        ov_pcache_forget(ov, ov_node_of(ov, ino));
 out:
     pthread_rwlock_unlock(&ov->data_lock);
     if (res < 0)
@@ -452,9 +481,11 @@ void ov_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t 
         r = ov_quota_bytes(ov, (uint64_t)len);
     if (r >= 0 && fallocate(fh->fd, mode, off, len) < 0)
         r = -errno;
-    if (have_before)
-        account_delta(ov, &before, fh->fd);
-    ov_pcache_wrote(ov_node_of(ov, ino));
+    struct stat after;
+    if (have_before && account_delta_after(ov, &before, fh->fd, &after))
+        ov_pcache_follow(ov, ov_node_of(ov, ino), &before, &after);
+    else
+        ov_pcache_forget(ov, ov_node_of(ov, ino));
     pthread_rwlock_unlock(&ov->data_lock);
     fuse_reply_err(req, -r);
 }

@@ -73,9 +73,8 @@ struct ov_node {
         off_t size;
         struct timespec mtime, ctime;
         bool present;
-    } stamp[2];             /* a file: [0]; a directory: [0] upper, [1] lower */
-    bool stamped;           /* tree_lock: stamp[] holds a recorded state */
-    atomic_bool pc_written; /* changed through the kernel since that open (its page cache has the change) */
+    } stamp[2];   /* a file: [0]; a directory: [0] upper, [1] lower */
+    bool stamped; /* tree_lock: stamp[] holds a recorded state */
 };
 
 struct ov_alias {
@@ -126,9 +125,11 @@ bool ov_pcache_open(struct ov *ov, struct ov_node *n, int fd, bool *ret_stale);
 /* the state of fd for a stamp (present = false when fd < 0 or fstat fails) */
 void ov_stamp_take(int fd, struct ov_stamp *ret);
 bool ov_stamp_eq(const struct ov_stamp *a, const struct ov_stamp *b);
-static inline void ov_pcache_wrote(struct ov_node *n) {
-    atomic_store(&n->pc_written, true);
-}
+/* n's file changed through n itself (write, fallocate: the kernel's page
+ * cache of n holds the change), from before to after. */
+void ov_pcache_follow(struct ov *ov, struct ov_node *n, const struct stat *before, const struct stat *after);
+/* n's file changed in a way its page cache may not show: drop it at the next open */
+void ov_pcache_forget(struct ov *ov, struct ov_node *n);
 
 /* inode.c */
 struct ov *ov_from_req(fuse_req_t req);

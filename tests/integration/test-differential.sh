@@ -35,8 +35,10 @@ NOPS=${NOPS:-5000}
 if [ -n "${SEED:-}" ]; then
     SEEDS=$SEED
 else
-    # two fixed seeds (reproducible) and one new each time (coverage)
-    SEEDS="1 20260529 $(od -An -N4 -tu4 /dev/urandom | tr -d ' ')"
+    # fixed seeds (reproducible) and one new each time (coverage).
+    # 4080945506: a file written through one hard-link name and read
+    # through the other after the link went away showed stale page cache.
+    SEEDS="1 20260529 4080945506 $(od -An -N4 -tu4 /dev/urandom | tr -d ' ')"
 fi
 diag "seeds: $SEEDS; $NOPS operations each; FSOPS_SKIP=$FSOPS_SKIP"
 
