@@ -45,6 +45,7 @@ struct staged {
     struct overlay *ov;
     const struct run_context *ctx;
     int start_error;
+    int cgroup_error; /* moving the launcher into the run's cgroup leaf failed */
 };
 
 static int write_proc_file(const char *path, const char *text) {
@@ -101,6 +102,13 @@ static void read_launch_report(pid_t child, void *userdata) {
 static int start_overlay(pid_t child, void *userdata) {
     struct staged *st = userdata;
     const struct run_options *o = st->ctx->opts;
+    /* The launcher is not running yet: every process of the run starts
+     * inside the leaf. */
+    int cr = st->sb ? sandbox_attach_cgroup(st->sb, child) : 0;
+    if (cr < 0) {
+        st->cgroup_error = cr;
+        return cr;
+    }
     struct overlay_params p = {
         .lower_fd = st->lower_fd,
         .stage = st->stage,
@@ -218,15 +226,19 @@ int run_execute_staged(struct run_context *ctx,
         .n_pass_fds = sandbox ? 3 : 0,
         .child_nofile = nofile_raised ? &nofile_orig : NULL,
         .userdata = &st,
+        .watch = sandbox && sb.cg ? sandbox_cpu_watch : NULL,
+        .watch_userdata = &sb,
     };
     struct exec_result res;
     r = run_command(ctx, &spec, &res);
+    if (sandbox)
+        sandbox_finish_resources(&sb);
 
     struct overlay_stats stats = {0};
     if (st.ov)
         overlay_get_stats(st.ov, &stats);
     int stop_r = overlay_stop(st.ov);
-    int seal_r = r >= 0 || st.start_error ? stage_seal(st.stage) : -ECANCELED;
+    int seal_r = r >= 0 || st.start_error || st.cgroup_error ? stage_seal(st.stage) : -ECANCELED;
     stage_free(st.stage);
     close(st.lower_fd);
 
@@ -266,6 +278,11 @@ int run_execute_staged(struct run_context *ctx,
         }
     }
     sandbox_release(&sb);
+    if (st.cgroup_error) {
+        snprintf(msg, sizeof msg, "cannot move the command into its cgroup %.300s: %s", sb.cg_path,
+                 strerror(-st.cgroup_error));
+        return run_fail_setup(ctx, msg);
+    }
     if (st.start_error) {
         snprintf(msg, sizeof msg,
                  "cannot mount the staged workspace on %s: %s (see 'pvisor doctor': /dev/fuse "

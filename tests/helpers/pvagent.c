@@ -9,6 +9,11 @@
  *                          the signal number to FILE, exit 0
  *   env NAME               print $NAME (or "<unset>")
  *   pgid                   print "pid pgid sid"
+ *   forks N SECONDS        fork up to N (<= 10000) children that sleep at most SECONDS,
+ *                          print "forked=X failed=Y", kill and reap them, exit 0
+ *   alloc MIB              allocate and touch MIB mebibytes; print "allocated" and
+ *                          exit 0, or print "alloc-failed" and exit 3
+ *   spin SECONDS           burn CPU for at most SECONDS of wall time, print "spun", exit 0
  * Static so the same binary also runs inside a synthetic root later.
  */
 
@@ -17,6 +22,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static int write_file(const char *path, const char *text) {
@@ -104,6 +111,54 @@ int main(int argc, char **argv) {
     }
     if (strcmp(a, "pgid") == 0 && argc == 2) {
         printf("%d %d %d\n", (int)getpid(), (int)getpgid(0), (int)getsid(0));
+        return 0;
+    }
+    if (strcmp(a, "forks") == 0 && argc == 4) {
+        long n = num(argv[2]), secs = num(argv[3]);
+        if (n < 1 || n > 10000 || secs < 1 || secs > 600)
+            return 64;
+        static pid_t kids[10000];
+        long forked = 0, failed = 0;
+        for (long i = 0; i < n; i++) {
+            pid_t c = fork();
+            if (c == 0) {
+                alarm((unsigned)secs); /* bounded even if we are killed */
+                for (;;)
+                    pause();
+            }
+            if (c < 0)
+                failed++;
+            else
+                kids[forked++] = c;
+        }
+        printf("forked=%ld failed=%ld\n", forked, failed);
+        fflush(stdout);
+        for (long i = 0; i < forked; i++)
+            kill(kids[i], SIGKILL);
+        while (wait(NULL) > 0)
+            ;
+        return 0;
+    }
+    if (strcmp(a, "alloc") == 0 && argc == 3) {
+        long mib = num(argv[2]);
+        char *m = mib > 0 ? malloc((size_t)mib << 20) : NULL;
+        if (!m) {
+            printf("alloc-failed\n");
+            return 3;
+        }
+        for (long i = 0; i < mib << 20; i += 4096)
+            m[i] = 1;
+        printf("allocated\n");
+        return 0;
+    }
+    if (strcmp(a, "spin") == 0 && argc == 3) {
+        long secs = num(argv[2]);
+        time_t end = time(NULL) + secs;
+        volatile unsigned long x = 0;
+        while (time(NULL) < end)
+            for (int i = 0; i < 1000000; i++)
+                x += (unsigned long)i;
+        printf("spun\n");
         return 0;
     }
     fprintf(stderr, "pvagent: unknown action '%s'\n", a);
