@@ -13,7 +13,8 @@
  *                          print "forked=X failed=Y", kill and reap them, exit 0
  *   alloc MIB              allocate and touch MIB mebibytes; print "allocated" and
  *                          exit 0, or print "alloc-failed" and exit 3
- *   spin SECONDS           burn CPU for at most SECONDS of wall time, print "spun", exit 0
+ *   spin SECONDS [N]       burn CPU for at most SECONDS of wall time in N processes
+ *                          (default 1), print "spun", exit 0
  * Static so the same binary also runs inside a synthetic root later.
  */
 
@@ -151,13 +152,20 @@ int main(int argc, char **argv) {
         printf("allocated\n");
         return 0;
     }
-    if (strcmp(a, "spin") == 0 && argc == 3) {
-        long secs = num(argv[2]);
+    if (strcmp(a, "spin") == 0 && (argc == 3 || argc == 4)) {
+        long secs = num(argv[2]), n = argc == 4 ? num(argv[3]) : 1;
+        if (secs < 1 || secs > 600 || n < 1 || n > 64)
+            return 64;
         time_t end = time(NULL) + secs;
+        for (long i = 1; i < n; i++)
+            if (fork() == 0)
+                break;
         volatile unsigned long x = 0;
         while (time(NULL) < end)
             for (int i = 0; i < 1000000; i++)
                 x += (unsigned long)i;
+        while (wait(NULL) > 0)
+            ;
         printf("spun\n");
         return 0;
     }
