@@ -27,6 +27,7 @@ struct cgroup_run {
     char sup[112];          /* "pvisor-<run>-supervisor", "" when not moved */
     char enabled[32];       /* controllers we enabled in C ("memory pids"), "" none */
     char path[PATH_MAX];    /* the leaf's directory, for the evidence */
+    bool is_root;           /* C is the hierarchy's root */
     uint64_t cpu_budget_us; /* 0: none */
     long ncpu;
     bool killed_by_budget;
@@ -246,8 +247,36 @@ static int move_pid(int dirfd, const char *cg, pid_t pid) {
     return cg_write(dirfd, path, num);
 }
 
-/* Undo the supervisor's move and the controllers we enabled (reverse order). */
+/* Does C have a child cgroup besides ours?  Empty leaves that other pvisor
+ * supervisors left behind are removed on the way (rmdir refuses a
+ * populated one, so a live run's leaf stays). */
+static bool other_children(struct cgroup_run *run) {
+    _cleanup_closedir_ DIR *d = NULL;
+    if (dup_opendir(run->parent_fd, &d) < 0)
+        return true;
+    bool others = false;
+    struct dirent *de;
+    while ((de = readdir_no_dots(d))) {
+        if (de->d_type != DT_DIR || strcmp(de->d_name, run->sup) == 0 || strcmp(de->d_name, run->leaf) == 0)
+            continue;
+        size_t n = strlen(de->d_name);
+        bool stale =
+            strncmp(de->d_name, "pvisor-", 7) == 0 && n > 11 && strcmp(de->d_name + n - 11, "-supervisor") == 0;
+        if (stale && unlinkat(run->parent_fd, de->d_name, AT_REMOVEDIR) == 0)
+            continue;
+        others = true;
+    }
+    return others;
+}
+
+/* Undo the supervisor's move and the controllers we enabled (reverse
+ * order).  Controllers stay enabled while another child of C may use them
+ * (a concurrent run), and always in the hierarchy's root (disabling there
+ * would strip other cgroups' limits); the supervisor then stays in its
+ * leaf, which the last run out (or the delegating scope's end) removes. */
 static void undo_parent(struct cgroup_run *run) {
+    if (run->enabled[0] && (run->is_root || other_children(run)))
+        run->enabled[0] = '\0';
     if (run->enabled[0]) {
         char buf[40] = "";
         char copy[32];
@@ -256,12 +285,18 @@ static void undo_parent(struct cgroup_run *run) {
             strcat(buf, buf[0] ? " -" : "-");
             strcat(buf, c);
         }
-        (void)cg_write(run->parent_fd, "cgroup.subtree_control", buf);
+        if (cg_write(run->parent_fd, "cgroup.subtree_control", buf) < 0)
+            return; /* cannot go back into C while it distributes controllers */
         run->enabled[0] = '\0';
     }
-    if (run->sup[0]) {
-        (void)move_pid(run->parent_fd, ".", getpid());
-        (void)unlinkat(run->parent_fd, run->sup, AT_REMOVEDIR);
+    if (run->sup[0] && !run->is_root) {
+        _cleanup_free_ char *sub = NULL;
+        bool distributing = read_file_at(run->parent_fd, "cgroup.subtree_control", CG_FILE_LIMIT, &sub, NULL) < 0 ||
+                            strspn(sub, " \n") != strlen(sub);
+        if (distributing)
+            return;
+        if (move_pid(run->parent_fd, ".", getpid()) == 0)
+            (void)unlinkat(run->parent_fd, run->sup, AT_REMOVEDIR);
         run->sup[0] = '\0';
     }
 }
@@ -290,6 +325,7 @@ int cgroup_run_create(const struct cgroup_where *w, const struct run_limits *wan
     if (!run)
         return -ENOMEM;
     run->leaf_fd = -1;
+    run->is_root = w->is_root;
     run->parent_fd = open(w->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (run->parent_fd < 0) {
         say(ret_reason, reason_size, "opening %s: %s", w->dir, strerror(errno));
