@@ -177,6 +177,29 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
     check "uid 65534 mem run's Bundle validates" $VALIDATE "$(ubundle)"
     check "  its evidence says why no cgroup was used" \
         sh -c "[ \"\$(jq -r '.dimensions.resources.evidence.cgroup.not_used_because // \"\"' '$(ubundle)')\" != '' ] || [ \"\$(jq -r '.dimensions.resources.evidence.limits.mem.mechanism' '$(ubundle)')\" = cgroup ]"
+
+    # A delegated cgroup: a child of ours, owned by uid 65534, the way
+    # systemd delegates a scope.  Moved into it by root (a process may only
+    # be moved by someone who can write the common ancestor).
+    CG2=$(findmnt -n -t cgroup2 -o TARGET | head -n 1)
+    own=$(sed -n 's/^0:://p' /proc/self/cgroup)
+    if [ -n "$CG2" ] && [ -w "$CG2$own" ]; then
+        D="$CG2${own%/}/pvisor-test-$$"
+        mkdir "$D" && chown 65534:65534 "$D" "$D/cgroup.procs" "$D/cgroup.subtree_control" "$D/cgroup.threads"
+        at_exit "rmdir '$D'"
+        sh -c "echo \$\$ > '$D/cgroup.procs'; exec setpriv --reuid=65534 --regid=65534 --clear-groups \
+               env HOME='$U' XDG_STATE_HOME='$U/state' sh -c 'cd $U/ws && timeout 120 $PVISOR run --safe --limit cpu=1s,pids=50 -- $PVAGENT spin 60 2'" 2>/dev/null; rc=$?
+        b=$(ubundle)
+        check "uid 65534 in a delegated cgroup: the Bundle validates" $VALIDATE "$b"
+        eq "$(umech cpu):$rc" "cgroup:137" "uid 65534 in a delegated cgroup: cpu=1s uses a leaf in it, and two spinners are killed together"
+        leaf=$(jq -r .dimensions.resources.evidence.cgroup.leaf "$b")
+        case "$leaf" in "$D"/pvisor-*) ok "  the leaf is a child of the delegated cgroup";; *) not_ok "  the leaf is a child of the delegated cgroup"; diag "$leaf";; esac
+        eq "$(jq -r .dimensions.resources.effective "$b")" enforced "  resources enforced (cpu in the leaf, pids in the run's user namespace)"
+        eq "$(find "$D" -mindepth 1 -type d | wc -l)" 0 "  nothing is left in the delegated cgroup (leaf removed; no controller needed, so the supervisor never moved)"
+    else
+        eq "$(jq -r .dimensions.resources.evidence.cgroup.not_used_because "$(ubundle)" | grep -c .)" 1 \
+           "no writable cgroup2 here: the evidence says why none was used"
+    fi
 else
     skip "--limit as an unprivileged user" "needs root to switch to an unprivileged user"
 fi
