@@ -390,10 +390,12 @@ int cgroup_run_create(const struct cgroup_where *w, const struct run_limits *wan
         }
     }
 
-    if (mkdirat(run->parent_fd, run->leaf, 0755) < 0 ||
+    bool made = mkdirat(run->parent_fd, run->leaf, 0755) == 0;
+    if (!made ||
         (run->leaf_fd = openat(run->parent_fd, run->leaf, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW)) < 0) {
         say(ret_reason, reason_size, "creating %s/%s: %s", w->dir, run->leaf, strerror(errno));
-        (void)unlinkat(run->parent_fd, run->leaf, AT_REMOVEDIR);
+        if (made)
+            (void)unlinkat(run->parent_fd, run->leaf, AT_REMOVEDIR);
         undo_parent(run);
         run_free(run);
         return 0;
