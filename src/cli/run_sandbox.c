@@ -652,7 +652,11 @@ static void record_resources(struct run_context *ctx, const struct sandbox *sb, 
 
 void sandbox_record(struct run_context *ctx, const struct sandbox *sb) {
     json_t *b = ctx->bundle;
-    const json_t *ev = json_object_get(sb->report, "evidence");
+    json_t *ev = json_object_get(sb->report, "evidence");
+    /* RLIMIT_AS is set after the rest of the self-check (launch.c). */
+    json_t *as = json_object_get(sb->report, "rlimit_as");
+    if (as && json_is_object(json_object_get(ev, "rlimits")))
+        json_object_set(json_object_get(ev, "rlimits"), "as", as);
     const json_t *ll = json_object_get(ev, "landlock");
     int abi = (int)json_integer_value(json_object_get(ll, "abi"));
     bool nnp = json_string_value(json_object_get(ev, "NoNewPrivs")) &&
