@@ -105,6 +105,15 @@ if [ "$(id -u)" -eq 0 ]; then
     *) not_ok "pids=20 as root has a mechanism (got '$(mech pids)')";;
     esac
 
+    # The command cannot leave its leaf: no /sys, no mount.
+    out=$(safe --limit cpu=30s -- sh -c 'for f in /sys/fs/cgroup/cgroup.procs /sys/fs/cgroup/unified/cgroup.procs; do
+              (echo $$ > "$f") 2>/dev/null && echo "MOVED via $f"; done; grep "^0::" /proc/self/cgroup' 2>/dev/null)
+    case "$out" in
+    *MOVED*) not_ok "the command cannot move itself out of its cgroup"; diag "$out";;
+    *"0::$(jq -r .dimensions.resources.evidence.cgroup.command_cgroup "$(bundle)")"*) ok "the command cannot move itself out of its cgroup (no cgroupfs inside)";;
+    *) if [ "$(mech cpu)" = cgroup ]; then not_ok "the command stays in its leaf"; diag "$out"; else ok "the command cannot reach a cgroupfs (no leaf here)"; fi;;
+    esac
+
     # --strict with cpu only: runs exactly when the cgroup holds it.
     out=$(safe --strict --limit cpu=30s -- echo RAN 2>/dev/null); rc=$?
     if [ "$(mech cpu)" = cgroup ]; then
@@ -140,6 +149,14 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
     cgroup) eq "$rc:$out" "0:forked=19 failed=21" "uid 65534, pids=20 (cgroup): the fork bomb gets 19 children";;
     *) not_ok "uid 65534 pids=20 has a tree-wide mechanism (got '$(umech pids)')";;
     esac
+    out=$(as "$PVISOR" run --safe --limit pids=20 -- /usr/bin/python3 -c '
+import resource
+try:
+    resource.setrlimit(resource.RLIMIT_NPROC, (100000, 100000)); print("RAISED")
+except (ValueError, OSError) as e:
+    print("refused")
+print(resource.getrlimit(resource.RLIMIT_NPROC))' 2>/dev/null)
+    eq "$out" "$(printf 'refused\n(20, 20)')" "  the command cannot raise its RLIMIT_NPROC"
     alive=0; for p in $HOSTPIDS; do kill -0 "$p" 2>/dev/null && alive=$((alive+1)); done
     eq "$alive" 30 "  the host's processes of that uid are untouched"
     out=$(setpriv --reuid=65534 --regid=65534 --clear-groups sh -c 'sh -c "echo forked" & wait'); 
