@@ -301,6 +301,17 @@ static void undo_parent(struct cgroup_run *run) {
     }
 }
 
+/* Is the supervisor the only process in the cgroup dirfd names? */
+static bool only_us(int dirfd) {
+    _cleanup_free_ char *procs = NULL;
+    if (read_file_at(dirfd, "cgroup.procs", CG_FILE_LIMIT, &procs, NULL) < 0)
+        return false;
+    for (char *save = NULL, *p = strtok_r(procs, "\n", &save); p; p = strtok_r(NULL, "\n", &save))
+        if (strtol(p, NULL, 10) != (long)getpid())
+            return false;
+    return true;
+}
+
 static void run_free(struct cgroup_run *run) {
     if (!run)
         return;
@@ -364,7 +375,9 @@ int cgroup_run_create(const struct cgroup_where *w, const struct run_limits *wan
             strcat(run->enabled, run->enabled[0] ? " pids" : "pids");
         }
         int r = 0;
-        if (enable[0] && !w->is_root) {
+        if (enable[0] && !w->is_root && !only_us(run->parent_fd))
+            r = -EBUSY; /* the kernel would refuse; do not even make the sibling */
+        if (r >= 0 && enable[0] && !w->is_root) {
             /* C must hold no process once it distributes controllers. */
             snprintf(run->sup, sizeof run->sup, "%s-supervisor", run->leaf);
             if (mkdirat(run->parent_fd, run->sup, 0755) < 0) {
