@@ -430,7 +430,8 @@ int cgroup_run_create(const struct cgroup_where *w, const struct run_limits *wan
         }
     }
     if (r >= 0 && pids) {
-        snprintf(num, sizeof num, "%llu", (unsigned long long)want->pids);
+        /* The launcher and the namespace's init live in the leaf too. */
+        snprintf(num, sizeof num, "%llu", (unsigned long long)want->pids + CGROUP_LAUNCHER_TASKS);
         step = "pids.max";
         r = cg_write(run->leaf_fd, "pids.max", num);
     }

@@ -23,6 +23,11 @@
  * back in C.  If the supervisor is killed, an empty leaf may remain (it is
  * removed with the delegating scope).
  *
+ * The leaf also holds pvisor's launcher and the PID namespace's init (two
+ * small single-threaded processes): pids.max is the request plus
+ * CGROUP_LAUNCHER_TASKS, so pids=N means N processes and threads of the
+ * command, as with RLIMIT_NPROC; their memory (a few MiB) counts in mem.
+ *
  * Inside the sandbox there is no /sys and no mount, so the command cannot
  * move itself out of its leaf.  Library code: returns -errno, never prints.
  */
@@ -37,6 +42,8 @@
 
 #include "policy/policy.h"
 #include "resources/limits.h"
+
+#define CGROUP_LAUNCHER_TASKS 2
 
 struct cgroup_where {
     char mount[PATH_MAX];   /* the cgroup2 mount point; "" when none */
