@@ -74,7 +74,9 @@ if [ "$(id -u)" -eq 0 ]; then
     cgroup)
         eq "$rc" 137 "cpu=2s (cgroup): the whole tree is killed when it used 2 s of CPU together"
         usage=$(jq .dimensions.resources.evidence.observed.cpu_usage_usec "$b")
-        check "  the tree's CPU time is the budget (2.0 s <= $usage us < 2.6 s)" sh -c "[ $usage -ge 2000000 ] && [ $usage -lt 2600000 ]"
+        # Per process, the two would use 4 s; the slack is the watch's
+        # wake-up latency on a loaded machine.
+        check "  the tree's CPU time is the budget (2.0 s <= $usage us < 3.5 s)" sh -c "[ $usage -ge 2000000 ] && [ $usage -lt 3500000 ]"
         eq "$(jq .dimensions.resources.evidence.observed.cpu_budget_exhausted "$b")" true "  the evidence says the budget was used up"
         check "  pvisor says so on stderr" grep -q "used up its CPU time" err
         leaf=$(jq -r .dimensions.resources.evidence.cgroup.leaf "$b")
