@@ -456,6 +456,37 @@ static char *read_line(struct sandbox *sb) {
     }
 }
 
+/* A --limit that nothing here installs is never dropped silently: the run
+ * is refused, with or without --strict (per-process fallbacks are only
+ * warned about).  Fills why with the message. */
+static bool limits_unavailable(const struct sandbox *sb, char *why, size_t size) {
+    const json_t *per = json_object_get(
+        json_object_get(json_object_get(json_object_get(sb->ctx->bundle, "dimensions"), dimension_name(DIM_RESOURCES)),
+                        "evidence"),
+        "limits");
+    char names[64] = "";
+    const char *key;
+    const json_t *v;
+    json_object_foreach((json_t *)per, key, v) {
+        const char *m = json_string_value(json_object_get(v, "mechanism"));
+        if (m && strcmp(m, limit_mechanism_name(LIMIT_MECH_UNAVAILABLE)) == 0 &&
+            strlen(names) + strlen(key) + 3 < sizeof names) {
+            strcat(names, names[0] ? ", " : "");
+            strcat(names, key);
+        }
+    }
+    if (!names[0])
+        return false;
+    snprintf(why, size,
+             "--limit %s cannot be installed here (%s); drop it, or see 'pvisor doctor' for a delegated cgroup v2",
+             names,
+             sb->limits.mech[LIMIT_PIDS] == LIMIT_MECH_UNAVAILABLE && getuid() == 0
+                 ? "no cgroup with the pids controller, and RLIMIT_NPROC does not apply to root"
+             : sb->cg_reason[0] ? sb->cg_reason
+                                : "the launcher's evidence does not show it installed");
+    return true;
+}
+
 /* Parent side, once the launcher was exec'd: read its report, record the
  * evidence, decide (--strict) and let the command go or not; then wait for
  * EOF (exec) or an exec failure report. */
@@ -477,7 +508,9 @@ void sandbox_read_report(pid_t child, void *userdata) {
     if (sandbox_report_ok(sb)) {
         sandbox_record(sb->ctx, sb);
         const char *dim = sb->ctx->opts->strict ? run_strict_violation(sb->ctx) : NULL;
-        if (dim)
+        if (limits_unavailable(sb, sb->refused_why, sizeof sb->refused_why))
+            sb->refused = dimension_name(DIM_RESOURCES);
+        else if (dim)
             sb->refused = dim;
         else
             go = true;
@@ -645,7 +678,7 @@ static void record_resources(struct run_context *ctx, const struct sandbox *sb, 
         snprintf(w, sizeof w, "--limit: resources are %s, not enforced over the whole process tree%s%s",
                  level_name(lvl), sb->cg_reason[0] ? ": " : "", sb->cg_reason);
         bundle_add_warning(b, w);
-        if (!ctx->opts->strict)
+        if (!ctx->opts->strict && lvl == LEVEL_PARTIAL) /* unavailable: refused, with its own message */
             fprintf(stderr, "pvisor run: warning: %s (see the Run Bundle)\n", w);
     }
 }

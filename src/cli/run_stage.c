@@ -260,7 +260,11 @@ int run_execute_staged(struct run_context *ctx,
     }
     if (sandbox && r >= 0 && !st.start_error) {
         if (sb.refused) {
-            snprintf(msg, sizeof msg, "--strict: dimension '%s' was requested but is not enforced here", sb.refused);
+            if (sb.refused_why[0])
+                snprintf(msg, sizeof msg, "%s", sb.refused_why);
+            else
+                snprintf(msg, sizeof msg, "--strict: dimension '%s' was requested but is not enforced here",
+                         sb.refused);
             sandbox_release(&sb);
             return run_fail_setup(ctx, msg);
         } else if (sandbox_report_ok(&sb)) {
