@@ -284,7 +284,39 @@ int sandbox_prepare(struct run_context *ctx, const struct agent_hooks *hooks, st
         sb.agent = NULL;
     }
 
+    /* --limit: a cgroup leaf where the host delegates one (while we are
+     * still single-threaded: the supervisor may have to move itself), the
+     * per-process rlimits for the rest. */
+    const struct run_limits *lim = &ctx->opts->limits;
+    if (policy_has_limits(lim)) {
+        struct cgroup_where *w = calloc(1, sizeof *w);
+        bool ok[_LIMIT_MAX] = {false};
+        r = w ? 0 : -ENOMEM;
+        if (w) {
+            (void)cgroup_locate(w);
+            r = cgroup_run_create(w, lim, ctx->run_id, &sb.cg, ok, sb.cg_reason, sizeof sb.cg_reason);
+        }
+        if (sb.cg) {
+            snprintf(sb.cg_path, sizeof sb.cg_path, "%s", cgroup_run_path(sb.cg));
+            const char *leaf = strrchr(sb.cg_path, '/');
+            snprintf(sb.cg_hierarchy, sizeof sb.cg_hierarchy, "%s%s", strcmp(w->path, "/") == 0 ? "" : w->path,
+                     leaf ? leaf : "");
+        }
+        free(w);
+        if (r < 0) {
+            dirlist_free(&rt);
+            for (size_t k = 0; k < n_rules; k++)
+                free(resolved[k]);
+            sandbox_release(&sb);
+            return r;
+        }
+        limits_decide(lim, ok, getuid() == 0, &sb.limits);
+    }
+
     struct plan_inputs in = {
+        .rlimit_as = sb.limits.rlimit_as,
+        .rlimit_cpu = sb.limits.rlimit_cpu,
+        .rlimit_nproc = sb.limits.rlimit_nproc,
         .agent_socket = sb.agent ? sock : NULL,
         .home_view = sb.home_fd >= 0 ? sb.home_view : NULL,
         .access = rules,
@@ -305,8 +337,10 @@ int sandbox_prepare(struct run_context *ctx, const struct agent_hooks *hooks, st
     dirlist_free(&rt);
     for (size_t k = 0; k < n_rules; k++)
         free(resolved[k]);
-    if (r < 0)
+    if (r < 0) {
+        sandbox_release(&sb);
         return r;
+    }
 
     json_t *j = plan_to_json(&sb.plan);
     _cleanup_free_ char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
@@ -345,6 +379,58 @@ int sandbox_prepare(struct run_context *ctx, const struct agent_hooks *hooks, st
     return 0;
 }
 
+int sandbox_attach_cgroup(struct sandbox *sb, pid_t child) {
+    return sb->cg ? cgroup_run_attach(sb->cg, child) : 0;
+}
+
+int64_t sandbox_cpu_watch(void *userdata) {
+    struct sandbox *sb = userdata;
+    return sb->limits.mech[LIMIT_CPU] == LIMIT_MECH_CGROUP ? cgroup_run_cpu_watch(sb->cg) : -1;
+}
+
+static json_t *stat_json(int64_t v) {
+    return v < 0 ? json_null() : json_integer(v);
+}
+
+void sandbox_finish_resources(struct sandbox *sb) {
+    if (!sb->cg)
+        return;
+    struct cgroup_stats st;
+    int r = cgroup_run_finish(sb->cg, &st);
+    sb->cg = NULL;
+    json_t *b = sb->ctx->bundle;
+    json_t *ev =
+        json_object_get(json_object_get(json_object_get(b, "dimensions"), dimension_name(DIM_RESOURCES)), "evidence");
+    if (json_is_object(ev))
+        json_object_set_new(ev, "observed",
+                            json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:b}", "memory_peak_bytes",
+                                      stat_json(st.memory_peak), "memory_max_events", stat_json(st.memory_max_events),
+                                      "oom_events", stat_json(st.oom_events), "oom_kill_events",
+                                      stat_json(st.oom_kill_events), "pids_peak", stat_json(st.pids_peak),
+                                      "pids_max_events", stat_json(st.pids_max_events), "cpu_usage_usec",
+                                      stat_json(st.cpu_usage_usec), "cpu_budget_exhausted", st.cpu_budget_exhausted));
+    char w[PATH_MAX + 128];
+    if (st.cpu_budget_exhausted) {
+        snprintf(w, sizeof w, "the run used up its CPU time (--limit cpu=%llus); its whole process tree was killed",
+                 (unsigned long long)sb->ctx->opts->limits.cpu_s);
+        bundle_add_warning(b, w);
+        fprintf(stderr, "pvisor run: %s\n", w);
+    }
+    if (st.oom_kill_events > 0) {
+        snprintf(w, sizeof w, "--limit mem: the kernel killed %lld process(es) of the run for memory",
+                 (long long)st.oom_kill_events);
+        bundle_add_warning(b, w);
+    }
+    if (st.pids_max_events > 0) {
+        snprintf(w, sizeof w, "--limit pids: %lld fork(s) of the run were refused", (long long)st.pids_max_events);
+        bundle_add_warning(b, w);
+    }
+    if (r < 0) {
+        snprintf(w, sizeof w, "the run's cgroup %s could not be removed: %s", sb->cg_path, strerror(-r));
+        bundle_add_warning(b, w);
+    }
+}
+
 /* Read one newline-terminated line (bounded) from the sync pipe into a
  * malloc'd string, in chunks; bytes after the newline are kept in sb for
  * the next call.  NULL at EOF without data. */
@@ -371,6 +457,37 @@ static char *read_line(struct sandbox *sb) {
     }
 }
 
+/* A --limit that nothing here installs is never dropped silently: the run
+ * is refused, with or without --strict (per-process fallbacks are only
+ * warned about).  Fills why with the message. */
+static bool limits_unavailable(const struct sandbox *sb, char *why, size_t size) {
+    const json_t *per = json_object_get(
+        json_object_get(json_object_get(json_object_get(sb->ctx->bundle, "dimensions"), dimension_name(DIM_RESOURCES)),
+                        "evidence"),
+        "limits");
+    char names[64] = "";
+    const char *key;
+    const json_t *v;
+    json_object_foreach((json_t *)per, key, v) {
+        const char *m = json_string_value(json_object_get(v, "mechanism"));
+        if (m && strcmp(m, limit_mechanism_name(LIMIT_MECH_UNAVAILABLE)) == 0 &&
+            strlen(names) + strlen(key) + 3 < sizeof names) {
+            strcat(names, names[0] ? ", " : "");
+            strcat(names, key);
+        }
+    }
+    if (!names[0])
+        return false;
+    snprintf(why, size,
+             "--limit %s cannot be installed here (%s); drop it, or see 'pvisor doctor' for a delegated cgroup v2",
+             names,
+             sb->limits.mech[LIMIT_PIDS] == LIMIT_MECH_UNAVAILABLE && getuid() == 0
+                 ? "no cgroup with the pids controller, and RLIMIT_NPROC does not apply to root"
+             : sb->cg_reason[0] ? sb->cg_reason
+                                : "the launcher's evidence does not show it installed");
+    return true;
+}
+
 /* Parent side, once the launcher was exec'd: read its report, record the
  * evidence, decide (--strict) and let the command go or not; then wait for
  * EOF (exec) or an exec failure report. */
@@ -392,7 +509,9 @@ void sandbox_read_report(pid_t child, void *userdata) {
     if (sandbox_report_ok(sb)) {
         sandbox_record(sb->ctx, sb);
         const char *dim = sb->ctx->opts->strict ? run_strict_violation(sb->ctx) : NULL;
-        if (dim)
+        if (limits_unavailable(sb, sb->refused_why, sizeof sb->refused_why))
+            sb->refused = dimension_name(DIM_RESOURCES);
+        else if (dim)
             sb->refused = dim;
         else
             go = true;
@@ -441,6 +560,9 @@ void sandbox_release(struct sandbox *sb) {
     sb->agent = NULL;
     release_home_view(sb);
     plan_free(&sb->plan);
+    if (sb->cg) /* a failure path: sandbox_finish_resources() did not run */
+        (void)cgroup_run_finish(sb->cg, NULL);
+    sb->cg = NULL;
 }
 
 bool sandbox_report_ok(const struct sandbox *sb) {
@@ -481,9 +603,100 @@ static unsigned long long hexval(const json_t *ev, const char *key) {
     return s ? strtoull(s, NULL, 16) : ~0ULL;
 }
 
+/* Does the launcher's rlimit evidence show limit res at soft value v? */
+static bool rlimit_is(const json_t *ev, const char *res, uint64_t v) {
+    const json_t *soft = json_object_get(json_object_get(json_object_get(ev, "rlimits"), res), "soft");
+    return json_is_integer(soft) && (uint64_t)json_integer_value(soft) == v;
+}
+
+static void add_note(json_t *b, const char *note) {
+    json_t *dim = json_object_get(json_object_get(b, "dimensions"), dimension_name(DIM_RESOURCES));
+    json_array_append_new(json_object_get(dim, "notes"), json_string(note));
+}
+
+/* The resources dimension: per limit, the mechanism the supervisor chose,
+ * checked against what the command's process reported from inside (its
+ * rlimits, its cgroup).  A mechanism the evidence does not confirm makes
+ * that limit unavailable. */
+static void record_resources(struct run_context *ctx, const struct sandbox *sb, const json_t *ev, bool user_ns) {
+    json_t *b = ctx->bundle;
+    const struct run_limits *req = &ctx->opts->limits;
+    json_t *evidence =
+        json_pack("{s:b, s:O?}", "user_namespace_differs", user_ns, "rlimits_inside", json_object_get(ev, "rlimits"));
+    if (!policy_has_limits(req)) {
+        bundle_set_dimension(b, DIM_RESOURCES, LEVEL_UNENFORCED, "rlimits (core 0, nofile, fsize = stage quota)",
+                             evidence, "no memory, CPU or process-count limit was requested (--limit)");
+        return;
+    }
+    const char *in_cg = json_string_value(json_object_get(ev, "cgroup"));
+    bool in_leaf = sb->cg && in_cg && strcmp(in_cg, sb->cg_hierarchy) == 0;
+    json_t *per = json_object();
+    bool all_tree = true, missing = false, any_cg = false, any_rl = false;
+    for (int k = 0; k < _LIMIT_MAX; k++) {
+        uint64_t v = limits_value(req, (enum limit_kind)k);
+        if (!v)
+            continue;
+        enum limit_mechanism m = sb->limits.mech[k];
+        bool confirmed = m == LIMIT_MECH_CGROUP        ? in_leaf
+                         : m == LIMIT_MECH_UNAVAILABLE ? false
+                         : k == LIMIT_MEM              ? rlimit_is(ev, "as", v)
+                         : k == LIMIT_CPU              ? rlimit_is(ev, "cpu", v)
+                                                       : rlimit_is(ev, "nproc", v);
+        if (!confirmed)
+            m = LIMIT_MECH_UNAVAILABLE;
+        any_cg = any_cg || m == LIMIT_MECH_CGROUP;
+        any_rl = any_rl || m == LIMIT_MECH_RLIMIT_PROCESS || m == LIMIT_MECH_RLIMIT_USERNS;
+        all_tree = all_tree && limit_mechanism_tree_wide(m);
+        missing = missing || m == LIMIT_MECH_UNAVAILABLE;
+        json_object_set_new(per, limit_name((enum limit_kind)k),
+                            json_pack("{s:I, s:s, s:b}", "requested", (json_int_t)v, "mechanism",
+                                      limit_mechanism_name(m), "tree_wide", limit_mechanism_tree_wide(m)));
+    }
+    json_object_set_new(evidence, "limits", per);
+    json_object_set_new(evidence, "cgroup",
+                        json_pack("{s:s?, s:s?, s:b, s:s?}", "leaf", sb->cg ? sb->cg_path : NULL, "command_cgroup",
+                                  in_cg, "command_in_leaf", in_leaf, "not_used_because",
+                                  sb->cg_reason[0] ? sb->cg_reason : NULL));
+    enum level lvl = missing ? LEVEL_UNAVAILABLE : all_tree ? LEVEL_ENFORCED : LEVEL_PARTIAL;
+    const char *mech = any_cg && any_rl ? "cgroup v2 leaf + rlimits"
+                       : any_cg         ? "cgroup v2 leaf (memory.max, pids.max; CPU time from cpu.stat)"
+                       : any_rl         ? "rlimits"
+                                        : "none";
+    bundle_set_dimension(b, DIM_RESOURCES, lvl, mech, evidence, NULL);
+    if (sb->limits.mech[LIMIT_MEM] == LIMIT_MECH_RLIMIT_PROCESS ||
+        sb->limits.mech[LIMIT_CPU] == LIMIT_MECH_RLIMIT_PROCESS)
+        add_note(b, "per-process rlimits bound each process on its own (N processes may use N times the limit); "
+                    "limits over the whole tree need a delegated cgroup v2 hierarchy (see 'pvisor doctor')");
+    if (sb->limits.mech[LIMIT_MEM] == LIMIT_MECH_RLIMIT_PROCESS)
+        add_note(b, "mem as RLIMIT_AS bounds each process's address space, not its resident memory: runtimes that "
+                    "reserve large virtual ranges (Go, Java, V8) may fail to start under it");
+    if (sb->limits.mech[LIMIT_CPU] == LIMIT_MECH_RLIMIT_PROCESS)
+        add_note(b, "cpu as RLIMIT_CPU: a process gets SIGXCPU after that much CPU time and SIGKILL one second later");
+    if (sb->limits.mech[LIMIT_PIDS] == LIMIT_MECH_RLIMIT_USERNS)
+        add_note(b, "pids as RLIMIT_NPROC, counted by the kernel in the command's own user namespace: the run's "
+                    "processes and threads together");
+    if (sb->limits.mech[LIMIT_PIDS] == LIMIT_MECH_UNAVAILABLE)
+        add_note(b, "pids: no cgroup here, and RLIMIT_NPROC does not apply to processes of host uid 0");
+    if (sb->limits.mech[LIMIT_CPU] == LIMIT_MECH_CGROUP)
+        add_note(b, "cpu: the supervisor reads the leaf's cpu.stat and kills the whole leaf (cgroup.kill) when "
+                    "the tree's CPU time reaches the budget");
+    if (lvl != LEVEL_ENFORCED) {
+        char w[512];
+        snprintf(w, sizeof w, "--limit: resources are %s, not enforced over the whole process tree%s%s",
+                 level_name(lvl), sb->cg_reason[0] ? ": " : "", sb->cg_reason);
+        bundle_add_warning(b, w);
+        if (!ctx->opts->strict && lvl == LEVEL_PARTIAL) /* unavailable: refused, with its own message */
+            fprintf(stderr, "pvisor run: warning: %s (see the Run Bundle)\n", w);
+    }
+}
+
 void sandbox_record(struct run_context *ctx, const struct sandbox *sb) {
     json_t *b = ctx->bundle;
-    const json_t *ev = json_object_get(sb->report, "evidence");
+    json_t *ev = json_object_get(sb->report, "evidence");
+    /* RLIMIT_AS is set after the rest of the self-check (launch.c). */
+    json_t *as = json_object_get(sb->report, "rlimit_as");
+    if (as && json_is_object(json_object_get(ev, "rlimits")))
+        json_object_set(json_object_get(ev, "rlimits"), "as", as);
     const json_t *ll = json_object_get(ev, "landlock");
     int abi = (int)json_integer_value(json_object_get(ll, "abi"));
     bool nnp = json_string_value(json_object_get(ev, "NoNewPrivs")) &&
@@ -540,9 +753,7 @@ void sandbox_record(struct run_context *ctx, const struct sandbox *sb) {
         "IPC + PID namespaces; no host sockets projected; Landlock scopes (abstract unix, signals)",
         EVID("{s:b, s:b, s:b}", "ipc_namespace_differs", ipc, "landlock_scoped", scoped, "net_namespace_differs", net),
         NULL);
-    bundle_set_dimension(b, DIM_RESOURCES, LEVEL_UNENFORCED, "rlimits (core 0, nofile, fsize = stage quota)",
-                         EVID("{s:b}", "user_namespace_differs", user),
-                         "no memory, CPU or process-count limits yet (no cgroup v2 leaf)");
+    record_resources(ctx, sb, ev, user);
 #undef EVID
     bundle_set_executor(b, "host",
                         "FUSE overlay + user/mount/pid/ipc/uts(/net) namespaces + synthetic root + "

@@ -12,6 +12,8 @@
 #include "overlay/overlay.h"
 #include "stage/stage.h"
 #include "policy/plan.h"
+#include "resources/cgroup.h"
+#include "resources/limits.h"
 
 struct sandbox {
     struct launch_plan plan;
@@ -23,8 +25,9 @@ struct sandbox {
     char rbuf[LAUNCH_REPORT_MAX]; /* sync pipe bytes read but not consumed */
     size_t rlen;
     bool reof;
-    bool exec_failed;    /* controls were installed but exec of the command failed */
-    const char *refused; /* set when the supervisor refused to let the command run */
+    bool exec_failed;      /* controls were installed but exec of the command failed */
+    const char *refused;   /* set when the supervisor refused to let the command run */
+    char refused_why[400]; /* the message for that refusal when it is not --strict's */
     struct run_context *ctx;
     struct agent_socket *agent; /* the Run-scoped agent socket, or NULL */
     /* The copy-on-write view of HOME (discarded at exit), or home_fd < 0. */
@@ -33,6 +36,13 @@ struct sandbox {
     struct overlay *home_ov;
     char *home_view; /* its mount point (run_dir/home-view) */
     char *home_stage_path;
+    /* --limit: which mechanism holds each limit; the run's cgroup leaf (or
+     * NULL) and, when a limit could not use one, why. */
+    struct limits_decision limits;
+    struct cgroup_run *cg;
+    char cg_path[PATH_MAX];      /* the leaf's directory, "" none */
+    char cg_hierarchy[PATH_MAX]; /* the leaf as /proc/<pid>/cgroup names it */
+    char cg_reason[300];
 };
 
 /* hooks (may be NULL): what the agent socket does for checkpoint requests. */
@@ -45,5 +55,16 @@ void sandbox_release(struct sandbox *sb);
 
 /* After the fork, in the run's mount namespace: mount the HOME view. */
 int sandbox_start_home(struct sandbox *sb);
+
+/* After the fork, before the launcher runs: move it into the run's cgroup
+ * leaf (no-op without one). */
+int sandbox_attach_cgroup(struct sandbox *sb, pid_t child);
+
+/* exec_spec.watch for the cgroup CPU-time budget (see exec.h). */
+int64_t sandbox_cpu_watch(void *userdata);
+
+/* Once the command's tree is gone: read the leaf's counters into the
+ * resources evidence, kill what is left, remove the leaf. */
+void sandbox_finish_resources(struct sandbox *sb);
 
 #endif

@@ -53,6 +53,7 @@ struct staged {
 #ifdef PVISOR_HAVE_LIFECYCLE
     struct run_checkpoints cps; /* live checkpoints over the agent socket */
 #endif
+    int cgroup_error; /* moving the launcher into the run's cgroup leaf failed */
 };
 
 static int write_proc_file(const char *path, const char *text) {
@@ -109,6 +110,13 @@ static void read_launch_report(pid_t child, void *userdata) {
 static int start_overlay(pid_t child, void *userdata) {
     struct staged *st = userdata;
     const struct run_options *o = st->ctx->opts;
+    /* The launcher is not running yet: every process of the run starts
+     * inside the leaf. */
+    int cr = st->sb ? sandbox_attach_cgroup(st->sb, child) : 0;
+    if (cr < 0) {
+        st->cgroup_error = cr;
+        return cr;
+    }
     struct overlay_params p = {
         .lower_fd = st->lower_fd,
         .stage = st->stage,
@@ -235,9 +243,13 @@ int run_execute_staged(struct run_context *ctx,
         .n_pass_fds = sandbox ? 3 : 0,
         .child_nofile = nofile_raised ? &nofile_orig : NULL,
         .userdata = &st,
+        .watch = sandbox && sb.cg ? sandbox_cpu_watch : NULL,
+        .watch_userdata = &sb,
     };
     struct exec_result res;
     r = run_command(ctx, &spec, &res);
+    if (sandbox)
+        sandbox_finish_resources(&sb);
 
     /* No request may be served while the overlay and the stage go away. */
     if (st.sb && sb.agent) {
@@ -250,7 +262,7 @@ int run_execute_staged(struct run_context *ctx,
     if (st.ov)
         overlay_get_stats(st.ov, &stats);
     int stop_r = overlay_stop(st.ov);
-    int seal_r = r >= 0 || st.start_error ? stage_seal(st.stage, stats.mutated) : -ECANCELED;
+    int seal_r = r >= 0 || st.start_error || st.cgroup_error ? stage_seal(st.stage, stats.mutated) : -ECANCELED;
     stage_free(st.stage);
     close(st.lower_fd);
 
@@ -272,7 +284,11 @@ int run_execute_staged(struct run_context *ctx,
     }
     if (sandbox && r >= 0 && !st.start_error) {
         if (sb.refused) {
-            snprintf(msg, sizeof msg, "--strict: dimension '%s' was requested but is not enforced here", sb.refused);
+            if (sb.refused_why[0])
+                snprintf(msg, sizeof msg, "%s", sb.refused_why);
+            else
+                snprintf(msg, sizeof msg, "--strict: dimension '%s' was requested but is not enforced here",
+                         sb.refused);
             sandbox_release(&sb);
             return run_fail_setup(ctx, msg);
         } else if (sandbox_report_ok(&sb)) {
@@ -290,6 +306,11 @@ int run_execute_staged(struct run_context *ctx,
         }
     }
     sandbox_release(&sb);
+    if (st.cgroup_error) {
+        snprintf(msg, sizeof msg, "cannot move the command into its cgroup %.300s: %s", sb.cg_path,
+                 strerror(-st.cgroup_error));
+        return run_fail_setup(ctx, msg);
+    }
     if (st.start_error) {
         snprintf(msg, sizeof msg,
                  "cannot mount the staged workspace on %s: %s (see 'pvisor doctor': /dev/fuse "

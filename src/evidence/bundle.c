@@ -29,13 +29,20 @@ json_t *bundle_new(const char *run_id, const struct run_options *o, const struct
     for (int i = 0; cmd && i < o->cmd_argc; i++)
         json_array_append_new(cmd, json_string(o->cmd_argv[i]));
 
+    const struct run_limits *l = &o->limits;
+    json_t *limits = policy_has_limits(l)
+                         ? json_pack("{s:o, s:o, s:o}", "mem_bytes",
+                                     l->mem_bytes ? json_integer((json_int_t)l->mem_bytes) : json_null(), "pids",
+                                     l->pids ? json_integer((json_int_t)l->pids) : json_null(), "cpu_seconds",
+                                     l->cpu_s ? json_integer((json_int_t)l->cpu_s) : json_null())
+                         : json_null();
     json_t *req =
-        json_pack("{s:b, s:b, s:s, s:s, s:o, s:s, s:o, s:o, s:o}", "safe", o->safe, "strict", o->strict, "filesystem",
-                  filesystem_name(o->filesystem), "executor", executor_name(o->executor), "stage",
+        json_pack("{s:b, s:b, s:s, s:s, s:o, s:s, s:o, s:o, s:o, s:o}", "safe", o->safe, "strict", o->strict,
+                  "filesystem", filesystem_name(o->filesystem), "executor", executor_name(o->executor), "stage",
                   json_string_or_null(o->stage), "stage_durability", durability_name(o->durability), "stage_max_bytes",
                   o->stage_max_bytes ? json_integer((json_int_t)o->stage_max_bytes) : json_null(), "stage_max_inodes",
                   o->stage_max_inodes ? json_integer((json_int_t)o->stage_max_inodes) : json_null(), "timeout_seconds",
-                  o->timeout_ms ? json_integer((json_int_t)(o->timeout_ms / 1000)) : json_null());
+                  o->timeout_ms ? json_integer((json_int_t)(o->timeout_ms / 1000)) : json_null(), "limits", limits);
 
     json_t *dims = json_object();
     for (unsigned d = 0; dims && d < _DIM_MAX; d++)

@@ -8,6 +8,7 @@
  */
 #include "evidence/probe.h"
 #include "config.h"
+#include "resources/cgroup.h"
 #include "util/cleanup.h"
 #include "util/util.h"
 
@@ -66,9 +67,6 @@
 #endif
 #ifndef SECCOMP_RET_ERRNO
 #define SECCOMP_RET_ERRNO 0x00050000U
-#endif
-#ifndef CGROUP2_SUPER_MAGIC
-#define CGROUP2_SUPER_MAGIC 0x63677270
 #endif
 #ifndef RESOLVE_NO_MAGICLINKS
 #define RESOLVE_NO_MAGICLINKS 0x02
@@ -509,24 +507,8 @@ static void probe_openat2(struct probe_status *s) {
 
 /* ---- cgroup v2 ---------------------------------------------------------- */
 
-static int own_cgroup_path(char *ret, size_t size) {
-    _cleanup_free_ char *buf = NULL;
-    int r = read_file_at(AT_FDCWD, "/proc/self/cgroup", SMALL_FILE_LIMIT, &buf, NULL);
-    if (r < 0)
-        return r;
-    for (char *line = buf; line && *line;) {
-        char *nl = strchr(line, '\n');
-        if (nl)
-            *nl = '\0';
-        if (strncmp(line, "0::", 3) == 0)
-            return copy_bounded(ret, size, line + 3);
-        line = nl ? nl + 1 : NULL;
-    }
-    return -ENOENT;
-}
-
 static void read_controllers(const char *dir, const char *file, bool *mem, bool *pids, bool *cpu) {
-    char path[PROBE_PATH_MAX + 64];
+    char path[PATH_MAX + 64];
     int n = snprintf(path, sizeof path, "%s/%s", dir, file);
     if (n < 0 || (size_t)n >= sizeof path)
         return;
@@ -542,51 +524,53 @@ static bool writable(const char *path) {
     return faccessat(AT_FDCWD, path, W_OK, AT_EACCESS) == 0;
 }
 
+/* The same discovery `pvisor run --limit` uses (resources/cgroup.c). */
 static void probe_cgroup(struct probe_cgroup *c) {
-    struct statfs sfs;
-    if (statfs("/sys/fs/cgroup", &sfs) < 0) {
-        int r = -errno;
-        status_fail(&c->v2, r, "/sys/fs/cgroup: %s", strerror(-r));
+    _cleanup_free_ struct cgroup_where *w = calloc(1, sizeof *w);
+    if (!w) {
+        status_fail(&c->v2, -ENOMEM, "out of memory");
+        status_fail(&c->delegated, -ECANCELED, "not tried");
+        return;
+    }
+    int r = cgroup_locate(w);
+    (void)copy_bounded(c->path, sizeof c->path, w->path);
+    (void)copy_bounded(c->mount, sizeof c->mount, w->mount);
+    if (!w->mount[0] || !w->dir[0]) {
+        status_fail(&c->v2, r, "%s", w->reason);
         status_fail(&c->delegated, -ECANCELED, "not tried: no cgroup v2");
         return;
     }
-    if ((unsigned long)sfs.f_type != (unsigned long)CGROUP2_SUPER_MAGIC) {
-        status_fail(&c->v2, 0, "/sys/fs/cgroup is not cgroup2 (cgroup v1 or hybrid layout)");
-        status_fail(&c->delegated, -ECANCELED, "not tried: no cgroup v2");
-        return;
-    }
-    int r = own_cgroup_path(c->path, sizeof c->path);
-    if (r < 0) {
-        c->path[0] = '\0';
-        status_fail(&c->v2, r, "no \"0::\" entry in /proc/self/cgroup (%s)", errno_name(r));
-        status_fail(&c->delegated, -ECANCELED, "not tried: own cgroup unknown");
-        return;
-    }
-    status_ok(&c->v2, "own cgroup %s", c->path);
-
-    char dir[PROBE_PATH_MAX + 32], file[PROBE_PATH_MAX + 64];
-    int n = snprintf(dir, sizeof dir, "/sys/fs/cgroup%s", strcmp(c->path, "/") == 0 ? "" : c->path);
-    if (n < 0 || (size_t)n >= sizeof dir) {
-        status_fail(&c->delegated, -ENAMETOOLONG, "cgroup path too long");
-        return;
-    }
-    c->dir_writable = writable(dir);
-    n = snprintf(file, sizeof file, "%s/cgroup.procs", dir);
+    c->controller_memory = w->memory;
+    c->controller_pids = w->pids;
+    c->controller_cpu = w->cpu;
+    read_controllers(w->dir, "cgroup.subtree_control", &c->subtree_memory, &c->subtree_pids, &c->subtree_cpu);
+    c->dir_writable = writable(w->dir);
+    char file[PATH_MAX + 32];
+    int n = snprintf(file, sizeof file, "%s/cgroup.procs", w->dir);
     c->procs_writable = n > 0 && (size_t)n < sizeof file && writable(file);
-    char *slash = strrchr(dir, '/');
-    if (slash && slash > dir + strlen("/sys/fs")) {
+    char *slash = strrchr(w->dir, '/');
+    if (!w->is_root && slash && slash > w->dir) {
         *slash = '\0';
-        c->parent_writable = writable(dir);
+        c->parent_writable = writable(w->dir);
         *slash = '/';
     }
-    read_controllers(dir, "cgroup.controllers", &c->controller_memory, &c->controller_pids, &c->controller_cpu);
-    read_controllers(dir, "cgroup.subtree_control", &c->subtree_memory, &c->subtree_pids, &c->subtree_cpu);
-
-    if (c->dir_writable && c->procs_writable)
-        status_ok(&c->delegated, "%s and its cgroup.procs are writable", dir);
+    status_ok(&c->v2, "cgroup2 at %s, own cgroup %s%s%s%s", w->mount, w->path,
+              w->memory || w->pids || w->cpu ? ";" : "; no memory/pids/cpu controller", w->memory ? " memory" : "",
+              w->pids ? " pids" : "");
+    if (r == -EACCES && !w->writable)
+        status_fail(&c->delegated, r,
+                    "%s not writable by uid %u; remedy: systemd-run --user --scope -p Delegate=yes pvisor run ...",
+                    w->dir, (unsigned)geteuid());
+    else if (r < 0)
+        status_fail(&c->delegated, r, "%s", w->reason);
+    else if (!w->memory || !w->pids)
+        status_fail(&c->delegated, -ENOENT,
+                    "%s lacks %s%s%s (bound to cgroup v1, or not delegated): --limit mem/pids use rlimits; remedy: "
+                    "a cgroup-v2-only host and a delegated scope",
+                    w->dir, w->memory ? "" : "memory", !w->memory && !w->pids ? " and " : "", w->pids ? "" : "pids");
     else
-        status_fail(&c->delegated, -EACCES, "%s%s not writable by uid %u", dir, c->dir_writable ? "/cgroup.procs" : "",
-                    (unsigned)geteuid());
+        status_ok(&c->delegated, "%s is writable with memory and pids%s: --limit is tree-wide", w->dir,
+                  w->cpu ? " (and cpu)" : "");
 }
 
 /* ---- binaries on $PATH -------------------------------------------------- */
@@ -841,6 +825,7 @@ json_t *probe_to_json(const struct host_probe *p) {
     x = ok ? status_json(&p->cgroup.v2) : NULL;
     ok = ok && set_new(o, "cgroup_v2", x); /* o owns x; x stays borrowed */
     ok = ok && set_new(x, "path", string_or_null(p->cgroup.path));
+    ok = ok && set_new(x, "mount", string_or_null(p->cgroup.mount));
     ok = ok && set_new(x, "delegated", status_json(&p->cgroup.delegated));
     ok = ok && set_new(x, "dir_writable", json_boolean(p->cgroup.dir_writable));
     ok = ok && set_new(x, "procs_writable", json_boolean(p->cgroup.procs_writable));
@@ -1111,7 +1096,7 @@ void executor_readiness_compute(const struct host_probe *p, enum probe_executor 
             remedy_openat2(&c.rm, p);
         }
         if (!p->cgroup.delegated.ok)
-            note_add(r, "no delegated cgroup v2: memory/pids limits cannot use cgroups here");
+            note_add(r, "no delegated cgroup v2 with memory and pids: --limit mem/pids fall back to rlimits here");
         break;
 
     case PROBE_EXECUTOR_OCI:

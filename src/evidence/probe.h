@@ -39,7 +39,7 @@
 #define PVISOR_VM_IMPLEMENTED 0
 #define PVISOR_VM_SAFE_IMPLEMENTED 0
 
-#define PROBE_DETAIL_MAX 192
+#define PROBE_DETAIL_MAX 256
 #define PROBE_PATH_MAX 512
 
 /* Tri-state for facts we may be unable to read: JSON true/false/null. */
@@ -97,8 +97,9 @@ struct probe_seccomp {
 
 struct probe_cgroup {
     struct probe_status v2;                                  /* /sys/fs/cgroup is a cgroup2 mount */
-    struct probe_status delegated;                           /* our cgroup dir and cgroup.procs are writable */
+    struct probe_status delegated;                           /* writable, with memory and pids: tree-wide --limit */
     char path[PROBE_PATH_MAX];                               /* "0::" path from /proc/self/cgroup, "" unknown */
+    char mount[PROBE_PATH_MAX];                              /* the cgroup2 mount point, "" none */
     bool dir_writable;                                       /* W_OK on our cgroup dir (can mkdir a leaf) */
     bool procs_writable;                                     /* W_OK on our cgroup.procs */
     bool parent_writable;                                    /* W_OK on the parent dir (sibling leaf) */

@@ -235,9 +235,23 @@ int exec_run(const struct exec_spec *s, struct exec_result *ret) {
      * run, even when the command ignores the signal. */
     int64_t kill_deadline_ms = -1;
     int64_t timeout_deadline_ms = s->timeout_ms ? monotonic_ms() + (int64_t)s->timeout_ms : -1;
+    int64_t watch_deadline_ms = s->watch && !res.exec_errno && !res.chdir_errno ? monotonic_ms() : -1;
+    bool watch_due = watch_deadline_ms >= 0;
     for (;;) {
+        if (watch_due) {
+            int64_t w = s->watch(s->watch_userdata);
+            if (w == 0) {
+                kill(-pid, SIGKILL);
+                res.limit_killed = true;
+            }
+            watch_deadline_ms = w > 0 ? monotonic_ms() + w : -1;
+            watch_due = false;
+        }
         int timeout = -1;
         int64_t next = kill_deadline_ms >= 0 ? kill_deadline_ms : timeout_deadline_ms;
+        bool next_is_watch = watch_deadline_ms >= 0 && (next < 0 || watch_deadline_ms < next);
+        if (next_is_watch)
+            next = watch_deadline_ms;
         if (next >= 0) {
             int64_t left = next - monotonic_ms();
             timeout = left > 0 ? (left > INT32_MAX ? INT32_MAX : (int)left) : 0;
@@ -246,6 +260,10 @@ int exec_run(const struct exec_spec *s, struct exec_result *ret) {
         int pr = poll(&pfd, 1, timeout);
         if (pr < 0 && errno == EINTR)
             continue;
+        if (pr == 0 && next_is_watch) {
+            watch_due = true; /* the watch's turn, at the top of the loop */
+            continue;
+        }
         if (pr == 0 && kill_deadline_ms >= 0) {
             kill(-pid, SIGKILL);
             res.escalated = true;

@@ -45,6 +45,12 @@ struct exec_spec {
     /* If set, the child restores this RLIMIT_NOFILE before exec (the
      * supervisor may have raised its own for the FUSE server). */
     const struct rlimit *child_nofile;
+    /* If set, called (in the parent, after the exec) when its deadline
+     * passes: returns milliseconds until the next call, -1 for no more
+     * calls, or 0 when a limit was reached and the command's tree must be
+     * killed now (SIGKILL to its group; the callback kills the rest). */
+    int64_t (*watch)(void *watch_userdata);
+    void *watch_userdata;
 };
 
 struct exec_result {
@@ -54,6 +60,7 @@ struct exec_result {
     int killed_descendants; /* leftover processes killed after the command exited */
     bool escalated;         /* a termination request was escalated to SIGKILL */
     bool timed_out;         /* the timeout expired and the command was terminated */
+    bool limit_killed;      /* watch() reported a limit reached; the command was killed */
 };
 
 /* Returns 0 when the command was started (or failed to exec, see

@@ -22,6 +22,7 @@
  */
 #include "launch/launch.h"
 #include "policy/plan.h"
+#include "resources/cgroup.h"
 #include "util/cleanup.h"
 #include "util/util.h"
 
@@ -185,6 +186,27 @@ static int set_rlimit(int res, uint64_t v) {
     return setrlimit(res, &rl) < 0 ? -errno : 0;
 }
 
+/* Read back the rlimits the command will run with (evidence). */
+static json_t *rlimits_json(void) {
+    static const struct {
+        const char *name;
+        int res;
+    } rl[] = {{"core", RLIMIT_CORE}, {"nofile", RLIMIT_NOFILE}, {"fsize", RLIMIT_FSIZE},
+              {"as", RLIMIT_AS},     {"cpu", RLIMIT_CPU},       {"nproc", RLIMIT_NPROC}};
+    json_t *j = json_object();
+    for (size_t i = 0; j && i < ARRAY_SIZE(rl); i++) {
+        struct rlimit v;
+        if (getrlimit(rl[i].res, &v) < 0)
+            continue;
+        json_object_set_new(
+            j, rl[i].name,
+            json_pack("{s:o, s:o}", "soft",
+                      v.rlim_cur == RLIM_INFINITY ? json_null() : json_integer((json_int_t)v.rlim_cur), "hard",
+                      v.rlim_max == RLIM_INFINITY ? json_null() : json_integer((json_int_t)v.rlim_max)));
+    }
+    return j;
+}
+
 /* Self-check from inside, after every control is installed. */
 static json_t *self_check(int ll_abi, uint64_t ll_fs, uint64_t ll_net, uint64_t ll_scoped) {
     json_t *j = json_object();
@@ -207,6 +229,11 @@ static json_t *self_check(int ll_abi, uint64_t ll_fs, uint64_t ll_net, uint64_t 
                 }
         }
     }
+    _cleanup_free_ char *cg = NULL;
+    char cg_path[PATH_MAX];
+    if (pfd >= 0 && read_file_at(pfd, "cgroup", 1 << 16, &cg, NULL) == 0 &&
+        cgroup_parse_self(cg, cg_path, sizeof cg_path) == 0)
+        json_object_set_new(j, "cgroup", json_string(cg_path));
     _cleanup_free_ char *uid_map = NULL;
     if (pfd >= 0 && read_file_at(pfd, "uid_map", 4096, &uid_map, NULL) == 0)
         json_object_set_new(j, "uid_map", json_string(uid_map));
@@ -227,6 +254,7 @@ static json_t *self_check(int ll_abi, uint64_t ll_fs, uint64_t ll_net, uint64_t 
     json_object_set_new(j, "landlock",
                         json_pack("{s:i, s:I, s:I, s:I}", "abi", ll_abi, "handled_fs", (json_int_t)ll_fs, "handled_net",
                                   (json_int_t)ll_net, "scoped", (json_int_t)ll_scoped));
+    json_object_set_new(j, "rlimits", rlimits_json());
     json_object_set_new(j, "pid", json_integer(getpid()));
     json_object_set_new(j, "uid", json_integer(getuid()));
     json_object_set_new(j, "gid", json_integer(getgid()));
@@ -254,12 +282,25 @@ static _Noreturn void become_command(const struct launch_plan *p) {
         if ((r = write_file("/proc/self/gid_map", map)) < 0)
             fail("writing the command's gid_map", r);
     }
+    /* After the nested user namespace exists: the kernel counts
+     * RLIMIT_NPROC per (user namespace, uid), so it bounds this run's
+     * processes only (never host uid 0's, which it exempts). */
     struct rlimit core0 = {0, 0};
     if (setrlimit(RLIMIT_CORE, &core0) < 0)
         fail("setrlimit(RLIMIT_CORE)", errno);
     if ((r = set_rlimit(RLIMIT_NOFILE, p->rlimit_nofile)) < 0 || (r = set_rlimit(RLIMIT_FSIZE, p->rlimit_fsize)) < 0 ||
-        (r = set_rlimit(RLIMIT_NPROC, p->rlimit_nproc)) < 0 || (r = set_rlimit(RLIMIT_AS, p->rlimit_as)) < 0)
+        (r = set_rlimit(RLIMIT_NPROC, p->rlimit_nproc)) < 0)
         fail("setrlimit", r);
+    /* CPU time: SIGXCPU at the soft limit (a program may save its work),
+     * SIGKILL one second later at the hard one. */
+    if (p->rlimit_cpu) {
+        struct rlimit cpu = {p->rlimit_cpu, p->rlimit_cpu + 1};
+        struct rlimit old;
+        if (getrlimit(RLIMIT_CPU, &old) == 0 && old.rlim_max != RLIM_INFINITY && old.rlim_max < cpu.rlim_max)
+            cpu.rlim_cur = cpu.rlim_max = old.rlim_max;
+        if (setrlimit(RLIMIT_CPU, &cpu) < 0)
+            fail("setrlimit(RLIMIT_CPU)", errno);
+    }
     if (chdir(p->cwd) < 0)
         fail("chdir to the working directory", errno);
 
@@ -285,12 +326,33 @@ static _Noreturn void become_command(const struct launch_plan *p) {
     char *s = msg ? json_dumps(msg, JSON_COMPACT) : NULL;
     if (!s)
         fail("encoding the self-check", ENOMEM);
+    /* RLIMIT_AS (--limit mem without a cgroup) comes last, after the
+     * report is encoded: from here to the exec nothing allocates, so a
+     * launcher that maps much address space of its own (a sanitizer
+     * build) is not its victim.  The report line is finished with what
+     * getrlimit says afterwards, or turned into a failure. */
     size_t len = strlen(s);
-    s[len] = '\0';
-    if (write(LAUNCH_SYNC_FD, s, len) != (ssize_t)len || write(LAUNCH_SYNC_FD, "\n", 1) != 1)
+    if (len < 2 || s[len - 1] != '}')
+        fail("encoding the self-check", EINVAL);
+    s[--len] = '\0'; /* the report's closing brace, written with the tail */
+    if (write(LAUNCH_SYNC_FD, s, len) != (ssize_t)len)
         fail("writing the self-check", errno);
     free(s);
     json_decref(msg);
+    char tail[200];
+    int tl;
+    struct rlimit as;
+    if ((r = set_rlimit(RLIMIT_AS, p->rlimit_as)) < 0)
+        tl = snprintf(tail, sizeof tail,
+                      ",\"ok\":false,\"step\":\"setrlimit(RLIMIT_AS)\",\"errno\":%d,\"message\":\"%s\"}\n", -r,
+                      strerror(-r));
+    else if (p->rlimit_as && getrlimit(RLIMIT_AS, &as) == 0)
+        tl = snprintf(tail, sizeof tail, ",\"rlimit_as\":{\"soft\":%llu,\"hard\":%llu}}\n",
+                      (unsigned long long)as.rlim_cur, (unsigned long long)as.rlim_max);
+    else
+        tl = snprintf(tail, sizeof tail, "}\n");
+    if (tl <= 0 || (size_t)tl >= sizeof tail || write(LAUNCH_SYNC_FD, tail, (size_t)tl) != tl || r < 0)
+        _exit(125);
 
     /* The supervisor decides (e.g. --strict) with the evidence in hand. */
     char go = 0;

@@ -73,12 +73,13 @@ json_t *plan_to_json(const struct launch_plan *p) {
         json_array_append_new(mounts, json_pack("{s:s, s:s, s:s?, s:I}", "kind",
                                                 plan_mount_kind_name(p->mounts[i].kind), "path", p->mounts[i].path,
                                                 "source", p->mounts[i].source, "size", (json_int_t)p->mounts[i].size));
-    return json_pack("{s:o, s:o, s:s, s:s, s:I, s:I, s:b, s:b, s:b, s:I, s:{s:I, s:I, s:I, s:I}, s:o}", "argv",
+    return json_pack("{s:o, s:o, s:s, s:s, s:I, s:I, s:b, s:b, s:b, s:I, s:{s:I, s:I, s:I, s:I, s:I}, s:o}", "argv",
                      strv_to_json(p->argv), "env", strv_to_json(p->envp), "cwd", p->cwd, "hostname", p->hostname, "uid",
                      (json_int_t)p->uid, "gid", (json_int_t)p->gid, "unshare_net", p->unshare_net, "landlock",
                      p->landlock, "seccomp", p->seccomp, "tmp_size", (json_int_t)p->tmp_size, "rlimits", "nofile",
                      (json_int_t)p->rlimit_nofile, "fsize", (json_int_t)p->rlimit_fsize, "nproc",
-                     (json_int_t)p->rlimit_nproc, "as", (json_int_t)p->rlimit_as, "mounts", mounts);
+                     (json_int_t)p->rlimit_nproc, "as", (json_int_t)p->rlimit_as, "cpu", (json_int_t)p->rlimit_cpu,
+                     "mounts", mounts);
 }
 
 static int strv_from_json(const json_t *a, size_t max, bool need_one, char ***ret) {
@@ -159,7 +160,7 @@ int plan_from_json(const json_t *j, struct launch_plan *ret_plan) {
     p.seccomp = json_is_true(json_object_get(j, "seccomp"));
     if (get_u64(j, "tmp_size", &p.tmp_size) < 0 || get_u64(rl, "nofile", &p.rlimit_nofile) < 0 ||
         get_u64(rl, "fsize", &p.rlimit_fsize) < 0 || get_u64(rl, "nproc", &p.rlimit_nproc) < 0 ||
-        get_u64(rl, "as", &p.rlimit_as) < 0)
+        get_u64(rl, "as", &p.rlimit_as) < 0 || get_u64(rl, "cpu", &p.rlimit_cpu) < 0)
         goto fail;
     r = -ENOMEM;
     if (!(p.cwd = strdup(cwd)) || !(p.hostname = strdup(hn)))

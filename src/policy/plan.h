@@ -45,7 +45,8 @@ struct launch_plan {
     bool seccomp;                                                  /* install the seccomp filter (required) */
     uint64_t tmp_size;                                             /* /tmp tmpfs size */
     uint64_t rlimit_nofile, rlimit_fsize, rlimit_nproc, rlimit_as; /* 0 = inherit */
-    struct plan_mount *mounts;                                     /* applied in order */
+    uint64_t rlimit_cpu;       /* seconds; 0 = inherit.  Soft at N (SIGXCPU), hard at N + 1 (SIGKILL) */
+    struct plan_mount *mounts; /* applied in order */
     size_t n_mounts;
 };
 

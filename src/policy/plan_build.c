@@ -216,6 +216,9 @@ int plan_build(const struct plan_inputs *in, struct launch_plan *ret_plan, char 
     p.tmp_size = 1ULL << 30;
     p.rlimit_nofile = 65536;
     p.rlimit_fsize = o->stage_max_bytes;
+    p.rlimit_as = in->rlimit_as;
+    p.rlimit_cpu = in->rlimit_cpu;
+    p.rlimit_nproc = in->rlimit_nproc;
     if (!(p.cwd = strdup(in->cwd)) || !(p.hostname = strdup("pvisor"))) {
         r = -ENOMEM;
         goto fail;

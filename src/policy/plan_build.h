@@ -36,6 +36,9 @@ struct plan_inputs {
     /* Config files under HOME that exist (relative to HOME). */
     const char *const *home_files;
     size_t n_home_files;
+    /* rlimits for the command chosen by the supervisor for --limit where no
+     * cgroup holds that limit (0: inherit). */
+    uint64_t rlimit_as, rlimit_cpu, rlimit_nproc;
 };
 
 /* Credential locations relative to HOME that are never projected, and are

@@ -10,7 +10,7 @@
 
 static const char *const level_names[_LEVEL_MAX] = {
     [LEVEL_NONE] = "none",         [LEVEL_UNENFORCED] = "unenforced",   [LEVEL_COOPERATIVE] = "cooperative",
-    [LEVEL_ENFORCED] = "enforced", [LEVEL_UNAVAILABLE] = "unavailable",
+    [LEVEL_ENFORCED] = "enforced", [LEVEL_UNAVAILABLE] = "unavailable", [LEVEL_PARTIAL] = "partial",
 };
 
 static const char *const dimension_names[_DIM_MAX] = {
@@ -80,6 +80,7 @@ enum opt_id {
     OPT_TIMEOUT,
     OPT_ACCESS,
     OPT_ALLOW_WRITE,
+    OPT_LIMIT,
 };
 
 static const struct {
@@ -102,6 +103,7 @@ static const struct {
     {"--timeout", OPT_TIMEOUT, true},
     {"--access", OPT_ACCESS, true},
     {"--allow-write", OPT_ALLOW_WRITE, true},
+    {"--limit", OPT_LIMIT, true},
 };
 
 int policy_parse_duration(const char *s, uint64_t *ret_ms) {
@@ -123,6 +125,61 @@ int policy_parse_duration(const char *s, uint64_t *ret_ms) {
         return -EINVAL;
     *ret_ms = v * mult;
     return 0;
+}
+
+bool policy_has_limits(const struct run_limits *l) {
+    return l->mem_bytes || l->pids || l->cpu_s;
+}
+
+int policy_parse_limits(const char *spec, struct run_limits *limits, char **ret_error) {
+    static const char usage[] = "(use: --limit mem=SIZE,pids=N,cpu=DURATION; e.g. mem=2G,pids=256,cpu=10m)";
+    const char *p = spec;
+    for (;;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        const char *eq = memchr(p, '=', len);
+        if (len == 0 || !eq || eq == p || (size_t)(eq - p) + 1 == len)
+            return fail(ret_error, "--limit: '%.*s' is not KEY=VALUE %s", (int)len, p, usage);
+        size_t klen = (size_t)(eq - p);
+        /* A bounded copy of the value: the number parsers need a NUL. */
+        char val[32];
+        size_t vlen = len - klen - 1;
+        if (vlen >= sizeof val)
+            return fail(ret_error, "--limit: the value of '%.*s' is too long", (int)klen, p);
+        memcpy(val, eq + 1, vlen);
+        val[vlen] = '\0';
+        uint64_t *slot;
+        int r;
+        uint64_t v;
+        if (klen == 3 && strncmp(p, "mem", 3) == 0) {
+            slot = &limits->mem_bytes;
+            r = parse_size(val, POLICY_LIMIT_MEM_MIN, POLICY_LIMIT_MEM_MAX, &v);
+            if (r < 0)
+                return fail(ret_error, "--limit mem: '%s' is not a size from 1M to 1P (examples: 512M, 2G)", val);
+        } else if (klen == 4 && strncmp(p, "pids", 4) == 0) {
+            slot = &limits->pids;
+            r = val[strspn(val, "0123456789")] == '\0' ? parse_size(val, 1, POLICY_LIMIT_PIDS_MAX, &v) : -EINVAL;
+            if (r < 0)
+                return fail(ret_error, "--limit pids: '%s' is not a count from 1 to %llu", val,
+                            (unsigned long long)POLICY_LIMIT_PIDS_MAX);
+        } else if (klen == 3 && strncmp(p, "cpu", 3) == 0) {
+            slot = &limits->cpu_s;
+            uint64_t ms;
+            r = policy_parse_duration(val, &ms);
+            if (r < 0)
+                return fail(ret_error,
+                            "--limit cpu: '%s' is not a CPU time (examples: 90, 30s, 10m, 2h; at most 7 days)", val);
+            v = ms / 1000;
+        } else {
+            return fail(ret_error, "--limit: unknown key '%.*s' (known: mem, pids, cpu)", (int)klen, p);
+        }
+        if (*slot)
+            return fail(ret_error, "--limit: '%.*s' is given twice", (int)klen, p);
+        *slot = v;
+        if (!end)
+            return 0;
+        p = end + 1;
+    }
 }
 
 static bool env_name_ok(const char *s) {
@@ -241,6 +298,10 @@ int policy_parse_run(int argc, char **argv, struct run_options *ret_opts, char *
             o.access[o.n_access++] = (struct access_rule){.kind = k, .path = path};
             break;
         }
+        case OPT_LIMIT:
+            if ((r = policy_parse_limits(val, &o.limits, ret_error)) < 0)
+                return r;
+            break;
         case OPT_PASS_ENV:
             if (!env_name_ok(val))
                 return fail(ret_error, "--pass-env: '%s' is not an environment variable name", val);
@@ -276,6 +337,8 @@ int policy_parse_run(int argc, char **argv, struct run_options *ret_opts, char *
     if (o.n_pass_env && !policy_wants_sandbox(&o))
         return fail(ret_error,
                     "--pass-env only applies to --safe or --filesystem sandbox (other runs inherit the environment)");
+    if (policy_has_limits(&o.limits) && !policy_wants_sandbox(&o))
+        return fail(ret_error, "--limit only applies to --safe or --filesystem sandbox");
     if (o.workspace && o.workspace[0] == '\0')
         return fail(ret_error, "--workspace needs a directory");
 
@@ -318,7 +381,11 @@ void policy_build(const struct run_options *o, struct policy *ret_policy) {
         p.requested[DIM_NETWORK] = LEVEL_ENFORCED;
         p.requested[DIM_HOME_CREDENTIALS] = LEVEL_ENFORCED;
     }
-    /* Resource limits are requested only by explicit limits (none exist in
-     * this version: tree-wide limits need a delegated cgroup v2 leaf). */
+    /* Resource limits are requested only by explicit --limit: a default
+     * limit would break ordinary builds on one host and be meaningless on
+     * another.  The baseline rlimits (core 0, nofile, fsize) are always set
+     * in the sandbox but do not make the tree's resources bounded. */
+    if (policy_has_limits(&o->limits))
+        p.requested[DIM_RESOURCES] = LEVEL_ENFORCED;
     *ret_policy = p;
 }

@@ -17,6 +17,7 @@ enum level {
     LEVEL_COOPERATIVE, /* works only if the agent honours it */
     LEVEL_ENFORCED,    /* kernel-enforced, not bypassable by the agent tree */
     LEVEL_UNAVAILABLE, /* requested, but this host/build cannot install it */
+    LEVEL_PARTIAL,     /* kernel-enforced on each process, not on the whole tree */
     _LEVEL_MAX,
 };
 
@@ -47,6 +48,19 @@ struct access_rule {
     const char *path; /* as given; the CLI resolves it */
 };
 enum executor_kind { EXECUTOR_AUTO, EXECUTOR_HOST, EXECUTOR_OCI, EXECUTOR_VM };
+
+/* --limit: resource limits for the command's whole process tree (0 = not
+ * requested).  How each is installed (a cgroup v2 leaf, or a weaker
+ * per-process rlimit) is decided by the supervisor and recorded per limit. */
+#define POLICY_LIMIT_MEM_MIN (1ULL << 20)         /* 1 MiB */
+#define POLICY_LIMIT_MEM_MAX (1ULL << 50)         /* 1 PiB */
+#define POLICY_LIMIT_PIDS_MAX 4194304ULL          /* PID_MAX_LIMIT */
+#define POLICY_LIMIT_CPU_MAX_S (7ULL * 24 * 3600) /* a week of CPU time */
+struct run_limits {
+    uint64_t mem_bytes; /* mem=SIZE: memory of the tree */
+    uint64_t pids;      /* pids=N: processes and threads alive at once */
+    uint64_t cpu_s;     /* cpu=DURATION: CPU time, in seconds */
+};
 enum durability { DURABILITY_CHECKPOINT, DURABILITY_STRICT };
 
 struct run_options {
@@ -62,6 +76,7 @@ struct run_options {
     uint64_t stage_max_bytes;                     /* 0 = unlimited */
     uint64_t stage_max_inodes;                    /* 0 = unlimited */
     uint64_t timeout_ms;                          /* --timeout; 0 = none */
+    struct run_limits limits;                     /* --limit, merged */
     const char *pass_env[POLICY_MAX_PASS_ENV];    /* --pass-env NAME, in order */
     struct access_rule access[POLICY_MAX_ACCESS]; /* --access, --allow-write, in order */
     int n_access;
@@ -87,6 +102,16 @@ int policy_parse_run(int argc, char **argv, struct run_options *ret_opts, char *
 
 /* Parse a duration: N, Ns, Nm, Nh (seconds by default), 1 s .. 7 days. */
 int policy_parse_duration(const char *s, uint64_t *ret_ms);
+
+/* Parse one --limit value, "KEY=VALUE[,KEY=VALUE...]" with KEY one of mem
+ * (a size: 512M, 2G), pids (a count) and cpu (a duration of CPU time: 90,
+ * 30s, 10m, 2h), merging into *limits.  A key already set (here or by an
+ * earlier --limit) is an error.  On -EINVAL *ret_error is a malloc'd
+ * one-line message; *limits may then be partly updated. */
+int policy_parse_limits(const char *spec, struct run_limits *limits, char **ret_error);
+
+/* True when any --limit was given. */
+bool policy_has_limits(const struct run_limits *l);
 
 /* Requested level per dimension for these options. */
 void policy_build(const struct run_options *o, struct policy *ret_policy);

@@ -17,6 +17,12 @@
  *                          replace DIR/renamed-K by a 256 KiB file of one letter written
  *                          to DIR/tmp-K in 4 KiB pieces then renamed over it; a
  *                          generation's letter is 'a' + gen % 26; print the generations
+ *   forks N SECONDS        fork up to N (<= 10000) children that sleep at most SECONDS,
+ *                          print "forked=X failed=Y", kill and reap them, exit 0
+ *   alloc MIB              allocate and touch MIB mebibytes; print "allocated" and
+ *                          exit 0, or print "alloc-failed" and exit 3
+ *   spin SECONDS [N]       burn CPU for at most SECONDS of wall time in N processes
+ *                          (default 1), print "spun", exit 0
  * Static so the same binary also runs inside a synthetic root later.
  */
 
@@ -29,6 +35,8 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static int write_file(const char *path, const char *text) {
@@ -206,6 +214,61 @@ int main(int argc, char **argv) {
         return agent(argc - 2, argv + 2);
     if (strcmp(a, "churn") == 0 && argc == 4)
         return churn(argv[2], argv[3]);
+    if (strcmp(a, "forks") == 0 && argc == 4) {
+        long n = num(argv[2]), secs = num(argv[3]);
+        if (n < 1 || n > 10000 || secs < 1 || secs > 600)
+            return 64;
+        static pid_t kids[10000];
+        long forked = 0, failed = 0;
+        for (long i = 0; i < n; i++) {
+            pid_t c = fork();
+            if (c == 0) {
+                alarm((unsigned)secs); /* bounded even if we are killed */
+                for (;;)
+                    pause();
+            }
+            if (c < 0)
+                failed++;
+            else
+                kids[forked++] = c;
+        }
+        printf("forked=%ld failed=%ld\n", forked, failed);
+        fflush(stdout);
+        for (long i = 0; i < forked; i++)
+            kill(kids[i], SIGKILL);
+        while (wait(NULL) > 0)
+            ;
+        return 0;
+    }
+    if (strcmp(a, "alloc") == 0 && argc == 3) {
+        long mib = num(argv[2]);
+        char *m = mib > 0 ? malloc((size_t)mib << 20) : NULL;
+        if (!m) {
+            printf("alloc-failed\n");
+            return 3;
+        }
+        for (long i = 0; i < mib << 20; i += 4096)
+            m[i] = 1;
+        printf("allocated\n");
+        return 0;
+    }
+    if (strcmp(a, "spin") == 0 && (argc == 3 || argc == 4)) {
+        long secs = num(argv[2]), n = argc == 4 ? num(argv[3]) : 1;
+        if (secs < 1 || secs > 600 || n < 1 || n > 64)
+            return 64;
+        time_t end = time(NULL) + secs;
+        for (long i = 1; i < n; i++)
+            if (fork() == 0)
+                break;
+        volatile unsigned long x = 0;
+        while (time(NULL) < end)
+            for (int i = 0; i < 1000000; i++)
+                x += (unsigned long)i;
+        while (wait(NULL) > 0)
+            ;
+        printf("spun\n");
+        return 0;
+    }
     fprintf(stderr, "pvagent: unknown action '%s'\n", a);
     return 64;
 }

@@ -55,6 +55,9 @@ int main(void) {
         .n_home_files = 2,
         .access = acc,
         .n_access = 2,
+        .rlimit_as = 1ULL << 30,
+        .rlimit_cpu = 600,
+        .rlimit_nproc = 64,
     };
     struct launch_plan p;
     ok(plan_build(&in, &p, &err) == 0, "plan_build");
@@ -85,8 +88,8 @@ int main(void) {
     json_t *j = plan_to_json(&p);
     struct launch_plan q;
     ok(j && plan_from_json(j, &q) == 0 && q.n_mounts == p.n_mounts && strcmp(q.cwd, p.cwd) == 0 &&
-           strcmp(q.argv[1], "-j2") == 0,
-       "JSON round trip");
+           strcmp(q.argv[1], "-j2") == 0 && q.rlimit_as == 1ULL << 30 && q.rlimit_cpu == 600 && q.rlimit_nproc == 64,
+       "JSON round trip (with the --limit rlimits)");
     plan_free(&q);
     json_array_append_new(json_object_get(j, "mounts"),
                           json_pack("{s:s, s:s, s:i}", "kind", "rw", "path", "/home/u/../../etc", "size", 0));

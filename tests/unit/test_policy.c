@@ -105,6 +105,44 @@ int main(void) {
     r = PARSE(&o, &err, "--pass-env", "HOME", "--", "x");
     expect_error("--pass-env without a sandbox", r, err, "only applies");
 
+    /* --limit */
+    r = PARSE(&o, &err, "--safe", "--limit", "mem=512M,pids=64", "--limit=cpu=10m", "--", "x");
+    ok(r == 0 && o.limits.mem_bytes == 512ULL << 20 && o.limits.pids == 64 && o.limits.cpu_s == 600,
+       "--limit: a comma list and a repeat merge (mem 512M, pids 64, cpu 10m)");
+    policy_build(&o, &p);
+    ok(p.requested[DIM_RESOURCES] == LEVEL_ENFORCED, "--limit requests resources enforced");
+    r = PARSE(&o, &err, "--filesystem", "sandbox", "--limit", "cpu=90", "--", "x");
+    ok(r == 0 && o.limits.cpu_s == 90 && !o.limits.mem_bytes && !o.limits.pids, "--limit cpu=90 is 90 s of CPU time");
+    r = PARSE(&o, &err, "--safe", "--limit", "mem=1G", "--limit", "mem=2G", "--", "x");
+    expect_error("a limit given twice", r, err, "given twice");
+    r = PARSE(&o, &err, "--safe", "--limit", "disk=1G", "--", "x");
+    expect_error("an unknown limit", r, err, "unknown key 'disk'");
+    r = PARSE(&o, &err, "--safe", "--limit", "mem", "--", "x");
+    expect_error("a limit without a value", r, err, "not KEY=VALUE");
+    r = PARSE(&o, &err, "--safe", "--limit", "mem=", "--", "x");
+    expect_error("a limit with an empty value", r, err, "not KEY=VALUE");
+    r = PARSE(&o, &err, "--safe", "--limit", "mem=1G,", "--", "x");
+    expect_error("a trailing comma", r, err, "not KEY=VALUE");
+    r = PARSE(&o, &err, "--safe", "--limit", "mem=100K", "--", "x");
+    expect_error("mem below 1M", r, err, "not a size from 1M");
+    r = PARSE(&o, &err, "--safe", "--limit", "mem=lots", "--", "x");
+    expect_error("mem that is not a size", r, err, "not a size");
+    r = PARSE(&o, &err, "--safe", "--limit", "pids=0", "--", "x");
+    expect_error("pids 0", r, err, "not a count");
+    r = PARSE(&o, &err, "--safe", "--limit", "pids=1K", "--", "x");
+    expect_error("pids with a suffix", r, err, "not a count");
+    r = PARSE(&o, &err, "--safe", "--limit", "pids=99999999", "--", "x");
+    expect_error("pids above PID_MAX_LIMIT", r, err, "not a count");
+    r = PARSE(&o, &err, "--safe", "--limit", "cpu=fast", "--", "x");
+    expect_error("cpu that is not a duration", r, err, "not a CPU time");
+    r = PARSE(&o, &err, "--safe", "--limit", "cpu=0", "--", "x");
+    expect_error("cpu 0", r, err, "not a CPU time");
+    r = PARSE(&o, &err, "--safe", "--limit", "mem=123456789012345678901234567890123", "--", "x");
+    expect_error("an over-long value", r, err, "too long");
+    r = PARSE(&o, &err, "--limit", "pids=10", "--", "x");
+    expect_error("--limit without a sandbox", r, err, "--limit only applies");
+
+    is_str(level_name(LEVEL_PARTIAL), "partial", "the partial level is named");
     is_str(dimension_name(DIM_HOME_CREDENTIALS), "home_credentials", "dimension names are the documented ones");
     is_str(level_name(LEVEL_UNAVAILABLE), "unavailable", "level names are the documented ones");
     is_str(level_name((enum level)99), "invalid", "out-of-range level is 'invalid'");

@@ -321,8 +321,8 @@ static void test_real_probe(void) {
     static const char *const ak[] = {"errno", "kill_process", "user_notif"};
     json_t *sc = json_object_get(j, "seccomp");
     ok(has_keys(sc, sk, 2) && has_keys(json_object_get(sc, "actions"), ak, 3), "seccomp keys");
-    static const char *const ck[] = {
-        "path", "delegated", "dir_writable", "procs_writable", "parent_writable", "controllers", "subtree_control"};
+    static const char *const ck[] = {"path",           "mount",           "delegated",   "dir_writable",
+                                     "procs_writable", "parent_writable", "controllers", "subtree_control"};
     json_t *cg = json_object_get(j, "cgroup_v2");
     ok(has_keys(cg, ck, ARRAY_SIZE(ck)) && is_status(json_object_get(cg, "delegated")), "cgroup_v2 keys");
     static const char *const bk[] = {"found", "path"};

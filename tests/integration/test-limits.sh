@@ -1,0 +1,224 @@
+#!/bin/sh
+# Integration tests for `pvisor run --limit` (resources): what the command
+# really gets inside the sandbox (its /proc/self/limits, a memory hog, a CPU
+# spinner, a bounded fork bomb), what the Bundle says about it (mechanism
+# per limit, the resources level), and --strict.  TAP output.
+#
+# Which mechanism holds a limit depends on the host: a delegated cgroup v2
+# with memory/pids (not on the development machines, whose memory and pids
+# controllers are bound to cgroup v1), the writable cgroup2 hierarchy root
+# as root (the CPU-time budget needs no controller), or rlimits.  Every
+# check below asserts the outcome of the mechanism the Bundle names, so a
+# host cannot make a test pass by reporting the weaker one.
+. "$(dirname "$0")/../lib.sh"
+SCHEMA="$SRCDIR/docs/bundle.schema.json"
+VALIDATE="/usr/bin/python3 $SRCDIR/tests/validate-bundle.py $SCHEMA"
+if [ "$(id -u)" -eq 0 ] && [ -c /dev/fuse ]; then chmod 0666 /dev/fuse; fi
+W="$T/ws"; mkdir -p "$W"; cd "$W"
+bundle() { echo "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json"; }
+mech() { jq -r ".dimensions.resources.evidence.limits.$1.mechanism" "$(bundle)"; }
+safe() { timeout 120 "$PVISOR" run --safe --workspace "$W" "$@"; }
+
+# --- usage errors: exit 2, one line and a hint, nothing written ---------------
+rm -rf "$XDG_STATE_HOME"
+for args in "--safe --limit mem -- true" "--safe --limit disk=1G -- true" "--safe --limit mem=1G,mem=2G -- true" \
+            "--safe --limit pids=0 -- true" "--safe --limit cpu=soon -- true" "--safe --limit mem=12Q -- true" \
+            "--limit pids=5 -- true" "--stage auto --limit pids=5 -- true"; do
+    # shellcheck disable=SC2086
+    "$PVISOR" run $args >out 2>err; rc=$?
+    eq "$rc" 2 "usage error exits 2: run $args"
+    check "usage error is one line plus a hint: run $args" sh -c "[ \$(wc -l < err) -eq 2 ] && head -n1 err | grep -q '^pvisor run: '"
+done
+eq "$(run_count)" 0 "usage errors wrote no run"
+check "help documents --limit" sh -c "'$PVISOR' help run | grep -q -- '--limit mem=SIZE,pids=N,cpu=DURATION'"
+
+# --- no --limit: resources not requested, honest ------------------------------
+safe -- true; rc=$?
+eq "$rc:$(jq -r '.dimensions.resources | .requested + " " + .effective' "$(bundle)")" "0:none unenforced" \
+   "--safe without --limit: resources not requested, recorded unenforced"
+check "  its evidence shows the baseline rlimits from inside (core 0)" \
+    sh -c "[ \"\$(jq -r '.dimensions.resources.evidence.rlimits_inside.core.hard' '$(bundle)')\" = 0 ]"
+
+# --- as root -----------------------------------------------------------------------
+if [ "$(id -u)" -eq 0 ]; then
+    # mem: the hog is stopped; the mechanism named is the one that acted.
+    out=$(safe --limit mem=64M -- "$PVAGENT" alloc 256 2>/dev/null); rc=$?
+    b=$(bundle)
+    check "mem run's Bundle validates" $VALIDATE "$b"
+    case "$(mech mem)" in
+    cgroup)
+        eq "$rc" 137 "mem=64M (cgroup): a 256 MiB hog is killed by the kernel's OOM killer"
+        check "  memory.events says oom_kill" sh -c "[ \$(jq .dimensions.resources.evidence.observed.oom_kill_events '$b') -ge 1 ]";;
+    rlimit-per-process)
+        eq "$rc:$out" "3:alloc-failed" "mem=64M (RLIMIT_AS): a 256 MiB allocation fails with ENOMEM"
+        eq "$(jq -r .dimensions.resources.evidence.rlimits_inside.as.hard "$b")" 67108864 "  the command's RLIMIT_AS is 64 MiB";;
+    *) not_ok "mem=64M has a mechanism (got '$(mech mem)')";;
+    esac
+    out=$(safe --limit mem=64M -- "$PVAGENT" alloc 16 2>/dev/null); rc=$?
+    eq "$rc:$out" "0:allocated" "mem=64M: a 16 MiB allocation still works"
+    out=$(safe --limit mem=64M -- sh -c 'grep "Max address space" /proc/self/limits' 2>/dev/null)
+    case "$(mech mem)" in
+    rlimit-per-process) case "$out" in *67108864*67108864*) ok "inside: /proc/self/limits shows the 64 MiB address space";; *) not_ok "inside: /proc/self/limits shows the 64 MiB address space"; diag "$out";; esac;;
+    *) case "$out" in *unlimited*) ok "inside: no RLIMIT_AS when the cgroup holds mem";; *) not_ok "inside: no RLIMIT_AS when the cgroup holds mem"; diag "$out";; esac;;
+    esac
+
+    # cpu: two spinners; the budget is for the whole tree when a cgroup
+    # holds it (killed at 2 s of CPU in total), per process otherwise
+    # (each gets SIGXCPU at 2 s of its own).
+    start=$(date +%s)
+    safe --limit cpu=2s -- "$PVAGENT" spin 60 2 2>err; rc=$?
+    took=$(( $(date +%s) - start ))
+    b=$(bundle)
+    check "cpu run's Bundle validates" $VALIDATE "$b"
+    case "$(mech cpu)" in
+    cgroup)
+        eq "$rc" 137 "cpu=2s (cgroup): the whole tree is killed when it used 2 s of CPU together"
+        usage=$(jq .dimensions.resources.evidence.observed.cpu_usage_usec "$b")
+        # Per process, the two would use 4 s; the slack is the watch's
+        # wake-up latency on a loaded machine.
+        check "  the tree's CPU time is the budget (2.0 s <= $usage us < 3.5 s)" sh -c "[ $usage -ge 2000000 ] && [ $usage -lt 3500000 ]"
+        eq "$(jq .dimensions.resources.evidence.observed.cpu_budget_exhausted "$b")" true "  the evidence says the budget was used up"
+        check "  pvisor says so on stderr" grep -q "used up its CPU time" err
+        leaf=$(jq -r .dimensions.resources.evidence.cgroup.leaf "$b")
+        eq "$(jq -r .dimensions.resources.evidence.cgroup.command_in_leaf "$b")" true "  the command ran in the run's leaf ($leaf)"
+        check "  the leaf is removed after the run" test ! -e "$leaf";;
+    rlimit-per-process)
+        eq "$rc" 152 "cpu=2s (RLIMIT_CPU): the spinner gets SIGXCPU";;
+    *) not_ok "cpu=2s has a mechanism (got '$(mech cpu)')";;
+    esac
+    check "  and the run ended well before the spinners' 60 s (took ${took}s)" test "$took" -lt 40
+
+    # pids as root: RLIMIT_NPROC never applies to host uid 0.  A limit
+    # nothing here can install is refused, never dropped.
+    out=$(safe --limit pids=20 -- "$PVAGENT" forks 40 10 2>err); rc=$?
+    b=$(bundle)
+    check "pids run's Bundle validates" $VALIDATE "$b"
+    case "$(mech pids)" in
+    cgroup)
+        eq "$rc:$out" "0:forked=19 failed=21" "pids=20 (cgroup): the fork bomb gets 19 children besides itself";;
+    unavailable)
+        eq "$rc:$out" "125:" "pids=20 as root without a cgroup: refused before the command runs (125; RLIMIT_NPROC exempts uid 0)"
+        eq "$(jq -r '.state + " " + .dimensions.resources.effective' "$b")" "setup_failed unavailable" "  Bundle: setup_failed, resources unavailable"
+        check "  a note says why" sh -c "jq -r '.dimensions.resources.notes[]' '$b' | grep -q 'does not apply to processes of host uid 0'"
+        check "  one actionable line on stderr" sh -c "[ \$(wc -l < err) -eq 1 ] && grep -q 'limit pids cannot be installed here.*pvisor doctor' err"
+        out=$(safe --strict --limit pids=20 -- echo RAN 2>err); rc=$?
+        eq "$rc:$out" "125:" "  with --strict too"
+        check "  the refusal names pids" grep -q "limit pids" err;;
+    *) not_ok "pids=20 as root has a mechanism (got '$(mech pids)')";;
+    esac
+
+    # The command cannot leave its leaf: no /sys, no mount.
+    out=$(safe --limit cpu=30s -- sh -c 'for f in /sys/fs/cgroup/cgroup.procs /sys/fs/cgroup/unified/cgroup.procs; do
+              (echo $$ > "$f") 2>/dev/null && echo "MOVED via $f"; done; grep "^0::" /proc/self/cgroup' 2>/dev/null)
+    case "$out" in
+    *MOVED*) not_ok "the command cannot move itself out of its cgroup"; diag "$out";;
+    *"0::$(jq -r .dimensions.resources.evidence.cgroup.command_cgroup "$(bundle)")"*) ok "the command cannot move itself out of its cgroup (no cgroupfs inside)";;
+    *) if [ "$(mech cpu)" = cgroup ]; then not_ok "the command stays in its leaf"; diag "$out"; else ok "the command cannot reach a cgroupfs (no leaf here)"; fi;;
+    esac
+
+    # --strict with cpu only: runs exactly when the cgroup holds it.
+    out=$(safe --strict --limit cpu=30s -- echo RAN 2>/dev/null); rc=$?
+    if [ "$(mech cpu)" = cgroup ]; then
+        eq "$rc:$out" "0:RAN" "--strict --limit cpu=30s runs when the cgroup holds the budget (resources enforced)"
+    else
+        eq "$rc:$out" "125:" "--strict --limit cpu=30s refuses a per-process budget"
+    fi
+else
+    skip "--limit as root" "the suite is not running as root"
+fi
+
+# --- as an unprivileged user ----------------------------------------------------
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
+    U="$T/user"; mkdir -p "$U/ws"; chown -R 65534:65534 "$U"
+    as() { (cd "$U/ws" && timeout 120 setpriv --reuid=65534 --regid=65534 --clear-groups \
+            env HOME="$U" XDG_STATE_HOME="$U/state" "$@"); }
+    ubundle() { echo "$U/state/pvisor/runs/$(ls -1 "$U/state/pvisor/runs" | sort | tail -n 1)/bundle.json"; }
+    umech() { jq -r ".dimensions.resources.evidence.limits.$1.mechanism" "$(ubundle)"; }
+
+    # Host processes of the same uid: 30 sleepers.  If RLIMIT_NPROC counted
+    # the uid host-wide, pids=20 would refuse every fork of the run.
+    HOSTPIDS=""
+    for i in $(seq 30); do setpriv --reuid=65534 --regid=65534 --clear-groups sleep 120 & HOSTPIDS="$HOSTPIDS $!"; done
+    at_exit "kill $HOSTPIDS"
+    out=$(as "$PVISOR" run --safe --limit pids=20 -- "$PVAGENT" forks 40 10 2>/dev/null); rc=$?
+    b=$(ubundle)
+    check "uid 65534 pids run's Bundle validates" $VALIDATE "$b"
+    case "$(umech pids)" in
+    rlimit-nproc-userns)
+        eq "$rc:$out" "0:forked=19 failed=21" \
+           "uid 65534, pids=20 (RLIMIT_NPROC in the run's user namespace): a bounded fork bomb gets 19 children, 30 host processes of the same uid do not count"
+        eq "$(jq -r .dimensions.resources.effective "$b")" enforced "  resources enforced (the count is the run's tree)";;
+    cgroup) eq "$rc:$out" "0:forked=19 failed=21" "uid 65534, pids=20 (cgroup): the fork bomb gets 19 children";;
+    *) not_ok "uid 65534 pids=20 has a tree-wide mechanism (got '$(umech pids)')";;
+    esac
+    out=$(as "$PVISOR" run --safe --limit pids=20 -- /usr/bin/python3 -c '
+import resource
+try:
+    resource.setrlimit(resource.RLIMIT_NPROC, (100000, 100000)); print("RAISED")
+except (ValueError, OSError) as e:
+    print("refused")
+print(resource.getrlimit(resource.RLIMIT_NPROC))' 2>/dev/null)
+    eq "$out" "$(printf 'refused\n(20, 20)')" "  the command cannot raise its RLIMIT_NPROC"
+    alive=0; for p in $HOSTPIDS; do kill -0 "$p" 2>/dev/null && alive=$((alive+1)); done
+    eq "$alive" 30 "  the host's processes of that uid are untouched"
+    out=$(setpriv --reuid=65534 --regid=65534 --clear-groups sh -c 'sh -c "echo forked" & wait'); 
+    eq "$out" forked "  and the host uid can still fork"
+    out=$(as "$PVISOR" run --safe --strict --limit pids=20 -- "$PVAGENT" exit 0 2>&1); rc=$?
+    if [ "$(umech pids)" = rlimit-nproc-userns ] || [ "$(umech pids)" = cgroup ]; then
+        eq "$rc" 0 "  --strict --limit pids=20 runs as uid 65534 (pids is tree-wide)"
+    else
+        not_ok "  --strict --limit pids=20 runs as uid 65534"; diag "$out"
+    fi
+
+    # cpu without a cgroup: RLIMIT_CPU, per process, partial; --strict refuses.
+    as "$PVISOR" run --safe --limit cpu=1s -- "$PVAGENT" spin 60 2>/dev/null; rc=$?
+    b=$(ubundle)
+    case "$(umech cpu)" in
+    rlimit-per-process)
+        eq "$rc" 152 "uid 65534, cpu=1s (RLIMIT_CPU): the spinner gets SIGXCPU"
+        eq "$(jq -r .exit.signal_name "$b")" XCPU "  the Bundle records SIGXCPU"
+        eq "$(jq -r .dimensions.resources.effective "$b")" partial "  resources partial (per process, not the tree)"
+        eq "$(jq -r .dimensions.resources.evidence.rlimits_inside.cpu.soft "$b"):$(jq -r .dimensions.resources.evidence.rlimits_inside.cpu.hard "$b")" \
+           "1:2" "  the command's RLIMIT_CPU is 1 s soft, 2 s hard"
+        out=$(as "$PVISOR" run --safe --strict --limit cpu=1s -- echo RAN 2>/dev/null); rc=$?
+        eq "$rc:$out" "125:" "  --strict refuses resources that are only partial";;
+    cgroup) eq "$rc" 137 "uid 65534, cpu=1s (cgroup): the tree is killed at its budget";;
+    *) not_ok "uid 65534 cpu=1s has a mechanism (got '$(umech cpu)')";;
+    esac
+
+    # mem without a cgroup: RLIMIT_AS.
+    out=$(as "$PVISOR" run --safe --limit mem=64M -- "$PVAGENT" alloc 256 2>/dev/null); rc=$?
+    case "$(umech mem)" in
+    rlimit-per-process) eq "$rc:$out" "3:alloc-failed" "uid 65534, mem=64M (RLIMIT_AS): a 256 MiB allocation fails";;
+    cgroup) eq "$rc" 137 "uid 65534, mem=64M (cgroup): a 256 MiB hog is OOM-killed";;
+    *) not_ok "uid 65534 mem=64M has a mechanism (got '$(umech mem)')";;
+    esac
+    check "uid 65534 mem run's Bundle validates" $VALIDATE "$(ubundle)"
+    check "  its evidence says why no cgroup was used" \
+        sh -c "[ \"\$(jq -r '.dimensions.resources.evidence.cgroup.not_used_because // \"\"' '$(ubundle)')\" != '' ] || [ \"\$(jq -r '.dimensions.resources.evidence.limits.mem.mechanism' '$(ubundle)')\" = cgroup ]"
+
+    # A delegated cgroup: a child of ours, owned by uid 65534, the way
+    # systemd delegates a scope.  Moved into it by root (a process may only
+    # be moved by someone who can write the common ancestor).
+    CG2=$(findmnt -n -t cgroup2 -o TARGET | head -n 1)
+    own=$(sed -n 's/^0:://p' /proc/self/cgroup)
+    if [ -n "$CG2" ] && [ -w "$CG2$own" ]; then
+        D="$CG2${own%/}/pvisor-test-$$"
+        mkdir "$D" && chown 65534:65534 "$D" "$D/cgroup.procs" "$D/cgroup.subtree_control" "$D/cgroup.threads"
+        at_exit "rmdir '$D'"
+        sh -c "echo \$\$ > '$D/cgroup.procs'; exec setpriv --reuid=65534 --regid=65534 --clear-groups \
+               env HOME='$U' XDG_STATE_HOME='$U/state' sh -c 'cd $U/ws && timeout 120 $PVISOR run --safe --limit cpu=1s,pids=50 -- $PVAGENT spin 60 2'" 2>/dev/null; rc=$?
+        b=$(ubundle)
+        check "uid 65534 in a delegated cgroup: the Bundle validates" $VALIDATE "$b"
+        eq "$(umech cpu):$rc" "cgroup:137" "uid 65534 in a delegated cgroup: cpu=1s uses a leaf in it, and two spinners are killed together"
+        leaf=$(jq -r .dimensions.resources.evidence.cgroup.leaf "$b")
+        case "$leaf" in "$D"/pvisor-*) ok "  the leaf is a child of the delegated cgroup";; *) not_ok "  the leaf is a child of the delegated cgroup"; diag "$leaf";; esac
+        eq "$(jq -r .dimensions.resources.effective "$b")" enforced "  resources enforced (cpu in the leaf, pids in the run's user namespace)"
+        eq "$(find "$D" -mindepth 1 -type d | wc -l)" 0 "  nothing is left in the delegated cgroup (leaf removed; no controller needed, so the supervisor never moved)"
+    else
+        eq "$(jq -r .dimensions.resources.evidence.cgroup.not_used_because "$(ubundle)" | grep -c .)" 1 \
+           "no writable cgroup2 here: the evidence says why none was used"
+    fi
+else
+    skip "--limit as an unprivileged user" "needs root to switch to an unprivileged user"
+fi
