@@ -103,10 +103,17 @@ static int reopen_fd(int opath_fd, int flags) {
     return fd < 0 ? -errno : fd;
 }
 
-static int hash_zeros(EVP_MD_CTX *md, uint64_t n, unsigned char *zbuf) {
+/* Feed n zero bytes to md; *zbuf (size *zlen) is allocated on first use. */
+static int hash_zeros(EVP_MD_CTX *md, uint64_t n, unsigned char **zbuf, size_t *zlen) {
+    if (!*zbuf) {
+        *zlen = n > COPY_CHUNK ? COPY_CHUNK : (size_t)n;
+        *zbuf = calloc(1, *zlen);
+        if (!*zbuf)
+            return -ENOMEM;
+    }
     while (n > 0) {
-        size_t c = n > COPY_CHUNK ? COPY_CHUNK : (size_t)n;
-        if (EVP_DigestUpdate(md, zbuf, c) != 1)
+        size_t c = n > *zlen ? *zlen : (size_t)n;
+        if (EVP_DigestUpdate(md, *zbuf, c) != 1)
             return -EIO;
         n -= c;
     }
@@ -116,9 +123,13 @@ static int hash_zeros(EVP_MD_CTX *md, uint64_t n, unsigned char *zbuf) {
 /* Copy [0,size) of in to out (out may be -1: hash only), keeping holes, and
  * feeding every byte (holes as zeros) to md (may be NULL). */
 static int copy_data(int in, int out, off_t size, EVP_MD_CTX *md) {
-    _cleanup_free_ unsigned char *buf = malloc(COPY_CHUNK);
-    _cleanup_free_ unsigned char *zbuf = md ? calloc(1, COPY_CHUNK) : NULL;
-    if (!buf || (md && !zbuf))
+    /* sized to the file: most copy-ups are small, and a 1 MiB buffer per
+     * copy-up costs more than the copy (page faults, glibc's memset) */
+    size_t bsz = size <= 0 ? 4096 : size < COPY_CHUNK ? (size_t)size : COPY_CHUNK;
+    _cleanup_free_ unsigned char *buf = malloc(bsz);
+    _cleanup_free_ unsigned char *zbuf = NULL;
+    size_t zlen = 0;
+    if (!buf)
         return -ENOMEM;
     off_t off = 0;
     bool sparse_ok = true;
@@ -145,12 +156,12 @@ static int copy_data(int in, int out, off_t size, EVP_MD_CTX *md) {
         if (hole > size)
             hole = size;
         if (md && data > off) {
-            int r = hash_zeros(md, (uint64_t)(data - off), zbuf);
+            int r = hash_zeros(md, (uint64_t)(data - off), &zbuf, &zlen);
             if (r < 0)
                 return r;
         }
         for (off = data; off < hole;) {
-            size_t want = (size_t)(hole - off > COPY_CHUNK ? COPY_CHUNK : hole - off);
+            size_t want = (size_t)(hole - off > (off_t)bsz ? (off_t)bsz : hole - off);
             ssize_t n = pread(in, buf, want, off);
             if (n < 0) {
                 if (errno == EINTR)
