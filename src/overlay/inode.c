@@ -139,10 +139,53 @@ int ov_node_lower_open(struct ov *ov, struct ov_node *n, int flags) {
     return ov_lower_open(ov, path, flags);
 }
 
+_Thread_local size_t ov_n_deferred;
+static _Thread_local int *deferred;
+static _Thread_local size_t deferred_cap;
+
+/* Keep fd open until this thread drops the namespace lock.  False if the
+ * list cannot grow (the caller caches fd then, over the budget). */
+static bool defer_close(int fd) {
+    if (ov_n_deferred == deferred_cap) {
+        size_t nc = deferred_cap ? deferred_cap * 2 : 16;
+        int *nd = realloc(deferred, nc * sizeof(*nd));
+        if (!nd)
+            return false;
+        deferred = nd;
+        deferred_cap = nc;
+    }
+    deferred[ov_n_deferred++] = fd;
+    return true;
+}
+
+void ov_close_deferred(void) {
+    for (size_t i = 0; i < ov_n_deferred; i++)
+        close(deferred[i]);
+    ov_n_deferred = 0;
+    if (deferred_cap > 64) { /* one huge batch: do not keep its memory per thread */
+        free(deferred);
+        deferred = NULL;
+        deferred_cap = 0;
+    }
+}
+
+void ov_evict_upper_fds(struct ov *ov) {
+    pthread_mutex_lock(&ov->tree_lock);
+    for (struct ov_node *n = ov->all; n; n = n->all_next) {
+        if (n->upper_fd >= 0) {
+            close(n->upper_fd);
+            n->upper_fd = -1;
+        }
+    }
+    atomic_store(&ov->n_upper_fds, 0);
+    pthread_mutex_unlock(&ov->tree_lock);
+}
+
 void ov_node_set_upper(struct ov *ov, struct ov_node *n, int fd) {
     pthread_mutex_lock(&ov->tree_lock);
     int old = n->upper_fd;
     n->upper_fd = fd;
+    atomic_fetch_add(&ov->n_upper_fds, (fd >= 0) - (old >= 0));
     pthread_mutex_unlock(&ov->tree_lock);
     if (old >= 0 && old != fd)
         close(old);
@@ -173,11 +216,12 @@ int ov_node_upper(struct ov *ov, struct ov_node *n) {
         return -ENOENT;
     }
     pthread_mutex_lock(&ov->tree_lock);
-    if (n->upper_fd < 0) {
-        n->upper_fd = fd;
-    } else {
+    if (n->upper_fd >= 0) {
         close(fd);
         fd = n->upper_fd;
+    } else if (atomic_load(&ov->n_upper_fds) < ov->upper_fd_budget || !defer_close(fd)) {
+        n->upper_fd = fd;
+        atomic_fetch_add(&ov->n_upper_fds, 1);
     }
     pthread_mutex_unlock(&ov->tree_lock);
     return fd;
@@ -339,8 +383,10 @@ static void node_free(struct ov *ov, struct ov_node *n) {
         ov->all = n->all_next;
     if (n->all_next)
         n->all_next->all_prev = n->all_prev;
-    if (n->upper_fd >= 0)
+    if (n->upper_fd >= 0) {
         close(n->upper_fd);
+        atomic_fetch_sub(&ov->n_upper_fds, 1);
+    }
     free(n->name);
     free(n);
 }

@@ -106,7 +106,9 @@ struct ov {
     bool aliases_built;            /* ns write lock */
 
     atomic_uint_fast64_t copy_ups, whiteouts, tmp_seq;
-    atomic_bool mutated; /* a stage-changing operation ran (ov_wrlock, data writes) */
+    atomic_bool mutated;     /* a stage-changing operation ran (ov_wrlock, data writes) */
+    atomic_long n_upper_fds; /* node->upper_fd values cached (root excluded) */
+    long upper_fd_budget;    /* immutable: how many may be cached */
     atomic_int_fast64_t upper_bytes, upper_inodes;
 
     struct fuse_session *se;
@@ -243,13 +245,27 @@ void ov_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t siz
 void ov_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
 void ov_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
 
+/* Cached upper fds are bounded (ov->upper_fd_budget, from RLIMIT_NOFILE):
+ * past the budget ov_node_upper hands out an fd that is closed when this
+ * thread next drops the namespace lock, and the next write-lock holder
+ * closes every cached one (no other thread can be using them then). */
+extern _Thread_local size_t ov_n_deferred;
+void ov_close_deferred(void);
+void ov_evict_upper_fds(struct ov *ov);
+
 #define ov_rdlock(ov) pthread_rwlock_rdlock(&(ov)->ns_lock)
 /* Every operation that may change the stage takes the write lock (or,
  * for file data, data_lock shared), so taking it marks the run mutated. */
 static inline void ov_wrlock(struct ov *ov) {
     pthread_rwlock_wrlock(&ov->ns_lock);
     atomic_store_explicit(&ov->mutated, true, memory_order_relaxed);
+    if (atomic_load_explicit(&ov->n_upper_fds, memory_order_relaxed) > ov->upper_fd_budget)
+        ov_evict_upper_fds(ov);
 }
-#define ov_unlock(ov) pthread_rwlock_unlock(&(ov)->ns_lock)
+static inline void ov_unlock(struct ov *ov) {
+    pthread_rwlock_unlock(&ov->ns_lock);
+    if (ov_n_deferred)
+        ov_close_deferred();
+}
 
 #endif

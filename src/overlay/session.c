@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -187,6 +188,12 @@ int overlay_start(const struct overlay_params *p, struct overlay **ret_ov) {
     ov->lower_fd = p->lower_fd;
     ov->stage = p->stage;
     ov->upper_fd = stage_upper_fd(p->stage);
+    /* half of what is left under our descriptor limit for cached upper
+     * fds; open files (one fd each) and everything else use the rest */
+    struct rlimit nofile;
+    long lim =
+        getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY ? (long)nofile.rlim_cur : 1024;
+    ov->upper_fd_budget = lim > 256 ? (lim - 128) / 2 : 64;
     ov->work_fd = stage_work_fd(p->stage);
     ov->max_bytes = p->max_bytes;
     ov->max_inodes = p->max_inodes;

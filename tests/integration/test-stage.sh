@@ -558,6 +558,22 @@ eq "$?:$(cat "$T/ren.out")" "0:e: g sub  e/sub: " "deleting children of a lower 
 check "the lower is unchanged after renaming a dir with deleted children" unchanged "$R" "$T/ren.manifest"
 oracle "$S" "$R" "$T/ren.view" "renamed dir with deleted children"
 
+# --- more files than the descriptor limit ------------------------------------------
+# The server caches a descriptor per upper object up to a budget under its
+# RLIMIT_NOFILE; past it, descriptors are reopened on demand, so a run that
+# copies up and lists more files than the limit sees no EMFILE.
+E="$T/ws-many"; mkdir -p "$E"
+for d in a b c d; do mkdir "$E/$d"; (cd "$E/$d" && seq 1 400 | sed 's/^/f/' | xargs touch); done
+next_stage
+out=$(prlimit --nofile=512:512 "$PVISOR" run --stage "$S" --workspace "$E" -- sh -c "
+    cd '$E' || exit 9
+    for f in */f*; do echo x >> \"\$f\" || exit 1; done
+    bad=0; for f in */f*; do [ \"\$(cat \"\$f\")\" = x ] || bad=\$((bad + 1)); done
+    ls -lR . > /dev/null || bad=\$((bad + 1)); echo bad=\$bad" 2>&1)
+eq "$?:$out" "0:bad=0" "1,600 files copied up, read back and listed under a 512-descriptor limit: no EMFILE"
+eq "$(cat "$S/upper/d/f400" 2>/dev/null):$(find "$S/upper" -type f | wc -l):$(cat "$E/d/f400" | wc -c)" "x:1600:0" \
+    "all 1,600 copies are staged; the lower files are untouched"
+
 # --- every Bundle of this test validates ---------------------------------------------
 check "every Bundle validates against docs/bundle.schema.json" sh -c "$VALIDATE $XDG_STATE_HOME/pvisor/runs/*/bundle.json"
 check "no FUSE mount of any test workspace is left on the host" sh -c "! grep -h '$T' /proc/[0-9]*/mountinfo 2>/dev/null | grep -q fuse"
