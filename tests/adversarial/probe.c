@@ -40,6 +40,26 @@ static int blocked(const char *what) {
     return 1;
 }
 
+/* recvmsg on s: up to max descriptors into fds (returns how many; -errno
+ * on failure), the bytes into buf (if any) */
+static int recv_fds(int s, int *fds, int max, char *buf, size_t len) {
+    char one;
+    struct iovec iov = {.iov_base = buf ? buf : &one, .iov_len = buf ? len : 1};
+    char cbuf[CMSG_SPACE(8 * sizeof(int))];
+    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof cbuf};
+    if (recvmsg(s, &mh, MSG_CMSG_CLOEXEC) < 0)
+        return -errno;
+    int n = 0;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+            continue;
+        int k = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+        for (int i = 0; i < k && n < max; i++)
+            memcpy(&fds[n++], CMSG_DATA(c) + (size_t)i * sizeof(int), sizeof(int));
+    }
+    return n;
+}
+
 static int do_read(const char *path) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
@@ -326,6 +346,56 @@ int main(int argc, char **argv) {
         }
         buf[got] = '\0';
         fputs(buf, stdout);
+        return 0;
+    }
+    if (!strcmp(a, "fd-recv") && argc == 3) { /* PATH: a host service hands out descriptors */
+        int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        strncpy(sa.sun_path, argv[2], sizeof sa.sun_path - 1);
+        if (connect(s, (struct sockaddr *)&sa, sizeof sa) < 0)
+            return blocked("connect to the descriptor service");
+        int fds[8];
+        int n = recv_fds(s, fds, 8, NULL, 0);
+        if (n <= 0) {
+            errno = n < 0 ? -n : ENOENT;
+            return blocked("receive a descriptor");
+        }
+        char buf[64] = {0};
+        if (pread(fds[0], buf, sizeof buf - 1, 0) < 0)
+            return blocked("read the received descriptor");
+        buf[strcspn(buf, "\n")] = '\0';
+        return escaped("read through a passed host descriptor: ", buf);
+    }
+    if (!strcmp(a, "agent-fds") && argc == 2) {
+        /* send descriptors to the agent socket with a request; print the
+         * reply and how many descriptors came back (the socket must never
+         * hand one in) */
+        const char *path = getenv("PVISOR_AGENT_SOCKET");
+        if (!path) {
+            errno = ENOENT;
+            return blocked("PVISOR_AGENT_SOCKET unset");
+        }
+        int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        strncpy(sa.sun_path, path, sizeof sa.sun_path - 1);
+        if (connect(s, (struct sockaddr *)&sa, sizeof sa) < 0)
+            return blocked("connect to the agent socket");
+        int mine[4] = {0, 1, 2, open("/", O_PATH | O_CLOEXEC)};
+        char cbuf[CMSG_SPACE(sizeof mine)] = {0};
+        struct iovec iov = {.iov_base = "ping\n", .iov_len = 5};
+        struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof cbuf};
+        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof mine);
+        memcpy(CMSG_DATA(c), mine, sizeof mine);
+        if (sendmsg(s, &mh, 0) < 0)
+            return blocked("sendmsg with SCM_RIGHTS");
+        int fds[8];
+        char reply[256] = {0};
+        int n = recv_fds(s, fds, 8, reply, sizeof reply - 1);
+        reply[strcspn(reply, "\n")] = '\0';
+        printf("%s fds=%d\n", reply, n < 0 ? 0 : n);
         return 0;
     }
     if (!strcmp(a, "socketpair") && argc == 2) {

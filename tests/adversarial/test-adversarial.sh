@@ -30,7 +30,16 @@ def serve(sock, name):
         data = c.recv(100)
         log.write(f"{name} {data!r}\n")
         c.close()
+def hand_out(sock, path):  # a host service that passes a descriptor of a host file
+    while True:
+        c, _ = sock.accept()
+        log.write("fdpass\n")
+        with open(path) as f:
+            socket.send_fds(c, [b"x"], [f.fileno()])
+        c.close()
 u = socket.socket(socket.AF_UNIX); u.bind(sys.argv[2]); u.listen(8)
+fp = socket.socket(socket.AF_UNIX); fp.bind(sys.argv[2] + ".fd"); fp.listen(8)
+threading.Thread(target=hand_out, args=(fp, sys.argv[5]), daemon=True).start()
 a = socket.socket(socket.AF_UNIX); a.bind("\0" + sys.argv[3]); a.listen(8)
 t = socket.socket(); t.bind(("127.0.0.1", 0)); t.listen(8)
 open(sys.argv[4], "w").write(str(t.getsockname()[1]))
@@ -39,7 +48,7 @@ for s, n in ((u, "unix"), (a, "abstract"), (t, "tcp")):
 threading.Event().wait()
 PYEOF
 ABSTRACT="pvisor-test-$$"
-$PY "$T/server.py" "$T/server.log" "$H/host.sock" "$ABSTRACT" "$T/port" &
+$PY "$T/server.py" "$T/server.log" "$H/host.sock" "$ABSTRACT" "$T/port" "$H/secret.txt" &
 SERVER=$!
 at_exit "kill -9 $SERVER"
 i=0; while [ ! -s "$T/port" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
@@ -86,6 +95,7 @@ attempt "credential in the environment" env SECRET_TOKEN
 attempt "inherited directory fd (openat)" fd-read 9 secret.txt 9<"$H"
 attempt "pathname unix socket of a host service" unix "$H/host.sock"
 attempt "abstract unix socket of a host service" abstract "$ABSTRACT"
+attempt "descriptor passing from a host service (SCM_RIGHTS)" fd-recv "$H/host.sock.fd"
 attempt "TCP to a host loopback service" tcp 127.0.0.1 "$PORT"
 attempt "ptrace of a host process" ptrace "$VICTIM"
 attempt "process_vm_readv of a host process" vm-read "$VICTIM" "$ADDR"
@@ -111,7 +121,8 @@ rm -f "$H/planted.txt"
 
 # Host servers: nothing from the sandbox arrived (the control's lines did).
 n_unix=$(grep -c '^unix' "$T/server.log"); n_abs=$(grep -c '^abstract' "$T/server.log"); n_tcp=$(grep -c '^tcp' "$T/server.log")
-eq "$n_unix $n_abs $n_tcp" "1 1 1" "host servers received only the control runs' connections"
+n_fd=$(grep -c '^fdpass' "$T/server.log")
+eq "$n_unix $n_abs $n_tcp $n_fd" "1 1 1 1" "host servers received only the control runs' connections"
 
 # Host processes: the victim survived the sandboxed kill, the control kills it.
 s=$(safe kill "$VICTIM")
@@ -234,6 +245,10 @@ eq "$(echo "$out" | sed -n 3p)" "ok checkpoint mine" "agent socket: a live check
 check "agent socket: the checkpoint is committed in the stage" test -f "$T/sag/checkpoints/mine/checkpoint.json"
 eq "$(echo "$out" | sed -n 4,5p | tr '\n' ' ')" "DISCONNECTED pong " "agent socket: an over-long line drops that client only"
 eq "$(jq -r '.agent_socket.requests' "$XDG_STATE_HOME/pvisor/runs/$id/bundle.json")" 4 "the Bundle counts the agent socket's requests"
+# descriptors sent to the agent socket are dropped (the server reads with
+# read(2)), none comes back, and the server goes on serving
+out=$("$PVISOR" run --safe --stage "$T/sag2" --workspace "$W" -- sh -c "./probe-bin agent-fds; ./probe-bin agent-fds; ./probe-bin agent ping" 2>&1)
+eq "$(echo $out)" "pong fds=0 pong fds=0 pong" "agent socket: descriptors sent with a request are dropped, none is handed back"
 check "the agent socket is gone after the run" test ! -e "$XDG_STATE_HOME/pvisor/runs/$id/agent.sock"
 
 # --- HOME is a copy-on-write view: dotfiles readable, writes discarded, credentials covered
