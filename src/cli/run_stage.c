@@ -127,6 +127,16 @@ static int start_overlay(pid_t child, void *userdata) {
     int r = overlay_start(&p, &st->ov);
     if (r < 0)
         st->start_error = r;
+    uint64_t room, reserve;
+    if (r >= 0 && overlay_room(st->ov, &room, &reserve) == 0 && room < (64ULL << 20)) {
+        char w[256];
+        snprintf(w, sizeof w,
+                 "the stage's file system has %llu MiB left for the command (%llu MiB are kept free): "
+                 "writes beyond that fail with ENOSPC",
+                 (unsigned long long)(room >> 20), (unsigned long long)(reserve >> 20));
+        fprintf(stderr, "pvisor: warning: %s\n", w);
+        bundle_add_warning(st->ctx->bundle, w);
+    }
 #ifdef PVISOR_HAVE_LIFECYCLE
     st->cps.ov = st->ov; /* before the socket's thread starts */
 #endif

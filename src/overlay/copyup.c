@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -44,9 +45,26 @@ int ov_tmp_name(struct ov *ov, char buf[static 32]) {
 
 /* ---- quotas and accounting ---- */
 
+/* The agent never takes the stage's file system below its reserve (so the
+ * user's other programs, the seal and the Bundle still find room): checked
+ * against what the file system says is available now. */
+static bool below_reserve(struct ov *ov, uint64_t bytes, uint64_t inodes) {
+    if (!ov->reserve_bytes && !ov->reserve_inodes)
+        return false;
+    struct statvfs sv;
+    if (fstatvfs(ov->upper_fd, &sv) < 0)
+        return false;
+    uint64_t avail = (uint64_t)sv.f_bavail * sv.f_frsize;
+    if (bytes && avail < bytes + ov->reserve_bytes)
+        return true;
+    return inodes && sv.f_files && (uint64_t)sv.f_favail < inodes + ov->reserve_inodes;
+}
+
 int ov_quota_inode(struct ov *ov) {
     if (ov->max_inodes && (uint64_t)atomic_load(&ov->upper_inodes) + 1 > ov->max_inodes)
         return -EDQUOT;
+    if (below_reserve(ov, 0, 1))
+        return -ENOSPC;
     return 0;
 }
 
@@ -58,6 +76,8 @@ int ov_quota_bytes(struct ov *ov, uint64_t n) {
         if ((uint64_t)cur + n > ov->max_bytes || n > ov->max_bytes)
             return -ENOSPC;
     }
+    if (n && below_reserve(ov, n, 0))
+        return -ENOSPC;
     return 0;
 }
 

@@ -517,6 +517,14 @@ void ov_op_statfs(fuse_req_t req, fuse_ino_t ino) {
         if (sv.f_bavail > avail)
             sv.f_bavail = avail;
     }
+    /* what the agent may use: the reserve is not for it */
+    uint64_t rb = sv.f_frsize ? (ov->reserve_bytes + sv.f_frsize - 1) / sv.f_frsize : 0;
+    sv.f_bavail = sv.f_bavail > rb ? sv.f_bavail - rb : 0;
+    sv.f_bfree = sv.f_bfree > rb ? sv.f_bfree - rb : 0;
+    if (sv.f_files) {
+        sv.f_favail = sv.f_favail > ov->reserve_inodes ? sv.f_favail - ov->reserve_inodes : 0;
+        sv.f_ffree = sv.f_ffree > ov->reserve_inodes ? sv.f_ffree - ov->reserve_inodes : 0;
+    }
     if (ov->max_inodes) {
         int64_t used = atomic_load(&ov->upper_inodes);
         uint64_t u = used > 0 ? (uint64_t)used : 0;

@@ -83,15 +83,16 @@ struct ov_alias {
 };
 
 struct ov {
-    int lower_fd;                   /* immutable, borrowed */
-    int upper_fd;                   /* immutable, borrowed from stage */
-    int work_fd;                    /* immutable, borrowed from stage */
-    struct stage *stage;            /* immutable, borrowed */
-    char *mountpoint;               /* immutable */
-    uint64_t max_bytes, max_inodes; /* immutable */
-    double lower_timeout;           /* immutable: kernel attr/entry cache (s) for lower-backed objects */
-    uid_t self_uid;                 /* immutable: our euid (file owner when not root) */
-    bool can_chown;                 /* immutable: CAP_CHOWN in our namespace */
+    int lower_fd;                           /* immutable, borrowed */
+    int upper_fd;                           /* immutable, borrowed from stage */
+    int work_fd;                            /* immutable, borrowed from stage */
+    struct stage *stage;                    /* immutable, borrowed */
+    char *mountpoint;                       /* immutable */
+    uint64_t max_bytes, max_inodes;         /* immutable */
+    uint64_t reserve_bytes, reserve_inodes; /* immutable: kept free on the stage's file system */
+    double lower_timeout;                   /* immutable: kernel attr/entry cache (s) for lower-backed objects */
+    uid_t self_uid;                         /* immutable: our euid (file owner when not root) */
+    bool can_chown;                         /* immutable: CAP_CHOWN in our namespace */
 
     pthread_rwlock_t ns_lock;
     pthread_rwlock_t data_lock; /* see the lock order above */

@@ -71,4 +71,9 @@ struct overlay_stats {
 };
 void overlay_get_stats(struct overlay *ov, struct overlay_stats *ret_stats);
 
+/* Bytes the command may still write before the stage's file system reaches
+ * the reserve the overlay keeps free (2%, at most 128 MiB), and that
+ * reserve.  Returns -errno if the file system cannot be asked. */
+int overlay_room(struct overlay *ov, uint64_t *ret_room, uint64_t *ret_reserve);
+
 #endif

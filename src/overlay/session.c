@@ -23,6 +23,7 @@
 #include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "overlay/ov-internal.h"
@@ -32,6 +33,11 @@
 #define OV_DEFAULT_THREADS 4
 #define OV_MAX_THREADS 64
 #define OV_DEFAULT_LOWER_CACHE_MS 1000
+/* kept free on the stage's file system: 2%, at most 128 MiB and 10,000
+ * inodes (room for the seal, the Bundle and the user's other programs) */
+#define OV_RESERVE_PERCENT 2
+#define OV_RESERVE_MAX_BYTES (128ULL << 20)
+#define OV_RESERVE_MAX_INODES 10000ULL
 
 struct overlay {
     struct ov ov;
@@ -194,6 +200,15 @@ int overlay_start(const struct overlay_params *p, struct overlay **ret_ov) {
     long lim =
         getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY ? (long)nofile.rlim_cur : 1024;
     ov->upper_fd_budget = lim > 256 ? (lim - 128) / 2 : 64;
+    struct statvfs sv;
+    if (fstatvfs(ov->upper_fd, &sv) == 0) {
+        ov->reserve_bytes = (uint64_t)sv.f_blocks * sv.f_frsize / 100 * OV_RESERVE_PERCENT;
+        if (ov->reserve_bytes > OV_RESERVE_MAX_BYTES)
+            ov->reserve_bytes = OV_RESERVE_MAX_BYTES;
+        ov->reserve_inodes = (uint64_t)sv.f_files / 100 * OV_RESERVE_PERCENT;
+        if (ov->reserve_inodes > OV_RESERVE_MAX_INODES)
+            ov->reserve_inodes = OV_RESERVE_MAX_INODES;
+    }
     ov->work_fd = stage_work_fd(p->stage);
     ov->max_bytes = p->max_bytes;
     ov->max_inodes = p->max_inodes;
@@ -303,6 +318,17 @@ void overlay_resume(struct overlay *o) {
     struct ov *ov = &o->ov;
     pthread_rwlock_unlock(&ov->data_lock);
     ov_unlock(ov);
+}
+
+int overlay_room(struct overlay *o, uint64_t *ret_room, uint64_t *ret_reserve) {
+    struct ov *ov = &o->ov;
+    struct statvfs sv;
+    if (fstatvfs(ov->upper_fd, &sv) < 0)
+        return -errno;
+    uint64_t avail = (uint64_t)sv.f_bavail * sv.f_frsize;
+    *ret_room = avail > ov->reserve_bytes ? avail - ov->reserve_bytes : 0;
+    *ret_reserve = ov->reserve_bytes;
+    return 0;
 }
 
 void overlay_get_stats(struct overlay *o, struct overlay_stats *ret_stats) {

@@ -574,6 +574,24 @@ eq "$?:$out" "0:bad=0" "1,600 files copied up, read back and listed under a 512-
 eq "$(cat "$S/upper/d/f400" 2>/dev/null):$(find "$S/upper" -type f | wc -l):$(cat "$E/d/f400" | wc -c)" "x:1600:0" \
     "all 1,600 copies are staged; the lower files are untouched"
 
+# --- disk exhaustion: the agent cannot fill the stage's file system ---------------------
+# The overlay keeps 2% of it free (at most 128 MiB): on a 32 MiB tmpfs that
+# holds the stage and the run records, a writer that never stops gets ENOSPC,
+# and the seal and the Bundle still find room.
+if [ "$(id -u)" -eq 0 ] && command -v unshare >/dev/null; then
+    D="$T/small"; mkdir -p "$D"
+    out=$(unshare -m sh -c "mount -t tmpfs -o size=32m tmpfs '$D' && mkdir '$D/ws' '$D/state' && echo hi > '$D/ws/a' &&
+        XDG_STATE_HOME='$D/state' '$PVISOR' run --stage '$D/st' --workspace '$D/ws' -- sh -c 'cd $D/ws; dd if=/dev/zero of=big bs=1M count=64 2>&1 | grep -c \"No space left\"' 2>'$T/small.err'
+        echo rc=\$? free_kib=\$(df -k --output=avail '$D' | tail -1 | tr -d ' ') sealed=\$(test -e '$D/st/sealed' && echo yes) state=\$(jq -r .state '$D'/state/pvisor/runs/*/bundle.json)" 2>&1)
+    eq "$(echo "$out" | sed 's/free_kib=[0-9]*//' | tr '\n' ' ')" "1 rc=0  sealed=yes state=finished " \
+        "disk exhaustion: the writer gets ENOSPC; the run is sealed and its Bundle written"
+    check "disk exhaustion: a run starting with little room says so on stderr" grep -q "pvisor: warning: the stage's file system has [0-9]* MiB left for the command" "$T/small.err"
+    free=$(echo "$out" | sed -n 's/.*free_kib=\([0-9]*\).*/\1/p')
+    check "disk exhaustion: 2% of the file system is still free afterwards ($free KiB)" test "${free:-0}" -ge 600
+else
+    skip "disk exhaustion on a small tmpfs" "needs root and unshare (a private tmpfs mount)"
+fi
+
 # --- every Bundle of this test validates ---------------------------------------------
 check "every Bundle validates against docs/bundle.schema.json" sh -c "$VALIDATE $XDG_STATE_HOME/pvisor/runs/*/bundle.json"
 check "no FUSE mount of any test workspace is left on the host" sh -c "! grep -h '$T' /proc/[0-9]*/mountinfo 2>/dev/null | grep -q fuse"
