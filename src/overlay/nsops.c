@@ -270,6 +270,10 @@ void ov_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char
             mk_abort(ov, &mk, false);
     }
     if (r >= 0) {
+        /* the file now has another name, which a later lookup may give
+         * its own node and kernel inode: n's earlier writes no longer
+         * vouch for n's page cache (ov_pcache_open) */
+        ov_pcache_wrote(n, 2);
         ov_node_ref_kernel(ov, n);
         r = ov_fill_entry(ov, n, &fe);
         if (r < 0)

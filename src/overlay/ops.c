@@ -153,10 +153,13 @@ void ov_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
         fuse_reply_attr(req, &st, t);
 }
 
-static void account_delta(struct ov *ov, const struct stat *before, int fd) {
+/* Returns the file's link count after the change (0 if unknown). */
+static nlink_t account_delta(struct ov *ov, const struct stat *before, int fd) {
     struct stat after;
-    if (fstat(fd, &after) == 0)
-        atomic_fetch_add(&ov->upper_bytes, ((int64_t)after.st_blocks - (int64_t)before->st_blocks) * 512);
+    if (fstat(fd, &after) < 0)
+        return 0;
+    atomic_fetch_add(&ov->upper_bytes, ((int64_t)after.st_blocks - (int64_t)before->st_blocks) * 512);
+    return after.st_nlink;
 }
 
 void ov_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struct fuse_file_info *fi) {
@@ -246,8 +249,8 @@ void ov_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set
             goto out;
         }
     }
-    ov_pcache_wrote(n);
     r = ov_node_stat(ov, n, &st);
+    ov_pcache_wrote(n, r < 0 ? 0 : st.st_nlink);
     t = ov_attr_timeout(ov, n, &st);
 out:
     ov_unlock(ov);
@@ -402,8 +405,7 @@ void ov_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off
     out.buf[0].fd = fh->fd;
     out.buf[0].pos = off;
     res = fuse_buf_copy(&out, in, 0);
-    account_delta(ov, &before, fh->fd);
-    ov_pcache_wrote(ov_node_of(ov, ino));
+    ov_pcache_wrote(ov_node_of(ov, ino), account_delta(ov, &before, fh->fd));
 out:
     pthread_rwlock_unlock(&ov->data_lock);
     if (res < 0)
@@ -450,9 +452,7 @@ void ov_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t 
         r = ov_quota_bytes(ov, (uint64_t)len);
     if (r >= 0 && fallocate(fh->fd, mode, off, len) < 0)
         r = -errno;
-    if (have_before)
-        account_delta(ov, &before, fh->fd);
-    ov_pcache_wrote(ov_node_of(ov, ino));
+    ov_pcache_wrote(ov_node_of(ov, ino), have_before ? account_delta(ov, &before, fh->fd) : 0);
     pthread_rwlock_unlock(&ov->data_lock);
     fuse_reply_err(req, -r);
 }

@@ -125,8 +125,12 @@ bool ov_pcache_open(struct ov *ov, struct ov_node *n, int fd, bool *ret_stale);
 /* the state of fd for a stamp (present = false when fd < 0 or fstat fails) */
 void ov_stamp_take(int fd, struct ov_stamp *ret);
 bool ov_stamp_eq(const struct ov_stamp *a, const struct ov_stamp *b);
-static inline void ov_pcache_wrote(struct ov_node *n) {
-    atomic_store(&n->pc_written, true);
+/* n's file was just changed through n's kernel inode; nlink: its link
+ * count after the change.  With other names (other nodes, so other kernel
+ * inodes, whose changes this page cache does not hold) the change vouches
+ * for nothing: the next open compares stamps instead. */
+static inline void ov_pcache_wrote(struct ov_node *n, nlink_t nlink) {
+    atomic_store(&n->pc_written, nlink == 1);
 }
 
 /* inode.c */

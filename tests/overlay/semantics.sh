@@ -390,6 +390,29 @@ HELLO
 after-truncate"
 check "page cache: the staged bytes are what the command read back" bash -c "[ \"\$(cat $S/upper/new)\" == WriXten-by-agent ] && [ \"\$(cat $S/upper/d/f)\" == after-truncate ]"
 
+# A file with several names is several kernel inodes here (one node per
+# name): a change through another name must show at the next open of this
+# one, even after the other name is gone and this one's earlier writes went
+# through the kernel.  "a" and "hl" are lower hard links (one upper file
+# after copy-up); n2 is linked by the command and, after its dentry timed
+# out (1 s for upper objects), looked up again as a node of its own.
+new_case pagecache-links
+run "$(py 'import os, time
+def head(p):
+    with open(p) as f: return f.read(8)
+with open("a", "r+") as f: f.write("x" * 4096)
+with open("hl", "r+") as f: f.write("HL-WRITE")
+os.unlink("hl")
+print(head("a"))
+with open("n1", "w") as f: f.write("y" * 5000)
+os.link("n1", "n2")
+time.sleep(1.3)
+with open("n2", "r+") as f: f.write("N2-WRITE")
+os.unlink("n2")
+print(head("n1"))')"
+expect "page cache: writes through another (since removed) name show at the next open" "$C/out" "HL-WRITE
+N2-WRITE"
+
 # --- 14. quotas ----------------------------------------------------------------------------
 new_case quota
 run 'dd if=/dev/zero of=big bs=1M count=8 status=none 2>&1 | sed "s/.*: //"; stat -c %s big; echo ok > small && cat small' --max-bytes 4000000
