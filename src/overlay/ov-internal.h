@@ -200,6 +200,7 @@ struct ov_dirent {
     char *name;
     uint64_t ino;
     mode_t type;
+    uint64_t off; /* d_off cookie (dir.c); ov_dir_list returns them in increasing order */
 };
 int ov_dir_list(struct ov *ov, struct ov_node *n, struct ov_dirent **ret, size_t *ret_n);
 void ov_dirents_free(struct ov_dirent *d, size_t n);

@@ -413,6 +413,49 @@ print(head("n1"))')"
 expect "page cache: writes through another (since removed) name show at the next open" "$C/out" "HL-WRITE
 N2-WRITE"
 
+# Directory offsets must mean the same in every listing of a directory:
+# the kernel's listing cache is shared by all open handles and may be
+# refilled, from a newer listing, in the middle of one handle's stream.
+# Removing entries while listing (what rm -r does), with another reader
+# starting over meanwhile, must not skip entries that were there all along;
+# nor must a host edit during a listing.
+new_case dircache
+mkdir "$L/big" "$L/big2"
+for i in $(seq -w 1 1500); do : > "$L/big/entry-with-a-long-name-$i"; : > "$L/big2/entry-with-a-long-name-$i"; done
+rm -f "$C/ready" "$C/go"
+"$OVRUN" "$L" "$S" -- $(py 'import os, sys, time
+C = sys.argv[1]
+def check(label, names, seen):
+    print(label, len(set(names) - set(seen)), len(seen) - len(set(seen)))
+mkd = lambda d, n: [open(os.path.join(d, "new-%04d" % i), "w").close() for i in range(n)]
+os.mkdir("up"); mkd("up", 1500)
+for d in ("big", "up"):
+    names = os.listdir(d); os.listdir(d)
+    it = os.scandir(d)
+    seen = [next(it).name for _ in range(50)]
+    for n in seen: os.unlink(os.path.join(d, n))
+    os.listdir(d)
+    seen += [e.name for e in it]
+    check("remove-while-listing " + d, names, seen)
+names = os.listdir("big2"); os.listdir("big2")
+it = os.scandir("big2")
+seen = [next(it).name for _ in range(50)]
+open(C + "/ready", "w").close()
+while not os.path.exists(C + "/go"): time.sleep(0.05)
+os.listdir("big2")
+seen += [e.name for e in it]
+check("host-edit-while-listing", names, seen)
+print(sorted(os.listdir("big2")) == sorted(names + ["0-added-on-host"]))') "$C" > "$C/out" 2> "$C/err" &
+dc_pid=$!
+for _ in $(seq 200); do [ -e "$C/ready" ] && break; sleep 0.05; done
+: > "$L/big2/0-added-on-host"
+touch "$C/go"
+wait $dc_pid
+expect "readdir: no entry skipped or repeated when the listing cache is refilled mid-stream (missing, repeated)" "$C/out" "remove-while-listing big 0 0
+remove-while-listing up 0 0
+host-edit-while-listing 0 0
+True"
+
 # --- 14. quotas ----------------------------------------------------------------------------
 new_case quota
 run 'dd if=/dev/zero of=big bs=1M count=8 status=none 2>&1 | sed "s/.*: //"; stat -c %s big; echo ok > small && cat small' --max-bytes 4000000
