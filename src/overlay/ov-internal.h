@@ -76,6 +76,9 @@ struct ov_node {
     } stamp[2];             /* a file: [0]; a directory: [0] upper, [1] lower */
     bool stamped;           /* tree_lock: stamp[] holds a recorded state */
     atomic_bool pc_written; /* changed through the kernel since that open (its page cache has the change) */
+    /* the object of that open (stamp[0]), for reads without the tree_lock */
+    _Atomic uint64_t pc_dev, pc_ino;
+    atomic_bool pc_foreign_read; /* read since that open through a descriptor of another object */
 };
 
 struct ov_alias {
@@ -116,12 +119,14 @@ struct ov {
 
 struct ov_fh { /* one per open file; immutable after open, freed at release */
     int fd;
-    bool upper; /* fd refers to the upper copy */
+    bool upper;        /* fd refers to the upper copy */
+    uint64_t dev, ino; /* of fd's object (set by ov_pcache_open) */
 };
 
 /* ops.c: may the kernel keep its page cache of regular file node n, now
- * opened as fd?  *ret_stale: the file changed behind the kernel's back. */
-bool ov_pcache_open(struct ov *ov, struct ov_node *n, int fd, bool *ret_stale);
+ * opened as fh (fh->fd and fh->upper set; fills fh->dev and fh->ino)?
+ * *ret_stale: the file changed behind the kernel's back. */
+bool ov_pcache_open(struct ov *ov, struct ov_node *n, struct ov_fh *fh, bool *ret_stale);
 /* the state of fd for a stamp (present = false when fd < 0 or fstat fails) */
 void ov_stamp_take(int fd, struct ov_stamp *ret);
 bool ov_stamp_eq(const struct ov_stamp *a, const struct ov_stamp *b);

@@ -319,6 +319,18 @@ print(repr(os.pread(r, 100, 0)))
 print(repr(open("a").read()))')"
 check "read-only fd before copy-up keeps the lower object (documented)" grep -qx "b'a-content\\\\n'" "$C/out"
 check "a new open sees the copy" grep -qx "'a-content\\\\nNEW\\\\n'" "$C/out"
+# The old descriptor's reads of the lower file fill the node's one page
+# cache after the copy-up dropped it; an in-place write keeps the size, so
+# only the open can tell ("b" has one link: "a" has two, never cached).
+new_case rofd-cache
+run "$(py 'import os
+r = os.open("b", os.O_RDONLY)
+w = os.open("b", os.O_WRONLY)
+os.write(w, b"NEW"); os.close(w)
+print(repr(os.pread(r, 100, 0)))
+print(repr(open("b").read()))')"
+expect "reads through a read-only fd from before the copy-up do not show through a new open" "$C/out" "b'b-content\\n'
+'NEWontent\\n'"
 
 # --- 13. host edits while the run is live -------------------------------------------------
 # live_edit OVRUN-OPTIONS...: the host edits, adds and deletes lower files
@@ -389,6 +401,26 @@ hello
 HELLO
 after-truncate"
 check "page cache: the staged bytes are what the command read back" bash -c "[ \"\$(cat $S/upper/new)\" == WriXten-by-agent ] && [ \"\$(cat $S/upper/d/f)\" == after-truncate ]"
+
+# A descriptor from before a host replace (an editor's save: write a new
+# file, rename it over) keeps reading the old lower file; its reads must
+# not show through the next open (same size, so only the open can tell).
+new_case pagecache-oldfd
+rm -f "$C/ready" "$C/go"
+"$OVRUN" "$L" "$S" -- $(py 'import os, sys, time
+r = open("b")
+open(sys.argv[1] + "/ready", "w").close()
+while not os.path.exists(sys.argv[1] + "/go"): time.sleep(0.05)
+f2 = open("b")
+print(r.read(), end="")
+print(open("b").read(), end="")') "$C" > "$C/out" 2> "$C/err" &
+po_pid=$!
+for _ in $(seq 200); do [ -e "$C/ready" ] && break; sleep 0.05; done
+printf 'B-CONTENT\n' > "$L/b.new" && mv "$L/b.new" "$L/b"
+touch "$C/go"
+wait $po_pid
+expect "page cache: an old descriptor's reads of a replaced lower file do not show through a new open" "$C/out" "b-content
+B-CONTENT"
 
 # A file with several names is several kernel inodes here (one node per
 # name): a change through another name must show at the next open of this
