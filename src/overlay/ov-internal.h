@@ -63,8 +63,9 @@ struct ov_node {
     uint64_t nref;                       /* tree_lock: hashed children pointing here */
     int upper_fd;                        /* O_PATH fd of the upper object or -1: first set under tree_lock,
                                replaced/cleared only under ns write lock */
-    bool lower;                          /* ns_lock: the lower object at this node's path is part of it
-                               (lower-only object, or merged non-opaque directory) */
+    atomic_bool lower;                   /* ns_lock: the lower object at this node's path is part of it
+                               (lower-only object, or merged non-opaque directory); atomic: LOOKUP and
+                               READDIRPLUS refresh it under the read lock (and tree_lock) */
     mode_t type;                         /* ns_lock: S_IFMT */
     struct ov_node *all_prev, *all_next; /* tree_lock: list of every live node */
     struct ov_stamp { /* tree_lock: a backing object as of the node's last open (ov_pcache_open, opendir) */
