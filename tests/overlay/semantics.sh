@@ -488,6 +488,53 @@ remove-while-listing up 0 0
 host-edit-while-listing 0 0
 True"
 
+# Four processes create, write, link, rename, remove and list one small
+# tree at once (READDIRPLUS lookups racing namespace changes and FORGETs);
+# the server must survive it (the sanitizer build checks its memory), and
+# the tree must then list consistently: every name once, lstat-able, with
+# d_ino == st_ino.
+new_case concurrent
+mkdir -p "$L/t/d0/d1" "$L/t/d1" "$L/t/d2"
+for d in d0 d1 d2; do echo lower > "$L/t/$d/f1"; done
+"$OVRUN" "$L" "$S" -- $(py 'import os, random, time
+from multiprocessing import Process
+def work(seed):
+    rnd = random.Random(seed)
+    names = ["d0", "d1", "d2", "d3", "f0", "f1", "f2", "f3", "f4"]
+    end = time.time() + 4
+    while time.time() < end:
+        p = os.path.join("t", *[rnd.choice(names) for _ in range(rnd.randint(1, 3))])
+        q = os.path.join("t", *[rnd.choice(names) for _ in range(rnd.randint(1, 3))])
+        op = rnd.randrange(10)
+        try:
+            if op == 0: os.mkdir(p)
+            elif op == 1:
+                with open(p, "a") as f: f.write("x" * rnd.randint(1, 9000))
+            elif op == 2: os.unlink(p)
+            elif op == 3: os.rmdir(p)
+            elif op == 4: os.rename(p, q)
+            elif op == 5: os.link(p, q)
+            elif op == 6:
+                with open(p) as f: f.read()
+            else:
+                for dp, dn, fn in os.walk("t"):
+                    for n in fn: os.lstat(os.path.join(dp, n))
+        except OSError:
+            pass
+ps = [Process(target=work, args=(i,)) for i in range(4)]
+for x in ps: x.start()
+for x in ps: x.join()
+bad = 0
+for dp, dn, fn in os.walk("t"):
+    names = dn + fn
+    bad += len(names) - len(set(names))
+    for e in os.scandir(dp):
+        if e.inode() != os.lstat(e.path).st_ino: bad += 1
+print("consistent", bad == 0)') > "$C/out" 2> "$C/err"
+echo "exit $?" >> "$C/out"
+expect "concurrent namespace changes and listings: the server survives, the tree lists consistently" "$C/out" "consistent True
+exit 0"
+
 # --- 14. quotas ----------------------------------------------------------------------------
 new_case quota
 run 'dd if=/dev/zero of=big bs=1M count=8 status=none 2>&1 | sed "s/.*: //"; stat -c %s big; echo ok > small && cat small' --max-bytes 4000000
