@@ -1,11 +1,20 @@
 /* dir.c: merged directory listing, emptiness checks, dir handles.
  *
- * A listing is a snapshot taken at opendir (and again on rewind to offset
- * 0): upper entries (whiteouts hidden, but they also hide the lower name),
- * then, unless the upper directory is opaque, lower entries not present in
- * the upper.  The result is sorted by name, so it is deterministic and free
- * of duplicates; "." and ".." come first.  d_ino equals the st_ino that
- * lookup/getattr report for the same entry (ov_upper_ino / lower st_ino).
+ * A listing is a snapshot taken at a handle's first READDIR (and again on
+ * rewind to offset 0): upper entries (whiteouts hidden, but they also hide
+ * the lower name), then, unless the upper directory is opaque, lower
+ * entries not present in the upper; free of duplicates; "." and ".." come
+ * first.  d_ino equals the st_ino that lookup/getattr report for the same
+ * entry (ov_upper_ino / lower st_ino).
+ *
+ * Offsets (d_off) are not positions in one snapshot but a cookie derived
+ * from the entry's name (dir_cookie), and a listing is ordered by cookie,
+ * so it is deterministic.  "Continue after cookie k" means the same thing
+ * in every snapshot: the kernel's listing cache (FOPEN_CACHE_DIR) is shared
+ * by every open handle of the directory and may be refilled from a newer
+ * snapshot, or fall back to a handle that never listed, in the middle of a
+ * stream; with positions, an entry that was there all along would then be
+ * skipped or repeated (e.g. `rm -r` removing entries while it lists).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -67,6 +76,26 @@ static int dvec_push(struct dvec *dv, const char *name, uint64_t ino, mode_t typ
 
 static int cmp_dirent(const void *a, const void *b) {
     return strcmp(((const struct ov_dirent *)a)->name, ((const struct ov_dirent *)b)->name);
+}
+
+static int cmp_dirent_off(const void *a, const void *b) {
+    const struct ov_dirent *x = a, *y = b;
+    if (x->off != y->off)
+        return x->off < y->off ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+/* The d_off cookie of a name: FNV-1a with a final mix, in [3, 2^62 + 2]
+ * (0, 1 and 2 are the positions before ".", ".." and the first entry).
+ * Names colliding in one listing are moved apart (ov_dir_list). */
+static uint64_t dir_cookie(const char *name) {
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+        h = (h ^ *p) * 0x100000001b3ULL;
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    return (h >> 2) + 3;
 }
 
 static mode_t dtype_to_mode(unsigned char t) {
@@ -164,6 +193,15 @@ int ov_dir_list(struct ov *ov, struct ov_node *n, struct ov_dirent **ret, size_t
                 goto done;
         }
     }
+    /* cookie order; the rare colliding names get the next free cookies
+     * (at most 2^24 entries: no overflow of off_t) */
+    for (size_t k = 0; k < out.n; k++)
+        out.v[k].off = dir_cookie(out.v[k].name);
+    if (out.n)
+        qsort(out.v, out.n, sizeof(*out.v), cmp_dirent_off);
+    for (size_t k = 1; k < out.n; k++)
+        if (out.v[k].off <= out.v[k - 1].off)
+            out.v[k].off = out.v[k - 1].off + 1;
     *ret = TAKE_PTR(out.v);
     *ret_n = out.n;
 done:
@@ -303,7 +341,22 @@ static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
     }
     /* plus mode resolves every name: open the lower directory once */
     _cleanup_close_ int lower_dfd = plus && r >= 0 ? ov_node_lower_open(ov, n, O_PATH | O_DIRECTORY) : -1;
-    for (off_t i = off; r >= 0 && (size_t)i < h->n + 2; i++) {
+    /* where to go on: 0, 1, 2 are the positions before ".", ".." and the
+     * first entry; any other offset is the cookie of the last entry the
+     * reader got, which need not be in this snapshot */
+    size_t start = off >= 0 && off <= 2 ? (size_t)off : 2;
+    if (r >= 0 && off > 2) {
+        size_t lo = 0, hi = h->n;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (h->ents[mid].off <= (uint64_t)off)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        start = 2 + lo;
+    }
+    for (size_t i = start; r >= 0 && i < h->n + 2; i++) {
         struct stat st = {0};
         const char *name;
         if (i == 0) {
@@ -320,8 +373,9 @@ static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
             st.st_ino = e->ino;
             st.st_mode = e->type;
         }
-        size_t need = plus ? add_plus(ov, req, buf + used, size - used, n, lower_dfd, name, &st, i + 1)
-                           : fuse_add_direntry(req, buf + used, size - used, name, &st, i + 1);
+        off_t next = i < 2 ? (off_t)i + 1 : (off_t)h->ents[i - 2].off;
+        size_t need = plus ? add_plus(ov, req, buf + used, size - used, n, lower_dfd, name, &st, next)
+                           : fuse_add_direntry(req, buf + used, size - used, name, &st, next);
         if (need > size - used)
             break;
         used += need;

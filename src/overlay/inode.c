@@ -411,7 +411,8 @@ struct ov_node *ov_node_get(struct ov *ov, struct ov_node *parent, const char *n
     pthread_mutex_lock(&ov->tree_lock);
     struct ov_node *n = table_find(ov, parent, name);
     if (n && n->type == type) {
-        n->lower = e->lower;
+        if (n->lower != e->lower)
+            n->lower = e->lower;
         n->nlookup++;
         pthread_mutex_unlock(&ov->tree_lock);
         return n;

@@ -239,7 +239,7 @@ void ov_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
     fh->upper = true;
     fi->fh = (uint64_t)(uintptr_t)fh;
     bool stale; /* a new kernel inode: nothing cached yet; record the file */
-    ov_pcache_open(ov, ov_node_of(ov, fe.ino), fd, &stale);
+    ov_pcache_open(ov, ov_node_of(ov, fe.ino), fh, &stale);
     fi->keep_cache = 0;
     if (fuse_reply_create(req, &fe, fi) == -ENOENT) {
         close(fd);
@@ -270,6 +270,9 @@ void ov_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char
             mk_abort(ov, &mk, false);
     }
     if (r >= 0) {
+        /* the file now has another name, which a later lookup may give
+         * its own node and kernel inode (ov_pcache_open) */
+        ov_pcache_forget(ov, n);
         ov_node_ref_kernel(ov, n);
         r = ov_fill_entry(ov, n, &fe);
         if (r < 0)

@@ -70,19 +70,28 @@ bool ov_stamp_eq(const struct ov_stamp *a, const struct ov_stamp *b) {
  * (a host edit of a lower file, a write through another name of a hard
  * link, a copy-up, a first open) drops it.  Files with several names are
  * several kernel inodes here (one node per name), so their cache is never
- * kept. */
-bool ov_pcache_open(struct ov *ov, struct ov_node *n, int fd, bool *ret_stale) {
+ * kept.  A descriptor opened earlier may refer to another object (the
+ * lower file before a copy-up, a lower file the host has replaced since):
+ * its reads fill the node's one page cache with that object's bytes
+ * (ov_op_read flags them), so the next open drops it. */
+bool ov_pcache_open(struct ov *ov, struct ov_node *n, struct ov_fh *fh, bool *ret_stale) {
     struct ov_stamp now;
     struct stat st;
     *ret_stale = false;
-    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+    fh->dev = fh->ino = 0;
+    if (fstat(fh->fd, &st) < 0 || !S_ISREG(st.st_mode))
         return false;
     stamp_of(&st, &now);
+    fh->dev = (uint64_t)st.st_dev;
+    fh->ino = (uint64_t)st.st_ino;
+    bool foreign = atomic_exchange(&n->pc_foreign_read, false);
     pthread_mutex_lock(&ov->tree_lock);
-    bool keep = st.st_nlink == 1 && n->stamped && ov_stamp_eq(&n->stamp[0], &now);
+    bool keep = st.st_nlink == 1 && n->stamped && ov_stamp_eq(&n->stamp[0], &now) && !foreign;
     *ret_stale = n->stamped && !keep;
     n->stamp[0] = now;
     n->stamped = true;
+    atomic_store(&n->pc_dev, fh->dev);
+    atomic_store(&n->pc_ino, fh->ino);
     pthread_mutex_unlock(&ov->tree_lock);
     return keep;
 }
@@ -382,7 +391,7 @@ void ov_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
     fh->fd = fd;
     fi->fh = (uint64_t)(uintptr_t)fh;
     bool stale;
-    fi->keep_cache = ov_pcache_open(ov, n, fd, &stale);
+    fi->keep_cache = ov_pcache_open(ov, n, fh, &stale);
     /* The kernel may also hold the old size: refresh attributes now rather
      * than when they time out (attributes only: no page locks taken). */
     if (stale)
@@ -396,6 +405,13 @@ void ov_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
 
 void ov_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi) {
     struct ov_fh *fh = (struct ov_fh *)(uintptr_t)fi->fh;
+    /* bytes of another object than the node's latest open: see
+     * ov_pcache_open (loads first, so the usual read stores nothing) */
+    struct ov_node *n = ov_node_of(ov_from_req(req), ino);
+    if ((fh->ino != atomic_load_explicit(&n->pc_ino, memory_order_relaxed) ||
+         fh->dev != atomic_load_explicit(&n->pc_dev, memory_order_relaxed)) &&
+        !atomic_load_explicit(&n->pc_foreign_read, memory_order_relaxed))
+        atomic_store(&n->pc_foreign_read, true);
     struct fuse_bufvec buf = FUSE_BUFVEC_INIT(size);
     buf.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
     buf.buf[0].fd = fh->fd;

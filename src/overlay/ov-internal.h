@@ -63,8 +63,9 @@ struct ov_node {
     uint64_t nref;                       /* tree_lock: hashed children pointing here */
     int upper_fd;                        /* O_PATH fd of the upper object or -1: first set under tree_lock,
                                replaced/cleared only under ns write lock */
-    bool lower;                          /* ns_lock: the lower object at this node's path is part of it
-                               (lower-only object, or merged non-opaque directory) */
+    atomic_bool lower;                   /* ns_lock: the lower object at this node's path is part of it
+                               (lower-only object, or merged non-opaque directory); atomic: LOOKUP and
+                               READDIRPLUS refresh it under the read lock (and tree_lock) */
     mode_t type;                         /* ns_lock: S_IFMT */
     struct ov_node *all_prev, *all_next; /* tree_lock: list of every live node */
     struct ov_stamp { /* tree_lock: a backing object as of the node's last open (ov_pcache_open, opendir) */
@@ -75,6 +76,9 @@ struct ov_node {
         bool present;
     } stamp[2];   /* a file: [0]; a directory: [0] upper, [1] lower */
     bool stamped; /* tree_lock: stamp[] holds a recorded state */
+    /* the object of that open (stamp[0]), for reads without the tree_lock */
+    _Atomic uint64_t pc_dev, pc_ino;
+    atomic_bool pc_foreign_read; /* read since that open through a descriptor of another object */
 };
 
 struct ov_alias {
@@ -119,12 +123,14 @@ struct ov {
 
 struct ov_fh { /* one per open file; immutable after open, freed at release */
     int fd;
-    bool upper; /* fd refers to the upper copy */
+    bool upper;        /* fd refers to the upper copy */
+    uint64_t dev, ino; /* of fd's object (set by ov_pcache_open) */
 };
 
 /* ops.c: may the kernel keep its page cache of regular file node n, now
- * opened as fd?  *ret_stale: the file changed behind the kernel's back. */
-bool ov_pcache_open(struct ov *ov, struct ov_node *n, int fd, bool *ret_stale);
+ * opened as fh (fh->fd and fh->upper set; fills fh->dev and fh->ino)?
+ * *ret_stale: the file changed behind the kernel's back. */
+bool ov_pcache_open(struct ov *ov, struct ov_node *n, struct ov_fh *fh, bool *ret_stale);
 /* the state of fd for a stamp (present = false when fd < 0 or fstat fails) */
 void ov_stamp_take(int fd, struct ov_stamp *ret);
 bool ov_stamp_eq(const struct ov_stamp *a, const struct ov_stamp *b);
@@ -201,6 +207,7 @@ struct ov_dirent {
     char *name;
     uint64_t ino;
     mode_t type;
+    uint64_t off; /* d_off cookie (dir.c); ov_dir_list returns them in increasing order */
 };
 int ov_dir_list(struct ov *ov, struct ov_node *n, struct ov_dirent **ret, size_t *ret_n);
 void ov_dirents_free(struct ov_dirent *d, size_t n);

@@ -123,6 +123,9 @@ EOF
 O=$1 BIN=$2
 mkdir churn
 "$BIN/pvagent" churn churn "$O/stop" > "$O/gens" &
+# a lister too: READDIRPLUS lookups and opendir hold the overlay's locks
+# shared while the checkpoints quiesce it
+(while [ ! -e "$O/stop" ]; do ls -laR . > /dev/null 2>&1; done) &
 while [ ! -e churn/renamed-7 ]; do sleep 0.02; done
 sleep 0.2
 for i in 2 3 4 5 6 7 8 9; do "$BIN/pvagent" agent "checkpoint c$i"; sleep 0.1; done > "$O/churn.reply"
@@ -132,7 +135,7 @@ EOF
     rm -f "$O/stop"
     safe "$S2" -- sh "$O/churn.sh" "$O" "$BIN" >"$O/churn.out" 2>&1; rc=$?
     eq "$rc $(replies "$O/churn.reply")" "0 $(printf 'ok checkpoint,%.0s' 1 2 3 4 5 6 7 8)" \
-        "$L: checkpoints taken while a writer loop runs"
+        "$L: checkpoints taken while a writer loop and a lister run"
     bad=0 files=0 instant=0 seen=""
     for c in c2 c3 c4 c5 c6 c7 c8 c9; do
         seq=""

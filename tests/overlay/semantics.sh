@@ -319,6 +319,18 @@ print(repr(os.pread(r, 100, 0)))
 print(repr(open("a").read()))')"
 check "read-only fd before copy-up keeps the lower object (documented)" grep -qx "b'a-content\\\\n'" "$C/out"
 check "a new open sees the copy" grep -qx "'a-content\\\\nNEW\\\\n'" "$C/out"
+# The old descriptor's reads of the lower file fill the node's one page
+# cache after the copy-up dropped it; an in-place write keeps the size, so
+# only the open can tell ("b" has one link: "a" has two, never cached).
+new_case rofd-cache
+run "$(py 'import os
+r = os.open("b", os.O_RDONLY)
+w = os.open("b", os.O_WRONLY)
+os.write(w, b"NEW"); os.close(w)
+print(repr(os.pread(r, 100, 0)))
+print(repr(open("b").read()))')"
+expect "reads through a read-only fd from before the copy-up do not show through a new open" "$C/out" "b'b-content\\n'
+'NEWontent\\n'"
 
 # --- 13. host edits while the run is live -------------------------------------------------
 # live_edit OVRUN-OPTIONS...: the host edits, adds and deletes lower files
@@ -389,6 +401,139 @@ hello
 HELLO
 after-truncate"
 check "page cache: the staged bytes are what the command read back" bash -c "[ \"\$(cat $S/upper/new)\" == WriXten-by-agent ] && [ \"\$(cat $S/upper/d/f)\" == after-truncate ]"
+
+# A descriptor from before a host replace (an editor's save: write a new
+# file, rename it over) keeps reading the old lower file; its reads must
+# not show through the next open (same size, so only the open can tell).
+new_case pagecache-oldfd
+rm -f "$C/ready" "$C/go"
+"$OVRUN" "$L" "$S" -- $(py 'import os, sys, time
+r = open("b")
+open(sys.argv[1] + "/ready", "w").close()
+while not os.path.exists(sys.argv[1] + "/go"): time.sleep(0.05)
+f2 = open("b")
+print(r.read(), end="")
+print(open("b").read(), end="")') "$C" > "$C/out" 2> "$C/err" &
+po_pid=$!
+for _ in $(seq 200); do [ -e "$C/ready" ] && break; sleep 0.05; done
+printf 'B-CONTENT\n' > "$L/b.new" && mv "$L/b.new" "$L/b"
+touch "$C/go"
+wait $po_pid
+expect "page cache: an old descriptor's reads of a replaced lower file do not show through a new open" "$C/out" "b-content
+B-CONTENT"
+
+# A file with several names is several kernel inodes here (one node per
+# name): a change through another name must show at the next open of this
+# one, even after the other name is gone and this one's earlier writes went
+# through the kernel.  "a" and "hl" are lower hard links (one upper file
+# after copy-up); n2 is linked by the command and, after its dentry timed
+# out (1 s for upper objects), looked up again as a node of its own.
+new_case pagecache-links
+run "$(py 'import os, time
+def head(p):
+    with open(p) as f: return f.read(8)
+with open("a", "r+") as f: f.write("x" * 4096)
+with open("hl", "r+") as f: f.write("HL-WRITE")
+os.unlink("hl")
+print(head("a"))
+with open("n1", "w") as f: f.write("y" * 5000)
+os.link("n1", "n2")
+time.sleep(1.3)
+with open("n2", "r+") as f: f.write("N2-WRITE")
+os.unlink("n2")
+print(head("n1"))')"
+expect "page cache: writes through another (since removed) name show at the next open" "$C/out" "HL-WRITE
+N2-WRITE"
+
+# Directory offsets must mean the same in every listing of a directory:
+# the kernel's listing cache is shared by all open handles and may be
+# refilled, from a newer listing, in the middle of one handle's stream.
+# Removing entries while listing (what rm -r does), with another reader
+# starting over meanwhile, must not skip entries that were there all along;
+# nor must a host edit during a listing.
+new_case dircache
+mkdir "$L/big" "$L/big2"
+for i in $(seq -w 1 1500); do : > "$L/big/entry-with-a-long-name-$i"; : > "$L/big2/entry-with-a-long-name-$i"; done
+rm -f "$C/ready" "$C/go"
+"$OVRUN" "$L" "$S" -- $(py 'import os, sys, time
+C = sys.argv[1]
+def check(label, names, seen):
+    print(label, len(set(names) - set(seen)), len(seen) - len(set(seen)))
+mkd = lambda d, n: [open(os.path.join(d, "new-%04d" % i), "w").close() for i in range(n)]
+os.mkdir("up"); mkd("up", 1500)
+for d in ("big", "up"):
+    names = os.listdir(d); os.listdir(d)
+    it = os.scandir(d)
+    seen = [next(it).name for _ in range(50)]
+    for n in seen: os.unlink(os.path.join(d, n))
+    os.listdir(d)
+    seen += [e.name for e in it]
+    check("remove-while-listing " + d, names, seen)
+names = os.listdir("big2"); os.listdir("big2")
+it = os.scandir("big2")
+seen = [next(it).name for _ in range(50)]
+open(C + "/ready", "w").close()
+while not os.path.exists(C + "/go"): time.sleep(0.05)
+os.listdir("big2")
+seen += [e.name for e in it]
+check("host-edit-while-listing", names, seen)
+print(sorted(os.listdir("big2")) == sorted(names + ["0-added-on-host"]))') "$C" > "$C/out" 2> "$C/err" &
+dc_pid=$!
+for _ in $(seq 200); do [ -e "$C/ready" ] && break; sleep 0.05; done
+: > "$L/big2/0-added-on-host"
+touch "$C/go"
+wait $dc_pid
+expect "readdir: no entry skipped or repeated when the listing cache is refilled mid-stream (missing, repeated)" "$C/out" "remove-while-listing big 0 0
+remove-while-listing up 0 0
+host-edit-while-listing 0 0
+True"
+
+# Four processes create, write, link, rename, remove and list one small
+# tree at once (READDIRPLUS lookups racing namespace changes and FORGETs);
+# the server must survive it (the sanitizer build checks its memory), and
+# the tree must then list consistently: every name once, lstat-able, with
+# d_ino == st_ino.
+new_case concurrent
+mkdir -p "$L/t/d0/d1" "$L/t/d1" "$L/t/d2"
+for d in d0 d1 d2; do echo lower > "$L/t/$d/f1"; done
+"$OVRUN" "$L" "$S" -- $(py 'import os, random, time
+from multiprocessing import Process
+def work(seed):
+    rnd = random.Random(seed)
+    names = ["d0", "d1", "d2", "d3", "f0", "f1", "f2", "f3", "f4"]
+    end = time.time() + 4
+    while time.time() < end:
+        p = os.path.join("t", *[rnd.choice(names) for _ in range(rnd.randint(1, 3))])
+        q = os.path.join("t", *[rnd.choice(names) for _ in range(rnd.randint(1, 3))])
+        op = rnd.randrange(10)
+        try:
+            if op == 0: os.mkdir(p)
+            elif op == 1:
+                with open(p, "a") as f: f.write("x" * rnd.randint(1, 9000))
+            elif op == 2: os.unlink(p)
+            elif op == 3: os.rmdir(p)
+            elif op == 4: os.rename(p, q)
+            elif op == 5: os.link(p, q)
+            elif op == 6:
+                with open(p) as f: f.read()
+            else:
+                for dp, dn, fn in os.walk("t"):
+                    for n in fn: os.lstat(os.path.join(dp, n))
+        except OSError:
+            pass
+ps = [Process(target=work, args=(i,)) for i in range(4)]
+for x in ps: x.start()
+for x in ps: x.join()
+bad = 0
+for dp, dn, fn in os.walk("t"):
+    names = dn + fn
+    bad += len(names) - len(set(names))
+    for e in os.scandir(dp):
+        if e.inode() != os.lstat(e.path).st_ino: bad += 1
+print("consistent", bad == 0)') > "$C/out" 2> "$C/err"
+echo "exit $?" >> "$C/out"
+expect "concurrent namespace changes and listings: the server survives, the tree lists consistently" "$C/out" "consistent True
+exit 0"
 
 # --- 14. quotas ----------------------------------------------------------------------------
 new_case quota
