@@ -149,12 +149,7 @@ void run_checkpoint_hook(void *userdata, const char *name, char *reply, size_t s
     struct run_checkpoints *cp = userdata;
     char gen[64];
     if (!name) {
-        struct timespec now;
-        clock_gettime(CLOCK_REALTIME, &now);
-        struct tm tm;
-        gmtime_r(&now.tv_sec, &tm);
-        size_t n = strftime(gen, sizeof gen, "cp-%Y%m%dT%H%M%S", &tm);
-        snprintf(gen + n, sizeof gen - n, ".%03ldZ", now.tv_nsec / 1000000);
+        lc_checkpoint_default_name(gen);
         name = gen;
     }
     reply[0] = '\0';

@@ -194,6 +194,8 @@ int lc_drop(const char *stage_path, bool force);
  * -EEXIST name taken, -EINVAL bad name, -EALREADY applied/dropped,
  * -EINPROGRESS an interrupted apply must be finished first. */
 int lc_checkpoint(const char *stage_path, const char *name, char **ret_name);
+/* "cp-<UTC time to the millisecond>", the name of a checkpoint not named */
+void lc_checkpoint_default_name(char buf[static 64]);
 /* Is name a valid checkpoint name ([A-Za-z0-9._-]{1,64}, not starting with
  * '.' or '-'; so never "/", "." or "..")? */
 bool lc_checkpoint_name_valid(const char *name);

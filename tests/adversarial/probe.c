@@ -40,6 +40,21 @@ static int blocked(const char *what) {
     return 1;
 }
 
+/* A connection to $PVISOR_AGENT_SOCKET, or -1 (the reason printed). */
+static int connect_agent(void) {
+    const char *path = getenv("PVISOR_AGENT_SOCKET");
+    if (!path) {
+        errno = ENOENT;
+        return blocked("PVISOR_AGENT_SOCKET unset"), -1;
+    }
+    int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    strncpy(sa.sun_path, path, sizeof sa.sun_path - 1);
+    if (connect(s, (struct sockaddr *)&sa, sizeof sa) < 0)
+        return blocked("connect to the agent socket"), -1;
+    return s;
+}
+
 /* recvmsg on s: up to max descriptors into fds (returns how many; -errno
  * on failure), the bytes into buf (if any) */
 static int recv_fds(int s, int *fds, int max, char *buf, size_t len) {
@@ -313,16 +328,9 @@ int main(int argc, char **argv) {
         return escaped("variable present: ", v);
     }
     if (!strcmp(a, "agent") && argc == 3) { /* REQUEST: one line to $PVISOR_AGENT_SOCKET, print the reply */
-        const char *path = getenv("PVISOR_AGENT_SOCKET");
-        if (!path) {
-            errno = ENOENT;
-            return blocked("PVISOR_AGENT_SOCKET unset");
-        }
-        int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        struct sockaddr_un sa = {.sun_family = AF_UNIX};
-        strncpy(sa.sun_path, path, sizeof sa.sun_path - 1);
-        if (connect(s, (struct sockaddr *)&sa, sizeof sa) < 0)
-            return blocked("connect to the agent socket");
+        int s = connect_agent();
+        if (s < 0)
+            return 1;
         size_t len = strlen(argv[2]);
         if (strcmp(argv[2], "LONG") == 0) { /* an over-long line: expect to be dropped */
             static char big[8192];
@@ -370,16 +378,9 @@ int main(int argc, char **argv) {
         /* send descriptors to the agent socket with a request; print the
          * reply and how many descriptors came back (the socket must never
          * hand one in) */
-        const char *path = getenv("PVISOR_AGENT_SOCKET");
-        if (!path) {
-            errno = ENOENT;
-            return blocked("PVISOR_AGENT_SOCKET unset");
-        }
-        int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        struct sockaddr_un sa = {.sun_family = AF_UNIX};
-        strncpy(sa.sun_path, path, sizeof sa.sun_path - 1);
-        if (connect(s, (struct sockaddr *)&sa, sizeof sa) < 0)
-            return blocked("connect to the agent socket");
+        int s = connect_agent();
+        if (s < 0)
+            return 1;
         int mine[4] = {0, 1, 2, open("/", O_PATH | O_CLOEXEC)};
         char cbuf[CMSG_SPACE(sizeof mine)] = {0};
         struct iovec iov = {.iov_base = "ping\n", .iov_len = 5};
