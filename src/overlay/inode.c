@@ -162,11 +162,10 @@ void ov_close_deferred(void) {
     for (size_t i = 0; i < ov_n_deferred; i++)
         close(deferred[i]);
     ov_n_deferred = 0;
-    if (deferred_cap > 64) { /* one huge batch: do not keep its memory per thread */
-        free(deferred);
-        deferred = NULL;
-        deferred_cap = 0;
-    }
+    /* freed each time: a thread's list must not outlive the thread */
+    free(deferred);
+    deferred = NULL;
+    deferred_cap = 0;
 }
 
 void ov_evict_upper_fds(struct ov *ov) {

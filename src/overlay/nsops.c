@@ -401,8 +401,11 @@ static int do_rename(struct ov *ov, struct ov_node *p, const char *name, struct 
             return -ENOTDIR;
         if (!S_ISDIR(sm) && S_ISDIR(dm))
             return -EISDIR;
-        /* two names of one upper inode: POSIX says do nothing */
+        /* two names of one inode: POSIX says do nothing */
         if (se.upper && de.upper && se.ust.st_ino == de.ust.st_ino && se.ust.st_dev == de.ust.st_dev)
+            return 0;
+        if (!se.upper && !de.upper && se.lower && de.lower && se.lst.st_ino == de.lst.st_ino &&
+            se.lst.st_dev == de.lst.st_dev)
             return 0;
     }
     _cleanup_free_ char *dpath = NULL;
@@ -420,6 +423,13 @@ static int do_rename(struct ov *ov, struct ov_node *p, const char *name, struct 
     }
     if ((r = ov_child_path(ov, np, newname, &dpath)) < 0)
         goto out;
+    if (dn && !exch && de.lower && !de.upper && S_ISREG(dm) && de.lst.st_nlink > 1) {
+        /* the rename removes one name of a hard-linked lower file: as for
+         * unlink, its names become one upper file first (alias.c), so the
+         * others keep the right link count */
+        if ((r = ov_copy_up(ov, dn, "rename")) < 0 || (r = ov_resolve(ov, np, newname, &de)) < 0)
+            goto out;
+    }
     /* Copy up everything that moves; journal what the rename destroys. */
     if ((r = S_ISDIR(sm) ? ov_copy_up_tree(ov, sn, "rename") : ov_copy_up(ov, sn, "rename")) < 0)
         goto out;

@@ -257,6 +257,16 @@ same-ino
 2"
 check "hardlink: upper names are hard links of one inode" bash -c "[ \"\$(stat -c %i $S/upper/hl)\" == \"\$(stat -c %i $S/upper/third)\" ] && [ \"\$(stat -c '%t %T' $S/upper/a)\" == '0 0' ]"
 check "hardlink: lower unchanged" lower_unchanged
+new_case hardlink-rename
+run "stat -c %h a hl; $PY -c 'import os; os.rename(\"b\", \"hl\")'; stat -c %h a hl; cat a hl; $PY -c 'import os; os.rename(\"a\", \"a\")'; stat -c %h a"
+expect "renaming a file over one name of a lower hard link leaves the other name with one link" "$C/out" "2
+2
+1
+1
+a-content
+b-content
+1"
+check "hardlink-rename: lower unchanged" lower_unchanged
 
 # --- 9. metadata-only copy-up ------------------------------------------------------
 new_case meta
