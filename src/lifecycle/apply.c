@@ -464,13 +464,13 @@ static int write_temp_reg(struct ctx *c, struct plan_ent *e, int parent, const c
     if (out < 0)
         return -errno;
     uint64_t bytes = 0;
-    int r = lc_copy_fd(in, out, &bytes);
+    int r = lc_copy_fd_sized(in, out, (uint64_t)ist.st_size, &bytes);
     if (r < 0)
         return r;
     struct lc_xattrs x;
     r = lc_xattrs_read(in, true, &x);
     if (r == 0) {
-        r = lc_xattrs_apply(out, &x);
+        r = lc_xattrs_set_new(out, &x); /* out is new (O_EXCL): no xattrs to remove */
         lc_xattrs_free(&x);
         if (r == -ENOTSUP || r == -EPERM)
             r = 0;
@@ -495,7 +495,9 @@ static int op_put(struct ctx *c, size_t idx) {
         return parent;
     char tmp[64];
     tmp_name(c->p, idx, tmp);
-    if (unlinkat(parent, tmp, 0) < 0 && errno != ENOENT)
+    /* a fresh apply id names no existing file; a resumed apply removed its
+     * leftovers before classifying, this is the second line of defence */
+    if (c->rep->resumed && unlinkat(parent, tmp, 0) < 0 && errno != ENOENT)
         return -errno;
     if (e->state == ST_FINAL)
         return 0;
