@@ -962,7 +962,13 @@ int lc_apply(const char *stage_path, const struct lc_apply_opts *o, struct lc_ap
         if (r < 0)
             goto out;
     }
-    if (unlinkat(st->dir_fd, LC_APPLY_INTENT, 0) < 0 || fsync(st->dir_fd) < 0)
+    /* After a full apply the durable 'applied' marker supersedes the
+     * intent: a crash that loses this unlink leaves an intent that the
+     * next apply removes while refusing (STAGE_APPLIED above), so it needs
+     * no fsync of its own.  After a subset apply the removal is made
+     * durable (a lost one would only make the next apply roll forward an
+     * apply that is already complete). */
+    if (unlinkat(st->dir_fd, LC_APPLY_INTENT, 0) < 0 || (!full && fsync(st->dir_fd) < 0))
         r = -errno;
 out:
     plan_free(&p);
