@@ -662,15 +662,18 @@ static int cmp_strp(const void *a, const void *b) {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* fsync every directory that holds a changed entry, and the root. */
+/* fsync every directory that holds a changed entry (the root only when it
+ * does: an entry below a subdirectory changes only that directory). */
 static int sync_parents(int ws_fd, const struct plan *p) {
     char **dirs = calloc(p->n + 1, sizeof *dirs);
     if (!dirs)
         return -ENOMEM;
     size_t n = 0;
     int r = 0;
+    bool root = false;
     for (size_t i = 0; i < p->n; i++) {
         const char *s = strrchr(p->v[i].path, '/');
+        root |= !s;
         if (s && !(dirs[n++] = strndup(p->v[i].path, (size_t)(s - p->v[i].path)))) {
             r = -ENOMEM;
             break;
@@ -695,7 +698,7 @@ static int sync_parents(int ws_fd, const struct plan *p) {
     for (size_t i = 0; i < n; i++)
         free(dirs[i]);
     free(dirs);
-    if (r == 0 && fsync(ws_fd) < 0)
+    if (r == 0 && root && fsync(ws_fd) < 0)
         r = -errno;
     return r;
 }
