@@ -126,40 +126,120 @@ static void tmp_name(const struct plan *p, size_t i, char buf[64]) {
 
 /* ---- intent journal ---- */
 
-static json_t *ts_json(const struct timespec *t) {
-    return json_pack("[I, I]", (json_int_t)t->tv_sec, (json_int_t)t->tv_nsec);
+/* Strict UTF-8 (no overlong forms, surrogates or code points past
+ * U+10FFFF: what jansson accepts when the intent is read back). */
+static bool utf8_strict(const unsigned char *p) {
+    while (*p) {
+        unsigned c = *p;
+        int n = c < 0x80 ? 0 : (c & 0xe0) == 0xc0 ? 1 : (c & 0xf0) == 0xe0 ? 2 : (c & 0xf8) == 0xf0 ? 3 : -1;
+        if (n < 0)
+            return false;
+        uint32_t cp = n == 0 ? c : n == 1 ? c & 0x1f : n == 2 ? c & 0x0f : c & 0x07;
+        for (int i = 1; i <= n; i++) {
+            if ((p[i] & 0xc0) != 0x80)
+                return false;
+            cp = (cp << 6) | (p[i] & 0x3f);
+        }
+        if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) || cp > 0x10ffff ||
+            (cp >= 0xd800 && cp <= 0xdfff))
+            return false;
+        p += n + 1;
+    }
+    return true;
 }
 
+/* "key":"value" (JSON-escaped), or "key":null,"key_hex":"..." for a name
+ * that is not UTF-8 (as the journal does). */
+static void put_name(FILE *f, const char *key, const char *v) {
+    const unsigned char *u = (const unsigned char *)v;
+    if (!utf8_strict(u)) {
+        fprintf(f, "\"%s\":null,\"%s_hex\":\"", key, key);
+        for (; *u; u++)
+            fprintf(f, "%02x", *u);
+        fputc('"', f);
+        return;
+    }
+    fprintf(f, "\"%s\":\"", key);
+    for (; *u; u++) {
+        if (*u == '"' || *u == '\\')
+            fprintf(f, "\\%c", *u);
+        else if (*u < 0x20)
+            fprintf(f, "\\u%04x", *u);
+        else
+            fputc(*u, f);
+    }
+    fputc('"', f);
+}
+
+/* The intent document (docs/lifecycle.md), written directly: one entry
+ * per plan path, every path and target included whatever its bytes. */
 static int intent_write(int stage_dir_fd, const struct plan *p) {
-    json_t *ents = json_array();
+    char *txt = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&txt, &len);
+    if (!f)
+        return -ENOMEM;
+    fprintf(f, "{\"format\":1,\"apply_id\":\"%s\",\"subset\":%s,\"entries\":[", p->id, p->subset ? "true" : "false");
     for (size_t i = 0; i < p->n; i++) {
         const struct plan_ent *e = &p->v[i];
-        json_t *old = json_null(), *nw = json_null();
-        if (e->old_type != LC_NONE) {
-            old = json_pack("{s:s, s:i}", "type", lc_type_name(e->old_type), "mode", (int)e->old_mode);
+        fputs(i ? ",{" : "{", f);
+        put_name(f, "path", e->path);
+        fputs(",\"old\":", f);
+        if (e->old_type == LC_NONE) {
+            fputs("null", f);
+        } else {
+            fprintf(f, "{\"type\":\"%s\",\"mode\":%u", lc_type_name(e->old_type), (unsigned)e->old_mode);
             if (e->old_has_sha) {
                 char hex[65];
                 lc_hex(e->old_sha, hex);
-                json_object_set_new(old, "sha256", json_string(hex));
+                fprintf(f, ",\"sha256\":\"%s\"", hex);
             }
+            fputc('}', f);
         }
-        if (e->new_type != LC_NONE) {
-            nw = json_pack("{s:s, s:i, s:o, s:o}", "type", lc_type_name(e->new_type), "mode", (int)e->new_mode, "atime",
-                           ts_json(&e->atime), "mtime", ts_json(&e->mtime));
-            if (e->new_target)
-                json_object_set_new(nw, "target", json_string(e->new_target));
+        fputs(",\"new\":", f);
+        if (e->new_type == LC_NONE) {
+            fputs("null", f);
+        } else {
+            fprintf(f, "{\"type\":\"%s\",\"mode\":%u,\"atime\":[%lld,%ld],\"mtime\":[%lld,%ld]",
+                    lc_type_name(e->new_type), (unsigned)e->new_mode, (long long)e->atime.tv_sec, e->atime.tv_nsec,
+                    (long long)e->mtime.tv_sec, e->mtime.tv_nsec);
+            if (e->new_target) {
+                fputc(',', f);
+                put_name(f, "target", e->new_target);
+            }
+            fputc('}', f);
         }
-        json_array_append_new(ents, json_pack("{s:s, s:o, s:o}", "path", e->path, "old", old, "new", nw));
+        fputc('}', f);
     }
-    json_t *doc =
-        json_pack("{s:i, s:s, s:b, s:o}", "format", 1, "apply_id", p->id, "subset", p->subset, "entries", ents);
-    char *txt = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
-    json_decref(doc);
-    if (!txt)
+    fputs("]}", f);
+    bool failed = ferror(f) != 0;
+    if (fclose(f) != 0 || failed || !txt) {
+        free(txt);
         return -ENOMEM;
-    int r = write_file_atomic(stage_dir_fd, LC_APPLY_INTENT, txt, strlen(txt), 0600);
+    }
+    int r = write_file_atomic(stage_dir_fd, LC_APPLY_INTENT, txt, len, 0600);
     free(txt);
     return r;
+}
+
+/* A name written by put_name: malloc'd, NULL if absent or invalid. */
+static char *get_name(const json_t *o, const char *key) {
+    const char *v = json_string_value(json_object_get(o, key));
+    if (v)
+        return strlen(v) <= LC_MAX_PATH ? strdup(v) : NULL;
+    char k[32];
+    snprintf(k, sizeof k, "%s_hex", key);
+    const char *h = json_string_value(json_object_get(o, k));
+    size_t n = h ? strlen(h) : 0;
+    if (!h || n % 2 || n / 2 > LC_MAX_PATH)
+        return NULL;
+    char *out = malloc(n / 2 + 1);
+    if (!out || lc_unhex(h, (unsigned char *)out, n / 2) < 0 || memchr(out, 0, n / 2)) {
+        free(out);
+        return NULL;
+    }
+    out[n / 2] = '\0';
+    return out;
 }
 
 static int ts_parse(const json_t *a, struct timespec *t) {
@@ -196,13 +276,12 @@ static int intent_load(int stage_dir_fd, struct plan *p) {
     json_t *je;
     json_array_foreach(ents, i, je) {
         struct plan_ent *e = &p->v[p->n];
-        const char *path = json_string_value(json_object_get(je, "path"));
-        if (!path || !lc_path_valid(path))
-            goto out;
-        if (!(e->path = strdup(path))) {
-            r = -ENOMEM;
+        char *path = get_name(je, "path");
+        if (!path || !lc_path_valid(path)) {
+            free(path);
             goto out;
         }
+        e->path = path;
         p->n++;
         json_t *old = json_object_get(je, "old"), *nw = json_object_get(je, "new");
         if (json_is_object(old)) {
@@ -220,13 +299,8 @@ static int intent_load(int stage_dir_fd, struct plan *p) {
                 ts_parse(json_object_get(nw, "atime"), &e->atime) < 0 ||
                 ts_parse(json_object_get(nw, "mtime"), &e->mtime) < 0)
                 goto out;
-            const char *t = json_string_value(json_object_get(nw, "target"));
-            if (e->new_type == LC_LNK) {
-                if (!t || strlen(t) > LC_MAX_PATH || !(e->new_target = strdup(t))) {
-                    r = t ? -ENOMEM : -EBADMSG;
-                    goto out;
-                }
-            }
+            if (e->new_type == LC_LNK && !(e->new_target = get_name(nw, "target")))
+                goto out;
         }
     }
     r = 0;
