@@ -6,9 +6,17 @@
 # workspace (overwrites the existing inodes in place: not atomic) and `cp -a`
 # into a new directory (allocates new inodes, as apply's temp+rename must).
 # Prints P50/P95 (ms) per size and the bytes written.  Not a test.
-# Note: on ext4, the remove/recreate churn of the rounds makes inode
-# allocation (ext4 recently_deleted scans) dominate apply's time for
-# 1,000+ files; the "cp-new" baseline pays it as well.
+# Note: apply gives every file a new inode (temp + rename) and frees the
+# old one; cp -a over the workspace rewrites the existing inodes.  On ext4
+# without a journal (the development VM), allocating an inode scans past
+# every inode of the group deleted in the last minute (ext4
+# recently_deleted()), and the remove/recreate churn of the rounds leaves
+# tens of thousands of them: in steady state that scan is most of apply's
+# time at 1,000+ files (~0.1-0.2 ms per file, kernel CPU), and it varies
+# with where the file system puts the round's directories.  "cp-new" pays
+# it only when its new directory lands in such a group.  Freed blocks are
+# discarded synchronously there (-o discard, no journal): apply (renames)
+# and cp -a over the workspace (truncation) both pay that.
 #
 # Usage: bench/apply.sh [PVISOR] [ROUNDS]   (default: build/src/cli/pvisor, 7)
 # Env:   SIZES="10 1000 20000"  FILE_BYTES=4096  BENCH_DIR=/var/tmp (same fs as stages)

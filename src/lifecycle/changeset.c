@@ -492,8 +492,11 @@ static int hash_lower(int dirfd, const char *name, const struct stat *st, unsign
     return -EINVAL;
 }
 
-/* Fill the old_* side and the conflict of e from the lower object. */
-static int set_old(struct walk *w, struct lc_entry *e, int lower_dirfd, const char *name, const struct stat *lst) {
+/* Fill the old_* side and the conflict of e from the lower object.
+ * lower_sha: the lower file's SHA-256 when the caller already read it
+ * (NULL: read it here when a preimage needs it). */
+static int set_old(struct walk *w, struct lc_entry *e, int lower_dirfd, const char *name, const struct stat *lst,
+                   const unsigned char *lower_sha) {
     e->pre = lc_preimage_find(w->cs->pre, w->cs->n_pre, e->path);
     if (lst) {
         e->old_type = lc_type_of(lst->st_mode);
@@ -506,7 +509,10 @@ static int set_old(struct walk *w, struct lc_entry *e, int lower_dirfd, const ch
             if (r < 0)
                 return r;
         }
-        if (e->pre && (S_ISREG(lst->st_mode) || S_ISLNK(lst->st_mode))) {
+        if (e->pre && lower_sha && S_ISREG(lst->st_mode)) {
+            memcpy(e->old_sha, lower_sha, 32);
+            e->old_sha_known = true;
+        } else if (e->pre && (S_ISREG(lst->st_mode) || S_ISLNK(lst->st_mode))) {
             int r = hash_lower(lower_dirfd, name, lst, e->old_sha);
             if (r < 0)
                 return r;
@@ -541,7 +547,7 @@ static int walk_lower_deleted(struct walk *w, int lower_dirfd, const char *name,
     struct lc_entry *e = add_entry(w, LC_DELETED);
     if (!e)
         return w->cs->n >= LC_MAX_ENTRIES ? -E2BIG : -ENOMEM;
-    int r = set_old(w, e, lower_dirfd, name, lst);
+    int r = set_old(w, e, lower_dirfd, name, lst, NULL);
     if (r < 0 || !S_ISDIR(lst->st_mode))
         return r;
     _cleanup_close_ int sub = lc_open_beneath(lower_dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
@@ -630,12 +636,9 @@ static void set_warnings(struct walk *w, struct lc_entry *e, const struct stat *
 
 static int walk_upper(struct walk *w, int upper_dirfd, int lower_dirfd, bool opaque, int depth);
 
-static int xattrs_differ(int ufd_dir, const char *name, int lower_dirfd, bool *ret) {
+/* Do the user xattrs of the open upper object u and lower object l differ? */
+static int xattrs_differ_fd(int u, int l, bool *ret) {
     *ret = false;
-    _cleanup_close_ int u = openat(ufd_dir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-    _cleanup_close_ int l = openat(lower_dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-    if (u < 0 || l < 0)
-        return 0; /* symlinks, sockets: no user xattrs */
     struct lc_xattrs xu, xl;
     int r = lc_xattrs_read(u, true, &xu);
     if (r < 0)
@@ -649,6 +652,15 @@ static int xattrs_differ(int ufd_dir, const char *name, int lower_dirfd, bool *r
     lc_xattrs_free(&xu);
     lc_xattrs_free(&xl);
     return 0;
+}
+
+static int xattrs_differ(int ufd_dir, const char *name, int lower_dirfd, bool *ret) {
+    *ret = false;
+    _cleanup_close_ int u = openat(ufd_dir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    _cleanup_close_ int l = openat(lower_dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (u < 0 || l < 0)
+        return 0; /* symlinks, sockets: no user xattrs */
+    return xattrs_differ_fd(u, l, ret);
 }
 
 static bool dir_is_opaque(int dirfd) {
@@ -693,6 +705,8 @@ static int visit(struct walk *w, int upper_dirfd, int lower_dirfd, bool parent_o
         opaque = dir_is_opaque(usub);
     }
     enum lc_kind kind;
+    unsigned char lower_sha[32];
+    bool lower_sha_known = false;
     if (ot == LC_NONE) {
         kind = LC_ADDED;
     } else if (ot != nt) {
@@ -703,19 +717,39 @@ static int visit(struct walk *w, int upper_dirfd, int lower_dirfd, bool parent_o
         if ((ust.st_mode & 07777) != (lst.st_mode & 07777) && nt != LC_LNK && (nt != LC_DIR || recorded))
             ch |= LC_CH_MODE;
         if (nt == LC_REG) {
-            if (ust.st_size != lst.st_size) {
-                ch |= LC_CH_CONTENT;
-            } else {
-                _cleanup_close_ int a = openat(upper_dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-                _cleanup_close_ int b = openat(lower_dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-                if (a < 0 || b < 0)
-                    return -errno;
-                int eq = lc_fd_equal(a, b);
-                if (eq < 0)
-                    return eq;
-                if (!eq)
-                    ch |= LC_CH_CONTENT;
+            /* Each side is opened and read once: xattrs, then the content
+             * compared and, when the journal has a preimage (set_old's
+             * conflict check needs it), the workspace file hashed in the
+             * same pass. */
+            bool same_size = ust.st_size == lst.st_size;
+            _cleanup_close_ int a =
+                openat(upper_dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+            int a_errno = errno;
+            _cleanup_close_ int b =
+                openat(lower_dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+            int b_errno = errno;
+            /* an unreadable side has no comparable xattrs (as for
+             * symlinks); its content is needed only to compare equal
+             * sizes or to hash a workspace file that has a preimage */
+            if ((same_size && a < 0) || ((same_size || recorded) && b < 0))
+                return -(a < 0 ? a_errno : b_errno);
+            if (a >= 0 && b >= 0) {
+                bool differ = false;
+                int r = xattrs_differ_fd(a, b, &differ);
+                if (r < 0)
+                    return r;
+                if (differ)
+                    ch |= LC_CH_XATTR;
             }
+            bool equal = false;
+            if (same_size || recorded) {
+                int r = lc_hash_compare_fd(b, same_size ? a : -1, recorded ? lower_sha : NULL, &equal);
+                if (r < 0)
+                    return r;
+            }
+            if (!equal)
+                ch |= LC_CH_CONTENT;
+            lower_sha_known = recorded;
         } else if (nt == LC_LNK) {
             _cleanup_free_ char *lt = NULL;
             int r = lc_readlink_at(lower_dirfd, name, &lt);
@@ -724,7 +758,7 @@ static int visit(struct walk *w, int upper_dirfd, int lower_dirfd, bool parent_o
             if (strcmp(lt, target) != 0)
                 ch |= LC_CH_TARGET;
         }
-        if ((nt == LC_REG || (nt == LC_DIR && recorded))) {
+        if (nt == LC_DIR && recorded) {
             bool differ = false;
             int r = xattrs_differ(upper_dirfd, name, lower_dirfd, &differ);
             if (r < 0)
@@ -761,7 +795,7 @@ static int visit(struct walk *w, int upper_dirfd, int lower_dirfd, bool parent_o
         e->upper_ino = (uint64_t)ust.st_ino;
         if (nt == LC_REG && (kind != LC_MODIFIED || (ch & LC_CH_CONTENT)))
             w->cs->bytes_new += e->new_size;
-        int r = set_old(w, e, lower_dirfd, name, have_lower ? &lst : NULL);
+        int r = set_old(w, e, lower_dirfd, name, have_lower ? &lst : NULL, lower_sha_known ? lower_sha : NULL);
         if (r < 0)
             return r;
         set_warnings(w, e, &ust);

@@ -317,22 +317,46 @@ static int copy_dir(struct copy *c, int sdir, int ddir, int depth) {
     return 0;
 }
 
-/* Copy a small stage file (journal, meta.json, version) if it exists. */
-static int copy_small(int sdir, int ddir, const char *name, bool required, bool sync) {
+/* Copy a small stage file (journal, meta.json, version) if it exists.
+ * Made durable by copy_stage_content's syncfs, like the upper copy. */
+static int copy_small(int sdir, int ddir, const char *name, bool required) {
     _cleanup_close_ int in = openat(sdir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (in < 0)
         return errno == ENOENT && !required ? 0 : -errno;
     _cleanup_close_ int out = openat(ddir, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (out < 0)
         return -errno;
-    int r = lc_copy_fd(in, out, NULL);
-    if (r == 0 && sync && fsync(out) < 0)
-        r = -errno;
-    return r;
+    return lc_copy_fd(in, out, NULL);
+}
+
+struct link_key {
+    uint64_t src;
+    size_t idx; /* into copy.map */
+};
+
+static int cmp_link_key(const void *a, const void *b) {
+    const struct link_key *x = a, *y = b;
+    if (x->src != y->src)
+        return x->src < y->src ? -1 : 1;
+    return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/* The mapping of src inode u (the last one copied, as a scan from the end
+ * found it), or NULL; keys sorted by cmp_link_key. */
+static const struct ino_link *link_lookup(const struct copy *c, const struct link_key *keys, uint64_t u) {
+    size_t lo = 0, hi = keys ? c->n : 0;
+    while (lo < hi) { /* first key with src > u */
+        size_t mid = lo + (hi - lo) / 2;
+        if (keys[mid].src <= u)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo > 0 && keys[lo - 1].src == u ? &c->map[keys[lo - 1].idx] : NULL;
 }
 
 /* Write the origin map of a copy: src upper inode numbers translated. */
-static int write_origin(int sdir, int ddir, int dst_upper, const struct copy *c, bool sync) {
+static int write_origin(int sdir, int ddir, int dst_upper, const struct copy *c) {
     _cleanup_free_ char *txt = NULL;
     size_t len = 0;
     int r = read_file_at(sdir, "origin", 256u << 20, &txt, &len);
@@ -349,6 +373,17 @@ static int write_origin(int sdir, int ddir, int dst_upper, const struct copy *c,
         return -errno;
     }
     fprintf(f, "pvisor-origin 1 dev=%llu\n", (unsigned long long)ust.st_dev);
+    /* one lookup per origin line: a sorted copy of the map, not a scan of
+     * it (quadratic for a stage of many copied-up files) */
+    _cleanup_free_ struct link_key *keys = NULL;
+    if (r == 0 && c->n) {
+        keys = malloc(c->n * sizeof *keys);
+        if (!keys)
+            return -ENOMEM;
+        for (size_t i = 0; i < c->n; i++)
+            keys[i] = (struct link_key){c->map[i].src, i};
+        qsort(keys, c->n, sizeof *keys, cmp_link_key);
+    }
     if (r == 0) {
         char *save = NULL;
         char *line = strtok_r(txt, "\n", &save); /* source header: same device, else ignored below */
@@ -359,25 +394,18 @@ static int write_origin(int sdir, int ddir, int dst_upper, const struct copy *c,
         while (same && (line = strtok_r(NULL, "\n", &save))) {
             unsigned long long u, l;
             char dash;
-            struct ino_link key = {0};
             if (sscanf(line, "%llu %llu", &u, &l) == 2) {
-                for (size_t i = c->n; i-- > 0;)
-                    if (c->map[i].src == u) {
-                        key = c->map[i];
-                        break;
-                    }
-                if (key.dst && !key.multi)
-                    fprintf(f, "%llu %llu\n", (unsigned long long)key.dst, l);
+                const struct ino_link *k = link_lookup(c, keys, u);
+                if (k && k->dst && !k->multi)
+                    fprintf(f, "%llu %llu\n", (unsigned long long)k->dst, l);
             } else if (sscanf(line, "%llu %c", &u, &dash) == 2 && dash == '-') {
-                for (size_t i = c->n; i-- > 0;)
-                    if (c->map[i].src == u) {
-                        fprintf(f, "%llu -\n", (unsigned long long)c->map[i].dst);
-                        break;
-                    }
+                const struct ino_link *k = link_lookup(c, keys, u);
+                if (k)
+                    fprintf(f, "%llu -\n", (unsigned long long)k->dst);
             }
         }
     }
-    if (fflush(f) != 0 || (sync && fsync(fileno(f)) < 0))
+    if (fflush(f) != 0) /* durable with the rest of the copy (syncfs) */
         return -errno;
     return 0;
 }
@@ -410,13 +438,13 @@ static int copy_stage_content(int src, int dst, bool with_version, bool sync, ui
     if (r == 0 && futimens(du, ts) < 0)
         r = -errno;
     if (r == 0)
-        r = copy_small(src, dst, "journal", true, sync);
+        r = copy_small(src, dst, "journal", true);
     if (r == 0)
-        r = copy_small(src, dst, "meta.json", true, sync);
+        r = copy_small(src, dst, "meta.json", true);
     if (r == 0 && with_version)
-        r = copy_small(src, dst, "version", true, sync);
+        r = copy_small(src, dst, "version", true);
     if (r == 0)
-        r = write_origin(src, dst, du, &c, sync);
+        r = write_origin(src, dst, du, &c);
     if (r == 0 && sync && syncfs(du) < 0)
         r = -errno;
     if (r == 0 && sync && (fsync(du) < 0 || fsync(dst) < 0))

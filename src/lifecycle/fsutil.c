@@ -333,6 +333,15 @@ bool lc_xattrs_equal(const struct lc_xattrs *a, const struct lc_xattrs *b) {
     return true;
 }
 
+/* Set x on a file this process just created (O_EXCL): it has no user
+ * xattrs yet, so there is nothing to list or remove first. */
+int lc_xattrs_set_new(int fd, const struct lc_xattrs *x) {
+    for (size_t j = 0; j < x->n; j++)
+        if (fsetxattr(fd, x->names[j], x->values[j], x->lens[j], 0) < 0)
+            return -errno;
+    return 0;
+}
+
 /* Make fd's user xattrs exactly x (removing others). */
 int lc_xattrs_apply(int fd, const struct lc_xattrs *x) {
     struct lc_xattrs cur;
@@ -357,12 +366,14 @@ int lc_xattrs_apply(int fd, const struct lc_xattrs *x) {
     return 0;
 }
 
-/* Copy all bytes of in to out (copy_file_range, falling back to read/write). */
-int lc_copy_fd(int in, int out, uint64_t *ret_bytes) {
+/* Copy all bytes of in to out (copy_file_range, falling back to read/write).
+ * size: in's size when the caller knows it (it stops there without the
+ * extra call that finds the end), or UINT64_MAX. */
+int lc_copy_fd_sized(int in, int out, uint64_t size, uint64_t *ret_bytes) {
     uint64_t total = 0;
     off_t ioff = 0, ooff = 0;
     bool use_cfr = true;
-    for (;;) {
+    while (total < size) {
         ssize_t n;
         if (use_cfr) {
             n = copy_file_range(in, &ioff, out, &ooff, 1 << 30, 0);
@@ -400,6 +411,95 @@ int lc_copy_fd(int in, int out, uint64_t *ret_bytes) {
     if (ret_bytes)
         *ret_bytes = total;
     return 0;
+}
+
+int lc_copy_fd(int in, int out, uint64_t *ret_bytes) {
+    return lc_copy_fd_sized(in, out, UINT64_MAX, ret_bytes);
+}
+
+/* One pass over fd: its SHA-256 (when ret_sha) and whether its bytes equal
+ * other's (when other >= 0; ret_equal).  Each file is read once, in the
+ * same chunks; comparing stops at the first difference, hashing goes on to
+ * the end.  This is the changeset's content comparison and the conflict
+ * check's hash of the workspace file in one read (they used to read the
+ * workspace file twice). */
+int lc_hash_compare_fd(int fd, int other, unsigned char ret_sha[32], bool *ret_equal) {
+    bool equal = other >= 0;
+    off_t other_size = 0;
+    if (equal) {
+        struct stat sa, sb;
+        if (fstat(fd, &sa) < 0 || fstat(other, &sb) < 0)
+            return -errno;
+        equal = sa.st_size == sb.st_size;
+        other_size = sb.st_size;
+    }
+    if (!ret_sha && !equal) {
+        if (ret_equal)
+            *ret_equal = false;
+        return 0;
+    }
+    EVP_MD_CTX *ctx = NULL;
+    if (ret_sha) {
+        ctx = EVP_MD_CTX_new();
+        if (!ctx)
+            return -ENOMEM;
+        if (EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1) {
+            EVP_MD_CTX_free(ctx);
+            return -EIO;
+        }
+    }
+    static __thread unsigned char buf[1 << 17], obuf[1 << 17];
+    off_t off = 0;
+    int r = 0;
+    for (;;) {
+        ssize_t n = pread(fd, buf, sizeof buf, off);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            r = -errno;
+            break;
+        }
+        if (n == 0) {
+            if (equal && off != other_size)
+                equal = false;
+            break;
+        }
+        if (equal) {
+            ssize_t m = 0;
+            while (m < n) {
+                ssize_t k = pread(other, obuf + m, (size_t)(n - m), off + m);
+                if (k < 0 && errno == EINTR)
+                    continue;
+                if (k < 0) {
+                    r = -errno;
+                    break;
+                }
+                if (k == 0)
+                    break;
+                m += k;
+            }
+            if (r < 0)
+                break;
+            if (m != n || memcmp(buf, obuf, (size_t)n) != 0)
+                equal = false;
+        }
+        off += n;
+        if (ctx && EVP_DigestUpdate(ctx, buf, (size_t)n) != 1) {
+            r = -EIO;
+            break;
+        }
+        if (!ctx && !equal)
+            break;
+    }
+    if (r == 0 && ctx) {
+        unsigned int len = 0;
+        if (EVP_DigestFinal_ex(ctx, ret_sha, &len) != 1 || len != 32)
+            r = -EIO;
+    }
+    EVP_MD_CTX_free(ctx);
+    if (r == 0 && ret_equal)
+        *ret_equal = equal;
+    return r;
 }
 
 /* Are the contents of two fds equal?  1 yes, 0 no, -errno. */

@@ -16,6 +16,7 @@ struct lc_xattrs {
 int lc_xattrs_read(int fd, bool from_upper, struct lc_xattrs *ret);
 bool lc_xattrs_equal(const struct lc_xattrs *a, const struct lc_xattrs *b);
 int lc_xattrs_apply(int fd, const struct lc_xattrs *x);
+int lc_xattrs_set_new(int fd, const struct lc_xattrs *x);
 void lc_xattrs_free(struct lc_xattrs *x);
 
 int lc_sha256_buf(const void *data, size_t len, unsigned char ret_sha[32]);
@@ -24,7 +25,9 @@ int lc_readlink_at(int dirfd, const char *name, char **ret_target);
 enum lc_type lc_type_of(mode_t m);
 enum lc_type lc_type_parse(const char *s);
 int lc_copy_fd(int in, int out, uint64_t *ret_bytes);
+int lc_copy_fd_sized(int in, int out, uint64_t size, uint64_t *ret_bytes);
 int lc_fd_equal(int a, int b);
+int lc_hash_compare_fd(int fd, int other, unsigned char ret_sha[32], bool *ret_equal);
 
 /* Journal loading (changeset.c): records sorted by path. */
 int lc_journal_load(int stage_dir_fd, struct lc_preimage **ret, size_t *ret_n);

@@ -410,6 +410,20 @@ ap=$!; sleep 0.3; kill -9 $ap; wait $ap 2>/dev/null
 eq "$rc $(review_json "$S" | jq -r .stage.state)" "0 dropped" "drop --force drops a stage with a pending apply"
 check "drop --force removed apply's temp files" sh -c "! find '$W' -name '.pvisor-apply-*' | grep -q ."
 
+# an interrupted apply resumes paths and symlink targets that are not UTF-8
+# (the intent names them in hex, as the journal does)
+W=$T/ws7n S=$T/st7n
+mkdir -p "$W"; printf old > "$W/$(printf 'bad\377name')"; printf old > "$W/good"; ln -s "$(printf 'tgt\376')" "$W/lk"
+stage_run "$W" "$S" 'printf new > "$(printf "bad\377name")"; printf new > good; rm lk; ln -s "$(printf "new\375")" lk'
+PVISOR_TEST_APPLY_DELAY_US=200000 "$P" apply --stage "$S" >/dev/null 2>&1 &
+ap=$!; sleep 0.3; kill -9 $ap; wait $ap 2>/dev/null
+check "the intent names every path, also those that are not UTF-8" \
+    sh -c "[ ! -e '$S/apply-intent' ] || [ \"\$(jq '.entries | length' '$S/apply-intent')\" = 3 ]"
+"$P" apply --stage "$S" >/dev/null 2>"$T/r7n.err"; rc=$?
+check "the resume completes them" sh -c "[ $rc -eq 0 ] && [ \"\$(cat '$W/$(printf 'bad\377name')')\" = new ] && \
+    [ \"\$(readlink '$W/lk')\" = '$(printf 'new\375')' ] && ! find '$W' -name '.pvisor-apply-*' | grep -q ."
+W=$T/ws7 S=$T/st7
+
 # progress line on a terminal (stderr only) for large applies
 if command -v script >/dev/null; then
     rm -rf "$W" "$S"; cp -a "$T/ws7.tmpl" "$W"; "$P" fork --stage "$T/st7.tmpl" "$S" >/dev/null
