@@ -366,24 +366,24 @@ int lc_xattrs_apply(int fd, const struct lc_xattrs *x) {
     return 0;
 }
 
-/* Copy all bytes of in to out (copy_file_range, falling back to read/write).
- * size: in's size when the caller knows it (it stops there without the
- * extra call that finds the end), or UINT64_MAX. */
-int lc_copy_fd_sized(int in, int out, uint64_t size, uint64_t *ret_bytes) {
-    uint64_t total = 0;
-    off_t ioff = 0, ooff = 0;
-    bool use_cfr = true;
-    while (total < size) {
+/* Copy [off, off + len) of in to the same offsets of out (copy_file_range,
+ * falling back to read/write); *use_cfr is cleared when the kernel cannot.
+ * Stops early at EOF.  Adds the bytes copied to *total. */
+static int copy_range(int in, int out, off_t off, uint64_t len, bool *use_cfr, uint64_t *total) {
+    off_t ioff = off, ooff = off;
+    uint64_t done_all = 0;
+    while (done_all < len) {
+        size_t want = len - done_all > (1u << 30) ? (1u << 30) : (size_t)(len - done_all);
         ssize_t n;
-        if (use_cfr) {
-            n = copy_file_range(in, &ioff, out, &ooff, 1 << 30, 0);
+        if (*use_cfr) {
+            n = copy_file_range(in, &ioff, out, &ooff, want, 0);
             if (n < 0 && (errno == EXDEV || errno == ENOSYS || errno == EINVAL || errno == EOPNOTSUPP)) {
-                use_cfr = false;
+                *use_cfr = false;
                 continue;
             }
         } else {
             static __thread char buf[1 << 17];
-            n = pread(in, buf, sizeof buf, ioff);
+            n = pread(in, buf, want < sizeof buf ? want : sizeof buf, ioff);
             if (n > 0) {
                 ssize_t done = 0;
                 while (done < n) {
@@ -406,8 +406,60 @@ int lc_copy_fd_sized(int in, int out, uint64_t size, uint64_t *ret_bytes) {
         }
         if (n == 0)
             break;
-        total += (uint64_t)n;
+        done_all += (uint64_t)n;
     }
+    *total += done_all;
+    return 0;
+}
+
+/* Copy in to the empty file out, keeping holes: only the data segments
+ * (SEEK_DATA/SEEK_HOLE) are copied, and out is extended to in's size, so a
+ * sparse file costs what it holds (an agent's huge sparse file cannot fill
+ * the disk through apply or a checkpoint).  size: in's size when the caller
+ * knows it, or UINT64_MAX.  *ret_bytes (optional): the data bytes copied. */
+int lc_copy_fd_sized(int in, int out, uint64_t size, uint64_t *ret_bytes) {
+    if (size == UINT64_MAX) {
+        struct stat st;
+        if (fstat(in, &st) < 0)
+            return -errno;
+        size = (uint64_t)st.st_size;
+    }
+    uint64_t total = 0;
+    bool use_cfr = true, seek_ok = true, shrank = false;
+    off_t off = 0;
+    while ((uint64_t)off < size) {
+        off_t data = off, hole = (off_t)size;
+        if (seek_ok) {
+            data = lseek(in, off, SEEK_DATA);
+            if (data < 0 && errno == ENXIO)
+                break; /* only a hole is left */
+            if (data < 0) {
+                seek_ok = false; /* no SEEK_DATA here: all of it is data */
+                data = off;
+            } else {
+                hole = lseek(in, data, SEEK_HOLE);
+                if (hole < 0)
+                    hole = (off_t)size;
+            }
+        }
+        if ((uint64_t)data >= size)
+            break;
+        if ((uint64_t)hole > size)
+            hole = (off_t)size;
+        uint64_t before = total;
+        int r = copy_range(in, out, data, (uint64_t)(hole - data), &use_cfr, &total);
+        if (r < 0)
+            return r;
+        if (total - before < (uint64_t)(hole - data)) {
+            shrank = true; /* in ended early: copy no more, extend nothing */
+            break;
+        }
+        off = hole;
+    }
+    /* a trailing hole: out gets in's size without data */
+    struct stat ost;
+    if (!shrank && (fstat(out, &ost) < 0 || ((uint64_t)ost.st_size < size && ftruncate(out, (off_t)size) < 0)))
+        return -errno;
     if (ret_bytes)
         *ret_bytes = total;
     return 0;

@@ -237,6 +237,17 @@ check "control bytes in names are escaped in review and diff output" sh -c "! gr
 "$P" apply --stage "$S" >/dev/null 2>&1; rc=$?
 check "apply writes the exact names" sh -c "[ $rc -eq 0 ] && [ \"\$(cat '$W/$(printf "esc\033[2Jname")')\" = x ] && [ \"\$(cat '$W/$(printf "bad\377name")')\" = y ]"
 
+# A sparse file stays sparse: apply copies data segments only, so a huge
+# sparse file the agent made cannot fill the disk through apply.
+W=$T/wsp S=$T/stp
+mkdir -p "$W"; printf 'lower\n' > "$W/keep"
+stage_run "$W" "$S" 'truncate -s 4G big && printf head | dd of=big conv=notrunc status=none && printf tail | dd of=big bs=1 seek=$((3 * 1024 * 1024 * 1024)) conv=notrunc status=none && truncate -s 1G grown && printf x >> keep'
+"$P" apply --stage "$S" >/dev/null 2>"$T/sp.err"; rc=$?
+eq "$rc:$(stat -c %s "$W/big"):$(stat -c %s "$W/grown")" "0:4294967296:1073741824" "a sparse 4 GiB file and a 1 GiB hole apply with their sizes"
+check "the applied sparse files hold under 1 MiB on disk" sh -c "[ \$(stat -c %b '$W/big') -lt 2048 ] && [ \$(stat -c %b '$W/grown') -lt 2048 ]"
+eq "$(head -c 4 "$W/big"):$(dd if="$W/big" bs=1 skip=$((3 * 1024 * 1024 * 1024)) count=4 status=none):$(dd if="$W/big" bs=1 skip=1048576 count=4 status=none | od -An -tx1 | tr -d ' ')" \
+   "head:tail:00000000" "the sparse file's data and holes read back as staged"
+
 # ---------------------------------------------------------------------------
 # 2. conflicts by content: nothing written
 
