@@ -503,15 +503,23 @@ static int op_delete(struct ctx *c, struct plan_ent *e) {
     return 0;
 }
 
+/* The parent directory of entry idx (resolved beneath the workspace) and
+ * the name of its temp file there. */
+static int open_pending(struct ctx *c, size_t idx, const char **ret_name, char tmp[64]) {
+    int parent = lc_open_parent(c->ws_fd, c->p->v[idx].path, ret_name);
+    if (parent >= 0)
+        tmp_name(c->p, idx, tmp);
+    return parent;
+}
+
 /* Rename one written temp file over its target (pending index k). */
 static int rename_pending(struct ctx *c, size_t idx) {
     struct plan_ent *e = &c->p->v[idx];
     const char *name;
-    _cleanup_close_ int parent = lc_open_parent(c->ws_fd, e->path, &name);
+    char tmp[64];
+    _cleanup_close_ int parent = open_pending(c, idx, &name, tmp);
     if (parent < 0)
         return parent;
-    char tmp[64];
-    tmp_name(c->p, idx, tmp);
     int r = 0;
     /* The replaced object is held (O_PATH, never followed) across the
      * rename and checked through that fd.  renameat() drops the target's
@@ -655,11 +663,10 @@ static int write_temp_reg(struct ctx *c, struct plan_ent *e, int parent, const c
 static int op_put(struct ctx *c, size_t idx) {
     struct plan_ent *e = &c->p->v[idx];
     const char *name;
-    _cleanup_close_ int parent = lc_open_parent(c->ws_fd, e->path, &name);
+    char tmp[64];
+    _cleanup_close_ int parent = open_pending(c, idx, &name, tmp);
     if (parent < 0)
         return parent;
-    char tmp[64];
-    tmp_name(c->p, idx, tmp);
     /* a fresh apply id names no existing file; a resumed apply removed its
      * leftovers before classifying, this is the second line of defence */
     if (c->rep->resumed && unlinkat(parent, tmp, 0) < 0 && errno != ENOENT)
