@@ -637,7 +637,7 @@ static int write_temp_reg(struct ctx *c, struct plan_ent *e, int parent, const c
     if (out < 0)
         return -errno;
     uint64_t bytes = 0;
-    int r = lc_copy_fd_sized(in, out, (uint64_t)ist.st_size, &bytes);
+    int r = lc_copy_fd(in, out, (uint64_t)ist.st_size, UINT64_MAX, &bytes);
     if (r < 0)
         return r;
     struct lc_xattrs x;

@@ -114,77 +114,16 @@ static int copy_xattrs_raw(int src, int dst) {
     return 0;
 }
 
-/* Copy [off, off+len) of in to the same offsets of out. */
-static int copy_range(int in, int out, off_t off, off_t len, bool *use_cfr) {
-    off_t ioff = off, ooff = off, end = off + len;
-    while (ioff < end) {
-        ssize_t n;
-        if (*use_cfr) {
-            n = copy_file_range(in, &ioff, out, &ooff, (size_t)(end - ioff), 0);
-            if (n < 0 && (errno == EXDEV || errno == ENOSYS || errno == EINVAL || errno == EOPNOTSUPP)) {
-                *use_cfr = false;
-                continue;
-            }
-        } else {
-            static __thread char buf[1 << 17];
-            size_t want = (size_t)(end - ioff) < sizeof buf ? (size_t)(end - ioff) : sizeof buf;
-            n = pread(in, buf, want, ioff);
-            for (ssize_t done = 0; n > 0 && done < n;) {
-                ssize_t w = pwrite(out, buf + done, (size_t)(n - done), ooff);
-                if (w < 0 && errno == EINTR)
-                    continue;
-                if (w < 0)
-                    return -errno;
-                done += w;
-                ooff += w;
-            }
-            if (n > 0)
-                ioff += n;
-        }
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return -errno;
-        if (n == 0)
-            break; /* the file shrank: the rest stays a hole */
-    }
-    return 0;
-}
-
-/* Copy the first size bytes of in to out, data segments only, so holes
- * stay holes: a sparse file within the stage quota must not become a
- * dense copy (a disk-filling lever for the agent, whose live checkpoints
- * this also serves).  Data bytes count against c->max_write. */
+/* The first size bytes of in to out, holes kept (lc_copy_fd): a sparse
+ * file within the stage quota must not become a dense copy (a
+ * disk-filling lever for the agent, whose live checkpoints this also
+ * serves).  Data bytes count against c->max_write. */
 static int copy_data_sparse(struct copy *c, int in, int out, off_t size) {
-    if (ftruncate(out, size) < 0)
-        return -errno;
-    bool use_cfr = true;
-    for (off_t off = 0; off < size;) {
-        off_t data = lseek(in, off, SEEK_DATA);
-        if (data < 0 && errno == ENXIO)
-            break; /* only a hole is left */
-        off_t hole = data < 0 ? size : lseek(in, data, SEEK_HOLE);
-        if (data < 0) { /* no SEEK_DATA here: all of it is data */
-            if (errno != EINVAL && errno != EOPNOTSUPP)
-                return -errno;
-            data = off;
-        }
-        if (hole < 0)
-            return -errno;
-        if (hole > size)
-            hole = size;
-        if (data >= hole)
-            break;
-        uint64_t len = (uint64_t)(hole - data);
-        if (c->max_write && (len > c->max_write || c->written > c->max_write - len))
-            return -ENOSPC;
-        int r = copy_range(in, out, data, hole - data, &use_cfr);
-        if (r < 0)
-            return r;
-        c->written += len;
-        off = hole;
-    }
-    return 0;
+    uint64_t budget = !c->max_write ? UINT64_MAX : c->written < c->max_write ? c->max_write - c->written : 0;
+    uint64_t n = 0;
+    int r = lc_copy_fd(in, out, (uint64_t)size, budget, &n);
+    c->written += n;
+    return r;
 }
 
 static int copy_reg(struct copy *c, int sdir, int ddir, const char *name, const struct stat *st) {
@@ -326,7 +265,7 @@ static int copy_small(int sdir, int ddir, const char *name, bool required) {
     _cleanup_close_ int out = openat(ddir, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (out < 0)
         return -errno;
-    return lc_copy_fd(in, out, NULL);
+    return lc_copy_fd(in, out, UINT64_MAX, UINT64_MAX, NULL);
 }
 
 struct link_key {

@@ -122,38 +122,7 @@ bool lc_path_valid(const char *path) {
 }
 
 int lc_sha256_fd(int fd, unsigned char ret_sha[32]) {
-    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-    if (!ctx)
-        return -ENOMEM;
-    int r = 0;
-    if (EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1) {
-        r = -EIO;
-        goto out;
-    }
-    static __thread unsigned char buf[1 << 17];
-    off_t off = 0;
-    for (;;) {
-        ssize_t n = pread(fd, buf, sizeof buf, off);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            r = -errno;
-            goto out;
-        }
-        if (n == 0)
-            break;
-        off += n;
-        if (EVP_DigestUpdate(ctx, buf, (size_t)n) != 1) {
-            r = -EIO;
-            goto out;
-        }
-    }
-    unsigned int len = 0;
-    if (EVP_DigestFinal_ex(ctx, ret_sha, &len) != 1 || len != 32)
-        r = -EIO;
-out:
-    EVP_MD_CTX_free(ctx);
-    return r;
+    return lc_hash_compare_fd(fd, -1, ret_sha, NULL);
 }
 
 int lc_sha256_buf(const void *data, size_t len, unsigned char ret_sha[32]) {
@@ -384,20 +353,17 @@ static int copy_range(int in, int out, off_t off, uint64_t len, bool *use_cfr, u
         } else {
             static __thread char buf[1 << 17];
             n = pread(in, buf, want < sizeof buf ? want : sizeof buf, ioff);
-            if (n > 0) {
-                ssize_t done = 0;
-                while (done < n) {
-                    ssize_t w = pwrite(out, buf + done, (size_t)(n - done), ooff);
-                    if (w < 0) {
-                        if (errno == EINTR)
-                            continue;
-                        return -errno;
-                    }
-                    done += w;
-                    ooff += w;
-                }
-                ioff += n;
+            for (ssize_t done = 0; n > 0 && done < n;) {
+                ssize_t w = pwrite(out, buf + done, (size_t)(n - done), ooff);
+                if (w < 0 && errno == EINTR)
+                    continue;
+                if (w < 0)
+                    return -errno;
+                done += w;
+                ooff += w;
             }
+            if (n > 0)
+                ioff += n;
         }
         if (n < 0) {
             if (errno == EINTR)
@@ -412,12 +378,7 @@ static int copy_range(int in, int out, off_t off, uint64_t len, bool *use_cfr, u
     return 0;
 }
 
-/* Copy in to the empty file out, keeping holes: only the data segments
- * (SEEK_DATA/SEEK_HOLE) are copied, and out is extended to in's size, so a
- * sparse file costs what it holds (an agent's huge sparse file cannot fill
- * the disk through apply or a checkpoint).  size: in's size when the caller
- * knows it, or UINT64_MAX.  *ret_bytes (optional): the data bytes copied. */
-int lc_copy_fd_sized(int in, int out, uint64_t size, uint64_t *ret_bytes) {
+int lc_copy_fd(int in, int out, uint64_t size, uint64_t budget, uint64_t *ret_bytes) {
     if (size == UINT64_MAX) {
         struct stat st;
         if (fstat(in, &st) < 0)
@@ -426,47 +387,52 @@ int lc_copy_fd_sized(int in, int out, uint64_t size, uint64_t *ret_bytes) {
     }
     uint64_t total = 0;
     bool use_cfr = true, seek_ok = true, shrank = false;
-    off_t off = 0;
-    while ((uint64_t)off < size) {
+    int r = 0;
+    for (off_t off = 0; (uint64_t)off < size;) {
         off_t data = off, hole = (off_t)size;
         if (seek_ok) {
             data = lseek(in, off, SEEK_DATA);
             if (data < 0 && errno == ENXIO)
                 break; /* only a hole is left */
             if (data < 0) {
+                if (errno != EINVAL && errno != EOPNOTSUPP) {
+                    r = -errno;
+                    break;
+                }
                 seek_ok = false; /* no SEEK_DATA here: all of it is data */
                 data = off;
-            } else {
-                hole = lseek(in, data, SEEK_HOLE);
-                if (hole < 0)
-                    hole = (off_t)size;
+            } else if ((hole = lseek(in, data, SEEK_HOLE)) < 0) {
+                r = -errno;
+                break;
             }
         }
         if ((uint64_t)data >= size)
             break;
         if ((uint64_t)hole > size)
             hole = (off_t)size;
+        uint64_t len = (uint64_t)(hole - data);
+        if (len > budget - total) {
+            r = -ENOSPC;
+            break;
+        }
         uint64_t before = total;
-        int r = copy_range(in, out, data, (uint64_t)(hole - data), &use_cfr, &total);
-        if (r < 0)
-            return r;
-        if (total - before < (uint64_t)(hole - data)) {
+        if ((r = copy_range(in, out, data, len, &use_cfr, &total)) < 0)
+            break;
+        if (total - before < len) {
             shrank = true; /* in ended early: copy no more, extend nothing */
             break;
         }
         off = hole;
     }
+    if (ret_bytes)
+        *ret_bytes = total;
+    if (r < 0)
+        return r;
     /* a trailing hole: out gets in's size without data */
     struct stat ost;
     if (!shrank && (fstat(out, &ost) < 0 || ((uint64_t)ost.st_size < size && ftruncate(out, (off_t)size) < 0)))
         return -errno;
-    if (ret_bytes)
-        *ret_bytes = total;
     return 0;
-}
-
-int lc_copy_fd(int in, int out, uint64_t *ret_bytes) {
-    return lc_copy_fd_sized(in, out, UINT64_MAX, ret_bytes);
 }
 
 /* One pass over fd: its SHA-256 (when ret_sha) and whether its bytes equal
@@ -556,26 +522,9 @@ int lc_hash_compare_fd(int fd, int other, unsigned char ret_sha[32], bool *ret_e
 
 /* Are the contents of two fds equal?  1 yes, 0 no, -errno. */
 int lc_fd_equal(int a, int b) {
-    struct stat sa, sb;
-    if (fstat(a, &sa) < 0 || fstat(b, &sb) < 0)
-        return -errno;
-    if (sa.st_size != sb.st_size)
-        return 0;
-    static __thread char ba[65536], bb[65536];
-    off_t off = 0;
-    for (;;) {
-        ssize_t na = pread(a, ba, sizeof ba, off);
-        if (na < 0)
-            return -errno;
-        ssize_t nb = pread(b, bb, (size_t)na ? (size_t)na : sizeof bb, off);
-        if (nb < 0)
-            return -errno;
-        if (na != nb || memcmp(ba, bb, (size_t)na) != 0)
-            return 0;
-        if (na == 0)
-            return 1;
-        off += na;
-    }
+    bool equal = false;
+    int r = lc_hash_compare_fd(a, b, NULL, &equal);
+    return r < 0 ? r : equal;
 }
 
 char *lc_display_name(const char *s) {

@@ -24,8 +24,14 @@ int lc_unhex(const char *hex, unsigned char *out, size_t out_len);
 int lc_readlink_at(int dirfd, const char *name, char **ret_target);
 enum lc_type lc_type_of(mode_t m);
 enum lc_type lc_type_parse(const char *s);
-int lc_copy_fd(int in, int out, uint64_t *ret_bytes);
-int lc_copy_fd_sized(int in, int out, uint64_t size, uint64_t *ret_bytes);
+/* Copy in to the empty file out, keeping holes: only the data segments
+ * (SEEK_DATA/SEEK_HOLE) are copied, then out gets in's size, so a sparse
+ * file costs what it holds (an agent's huge sparse file cannot fill the
+ * disk through apply or a checkpoint).  size: in's size when the caller
+ * knows it, or UINT64_MAX.  budget: the most data bytes it may copy
+ * (UINT64_MAX: no limit); a data segment past it stops the copy with
+ * -ENOSPC before it is written.  *ret_bytes (optional): data bytes copied. */
+int lc_copy_fd(int in, int out, uint64_t size, uint64_t budget, uint64_t *ret_bytes);
 int lc_fd_equal(int a, int b);
 int lc_hash_compare_fd(int fd, int other, unsigned char ret_sha[32], bool *ret_equal);
 
