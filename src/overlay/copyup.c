@@ -108,10 +108,16 @@ static const char *type_name(mode_t m) {
     return "unknown";
 }
 
-static void hex_digest(const unsigned char *d, unsigned len, char *out) {
-    for (unsigned i = 0; i < len; i++)
+/* Finish md (SHA-256) as 64 hex digits in out. */
+static int finish_digest(EVP_MD_CTX *md, char out[65]) {
+    unsigned char d[EVP_MAX_MD_SIZE];
+    unsigned dl = 0;
+    if (EVP_DigestFinal_ex(md, d, &dl) != 1 || dl != 32)
+        return -EIO;
+    for (unsigned i = 0; i < dl; i++)
         sprintf(out + 2 * i, "%02x", d[i]);
-    out[2 * len] = '\0';
+    out[2 * dl] = '\0';
+    return 0;
 }
 
 static int reopen_fd(int opath_fd, int flags) {
@@ -319,15 +325,8 @@ static int digest_lower(int lfd, const struct stat *lst, char out[static 65]) {
     } else {
         goto out; /* r = 0: no digest */
     }
-    if (r < 0)
+    if (r < 0 || (r = finish_digest(md, out)) < 0)
         goto out;
-    unsigned char d[EVP_MAX_MD_SIZE];
-    unsigned dl = 0;
-    if (EVP_DigestFinal_ex(md, d, &dl) != 1 || dl != 32) {
-        r = -EIO;
-        goto out;
-    }
-    hex_digest(d, dl, out);
     r = 1;
 out:
     EVP_MD_CTX_free(md);
@@ -445,13 +444,8 @@ int ov_copy_up_entry(struct ov *ov, int pfd, const char *relpath, const char *na
         break;
     }
     if (md) {
-        unsigned char d[EVP_MAX_MD_SIZE];
-        unsigned dl = 0;
-        if (EVP_DigestFinal_ex(md, d, &dl) != 1 || dl != 32) {
-            r = -EIO;
+        if ((r = finish_digest(md, sha)) < 0)
             goto fail;
-        }
-        hex_digest(d, dl, sha);
         have_sha = true;
     }
 
