@@ -169,6 +169,31 @@ static void gather_runtime(const struct run_context *ctx, const char *home, stru
             add_runtime_dir(l, home, d);
 }
 
+/* Which credential locations the HOME view masks itself (whiteouts: hidden
+ * also if the host creates them during the run), and which sit below a
+ * parent that is not a real directory (a symlink, say): a whiteout would
+ * not hide what that leads to, so those are covered by mounts. */
+static int classify_credentials(int home_fd, struct sandbox *sb) {
+    for (const char *const *c = plan_credential_paths; *c; c++) {
+        bool linked = false;
+        char parent[PATH_MAX];
+        snprintf(parent, sizeof parent, "%s", *c);
+        for (char *slash = strchr(parent, '/'); slash && !linked; slash = strchr(slash + 1, '/')) {
+            *slash = '\0';
+            struct stat st;
+            linked = fstatat(home_fd, parent, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISDIR(st.st_mode);
+            *slash = '/';
+        }
+        if (sb->n_home_hide >= ARRAY_SIZE(sb->home_hide) || sb->n_home_mask >= ARRAY_SIZE(sb->home_mask))
+            return -E2BIG; /* never drop one silently */
+        if (linked)
+            sb->home_hide[sb->n_home_hide++] = *c;
+        else
+            sb->home_mask[sb->n_home_mask++] = *c;
+    }
+    return 0;
+}
+
 /* HOME as a copy-on-write view: every write the command makes there goes
  * to a throwaway stage in the run directory, removed at exit.  Not used
  * when HOME is inside the workspace (the workspace is that view already). */
@@ -191,7 +216,7 @@ static int prepare_home_view(struct run_context *ctx, const char *home, struct s
         return r;
     }
     sb->home_fd = fd;
-    return 0;
+    return classify_credentials(fd, sb);
 }
 
 int sandbox_start_home(struct sandbox *sb) {
@@ -201,6 +226,8 @@ int sandbox_start_home(struct sandbox *sb) {
         .lower_fd = sb->home_fd,
         .stage = sb->home_stage,
         .mountpoint = sb->home_view,
+        .mask = sb->home_mask,
+        .n_mask = sb->n_home_mask,
     };
     return overlay_start(&p, &sb->home_ov);
 }
@@ -319,6 +346,9 @@ int sandbox_prepare(struct run_context *ctx, const struct agent_hooks *hooks, st
         .rlimit_nproc = sb.limits.rlimit_nproc,
         .agent_socket = sb.agent ? sock : NULL,
         .home_view = sb.home_fd >= 0 ? sb.home_view : NULL,
+        .home_view_masks = sb.home_fd >= 0,
+        .home_hide = sb.home_hide,
+        .n_home_hide = sb.n_home_hide,
         .access = rules,
         .n_access = n_rules,
         .opts = ctx->opts,
@@ -723,9 +753,13 @@ void sandbox_record(struct run_context *ctx, const struct sandbox *sb) {
     bundle_set_dimension(b, DIM_SENSITIVE_PATHS, fs_ok ? LEVEL_ENFORCED : LEVEL_UNAVAILABLE,
                          "credential locations are not projected; inside the workspace they are covered",
                          EVID("{s:b}", "mount_namespace_differs", mnt), NULL);
+    bool view = sb->home_fd >= 0;
     bundle_set_dimension(b, DIM_HOME_CREDENTIALS, fs_ok ? LEVEL_ENFORCED : LEVEL_UNAVAILABLE,
-                         "empty private HOME + allowlisted config files; environment reduced to an allowlist",
-                         EVID("{s:b}", "mount_namespace_differs", mnt),
+                         view ? "copy-on-write view of HOME with every credential location absent (whiteouts held "
+                                "by its server; mounts below symlinked parents); environment reduced to an allowlist"
+                              : "empty private HOME + allowlisted config files; environment reduced to an allowlist",
+                         EVID("{s:b, s:b, s:i, s:i}", "mount_namespace_differs", mnt, "home_view", view,
+                              "credential_whiteouts", (int)sb->n_home_mask, "credential_mounts", (int)sb->n_home_hide),
                          "HOME writes are discarded at exit; --pass-env hands chosen variables over");
     if (sb->plan.unshare_net)
         bundle_set_dimension(b, DIM_NETWORK, net ? LEVEL_ENFORCED : LEVEL_UNAVAILABLE,

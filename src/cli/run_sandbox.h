@@ -36,6 +36,13 @@ struct sandbox {
     struct overlay *home_ov;
     char *home_view; /* its mount point (run_dir/home-view) */
     char *home_stage_path;
+    /* Credential locations (relative to HOME) the view masks with
+     * whiteouts, and those below a symlinked parent that the launcher
+     * covers with mounts instead. */
+    const char *home_mask[64];
+    size_t n_home_mask;
+    const char *home_hide[64];
+    size_t n_home_hide;
     /* --limit: which mechanism holds each limit; the run's cgroup leaf (or
      * NULL) and, when a limit could not use one, why. */
     struct limits_decision limits;

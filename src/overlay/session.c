@@ -24,6 +24,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "overlay/ov-internal.h"
@@ -175,6 +176,92 @@ static void ov_release(struct overlay *o) {
     free(o);
 }
 
+/* Copy up the lower directory name (below lower dir lfd) as an upper
+ * directory below ufd, unless it is there already; returns its upper fd. */
+static int mask_dir(struct ov *ov, int ufd, int lfd, const char *name, int *ret_lfd) {
+    struct stat lst, ust;
+    *ret_lfd = -1;
+    if (fstatat(lfd, name, &lst, AT_SYMLINK_NOFOLLOW) < 0)
+        return -errno; /* -ENOENT: nothing below it can show through */
+    if (!S_ISDIR(lst.st_mode))
+        return -ENOTDIR;
+    if (fstatat(ufd, name, &ust, AT_SYMLINK_NOFOLLOW) == 0) {
+        if (!S_ISDIR(ust.st_mode))
+            return -ENOENT; /* a whiteout or a file: the lower is hidden already */
+    } else if (errno != ENOENT) {
+        return -errno;
+    } else {
+        if (mkdirat(ufd, name, 0700) < 0)
+            return -errno;
+        _cleanup_close_ int src = openat(lfd, name, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
+        _cleanup_close_ int dst = openat(ufd, name, O_RDONLY | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
+        if (src < 0 || dst < 0 || fstat(dst, &ust) < 0)
+            return -errno;
+        if (fchown(dst, lst.st_uid, lst.st_gid) < 0 && errno != EPERM && errno != EINVAL)
+            return -errno;
+        int r = ov_copy_xattrs(src, dst, true);
+        if (r < 0)
+            return r;
+        struct timespec ts[2] = {lst.st_atim, lst.st_mtim};
+        if (fchmod(dst, lst.st_mode & 07777) < 0 || futimens(dst, ts) < 0)
+            return -errno;
+        if ((r = stage_origin_add(ov->stage, ust.st_ino, lst.st_ino)) < 0)
+            return r;
+    }
+    int nl = openat(lfd, name, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
+    int nu = openat(ufd, name, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
+    if (nl < 0 || nu < 0) {
+        int e = errno;
+        if (nl >= 0)
+            close(nl);
+        if (nu >= 0)
+            close(nu);
+        return -e;
+    }
+    *ret_lfd = nl;
+    return nu;
+}
+
+/* Make rel absent from the view (see overlay_start). */
+static int mask_path(struct ov *ov, const char *rel) {
+    _cleanup_free_ char *copy = strdup(rel);
+    if (!copy)
+        return -ENOMEM;
+    _cleanup_close_ int ufd = fcntl(ov->upper_fd, F_DUPFD_CLOEXEC, 0);
+    _cleanup_close_ int lfd = fcntl(ov->lower_fd, F_DUPFD_CLOEXEC, 0);
+    if (ufd < 0 || lfd < 0)
+        return -errno;
+    char *save = NULL;
+    char *name = strtok_r(copy, "/", &save);
+    for (char *next; name; name = next) {
+        next = strtok_r(NULL, "/", &save);
+        if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+            return -EINVAL;
+        if (!next)
+            break;
+        int nlfd;
+        int nufd = mask_dir(ov, ufd, lfd, name, &nlfd);
+        if (nufd == -ENOENT)
+            return 0;
+        if (nufd < 0)
+            return nufd;
+        close(ufd);
+        close(lfd);
+        ufd = nufd;
+        lfd = nlfd;
+    }
+    if (!name)
+        return -EINVAL;
+    struct stat st;
+    if (fstatat(ufd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+        return ov_is_whiteout(&st) ? 0 : -EEXIST; /* fresh view: the upper holds nothing of its own here */
+    if (errno != ENOENT)
+        return -errno;
+    if (mknodat(ufd, name, S_IFCHR | 0000, makedev(0, 0)) < 0)
+        return -errno;
+    return 0;
+}
+
 int overlay_start(const struct overlay_params *p, struct overlay **ret_ov) {
     if (!p || !p->stage || !p->mountpoint || p->mountpoint[0] != '/' || p->lower_fd < 0 || !ret_ov)
         return -EINVAL;
@@ -235,6 +322,9 @@ int overlay_start(const struct overlay_params *p, struct overlay **ret_ov) {
 
     if ((r = init_root(ov)) < 0)
         goto fail;
+    for (size_t i = 0; i < p->n_mask; i++)
+        if ((r = mask_path(ov, p->mask[i])) < 0)
+            goto fail;
     account_tree(ov, ov->upper_fd, 0);
 
     struct fuse_args args = FUSE_ARGS_INIT(0, NULL);

@@ -310,7 +310,8 @@ int plan_build(const struct plan_inputs *in, struct launch_plan *ret_plan, char 
         r = plan_add_mount(&p, k, a->path, 0);
     }
     /* Credentials visible through a HOME view or inside the workspace
-     * (e.g. workspace == HOME) are covered. */
+     * (e.g. workspace == HOME) are covered by mounts, except those the HOME
+     * view's server already masks. */
     for (const char *const *c = plan_credential_paths; r >= 0 && in->home && *c; c++) {
         char *full = path_join(in->home, *c);
         if (!full) {
@@ -319,6 +320,11 @@ int plan_build(const struct plan_inputs *in, struct launch_plan *ret_plan, char 
         }
         bool in_ws = path_within(full, in->workspace) && strcmp(full, in->workspace) != 0;
         bool in_view = home_view && !path_within(full, in->workspace);
+        if (in_view && in->home_view_masks) {
+            in_view = false;
+            for (size_t k = 0; k < in->n_home_hide; k++)
+                in_view = in_view || strcmp(in->home_hide[k], *c) == 0;
+        }
         if (in_ws || in_view)
             r = plan_add_mount(&p, PLAN_HIDE, full, 0);
         free(full);

@@ -33,6 +33,13 @@ struct plan_inputs {
      * path, projected at HOME (credentials covered); NULL: HOME is an empty
      * tmpfs with allowlisted config files. */
     const char *home_view;
+    /* With a HOME view whose server masks the credential locations itself
+     * (whiteouts, see overlay_start), only these (relative to HOME) still
+     * need covering by a mount: the ones below a symlinked parent.
+     * home_view_masks false: every credential location is covered. */
+    bool home_view_masks;
+    const char *const *home_hide;
+    size_t n_home_hide;
     /* Config files under HOME that exist (relative to HOME). */
     const char *const *home_files;
     size_t n_home_files;

@@ -256,13 +256,46 @@ mkdir -p "$HOMEDIR/.config/tool" "$HOMEDIR/.aws"
 echo setting=1 > "$HOMEDIR/.config/tool/cfg"; echo AKIA > "$HOMEDIR/.aws/credentials"
 home_before=$(cd "$HOMEDIR" && find . -printf '%y %m %s %p\n' | sort; cat .config/tool/cfg)
 out=$("$PVISOR" run --safe --stage "$T/sh" --workspace "$W" -- sh -c '
-    cat ~/.config/tool/cfg; cat ~/.aws/credentials 2>/dev/null || echo no-aws; ls -A ~/.ssh | wc -l
+    cat ~/.config/tool/cfg; cat ~/.aws/credentials 2>/dev/null || echo no-aws; ls -A ~/.ssh 2>/dev/null | wc -l
     echo changed > ~/.config/tool/cfg; echo new > ~/.created; cat ~/.config/tool/cfg ~/.created' 2>&1)
 eq "$out" "$(printf 'setting=1\nno-aws\n0\nchanged\nnew')" "HOME view: config readable, credentials covered, writes visible inside"
 check "HOME view: the real HOME is unchanged after the run" \
     sh -c "[ \"\$(cd '$HOMEDIR' && find . -printf '%y %m %s %p\n' | sort; cat .config/tool/cfg)\" = '$home_before' ]"
 rd="$XDG_STATE_HOME/pvisor/runs/$(latest_run)"
 check "HOME view: its throwaway stage and mount point are removed at exit" sh -c "[ -d '$rd' ] && [ ! -e '$rd/home-stage' ] && [ ! -e '$rd/home-view' ]"
+
+# --- credentials the host creates in HOME while the run goes on stay absent
+# (the HOME view's server holds a whiteout at every credential location,
+# whether or not it existed when the run started); the control sees them.
+live_creds() { # MODE STAGE READY-PATH-INSIDE READY-PATH-ON-HOST: prints what the command could read
+    rm -rf "$HOMEDIR/.netrc" "$HOMEDIR/.config/gh" "$HOMEDIR/.bash_history" "$W/go"
+    (
+        i=0; while [ ! -e "$4" ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done
+        echo NETRC > "$HOMEDIR/.netrc"; mkdir -p "$HOMEDIR/.config/gh"; echo GHTOKEN > "$HOMEDIR/.config/gh/hosts.yml"
+        echo HISTORY > "$HOMEDIR/.bash_history"; touch "$W/go"
+    ) &
+    writer=$!
+    # shellcheck disable=SC2086
+    "$PVISOR" run $1 --stage "$T/$2" --workspace "$W" -- sh -c "
+        touch '$3'; i=0; while [ ! -e '$W/go' ] && [ \$i -lt 400 ]; do sleep 0.05; i=\$((i+1)); done
+        cat ~/.netrc ~/.config/gh/hosts.yml ~/.bash_history 2>/dev/null; ls -A ~ | grep -c -e netrc -e bash_history" 2>&1
+    wait $writer
+}
+eq "$(live_creds "" live-ctl "$T/ready-ctl" "$T/ready-ctl" | tr '\n' ' ')" "NETRC GHTOKEN HISTORY 2 " "control: credentials created on the host during a plain run are readable"
+eq "$(live_creds --safe live-safe "$W/ready-safe" "$T/live-safe/upper/ready-safe" | tr '\n' ' ')" "0 " "HOME view: credentials created on the host during the run stay absent"
+rm -rf "$HOMEDIR/.netrc" "$HOMEDIR/.config/gh" "$HOMEDIR/.bash_history" "$W/go"
+
+# A credential location below a symlinked parent (dotfiles managers link
+# ~/.config elsewhere): a whiteout could not hide what the link leads to,
+# so the launcher covers it with a mount, at both names.
+H2="$T/home2"; mkdir -p "$H2/dotfiles/config/gh" "$H2/dotfiles/config/tool"
+echo LINKEDTOKEN > "$H2/dotfiles/config/gh/hosts.yml"; echo ok > "$H2/dotfiles/config/tool/cfg"
+ln -s dotfiles/config "$H2/.config"
+out=$(HOME="$H2" "$PVISOR" run --stage "$T/lnk-ctl" --workspace "$W" -- sh -c 'cat ~/.config/gh/hosts.yml' 2>&1)
+eq "$out" "LINKEDTOKEN" "control: a credential below a symlinked ~/.config is readable"
+out=$(HOME="$H2" "$PVISOR" run --safe --stage "$T/lnk" --workspace "$W" -- sh -c '
+    cat ~/.config/tool/cfg; cat ~/.config/gh/hosts.yml ~/dotfiles/config/gh/hosts.yml 2>/dev/null; echo end' 2>&1)
+eq "$(echo $out)" "ok end" "HOME view: a credential below a symlinked parent is covered at both names"
 
 # --- fail closed: a control that cannot be installed stops the run before the command
 : "${SYSDENY:?SYSDENY must point at the built sysdeny helper}"

@@ -134,6 +134,20 @@ int main(void) {
     json_decref(jj);
     plan_free(&q);
     plan_free(&p);
+    /* A view that masks credentials itself (whiteouts): only the listed
+     * ones (below a symlinked parent) are still covered by mounts. */
+    const char *const hide[] = {".config/gh"};
+    in.home_view_masks = true;
+    in.home_hide = hide;
+    in.n_home_hide = 1;
+    ok(plan_build(&in, &p, &err) == 0 && !find(&p, "/home/u/.ssh") && !find(&p, "/home/u/.aws") &&
+           !find(&p, "/home/u/.local/state/pvisor") && find(&p, "/home/u/.config/gh") &&
+           find(&p, "/home/u/.config/gh")->kind == PLAN_HIDE,
+       "masking HOME view: no mounts for masked credentials; one for a credential below a symlinked parent");
+    plan_free(&p);
+    in.home_view_masks = false;
+    in.home_hide = NULL;
+    in.n_home_hide = 0;
     in.home_view = NULL;
     in.agent_socket = NULL;
 
