@@ -18,6 +18,11 @@ struct run_context {
     const char *workspace; /* absolute, resolved */
     const char *cwd;       /* absolute */
     json_t *bundle;        /* borrowed; updated and rewritten as the run goes */
+    /* The host probes run in a child while the run is set up; their JSON
+     * arrives on probe_fd and goes into the Bundle before it is first
+     * written (run_probe_collect). */
+    int probe_fd; /* -1: none pending */
+    pid_t probe_pid;
 };
 
 /* Runs the command and returns pvisor's exit status. */
@@ -58,5 +63,10 @@ int run_kill_grace_ms(void);
 
 /* Host feature probes into the Bundle's kernel_features. */
 void run_probe_into_bundle(json_t *bundle);
+
+/* Start the host probes in a child (single-threaded callers only); collect
+ * them into the Bundle (waits for the child; a no-op when none is pending). */
+void run_probe_start(struct run_context *ctx);
+void run_probe_collect(struct run_context *ctx);
 
 #endif

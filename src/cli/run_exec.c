@@ -13,6 +13,8 @@
 #include "util/util.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +51,7 @@ const char *run_strict_violation(const struct run_context *ctx) {
 }
 
 int run_fail_setup(struct run_context *ctx, const char *reason) {
+    run_probe_collect(ctx);
     bundle_set_string(ctx->bundle, "state", "setup_failed");
     bundle_add_warning(ctx->bundle, reason);
     bundle_write(ctx->run_dirfd, ctx->bundle);
@@ -67,6 +70,7 @@ static int run_command(struct run_context *ctx, struct exec_spec *spec, struct e
             return -EPERM;
         }
     }
+    run_probe_collect(ctx);
     bundle_set_string(ctx->bundle, "state", "running");
     int r = bundle_write(ctx->run_dirfd, ctx->bundle);
     if (r < 0)
@@ -138,9 +142,80 @@ void run_probe_into_bundle(json_t *bundle) {
         bundle_set_json(bundle, "kernel_features", j);
 }
 
+/* The probes take a millisecond or two (a child that tries namespaces,
+ * PATH lookups): they run in a child of their own while the stage and the
+ * sandbox are set up, and reach the Bundle before its first write. */
+void run_probe_start(struct run_context *ctx) {
+    int p[2];
+    ctx->probe_fd = -1;
+    if (pipe2(p, O_CLOEXEC) < 0)
+        return;
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(p[0]);
+        close(p[1]);
+        return;
+    }
+    if (pid == 0) {
+        close(p[0]);
+        struct host_probe hp;
+        json_t *j = host_probe_run(&hp) == 0 ? probe_to_json(&hp) : NULL;
+        char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+        for (size_t off = 0, len = s ? strlen(s) : 0; off < len;) {
+            ssize_t n = write(p[1], s + off, len - off);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0)
+                break;
+            off += (size_t)n;
+        }
+        int ok = s != NULL;
+        free(s);
+        json_decref(j);
+        _exit(ok ? 0 : 1);
+    }
+    close(p[1]);
+    ctx->probe_fd = p[0];
+    ctx->probe_pid = pid;
+}
+
+void run_probe_collect(struct run_context *ctx) {
+    if (ctx->probe_fd < 0)
+        return;
+    _cleanup_free_ char *buf = NULL;
+    size_t len = 0, cap = 0;
+    for (;;) {
+        if (len + 4096 > cap) {
+            char *nb = realloc(buf, cap = cap ? cap * 2 : 16384);
+            if (!nb)
+                break;
+            buf = nb;
+        }
+        ssize_t n = read(ctx->probe_fd, buf + len, cap - len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+    }
+    close(ctx->probe_fd);
+    ctx->probe_fd = -1;
+    int st;
+    while (waitpid(ctx->probe_pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    json_error_t e;
+    json_t *j = buf && len && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? json_loadb(buf, len, 0, &e) : NULL;
+    if (j)
+        bundle_set_json(ctx->bundle, "kernel_features", j);
+    else
+        bundle_add_warning(ctx->bundle, "host feature probes failed; kernel_features is empty");
+}
+
 int run_execute(struct run_context *ctx) {
     record_plain_dimensions(ctx->bundle);
-    run_probe_into_bundle(ctx->bundle);
+    run_probe_start(ctx);
+    if (ctx->probe_fd < 0)
+        run_probe_into_bundle(ctx->bundle);
 
 #ifdef PVISOR_HAVE_OVERLAY
     if (policy_wants_stage(ctx->opts))

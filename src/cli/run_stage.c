@@ -249,6 +249,7 @@ int run_execute_staged(struct run_context *ctx,
         .after_exec = read_launch_report,
         .kill_grace_ms = run_kill_grace_ms(),
         .timeout_ms = ctx->opts->timeout_ms,
+        .early_exec = sandbox, /* the launcher execs while the views are mounted */
         .pass_fds = sandbox ? sb.pass : NULL,
         .n_pass_fds = sandbox ? 3 : 0,
         .child_nofile = nofile_raised ? &nofile_orig : NULL,

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/prctl.h>
 #include <time.h>
 #include <sys/signalfd.h>
@@ -48,15 +49,18 @@ static _Noreturn void child_exec(const struct exec_spec *s, int go_fd, int err_f
     signal(SIGTTOU, SIG_DFL);
     signal(SIGPIPE, SIG_DFL);
 
-    /* Wait for the parent's go (one byte) before touching the filesystem. */
-    char c;
-    ssize_t n;
-    do
-        n = read(go_fd, &c, 1);
-    while (n < 0 && errno == EINTR);
-    if (n != 1)
-        _exit(PV_CHILD_ORPHANED);
-    close(go_fd);
+    /* Wait for the parent's go (one byte) before touching the filesystem,
+     * or leave that to the program we exec (early_exec). */
+    if (!s->early_exec) {
+        char c;
+        ssize_t n;
+        do
+            n = read(go_fd, &c, 1);
+        while (n < 0 && errno == EINTR);
+        if (n != 1)
+            _exit(PV_CHILD_ORPHANED);
+        close(go_fd);
+    }
 
     if (s->cwd && chdir(s->cwd) < 0) {
         int32_t msg[2] = {2, errno};
@@ -66,12 +70,19 @@ static _Noreturn void child_exec(const struct exec_spec *s, int go_fd, int err_f
     /* Hand over the passed descriptors as 3, 4, ...: first move them all
      * out of the way so a source cannot be clobbered by an earlier dup2. */
     int moved[8];
-    for (int i = 0; i < s->n_pass_fds && i < 8; i++) {
+    int n_pass = s->n_pass_fds < 7 ? s->n_pass_fds : 7;
+    for (int i = 0; i < n_pass; i++) {
         moved[i] = fcntl(s->pass_fds[i], F_DUPFD_CLOEXEC, 64);
         if (moved[i] < 0)
             goto fail_errno;
     }
-    for (int i = 0; i < s->n_pass_fds && i < 8; i++)
+    if (s->early_exec) {
+        moved[n_pass] = fcntl(go_fd, F_DUPFD_CLOEXEC, 64);
+        if (moved[n_pass] < 0)
+            goto fail_errno;
+        n_pass++;
+    }
+    for (int i = 0; i < n_pass; i++)
         if (dup2(moved[i], 3 + i) < 0)
             goto fail_errno;
     if (s->child_nofile && setrlimit(RLIMIT_NOFILE, s->child_nofile) < 0)
@@ -137,7 +148,26 @@ static int reap_descendants(void) {
     }
 }
 
+/* Write the go byte; a reader that is gone (an early_exec child whose exec
+ * failed) gives -EPIPE, without a SIGPIPE for the supervisor. */
+static int write_go(int fd) {
+    sigset_t pipe_set, old;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+    int r = write(fd, "g", 1) == 1 ? 0 : -errno;
+    if (r == -EPIPE) {
+        struct timespec zero = {0, 0};
+        while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR)
+            ;
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return r;
+}
+
 int exec_run(const struct exec_spec *s, struct exec_result *ret) {
+    if (s->early_exec && s->cwd)
+        return -EINVAL;
     struct exec_result res = {0};
     sigset_t mask, old_mask;
     sigemptyset(&mask);
@@ -205,8 +235,12 @@ int exec_run(const struct exec_spec *s, struct exec_result *ret) {
         tcsetpgrp(tty_fd, pid);
         signal(SIGTTOU, old);
     }
-    if (write(go[1], "g", 1) != 1) {
-        r = -errno;
+    /* early_exec: a child whose exec failed has closed its end already;
+     * its report is read from err[] below. */
+    r = write_go(go[1]);
+    if (r == -EPIPE && s->early_exec)
+        r = 0;
+    if (r < 0) {
         kill(pid, SIGKILL);
         waitpid(pid, NULL, 0);
         goto out_tty;

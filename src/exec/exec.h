@@ -15,7 +15,13 @@
  *    so fork only from the main thread;
  *  - the child does not exec until after_fork() (run in the parent) returned
  *    success, so mounts it installs are in place; the child chdir()s to cwd
- *    only then.
+ *    only then.  Unless early_exec: then the child execs at once, while
+ *    after_fork() runs, and the program it execs gets the read end of the
+ *    go pipe as fd 3 + n_pass_fds: one byte ('g') arrives there once
+ *    after_fork() succeeded, EOF when it failed (the child is then killed).
+ *    That program must wait for the byte before it relies on anything
+ *    after_fork() sets up, or forks (the parent may still be moving it into
+ *    a cgroup).
  * Must be called while no other thread forks; the caller may be
  * multi-threaded (after_fork may start threads).
  */
@@ -39,6 +45,7 @@ struct exec_spec {
      * there); every other descriptor above 2 is close-on-exec already. */
     const int *pass_fds;
     int n_pass_fds;
+    bool early_exec; /* see above; cwd must be NULL */
     /* Called in the parent once the command was exec'd successfully
      * (before waiting for it); may block briefly, e.g. to read a report. */
     void (*after_exec)(pid_t child, void *userdata);

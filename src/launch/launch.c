@@ -419,6 +419,16 @@ int launch_main(int argc, char **argv) {
     relayed_signals(&mask);
     sigprocmask(SIG_BLOCK, &mask, NULL);
 
+    /* The supervisor's views are mounted (see launch.h). */
+    char ready = 0;
+    ssize_t n;
+    do
+        n = read(LAUNCH_READY_FD, &ready, 1);
+    while (n < 0 && errno == EINTR);
+    if (n != 1 || ready != 'g')
+        _exit(125);
+    close(LAUNCH_READY_FD);
+
     int flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | (p.unshare_net ? CLONE_NEWNET : 0);
     if (unshare(flags) < 0)
         fail("unshare(mount, pid, ipc, uts, net namespaces)", errno);

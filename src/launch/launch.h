@@ -15,6 +15,13 @@
  * runs).  If exec itself fails, a second object {"ok":false,"step":"exec"}
  * follows.  EOF then means the command was exec'd (the fds are
  * close-on-exec) or the launcher died; no report at all is a setup failure.
+ *
+ * The launcher is exec'd while the supervisor still mounts the workspace
+ * and HOME views (exec_spec.early_exec); LAUNCH_READY_FD carries one byte
+ * once they are in place (EOF: they could not be, the launcher exits 125
+ * without a report).  It reads the plan meanwhile, but unshares nothing
+ * (its mount namespace must be copied with the views in it) and forks
+ * nothing (it may still be on its way into the run's cgroup) before that.
  */
 #ifndef PVISOR_LAUNCH_LAUNCH_H
 #define PVISOR_LAUNCH_LAUNCH_H
@@ -24,6 +31,7 @@
 #define LAUNCH_PLAN_FD 3
 #define LAUNCH_SYNC_FD 4
 #define LAUNCH_GO_FD 5
+#define LAUNCH_READY_FD 6
 #define LAUNCH_VERB "__launch"
 #define LAUNCH_REPORT_MAX (64u << 10)
 
