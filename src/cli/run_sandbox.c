@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -232,8 +233,11 @@ int sandbox_start_home(struct sandbox *sb) {
     return overlay_start(&p, &sb->home_ov);
 }
 
-/* Unmount the view, forget its stage: HOME writes are discarded. */
-static void release_home_view(struct sandbox *sb) {
+/* Unmount the view, forget its stage: HOME writes are discarded.  Runs on
+ * a thread of its own at the end of a run (sandbox_release_home_async):
+ * touches nothing but the view's own state. */
+static void *home_teardown(void *arg) {
+    struct sandbox *sb = arg;
     overlay_stop(sb->home_ov);
     sb->home_ov = NULL;
     stage_free(sb->home_stage);
@@ -242,10 +246,28 @@ static void release_home_view(struct sandbox *sb) {
         close(sb->home_fd);
         sb->home_fd = -1;
         /* Never follows what the command made (no symlinks followed). */
-        if (remove_tree_at(AT_FDCWD, sb->home_stage_path, 4096) < 0 && sb->ctx)
-            bundle_add_warning(sb->ctx->bundle, "the discarded HOME view's stage could not be removed completely");
+        sb->home_rm_failed = remove_tree_at(AT_FDCWD, sb->home_stage_path, 4096) < 0;
         rmdir(sb->home_view);
     }
+    return NULL;
+}
+
+void sandbox_release_home_async(struct sandbox *sb) {
+    if (sb->home_fd < 0 || sb->home_thread_started)
+        return;
+    sb->home_thread_started = pthread_create(&sb->home_thread, NULL, home_teardown, sb) == 0;
+}
+
+static void release_home_view(struct sandbox *sb) {
+    if (sb->home_thread_started) {
+        pthread_join(sb->home_thread, NULL);
+        sb->home_thread_started = false;
+    } else {
+        home_teardown(sb);
+    }
+    if (sb->home_rm_failed && sb->ctx)
+        bundle_add_warning(sb->ctx->bundle, "the discarded HOME view's stage could not be removed completely");
+    sb->home_rm_failed = false;
     free(sb->home_view);
     free(sb->home_stage_path);
     sb->home_view = sb->home_stage_path = NULL;

@@ -3,6 +3,7 @@
 #define PVISOR_CLI_RUN_SANDBOX_H
 
 #include <jansson.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <sys/types.h>
 
@@ -43,6 +44,9 @@ struct sandbox {
     size_t n_home_mask;
     const char *home_hide[64];
     size_t n_home_hide;
+    pthread_t home_thread; /* tearing the view down at the end of the run */
+    bool home_thread_started;
+    bool home_rm_failed;
     /* --limit: which mechanism holds each limit; the run's cgroup leaf (or
      * NULL) and, when a limit could not use one, why. */
     struct limits_decision limits;
@@ -62,6 +66,10 @@ void sandbox_release(struct sandbox *sb);
 
 /* After the fork, in the run's mount namespace: mount the HOME view. */
 int sandbox_start_home(struct sandbox *sb);
+
+/* Once the command's whole tree is gone: start unmounting the HOME view and
+ * removing its stage on a thread (sandbox_release waits for it). */
+void sandbox_release_home_async(struct sandbox *sb);
 
 /* After the fork, before the launcher runs: move it into the run's cgroup
  * leaf (no-op without one). */

@@ -259,8 +259,10 @@ int run_execute_staged(struct run_context *ctx,
     };
     struct exec_result res;
     r = run_command(ctx, &spec, &res);
-    if (sandbox)
+    if (sandbox) {
         sandbox_finish_resources(&sb);
+        sandbox_release_home_async(&sb); /* meanwhile, the workspace is sealed */
+    }
 
     /* No request may be served while the overlay and the stage go away. */
     if (st.sb && sb.agent) {
