@@ -261,6 +261,19 @@ static json_t *self_check(int ll_abi, uint64_t ll_fs, uint64_t ll_net, uint64_t 
     return j;
 }
 
+/* Wait for the supervisor's 'g' on fd, then close it; anything else, or
+ * EOF, ends this process with 125 (the supervisor reports why). */
+static void await_go(int fd) {
+    char go = 0;
+    ssize_t n;
+    do
+        n = read(fd, &go, 1);
+    while (n < 0 && errno == EINTR);
+    if (n != 1 || go != 'g')
+        _exit(125);
+    close(fd);
+}
+
 /* A: the command's process, from fork to exec. */
 static _Noreturn void become_command(const struct launch_plan *p) {
     int r;
@@ -355,14 +368,7 @@ static _Noreturn void become_command(const struct launch_plan *p) {
         _exit(125);
 
     /* The supervisor decides (e.g. --strict) with the evidence in hand. */
-    char go = 0;
-    ssize_t n;
-    do
-        n = read(LAUNCH_GO_FD, &go, 1);
-    while (n < 0 && errno == EINTR);
-    if (n != 1 || go != 'g')
-        _exit(125);
-    close(LAUNCH_GO_FD);
+    await_go(LAUNCH_GO_FD);
 
     environ = p->envp; /* execvp searches the command's PATH, not ours */
     execvp(p->argv[0], p->argv);
@@ -420,14 +426,7 @@ int launch_main(int argc, char **argv) {
     sigprocmask(SIG_BLOCK, &mask, NULL);
 
     /* The supervisor's views are mounted (see launch.h). */
-    char ready = 0;
-    ssize_t n;
-    do
-        n = read(LAUNCH_READY_FD, &ready, 1);
-    while (n < 0 && errno == EINTR);
-    if (n != 1 || ready != 'g')
-        _exit(125);
-    close(LAUNCH_READY_FD);
+    await_go(LAUNCH_READY_FD);
 
     int flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | (p.unshare_net ? CLONE_NEWNET : 0);
     if (unshare(flags) < 0)
