@@ -117,8 +117,14 @@ struct ov {
     atomic_int_fast64_t upper_bytes, upper_inodes;
 
     struct fuse_session *se;
-    pthread_t *threads; /* set up/torn down by the owner thread only */
-    unsigned n_threads, n_started;
+    /* Workers: one at the start; a worker that takes a request when no
+     * other is waiting for one starts another, up to n_threads. */
+    pthread_mutex_t thread_lock;
+    pthread_t *threads;        /* thread_lock */
+    unsigned n_threads;        /* immutable: the most there may be */
+    unsigned n_started;        /* thread_lock */
+    bool stopping;             /* thread_lock: no new workers */
+    atomic_uint idle_workers;  /* waiting for a request */
 };
 
 struct ov_fh { /* one per open file; immutable after open, freed at release */

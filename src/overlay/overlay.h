@@ -27,7 +27,7 @@ struct overlay_params {
     const char *mountpoint; /* absolute path to mount on (normally the workspace path itself) */
     uint64_t max_bytes;     /* 0 = unlimited; bytes allocated in upper -> ENOSPC */
     uint64_t max_inodes;    /* 0 = unlimited; inodes in upper -> EDQUOT */
-    unsigned n_threads;     /* 0 = default (4) */
+    unsigned n_threads;     /* most worker threads (started as needed); 0 = default (4) */
     int lower_cache_ms;     /* how long the kernel may cache attributes and names of objects
                                still backed by the lower (host edits show up after at most
                                this long): 0 = default (1000), -1 = never (slow: every stat

@@ -6,7 +6,10 @@
  * the kernel confines to the mounting user namespace); the fd is handed to
  * libfuse as "/dev/fd/N".  No fusermount, no setuid helper.
  *
- * Threads: n workers each loop fuse_session_receive_buf/process_buf.  They
+ * Threads: workers each loop fuse_session_receive_buf/process_buf; one
+ * starts with the mount, and the worker that takes a request while no other
+ * waits for one starts another, up to n (so an idle view costs one thread
+ * and a busy one gets its n without a setting).  They
  * are cancellable only while blocked receiving a request, so overlay_stop
  * can stop them even if some process still holds files open on the
  * (lazily unmounted) file system; closing /dev/fuse then aborts the
@@ -87,6 +90,24 @@ static void free_buf(void *p) {
     b->mem = NULL;
 }
 
+static void *worker(void *arg);
+
+/* Start one more worker unless there are n_threads already or the overlay
+ * is stopping.  Returns 0 or -errno. */
+static int spawn_worker(struct ov *ov) {
+    int r = 0;
+    pthread_mutex_lock(&ov->thread_lock);
+    if (!ov->stopping && ov->n_started < ov->n_threads) {
+        int e = pthread_create(&ov->threads[ov->n_started], NULL, worker, ov);
+        if (e == 0)
+            ov->n_started++;
+        else
+            r = -e;
+    }
+    pthread_mutex_unlock(&ov->thread_lock);
+    return r;
+}
+
 static void *worker(void *arg) {
     struct ov *ov = arg;
     struct fuse_buf buf = {0};
@@ -94,9 +115,14 @@ static void *worker(void *arg) {
     pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
     pthread_cleanup_push(free_buf, &buf);
     while (!fuse_session_exited(ov->se)) {
+        atomic_fetch_add(&ov->idle_workers, 1);
         pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, &old);
         int res = fuse_session_receive_buf(ov->se, &buf);
         pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+        /* The last idle worker took a request: have another one wait for
+         * the next (a failure only means fewer workers). */
+        if (atomic_fetch_sub(&ov->idle_workers, 1) == 1 && res > 0)
+            (void)spawn_worker(ov);
         if (res == -EINTR || res == -EAGAIN)
             continue;
         if (res <= 0) {
@@ -173,6 +199,7 @@ static void ov_release(struct overlay *o) {
     pthread_rwlock_destroy(&ov->ns_lock);
     pthread_rwlock_destroy(&ov->data_lock);
     pthread_mutex_destroy(&ov->tree_lock);
+    pthread_mutex_destroy(&ov->thread_lock);
     free(o);
 }
 
@@ -278,6 +305,7 @@ int overlay_start(const struct overlay_params *p, struct overlay **ret_ov) {
     pthread_rwlock_init(&ov->data_lock, &attr);
     pthread_rwlockattr_destroy(&attr);
     pthread_mutex_init(&ov->tree_lock, NULL);
+    pthread_mutex_init(&ov->thread_lock, NULL);
     ov->lower_fd = p->lower_fd;
     ov->stage = p->stage;
     ov->upper_fd = stage_upper_fd(p->stage);
@@ -366,14 +394,9 @@ int overlay_start(const struct overlay_params *p, struct overlay **ret_ov) {
         r = -EIO;
         goto fail;
     }
-    for (unsigned i = 0; i < ov->n_threads; i++) {
-        int e = pthread_create(&ov->threads[i], NULL, worker, ov);
-        if (e) {
-            r = -e;
-            overlay_stop(o);
-            return r;
-        }
-        ov->n_started++;
+    if ((r = spawn_worker(ov)) < 0 || ov->n_started == 0) {
+        overlay_stop(o);
+        return r < 0 ? r : -EAGAIN;
     }
     *ret_ov = o;
     return 0;
@@ -390,6 +413,9 @@ int overlay_stop(struct overlay *o) {
     if (umount2(ov->mountpoint, MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT)
         r = -errno;
     fuse_session_exit(ov->se);
+    pthread_mutex_lock(&ov->thread_lock);
+    ov->stopping = true; /* from here on, n_started does not change */
+    pthread_mutex_unlock(&ov->thread_lock);
     for (unsigned i = 0; i < ov->n_started; i++)
         pthread_cancel(ov->threads[i]);
     for (unsigned i = 0; i < ov->n_started; i++)
