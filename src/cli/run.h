@@ -38,6 +38,10 @@ struct exec_result;
  * return 125. */
 int run_fail_setup(struct run_context *ctx, const char *reason);
 
+/* Write the Bundle that says "running" (a sandboxed run: once the
+ * launcher was exec'd, before the command may start). */
+int run_write_running(struct run_context *ctx);
+
 /* Record how the command ended (r: result of starting it) and return
  * pvisor's exit status. */
 int run_finish(struct run_context *ctx, int r, const struct exec_result *res);

@@ -72,10 +72,18 @@ static int run_command(struct run_context *ctx, struct exec_spec *spec, struct e
     }
     run_probe_collect(ctx);
     bundle_set_string(ctx->bundle, "state", "running");
-    int r = bundle_write(ctx->run_dirfd, ctx->bundle);
-    if (r < 0)
-        return r;
+    /* A sandboxed run writes it while the launcher sets up, before the
+     * command may go (run_write_running from the after_exec hook). */
+    if (!policy_wants_sandbox(ctx->opts)) {
+        int r = bundle_write(ctx->run_dirfd, ctx->bundle);
+        if (r < 0)
+            return r;
+    }
     return exec_run(spec, res);
+}
+
+int run_write_running(struct run_context *ctx) {
+    return bundle_write(ctx->run_dirfd, ctx->bundle);
 }
 
 int run_finish(struct run_context *ctx, int r, const struct exec_result *res) {

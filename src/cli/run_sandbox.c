@@ -553,12 +553,19 @@ void sandbox_read_report(pid_t child, void *userdata) {
         close(sb->go_r);
         sb->go_r = -1;
     }
+    /* The "running" Bundle is written while the launcher sets up; the
+     * command cannot start without it. */
+    int wr = run_write_running(sb->ctx);
+    if (wr < 0) {
+        snprintf(sb->refused_why, sizeof sb->refused_why, "cannot write the Run Bundle: %s", strerror(-wr));
+        sb->refused = "bundle";
+    }
     json_error_t e;
     char *line = read_line(sb);
     sb->report = line ? json_loads(line, 0, &e) : NULL;
     free(line);
     bool go = false;
-    if (sandbox_report_ok(sb)) {
+    if (sandbox_report_ok(sb) && !sb->refused) {
         sandbox_record(sb->ctx, sb);
         const char *dim = sb->ctx->opts->strict ? run_strict_violation(sb->ctx) : NULL;
         if (limits_unavailable(sb, sb->refused_why, sizeof sb->refused_why))

@@ -47,6 +47,7 @@ struct sandbox {
     pthread_t home_thread; /* tearing the view down at the end of the run */
     bool home_thread_started;
     bool home_rm_failed;
+    int home_start_r; /* sandbox_start_home's result, when run on a thread */
     /* --limit: which mechanism holds each limit; the run's cgroup leaf (or
      * NULL) and, when a limit could not use one, why. */
     struct limits_decision limits;

@@ -34,6 +34,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,6 +108,12 @@ static void read_launch_report(pid_t child, void *userdata) {
         sandbox_read_report(child, st->sb);
 }
 
+static void *start_home_thread(void *arg) {
+    struct sandbox *sb = arg;
+    sb->home_start_r = sandbox_start_home(sb);
+    return NULL;
+}
+
 static int start_overlay(pid_t child, void *userdata) {
     struct staged *st = userdata;
     const struct run_options *o = st->ctx->opts;
@@ -124,9 +131,20 @@ static int start_overlay(pid_t child, void *userdata) {
         .max_bytes = o->stage_max_bytes,
         .max_inodes = o->stage_max_inodes,
     };
+    /* The HOME view (whiteouts to make first) is mounted by a thread of its
+     * own meanwhile. */
+    pthread_t home_thread;
+    bool home_started = st->sb && pthread_create(&home_thread, NULL, start_home_thread, st->sb) == 0;
     int r = overlay_start(&p, &st->ov);
     if (r < 0)
         st->start_error = r;
+    int hr = 0;
+    if (home_started)
+        pthread_join(home_thread, NULL);
+    if (st->sb)
+        hr = home_started ? st->sb->home_start_r : sandbox_start_home(st->sb);
+    if (r >= 0 && hr < 0)
+        st->start_error = r = hr;
     uint64_t room, reserve;
     if (r >= 0 && overlay_room(st->ov, &room, &reserve) == 0 && room < (64ULL << 20)) {
         char w[256];
@@ -142,8 +160,6 @@ static int start_overlay(pid_t child, void *userdata) {
 #endif
     /* Threads start only now, after the fork (see exec.h). */
     if (r >= 0 && st->sb && st->sb->agent && (r = agent_socket_start(st->sb->agent)) < 0)
-        st->start_error = r;
-    if (r >= 0 && st->sb && (r = sandbox_start_home(st->sb)) < 0)
         st->start_error = r;
     return r;
 }

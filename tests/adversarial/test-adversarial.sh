@@ -297,6 +297,13 @@ out=$(HOME="$H2" "$PVISOR" run --safe --stage "$T/lnk" --workspace "$W" -- sh -c
     cat ~/.config/tool/cfg; cat ~/.config/gh/hosts.yml ~/dotfiles/config/gh/hosts.yml 2>/dev/null; echo end' 2>&1)
 eq "$(echo $out)" "ok end" "HOME view: a credential below a symlinked parent is covered at both names"
 
+# Coding agents' own tokens next to their settings: the token is absent,
+# the settings stay readable.
+mkdir -p "$HOMEDIR/.claude"; echo AGENTTOKEN > "$HOMEDIR/.claude/.credentials.json"; echo '{}' > "$HOMEDIR/.claude/settings.json"
+out=$("$PVISOR" run --safe --stage "$T/agentcred" --workspace "$W" -- sh -c 'cat ~/.claude/settings.json; cat ~/.claude/.credentials.json 2>/dev/null; ls -A ~/.claude' 2>&1)
+eq "$(echo $out)" "{} settings.json" "HOME view: an agent's credentials file is absent, its settings readable"
+rm -rf "$HOMEDIR/.claude"
+
 # --- fail closed: a control that cannot be installed stops the run before the command
 : "${SYSDENY:?SYSDENY must point at the built sysdeny helper}"
 failclosed() { # DESCRIPTION EXPECTED-MESSAGE-REGEX SYSCALLS
