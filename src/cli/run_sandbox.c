@@ -21,6 +21,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -220,15 +221,47 @@ static int prepare_home_view(struct run_context *ctx, const char *home, struct s
     return classify_credentials(fd, sb);
 }
 
+static void *mask_thread(void *arg) {
+    struct sandbox *sb = arg;
+    sb->mask_r = overlay_mask(sb->home_stage, sb->home_fd, sb->home_mask, sb->n_home_mask);
+    return NULL;
+}
+
+void sandbox_start_mask(struct sandbox *sb) {
+    if (sb->home_fd < 0 || sb->mask_started)
+        return;
+    /* Signals stay with the main thread (exec_run takes them over). */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    sb->mask_started = pthread_create(&sb->mask_thread, NULL, mask_thread, sb) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/* The whiteouts are all there (or their making failed): r. */
+static int finish_mask(struct sandbox *sb) {
+    if (sb->mask_started) {
+        pthread_join(sb->mask_thread, NULL);
+        sb->mask_started = false;
+        sb->mask_done = true;
+    }
+    if (!sb->mask_done) {
+        sb->mask_r = overlay_mask(sb->home_stage, sb->home_fd, sb->home_mask, sb->n_home_mask);
+        sb->mask_done = true;
+    }
+    return sb->mask_r;
+}
+
 int sandbox_start_home(struct sandbox *sb) {
     if (sb->home_fd < 0)
         return 0;
+    int r = finish_mask(sb);
+    if (r < 0)
+        return r;
     struct overlay_params p = {
         .lower_fd = sb->home_fd,
         .stage = sb->home_stage,
         .mountpoint = sb->home_view,
-        .mask = sb->home_mask,
-        .n_mask = sb->n_home_mask,
     };
     return overlay_start(&p, &sb->home_ov);
 }
@@ -259,6 +292,10 @@ void sandbox_release_home_async(struct sandbox *sb) {
 }
 
 static void release_home_view(struct sandbox *sb) {
+    if (sb->mask_started) { /* a failure path: the view never started */
+        pthread_join(sb->mask_thread, NULL);
+        sb->mask_started = false;
+    }
     if (sb->home_thread_started) {
         pthread_join(sb->home_thread, NULL);
         sb->home_thread_started = false;

@@ -48,6 +48,9 @@ struct sandbox {
     bool home_thread_started;
     bool home_rm_failed;
     int home_start_r; /* sandbox_start_home's result, when run on a thread */
+    pthread_t mask_thread; /* making the view's whiteouts (overlay_mask) */
+    bool mask_started, mask_done;
+    int mask_r;
     /* --limit: which mechanism holds each limit; the run's cgroup leaf (or
      * NULL) and, when a limit could not use one, why. */
     struct limits_decision limits;
@@ -64,6 +67,10 @@ bool sandbox_report_ok(const struct sandbox *sb);
 const char *sandbox_report_error(const struct sandbox *sb, char *buf, size_t size);
 void sandbox_record(struct run_context *ctx, const struct sandbox *sb);
 void sandbox_release(struct sandbox *sb);
+
+/* Once threads are allowed (after the namespaces are made): start making
+ * the HOME view's whiteouts on a thread; sandbox_start_home waits for it. */
+void sandbox_start_mask(struct sandbox *sb);
 
 /* After the fork, in the run's mount namespace: mount the HOME view. */
 int sandbox_start_home(struct sandbox *sb);

@@ -194,31 +194,26 @@ int run_execute_staged(struct run_context *ctx,
         snprintf(msg, sizeof msg, "cannot open the workspace %s: %s", ctx->workspace, strerror(errno));
         return run_fail_setup(ctx, msg);
     }
-    enum stage_durability d =
-        ctx->opts->durability == DURABILITY_STRICT ? STAGE_DURABILITY_STRICT : STAGE_DURABILITY_CHECKPOINT;
-    r = stage_open_for_run(sp, ctx->workspace, ctx->run_id, d, &st.stage);
-    if (r < 0) {
-        close(st.lower_fd);
-        snprintf(msg, sizeof msg, "cannot use the stage %s: %s", sp, stage_open_hint(r));
-        return run_fail_setup(ctx, msg);
-    }
-    json_t *sj = json_pack("{s:s, s:s, s:s}", "path", sp, "state", "running", "durability",
-                           durability_name(ctx->opts->durability));
-    bundle_set_json(ctx->bundle, "stage", sj);
+    /* The agent socket's status names the stage (see sandbox_prepare). */
+    bundle_set_json(ctx->bundle, "stage",
+                    json_pack("{s:s, s:s, s:s}", "path", sp, "state", "running", "durability",
+                              durability_name(ctx->opts->durability)));
 
+    /* The sandbox is planned first (its cgroup leaf while we are still
+     * single-threaded and outside any new namespace), then the namespaces;
+     * the HOME view's whiteouts are made on a thread while the stage is
+     * opened (mostly waiting for fsync). */
     bool sandbox = policy_wants_sandbox(ctx->opts);
     struct sandbox sb = {.plan_fd = -1, .sync_r = -1, .sync_w = -1, .go_r = -1, .go_w = -1, .ctx = ctx, .home_fd = -1};
     if (sandbox) {
         _cleanup_free_ char *perr = NULL;
         const struct agent_hooks *hooks = NULL;
 #ifdef PVISOR_HAVE_LIFECYCLE
-        st.cps =
-            (struct run_checkpoints){.stage = st.stage, .run_id = ctx->run_id, .max_bytes = ctx->opts->stage_max_bytes};
+        st.cps = (struct run_checkpoints){.run_id = ctx->run_id, .max_bytes = ctx->opts->stage_max_bytes};
         hooks = &(struct agent_hooks){.checkpoint = run_checkpoint_hook, .userdata = &st.cps};
 #endif
         r = sandbox_prepare(ctx, hooks, &sb, &perr);
         if (r < 0) {
-            stage_free(st.stage);
             close(st.lower_fd);
             snprintf(msg, sizeof msg, "cannot plan the sandbox: %s", perr ? perr : strerror(-r));
             return run_fail_setup(ctx, msg);
@@ -229,7 +224,6 @@ int run_execute_staged(struct run_context *ctx,
     const char *what = "";
     r = enter_private_namespace(sandbox, &what);
     if (r < 0) {
-        stage_free(st.stage);
         close(st.lower_fd);
         sandbox_release(&sb);
         snprintf(msg, sizeof msg,
@@ -238,6 +232,22 @@ int run_execute_staged(struct run_context *ctx,
                  what, strerror(-r));
         return run_fail_setup(ctx, msg);
     }
+    if (sandbox)
+        sandbox_start_mask(&sb);
+
+    enum stage_durability d =
+        ctx->opts->durability == DURABILITY_STRICT ? STAGE_DURABILITY_STRICT : STAGE_DURABILITY_CHECKPOINT;
+    r = stage_open_for_run(sp, ctx->workspace, ctx->run_id, d, &st.stage);
+    if (r < 0) {
+        close(st.lower_fd);
+        sandbox_release(&sb);
+        bundle_set_json(ctx->bundle, "stage", json_null()); /* as before it was opened */
+        snprintf(msg, sizeof msg, "cannot use the stage %s: %s", sp, stage_open_hint(r));
+        return run_fail_setup(ctx, msg);
+    }
+#ifdef PVISOR_HAVE_LIFECYCLE
+    st.cps.stage = st.stage; /* before the agent socket's thread starts */
+#endif
 
     bundle_set_dimension(
         ctx->bundle, DIM_WORKSPACE_WRITES, LEVEL_ENFORCED, "FUSE copy-on-write overlay",

@@ -32,8 +32,6 @@ struct overlay_params {
                                still backed by the lower (host edits show up after at most
                                this long): 0 = default (1000), -1 = never (slow: every stat
                                is a round trip) */
-    const char *const *mask; /* relative lower paths never shown (see overlay_start) */
-    size_t n_mask;
 };
 
 struct overlay;
@@ -44,18 +42,21 @@ struct overlay;
  * server opens /dev/fuse and calls mount(2) itself with
  * default_permissions,allow_other (allow_other is confined by the kernel to
  * the mounting user namespace and its descendants).  The caller must not
- * fork without exec afterwards.
- *
- * Each p->mask path (relative, normalised, no "." or "..") is made absent
- * before the mount: a whiteout in the upper, the upper directories leading
- * to it copied up from the lower (mode, owner, times, xattrs, inode number).
- * It stays absent whatever the host creates there later; the command may
- * create its own object there (it lands in the upper).  A path whose lower
- * parent is missing is skipped (nothing can show through it until the host
- * creates that parent).  A lower parent that is not a real directory (a
- * symlink, say) fails with -ENOTDIR: a whiteout could not hide what the
- * symlink leads to, so the caller must cover that path another way. */
+ * fork without exec afterwards. */
 int overlay_start(const struct overlay_params *p, struct overlay **ret_ov);
+
+/* Before the overlay of stage over lower_fd starts (any thread, no
+ * privilege: whiteouts need none since Linux 5.8): make each mask path
+ * (relative, normalised, no "." or "..") absent from the view.  A whiteout
+ * goes into the upper, the upper directories leading to it copied up from
+ * the lower (mode, owner, times, xattrs, inode number).  The path stays
+ * absent whatever the host creates there later; the command may create its
+ * own object there (it lands in the upper).  A path whose lower parent is
+ * missing is skipped (nothing can show through it until the host creates
+ * that parent).  A lower parent that is not a real directory (a symlink,
+ * say) fails with -ENOTDIR: a whiteout could not hide what the symlink
+ * leads to, so the caller must cover that path another way. */
+int overlay_mask(struct stage *stage, int lower_fd, const char *const *mask, size_t n_mask);
 
 /* Lazily unmount, stop and join the threads, release everything.  Files the
  * agent still holds open afterwards fail with ENOTCONN.  NULL is fine. */

@@ -205,7 +205,7 @@ static void ov_release(struct overlay *o) {
 
 /* Copy up the lower directory name (below lower dir lfd) as an upper
  * directory below ufd, unless it is there already; returns its upper fd. */
-static int mask_dir(struct ov *ov, int ufd, int lfd, const char *name, int *ret_lfd) {
+static int mask_dir(struct stage *stage, int ufd, int lfd, const char *name, int *ret_lfd) {
     struct stat lst, ust;
     *ret_lfd = -1;
     if (fstatat(lfd, name, &lst, AT_SYMLINK_NOFOLLOW) < 0)
@@ -232,7 +232,7 @@ static int mask_dir(struct ov *ov, int ufd, int lfd, const char *name, int *ret_
         struct timespec ts[2] = {lst.st_atim, lst.st_mtim};
         if (fchmod(dst, lst.st_mode & 07777) < 0 || futimens(dst, ts) < 0)
             return -errno;
-        if ((r = stage_origin_add(ov->stage, ust.st_ino, lst.st_ino)) < 0)
+        if ((r = stage_origin_add(stage, ust.st_ino, lst.st_ino)) < 0)
             return r;
     }
     int nl = openat(lfd, name, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
@@ -250,12 +250,12 @@ static int mask_dir(struct ov *ov, int ufd, int lfd, const char *name, int *ret_
 }
 
 /* Make rel absent from the view (see overlay_start). */
-static int mask_path(struct ov *ov, const char *rel) {
+static int mask_path(struct stage *stage, int upper_fd, int lower_fd, const char *rel) {
     _cleanup_free_ char *copy = strdup(rel);
     if (!copy)
         return -ENOMEM;
-    _cleanup_close_ int ufd = fcntl(ov->upper_fd, F_DUPFD_CLOEXEC, 0);
-    _cleanup_close_ int lfd = fcntl(ov->lower_fd, F_DUPFD_CLOEXEC, 0);
+    _cleanup_close_ int ufd = fcntl(upper_fd, F_DUPFD_CLOEXEC, 0);
+    _cleanup_close_ int lfd = fcntl(lower_fd, F_DUPFD_CLOEXEC, 0);
     if (ufd < 0 || lfd < 0)
         return -errno;
     char *save = NULL;
@@ -267,7 +267,7 @@ static int mask_path(struct ov *ov, const char *rel) {
         if (!next)
             break;
         int nlfd;
-        int nufd = mask_dir(ov, ufd, lfd, name, &nlfd);
+        int nufd = mask_dir(stage, ufd, lfd, name, &nlfd);
         if (nufd == -ENOENT)
             return 0;
         if (nufd < 0)
@@ -286,6 +286,15 @@ static int mask_path(struct ov *ov, const char *rel) {
         return -errno;
     if (mknodat(ufd, name, S_IFCHR | 0000, makedev(0, 0)) < 0)
         return -errno;
+    return 0;
+}
+
+int overlay_mask(struct stage *stage, int lower_fd, const char *const *mask, size_t n_mask) {
+    for (size_t i = 0; i < n_mask; i++) {
+        int r = mask_path(stage, stage_upper_fd(stage), lower_fd, mask[i]);
+        if (r < 0)
+            return r;
+    }
     return 0;
 }
 
@@ -350,9 +359,6 @@ int overlay_start(const struct overlay_params *p, struct overlay **ret_ov) {
 
     if ((r = init_root(ov)) < 0)
         goto fail;
-    for (size_t i = 0; i < p->n_mask; i++)
-        if ((r = mask_path(ov, p->mask[i])) < 0)
-            goto fail;
     account_tree(ov, ov->upper_fd, 0);
 
     struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
