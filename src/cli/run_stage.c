@@ -3,11 +3,13 @@
  * Order (each step's reason):
  *  1. open the workspace as a directory fd, BEFORE anything is mounted over
  *     it: the FUSE server reads the lower only through this fd;
- *  2. open/create the stage and take its run lock (a second run on the same
- *     stage is refused instead of corrupting it);
+ *  2. for a sandbox, plan it (HOME view's stage, cgroup leaf, launch plan);
  *  3. unshare a private mount namespace (plus a user namespace with a
  *     one-ID map when not root) while still single-threaded, and make every
  *     mount private so nothing propagates back to the host;
+ *  3b. open/create the stage and take its run lock (a second run on the
+ *     same stage is refused instead of corrupting it), while a thread makes
+ *     the HOME view's whiteouts;
  *  4. fork the command (exec_run), which waits; start the FUSE server on the
  *     workspace path; only then let the command chdir and exec, so it can
  *     only ever see the merged view at that path;
