@@ -57,6 +57,9 @@ struct staged {
     struct run_checkpoints cps; /* live checkpoints over the agent socket */
 #endif
     int cgroup_error; /* moving the launcher into the run's cgroup leaf failed */
+    const char *stage_path;
+    enum stage_durability durability;
+    int stage_error; /* opening the stage failed (stage_open_for_run) */
 };
 
 static int write_proc_file(const char *path, const char *text) {
@@ -110,6 +113,29 @@ static void read_launch_report(pid_t child, void *userdata) {
         sandbox_read_report(child, st->sb);
 }
 
+/* Open (or create) the stage and take its run lock; on success the
+ * workspace-writes dimension is recorded. */
+static int open_stage(struct staged *st) {
+    const struct run_context *ctx = st->ctx;
+    int r = stage_open_for_run(st->stage_path, ctx->workspace, ctx->run_id, st->durability, &st->stage);
+    if (r < 0) {
+        st->stage_error = r;
+        return r;
+    }
+#ifdef PVISOR_HAVE_LIFECYCLE
+    st->cps.stage = st->stage; /* before the agent socket's thread starts */
+#endif
+    bool sandbox = st->sb != NULL;
+    bundle_set_dimension(ctx->bundle, DIM_WORKSPACE_WRITES, LEVEL_ENFORCED, "FUSE copy-on-write overlay",
+                         json_pack("{s:s, s:s, s:b}", "stage", st->stage_path, "mountpoint", ctx->workspace,
+                                   "user_namespace", getuid() != 0),
+                         sandbox ? "every write to the workspace lands in the stage; the real workspace is not "
+                                   "reachable from inside the sandbox"
+                                 : "writes through the workspace path land in the stage; other paths to the same "
+                                   "files (aliases) are not covered without --filesystem sandbox");
+    return 0;
+}
+
 static void *start_home_thread(void *arg) {
     struct sandbox *sb = arg;
     sb->home_start_r = sandbox_start_home(sb);
@@ -125,6 +151,16 @@ static int start_overlay(pid_t child, void *userdata) {
     if (cr < 0) {
         st->cgroup_error = cr;
         return cr;
+    }
+    /* A sandbox's launcher is being exec'd meanwhile (early_exec): the
+     * stage is opened now (fsyncs), while a thread makes the HOME view's
+     * whiteouts. */
+    if (!st->stage) {
+        if (st->sb)
+            sandbox_start_mask(st->sb);
+        int sr = open_stage(st);
+        if (sr < 0)
+            return sr;
     }
     struct overlay_params p = {
         .lower_fd = st->lower_fd,
@@ -234,30 +270,17 @@ int run_execute_staged(struct run_context *ctx,
                  what, strerror(-r));
         return run_fail_setup(ctx, msg);
     }
-    if (sandbox)
-        sandbox_start_mask(&sb);
-
-    enum stage_durability d =
+    /* Without a sandbox the stage is opened now; with one, after the fork
+     * (start_overlay), while the launcher is exec'd. */
+    st.stage_path = sp;
+    st.durability =
         ctx->opts->durability == DURABILITY_STRICT ? STAGE_DURABILITY_STRICT : STAGE_DURABILITY_CHECKPOINT;
-    r = stage_open_for_run(sp, ctx->workspace, ctx->run_id, d, &st.stage);
-    if (r < 0) {
+    if (!sandbox && open_stage(&st) < 0) {
         close(st.lower_fd);
-        sandbox_release(&sb);
         bundle_set_json(ctx->bundle, "stage", json_null()); /* as before it was opened */
-        snprintf(msg, sizeof msg, "cannot use the stage %s: %s", sp, stage_open_hint(r));
+        snprintf(msg, sizeof msg, "cannot use the stage %s: %s", sp, stage_open_hint(st.stage_error));
         return run_fail_setup(ctx, msg);
     }
-#ifdef PVISOR_HAVE_LIFECYCLE
-    st.cps.stage = st.stage; /* before the agent socket's thread starts */
-#endif
-
-    bundle_set_dimension(
-        ctx->bundle, DIM_WORKSPACE_WRITES, LEVEL_ENFORCED, "FUSE copy-on-write overlay",
-        json_pack("{s:s, s:s, s:b}", "stage", sp, "mountpoint", ctx->workspace, "user_namespace", getuid() != 0),
-        sandbox ? "every write to the workspace lands in the stage; the real workspace is not "
-                  "reachable from inside the sandbox"
-                : "writes through the workspace path land in the stage; other paths to the same "
-                  "files (aliases) are not covered without --filesystem sandbox");
     bundle_set_executor(ctx->bundle, "host", "private mount namespace + FUSE overlay, no other isolation");
 
     /* The FUSE server keeps a descriptor per inode it serves: raise our
@@ -303,16 +326,20 @@ int run_execute_staged(struct run_context *ctx,
     if (st.ov)
         overlay_get_stats(st.ov, &stats);
     int stop_r = overlay_stop(st.ov);
-    int seal_r = r >= 0 || st.start_error || st.cgroup_error ? stage_seal(st.stage, stats.mutated) : -ECANCELED;
-    stage_free(st.stage);
+    int seal_r = 0;
+    if (st.stage) {
+        seal_r = r >= 0 || st.start_error || st.cgroup_error ? stage_seal(st.stage, stats.mutated) : -ECANCELED;
+        stage_free(st.stage);
+        json_t *stage_j = json_object_get(ctx->bundle, "stage");
+        json_object_set_new(stage_j, "state", json_string(seal_r >= 0 ? "sealed" : "interrupted"));
+        json_object_set_new(stage_j, "copy_ups", json_integer((json_int_t)stats.copy_ups));
+        json_object_set_new(stage_j, "whiteouts", json_integer((json_int_t)stats.whiteouts));
+        json_object_set_new(stage_j, "upper_bytes", json_integer((json_int_t)stats.upper_bytes));
+        json_object_set_new(stage_j, "upper_inodes", json_integer((json_int_t)stats.upper_inodes));
+    } else {
+        bundle_set_json(ctx->bundle, "stage", json_null()); /* never opened */
+    }
     close(st.lower_fd);
-
-    json_t *stage_j = json_object_get(ctx->bundle, "stage");
-    json_object_set_new(stage_j, "state", json_string(seal_r >= 0 ? "sealed" : "interrupted"));
-    json_object_set_new(stage_j, "copy_ups", json_integer((json_int_t)stats.copy_ups));
-    json_object_set_new(stage_j, "whiteouts", json_integer((json_int_t)stats.whiteouts));
-    json_object_set_new(stage_j, "upper_bytes", json_integer((json_int_t)stats.upper_bytes));
-    json_object_set_new(stage_j, "upper_inodes", json_integer((json_int_t)stats.upper_inodes));
     if (stop_r < 0) {
         snprintf(msg, sizeof msg, "stopping the overlay failed: %s", strerror(-stop_r));
         bundle_add_warning(ctx->bundle, msg);
@@ -322,6 +349,11 @@ int run_execute_staged(struct run_context *ctx,
                  strerror(-seal_r));
         bundle_add_warning(ctx->bundle, msg);
         fprintf(stderr, "pvisor run: %s\n", msg);
+    }
+    if (st.stage_error) {
+        sandbox_release(&sb);
+        snprintf(msg, sizeof msg, "cannot use the stage %s: %s", sp, stage_open_hint(st.stage_error));
+        return run_fail_setup(ctx, msg);
     }
     if (sandbox && r >= 0 && !st.start_error) {
         if (sb.refused) {

@@ -469,6 +469,19 @@ diag "after kill -9: status --json .stage.state is '$(echo "$sj" | jq -r '.stage
 "$PVISOR" run --stage "$S" --workspace "$W" -- true 2> "$T/k.err"
 eq "$?" 125 "a new run on the interrupted stage is refused (125)"
 check "the refusal says the stage was interrupted" grep -q interrupted "$T/k.err"
+# The same under --safe, where the stage is opened after the launcher was
+# started: refused with one message, the command never ran, no mount left,
+# the launcher gone, a setup_failed Bundle without a stage.
+"$PVISOR" run --safe --stage "$S" --workspace "$W" -- touch "$T/k.safe-ran" 2> "$T/k2.err"
+eq "$?" 125 "--safe: a run on the interrupted stage is refused (125)"
+check "--safe: the refusal is one line that says the stage was interrupted" \
+    sh -c "[ \$(grep -c . '$T/k2.err') -eq 1 ] && grep -q interrupted '$T/k2.err'"
+check "--safe: the refused command never ran" test ! -e "$T/k.safe-ran"
+check "--safe: no FUSE mount of the workspace is left" no_fuse_mount_of "$W"
+check "--safe: no launcher is left" sh -c "! pgrep -f '^/proc/self/exe __launc[h]' >/dev/null"
+kb="$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json"
+eq "$(jq -r '[.state, (.stage | type)] | join(" ")' "$kb")" "setup_failed null" "--safe: the Bundle says setup_failed, with no stage"
+check "--safe: that Bundle validates" $VALIDATE "$kb"
 
 # kill -9 in the middle of a large copy-up
 head -c 67108864 /dev/urandom > "$T/big64"
