@@ -70,12 +70,11 @@ static int run_command(struct run_context *ctx, struct exec_spec *spec, struct e
             return -EPERM;
         }
     }
-    run_probe_collect(ctx);
     bundle_set_string(ctx->bundle, "state", "running");
     /* A sandboxed run writes it while the launcher sets up, before the
      * command may go (run_write_running from the after_exec hook). */
     if (!policy_wants_sandbox(ctx->opts)) {
-        int r = bundle_write(ctx->run_dirfd, ctx->bundle);
+        int r = run_write_running(ctx);
         if (r < 0)
             return r;
     }
@@ -83,6 +82,7 @@ static int run_command(struct run_context *ctx, struct exec_spec *spec, struct e
 }
 
 int run_write_running(struct run_context *ctx) {
+    run_probe_collect(ctx);
     return bundle_write(ctx->run_dirfd, ctx->bundle);
 }
 
@@ -208,11 +208,14 @@ void run_probe_collect(struct run_context *ctx) {
     }
     close(ctx->probe_fd);
     ctx->probe_fd = -1;
-    int st;
-    while (waitpid(ctx->probe_pid, &st, 0) < 0 && errno == EINTR)
+    /* Reaped already (and maybe killed) when the run's end came first. */
+    int st = 0;
+    pid_t w;
+    while ((w = waitpid(ctx->probe_pid, &st, 0)) < 0 && errno == EINTR)
         ;
+    bool exited_ok = w == ctx->probe_pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
     json_error_t e;
-    json_t *j = buf && len && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? json_loadb(buf, len, 0, &e) : NULL;
+    json_t *j = buf && len && exited_ok ? json_loadb(buf, len, 0, &e) : NULL;
     if (j)
         bundle_set_json(ctx->bundle, "kernel_features", j);
     else
