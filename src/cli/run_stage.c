@@ -60,6 +60,7 @@ struct staged {
     const char *stage_path;
     enum stage_durability durability;
     int stage_error; /* opening the stage failed (stage_open_for_run) */
+    int home_error;  /* the HOME view could not be prepared or mounted */
 };
 
 static int write_proc_file(const char *path, const char *text) {
@@ -182,7 +183,7 @@ static int start_overlay(pid_t child, void *userdata) {
     if (st->sb)
         hr = home_started ? st->sb->home_start_r : sandbox_start_home(st->sb);
     if (r >= 0 && hr < 0)
-        st->start_error = r = hr;
+        st->home_error = r = hr;
     uint64_t room, reserve;
     if (r >= 0 && overlay_room(st->ov, &room, &reserve) == 0 && room < (64ULL << 20)) {
         char w[256];
@@ -328,7 +329,8 @@ int run_execute_staged(struct run_context *ctx,
     int stop_r = overlay_stop(st.ov);
     int seal_r = 0;
     if (st.stage) {
-        seal_r = r >= 0 || st.start_error || st.cgroup_error ? stage_seal(st.stage, stats.mutated) : -ECANCELED;
+        seal_r = r >= 0 || st.start_error || st.cgroup_error || st.home_error ? stage_seal(st.stage, stats.mutated)
+                                                                              : -ECANCELED;
         stage_free(st.stage);
         json_t *stage_j = json_object_get(ctx->bundle, "stage");
         json_object_set_new(stage_j, "state", json_string(seal_r >= 0 ? "sealed" : "interrupted"));
@@ -353,6 +355,11 @@ int run_execute_staged(struct run_context *ctx,
     if (st.stage_error) {
         sandbox_release(&sb);
         snprintf(msg, sizeof msg, "cannot use the stage %s: %s", sp, stage_open_hint(st.stage_error));
+        return run_fail_setup(ctx, msg);
+    }
+    if (st.home_error) {
+        sandbox_release(&sb);
+        snprintf(msg, sizeof msg, "cannot prepare the copy-on-write view of HOME: %s", strerror(-st.home_error));
         return run_fail_setup(ctx, msg);
     }
     if (sandbox && r >= 0 && !st.start_error) {
