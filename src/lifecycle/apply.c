@@ -7,8 +7,11 @@
  *    current lower is what the journal preimage says (type, mode, SHA-256),
  *    or absent for objects the agent created.  Any conflict: nothing is
  *    written.
- *  - Before the first workspace write, the plan is made durable in
- *    STAGE/apply-intent (temp + fsync + rename + fsync).  Every plan entry
+ *  - Before the first change of a workspace name (rename, unlink, mkdir),
+ *    the plan is durable in STAGE/apply-intent (temp + fsync + rename, then
+ *    the stage directory's fsync, or, when the stage is on the workspace's
+ *    file system, the syncfs that makes the first batch of temp files
+ *    durable).  Every plan entry
  *    names the old state (preimage or absent) and the final state (the
  *    upper object or absent).  The upper is immutable under the lock, so an
  *    interrupted apply is rolled forward by the next `pvisor apply`: each
@@ -17,10 +20,11 @@
  *    in any other state is a conflict and stops the resume before it
  *    writes.
  *  - Files are written to a temp name in their own directory
- *    (".pvisor-apply-<id>-<n>"), fsynced with mode, xattrs and times set,
- *    then renamed over the target: each path is either old or new, never
- *    half-written.  Directories are fsynced before the 'applied' marker is
- *    published; the intent is removed last.
+ *    (".pvisor-apply-<id>-<n>") with mode, xattrs and times set, made
+ *    durable by one syncfs per batch, then renamed over the target: each
+ *    path is either old or new, never half-written.  One syncfs of the
+ *    workspace makes every rename and directory change durable before the
+ *    'applied' marker is published; the intent is removed last.
  *  - Hostile stage: every workspace path is validated (no "", ".", ".."
  *    components) and its parent resolved with openat2(RESOLVE_BENEATH|
  *    RESOLVE_NO_SYMLINKS) from the workspace fd right before each
@@ -31,6 +35,7 @@
  */
 #include "lifecycle/lc-internal.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -48,6 +53,7 @@
 #include "util/util.h"
 
 #define INTENT_MAX (1u << 30)
+#define INTENT_TMP_PREFIX "." LC_APPLY_INTENT "."
 
 struct plan_ent {
     char *path;
@@ -171,9 +177,38 @@ static void put_name(FILE *f, const char *key, const char *v) {
     fputc('"', f);
 }
 
+/* Publish the intent: temp file, fsync (its bytes are durable before any
+ * name points at them), rename.  The stage directory is fsynced here only
+ * when sync_dir; otherwise the caller makes the name durable before the
+ * first workspace name changes (see ensure_intent_durable).  A crash that
+ * loses the rename leaves the complete temp file, which the next apply
+ * finds (remove_lost_intents). */
+static int intent_publish(int stage_dir_fd, const char *txt, size_t len, bool sync_dir) {
+    char tmp[64];
+    uint32_t rnd;
+    if (getrandom(&rnd, sizeof rnd, 0) != sizeof rnd)
+        return -EIO;
+    snprintf(tmp, sizeof tmp, "%s%08x.tmp", INTENT_TMP_PREFIX, (unsigned)rnd);
+    _cleanup_close_ int fd = openat(stage_dir_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return -errno;
+    int r = write_all(fd, txt, len);
+    if (r == 0 && fsync(fd) < 0)
+        r = -errno;
+    if (r == 0 && renameat(stage_dir_fd, tmp, stage_dir_fd, LC_APPLY_INTENT) < 0)
+        r = -errno;
+    if (r < 0) {
+        unlinkat(stage_dir_fd, tmp, 0);
+        return r;
+    }
+    if (sync_dir && fsync(stage_dir_fd) < 0)
+        return -errno;
+    return 0;
+}
+
 /* The intent document (docs/lifecycle.md), written directly: one entry
  * per plan path, every path and target included whatever its bytes. */
-static int intent_write(int stage_dir_fd, const struct plan *p) {
+static int intent_write(int stage_dir_fd, const struct plan *p, bool sync_dir) {
     char *txt = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&txt, &len);
@@ -217,7 +252,7 @@ static int intent_write(int stage_dir_fd, const struct plan *p) {
         free(txt);
         return -ENOMEM;
     }
-    int r = write_file_atomic(stage_dir_fd, LC_APPLY_INTENT, txt, len, 0600);
+    int r = intent_publish(stage_dir_fd, txt, len, sync_dir);
     free(txt);
     return r;
 }
@@ -253,9 +288,9 @@ static int ts_parse(const json_t *a, struct timespec *t) {
 }
 
 /* Load and validate the intent (it lives in the stage: untrusted input). */
-static int intent_load(int stage_dir_fd, struct plan *p) {
+static int intent_load_at(int stage_dir_fd, const char *name, struct plan *p) {
     _cleanup_free_ char *txt = NULL;
-    int r = read_file_at(stage_dir_fd, LC_APPLY_INTENT, INTENT_MAX, &txt, NULL);
+    int r = read_file_at(stage_dir_fd, name, INTENT_MAX, &txt, NULL);
     if (r < 0)
         return r;
     json_t *doc = json_loads(txt, 0, NULL);
@@ -309,6 +344,52 @@ out:
     if (r < 0)
         plan_free(p);
     return r;
+}
+
+static int intent_load(int stage_dir_fd, struct plan *p) {
+    return intent_load_at(stage_dir_fd, LC_APPLY_INTENT, p);
+}
+
+/* Remove the temp files an intent names (its apply id, each entry's index). */
+static void remove_temps_of(int ws_fd, const struct plan *p) {
+    for (size_t i = 0; i < p->n; i++) {
+        const char *name;
+        int parent = lc_open_parent(ws_fd, p->v[i].path, &name);
+        if (parent < 0)
+            continue;
+        char tmp[64];
+        tmp_name(p, i, tmp);
+        unlinkat(parent, tmp, 0);
+        close(parent);
+    }
+}
+
+/* An apply whose intent rename was lost in a crash (possible only before
+ * its first syncfs, so before any workspace name changed) may have left
+ * temp files in the workspace; the intent's complete temp file names them.
+ * Remove both.  Best effort: an unreadable leftover is only removed. */
+static void remove_lost_intents(int stage_dir_fd, int ws_fd) {
+    int d = dup(stage_dir_fd);
+    DIR *dir = d >= 0 ? fdopendir(d) : NULL;
+    if (!dir) {
+        if (d >= 0)
+            close(d);
+        return;
+    }
+    struct dirent *de;
+    size_t pl = strlen(INTENT_TMP_PREFIX);
+    while ((de = readdir(dir))) {
+        size_t l = strlen(de->d_name);
+        if (l <= pl + 4 || strncmp(de->d_name, INTENT_TMP_PREFIX, pl) != 0 || strcmp(de->d_name + l - 4, ".tmp") != 0)
+            continue;
+        struct plan p = {0};
+        if (intent_load_at(stage_dir_fd, de->d_name, &p) == 0) {
+            remove_temps_of(ws_fd, &p);
+            plan_free(&p);
+        }
+        unlinkat(stage_dir_fd, de->d_name, 0);
+    }
+    closedir(dir);
 }
 
 /* ---- classification of the current workspace state ---- */
@@ -441,7 +522,24 @@ struct ctx {
     size_t *pending; /* plan indices whose temp file is written, not yet renamed */
     size_t n_pending;
     uint64_t pending_bytes;
+    int stage_fd;
+    bool same_fs;        /* the stage is on the workspace's file system: syncfs covers both */
+    bool intent_durable; /* the intent's name is durable (see ensure_intent_durable) */
 };
+
+/* The intent must be durable before the first workspace name changes: a
+ * crash must never leave a changed workspace without the intent that rolls
+ * it forward.  Its bytes were fsynced before its rename; its name is made
+ * durable here (before an unlink or mkdir) or by the syncfs in
+ * flush_pending (before a rename) when that covers the stage. */
+static int ensure_intent_durable(struct ctx *c) {
+    if (c->intent_durable)
+        return 0;
+    if (fsync(c->stage_fd) < 0)
+        return -errno;
+    c->intent_durable = true;
+    return 0;
+}
 
 #define PENDING_MAX 4096
 #define PENDING_BYTES (256u << 20)
@@ -494,6 +592,8 @@ static int op_delete(struct ctx *c, struct plan_ent *e) {
     if (parent < 0)
         return parent;
     int r = still_same(parent, name, e);
+    if (r == 0)
+        r = ensure_intent_durable(c);
     if (r < 0)
         return r;
     if (unlinkat(parent, name, e->old_type == LC_DIR ? AT_REMOVEDIR : 0) < 0 && errno != ENOENT)
@@ -598,12 +698,20 @@ static void *rename_worker(void *arg) {
 
 /* Rename the written temp files of the pending batch over their targets.
  * One syncfs() first makes all their data durable: a name never points at
- * unwritten data, without one fsync (one journal commit) per file. */
+ * unwritten data, without one fsync (one journal commit) per file.  On the
+ * stage's file system it also makes the intent's name durable. */
 static int flush_pending(struct ctx *c) {
     if (c->n_pending == 0)
         return 0;
     if (syncfs(c->ws_fd) < 0)
         return -errno;
+    if (c->same_fs)
+        c->intent_durable = true;
+    else {
+        int r = ensure_intent_durable(c);
+        if (r < 0)
+            return r;
+    }
     struct renamer rn = {.c = c, .lock = PTHREAD_MUTEX_INITIALIZER};
     pthread_t th[RENAME_THREADS - 1];
     size_t n_th = 0;
@@ -674,6 +782,9 @@ static int op_put(struct ctx *c, size_t idx) {
     if (e->state == ST_FINAL)
         return 0;
     if (e->new_type == LC_DIR) {
+        int r = ensure_intent_durable(c);
+        if (r < 0)
+            return r;
         if (mkdirat(parent, name, 0700) < 0 && errno != EEXIST)
             return -errno;
         struct stat st;
@@ -734,54 +845,7 @@ static int op_dir_meta(struct ctx *c, struct plan_ent *e) {
         if (futimens(d, ts) < 0)
             return -errno;
     }
-    if (fsync(d) < 0)
-        return -errno;
-    return 0;
-}
-
-static int cmp_strp(const void *a, const void *b) {
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* fsync every directory that holds a changed entry (the root only when it
- * does: an entry below a subdirectory changes only that directory). */
-static int sync_parents(int ws_fd, const struct plan *p) {
-    char **dirs = calloc(p->n + 1, sizeof *dirs);
-    if (!dirs)
-        return -ENOMEM;
-    size_t n = 0;
-    int r = 0;
-    bool root = false;
-    for (size_t i = 0; i < p->n; i++) {
-        const char *s = strrchr(p->v[i].path, '/');
-        root |= !s;
-        if (s && !(dirs[n++] = strndup(p->v[i].path, (size_t)(s - p->v[i].path)))) {
-            r = -ENOMEM;
-            break;
-        }
-    }
-    if (r == 0 && n)
-        qsort(dirs, n, sizeof *dirs, cmp_strp);
-    for (size_t i = 0; i < n && r == 0; i++) {
-        if (i > 0 && strcmp(dirs[i], dirs[i - 1]) == 0)
-            continue;
-        int fd = lc_open_beneath(ws_fd, dirs[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
-        if (fd == -ENOENT || fd == -ENOTDIR || fd == -ELOOP)
-            continue; /* deleted, or replaced by a file or symlink, in this apply */
-        if (fd < 0) {
-            r = fd;
-            break;
-        }
-        if (fsync(fd) < 0)
-            r = -errno;
-        close(fd);
-    }
-    for (size_t i = 0; i < n; i++)
-        free(dirs[i]);
-    free(dirs);
-    if (r == 0 && root && fsync(ws_fd) < 0)
-        r = -errno;
-    return r;
+    return 0; /* made durable by execute()'s final syncfs */
 }
 
 static int fail_at(struct ctx *c, const struct plan_ent *e, int r) {
@@ -832,8 +896,12 @@ static int execute(struct ctx *c) {
         if (r < 0)
             return fail_at(c, e, r);
     }
-    /* 4. durability of the names */
-    return sync_parents(c->ws_fd, p);
+    /* 4. durability of every name and directory change above: one syncfs
+     * of the workspace instead of an fsync per parent directory (the
+     * 'applied' marker and the intent's removal come after it) */
+    if (syncfs(c->ws_fd) < 0)
+        return -errno;
+    return 0;
 }
 
 /* ---- planning ---- */
@@ -1008,7 +1076,12 @@ static bool exists_at(int dirfd, const char *name) {
     return fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
-static int mark_applied(int dir_fd, const char *id) {
+/* The 'applied' marker (only its existence is read).  On the workspace's
+ * file system: temp, rename, one syncfs (the workspace was synced just
+ * before, so it writes little more than the marker); elsewhere the usual
+ * fsync of the file and of the directory.  Either way it is durable before
+ * the intent's removal. */
+static int mark_applied(int dir_fd, const char *id, bool same_fs) {
     char buf[128];
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
@@ -1017,7 +1090,22 @@ static int mark_applied(int dir_fd, const char *id) {
     int m = snprintf(buf, sizeof buf, "%s %s\n", t, id);
     if (m < 0 || (size_t)m >= sizeof buf)
         return -EOVERFLOW;
-    return write_file_atomic(dir_fd, LC_APPLIED, buf, (size_t)m, 0600);
+    if (!same_fs)
+        return write_file_atomic(dir_fd, LC_APPLIED, buf, (size_t)m, 0600);
+    char tmp[64];
+    snprintf(tmp, sizeof tmp, ".%s.%s.tmp", LC_APPLIED, id);
+    unlinkat(dir_fd, tmp, 0);
+    _cleanup_close_ int fd = openat(dir_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return -errno;
+    int r = write_all(fd, buf, (size_t)m);
+    if (r == 0 && renameat(dir_fd, tmp, dir_fd, LC_APPLIED) < 0)
+        r = -errno;
+    if (r < 0) {
+        unlinkat(dir_fd, tmp, 0);
+        return r;
+    }
+    return syncfs(dir_fd) < 0 ? -errno : 0;
 }
 
 int lc_apply(const char *stage_path, const struct lc_apply_opts *o, struct lc_apply_report *rep) {
@@ -1076,7 +1164,19 @@ int lc_apply(const char *stage_path, const struct lc_apply_opts *o, struct lc_ap
         r = -ENOMEM;
         goto out;
     }
-    struct ctx c = {.ws_fd = st->ws_fd, .upper_fd = st->upper_fd, .p = &p, .o = o, .rep = rep, .pending = pending};
+    struct stat sst, wst;
+    if (fstat(st->dir_fd, &sst) < 0 || fstat(st->ws_fd, &wst) < 0) {
+        r = -errno;
+        goto out;
+    }
+    struct ctx c = {.ws_fd = st->ws_fd,
+                    .upper_fd = st->upper_fd,
+                    .p = &p,
+                    .o = o,
+                    .rep = rep,
+                    .pending = pending,
+                    .stage_fd = st->dir_fd,
+                    .same_fs = sst.st_dev == wst.st_dev};
     bool full = !o->paths;
     if (exists_at(st->dir_fd, LC_APPLY_INTENT)) {
         rep->resumed = true;
@@ -1084,17 +1184,8 @@ int lc_apply(const char *stage_path, const struct lc_apply_opts *o, struct lc_ap
         if (r < 0)
             goto out;
         /* leftovers of the interrupted attempt are ours: remove them first */
-        for (size_t i = 0; i < p.n; i++) {
-            const char *name;
-            int parent = lc_open_parent(st->ws_fd, p.v[i].path, &name);
-            if (parent < 0)
-                continue;
-            char tmp[64];
-            tmp_name(&p, i, tmp);
-            if (!o->dry_run)
-                unlinkat(parent, tmp, 0);
-            close(parent);
-        }
+        if (!o->dry_run)
+            remove_temps_of(st->ws_fd, &p);
         r = classify_all(st->ws_fd, st->upper_fd, &p, rep);
         if (r == 0 && rep->n_conflicts)
             r = -EEXIST;
@@ -1121,7 +1212,11 @@ int lc_apply(const char *stage_path, const struct lc_apply_opts *o, struct lc_ap
         }
         snprintf(p.id, sizeof p.id, "%016llx", (unsigned long long)rnd);
         p.subset = !full;
-        r = intent_write(st->dir_fd, &p);
+        /* the stage directory's fsync is left to the first batch's syncfs
+         * when that covers the stage (ensure_intent_durable) */
+        remove_lost_intents(st->dir_fd, st->ws_fd);
+        r = intent_write(st->dir_fd, &p, !c.same_fs);
+        c.intent_durable = !c.same_fs;
         if (r < 0)
             goto out;
     }
@@ -1129,7 +1224,7 @@ int lc_apply(const char *stage_path, const struct lc_apply_opts *o, struct lc_ap
     if (r < 0)
         goto out; /* the intent stays: the next apply resumes */
     if (full) {
-        r = mark_applied(st->dir_fd, p.id);
+        r = mark_applied(st->dir_fd, p.id, c.same_fs);
         if (r < 0)
             goto out;
     } else {
@@ -1155,18 +1250,10 @@ out:
 int lc_apply_remove_temps(int stage_dir_fd, int ws_fd) {
     struct plan p = {0};
     int r = intent_load(stage_dir_fd, &p);
+    remove_lost_intents(stage_dir_fd, ws_fd);
     if (r < 0)
         return r;
-    for (size_t i = 0; i < p.n; i++) {
-        const char *name;
-        int parent = lc_open_parent(ws_fd, p.v[i].path, &name);
-        if (parent < 0)
-            continue;
-        char tmp[64];
-        tmp_name(&p, i, tmp);
-        unlinkat(parent, tmp, 0);
-        close(parent);
-    }
+    remove_temps_of(ws_fd, &p);
     plan_free(&p);
     return 0;
 }

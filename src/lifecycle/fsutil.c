@@ -135,8 +135,7 @@ static pthread_once_t sha256_once = PTHREAD_ONCE_INIT;
 static EVP_MD *sha256_md;
 
 static void sha256_init(void) {
-    OPENSSL_init_crypto(OPENSSL_INIT_NO_LOAD_CONFIG | OPENSSL_INIT_NO_ADD_ALL_CIPHERS |
-                            OPENSSL_INIT_NO_ADD_ALL_DIGESTS,
+    OPENSSL_init_crypto(OPENSSL_INIT_NO_LOAD_CONFIG | OPENSSL_INIT_NO_ADD_ALL_CIPHERS | OPENSSL_INIT_NO_ADD_ALL_DIGESTS,
                         NULL);
     sha256_md = EVP_MD_fetch(NULL, "SHA256", NULL);
 }

@@ -421,6 +421,26 @@ ap=$!; sleep 0.3; kill -9 $ap; wait $ap 2>/dev/null
 eq "$rc $(review_json "$S" | jq -r .stage.state)" "0 dropped" "drop --force drops a stage with a pending apply"
 check "drop --force removed apply's temp files" sh -c "! find '$W' -name '.pvisor-apply-*' | grep -q ."
 
+# A crash can lose the intent's rename (its bytes are fsynced, its name is
+# made durable by the first syncfs, before any workspace name changes):
+# the complete temp intent names the temp files that apply may have left.
+# The next apply (or drop) removes both, then proceeds as if fresh.
+lost_intent() { # STAGE WS: fake what such a crash leaves
+    printf '{"format":1,"apply_id":"00000000000000aa","subset":false,"entries":[{"path":"many/f1","old":null,"new":null},{"path":"add/x/1","old":null,"new":null}]}' \
+        > "$1/.apply-intent.0000abcd.tmp"
+    echo partial > "$2/many/.pvisor-apply-00000000000000aa-0"
+}
+rm -rf "$W" "$S"; cp -a "$T/ws7.tmpl" "$W"; "$P" fork --stage "$T/st7.tmpl" "$S" >/dev/null
+lost_intent "$S" "$W"
+"$P" apply --stage "$S" >/dev/null 2>"$T/li.err"; rc=$?
+check "after a lost intent rename, apply removes the temp files it names and applies" \
+    sh -c "[ $rc -eq 0 ] && [ -e '$S/applied' ] && ! find '$W' -name '.pvisor-apply-*' | grep -q . && \
+           ! ls -a '$S' | grep -q '^\.apply-intent\.'"
+rm -rf "$W" "$S"; cp -a "$T/ws7.tmpl" "$W"; "$P" fork --stage "$T/st7.tmpl" "$S" >/dev/null
+lost_intent "$S" "$W"
+"$P" drop --stage "$S" >/dev/null 2>&1; rc=$?
+check "drop removes the temp files of a lost intent too" sh -c "[ $rc -eq 0 ] && ! find '$W' -name '.pvisor-apply-*' | grep -q ."
+
 # an interrupted apply resumes paths and symlink targets that are not UTF-8
 # (the intent names them in hex, as the journal does)
 W=$T/ws7n S=$T/st7n
