@@ -519,9 +519,10 @@ struct ctx {
     const struct lc_apply_opts *o;
     struct lc_apply_report *rep;
     size_t done, total;
-    size_t *pending; /* plan indices whose temp file is written, not yet renamed */
+    size_t *pending; /* plan indices whose temp file is still to be written (a batch) */
     size_t n_pending;
-    uint64_t pending_bytes;
+    size_t *ready; /* plan indices whose temp file is written, not yet renamed */
+    size_t n_ready;
     int stage_fd;
     bool same_fs;        /* the stage is on the workspace's file system: syncfs covers both */
     bool intent_durable; /* the intent's name is durable (see ensure_intent_durable) */
@@ -674,9 +675,9 @@ static void *rename_worker(void *arg) {
     struct ctx *c = rn->c;
     while (!__atomic_load_n(&rn->stop, __ATOMIC_ACQUIRE)) {
         size_t k = __atomic_fetch_add(&rn->next, 1, __ATOMIC_RELAXED);
-        if (k >= c->n_pending)
+        if (k >= c->n_ready)
             break;
-        size_t idx = c->pending[k];
+        size_t idx = c->ready[k];
         int r = rename_pending(c, idx);
         pthread_mutex_lock(&rn->lock);
         if (r < 0) {
@@ -696,12 +697,12 @@ static void *rename_worker(void *arg) {
     return NULL;
 }
 
-/* Rename the written temp files of the pending batch over their targets.
- * One syncfs() first makes all their data durable: a name never points at
- * unwritten data, without one fsync (one journal commit) per file.  On the
- * stage's file system it also makes the intent's name durable. */
-static int flush_pending(struct ctx *c) {
-    if (c->n_pending == 0)
+/* Rename the written temp files over their targets.  One syncfs() first
+ * makes all their data durable: a name never points at unwritten data,
+ * without one fsync (one journal commit) per file.  On the stage's file
+ * system it also makes the intent's name durable. */
+static int rename_ready(struct ctx *c) {
+    if (c->n_ready == 0)
         return 0;
     if (syncfs(c->ws_fd) < 0)
         return -errno;
@@ -717,7 +718,7 @@ static int flush_pending(struct ctx *c) {
     size_t n_th = 0;
     /* PVISOR_TEST_APPLY_DELAY_US paces apply one operation at a time, so
      * tests can kill it at any point of its progress: no threads then */
-    if (c->n_pending >= RENAME_PARALLEL_MIN && !c->o->test_delay_us)
+    if (c->n_ready >= RENAME_PARALLEL_MIN && !c->o->test_delay_us)
         for (; n_th < ARRAY_SIZE(th); n_th++)
             if (pthread_create(&th[n_th], NULL, rename_worker, &rn) != 0)
                 break; /* fewer threads (or only this one) do the same work */
@@ -726,13 +727,12 @@ static int flush_pending(struct ctx *c) {
         pthread_join(th[t], NULL);
     if (rn.err < 0)
         return fail_at(c, &c->p->v[rn.err_idx], rn.err);
-    c->n_pending = 0;
-    c->pending_bytes = 0;
+    c->n_ready = 0;
     return 0;
 }
 
 /* Write the temp file of a regular file entry (content, xattrs, mode, times). */
-static int write_temp_reg(struct ctx *c, struct plan_ent *e, int parent, const char *tmp) {
+static int write_temp_reg(struct ctx *c, const struct plan_ent *e, int parent, const char *tmp, uint64_t *ret_bytes) {
     _cleanup_close_ int in = lc_open_beneath(c->upper_fd, e->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
     if (in < 0)
         return in;
@@ -763,42 +763,23 @@ static int write_temp_reg(struct ctx *c, struct plan_ent *e, int parent, const c
     struct timespec ts[2] = {e->atime, e->mtime};
     if (futimens(out, ts) < 0)
         return -errno;
-    c->rep->bytes_written += bytes;
-    c->pending_bytes += bytes;
+    *ret_bytes = bytes;
     return 0;
 }
 
-static int op_put(struct ctx *c, size_t idx) {
-    struct plan_ent *e = &c->p->v[idx];
-    const char *name;
+/* Write the temp file of a non-directory entry in its parent directory. */
+static int write_temp(struct ctx *c, size_t idx, int parent, uint64_t *ret_bytes) {
+    const struct plan_ent *e = &c->p->v[idx];
     char tmp[64];
-    _cleanup_close_ int parent = open_pending(c, idx, &name, tmp);
-    if (parent < 0)
-        return parent;
+    tmp_name(c->p, idx, tmp);
+    *ret_bytes = 0;
     /* a fresh apply id names no existing file; a resumed apply removed its
      * leftovers before classifying, this is the second line of defence */
     if (c->rep->resumed && unlinkat(parent, tmp, 0) < 0 && errno != ENOENT)
         return -errno;
-    if (e->state == ST_FINAL)
-        return 0;
-    if (e->new_type == LC_DIR) {
-        int r = ensure_intent_durable(c);
-        if (r < 0)
-            return r;
-        if (mkdirat(parent, name, 0700) < 0 && errno != EEXIST)
-            return -errno;
-        struct stat st;
-        if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-            return -errno;
-        if (!S_ISDIR(st.st_mode))
-            return -ENOTDIR;
-        c->rep->n_dirs++;
-        step(c);
-        return 0;
-    }
     int r;
     if (e->new_type == LC_REG) {
-        r = write_temp_reg(c, e, parent, tmp);
+        r = write_temp_reg(c, e, parent, tmp, ret_bytes);
     } else if (e->new_type == LC_LNK) {
         r = symlinkat(e->new_target, parent, tmp) < 0 ? -errno : 0;
     } else if (e->new_type == LC_FIFO) {
@@ -812,13 +793,165 @@ static int op_put(struct ctx *c, size_t idx) {
         struct timespec ts[2] = {e->atime, e->mtime};
         utimensat(parent, tmp, ts, AT_SYMLINK_NOFOLLOW); /* best effort */
     }
-    if (r < 0) {
+    if (r < 0)
         unlinkat(parent, tmp, 0);
-        return r;
+    return r;
+}
+
+static bool same_parent(const char *a, const char *b) {
+    const char *sa = strrchr(a, '/'), *sb = strrchr(b, '/');
+    size_t la = sa ? (size_t)(sa - a) : 0, lb = sb ? (size_t)(sb - b) : 0;
+    return la == lb && memcmp(a, b, la) == 0;
+}
+
+/* The temp files of a batch, written by a few threads, one directory at a
+ * time each.  Creating a file allocates an inode under its directory's
+ * lock, and on ext4 without a journal that allocation scans past every
+ * inode of the group freed in the last minute (see docs/performance.md):
+ * CPU time that overlaps across directories.  Entries of one directory
+ * are consecutive in the plan (a run); a thread takes a run, resolves its
+ * directory once (openat2, as for a single file) and writes its temp
+ * files there.  Nothing is renamed here: a temp file is only a new name
+ * in the workspace, removed by the resume if apply stops.  Writing stops
+ * once the batch holds PENDING_BYTES; the rest waits for the next batch.
+ * The first error stops every thread. */
+struct writer {
+    struct ctx *c;
+    size_t *runs; /* start slot in c->pending of each run, and n_pending at the end */
+    size_t n_runs;
+    size_t next;          /* next run to take (atomic) */
+    int stop;             /* set on the first error (atomic) */
+    uint64_t bytes;       /* written in this batch (atomic) */
+    bool *written;        /* per pending slot */
+    pthread_mutex_t lock; /* protects err, err_idx */
+    int err;
+    size_t err_idx;
+};
+
+#define WRITE_THREADS 8
+
+static void *write_worker(void *arg) {
+    struct writer *w = arg;
+    struct ctx *c = w->c;
+    while (!__atomic_load_n(&w->stop, __ATOMIC_ACQUIRE)) {
+        size_t k = __atomic_fetch_add(&w->next, 1, __ATOMIC_RELAXED);
+        if (k >= w->n_runs)
+            break;
+        int r = 0;
+        size_t bad = c->pending[w->runs[k]];
+        const char *name;
+        _cleanup_close_ int parent = lc_open_parent(c->ws_fd, c->p->v[bad].path, &name);
+        if (parent < 0)
+            r = parent;
+        for (size_t slot = w->runs[k]; r == 0 && slot < w->runs[k + 1]; slot++) {
+            if (__atomic_load_n(&w->stop, __ATOMIC_ACQUIRE) ||
+                __atomic_load_n(&w->bytes, __ATOMIC_RELAXED) >= PENDING_BYTES)
+                break;
+            uint64_t bytes = 0;
+            bad = c->pending[slot];
+            r = write_temp(c, bad, parent, &bytes);
+            if (r == 0) {
+                w->written[slot] = true;
+                __atomic_fetch_add(&w->bytes, bytes, __ATOMIC_RELAXED);
+            }
+        }
+        if (r < 0) {
+            pthread_mutex_lock(&w->lock);
+            if (!w->err) {
+                w->err = r;
+                w->err_idx = bad;
+            }
+            pthread_mutex_unlock(&w->lock);
+            __atomic_store_n(&w->stop, 1, __ATOMIC_RELEASE);
+        }
     }
-    c->pending[c->n_pending++] = idx;
-    if (c->n_pending >= PENDING_MAX || c->pending_bytes >= PENDING_BYTES)
-        return flush_pending(c);
+    return NULL;
+}
+
+/* Write the pending temp files (or as many as PENDING_BYTES allows): the
+ * written ones move to c->ready, the others stay pending, in order. */
+static int write_pending(struct ctx *c) {
+    size_t n = c->n_pending;
+    _cleanup_free_ size_t *runs = calloc(n + 1, sizeof *runs);
+    _cleanup_free_ bool *written = calloc(n + 1, sizeof *written);
+    if (!runs || !written)
+        return -ENOMEM;
+    struct writer w = {.c = c, .runs = runs, .written = written, .lock = PTHREAD_MUTEX_INITIALIZER};
+    for (size_t i = 0; i < n; i++)
+        if (i == 0 || !same_parent(c->p->v[c->pending[i]].path, c->p->v[c->pending[i - 1]].path))
+            runs[w.n_runs++] = i;
+    runs[w.n_runs] = n;
+    pthread_t th[WRITE_THREADS - 1];
+    size_t n_th = 0;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    size_t want = cpus > 1 ? (size_t)cpus - 1 : 0;
+    if (want > w.n_runs - 1)
+        want = w.n_runs - 1;
+    /* as for the renames: no threads while tests pace apply, none for
+     * small batches */
+    if (n >= RENAME_PARALLEL_MIN && !c->o->test_delay_us)
+        for (; n_th < ARRAY_SIZE(th) && n_th < want; n_th++)
+            if (pthread_create(&th[n_th], NULL, write_worker, &w) != 0)
+                break;
+    write_worker(&w);
+    for (size_t t = 0; t < n_th; t++)
+        pthread_join(th[t], NULL);
+    c->rep->bytes_written += w.bytes;
+    size_t keep = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (written[i])
+            c->ready[c->n_ready++] = c->pending[i];
+        else
+            c->pending[keep++] = c->pending[i];
+    }
+    c->n_pending = keep;
+    if (w.err < 0)
+        return fail_at(c, &c->p->v[w.err_idx], w.err);
+    return 0;
+}
+
+/* Write the batch's temp files, make them durable, rename them. */
+static int flush_pending(struct ctx *c) {
+    while (c->n_pending) {
+        int r = write_pending(c);
+        if (r < 0)
+            return r;
+        r = rename_ready(c);
+        if (r < 0)
+            return r;
+    }
+    return 0;
+}
+
+static int op_put(struct ctx *c, size_t idx) {
+    struct plan_ent *e = &c->p->v[idx];
+    if (e->state == ST_FINAL)
+        return 0;
+    if (e->new_type != LC_DIR) {
+        /* written with the batch (write_pending), after every directory
+         * the plan creates before it */
+        c->pending[c->n_pending++] = idx;
+        return c->n_pending >= PENDING_MAX ? flush_pending(c) : 0;
+    }
+    const char *name;
+    char tmp[64];
+    _cleanup_close_ int parent = open_pending(c, idx, &name, tmp);
+    if (parent < 0)
+        return parent;
+    if (c->rep->resumed && unlinkat(parent, tmp, 0) < 0 && errno != ENOENT)
+        return -errno;
+    int r = ensure_intent_durable(c);
+    if (r < 0)
+        return r;
+    if (mkdirat(parent, name, 0700) < 0 && errno != EEXIST)
+        return -errno;
+    struct stat st;
+    if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return -errno;
+    if (!S_ISDIR(st.st_mode))
+        return -ENOTDIR;
+    c->rep->n_dirs++;
+    step(c);
     return 0;
 }
 
@@ -1136,7 +1269,7 @@ int lc_apply(const char *stage_path, const struct lc_apply_opts *o, struct lc_ap
         return r;
     struct plan p = {0};
     struct lc_changeset *cs = NULL;
-    _cleanup_free_ size_t *pending = NULL;
+    _cleanup_free_ size_t *pending = NULL, *ready = NULL;
     _cleanup_close_ int lock = openat(st->dir_fd, "lock", O_RDWR | O_NOFOLLOW | O_CLOEXEC);
     if (lock < 0) {
         r = -errno;
@@ -1160,7 +1293,8 @@ int lc_apply(const char *stage_path, const struct lc_apply_opts *o, struct lc_ap
         goto out;
     }
     pending = calloc(PENDING_MAX, sizeof *pending);
-    if (!pending) {
+    ready = calloc(PENDING_MAX, sizeof *ready);
+    if (!pending || !ready) {
         r = -ENOMEM;
         goto out;
     }
@@ -1175,6 +1309,7 @@ int lc_apply(const char *stage_path, const struct lc_apply_opts *o, struct lc_ap
                     .o = o,
                     .rep = rep,
                     .pending = pending,
+                    .ready = ready,
                     .stage_fd = st->dir_fd,
                     .same_fs = sst.st_dev == wst.st_dev};
     bool full = !o->paths;
