@@ -7,8 +7,11 @@
  *    current lower is what the journal preimage says (type, mode, SHA-256),
  *    or absent for objects the agent created.  Any conflict: nothing is
  *    written.
- *  - Before the first workspace write, the plan is made durable in
- *    STAGE/apply-intent (temp + fsync + rename + fsync).  Every plan entry
+ *  - Before the first change of a workspace name (rename, unlink, mkdir),
+ *    the plan is durable in STAGE/apply-intent (temp + fsync + rename, then
+ *    the stage directory's fsync, or, when the stage is on the workspace's
+ *    file system, the syncfs that makes the first batch of temp files
+ *    durable).  Every plan entry
  *    names the old state (preimage or absent) and the final state (the
  *    upper object or absent).  The upper is immutable under the lock, so an
  *    interrupted apply is rolled forward by the next `pvisor apply`: each
@@ -17,10 +20,11 @@
  *    in any other state is a conflict and stops the resume before it
  *    writes.
  *  - Files are written to a temp name in their own directory
- *    (".pvisor-apply-<id>-<n>"), fsynced with mode, xattrs and times set,
- *    then renamed over the target: each path is either old or new, never
- *    half-written.  Directories are fsynced before the 'applied' marker is
- *    published; the intent is removed last.
+ *    (".pvisor-apply-<id>-<n>") with mode, xattrs and times set, made
+ *    durable by one syncfs per batch, then renamed over the target: each
+ *    path is either old or new, never half-written.  One syncfs of the
+ *    workspace makes every rename and directory change durable before the
+ *    'applied' marker is published; the intent is removed last.
  *  - Hostile stage: every workspace path is validated (no "", ".", ".."
  *    components) and its parent resolved with openat2(RESOLVE_BENEATH|
  *    RESOLVE_NO_SYMLINKS) from the workspace fd right before each
@@ -31,6 +35,7 @@
  */
 #include "lifecycle/lc-internal.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -48,6 +53,7 @@
 #include "util/util.h"
 
 #define INTENT_MAX (1u << 30)
+#define INTENT_TMP_PREFIX "." LC_APPLY_INTENT "."
 
 struct plan_ent {
     char *path;
@@ -171,9 +177,38 @@ static void put_name(FILE *f, const char *key, const char *v) {
     fputc('"', f);
 }
 
+/* Publish the intent: temp file, fsync (its bytes are durable before any
+ * name points at them), rename.  The stage directory is fsynced here only
+ * when sync_dir; otherwise the caller makes the name durable before the
+ * first workspace name changes (see ensure_intent_durable).  A crash that
+ * loses the rename leaves the complete temp file, which the next apply
+ * finds (remove_lost_intents). */
+static int intent_publish(int stage_dir_fd, const char *txt, size_t len, bool sync_dir) {
+    char tmp[64];
+    uint32_t rnd;
+    if (getrandom(&rnd, sizeof rnd, 0) != sizeof rnd)
+        return -EIO;
+    snprintf(tmp, sizeof tmp, "%s%08x.tmp", INTENT_TMP_PREFIX, (unsigned)rnd);
+    _cleanup_close_ int fd = openat(stage_dir_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return -errno;
+    int r = write_all(fd, txt, len);
+    if (r == 0 && fsync(fd) < 0)
+        r = -errno;
+    if (r == 0 && renameat(stage_dir_fd, tmp, stage_dir_fd, LC_APPLY_INTENT) < 0)
+        r = -errno;
+    if (r < 0) {
+        unlinkat(stage_dir_fd, tmp, 0);
+        return r;
+    }
+    if (sync_dir && fsync(stage_dir_fd) < 0)
+        return -errno;
+    return 0;
+}
+
 /* The intent document (docs/lifecycle.md), written directly: one entry
  * per plan path, every path and target included whatever its bytes. */
-static int intent_write(int stage_dir_fd, const struct plan *p) {
+static int intent_write(int stage_dir_fd, const struct plan *p, bool sync_dir) {
     char *txt = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&txt, &len);
@@ -217,7 +252,7 @@ static int intent_write(int stage_dir_fd, const struct plan *p) {
         free(txt);
         return -ENOMEM;
     }
-    int r = write_file_atomic(stage_dir_fd, LC_APPLY_INTENT, txt, len, 0600);
+    int r = intent_publish(stage_dir_fd, txt, len, sync_dir);
     free(txt);
     return r;
 }
@@ -253,9 +288,9 @@ static int ts_parse(const json_t *a, struct timespec *t) {
 }
 
 /* Load and validate the intent (it lives in the stage: untrusted input). */
-static int intent_load(int stage_dir_fd, struct plan *p) {
+static int intent_load_at(int stage_dir_fd, const char *name, struct plan *p) {
     _cleanup_free_ char *txt = NULL;
-    int r = read_file_at(stage_dir_fd, LC_APPLY_INTENT, INTENT_MAX, &txt, NULL);
+    int r = read_file_at(stage_dir_fd, name, INTENT_MAX, &txt, NULL);
     if (r < 0)
         return r;
     json_t *doc = json_loads(txt, 0, NULL);
@@ -309,6 +344,52 @@ out:
     if (r < 0)
         plan_free(p);
     return r;
+}
+
+static int intent_load(int stage_dir_fd, struct plan *p) {
+    return intent_load_at(stage_dir_fd, LC_APPLY_INTENT, p);
+}
+
+/* Remove the temp files an intent names (its apply id, each entry's index). */
+static void remove_temps_of(int ws_fd, const struct plan *p) {
+    for (size_t i = 0; i < p->n; i++) {
+        const char *name;
+        int parent = lc_open_parent(ws_fd, p->v[i].path, &name);
+        if (parent < 0)
+            continue;
+        char tmp[64];
+        tmp_name(p, i, tmp);
+        unlinkat(parent, tmp, 0);
+        close(parent);
+    }
+}
+
+/* An apply whose intent rename was lost in a crash (possible only before
+ * its first syncfs, so before any workspace name changed) may have left
+ * temp files in the workspace; the intent's complete temp file names them.
+ * Remove both.  Best effort: an unreadable leftover is only removed. */
+static void remove_lost_intents(int stage_dir_fd, int ws_fd) {
+    int d = dup(stage_dir_fd);
+    DIR *dir = d >= 0 ? fdopendir(d) : NULL;
+    if (!dir) {
+        if (d >= 0)
+            close(d);
+        return;
+    }
+    struct dirent *de;
+    size_t pl = strlen(INTENT_TMP_PREFIX);
+    while ((de = readdir(dir))) {
+        size_t l = strlen(de->d_name);
+        if (l <= pl + 4 || strncmp(de->d_name, INTENT_TMP_PREFIX, pl) != 0 || strcmp(de->d_name + l - 4, ".tmp") != 0)
+            continue;
+        struct plan p = {0};
+        if (intent_load_at(stage_dir_fd, de->d_name, &p) == 0) {
+            remove_temps_of(ws_fd, &p);
+            plan_free(&p);
+        }
+        unlinkat(stage_dir_fd, de->d_name, 0);
+    }
+    closedir(dir);
 }
 
 /* ---- classification of the current workspace state ---- */
@@ -438,10 +519,28 @@ struct ctx {
     const struct lc_apply_opts *o;
     struct lc_apply_report *rep;
     size_t done, total;
-    size_t *pending; /* plan indices whose temp file is written, not yet renamed */
+    size_t *pending; /* plan indices whose temp file is still to be written (a batch) */
     size_t n_pending;
-    uint64_t pending_bytes;
+    size_t *ready; /* plan indices whose temp file is written, not yet renamed */
+    size_t n_ready;
+    int stage_fd;
+    bool same_fs;        /* the stage is on the workspace's file system: syncfs covers both */
+    bool intent_durable; /* the intent's name is durable (see ensure_intent_durable) */
 };
+
+/* The intent must be durable before the first workspace name changes: a
+ * crash must never leave a changed workspace without the intent that rolls
+ * it forward.  Its bytes were fsynced before its rename; its name is made
+ * durable here (before an unlink or mkdir) or by the syncfs in
+ * flush_pending (before a rename) when that covers the stage. */
+static int ensure_intent_durable(struct ctx *c) {
+    if (c->intent_durable)
+        return 0;
+    if (fsync(c->stage_fd) < 0)
+        return -errno;
+    c->intent_durable = true;
+    return 0;
+}
 
 #define PENDING_MAX 4096
 #define PENDING_BYTES (256u << 20)
@@ -494,6 +593,8 @@ static int op_delete(struct ctx *c, struct plan_ent *e) {
     if (parent < 0)
         return parent;
     int r = still_same(parent, name, e);
+    if (r == 0)
+        r = ensure_intent_durable(c);
     if (r < 0)
         return r;
     if (unlinkat(parent, name, e->old_type == LC_DIR ? AT_REMOVEDIR : 0) < 0 && errno != ENOENT)
@@ -574,9 +675,9 @@ static void *rename_worker(void *arg) {
     struct ctx *c = rn->c;
     while (!__atomic_load_n(&rn->stop, __ATOMIC_ACQUIRE)) {
         size_t k = __atomic_fetch_add(&rn->next, 1, __ATOMIC_RELAXED);
-        if (k >= c->n_pending)
+        if (k >= c->n_ready)
             break;
-        size_t idx = c->pending[k];
+        size_t idx = c->ready[k];
         int r = rename_pending(c, idx);
         pthread_mutex_lock(&rn->lock);
         if (r < 0) {
@@ -596,20 +697,28 @@ static void *rename_worker(void *arg) {
     return NULL;
 }
 
-/* Rename the written temp files of the pending batch over their targets.
- * One syncfs() first makes all their data durable: a name never points at
- * unwritten data, without one fsync (one journal commit) per file. */
-static int flush_pending(struct ctx *c) {
-    if (c->n_pending == 0)
+/* Rename the written temp files over their targets.  One syncfs() first
+ * makes all their data durable: a name never points at unwritten data,
+ * without one fsync (one journal commit) per file.  On the stage's file
+ * system it also makes the intent's name durable. */
+static int rename_ready(struct ctx *c) {
+    if (c->n_ready == 0)
         return 0;
     if (syncfs(c->ws_fd) < 0)
         return -errno;
+    if (c->same_fs)
+        c->intent_durable = true;
+    else {
+        int r = ensure_intent_durable(c);
+        if (r < 0)
+            return r;
+    }
     struct renamer rn = {.c = c, .lock = PTHREAD_MUTEX_INITIALIZER};
     pthread_t th[RENAME_THREADS - 1];
     size_t n_th = 0;
     /* PVISOR_TEST_APPLY_DELAY_US paces apply one operation at a time, so
      * tests can kill it at any point of its progress: no threads then */
-    if (c->n_pending >= RENAME_PARALLEL_MIN && !c->o->test_delay_us)
+    if (c->n_ready >= RENAME_PARALLEL_MIN && !c->o->test_delay_us)
         for (; n_th < ARRAY_SIZE(th); n_th++)
             if (pthread_create(&th[n_th], NULL, rename_worker, &rn) != 0)
                 break; /* fewer threads (or only this one) do the same work */
@@ -618,13 +727,12 @@ static int flush_pending(struct ctx *c) {
         pthread_join(th[t], NULL);
     if (rn.err < 0)
         return fail_at(c, &c->p->v[rn.err_idx], rn.err);
-    c->n_pending = 0;
-    c->pending_bytes = 0;
+    c->n_ready = 0;
     return 0;
 }
 
 /* Write the temp file of a regular file entry (content, xattrs, mode, times). */
-static int write_temp_reg(struct ctx *c, struct plan_ent *e, int parent, const char *tmp) {
+static int write_temp_reg(struct ctx *c, const struct plan_ent *e, int parent, const char *tmp, uint64_t *ret_bytes) {
     _cleanup_close_ int in = lc_open_beneath(c->upper_fd, e->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
     if (in < 0)
         return in;
@@ -655,39 +763,23 @@ static int write_temp_reg(struct ctx *c, struct plan_ent *e, int parent, const c
     struct timespec ts[2] = {e->atime, e->mtime};
     if (futimens(out, ts) < 0)
         return -errno;
-    c->rep->bytes_written += bytes;
-    c->pending_bytes += bytes;
+    *ret_bytes = bytes;
     return 0;
 }
 
-static int op_put(struct ctx *c, size_t idx) {
-    struct plan_ent *e = &c->p->v[idx];
-    const char *name;
+/* Write the temp file of a non-directory entry in its parent directory. */
+static int write_temp(struct ctx *c, size_t idx, int parent, uint64_t *ret_bytes) {
+    const struct plan_ent *e = &c->p->v[idx];
     char tmp[64];
-    _cleanup_close_ int parent = open_pending(c, idx, &name, tmp);
-    if (parent < 0)
-        return parent;
+    tmp_name(c->p, idx, tmp);
+    *ret_bytes = 0;
     /* a fresh apply id names no existing file; a resumed apply removed its
      * leftovers before classifying, this is the second line of defence */
     if (c->rep->resumed && unlinkat(parent, tmp, 0) < 0 && errno != ENOENT)
         return -errno;
-    if (e->state == ST_FINAL)
-        return 0;
-    if (e->new_type == LC_DIR) {
-        if (mkdirat(parent, name, 0700) < 0 && errno != EEXIST)
-            return -errno;
-        struct stat st;
-        if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-            return -errno;
-        if (!S_ISDIR(st.st_mode))
-            return -ENOTDIR;
-        c->rep->n_dirs++;
-        step(c);
-        return 0;
-    }
     int r;
     if (e->new_type == LC_REG) {
-        r = write_temp_reg(c, e, parent, tmp);
+        r = write_temp_reg(c, e, parent, tmp, ret_bytes);
     } else if (e->new_type == LC_LNK) {
         r = symlinkat(e->new_target, parent, tmp) < 0 ? -errno : 0;
     } else if (e->new_type == LC_FIFO) {
@@ -701,13 +793,165 @@ static int op_put(struct ctx *c, size_t idx) {
         struct timespec ts[2] = {e->atime, e->mtime};
         utimensat(parent, tmp, ts, AT_SYMLINK_NOFOLLOW); /* best effort */
     }
-    if (r < 0) {
+    if (r < 0)
         unlinkat(parent, tmp, 0);
-        return r;
+    return r;
+}
+
+static bool same_parent(const char *a, const char *b) {
+    const char *sa = strrchr(a, '/'), *sb = strrchr(b, '/');
+    size_t la = sa ? (size_t)(sa - a) : 0, lb = sb ? (size_t)(sb - b) : 0;
+    return la == lb && memcmp(a, b, la) == 0;
+}
+
+/* The temp files of a batch, written by a few threads, one directory at a
+ * time each.  Creating a file allocates an inode under its directory's
+ * lock, and on ext4 without a journal that allocation scans past every
+ * inode of the group freed in the last minute (see docs/performance.md):
+ * CPU time that overlaps across directories.  Entries of one directory
+ * are consecutive in the plan (a run); a thread takes a run, resolves its
+ * directory once (openat2, as for a single file) and writes its temp
+ * files there.  Nothing is renamed here: a temp file is only a new name
+ * in the workspace, removed by the resume if apply stops.  Writing stops
+ * once the batch holds PENDING_BYTES; the rest waits for the next batch.
+ * The first error stops every thread. */
+struct writer {
+    struct ctx *c;
+    size_t *runs; /* start slot in c->pending of each run, and n_pending at the end */
+    size_t n_runs;
+    size_t next;          /* next run to take (atomic) */
+    int stop;             /* set on the first error (atomic) */
+    uint64_t bytes;       /* written in this batch (atomic) */
+    bool *written;        /* per pending slot */
+    pthread_mutex_t lock; /* protects err, err_idx */
+    int err;
+    size_t err_idx;
+};
+
+#define WRITE_THREADS 8
+
+static void *write_worker(void *arg) {
+    struct writer *w = arg;
+    struct ctx *c = w->c;
+    while (!__atomic_load_n(&w->stop, __ATOMIC_ACQUIRE)) {
+        size_t k = __atomic_fetch_add(&w->next, 1, __ATOMIC_RELAXED);
+        if (k >= w->n_runs)
+            break;
+        int r = 0;
+        size_t bad = c->pending[w->runs[k]];
+        const char *name;
+        _cleanup_close_ int parent = lc_open_parent(c->ws_fd, c->p->v[bad].path, &name);
+        if (parent < 0)
+            r = parent;
+        for (size_t slot = w->runs[k]; r == 0 && slot < w->runs[k + 1]; slot++) {
+            if (__atomic_load_n(&w->stop, __ATOMIC_ACQUIRE) ||
+                __atomic_load_n(&w->bytes, __ATOMIC_RELAXED) >= PENDING_BYTES)
+                break;
+            uint64_t bytes = 0;
+            bad = c->pending[slot];
+            r = write_temp(c, bad, parent, &bytes);
+            if (r == 0) {
+                w->written[slot] = true;
+                __atomic_fetch_add(&w->bytes, bytes, __ATOMIC_RELAXED);
+            }
+        }
+        if (r < 0) {
+            pthread_mutex_lock(&w->lock);
+            if (!w->err) {
+                w->err = r;
+                w->err_idx = bad;
+            }
+            pthread_mutex_unlock(&w->lock);
+            __atomic_store_n(&w->stop, 1, __ATOMIC_RELEASE);
+        }
     }
-    c->pending[c->n_pending++] = idx;
-    if (c->n_pending >= PENDING_MAX || c->pending_bytes >= PENDING_BYTES)
-        return flush_pending(c);
+    return NULL;
+}
+
+/* Write the pending temp files (or as many as PENDING_BYTES allows): the
+ * written ones move to c->ready, the others stay pending, in order. */
+static int write_pending(struct ctx *c) {
+    size_t n = c->n_pending;
+    _cleanup_free_ size_t *runs = calloc(n + 1, sizeof *runs);
+    _cleanup_free_ bool *written = calloc(n + 1, sizeof *written);
+    if (!runs || !written)
+        return -ENOMEM;
+    struct writer w = {.c = c, .runs = runs, .written = written, .lock = PTHREAD_MUTEX_INITIALIZER};
+    for (size_t i = 0; i < n; i++)
+        if (i == 0 || !same_parent(c->p->v[c->pending[i]].path, c->p->v[c->pending[i - 1]].path))
+            runs[w.n_runs++] = i;
+    runs[w.n_runs] = n;
+    pthread_t th[WRITE_THREADS - 1];
+    size_t n_th = 0;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    size_t want = cpus > 1 ? (size_t)cpus - 1 : 0;
+    if (want > w.n_runs - 1)
+        want = w.n_runs - 1;
+    /* as for the renames: no threads while tests pace apply, none for
+     * small batches */
+    if (n >= RENAME_PARALLEL_MIN && !c->o->test_delay_us)
+        for (; n_th < ARRAY_SIZE(th) && n_th < want; n_th++)
+            if (pthread_create(&th[n_th], NULL, write_worker, &w) != 0)
+                break;
+    write_worker(&w);
+    for (size_t t = 0; t < n_th; t++)
+        pthread_join(th[t], NULL);
+    c->rep->bytes_written += w.bytes;
+    size_t keep = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (written[i])
+            c->ready[c->n_ready++] = c->pending[i];
+        else
+            c->pending[keep++] = c->pending[i];
+    }
+    c->n_pending = keep;
+    if (w.err < 0)
+        return fail_at(c, &c->p->v[w.err_idx], w.err);
+    return 0;
+}
+
+/* Write the batch's temp files, make them durable, rename them. */
+static int flush_pending(struct ctx *c) {
+    while (c->n_pending) {
+        int r = write_pending(c);
+        if (r < 0)
+            return r;
+        r = rename_ready(c);
+        if (r < 0)
+            return r;
+    }
+    return 0;
+}
+
+static int op_put(struct ctx *c, size_t idx) {
+    struct plan_ent *e = &c->p->v[idx];
+    if (e->state == ST_FINAL)
+        return 0;
+    if (e->new_type != LC_DIR) {
+        /* written with the batch (write_pending), after every directory
+         * the plan creates before it */
+        c->pending[c->n_pending++] = idx;
+        return c->n_pending >= PENDING_MAX ? flush_pending(c) : 0;
+    }
+    const char *name;
+    char tmp[64];
+    _cleanup_close_ int parent = open_pending(c, idx, &name, tmp);
+    if (parent < 0)
+        return parent;
+    if (c->rep->resumed && unlinkat(parent, tmp, 0) < 0 && errno != ENOENT)
+        return -errno;
+    int r = ensure_intent_durable(c);
+    if (r < 0)
+        return r;
+    if (mkdirat(parent, name, 0700) < 0 && errno != EEXIST)
+        return -errno;
+    struct stat st;
+    if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return -errno;
+    if (!S_ISDIR(st.st_mode))
+        return -ENOTDIR;
+    c->rep->n_dirs++;
+    step(c);
     return 0;
 }
 
@@ -734,54 +978,7 @@ static int op_dir_meta(struct ctx *c, struct plan_ent *e) {
         if (futimens(d, ts) < 0)
             return -errno;
     }
-    if (fsync(d) < 0)
-        return -errno;
-    return 0;
-}
-
-static int cmp_strp(const void *a, const void *b) {
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* fsync every directory that holds a changed entry (the root only when it
- * does: an entry below a subdirectory changes only that directory). */
-static int sync_parents(int ws_fd, const struct plan *p) {
-    char **dirs = calloc(p->n + 1, sizeof *dirs);
-    if (!dirs)
-        return -ENOMEM;
-    size_t n = 0;
-    int r = 0;
-    bool root = false;
-    for (size_t i = 0; i < p->n; i++) {
-        const char *s = strrchr(p->v[i].path, '/');
-        root |= !s;
-        if (s && !(dirs[n++] = strndup(p->v[i].path, (size_t)(s - p->v[i].path)))) {
-            r = -ENOMEM;
-            break;
-        }
-    }
-    if (r == 0 && n)
-        qsort(dirs, n, sizeof *dirs, cmp_strp);
-    for (size_t i = 0; i < n && r == 0; i++) {
-        if (i > 0 && strcmp(dirs[i], dirs[i - 1]) == 0)
-            continue;
-        int fd = lc_open_beneath(ws_fd, dirs[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
-        if (fd == -ENOENT || fd == -ENOTDIR || fd == -ELOOP)
-            continue; /* deleted, or replaced by a file or symlink, in this apply */
-        if (fd < 0) {
-            r = fd;
-            break;
-        }
-        if (fsync(fd) < 0)
-            r = -errno;
-        close(fd);
-    }
-    for (size_t i = 0; i < n; i++)
-        free(dirs[i]);
-    free(dirs);
-    if (r == 0 && root && fsync(ws_fd) < 0)
-        r = -errno;
-    return r;
+    return 0; /* made durable by execute()'s final syncfs */
 }
 
 static int fail_at(struct ctx *c, const struct plan_ent *e, int r) {
@@ -832,8 +1029,12 @@ static int execute(struct ctx *c) {
         if (r < 0)
             return fail_at(c, e, r);
     }
-    /* 4. durability of the names */
-    return sync_parents(c->ws_fd, p);
+    /* 4. durability of every name and directory change above: one syncfs
+     * of the workspace instead of an fsync per parent directory (the
+     * 'applied' marker and the intent's removal come after it) */
+    if (syncfs(c->ws_fd) < 0)
+        return -errno;
+    return 0;
 }
 
 /* ---- planning ---- */
@@ -1008,7 +1209,12 @@ static bool exists_at(int dirfd, const char *name) {
     return fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
-static int mark_applied(int dir_fd, const char *id) {
+/* The 'applied' marker (only its existence is read).  On the workspace's
+ * file system: temp, rename, one syncfs (the workspace was synced just
+ * before, so it writes little more than the marker); elsewhere the usual
+ * fsync of the file and of the directory.  Either way it is durable before
+ * the intent's removal. */
+static int mark_applied(int dir_fd, const char *id, bool same_fs) {
     char buf[128];
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
@@ -1017,7 +1223,22 @@ static int mark_applied(int dir_fd, const char *id) {
     int m = snprintf(buf, sizeof buf, "%s %s\n", t, id);
     if (m < 0 || (size_t)m >= sizeof buf)
         return -EOVERFLOW;
-    return write_file_atomic(dir_fd, LC_APPLIED, buf, (size_t)m, 0600);
+    if (!same_fs)
+        return write_file_atomic(dir_fd, LC_APPLIED, buf, (size_t)m, 0600);
+    char tmp[64];
+    snprintf(tmp, sizeof tmp, ".%s.%s.tmp", LC_APPLIED, id);
+    unlinkat(dir_fd, tmp, 0);
+    _cleanup_close_ int fd = openat(dir_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return -errno;
+    int r = write_all(fd, buf, (size_t)m);
+    if (r == 0 && renameat(dir_fd, tmp, dir_fd, LC_APPLIED) < 0)
+        r = -errno;
+    if (r < 0) {
+        unlinkat(dir_fd, tmp, 0);
+        return r;
+    }
+    return syncfs(dir_fd) < 0 ? -errno : 0;
 }
 
 int lc_apply(const char *stage_path, const struct lc_apply_opts *o, struct lc_apply_report *rep) {
@@ -1048,7 +1269,7 @@ int lc_apply(const char *stage_path, const struct lc_apply_opts *o, struct lc_ap
         return r;
     struct plan p = {0};
     struct lc_changeset *cs = NULL;
-    _cleanup_free_ size_t *pending = NULL;
+    _cleanup_free_ size_t *pending = NULL, *ready = NULL;
     _cleanup_close_ int lock = openat(st->dir_fd, "lock", O_RDWR | O_NOFOLLOW | O_CLOEXEC);
     if (lock < 0) {
         r = -errno;
@@ -1072,11 +1293,25 @@ int lc_apply(const char *stage_path, const struct lc_apply_opts *o, struct lc_ap
         goto out;
     }
     pending = calloc(PENDING_MAX, sizeof *pending);
-    if (!pending) {
+    ready = calloc(PENDING_MAX, sizeof *ready);
+    if (!pending || !ready) {
         r = -ENOMEM;
         goto out;
     }
-    struct ctx c = {.ws_fd = st->ws_fd, .upper_fd = st->upper_fd, .p = &p, .o = o, .rep = rep, .pending = pending};
+    struct stat sst, wst;
+    if (fstat(st->dir_fd, &sst) < 0 || fstat(st->ws_fd, &wst) < 0) {
+        r = -errno;
+        goto out;
+    }
+    struct ctx c = {.ws_fd = st->ws_fd,
+                    .upper_fd = st->upper_fd,
+                    .p = &p,
+                    .o = o,
+                    .rep = rep,
+                    .pending = pending,
+                    .ready = ready,
+                    .stage_fd = st->dir_fd,
+                    .same_fs = sst.st_dev == wst.st_dev};
     bool full = !o->paths;
     if (exists_at(st->dir_fd, LC_APPLY_INTENT)) {
         rep->resumed = true;
@@ -1084,17 +1319,8 @@ int lc_apply(const char *stage_path, const struct lc_apply_opts *o, struct lc_ap
         if (r < 0)
             goto out;
         /* leftovers of the interrupted attempt are ours: remove them first */
-        for (size_t i = 0; i < p.n; i++) {
-            const char *name;
-            int parent = lc_open_parent(st->ws_fd, p.v[i].path, &name);
-            if (parent < 0)
-                continue;
-            char tmp[64];
-            tmp_name(&p, i, tmp);
-            if (!o->dry_run)
-                unlinkat(parent, tmp, 0);
-            close(parent);
-        }
+        if (!o->dry_run)
+            remove_temps_of(st->ws_fd, &p);
         r = classify_all(st->ws_fd, st->upper_fd, &p, rep);
         if (r == 0 && rep->n_conflicts)
             r = -EEXIST;
@@ -1121,7 +1347,11 @@ int lc_apply(const char *stage_path, const struct lc_apply_opts *o, struct lc_ap
         }
         snprintf(p.id, sizeof p.id, "%016llx", (unsigned long long)rnd);
         p.subset = !full;
-        r = intent_write(st->dir_fd, &p);
+        /* the stage directory's fsync is left to the first batch's syncfs
+         * when that covers the stage (ensure_intent_durable) */
+        remove_lost_intents(st->dir_fd, st->ws_fd);
+        r = intent_write(st->dir_fd, &p, !c.same_fs);
+        c.intent_durable = !c.same_fs;
         if (r < 0)
             goto out;
     }
@@ -1129,7 +1359,7 @@ int lc_apply(const char *stage_path, const struct lc_apply_opts *o, struct lc_ap
     if (r < 0)
         goto out; /* the intent stays: the next apply resumes */
     if (full) {
-        r = mark_applied(st->dir_fd, p.id);
+        r = mark_applied(st->dir_fd, p.id, c.same_fs);
         if (r < 0)
             goto out;
     } else {
@@ -1155,18 +1385,10 @@ out:
 int lc_apply_remove_temps(int stage_dir_fd, int ws_fd) {
     struct plan p = {0};
     int r = intent_load(stage_dir_fd, &p);
+    remove_lost_intents(stage_dir_fd, ws_fd);
     if (r < 0)
         return r;
-    for (size_t i = 0; i < p.n; i++) {
-        const char *name;
-        int parent = lc_open_parent(ws_fd, p.v[i].path, &name);
-        if (parent < 0)
-            continue;
-        char tmp[64];
-        tmp_name(&p, i, tmp);
-        unlinkat(parent, tmp, 0);
-        close(parent);
-    }
+    remove_temps_of(ws_fd, &p);
     plan_free(&p);
     return 0;
 }

@@ -59,14 +59,14 @@ int lc_drop(const char *stage_path, bool force) {
         return errno == EWOULDBLOCK ? -EBUSY : -errno;
     if (fstatat(dir, LC_APPLIED, &st, AT_SYMLINK_NOFOLLOW) == 0)
         return -EALREADY;
-    if (fstatat(dir, LC_APPLY_INTENT, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-        if (!force)
-            return -EINPROGRESS;
-        struct lc_stage *lst = NULL;
-        if (lc_stage_open(stage_path, &lst) == 0) {
-            lc_apply_remove_temps(dir, lst->ws_fd);
-            lc_stage_free(lst);
-        }
+    if (fstatat(dir, LC_APPLY_INTENT, &st, AT_SYMLINK_NOFOLLOW) == 0 && !force)
+        return -EINPROGRESS;
+    /* apply's temp files: those of a pending intent (--force), and those of
+     * an apply whose intent rename a crash lost (see apply.c) */
+    struct lc_stage *lst = NULL;
+    if (lc_stage_open(stage_path, &lst) == 0) {
+        lc_apply_remove_temps(dir, lst->ws_fd);
+        lc_stage_free(lst);
     }
     if (fstatat(dir, LC_DROPPED, &st, AT_SYMLINK_NOFOLLOW) < 0) {
         struct timespec now;

@@ -41,7 +41,8 @@ void lc_preimages_free(struct lc_preimage *p, size_t n);
 const struct lc_preimage *lc_preimage_find(const struct lc_preimage *p, size_t n, const char *path);
 
 /* Remove the temp files an interrupted apply (STAGE/apply-intent) may have
- * left in the workspace (apply.c). */
+ * left in the workspace, and those of an apply whose intent rename a crash
+ * lost (the intent's temp file names them; apply.c). */
 int lc_apply_remove_temps(int stage_dir_fd, int ws_fd);
 
 /* The stage markers and files this module owns (docs/lifecycle.md). */
