@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,12 +83,18 @@ static int run_command(struct run_context *ctx, struct exec_spec *spec, struct e
 }
 
 int run_write_running(struct run_context *ctx) {
-    run_probe_collect(ctx);
+    /* The probes go in now if they are done (a sandboxed run: always, the
+     * set-up takes longer); else kernel_features stays empty in this
+     * Bundle and is filled in the final one. */
+    struct pollfd pfd = {.fd = ctx->probe_fd, .events = POLLIN};
+    if (ctx->probe_fd >= 0 && poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLHUP))
+        run_probe_collect(ctx);
     return bundle_write(ctx->run_dirfd, ctx->bundle);
 }
 
 int run_finish(struct run_context *ctx, int r, const struct exec_result *res) {
     char msg[256];
+    run_probe_collect(ctx);
     if (r == -EPERM && ctx->opts->strict)
         return run_fail_setup(ctx, "--strict: a requested dimension cannot be enforced here");
     if (r < 0) {
@@ -222,6 +229,13 @@ void run_probe_collect(struct run_context *ctx) {
         bundle_add_warning(ctx->bundle, "host feature probes failed; kernel_features is empty");
 }
 
+/* While the command runs: the probes are in before the end of the run
+ * kills what is left of the supervisor's children. */
+static void probe_after_exec(pid_t child, void *userdata) {
+    (void)child;
+    run_probe_collect(userdata);
+}
+
 int run_execute(struct run_context *ctx) {
     record_plain_dimensions(ctx->bundle);
     run_probe_start(ctx);
@@ -236,6 +250,8 @@ int run_execute(struct run_context *ctx) {
         .argv = ctx->opts->cmd_argv,
         .kill_grace_ms = run_kill_grace_ms(),
         .timeout_ms = ctx->opts->timeout_ms,
+        .after_exec = probe_after_exec,
+        .userdata = ctx,
     };
     struct exec_result res;
     int r = run_command(ctx, &spec, &res);

@@ -51,7 +51,7 @@ struct staged {
     int lower_fd;
     struct stage *stage;
     struct overlay *ov;
-    const struct run_context *ctx;
+    struct run_context *ctx;
     int start_error;
 #ifdef PVISOR_HAVE_LIFECYCLE
     struct run_checkpoints cps; /* live checkpoints over the agent socket */
@@ -112,6 +112,9 @@ static void read_launch_report(pid_t child, void *userdata) {
     struct staged *st = userdata;
     if (st->sb)
         sandbox_read_report(child, st->sb);
+    /* while the command runs, before the run's end reaps our children (a
+     * no-op when the running Bundle took them in already) */
+    run_probe_collect(st->ctx);
 }
 
 /* Open (or create) the stage and take its run lock; on success the
