@@ -134,7 +134,7 @@ static int cmp_pre(const void *a, const void *b) {
     int c = strcmp(x->path, y->path);
     if (c)
         return c;
-    return x < y ? -1 : x > y; /* stable: first record wins */
+    return x->seq < y->seq ? -1 : x->seq > y->seq; /* the journal's first record of a path wins */
 }
 
 const struct lc_preimage *lc_preimage_find(const struct lc_preimage *p, size_t n, const char *path) {
@@ -243,6 +243,7 @@ int lc_journal_load(int stage_dir_fd, struct lc_preimage **ret, size_t *ret_n) {
                 lc_preimages_free(v, n);
                 return r;
             }
+            v[n].seq = n;
             n++;
         }
         p = nl + 1;

@@ -70,6 +70,7 @@ struct lc_preimage {
     unsigned char sha[32];
     uint64_t ino;
     char op[16];
+    size_t seq; /* position in the journal: of several records of a path, the first is the preimage */
 };
 
 struct lc_entry {

@@ -56,6 +56,26 @@ int main(void) {
        "fields parsed");
     lc_preimages_free(pre, n);
 
+    /* Several records of one path (a resumed run appends what an earlier
+     * one recorded too): the first is the preimage, wherever the sort puts
+     * the others.  Many other paths around them make the sort move them. */
+    {
+        char *text = NULL;
+        size_t tl = 0;
+        FILE *f = open_memstream(&text, &tl);
+        for (int i = 0; i < 3000; i++)
+            fprintf(f,
+                    "{\"path\":\"%s%d\",\"type\":\"reg\",\"mode\":%d,\"size\":1,\"ino\":%d,\"op\":\"open\"}\n",
+                    i % 3 == 0 ? "dup" : "p", i % 3 == 0 ? 0 : i, i == 0 ? 0400 : 0401, i + 1);
+        fclose(f);
+        ok(write_journal(dfd, text) == 0 && lc_journal_load(dfd, &pre, &n) == 0 && n == 2001,
+           "1,000 records of one path and 2,000 others: 2,001 paths");
+        const struct lc_preimage *d = lc_preimage_find(pre, n, "dup0");
+        ok(d && d->mode == 0400 && d->ino == 1, "the journal's first record of a path is its preimage");
+        lc_preimages_free(pre, n);
+        free(text);
+    }
+
     ok(write_journal(
            dfd, "{\"path_hex\":\"612f62\",\"type\":\"dir\",\"mode\":493,\"size\":0,\"ino\":1,\"op\":\"rmdir\"}\n") ==
                0 &&
