@@ -132,33 +132,11 @@ static void tmp_name(const struct plan *p, size_t i, char buf[64]) {
 
 /* ---- intent journal ---- */
 
-/* Strict UTF-8 (no overlong forms, surrogates or code points past
- * U+10FFFF: what jansson accepts when the intent is read back). */
-static bool utf8_strict(const unsigned char *p) {
-    while (*p) {
-        unsigned c = *p;
-        int n = c < 0x80 ? 0 : (c & 0xe0) == 0xc0 ? 1 : (c & 0xf0) == 0xe0 ? 2 : (c & 0xf8) == 0xf0 ? 3 : -1;
-        if (n < 0)
-            return false;
-        uint32_t cp = n == 0 ? c : n == 1 ? c & 0x1f : n == 2 ? c & 0x0f : c & 0x07;
-        for (int i = 1; i <= n; i++) {
-            if ((p[i] & 0xc0) != 0x80)
-                return false;
-            cp = (cp << 6) | (p[i] & 0x3f);
-        }
-        if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) || cp > 0x10ffff ||
-            (cp >= 0xd800 && cp <= 0xdfff))
-            return false;
-        p += n + 1;
-    }
-    return true;
-}
-
 /* "key":"value" (JSON-escaped), or "key":null,"key_hex":"..." for a name
  * that is not UTF-8 (as the journal does). */
 static void put_name(FILE *f, const char *key, const char *v) {
     const unsigned char *u = (const unsigned char *)v;
-    if (!utf8_strict(u)) {
+    if (!lc_utf8_valid(v)) {
         fprintf(f, "\"%s\":null,\"%s_hex\":\"", key, key);
         for (; *u; u++)
             fprintf(f, "%02x", *u);

@@ -575,13 +575,21 @@ char *lc_display_name(const char *s) {
 bool lc_utf8_valid(const char *s) {
     const unsigned char *p = (const unsigned char *)s;
     while (*p) {
-        int len = *p < 0x80 ? 1 : (*p & 0xe0) == 0xc0 ? 2 : (*p & 0xf0) == 0xe0 ? 3 : (*p & 0xf8) == 0xf0 ? 4 : 0;
-        if (len == 0 || (len == 2 && *p < 0xc2))
+        unsigned c = *p;
+        int n = c < 0x80 ? 0 : (c & 0xe0) == 0xc0 ? 1 : (c & 0xf0) == 0xe0 ? 2 : (c & 0xf8) == 0xf0 ? 3 : -1;
+        if (n < 0)
             return false;
-        for (int i = 1; i < len; i++)
+        uint32_t cp = n == 0 ? c : n == 1 ? c & 0x1f : n == 2 ? c & 0x0f : c & 0x07;
+        for (int i = 1; i <= n; i++) {
             if ((p[i] & 0xc0) != 0x80)
                 return false;
-        p += len;
+            cp = (cp << 6) | (p[i] & 0x3f);
+        }
+        /* no overlong forms, surrogates or code points past U+10FFFF */
+        if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) || cp > 0x10ffff ||
+            (cp >= 0xd800 && cp <= 0xdfff))
+            return false;
+        p += n + 1;
     }
     return true;
 }

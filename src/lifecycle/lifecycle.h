@@ -244,6 +244,8 @@ bool lc_path_valid(const char *path);
 int lc_sha256_fd(int fd, unsigned char ret_sha[32]);
 /* A name made safe for a terminal: control bytes and '\\' as \\xNN (malloc'd). */
 char *lc_display_name(const char *s);
+/* Strict UTF-8: what jansson accepts (no overlong forms, surrogates or
+ * code points past U+10FFFF); names that are not are written as KEY_hex. */
 bool lc_utf8_valid(const char *s);
 void lc_hex(const unsigned char *sha, char ret_hex[65]);
 

@@ -1,6 +1,7 @@
 /* Unit tests: lifecycle path validation, journal parsing (bounds, torn
  * lines, path_hex, duplicates, hostile paths), SHA-256 helpers, the steps
  * of a live checkpoint. */
+#include <jansson.h>
 #include "lifecycle/lc-internal.h"
 #include "tap.h"
 #include "util/util.h"
@@ -39,6 +40,21 @@ int main(void) {
     for (size_t i = 200; i < sizeof longp - 1; i += 201)
         longp[i] = '/';
     ok(!lc_path_valid(longp), "overlong path rejected");
+
+    /* What lc_utf8_valid accepts is exactly what jansson takes as a string. */
+    static const char *const utf8[] = {"plain", "caf\xc3\xa9", "\xe2\x82\xac", "\xf0\x9d\x84\x9e",
+                                       "\xc0\xaf",  /* overlong '/' */
+                                       "\xe0\x80\xaf", /* overlong, 3 bytes */
+                                       "\xed\xa0\x80", /* a surrogate */
+                                       "\xf4\x90\x80\x80", /* past U+10FFFF */
+                                       "\xff", "\xc3", "a\x80" "b"};
+    bool agree = true;
+    for (size_t i = 0; i < sizeof utf8 / sizeof *utf8; i++) {
+        json_t *js = json_string(utf8[i]);
+        agree = agree && (js != NULL) == lc_utf8_valid(utf8[i]) && (i < 4) == lc_utf8_valid(utf8[i]);
+        json_decref(js);
+    }
+    ok(agree, "lc_utf8_valid: valid UTF-8 accepted; overlong, surrogate, out-of-range and torn bytes refused, as jansson");
 
     char dir[] = "/tmp/pvisor-unit-lc.XXXXXX";
     ok(mkdtemp(dir) != NULL, "temp dir");
