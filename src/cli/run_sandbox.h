@@ -47,7 +47,7 @@ struct sandbox {
     pthread_t home_thread; /* tearing the view down at the end of the run */
     bool home_thread_started;
     bool home_rm_failed;
-    int home_start_r; /* sandbox_start_home's result, when run on a thread */
+    int home_start_r;      /* sandbox_start_home's result, when run on a thread */
     pthread_t mask_thread; /* making the view's whiteouts (overlay_mask) */
     bool mask_started, mask_done;
     int mask_r;

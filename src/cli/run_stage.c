@@ -277,8 +277,7 @@ int run_execute_staged(struct run_context *ctx,
     /* Without a sandbox the stage is opened now; with one, after the fork
      * (start_overlay), while the launcher is exec'd. */
     st.stage_path = sp;
-    st.durability =
-        ctx->opts->durability == DURABILITY_STRICT ? STAGE_DURABILITY_STRICT : STAGE_DURABILITY_CHECKPOINT;
+    st.durability = ctx->opts->durability == DURABILITY_STRICT ? STAGE_DURABILITY_STRICT : STAGE_DURABILITY_CHECKPOINT;
     if (!sandbox && open_stage(&st) < 0) {
         close(st.lower_fd);
         bundle_set_json(ctx->bundle, "stage", json_null()); /* as before it was opened */

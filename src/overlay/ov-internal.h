@@ -120,11 +120,11 @@ struct ov {
     /* Workers: one at the start; a worker that takes a request when no
      * other is waiting for one starts another, up to n_threads. */
     pthread_mutex_t thread_lock;
-    pthread_t *threads;        /* thread_lock */
-    unsigned n_threads;        /* immutable: the most there may be */
-    unsigned n_started;        /* thread_lock */
-    bool stopping;             /* thread_lock: no new workers */
-    atomic_uint idle_workers;  /* waiting for a request */
+    pthread_t *threads;       /* thread_lock */
+    unsigned n_threads;       /* immutable: the most there may be */
+    unsigned n_started;       /* thread_lock */
+    bool stopping;            /* thread_lock: no new workers */
+    atomic_uint idle_workers; /* waiting for a request */
 };
 
 struct ov_fh { /* one per open file; immutable after open, freed at release */

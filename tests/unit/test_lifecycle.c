@@ -42,19 +42,26 @@ int main(void) {
     ok(!lc_path_valid(longp), "overlong path rejected");
 
     /* What lc_utf8_valid accepts is exactly what jansson takes as a string. */
-    static const char *const utf8[] = {"plain", "caf\xc3\xa9", "\xe2\x82\xac", "\xf0\x9d\x84\x9e",
-                                       "\xc0\xaf",  /* overlong '/' */
-                                       "\xe0\x80\xaf", /* overlong, 3 bytes */
-                                       "\xed\xa0\x80", /* a surrogate */
+    static const char *const utf8[] = {"plain",
+                                       "caf\xc3\xa9",
+                                       "\xe2\x82\xac",
+                                       "\xf0\x9d\x84\x9e",
+                                       "\xc0\xaf",         /* overlong '/' */
+                                       "\xe0\x80\xaf",     /* overlong, 3 bytes */
+                                       "\xed\xa0\x80",     /* a surrogate */
                                        "\xf4\x90\x80\x80", /* past U+10FFFF */
-                                       "\xff", "\xc3", "a\x80" "b"};
+                                       "\xff",
+                                       "\xc3",
+                                       "a\x80"
+                                       "b"};
     bool agree = true;
     for (size_t i = 0; i < sizeof utf8 / sizeof *utf8; i++) {
         json_t *js = json_string(utf8[i]);
         agree = agree && (js != NULL) == lc_utf8_valid(utf8[i]) && (i < 4) == lc_utf8_valid(utf8[i]);
         json_decref(js);
     }
-    ok(agree, "lc_utf8_valid: valid UTF-8 accepted; overlong, surrogate, out-of-range and torn bytes refused, as jansson");
+    ok(agree,
+       "lc_utf8_valid: valid UTF-8 accepted; overlong, surrogate, out-of-range and torn bytes refused, as jansson");
 
     char dir[] = "/tmp/pvisor-unit-lc.XXXXXX";
     ok(mkdtemp(dir) != NULL, "temp dir");
@@ -80,8 +87,7 @@ int main(void) {
         size_t tl = 0;
         FILE *f = open_memstream(&text, &tl);
         for (int i = 0; i < 3000; i++)
-            fprintf(f,
-                    "{\"path\":\"%s%d\",\"type\":\"reg\",\"mode\":%d,\"size\":1,\"ino\":%d,\"op\":\"open\"}\n",
+            fprintf(f, "{\"path\":\"%s%d\",\"type\":\"reg\",\"mode\":%d,\"size\":1,\"ino\":%d,\"op\":\"open\"}\n",
                     i % 3 == 0 ? "dup" : "p", i % 3 == 0 ? 0 : i, i == 0 ? 0400 : 0401, i + 1);
         fclose(f);
         ok(write_journal(dfd, text) == 0 && lc_journal_load(dfd, &pre, &n) == 0 && n == 2001,
