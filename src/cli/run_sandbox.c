@@ -21,7 +21,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -171,10 +170,11 @@ static void gather_runtime(const struct run_context *ctx, const char *home, stru
             add_runtime_dir(l, home, d);
 }
 
-/* Which credential locations the HOME view masks itself (whiteouts: hidden
- * also if the host creates them during the run), and which sit below a
- * parent that is not a real directory (a symlink, say): a whiteout would
- * not hide what that leads to, so those are covered by mounts. */
+/* Which credential locations the HOME view's server masks itself (absent
+ * also when the host creates them during the run), and which sit below a
+ * parent that is not a real directory (a symlink, say): the mask names
+ * paths as the view does, so what that symlink leads to is covered by a
+ * mount instead. */
 static int classify_credentials(int home_fd, struct sandbox *sb) {
     for (const char *const *c = plan_credential_paths; *c; c++) {
         bool linked = false;
@@ -221,47 +221,15 @@ static int prepare_home_view(struct run_context *ctx, const char *home, struct s
     return classify_credentials(fd, sb);
 }
 
-static void *mask_thread(void *arg) {
-    struct sandbox *sb = arg;
-    sb->mask_r = overlay_mask(sb->home_stage, sb->home_fd, sb->home_mask, sb->n_home_mask);
-    return NULL;
-}
-
-void sandbox_start_mask(struct sandbox *sb) {
-    if (sb->home_fd < 0 || sb->mask_started)
-        return;
-    /* Signals stay with the main thread (exec_run takes them over). */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    sb->mask_started = pthread_create(&sb->mask_thread, NULL, mask_thread, sb) == 0;
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-}
-
-/* The whiteouts are all there (or their making failed): r. */
-static int finish_mask(struct sandbox *sb) {
-    if (sb->mask_started) {
-        pthread_join(sb->mask_thread, NULL);
-        sb->mask_started = false;
-        sb->mask_done = true;
-    }
-    if (!sb->mask_done) {
-        sb->mask_r = overlay_mask(sb->home_stage, sb->home_fd, sb->home_mask, sb->n_home_mask);
-        sb->mask_done = true;
-    }
-    return sb->mask_r;
-}
-
 int sandbox_start_home(struct sandbox *sb) {
     if (sb->home_fd < 0)
         return 0;
-    int r = finish_mask(sb);
-    if (r < 0)
-        return r;
     struct overlay_params p = {
         .lower_fd = sb->home_fd,
         .stage = sb->home_stage,
         .mountpoint = sb->home_view,
+        .mask = sb->home_mask,
+        .n_mask = sb->n_home_mask,
     };
     return overlay_start(&p, &sb->home_ov);
 }
@@ -292,10 +260,6 @@ void sandbox_release_home_async(struct sandbox *sb) {
 }
 
 static void release_home_view(struct sandbox *sb) {
-    if (sb->mask_started) { /* a failure path: the view never started */
-        pthread_join(sb->mask_thread, NULL);
-        sb->mask_started = false;
-    }
     if (sb->home_thread_started) {
         pthread_join(sb->home_thread, NULL);
         sb->home_thread_started = false;
@@ -821,11 +785,11 @@ void sandbox_record(struct run_context *ctx, const struct sandbox *sb) {
                          EVID("{s:b}", "mount_namespace_differs", mnt), NULL);
     bool view = sb->home_fd >= 0;
     bundle_set_dimension(b, DIM_HOME_CREDENTIALS, fs_ok ? LEVEL_ENFORCED : LEVEL_UNAVAILABLE,
-                         view ? "copy-on-write view of HOME with every credential location absent (whiteouts held "
-                                "by its server; mounts below symlinked parents); environment reduced to an allowlist"
+                         view ? "copy-on-write view of HOME with every credential location absent (masked by its "
+                                "server; mounts below symlinked parents); environment reduced to an allowlist"
                               : "empty private HOME + allowlisted config files; environment reduced to an allowlist",
                          EVID("{s:b, s:b, s:i, s:i}", "mount_namespace_differs", mnt, "home_view", view,
-                              "credential_whiteouts", (int)sb->n_home_mask, "credential_mounts", (int)sb->n_home_hide),
+                              "credential_masks", (int)sb->n_home_mask, "credential_mounts", (int)sb->n_home_hide),
                          "HOME writes are discarded at exit; --pass-env hands chosen variables over");
     if (sb->plan.unshare_net)
         bundle_set_dimension(b, DIM_NETWORK, net ? LEVEL_ENFORCED : LEVEL_UNAVAILABLE,

@@ -37,9 +37,9 @@ struct sandbox {
     struct overlay *home_ov;
     char *home_view; /* its mount point (run_dir/home-view) */
     char *home_stage_path;
-    /* Credential locations (relative to HOME) the view masks with
-     * whiteouts, and those below a symlinked parent that the launcher
-     * covers with mounts instead. */
+    /* Credential locations (relative to HOME) the view's server masks, and
+     * those below a symlinked parent that the launcher covers with mounts
+     * instead. */
     const char *home_mask[64];
     size_t n_home_mask;
     const char *home_hide[64];
@@ -47,10 +47,7 @@ struct sandbox {
     pthread_t home_thread; /* tearing the view down at the end of the run */
     bool home_thread_started;
     bool home_rm_failed;
-    int home_start_r;      /* sandbox_start_home's result, when run on a thread */
-    pthread_t mask_thread; /* making the view's whiteouts (overlay_mask) */
-    bool mask_started, mask_done;
-    int mask_r;
+    int home_start_r; /* sandbox_start_home's result, when run on a thread */
     /* --limit: which mechanism holds each limit; the run's cgroup leaf (or
      * NULL) and, when a limit could not use one, why. */
     struct limits_decision limits;
@@ -67,10 +64,6 @@ bool sandbox_report_ok(const struct sandbox *sb);
 const char *sandbox_report_error(const struct sandbox *sb, char *buf, size_t size);
 void sandbox_record(struct run_context *ctx, const struct sandbox *sb);
 void sandbox_release(struct sandbox *sb);
-
-/* Once threads are allowed (after the namespaces are made): start making
- * the HOME view's whiteouts on a thread; sandbox_start_home waits for it. */
-void sandbox_start_mask(struct sandbox *sb);
 
 /* After the fork, in the run's mount namespace: mount the HOME view. */
 int sandbox_start_home(struct sandbox *sb);

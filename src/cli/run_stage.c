@@ -8,8 +8,8 @@
  *     one-ID map when not root) while still single-threaded, and make every
  *     mount private so nothing propagates back to the host;
  *  3b. open/create the stage and take its run lock (a second run on the
- *     same stage is refused instead of corrupting it), while a thread makes
- *     the HOME view's whiteouts;
+ *     same stage is refused instead of corrupting it): for a sandbox after
+ *     the fork, while the launcher is exec'd;
  *  4. fork the command (exec_run), which waits; start the FUSE server on the
  *     workspace path; only then let the command chdir and exec, so it can
  *     only ever see the merged view at that path;
@@ -157,11 +157,8 @@ static int start_overlay(pid_t child, void *userdata) {
         return cr;
     }
     /* A sandbox's launcher is being exec'd meanwhile (early_exec): the
-     * stage is opened now (fsyncs), while a thread makes the HOME view's
-     * whiteouts. */
+     * stage is opened now (fsyncs). */
     if (!st->stage) {
-        if (st->sb)
-            sandbox_start_mask(st->sb);
         int sr = open_stage(st);
         if (sr < 0)
             return sr;
@@ -173,8 +170,7 @@ static int start_overlay(pid_t child, void *userdata) {
         .max_bytes = o->stage_max_bytes,
         .max_inodes = o->stage_max_inodes,
     };
-    /* The HOME view (whiteouts to make first) is mounted by a thread of its
-     * own meanwhile. */
+    /* The HOME view is mounted by a thread of its own meanwhile. */
     pthread_t home_thread;
     bool home_started = st->sb && pthread_create(&home_thread, NULL, start_home_thread, st->sb) == 0;
     int r = overlay_start(&p, &st->ov);
@@ -242,9 +238,7 @@ int run_execute_staged(struct run_context *ctx,
                               durability_name(ctx->opts->durability)));
 
     /* The sandbox is planned first (its cgroup leaf while we are still
-     * single-threaded and outside any new namespace), then the namespaces;
-     * the HOME view's whiteouts are made on a thread while the stage is
-     * opened (mostly waiting for fsync). */
+     * single-threaded and outside any new namespace), then the namespaces. */
     bool sandbox = policy_wants_sandbox(ctx->opts);
     struct sandbox sb = {.plan_fd = -1, .sync_r = -1, .sync_w = -1, .go_r = -1, .go_w = -1, .ctx = ctx, .home_fd = -1};
     if (sandbox) {

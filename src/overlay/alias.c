@@ -66,6 +66,8 @@ static int walk_lower(struct ov *ov, int dfd, const char *prefix, unsigned depth
         _cleanup_free_ char *path = NULL;
         if (asprintf(&path, "%s%s%s", prefix, prefix[0] ? "/" : "", de->d_name) < 0)
             return -ENOMEM;
+        if (ov_masked(ov, path))
+            continue; /* not part of the view */
         int r = 0;
         if (S_ISREG(st.st_mode) && st.st_nlink > 1) {
             r = alias_push(ov, st.st_ino, path);

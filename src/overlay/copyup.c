@@ -594,6 +594,8 @@ static int copy_tree_rec(struct ov *ov, int dfd, const char *relpath, const char
         _cleanup_free_ char *cpath = NULL;
         if (asprintf(&cpath, "%s%s%s", relpath, relpath[0] ? "/" : "", de->d_name) < 0)
             return -ENOMEM;
+        if (ov_masked(ov, cpath))
+            continue; /* not part of the view: never copied, never merged */
         struct stat ust;
         _cleanup_close_ int cfd = -1;
         if (fstatat(dfd, de->d_name, &ust, AT_SYMLINK_NOFOLLOW) == 0) {

@@ -161,6 +161,17 @@ int ov_dir_list(struct ov *ov, struct ov_node *n, struct ov_dirent **ret, size_t
             r = read_dir(lfd, false, ov, &lo);
             if (r < 0)
                 goto done;
+            /* masked lower entries are not there (ov->mask) */
+            size_t w = 0;
+            for (size_t k = 0; k < lo.n; k++) {
+                if (ov_masked_child(ov, n, lo.v[k].name)) {
+                    free(lo.v[k].name);
+                    continue;
+                }
+                lo.v[w] = lo.v[k];
+                lo.hidden[w++] = lo.hidden[k];
+            }
+            lo.n = w;
         } else if (ufd < 0) {
             r = lfd == -ENOENT ? -ESTALE : lfd;
             goto done;

@@ -118,7 +118,32 @@ int ov_child_path(struct ov *ov, struct ov_node *parent, const char *name, char 
     return path_build(ov, parent, name, ret_path);
 }
 
+bool ov_masked(const struct ov *ov, const char *relpath) {
+    for (size_t i = 0; i < ov->n_mask; i++) {
+        size_t ml = strlen(ov->mask[i]);
+        if (strncmp(relpath, ov->mask[i], ml) == 0 && (relpath[ml] == '\0' || relpath[ml] == '/'))
+            return true;
+    }
+    return false;
+}
+
+bool ov_masked_child(struct ov *ov, struct ov_node *parent, const char *name) {
+    if (!ov->n_mask)
+        return false;
+    bool maybe = false; /* only a mask's last component can name one */
+    for (size_t i = 0; i < ov->n_mask && !maybe; i++)
+        maybe = strcmp(ov->mask_base[i], name) == 0;
+    if (!maybe)
+        return false;
+    _cleanup_free_ char *path = NULL;
+    if (ov_child_path(ov, parent, name, &path) < 0)
+        return true;
+    return ov_masked(ov, path);
+}
+
 int ov_lower_open(struct ov *ov, const char *relpath, int flags) {
+    if (ov->n_mask && ov_masked(ov, relpath))
+        return -ENOENT;
     struct open_how how = {
         .flags = (uint64_t)(flags | O_CLOEXEC | O_NOFOLLOW),
         .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
@@ -278,7 +303,7 @@ int ov_resolve_in(struct ov *ov, struct ov_node *parent, int lower_pfd, const ch
     } else if (pfd != -ENOENT) {
         return pfd;
     }
-    if (parent->lower) {
+    if (parent->lower && !ov_masked_child(ov, parent, name)) {
         _cleanup_close_ int own = lower_pfd < 0 ? ov_node_lower_open(ov, parent, O_PATH | O_DIRECTORY) : -1;
         int lp = lower_pfd < 0 ? own : lower_pfd;
         if (lp >= 0) {

@@ -87,7 +87,10 @@ struct ov_alias {
 };
 
 struct ov {
-    int lower_fd;                           /* immutable, borrowed */
+    int lower_fd; /* immutable, borrowed */
+    char **mask;  /* immutable: lower paths never shown (overlay_params.mask) */
+    size_t n_mask;
+    char **mask_base;                       /* immutable: their last components */
     int upper_fd;                           /* immutable, borrowed from stage */
     int work_fd;                            /* immutable, borrowed from stage */
     struct stage *stage;                    /* immutable, borrowed */
@@ -151,6 +154,11 @@ struct ov *ov_from_req(fuse_req_t req);
 struct ov_node *ov_node_of(struct ov *ov, fuse_ino_t ino);
 int ov_node_path(struct ov *ov, struct ov_node *n, char **ret_path);
 int ov_child_path(struct ov *ov, struct ov_node *parent, const char *name, char **ret_path);
+/* Is the lower object at relpath masked (one of ov->mask, or below one)? */
+bool ov_masked(const struct ov *ov, const char *relpath);
+/* Is the lower object at parent/name masked?  True also when that cannot
+ * be worked out (no memory): fail closed. */
+bool ov_masked_child(struct ov *ov, struct ov_node *parent, const char *name);
 int ov_node_upper(struct ov *ov, struct ov_node *n);
 int ov_lower_open(struct ov *ov, const char *relpath, int flags);
 int ov_node_lower_open(struct ov *ov, struct ov_node *n, int flags);

@@ -28,7 +28,16 @@ struct overlay_params {
     uint64_t max_bytes;     /* 0 = unlimited; bytes allocated in upper -> ENOSPC */
     uint64_t max_inodes;    /* 0 = unlimited; inodes in upper -> EDQUOT */
     unsigned n_threads;     /* most worker threads (started as needed); 0 = default (4) */
-    int lower_cache_ms;     /* how long the kernel may cache attributes and names of objects
+    /* Relative lower paths (normalised, no "." or "..") that are never part
+     * of the view, nor anything below them, whatever the host puts there
+     * during the run: lookups, listings, copy-ups and renames of their
+     * parents skip them.  The command may create its own object at such a
+     * path (it lives in the upper only and never merges with the lower).
+     * Paths are matched as the view names them: a masked path reached
+     * through a symlinked parent (a different path) is not masked. */
+    const char *const *mask;
+    size_t n_mask;
+    int lower_cache_ms; /* how long the kernel may cache attributes and names of objects
                                still backed by the lower (host edits show up after at most
                                this long): 0 = default (1000), -1 = never (slow: every stat
                                is a round trip) */
@@ -44,19 +53,6 @@ struct overlay;
  * the mounting user namespace and its descendants).  The caller must not
  * fork without exec afterwards. */
 int overlay_start(const struct overlay_params *p, struct overlay **ret_ov);
-
-/* Before the overlay of stage over lower_fd starts (any thread, no
- * privilege: whiteouts need none since Linux 5.8): make each mask path
- * (relative, normalised, no "." or "..") absent from the view.  A whiteout
- * goes into the upper, the upper directories leading to it copied up from
- * the lower (mode, owner, times, xattrs, inode number).  The path stays
- * absent whatever the host creates there later; the command may create its
- * own object there (it lands in the upper).  A path whose lower parent is
- * missing is skipped (nothing can show through it until the host creates
- * that parent).  A lower parent that is not a real directory (a symlink,
- * say) fails with -ENOTDIR: a whiteout could not hide what the symlink
- * leads to, so the caller must cover that path another way. */
-int overlay_mask(struct stage *stage, int lower_fd, const char *const *mask, size_t n_mask);
 
 /* Lazily unmount, stop and join the threads, release everything.  Files the
  * agent still holds open afterwards fail with ENOTCONN.  NULL is fine. */

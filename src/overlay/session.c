@@ -27,7 +27,6 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "overlay/ov-internal.h"
@@ -193,6 +192,12 @@ static void ov_release(struct overlay *o) {
     ov_table_free(ov);
     pthread_mutex_unlock(&ov->tree_lock);
     ov_aliases_free(ov);
+    for (size_t i = 0; i < ov->n_mask; i++) {
+        free(ov->mask[i]);
+        free(ov->mask_base[i]);
+    }
+    free(ov->mask);
+    free(ov->mask_base);
     free(ov->root);
     free(ov->threads);
     free(ov->mountpoint);
@@ -203,97 +208,26 @@ static void ov_release(struct overlay *o) {
     free(o);
 }
 
-/* Copy up the lower directory name (below lower dir lfd) as an upper
- * directory below ufd, unless it is there already; returns its upper fd. */
-static int mask_dir(struct stage *stage, int ufd, int lfd, const char *name, int *ret_lfd) {
-    struct stat lst, ust;
-    *ret_lfd = -1;
-    if (fstatat(lfd, name, &lst, AT_SYMLINK_NOFOLLOW) < 0)
-        return -errno; /* -ENOENT: nothing below it can show through */
-    if (!S_ISDIR(lst.st_mode))
-        return -ENOTDIR;
-    if (fstatat(ufd, name, &ust, AT_SYMLINK_NOFOLLOW) == 0) {
-        if (!S_ISDIR(ust.st_mode))
-            return -ENOENT; /* a whiteout or a file: the lower is hidden already */
-    } else if (errno != ENOENT) {
-        return -errno;
-    } else {
-        if (mkdirat(ufd, name, 0700) < 0)
-            return -errno;
-        _cleanup_close_ int src = openat(lfd, name, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
-        _cleanup_close_ int dst = openat(ufd, name, O_RDONLY | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
-        if (src < 0 || dst < 0 || fstat(dst, &ust) < 0)
-            return -errno;
-        if (fchown(dst, lst.st_uid, lst.st_gid) < 0 && errno != EPERM && errno != EINVAL)
-            return -errno;
-        int r = ov_copy_xattrs(src, dst, true);
-        if (r < 0)
-            return r;
-        struct timespec ts[2] = {lst.st_atim, lst.st_mtim};
-        if (fchmod(dst, lst.st_mode & 07777) < 0 || futimens(dst, ts) < 0)
-            return -errno;
-        if ((r = stage_origin_add(stage, ust.st_ino, lst.st_ino)) < 0)
-            return r;
-    }
-    int nl = openat(lfd, name, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
-    int nu = openat(ufd, name, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
-    if (nl < 0 || nu < 0) {
-        int e = errno;
-        if (nl >= 0)
-            close(nl);
-        if (nu >= 0)
-            close(nu);
-        return -e;
-    }
-    *ret_lfd = nl;
-    return nu;
-}
-
-/* Make rel absent from the view (see overlay_start). */
-static int mask_path(struct stage *stage, int upper_fd, int lower_fd, const char *rel) {
-    _cleanup_free_ char *copy = strdup(rel);
-    if (!copy)
+/* Copy the mask (see overlay_params.mask): paths and their last components. */
+static int copy_mask(struct ov *ov, const char *const *mask, size_t n) {
+    if (!n)
+        return 0;
+    ov->mask = calloc(n, sizeof *ov->mask);
+    ov->mask_base = calloc(n, sizeof *ov->mask_base);
+    if (!ov->mask || !ov->mask_base)
         return -ENOMEM;
-    _cleanup_close_ int ufd = fcntl(upper_fd, F_DUPFD_CLOEXEC, 0);
-    _cleanup_close_ int lfd = fcntl(lower_fd, F_DUPFD_CLOEXEC, 0);
-    if (ufd < 0 || lfd < 0)
-        return -errno;
-    char *save = NULL;
-    char *name = strtok_r(copy, "/", &save);
-    for (char *next; name; name = next) {
-        next = strtok_r(NULL, "/", &save);
-        if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+    for (; ov->n_mask < n; ov->n_mask++) {
+        const char *m = mask[ov->n_mask];
+        if (!m[0] || m[0] == '/' || m[strlen(m) - 1] == '/')
             return -EINVAL;
-        if (!next)
-            break;
-        int nlfd;
-        int nufd = mask_dir(stage, ufd, lfd, name, &nlfd);
-        if (nufd == -ENOENT)
-            return 0;
-        if (nufd < 0)
-            return nufd;
-        close(ufd);
-        close(lfd);
-        ufd = nufd;
-        lfd = nlfd;
-    }
-    if (!name)
-        return -EINVAL;
-    struct stat st;
-    if (fstatat(ufd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
-        return ov_is_whiteout(&st) ? 0 : -EEXIST; /* fresh view: the upper holds nothing of its own here */
-    if (errno != ENOENT)
-        return -errno;
-    if (mknodat(ufd, name, S_IFCHR | 0000, makedev(0, 0)) < 0)
-        return -errno;
-    return 0;
-}
-
-int overlay_mask(struct stage *stage, int lower_fd, const char *const *mask, size_t n_mask) {
-    for (size_t i = 0; i < n_mask; i++) {
-        int r = mask_path(stage, stage_upper_fd(stage), lower_fd, mask[i]);
-        if (r < 0)
-            return r;
+        const char *base = strrchr(m, '/');
+        ov->mask[ov->n_mask] = strdup(m);
+        ov->mask_base[ov->n_mask] = strdup(base ? base + 1 : m);
+        if (!ov->mask[ov->n_mask] || !ov->mask_base[ov->n_mask]) {
+            free(ov->mask[ov->n_mask]);
+            free(ov->mask_base[ov->n_mask]);
+            return -ENOMEM;
+        }
     }
     return 0;
 }
@@ -351,6 +285,8 @@ int overlay_start(const struct overlay_params *p, struct overlay **ret_ov) {
         r = -ENOMEM;
         goto fail;
     }
+    if ((r = copy_mask(ov, p->mask, p->n_mask)) < 0)
+        goto fail;
     ov->root->type = S_IFDIR;
     ov->root->lower = true;
     ov->root->upper_fd = -1;

@@ -272,18 +272,34 @@ live_creds() { # MODE STAGE READY-PATH-INSIDE READY-PATH-ON-HOST: prints what th
     (
         i=0; while [ ! -e "$4" ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done
         echo NETRC > "$HOMEDIR/.netrc"; mkdir -p "$HOMEDIR/.config/gh"; echo GHTOKEN > "$HOMEDIR/.config/gh/hosts.yml"
-        echo HISTORY > "$HOMEDIR/.bash_history"; touch "$W/go"
+        echo HISTORY > "$HOMEDIR/.bash_history"; mkdir -p "$HOMEDIR/.kaggle"; echo KAGGLE > "$HOMEDIR/.kaggle/kaggle.json"
+        touch "$W/go"
     ) &
     writer=$!
     # shellcheck disable=SC2086
     "$PVISOR" run $1 --stage "$T/$2" --workspace "$W" -- sh -c "
         touch '$3'; i=0; while [ ! -e '$W/go' ] && [ \$i -lt 400 ]; do sleep 0.05; i=\$((i+1)); done
-        cat ~/.netrc ~/.config/gh/hosts.yml ~/.bash_history 2>/dev/null; ls -A ~ | grep -c -e netrc -e bash_history" 2>&1
+        cat ~/.netrc ~/.config/gh/hosts.yml ~/.bash_history ~/.kaggle/kaggle.json 2>/dev/null
+        ls -A ~ | grep -c -e netrc -e bash_history" 2>&1
     wait $writer
 }
-eq "$(live_creds "" live-ctl "$T/ready-ctl" "$T/ready-ctl" | tr '\n' ' ')" "NETRC GHTOKEN HISTORY 2 " "control: credentials created on the host during a plain run are readable"
-eq "$(live_creds --safe live-safe "$W/ready-safe" "$T/live-safe/upper/ready-safe" | tr '\n' ' ')" "0 " "HOME view: credentials created on the host during the run stay absent"
-rm -rf "$HOMEDIR/.netrc" "$HOMEDIR/.config/gh" "$HOMEDIR/.bash_history" "$W/go"
+eq "$(live_creds "" live-ctl "$T/ready-ctl" "$T/ready-ctl" | tr '\n' ' ')" "NETRC GHTOKEN HISTORY KAGGLE 2 " "control: credentials created on the host during a plain run are readable"
+eq "$(live_creds --safe live-safe "$W/ready-safe" "$T/live-safe/upper/ready-safe" | tr '\n' ' ')" "0 " "HOME view: credentials created on the host during the run stay absent (a new parent directory included)"
+
+# What the command does around a masked location: list and search HOME,
+# rename the parent away and back, remove it, make its own object there.
+# None of it reaches the host's credential; the host is unchanged after.
+masked_before=$(cd "$HOMEDIR" && find . -printf '%y %m %s %p\n' | sort)
+out=$("$PVISOR" run --safe --stage "$T/maskops" --workspace "$W" -- sh -c '
+    find ~ -name hosts.yml -o -name .netrc | wc -l
+    mv ~/.config ~/.cfg && cat ~/.cfg/gh/hosts.yml 2>/dev/null; ls -A ~/.cfg | grep -c gh
+    mv ~/.cfg ~/.config && cat ~/.config/gh/hosts.yml 2>/dev/null; echo moved-back
+    rm -rf ~/.config && echo removed; ls -A ~ | grep -cx .config
+    mkdir ~/.ssh && echo mine > ~/.ssh/k && ls -A ~/.ssh; cat ~/.ssh/id_rsa 2>/dev/null; echo end' 2>&1)
+eq "$(echo $out)" "0 0 moved-back removed 0 k end" "HOME view: listing, find, rename, rm -rf and a new object at a masked location never show the credential"
+check "HOME view: the host's HOME is unchanged by them" \
+    sh -c "[ \"\$(cd '$HOMEDIR' && find . -printf '%y %m %s %p\n' | sort)\" = '$masked_before' ]"
+rm -rf "$HOMEDIR/.netrc" "$HOMEDIR/.config/gh" "$HOMEDIR/.bash_history" "$HOMEDIR/.kaggle" "$W/go"
 
 # A credential location below a symlinked parent (dotfiles managers link
 # ~/.config elsewhere): a whiteout could not hide what the link leads to,
