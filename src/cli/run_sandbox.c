@@ -205,25 +205,25 @@ static int prepare_home_view(struct run_context *ctx, const char *home, struct s
         return 0;
     sb->home_view = path_join(ctx->run_dir, "home-view");
     sb->home_stage_path = path_join(ctx->run_dir, "home-stage");
-    if (!sb->home_view || !sb->home_stage_path)
+    sb->home_path = strdup(home);
+    if (!sb->home_view || !sb->home_stage_path || !sb->home_path)
         return -ENOMEM;
-    if (mkdir(sb->home_view, 0700) < 0)
-        return -errno;
     int fd = open(home, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
         return -errno;
-    int r = stage_open_for_run(sb->home_stage_path, home, ctx->run_id, STAGE_DURABILITY_NONE, &sb->home_stage);
-    if (r < 0) {
-        close(fd);
-        return r;
-    }
     sb->home_fd = fd;
-    return classify_credentials(fd, sb);
+    return classify_credentials(fd, sb); /* the view itself is made by sandbox_start_home */
 }
 
 int sandbox_start_home(struct sandbox *sb) {
     if (sb->home_fd < 0)
         return 0;
+    if (mkdir(sb->home_view, 0700) < 0)
+        return -errno;
+    int r =
+        stage_open_for_run(sb->home_stage_path, sb->home_path, sb->ctx->run_id, STAGE_DURABILITY_NONE, &sb->home_stage);
+    if (r < 0)
+        return r;
     struct overlay_params p = {
         .lower_fd = sb->home_fd,
         .stage = sb->home_stage,
@@ -247,7 +247,8 @@ static void *home_teardown(void *arg) {
         close(sb->home_fd);
         sb->home_fd = -1;
         /* Never follows what the command made (no symlinks followed). */
-        sb->home_rm_failed = remove_tree_at(AT_FDCWD, sb->home_stage_path, 4096) < 0;
+        int r = remove_tree_at(AT_FDCWD, sb->home_stage_path, 4096);
+        sb->home_rm_failed = r < 0 && r != -ENOENT; /* never made: nothing to remove */
         rmdir(sb->home_view);
     }
     return NULL;
@@ -271,7 +272,8 @@ static void release_home_view(struct sandbox *sb) {
     sb->home_rm_failed = false;
     free(sb->home_view);
     free(sb->home_stage_path);
-    sb->home_view = sb->home_stage_path = NULL;
+    free(sb->home_path);
+    sb->home_view = sb->home_stage_path = sb->home_path = NULL;
 }
 
 int sandbox_prepare(struct run_context *ctx, const struct agent_hooks *hooks, struct sandbox *ret_sb,

@@ -37,6 +37,7 @@ struct sandbox {
     struct overlay *home_ov;
     char *home_view; /* its mount point (run_dir/home-view) */
     char *home_stage_path;
+    char *home_path; /* HOME, resolved */
     /* Credential locations (relative to HOME) the view's server masks, and
      * those below a symlinked parent that the launcher covers with mounts
      * instead. */
