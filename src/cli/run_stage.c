@@ -156,30 +156,29 @@ static int start_overlay(pid_t child, void *userdata) {
         st->cgroup_error = cr;
         return cr;
     }
-    /* A sandbox's launcher is being exec'd meanwhile (early_exec): the
-     * stage is opened now (fsyncs). */
-    if (!st->stage) {
-        int sr = open_stage(st);
-        if (sr < 0)
-            return sr;
-    }
-    struct overlay_params p = {
-        .lower_fd = st->lower_fd,
-        .stage = st->stage,
-        .mountpoint = st->ctx->workspace,
-        .max_bytes = o->stage_max_bytes,
-        .max_inodes = o->stage_max_inodes,
-    };
-    /* The HOME view is mounted by a thread of its own meanwhile. */
+    /* The HOME view (its throwaway stage, then its mount) is made by a
+     * thread of its own, while a sandbox's launcher is being exec'd
+     * (early_exec) and the workspace's stage is opened (fsyncs) and
+     * mounted here. */
     pthread_t home_thread;
     bool home_started = st->sb && pthread_create(&home_thread, NULL, start_home_thread, st->sb) == 0;
-    int r = overlay_start(&p, &st->ov);
-    if (r < 0)
-        st->start_error = r;
+    int r = st->stage ? 0 : open_stage(st);
+    if (r >= 0) {
+        struct overlay_params p = {
+            .lower_fd = st->lower_fd,
+            .stage = st->stage,
+            .mountpoint = st->ctx->workspace,
+            .max_bytes = o->stage_max_bytes,
+            .max_inodes = o->stage_max_inodes,
+        };
+        r = overlay_start(&p, &st->ov);
+        if (r < 0)
+            st->start_error = r;
+    }
     int hr = 0;
     if (home_started)
         pthread_join(home_thread, NULL);
-    if (st->sb)
+    if (st->sb && r >= 0)
         hr = home_started ? st->sb->home_start_r : sandbox_start_home(st->sb);
     if (r >= 0 && hr < 0)
         st->home_error = r = hr;
