@@ -18,6 +18,19 @@
 #include "util/cleanup.h"
 #include "util/util.h"
 
+/* A run id as the runs directory names them (e.g. 20261129T133758.420Z-d0d48613):
+ * nothing that could name another directory. */
+static bool plain_run_id(const char *s) {
+    size_t n = strlen(s);
+    if (n == 0 || n > 64 || s[0] == '.')
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= 'a' && s[i] <= 'z') ||
+              s[i] == '.' || s[i] == '-'))
+            return false;
+    return true;
+}
+
 static const char *bundle_stage_path(const json_t *b) {
     return json_string_value(json_object_get(json_object_get(b, "stage"), "path"));
 }
@@ -45,8 +58,28 @@ int lc_resolve_target(const char *run, const char *stage_dir, char **ret_stage_p
             goto out;
         }
         stage = real;
-        /* the run that used this stage last, for its Bundle */
-        for (size_t i = 0; i < n; i++) {
+        /* the run that used this stage last, for its Bundle: first the
+         * runs the stage names itself (meta.json, newest last), then any */
+        _cleanup_free_ char *meta_txt = NULL;
+        json_t *meta =
+            read_file_at(fd, "meta.json", 1 << 20, &meta_txt, NULL) == 0 ? json_loads(meta_txt, 0, NULL) : NULL;
+        json_t *mruns = json_object_get(meta, "runs");
+        for (size_t k = json_array_size(mruns); k-- > 0 && !bundle;) {
+            const char *rid = json_string_value(json_array_get(mruns, k));
+            json_t *b = NULL;
+            if (!rid || !plain_run_id(rid) || runs_load_bundle(rid, &b) < 0)
+                continue;
+            const char *sp = bundle_stage_path(b);
+            _cleanup_free_ char *spr = sp ? realpath(sp, NULL) : NULL;
+            if (spr && strcmp(spr, real) == 0) {
+                bundle = b;
+                id = strdup(rid);
+            } else {
+                json_decref(b);
+            }
+        }
+        json_decref(meta);
+        for (size_t i = 0; i < n && !bundle; i++) {
             json_t *b = NULL;
             if (runs_load_bundle(ids[i], &b) < 0)
                 continue;

@@ -660,3 +660,15 @@ for args in "apply --bogus" "apply --path" "apply a b" "diff --bogus" "drop --st
 done
 "$P" apply --stage "$T/ws1" >/dev/null 2>"$T/ns.err"; rc=$?
 eq "$rc" 1 "apply --stage of a directory that is not a stage exits 1"
+
+# A stage's Bundle is found through the runs its meta.json names (newest
+# last), whatever newer runs used other stages; a meta.json naming
+# something that is not a run id is not followed.
+W=$T/wsr S=$T/str
+mkdir -p "$W"; echo a > "$W/f"
+"$P" run --stage "$S" --workspace "$W" -- true >/dev/null 2>&1
+sid=$(latest_run)
+for k in 1 2 3; do "$P" run --stage "$T/other-$k" --workspace "$W" -- true >/dev/null 2>&1; done
+eq "$("$P" status --review "$S" --json | jq -r .run)" "$sid" "review of a stage names the run that used it, with newer runs of other stages"
+jq '.runs = ["../../../etc", "'"$sid"'x"]' "$S/meta.json" > "$T/meta.hostile" && cp "$T/meta.hostile" "$S/meta.json"
+eq "$("$P" status --review "$S" --json | jq -r .run)" "$sid" "a meta.json naming a non-run is not followed: the runs are searched instead"
