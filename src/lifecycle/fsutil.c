@@ -10,8 +10,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +20,7 @@
 #include <unistd.h>
 
 #include "util/cleanup.h"
+#include "util/sha256.h"
 
 /* Without openat2 (old kernels, valgrind, a seccomp filter that denies it):
  * the same guarantees by walking a validated path one component at a time,
@@ -123,38 +122,12 @@ bool lc_path_valid(const char *path) {
     return true;
 }
 
-/* SHA-256 from OpenSSL, initialized once without the system's openssl.cnf
- * and without registering every legacy cipher and digest by name: left to
- * itself, the first EVP call does both, about 1 ms of a 10-file apply's
- * 7 (most of the library's start-up).  The hashes here are content
- * comparisons (conflict check, change detection), which no configured
- * provider changes.  If something in the process initialized OpenSSL
- * earlier, this init changes nothing.  The digest is fetched once, not
- * looked up again for every file. */
-static pthread_once_t sha256_once = PTHREAD_ONCE_INIT;
-static EVP_MD *sha256_md;
-
-static void sha256_init(void) {
-    OPENSSL_init_crypto(OPENSSL_INIT_NO_LOAD_CONFIG | OPENSSL_INIT_NO_ADD_ALL_CIPHERS | OPENSSL_INIT_NO_ADD_ALL_DIGESTS,
-                        NULL);
-    sha256_md = EVP_MD_fetch(NULL, "SHA256", NULL);
-}
-
-static const EVP_MD *sha256(void) {
-    pthread_once(&sha256_once, sha256_init);
-    return sha256_md;
-}
-
 int lc_sha256_fd(int fd, unsigned char ret_sha[32]) {
     return lc_hash_compare_fd(fd, -1, ret_sha, NULL);
 }
 
 int lc_sha256_buf(const void *data, size_t len, unsigned char ret_sha[32]) {
-    unsigned int l = 0;
-    const EVP_MD *md = sha256();
-    if (!md || EVP_Digest(data, len, ret_sha, &l, md, NULL) != 1 || l != 32)
-        return -EIO;
-    return 0;
+    return pv_sha256_buf(data, len, ret_sha);
 }
 
 void lc_hex(const unsigned char *sha, char ret_hex[65]) {
@@ -481,18 +454,11 @@ int lc_hash_compare_fd(int fd, int other, unsigned char ret_sha[32], bool *ret_e
             *ret_equal = false;
         return 0;
     }
-    EVP_MD_CTX *ctx = NULL;
+    struct pv_sha256 *ctx = NULL;
     if (ret_sha) {
-        const EVP_MD *md = sha256();
-        if (!md)
-            return -EIO;
-        ctx = EVP_MD_CTX_new();
-        if (!ctx)
-            return -ENOMEM;
-        if (EVP_DigestInit_ex(ctx, md, NULL) != 1) {
-            EVP_MD_CTX_free(ctx);
-            return -EIO;
-        }
+        int r = pv_sha256_begin(&ctx);
+        if (r < 0)
+            return r;
     }
     static __thread unsigned char buf[1 << 17], obuf[1 << 17];
     off_t off = 0;
@@ -530,19 +496,14 @@ int lc_hash_compare_fd(int fd, int other, unsigned char ret_sha[32], bool *ret_e
                 equal = false;
         }
         off += n;
-        if (ctx && EVP_DigestUpdate(ctx, buf, (size_t)n) != 1) {
-            r = -EIO;
+        if (ctx && (r = pv_sha256_update(ctx, buf, (size_t)n)) < 0)
             break;
-        }
         if (!ctx && !equal)
             break;
     }
-    if (r == 0 && ctx) {
-        unsigned int len = 0;
-        if (EVP_DigestFinal_ex(ctx, ret_sha, &len) != 1 || len != 32)
-            r = -EIO;
-    }
-    EVP_MD_CTX_free(ctx);
+    if (r == 0 && ctx)
+        r = pv_sha256_end(ctx, ret_sha);
+    pv_sha256_free(ctx);
     if (r == 0 && ret_equal)
         *ret_equal = equal;
     return r;

@@ -29,10 +29,9 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include <openssl/evp.h>
-
 #include "overlay/ov-internal.h"
 #include "util/cleanup.h"
+#include "util/sha256.h"
 #include "util/util.h"
 
 #define COPY_CHUNK (1 << 20)
@@ -109,14 +108,14 @@ static const char *type_name(mode_t m) {
 }
 
 /* Finish md (SHA-256) as 64 hex digits in out. */
-static int finish_digest(EVP_MD_CTX *md, char out[65]) {
-    unsigned char d[EVP_MAX_MD_SIZE];
-    unsigned dl = 0;
-    if (EVP_DigestFinal_ex(md, d, &dl) != 1 || dl != 32)
-        return -EIO;
-    for (unsigned i = 0; i < dl; i++)
+static int finish_digest(struct pv_sha256 *md, char out[65]) {
+    unsigned char d[32];
+    int r = pv_sha256_end(md, d);
+    if (r < 0)
+        return r;
+    for (unsigned i = 0; i < 32; i++)
         sprintf(out + 2 * i, "%02x", d[i]);
-    out[2 * dl] = '\0';
+    out[64] = '\0';
     return 0;
 }
 
@@ -130,7 +129,7 @@ static int reopen_fd(int opath_fd, int flags) {
 }
 
 /* Feed n zero bytes to md; *zbuf (size *zlen) is allocated on first use. */
-static int hash_zeros(EVP_MD_CTX *md, uint64_t n, unsigned char **zbuf, size_t *zlen) {
+static int hash_zeros(struct pv_sha256 *md, uint64_t n, unsigned char **zbuf, size_t *zlen) {
     if (!*zbuf) {
         *zlen = n > COPY_CHUNK ? COPY_CHUNK : (size_t)n;
         *zbuf = calloc(1, *zlen);
@@ -139,7 +138,7 @@ static int hash_zeros(EVP_MD_CTX *md, uint64_t n, unsigned char **zbuf, size_t *
     }
     while (n > 0) {
         size_t c = n > *zlen ? *zlen : (size_t)n;
-        if (EVP_DigestUpdate(md, *zbuf, c) != 1)
+        if (pv_sha256_update(md, *zbuf, c) < 0)
             return -EIO;
         n -= c;
     }
@@ -148,7 +147,7 @@ static int hash_zeros(EVP_MD_CTX *md, uint64_t n, unsigned char **zbuf, size_t *
 
 /* Copy [0,size) of in to out (out may be -1: hash only), keeping holes, and
  * feeding every byte (holes as zeros) to md (may be NULL). */
-static int copy_data(int in, int out, off_t size, EVP_MD_CTX *md) {
+static int copy_data(int in, int out, off_t size, struct pv_sha256 *md) {
     /* sized to the file: most copy-ups are small, and a 1 MiB buffer per
      * copy-up costs more than the copy (page faults, glibc's memset) */
     size_t bsz = size <= 0 ? 4096 : size < COPY_CHUNK ? (size_t)size : COPY_CHUNK;
@@ -199,7 +198,7 @@ static int copy_data(int in, int out, off_t size, EVP_MD_CTX *md) {
                 hole = off;
                 break;
             }
-            if (md && EVP_DigestUpdate(md, buf, (size_t)n) != 1)
+            if (md && pv_sha256_update(md, buf, (size_t)n) < 0)
                 return -EIO;
             for (ssize_t w = 0; out >= 0 && w < n;) {
                 ssize_t k = pwrite(out, buf + w, (size_t)(n - w), off + w);
@@ -297,14 +296,10 @@ static int journal_record(struct ov *ov, const char *relpath, const struct stat 
 /* Digest of the lower object lfd (O_PATH): content for regular files,
  * target for symlinks.  Returns 1 with out filled, 0 if no digest applies. */
 static int digest_lower(int lfd, const struct stat *lst, char out[static 65]) {
-    EVP_MD_CTX *md = EVP_MD_CTX_new();
-    if (!md)
-        return -ENOMEM;
-    int r = 0;
-    if (EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
-        r = -EIO;
-        goto out;
-    }
+    struct pv_sha256 *md = NULL;
+    int r = pv_sha256_begin(&md);
+    if (r < 0)
+        return r;
     if (S_ISREG(lst->st_mode)) {
         int fd = reopen_fd(lfd, O_RDONLY);
         if (fd < 0) {
@@ -320,8 +315,7 @@ static int digest_lower(int lfd, const struct stat *lst, char out[static 65]) {
             r = -errno;
             goto out;
         }
-        if (EVP_DigestUpdate(md, target, (size_t)n) != 1)
-            r = -EIO;
+        r = pv_sha256_update(md, target, (size_t)n);
     } else {
         goto out; /* r = 0: no digest */
     }
@@ -329,7 +323,7 @@ static int digest_lower(int lfd, const struct stat *lst, char out[static 65]) {
         goto out;
     r = 1;
 out:
-    EVP_MD_CTX_free(md);
+    pv_sha256_free(md);
     return r;
 }
 
@@ -373,18 +367,15 @@ int ov_copy_up_entry(struct ov *ov, int pfd, const char *relpath, const char *na
     char tmp[32];
     if ((r = ov_tmp_name(ov, tmp)) < 0)
         return r;
-    EVP_MD_CTX *md = NULL;
+    struct pv_sha256 *md = NULL;
     char sha[65];
     bool have_sha = false;
     bool created = false;
     _cleanup_close_ int tfd = -1;
 
     if (want_digest) {
-        md = EVP_MD_CTX_new();
-        if (!md || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
-            r = -ENOMEM;
+        if ((r = pv_sha256_begin(&md)) < 0)
             goto fail;
-        }
     }
     switch (lst.st_mode & S_IFMT) {
     case S_IFREG: {
@@ -419,10 +410,8 @@ int ov_copy_up_entry(struct ov *ov, int pfd, const char *relpath, const char *na
             goto fail;
         }
         target[n] = '\0';
-        if (md && EVP_DigestUpdate(md, target, (size_t)n) != 1) {
-            r = -EIO;
+        if (md && (r = pv_sha256_update(md, target, (size_t)n)) < 0)
             goto fail;
-        }
         if (symlinkat(target, ov->work_fd, tmp) < 0) {
             r = -errno;
             goto fail;
@@ -495,14 +484,14 @@ int ov_copy_up_entry(struct ov *ov, int pfd, const char *relpath, const char *na
         stage_origin_forget(ov->stage, tst.st_ino);
         goto fail;
     }
-    EVP_MD_CTX_free(md);
+    pv_sha256_free(md);
     ov_account_added(ov, &tst);
     atomic_fetch_add(&ov->copy_ups, 1);
     *ret_fd = TAKE_FD(tfd);
     return 0;
 
 fail:
-    EVP_MD_CTX_free(md);
+    pv_sha256_free(md);
     if (created)
         unlinkat(ov->work_fd, tmp, S_ISDIR(lst.st_mode) ? AT_REMOVEDIR : 0);
     return r;
