@@ -15,29 +15,41 @@ mkdir -p "$T/ws"
 export XDG_STATE_HOME="$T/state"
 cd "$T/ws"
 
-measure() { # LABEL CMD...
-    label=$1; shift
-    i=0
-    while [ $i -lt "$RUNS" ]; do
-        a=$(now_ms); "$@" >/dev/null 2>&1 || { echo "$label: command failed: $*" >&2; return 1; }; b=$(now_ms)
-        echo "$a $b" | awk '{print $2 - $1}'
-        i=$((i + 1))
-    done | summarize "$label"
-}
-
-echo "startup latency, $RUNS runs each ($(nproc) CPUs, kernel $(uname -r))"
-measure "native: true" true
+# The variants run round-robin (one run of each, RUNS times), so a slow
+# phase of a shared machine hits all of them alike.
+BWRAP="bwrap --unshare-all --die-with-parent --ro-bind /usr /usr --symlink usr/bin /bin --symlink usr/lib /lib
+ --symlink usr/lib64 /lib64 --ro-bind /etc /etc --proc /proc --dev /dev --tmpfs /tmp
+ --bind $T/ws $T/ws --chdir $T/ws true"
+set -- "native: true|true" \
+    "unshare -Urmpn --fork true|unshare -Urmpn --fork true" \
+    "pvisor run -- true (plain)|$PVISOR run -- true" \
+    "pvisor run --stage auto -- true|$PVISOR run --stage auto -- true" \
+    "pvisor run --safe -- true|$PVISOR run --safe -- true"
 if command -v bwrap >/dev/null; then
-    measure "bwrap --unshare-all (ro /usr, ws rw)" bwrap --unshare-all --die-with-parent --ro-bind /usr /usr \
-        --symlink usr/bin /bin --symlink usr/lib /lib --symlink usr/lib64 /lib64 --ro-bind /etc /etc \
-        --proc /proc --dev /dev --tmpfs /tmp --bind "$T/ws" "$T/ws" --chdir "$T/ws" true
+    set -- "$1" "bwrap --unshare-all (ro /usr, ws rw)|$(echo $BWRAP)" "$2" "$3" "$4" "$5"
 else
     echo "bwrap: not installed (apt-get install bubblewrap)"
 fi
-measure "unshare -Urmpn --fork true" unshare -Urmpn --fork true
-measure "pvisor run -- true (plain)" "$PVISOR" run -- true
-measure "pvisor run --stage auto -- true" "$PVISOR" run --stage auto -- true
-measure "pvisor run --safe -- true" "$PVISOR" run --safe -- true
+echo "startup latency, $RUNS runs each, round-robin ($(nproc) CPUs, kernel $(uname -r))"
+i=0
+while [ $i -lt "$RUNS" ]; do
+    k=0
+    for v in "$@"; do
+        cmd=${v#*|}
+        a=$(now_ms)
+        # shellcheck disable=SC2086
+        $cmd >/dev/null 2>&1 || { echo "command failed: $cmd" >&2; exit 1; }
+        b=$(now_ms)
+        echo "$a $b" | awk '{print $2 - $1}' >> "$T/v$k"
+        k=$((k + 1))
+    done
+    i=$((i + 1))
+done
+k=0
+for v in "$@"; do
+    summarize "${v%%|*}" < "$T/v$k"
+    k=$((k + 1))
+done
 
 if [ -x /usr/bin/time ]; then
     rss=$(/usr/bin/time -f %M "$PVISOR" run --safe -- true 2>&1 >/dev/null | tail -n1)
