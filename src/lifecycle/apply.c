@@ -162,26 +162,8 @@ static void put_name(FILE *f, const char *key, const char *v) {
  * loses the rename leaves the complete temp file, which the next apply
  * finds (remove_lost_intents). */
 static int intent_publish(int stage_dir_fd, const char *txt, size_t len, bool sync_dir) {
-    char tmp[64];
-    uint32_t rnd;
-    if (getrandom(&rnd, sizeof rnd, 0) != sizeof rnd)
-        return -EIO;
-    snprintf(tmp, sizeof tmp, "%s%08x.tmp", INTENT_TMP_PREFIX, (unsigned)rnd);
-    _cleanup_close_ int fd = openat(stage_dir_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0)
-        return -errno;
-    int r = write_all(fd, txt, len);
-    if (r == 0 && fsync(fd) < 0)
-        r = -errno;
-    if (r == 0 && renameat(stage_dir_fd, tmp, stage_dir_fd, LC_APPLY_INTENT) < 0)
-        r = -errno;
-    if (r < 0) {
-        unlinkat(stage_dir_fd, tmp, 0);
-        return r;
-    }
-    if (sync_dir && fsync(stage_dir_fd) < 0)
-        return -errno;
-    return 0;
+    /* its temp file is INTENT_TMP_PREFIX "XXXXXXXX.tmp" */
+    return write_file_atomic_sync(stage_dir_fd, LC_APPLY_INTENT, txt, len, 0600, sync_dir);
 }
 
 /* The intent document (docs/lifecycle.md), written directly: one entry

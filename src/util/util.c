@@ -171,6 +171,10 @@ int parse_size(const char *s, uint64_t min, uint64_t max, uint64_t *ret_value) {
 }
 
 int write_file_atomic(int dirfd, const char *name, const void *data, size_t len, mode_t mode) {
+    return write_file_atomic_sync(dirfd, name, data, len, mode, true);
+}
+
+int write_file_atomic_sync(int dirfd, const char *name, const void *data, size_t len, mode_t mode, bool sync_dir) {
     char tmp[NAME_MAX + 1];
     uint32_t rnd;
     if (getrandom(&rnd, sizeof rnd, 0) != sizeof rnd)
@@ -190,7 +194,7 @@ int write_file_atomic(int dirfd, const char *name, const void *data, size_t len,
         unlinkat(dirfd, tmp, 0);
         return r;
     }
-    if (fsync(dirfd) < 0 && errno != EINVAL && errno != EBADF)
+    if (sync_dir && fsync(dirfd) < 0 && errno != EINVAL && errno != EBADF)
         return -errno;
     return 0;
 }
