@@ -212,7 +212,23 @@ static int prepare_home_view(struct run_context *ctx, const char *home, struct s
     if (fd < 0)
         return -errno;
     sb->home_fd = fd;
-    return classify_credentials(fd, sb); /* the view itself is made by sandbox_start_home */
+    int r = classify_credentials(fd, sb); /* the view itself is made by sandbox_start_home */
+    if (r < 0)
+        return r;
+    /* pvisor's own state under HOME elsewhere than .local/state/pvisor
+     * (XDG_STATE_HOME): other runs' stages and Bundles, and this run's own
+     * HOME view, whose mount point the view would otherwise contain. */
+    _cleanup_free_ char *sd = NULL;
+    _cleanup_free_ char *real = state_dir(&sd) == 0 ? realpath(sd, NULL) : NULL;
+    if (real && path_within(real, home) && strcmp(real, home) != 0 &&
+        !plan_is_credential_path(real + strlen(home) + 1)) {
+        if (sb->n_home_mask >= ARRAY_SIZE(sb->home_mask))
+            return -E2BIG;
+        if (!(sb->home_state_mask = strdup(real + strlen(home) + 1)))
+            return -ENOMEM;
+        sb->home_mask[sb->n_home_mask++] = sb->home_state_mask;
+    }
+    return 0;
 }
 
 int sandbox_start_home(struct sandbox *sb) {
@@ -273,7 +289,8 @@ static void release_home_view(struct sandbox *sb) {
     free(sb->home_view);
     free(sb->home_stage_path);
     free(sb->home_path);
-    sb->home_view = sb->home_stage_path = sb->home_path = NULL;
+    free(sb->home_state_mask);
+    sb->home_view = sb->home_stage_path = sb->home_path = sb->home_state_mask = NULL;
 }
 
 int sandbox_prepare(struct run_context *ctx, const struct agent_hooks *hooks, struct sandbox *ret_sb,

@@ -37,13 +37,14 @@ struct sandbox {
     struct overlay *home_ov;
     char *home_view; /* its mount point (run_dir/home-view) */
     char *home_stage_path;
-    char *home_path; /* HOME, resolved */
+    char *home_path;       /* HOME, resolved */
+    char *home_state_mask; /* pvisor's state dir relative to HOME, when it is there but not at the usual place */
     /* Credential locations (relative to HOME) the view's server masks, and
      * those below a symlinked parent that the launcher covers with mounts
      * instead. */
-    const char *home_mask[64];
+    const char *home_mask[96];
     size_t n_home_mask;
-    const char *home_hide[64];
+    const char *home_hide[96];
     size_t n_home_hide;
     pthread_t home_thread; /* tearing the view down at the end of the run */
     bool home_thread_started;

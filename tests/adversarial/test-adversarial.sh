@@ -313,6 +313,15 @@ out=$(HOME="$H2" "$PVISOR" run --safe --stage "$T/lnk" --workspace "$W" -- sh -c
     cat ~/.config/tool/cfg; cat ~/.config/gh/hosts.yml ~/dotfiles/config/gh/hosts.yml 2>/dev/null; echo end' 2>&1)
 eq "$(echo $out)" "ok end" "HOME view: a credential below a symlinked parent is covered at both names"
 
+# pvisor's own state kept under HOME elsewhere than ~/.local/state
+# (XDG_STATE_HOME): other runs' Bundles and stages, and this run's own
+# HOME view, are not part of the view.
+out=$(XDG_STATE_HOME="$HOMEDIR/xstate" "$PVISOR" run --workspace "$W" -- sh -c "ls '$HOMEDIR/xstate/pvisor/runs' | wc -l" 2>&1)
+check "control: runs under a HOME-relative XDG_STATE_HOME are listable" test "$out" -ge 1
+out=$(XDG_STATE_HOME="$HOMEDIR/xstate" "$PVISOR" run --safe --stage "$T/xst" --workspace "$W" -- sh -c '
+    ls ~/xstate/pvisor 2>/dev/null | wc -l; ls -A ~/xstate | wc -l' 2>&1)
+eq "$(echo $out)" "0 0" "HOME view: pvisor's state under HOME (XDG_STATE_HOME) is absent"
+
 # Coding agents' own tokens next to their settings: the token is absent,
 # the settings stay readable.
 mkdir -p "$HOMEDIR/.claude"; echo AGENTTOKEN > "$HOMEDIR/.claude/.credentials.json"; echo '{}' > "$HOMEDIR/.claude/settings.json"
