@@ -170,12 +170,71 @@ static void gather_runtime(const struct run_context *ctx, const char *home, stru
             add_runtime_dir(l, home, d);
 }
 
+/* Where the host's path HOME/rel leads now, the last component followed
+ * too when it is a symlink (dangling or not), or NULL when a parent is
+ * missing or the links loop.  Owned by the caller. */
+static char *resolve_loose(const char *home, const char *rel) {
+    _cleanup_free_ char *path = path_join(home, rel);
+    for (int hops = 0; path && hops < 40; hops++) {
+        char *slash = strrchr(path, '/');
+        if (!slash || slash == path)
+            return NULL;
+        *slash = '\0';
+        _cleanup_free_ char *dir = realpath(path, NULL);
+        *slash = '/';
+        if (!dir)
+            return NULL;
+        char *p = path_join(dir, slash + 1);
+        if (!p)
+            return NULL;
+        free(path);
+        path = p;
+        char target[PATH_MAX];
+        ssize_t n = readlink(path, target, sizeof target - 1);
+        if (n < 0)
+            return errno == EINVAL || errno == ENOENT ? TAKE_PTR(path) : NULL;
+        target[n] = '\0';
+        *strrchr(path, '/') = '\0';
+        p = target[0] == '/' ? strdup(target) : path_join(path, target);
+        free(path);
+        path = p;
+    }
+    return NULL;
+}
+
+/* A credential location reached through a symlink (its own, or a
+ * parent's): what the link leads to now, when that is inside HOME, is
+ * masked by the view's server as well.  The launcher's mount (for a
+ * symlinked parent) resolves an absolute link outside the view, and a
+ * mask names paths as the view does. */
+static int mask_link_target(const char *home, const char *cred, struct sandbox *sb) {
+    _cleanup_free_ char *real = resolve_loose(home, cred);
+    _cleanup_free_ char *full = path_join(home, cred);
+    if (!full)
+        return -ENOMEM;
+    if (!real || strcmp(real, full) == 0 || !path_within(real, home) || strcmp(real, home) == 0)
+        return 0;
+    const char *rel = real + strlen(home) + 1;
+    for (size_t i = 0; i < sb->n_home_mask; i++)
+        if (strcmp(sb->home_mask[i], rel) == 0)
+            return 0;
+    if (sb->n_home_link_mask >= ARRAY_SIZE(sb->home_link_mask) || sb->n_home_mask >= ARRAY_SIZE(sb->home_mask))
+        return -E2BIG; /* never drop one silently */
+    char *m = strdup(rel);
+    if (!m)
+        return -ENOMEM;
+    sb->home_link_mask[sb->n_home_link_mask++] = m;
+    sb->home_mask[sb->n_home_mask++] = m;
+    return 0;
+}
+
 /* Which credential locations the HOME view's server masks itself (absent
  * also when the host creates them during the run), and which sit below a
  * parent that is not a real directory (a symlink, say): the mask names
  * paths as the view does, so what that symlink leads to is covered by a
- * mount instead. */
-static int classify_credentials(int home_fd, struct sandbox *sb) {
+ * mount instead
+ * (and masked where it leads, mask_link_target). */
+static int classify_credentials(const char *home, int home_fd, struct sandbox *sb) {
     for (const char *const *c = plan_credential_paths; *c; c++) {
         bool linked = false;
         char parent[PATH_MAX];
@@ -192,6 +251,9 @@ static int classify_credentials(int home_fd, struct sandbox *sb) {
             sb->home_hide[sb->n_home_hide++] = *c;
         else
             sb->home_mask[sb->n_home_mask++] = *c;
+        int r = mask_link_target(home, *c, sb);
+        if (r < 0)
+            return r;
     }
     return 0;
 }
@@ -212,7 +274,7 @@ static int prepare_home_view(struct run_context *ctx, const char *home, struct s
     if (fd < 0)
         return -errno;
     sb->home_fd = fd;
-    int r = classify_credentials(fd, sb); /* the view itself is made by sandbox_start_home */
+    int r = classify_credentials(home, fd, sb); /* the view itself is made by sandbox_start_home */
     if (r < 0)
         return r;
     /* pvisor's own state under HOME elsewhere than .local/state/pvisor
@@ -290,6 +352,9 @@ static void release_home_view(struct sandbox *sb) {
     free(sb->home_stage_path);
     free(sb->home_path);
     free(sb->home_state_mask);
+    for (size_t i = 0; i < sb->n_home_link_mask; i++)
+        free(sb->home_link_mask[i]);
+    sb->n_home_link_mask = 0;
     sb->home_view = sb->home_stage_path = sb->home_path = sb->home_state_mask = NULL;
 }
 

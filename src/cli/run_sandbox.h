@@ -42,10 +42,14 @@ struct sandbox {
     /* Credential locations (relative to HOME) the view's server masks, and
      * those below a symlinked parent that the launcher covers with mounts
      * instead. */
-    const char *home_mask[96];
+    const char *home_mask[128];
     size_t n_home_mask;
     const char *home_hide[96];
     size_t n_home_hide;
+    /* Where a credential location reached through a symlink leads inside
+     * HOME, masked by the view's server too (owned; also in home_mask). */
+    char *home_link_mask[64];
+    size_t n_home_link_mask;
     pthread_t home_thread; /* tearing the view down at the end of the run */
     bool home_thread_started;
     bool home_rm_failed;

@@ -313,6 +313,19 @@ out=$(HOME="$H2" "$PVISOR" run --safe --stage "$T/lnk" --workspace "$W" -- sh -c
     cat ~/.config/tool/cfg; cat ~/.config/gh/hosts.yml ~/dotfiles/config/gh/hosts.yml 2>/dev/null; echo end' 2>&1)
 eq "$(echo $out)" "ok end" "HOME view: a credential below a symlinked parent is covered at both names"
 
+# The same with an absolute link (ln -s ~/dotfiles/config ~/.config): the
+# launcher's mount resolved it outside the view; and a credential location
+# that is itself a link into HOME (~/.ssh -> dotfiles/ssh, ~/.netrc ->
+# /abs/dotfiles/netrc), whose target the mask of the name alone left readable.
+H3="$T/home3"; mkdir -p "$H3/dotfiles/config/gh" "$H3/dotfiles/ssh"
+echo ABSLINKTOKEN > "$H3/dotfiles/config/gh/hosts.yml"; echo LINKEDKEY > "$H3/dotfiles/ssh/id_rsa"; echo LINKEDNETRC > "$H3/dotfiles/netrc"
+ln -s "$H3/dotfiles/config" "$H3/.config"; ln -s dotfiles/ssh "$H3/.ssh"; ln -s "$H3/dotfiles/netrc" "$H3/.netrc"
+lnk3='cat ~/.config/gh/hosts.yml ~/dotfiles/config/gh/hosts.yml ~/.ssh/id_rsa ~/dotfiles/ssh/id_rsa ~/.netrc ~/dotfiles/netrc 2>/dev/null; echo end'
+out=$(HOME="$H3" "$PVISOR" run --stage "$T/lnk3-ctl" --workspace "$W" -- sh -c "$lnk3" 2>&1)
+eq "$(echo $out)" "ABSLINKTOKEN ABSLINKTOKEN LINKEDKEY LINKEDKEY LINKEDNETRC LINKEDNETRC end" "control: credentials through absolute and own symlinks are readable"
+out=$(HOME="$H3" "$PVISOR" run --safe --stage "$T/lnk3" --workspace "$W" -- sh -c "$lnk3; mkdir -p ~/dotfiles/ssh/x && echo own > ~/dotfiles/ssh/k && cat ~/dotfiles/ssh/k" 2>&1)
+eq "$(echo $out)" "end own" "HOME view: credentials through an absolute symlinked parent or a symlinked location are absent at every name"
+
 # pvisor's own state kept under HOME elsewhere than ~/.local/state
 # (XDG_STATE_HOME): other runs' Bundles and stages, and this run's own
 # HOME view, are not part of the view.
