@@ -238,7 +238,11 @@ static void probe_after_exec(pid_t child, void *userdata) {
 
 int run_execute(struct run_context *ctx) {
     record_plain_dimensions(ctx->bundle);
-    run_probe_start(ctx);
+    /* With --limit the supervisor may move itself into a cgroup leaf and
+     * enable controllers in the cgroup it leaves, which cgroup v2 refuses
+     * while another process (the probe child) is still in it: probe first. */
+    if (!policy_has_limits(&ctx->opts->limits))
+        run_probe_start(ctx);
     if (ctx->probe_fd < 0)
         run_probe_into_bundle(ctx->bundle);
 
