@@ -49,6 +49,7 @@ static void print_features(const struct host_probe *p) {
     status_row("landlock", &p->landlock.usable);
     status_row("seccomp filters", &p->seccomp.filter);
     status_row("openat2", &p->openat2);
+    status_row("SHA-256 (libcrypto)", &p->sha256);
     status_row("cgroup v2", &p->cgroup.v2);
     status_row("  delegation", &p->cgroup.delegated);
     binary_row("crun", &p->crun);

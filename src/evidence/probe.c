@@ -10,6 +10,7 @@
 #include "config.h"
 #include "resources/cgroup.h"
 #include "util/cleanup.h"
+#include "util/sha256.h"
 #include "util/util.h"
 
 #include <ctype.h>
@@ -476,6 +477,22 @@ static void probe_seccomp(struct probe_seccomp *s) {
               s->current_mode);
 }
 
+/* ---- SHA-256 (libcrypto, loaded on first use) ---------------------------- */
+
+static void probe_sha256(struct probe_status *s) {
+    unsigned char d[32];
+    int r = pv_sha256_buf("abc", 3, d);
+    if (r < 0) {
+        status_fail(s, r, "%s", r == -ENOSYS ? pv_sha256_error() : strerror(-r));
+        return;
+    }
+    if (d[0] != 0xba || d[1] != 0x78 || d[31] != 0xad) {
+        status_fail(s, 0, "libcrypto's SHA-256 of \"abc\" is wrong");
+        return;
+    }
+    status_ok(s, NULL);
+}
+
 /* ---- openat2 ------------------------------------------------------------ */
 
 static void probe_openat2(struct probe_status *s) {
@@ -717,6 +734,7 @@ int host_probe_run(struct host_probe *ret_probe) {
     probe_landlock(&p->landlock);
     probe_seccomp(&p->seccomp);
     probe_openat2(&p->openat2);
+    probe_sha256(&p->sha256);
     probe_cgroup(&p->cgroup);
     find_binary("crun", &p->crun);
     find_binary("runc", &p->runc);
@@ -821,6 +839,7 @@ json_t *probe_to_json(const struct host_probe *p) {
                                  p->seccomp.action_kill_process, "user_notif", p->seccomp.action_user_notif));
 
     ok = ok && set_new(o, "openat2", status_json(&p->openat2));
+    ok = ok && set_new(o, "sha256", status_json(&p->sha256));
 
     x = ok ? status_json(&p->cgroup.v2) : NULL;
     ok = ok && set_new(o, "cgroup_v2", x); /* o owns x; x stays borrowed */
@@ -1094,6 +1113,11 @@ void executor_readiness_compute(const struct host_probe *p, enum probe_executor 
         if (!p->openat2.ok) {
             missing_add(&c, "openat2", false);
             remedy_openat2(&c.rm, p);
+        }
+        if (!p->sha256.ok) {
+            missing_add(&c, "sha256", false);
+            remedy_add(&c.rm, "install OpenSSL's libcrypto (Debian: apt-get install libssl3): staging records "
+                              "and checks content by SHA-256");
         }
         if (!p->cgroup.delegated.ok)
             note_add(r, "no delegated cgroup v2 with memory and pids: --limit mem/pids fall back to rlimits here");

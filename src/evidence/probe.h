@@ -127,6 +127,7 @@ struct host_probe {
     struct probe_landlock landlock;
     struct probe_seccomp seccomp;
     struct probe_status openat2; /* openat2() with RESOLVE_BENEATH|NO_SYMLINKS|NO_MAGICLINKS */
+    struct probe_status sha256;  /* SHA-256 from libcrypto.so.3 (loaded on first use) */
     struct probe_cgroup cgroup;
     struct probe_binary crun;
     struct probe_binary runc;

@@ -153,6 +153,7 @@ check "doctor exits 0 and names every executor" sh -c "[ $rc -eq 0 ] && grep -q 
 eq "$rc:$(jq -r '[.features.fuse.ok, .features.user_namespaces.ok, (.features.landlock.abi > 0)] | map(type) | join(",")' doc.json)" \
    "0:boolean,boolean,boolean" "doctor --json has typed feature probes"
 eq "$(jq -r '.executors.host.ready_plain' doc.json)" true "doctor: plain host runs are ready"
+eq "$(jq -r '.features.sha256.ok' doc.json)" true "doctor: SHA-256 from libcrypto (loaded on first use) works"
 mkdir -p "$T/safews"
 if "$PVISOR" run --safe --workspace "$T/safews" -- true >/dev/null 2>&1; then safe_works=true; else safe_works=false; fi
 eq "$(jq -r '.executors.host.ready_safe' doc.json)" "$safe_works" "doctor's host --safe readiness matches whether --safe actually runs here"
