@@ -47,6 +47,7 @@ static void perfect_host(struct host_probe *p) {
     good(&p->seccomp.filter);
     p->seccomp.action_errno = p->seccomp.action_kill_process = p->seccomp.action_user_notif = true;
     good(&p->openat2);
+    good(&p->sha256);
     good(&p->cgroup.v2);
     good(&p->cgroup.delegated);
     strcpy(p->cgroup.path, "/user.slice/user-1000.slice");
@@ -114,6 +115,12 @@ static void test_readiness(void) {
        "host --safe is never claimed while unimplemented, with a reason");
 #endif
     ok(r.n_notes == 0, "no notes on a perfect host");
+    perfect_host(&p);
+    p.sha256.ok = false;
+    p.sha256.error = -ENOSYS;
+    executor_readiness_compute(&p, PROBE_EXECUTOR_HOST, &r);
+    ok(!r.host_features_ready && has_missing(&r, "sha256") && strstr(r.remediation, "libssl3") != NULL,
+       "no SHA-256 (libcrypto) => --safe not ready, sha256 missing, remediation names libssl3");
 
     /* No userns: unprivileged clone disabled. */
     perfect_host(&p);
@@ -286,6 +293,7 @@ static void test_real_probe(void) {
         "landlock",
         "seccomp",
         "openat2",
+        "sha256",
         "cgroup_v2",
         "crun",
         "runc",
