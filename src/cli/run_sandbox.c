@@ -202,6 +202,22 @@ static char *resolve_loose(const char *home, const char *rel) {
     return NULL;
 }
 
+/* Mask rel (relative to HOME) too, unless it is already: a copy the
+ * sandbox owns (freed with the view). */
+static int add_owned_mask(struct sandbox *sb, const char *rel) {
+    for (size_t i = 0; i < sb->n_home_mask; i++)
+        if (strcmp(sb->home_mask[i], rel) == 0)
+            return 0;
+    if (sb->n_home_owned_mask >= ARRAY_SIZE(sb->home_owned_mask) || sb->n_home_mask >= ARRAY_SIZE(sb->home_mask))
+        return -E2BIG; /* never drop one silently */
+    char *m = strdup(rel);
+    if (!m)
+        return -ENOMEM;
+    sb->home_owned_mask[sb->n_home_owned_mask++] = m;
+    sb->home_mask[sb->n_home_mask++] = m;
+    return 0;
+}
+
 /* A credential location reached through a symlink (its own, or a
  * parent's): what the link leads to now, when that is inside HOME, is
  * masked by the view's server as well.  The launcher's mount (for a
@@ -214,18 +230,7 @@ static int mask_link_target(const char *home, const char *cred, struct sandbox *
         return -ENOMEM;
     if (!real || strcmp(real, full) == 0 || !path_within(real, home) || strcmp(real, home) == 0)
         return 0;
-    const char *rel = real + strlen(home) + 1;
-    for (size_t i = 0; i < sb->n_home_mask; i++)
-        if (strcmp(sb->home_mask[i], rel) == 0)
-            return 0;
-    if (sb->n_home_link_mask >= ARRAY_SIZE(sb->home_link_mask) || sb->n_home_mask >= ARRAY_SIZE(sb->home_mask))
-        return -E2BIG; /* never drop one silently */
-    char *m = strdup(rel);
-    if (!m)
-        return -ENOMEM;
-    sb->home_link_mask[sb->n_home_link_mask++] = m;
-    sb->home_mask[sb->n_home_mask++] = m;
-    return 0;
+    return add_owned_mask(sb, real + strlen(home) + 1);
 }
 
 /* Which credential locations the HOME view's server masks itself (absent
@@ -282,14 +287,8 @@ static int prepare_home_view(struct run_context *ctx, const char *home, struct s
      * HOME view, whose mount point the view would otherwise contain. */
     _cleanup_free_ char *sd = NULL;
     _cleanup_free_ char *real = state_dir(&sd) == 0 ? realpath(sd, NULL) : NULL;
-    if (real && path_within(real, home) && strcmp(real, home) != 0 &&
-        !plan_is_credential_path(real + strlen(home) + 1)) {
-        if (sb->n_home_mask >= ARRAY_SIZE(sb->home_mask))
-            return -E2BIG;
-        if (!(sb->home_state_mask = strdup(real + strlen(home) + 1)))
-            return -ENOMEM;
-        sb->home_mask[sb->n_home_mask++] = sb->home_state_mask;
-    }
+    if (real && path_within(real, home) && strcmp(real, home) != 0 && !plan_is_credential_path(real + strlen(home) + 1))
+        return add_owned_mask(sb, real + strlen(home) + 1);
     return 0;
 }
 
@@ -351,11 +350,10 @@ static void release_home_view(struct sandbox *sb) {
     free(sb->home_view);
     free(sb->home_stage_path);
     free(sb->home_path);
-    free(sb->home_state_mask);
-    for (size_t i = 0; i < sb->n_home_link_mask; i++)
-        free(sb->home_link_mask[i]);
-    sb->n_home_link_mask = 0;
-    sb->home_view = sb->home_stage_path = sb->home_path = sb->home_state_mask = NULL;
+    for (size_t i = 0; i < sb->n_home_owned_mask; i++)
+        free(sb->home_owned_mask[i]);
+    sb->n_home_owned_mask = 0;
+    sb->home_view = sb->home_stage_path = sb->home_path = NULL;
 }
 
 int sandbox_prepare(struct run_context *ctx, const struct agent_hooks *hooks, struct sandbox *ret_sb,

@@ -37,8 +37,7 @@ struct sandbox {
     struct overlay *home_ov;
     char *home_view; /* its mount point (run_dir/home-view) */
     char *home_stage_path;
-    char *home_path;       /* HOME, resolved */
-    char *home_state_mask; /* pvisor's state dir relative to HOME, when it is there but not at the usual place */
+    char *home_path; /* HOME, resolved */
     /* Credential locations (relative to HOME) the view's server masks, and
      * those below a symlinked parent that the launcher covers with mounts
      * instead. */
@@ -46,10 +45,11 @@ struct sandbox {
     size_t n_home_mask;
     const char *home_hide[96];
     size_t n_home_hide;
-    /* Where a credential location reached through a symlink leads inside
-     * HOME, masked by the view's server too (owned; also in home_mask). */
-    char *home_link_mask[64];
-    size_t n_home_link_mask;
+    /* Masks not from the fixed list, owned (also in home_mask): where a
+     * credential location reached through a symlink leads inside HOME, and
+     * pvisor's own state when XDG_STATE_HOME puts it under HOME. */
+    char *home_owned_mask[64];
+    size_t n_home_owned_mask;
     pthread_t home_thread; /* tearing the view down at the end of the run */
     bool home_thread_started;
     bool home_rm_failed;
