@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/mount.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,9 @@
 #endif
 #ifndef MOVE_MOUNT_F_EMPTY_PATH
 #define MOVE_MOUNT_F_EMPTY_PATH 0x00000004
+#endif
+#ifndef MOVE_MOUNT_T_EMPTY_PATH
+#define MOVE_MOUNT_T_EMPTY_PATH 0x00000040
 #endif
 
 /* Where the new root is assembled (inside our private mount namespace). */
@@ -159,10 +163,22 @@ static int attach(const char *root, const struct plan_mount *m, struct source *s
     case PLAN_HIDE: {
         /* Cover what the sandbox would show at this path: a directory with
          * an empty read-only tmpfs, a file with an empty read-only file.
-         * Nothing there: nothing to hide. */
+         * Nothing there: nothing to hide.  The path is resolved inside the
+         * new root (RESOLVE_IN_ROOT: an absolute symlink on the way leads
+         * where it will lead for the command, not into the host's tree),
+         * following a final symlink to what it names, and the cover is
+         * attached to that exact object (move_mount onto the fd). */
+        _cleanup_close_ int rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (rootfd < 0)
+            return *ret_step = "opening the new root", -errno;
+        struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
+        _cleanup_close_ int tfd = (int)syscall(SYS_openat2, rootfd, m->path[1] ? m->path + 1 : ".", &how, sizeof how);
+        if (tfd < 0)
+            return errno == ENOENT || errno == ENOTDIR ? 0 : (*ret_step = "resolving a path to hide", -errno);
         struct stat st;
-        if (lstat(target, &st) < 0)
-            return errno == ENOENT || errno == ENOTDIR ? 0 : (*ret_step = "stat of a path to hide", -errno);
+        if (fstat(tfd, &st) < 0)
+            return *ret_step = "stat of a path to hide", -errno;
+        _cleanup_close_ int cover = -1;
         if (!S_ISDIR(st.st_mode)) {
             _cleanup_free_ char *empty = path_join(root, "/.pvisor-empty");
             if (!empty)
@@ -171,14 +187,23 @@ static int attach(const char *root, const struct plan_mount *m, struct source *s
             if (fd < 0)
                 return *ret_step = "creating the empty file that hides files", -errno;
             close(fd);
-            if (mount(empty, target, NULL, MS_BIND, NULL) < 0 ||
-                mount("none", target, "none", MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
-                      NULL) < 0)
-                return *ret_step = "covering a hidden file", -errno;
-            return 0;
+            cover = sys_open_tree(AT_FDCWD, empty, OPEN_TREE_CLONE | AT_SYMLINK_NOFOLLOW | O_CLOEXEC);
+        } else {
+            int fs = (int)syscall(SYS_fsopen, "tmpfs", FSOPEN_CLOEXEC);
+            if (fs >= 0 && syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "mode", "0555", 0) == 0 &&
+                syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "size", "4096", 0) == 0 &&
+                syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) == 0)
+                cover = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC, 0);
+            if (fs >= 0)
+                close(fs);
         }
-        if (mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, "mode=0555,size=4096") < 0)
-            return *ret_step = "covering a hidden directory", -errno;
+        if (cover < 0)
+            return *ret_step = "making the cover of a hidden path", -errno;
+        struct mount_attr ro = {.attr_set =
+                                    MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC};
+        if (sys_mount_setattr(cover, "", AT_EMPTY_PATH, &ro) < 0 ||
+            sys_move_mount(cover, "", tfd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+            return *ret_step = "covering a hidden path", -errno;
         return 0;
     }
     case PLAN_TMPFS: {

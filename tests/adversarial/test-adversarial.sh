@@ -335,6 +335,19 @@ out=$(XDG_STATE_HOME="$HOMEDIR/xstate" "$PVISOR" run --safe --stage "$T/xst" --w
     ls ~/xstate/pvisor 2>/dev/null | wc -l; ls -A ~/xstate | wc -l' 2>&1)
 eq "$(echo $out)" "0 0" "HOME view: pvisor's state under HOME (XDG_STATE_HOME) is absent"
 
+# Workspace == HOME: the workspace view serves HOME and the launcher covers
+# the credential locations with mounts.  A location that is an absolute
+# symlink is covered where it leads for the command (resolved inside the
+# new root), file or directory.
+H6="$T/home6"; mkdir -p "$H6/dotfiles/ssh" "$H6/.gnupg"
+echo WSKEY > "$H6/dotfiles/ssh/id"; echo WSNETRC > "$H6/dotfiles/netrc"; echo WSGPG > "$H6/.gnupg/k"
+ln -s "$H6/dotfiles/ssh" "$H6/.ssh"; ln -s "$H6/dotfiles/netrc" "$H6/.netrc"
+out=$(cd "$H6" && HOME="$H6" "$PVISOR" run --workspace "$H6" -- sh -c 'cat ~/.ssh/id ~/.netrc ~/.gnupg/k' 2>&1)
+eq "$(echo $out)" "WSKEY WSNETRC WSGPG" "control: credentials in a HOME that is the workspace are readable"
+out=$(cd "$H6" && HOME="$H6" "$PVISOR" run --safe --stage "$T/h6st" --workspace "$H6" -- sh -c '
+    cat ~/.ssh/id ~/dotfiles/ssh/id ~/.netrc ~/dotfiles/netrc ~/.gnupg/k 2>/dev/null; echo ran' 2>&1); rc=$?
+eq "$rc:$(echo $out)" "0:ran" "workspace == HOME: credentials behind absolute symlinks are covered where they lead"
+
 # Coding agents' own tokens next to their settings: the token is absent,
 # the settings stay readable.
 mkdir -p "$HOMEDIR/.claude"; echo AGENTTOKEN > "$HOMEDIR/.claude/.credentials.json"; echo '{}' > "$HOMEDIR/.claude/settings.json"
