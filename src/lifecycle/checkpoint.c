@@ -556,10 +556,9 @@ int lc_checkpoint_commit(struct lc_checkpoint_tx *tx, const char *run_id, uint64
 void lc_checkpoint_default_name(char buf[static 64]) {
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
-    struct tm tm;
-    gmtime_r(&now.tv_sec, &tm);
-    size_t n = strftime(buf, 64, "cp-%Y%m%dT%H%M%S", &tm);
-    snprintf(buf + n, 64 - n, ".%03ldZ", now.tv_nsec / 1000000);
+    char t[24];
+    format_stamp_utc(&now, t);
+    snprintf(buf, 64, "cp-%s", t);
 }
 
 int lc_checkpoint(const char *stage_path, const char *name, char **ret_name) {

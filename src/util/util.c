@@ -100,17 +100,23 @@ int runs_dir(bool create, char **ret_path) {
     return 0;
 }
 
+void format_stamp_utc(const struct timespec *ts, char ret_buf[static 24]) {
+    struct tm tm;
+    gmtime_r(&ts->tv_sec, &tm);
+    char t[20];
+    strftime(t, sizeof t, "%Y%m%dT%H%M%S", &tm);
+    snprintf(ret_buf, 24, "%.15s.%03dZ", t, (int)((ts->tv_nsec / 1000000) % 1000));
+}
+
 int make_run_id(char ret_id[static 32]) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    struct tm tm;
-    gmtime_r(&ts.tv_sec, &tm);
     uint32_t rnd;
     if (getrandom(&rnd, sizeof rnd, 0) != sizeof rnd)
         return -EIO;
-    char t[20];
-    strftime(t, sizeof t, "%Y%m%dT%H%M%S", &tm);
-    int n = snprintf(ret_id, 32, "%.15s.%03dZ-%08" PRIx32, t, (int)((ts.tv_nsec / 1000000) % 1000), rnd);
+    char t[24];
+    format_stamp_utc(&ts, t);
+    int n = snprintf(ret_id, 32, "%s-%08" PRIx32, t, rnd);
     return (n > 0 && n < 32) ? 0 : -EOVERFLOW;
 }
 

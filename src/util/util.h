@@ -30,6 +30,8 @@ int runs_dir(bool create, char **ret_path);
 
 /* New run id, sortable by start time: 20261129T093000.123Z-1a2b3c4d. */
 int make_run_id(char ret_id[static 32]);
+/* ts as a compact UTC stamp, "YYYYMMDDTHHMMSS.mmmZ" (run ids, checkpoint names). */
+void format_stamp_utc(const struct timespec *ts, char ret_buf[static 24]);
 
 /* RFC 3339 UTC time with milliseconds ("2026-11-29T09:30:00.123Z"). */
 void format_time_utc(const struct timespec *ts, char ret_buf[static 32]);
