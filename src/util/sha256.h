@@ -3,10 +3,8 @@
  * Most pvisor processes never hash (the launcher, `run` without writes,
  * `status`, `list`...), and linking libcrypto costs every one of them its
  * relocation at start (about 0.6 ms here).  So the library is opened with
- * dlopen() on the first use, once per process (thread-safe), initialized
- * without the system's openssl.cnf and without registering every legacy
- * cipher and digest by name (the hashes are content comparisons, which no
- * configured provider changes), and SHA-256 is fetched once.
+ * dlopen() on the first use, once per process (thread-safe), and only its
+ * SHA-256 functions are used (see sha256.c for why not EVP).
  *
  * Errors are negative errno: -ENOSYS when libcrypto cannot be loaded
  * (pv_sha256_error() says why), -EIO when it fails, -ENOMEM. */
@@ -25,6 +23,10 @@ void pv_sha256_free(struct pv_sha256 *h); /* NULL is fine */
 
 /* One buffer. */
 int pv_sha256_buf(const void *data, size_t len, unsigned char ret[32]);
+
+/* Load libcrypto now (errors are left for the first hash to report): a
+ * thread can take the ~0.6 ms of the dlopen off a caller's path. */
+void pv_sha256_preload(void);
 
 /* Why libcrypto could not be loaded ("" if it was, or was not tried). */
 const char *pv_sha256_error(void);

@@ -104,6 +104,16 @@ int main(void) {
     pv_sha256_free(h);
     ok(hr == 0 && pv_sha256_buf(big, sizeof big, d2) == 0 && memcmp(d, d2, 32) == 0,
        "SHA-256 in 4,093-byte pieces equals one buffer");
+    /* FIPS 180-2 long message: one million 'a', fed in pieces */
+    memset(big, 'a', sizeof big);
+    hr = pv_sha256_begin(&h);
+    for (size_t left = 1000000; hr == 0 && left > 0; left -= left < 9973 ? left : 9973)
+        hr = pv_sha256_update(h, big, left < 9973 ? left : 9973);
+    if (hr == 0)
+        hr = pv_sha256_end(h, d);
+    pv_sha256_free(h);
+    ok(hr == 0 && (tohex(d, hex), strcmp(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0") == 0),
+       "SHA-256 of a million 'a' in pieces");
     ok(pv_sha256_error()[0] == '\0', "libcrypto loaded (no error)");
     return tap_done();
 }
