@@ -39,9 +39,7 @@ int lc_resolve_target(const char *run, const char *stage_dir, char **ret_stage_p
                       json_t **ret_bundle) {
     char **ids = NULL;
     size_t n = 0;
-    int r = runs_list_ids(&ids, &n);
-    if (r < 0)
-        return r;
+    int r = 0;
     char *stage = NULL, *id = NULL;
     json_t *bundle = NULL;
     if (stage_dir) {
@@ -58,8 +56,11 @@ int lc_resolve_target(const char *run, const char *stage_dir, char **ret_stage_p
             goto out;
         }
         stage = real;
-        /* the run that used this stage last, for its Bundle: first the
-         * runs the stage names itself (meta.json, newest last), then any */
+        /* the run that used this stage last, for its Bundle: every run
+         * records its id in the stage's meta.json (newest last) before it
+         * starts, so no other Bundle needs reading.  A stage made by
+         * fork/restore names the runs of its source, whose Bundles name
+         * another directory: it has no Bundle. */
         _cleanup_free_ char *meta_txt = NULL;
         json_t *meta =
             read_file_at(fd, "meta.json", 1 << 20, &meta_txt, NULL) == 0 ? json_loads(meta_txt, 0, NULL) : NULL;
@@ -79,22 +80,12 @@ int lc_resolve_target(const char *run, const char *stage_dir, char **ret_stage_p
             }
         }
         json_decref(meta);
-        for (size_t i = 0; i < n && !bundle; i++) {
-            json_t *b = NULL;
-            if (runs_load_bundle(ids[i], &b) < 0)
-                continue;
-            const char *sp = bundle_stage_path(b);
-            _cleanup_free_ char *spr = sp ? realpath(sp, NULL) : NULL;
-            if (spr && strcmp(spr, real) == 0) {
-                bundle = b;
-                id = strdup(ids[i]);
-                break;
-            }
-            json_decref(b);
-        }
         r = 0;
         goto out;
     }
+    r = runs_list_ids(&ids, &n);
+    if (r < 0)
+        goto out;
     if (n == 0) {
         r = -ENOENT;
         goto out;

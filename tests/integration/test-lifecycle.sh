@@ -663,12 +663,17 @@ eq "$rc" 1 "apply --stage of a directory that is not a stage exits 1"
 
 # A stage's Bundle is found through the runs its meta.json names (newest
 # last), whatever newer runs used other stages; a meta.json naming
-# something that is not a run id is not followed.
+# something that is not a run id is not followed, and no other run's
+# Bundle is searched (every run records itself there before it starts).
 W=$T/wsr S=$T/str
 mkdir -p "$W"; echo a > "$W/f"
 "$P" run --stage "$S" --workspace "$W" -- true >/dev/null 2>&1
 sid=$(latest_run)
 for k in 1 2 3; do "$P" run --stage "$T/other-$k" --workspace "$W" -- true >/dev/null 2>&1; done
 eq "$("$P" status --review "$S" --json | jq -r .run)" "$sid" "review of a stage names the run that used it, with newer runs of other stages"
+"$P" fork --stage "$S" "$S.f" >/dev/null
+eq "$("$P" status --review "$S.f" --json | jq -r '.run, .safety_boundary')" "null
+null" "a forked stage, which no run used, names no run"
 jq '.runs = ["../../../etc", "'"$sid"'x"]' "$S/meta.json" > "$T/meta.hostile" && cp "$T/meta.hostile" "$S/meta.json"
-eq "$("$P" status --review "$S" --json | jq -r .run)" "$sid" "a meta.json naming a non-run is not followed: the runs are searched instead"
+eq "$("$P" status --review "$S" --json | jq -r '.run, .stage.state')" "null
+sealed" "a meta.json naming a non-run is not followed (the review still works)"
