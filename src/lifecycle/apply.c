@@ -678,7 +678,7 @@ static int rename_ready(struct ctx *c) {
     size_t n_th = 0;
     /* PVISOR_TEST_APPLY_DELAY_US paces apply one operation at a time, so
      * tests can kill it at any point of its progress: no threads then */
-    if (c->n_ready >= 2 && !c->o->test_delay_us)
+    if (c->n_ready >= RENAME_PARALLEL_MIN && !c->o->test_delay_us)
         for (; n_th < ARRAY_SIZE(th); n_th++)
             if (pthread_create(&th[n_th], NULL, rename_worker, &rn) != 0)
                 break; /* fewer threads (or only this one) do the same work */
