@@ -1169,36 +1169,15 @@ static bool exists_at(int dirfd, const char *name) {
     return fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
-/* The 'applied' marker (only its existence is read).  On the workspace's
- * file system: temp, rename, one syncfs (the workspace was synced just
- * before, so it writes little more than the marker); elsewhere the usual
- * fsync of the file and of the directory.  Either way it is durable before
- * the intent's removal. */
-static int mark_applied(int dir_fd, const char *id, bool same_fs) {
-    char buf[128];
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    char t[32];
-    format_time_utc(&now, t);
-    int m = snprintf(buf, sizeof buf, "%s %s\n", t, id);
-    if (m < 0 || (size_t)m >= sizeof buf)
-        return -EOVERFLOW;
-    if (!same_fs)
-        return write_file_atomic(dir_fd, LC_APPLIED, buf, (size_t)m, 0600);
-    char tmp[64];
-    snprintf(tmp, sizeof tmp, ".%s.%s.tmp", LC_APPLIED, id);
-    unlinkat(dir_fd, tmp, 0);
-    _cleanup_close_ int fd = openat(dir_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0)
-        return -errno;
-    int r = write_all(fd, buf, (size_t)m);
-    if (r == 0 && renameat(dir_fd, tmp, dir_fd, LC_APPLIED) < 0)
-        r = -errno;
-    if (r < 0) {
-        unlinkat(dir_fd, tmp, 0);
-        return r;
-    }
-    return syncfs(dir_fd) < 0 ? -errno : 0;
+/* Mark the stage applied: the intent becomes the 'applied' marker (one
+ * rename: there is never a moment with both or neither).  Only the
+ * marker's existence is read; its content is the plan that was applied.
+ * No flush: execute() made every workspace change durable just before (so
+ * the marker can never be durable before them), and a crash that loses
+ * this rename leaves the intent, whose roll-forward finds every path in
+ * its final state and marks the stage then. */
+static int mark_applied(int dir_fd) {
+    return renameat(dir_fd, LC_APPLY_INTENT, dir_fd, LC_APPLIED) < 0 ? -errno : 0;
 }
 
 int lc_apply(const char *stage_path, const struct lc_apply_opts *o, struct lc_apply_report *rep) {
@@ -1212,7 +1191,8 @@ int lc_apply(const char *stage_path, const struct lc_apply_opts *o, struct lc_ap
     case STAGE_INTERRUPTED: return -ESTALE;
     case STAGE_CREATED: return -ENODATA;
     case STAGE_APPLIED:
-        /* a crash between the 'applied' marker and the intent's removal */
+        /* both names: only after a crash of an older pvisor, which wrote
+         * the marker and then removed the intent */
         if (lc_apply_pending(stage_path)) {
             _cleanup_close_ int d = open(stage_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
             _cleanup_close_ int lk = d >= 0 ? openat(d, "lock", O_RDWR | O_NOFOLLOW | O_CLOEXEC) : -1;
@@ -1319,21 +1299,16 @@ int lc_apply(const char *stage_path, const struct lc_apply_opts *o, struct lc_ap
     if (r < 0)
         goto out; /* the intent stays: the next apply resumes */
     if (full) {
-        r = mark_applied(st->dir_fd, p.id, c.same_fs);
-        if (r < 0)
-            goto out;
-    } else {
-        r = record_created_dirs(st->dir_fd, &p);
-        if (r < 0)
-            goto out;
+        r = mark_applied(st->dir_fd);
+        goto out;
     }
-    /* After a full apply the durable 'applied' marker supersedes the
-     * intent: a crash that loses this unlink leaves an intent that the
-     * next apply removes while refusing (STAGE_APPLIED above), so it needs
-     * no fsync of its own.  After a subset apply the removal is made
-     * durable (a lost one would only make the next apply roll forward an
-     * apply that is already complete). */
-    if (unlinkat(st->dir_fd, LC_APPLY_INTENT, 0) < 0 || (!full && fsync(st->dir_fd) < 0))
+    r = record_created_dirs(st->dir_fd, &p);
+    if (r < 0)
+        goto out;
+    /* After a subset apply the intent's removal is made durable (a lost
+     * one would make the next apply roll forward an apply that is already
+     * complete, and report any later edit of its paths as a conflict). */
+    if (unlinkat(st->dir_fd, LC_APPLY_INTENT, 0) < 0 || fsync(st->dir_fd) < 0)
         r = -errno;
 out:
     plan_free(&p);

@@ -158,9 +158,22 @@ check "applied fifo is a fifo" test -p "$W/pipe"
 check "no temp files are left in the workspace" sh -c "! find '$W' -name '.pvisor-apply-*' | grep -q ."
 eq "$(review_json "$S" | jq -r .stage.state)" applied "the stage is marked applied"
 check "the 'applied' marker exists and the intent is gone" sh -c "test -f '$S/applied' && test ! -e '$S/apply-intent'"
+eq "$(jq -r '(.apply_id | test("^[0-9a-f]{16}$")), (.entries | length > 5)' "$S/applied")" "true
+true" "the marker is the plan that was applied (the intent, renamed)"
 "$P" apply --stage "$S" >/dev/null 2>"$T/again.err"; rc=$?
 eq "$rc" 1 "a second apply is refused"
 check "the refusal says why" grep -q 'already applied' "$T/again.err"
+# The marker is not flushed (the workspace is, before it): a crash can lose
+# its rename.  The intent is then back, and the next apply finds every path
+# in its final state, writes nothing and marks the stage.
+manifest "$W" > "$T/ws1.done"
+mv "$S/applied" "$S/apply-intent"
+eq "$(review_json "$S" | jq -r '.stage.state, .stage.apply_pending')" "sealed
+true" "a lost marker rename leaves the apply pending"
+"$P" apply --stage "$S" >"$T/relost.out" 2>&1; rc=$?
+manifest "$W" > "$T/ws1.relost"
+check "the roll-forward of a complete apply changes nothing and marks the stage" \
+    sh -c "[ $rc -eq 0 ] && cmp -s '$T/ws1.done' '$T/ws1.relost' && test -f '$S/applied' && test ! -e '$S/apply-intent'"
 
 # ---------------------------------------------------------------------------
 # 1b. random operation sequences: apply must reproduce the kernel overlay view
