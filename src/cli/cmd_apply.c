@@ -184,6 +184,7 @@ int cmd_apply(int argc, char **argv) {
         .on_op = dry_run ? on_op : NULL,
         .userdata = &prog,
         .test_delay_us = (unsigned)delay_us,
+        .test_named_temps = getenv("PVISOR_TEST_APPLY_NAMED_TEMPS") != NULL,
     };
     struct lc_apply_report rep;
     int r = lc_apply(stage, &o, &rep);

@@ -153,6 +153,7 @@ struct lc_apply_opts {
     void (*on_op)(const char *action, const char *path, void *userdata);
     void *userdata;
     unsigned test_delay_us; /* tests only: pause after each workspace operation */
+    bool test_named_temps;  /* tests only: named temp files instead of O_TMPFILE */
 };
 
 struct lc_apply_report {

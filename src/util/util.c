@@ -177,10 +177,10 @@ int parse_size(const char *s, uint64_t min, uint64_t max, uint64_t *ret_value) {
 }
 
 int write_file_atomic(int dirfd, const char *name, const void *data, size_t len, mode_t mode) {
-    return write_file_atomic_sync(dirfd, name, data, len, mode, true);
+    return write_file_atomic_as(dirfd, name, data, len, mode, WRITE_SYNC_FILE_AND_DIR);
 }
 
-int write_file_atomic_sync(int dirfd, const char *name, const void *data, size_t len, mode_t mode, bool sync_dir) {
+int write_file_atomic_as(int dirfd, const char *name, const void *data, size_t len, mode_t mode, enum write_sync sync) {
     char tmp[NAME_MAX + 1];
     uint32_t rnd;
     if (getrandom(&rnd, sizeof rnd, 0) != sizeof rnd)
@@ -192,7 +192,7 @@ int write_file_atomic_sync(int dirfd, const char *name, const void *data, size_t
     if (fd < 0)
         return -errno;
     int r = write_all(fd, data, len);
-    if (r == 0 && fsync(fd) < 0)
+    if (r == 0 && sync != WRITE_NO_SYNC && fsync(fd) < 0)
         r = -errno;
     if (r == 0 && renameat(dirfd, tmp, dirfd, name) < 0)
         r = -errno;
@@ -200,7 +200,7 @@ int write_file_atomic_sync(int dirfd, const char *name, const void *data, size_t
         unlinkat(dirfd, tmp, 0);
         return r;
     }
-    if (sync_dir && fsync(dirfd) < 0 && errno != EINVAL && errno != EBADF)
+    if (sync == WRITE_SYNC_FILE_AND_DIR && fsync(dirfd) < 0 && errno != EINVAL && errno != EBADF)
         return -errno;
     return 0;
 }

@@ -43,9 +43,12 @@ int parse_size(const char *s, uint64_t min, uint64_t max, uint64_t *ret_value);
 /* Write data to dirfd/name atomically: temp file in the same directory,
  * fsync, rename over name, fsync the directory. */
 int write_file_atomic(int dirfd, const char *name, const void *data, size_t len, mode_t mode);
-/* The same; the directory's fsync (which makes the new name durable) only
- * when sync_dir.  The temp file is ".NAME.XXXXXXXX.tmp". */
-int write_file_atomic_sync(int dirfd, const char *name, const void *data, size_t len, mode_t mode, bool sync_dir);
+/* The same, as durable as asked: not at all (a crash may leave the new
+ * name with partial content, or the old name, or the temp file), its bytes
+ * before its name, or its name too.  The temp file is
+ * ".NAME.XXXXXXXX.tmp". */
+enum write_sync { WRITE_NO_SYNC, WRITE_SYNC_FILE, WRITE_SYNC_FILE_AND_DIR };
+int write_file_atomic_as(int dirfd, const char *name, const void *data, size_t len, mode_t mode, enum write_sync sync);
 
 /* Read a whole (small, < limit) file relative to dirfd into a NUL-terminated
  * malloc'd buffer, without following a final symlink. */

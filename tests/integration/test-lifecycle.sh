@@ -145,6 +145,10 @@ eq "$(grep -c '^diff --git' "$T/d1p.txt")" 1 "diff PATH limits the output"
 "$P" diff --stat --stage "$S" > "$T/d1s.txt"
 check "diff --stat summarises" sh -c "grep -q 'text.txt *| 3 ++-' '$T/d1s.txt' && grep -q 'files changed' '$T/d1s.txt'"
 
+# a copy of stage and workspace, for the same apply with named temp files
+cp -a "$W" "$W.n"; "$P" fork --stage "$S" "$S.n" >/dev/null
+sed -i "s|\"$W\"|\"$W.n\"|" "$S.n/meta.json"
+
 "$P" apply --stage "$S" --dry-run > "$T/dry.txt"; rc=$?
 eq "$rc" 0 "apply --dry-run exits 0"
 manifest "$W" > "$T/ws1.dry"
@@ -158,6 +162,13 @@ check "applied fifo is a fifo" test -p "$W/pipe"
 check "no temp files are left in the workspace" sh -c "! find '$W' -name '.pvisor-apply-*' | grep -q ."
 eq "$(review_json "$S" | jq -r .stage.state)" applied "the stage is marked applied"
 check "the 'applied' marker exists and the intent is gone" sh -c "test -f '$S/applied' && test ! -e '$S/apply-intent'"
+# Small applies write regular files with O_TMPFILE (no name until the
+# rename, so one syncfs makes the intent and the content durable); the
+# named temp files (large applies, file systems without O_TMPFILE) give
+# the same result.
+export PVISOR_TEST_APPLY_NAMED_TEMPS=1
+apply_matches_oracle "every change type, named temp files" "$W.n" "$S.n"
+unset PVISOR_TEST_APPLY_NAMED_TEMPS
 eq "$(jq -r '(.apply_id | test("^[0-9a-f]{16}$")), (.entries | length > 5)' "$S/applied")" "true
 true" "the marker is the plan that was applied (the intent, renamed)"
 "$P" apply --stage "$S" >/dev/null 2>"$T/again.err"; rc=$?
@@ -480,6 +491,56 @@ lost_intent "$S" "$W"
 "$P" drop --stage "$S" >/dev/null 2>&1; rc=$?
 check "drop removes the temp files of a lost intent too" sh -c "[ $rc -eq 0 ] && ! find '$W' -name '.pvisor-apply-*' | grep -q ."
 
+# A power loss before the intent's first flush can leave it cut short
+# (or empty); nothing in the workspace has a name yet then (every name
+# waits for that flush), so the next apply discards it and starts afresh.
+# A dry run leaves it alone.
+W=$T/ws7s S=$T/st7s
+mkdir -p "$W"; i=0; while [ $i -lt 20 ]; do echo "old $i" > "$W/f$i"; i=$((i+1)); done
+stage_run "$W" "$S" 'for f in f*; do echo new >> $f; done; echo n > added; rm f3'
+cp -a "$W" "$T/ws7s.tmpl"; "$P" fork --stage "$S" "$T/st7s.tmpl" >/dev/null
+manifest "$W" > "$T/ws7s.before"
+printf '{"format":1,"apply_id":"0123456789abcdef","subset":false,"entries":[{"path":"f1","ol' > "$S/apply-intent"
+"$P" apply --stage "$S" --dry-run >/dev/null 2>&1; rc=$?
+manifest "$W" > "$T/ws7s.dry"
+check "a dry run over a cut-short intent writes nothing and keeps it" \
+    sh -c "[ $rc -eq 0 ] && [ -s '$S/apply-intent' ] && cmp -s '$T/ws7s.dry' '$T/ws7s.before'"
+"$P" apply --stage "$S" >/dev/null 2>"$T/cut.err"; rc=$?
+check "a cut-short intent is discarded and the apply runs afresh" \
+    sh -c "[ $rc -eq 0 ] && [ -e '$S/applied' ] && [ ! -e '$S/apply-intent' ] && [ \"\$(cat '$W/f1')\" = \"\$(printf 'old 1\nnew')\" ] && \
+           [ ! -e '$W/f3' ] && [ \"\$(cat '$W/added')\" = n ]"
+rm -rf "$W" "$S"; cp -a "$T/ws7s.tmpl" "$W"; "$P" fork --stage "$T/st7s.tmpl" "$S" >/dev/null
+: > "$S/apply-intent"
+"$P" apply --stage "$S" >/dev/null 2>&1; rc=$?
+check "an empty intent likewise" sh -c "[ $rc -eq 0 ] && [ -e '$S/applied' ] && [ \"\$(cat '$W/added')\" = n ]"
+
+# kill -9 during a small (O_TMPFILE) apply, paced: every file old or new
+# meanwhile, no name left behind, and the next apply completes
+(cd "$T/ws7s.tmpl" && find . -type f -exec sha256sum {} + | awk '{print $2, $1}' | sort) > "$T/old7s.sums"
+(cd "$T/st7s.tmpl/upper" && find . -type f -exec sha256sum {} + | awk '{print $2, $1}' | sort) > "$T/new7s.sums"
+crash_ok=0 crash_total=0
+for round in 1 2 3 4 5; do
+    rm -rf "$W" "$S"; cp -a "$T/ws7s.tmpl" "$W"; "$P" fork --stage "$T/st7s.tmpl" "$S" >/dev/null
+    PVISOR_TEST_APPLY_DELAY_US=20000 "$P" apply --stage "$S" >/dev/null 2>&1 &
+    ap=$!
+    sleep "0.$(( round * 9 ))"
+    kill -9 $ap 2>/dev/null; wait $ap 2>/dev/null
+    (cd "$W" && find . -type f -exec sha256sum {} + | awk '{print $2, $1}' | sort) > "$T/cur7s.sums"
+    bad=$(awk 'FILENAME==ARGV[1]{o[$1]=$2;next} FILENAME==ARGV[2]{n[$1]=$2;next} { if ($1 ~ /\.pvisor-apply-/) next; if (o[$1]!=$2 && n[$1]!=$2) print $1 }' \
+          "$T/old7s.sums" "$T/new7s.sums" "$T/cur7s.sums")
+    crash_total=$((crash_total + 1))
+    "$P" apply --stage "$S" >/dev/null 2>"$T/r7s.err"; rc=$?
+    [ -e "$S/applied" ] && [ $rc -eq 1 ] && grep -q 'already applied' "$T/r7s.err" && rc=0
+    if [ -z "$bad" ] && [ $rc -eq 0 ] && [ -e "$S/applied" ] && ! find "$W" -name '.pvisor-apply-*' | grep -q . && \
+       [ "$(cat "$W/f1")" = "$(printf 'old 1\nnew')" ] && [ ! -e "$W/f3" ]; then
+        crash_ok=$((crash_ok + 1))
+    else
+        diag "small round $round: bad=[$bad] rc=$rc $(cat "$T/r7s.err")"
+    fi
+done
+eq "$crash_ok" "$crash_total" "kill -9 during a small (O_TMPFILE) apply, then apply: old or new meanwhile, exact after ($crash_total rounds)"
+W=$T/ws7 S=$T/st7
+
 # an interrupted apply resumes paths and symlink targets that are not UTF-8
 # (the intent names them in hex, as the journal does)
 W=$T/ws7n S=$T/st7n
@@ -583,6 +644,21 @@ touch "$T/stop-race"; wait $racer
 check "a directory swapped for a symlink during apply: nothing written outside" canary_clean
 "$P" apply --stage "$S" >/dev/null 2>&1 || true
 check "after the race, still nothing outside" canary_clean
+
+# 7e. an unprivileged user: the small apply's O_TMPFILE content is linked
+# through /proc/self/fd (no CAP_DAC_READ_SEARCH needed), files stay theirs
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
+    U=$T/unpriv; mkdir -p "$U/ws"; chown -R 65534:65534 "$U"
+    asu() { setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$U" XDG_STATE_HOME="$U/state" "$@"; }
+    asu sh -c "cd '$U/ws' && for i in 1 2 3; do echo old \$i > f\$i; done"
+    asu "$P" run --stage "$U/st" --workspace "$U/ws" -- sh -c "cd '$U/ws' && echo new > f1 && echo n > g && rm f2" >/dev/null 2>&1
+    asu "$P" apply --stage "$U/st" >/dev/null 2>"$T/unpriv.err"; rc=$?
+    check "as uid 65534: a small apply writes, creates and deletes, the files stay the user's" \
+        sh -c "[ $rc -eq 0 ] && [ \"\$(cat '$U/ws/f1') \$(cat '$U/ws/g') \$(stat -c %u '$U/ws/f1')\" = 'new n 65534' ] && [ ! -e '$U/ws/f2' ] && \
+               ! find '$U/ws' -name '.pvisor-apply-*' | grep -q ."
+else
+    skip "apply as an unprivileged user" "needs root to switch to an unprivileged user"
+fi
 
 # ---------------------------------------------------------------------------
 # 8. checkpoint, restore, fork
