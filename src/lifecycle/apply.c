@@ -495,7 +495,67 @@ struct ctx {
     bool intent_durable;         /* the intent's bytes and name are durable (see ensure_intent_durable) */
     pthread_mutex_t intent_lock; /* intent_durable, from the writer threads */
     bool tmpfile;                /* regular files are written with O_TMPFILE (see write_temp) */
+    /* file systems mounted below the workspace that apply wrote in: each
+     * gets a syncfs() wherever the workspace's own gets one (note_fs) */
+    dev_t ws_dev;
+    pthread_mutex_t fs_lock;
+    dev_t *other_dev;
+    int *other_fd;
+    size_t n_other;
 };
+
+/* Note the file system of a directory apply is about to change. */
+static int note_fs(struct ctx *c, int dir_fd) {
+    struct stat st;
+    if (fstat(dir_fd, &st) < 0)
+        return -errno;
+    if (st.st_dev == c->ws_dev)
+        return 0;
+    int r = 0;
+    pthread_mutex_lock(&c->fs_lock);
+    size_t i = 0;
+    while (i < c->n_other && c->other_dev[i] != st.st_dev)
+        i++;
+    if (i == c->n_other) {
+        dev_t *d = realloc(c->other_dev, (c->n_other + 1) * sizeof *d);
+        if (d)
+            c->other_dev = d;
+        int *f = d ? realloc(c->other_fd, (c->n_other + 1) * sizeof *f) : NULL;
+        if (f)
+            c->other_fd = f;
+        int fd = f ? fcntl(dir_fd, F_DUPFD_CLOEXEC, 3) : -1;
+        if (!d || !f)
+            r = -ENOMEM;
+        else if (fd < 0)
+            r = -errno;
+        else {
+            c->other_dev[c->n_other] = st.st_dev;
+            c->other_fd[c->n_other++] = fd;
+        }
+    }
+    pthread_mutex_unlock(&c->fs_lock);
+    return r;
+}
+
+/* syncfs() of the workspace's file system and of every other one noted. */
+static int syncfs_all(struct ctx *c) {
+    if (syncfs(c->ws_fd) < 0)
+        return -errno;
+    for (size_t i = 0; i < c->n_other; i++)
+        if (syncfs(c->other_fd[i]) < 0)
+            return -errno;
+    return 0;
+}
+
+static void ctx_release_fs(struct ctx *c) {
+    for (size_t i = 0; i < c->n_other; i++)
+        close(c->other_fd[i]);
+    free(c->other_fd);
+    free(c->other_dev);
+    c->other_fd = NULL;
+    c->other_dev = NULL;
+    c->n_other = 0;
+}
 
 /* The intent must be durable before any name in the workspace appears or
  * changes: a crash must never leave a changed workspace without the intent
@@ -567,7 +627,9 @@ static int op_delete(struct ctx *c, struct plan_ent *e) {
     _cleanup_close_ int parent = lc_open_parent(c->ws_fd, e->path, &name);
     if (parent < 0)
         return parent;
-    int r = still_same(parent, name, e);
+    int r = note_fs(c, parent);
+    if (r == 0)
+        r = still_same(parent, name, e);
     if (r == 0)
         r = ensure_intent_durable(c);
     if (r < 0)
@@ -692,8 +754,9 @@ static void *rename_worker(void *arg) {
 static int rename_ready(struct ctx *c) {
     if (c->n_ready == 0)
         return 0;
-    if (syncfs(c->ws_fd) < 0)
-        return -errno;
+    int sr = syncfs_all(c);
+    if (sr < 0)
+        return sr;
     if (c->same_fs) {
         pthread_mutex_lock(&c->intent_lock);
         c->intent_durable = true;
@@ -849,8 +912,7 @@ static void *write_worker(void *arg) {
         size_t bad = c->pending[w->runs[k]];
         const char *name;
         _cleanup_close_ int parent = lc_open_parent(c->ws_fd, c->p->v[bad].path, &name);
-        if (parent < 0)
-            r = parent;
+        r = parent < 0 ? parent : note_fs(c, parent);
         for (size_t slot = w->runs[k]; r == 0 && slot < w->runs[k + 1]; slot++) {
             if (__atomic_load_n(&w->stop, __ATOMIC_ACQUIRE) ||
                 __atomic_load_n(&w->bytes, __ATOMIC_RELAXED) >= PENDING_BYTES)
@@ -948,7 +1010,9 @@ static int op_put(struct ctx *c, size_t idx) {
         return parent;
     if (c->rep->resumed && unlinkat(parent, tmp, 0) < 0 && errno != ENOENT)
         return -errno;
-    int r = ensure_intent_durable(c);
+    int r = note_fs(c, parent);
+    if (r == 0)
+        r = ensure_intent_durable(c);
     if (r < 0)
         return r;
     if (mkdirat(parent, name, 0700) < 0 && errno != EEXIST)
@@ -968,6 +1032,9 @@ static int op_dir_meta(struct ctx *c, struct plan_ent *e) {
     _cleanup_close_ int d = lc_open_beneath(c->ws_fd, e->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
     if (d < 0)
         return d;
+    int nr = note_fs(c, d);
+    if (nr < 0)
+        return nr;
     _cleanup_close_ int u = lc_open_beneath(c->upper_fd, e->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
     if (u >= 0) {
         struct lc_xattrs x;
@@ -1040,9 +1107,7 @@ static int execute_plan(struct ctx *c) {
     /* 4. durability of every name and directory change above: one syncfs
      * of the workspace instead of an fsync per parent directory (the
      * 'applied' marker and the intent's removal come after it) */
-    if (syncfs(c->ws_fd) < 0)
-        return -errno;
-    return 0;
+    return syncfs_all(c);
 }
 
 /* O_TMPFILE saves a small apply one flush (write_temp).  A large one would
@@ -1328,7 +1393,9 @@ int lc_apply(const char *stage_path, const struct lc_apply_opts *o, struct lc_ap
                     .ready = ready,
                     .stage_fd = st->dir_fd,
                     .same_fs = sst.st_dev == wst.st_dev,
-                    .intent_lock = PTHREAD_MUTEX_INITIALIZER};
+                    .intent_lock = PTHREAD_MUTEX_INITIALIZER,
+                    .ws_dev = wst.st_dev,
+                    .fs_lock = PTHREAD_MUTEX_INITIALIZER};
     bool full = !o->paths;
     bool resume = exists_at(st->dir_fd, LC_APPLY_INTENT);
     if (resume) {
@@ -1402,6 +1469,7 @@ int lc_apply(const char *stage_path, const struct lc_apply_opts *o, struct lc_ap
     if (unlinkat(st->dir_fd, LC_APPLY_INTENT, 0) < 0 || fsync(st->dir_fd) < 0)
         r = -errno;
 out:
+    ctx_release_fs(&c);
     plan_free(&p);
     lc_changeset_free(cs);
     lc_stage_free(st);

@@ -660,6 +660,28 @@ else
     skip "apply as an unprivileged user" "needs root to switch to an unprivileged user"
 fi
 
+# 7f. a file system mounted below the workspace: what apply writes there is
+# made durable by a syncfs() of that file system too (the workspace's own
+# syncfs does not reach it), before the renames and before the marker
+if [ "$(id -u)" -eq 0 ] && command -v strace >/dev/null; then
+    W=$T/ws7f S=$T/st7f
+    mkdir -p "$W/sub"
+    if mount -t tmpfs -o size=8m tmpfs "$W/sub"; then
+        echo old > "$W/top"; echo old > "$W/sub/inner"; mkdir "$W/sub/gone"; echo g > "$W/sub/gone/g"
+        stage_run "$W" "$S" 'echo new > top && echo new > sub/inner && echo n > sub/added && rm -r sub/gone && mkdir sub/nd' >/dev/null 2>&1
+        strace -f -y -e trace=syncfs -o "$T/sub.strace" "$P" apply --stage "$S" >/dev/null 2>"$T/sub.err"; rc=$?
+        check "apply into a file system mounted below the workspace writes there" \
+            sh -c "[ $rc -eq 0 ] && [ \"\$(cat '$W/top') \$(cat '$W/sub/inner') \$(cat '$W/sub/added')\" = 'new new n' ] && [ ! -e '$W/sub/gone' ] && [ -d '$W/sub/nd' ]"
+        eq "$(grep -c "syncfs([0-9]*<$W/sub" "$T/sub.strace")" 2 \
+            "that file system gets its own syncfs, before the renames and after them"
+        umount "$W/sub"
+    else
+        skip "apply into a file system mounted below the workspace" "cannot mount a tmpfs here"
+    fi
+else
+    skip "apply into a file system mounted below the workspace" "needs root and strace"
+fi
+
 # ---------------------------------------------------------------------------
 # 8. checkpoint, restore, fork
 
