@@ -255,12 +255,19 @@ static int ts_parse(const json_t *a, struct timespec *t) {
 /* Load and validate the intent (it lives in the stage: untrusted input). */
 static int intent_load_at(int stage_dir_fd, const char *name, struct plan *p) {
     _cleanup_free_ char *txt = NULL;
-    int r = read_file_at(stage_dir_fd, name, INTENT_MAX, &txt, NULL);
+    size_t len = 0;
+    int r = read_file_at(stage_dir_fd, name, INTENT_MAX, &txt, &len);
     if (r < 0)
         return r;
-    json_t *doc = json_loads(txt, 0, NULL);
-    if (!doc)
-        return -ENODATA; /* cut short (see intent_publish) */
+    json_error_t err;
+    json_t *doc = json_loadb(txt, len, 0, &err);
+    if (!doc) {
+        /* cut short (see intent_publish): empty, a prefix, or blocks that
+         * never reached the disk (zeros; the text written has no NUL) */
+        if (len == 0 || json_error_code(&err) == json_error_premature_end_of_input || memchr(txt, '\0', len))
+            return -ENODATA;
+        return json_error_code(&err) == json_error_out_of_memory ? -ENOMEM : -EBADMSG;
+    }
     const char *id = json_string_value(json_object_get(doc, "apply_id"));
     json_t *ents = json_object_get(doc, "entries");
     r = -EBADMSG;
@@ -689,8 +696,25 @@ static int rename_pending(struct ctx *c, size_t idx) {
         close(e->tmp_fd);
         e->tmp_fd = -1;
     }
-    if (r == 0 && renameat(parent, tmp, parent, name) < 0)
+    /* where the old state is absent, nothing may be replaced: an object
+     * the user made there meanwhile stops apply (the resume reports it) */
+    if (r == 0 && (e->old_type == LC_NONE || e->state == ST_ABSENT)) {
+        struct stat st;
+        if (renameat2(parent, tmp, parent, name, RENAME_NOREPLACE) == 0)
+            r = 0;
+        else if (errno == EEXIST)
+            r = -ECANCELED;
+        else if (errno != EINVAL) /* EINVAL: a file system without the flag */
+            r = -errno;
+        else if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+            r = -ECANCELED; /* (not atomic there: best effort) */
+        else if (errno != ENOENT)
+            r = -errno;
+        else if (renameat(parent, tmp, parent, name) < 0)
+            r = -errno;
+    } else if (r == 0 && renameat(parent, tmp, parent, name) < 0) {
         r = -errno;
+    }
     if (r < 0)
         unlinkat(parent, tmp, 0);
     return r;
@@ -1313,12 +1337,15 @@ static bool exists_at(int dirfd, const char *name) {
 /* Mark the stage applied: the intent becomes the 'applied' marker (one
  * rename: there is never a moment with both or neither).  Only the
  * marker's existence is read; its content is the plan that was applied.
- * No flush: execute() made every workspace change durable just before (so
- * the marker can never be durable before them), and a crash that loses
- * this rename leaves the intent, whose roll-forward finds every path in
- * its final state and marks the stage then. */
+ * execute() made every workspace change durable just before, so the
+ * marker can never be durable without them.  The rename itself is made
+ * durable before apply reports success: were it lost after the user went
+ * on working, the intent's roll-forward would redo a path the user had
+ * since put back to its old content. */
 static int mark_applied(int dir_fd) {
-    return renameat(dir_fd, LC_APPLY_INTENT, dir_fd, LC_APPLIED) < 0 ? -errno : 0;
+    if (renameat(dir_fd, LC_APPLY_INTENT, dir_fd, LC_APPLIED) < 0 || fsync(dir_fd) < 0)
+        return -errno;
+    return 0;
 }
 
 int lc_apply(const char *stage_path, const struct lc_apply_opts *o, struct lc_apply_report *rep) {
@@ -1350,6 +1377,7 @@ int lc_apply(const char *stage_path, const struct lc_apply_opts *o, struct lc_ap
         return r;
     struct plan p = {0};
     struct lc_changeset *cs = NULL;
+    struct ctx c = {.intent_lock = PTHREAD_MUTEX_INITIALIZER, .fs_lock = PTHREAD_MUTEX_INITIALIZER};
     _cleanup_free_ size_t *pending = NULL, *ready = NULL;
     _cleanup_close_ int lock = openat(st->dir_fd, "lock", O_RDWR | O_NOFOLLOW | O_CLOEXEC);
     if (lock < 0) {
@@ -1384,18 +1412,18 @@ int lc_apply(const char *stage_path, const struct lc_apply_opts *o, struct lc_ap
         r = -errno;
         goto out;
     }
-    struct ctx c = {.ws_fd = st->ws_fd,
-                    .upper_fd = st->upper_fd,
-                    .p = &p,
-                    .o = o,
-                    .rep = rep,
-                    .pending = pending,
-                    .ready = ready,
-                    .stage_fd = st->dir_fd,
-                    .same_fs = sst.st_dev == wst.st_dev,
-                    .intent_lock = PTHREAD_MUTEX_INITIALIZER,
-                    .ws_dev = wst.st_dev,
-                    .fs_lock = PTHREAD_MUTEX_INITIALIZER};
+    c = (struct ctx){.ws_fd = st->ws_fd,
+                     .upper_fd = st->upper_fd,
+                     .p = &p,
+                     .o = o,
+                     .rep = rep,
+                     .pending = pending,
+                     .ready = ready,
+                     .stage_fd = st->dir_fd,
+                     .same_fs = sst.st_dev == wst.st_dev,
+                     .intent_lock = PTHREAD_MUTEX_INITIALIZER,
+                     .ws_dev = wst.st_dev,
+                     .fs_lock = PTHREAD_MUTEX_INITIALIZER};
     bool full = !o->paths;
     bool resume = exists_at(st->dir_fd, LC_APPLY_INTENT);
     if (resume) {

@@ -76,6 +76,8 @@ apply_matches_oracle() {
 }
 
 review_json() { "$P" status --review "$1" --json; }
+# under strace: LeakSanitizer cannot run in a traced process (sanitized build)
+no_lsan() { ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" "$@"; }
 
 # ---------------------------------------------------------------------------
 # 1. every change type, review, diff, dry run, apply
@@ -174,9 +176,10 @@ true" "the marker is the plan that was applied (the intent, renamed)"
 "$P" apply --stage "$S" >/dev/null 2>"$T/again.err"; rc=$?
 eq "$rc" 1 "a second apply is refused"
 check "the refusal says why" grep -q 'already applied' "$T/again.err"
-# The marker is not flushed (the workspace is, before it): a crash can lose
-# its rename.  The intent is then back, and the next apply finds every path
-# in its final state, writes nothing and marks the stage.
+# The marker is the intent renamed, then the stage directory is fsynced;
+# a crash before that fsync can lose the rename.  The intent is then back,
+# and the next apply finds every path in its final state, writes nothing
+# and marks the stage.
 manifest "$W" > "$T/ws1.done"
 mv "$S/applied" "$S/apply-intent"
 eq "$(review_json "$S" | jq -r '.stage.state, .stage.apply_pending')" "sealed
@@ -514,6 +517,41 @@ rm -rf "$W" "$S"; cp -a "$T/ws7s.tmpl" "$W"; "$P" fork --stage "$T/st7s.tmpl" "$
 "$P" apply --stage "$S" >/dev/null 2>&1; rc=$?
 check "an empty intent likewise" sh -c "[ $rc -eq 0 ] && [ -e '$S/applied' ] && [ \"\$(cat '$W/added')\" = n ]"
 
+# Only what cannot be a complete intent is taken for a cut-short one: a
+# file with a NUL byte (blocks that never reached the disk) is discarded,
+# a complete document that is not JSON is refused.
+rm -rf "$W" "$S"; cp -a "$T/ws7s.tmpl" "$W"; "$P" fork --stage "$T/st7s.tmpl" "$S" >/dev/null
+head -c 300 /dev/zero > "$S/apply-intent"
+"$P" apply --stage "$S" >/dev/null 2>&1; rc=$?
+check "an intent of zeros is discarded" sh -c "[ $rc -eq 0 ] && [ -e '$S/applied' ] && [ \"\$(cat '$W/added')\" = n ]"
+rm -rf "$W" "$S"; cp -a "$T/ws7s.tmpl" "$W"; "$P" fork --stage "$T/st7s.tmpl" "$S" >/dev/null
+printf 'not json at all}\n' > "$S/apply-intent"
+"$P" apply --stage "$S" >/dev/null 2>&1; rc=$?
+manifest "$W" > "$T/ws7s.bad"
+check "a complete intent that is not JSON is refused, not discarded" \
+    sh -c "[ $rc -eq 1 ] && [ -s '$S/apply-intent' ] && cmp -s '$T/ws7s.bad' '$T/ws7s.before'"
+
+# A file the user creates where the stage adds one, while apply runs, is
+# never replaced: apply stops, and the resume reports it.
+rm -rf "$W" "$S"; cp -a "$T/ws7s.tmpl" "$W"; "$P" fork --stage "$T/st7s.tmpl" "$S" >/dev/null
+PVISOR_TEST_APPLY_DELAY_US=300000 "$P" apply --stage "$S" >/dev/null 2>"$T/race.err" &
+ap=$!
+wait_for "$S/apply-intent"; echo "USER DATA" > "$W/added" # past the conflict check, before the rename
+wait $ap; rc=$?
+eq "$rc $(cat "$W/added")" "1 USER DATA" "apply stops rather than replace a file the user created meanwhile"
+"$P" apply --stage "$S" >/dev/null 2>"$T/race2.err"; rc=$?
+check "the resume reports it and keeps the user's file" \
+    sh -c "[ $rc -eq 1 ] && grep -q 'added' '$T/race2.err' && [ \"\$(cat '$W/added')\" = 'USER DATA' ]"
+
+# The marker's rename is flushed before apply reports success.
+if command -v strace >/dev/null; then
+    rm -rf "$W" "$S"; cp -a "$T/ws7s.tmpl" "$W"; "$P" fork --stage "$T/st7s.tmpl" "$S" >/dev/null
+    no_lsan strace -e trace=renameat,renameat2,fsync,syncfs -o "$T/mark.strace" "$P" apply --stage "$S" >/dev/null 2>&1
+    eq "$(grep -v '^+++' "$T/mark.strace" | tail -2 | sed 's/ *= 0$//; s/(.*"apply-intent".*"applied")/(intent->applied)/; s/([0-9]*)/(fd)/')" \
+        "renameat(intent->applied)
+fsync(fd)" "the marker's rename is the last change, then fsynced"
+fi
+
 # kill -9 during a small (O_TMPFILE) apply, paced: every file old or new
 # meanwhile, no name left behind, and the next apply completes
 (cd "$T/ws7s.tmpl" && find . -type f -exec sha256sum {} + | awk '{print $2, $1}' | sort) > "$T/old7s.sums"
@@ -669,7 +707,7 @@ if [ "$(id -u)" -eq 0 ] && command -v strace >/dev/null; then
     if mount -t tmpfs -o size=8m tmpfs "$W/sub"; then
         echo old > "$W/top"; echo old > "$W/sub/inner"; mkdir "$W/sub/gone"; echo g > "$W/sub/gone/g"
         stage_run "$W" "$S" 'echo new > top && echo new > sub/inner && echo n > sub/added && rm -r sub/gone && mkdir sub/nd' >/dev/null 2>&1
-        strace -f -y -e trace=syncfs -o "$T/sub.strace" "$P" apply --stage "$S" >/dev/null 2>"$T/sub.err"; rc=$?
+        no_lsan strace -f -y -e trace=syncfs -o "$T/sub.strace" "$P" apply --stage "$S" >/dev/null 2>"$T/sub.err"; rc=$?
         check "apply into a file system mounted below the workspace writes there" \
             sh -c "[ $rc -eq 0 ] && [ \"\$(cat '$W/top') \$(cat '$W/sub/inner') \$(cat '$W/sub/added')\" = 'new new n' ] && [ ! -e '$W/sub/gone' ] && [ -d '$W/sub/nd' ]"
         eq "$(grep -c "syncfs([0-9]*<$W/sub" "$T/sub.strace")" 2 \
