@@ -531,6 +531,13 @@ manifest "$W" > "$T/ws7s.bad"
 check "a complete intent that is not JSON is refused, not discarded" \
     sh -c "[ $rc -eq 1 ] && [ -s '$S/apply-intent' ] && cmp -s '$T/ws7s.bad' '$T/ws7s.before'"
 
+# A stage whose upper/ is gone (or whose lock file is) is refused cleanly
+# (these refusals once read an uninitialised context and crashed)
+rm -rf "$W" "$S"; cp -a "$T/ws7s.tmpl" "$W"; "$P" fork --stage "$T/st7s.tmpl" "$S" >/dev/null
+rm -rf "$S/upper"
+"$P" apply --stage "$S" >/dev/null 2>&1; rc=$?
+eq "$rc" 1 "apply of a stage without upper/ exits 1 (no crash)"
+
 # A file the user creates where the stage adds one, while apply runs, is
 # never replaced: apply stops, and the resume reports it.
 rm -rf "$W" "$S"; cp -a "$T/ws7s.tmpl" "$W"; "$P" fork --stage "$T/st7s.tmpl" "$S" >/dev/null
