@@ -537,6 +537,8 @@ int ov_copy_up(struct ov *ov, struct ov_node *n, const char *op) {
     ov_node_set_upper(ov, n, fd);
     if (n->type != S_IFDIR)
         n->lower = false;
+    if (n->type == S_IFREG)
+        ov_fh_to_upper(ov, n, fd);
     return 0;
 }
 

@@ -70,28 +70,30 @@ bool ov_stamp_eq(const struct ov_stamp *a, const struct ov_stamp *b) {
  * (a host edit of a lower file, a write through another name of a hard
  * link, a copy-up, a first open) drops it.  Files with several names are
  * several kernel inodes here (one node per name), so their cache is never
- * kept.  A descriptor opened earlier may refer to another object (the
- * lower file before a copy-up, a lower file the host has replaced since):
+ * kept.  A descriptor opened earlier may refer to another object (a lower
+ * file the host has replaced since; one on the lower file before a copy-up
+ * is switched to the copy, ov_fh_to_upper):
  * its reads fill the node's one page cache with that object's bytes
  * (ov_op_read flags them), so the next open drops it. */
 bool ov_pcache_open(struct ov *ov, struct ov_node *n, struct ov_fh *fh, bool *ret_stale) {
     struct ov_stamp now;
     struct stat st;
     *ret_stale = false;
-    fh->dev = fh->ino = 0;
+    atomic_store_explicit(&fh->dev, 0, memory_order_relaxed);
+    atomic_store_explicit(&fh->ino, 0, memory_order_relaxed);
     if (fstat(fh->fd, &st) < 0 || !S_ISREG(st.st_mode))
         return false;
     stamp_of(&st, &now);
-    fh->dev = (uint64_t)st.st_dev;
-    fh->ino = (uint64_t)st.st_ino;
+    atomic_store_explicit(&fh->dev, (uint64_t)st.st_dev, memory_order_relaxed);
+    atomic_store_explicit(&fh->ino, (uint64_t)st.st_ino, memory_order_relaxed);
     bool foreign = atomic_exchange(&n->pc_foreign_read, false);
     pthread_mutex_lock(&ov->tree_lock);
     bool keep = st.st_nlink == 1 && n->stamped && ov_stamp_eq(&n->stamp[0], &now) && !foreign;
     *ret_stale = n->stamped && !keep;
     n->stamp[0] = now;
     n->stamped = true;
-    atomic_store(&n->pc_dev, fh->dev);
-    atomic_store(&n->pc_ino, fh->ino);
+    atomic_store(&n->pc_dev, (uint64_t)st.st_dev);
+    atomic_store(&n->pc_ino, (uint64_t)st.st_ino);
     pthread_mutex_unlock(&ov->tree_lock);
     return keep;
 }
@@ -378,6 +380,12 @@ void ov_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
                 r = fd = ov_lower_open(ov, path, flags & ~O_APPEND);
             else if (r >= 0)
                 r = -ESTALE;
+            if (fd >= 0) {
+                /* still under the read lock: no copy-up can come between */
+                fh->fd = fd;
+                fh->flags = flags;
+                ov_fh_track_lower(ov, n, fh);
+            }
         } else {
             r = ufd;
         }
@@ -389,6 +397,7 @@ void ov_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
         return;
     }
     fh->fd = fd;
+    fh->flags = flags;
     fi->fh = (uint64_t)(uintptr_t)fh;
     bool stale;
     fi->keep_cache = ov_pcache_open(ov, n, fh, &stale);
@@ -398,6 +407,7 @@ void ov_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
         fuse_lowlevel_notify_inval_inode(ov->se, ino, -1, 0);
     fi->direct_io = 0;
     if (fuse_reply_open(req, fi) == -ENOENT) {
+        ov_fh_untrack(ov, fh);
         close(fd); /* interrupted: the kernel will not release it */
         free(fh);
     }
@@ -408,8 +418,10 @@ void ov_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct f
     /* bytes of another object than the node's latest open: see
      * ov_pcache_open (loads first, so the usual read stores nothing) */
     struct ov_node *n = ov_node_of(ov_from_req(req), ino);
-    if ((fh->ino != atomic_load_explicit(&n->pc_ino, memory_order_relaxed) ||
-         fh->dev != atomic_load_explicit(&n->pc_dev, memory_order_relaxed)) &&
+    if ((atomic_load_explicit(&fh->ino, memory_order_relaxed) !=
+             atomic_load_explicit(&n->pc_ino, memory_order_relaxed) ||
+         atomic_load_explicit(&fh->dev, memory_order_relaxed) !=
+             atomic_load_explicit(&n->pc_dev, memory_order_relaxed)) &&
         !atomic_load_explicit(&n->pc_foreign_read, memory_order_relaxed))
         atomic_store(&n->pc_foreign_read, true);
     struct fuse_bufvec buf = FUSE_BUFVEC_INIT(size);
@@ -461,10 +473,56 @@ out:
 void ov_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
     struct ov_fh *fh = (struct ov_fh *)(uintptr_t)fi->fh;
     if (fh) {
+        ov_fh_untrack(ov_from_req(req), fh); /* before close: fh->fd must not be reused while listed */
         close(fh->fd);
         free(fh);
     }
     fuse_reply_err(req, 0);
+}
+
+void ov_fh_track_lower(struct ov *ov, struct ov_node *n, struct ov_fh *fh) {
+    pthread_mutex_lock(&ov->fh_lock);
+    fh->node = n;
+    fh->lnext = n->lower_fhs;
+    if (fh->lnext)
+        fh->lnext->lpprev = &fh->lnext;
+    fh->lpprev = &n->lower_fhs;
+    n->lower_fhs = fh;
+    pthread_mutex_unlock(&ov->fh_lock);
+}
+
+void ov_fh_untrack(struct ov *ov, struct ov_fh *fh) {
+    pthread_mutex_lock(&ov->fh_lock);
+    if (fh->node) {
+        *fh->lpprev = fh->lnext;
+        if (fh->lnext)
+            fh->lnext->lpprev = fh->lpprev;
+        fh->node = NULL;
+    }
+    pthread_mutex_unlock(&ov->fh_lock);
+}
+
+/* dup3() replaces the file behind fh->fd in one step: a read already
+ * under way finishes on the lower file, every later one reads the copy
+ * (which the writer that caused the copy-up is about to change). */
+void ov_fh_to_upper(struct ov *ov, struct ov_node *n, int ufd) {
+    pthread_mutex_lock(&ov->fh_lock);
+    struct ov_fh *fh = n->lower_fhs;
+    n->lower_fhs = NULL;
+    while (fh) {
+        struct ov_fh *next = fh->lnext;
+        fh->node = NULL;
+        int nfd = open_upper(ufd, fh->flags & ~(O_NOATIME | O_APPEND | O_TRUNC));
+        struct stat st;
+        if (nfd >= 0 && fstat(nfd, &st) == 0 && dup3(nfd, fh->fd, O_CLOEXEC) >= 0) {
+            atomic_store_explicit(&fh->dev, (uint64_t)st.st_dev, memory_order_relaxed);
+            atomic_store_explicit(&fh->ino, (uint64_t)st.st_ino, memory_order_relaxed);
+        } /* else it keeps reading the lower file, as before this existed */
+        if (nfd >= 0)
+            close(nfd);
+        fh = next;
+    }
+    pthread_mutex_unlock(&ov->fh_lock);
 }
 
 void ov_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi) {

@@ -78,6 +78,7 @@ struct ov_node {
     bool stamped; /* tree_lock: stamp[] holds a recorded state */
     /* the object of that open (stamp[0]), for reads without the tree_lock */
     _Atomic uint64_t pc_dev, pc_ino;
+    struct ov_fh *lower_fhs;     /* fh_lock: open descriptors of the lower file (ov_fh_to_upper) */
     atomic_bool pc_foreign_read; /* read since that open through a descriptor of another object */
 };
 
@@ -104,10 +105,11 @@ struct ov {
     pthread_rwlock_t ns_lock;
     pthread_rwlock_t data_lock; /* see the lock order above */
     pthread_mutex_t tree_lock;
-    struct ov_node *root;  /* pinned */
-    struct ov_node *all;   /* tree_lock: every live non-root node (for teardown) */
-    struct ov_node **htab; /* tree_lock */
-    size_t hcap, hn;       /* tree_lock */
+    pthread_mutex_t fh_lock; /* the nodes' lower_fhs lists; taken under the ns lock, never the reverse */
+    struct ov_node *root;    /* pinned */
+    struct ov_node *all;     /* tree_lock: every live non-root node (for teardown) */
+    struct ov_node **htab;   /* tree_lock */
+    size_t hcap, hn;         /* tree_lock */
 
     struct ov_alias *aliases;      /* ns write lock: sorted by ino once built */
     size_t n_aliases, cap_aliases; /* ns write lock */
@@ -130,11 +132,23 @@ struct ov {
     atomic_uint idle_workers; /* waiting for a request */
 };
 
-struct ov_fh { /* one per open file; immutable after open, freed at release */
-    int fd;
-    bool upper;        /* fd refers to the upper copy */
-    uint64_t dev, ino; /* of fd's object (set by ov_pcache_open) */
+struct ov_fh {                     /* one per open file; freed at release */
+    int fd;                        /* a read-only one of the lower file is switched to the upper at copy-up */
+    bool upper;                    /* fd was opened on the upper copy (writable if its flags say so) */
+    int flags;                     /* open flags of fd */
+    _Atomic uint64_t dev, ino;     /* of fd's object (ov_pcache_open, ov_fh_to_upper) */
+    struct ov_node *node;          /* fh_lock: set while on node->lower_fhs */
+    struct ov_fh *lnext, **lpprev; /* fh_lock */
 };
+
+/* ops.c: fh, just opened on n's lower file (under the ns read lock), is
+ * switched to the upper copy when n is copied up; at release, forget it. */
+void ov_fh_track_lower(struct ov *ov, struct ov_node *n, struct ov_fh *fh);
+void ov_fh_untrack(struct ov *ov, struct ov_fh *fh);
+/* n, a regular file, was just copied up to ufd (ns write lock held):
+ * every descriptor still open on its lower file now refers to the copy,
+ * as every descriptor of one file sees its writes. */
+void ov_fh_to_upper(struct ov *ov, struct ov_node *n, int ufd);
 
 /* ops.c: may the kernel keep its page cache of regular file node n, now
  * opened as fh (fh->fd and fh->upper set; fills fh->dev and fh->ino)?

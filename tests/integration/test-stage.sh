@@ -605,6 +605,29 @@ else
     skip "disk exhaustion on a small tmpfs" "needs root and unshare (a private tmpfs mount)"
 fi
 
+# --- a descriptor opened on a lower file sees what is written after it -----------
+# POSIX: every descriptor of a file sees its writes.  The first write copies
+# the file up; descriptors still open on the lower file are switched to the
+# copy then (the way `tail -f` follows a log the command appends to).  A
+# name replaced by rename keeps its old object behind old descriptors.
+D="$T/fdcu"; mkdir -p "$D/ws"; printf 'line1\n' > "$D/ws/log"; printf 'old\n' > "$D/ws/cfg"; printf 'v1\n' > "$D/ws/rep"
+(cd "$D/ws" && "$PVISOR" run --stage "$D/st" --workspace "$D/ws" -- "$PY" -c "
+import os
+a = open('log', 'rb'); a.read()
+with open('log', 'ab') as w: w.write(b'line2\n')
+print(a.read(), end=' ')
+a.seek(0); print(a.read(), end=' ')
+c = open('cfg', 'rb')
+with open('cfg', 'wb') as w: w.write(b'truncated and rewritten\n')
+print(c.read(), end=' ')
+r = open('rep', 'rb')
+with open('rep.new', 'wb') as w: w.write(b'v2\n')
+os.rename('rep.new', 'rep')
+print(r.read(), open('rep', 'rb').read())
+" > "$T/fdcu.out" 2>&1 </dev/null)
+eq "$(cat "$T/fdcu.out")" "b'line2\\n' b'line1\\nline2\\n' b'truncated and rewritten\\n' b'v1\\n' b'v2\\n'" \
+    "a descriptor opened before a copy-up reads the copy (append, truncate); one of a replaced name keeps the old file"
+
 # --- every Bundle of this test validates ---------------------------------------------
 check "every Bundle validates against docs/bundle.schema.json" sh -c "$VALIDATE $XDG_STATE_HOME/pvisor/runs/*/bundle.json"
 check "no FUSE mount of any test workspace is left on the host" sh -c "! grep -h '$T' /proc/[0-9]*/mountinfo 2>/dev/null | grep -q fuse"

@@ -320,6 +320,8 @@ True"
 check "mmap: upper has the mmap write" bash -c "grep -q MMAPD $S/upper/a"
 
 # --- 12. read-only fd opened before copy-up ---------------------------------------------
+# Every descriptor of a file sees its writes: one still open on the lower
+# file when the file is copied up is switched to the copy (ov_fh_to_upper).
 new_case rofd
 run "$(py 'import os
 r = os.open("a", os.O_RDONLY)
@@ -327,11 +329,11 @@ w = os.open("a", os.O_WRONLY | os.O_APPEND)
 os.write(w, b"NEW\n"); os.close(w)
 print(repr(os.pread(r, 100, 0)))
 print(repr(open("a").read()))')"
-check "read-only fd before copy-up keeps the lower object (documented)" grep -qx "b'a-content\\\\n'" "$C/out"
+check "a read-only fd opened before the copy-up reads the copy" grep -qx "b'a-content\\\\nNEW\\\\n'" "$C/out"
 check "a new open sees the copy" grep -qx "'a-content\\\\nNEW\\\\n'" "$C/out"
-# The old descriptor's reads of the lower file fill the node's one page
-# cache after the copy-up dropped it; an in-place write keeps the size, so
-# only the open can tell ("b" has one link: "a" has two, never cached).
+# An in-place write keeps the size: the old descriptor and a new open
+# both read the copy, and nothing stale stays in the node's page cache
+# ("b" has one link: "a" has two, never cached).
 new_case rofd-cache
 run "$(py 'import os
 r = os.open("b", os.O_RDONLY)
@@ -339,7 +341,7 @@ w = os.open("b", os.O_WRONLY)
 os.write(w, b"NEW"); os.close(w)
 print(repr(os.pread(r, 100, 0)))
 print(repr(open("b").read()))')"
-expect "reads through a read-only fd from before the copy-up do not show through a new open" "$C/out" "b'b-content\\n'
+expect "an in-place write shows through a read-only fd from before the copy-up and through a new open" "$C/out" "b'NEWontent\\n'
 'NEWontent\\n'"
 
 # --- 13. host edits while the run is live -------------------------------------------------
