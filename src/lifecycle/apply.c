@@ -71,6 +71,7 @@ struct plan_ent {
     enum { ST_OLD, ST_FINAL, ST_ABSENT } state;
     uint64_t seen_ino; /* identity when classified (0: unknown) */
     struct timespec seen_ctime;
+    uint64_t seen_nlink;
     int tmp_fd; /* the written O_TMPFILE content, not yet named (-1; set up by execute) */
 };
 
@@ -476,6 +477,7 @@ static int classify_all(int ws_fd, int upper_fd, struct plan *p, struct lc_apply
         if (exists) {
             e->seen_ino = (uint64_t)st.st_ino;
             e->seen_ctime = st.st_ctim;
+            e->seen_nlink = (uint64_t)st.st_nlink;
         }
         if (parent >= 0)
             close(parent);
@@ -613,8 +615,9 @@ static int still_same_st(const struct stat *st, const struct plan_ent *e) {
     if ((uint64_t)st->st_ino != e->seen_ino)
         return -ECANCELED;
     /* a directory's ctime moves when this apply removes its children, a
-     * hard-linked file's when this apply replaces another of its names */
-    if (!S_ISDIR(st->st_mode) && st->st_nlink == 1 &&
+     * hard-linked file's when this apply replaces or deletes another of
+     * its names (leaving it with one link, so both counts are checked) */
+    if (!S_ISDIR(st->st_mode) && st->st_nlink == 1 && e->seen_nlink == 1 &&
         (st->st_ctim.tv_sec != e->seen_ctime.tv_sec || st->st_ctim.tv_nsec != e->seen_ctime.tv_nsec))
         return -ECANCELED;
     return 0;
@@ -879,7 +882,7 @@ static int write_temp(struct ctx *c, size_t idx, int parent, uint64_t *ret_bytes
         r = symlinkat(e->new_target, parent, tmp) < 0 ? -errno : 0;
     } else if (e->new_type == LC_FIFO) {
         r = mknodat(parent, tmp, S_IFIFO | (e->new_mode & 0777), 0) < 0 ? -errno : 0;
-        if (r == 0 && fchmodat(parent, tmp, e->new_mode & 0777, 0) < 0)
+        if (r == 0 && fchmodat(parent, tmp, e->new_mode & 07777, 0) < 0)
             r = -errno;
     } else {
         return -EOPNOTSUPP;
@@ -1248,6 +1251,7 @@ static int plan_from_changeset(const struct lc_changeset *cs, const struct lc_ap
             memcpy(pe->old_sha, e->pre->sha, 32);
             pe->seen_ino = e->old_ino;
             pe->seen_ctime = e->old_ctime;
+            pe->seen_nlink = e->old_nlink;
         }
         if (e->kind != LC_DELETED) {
             pe->new_type = e->new_type;

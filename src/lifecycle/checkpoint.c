@@ -225,6 +225,15 @@ static int copy_entry(struct copy *c, int sdir, int ddir, const char *name, int 
          * need it, and a stage should not hold them anyway */
         if (mknodat(ddir, name, st.st_mode, st.st_rdev) < 0)
             r = -errno;
+        /* the umask took bits away (a fifo made 0777 by the command) */
+        if (r == 0 && fchmodat(ddir, name, st.st_mode & 07777, 0) < 0)
+            r = -errno;
+        if (r == 0 && geteuid() == 0)
+            (void)!fchownat(ddir, name, st.st_uid, st.st_gid, AT_SYMLINK_NOFOLLOW);
+        if (r == 0) {
+            struct timespec ts[2] = {st.st_atim, st.st_mtim};
+            utimensat(ddir, name, ts, AT_SYMLINK_NOFOLLOW);
+        }
         break;
     default: r = -EINVAL;
     }

@@ -91,6 +91,7 @@ struct lc_entry {
     uint64_t upper_ino;
     uint64_t old_ino; /* lower identity when compared (apply re-checks it) */
     struct timespec old_ctime;
+    uint64_t old_nlink;
 };
 
 struct lc_changeset {

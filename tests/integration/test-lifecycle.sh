@@ -531,6 +531,17 @@ manifest "$W" > "$T/ws7s.bad"
 check "a complete intent that is not JSON is refused, not discarded" \
     sh -c "[ $rc -eq 1 ] && [ -s '$S/apply-intent' ] && cmp -s '$T/ws7s.bad' '$T/ws7s.before'"
 
+# Special files keep their whole mode through fork (a checkpoint copy)
+# and apply: the umask took bits away before.  A hard-linked file whose
+# other name the apply deletes is not mistaken for a user's edit.
+W2=$T/ws7m S2=$T/st7m
+mkdir -p "$W2"; echo x > "$W2/h1"; ln "$W2/h1" "$W2/h2"
+stage_run "$W2" "$S2" 'mkfifo ff && chmod 1777 ff && rm h2 && echo y > h1' >/dev/null 2>&1
+"$P" fork --stage "$S2" "$S2.f" >/dev/null
+"$P" apply --stage "$S2" >/dev/null 2>"$T/m7.err"; rc=$?
+eq "$rc $(stat -c %a "$S2.f/upper/ff") $(stat -c %a "$W2/ff") $(cat "$W2/h1") $(test -e "$W2/h2" && echo h2-left || echo h2-gone)" "0 1777 1777 y h2-gone" \
+    "a fifo keeps mode 1777 through fork and apply; deleting one name of a hard link does not stop apply"
+
 # A stage whose upper/ is gone (or whose lock file is) is refused cleanly
 # (these refusals once read an uninitialised context and crashed)
 rm -rf "$W" "$S"; cp -a "$T/ws7s.tmpl" "$W"; "$P" fork --stage "$T/st7s.tmpl" "$S" >/dev/null
