@@ -167,7 +167,7 @@ void ov_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
         /* unlinked but open: answer from the handle */
         struct ov_fh *fh = (struct ov_fh *)(uintptr_t)fi->fh;
         if (fstat(fh->fd, &st) == 0) {
-            if (fh->upper)
+            if (fh->upper || fh->switched)
                 st.st_ino = ov_upper_ino(ov, st.st_ino);
             r = 0;
         }
@@ -351,6 +351,8 @@ void ov_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
         return;
     }
     int r, fd = -1;
+    fh->fd = -1;
+    fh->flags = flags; /* before the handle is listed (ov_fh_track_lower) */
     if (wr) {
         ov_wrlock(ov);
         r = ov_copy_up(ov, n, (flags & O_TRUNC) ? "truncate" : "open");
@@ -361,7 +363,7 @@ void ov_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
             struct stat before;
             r = fstatat(ufd, "", &before, AT_EMPTY_PATH) < 0 ? -errno : 0;
             if (r >= 0)
-                r = fd = open_upper(ufd, flags);
+                r = fh->fd = fd = open_upper(ufd, flags);
             if (fd >= 0 && (flags & O_TRUNC))
                 account_delta(ov, &before, fd);
             fh->upper = true;
@@ -371,7 +373,7 @@ void ov_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
         ov_rdlock(ov);
         int ufd = ov_node_upper(ov, n);
         if (ufd >= 0) {
-            r = fd = open_upper(ufd, flags);
+            r = fh->fd = fd = open_upper(ufd, flags);
             fh->upper = true;
         } else if (ufd == -ENOENT) {
             _cleanup_free_ char *path = NULL;
@@ -383,7 +385,6 @@ void ov_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
             if (fd >= 0) {
                 /* still under the read lock: no copy-up can come between */
                 fh->fd = fd;
-                fh->flags = flags;
                 ov_fh_track_lower(ov, n, fh);
             }
         } else {
@@ -396,8 +397,6 @@ void ov_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
         fuse_reply_err(req, -r);
         return;
     }
-    fh->fd = fd;
-    fh->flags = flags;
     fi->fh = (uint64_t)(uintptr_t)fh;
     bool stale;
     fi->keep_cache = ov_pcache_open(ov, n, fh, &stale);
@@ -481,6 +480,11 @@ void ov_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
 }
 
 void ov_fh_track_lower(struct ov *ov, struct ov_node *n, struct ov_fh *fh) {
+    struct stat st;
+    if (fstat(fh->fd, &st) < 0 || !S_ISREG(st.st_mode))
+        return; /* never switched */
+    fh->lower_dev = st.st_dev;
+    fh->lower_ino = st.st_ino;
     pthread_mutex_lock(&ov->fh_lock);
     fh->node = n;
     fh->lnext = n->lower_fhs;
@@ -505,22 +509,35 @@ void ov_fh_untrack(struct ov *ov, struct ov_fh *fh) {
 /* dup3() replaces the file behind fh->fd in one step: a read already
  * under way finishes on the lower file, every later one reads the copy
  * (which the writer that caused the copy-up is about to change). */
-void ov_fh_to_upper(struct ov *ov, struct ov_node *n, int ufd) {
+void ov_fh_to_upper(struct ov *ov, struct ov_node *n, int ufd, const struct stat *lower) {
+    /* the copy is a regular file (never a fifo: its open would wait for a
+     * writer, under the write lock) */
+    struct stat ust;
+    if (fstat(ufd, &ust) < 0 || !S_ISREG(ust.st_mode))
+        return;
     pthread_mutex_lock(&ov->fh_lock);
-    struct ov_fh *fh = n->lower_fhs;
-    n->lower_fhs = NULL;
-    while (fh) {
-        struct ov_fh *next = fh->lnext;
+    struct ov_fh **pp = &n->lower_fhs;
+    while (*pp) {
+        struct ov_fh *fh = *pp;
+        if (fh->lower_dev != lower->st_dev || fh->lower_ino != lower->st_ino) {
+            pp = &fh->lnext; /* opened on an object the host replaced since: keeps it */
+            continue;
+        }
+        *pp = fh->lnext;
+        if (fh->lnext)
+            fh->lnext->lpprev = pp;
         fh->node = NULL;
-        int nfd = open_upper(ufd, fh->flags & ~(O_NOATIME | O_APPEND | O_TRUNC));
+        int keep = fh->flags & ~(O_NOATIME | O_APPEND | O_TRUNC);
+        int nfd = open_upper(ufd, keep | O_NONBLOCK);
         struct stat st;
-        if (nfd >= 0 && fstat(nfd, &st) == 0 && dup3(nfd, fh->fd, O_CLOEXEC) >= 0) {
+        if (nfd >= 0 && fstat(nfd, &st) == 0 && S_ISREG(st.st_mode) && fcntl(nfd, F_SETFL, keep & ~O_ACCMODE) == 0 &&
+            dup3(nfd, fh->fd, O_CLOEXEC) >= 0) {
             atomic_store_explicit(&fh->dev, (uint64_t)st.st_dev, memory_order_relaxed);
             atomic_store_explicit(&fh->ino, (uint64_t)st.st_ino, memory_order_relaxed);
+            fh->switched = true;
         } /* else it keeps reading the lower file, as before this existed */
         if (nfd >= 0)
             close(nfd);
-        fh = next;
     }
     pthread_mutex_unlock(&ov->fh_lock);
 }

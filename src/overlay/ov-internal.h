@@ -31,6 +31,9 @@
  *   3. ov->tree_lock (mutex): the node hash table, parent/name links,
  *      nlookup/nref, and first caching of node->upper_fd.
  *   4. the stage's internal mutex (leaf, inside stage_journal_* etc.).
+ *   4b. ov->fh_lock (mutex, leaf): the nodes' lists of open descriptors of
+ *      lower files (ov_fh_track_lower, ov_fh_untrack, ov_fh_to_upper);
+ *      nothing under it takes another lock or calls into the mount.
  * Statistics are atomics.  Every lock is dropped before fuse_reply_*.
  */
 #ifndef PVISOR_OVERLAY_INTERNAL_H
@@ -139,16 +142,20 @@ struct ov_fh {                     /* one per open file; freed at release */
     _Atomic uint64_t dev, ino;     /* of fd's object (ov_pcache_open, ov_fh_to_upper) */
     struct ov_node *node;          /* fh_lock: set while on node->lower_fhs */
     struct ov_fh *lnext, **lpprev; /* fh_lock */
+    dev_t lower_dev;               /* the lower object fd was opened on (set before listing) */
+    ino_t lower_ino;
+    bool switched; /* fd was switched to the upper copy (ov_fh_to_upper) */
 };
 
 /* ops.c: fh, just opened on n's lower file (under the ns read lock), is
  * switched to the upper copy when n is copied up; at release, forget it. */
 void ov_fh_track_lower(struct ov *ov, struct ov_node *n, struct ov_fh *fh);
 void ov_fh_untrack(struct ov *ov, struct ov_fh *fh);
-/* n, a regular file, was just copied up to ufd (ns write lock held):
- * every descriptor still open on its lower file now refers to the copy,
- * as every descriptor of one file sees its writes. */
-void ov_fh_to_upper(struct ov *ov, struct ov_node *n, int ufd);
+/* n was just copied up to ufd from the regular file lower (ns write lock
+ * held): every descriptor still open on that lower file now refers to the
+ * copy, as every descriptor of one file sees its writes.  One opened on an
+ * object the host has since replaced keeps it. */
+void ov_fh_to_upper(struct ov *ov, struct ov_node *n, int ufd, const struct stat *lower);
 
 /* ops.c: may the kernel keep its page cache of regular file node n, now
  * opened as fh (fh->fd and fh->upper set; fills fh->dev and fh->ino)?
@@ -223,7 +230,9 @@ int ov_quota_bytes(struct ov *ov, uint64_t n);
 void ov_account_removed(struct ov *ov, const struct stat *st);
 void ov_account_added(struct ov *ov, const struct stat *st);
 int ov_copy_xattrs(int src_fd, int dst_fd, bool escape);
-int ov_copy_up_entry(struct ov *ov, int pfd, const char *relpath, const char *name, const char *op, int *ret_fd);
+/* *ret_lower (optional): the lower object that was copied */
+int ov_copy_up_entry(struct ov *ov, int pfd, const char *relpath, const char *name, const char *op, int *ret_fd,
+                     struct stat *ret_lower);
 
 /* alias.c */
 int ov_alias_link_group(struct ov *ov, const char *relpath, const struct stat *lst, const char *sha, const char *op,
