@@ -326,13 +326,29 @@ void ov_op_readlink(fuse_req_t req, fuse_ino_t ino) {
     fuse_reply_readlink(req, buf);
 }
 
+/* Open the upper regular file ufd refers to.  Only regular files are
+ * opened through the mount (the kernel opens fifos itself), but a copy-up
+ * copies what the lower path holds when it runs, and the host may have
+ * put a fifo there: opened without O_NONBLOCK it would wait for a peer,
+ * under the overlay's locks.  So O_NONBLOCK until it is known to be a
+ * regular file; anything else is -EIO. */
 static int open_upper(int ufd, int flags) {
     char pp[40];
     if (ov_proc_path(ufd, pp) < 0)
         return -EOVERFLOW;
     /* the magic link resolves to exactly the inode ufd refers to */
-    int fd = open(pp, flags | O_CLOEXEC);
-    return fd < 0 ? -errno : fd;
+    int fd = open(pp, flags | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    struct stat st;
+    int r = fstat(fd, &st) < 0 ? -errno : S_ISREG(st.st_mode) ? 0 : -EIO;
+    if (r == 0 && !(flags & O_NONBLOCK) && fcntl(fd, F_SETFL, flags & ~(O_ACCMODE | O_CREAT | O_EXCL | O_TRUNC)) < 0)
+        r = -errno;
+    if (r < 0) {
+        close(fd);
+        return r;
+    }
+    return fd;
 }
 
 void ov_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
@@ -510,8 +526,7 @@ void ov_fh_untrack(struct ov *ov, struct ov_fh *fh) {
  * under way finishes on the lower file, every later one reads the copy
  * (which the writer that caused the copy-up is about to change). */
 void ov_fh_to_upper(struct ov *ov, struct ov_node *n, int ufd, const struct stat *lower) {
-    /* the copy is a regular file (never a fifo: its open would wait for a
-     * writer, under the write lock) */
+    /* a regular file: a fifo the host swapped in is not opened at all */
     struct stat ust;
     if (fstat(ufd, &ust) < 0 || !S_ISREG(ust.st_mode))
         return;
@@ -527,11 +542,9 @@ void ov_fh_to_upper(struct ov *ov, struct ov_node *n, int ufd, const struct stat
         if (fh->lnext)
             fh->lnext->lpprev = pp;
         fh->node = NULL;
-        int keep = fh->flags & ~(O_NOATIME | O_APPEND | O_TRUNC);
-        int nfd = open_upper(ufd, keep | O_NONBLOCK);
+        int nfd = open_upper(ufd, fh->flags & ~(O_NOATIME | O_APPEND | O_TRUNC));
         struct stat st;
-        if (nfd >= 0 && fstat(nfd, &st) == 0 && S_ISREG(st.st_mode) && fcntl(nfd, F_SETFL, keep & ~O_ACCMODE) == 0 &&
-            dup3(nfd, fh->fd, O_CLOEXEC) >= 0) {
+        if (nfd >= 0 && fstat(nfd, &st) == 0 && dup3(nfd, fh->fd, O_CLOEXEC) >= 0) {
             atomic_store_explicit(&fh->dev, (uint64_t)st.st_dev, memory_order_relaxed);
             atomic_store_explicit(&fh->ino, (uint64_t)st.st_ino, memory_order_relaxed);
             fh->switched = true;

@@ -632,27 +632,30 @@ eq "$(cat "$T/fdcu.out")" "b'line2\\n' b'line1\\nline2\\n' b'truncated and rewri
 # save), then the command changes the name's mode (a copy-up of the new
 # file): the old descriptor keeps the old file.  And for a fifo swapped in:
 # the copy-up must not wait for a writer (it once hung the whole view).
-D="$T/fdsw"; mkdir -p "$D/ws"; printf 'ORIGINAL\n' > "$D/ws/f"; printf 'plain\n' > "$D/ws/p"
+D="$T/fdsw"; mkdir -p "$D/ws"; printf 'ORIGINAL\n' > "$D/ws/f"; printf 'plain\n' > "$D/ws/p"; printf 'q\n' > "$D/ws/q"
 (cd "$D/ws" && timeout 20 "$PVISOR" run --stage "$D/st" --workspace "$D/ws" -- "$PY" -c "
 import os, time
 a = open('f', 'rb'); a.read()
 b = open('p', 'rb'); b.read()
+os.stat('q')
 open('$D/ready', 'w').close()
 while not os.path.exists('$D/go'): time.sleep(0.02)
 os.chmod('f', 0o600)
 a.seek(0); print(a.read(), end=' ')
 try: os.fchmod(b.fileno(), 0o600)
 except OSError: pass  # the object changed type under the name: an error is fine, a hang is not
+try: os.close(os.open('q', os.O_WRONLY | os.O_APPEND | os.O_NONBLOCK))  # never waits, whoever opens it
+except OSError: pass
 print(sorted(os.listdir('.')))
 " > "$T/fdsw.out" 2>&1 </dev/null) &
 swpid=$!
 wait_for "$D/ready"
 printf 'HOST-REPLACED\n' > "$D/ws/f.new" && mv "$D/ws/f.new" "$D/ws/f"
-rm "$D/ws/p" && mkfifo "$D/ws/p"
+rm "$D/ws/p" "$D/ws/q" && mkfifo "$D/ws/p" "$D/ws/q"
 : > "$D/go"
 wait $swpid; rc=$?
-eq "$rc $(cat "$T/fdsw.out")" "0 b'ORIGINAL\\n' ['f', 'p']" \
-    "a descriptor of a file the host replaced keeps it through a copy-up; a fifo swapped in does not hang the copy-up"
+eq "$rc $(cat "$T/fdsw.out")" "0 b'ORIGINAL\\n' ['f', 'p', 'q']" \
+    "a descriptor of a file the host replaced keeps it through a copy-up; a fifo swapped in hangs no copy-up (chmod, open for writing)"
 
 # --- every Bundle of this test validates ---------------------------------------------
 check "every Bundle validates against docs/bundle.schema.json" sh -c "$VALIDATE $XDG_STATE_HOME/pvisor/runs/*/bundle.json"
