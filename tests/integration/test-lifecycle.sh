@@ -738,6 +738,26 @@ else
     skip "apply into a file system mounted below the workspace" "needs root and strace"
 fi
 
+# 7g. a workspace on a file system without O_TMPFILE (a FUSE file system:
+# fuse-overlayfs): the small apply falls back to named temp files, after
+# the intent is durable
+if [ "$(id -u)" -eq 0 ] && command -v fuse-overlayfs >/dev/null && command -v strace >/dev/null; then
+    F=$T/fo; mkdir -p "$F/lower" "$F/upper" "$F/work" "$F/mnt"
+    echo old > "$F/lower/a"; echo keep > "$F/lower/k"
+    if fuse-overlayfs -o "lowerdir=$F/lower,upperdir=$F/upper,workdir=$F/work" "$F/mnt" 2>/dev/null; then
+        stage_run "$F/mnt" "$F/st" 'echo new > a && echo n > b && mkfifo ff && ln -s k l' >/dev/null 2>&1
+        no_lsan strace -f -e trace=openat -o "$T/fo.strace" "$P" apply --stage "$F/st" >/dev/null 2>"$T/fo.err"; rc=$?
+        check "on a file system without O_TMPFILE apply falls back to named temp files" \
+            sh -c "[ $rc -eq 0 ] && grep -q 'O_TMPFILE.*EOPNOTSUPP' '$T/fo.strace' && [ \"\$(cat '$F/mnt/a') \$(cat '$F/mnt/b') \$(readlink '$F/mnt/l')\" = 'new n k' ] && \
+                   [ -p '$F/mnt/ff' ] && ! ls -a '$F/mnt' | grep -q pvisor-apply"
+        fusermount3 -u "$F/mnt" 2>/dev/null || umount -l "$F/mnt"
+    else
+        skip "apply on a file system without O_TMPFILE" "fuse-overlayfs cannot mount here"
+    fi
+else
+    skip "apply on a file system without O_TMPFILE" "needs root, fuse-overlayfs and strace"
+fi
+
 # ---------------------------------------------------------------------------
 # 8. checkpoint, restore, fork
 
