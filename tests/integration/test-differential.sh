@@ -11,8 +11,10 @@
 # fsops.c) to triage one bug at a time.
 #
 # Then, per seed: the lower is byte-for-byte unchanged; a second run on the
-# reopened stage shows exactly the same tree; and the sealed stage mounted
-# read-only by kernel overlayfs (the oracle, root only) shows it too.
+# reopened stage shows exactly the same tree; the sealed stage mounted
+# read-only by kernel overlayfs (the oracle, root only) shows it too; and
+# `pvisor apply` of the stage onto a copy of the lower gives that tree,
+# also when it is killed with -9 part way and then resumed.
 # Needs $PVISOR, $PVAGENT, $SRCDIR; $FSOPS (built by meson) or a C compiler.
 . "$(dirname "$0")/../lib.sh"
 cd "$T"
@@ -146,6 +148,24 @@ for seed in $SEEDS; do
         fi
         eq "$r4" 0 "seed $seed: pvisor apply of the sealed stage onto a copy of the lower gives the same tree"
         [ $r4 -eq 0 ] || head -n 8 "$T/apply.$seed" "$T/applycmp.$seed" 2>/dev/null | sed 's/^/# /'
+        # the same apply killed (-9) part way (paced), then resumed
+        rm -rf "$A" "$S.a"
+        cp -a "$W" "$A" && "$PVISOR" fork --stage "$S" "$S.a" >/dev/null && sed -i "s|\"$W\"|\"$A\"|" "$S.a/meta.json"
+        PVISOR_TEST_APPLY_DELAY_US=40000 "$PVISOR" apply --stage "$S.a" >/dev/null 2>&1 &
+        ap=$!
+        sleep "0.$(( seed % 7 + 2 ))"
+        kill -9 $ap 2>/dev/null; wait $ap 2>/dev/null
+        mid=$(test -e "$S.a/apply-intent" && echo "killed part way" || echo "had finished")
+        "$PVISOR" apply --stage "$S.a" > "$T/resume.$seed" 2>&1
+        r5=$?
+        [ $r5 -eq 1 ] && grep -q 'already applied' "$T/resume.$seed" && r5=0
+        if [ $r5 -eq 0 ]; then
+            FSOPS_SKIP="nlink,inodes${FSOPS_SKIP:+,$FSOPS_SKIP}" "$FSOPS" "$seed" 0 "$A" "$C" > "$T/resumecmp.$seed" 2>&1
+            r5=$?
+        fi
+        [ $r5 -ne 0 ] || ! find "$A" -name '.pvisor-apply-*' | grep -q . || r5=9
+        eq "$r5" 0 "seed $seed: the same apply killed with -9 ($mid) and resumed gives the same tree, no temp file left"
+        [ $r5 -eq 0 ] || head -n 8 "$T/resume.$seed" "$T/resumecmp.$seed" 2>/dev/null | sed 's/^/# /'
     fi
 done
 
