@@ -167,7 +167,7 @@ static int ensure_upper_dir(struct ov *ov, const char *dirpath, int *ret_fd) {
                 return -ENOTDIR;
             }
         } else {
-            int r = errno == ENOENT ? ov_copy_up_entry(ov, cur, sofar, c, NULL, &next, NULL) : -errno;
+            int r = errno == ENOENT ? ov_copy_up_entry(ov, cur, sofar, c, NULL, &next) : -errno;
             if (r < 0) {
                 close(cur);
                 return r;

@@ -348,8 +348,7 @@ int ov_journal_lower(struct ov *ov, const char *relpath, const char *op) {
 /* Copy the lower object at relpath into upper dir pfd as name.  op != NULL:
  * journal its preimage (first mutation).  Returns an O_PATH fd of the new
  * upper object in *ret_fd. */
-int ov_copy_up_entry(struct ov *ov, int pfd, const char *relpath, const char *name, const char *op, int *ret_fd,
-                     struct stat *ret_lower) {
+int ov_copy_up_entry(struct ov *ov, int pfd, const char *relpath, const char *name, const char *op, int *ret_fd) {
     _cleanup_close_ int lfd = ov_lower_open(ov, relpath, O_PATH);
     if (lfd < 0)
         return lfd;
@@ -488,9 +487,9 @@ int ov_copy_up_entry(struct ov *ov, int pfd, const char *relpath, const char *na
     pv_sha256_free(md);
     ov_account_added(ov, &tst);
     atomic_fetch_add(&ov->copy_ups, 1);
+    if (S_ISREG(lst.st_mode))
+        ov_fh_to_upper(ov, tfd, &lst);
     *ret_fd = TAKE_FD(tfd);
-    if (ret_lower)
-        *ret_lower = lst;
     return 0;
 
 fail:
@@ -534,15 +533,12 @@ int ov_copy_up(struct ov *ov, struct ov_node *n, const char *op) {
     if ((r = ov_node_path(ov, n, &path)) < 0)
         return r;
     int fd;
-    struct stat lst;
-    r = ov_copy_up_entry(ov, pfd, path, n->name, op, &fd, &lst);
+    r = ov_copy_up_entry(ov, pfd, path, n->name, op, &fd);
     if (r < 0)
         return r;
     ov_node_set_upper(ov, n, fd);
     if (n->type != S_IFDIR)
         n->lower = false;
-    if (S_ISREG(lst.st_mode))
-        ov_fh_to_upper(ov, n, fd, &lst);
     return 0;
 }
 
@@ -609,7 +605,7 @@ static int copy_tree_rec(struct ov *ov, int dfd, const char *relpath, const char
             if (r < 0)
                 return r;
         } else if (errno == ENOENT) {
-            int r = ov_copy_up_entry(ov, dfd, cpath, de->d_name, op, &cfd, NULL);
+            int r = ov_copy_up_entry(ov, dfd, cpath, de->d_name, op, &cfd);
             if (r == -ENOENT)
                 continue; /* vanished on the host meanwhile */
             if (r < 0)

@@ -401,7 +401,7 @@ void ov_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
             if (fd >= 0) {
                 /* still under the read lock: no copy-up can come between */
                 fh->fd = fd;
-                ov_fh_track_lower(ov, n, fh);
+                ov_fh_track_lower(ov, fh);
             }
         } else {
             r = ufd;
@@ -495,29 +495,29 @@ void ov_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
     fuse_reply_err(req, 0);
 }
 
-void ov_fh_track_lower(struct ov *ov, struct ov_node *n, struct ov_fh *fh) {
+void ov_fh_track_lower(struct ov *ov, struct ov_fh *fh) {
     struct stat st;
     if (fstat(fh->fd, &st) < 0 || !S_ISREG(st.st_mode))
         return; /* never switched */
     fh->lower_dev = st.st_dev;
     fh->lower_ino = st.st_ino;
     pthread_mutex_lock(&ov->fh_lock);
-    fh->node = n;
-    fh->lnext = n->lower_fhs;
+    fh->listed = true;
+    fh->lnext = ov->lower_fhs;
     if (fh->lnext)
         fh->lnext->lpprev = &fh->lnext;
-    fh->lpprev = &n->lower_fhs;
-    n->lower_fhs = fh;
+    fh->lpprev = &ov->lower_fhs;
+    ov->lower_fhs = fh;
     pthread_mutex_unlock(&ov->fh_lock);
 }
 
 void ov_fh_untrack(struct ov *ov, struct ov_fh *fh) {
     pthread_mutex_lock(&ov->fh_lock);
-    if (fh->node) {
+    if (fh->listed) {
         *fh->lpprev = fh->lnext;
         if (fh->lnext)
             fh->lnext->lpprev = fh->lpprev;
-        fh->node = NULL;
+        fh->listed = false;
     }
     pthread_mutex_unlock(&ov->fh_lock);
 }
@@ -525,23 +525,23 @@ void ov_fh_untrack(struct ov *ov, struct ov_fh *fh) {
 /* dup3() replaces the file behind fh->fd in one step: a read already
  * under way finishes on the lower file, every later one reads the copy
  * (which the writer that caused the copy-up is about to change). */
-void ov_fh_to_upper(struct ov *ov, struct ov_node *n, int ufd, const struct stat *lower) {
+void ov_fh_to_upper(struct ov *ov, int ufd, const struct stat *lower) {
+    pthread_mutex_lock(&ov->fh_lock);
     /* a regular file: a fifo the host swapped in is not opened at all */
     struct stat ust;
-    if (fstat(ufd, &ust) < 0 || !S_ISREG(ust.st_mode))
-        return;
-    pthread_mutex_lock(&ov->fh_lock);
-    struct ov_fh **pp = &n->lower_fhs;
-    while (*pp) {
+    struct ov_fh **pp = &ov->lower_fhs;
+    if (*pp && (fstat(ufd, &ust) < 0 || !S_ISREG(ust.st_mode)))
+        pp = NULL;
+    while (pp && *pp) {
         struct ov_fh *fh = *pp;
         if (fh->lower_dev != lower->st_dev || fh->lower_ino != lower->st_ino) {
-            pp = &fh->lnext; /* opened on an object the host replaced since: keeps it */
+            pp = &fh->lnext; /* another file, or one the host replaced since: kept */
             continue;
         }
         *pp = fh->lnext;
         if (fh->lnext)
             fh->lnext->lpprev = pp;
-        fh->node = NULL;
+        fh->listed = false;
         int nfd = open_upper(ufd, fh->flags & ~(O_NOATIME | O_APPEND | O_TRUNC));
         struct stat st;
         if (nfd >= 0 && fstat(nfd, &st) == 0 && dup3(nfd, fh->fd, O_CLOEXEC) >= 0) {

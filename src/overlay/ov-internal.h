@@ -31,7 +31,7 @@
  *   3. ov->tree_lock (mutex): the node hash table, parent/name links,
  *      nlookup/nref, and first caching of node->upper_fd.
  *   4. the stage's internal mutex (leaf, inside stage_journal_* etc.).
- *   4b. ov->fh_lock (mutex, leaf): the nodes' lists of open descriptors of
+ *   4b. ov->fh_lock (mutex, leaf): the list of open descriptors of
  *      lower files (ov_fh_track_lower, ov_fh_untrack, ov_fh_to_upper);
  *      nothing under it takes another lock or calls into the mount.
  * Statistics are atomics.  Every lock is dropped before fuse_reply_*.
@@ -81,7 +81,6 @@ struct ov_node {
     bool stamped; /* tree_lock: stamp[] holds a recorded state */
     /* the object of that open (stamp[0]), for reads without the tree_lock */
     _Atomic uint64_t pc_dev, pc_ino;
-    struct ov_fh *lower_fhs;     /* fh_lock: open descriptors of the lower file (ov_fh_to_upper) */
     atomic_bool pc_foreign_read; /* read since that open through a descriptor of another object */
 };
 
@@ -108,7 +107,8 @@ struct ov {
     pthread_rwlock_t ns_lock;
     pthread_rwlock_t data_lock; /* see the lock order above */
     pthread_mutex_t tree_lock;
-    pthread_mutex_t fh_lock; /* the nodes' lower_fhs lists; taken under the ns lock, never the reverse */
+    pthread_mutex_t fh_lock; /* lower_fhs; taken under the ns lock, never the reverse */
+    struct ov_fh *lower_fhs; /* fh_lock: open descriptors of lower regular files (ov_fh_to_upper) */
     struct ov_node *root;    /* pinned */
     struct ov_node *all;     /* tree_lock: every live non-root node (for teardown) */
     struct ov_node **htab;   /* tree_lock */
@@ -140,7 +140,7 @@ struct ov_fh {                     /* one per open file; freed at release */
     bool upper;                    /* fd was opened on the upper copy (writable if its flags say so) */
     int flags;                     /* open flags of fd */
     _Atomic uint64_t dev, ino;     /* of fd's object (ov_pcache_open, ov_fh_to_upper) */
-    struct ov_node *node;          /* fh_lock: set while on node->lower_fhs */
+    bool listed;                   /* fh_lock: on ov->lower_fhs */
     struct ov_fh *lnext, **lpprev; /* fh_lock */
     dev_t lower_dev;               /* the lower object fd was opened on (set before listing) */
     ino_t lower_ino;
@@ -149,13 +149,14 @@ struct ov_fh {                     /* one per open file; freed at release */
 
 /* ops.c: fh, just opened on n's lower file (under the ns read lock), is
  * switched to the upper copy when n is copied up; at release, forget it. */
-void ov_fh_track_lower(struct ov *ov, struct ov_node *n, struct ov_fh *fh);
+void ov_fh_track_lower(struct ov *ov, struct ov_fh *fh);
 void ov_fh_untrack(struct ov *ov, struct ov_fh *fh);
-/* n was just copied up to ufd from the regular file lower (ns write lock
- * held): every descriptor still open on that lower file now refers to the
- * copy, as every descriptor of one file sees its writes.  One opened on an
- * object the host has since replaced keeps it. */
-void ov_fh_to_upper(struct ov *ov, struct ov_node *n, int ufd, const struct stat *lower);
+/* The regular file lower was just copied up to ufd, by whatever path
+ * (ns write lock held): every descriptor still open on that lower object,
+ * through any of its names, now refers to the copy, as every descriptor
+ * of one file sees its writes.  One opened on an object the host has
+ * since replaced keeps it. */
+void ov_fh_to_upper(struct ov *ov, int ufd, const struct stat *lower);
 
 /* ops.c: may the kernel keep its page cache of regular file node n, now
  * opened as fh (fh->fd and fh->upper set; fills fh->dev and fh->ino)?
@@ -230,9 +231,7 @@ int ov_quota_bytes(struct ov *ov, uint64_t n);
 void ov_account_removed(struct ov *ov, const struct stat *st);
 void ov_account_added(struct ov *ov, const struct stat *st);
 int ov_copy_xattrs(int src_fd, int dst_fd, bool escape);
-/* *ret_lower (optional): the lower object that was copied */
-int ov_copy_up_entry(struct ov *ov, int pfd, const char *relpath, const char *name, const char *op, int *ret_fd,
-                     struct stat *ret_lower);
+int ov_copy_up_entry(struct ov *ov, int pfd, const char *relpath, const char *name, const char *op, int *ret_fd);
 
 /* alias.c */
 int ov_alias_link_group(struct ov *ov, const char *relpath, const struct stat *lst, const char *sha, const char *op,

@@ -628,6 +628,23 @@ print(r.read(), open('rep', 'rb').read())
 eq "$(cat "$T/fdcu.out")" "b'line2\\n' b'line1\\nline2\\n' b'truncated and rewritten\\n' b'v1\\n' b'v2\\n'" \
     "a descriptor opened before a copy-up reads the copy (append, truncate); one of a replaced name keeps the old file"
 
+# The same through another name of a hard-linked lower file, and for a
+# file inside a lower directory that is renamed (its subtree is copied up
+# by the rename).
+D="$T/fdhl"; mkdir -p "$D/ws/dir"; printf 'line1\n' > "$D/ws/log"; ln "$D/ws/log" "$D/ws/log2"; printf 'in dir\n' > "$D/ws/dir/f"
+(cd "$D/ws" && "$PVISOR" run --stage "$D/st" --workspace "$D/ws" -- "$PY" -c "
+import os
+a = open('log2', 'rb'); a.read()
+with open('log', 'ab') as w: w.write(b'line2\\n')
+print(a.read(), end=' ')
+d = open('dir/f', 'rb'); d.read()
+os.rename('dir', 'dir2')
+with open('dir2/f', 'ab') as w: w.write(b'more\\n')
+print(d.read())
+" > "$T/fdhl.out" 2>&1 </dev/null)
+eq "$(cat "$T/fdhl.out")" "b'line2\\n' b'more\\n'" \
+    "a descriptor opened through another hard-link name, or below a renamed directory, reads the copy too"
+
 # The host replaces a file the command holds open: by rename (an editor's
 # save), then the command changes the name's mode (a copy-up of the new
 # file): the old descriptor keeps the old file.  And for a fifo swapped in:
