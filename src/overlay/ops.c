@@ -326,29 +326,24 @@ void ov_op_readlink(fuse_req_t req, fuse_ino_t ino) {
     fuse_reply_readlink(req, buf);
 }
 
-/* Open the upper regular file ufd refers to.  Only regular files are
- * opened through the mount (the kernel opens fifos itself), but a copy-up
- * copies what the lower path holds when it runs, and the host may have
- * put a fifo there: opened without O_NONBLOCK it would wait for a peer,
- * under the overlay's locks.  So O_NONBLOCK until it is known to be a
- * regular file; anything else is -EIO. */
+/* Open the upper regular file ufd (O_PATH) refers to.  Only regular files
+ * are opened through the mount (the kernel opens fifos and devices
+ * itself), but a copy-up copies what the lower path holds when it runs,
+ * and the host may have put a fifo there: opening that would wait for a
+ * peer under the overlay's locks.  An inode's type never changes, and the
+ * magic link reopens that very inode: anything but a regular file is
+ * -EIO, checked before the open. */
 static int open_upper(int ufd, int flags) {
+    struct stat st;
+    if (fstat(ufd, &st) < 0)
+        return -errno;
+    if (!S_ISREG(st.st_mode))
+        return -EIO;
     char pp[40];
     if (ov_proc_path(ufd, pp) < 0)
         return -EOVERFLOW;
-    /* the magic link resolves to exactly the inode ufd refers to */
-    int fd = open(pp, flags | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    struct stat st;
-    int r = fstat(fd, &st) < 0 ? -errno : S_ISREG(st.st_mode) ? 0 : -EIO;
-    if (r == 0 && !(flags & O_NONBLOCK) && fcntl(fd, F_SETFL, flags & ~(O_ACCMODE | O_CREAT | O_EXCL | O_TRUNC)) < 0)
-        r = -errno;
-    if (r < 0) {
-        close(fd);
-        return r;
-    }
-    return fd;
+    int fd = open(pp, flags | O_CLOEXEC);
+    return fd < 0 ? -errno : fd;
 }
 
 void ov_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
@@ -527,12 +522,8 @@ void ov_fh_untrack(struct ov *ov, struct ov_fh *fh) {
  * (which the writer that caused the copy-up is about to change). */
 void ov_fh_to_upper(struct ov *ov, int ufd, const struct stat *lower) {
     pthread_mutex_lock(&ov->fh_lock);
-    /* a regular file: a fifo the host swapped in is not opened at all */
-    struct stat ust;
     struct ov_fh **pp = &ov->lower_fhs;
-    if (*pp && (fstat(ufd, &ust) < 0 || !S_ISREG(ust.st_mode)))
-        pp = NULL;
-    while (pp && *pp) {
+    while (*pp) {
         struct ov_fh *fh = *pp;
         if (fh->lower_dev != lower->st_dev || fh->lower_ino != lower->st_ino) {
             pp = &fh->lnext; /* another file, or one the host replaced since: kept */
