@@ -1,0 +1,56 @@
+/* apply-plan.h: the plan of an apply and its intent journal
+ * (STAGE/apply-intent), shared by apply.c and intent.c (not a public API;
+ * docs/lifecycle.md, "Crash safety"). */
+#ifndef PVISOR_LIFECYCLE_APPLY_PLAN_H
+#define PVISOR_LIFECYCLE_APPLY_PLAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "lifecycle/lc-internal.h"
+
+#define INTENT_MAX (1u << 30)
+#define INTENT_TMP_PREFIX "." LC_APPLY_INTENT "."
+
+struct plan_ent {
+    char *path;
+    enum lc_type old_type;
+    uint32_t old_mode;
+    bool old_has_sha;
+    unsigned char old_sha[32];
+    enum lc_type new_type;
+    uint32_t new_mode;
+    char *new_target;
+    struct timespec atime, mtime;
+    /* runtime */
+    enum { ST_OLD, ST_FINAL, ST_ABSENT } state;
+    uint64_t seen_ino; /* identity when classified (0: unknown) */
+    struct timespec seen_ctime;
+    uint64_t seen_nlink;
+    int tmp_fd; /* the written O_TMPFILE content, not yet named (-1; set up by execute) */
+};
+
+struct plan {
+    struct plan_ent *v;
+    size_t n;
+    char id[17];
+    bool subset; /* a --path subset: success does not mark the stage applied */
+};
+
+void lc_plan_free(struct plan *p);
+/* The temp name of entry i in its directory: ".pvisor-apply-<id>-<i>". */
+void lc_plan_tmp_name(const struct plan *p, size_t i, char buf[64]);
+
+/* Publish the intent (see intent.c for what is durable when). */
+int lc_intent_write(int stage_dir_fd, const struct plan *p, bool durable);
+/* Load and validate STAGE/apply-intent: -ENODATA when it is cut short (not
+ * a complete document), -EBADMSG when it is complete but invalid. */
+int lc_intent_load(int stage_dir_fd, struct plan *p);
+/* Remove the temp files an intent names (its apply id, each entry's index). */
+void lc_intent_remove_temps(int ws_fd, const struct plan *p);
+/* Remove intents whose rename a crash lost, and the temp files they name. */
+void lc_intent_remove_lost(int stage_dir_fd, int ws_fd);
+
+#endif
