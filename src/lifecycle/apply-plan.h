@@ -11,9 +11,6 @@
 
 #include "lifecycle/lc-internal.h"
 
-#define INTENT_MAX (1u << 30)
-#define INTENT_TMP_PREFIX "." LC_APPLY_INTENT "."
-
 struct plan_ent {
     char *path;
     enum lc_type old_type;

@@ -15,6 +15,9 @@
 #include "util/cleanup.h"
 #include "util/util.h"
 
+#define INTENT_MAX (1u << 30)
+#define INTENT_TMP_PREFIX "." LC_APPLY_INTENT "."
+
 void lc_plan_free(struct plan *p) {
     for (size_t i = 0; i < p->n; i++) {
         free(p->v[i].path);

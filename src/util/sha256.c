@@ -58,10 +58,6 @@ static int lib_ready(void) {
     return lib.ready ? 0 : -ENOSYS;
 }
 
-void pv_sha256_preload(void) {
-    (void)lib_ready();
-}
-
 struct pv_sha256 {
     SHA256_CTX ctx;
 };

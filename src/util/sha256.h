@@ -24,10 +24,6 @@ void pv_sha256_free(struct pv_sha256 *h); /* NULL is fine */
 /* One buffer. */
 int pv_sha256_buf(const void *data, size_t len, unsigned char ret[32]);
 
-/* Load libcrypto now (errors are left for the first hash to report): a
- * thread can take the ~0.6 ms of the dlopen off a caller's path. */
-void pv_sha256_preload(void);
-
 /* Why libcrypto could not be loaded ("" if it was, or was not tried). */
 const char *pv_sha256_error(void);
 
