@@ -100,12 +100,18 @@ int runs_dir(bool create, char **ret_path) {
     return 0;
 }
 
-void format_stamp_utc(const struct timespec *ts, char ret_buf[static 24]) {
+/* ts in UTC with milliseconds: 20261129T133758.420Z (compact) or
+ * 2026-11-29T13:37:58.420Z */
+static void format_utc_ms(const struct timespec *ts, bool compact, char *ret_buf, size_t size) {
     struct tm tm;
     gmtime_r(&ts->tv_sec, &tm);
-    char t[20];
-    strftime(t, sizeof t, "%Y%m%dT%H%M%S", &tm);
-    snprintf(ret_buf, 24, "%.15s.%03dZ", t, (int)((ts->tv_nsec / 1000000) % 1000));
+    char t[24];
+    size_t n = strftime(t, sizeof t, compact ? "%Y%m%dT%H%M%S" : "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(ret_buf, size, "%.*s.%03dZ", (int)n, t, (int)((ts->tv_nsec / 1000000) % 1000));
+}
+
+void format_stamp_utc(const struct timespec *ts, char ret_buf[static 24]) {
+    format_utc_ms(ts, true, ret_buf, 24);
 }
 
 int make_run_id(char ret_id[static 32]) {
@@ -121,11 +127,7 @@ int make_run_id(char ret_id[static 32]) {
 }
 
 void format_time_utc(const struct timespec *ts, char ret_buf[static 32]) {
-    struct tm tm;
-    gmtime_r(&ts->tv_sec, &tm);
-    char t[24];
-    strftime(t, sizeof t, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(ret_buf, 32, "%.20s.%03dZ", t, (int)((ts->tv_nsec / 1000000) % 1000));
+    format_utc_ms(ts, false, ret_buf, 32);
 }
 
 int parse_size(const char *s, uint64_t min, uint64_t max, uint64_t *ret_value) {
