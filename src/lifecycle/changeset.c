@@ -64,6 +64,8 @@ int lc_stage_open(const char *path, struct lc_stage **ret_stage) {
     if (!st)
         return -ENOMEM;
     st->dir_fd = st->upper_fd = st->ws_fd = -1;
+    /* Before the first goto: the cleanup must never see them uninitialised. */
+    _cleanup_free_ char *ver = NULL, *meta = NULL;
     int r;
     st->path = strdup(path);
     if (!st->path) {
@@ -75,7 +77,6 @@ int lc_stage_open(const char *path, struct lc_stage **ret_stage) {
         r = -errno;
         goto fail;
     }
-    _cleanup_free_ char *ver = NULL;
     r = read_file_at(st->dir_fd, "version", 256, &ver, NULL);
     if (r < 0) {
         r = r == -ENOENT ? -EINVAL : r;
@@ -85,7 +86,6 @@ int lc_stage_open(const char *path, struct lc_stage **ret_stage) {
         r = strncmp(ver, "pvisor-stage ", 13) == 0 ? -EPROTO : -EINVAL;
         goto fail;
     }
-    _cleanup_free_ char *meta = NULL;
     r = read_file_at(st->dir_fd, "meta.json", 1 << 20, &meta, NULL);
     if (r < 0) {
         r = r == -ENOENT ? -EINVAL : r;
