@@ -44,3 +44,6 @@ eq() {
 # Newest run id in the state dir.
 latest_run() { ls -1 "$XDG_STATE_HOME/pvisor/runs" 2>/dev/null | sort | tail -n 1; }
 run_count() { ls -1 "$XDG_STATE_HOME/pvisor/runs" 2>/dev/null | wc -l; }
+
+# under strace: LeakSanitizer cannot run in a traced process (sanitized build)
+no_lsan() { ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" "$@"; }

@@ -51,11 +51,18 @@ const char *run_strict_violation(const struct run_context *ctx) {
     return NULL;
 }
 
+/* The Bundle is as durable as the stage: flushed at every write under
+ * --stage-durability strict, else left to the file system's writeback (a
+ * power loss may lose its last seconds; docs/bundle.md). */
+static bool bundle_durable(const struct run_context *ctx) {
+    return ctx->opts->durability == DURABILITY_STRICT;
+}
+
 int run_fail_setup(struct run_context *ctx, const char *reason) {
     run_probe_collect(ctx);
     bundle_set_string(ctx->bundle, "state", "setup_failed");
     bundle_add_warning(ctx->bundle, reason);
-    bundle_write(ctx->run_dirfd, ctx->bundle);
+    bundle_write(ctx->run_dirfd, ctx->bundle, bundle_durable(ctx));
     return cli_error(PV_EXIT_SETUP, "run", "%s; the command was not run (run %s)", reason, ctx->run_id);
 }
 
@@ -89,7 +96,7 @@ int run_write_running(struct run_context *ctx) {
     struct pollfd pfd = {.fd = ctx->probe_fd, .events = POLLIN};
     if (ctx->probe_fd >= 0 && poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLHUP))
         run_probe_collect(ctx);
-    return bundle_write(ctx->run_dirfd, ctx->bundle);
+    return bundle_write(ctx->run_dirfd, ctx->bundle, bundle_durable(ctx));
 }
 
 int run_finish(struct run_context *ctx, int r, const struct exec_result *res) {
@@ -131,7 +138,7 @@ int run_finish(struct run_context *ctx, int r, const struct exec_result *res) {
     }
     bundle_set_exit(ctx->bundle, res->exec_errno ? (status << 8) : res->wait_status, status, &ended);
     json_object_set_new(json_object_get(ctx->bundle, "exit"), "timed_out", json_boolean(res->timed_out));
-    r = bundle_write(ctx->run_dirfd, ctx->bundle);
+    r = bundle_write(ctx->run_dirfd, ctx->bundle, bundle_durable(ctx));
     if (r < 0)
         fprintf(stderr, "pvisor run: warning: cannot write the Run Bundle: %s\n", strerror(-r));
     return status;

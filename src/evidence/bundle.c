@@ -118,7 +118,7 @@ int bundle_set_exit(json_t *b, int wait_status, int pvisor_status, const struct 
     return 0;
 }
 
-int bundle_write(int run_dirfd, const json_t *b) {
+int bundle_write(int run_dirfd, const json_t *b, bool durable) {
     _cleanup_free_ char *s = json_dumps(b, JSON_INDENT(2) | JSON_ENSURE_ASCII);
     if (!s)
         return -ENOMEM;
@@ -130,7 +130,8 @@ int bundle_write(int run_dirfd, const json_t *b) {
     memcpy(withnl, s, len);
     withnl[len] = '\n';
     withnl[len + 1] = '\0';
-    return write_file_atomic(run_dirfd, BUNDLE_FILE, withnl, len + 1, 0600);
+    return write_file_atomic_as(run_dirfd, BUNDLE_FILE, withnl, len + 1, 0600,
+                                durable ? WRITE_SYNC_FILE_AND_DIR : WRITE_NO_SYNC);
 }
 
 int bundle_read(int run_dirfd, json_t **ret_bundle) {

@@ -9,6 +9,8 @@
 #ifndef PVISOR_EVIDENCE_BUNDLE_H
 #define PVISOR_EVIDENCE_BUNDLE_H
 
+#include <stdbool.h>
+
 #include <jansson.h>
 #include <time.h>
 
@@ -37,8 +39,9 @@ int bundle_add_warning(json_t *b, const char *msg);
  * status pvisor itself exits with. */
 int bundle_set_exit(json_t *b, int wait_status, int pvisor_status, const struct timespec *ended);
 
-/* Atomically (re)write BUNDLE_FILE in run_dirfd. */
-int bundle_write(int run_dirfd, const json_t *b);
+/* Atomically (re)write BUNDLE_FILE in run_dirfd (temp file + rename);
+ * durable: also fsync the file before the rename and the directory after. */
+int bundle_write(int run_dirfd, const json_t *b, bool durable);
 
 /* Load BUNDLE_FILE from run_dirfd; -EPROTO when it is not a bundle we know. */
 int bundle_read(int run_dirfd, json_t **ret_bundle);

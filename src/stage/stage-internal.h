@@ -33,6 +33,7 @@ struct stage {
     int work_fd;                      /* STAGE/work (immutable) */
     int lock_fd;                      /* STAGE/lock, flock(LOCK_EX) held (immutable) */
     enum stage_durability durability; /* immutable */
+    bool layout_unsynced;             /* created without a flush (checkpoint durability): the seal flushes it */
     pthread_mutex_t lock;
     int journal_fd;          /* O_APPEND; writes under lock */
     int origin_fd;           /* O_APPEND; writes under lock */

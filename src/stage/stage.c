@@ -54,9 +54,9 @@ enum stage_durability stage_durability(const struct stage *s) {
     return s->durability;
 }
 
-/* Write dir_fd/name atomically and, if sync, durably: name.tmp, fsync,
- * rename, fsync dir. */
-static int publish_file(int dir_fd, const char *name, const void *buf, size_t len, bool sync) {
+/* Write dir_fd/name atomically: name.tmp, rename.  sync_bytes: fsync the
+ * temp file before the rename; sync_name: fsync the directory after it. */
+static int publish_file(int dir_fd, const char *name, const void *buf, size_t len, bool sync_bytes, bool sync_name) {
     char tmp[64];
     int m = snprintf(tmp, sizeof tmp, "%s.tmp", name);
     if (m < 0 || (size_t)m >= sizeof tmp)
@@ -67,11 +67,11 @@ static int publish_file(int dir_fd, const char *name, const void *buf, size_t le
     int r = write_all(fd, buf, len);
     if (r < 0)
         return r;
-    if (sync && fsync(fd) < 0)
+    if (sync_bytes && fsync(fd) < 0)
         return -errno;
     if (renameat(dir_fd, tmp, dir_fd, name) < 0)
         return -errno;
-    if (sync && fsync(dir_fd) < 0)
+    if (sync_name && fsync(dir_fd) < 0)
         return -errno;
     return 0;
 }
@@ -165,7 +165,7 @@ static int meta_store(int dir_fd, json_t *m, bool sync) {
         return -ENOMEM;
     memcpy(withnl, txt, len);
     withnl[len] = '\n';
-    return publish_file(dir_fd, "meta.json", withnl, len + 1, sync);
+    return publish_file(dir_fd, "meta.json", withnl, len + 1, sync, sync);
 }
 
 /* Initialise an empty, locked directory as a fresh stage, its first run
@@ -191,7 +191,7 @@ static int stage_init_layout(int dir_fd, const char *workspace, const char *run_
     if (r < 0)
         return r;
     /* version last: its presence means "this is a stage". */
-    return publish_file(dir_fd, "version", STAGE_VERSION_LINE, strlen(STAGE_VERSION_LINE), sync);
+    return publish_file(dir_fd, "version", STAGE_VERSION_LINE, strlen(STAGE_VERSION_LINE), sync, sync);
 }
 
 static int check_version(int dir_fd) {
@@ -276,7 +276,13 @@ static int stage_open_impl(struct stage *s, const char *path, const char *worksp
     bool sync = s->durability != STAGE_DURABILITY_NONE;
     bool created = !exists_at(s->dir_fd, "version");
     if (created) {
-        int r = stage_init_layout(s->dir_fd, workspace_abs, run_id, sync);
+        /* Checkpoint durability flushes nothing a run writes before its
+         * seal, so a new stage's layout is flushed there too (a power loss
+         * before it leaves at most an unsealed stage, as it would leave the
+         * run's writes); strict keeps it durable before the first write. */
+        bool sync_layout = s->durability == STAGE_DURABILITY_STRICT;
+        s->layout_unsynced = !sync_layout && sync;
+        int r = stage_init_layout(s->dir_fd, workspace_abs, run_id, sync_layout);
         if (r < 0)
             return r;
     } else {
@@ -405,7 +411,9 @@ int stage_seal(struct stage *s, bool changed) {
         return -EINVAL;
     bool sync = s->durability != STAGE_DURABILITY_NONE;
     bool sync_content = sync && changed;
-    if (sync_content && syncfs(s->upper_fd) < 0)
+    /* The stage directory and upper/ are one file system: this covers the
+     * content and a layout created without a flush. */
+    if ((sync_content || (sync && s->layout_unsynced)) && syncfs(s->dir_fd) < 0)
         return -errno;
     int r = sync_content ? sync_tree(s->upper_fd) : 0;
     if (r < 0)
@@ -420,7 +428,12 @@ int stage_seal(struct stage *s, bool changed) {
     int m = snprintf(buf, sizeof buf, "%s\n", now);
     if (m < 0 || (size_t)m >= sizeof buf)
         return -EOVERFLOW;
-    return publish_file(s->dir_fd, "sealed", buf, (size_t)m, sync);
+    /* Its name is the marker (its bytes, the time, are for people): the
+     * directory's fsync makes it durable after everything above. */
+    r = publish_file(s->dir_fd, "sealed", buf, (size_t)m, false, sync);
+    if (r == 0)
+        s->layout_unsynced = false;
+    return r;
 }
 
 int stage_probe_state(const char *path, enum stage_state *ret_state) {

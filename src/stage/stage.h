@@ -92,10 +92,12 @@ int stage_origin_add(struct stage *s, uint64_t upper_ino, uint64_t lower_ino);
 int stage_origin_forget(struct stage *s, uint64_t upper_ino);
 bool stage_origin_get(struct stage *s, uint64_t upper_ino, uint64_t *ret_lower_ino);
 
-/* Make everything durable (upper files and dirs, journal, origin map) and
- * publish the 'sealed' marker (temp file + fsync + rename + fsync dir).
+/* Make everything durable (upper files and dirs, journal, origin map, and
+ * a new stage's layout when it was created unflushed) and publish the
+ * 'sealed' marker (temp file + rename + fsync dir; the name is the marker).
  * changed = false: nothing wrote to the stage since it was opened (its
- * content is as durable as the previous seal left it): only the marker. */
+ * content is as durable as the previous seal left it): only the layout, if
+ * new, and the marker. */
 int stage_seal(struct stage *s, bool changed);
 
 /* Release the lock and every resource.  NULL is fine. */

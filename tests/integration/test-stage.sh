@@ -412,6 +412,44 @@ eq "$(jq -r 'select(.path == "README" or .path == "gone.txt") | .path' "$S/journ
 eq "$(jq -r '.requested_policy.stage_durability + " " + .stage.state' "$(bundle_of "$XDG_STATE_HOME")")" "strict sealed" \
    "--stage-durability strict: the Bundle records strict durability and a sealed stage"
 
+# --- what is flushed, and when ------------------------------------------------------
+# Checkpoint durability (the default) flushes nothing before the command
+# runs: a new stage's layout and the Bundles are not flushed; the seal makes
+# the stage durable (syncfs of its file system), then renames 'sealed' into
+# place and fsyncs the stage directory.  Strict flushes the layout and the
+# Bundle before the command runs.
+# flushes TRACE: "before after" counts of fsync/fdatasync/syncfs around the command's exec
+flushes() {
+    awk '/execve\("\/bin\/sh"/ && !c { c = NR } /(fsync|fdatasync|syncfs)\(/ { if (c) a++; else b++ } END { print b + 0, a + 0 }' "$1"
+}
+if command -v strace >/dev/null; then
+    for mode in checkpoint strict; do
+        next_stage
+        no_lsan strace -f -y -o "$T/flush-$mode.strace" -e trace=execve,fsync,fdatasync,syncfs,renameat,renameat2 \
+            "$PVISOR" run --stage "$S" --workspace "$W" --stage-durability $mode -- /bin/sh -c "echo flushed > '$W/README'" >/dev/null 2>&1
+        eq "$?:$(cat "$S/upper/README")" "0:flushed" "--stage-durability $mode under strace: the run works"
+        grep -v ' = -1 ' "$T/flush-$mode.strace" > "$T/flush-$mode.ok"
+        case $mode in
+            checkpoint)
+                eq "$(flushes "$T/flush-$mode.ok" | cut -d' ' -f1)" 0 "checkpoint durability: nothing is flushed before the command runs"
+                order=$(awk -v s="$S" '
+                    index($0, "syncfs(") && index($0, s) { if (!sy) sy = NR }
+                    /renameat2?\(/ && /"sealed.tmp"/ { rn = NR }
+                    index($0, "fsync(") && index($0, "<" s ">") { fs = NR }
+                    END { print (sy && rn && fs && sy < rn && rn < fs) ? "in order" : "sy=" sy " rn=" rn " fs=" fs }' "$T/flush-$mode.ok")
+                eq "$order" "in order" "checkpoint durability: the seal flushes the stage, then renames 'sealed' into place and fsyncs the directory"
+                eq "$(grep -c 'fsync(.*bundle\.json' "$T/flush-$mode.ok")" 0 "checkpoint durability: the Bundle is not flushed"
+                ;;
+            strict)
+                pre=$(awk '/execve\("\/bin\/sh"/ { exit } /fsync\(/ && /meta\.json\.tmp>/ { m++ } /fsync\(/ && /version\.tmp>/ { v++ } /fsync\(/ && /bundle\.json/ { b++ } END { print m + 0, v + 0, b + 0 }' "$T/flush-$mode.ok")
+                eq "$pre" "1 1 1" "strict durability: meta.json, version and the Bundle are flushed before the command runs"
+                ;;
+        esac
+    done
+else
+    skip "what is flushed, and when" "strace missing (apt-get install strace)"
+fi
+
 # --- invalid stage locations: usage errors, nothing written --------------------------
 touch "$T/afile"
 before=$(run_count)

@@ -57,7 +57,7 @@ int main(void) {
     char dir[] = "/tmp/pvisor-bt.XXXXXX";
     ok(mkdtemp(dir) != NULL, "temp dir");
     int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    ok(bundle_write(dfd, b) == 0, "write");
+    ok(bundle_write(dfd, b, true) == 0, "write");
     json_t *back = NULL;
     ok(bundle_read(dfd, &back) == 0 && json_equal(back, b), "round trip is lossless");
     json_decref(back);
