@@ -264,6 +264,7 @@ int main(int argc, char **argv) {
         while (time(NULL) < end)
             for (int i = 0; i < 1000000; i++)
                 x += (unsigned long)i;
+        (void)x;
         while (wait(NULL) > 0)
             ;
         printf("spun\n");

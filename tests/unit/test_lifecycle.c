@@ -52,8 +52,7 @@ int main(void) {
                                        "\xf4\x90\x80\x80", /* past U+10FFFF */
                                        "\xff",
                                        "\xc3",
-                                       "a\x80"
-                                       "b"};
+                                       "a\x80\x62"}; /* \x62 is 'b' */
     bool agree = true;
     for (size_t i = 0; i < sizeof utf8 / sizeof *utf8; i++) {
         json_t *js = json_string(utf8[i]);
