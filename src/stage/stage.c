@@ -413,7 +413,7 @@ int stage_seal(struct stage *s, bool changed) {
     bool sync_content = sync && changed;
     /* The stage directory and upper/ are one file system: this covers the
      * content and a layout created without a flush. */
-    if ((sync_content || (sync && s->layout_unsynced)) && syncfs(s->dir_fd) < 0)
+    if (sync_content && syncfs(s->dir_fd) < 0)
         return -errno;
     int r = sync_content ? sync_tree(s->upper_fd) : 0;
     if (r < 0)
@@ -429,9 +429,13 @@ int stage_seal(struct stage *s, bool changed) {
     if (m < 0 || (size_t)m >= sizeof buf)
         return -EOVERFLOW;
     /* Its name is the marker (its bytes, the time, are for people): the
-     * directory's fsync makes it durable after everything above. */
-    r = publish_file(s->dir_fd, "sealed", buf, (size_t)m, false, sync);
-    if (r == 0)
+     * directory's fsync makes it durable after everything above.  A stage
+     * this run created and left unchanged holds nothing a power loss could
+     * lose, so nothing of it is flushed: lost, it reads as an empty
+     * interrupted stage (or none), which `drop` removes. */
+    bool sync_marker = sync && (changed || !s->layout_unsynced);
+    r = publish_file(s->dir_fd, "sealed", buf, (size_t)m, false, sync_marker);
+    if (r == 0 && sync_content)
         s->layout_unsynced = false;
     return r;
 }

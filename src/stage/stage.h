@@ -96,8 +96,8 @@ bool stage_origin_get(struct stage *s, uint64_t upper_ino, uint64_t *ret_lower_i
  * a new stage's layout when it was created unflushed) and publish the
  * 'sealed' marker (temp file + rename + fsync dir; the name is the marker).
  * changed = false: nothing wrote to the stage since it was opened (its
- * content is as durable as the previous seal left it): only the layout, if
- * new, and the marker. */
+ * content is as durable as the previous seal left it): only the marker, and
+ * not even that for a stage this run created unflushed (it holds nothing). */
 int stage_seal(struct stage *s, bool changed);
 
 /* Release the lock and every resource.  NULL is fine. */

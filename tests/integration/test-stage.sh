@@ -446,6 +446,19 @@ if command -v strace >/dev/null; then
                 ;;
         esac
     done
+    # A run that changes nothing in a stage it created flushes nothing (the
+    # stage holds nothing to lose); reopened, the stage had content, and
+    # its new marker is flushed.
+    next_stage
+    for k in created reopened; do
+        no_lsan strace -f -y -o "$T/flush-$k.strace" -e trace=execve,fsync,fdatasync,syncfs,renameat,renameat2 \
+            "$PVISOR" run --stage "$S" --workspace "$W" -- /bin/sh -c true >/dev/null 2>&1
+        eq "$?:$(test -e "$S/sealed" && echo sealed)" "0:sealed" "an unchanged run ($k stage): sealed"
+        grep -v ' = -1 ' "$T/flush-$k.strace" > "$T/flush-$k.ok"
+        eq "$(awk '/(fsync|fdatasync|syncfs)\(/ { print $2 }' "$T/flush-$k.ok" | sed 's/(.*<\(.*\)>.*/ \1/' | tr '\n' ' ')" \
+            "$([ $k = created ] || echo "fsync $S fsync $S/meta.json.tmp fsync $S fsync $S ")" \
+            "an unchanged run ($k stage): flushes $([ $k = created ] && echo nothing || echo "the reopening ('sealed' removed, meta.json), then only the marker")"
+    done
 else
     skip "what is flushed, and when" "strace missing (apt-get install strace)"
 fi
