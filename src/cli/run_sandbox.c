@@ -147,8 +147,10 @@ static char *interpreter_of(const char *file) {
     return p[0] == '/' ? strdup(p) : NULL;
 }
 
-static void gather_runtime(const struct run_context *ctx, const char *home, struct dirlist *l) {
-    _cleanup_free_ char *exe = which(ctx->opts->cmd_argv[0], ctx->cwd);
+/* Returns the command as found on the host PATH (NULL if not found), owned
+ * by the caller. */
+static char *gather_runtime(const struct run_context *ctx, const char *home, struct dirlist *l) {
+    char *exe = which(ctx->opts->cmd_argv[0], ctx->cwd);
     if (exe) {
         add_dir_of(l, home, exe);
         _cleanup_free_ char *real = realpath(exe, NULL);
@@ -168,6 +170,22 @@ static void gather_runtime(const struct run_context *ctx, const char *home, stru
     for (char *d = copy ? strtok_r(copy, ":", &save) : NULL; d; d = strtok_r(NULL, ":", &save))
         if (d[0] == '/')
             add_runtime_dir(l, home, d);
+    return exe;
+}
+
+/* The file to exec for the command: what the host PATH search found, when
+ * the command searches the same PATH (a name without a slash, PATH passed
+ * unchanged); else NULL and the launcher searches. */
+static void plan_set_exec_path(struct launch_plan *p, char **exe) {
+    const char *host = getenv("PATH");
+    if (!*exe || strchr(p->argv[0], '/') || !host)
+        return;
+    for (char **e = p->envp; e && *e; e++)
+        if (strncmp(*e, "PATH=", 5) == 0) {
+            if (strcmp(*e + 5, host) == 0)
+                p->exec_path = TAKE_PTR(*exe);
+            return;
+        }
 }
 
 /* Where the host's path HOME/rel leads now, the last component followed
@@ -372,7 +390,7 @@ int sandbox_prepare(struct run_context *ctx, const struct agent_hooks *hooks, st
     }
 
     struct dirlist rt = {0};
-    gather_runtime(ctx, home, &rt);
+    _cleanup_free_ char *exe = gather_runtime(ctx, home, &rt);
     const char *home_files[32];
     size_t n_home_files = 0;
     for (const char *const *f = plan_home_config_files; home && *f && n_home_files < 32; f++) {
@@ -476,6 +494,7 @@ int sandbox_prepare(struct run_context *ctx, const struct agent_hooks *hooks, st
         sandbox_release(&sb);
         return r;
     }
+    plan_set_exec_path(&sb.plan, &exe);
 
     json_t *j = plan_to_json(&sb.plan);
     _cleanup_free_ char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;

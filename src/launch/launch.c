@@ -371,6 +371,8 @@ static _Noreturn void become_command(const struct launch_plan *p) {
     await_go(LAUNCH_GO_FD);
 
     environ = p->envp; /* execvp searches the command's PATH, not ours */
+    if (p->exec_path)
+        execv(p->exec_path, p->argv); /* returns only on failure: then search PATH, as before */
     execvp(p->argv[0], p->argv);
     int e = errno;
     /* The report already said ok: tell the supervisor exec failed. */

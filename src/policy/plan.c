@@ -2,6 +2,7 @@
 #include "policy/plan.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,13 +74,13 @@ json_t *plan_to_json(const struct launch_plan *p) {
         json_array_append_new(mounts, json_pack("{s:s, s:s, s:s?, s:I}", "kind",
                                                 plan_mount_kind_name(p->mounts[i].kind), "path", p->mounts[i].path,
                                                 "source", p->mounts[i].source, "size", (json_int_t)p->mounts[i].size));
-    return json_pack("{s:o, s:o, s:s, s:s, s:I, s:I, s:b, s:b, s:b, s:I, s:{s:I, s:I, s:I, s:I, s:I}, s:o}", "argv",
-                     strv_to_json(p->argv), "env", strv_to_json(p->envp), "cwd", p->cwd, "hostname", p->hostname, "uid",
-                     (json_int_t)p->uid, "gid", (json_int_t)p->gid, "unshare_net", p->unshare_net, "landlock",
-                     p->landlock, "seccomp", p->seccomp, "tmp_size", (json_int_t)p->tmp_size, "rlimits", "nofile",
-                     (json_int_t)p->rlimit_nofile, "fsize", (json_int_t)p->rlimit_fsize, "nproc",
-                     (json_int_t)p->rlimit_nproc, "as", (json_int_t)p->rlimit_as, "cpu", (json_int_t)p->rlimit_cpu,
-                     "mounts", mounts);
+    return json_pack("{s:o, s:s?, s:o, s:s, s:s, s:I, s:I, s:b, s:b, s:b, s:I, s:{s:I, s:I, s:I, s:I, s:I}, s:o}",
+                     "argv", strv_to_json(p->argv), "exec_path", p->exec_path, "env", strv_to_json(p->envp), "cwd",
+                     p->cwd, "hostname", p->hostname, "uid", (json_int_t)p->uid, "gid", (json_int_t)p->gid,
+                     "unshare_net", p->unshare_net, "landlock", p->landlock, "seccomp", p->seccomp, "tmp_size",
+                     (json_int_t)p->tmp_size, "rlimits", "nofile", (json_int_t)p->rlimit_nofile, "fsize",
+                     (json_int_t)p->rlimit_fsize, "nproc", (json_int_t)p->rlimit_nproc, "as", (json_int_t)p->rlimit_as,
+                     "cpu", (json_int_t)p->rlimit_cpu, "mounts", mounts);
 }
 
 static int strv_from_json(const json_t *a, size_t max, bool need_one, char ***ret) {
@@ -114,6 +115,7 @@ void plan_free(struct launch_plan *p) {
         return;
     strv_free(p->argv);
     strv_free(p->envp);
+    free(p->exec_path);
     free(p->cwd);
     free(p->hostname);
     for (size_t i = 0; i < p->n_mounts; i++) {
@@ -162,8 +164,13 @@ int plan_from_json(const json_t *j, struct launch_plan *ret_plan) {
         get_u64(rl, "fsize", &p.rlimit_fsize) < 0 || get_u64(rl, "nproc", &p.rlimit_nproc) < 0 ||
         get_u64(rl, "as", &p.rlimit_as) < 0 || get_u64(rl, "cpu", &p.rlimit_cpu) < 0)
         goto fail;
+    const json_t *ep = json_object_get(j, "exec_path");
+    if (ep && !json_is_null(ep) &&
+        (!json_is_string(ep) || json_string_value(ep)[0] != '/' || strlen(json_string_value(ep)) >= PATH_MAX))
+        goto fail;
     r = -ENOMEM;
-    if (!(p.cwd = strdup(cwd)) || !(p.hostname = strdup(hn)))
+    if (!(p.cwd = strdup(cwd)) || !(p.hostname = strdup(hn)) ||
+        (json_is_string(ep) && !(p.exec_path = strdup(json_string_value(ep)))))
         goto fail;
     const json_t *mounts = json_object_get(j, "mounts");
     r = -EINVAL;

@@ -37,7 +37,11 @@ struct plan_mount {
 struct launch_plan {
     char **argv; /* NULL-terminated */
     char **envp; /* NULL-terminated, already reduced to the allowlist */
-    char *cwd;   /* inside the sandbox */
+    /* argv[0] as the supervisor found it on the command's PATH, or NULL:
+     * exec'd first (no PATH search, whose misses cost a lookup in a FUSE
+     * view each); if that fails, argv[0] is searched on PATH as before. */
+    char *exec_path;
+    char *cwd; /* inside the sandbox */
     char *hostname;
     uint32_t uid, gid;                                             /* ids the command sees (the invoking user's) */
     bool unshare_net;                                              /* private network namespace (deny-all) */

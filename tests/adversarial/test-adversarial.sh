@@ -170,6 +170,27 @@ if command -v git >/dev/null; then
     eq "$out" probe "--safe: git works (and sees the allowlisted ~/.gitconfig)"
 fi
 
+# The command is exec'd by the path the supervisor found on PATH (no PATH
+# search, whose misses each cost a lookup through a FUSE view); when that
+# file is not visible inside, the launcher searches PATH as before.
+mkdir -p "$T/pa" "$T/pb"
+printf '#!/bin/sh\necho first\n' > "$T/pa/pvtool"; printf '#!/bin/sh\necho second\n' > "$T/pb/pvtool"
+chmod 0755 "$T/pa/pvtool" "$T/pb/pvtool"
+eq "$(PATH="$T/pa:$T/pb:$PATH" "$PVISOR" run --safe --stage "$S" --workspace "$W" -- pvtool 2>&1)" first \
+    "--safe: the command is the first match on PATH"
+eq "$(PATH="$T/pa:$T/pb:$PATH" "$PVISOR" run --safe --access "deny:$T/pa" --stage "$S" --workspace "$W" -- pvtool 2>&1)" second \
+    "--safe: a first match hidden inside the sandbox falls back to searching PATH there"
+if command -v strace >/dev/null; then
+    no_lsan env PATH="$T/nowhere:$HOME/nowhere:$PATH" strace -f -o "$T/exec.strace" -e trace=execve \
+        "$PVISOR" run --safe --stage "$S" --workspace "$W" -- true >/dev/null 2>&1
+    rc=$?
+    true_path=$(IFS=:; for d in $PATH; do [ -x "$d/true" ] && { echo "$d/true"; break; }; done)
+    eq "$rc:$(grep -c 'execve(.*= -1 ENOENT' "$T/exec.strace"):$(grep -c "execve(\"$true_path\", \[\"true\"\]" "$T/exec.strace")" "0:0:1" \
+        "--safe: the command is exec'd once, by its path, with no PATH search"
+else
+    skip "--safe: the command is exec'd by its path" "strace missing (apt-get install strace)"
+fi
+
 # The Bundle: every requested dimension enforced; resources not requested.
 b="$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json"
 eq "$(jq -r '[.dimensions | to_entries[] | select(.value.effective != "enforced") | .key + ":" + .value.requested] | join(",")' "$b")" \

@@ -90,7 +90,16 @@ int main(void) {
     ok(j && plan_from_json(j, &q) == 0 && q.n_mounts == p.n_mounts && strcmp(q.cwd, p.cwd) == 0 &&
            strcmp(q.argv[1], "-j2") == 0 && q.rlimit_as == 1ULL << 30 && q.rlimit_cpu == 600 && q.rlimit_nproc == 64,
        "JSON round trip (with the --limit rlimits)");
+    ok(q.exec_path == NULL && json_is_null(json_object_get(j, "exec_path")),
+       "no exec_path unless the supervisor sets one");
     plan_free(&q);
+    p.exec_path = strdup("/usr//bin/make");
+    json_t *je = plan_to_json(&p);
+    ok(je && plan_from_json(je, &q) == 0 && strcmp(q.exec_path, "/usr//bin/make") == 0, "exec_path round trip");
+    plan_free(&q);
+    json_object_set_new(je, "exec_path", json_string("bin/make"));
+    ok(plan_from_json(je, &q) == -EINVAL, "a relative exec_path is refused");
+    json_decref(je);
     json_array_append_new(json_object_get(j, "mounts"),
                           json_pack("{s:s, s:s, s:i}", "kind", "rw", "path", "/home/u/../../etc", "size", 0));
     ok(plan_from_json(j, &q) == -EINVAL, "a plan naming a non-normalised path is refused");
