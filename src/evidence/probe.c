@@ -646,51 +646,28 @@ static void find_binary(const char *name, struct probe_binary *ret) {
     (void)for_each_path_dir(find_in_dir, &ctx);
 }
 
-/* First directory on $PATH holding any qemu-system-*; within it, the
- * alphabetically first name (readdir order is arbitrary). */
-static bool find_qemu_in_dir(const char *dir, void *ud) {
-    struct probe_binary *out = ud;
-    _cleanup_closedir_ DIR *d = opendir(dir);
-    if (!d)
-        return false;
-    char best[256] = "";
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        if (strncmp(de->d_name, "qemu-system-", 12) != 0 || strlen(de->d_name) >= sizeof best)
-            continue;
-        if (best[0] && strcmp(de->d_name, best) >= 0)
-            continue;
-        char path[PROBE_PATH_MAX];
-        int n = snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
-        if (n < 0 || (size_t)n >= sizeof path || !is_exec_file(path))
-            continue;
-        memcpy(best, de->d_name, strlen(de->d_name) + 1);
-    }
-    if (!best[0])
-        return false;
-    int n = snprintf(out->path, sizeof out->path, "%s/%s", dir, best);
-    if (n < 0 || (size_t)n >= sizeof out->path) {
-        out->path[0] = '\0';
-        return false;
-    }
-    out->found = true;
-    return true;
+/* QEMU's name for this machine's architecture: a VM executor runs the
+ * host's own binaries, so only the native system emulator is of use (no
+ * scan of $PATH for any qemu-system-*: that read every directory on it). */
+static const char *qemu_target(const char *machine) {
+    static const struct {
+        const char *prefix, *target;
+    } map[] = {
+        {"i386", "i386"}, {"i486", "i386"}, {"i586", "i386"}, {"i686", "i386"}, {"armv", "arm"}, {"ppc64le", "ppc64"},
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(map); i++)
+        if (strncmp(machine, map[i].prefix, strlen(map[i].prefix)) == 0)
+            return map[i].target;
+    return machine;
 }
 
 static void probe_qemu(struct probe_binary *q, const char *machine) {
     char name[96];
-    const char *arch = machine;
-    if (strcmp(machine, "i686") == 0 || strcmp(machine, "i586") == 0 || strcmp(machine, "i386") == 0)
-        arch = "i386";
-    int n = snprintf(name, sizeof name, "qemu-system-%s", arch);
-    if (n > 0 && (size_t)n < sizeof name && arch[0]) {
-        find_binary(name, q);
-        if (q->found)
-            return;
-    }
     q->found = false;
     q->path[0] = '\0';
-    (void)for_each_path_dir(find_qemu_in_dir, q);
+    int n = snprintf(name, sizeof name, "qemu-system-%s", qemu_target(machine));
+    if (n > 0 && (size_t)n < sizeof name && machine[0])
+        find_binary(name, q);
 }
 
 /* ---- small syscalls ----------------------------------------------------- */

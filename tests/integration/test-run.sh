@@ -164,6 +164,17 @@ eq "$(jq -S .features doc.json | jq -r 'keys | join(",")')" \
    "$(jq -S .kernel_features "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json" | jq -r 'keys | join(",")')" \
    "the Bundle's kernel_features are doctor's features"
 "$PVISOR" doctor --bogus 2>/dev/null; eq $? 2 "doctor with an unknown option exits 2"
+# qemu: the native system emulator on $PATH (the VM executor runs the
+# host's binaries), never a foreign one.
+mkdir -p "$T/qemu-native" "$T/qemu-foreign"
+m=$(uname -m); case $m in i?86) m=i386;; armv*) m=arm;; ppc64le) m=ppc64;; esac
+foreign=$([ "$m" = aarch64 ] && echo x86_64 || echo aarch64)
+printf '#!/bin/sh\n' > "$T/qemu-native/qemu-system-$m"; printf '#!/bin/sh\n' > "$T/qemu-foreign/qemu-system-$foreign"
+chmod 0755 "$T/qemu-native/qemu-system-$m" "$T/qemu-foreign/qemu-system-$foreign"
+eq "$(PATH="$T/qemu-foreign:$T/qemu-native" "$PVISOR" doctor --json | jq -r '.features.qemu.path')" "$T/qemu-native/qemu-system-$m" \
+    "doctor: qemu is the native qemu-system-$m on PATH"
+eq "$(PATH="$T/qemu-foreign" "$PVISOR" doctor --json | jq -r '.features.qemu.found')" false \
+    "doctor: a foreign qemu-system-$foreign alone is not taken for qemu"
 
 # --- a command that ignores SIGTERM is killed after the grace period ------------
 rm -f "$T/ign"
