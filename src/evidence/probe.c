@@ -696,6 +696,16 @@ static void probe_close_range(struct probe_status *s) {
 /* ---- entry point -------------------------------------------------------- */
 
 int host_probe_run(struct host_probe *ret_probe) {
+    int r = host_probe_run_base(ret_probe);
+    host_probe_sha256(ret_probe);
+    return r;
+}
+
+void host_probe_sha256(struct host_probe *p) {
+    probe_sha256(&p->sha256);
+}
+
+int host_probe_run_base(struct host_probe *ret_probe) {
     struct host_probe *p = ret_probe;
     memset(p, 0, sizeof *p);
     p->uid = getuid();
@@ -711,7 +721,6 @@ int host_probe_run(struct host_probe *ret_probe) {
     probe_landlock(&p->landlock);
     probe_seccomp(&p->seccomp);
     probe_openat2(&p->openat2);
-    probe_sha256(&p->sha256);
     probe_cgroup(&p->cgroup);
     find_binary("crun", &p->crun);
     find_binary("runc", &p->runc);

@@ -145,6 +145,12 @@ struct host_probe {
  * single-threaded (see top of file). */
 int host_probe_run(struct host_probe *ret_probe);
 
+/* host_probe_run() in two steps, so that a caller can defer the costliest
+ * probe: everything but the SHA-256 check (fills *ret_probe; same errors),
+ * then that check (loads libcrypto) into an already filled probe. */
+int host_probe_run_base(struct host_probe *ret_probe);
+void host_probe_sha256(struct host_probe *p);
+
 /* The "kernel_features" object (schema in docs; keys are stable).  NULL on
  * ENOMEM. */
 json_t *probe_to_json(const struct host_probe *p);
