@@ -18,9 +18,23 @@
 
 int lc_cli_target(const char *verb, const char *run, const char *stage_dir, char **ret_stage, char **ret_run,
                   json_t **ret_bundle) {
-    int r = lc_resolve_target(run, stage_dir, ret_stage, ret_run, ret_bundle);
+    _cleanup_free_ char *unreadable = NULL;
+    int r = lc_resolve_target(run, stage_dir, ret_stage, ret_run ? ret_run : &unreadable, ret_bundle);
     if (r == 0)
         return PV_EXIT_OK;
+    if (r == -ENODATA) {
+        const char *id = ret_run && *ret_run ? *ret_run : unreadable;
+        cli_error(PV_EXIT_FAILURE, verb,
+                  "the newest run %s has no readable Bundle (its supervisor died while setting it up, or a power "
+                  "loss lost it), so which stage is newest is unknown; name the run or the stage (see 'pvisor "
+                  "list'), or remove that run's directory",
+                  id ? id : "?");
+        if (ret_run) {
+            free(*ret_run);
+            *ret_run = NULL;
+        }
+        return PV_EXIT_FAILURE;
+    }
     if (stage_dir)
         return cli_error(PV_EXIT_FAILURE, verb, "'%s' is not a pvisor stage directory%s%s", stage_dir,
                          r == -EINVAL ? "" : ": ", r == -EINVAL ? "" : strerror(-r));

@@ -137,7 +137,9 @@ json_t *lc_changeset_to_json(const struct lc_changeset *cs);
  * stage.  Returns the stage path and the run's Bundle (NULL for a stage
  * given by path or a run without a readable one).
  * Errors: -ENOENT nothing matches; -ENOTUNIQ ambiguous; -ENOMEDIUM the run
- * has no stage; -EINVAL stage_dir is not a stage. */
+ * has no stage; -EINVAL stage_dir is not a stage; -ENODATA (run and
+ * stage_dir NULL) a run newer than any staged one has no readable Bundle:
+ * *ret_run_id is then set to its id (owned by the caller). */
 int lc_resolve_target(const char *run, const char *stage_dir, char **ret_stage_path, char **ret_run_id,
                       json_t **ret_bundle);
 

@@ -129,8 +129,17 @@ int lc_resolve_target(const char *run, const char *stage_dir, char **ret_stage_p
     } else {
         for (size_t i = 0; i < n && !match; i++) {
             json_t *b = NULL;
-            if (runs_load_bundle(ids[i], &b) < 0)
-                continue;
+            if (runs_load_bundle(ids[i], &b) < 0) {
+                /* A newer run whose Bundle is gone (a supervisor that died
+                 * setting up, a power loss: Bundles are not flushed) may
+                 * have had a stage: never guess past it to an older one. */
+                if (ret_run_id && !(*ret_run_id = strdup(ids[i]))) {
+                    r = -ENOMEM;
+                    goto out;
+                }
+                r = -ENODATA;
+                goto out;
+            }
             if (bundle_stage_path(b)) {
                 match = ids[i];
                 bundle = b;

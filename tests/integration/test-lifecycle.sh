@@ -887,3 +887,24 @@ for torn in lock-only empty-meta; do
 done
 (cd "$W" && "$P" drop) >/dev/null 2>&1; rc=$?
 eq "$rc:$(ls "$S" | tr '\n' ' ')" "0:dropped lock meta.json version " "a stage with a torn meta.json can be dropped"
+
+# Bundles are not flushed (checkpoint durability): after a power loss the
+# newest run's Bundle may be empty or gone.  Without a RUN, the verbs never
+# guess past such a run to an older run's stage.
+W=$T/wsb
+mkdir -p "$W"; echo old > "$W/f"
+(cd "$W" && "$P" run --stage auto -- sh -c 'echo fromA > f') >/dev/null 2>&1
+runA=$(latest_run)
+(cd "$W" && "$P" run --stage auto -- sh -c 'echo fromB > f') >/dev/null 2>&1
+runB=$(latest_run)
+: > "$XDG_STATE_HOME/pvisor/runs/$runB/bundle.json"
+for verb in apply drop "status --review" diff; do
+    # shellcheck disable=SC2086
+    (cd "$W" && "$P" $verb) >/dev/null 2>"$T/lost.err"; rc=$?
+    eq "$rc:$(grep -c "newest run $runB has no readable Bundle" "$T/lost.err")" "1:1" \
+        "$verb without a run refuses when the newest run's Bundle was lost"
+done
+check "... and nothing was applied or dropped" sh -c "[ \"\$(cat '$W/f')\" = old ] && [ ! -e '$XDG_STATE_HOME/pvisor/runs/$runA/stage/dropped' ]"
+(cd "$W" && "$P" apply "$runA") >/dev/null 2>&1; rc=$?
+eq "$rc:$(cat "$W/f")" "0:fromA" "naming the older run still applies it"
+rm -rf "$XDG_STATE_HOME/pvisor/runs/$runB"
