@@ -147,10 +147,8 @@ static char *interpreter_of(const char *file) {
     return p[0] == '/' ? strdup(p) : NULL;
 }
 
-/* Returns the command as found on the host PATH (NULL if not found), owned
- * by the caller. */
-static char *gather_runtime(const struct run_context *ctx, const char *home, struct dirlist *l) {
-    char *exe = which(ctx->opts->cmd_argv[0], ctx->cwd);
+static void gather_runtime(const struct run_context *ctx, const char *home, struct dirlist *l) {
+    _cleanup_free_ char *exe = which(ctx->opts->cmd_argv[0], ctx->cwd);
     if (exe) {
         add_dir_of(l, home, exe);
         _cleanup_free_ char *real = realpath(exe, NULL);
@@ -170,22 +168,36 @@ static char *gather_runtime(const struct run_context *ctx, const char *home, str
     for (char *d = copy ? strtok_r(copy, ":", &save) : NULL; d; d = strtok_r(NULL, ":", &save))
         if (d[0] == '/')
             add_runtime_dir(l, home, d);
-    return exe;
 }
 
-/* The file to exec for the command: what the host PATH search found, when
- * the command searches the same PATH (a name without a slash, PATH passed
- * unchanged); else NULL and the launcher searches. */
-static void plan_set_exec_path(struct launch_plan *p, char **exe) {
+/* The file to exec for the command: the host's PATH search, when it is
+ * the one execvp would make inside (a name without a slash, the same PATH)
+ * and every directory it looks in shows the host's files there: absolute
+ * (an empty or relative entry is the working directory) and outside the
+ * workspace (whose view may hold staged files).  Else NULL: the launcher
+ * searches PATH itself. */
+static void plan_set_exec_path(struct launch_plan *p, const char *workspace) {
     const char *host = getenv("PATH");
-    if (!*exe || strchr(p->argv[0], '/') || !host)
-        return;
+    const char *cmd = p->argv[0];
+    const char *inside = NULL;
     for (char **e = p->envp; e && *e; e++)
-        if (strncmp(*e, "PATH=", 5) == 0) {
-            if (strcmp(*e + 5, host) == 0)
-                p->exec_path = TAKE_PTR(*exe);
+        if (strncmp(*e, "PATH=", 5) == 0)
+            inside = *e + 5;
+    if (strchr(cmd, '/') || !host || !inside || strcmp(host, inside) != 0)
+        return;
+    _cleanup_free_ char *copy = strdup(host);
+    char *rest = copy;
+    for (char *d; copy && (d = strsep(&rest, ":"));) {
+        _cleanup_free_ char *real = d[0] == '/' ? realpath(d, NULL) : NULL;
+        if (d[0] != '/' || path_within(d, workspace) || (real && path_within(real, workspace)))
+            return;
+        char *f = path_join(d, cmd);
+        if (f && access(f, X_OK) == 0) {
+            p->exec_path = f;
             return;
         }
+        free(f);
+    }
 }
 
 /* Where the host's path HOME/rel leads now, the last component followed
@@ -390,7 +402,7 @@ int sandbox_prepare(struct run_context *ctx, const struct agent_hooks *hooks, st
     }
 
     struct dirlist rt = {0};
-    _cleanup_free_ char *exe = gather_runtime(ctx, home, &rt);
+    gather_runtime(ctx, home, &rt);
     const char *home_files[32];
     size_t n_home_files = 0;
     for (const char *const *f = plan_home_config_files; home && *f && n_home_files < 32; f++) {
@@ -494,7 +506,7 @@ int sandbox_prepare(struct run_context *ctx, const struct agent_hooks *hooks, st
         sandbox_release(&sb);
         return r;
     }
-    plan_set_exec_path(&sb.plan, &exe);
+    plan_set_exec_path(&sb.plan, ctx->workspace);
 
     json_t *j = plan_to_json(&sb.plan);
     _cleanup_free_ char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;

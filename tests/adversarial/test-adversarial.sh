@@ -180,6 +180,15 @@ eq "$(PATH="$T/pa:$T/pb:$PATH" "$PVISOR" run --safe --stage "$S" --workspace "$W
     "--safe: the command is the first match on PATH"
 eq "$(PATH="$T/pa:$T/pb:$PATH" "$PVISOR" run --safe --access "deny:$T/pa" --stage "$S" --workspace "$W" -- pvtool 2>&1)" second \
     "--safe: a first match hidden inside the sandbox falls back to searching PATH there"
+# Staged files are found as the command would find them inside: a PATH
+# directory in the workspace, or an empty PATH entry (the working
+# directory), is searched in the staged view, not on the host.
+SP=$T/st-path
+"$PVISOR" run --safe --stage "$SP" --workspace "$W" -- sh -c "cd '$W' && mkdir bin && printf '#!/bin/sh\necho staged-bin\n' > bin/pvtool && printf '#!/bin/sh\necho staged-cwd\n' > pvtool && chmod 0755 bin/pvtool pvtool" >/dev/null 2>&1
+eq "$(cd "$W" && PATH="$W/bin:$T/pa:$PATH" "$PVISOR" run --safe --stage "$SP" --workspace "$W" -- pvtool 2>&1)" staged-bin \
+    "--safe: a PATH directory in the workspace is searched in the staged view"
+eq "$(cd "$W" && PATH=":$T/pa:$PATH" "$PVISOR" run --safe --stage "$SP" --workspace "$W" -- pvtool 2>&1)" staged-cwd \
+    "--safe: an empty PATH entry finds the staged file in the working directory"
 if command -v strace >/dev/null; then
     no_lsan env PATH="$T/nowhere:$HOME/nowhere:$PATH" strace -f -o "$T/exec.strace" -e trace=execve \
         "$PVISOR" run --safe --stage "$S" --workspace "$W" -- true >/dev/null 2>&1
