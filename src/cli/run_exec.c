@@ -258,10 +258,15 @@ void run_probe_collect(struct run_context *ctx) {
         bundle_add_warning(ctx->bundle, "host feature probes failed; kernel_features is empty");
 }
 
-/* While the command runs: the probes are in before the end of the run
- * kills what is left of the supervisor's children. */
+/* While the command runs (after_exec), or when it could not be exec'd
+ * (before_reap): the probes are in before the end of the run kills what is
+ * left of the supervisor's children. */
 static void probe_after_exec(pid_t child, void *userdata) {
     (void)child;
+    run_probe_collect(userdata);
+}
+
+static void probe_before_reap(void *userdata) {
     run_probe_collect(userdata);
 }
 
@@ -284,6 +289,7 @@ int run_execute(struct run_context *ctx) {
         .kill_grace_ms = run_kill_grace_ms(),
         .timeout_ms = ctx->opts->timeout_ms,
         .after_exec = probe_after_exec,
+        .before_reap = probe_before_reap,
         .userdata = ctx,
     };
     struct exec_result res;

@@ -117,6 +117,13 @@ static void read_launch_report(pid_t child, void *userdata) {
     run_probe_collect(st->ctx);
 }
 
+/* The command could not be exec'd (no after_exec): the probe child is
+ * collected before the run's end kills the supervisor's children. */
+static void collect_before_reap(void *userdata) {
+    struct staged *st = userdata;
+    run_probe_collect(st->ctx);
+}
+
 /* Open (or create) the stage and take its run lock; on success the
  * workspace-writes dimension is recorded. */
 static int open_stage(struct staged *st) {
@@ -294,6 +301,7 @@ int run_execute_staged(struct run_context *ctx,
         .cwd = sandbox ? NULL : ctx->cwd,
         .after_fork = start_overlay,
         .after_exec = read_launch_report,
+        .before_reap = collect_before_reap,
         .kill_grace_ms = run_kill_grace_ms(),
         .timeout_ms = ctx->opts->timeout_ms,
         .early_exec = sandbox, /* the launcher execs while the views are mounted */

@@ -344,6 +344,8 @@ int exec_run(const struct exec_spec *s, struct exec_result *ret) {
     }
 
     kill(-pid, SIGKILL);
+    if (s->before_reap)
+        s->before_reap(s->userdata);
     res.killed_descendants = reap_descendants();
 
 out_tty:

@@ -49,6 +49,10 @@ struct exec_spec {
     /* Called in the parent once the command was exec'd successfully
      * (before waiting for it); may block briefly, e.g. to read a report. */
     void (*after_exec)(pid_t child, void *userdata);
+    /* Called in the parent once the command has ended, or could not be
+     * exec'd, before every remaining descendant is killed: the caller
+     * collects children of its own there.  May be NULL. */
+    void (*before_reap)(void *userdata);
     /* If set, the child restores this RLIMIT_NOFILE before exec (the
      * supervisor may have raised its own for the FUSE server). */
     const struct rlimit *child_nofile;

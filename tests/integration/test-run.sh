@@ -26,6 +26,15 @@ printf '#!/bin/sh\n' > notexec; chmod 0644 notexec
 "$PVISOR" run -- ./notexec 2>err; rc=$?
 eq "$rc" 126 "non-executable command exits 126"
 eq "$(jq -r .state "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json")" exec_failed "Bundle says exec_failed"
+# The probe child is collected, not killed as a leftover, when the command
+# could not be exec'd (plain and staged runs).
+for how in "" "--stage auto"; do
+    # shellcheck disable=SC2086
+    "$PVISOR" run $how -- /nonexistent/cmd 2>/dev/null
+    eq "$(jq -r '[(.kernel_features | length > 0), (.warnings | map(select(test("leftover|probes failed"))) | length)] | map(tostring) | join(" ")' \
+        "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json")" "true 0" \
+        "a command that cannot be exec'd${how:+ ($how)}: the Bundle has the probes and no leftover process"
+done
 
 # --- stdio and tty passthrough --------------------------------------------
 out=$(printf 'line1\nline2\n' | "$PVISOR" run -- cat)
