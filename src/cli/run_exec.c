@@ -14,7 +14,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,12 +89,9 @@ static int run_command(struct run_context *ctx, struct exec_spec *spec, struct e
 }
 
 int run_write_running(struct run_context *ctx) {
-    /* The probes go in now if they are done (a sandboxed run: always, the
-     * set-up takes longer); else kernel_features stays empty in this
-     * Bundle and is filled in the final one. */
-    struct pollfd pfd = {.fd = ctx->probe_fd, .events = POLLIN};
-    if (ctx->probe_fd >= 0 && poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLHUP))
-        run_probe_collect(ctx);
+    /* kernel_features is empty here unless the probes ran in the
+     * supervisor (--limit): the probe child finishes only once the command
+     * has started (run_probe_start), and the final Bundle has them. */
     return bundle_write(ctx->run_dirfd, ctx->bundle, bundle_durable(ctx));
 }
 

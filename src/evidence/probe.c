@@ -653,7 +653,8 @@ static const char *qemu_target(const char *machine) {
     static const struct {
         const char *prefix, *target;
     } map[] = {
-        {"i386", "i386"}, {"i486", "i386"}, {"i586", "i386"}, {"i686", "i386"}, {"armv", "arm"}, {"ppc64le", "ppc64"},
+        {"i386", "i386"},          {"i486", "i386"},     {"i586", "i386"},   {"i686", "i386"},     {"armv", "arm"},
+        {"aarch64_be", "aarch64"}, {"ppc64le", "ppc64"}, {"parisc", "hppa"}, {"openrisc", "or1k"}, {"sh4", "sh4"},
     };
     for (size_t i = 0; i < ARRAY_SIZE(map); i++)
         if (strncmp(machine, map[i].prefix, strlen(map[i].prefix)) == 0)
