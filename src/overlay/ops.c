@@ -490,6 +490,11 @@ void ov_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
     fuse_reply_err(req, 0);
 }
 
+static struct ov_fh **fh_bucket(struct ov *ov, uint64_t dev, uint64_t ino) {
+    uint64_t h = (ino ^ (dev << 32 | dev >> 32)) * UINT64_C(0x9e3779b97f4a7c15);
+    return &ov->lower_fhs[h >> (64 - OV_FH_BUCKET_BITS)];
+}
+
 void ov_fh_track_lower(struct ov *ov, struct ov_fh *fh) {
     struct stat st;
     if (fstat(fh->fd, &st) < 0 || !S_ISREG(st.st_mode))
@@ -497,12 +502,13 @@ void ov_fh_track_lower(struct ov *ov, struct ov_fh *fh) {
     fh->lower_dev = st.st_dev;
     fh->lower_ino = st.st_ino;
     pthread_mutex_lock(&ov->fh_lock);
+    struct ov_fh **head = fh_bucket(ov, (uint64_t)st.st_dev, (uint64_t)st.st_ino);
     fh->listed = true;
-    fh->lnext = ov->lower_fhs;
+    fh->lnext = *head;
     if (fh->lnext)
         fh->lnext->lpprev = &fh->lnext;
-    fh->lpprev = &ov->lower_fhs;
-    ov->lower_fhs = fh;
+    fh->lpprev = head;
+    *head = fh;
     pthread_mutex_unlock(&ov->fh_lock);
 }
 
@@ -522,7 +528,7 @@ void ov_fh_untrack(struct ov *ov, struct ov_fh *fh) {
  * (which the writer that caused the copy-up is about to change). */
 void ov_fh_to_upper(struct ov *ov, int ufd, const struct stat *lower) {
     pthread_mutex_lock(&ov->fh_lock);
-    struct ov_fh **pp = &ov->lower_fhs;
+    struct ov_fh **pp = fh_bucket(ov, (uint64_t)lower->st_dev, (uint64_t)lower->st_ino);
     while (*pp) {
         struct ov_fh *fh = *pp;
         if (fh->lower_dev != lower->st_dev || fh->lower_ino != lower->st_ino) {

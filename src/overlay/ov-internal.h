@@ -89,6 +89,9 @@ struct ov_alias {
     char *path;   /* one of its names, relative to the workspace */
 };
 
+#define OV_FH_BUCKET_BITS 8
+#define OV_FH_BUCKETS (1u << OV_FH_BUCKET_BITS)
+
 struct ov {
     int lower_fd; /* immutable, borrowed */
     char **mask;  /* immutable: lower paths never shown (overlay_params.mask) */
@@ -108,11 +111,13 @@ struct ov {
     pthread_rwlock_t data_lock; /* see the lock order above */
     pthread_mutex_t tree_lock;
     pthread_mutex_t fh_lock; /* lower_fhs; taken under the ns lock, never the reverse */
-    struct ov_fh *lower_fhs; /* fh_lock: open descriptors of lower regular files (ov_fh_to_upper) */
-    struct ov_node *root;    /* pinned */
-    struct ov_node *all;     /* tree_lock: every live non-root node (for teardown) */
-    struct ov_node **htab;   /* tree_lock */
-    size_t hcap, hn;         /* tree_lock */
+    /* fh_lock: open descriptors of lower regular files (ov_fh_to_upper),
+     * hashed by the file's (dev, ino): a copy-up visits its own only. */
+    struct ov_fh *lower_fhs[OV_FH_BUCKETS];
+    struct ov_node *root;  /* pinned */
+    struct ov_node *all;   /* tree_lock: every live non-root node (for teardown) */
+    struct ov_node **htab; /* tree_lock */
+    size_t hcap, hn;       /* tree_lock */
 
     struct ov_alias *aliases;      /* ns write lock: sorted by ino once built */
     size_t n_aliases, cap_aliases; /* ns write lock */
