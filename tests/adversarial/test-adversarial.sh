@@ -194,7 +194,7 @@ if command -v strace >/dev/null; then
         "$PVISOR" run --safe --stage "$S" --workspace "$W" -- true >/dev/null 2>&1
     rc=$?
     true_path=$(IFS=:; for d in $PATH; do [ -x "$d/true" ] && { echo "$d/true"; break; }; done)
-    eq "$rc:$(grep -c 'execve(.*= -1 ENOENT' "$T/exec.strace"):$(grep -c "execve(\"$true_path\", \[\"true\"\]" "$T/exec.strace")" "0:0:1" \
+    eq "$rc:$(grep -c 'execve.*= -1 ENOENT' "$T/exec.strace"):$(grep -c "execve(\"$true_path\", \[\"true\"\]" "$T/exec.strace")" "0:0:1" \
         "--safe: the command is exec'd once, by its path, with no PATH search"
 else
     skip "--safe: the command is exec'd by its path" "strace missing (apt-get install strace)"

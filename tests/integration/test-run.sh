@@ -179,7 +179,9 @@ eq "$(jq -S .features doc.json | jq -r 'keys | join(",")')" \
 if [ "$safe_works" = true ] && command -v strace >/dev/null; then
     no_lsan strace -f -o "$T/probe.strace" -e trace=openat,execve "$PVISOR" run --safe --workspace "$T/safews" -- true >/dev/null 2>&1
     rc=$?
-    order=$(awk '/execve\(".*\/true", \["true"\]/ && / = 0/ && !x { x = NR } /openat\(.*libcrypto\.so\.3/ && / = [0-9]/ && !c { c = NR }
+    # (with -f a call can be split in an "unfinished" and a "resumed" line:
+    # match the first, which names the file, and skip failed calls)
+    order=$(awk '/execve\(".*\/true", \["true"\]/ && !/= -1/ && !x { x = NR } /openat\(.*libcrypto\.so\.3/ && !/= -1/ && !c { c = NR }
                  END { print (x && c && x < c) ? "after" : "exec=" x " libcrypto=" c }' "$T/probe.strace")
     eq "$rc:$order" "0:after" "a --safe run loads libcrypto for its SHA-256 probe only after the command is exec'd"
     eq "$(jq -r '.kernel_features.sha256.ok' "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json")" true \
