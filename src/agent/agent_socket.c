@@ -30,8 +30,9 @@ struct agent_socket {
     char *status_json;        /* immutable after open */
     struct agent_hooks hooks; /* immutable after open */
     pthread_t thread;
-    bool started; /* the owner thread only */
-    bool bound;   /* we created the socket file (and so remove it) */
+    bool started;         /* the owner thread only */
+    bool bound;           /* we created the socket file (and so remove it) */
+    atomic_bool stopping; /* set before stop_fd: requests read but not yet served are not */
     atomic_uint requests;
     struct client clients[AGENT_MAX_CLIENTS]; /* only the thread touches these */
 };
@@ -129,7 +130,7 @@ static void serve_client(struct agent_socket *a, struct client *c) {
     }
     c->len += (size_t)n;
     char *nl;
-    while ((nl = memchr(c->buf, '\n', c->len))) {
+    while (!atomic_load(&a->stopping) && (nl = memchr(c->buf, '\n', c->len))) {
         *nl = '\0';
         if (nl > c->buf && nl[-1] == '\r')
             nl[-1] = '\0';
@@ -191,7 +192,7 @@ static void *serve(void *arg) {
                     a->clients[slot] = (struct client){.fd = fd};
             }
         }
-        for (nfds_t k = 2; k < n; k++)
+        for (nfds_t k = 2; k < n && !atomic_load(&a->stopping); k++)
             if (p[k].revents)
                 serve_client(a, &a->clients[map[k]]);
     }
@@ -210,11 +211,17 @@ unsigned agent_socket_requests(struct agent_socket *a) {
     return a ? atomic_load(&a->requests) : 0;
 }
 
-void agent_socket_stop(struct agent_socket *a) {
-    if (!a || !a->started)
+void agent_socket_request_stop(struct agent_socket *a) {
+    if (!a || !a->started || atomic_exchange(&a->stopping, true))
         return;
     uint64_t one = 1;
     (void)!write(a->stop_fd, &one, sizeof one);
+}
+
+void agent_socket_stop(struct agent_socket *a) {
+    if (!a || !a->started)
+        return;
+    agent_socket_request_stop(a);
     pthread_join(a->thread, NULL);
     a->started = false;
 }

@@ -43,6 +43,9 @@ int agent_socket_open(const char *path, const char *status_json, const struct ag
                       struct agent_socket **ret);
 /* Serve it in a background thread. */
 int agent_socket_start(struct agent_socket *a);
+/* Ask the thread to stop, without waiting: no request it has not started
+ * serving will be (requests already read included).  NULL is fine. */
+void agent_socket_request_stop(struct agent_socket *a);
 /* Stop and join the thread: once it returns, no request is being served or
  * will be (a hook call in progress completes first).  Idempotent; NULL is
  * fine.  The socket stays bound until agent_socket_close. */

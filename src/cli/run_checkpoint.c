@@ -5,9 +5,10 @@
  * (lifecycle/checkpoint.c), with the FUSE overlay held at a quiescent point
  * for the copy:
  *
- *   1. validate the name and the limits (below); create the temp directory;
+ *   1. validate the name; create the temp directory;
  *   2. overlay_quiesce: wait until no operation that changes upper/, the
- *      journal or the origin map is in flight, hold new ones back;
+ *      journal or the origin map is in flight, hold new ones back; check
+ *      the limits (below) now, on what the copy will see;
  *   3. copy upper/, journal, origin, meta.json (page cache reads: data
  *      written through the agent's open descriptors went through the
  *      server into the upper files before its write returned, since the
@@ -26,8 +27,8 @@
  * Limits (the agent is untrusted): names as lc_checkpoint_name_valid (no
  * '/', no leading '.', at most 64 bytes); at most RUN_LIVE_CHECKPOINTS_MAX
  * per run; with --stage-max-bytes B the checkpoints of one run copy at
- * most B bytes together (counted as the upper's allocation at each
- * checkpoint); a checkpoint is refused unless the stage's file system
+ * most B bytes together (each counted as the larger of the upper's
+ * allocation while quiesced and what the copy wrote); a checkpoint is refused unless the stage's file system
  * keeps 5% of its size (and of its inodes) free after a full (non-reflink)
  * copy; and the copy
  * itself stops with ENOSPC before it writes more file data than either
@@ -65,15 +66,12 @@ static uint64_t copy_estimate(struct run_checkpoints *cp) {
     return est;
 }
 
-static void take(struct run_checkpoints *cp, const char *name, char *reply, size_t size) {
-    if (!lc_checkpoint_name_valid(name)) {
-        snprintf(reply, size, "error invalid name: 1-64 bytes of [A-Za-z0-9._-], not starting with '.' or '-'");
-        return;
-    }
-    if (cp->taken >= RUN_LIVE_CHECKPOINTS_MAX) {
-        snprintf(reply, size, "error limit: at most %d checkpoints per run", RUN_LIVE_CHECKPOINTS_MAX);
-        return;
-    }
+/* The limits (see the top of the file), checked while the overlay is
+ * quiesced: nothing can grow the upper between this and the copy.  Returns
+ * false with the reply written; else *ret_est (what the copy will take)
+ * and *ret_limit (what it may write). */
+static bool within_limits(struct run_checkpoints *cp, uint64_t *ret_est, uint64_t *ret_limit, char *reply,
+                          size_t size) {
     /* est: what a plain copy takes (allocation, so holes are free; a
      * reflinked copy takes less at first but keeps the old extents once
      * the agent rewrites them, so the budget counts it in full).  limit:
@@ -84,7 +82,7 @@ static void take(struct run_checkpoints *cp, const char *name, char *reply, size
             snprintf(reply, size,
                      "error limit: the checkpoints of this run would copy more than --stage-max-bytes (%llu bytes)",
                      (unsigned long long)cp->max_bytes);
-            return;
+            return false;
         }
         limit = cp->max_bytes - cp->bytes;
     }
@@ -95,7 +93,7 @@ static void take(struct run_checkpoints *cp, const char *name, char *reply, size
         if (avail < reserve || est > avail - reserve) {
             snprintf(reply, size, "error no space: a copy of the stage (%llu bytes) would leave less than 5%% free",
                      (unsigned long long)est);
-            return;
+            return false;
         }
         if (avail - reserve < limit)
             limit = avail - reserve;
@@ -107,8 +105,26 @@ static void take(struct run_checkpoints *cp, const char *name, char *reply, size
             snprintf(reply, size,
                      "error no space: a copy of the stage (%llu inodes) would leave less than 5%% of the inodes free",
                      (unsigned long long)stats.upper_inodes);
-            return;
+            return false;
         }
+    }
+    *ret_est = est;
+    *ret_limit = limit;
+    return true;
+}
+
+static void take(struct run_checkpoints *cp, const char *name, char *reply, size_t size) {
+    if (!lc_checkpoint_name_valid(name)) {
+        snprintf(reply, size, "error invalid name: 1-64 bytes of [A-Za-z0-9._-], not starting with '.' or '-'");
+        return;
+    }
+    if (cp->taken >= RUN_LIVE_CHECKPOINTS_MAX) {
+        snprintf(reply, size, "error limit: at most %d checkpoints per run", RUN_LIVE_CHECKPOINTS_MAX);
+        return;
+    }
+    if (atomic_load(&cp->cancel)) {
+        snprintf(reply, size, "error cancelled: the run is ending");
+        return;
     }
     struct lc_checkpoint_tx *tx = NULL;
     int r = lc_checkpoint_begin(stage_dir_fd(cp->stage), name, &tx);
@@ -117,19 +133,29 @@ static void take(struct run_checkpoints *cp, const char *name, char *reply, size
         return;
     }
     struct timespec t0, t1;
+    uint64_t est = 0, limit = 0;
+    bool refused = false;
     if (r == 0) {
         clock_gettime(CLOCK_MONOTONIC, &t0);
         overlay_quiesce(cp->ov);
-        r = lc_checkpoint_copy(tx, false, limit);
+        refused = !within_limits(cp, &est, &limit, reply, size);
+        if (!refused)
+            r = lc_checkpoint_copy(tx, false, limit, &cp->cancel);
         overlay_resume(cp->ov);
         clock_gettime(CLOCK_MONOTONIC, &t1);
     }
     uint64_t bytes = 0;
-    if (r == 0)
+    if (r == 0 && !refused)
         r = lc_checkpoint_commit(tx, cp->run_id, &bytes);
     lc_checkpoint_tx_free(tx);
+    if (refused)
+        return;
     if (r == -ENOSPC) {
         snprintf(reply, size, "error no space: the copy would exceed the space left for checkpoints");
+        return;
+    }
+    if (r == -ECANCELED) {
+        snprintf(reply, size, "error cancelled: the run is ending");
         return;
     }
     if (r < 0) {
@@ -137,7 +163,7 @@ static void take(struct run_checkpoints *cp, const char *name, char *reply, size
         return;
     }
     cp->taken++;
-    cp->bytes += est;
+    cp->bytes += bytes > est ? bytes : est;
     if (!cp->taken_json)
         cp->taken_json = json_array();
     json_array_append_new(cp->taken_json, json_pack("{s:s, s:I, s:I}", "name", name, "bytes", (json_int_t)bytes,

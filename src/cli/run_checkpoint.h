@@ -4,6 +4,7 @@
 #define PVISOR_CLI_RUN_CHECKPOINT_H
 
 #include <jansson.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "overlay/overlay.h"
@@ -17,9 +18,12 @@ struct run_checkpoints {
     struct stage *stage;
     const char *run_id;
     uint64_t max_bytes; /* --stage-max-bytes (0: none): also the budget of this run's checkpoint copies */
+    /* Set by the owner when the run ends (before agent_socket_stop): a
+     * copy under way stops, and no new checkpoint starts. */
+    atomic_bool cancel;
     /* The agent socket's thread only (read by the owner after it stopped). */
     unsigned taken, refused;
-    uint64_t bytes;     /* estimated copy sizes of the committed ones (the --stage-max-bytes budget) */
+    uint64_t bytes;     /* what the committed ones took (the --stage-max-bytes budget) */
     json_t *taken_json; /* [{"name","bytes","copy","paused_ms"}] */
 };
 

@@ -314,6 +314,13 @@ int run_execute_staged(struct run_context *ctx,
     };
     struct exec_result res;
     r = run_command(ctx, &spec, &res);
+    /* The agent is gone: no request it left is served, and a checkpoint
+     * under way stops. */
+    if (sandbox)
+        agent_socket_request_stop(sb.agent);
+#ifdef PVISOR_HAVE_LIFECYCLE
+    atomic_store(&st.cps.cancel, true);
+#endif
     if (sandbox) {
         sandbox_finish_resources(&sb);
         sandbox_release_home_async(&sb); /* meanwhile, the workspace is sealed */

@@ -58,10 +58,11 @@ struct copy {
     size_t n, cap;
     size_t objects;
     uint64_t bytes;
-    bool cloned;        /* at least one FICLONE succeeded */
-    uint64_t written;   /* data bytes written by plain copies (not clones) */
-    uint64_t max_write; /* 0, or -ENOSPC once written would exceed it */
-    bool no_fsync;      /* live copy: one syncfs at commit instead of an fsync per directory */
+    bool cloned;               /* at least one FICLONE succeeded */
+    uint64_t written;          /* data bytes written by plain copies (not clones) */
+    uint64_t max_write;        /* 0, or -ENOSPC once written would exceed it */
+    bool no_fsync;             /* live copy: one syncfs at commit instead of an fsync per directory */
+    const atomic_bool *cancel; /* NULL, or: stop with -ECANCELED once true */
     char path[LC_MAX_PATH + 2];
 };
 
@@ -121,7 +122,7 @@ static int copy_xattrs_raw(int src, int dst) {
 static int copy_data_sparse(struct copy *c, int in, int out, off_t size) {
     uint64_t budget = !c->max_write ? UINT64_MAX : c->written < c->max_write ? c->max_write - c->written : 0;
     uint64_t n = 0;
-    int r = lc_copy_fd(in, out, (uint64_t)size, budget, &n);
+    int r = lc_copy_fd_cancel(in, out, (uint64_t)size, budget, c->cancel, &n);
     c->written += n;
     return r;
 }
@@ -256,6 +257,8 @@ static int copy_dir(struct copy *c, int sdir, int ddir, int depth) {
         return rd;
     struct dirent *de;
     while ((de = readdir_no_dots(d))) {
+        if (c->cancel && atomic_load(c->cancel))
+            return -ECANCELED;
         int r = copy_entry(c, sdir, ddir, de->d_name, depth);
         if (r < 0)
             return r;
@@ -362,9 +365,9 @@ static int write_origin(int sdir, int ddir, int dst_upper, const struct copy *c)
  * empty directory dst: upper/, journal, origin, meta.json (and version).
  * sync: make it durable before returning; otherwise the caller does (one
  * syncfs of the file system, then fsync of dst/upper and dst). */
-static int copy_stage_content(int src, int dst, bool with_version, bool sync, uint64_t max_write, uint64_t *ret_bytes,
-                              bool *ret_cloned) {
-    struct copy c = {.no_fsync = !sync, .max_write = max_write};
+static int copy_stage_content(int src, int dst, bool with_version, bool sync, uint64_t max_write,
+                              const atomic_bool *cancel, uint64_t *ret_bytes, bool *ret_cloned) {
+    struct copy c = {.no_fsync = !sync, .max_write = max_write, .cancel = cancel};
     _cleanup_close_ int su = openat(src, "upper", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (su < 0)
         return -errno;
@@ -515,11 +518,11 @@ int lc_checkpoint_begin(int stage_dir_fd, const char *name, struct lc_checkpoint
     return 0;
 }
 
-int lc_checkpoint_copy(struct lc_checkpoint_tx *tx, bool sync, uint64_t max_write) {
+int lc_checkpoint_copy(struct lc_checkpoint_tx *tx, bool sync, uint64_t max_write, const atomic_bool *cancel) {
     if (tx->copied)
         return -EALREADY;
     tx->copied = true;
-    return copy_stage_content(tx->dir, tx->tmp, true, sync, max_write, &tx->bytes, &tx->cloned);
+    return copy_stage_content(tx->dir, tx->tmp, true, sync, max_write, cancel, &tx->bytes, &tx->cloned);
 }
 
 int lc_checkpoint_commit(struct lc_checkpoint_tx *tx, const char *run_id, uint64_t *ret_bytes) {
@@ -587,7 +590,7 @@ int lc_checkpoint(const char *stage_path, const char *name, char **ret_name) {
     struct lc_checkpoint_tx *tx = NULL;
     r = lc_checkpoint_begin(dir, name, &tx);
     if (r == 0)
-        r = lc_checkpoint_copy(tx, true, 0);
+        r = lc_checkpoint_copy(tx, true, 0, NULL);
     if (r == 0)
         r = lc_checkpoint_commit(tx, NULL, NULL);
     lc_checkpoint_tx_free(tx);
@@ -634,7 +637,7 @@ int lc_restore(const char *stage_path, const char *name) {
     _cleanup_close_ int tmp = openat(dir, ".restore", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (tmp < 0)
         return -errno;
-    r = copy_stage_content(src, tmp, false, true, 0, NULL, NULL);
+    r = copy_stage_content(src, tmp, false, true, 0, NULL, NULL, NULL);
     if (r < 0)
         return r;
     /* 2. leave 'sealed' durably: a crash from here on reads 'interrupted' */
@@ -709,7 +712,7 @@ int lc_fork(const char *stage_path, const char *checkpoint, const char *new_stag
     _cleanup_close_ int nlock = openat(dst, "lock", O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (nlock < 0 || flock(nlock, LOCK_EX | LOCK_NB) < 0)
         return -errno;
-    r = copy_stage_content(src, dst, false, true, 0, NULL, NULL);
+    r = copy_stage_content(src, dst, false, true, 0, NULL, NULL, NULL);
     if (r == 0 && mkdirat(dst, "work", 0700) < 0)
         r = -errno;
     struct timespec now;

@@ -8,6 +8,7 @@
 #include "lifecycle/lc-internal.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <pthread.h>
@@ -336,11 +337,18 @@ int lc_xattrs_apply(int fd, const struct lc_xattrs *x) {
 /* Copy [off, off + len) of in to the same offsets of out (copy_file_range,
  * falling back to read/write); *use_cfr is cleared when the kernel cannot.
  * Stops early at EOF.  Adds the bytes copied to *total. */
-static int copy_range(int in, int out, off_t off, uint64_t len, bool *use_cfr, uint64_t *total) {
+static int copy_range(int in, int out, off_t off, uint64_t len, bool *use_cfr, const atomic_bool *cancel,
+                      uint64_t *total) {
     off_t ioff = off, ooff = off;
     uint64_t done_all = 0;
+    /* Cancellable copies go in pieces small enough to stop soon. */
+    uint64_t piece = cancel ? (64u << 20) : (1u << 30);
     while (done_all < len) {
-        size_t want = len - done_all > (1u << 30) ? (1u << 30) : (size_t)(len - done_all);
+        if (cancel && atomic_load(cancel)) {
+            *total += done_all;
+            return -ECANCELED;
+        }
+        size_t want = len - done_all > piece ? (size_t)piece : (size_t)(len - done_all);
         ssize_t n;
         if (*use_cfr) {
             n = copy_file_range(in, &ioff, out, &ooff, want, 0);
@@ -377,6 +385,10 @@ static int copy_range(int in, int out, off_t off, uint64_t len, bool *use_cfr, u
 }
 
 int lc_copy_fd(int in, int out, uint64_t size, uint64_t budget, uint64_t *ret_bytes) {
+    return lc_copy_fd_cancel(in, out, size, budget, NULL, ret_bytes);
+}
+
+int lc_copy_fd_cancel(int in, int out, uint64_t size, uint64_t budget, const atomic_bool *cancel, uint64_t *ret_bytes) {
     if (size == UINT64_MAX) {
         struct stat st;
         if (fstat(in, &st) < 0)
@@ -414,7 +426,7 @@ int lc_copy_fd(int in, int out, uint64_t size, uint64_t budget, uint64_t *ret_by
             break;
         }
         uint64_t before = total;
-        if ((r = copy_range(in, out, data, len, &use_cfr, &total)) < 0)
+        if ((r = copy_range(in, out, data, len, &use_cfr, cancel, &total)) < 0)
             break;
         if (total - before < len) {
             shrank = true; /* in ended early: copy no more, extend nothing */

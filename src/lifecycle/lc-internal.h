@@ -32,6 +32,9 @@ enum lc_type lc_type_parse(const char *s);
  * (UINT64_MAX: no limit); a data segment past it stops the copy with
  * -ENOSPC before it is written.  *ret_bytes (optional): data bytes copied. */
 int lc_copy_fd(int in, int out, uint64_t size, uint64_t budget, uint64_t *ret_bytes);
+/* The same, stopping with -ECANCELED soon after *cancel becomes true
+ * (NULL: never). */
+int lc_copy_fd_cancel(int in, int out, uint64_t size, uint64_t budget, const atomic_bool *cancel, uint64_t *ret_bytes);
 int lc_fd_equal(int a, int b);
 int lc_hash_compare_fd(int fd, int other, unsigned char ret_sha[32], bool *ret_equal);
 

@@ -19,6 +19,7 @@
 #ifndef PVISOR_LIFECYCLE_LIFECYCLE_H
 #define PVISOR_LIFECYCLE_LIFECYCLE_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -213,14 +214,15 @@ bool lc_checkpoint_name_valid(const char *name);
  *          caller guarantees that nothing changes the stage meanwhile (the
  *          overlay is quiesced).  sync=false leaves durability to commit;
  *          max_write (0: none): -ENOSPC rather than write more file data
- *          than this (clones and holes cost nothing);
+ *          than this (clones and holes cost nothing); cancel (NULL: none):
+ *          -ECANCELED soon after *cancel becomes true;
  *  commit: syncfs, checkpoint.json (with "live":true and "run" when run_id
  *          is given), publish by rename, fsync the directories.  The stage
  *          may change again before it.
  * tx_free removes the temp directory unless the checkpoint was committed. */
 struct lc_checkpoint_tx;
 int lc_checkpoint_begin(int stage_dir_fd, const char *name, struct lc_checkpoint_tx **ret_tx);
-int lc_checkpoint_copy(struct lc_checkpoint_tx *tx, bool sync, uint64_t max_write);
+int lc_checkpoint_copy(struct lc_checkpoint_tx *tx, bool sync, uint64_t max_write, const atomic_bool *cancel);
 int lc_checkpoint_commit(struct lc_checkpoint_tx *tx, const char *run_id, uint64_t *ret_bytes);
 void lc_checkpoint_tx_free(struct lc_checkpoint_tx *tx);
 

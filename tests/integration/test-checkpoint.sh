@@ -187,6 +187,29 @@ EOF
     eq "$(replies "$O/quota.reply")" "ok checkpoint,ok checkpoint,error limit," \
         "$L: with --stage-max-bytes B the run's checkpoints copy at most B bytes"
 
+    # The budget holds against an agent that asks while a copy-up is under
+    # way (the upper grows after an early estimate) and then deletes the
+    # file (it shrinks again): the limits are checked with the overlay
+    # quiesced, and each checkpoint is charged what it copied.
+    for i in 1 2 3 4 5 6; do head -c 16777216 /dev/urandom > "$W/race$i.bin"; done
+    if [ -n "$RUNAS" ]; then chown 65534:65534 "$W"/race*.bin; fi
+    S7=$B/st7
+    cat > "$O/race.sh" <<EOF
+for i in 1 2 3 4 5 6; do
+    ( exec 3<>race\$i.bin; sleep 0.2 ) &
+    sleep 0.01
+    "$BIN/pvagent" agent "checkpoint r\$i" >> "$O/race.reply"
+    wait
+    rm race\$i.bin
+done
+EOF
+    safe "$S7" --stage-max-bytes 20M -- sh "$O/race.sh" >"$O/race.out" 2>&1
+    b=$(ls -d "$ST"/pvisor/runs/*/bundle.json | tail -n 1)
+    eq "$(jq -r '[.agent_socket.checkpoints[].bytes] | (length > 0) and (add <= 20971520)' "$b"):$(grep -c '^ok' "$O/race.reply")" \
+        "true:$(jq -r '.agent_socket.checkpoints | length' "$b")" \
+        "$L: checkpoints racing copy-ups and deletions copy at most --stage-max-bytes together ($(jq -c '[.agent_socket.checkpoints[].bytes]' "$b"))"
+    rm -f "$W"/race*.bin
+
     # a sparse file is copied sparse: within the stage quota, a checkpoint
     # must not turn it into gigabytes of zeros
     S6=$B/st6

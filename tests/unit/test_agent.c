@@ -15,6 +15,19 @@ static void hook(void *userdata, const char *name, char *reply, size_t size) {
     snprintf(reply, size, "ok checkpoint %s\nsecond line", name ? name : (const char *)userdata);
 }
 
+/* A hook that blocks until the test lets it go. */
+static int entered[2], release[2];
+static unsigned slow_calls;
+static void slow_hook(void *userdata, const char *name, char *reply, size_t size) {
+    (void)userdata;
+    if (slow_calls++ == 0) { /* only the first waits (a wrong server then fails, not hangs) */
+        char c = 'e';
+        (void)!write(entered[1], &c, 1);
+        (void)!read(release[0], &c, 1);
+    }
+    snprintf(reply, size, "ok checkpoint %s", name ? name : "-");
+}
+
 static int ask(const char *path, const char *req, char *out, size_t size) {
     int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -80,6 +93,30 @@ int main(void) {
     ok(access(path, F_OK) == 0, "stop leaves the socket bound until close");
     agent_socket_close(a);
     ok(access(path, F_OK) != 0, "closing removes the socket");
+
+    /* A stop asked for while a request is served: the requests the client
+     * sent after it are not served (the run's end must not wait for them). */
+    ok(pipe(entered) == 0 && pipe(release) == 0, "pipes");
+    struct agent_hooks slow = {.checkpoint = slow_hook};
+    ok(agent_socket_open(path, "{}", &slow, &a) == 0 && agent_socket_start(a) == 0, "open + start (slow hook)");
+    int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (strlen(path) < sizeof sa.sun_path)
+        memcpy(sa.sun_path, path, strlen(path) + 1);
+    const char *three = "checkpoint a\ncheckpoint b\ncheckpoint c\n";
+    ok(connect(s, (struct sockaddr *)&sa, sizeof sa) == 0 && write(s, three, strlen(three)) == (ssize_t)strlen(three),
+       "three requests in one write");
+    char c;
+    ok(read(entered[0], &c, 1) == 1, "the first is being served");
+    agent_socket_request_stop(a);
+    ok(write(release[1], "r", 1) == 1, "let it finish");
+    agent_socket_stop(a);
+    ok(slow_calls == 1, "after the stop request, no further request reached the hook (%u calls)", slow_calls);
+    ssize_t n = read(s, buf, sizeof buf - 1);
+    buf[n > 0 ? n : 0] = '\0';
+    ok(strcmp(buf, "ok checkpoint a\n") == 0, "only the request under way was answered");
+    close(s);
+    agent_socket_close(a);
     rmdir(dir);
     return tap_done();
 }

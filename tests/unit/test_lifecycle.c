@@ -152,8 +152,8 @@ int main(void) {
     struct stat cst;
     ok(fstatat(dfd, "checkpoints/.tmp-c1", &cst, 0) == 0, "the copy is built under a temp name");
     ok(lc_checkpoint_commit(tx, "run", NULL) == -EINVAL, "commit before copy is refused");
-    ok(lc_checkpoint_copy(tx, false, 0) == 0, "copy");
-    ok(lc_checkpoint_copy(tx, false, 0) == -EALREADY, "one copy per checkpoint");
+    ok(lc_checkpoint_copy(tx, false, 0, NULL) == 0, "copy");
+    ok(lc_checkpoint_copy(tx, false, 0, NULL) == -EALREADY, "one copy per checkpoint");
     ok(lc_checkpoint_commit(tx, "run-1", NULL) == 0, "commit");
     lc_checkpoint_tx_free(tx);
     char *info = NULL;
@@ -168,6 +168,15 @@ int main(void) {
     lc_checkpoint_tx_free(tx);
     ok(fstatat(dfd, "checkpoints/.tmp-c2", &cst, 0) < 0 && fstatat(dfd, "checkpoints/c2", &cst, 0) < 0,
        "... leaves nothing behind");
+    int uf = openat(dfd, "upper/f", O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    ok(uf >= 0 && write(uf, "x", 1) == 1, "a file in upper/");
+    close(uf);
+    atomic_bool cancel = true;
+    ok(lc_checkpoint_begin(dfd, "c3", &tx) == 0 && lc_checkpoint_copy(tx, false, 0, &cancel) == -ECANCELED,
+       "a cancelled copy stops (the run ended)");
+    lc_checkpoint_tx_free(tx);
+    ok(fstatat(dfd, "checkpoints/.tmp-c3", &cst, 0) < 0 && fstatat(dfd, "checkpoints/c3", &cst, 0) < 0,
+       "... and leaves nothing behind");
     ok(remove_tree_at(dfd, "checkpoints", 16) == 0 && remove_tree_at(dfd, "upper", 4) == 0, "cleanup");
     unlinkat(dfd, "meta.json", 0);
     unlinkat(dfd, "version", 0);
