@@ -131,12 +131,17 @@ static void serve_client(struct agent_socket *a, struct client *c) {
     c->len += (size_t)n;
     char *nl;
     while (!atomic_load(&a->stopping) && (nl = memchr(c->buf, '\n', c->len))) {
+        /* A NUL inside the line would cut what the parser sees: such a
+         * request is answered as unknown, never acted on. */
+        bool has_nul = memchr(c->buf, '\0', (size_t)(nl - c->buf)) != NULL;
         *nl = '\0';
         if (nl > c->buf && nl[-1] == '\r')
             nl[-1] = '\0';
         char out[AGENT_LINE_MAX + 2];
         const char *arg;
-        if (agent_request_parse(c->buf, &arg) == AGENT_REQ_CHECKPOINT && a->hooks.checkpoint) {
+        if (has_nul) {
+            snprintf(out, AGENT_LINE_MAX + 1, "%s", agent_socket_reply("", a->status_json));
+        } else if (agent_request_parse(c->buf, &arg) == AGENT_REQ_CHECKPOINT && a->hooks.checkpoint) {
             out[0] = '\0';
             a->hooks.checkpoint(a->hooks.userdata, arg, out, AGENT_LINE_MAX + 1);
         } else {

@@ -28,13 +28,13 @@ static void slow_hook(void *userdata, const char *name, char *reply, size_t size
     snprintf(reply, size, "ok checkpoint %s", name ? name : "-");
 }
 
-static int ask(const char *path, const char *req, char *out, size_t size) {
+static int ask_n(const char *path, const char *req, size_t len, char *out, size_t size) {
     int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     strncpy(sa.sun_path, path, sizeof sa.sun_path - 1);
     if (connect(s, (struct sockaddr *)&sa, sizeof sa) < 0)
         return -1;
-    if (write(s, req, strlen(req)) < 0)
+    if (write(s, req, len) < 0)
         return -1;
     size_t got = 0;
     while (got < size - 1 && (got == 0 || out[got - 1] != '\n')) {
@@ -46,6 +46,10 @@ static int ask(const char *path, const char *req, char *out, size_t size) {
     out[got] = '\0';
     close(s);
     return (int)got;
+}
+
+static int ask(const char *path, const char *req, char *out, size_t size) {
+    return ask_n(path, req, strlen(req), out, size);
 }
 
 int main(void) {
@@ -87,6 +91,10 @@ int main(void) {
     ok(ask(path, "checkpoint a b\n", buf, sizeof buf) > 0 && strncmp(buf, "error bad arguments", 19) == 0 &&
            hook_calls == 2,
        "checkpoint with bad arguments never reaches the hook");
+    unsigned calls = hook_calls;
+    ok(ask_n(path, "checkpoint good\0/../x\n", 22, buf, sizeof buf) > 0 && strncmp(buf, "error unknown", 13) == 0 &&
+           hook_calls == calls,
+       "a line with a NUL in it is refused, never cut short and acted on");
     ok(agent_socket_requests(a) >= 6, "requests counted (%u)", agent_socket_requests(a));
     agent_socket_stop(a);
     agent_socket_stop(a);
