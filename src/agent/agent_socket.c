@@ -137,22 +137,23 @@ static void serve_client(struct agent_socket *a, struct client *c) {
         *nl = '\0';
         if (nl > c->buf && nl[-1] == '\r')
             nl[-1] = '\0';
-        char out[AGENT_LINE_MAX + 2];
-        const char *arg;
+        char out[AGENT_LINE_MAX + 1];
+        const char *arg, *reply = out;
         if (has_nul) {
-            snprintf(out, AGENT_LINE_MAX + 1, "%s", agent_socket_reply("", a->status_json));
+            reply = agent_socket_reply("", a->status_json);
         } else if (agent_request_parse(c->buf, &arg) == AGENT_REQ_CHECKPOINT && a->hooks.checkpoint) {
             out[0] = '\0';
-            a->hooks.checkpoint(a->hooks.userdata, arg, out, AGENT_LINE_MAX + 1);
+            a->hooks.checkpoint(a->hooks.userdata, arg, out, sizeof out);
+            out[AGENT_LINE_MAX] = '\0';
         } else {
-            snprintf(out, AGENT_LINE_MAX + 1, "%s", agent_socket_reply(c->buf, a->status_json));
+            reply = agent_socket_reply(c->buf, a->status_json); /* the status may be longer than a line */
         }
         atomic_fetch_add(&a->requests, 1);
-        out[AGENT_LINE_MAX] = '\0';
-        size_t rl = strcspn(out, "\n"); /* one line, whatever the hook wrote */
-        out[rl++] = '\n';
+        size_t rl = strcspn(reply, "\n"); /* one line, whatever the hook wrote */
+        struct iovec iov[2] = {{.iov_base = (void *)reply, .iov_len = rl}, {.iov_base = "\n", .iov_len = 1}};
+        struct msghdr msg = {.msg_iov = iov, .msg_iovlen = 2};
         /* Replies are small; a client that does not read them is dropped. */
-        if (send(c->fd, out, rl, MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)rl) {
+        if (sendmsg(c->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)rl + 1) {
             drop_client(c);
             return;
         }

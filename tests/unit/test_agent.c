@@ -102,6 +102,21 @@ int main(void) {
     agent_socket_close(a);
     ok(access(path, F_OK) != 0, "closing removes the socket");
 
+    /* A status longer than a request line arrives whole. */
+    char *longjson = malloc(6000);
+    ok(longjson != NULL, "alloc");
+    memset(longjson, 'w', 5999);
+    memcpy(longjson, "{\"workspace\":\"", 14);
+    memcpy(longjson + 5996, "\"}", 3);
+    char *longbuf = malloc(7000);
+    ok(agent_socket_open(path, longjson, NULL, &a) == 0 && agent_socket_start(a) == 0 &&
+           ask(path, "status\n", longbuf, 7000) == 5999 && memcmp(longbuf, longjson, 5998) == 0 &&
+           longbuf[5998] == '\n',
+       "a status of 5998 bytes is sent whole, then a newline");
+    agent_socket_close(a);
+    free(longjson);
+    free(longbuf);
+
     /* A stop asked for while a request is served: the requests the client
      * sent after it are not served (the run's end must not wait for them). */
     ok(pipe(entered) == 0 && pipe(release) == 0, "pipes");
