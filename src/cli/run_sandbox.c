@@ -263,6 +263,49 @@ static int mask_link_target(const char *home, const char *cred, struct sandbox *
     return add_owned_mask(sb, real + strlen(home) + 1);
 }
 
+/* Add abs, when it is inside the workspace ws, to list (relative to ws,
+ * owned; SANDBOX_WS_MASK_MAX entries). */
+static int add_ws_mask(char **list, size_t *n, const char *ws, const char *abs) {
+    if (!abs || !path_within(abs, ws) || strcmp(abs, ws) == 0)
+        return 0;
+    const char *rel = abs + strlen(ws) + (strcmp(ws, "/") != 0);
+    for (size_t i = 0; i < *n; i++)
+        if (strcmp(list[i], rel) == 0)
+            return 0;
+    if (*n >= SANDBOX_WS_MASK_MAX)
+        return -E2BIG; /* never drop one silently */
+    if (!(list[*n] = strdup(rel)))
+        return -ENOMEM;
+    (*n)++;
+    return 0;
+}
+
+/* What the workspace view's server masks: a cover mount on a FUSE view
+ * is not a boundary (the kernel drops it with the dentry when a lookup
+ * fails, which the agent can cause; nothing covers what the host creates
+ * later).  HOME's credential locations that fall in the workspace, as
+ * HOME names them (HOME is or is in the workspace) and where a link leads
+ * (a dotfiles repository: ~/.ssh -> dotfiles/ssh); and --access deny:
+ * paths in it, sealed: nothing may be created there either. */
+static int prepare_ws_mask(struct run_context *ctx, const char *home, const struct access_rule *rules, size_t n_rules,
+                           struct sandbox *sb) {
+    const char *ws = ctx->workspace;
+    int r = 0;
+    for (const char *const *c = plan_credential_paths; home && *c && r >= 0; c++) {
+        _cleanup_free_ char *full = path_join(home, *c);
+        _cleanup_free_ char *real = resolve_loose(home, *c);
+        if (!full)
+            return -ENOMEM;
+        r = add_ws_mask(sb->ws_mask, &sb->n_ws_mask, ws, full);
+        if (r >= 0)
+            r = add_ws_mask(sb->ws_mask, &sb->n_ws_mask, ws, real);
+    }
+    for (size_t i = 0; i < n_rules && r >= 0; i++)
+        if (rules[i].kind == ACCESS_DENY)
+            r = add_ws_mask(sb->ws_sealed, &sb->n_ws_sealed, ws, rules[i].path);
+    return r;
+}
+
 /* Which credential locations the HOME view's server masks itself (absent
  * also when the host creates them during the run), and which sit below a
  * parent that is not a real directory (a symlink, say): the mask names
@@ -429,6 +472,15 @@ int sandbox_prepare(struct run_context *ctx, const struct agent_hooks *hooks, st
             return r;
         }
         rules[n_rules++] = (struct access_rule){.kind = ctx->opts->access[i].kind, .path = resolved[i]};
+    }
+    if ((r = prepare_ws_mask(ctx, home, rules, n_rules, &sb)) < 0) {
+        if (asprintf(ret_error, "cannot list what the workspace view must mask: %s", strerror(-r)) < 0)
+            *ret_error = NULL;
+        for (size_t k = 0; k < n_rules; k++)
+            free(resolved[k]);
+        dirlist_free(&rt);
+        sandbox_release(&sb);
+        return r;
     }
 
     /* The agent socket lives in the run directory (private to the user). */
@@ -706,6 +758,11 @@ void sandbox_read_report(pid_t child, void *userdata) {
 }
 
 void sandbox_release(struct sandbox *sb) {
+    for (size_t i = 0; i < sb->n_ws_mask; i++)
+        free(sb->ws_mask[i]);
+    for (size_t i = 0; i < sb->n_ws_sealed; i++)
+        free(sb->ws_sealed[i]);
+    sb->n_ws_mask = sb->n_ws_sealed = 0;
     if (sb->plan_fd >= 0)
         close(sb->plan_fd);
     if (sb->sync_r >= 0)

@@ -16,6 +16,8 @@
 #include "resources/cgroup.h"
 #include "resources/limits.h"
 
+#define SANDBOX_WS_MASK_MAX 256
+
 struct sandbox {
     struct launch_plan plan;
     int plan_fd; /* sealed memfd with the plan JSON */
@@ -50,6 +52,14 @@ struct sandbox {
      * pvisor's own state when XDG_STATE_HOME puts it under HOME. */
     char *home_owned_mask[64];
     size_t n_home_owned_mask;
+    /* Paths (relative to the workspace, owned) the workspace view's server
+     * masks: credential locations of HOME that are in the workspace, as
+     * named and where their links lead; and seals (masked, and nothing may
+     * be created there): --access deny: paths in it. */
+    char *ws_mask[SANDBOX_WS_MASK_MAX];
+    size_t n_ws_mask;
+    char *ws_sealed[SANDBOX_WS_MASK_MAX];
+    size_t n_ws_sealed;
     pthread_t home_thread; /* tearing the view down at the end of the run */
     bool home_thread_started;
     bool home_rm_failed;

@@ -177,6 +177,10 @@ static int start_overlay(pid_t child, void *userdata) {
             .mountpoint = st->ctx->workspace,
             .max_bytes = o->stage_max_bytes,
             .max_inodes = o->stage_max_inodes,
+            .mask = st->sb ? (const char *const *)st->sb->ws_mask : NULL,
+            .n_mask = st->sb ? st->sb->n_ws_mask : 0,
+            .sealed = st->sb ? (const char *const *)st->sb->ws_sealed : NULL,
+            .n_sealed = st->sb ? st->sb->n_ws_sealed : 0,
         };
         r = overlay_start(&p, &st->ov);
         if (r < 0)

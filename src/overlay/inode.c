@@ -141,6 +141,20 @@ bool ov_masked_child(struct ov *ov, struct ov_node *parent, const char *name) {
     return ov_masked(ov, path);
 }
 
+bool ov_sealed_child(struct ov *ov, struct ov_node *parent, const char *name) {
+    if (!ov->n_sealed)
+        return false;
+    _cleanup_free_ char *path = NULL;
+    if (ov_child_path(ov, parent, name, &path) < 0)
+        return true;
+    for (size_t i = 0; i < ov->n_mask; i++) {
+        size_t ml = strlen(ov->mask[i]);
+        if (ov->mask_sealed[i] && strncmp(path, ov->mask[i], ml) == 0 && (path[ml] == '\0' || path[ml] == '/'))
+            return true;
+    }
+    return false;
+}
+
 int ov_lower_open(struct ov *ov, const char *relpath, int flags) {
     if (ov->n_mask && ov_masked(ov, relpath))
         return -ENOENT;

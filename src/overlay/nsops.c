@@ -38,6 +38,8 @@ static int mk_prepare(struct ov *ov, struct ov_node *parent, const char *name, s
     int r = ov_check_name(name);
     if (r < 0)
         return r == -EINVAL && strlen(name) > 255 ? -ENAMETOOLONG : r;
+    if (ov_sealed_child(ov, parent, name))
+        return -EACCES;
     struct ov_entry e;
     if ((r = ov_resolve(ov, parent, name, &e)) < 0)
         return r;
@@ -381,6 +383,8 @@ static int do_rename(struct ov *ov, struct ov_node *p, const char *name, struct 
     int r = ov_check_name(newname);
     if (r < 0)
         return strlen(newname) > 255 ? -ENAMETOOLONG : r;
+    if (ov_sealed_child(ov, np, newname))
+        return -EACCES;
     bool exch = flags & RENAME_EXCHANGE;
     struct ov_entry se, de;
     if ((r = ov_resolve(ov, p, name, &se)) < 0 || (r = ov_resolve(ov, np, newname, &de)) < 0)

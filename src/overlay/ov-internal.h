@@ -96,12 +96,14 @@ struct ov {
     int lower_fd; /* immutable, borrowed */
     char **mask;  /* immutable: lower paths never shown (overlay_params.mask) */
     size_t n_mask;
-    char **mask_base;                       /* immutable: their last components */
-    int upper_fd;                           /* immutable, borrowed from stage */
-    int work_fd;                            /* immutable, borrowed from stage */
-    struct stage *stage;                    /* immutable, borrowed */
-    char *mountpoint;                       /* immutable */
-    uint64_t max_bytes, max_inodes;         /* immutable */
+    char **mask_base;               /* immutable: their last components */
+    bool *mask_sealed;              /* immutable: nothing may be created at or below it (overlay_params.sealed) */
+    size_t n_sealed;                /* immutable: how many are */
+    int upper_fd;                   /* immutable, borrowed from stage */
+    int work_fd;                    /* immutable, borrowed from stage */
+    struct stage *stage;            /* immutable, borrowed */
+    char *mountpoint;               /* immutable */
+    uint64_t max_bytes, max_inodes; /* immutable */
     uint64_t reserve_bytes, reserve_inodes; /* immutable: kept free on the stage's file system */
     double lower_timeout;                   /* immutable: kernel attr/entry cache (s) for lower-backed objects */
     uid_t self_uid;                         /* immutable: our euid (file owner when not root) */
@@ -186,6 +188,9 @@ bool ov_masked(const struct ov *ov, const char *relpath);
 /* Is the lower object at parent/name masked?  True also when that cannot
  * be worked out (no memory): fail closed. */
 bool ov_masked_child(struct ov *ov, struct ov_node *parent, const char *name);
+/* May nothing be created at parent/name (a sealed mask, or below one)?
+ * True also when that cannot be worked out: fail closed. */
+bool ov_sealed_child(struct ov *ov, struct ov_node *parent, const char *name);
 int ov_node_upper(struct ov *ov, struct ov_node *n);
 int ov_lower_open(struct ov *ov, const char *relpath, int flags);
 int ov_node_lower_open(struct ov *ov, struct ov_node *n, int flags);

@@ -37,6 +37,10 @@ struct overlay_params {
      * through a symlinked parent (a different path) is not masked. */
     const char *const *mask;
     size_t n_mask;
+    /* Masked as above, and sealed: the command cannot create anything at
+     * or below them either (-EACCES), e.g. --access deny: paths. */
+    const char *const *sealed;
+    size_t n_sealed;
     int lower_cache_ms; /* how long the kernel may cache attributes and names of objects
                                still backed by the lower (host edits show up after at most
                                this long): 0 = default (1000), -1 = never (slow: every stat

@@ -198,6 +198,7 @@ static void ov_release(struct overlay *o) {
     }
     free(ov->mask);
     free(ov->mask_base);
+    free(ov->mask_sealed);
     free(ov->root);
     free(ov->threads);
     free(ov->mountpoint);
@@ -209,16 +210,23 @@ static void ov_release(struct overlay *o) {
     free(o);
 }
 
-/* Copy the mask (see overlay_params.mask): paths and their last components. */
-static int copy_mask(struct ov *ov, const char *const *mask, size_t n) {
+/* Copy the masks (see overlay_params.mask and .sealed): paths, their last
+ * components, and whether each is sealed. */
+static int copy_mask(struct ov *ov, const char *const *mask, size_t n_mask, const char *const *sealed,
+                     size_t n_sealed) {
+    size_t n = n_mask + n_sealed;
     if (!n)
         return 0;
     ov->mask = calloc(n, sizeof *ov->mask);
     ov->mask_base = calloc(n, sizeof *ov->mask_base);
-    if (!ov->mask || !ov->mask_base)
+    ov->mask_sealed = calloc(n, sizeof *ov->mask_sealed);
+    if (!ov->mask || !ov->mask_base || !ov->mask_sealed)
         return -ENOMEM;
     for (; ov->n_mask < n; ov->n_mask++) {
-        const char *m = mask[ov->n_mask];
+        bool is_sealed = ov->n_mask >= n_mask;
+        const char *m = is_sealed ? sealed[ov->n_mask - n_mask] : mask[ov->n_mask];
+        ov->mask_sealed[ov->n_mask] = is_sealed;
+        ov->n_sealed += is_sealed;
         if (!m[0] || m[0] == '/' || m[strlen(m) - 1] == '/')
             return -EINVAL;
         const char *base = strrchr(m, '/');
@@ -287,7 +295,7 @@ int overlay_start(const struct overlay_params *p, struct overlay **ret_ov) {
         r = -ENOMEM;
         goto fail;
     }
-    if ((r = copy_mask(ov, p->mask, p->n_mask)) < 0)
+    if ((r = copy_mask(ov, p->mask, p->n_mask, p->sealed, p->n_sealed)) < 0)
         goto fail;
     ov->root->type = S_IFDIR;
     ov->root->lower = true;

@@ -116,6 +116,11 @@ const char *plan_home_runtime_root(const char *home, const char *path, char *ret
 
 static int cmp_mount(const void *a, const void *b) {
     const struct plan_mount *x = a, *y = b;
+    /* Deny rules and covers after every projection: a projection made
+     * later on a parent (or on where a symlink leads) would hide them. */
+    int h = (x->kind == PLAN_HIDE) - (y->kind == PLAN_HIDE);
+    if (h)
+        return h;
     int c = strcmp(x->path, y->path);
     if (c)
         return c;

@@ -255,8 +255,9 @@ eq "$out" "$(printf 'readable\nrefused')" "--access ro:PATH projects a host path
 check "--access ro: the host path is unchanged" test ! -e "$H/data/new"
 out=$("$PVISOR" run --safe --stage "$T/sa" --workspace "$W" --allow-write "$H/out" -- sh -c "echo result > '$H/out/r.txt' && echo ok" 2>&1)
 eq "$out:$(cat "$H/out/r.txt" 2>/dev/null)" "ok:result" "--allow-write PATH: writes land on the host path directly"
-out=$("$PVISOR" run --safe --stage "$T/sa" --workspace "$W" --access "deny:$W/.env" --access deny:/etc/ssl -- sh -c "cat .env; ls /etc/ssl | wc -l; (echo y > .env) 2>/dev/null && echo wrote || echo refused" 2>&1)
-eq "$out" "$(printf '0\nrefused')" "--access deny: a file and a directory are empty and read-only inside"
+out=$("$PVISOR" run --safe --stage "$T/sa" --workspace "$W" --access "deny:$W/.env" --access deny:/etc/ssl -- sh -c "cat .env 2>/dev/null || echo absent; ls /etc/ssl | wc -l; (echo y > .env) 2>/dev/null && echo wrote || echo refused; mkdir d && echo y > d/e && (mv d/e .env) 2>/dev/null && echo renamed || echo refused" 2>&1)
+eq "$out" "$(printf 'absent\n0\nrefused\nrefused')" \
+    "--access deny: a host directory is empty and read-only inside; a workspace file is absent, and nothing can be created or renamed there"
 check "--access deny: the stage did not capture the denied file" test ! -e "$T/sa/upper/.env"
 "$PVISOR" run --safe --workspace "$W" --allow-write "$W/sub" -- true 2>/dev/null; rc=$?
 mkdir -p "$W/sub"
@@ -355,6 +356,72 @@ out=$(HOME="$H3" "$PVISOR" run --stage "$T/lnk3-ctl" --workspace "$W" -- sh -c "
 eq "$(echo $out)" "ABSLINKTOKEN ABSLINKTOKEN LINKEDKEY LINKEDKEY LINKEDNETRC LINKEDNETRC end" "control: credentials through absolute and own symlinks are readable"
 out=$(HOME="$H3" "$PVISOR" run --safe --stage "$T/lnk3" --workspace "$W" -- sh -c "$lnk3; mkdir -p ~/dotfiles/ssh/x && echo own > ~/dotfiles/ssh/k && cat ~/dotfiles/ssh/k" 2>&1)
 eq "$(echo $out)" "end own" "HOME view: credentials through an absolute symlinked parent or a symlinked location are absent at every name"
+
+# The workspace is the dotfiles repository the credential links lead into
+# (~/.ssh -> dotfiles/ssh, ~/.config -> dotfiles/config, the agent run in
+# ~/dotfiles): the workspace view's server masks them where they lead.
+out=$(cd "$H3/dotfiles" && HOME="$H3" "$PVISOR" run --stage "$T/dot-ctl" -- sh -c 'cat ssh/id_rsa config/gh/hosts.yml netrc' 2>&1)
+eq "$(echo $out)" "LINKEDKEY ABSLINKTOKEN LINKEDNETRC" "control: a dotfiles workspace holds the credentials the links lead to"
+out=$(cd "$H3/dotfiles" && HOME="$H3" "$PVISOR" run --safe --stage "$T/dot" -- sh -c 'cat ssh/id_rsa config/gh/hosts.yml netrc 2>/dev/null; ls -A; echo end' 2>&1)
+eq "$(echo $out)" "config end" "--safe in a dotfiles workspace: the credentials the links lead to are absent"
+
+# HOME is the workspace: its credential locations are masked by the view's
+# server, not only covered by mounts: absent also when the host creates
+# them during the run, and when the agent makes the server fail a lookup
+# (EMFILE: the kernel then drops the dentry and any mount on it).
+H4="$T/home4"; mkdir -p "$H4/.ssh"; echo WSHOMEKEY > "$H4/.ssh/id_rsa"; echo n > "$H4/notes.txt"
+(sleep 1; mkdir -p "$H4/.gnupg"; echo LATEGPG > "$H4/.gnupg/key"; echo LATENETRC > "$H4/.netrc") &
+late=$!
+out=$(cd "$H4" && HOME="$H4" "$PVISOR" run --safe --stage "$T/wshome" -- python3 -c '
+import os, time
+time.sleep(2)
+fds = []
+try:
+    while True:
+        fds.append(os.open("notes.txt", os.O_RDONLY))
+except OSError:
+    pass
+time.sleep(1.2)
+try:
+    os.stat(".ssh")
+except OSError:
+    pass
+for f in fds:
+    os.close(f)
+time.sleep(1.2)
+for p in (".ssh/id_rsa", ".gnupg/key", ".netrc"):
+    try:
+        print(open(p).read().strip())
+    except OSError:
+        print("absent")
+' 2>&1)
+wait $late
+eq "$(echo $out)" "absent absent absent" \
+    "--safe with HOME as the workspace: credentials stay absent (created by the host mid-run, or after the agent exhausted the server's descriptors)"
+mkdir -p "$W/denied"; echo DENIEDWS > "$W/denied/s"
+out=$("$PVISOR" run --safe --stage "$T/denyfd" --workspace "$W" --access "deny:$W/denied" -- python3 -c '
+import os, time
+fds = []
+try:
+    while True:
+        fds.append(os.open("file.txt", os.O_RDONLY))
+except OSError:
+    pass
+time.sleep(1.2)
+try:
+    os.stat("denied")
+except OSError:
+    pass
+for f in fds:
+    os.close(f)
+time.sleep(1.2)
+try:
+    print(open("denied/s").read().strip())
+except OSError:
+    print("absent")
+' 2>&1)
+eq "$out" "absent" "--access deny: in the workspace holds after the agent exhausted the server's descriptors"
+rm -rf "$W/denied"
 
 # pvisor's own state kept under HOME elsewhere than ~/.local/state
 # (XDG_STATE_HOME): other runs' Bundles and stages, and this run's own

@@ -76,9 +76,11 @@ int main(void) {
     ok(find(&p, "/etc/ssl") && find(&p, "/etc/ssl")->kind == PLAN_HIDE && find(&p, "/srv/out")->kind == PLAN_BIND_RW,
        "--access rules become mounts");
     int sorted = 1;
-    for (size_t i = 1; i < p.n_mounts; i++)
-        sorted &= strcmp(p.mounts[i - 1].path, p.mounts[i].path) <= 0;
-    ok(sorted, "mounts are ordered parents before children");
+    for (size_t i = 1; i < p.n_mounts; i++) {
+        bool hx = p.mounts[i - 1].kind == PLAN_HIDE, hy = p.mounts[i].kind == PLAN_HIDE;
+        sorted &= hx < hy || (hx == hy && strcmp(p.mounts[i - 1].path, p.mounts[i].path) <= 0);
+    }
+    ok(sorted, "projections first, then deny rules and covers; each ordered parents before children");
     is_str(env(&p, "GH_TOKEN"), "tok", "--pass-env variable handed over");
     ok(env(&p, "AWS_SECRET_ACCESS_KEY") == NULL, "other variables dropped");
     is_str(env(&p, "LC_ALL"), "C.UTF-8", "LC_* kept");
