@@ -64,17 +64,22 @@ static void add_runtime_dir(struct dirlist *l, const char *home, const char *dir
     if (home && !root && path_within(d, home))
         return; /* under HOME but not projectable (credentials, HOME itself) */
     if (!root) {
-        /* A tool manager outside HOME (another user's ~/.pyenv/shims, say):
-         * project its whole dot-directory, unless that is a credential one. */
+        /* A tool manager in another home (another user's ~/.pyenv/shims, a
+         * PATH kept when HOME was changed): what the same rules as for
+         * HOME allow there, taking the directory that holds the first
+         * dot-directory for that home: a tool's whole dot-directory, a
+         * .local/.config/.cache entry as given, nothing holding a
+         * credential location. */
         const char *dot = strstr(d, "/.");
         if (dot && dot[2] != '\0' && dot[2] != '/' && dot[2] != '.') {
-            const char *end = strchr(dot + 1, '/');
-            size_t len = end ? (size_t)(end - d) : strlen(d);
-            if (len >= sizeof buf || plan_is_credential_path(dot + 1))
+            char other[PATH_MAX];
+            size_t hl = (size_t)(dot - d);
+            if (hl == 0 || hl >= sizeof other)
                 return;
-            memcpy(buf, d, len);
-            buf[len] = '\0';
-            root = buf;
+            memcpy(other, d, hl);
+            other[hl] = '\0';
+            if (!(root = plan_home_runtime_root(other, d, buf, sizeof buf)))
+                return;
         }
     }
     if (!root && strncmp(d, "/opt/", 5) == 0) {

@@ -89,6 +89,14 @@ bool plan_is_credential_path(const char *rel) {
     return false;
 }
 
+/* Does rel (relative to a home) hold a credential location below it? */
+static bool holds_credential(const char *rel) {
+    for (const char *const *c = plan_credential_paths; *c; c++)
+        if (path_within(*c, rel) && strcmp(*c, rel) != 0)
+            return true;
+    return false;
+}
+
 const char *plan_home_runtime_root(const char *home, const char *path, char *ret_buf, size_t size) {
     if (!home || !path_within(path, home) || strcmp(path, home) == 0)
         return NULL;
@@ -103,12 +111,12 @@ const char *plan_home_runtime_root(const char *home, const char *path, char *ret
     /* Directories mixing tools with secrets or pvisor state are never
      * projected whole; .local/bin style entries are projected as given. */
     if (strcmp(top, ".local") == 0 || strcmp(top, ".config") == 0 || strcmp(top, ".cache") == 0) {
-        if (plan_is_credential_path(rel))
+        if (!slash || plan_is_credential_path(rel) || holds_credential(rel))
             return NULL;
         int n = snprintf(ret_buf, size, "%s", path);
         return n > 0 && (size_t)n < size ? ret_buf : NULL;
     }
-    if (plan_is_credential_path(top) || top[0] != '.')
+    if (plan_is_credential_path(top) || holds_credential(top) || top[0] != '.')
         return NULL;
     int n = snprintf(ret_buf, size, "%s/%s", home, top);
     return n > 0 && (size_t)n < size ? ret_buf : NULL;

@@ -423,6 +423,16 @@ except OSError:
 eq "$out" "absent" "--access deny: in the workspace holds after the agent exhausted the server's descriptors"
 rm -rf "$W/denied"
 
+# PATH keeps another home's tool directories (HOME was changed, as agent
+# harnesses and CI do): they are projected by the rules for HOME (an entry
+# under .local/.config as given, nothing that holds a credential location),
+# never as the whole .local or .config with that home's keyrings and tokens.
+O="$T/otherhome"; mkdir -p "$O/.local/bin" "$O/.local/share/keyrings" "$O/.config/composer/vendor/bin" "$O/.config/gh"
+printf '#!/bin/sh\necho tool-ok\n' > "$O/.local/bin/othertool"; chmod 0755 "$O/.local/bin/othertool"
+echo OTHERKEYRING > "$O/.local/share/keyrings/login.keyring"; echo OTHERGH > "$O/.config/gh/hosts.yml"
+out=$(PATH="$O/.local/bin:$O/.config/composer/vendor/bin:$PATH" "$PVISOR" run --safe --stage "$T/other" --workspace "$W" -- sh -c "othertool; cat '$O/.local/share/keyrings/login.keyring' '$O/.config/gh/hosts.yml' 2>/dev/null; echo end" 2>&1)
+eq "$(echo $out)" "tool-ok end" "--safe: another home's tool directories on PATH work, its keyrings and tokens are absent"
+
 # pvisor's own state kept under HOME elsewhere than ~/.local/state
 # (XDG_STATE_HOME): other runs' Bundles and stages, and this run's own
 # HOME view, are not part of the view.

@@ -174,6 +174,12 @@ int main(void) {
     is_str(plan_home_runtime_root("/home/u", "/home/u/.nvm/versions/node/bin", buf, sizeof buf), "/home/u/.nvm",
            "a tool under HOME projects its top directory");
     ok(plan_home_runtime_root("/home/u", "/home/u/.ssh/bin", buf, sizeof buf) == NULL, "never a credential dir");
+    ok(plan_home_runtime_root("/home/u", "/home/u/.local", buf, sizeof buf) == NULL &&
+           plan_home_runtime_root("/home/u", "/home/u/.config", buf, sizeof buf) == NULL,
+       "never .local or .config whole");
+    ok(plan_home_runtime_root("/home/u", "/home/u/.local/share/x/bin", buf, sizeof buf) != NULL &&
+           plan_home_runtime_root("/home/u", "/home/u/.local/share", buf, sizeof buf) == NULL,
+       "never a directory that holds a credential location (.local/share holds the keyrings)");
     is_str(plan_home_runtime_root("/home/u", "/home/u/.local/bin", buf, sizeof buf), "/home/u/.local/bin",
            ".local is projected only as far as the PATH entry");
     ok(plan_home_runtime_root("/home/u", "/home/u/.local/state/pvisor/x", buf, sizeof buf) == NULL,
