@@ -78,9 +78,35 @@ const char *const plan_home_config_files[] = {
     ".zshrc",     ".editorconfig",      ".tmux.conf",         NULL,
 };
 
-/* Environment variables handed to the command (plus LC_*). */
-static const char *const env_allow[] = {"PATH",  "TERM",      "LANG",     "LANGUAGE",     "TZ",      "USER",  "LOGNAME",
-                                        "SHELL", "COLORTERM", "NO_COLOR", "TERM_PROGRAM", "COLUMNS", "LINES", NULL};
+/* Environment variables handed to the command.  The locale categories
+ * by name, not LC_* (ssh's SendEnv LC_* is a common way to carry tokens). */
+static const char *const env_allow[] = {"PATH",
+                                        "TERM",
+                                        "LANG",
+                                        "LANGUAGE",
+                                        "TZ",
+                                        "USER",
+                                        "LOGNAME",
+                                        "SHELL",
+                                        "COLORTERM",
+                                        "NO_COLOR",
+                                        "TERM_PROGRAM",
+                                        "COLUMNS",
+                                        "LINES",
+                                        "LC_ALL",
+                                        "LC_CTYPE",
+                                        "LC_COLLATE",
+                                        "LC_MESSAGES",
+                                        "LC_MONETARY",
+                                        "LC_NUMERIC",
+                                        "LC_TIME",
+                                        "LC_ADDRESS",
+                                        "LC_IDENTIFICATION",
+                                        "LC_MEASUREMENT",
+                                        "LC_NAME",
+                                        "LC_PAPER",
+                                        "LC_TELEPHONE",
+                                        NULL};
 
 bool plan_is_credential_path(const char *rel) {
     for (const char *const *c = plan_credential_paths; *c; c++)
@@ -186,19 +212,6 @@ static int build_env(const struct plan_inputs *in, struct launch_plan *p) {
         if (v)
             r = env_push(&p->envp, &n, *a, v);
     }
-    for (char *const *e = in->environ; e && *e && r >= 0; e++)
-        if (strncmp(*e, "LC_", 3) == 0) {
-            char *eq = strchr(*e, '=');
-            if (!eq)
-                continue;
-            char name[256];
-            size_t l = (size_t)(eq - *e);
-            if (l >= sizeof name)
-                continue;
-            memcpy(name, *e, l);
-            name[l] = '\0';
-            r = env_push(&p->envp, &n, name, eq + 1);
-        }
     for (int i = 0; i < in->opts->n_pass_env && r >= 0; i++) {
         const char *v = env_get(in->environ, in->opts->pass_env[i]);
         if (v)

@@ -36,6 +36,7 @@ int main(void) {
                         "AWS_SECRET_ACCESS_KEY=s3cr3t",
                         "GH_TOKEN=tok",
                         "LC_ALL=C.UTF-8",
+                        "LC_SECRET_TOKEN=smuggled",
                         "TERM=xterm",
                         NULL};
     const char *rt[] = {"/home/u/.pyenv", "/opt/tool", "/usr/local/bin", "/home/u/ws/bin"};
@@ -83,7 +84,8 @@ int main(void) {
     ok(sorted, "projections first, then deny rules and covers; each ordered parents before children");
     is_str(env(&p, "GH_TOKEN"), "tok", "--pass-env variable handed over");
     ok(env(&p, "AWS_SECRET_ACCESS_KEY") == NULL, "other variables dropped");
-    is_str(env(&p, "LC_ALL"), "C.UTF-8", "LC_* kept");
+    is_str(env(&p, "LC_ALL"), "C.UTF-8", "locale categories kept");
+    ok(env(&p, "LC_SECRET_TOKEN") == NULL, "other LC_* variables dropped (ssh's SendEnv LC_* carries tokens)");
     is_str(env(&p, "PWD"), "/home/u/ws/src", "PWD is the working directory");
     ok(p.unshare_net && p.landlock && p.seccomp && p.uid == 1000, "network denied, Landlock and seccomp required");
 
