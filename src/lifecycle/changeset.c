@@ -525,7 +525,8 @@ static int set_old(struct walk *w, struct lc_entry *e, int lower_dirfd, const ch
     if (e->old_type == LC_NONE)
         e->conflict = p ? "deleted in the workspace since the run" : NULL;
     else if (!p)
-        e->conflict = "exists in the workspace but the agent never saw it (created or replaced after the run)";
+        e->conflict = "exists in the workspace but the agent never saw it (created or replaced after the run, or "
+                      "hidden from it: a credential location or an --access deny: path)";
     else if (p->type != e->old_type)
         e->conflict = "type changed in the workspace since the run";
     else if ((e->old_type == LC_REG || e->old_type == LC_LNK) && (!p->has_sha || memcmp(p->sha, e->old_sha, 32) != 0))

@@ -398,6 +398,13 @@ for p in (".ssh/id_rsa", ".gnupg/key", ".netrc"):
 wait $late
 eq "$(echo $out)" "absent absent absent" \
     "--safe with HOME as the workspace: credentials stay absent (created by the host mid-run, or after the agent exhausted the server's descriptors)"
+# ... and removing the parent of a masked location in the view never
+# removes the credential on apply: apply refuses, naming it as hidden.
+H5="$T/home5"; mkdir -p "$H5/.config/gh" "$H5/.config/other"; echo WSGHTOKEN > "$H5/.config/gh/hosts.yml"; echo o > "$H5/.config/other/x"
+(cd "$H5" && HOME="$H5" "$PVISOR" run --safe --stage "$T/wshome5" -- rm -rf .config) >/dev/null 2>&1
+(cd "$H5" && HOME="$H5" "$PVISOR" apply --stage "$T/wshome5") >/dev/null 2>"$T/wshome5.err"; rc=$?
+eq "$rc:$(cat "$H5/.config/gh/hosts.yml"):$(grep -c 'hidden from it' "$T/wshome5.err")" "1:WSGHTOKEN:2" \
+    "HOME as the workspace: apply of a stage that removed a masked location's parent refuses, and the credential stays"
 mkdir -p "$W/denied"; echo DENIEDWS > "$W/denied/s"
 out=$("$PVISOR" run --safe --stage "$T/denyfd" --workspace "$W" --access "deny:$W/denied" -- python3 -c '
 import os, time
