@@ -54,6 +54,39 @@ static void dirlist_free(struct dirlist *l) {
     l->n = 0;
 }
 
+/* Is dir a home, or a parent of homes: does it hold a credential location
+ * (dir/.ssh), or do its subdirectories (dir/bob/.ssh)?  Fails closed past
+ * 256 subdirectories.  The system hierarchies, projected whole anyway,
+ * are not looked into. */
+static bool holds_homes(const char *dir) {
+    static const char *const system[] = {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"};
+    for (size_t i = 0; i < ARRAY_SIZE(system); i++)
+        if (path_within(dir, system[i]))
+            return false;
+    _cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return false; /* not projected: add_runtime_dir wants a directory */
+    struct stat st;
+    for (const char *const *c = plan_credential_paths; *c; c++)
+        if (fstatat(fd, *c, &st, AT_SYMLINK_NOFOLLOW) == 0)
+            return true;
+    _cleanup_closedir_ DIR *d = NULL;
+    if (dup_opendir(fd, &d) < 0)
+        return true;
+    size_t dirs = 0;
+    for (struct dirent *de; (de = readdir_no_dots(d));) {
+        if (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN)
+            continue;
+        if (++dirs > 256)
+            return true;
+        _cleanup_close_ int sub = openat(fd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        for (const char *const *c = plan_credential_paths; sub >= 0 && *c; c++)
+            if (fstatat(sub, *c, &st, AT_SYMLINK_NOFOLLOW) == 0)
+                return true;
+    }
+    return false;
+}
+
 /* Map a host directory that a command needs to what should be projected:
  * the top-level tool dir under HOME (~/.pyenv), /opt/<name>, or itself. */
 static void add_runtime_dir(struct dirlist *l, const char *home, const char *dir) {
@@ -61,6 +94,7 @@ static void add_runtime_dir(struct dirlist *l, const char *home, const char *dir
     _cleanup_free_ char *real = realpath(dir, NULL);
     const char *d = real ? real : dir;
     const char *root = plan_home_runtime_root(home, d, buf, sizeof buf);
+    bool home_rule = root != NULL; /* the rules for a home decided */
     if (home && !root && path_within(d, home))
         return; /* under HOME but not projectable (credentials, HOME itself) */
     if (!root) {
@@ -80,6 +114,7 @@ static void add_runtime_dir(struct dirlist *l, const char *home, const char *dir
             other[hl] = '\0';
             if (!(root = plan_home_runtime_root(other, d, buf, sizeof buf)))
                 return;
+            home_rule = true;
         }
     }
     if (!root && strncmp(d, "/opt/", 5) == 0) {
@@ -94,6 +129,9 @@ static void add_runtime_dir(struct dirlist *l, const char *home, const char *dir
     }
     if (!root)
         root = d;
+    /* Not a home of its own (PATH=/home/bob) nor a parent of homes. */
+    if (!home_rule && holds_homes(root))
+        return;
     struct stat st;
     if (stat(root, &st) == 0 && S_ISDIR(st.st_mode) && strcmp(root, "/") != 0)
         dirlist_add(l, root);

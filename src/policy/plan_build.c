@@ -136,14 +136,18 @@ const char *plan_home_runtime_root(const char *home, const char *path, char *ret
     top[len] = '\0';
     /* Directories mixing tools with secrets or pvisor state are never
      * projected whole; .local/bin style entries are projected as given. */
-    if (strcmp(top, ".local") == 0 || strcmp(top, ".config") == 0 || strcmp(top, ".cache") == 0) {
+    if (plan_is_credential_path(top) || top[0] != '.')
+        return NULL;
+    /* A top directory mixing tools with secrets (.local, .config, .cache,
+     * ~/.cargo with its credentials.toml) is projected only as far as the
+     * entry, which must neither be nor hold a credential location. */
+    if (strcmp(top, ".local") == 0 || strcmp(top, ".config") == 0 || strcmp(top, ".cache") == 0 ||
+        holds_credential(top)) {
         if (!slash || plan_is_credential_path(rel) || holds_credential(rel))
             return NULL;
         int n = snprintf(ret_buf, size, "%s", path);
         return n > 0 && (size_t)n < size ? ret_buf : NULL;
     }
-    if (plan_is_credential_path(top) || holds_credential(top) || top[0] != '.')
-        return NULL;
     int n = snprintf(ret_buf, size, "%s/%s", home, top);
     return n > 0 && (size_t)n < size ? ret_buf : NULL;
 }

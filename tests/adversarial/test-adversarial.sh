@@ -439,6 +439,12 @@ printf '#!/bin/sh\necho tool-ok\n' > "$O/.local/bin/othertool"; chmod 0755 "$O/.
 echo OTHERKEYRING > "$O/.local/share/keyrings/login.keyring"; echo OTHERGH > "$O/.config/gh/hosts.yml"
 out=$(PATH="$O/.local/bin:$O/.config/composer/vendor/bin:$PATH" "$PVISOR" run --safe --stage "$T/other" --workspace "$W" -- sh -c "othertool; cat '$O/.local/share/keyrings/login.keyring' '$O/.config/gh/hosts.yml' 2>/dev/null; echo end" 2>&1)
 eq "$(echo $out)" "tool-ok end" "--safe: another home's tool directories on PATH work, its keyrings and tokens are absent"
+mkdir -p "$O/.cargo/bin" "$T/homes/alice/.ssh"; echo OTHERCARGO > "$O/.cargo/credentials.toml"; echo ALICEKEY > "$T/homes/alice/.ssh/id_rsa"
+printf '#!/bin/sh\necho cargo-ok\n' > "$O/.cargo/bin/cargotool"; chmod 0755 "$O/.cargo/bin/cargotool"
+printf '#!/bin/sh\necho bob\n' > "$O/bobtool"; chmod 0755 "$O/bobtool"; mkdir -p "$O/.ssh"; echo OTHERKEY > "$O/.ssh/id_rsa"
+out=$(PATH="$O/.cargo/bin:$O:$T/homes:$PATH" "$PVISOR" run --safe --stage "$T/other2" --workspace "$W" -- sh -c "cargotool; cat '$O/.cargo/credentials.toml' '$O/.ssh/id_rsa' '$T/homes/alice/.ssh/id_rsa' 2>/dev/null; echo end" 2>&1)
+eq "$(echo $out)" "cargo-ok end" \
+    "--safe: a tool directory next to a credential (.cargo/bin) works; a home or a parent of homes on PATH is not projected"
 
 # pvisor's own state kept under HOME elsewhere than ~/.local/state
 # (XDG_STATE_HOME): other runs' Bundles and stages, and this run's own

@@ -182,6 +182,8 @@ int main(void) {
     ok(plan_home_runtime_root("/home/u", "/home/u/.local/share/x/bin", buf, sizeof buf) != NULL &&
            plan_home_runtime_root("/home/u", "/home/u/.local/share", buf, sizeof buf) == NULL,
        "never a directory that holds a credential location (.local/share holds the keyrings)");
+    is_str(plan_home_runtime_root("/home/u", "/home/u/.cargo/bin", buf, sizeof buf), "/home/u/.cargo/bin",
+           "a tool directory holding a credential (.cargo/credentials.toml) is projected only as far as the entry");
     is_str(plan_home_runtime_root("/home/u", "/home/u/.local/bin", buf, sizeof buf), "/home/u/.local/bin",
            ".local is projected only as far as the PATH entry");
     ok(plan_home_runtime_root("/home/u", "/home/u/.local/state/pvisor/x", buf, sizeof buf) == NULL,
