@@ -155,6 +155,19 @@ bool ov_sealed_child(struct ov *ov, struct ov_node *parent, const char *name) {
     return false;
 }
 
+bool ov_seals_below(struct ov *ov, struct ov_node *parent, const char *name) {
+    if (!ov->n_sealed)
+        return false;
+    _cleanup_free_ char *path = NULL;
+    if (ov_child_path(ov, parent, name, &path) < 0)
+        return true;
+    size_t pl = strlen(path);
+    for (size_t i = 0; i < ov->n_mask; i++)
+        if (ov->mask_sealed[i] && strncmp(ov->mask[i], path, pl) == 0 && ov->mask[i][pl] == '/')
+            return true;
+    return false;
+}
+
 int ov_lower_open(struct ov *ov, const char *relpath, int flags) {
     if (ov->n_mask && ov_masked(ov, relpath))
         return -ENOENT;

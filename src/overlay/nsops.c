@@ -140,6 +140,8 @@ static void reply_entry_or_err(fuse_req_t req, int r, struct fuse_entry_param *f
 static int do_mknod_like(struct ov *ov, fuse_req_t req, struct ov_node *p, const char *name, mode_t mode, dev_t rdev,
                          const char *link, struct fuse_entry_param *fe) {
     struct mk mk;
+    if (link && ov_seals_below(ov, p, name))
+        return -EACCES; /* a symlink there would lead the sealed path elsewhere */
     int r = mk_prepare(ov, p, name, &mk);
     if (r < 0)
         return r;
@@ -400,6 +402,11 @@ static int do_rename(struct ov *ov, struct ov_node *p, const char *name, struct 
         return 0;
     mode_t sm = se.upper ? se.ust.st_mode : se.lst.st_mode;
     mode_t dm = de.upper ? de.ust.st_mode : de.lst.st_mode;
+    /* Nothing may reach a sealed path: not as what is moved there, nor
+     * inside a directory or through a symlink moved to a parent of it. */
+    if (((S_ISDIR(sm) || S_ISLNK(sm)) && ov_seals_below(ov, np, newname)) ||
+        (exch && (ov_sealed_child(ov, p, name) || ((S_ISDIR(dm) || S_ISLNK(dm)) && ov_seals_below(ov, p, name)))))
+        return -EACCES;
     if (dexists && !exch) {
         if (S_ISDIR(sm) && !S_ISDIR(dm))
             return -ENOTDIR;

@@ -191,6 +191,9 @@ bool ov_masked_child(struct ov *ov, struct ov_node *parent, const char *name);
 /* May nothing be created at parent/name (a sealed mask, or below one)?
  * True also when that cannot be worked out: fail closed. */
 bool ov_sealed_child(struct ov *ov, struct ov_node *parent, const char *name);
+/* Is a sealed path strictly below parent/name?  A directory moved there,
+ * or a symlink made there, would put something at it.  Fails closed. */
+bool ov_seals_below(struct ov *ov, struct ov_node *parent, const char *name);
 int ov_node_upper(struct ov *ov, struct ov_node *n);
 int ov_lower_open(struct ov *ov, const char *relpath, int flags);
 int ov_node_lower_open(struct ov *ov, struct ov_node *n, int flags);

@@ -259,6 +259,19 @@ out=$("$PVISOR" run --safe --stage "$T/sa" --workspace "$W" --access "deny:$W/.e
 eq "$out" "$(printf 'absent\n0\nrefused\nrefused')" \
     "--access deny: a host directory is empty and read-only inside; a workspace file is absent, and nothing can be created or renamed there"
 check "--access deny: the stage did not capture the denied file" test ! -e "$T/sa/upper/.env"
+# Nothing reaches a sealed (denied) path by moving a directory or making a
+# symlink at a parent of it, nor by exchanging names.
+W2="$T/wsseal"; mkdir -p "$W2/.git/hooks" "$W2/a/secret"; echo real > "$W2/.git/hooks/pre-commit"; echo S > "$W2/a/secret/s"
+out=$(cd "$W2" && "$PVISOR" run --safe --stage "$T/seal" --access "deny:$W2/.git/hooks" --access "deny:$W2/a/secret" -- sh -c '
+    mkdir -p t/hooks t/secret && echo pwned > t/hooks/pre-commit && echo mine > t/secret/s
+    mv .git g && mv t/hooks g/hooks; mv g .git 2>/dev/null || echo refused-dir
+    rmdir a; ln -s t a 2>/dev/null || echo refused-link
+    mv t a 2>/dev/null || echo refused-move
+    mkdir a && (mkdir a/secret 2>/dev/null || echo refused-mkdir)
+    python3 -c "import ctypes, os; libc = ctypes.CDLL(None, use_errno=True); r = libc.renameat2(-100, b\"t/secret\", -100, b\"a\", 2); print(\"refused-exchange\" if r else \"exchanged\")"
+    cat .git/hooks/pre-commit g/hooks/pre-commit a/secret/s 2>/dev/null; echo end' 2>&1)
+eq "$(echo $out)" "refused-dir refused-link refused-move refused-mkdir refused-exchange pwned end" \
+    "--access deny: in the workspace: no directory move, symlink, mkdir or exchange puts anything at the sealed path"
 "$PVISOR" run --safe --workspace "$W" --allow-write "$W/sub" -- true 2>/dev/null; rc=$?
 mkdir -p "$W/sub"
 "$PVISOR" run --safe --workspace "$W" --allow-write "$W/sub" -- true 2>/dev/null; rc2=$?
