@@ -201,8 +201,15 @@ static void show_entry(struct diffctx *d, const struct lc_stage *st, const struc
     if (ot != LC_NONE && ot != LC_DIR) {
         if (!d->stat)
             printf("diff --git a/%s b/%s\ndeleted file mode %o\n", p, p, git_mode(ot, e->old_mode));
-        if (diffable(ot))
+        /* A file the agent never saw (a masked credential location, a deny
+         * rule, or one created after the run) is not shown here either:
+         * the diff may be read by the agent's harness. */
+        if (!e->pre) {
+            if (!d->stat)
+                printf("Content not shown: the agent never saw this file\n");
+        } else if (diffable(ot)) {
             content_diff(d, st, e->path, p, ot, e->old_target, LC_NONE, NULL, e->old_size, 0);
+        }
     }
     if (nt != LC_NONE && nt != LC_DIR) {
         if (!d->stat)

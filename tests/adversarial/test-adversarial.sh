@@ -418,6 +418,9 @@ H5="$T/home5"; mkdir -p "$H5/.config/gh" "$H5/.config/other"; echo WSGHTOKEN > "
 (cd "$H5" && HOME="$H5" "$PVISOR" apply --stage "$T/wshome5") >/dev/null 2>"$T/wshome5.err"; rc=$?
 eq "$rc:$(cat "$H5/.config/gh/hosts.yml"):$(grep -c 'hidden from it' "$T/wshome5.err")" "1:WSGHTOKEN:2" \
     "HOME as the workspace: apply of a stage that removed a masked location's parent refuses, and the credential stays"
+(cd "$H5" && HOME="$H5" "$PVISOR" diff --stage "$T/wshome5") > "$T/wshome5.diff" 2>&1
+eq "$(grep -c WSGHTOKEN "$T/wshome5.diff"):$(grep -c 'Content not shown' "$T/wshome5.diff")" "0:1" \
+    "... and its diff does not print the credential it never saw"
 mkdir -p "$W/denied"; echo DENIEDWS > "$W/denied/s"
 out=$("$PVISOR" run --safe --stage "$T/denyfd" --workspace "$W" --access "deny:$W/denied" -- python3 -c '
 import os, time
