@@ -183,6 +183,21 @@ static void show_entry(struct diffctx *d, const struct lc_stage *st, const struc
     if (!p)
         return;
     enum lc_type ot = e->old_type, nt = e->kind == LC_DELETED ? LC_NONE : e->new_type;
+    /* The workspace's version of a path the agent never saw (a masked
+     * credential location, a deny rule, a file created after the run) is
+     * never printed: the diff may be read by the agent's harness.  Apply
+     * refuses such a path as a conflict. */
+    if (!e->pre && ot != LC_NONE) {
+        if (ot == LC_DIR)
+            return; /* git does not show directories */
+        if (d->stat)
+            add_stat(d, p, 0, 0, false, 0, 0);
+        else
+            printf("diff --git a/%s b/%s\nContent not shown: the agent never saw the workspace's version of this "
+                   "path\n",
+                   p, p);
+        return;
+    }
     bool same_kind = ot != LC_NONE && nt != LC_NONE && ot == nt;
     if (same_kind) {
         if (ot == LC_DIR)
@@ -201,15 +216,8 @@ static void show_entry(struct diffctx *d, const struct lc_stage *st, const struc
     if (ot != LC_NONE && ot != LC_DIR) {
         if (!d->stat)
             printf("diff --git a/%s b/%s\ndeleted file mode %o\n", p, p, git_mode(ot, e->old_mode));
-        /* A file the agent never saw (a masked credential location, a deny
-         * rule, or one created after the run) is not shown here either:
-         * the diff may be read by the agent's harness. */
-        if (!e->pre) {
-            if (!d->stat)
-                printf("Content not shown: the agent never saw this file\n");
-        } else if (diffable(ot)) {
+        if (diffable(ot))
             content_diff(d, st, e->path, p, ot, e->old_target, LC_NONE, NULL, e->old_size, 0);
-        }
     }
     if (nt != LC_NONE && nt != LC_DIR) {
         if (!d->stat)

@@ -18,6 +18,7 @@
 #include "util/util.h"
 
 #include <errno.h>
+#include <pwd.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
@@ -54,10 +55,42 @@ static void dirlist_free(struct dirlist *l) {
     l->n = 0;
 }
 
+/* Does the directory fd hold a credential location (fd/.ssh, ...)?  all:
+ * every one of plan_credential_paths; else the few that mark a home (for
+ * scans of many directories). */
+static bool holds_credentials_at(int fd, bool all) {
+    static const char *const marks[] = {".ssh",    ".gnupg", ".aws",       ".netrc",         ".git-credentials",
+                                        ".docker", ".kube",  ".config/gh", ".config/gcloud", ".local/share/keyrings",
+                                        NULL};
+    struct stat st;
+    for (const char *const *c = all ? plan_credential_paths : marks; *c; c++)
+        if (fstatat(fd, *c, &st, AT_SYMLINK_NOFOLLOW) == 0)
+            return true;
+    return false;
+}
+
+/* Is a home listed in /etc/passwd (read as a file, not through NSS) at or
+ * below dir, and does it hold a credential location? */
+static bool passwd_home_within(const char *dir) {
+    FILE *f = fopen("/etc/passwd", "re");
+    if (!f)
+        return false;
+    bool hit = false;
+    for (struct passwd *pw; !hit && (pw = fgetpwent(f));) {
+        if (!pw->pw_dir || pw->pw_dir[0] != '/' || !path_within(pw->pw_dir, dir))
+            continue;
+        _cleanup_close_ int hfd = open(pw->pw_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        hit = hfd >= 0 && holds_credentials_at(hfd, true);
+    }
+    fclose(f);
+    return hit;
+}
+
 /* Is dir a home, or a parent of homes: does it hold a credential location
- * (dir/.ssh), or do its subdirectories (dir/bob/.ssh)?  Fails closed past
- * 256 subdirectories.  The system hierarchies, projected whole anyway,
- * are not looked into. */
+ * (dir/.ssh), do its subdirectories (dir/bob/.ssh), or is a home listed in
+ * /etc/passwd that holds one at any depth below it?  Fails closed past 256
+ * subdirectories.  The system hierarchies, projected whole anyway, are
+ * not looked into. */
 static bool holds_homes(const char *dir) {
     static const char *const system[] = {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"};
     for (size_t i = 0; i < ARRAY_SIZE(system); i++)
@@ -66,10 +99,8 @@ static bool holds_homes(const char *dir) {
     _cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
         return false; /* not projected: add_runtime_dir wants a directory */
-    struct stat st;
-    for (const char *const *c = plan_credential_paths; *c; c++)
-        if (fstatat(fd, *c, &st, AT_SYMLINK_NOFOLLOW) == 0)
-            return true;
+    if (holds_credentials_at(fd, true) || passwd_home_within(dir))
+        return true;
     _cleanup_closedir_ DIR *d = NULL;
     if (dup_opendir(fd, &d) < 0)
         return true;
@@ -80,9 +111,26 @@ static bool holds_homes(const char *dir) {
         if (++dirs > 256)
             return true;
         _cleanup_close_ int sub = openat(fd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        for (const char *const *c = plan_credential_paths; sub >= 0 && *c; c++)
-            if (fstatat(sub, *c, &st, AT_SYMLINK_NOFOLLOW) == 0)
-                return true;
+        if (sub >= 0 && holds_credentials_at(sub, false))
+            return true;
+    }
+    return false;
+}
+
+/* Does any directory below fd, down to depth levels, hold a credential
+ * location?  True also once *budget directories were looked into. */
+static bool creds_below(int fd, int depth, int *budget) {
+    _cleanup_closedir_ DIR *d = NULL;
+    if (depth <= 0 || dup_opendir(fd, &d) < 0)
+        return false;
+    for (struct dirent *de; (de = readdir_no_dots(d));) {
+        if (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN)
+            continue;
+        if (--*budget < 0)
+            return true;
+        _cleanup_close_ int sub = openat(fd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (sub >= 0 && (holds_credentials_at(sub, false) || creds_below(sub, depth - 1, budget)))
+            return true;
     }
     return false;
 }
@@ -94,7 +142,6 @@ static void add_runtime_dir(struct dirlist *l, const char *home, const char *dir
     _cleanup_free_ char *real = realpath(dir, NULL);
     const char *d = real ? real : dir;
     const char *root = plan_home_runtime_root(home, d, buf, sizeof buf);
-    bool home_rule = root != NULL; /* the rules for a home decided */
     if (home && !root && path_within(d, home))
         return; /* under HOME but not projectable (credentials, HOME itself) */
     if (!root) {
@@ -114,7 +161,6 @@ static void add_runtime_dir(struct dirlist *l, const char *home, const char *dir
             other[hl] = '\0';
             if (!(root = plan_home_runtime_root(other, d, buf, sizeof buf)))
                 return;
-            home_rule = true;
         }
     }
     if (!root && strncmp(d, "/opt/", 5) == 0) {
@@ -129,9 +175,20 @@ static void add_runtime_dir(struct dirlist *l, const char *home, const char *dir
     }
     if (!root)
         root = d;
-    /* Not a home of its own (PATH=/home/bob) nor a parent of homes. */
-    if (!home_rule && holds_homes(root))
-        return;
+    /* A directory widened from the entry (/opt/app for /opt/app/bin, a
+     * tool's dot-directory) holds no home three levels down, or only the
+     * entry itself is projected; and no projection is a home of its own
+     * (PATH=/home/bob) or a parent of homes. */
+    if (!home || !path_within(root, home)) { /* HOME's own are shown by its view, never projected */
+        if (strcmp(root, d) != 0) {
+            _cleanup_close_ int rfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+            int budget = 512;
+            if (rfd >= 0 && creds_below(rfd, 3, &budget))
+                root = d;
+        }
+        if (holds_homes(root))
+            return;
+    }
     struct stat st;
     if (stat(root, &st) == 0 && S_ISDIR(st.st_mode) && strcmp(root, "/") != 0)
         dirlist_add(l, root);

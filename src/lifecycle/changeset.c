@@ -524,10 +524,12 @@ static int set_old(struct walk *w, struct lc_entry *e, int lower_dirfd, const ch
     const struct lc_preimage *p = e->pre;
     if (e->old_type == LC_NONE)
         e->conflict = p ? "deleted in the workspace since the run" : NULL;
-    else if (!p)
+    else if (!p) {
+        free(e->old_target); /* never shown (review, diff): the agent never saw it */
+        e->old_target = NULL;
         e->conflict = "exists in the workspace but the agent never saw it (created or replaced after the run, or "
                       "hidden from it: a credential location or an --access deny: path)";
-    else if (p->type != e->old_type)
+    } else if (p->type != e->old_type)
         e->conflict = "type changed in the workspace since the run";
     else if ((e->old_type == LC_REG || e->old_type == LC_LNK) && (!p->has_sha || memcmp(p->sha, e->old_sha, 32) != 0))
         e->conflict = e->old_type == LC_LNK ? "symlink target changed in the workspace since the run"

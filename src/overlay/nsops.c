@@ -258,6 +258,9 @@ void ov_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char
     struct mk mk;
     ov_wrlock(ov);
     int r = n->type == S_IFDIR ? -EPERM : 0;
+    /* link() of a symlink makes another symlink: not at a sealed path's parent */
+    if (r >= 0 && n->type == S_IFLNK && ov_seals_below(ov, np, newname))
+        r = -EACCES;
     if (r >= 0)
         r = mk_prepare(ov, np, newname, &mk);
     if (r >= 0)

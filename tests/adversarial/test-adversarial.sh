@@ -269,9 +269,10 @@ out=$(cd "$W2" && "$PVISOR" run --safe --stage "$T/seal" --access "deny:$W2/.git
     mv t a 2>/dev/null || echo refused-move
     mkdir a && (mkdir a/secret 2>/dev/null || echo refused-mkdir)
     python3 -c "import ctypes, os; libc = ctypes.CDLL(None, use_errno=True); r = libc.renameat2(-100, b\"t/secret\", -100, b\"a\", 2); print(\"refused-exchange\" if r else \"exchanged\")"
+    rmdir a && ln -s t s2 && (python3 -c "import os; os.link(\"s2\", \"a\", follow_symlinks=False)" 2>/dev/null || echo refused-hardlink)
     cat .git/hooks/pre-commit g/hooks/pre-commit a/secret/s 2>/dev/null; echo end' 2>&1)
-eq "$(echo $out)" "refused-dir refused-link refused-move refused-mkdir refused-exchange pwned end" \
-    "--access deny: in the workspace: no directory move, symlink, mkdir or exchange puts anything at the sealed path"
+eq "$(echo $out)" "refused-dir refused-link refused-move refused-mkdir refused-exchange refused-hardlink pwned end" \
+    "--access deny: in the workspace: no directory move, symlink (made or hard-linked), mkdir or exchange puts anything at the sealed path"
 "$PVISOR" run --safe --workspace "$W" --allow-write "$W/sub" -- true 2>/dev/null; rc=$?
 mkdir -p "$W/sub"
 "$PVISOR" run --safe --workspace "$W" --allow-write "$W/sub" -- true 2>/dev/null; rc2=$?
@@ -421,6 +422,10 @@ eq "$rc:$(cat "$H5/.config/gh/hosts.yml"):$(grep -c 'hidden from it' "$T/wshome5
 (cd "$H5" && HOME="$H5" "$PVISOR" diff --stage "$T/wshome5") > "$T/wshome5.diff" 2>&1
 eq "$(grep -c WSGHTOKEN "$T/wshome5.diff"):$(grep -c 'Content not shown' "$T/wshome5.diff")" "0:1" \
     "... and its diff does not print the credential it never saw"
+(cd "$H5" && HOME="$H5" "$PVISOR" run --safe --stage "$T/wshome6" -- sh -c 'mkdir -p .config/gh && echo mine > .config/gh/hosts.yml') >/dev/null 2>&1
+(cd "$H5" && HOME="$H5" "$PVISOR" diff --stage "$T/wshome6"; HOME="$H5" "$PVISOR" diff --stat --stage "$T/wshome6") > "$T/wshome6.diff" 2>&1
+eq "$(grep -c WSGHTOKEN "$T/wshome6.diff"):$(grep -c 'Content not shown' "$T/wshome6.diff")" "0:1" \
+    "... nor when the agent wrote its own file at the masked location"
 mkdir -p "$W/denied"; echo DENIEDWS > "$W/denied/s"
 out=$("$PVISOR" run --safe --stage "$T/denyfd" --workspace "$W" --access "deny:$W/denied" -- python3 -c '
 import os, time
@@ -461,6 +466,10 @@ printf '#!/bin/sh\necho bob\n' > "$O/bobtool"; chmod 0755 "$O/bobtool"; mkdir -p
 out=$(PATH="$O/.cargo/bin:$O:$T/homes:$PATH" "$PVISOR" run --safe --stage "$T/other2" --workspace "$W" -- sh -c "cargotool; cat '$O/.cargo/credentials.toml' '$O/.ssh/id_rsa' '$T/homes/alice/.ssh/id_rsa' 2>/dev/null; echo end" 2>&1)
 eq "$(echo $out)" "cargo-ok end" \
     "--safe: a tool directory next to a credential (.cargo/bin) works; a home or a parent of homes on PATH is not projected"
+mkdir -p "$T/d/.tools/bin" "$T/d/.tools/homes/carol/.ssh"; echo CAROLKEY > "$T/d/.tools/homes/carol/.ssh/id_rsa"
+printf '#!/bin/sh\necho tools-ok\n' > "$T/d/.tools/bin/toolsx"; chmod 0755 "$T/d/.tools/bin/toolsx"
+out=$(PATH="$T/d/.tools/bin:$PATH" "$PVISOR" run --safe --stage "$T/other3" --workspace "$W" -- sh -c "toolsx; cat '$T/d/.tools/homes/carol/.ssh/id_rsa' 2>/dev/null; echo end" 2>&1)
+eq "$(echo $out)" "tools-ok end" "--safe: a tool's dot-directory holding a home deeper down is projected only as far as the PATH entry"
 
 # pvisor's own state kept under HOME elsewhere than ~/.local/state
 # (XDG_STATE_HOME): other runs' Bundles and stages, and this run's own
