@@ -118,7 +118,9 @@ static bool holds_homes(const char *dir) {
 }
 
 /* Does any directory below fd, down to depth levels, hold a credential
- * location?  True also once *budget directories were looked into. */
+ * location?  Looks into at most *budget directories (a large toolchain,
+ * such as Homebrew's Cellar, is not walked whole: what is past the budget
+ * is taken as holding none). */
 static bool creds_below(int fd, int depth, int *budget) {
     _cleanup_closedir_ DIR *d = NULL;
     if (depth <= 0 || dup_opendir(fd, &d) < 0)
@@ -127,7 +129,7 @@ static bool creds_below(int fd, int depth, int *budget) {
         if (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN)
             continue;
         if (--*budget < 0)
-            return true;
+            return false;
         _cleanup_close_ int sub = openat(fd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (sub >= 0 && (holds_credentials_at(sub, false) || creds_below(sub, depth - 1, budget)))
             return true;
