@@ -398,9 +398,11 @@ static int prepare_ws_mask(struct run_context *ctx, const char *home, const stru
         _cleanup_free_ char *real = resolve_loose(home, *c);
         if (!full)
             return -ENOMEM;
-        r = add_ws_mask(sb->ws_mask, &sb->n_ws_mask, ws, full);
+        /* Sealed too: what the agent put there would reach the real
+         * HOME on apply (an authorized_keys, say). */
+        r = add_ws_mask(sb->ws_sealed, &sb->n_ws_sealed, ws, full);
         if (r >= 0)
-            r = add_ws_mask(sb->ws_mask, &sb->n_ws_mask, ws, real);
+            r = add_ws_mask(sb->ws_sealed, &sb->n_ws_sealed, ws, real);
     }
     for (size_t i = 0; i < n_rules && r >= 0; i++)
         if (rules[i].kind == ACCESS_DENY)

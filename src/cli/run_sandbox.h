@@ -53,9 +53,10 @@ struct sandbox {
     char *home_owned_mask[64];
     size_t n_home_owned_mask;
     /* Paths (relative to the workspace, owned) the workspace view's server
-     * masks: credential locations of HOME that are in the workspace, as
-     * named and where their links lead; and seals (masked, and nothing may
-     * be created there): --access deny: paths in it. */
+     * masks (ws_mask: none at present) and seals (masked, and nothing may
+     * be created there): credential locations of HOME that are in the
+     * workspace, as named and where their links lead, and --access deny:
+     * paths in it. */
     char *ws_mask[SANDBOX_WS_MASK_MAX];
     size_t n_ws_mask;
     char *ws_sealed[SANDBOX_WS_MASK_MAX];

@@ -908,3 +908,13 @@ check "... and nothing was applied or dropped" sh -c "[ \"\$(cat '$W/f')\" = old
 (cd "$W" && "$P" apply "$runA") >/dev/null 2>&1; rc=$?
 eq "$rc:$(cat "$W/f")" "0:fromA" "naming the older run still applies it"
 rm -rf "$XDG_STATE_HOME/pvisor/runs/$runB"
+
+# diff never prints the workspace's side of a path the agent never saw:
+# here a file the user created after the run where the agent made one too.
+W=$T/wsd
+mkdir -p "$W"
+(cd "$W" && "$P" run --stage auto -- sh -c 'echo agent > late.txt') >/dev/null 2>&1
+echo HOSTSECRET > "$W/late.txt"
+(cd "$W" && "$P" diff; "$P" diff --stat) > "$T/late.diff" 2>&1
+eq "$(grep -c HOSTSECRET "$T/late.diff"):$(grep -c 'Content not shown' "$T/late.diff")" "0:1" \
+    "diff does not print a file the user created after the run at a path the agent also wrote"
