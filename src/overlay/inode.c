@@ -141,31 +141,33 @@ bool ov_masked_child(struct ov *ov, struct ov_node *parent, const char *name) {
     return ov_masked(ov, path);
 }
 
-bool ov_sealed_child(struct ov *ov, struct ov_node *parent, const char *name) {
+/* Is a sealed path at or below parent/name (at_or_below), or strictly
+ * below it (!at_or_below)?  Fails closed. */
+static bool sealed_relation(struct ov *ov, struct ov_node *parent, const char *name, bool at_or_below) {
     if (!ov->n_sealed)
         return false;
     _cleanup_free_ char *path = NULL;
     if (ov_child_path(ov, parent, name, &path) < 0)
         return true;
     for (size_t i = 0; i < ov->n_mask; i++) {
-        size_t ml = strlen(ov->mask[i]);
-        if (ov->mask_sealed[i] && strncmp(path, ov->mask[i], ml) == 0 && (path[ml] == '\0' || path[ml] == '/'))
+        if (!ov->mask_sealed[i])
+            continue;
+        /* at or below a seal: the seal is a prefix of path; a seal below
+         * path: path is a proper prefix of the seal */
+        const char *shorter = at_or_below ? ov->mask[i] : path, *longer = at_or_below ? path : ov->mask[i];
+        size_t l = strlen(shorter);
+        if (strncmp(longer, shorter, l) == 0 && (longer[l] == '/' || (at_or_below && longer[l] == '\0')))
             return true;
     }
     return false;
 }
 
+bool ov_sealed_child(struct ov *ov, struct ov_node *parent, const char *name) {
+    return sealed_relation(ov, parent, name, true);
+}
+
 bool ov_seals_below(struct ov *ov, struct ov_node *parent, const char *name) {
-    if (!ov->n_sealed)
-        return false;
-    _cleanup_free_ char *path = NULL;
-    if (ov_child_path(ov, parent, name, &path) < 0)
-        return true;
-    size_t pl = strlen(path);
-    for (size_t i = 0; i < ov->n_mask; i++)
-        if (ov->mask_sealed[i] && strncmp(ov->mask[i], path, pl) == 0 && ov->mask[i][pl] == '/')
-            return true;
-    return false;
+    return sealed_relation(ov, parent, name, false);
 }
 
 int ov_lower_open(struct ov *ov, const char *relpath, int flags) {
