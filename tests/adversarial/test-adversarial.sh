@@ -386,29 +386,33 @@ eq "$(echo $out)" "config end" "--safe in a dotfiles workspace: the credentials 
 H4="$T/home4"; mkdir -p "$H4/.ssh"; echo WSHOMEKEY > "$H4/.ssh/id_rsa"; echo n > "$H4/notes.txt"
 (sleep 1; mkdir -p "$H4/.gnupg"; echo LATEGPG > "$H4/.gnupg/key"; echo LATENETRC > "$H4/.netrc") &
 late=$!
-out=$(cd "$H4" && HOME="$H4" "$PVISOR" run --safe --stage "$T/wshome" -- python3 -c '
-import os, time
-time.sleep(2)
+# emfile.py WAIT OPEN STAT PATH...: after WAIT s, open OPEN until EMFILE,
+# stat STAT (the server fails that lookup), close all, print each PATH's
+# content or "absent"
+EMFILE_PY='
+import os, sys, time
+time.sleep(float(sys.argv[1]))
 fds = []
 try:
     while True:
-        fds.append(os.open("notes.txt", os.O_RDONLY))
+        fds.append(os.open(sys.argv[2], os.O_RDONLY))
 except OSError:
     pass
 time.sleep(1.2)
 try:
-    os.stat(".ssh")
+    os.stat(sys.argv[3])
 except OSError:
     pass
 for f in fds:
     os.close(f)
 time.sleep(1.2)
-for p in (".ssh/id_rsa", ".gnupg/key", ".netrc"):
+for p in sys.argv[4:]:
     try:
         print(open(p).read().strip())
     except OSError:
         print("absent")
-' 2>&1)
+'
+out=$(cd "$H4" && HOME="$H4" "$PVISOR" run --safe --stage "$T/wshome" -- python3 -c "$EMFILE_PY" 2 notes.txt .ssh .ssh/id_rsa .gnupg/key .netrc 2>&1)
 wait $late
 eq "$(echo $out)" "absent absent absent" \
     "--safe with HOME as the workspace: credentials stay absent (created by the host mid-run, or after the agent exhausted the server's descriptors)"
@@ -427,27 +431,7 @@ out=$(cd "$H5" && HOME="$H5" "$PVISOR" run --safe --stage "$T/wshome6" -- sh -c 
 eq "$(echo $out)" "refused-mkdir refused-ssh end" \
     "HOME as the workspace: nothing can be created at a credential location (it would reach the real HOME on apply)"
 mkdir -p "$W/denied"; echo DENIEDWS > "$W/denied/s"
-out=$("$PVISOR" run --safe --stage "$T/denyfd" --workspace "$W" --access "deny:$W/denied" -- python3 -c '
-import os, time
-fds = []
-try:
-    while True:
-        fds.append(os.open("file.txt", os.O_RDONLY))
-except OSError:
-    pass
-time.sleep(1.2)
-try:
-    os.stat("denied")
-except OSError:
-    pass
-for f in fds:
-    os.close(f)
-time.sleep(1.2)
-try:
-    print(open("denied/s").read().strip())
-except OSError:
-    print("absent")
-' 2>&1)
+out=$("$PVISOR" run --safe --stage "$T/denyfd" --workspace "$W" --access "deny:$W/denied" -- python3 -c "$EMFILE_PY" 0 file.txt denied denied/s 2>&1)
 eq "$out" "absent" "--access deny: in the workspace holds after the agent exhausted the server's descriptors"
 rm -rf "$W/denied"
 
