@@ -44,6 +44,7 @@
 #include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 struct staged {
@@ -59,8 +60,9 @@ struct staged {
     int cgroup_error; /* moving the launcher into the run's cgroup leaf failed */
     const char *stage_path;
     enum stage_durability durability;
-    int stage_error; /* opening the stage failed (stage_open_for_run) */
-    int home_error;  /* the HOME view could not be prepared or mounted */
+    int stage_error;        /* opening the stage failed (stage_open_for_run) */
+    char sealed_clash[512]; /* a sealed path the stage's upper already holds, or "" (start_error is then set) */
+    int home_error;         /* the HOME view could not be prepared or mounted */
 };
 
 static int write_proc_file(const char *path, const char *text) {
@@ -147,6 +149,30 @@ static int open_stage(struct staged *st) {
     return 0;
 }
 
+/* Does the stage's upper already hold something at a path the workspace
+ * view seals, or a symlink at a parent of one (made by an earlier run of
+ * the stage without that rule)?  The view would show it. */
+static const char *find_sealed_clash(int upper_fd, char *const *sealed, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        char path[PATH_MAX];
+        if (snprintf(path, sizeof path, "%s", sealed[i]) >= (int)sizeof path)
+            return sealed[i];
+        for (char *slash = path;; *slash++ = '/') {
+            slash = strchr(slash, '/');
+            if (slash)
+                *slash = '\0';
+            struct stat st;
+            bool found = fstatat(upper_fd, path, &st, AT_SYMLINK_NOFOLLOW) == 0;
+            bool whiteout = found && S_ISCHR(st.st_mode) && st.st_rdev == makedev(0, 0);
+            if (found && (slash ? S_ISLNK(st.st_mode) : !whiteout))
+                return sealed[i];
+            if (!slash)
+                break;
+        }
+    }
+    return NULL;
+}
+
 static void *start_home_thread(void *arg) {
     struct sandbox *sb = arg;
     sb->home_start_r = sandbox_start_home(sb);
@@ -170,6 +196,12 @@ static int start_overlay(pid_t child, void *userdata) {
     pthread_t home_thread;
     bool home_started = st->sb && pthread_create(&home_thread, NULL, start_home_thread, st->sb) == 0;
     int r = st->stage ? 0 : open_stage(st);
+    const char *clash =
+        r >= 0 && st->sb ? find_sealed_clash(stage_upper_fd(st->stage), st->sb->ws_sealed, st->sb->n_ws_sealed) : NULL;
+    if (clash) { /* copied: the sandbox's list is freed before the message is made */
+        snprintf(st->sealed_clash, sizeof st->sealed_clash, "%s", clash);
+        st->start_error = r = -EEXIST;
+    }
     if (r >= 0) {
         struct overlay_params p = {
             .lower_fd = st->lower_fd,
@@ -403,6 +435,14 @@ int run_execute_staged(struct run_context *ctx,
     if (st.cgroup_error) {
         snprintf(msg, sizeof msg, "cannot move the command into its cgroup %.300s: %s", sb.cg_path,
                  strerror(-st.cgroup_error));
+        return run_fail_setup(ctx, msg);
+    }
+    if (st.sealed_clash[0]) {
+        /* the path is the user's own rule or HOME's, not the agent's */
+        snprintf(msg, sizeof msg,
+                 "the stage already holds %.300s (or a symlink at a parent of it), which this run hides from the "
+                 "command (a credential location or an --access deny: path); use a new stage",
+                 st.sealed_clash);
         return run_fail_setup(ctx, msg);
     }
     if (st.start_error) {

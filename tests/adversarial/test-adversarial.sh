@@ -273,6 +273,15 @@ out=$(cd "$W2" && "$PVISOR" run --safe --stage "$T/seal" --access "deny:$W2/.git
     cat .git/hooks/pre-commit g/hooks/pre-commit a/secret/s 2>/dev/null; echo end' 2>&1)
 eq "$(echo $out)" "refused-dir refused-link refused-move refused-mkdir refused-exchange refused-hardlink pwned end" \
     "--access deny: in the workspace: no directory move, symlink (made or hard-linked), mkdir or exchange puts anything at the sealed path"
+# A stage reused from a run without the rule may already hold the sealed
+# path, or a symlink at a parent of it: the run is refused, not shown it.
+W3="$T/wsreuse"; mkdir -p "$W3/x/y" "$W3/t/y" "$W3/p/q"; echo SECRET > "$W3/x/y/s"; echo EVIL > "$W3/t/y/s"; echo real > "$W3/p/q/f"
+(cd "$W3" && "$PVISOR" run --safe --stage "$T/reuse" -- sh -c 'rm -rf x && ln -s t x && echo mine > p/q/f') >/dev/null 2>&1
+for rule in "$W3/x/y" "$W3/p/q"; do
+    out=$(cd "$W3" && "$PVISOR" run --safe --stage "$T/reuse" --access "deny:$rule" -- sh -c "echo ran; cat x/y/s p/q/f" 2>&1)
+    eq "$?:$(echo "$out" | grep -c 'already holds'):$(echo "$out" | grep -c -e ran -e EVIL -e mine)" "125:1:0" \
+        "a reused stage that holds a newly denied path ($(basename "$(dirname "$rule")")/$(basename "$rule")) or a symlink above it is refused"
+done
 "$PVISOR" run --safe --workspace "$W" --allow-write "$W/sub" -- true 2>/dev/null; rc=$?
 mkdir -p "$W/sub"
 "$PVISOR" run --safe --workspace "$W" --allow-write "$W/sub" -- true 2>/dev/null; rc2=$?
