@@ -170,6 +170,23 @@ bool ov_seals_below(struct ov *ov, struct ov_node *parent, const char *name) {
     return sealed_relation(ov, parent, name, false);
 }
 
+bool ov_sealed_lower_below(struct ov *ov, struct ov_node *parent, const char *name, bool direct) {
+    if (!ov->n_sealed)
+        return false;
+    _cleanup_free_ char *path = NULL;
+    if (ov_child_path(ov, parent, name, &path) < 0)
+        return true;
+    size_t pl = strlen(path);
+    for (size_t i = 0; i < ov->n_mask; i++) {
+        const char *m = ov->mask[i];
+        struct stat st;
+        if (ov->mask_sealed[i] && strncmp(m, path, pl) == 0 && m[pl] == '/' && (!direct || !strchr(m + pl + 1, '/')) &&
+            fstatat(ov->lower_fd, m, &st, AT_SYMLINK_NOFOLLOW) == 0)
+            return true;
+    }
+    return false;
+}
+
 int ov_lower_open(struct ov *ov, const char *relpath, int flags) {
     if (ov->n_mask && ov_masked(ov, relpath))
         return -ENOENT;

@@ -316,6 +316,8 @@ static int do_remove(struct ov *ov, struct ov_node *p, const char *name, bool di
         return -EISDIR;
     struct ov_node *n = NULL;
     _cleanup_free_ char *path = NULL;
+    if (dir && ov_sealed_lower_below(ov, p, name, true))
+        return -ENOTEMPTY; /* it holds what the view seals */
     if (dir) {
         /* a node (temporary reference) to list the merged directory */
         n = ov_node_get(ov, p, name, &e, &r);
@@ -410,6 +412,13 @@ static int do_rename(struct ov *ov, struct ov_node *p, const char *name, struct 
     if (((S_ISDIR(sm) || S_ISLNK(sm)) && ov_seals_below(ov, np, newname)) ||
         (exch && (ov_sealed_child(ov, p, name) || ((S_ISDIR(dm) || S_ISLNK(dm)) && ov_seals_below(ov, p, name)))))
         return -EACCES;
+    /* A directory holding what the view seals is not empty, and does not
+     * move as a whole (EXDEV: mv copies what it sees instead). */
+    if (dexists && !exch && S_ISDIR(dm) && ov_sealed_lower_below(ov, np, newname, true))
+        return -ENOTEMPTY;
+    if ((S_ISDIR(sm) && ov_sealed_lower_below(ov, p, name, false)) ||
+        (exch && S_ISDIR(dm) && ov_sealed_lower_below(ov, np, newname, false)))
+        return -EXDEV;
     if (dexists && !exch) {
         if (S_ISDIR(sm) && !S_ISDIR(dm))
             return -ENOTDIR;

@@ -194,6 +194,10 @@ bool ov_sealed_child(struct ov *ov, struct ov_node *parent, const char *name);
 /* Is a sealed path strictly below parent/name?  A directory moved there,
  * or a symlink made there, would put something at it.  Fails closed. */
 bool ov_seals_below(struct ov *ov, struct ov_node *parent, const char *name);
+/* Does the lower hold a sealed path below parent/name (direct: as a
+ * child of it)?  The host's directory is then not empty, whatever the view
+ * shows: it cannot be removed, nor moved as a whole.  Fails closed. */
+bool ov_sealed_lower_below(struct ov *ov, struct ov_node *parent, const char *name, bool direct);
 int ov_node_upper(struct ov *ov, struct ov_node *n);
 int ov_lower_open(struct ov *ov, const char *relpath, int flags);
 int ov_node_lower_open(struct ov *ov, struct ov_node *n, int flags);
