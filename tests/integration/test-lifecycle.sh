@@ -389,19 +389,35 @@ $have_oracle && oracle "$W" "$S" "$T/ws7.want"
 # old/new digests per path
 (cd "$T/ws7.tmpl" && find . -type f -exec sha256sum {} + | awk '{print $2, $1}' | sort) > "$T/old.sums"
 (cd "$S/upper" && find . -type f -exec sha256sum {} + | awk '{print $2, $1}' | sort) > "$T/new.sums"
-crash_ok=0 crash_total=0 killed_mid=0
-for round in 1 2 3 4 5 6 7 8; do
-    rm -rf "$W" "$S"; cp -a "$T/ws7.tmpl" "$W"; "$P" fork --stage "$T/st7.tmpl" "$S" >/dev/null
-    PVISOR_TEST_APPLY_DELAY_US=3000 "$P" apply --stage "$S" >/dev/null 2>&1 &
+# kill_apply WS_TMPL STAGE_TMPL OLD_SUMS NEW_SUMS SLEEP [VAR=VALUE...]: $W a
+# fresh copy of WS_TMPL, $S a fork of STAGE_TMPL, whose apply (run with the
+# variables given) is killed (-9) after SLEEP s; sets bad to the files then
+# neither old nor new (digests per path in OLD_SUMS and NEW_SUMS)
+kill_apply() {
+    ka_ws=$1 ka_st=$2 ka_old=$3 ka_new=$4 ka_nap=$5
+    shift 5
+    rm -rf "$W" "$S"; cp -a "$ka_ws" "$W"; "$P" fork --stage "$ka_st" "$S" >/dev/null
+    env "$@" "$P" apply --stage "$S" >/dev/null 2>&1 &
     ap=$!
-    sleep "0.$(( (round * 37) % 5 ))$(( round % 10 ))"
+    sleep "$ka_nap"
     kill -9 $ap 2>/dev/null; wait $ap 2>/dev/null
-    [ -e "$S/apply-intent" ] && killed_mid=$((killed_mid + 1))
-    [ -e "$S/applied" ] && diag "round $round: the apply had finished before the kill"
-    # every file is the old or the new version, never anything else
     (cd "$W" && find . -type f -exec sha256sum {} + | awk '{print $2, $1}' | sort) > "$T/cur.sums"
     bad=$(awk 'FILENAME==ARGV[1]{o[$1]=$2;next} FILENAME==ARGV[2]{n[$1]=$2;next} { if ($1 ~ /\.pvisor-apply-/) next; if (o[$1]!=$2 && n[$1]!=$2) print $1 }' \
-          "$T/old.sums" "$T/new.sums" "$T/cur.sums")
+          "$ka_old" "$ka_new" "$T/cur.sums")
+}
+# resume_apply ERR: the next apply of $S; sets rc (0 also when it says the
+# stage was already applied: the kill came after the end)
+resume_apply() {
+    "$P" apply --stage "$S" >/dev/null 2>"$1"; rc=$?
+    [ -e "$S/applied" ] && [ $rc -eq 1 ] && grep -q 'already applied' "$1" && rc=0
+}
+crash_ok=0 crash_total=0 killed_mid=0
+for round in 1 2 3 4 5 6 7 8; do
+    # every file is the old or the new version, never anything else
+    kill_apply "$T/ws7.tmpl" "$T/st7.tmpl" "$T/old.sums" "$T/new.sums" "0.$(( (round * 37) % 5 ))$(( round % 10 ))" \
+        PVISOR_TEST_APPLY_DELAY_US=3000
+    [ -e "$S/apply-intent" ] && killed_mid=$((killed_mid + 1))
+    [ -e "$S/applied" ] && diag "round $round: the apply had finished before the kill"
     crash_total=$((crash_total + 1))
     if [ -e "$S/applied" ]; then
         # finished (perhaps killed between the marker and the intent's removal:
@@ -425,17 +441,9 @@ eq "$crash_ok" "$crash_total" "kill -9 during apply, then apply: every file old 
 # invariant holds and the next apply completes)
 crash_ok=0 crash_total=0
 for round in 1 2 3 4; do
-    rm -rf "$W" "$S"; cp -a "$T/ws7.tmpl" "$W"; "$P" fork --stage "$T/st7.tmpl" "$S" >/dev/null
-    "$P" apply --stage "$S" >/dev/null 2>&1 &
-    ap=$!
-    sleep "0.0$(( round * 2 ))"
-    kill -9 $ap 2>/dev/null; wait $ap 2>/dev/null
-    (cd "$W" && find . -type f -exec sha256sum {} + | awk '{print $2, $1}' | sort) > "$T/cur.sums"
-    bad=$(awk 'FILENAME==ARGV[1]{o[$1]=$2;next} FILENAME==ARGV[2]{n[$1]=$2;next} { if ($1 ~ /\.pvisor-apply-/) next; if (o[$1]!=$2 && n[$1]!=$2) print $1 }' \
-          "$T/old.sums" "$T/new.sums" "$T/cur.sums")
+    kill_apply "$T/ws7.tmpl" "$T/st7.tmpl" "$T/old.sums" "$T/new.sums" "0.0$(( round * 2 ))"
     crash_total=$((crash_total + 1))
-    "$P" apply --stage "$S" >/dev/null 2>"$T/resume.err"; rc=$?
-    [ -e "$S/applied" ] && [ $rc -eq 1 ] && grep -q 'already applied' "$T/resume.err" && rc=0
+    resume_apply "$T/resume.err"
     if [ -z "$bad" ] && [ $rc -eq 0 ] && [ -e "$S/applied" ] && [ ! -e "$S/apply-intent" ] && \
        ! find "$W" -name '.pvisor-apply-*' | grep -q . && \
        { ! $have_oracle || { manifest "$W" > "$T/ws7.got"; cmp -s "$T/ws7.want" "$T/ws7.got"; }; }; then
@@ -574,17 +582,9 @@ fi
 (cd "$T/st7s.tmpl/upper" && find . -type f -exec sha256sum {} + | awk '{print $2, $1}' | sort) > "$T/new7s.sums"
 crash_ok=0 crash_total=0
 for round in 1 2 3 4 5; do
-    rm -rf "$W" "$S"; cp -a "$T/ws7s.tmpl" "$W"; "$P" fork --stage "$T/st7s.tmpl" "$S" >/dev/null
-    PVISOR_TEST_APPLY_DELAY_US=20000 "$P" apply --stage "$S" >/dev/null 2>&1 &
-    ap=$!
-    sleep "0.$(( round * 9 ))"
-    kill -9 $ap 2>/dev/null; wait $ap 2>/dev/null
-    (cd "$W" && find . -type f -exec sha256sum {} + | awk '{print $2, $1}' | sort) > "$T/cur7s.sums"
-    bad=$(awk 'FILENAME==ARGV[1]{o[$1]=$2;next} FILENAME==ARGV[2]{n[$1]=$2;next} { if ($1 ~ /\.pvisor-apply-/) next; if (o[$1]!=$2 && n[$1]!=$2) print $1 }' \
-          "$T/old7s.sums" "$T/new7s.sums" "$T/cur7s.sums")
+    kill_apply "$T/ws7s.tmpl" "$T/st7s.tmpl" "$T/old7s.sums" "$T/new7s.sums" "0.$(( round * 9 ))" PVISOR_TEST_APPLY_DELAY_US=20000
     crash_total=$((crash_total + 1))
-    "$P" apply --stage "$S" >/dev/null 2>"$T/r7s.err"; rc=$?
-    [ -e "$S/applied" ] && [ $rc -eq 1 ] && grep -q 'already applied' "$T/r7s.err" && rc=0
+    resume_apply "$T/r7s.err"
     if [ -z "$bad" ] && [ $rc -eq 0 ] && [ -e "$S/applied" ] && ! find "$W" -name '.pvisor-apply-*' | grep -q . && \
        [ "$(cat "$W/f1")" = "$(printf 'old 1\nnew')" ] && [ ! -e "$W/f3" ]; then
         crash_ok=$((crash_ok + 1))
