@@ -355,8 +355,7 @@ static int add_owned_mask(struct sandbox *sb, const char *rel) {
  * masked by the view's server as well.  The launcher's mount (for a
  * symlinked parent) resolves an absolute link outside the view, and a
  * mask names paths as the view does. */
-static int mask_link_target(const char *home, const char *cred, struct sandbox *sb) {
-    _cleanup_free_ char *real = resolve_loose(home, cred);
+static int mask_link_target(const char *home, const char *cred, const char *real, struct sandbox *sb) {
     _cleanup_free_ char *full = path_join(home, cred);
     if (!full)
         return -ENOMEM;
@@ -393,16 +392,15 @@ static int prepare_ws_mask(struct run_context *ctx, const char *home, const stru
                            struct sandbox *sb) {
     const char *ws = ctx->workspace;
     int r = 0;
-    for (const char *const *c = plan_credential_paths; home && *c && r >= 0; c++) {
-        _cleanup_free_ char *full = path_join(home, *c);
-        _cleanup_free_ char *real = resolve_loose(home, *c);
+    for (size_t i = 0; home && plan_credential_paths[i] && r >= 0; i++) {
+        _cleanup_free_ char *full = path_join(home, plan_credential_paths[i]);
         if (!full)
             return -ENOMEM;
         /* Sealed too: what the agent put there would reach the real
          * HOME on apply (an authorized_keys, say). */
         r = add_ws_mask(sb->ws_sealed, &sb->n_ws_sealed, ws, full);
         if (r >= 0)
-            r = add_ws_mask(sb->ws_sealed, &sb->n_ws_sealed, ws, real);
+            r = add_ws_mask(sb->ws_sealed, &sb->n_ws_sealed, ws, sb->cred_real[i]);
     }
     for (size_t i = 0; i < n_rules && r >= 0; i++)
         if (rules[i].kind == ACCESS_DENY)
@@ -417,7 +415,8 @@ static int prepare_ws_mask(struct run_context *ctx, const char *home, const stru
  * mount instead
  * (and masked where it leads, mask_link_target). */
 static int classify_credentials(const char *home, int home_fd, struct sandbox *sb) {
-    for (const char *const *c = plan_credential_paths; *c; c++) {
+    for (size_t i = 0; plan_credential_paths[i]; i++) {
+        const char *const *c = &plan_credential_paths[i];
         bool linked = false;
         char parent[PATH_MAX];
         snprintf(parent, sizeof parent, "%s", *c);
@@ -433,10 +432,22 @@ static int classify_credentials(const char *home, int home_fd, struct sandbox *s
             sb->home_hide[sb->n_home_hide++] = *c;
         else
             sb->home_mask[sb->n_home_mask++] = *c;
-        int r = mask_link_target(home, *c, sb);
+        int r = mask_link_target(home, *c, sb->cred_real[i], sb);
         if (r < 0)
             return r;
     }
+    return 0;
+}
+
+/* Fill sb->cred_real (see run_sandbox.h). */
+static int resolve_credentials(const char *home, struct sandbox *sb) {
+    size_t n = 0;
+    while (plan_credential_paths[n])
+        n++;
+    if (!(sb->cred_real = calloc(n + 1, sizeof *sb->cred_real)))
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        sb->cred_real[i] = resolve_loose(home, plan_credential_paths[i]);
     return 0;
 }
 
@@ -541,7 +552,7 @@ int sandbox_prepare(struct run_context *ctx, const struct agent_hooks *hooks, st
     if (h && h[0] == '/')
         home = realpath(h, NULL);
     int r = 0;
-    if (home && (r = prepare_home_view(ctx, home, &sb)) < 0) {
+    if (home && ((r = resolve_credentials(home, &sb)) < 0 || (r = prepare_home_view(ctx, home, &sb)) < 0)) {
         if (asprintf(ret_error, "cannot prepare the copy-on-write view of HOME (%s): %s", home, strerror(-r)) < 0)
             *ret_error = NULL;
         sandbox_release(&sb);
@@ -862,6 +873,10 @@ void sandbox_read_report(pid_t child, void *userdata) {
 }
 
 void sandbox_release(struct sandbox *sb) {
+    for (size_t i = 0; sb->cred_real && plan_credential_paths[i]; i++)
+        free(sb->cred_real[i]);
+    free(sb->cred_real);
+    sb->cred_real = NULL;
     for (size_t i = 0; i < sb->n_ws_mask; i++)
         free(sb->ws_mask[i]);
     for (size_t i = 0; i < sb->n_ws_sealed; i++)

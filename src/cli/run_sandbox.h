@@ -61,6 +61,10 @@ struct sandbox {
     size_t n_ws_mask;
     char *ws_sealed[SANDBOX_WS_MASK_MAX];
     size_t n_ws_sealed;
+    /* Where each of plan_credential_paths leads in HOME now (resolve_loose;
+     * an entry is NULL when it leads nowhere), resolved once for the HOME
+     * view and the workspace view alike; NULL when there is no HOME. */
+    char **cred_real;
     pthread_t home_thread; /* tearing the view down at the end of the run */
     bool home_thread_started;
     bool home_rm_failed;
