@@ -86,6 +86,27 @@ static bool passwd_home_within(const char *dir) {
     return hit;
 }
 
+/* Does any directory below fd, down to depth levels, hold a credential
+ * location?  Looks into at most *budget directories; past that, answers
+ * closed (a large toolchain, such as Homebrew's Cellar, is not walked
+ * whole when closed is false: what is past the budget is taken as holding
+ * none). */
+static bool creds_below(int fd, int depth, int *budget, bool closed) {
+    _cleanup_closedir_ DIR *d = NULL;
+    if (depth <= 0 || dup_opendir(fd, &d) < 0)
+        return depth > 0 && closed;
+    for (struct dirent *de; (de = readdir_no_dots(d));) {
+        if (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN)
+            continue;
+        if (--*budget < 0)
+            return closed;
+        _cleanup_close_ int sub = openat(fd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (sub >= 0 && (holds_credentials_at(sub, false) || creds_below(sub, depth - 1, budget, closed)))
+            return true;
+    }
+    return false;
+}
+
 /* Is dir a home, or a parent of homes: does it hold a credential location
  * (dir/.ssh), do its subdirectories (dir/bob/.ssh), or is a home listed in
  * /etc/passwd that holds one at any depth below it?  Fails closed past 256
@@ -99,42 +120,8 @@ static bool holds_homes(const char *dir) {
     _cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
         return false; /* not projected: add_runtime_dir wants a directory */
-    if (holds_credentials_at(fd, true) || passwd_home_within(dir))
-        return true;
-    _cleanup_closedir_ DIR *d = NULL;
-    if (dup_opendir(fd, &d) < 0)
-        return true;
-    size_t dirs = 0;
-    for (struct dirent *de; (de = readdir_no_dots(d));) {
-        if (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN)
-            continue;
-        if (++dirs > 256)
-            return true;
-        _cleanup_close_ int sub = openat(fd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (sub >= 0 && holds_credentials_at(sub, false))
-            return true;
-    }
-    return false;
-}
-
-/* Does any directory below fd, down to depth levels, hold a credential
- * location?  Looks into at most *budget directories (a large toolchain,
- * such as Homebrew's Cellar, is not walked whole: what is past the budget
- * is taken as holding none). */
-static bool creds_below(int fd, int depth, int *budget) {
-    _cleanup_closedir_ DIR *d = NULL;
-    if (depth <= 0 || dup_opendir(fd, &d) < 0)
-        return false;
-    for (struct dirent *de; (de = readdir_no_dots(d));) {
-        if (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN)
-            continue;
-        if (--*budget < 0)
-            return false;
-        _cleanup_close_ int sub = openat(fd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (sub >= 0 && (holds_credentials_at(sub, false) || creds_below(sub, depth - 1, budget)))
-            return true;
-    }
-    return false;
+    int budget = 256;
+    return holds_credentials_at(fd, true) || passwd_home_within(dir) || creds_below(fd, 1, &budget, true);
 }
 
 /* Map a host directory that a command needs to what should be projected:
@@ -185,7 +172,7 @@ static void add_runtime_dir(struct dirlist *l, const char *home, const char *dir
         if (strcmp(root, d) != 0) {
             _cleanup_close_ int rfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
             int budget = 512;
-            if (rfd >= 0 && creds_below(rfd, 3, &budget))
+            if (rfd >= 0 && creds_below(rfd, 3, &budget, false))
                 root = d;
         }
         if (holds_homes(root))
