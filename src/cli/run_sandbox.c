@@ -1068,10 +1068,14 @@ void sandbox_record(struct run_context *ctx, const struct sandbox *sb) {
                               "credential_masks", (int)sb->n_home_mask, "credential_mounts", (int)sb->n_home_hide),
                          "HOME writes are discarded at exit; --pass-env hands chosen variables over");
     if (sb->plan.unshare_net)
-        bundle_set_dimension(b, DIM_NETWORK, net ? LEVEL_ENFORCED : LEVEL_UNAVAILABLE,
-                             "private network namespace (loopback only)",
-                             EVID("{s:b, s:I}", "net_namespace_differs", net, "landlock_handled_net",
-                                  json_integer_value(json_object_get(ll, "handled_net"))),
+        /* the namespace confines unix, inet, inet6 and netlink only: the
+         * other families (vsock: the VM host's ports) are seccomp's */
+        bundle_set_dimension(b, DIM_NETWORK, net && seccomp ? LEVEL_ENFORCED : LEVEL_UNAVAILABLE,
+                             "private network namespace (loopback only); no socket families beyond unix, inet, "
+                             "inet6, netlink (seccomp)",
+                             EVID("{s:b, s:I, s:b}", "net_namespace_differs", net, "landlock_handled_net",
+                                  json_integer_value(json_object_get(ll, "handled_net")), "socket_families_filtered",
+                                  seccomp),
                              NULL);
     bundle_set_dimension(
         b, DIM_CHILD_PROCESSES, pid ? LEVEL_ENFORCED : LEVEL_UNAVAILABLE,
@@ -1082,7 +1086,8 @@ void sandbox_record(struct run_context *ctx, const struct sandbox *sb) {
                          EVID("{s:b, s:s?}", "seccomp_filter_mode", seccomp, "filters",
                               json_string_value(json_object_get(ev, "Seccomp_filters"))),
                          "deny list: ptrace, process_vm_*, mount/namespace calls, bpf, perf, userfaultfd, keyrings, "
-                         "io_uring, kernel modules, handle opens, TIOCSTI/TIOCLINUX; non-native ABIs kill");
+                         "io_uring, kernel modules, handle opens, TIOCSTI/TIOCLINUX, socket families beyond unix, "
+                         "inet, inet6, netlink; non-native ABIs kill");
     bundle_set_dimension(b, DIM_DEVICES, fs_ok ? LEVEL_ENFORCED : LEVEL_UNAVAILABLE,
                          "exact device nodes (null zero full random urandom tty) and a private devpts; no /sys",
                          EVID("{s:b}", "mount_namespace_differs", mnt), NULL);

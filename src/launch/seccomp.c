@@ -9,6 +9,12 @@
  * back to clone(2), whose flags can be inspected; clone with any namespace
  * flag fails with EPERM.  Every non-native ABI (i386, x32) kills the
  * process: libseccomp's bad-arch action covers both.
+ *
+ * socket() and socketpair() take only the families the private network
+ * namespace confines (unix, inet, inet6, netlink); every other one fails
+ * with EAFNOSUPPORT, as on a kernel without it.  AF_VSOCK (the channel
+ * between a VM and its host) is not confined by a network namespace: its
+ * ports are the host's.
  */
 #include "launch/launch.h"
 
@@ -16,6 +22,7 @@
 #include <sched.h>
 #include <seccomp.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 
 #ifndef CLONE_NEWTIME
 #define CLONE_NEWTIME 0x00000080
@@ -102,6 +109,21 @@ int launch_seccomp(const char **ret_step) {
         if ((r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
                                   SCMP_A0(SCMP_CMP_MASKED_EQ, ns_flags[i], ns_flags[i]))) < 0)
             goto out;
+    /* Families 0-63 one by one, and anything above (the high bits of
+     * the argument, which the kernel ignores, included). */
+    for (int f = 0; f < 64; f++) {
+        if (f == AF_UNIX || f == AF_INET || f == AF_INET6 || f == AF_NETLINK)
+            continue;
+        if ((r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socket), 1,
+                                  SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)f))) < 0 ||
+            (r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socketpair), 1,
+                                  SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)f))) < 0)
+            goto out;
+    }
+    if ((r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_GE, 64))) < 0 ||
+        (r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socketpair), 1, SCMP_A0(SCMP_CMP_GE, 64))) <
+            0)
+        goto out;
     static const unsigned long ioctls[] = {TIOCSTI, TIOCLINUX};
     for (size_t i = 0; i < sizeof ioctls / sizeof ioctls[0]; i++)
         if ((r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,

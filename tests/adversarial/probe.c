@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/io_uring.h>
+#include <linux/vm_sockets.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -407,6 +408,40 @@ int main(int argc, char **argv) {
         if (write(sv[0], "y", 1) != 1 || read(sv[1], &c, 1) != 1 || c != 'y')
             return blocked("socketpair io");
         return escaped("socketpair works", NULL);
+    }
+    if (!strcmp(a, "vsock") && argc == 3) { /* PORT: a host listener holds it */
+        /* the family number with high bits set, too: the kernel reads an int */
+        long fam[] = {AF_VSOCK, (long)(0x100000000L | AF_VSOCK)};
+        for (size_t i = 0; i < 2; i++) {
+            long s = syscall(SYS_socket, fam[i], (long)SOCK_STREAM, 0L);
+            if (s < 0)
+                continue;
+            struct sockaddr_vm sa = {
+                .svm_family = AF_VSOCK, .svm_cid = VMADDR_CID_ANY, .svm_port = (unsigned)atoi(argv[2])};
+            if (bind((int)s, (struct sockaddr *)&sa, sizeof sa) < 0 && errno == EADDRINUSE)
+                return escaped("vsock: the host's port is in use here (one port table): ", argv[2]);
+            return escaped("vsock socket created", NULL);
+        }
+        return blocked("socket(AF_VSOCK)");
+    }
+    if (!strcmp(a, "families") && argc == 2) { /* every family but unix, inet, inet6, netlink */
+        char got[512] = "";
+        for (int f = 0; f < 64; f++) {
+            if (f == AF_UNIX || f == AF_INET || f == AF_INET6 || f == AF_NETLINK)
+                continue;
+            static const int types[] = {SOCK_STREAM, SOCK_DGRAM, SOCK_SEQPACKET, SOCK_RAW};
+            for (size_t t = 0; t < 4; t++) {
+                int s = socket(f, types[t] | SOCK_CLOEXEC, 0);
+                if (s >= 0) {
+                    close(s);
+                    snprintf(got + strlen(got), sizeof got - strlen(got), " %d", f);
+                    break;
+                }
+            }
+        }
+        if (!got[0])
+            return blocked("socket() of every other family");
+        return escaped("sockets of families:", got);
     }
     fprintf(stderr, "probe: unknown attempt '%s'\n", a);
     return 64;

@@ -43,15 +43,21 @@ threading.Thread(target=hand_out, args=(fp, sys.argv[5]), daemon=True).start()
 a = socket.socket(socket.AF_UNIX); a.bind("\0" + sys.argv[3]); a.listen(8)
 t = socket.socket(); t.bind(("127.0.0.1", 0)); t.listen(8)
 open(sys.argv[4], "w").write(str(t.getsockname()[1]))
+try:  # the VM host's channel (virtio-vsock), when this machine has one
+    v = socket.socket(socket.AF_VSOCK); v.bind((socket.VMADDR_CID_ANY, int(sys.argv[6]))); v.listen(1)
+    open(sys.argv[4] + ".vsock", "w").write("yes")
+except OSError as e:
+    open(sys.argv[4] + ".vsock", "w").write(f"no: {e}")
 for s, n in ((u, "unix"), (a, "abstract"), (t, "tcp")):
     threading.Thread(target=serve, args=(s, n), daemon=True).start()
 threading.Event().wait()
 PYEOF
 ABSTRACT="pvisor-test-$$"
-$PY "$T/server.py" "$T/server.log" "$H/host.sock" "$ABSTRACT" "$T/port" "$H/secret.txt" &
+VPORT=$((40000 + $$ % 20000))
+$PY "$T/server.py" "$T/server.log" "$H/host.sock" "$ABSTRACT" "$T/port" "$H/secret.txt" "$VPORT" &
 SERVER=$!
 at_exit "kill -9 $SERVER"
-i=0; while [ ! -s "$T/port" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
+i=0; while [ ! -s "$T/port.vsock" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
 PORT=$(cat "$T/port")
 
 # A host victim process (cwd in the host dir, a secret in its environment).
@@ -102,6 +108,14 @@ attempt "process_vm_readv of a host process" vm-read "$VICTIM" "$ADDR"
 attempt "/proc/<host pid>/mem of a host process" mem "$VICTIM" "$ADDR"
 attempt "TIOCSTI" tiocsti
 attempt "io_uring" io_uring
+# AF_VSOCK is not confined by a network namespace: a host listener's port
+# is taken inside too.  The other families: packet, xdp, vsock, ...
+if [ "$(cat "$T/port.vsock")" = yes ]; then
+    attempt "AF_VSOCK to the VM host's port table" vsock "$VPORT"
+else
+    skip "AF_VSOCK to the VM host's port table" "no vsock here ($(cat "$T/port.vsock"))"
+fi
+attempt "sockets of families other than unix, inet, inet6, netlink" families
 attempt "nested user namespace (unshare)" userns
 attempt "nested user namespace (clone)" clone-userns
 attempt "i386 syscall ABI" i386
