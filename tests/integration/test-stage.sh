@@ -529,12 +529,19 @@ check "--safe: the refusal is one line that says the stage was interrupted" \
     sh -c "[ \$(grep -c . '$T/k2.err') -eq 1 ] && grep -q interrupted '$T/k2.err'"
 check "--safe: the refused command never ran" test ! -e "$T/k.safe-ran"
 check "--safe: no FUSE mount of the workspace is left" no_fuse_mount_of "$W"
-# (other suites may be running --safe runs meanwhile: a launcher whose
-# parent is a live supervisor is theirs; one left behind has lost it)
+# (other suites may be running --safe runs meanwhile: a launcher, or its
+# namespace init or command before the exec, with a live supervisor among
+# its ancestors is theirs; one left behind has lost it)
 orphan_launchers() {
     for p in $(pgrep -f '^/proc/self/exe __launc[h]'); do
-        pp=$(awk '/^PPid:/ { print $2 }' "/proc/$p/status" 2>/dev/null)
-        [ -n "$pp" ] && ! tr '\0' ' ' < "/proc/$pp/cmdline" 2>/dev/null | grep -q ' run ' && echo "$p"
+        a=$p n=0 owned=
+        while [ $n -lt 4 ] && [ -z "$owned" ]; do
+            a=$(awk '/^PPid:/ { print $2 }' "/proc/$a/status" 2>/dev/null)
+            [ -n "$a" ] && [ "$a" -gt 1 ] || break
+            tr '\0' ' ' < "/proc/$a/cmdline" 2>/dev/null | grep -q ' run ' && owned=1
+            n=$((n + 1))
+        done
+        [ -n "$owned" ] || ! [ -d "/proc/$p" ] || echo "$p"
     done
 }
 eq "$(orphan_launchers)" "" "--safe: no launcher is left"
