@@ -43,7 +43,7 @@ struct sandbox {
     /* Credential locations (relative to HOME) the view's server masks, and
      * those below a symlinked parent that the launcher covers with mounts
      * instead. */
-    const char *home_mask[128];
+    const char *home_mask[192];
     size_t n_home_mask;
     const char *home_hide[96];
     size_t n_home_hide;

@@ -24,6 +24,7 @@ const char *const plan_credential_paths[] = {
     ".docker",
     ".netrc",
     ".git-credentials",
+    ".config/git/credentials", /* git's other default store (XDG) */
     ".npmrc",
     ".pypirc",
     ".cargo/credentials",
@@ -60,6 +61,15 @@ const char *const plan_credential_paths[] = {
     ".cache/huggingface/token",
     ".huggingface/token",
     ".kaggle/kaggle.json",
+    ".config/glab-cli",
+    ".m2/settings.xml",
+    ".m2/settings-security.xml",
+    ".gradle/gradle.properties",
+    ".composer/auth.json",
+    ".config/composer/auth.json",
+    ".nuget/NuGet/NuGet.Config",
+    ".pulumi/credentials.json",
+    ".config/.wrangler",
     ".bash_history",
     ".zsh_history",
     ".python_history",
@@ -69,6 +79,8 @@ const char *const plan_credential_paths[] = {
     ".node_repl_history",
     ".lesshst",
     ".viminfo",
+    ".local/share/fish/fish_history",
+    ".ipython/profile_default/history.sqlite",
     NULL,
 };
 

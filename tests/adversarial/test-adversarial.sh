@@ -98,6 +98,13 @@ attempt "read /proc/<host pid>/environ" read "/proc/$VICTIM/environ"
 attempt "read via /proc/<host pid>/cwd" read "/proc/$VICTIM/cwd/secret.txt"
 attempt "credential in HOME (~/.ssh)" read "$HOMEDIR/.ssh/id_rsa"
 attempt "credential in the environment" env SECRET_TOKEN
+# git's XDG credential store and fish's history (found missing by a review)
+mkdir -p "$HOMEDIR/.config/git" "$HOMEDIR/.local/share/fish"
+echo 'https://bob:GITTOKEN@github.com' > "$HOMEDIR/.config/git/credentials"
+echo '- cmd: export AWS_SECRET=abc' > "$HOMEDIR/.local/share/fish/fish_history"
+attempt "credential in HOME (~/.config/git/credentials)" read "$HOMEDIR/.config/git/credentials"
+attempt "credential in HOME (fish history)" read "$HOMEDIR/.local/share/fish/fish_history"
+rm -rf "$HOMEDIR/.config/git" "$HOMEDIR/.local/share/fish"
 attempt "inherited directory fd (openat)" fd-read 9 secret.txt 9<"$H"
 attempt "pathname unix socket of a host service" unix "$H/host.sock"
 attempt "abstract unix socket of a host service" abstract "$ABSTRACT"
