@@ -145,6 +145,23 @@ n_unix=$(grep -c '^unix' "$T/server.log"); n_abs=$(grep -c '^abstract' "$T/serve
 n_fd=$(grep -c '^fdpass' "$T/server.log")
 eq "$n_unix $n_abs $n_tcp $n_fd" "1 1 1 1" "host servers received only the control runs' connections"
 
+# Device nodes are the host's inodes: as root the command owns them, so only
+# a read-only projection keeps it from changing their mode or times (a
+# chmod 000 /dev/null would break the host).  The control's chmod to the
+# same mode changes nothing but shows the call gets through unisolated.
+if [ "$(id -u)" -eq 0 ]; then
+    dev_before=$(stat -c '%a %u %g %Y' /dev/full /dev/null)
+    "$PVISOR" run -- chmod 0666 /dev/full 2>/dev/null
+    eq $? 0 "control: root may chmod the host's /dev/full"
+    out=$("$PVISOR" run --safe --stage "$S" --workspace "$W" -- sh -c 'chmod 0600 /dev/full; chmod 0 /dev/null; chown 1:1 /dev/null; touch -d 2001-01-01 /dev/full; echo x > /dev/null && echo null-writable' 2>&1)
+    eq "$(stat -c '%a %u %g %Y' /dev/full /dev/null)" "$dev_before" "--safe as root: host device nodes keep their mode, owner and times"
+    eq "$(echo "$out" | grep -c 'Read-only file system') $(echo "$out" | tail -n1)" "4 null-writable" \
+        "--safe: the device nodes refuse metadata changes (EROFS) and stay usable"
+    chmod 0666 /dev/full /dev/null # what a failure above may have changed
+else
+    skip "--safe as root: host device nodes keep their mode, owner and times" "needs root"
+fi
+
 # Host processes: the victim survived the sandboxed kill, the control kills it.
 s=$(safe kill "$VICTIM")
 check "--safe: a host process cannot be signalled" kill -0 "$VICTIM"
