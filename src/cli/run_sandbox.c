@@ -960,7 +960,8 @@ static void record_resources(struct run_context *ctx, const struct sandbox *sb, 
     json_t *evidence =
         json_pack("{s:b, s:O?}", "user_namespace_differs", user_ns, "rlimits_inside", json_object_get(ev, "rlimits"));
     if (!policy_has_limits(req)) {
-        bundle_set_dimension(b, DIM_RESOURCES, LEVEL_UNENFORCED, "rlimits (core 0, nofile, fsize = stage quota)",
+        bundle_set_dimension(b, DIM_RESOURCES, LEVEL_UNENFORCED,
+                             "rlimits (core 1: no core dump, to a file or a pipe helper; nofile, fsize = stage quota)",
                              evidence, "no memory, CPU or process-count limit was requested (--limit)");
         return;
     }

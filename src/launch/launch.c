@@ -298,8 +298,12 @@ static _Noreturn void become_command(const struct launch_plan *p) {
     /* After the nested user namespace exists: the kernel counts
      * RLIMIT_NPROC per (user namespace, uid), so it bounds this run's
      * processes only (never host uid 0's, which it exempts). */
-    struct rlimit core0 = {0, 0};
-    if (setrlimit(RLIMIT_CORE, &core0) < 0)
+    /* Core dumps: 1 byte, not 0.  A core_pattern that pipes to a host
+     * helper (systemd-coredump, apport) ignores the limit, except the
+     * value 1, which makes the kernel skip the helper; a file dump needs
+     * a page.  seccomp keeps the command from changing it (seccomp.c). */
+    struct rlimit core1 = {1, 1};
+    if (setrlimit(RLIMIT_CORE, &core1) < 0)
         fail("setrlimit(RLIMIT_CORE)", errno);
     if ((r = set_rlimit(RLIMIT_NOFILE, p->rlimit_nofile)) < 0 || (r = set_rlimit(RLIMIT_FSIZE, p->rlimit_fsize)) < 0 ||
         (r = set_rlimit(RLIMIT_NPROC, p->rlimit_nproc)) < 0)

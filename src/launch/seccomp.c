@@ -15,6 +15,13 @@
  * with EAFNOSUPPORT, as on a kernel without it.  AF_VSOCK (the channel
  * between a VM and its host) is not confined by a network namespace: its
  * ports are the host's.
+ *
+ * RLIMIT_CORE stays at 1 (launch.c: the one value that keeps core dumps
+ * from a host pipe helper as well as from files): setrlimit and prlimit64
+ * writes of it succeed without effect, as the intent of a program that
+ * lowers it (ssh-agent exits when it cannot) is kept; a prlimit64 that
+ * also asks for the old value fails with EPERM instead (it would read
+ * garbage).  The resource is an unsigned int: only the low 32 bits count.
  */
 #include "launch/launch.h"
 
@@ -22,6 +29,7 @@
 #include <sched.h>
 #include <seccomp.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 #ifndef CLONE_NEWTIME
@@ -123,6 +131,14 @@ int launch_seccomp(const char **ret_step) {
     if ((r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_GE, 64))) < 0 ||
         (r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socketpair), 1, SCMP_A0(SCMP_CMP_GE, 64))) <
             0)
+        goto out;
+    const struct scmp_arg_cmp core = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL, RLIMIT_CORE);
+    if ((r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(0), SCMP_SYS(setrlimit), 1,
+                              SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffUL, RLIMIT_CORE))) < 0 ||
+        (r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(0), SCMP_SYS(prlimit64), 3, core, SCMP_A2(SCMP_CMP_NE, 0),
+                              SCMP_A3(SCMP_CMP_EQ, 0))) < 0 ||
+        (r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(prlimit64), 3, core, SCMP_A2(SCMP_CMP_NE, 0),
+                              SCMP_A3(SCMP_CMP_NE, 0))) < 0)
         goto out;
     static const unsigned long ioctls[] = {TIOCSTI, TIOCLINUX};
     for (size_t i = 0; i < sizeof ioctls / sizeof ioctls[0]; i++)

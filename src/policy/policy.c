@@ -383,7 +383,7 @@ void policy_build(const struct run_options *o, struct policy *ret_policy) {
     }
     /* Resource limits are requested only by explicit --limit: a default
      * limit would break ordinary builds on one host and be meaningless on
-     * another.  The baseline rlimits (core 0, nofile, fsize) are always set
+     * another.  The baseline rlimits (core 1, nofile, fsize) are always set
      * in the sandbox but do not make the tree's resources bounded. */
     if (policy_has_limits(&o->limits))
         p.requested[DIM_RESOURCES] = LEVEL_ENFORCED;

@@ -162,6 +162,31 @@ else
     skip "--safe as root: host device nodes keep their mode, owner and times" "needs root"
 fi
 
+# Core dumps: a core_pattern that pipes to a host helper (systemd-coredump,
+# apport) ignores RLIMIT_CORE 0 and starts the helper as host root with the
+# crashed process's memory.  --safe keeps the limit at 1, the value that
+# skips the helper, and the command cannot lower it (the second attempt
+# tries).  The pattern is the host's: set for these three runs, restored.
+if [ "$(id -u)" -eq 0 ] && [ -w /proc/sys/kernel/core_pattern ]; then
+    cp /proc/sys/kernel/core_pattern "$T/core_pattern.old"
+    at_exit "cat '$T/core_pattern.old' > /proc/sys/kernel/core_pattern"
+    printf '#!/bin/sh\necho "$1" >> "%s"\ncat > /dev/null\n' "$T/cores.log" > "$T/corehelper"
+    chmod 0755 "$T/corehelper"
+    echo "|$T/corehelper %e" > /proc/sys/kernel/core_pattern
+    "$PVISOR" run --safe --stage "$S" --workspace "$W" -- python3 -c 'import os; os.abort()' >/dev/null 2>&1
+    "$PVISOR" run --safe --stage "$S" --workspace "$W" -- python3 -c '
+import os, resource
+resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+os.abort()' >/dev/null 2>&1
+    "$PVISOR" run -- python3 -c 'import os; os.abort()' >/dev/null 2>&1
+    i=0; while ! grep -q . "$T/cores.log" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
+    cat "$T/core_pattern.old" > /proc/sys/kernel/core_pattern
+    eq "$(grep -c . "$T/cores.log" 2>/dev/null)" 1 \
+        "--safe: a crash reaches no host core-dump helper (limit 1, and the command cannot lower it); the control's does"
+else
+    skip "--safe: a crash reaches no host core-dump helper" "needs root to set kernel.core_pattern"
+fi
+
 # Host processes: the victim survived the sandboxed kill, the control kills it.
 s=$(safe kill "$VICTIM")
 check "--safe: a host process cannot be signalled" kill -0 "$VICTIM"

@@ -36,8 +36,8 @@ check "help documents --limit" sh -c "'$PVISOR' help run | grep -q -- '--limit m
 safe -- true; rc=$?
 eq "$rc:$(jq -r '.dimensions.resources | .requested + " " + .effective' "$(bundle)")" "0:none unenforced" \
    "--safe without --limit: resources not requested, recorded unenforced"
-check "  its evidence shows the baseline rlimits from inside (core 0)" \
-    sh -c "[ \"\$(jq -r '.dimensions.resources.evidence.rlimits_inside.core.hard' '$(bundle)')\" = 0 ]"
+check "  its evidence shows the baseline rlimits from inside (core 1: no dump, not even to a pipe helper)" \
+    sh -c "[ \"\$(jq -r '.dimensions.resources.evidence.rlimits_inside.core | [.soft, .hard] | join(\" \")' '$(bundle)')\" = '1 1' ]"
 
 # --- as root -----------------------------------------------------------------------
 if [ "$(id -u)" -eq 0 ]; then
