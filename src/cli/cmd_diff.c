@@ -7,7 +7,12 @@
  * goes through a memfd) and handed to `diff -u --label a/P --label b/P
  * /dev/fd/3 /dev/fd/4` by fork+exec.  Headers follow git (diff --git, new
  * file mode, deleted file mode, old mode/new mode); files with a NUL byte
- * in their first 8000 bytes are reported as binary, as git does. */
+ * in their first 8000 bytes are reported as binary, as git does, and files
+ * over LC_DIFF_MAX bytes as large (diff(1) holds both sides in memory; a
+ * sparse file costs the agent nothing).  The content is the agent's: on a
+ * terminal, its control bytes are printed escaped (\xNN), so that cursor
+ * movements or erased lines cannot hide a line of the diff; into a pipe or
+ * a file the diff is diff(1)'s, byte for byte (for patch(1)). */
 #include "cli/cli.h"
 #include "lifecycle/lifecycle.h"
 #include "util/cleanup.h"
@@ -31,8 +36,12 @@ struct stat_line {
     uint64_t old_size, new_size;
 };
 
+/* Larger sides are not diffed (diff(1) would read both whole). */
+#define LC_DIFF_MAX (64u << 20)
+
 struct diffctx {
     bool stat;
+    bool escape; /* stdout is a terminal: control bytes of the content escaped */
     struct stat_line *lines;
     size_t n_lines;
     int failed;
@@ -95,6 +104,25 @@ static pid_t spawn_diff(int a, int b, const char *la, const char *lb, int out_fd
     return pid;
 }
 
+/* One line of diff(1)'s output to stdout with what a terminal would act
+ * on escaped: C0 controls but tab and newline (a carriage return too: it
+ * can overwrite the line), DEL, and the UTF-8 forms of the C1 controls
+ * (U+0080-U+009F: CSI among them). */
+static void put_escaped(const char *buf, size_t n) {
+    const unsigned char *p = (const unsigned char *)buf;
+    for (size_t i = 0; i < n; i++) {
+        unsigned c = p[i];
+        if ((c < 0x20 && c != '\t' && c != '\n') || c == 0x7f) {
+            printf("\\x%02x", c);
+        } else if (c == 0xc2 && i + 1 < n && p[i + 1] >= 0x80 && p[i + 1] <= 0x9f) {
+            printf("\\xc2\\x%02x", p[i + 1]);
+            i++;
+        } else {
+            putchar((int)c);
+        }
+    }
+}
+
 static int wait_diff(pid_t pid) {
     int status;
     while (waitpid(pid, &status, 0) < 0)
@@ -130,6 +158,20 @@ static void content_diff(struct diffctx *d, const struct lc_stage *st, const cha
     if (asprintf(&la, "%s%s", ot == LC_NONE ? "" : "a/", ot == LC_NONE ? "/dev/null" : label) < 0 ||
         asprintf(&lb, "%s%s", nt == LC_NONE ? "" : "b/", nt == LC_NONE ? "/dev/null" : label) < 0)
         return;
+    struct stat sa = {0}, sb = {0};
+    if ((a >= 0 && fstat(a, &sa) < 0) || (b >= 0 && fstat(b, &sb) < 0)) {
+        fprintf(stderr, "pvisor diff: cannot read %s: %s\n", label, strerror(errno));
+        d->failed = 1;
+        return;
+    }
+    if ((uint64_t)sa.st_size > LC_DIFF_MAX || (uint64_t)sb.st_size > LC_DIFF_MAX) {
+        if (d->stat)
+            add_stat(d, label, 0, 0, true, os, ns);
+        else
+            printf("Large files %s and %s differ (%llu -> %llu bytes; over %u MiB: not shown)\n", la, lb,
+                   (unsigned long long)sa.st_size, (unsigned long long)sb.st_size, LC_DIFF_MAX >> 20);
+        return;
+    }
     if (looks_binary(a) || looks_binary(b)) {
         if (d->stat)
             add_stat(d, label, 0, 0, true, os, ns);
@@ -137,7 +179,7 @@ static void content_diff(struct diffctx *d, const struct lc_stage *st, const cha
             printf("Binary files %s and %s differ\n", la, lb);
         return;
     }
-    if (!d->stat) {
+    if (!d->stat && !d->escape) {
         pid_t pid = spawn_diff(a, b, la, lb, STDOUT_FILENO);
         int rc = pid < 0 ? 2 : wait_diff(pid);
         if (rc >= 2 || rc < 0) {
@@ -155,7 +197,12 @@ static void content_diff(struct diffctx *d, const struct lc_stage *st, const cha
     FILE *f = fdopen(pfd[0], "r");
     char *buf = NULL;
     size_t cap = 0;
-    while (f && getline(&buf, &cap, f) >= 0) {
+    ssize_t len;
+    while (f && (len = getline(&buf, &cap, f)) >= 0) {
+        if (!d->stat) {
+            put_escaped(buf, (size_t)len);
+            continue;
+        }
         if (++line <= 2)
             continue; /* --- and +++ */
         if (buf[0] == '+')
@@ -168,9 +215,12 @@ static void content_diff(struct diffctx *d, const struct lc_stage *st, const cha
         fclose(f);
     else
         close(pfd[0]);
-    if (pid > 0 && wait_diff(pid) >= 2)
+    if (pid < 0 || wait_diff(pid) >= 2) {
+        fprintf(stderr, "pvisor diff: diff(1) failed on %s\n", label);
         d->failed = 1;
-    add_stat(d, label, plus, minus, false, os, ns);
+    }
+    if (d->stat)
+        add_stat(d, label, plus, minus, false, os, ns);
 }
 
 static bool diffable(enum lc_type t) {
@@ -255,7 +305,7 @@ static bool selected(const char *path, char **paths, size_t n) {
 }
 
 int cmd_diff(int argc, char **argv) {
-    struct diffctx d = {0};
+    struct diffctx d = {.escape = isatty(STDOUT_FILENO) == 1};
     const char *run = NULL, *stage_dir = NULL;
     _cleanup_free_ char **paths = calloc((size_t)argc + 1, sizeof *paths);
     size_t n_paths = 0;

