@@ -1024,6 +1024,9 @@ static void announce(const struct plan *p, const struct lc_apply_opts *o) {
 
 /* After a subset apply: remember the directories it created (see
  * load_ours in changeset.c).  Appended to what earlier subsets recorded. */
+/* STAGE/apply-created: each directory a subset apply created, as a
+ * NUL-terminated workspace path (older pvisor wrote one per line; a file
+ * without a NUL is read that way: load_ours). */
 static int record_created_dirs(int dir_fd, const struct plan *p) {
     _cleanup_free_ char *old = NULL;
     size_t old_len = 0;
@@ -1048,7 +1051,7 @@ static int record_created_dirs(int dir_fd, const struct plan *p) {
         if (p->v[i].old_type == LC_NONE && p->v[i].new_type == LC_DIR) {
             size_t l = strlen(p->v[i].path);
             memcpy(buf + n, p->v[i].path, l);
-            buf[n + l] = '\n';
+            buf[n + l] = '\0'; /* a name may hold a newline */
             n += l + 1;
         }
     return write_file_atomic(dir_fd, LC_APPLY_CREATED, buf, n, 0600);

@@ -981,8 +981,15 @@ static int load_ours(int stage_dir_fd, char ***ret, size_t *ret_n) {
         return r == -ENOENT ? 0 : r;
     size_t n = 0, cap = 0;
     char **v = NULL;
-    char *save = NULL;
-    for (char *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+    /* NUL-terminated paths; an older file, without a NUL, has one per line */
+    char sep = memchr(buf, '\0', len) ? '\0' : '\n';
+    for (size_t off = 0; off < len;) {
+        char *line = buf + off;
+        char *end = memchr(line, sep, len - off);
+        if (!end)
+            break; /* cut short: the file is written whole (rename), so never */
+        *end = '\0';
+        off = (size_t)(end - buf) + 1;
         if (!lc_path_valid(line))
             continue;
         if (n == cap) {

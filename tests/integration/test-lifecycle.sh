@@ -343,6 +343,18 @@ eq "$rc" 0 "apply --path (relative and absolute) exits 0"
 eq "$(cat "$W/a/1") $(cat "$W/b/2") $(cat "$W/c/d/3")" "one 2 3" "--path applied a/ and c/d/3 (creating c/d), not b/"
 apply_matches_oracle "rest after --path" "$W" "$S"
 
+# A directory name with a newline: what a --path apply records as created
+# by it must not read as another path ("lib"), or the user's own lib/ made
+# after it would not be a conflict.
+W=$T/ws3n S=$T/st3n
+mkdir -p "$W"
+stage_run "$W" "$S" 'mkdir -p "x/$(printf "evil\nlib")" lib && echo payload > lib/f && echo a > x/keep' >/dev/null 2>&1
+"$P" apply --stage "$S" --path x >/dev/null 2>&1; rc=$?
+eq "$rc:$(ls -A "$W/x" | wc -l)" "0:3" "apply --path of a tree with a newline in a name"
+mkdir "$W/lib"; echo mine > "$W/lib/own"
+eq "$(review_json "$S" | jq -r '[.changeset.changes[] | select(.path == "lib" and .conflict != null)] | length')" 1 \
+    "the user's lib/ made after it is a conflict (the newline name did not register lib as apply's own)"
+
 # ---------------------------------------------------------------------------
 # 4. setuid/setgid dropped unless --keep-special-modes
 
