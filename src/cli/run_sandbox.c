@@ -499,8 +499,8 @@ static void *home_teardown(void *arg) {
         close(sb->home_fd);
         sb->home_fd = -1;
         /* Never follows what the command made (no symlinks followed). */
-        int r = remove_tree_at(AT_FDCWD, sb->home_stage_path, 4096);
-        sb->home_rm_failed = r < 0 && r != -ENOENT; /* never made: nothing to remove */
+        int r = remove_tree_at(AT_FDCWD, sb->home_stage_path, UINT_MAX); /* any depth the command made */
+        sb->home_rm_failed = r < 0 && r != -ENOENT;                      /* never made: nothing to remove */
         rmdir(sb->home_view);
     }
     return NULL;

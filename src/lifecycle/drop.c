@@ -15,6 +15,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
@@ -31,15 +32,15 @@ static int remove_entry(int dir_fd, const char *name) {
         return errno == ENOENT ? 0 : -errno;
     if (!S_ISDIR(st.st_mode))
         return unlinkat(dir_fd, name, 0) < 0 && errno != ENOENT ? -errno : 0;
+    /* upper/ may hold directories the agent made unreadable or read-only
+     * (remove_tree_contents makes them 0700), nested deeper than review
+     * and apply go: a drop removes any of it */
     _cleanup_close_ int sub = openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (sub < 0 && errno == EACCES && fchmodat(dir_fd, name, 0700, 0) == 0)
+        sub = openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (sub < 0)
         return -errno;
-    /* upper/ may hold read-only directories: make them writable first */
-    int r = remove_tree_contents(sub, LC_MAX_DEPTH + 8);
-    if (r == -EACCES) {
-        fchmod(sub, 0700);
-        r = remove_tree_contents(sub, LC_MAX_DEPTH + 8);
-    }
+    int r = remove_tree_contents(sub, UINT_MAX);
     if (r < 0)
         return r;
     return unlinkat(dir_fd, name, AT_REMOVEDIR) < 0 && errno != ENOENT ? -errno : 0;

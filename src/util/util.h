@@ -64,8 +64,10 @@ int opendir_at(int dir_fd, const char *name, DIR **ret_dir);
 int dup_opendir(int dir_fd, DIR **ret_dir);
 
 /* Remove everything below dir_fd (not dir_fd itself) without following a
- * symlink; entries that vanish meanwhile are fine; nesting deeper than
- * max_depth is -ELOOP. */
+ * symlink; entries that vanish meanwhile are fine; a directory its owner
+ * cannot read, enter or write is made 0700 first (the caller owns the
+ * tree); any depth, with one directory open at a time; nesting deeper
+ * than max_depth is -ELOOP. */
 int remove_tree_contents(int dir_fd, unsigned max_depth);
 
 /* Remove dir_fd/name and, if it is a directory, everything below it. */

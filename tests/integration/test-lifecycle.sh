@@ -411,6 +411,36 @@ check "drop removed upper/ and the journal" sh -c "test ! -e '$S/upper' && test 
 "$P" apply --stage "$S" >/dev/null 2>&1; rc=$?
 eq "$rc" 1 "apply of a dropped stage is refused"
 
+# What the agent can leave in a stage, drop removes: a tree deeper than
+# review and apply go (LC_MAX_DEPTH), directories it made unreadable or
+# read-only; as root and as an ordinary user (who has no DAC override).
+deep_stage() { # WS STAGE [RUNNER...]
+    ws=$1 st=$2; shift 2
+    "$@" "$P" run --stage "$st" --workspace "$ws" -- python3 -c '
+import os, sys
+os.chdir(sys.argv[1]); os.makedirs("locked/inner"); open("locked/inner/f", "w").write("y")
+os.mkdir("w"); os.chdir("w")
+for i in range(600):
+    os.mkdir("d"); os.chdir("d")
+open("f", "w").write("x")
+os.chmod(sys.argv[1] + "/locked/inner", 0); os.chmod(sys.argv[1] + "/locked", 0o500)' "$ws" >/dev/null 2>&1 &&
+    "$@" "$P" drop --stage "$st" >/dev/null 2>"$T/deep.err"
+}
+W=$T/wsdeep S=$T/stdeep
+mkdir -p "$W"
+deep_stage "$W" "$S"; rc=$?
+eq "$rc:$(ls -A "$S" | tr '\n' ' ')" "0:dropped lock meta.json version " \
+    "drop removes a 600-deep tree and unreadable, read-only directories (as root)"
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
+    U=$T/deepu; mkdir -p "$U/ws"; chown -R 65534:65534 "$U"
+    deep_stage "$U/ws" "$U/st" setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$U" XDG_STATE_HOME="$U/state"
+    rc=$?
+    eq "$rc:$(ls -A "$U/st" | tr '\n' ' ')" "0:dropped lock meta.json version " \
+        "... and as uid 65534, who cannot read a mode-000 directory without making it 0700"
+else
+    skip "drop of an unreadable tree as an unprivileged user" "needs root to switch to an unprivileged user"
+fi
+
 # ---------------------------------------------------------------------------
 # 6. crash during apply (kill -9 at random points) then resume
 
