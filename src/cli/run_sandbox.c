@@ -661,6 +661,20 @@ int sandbox_prepare(struct run_context *ctx, const struct agent_hooks *hooks, st
         return r;
     }
     plan_set_exec_path(&sb.plan, ctx->workspace);
+    /* As root the command would own root's files in the projections: they
+     * are idmapped (idmap.c), while we are in the initial user namespace. */
+    sb.as_root = getuid() == 0;
+    if (sb.as_root) {
+        int n = launch_idmap_projections(&sb.plan, home, sb.idmap_why, sizeof sb.idmap_why);
+        sb.idmap_failed = n < 0;
+        if (n > 0 && !(sb.keep = calloc((size_t)n, sizeof *sb.keep))) {
+            sandbox_release(&sb);
+            return -ENOMEM;
+        }
+        for (size_t i = 0; n > 0 && i < sb.plan.n_mounts; i++)
+            if (sb.plan.mounts[i].fd >= 0)
+                sb.keep[sb.n_keep++] = sb.plan.mounts[i].fd;
+    }
 
     json_t *j = plan_to_json(&sb.plan);
     _cleanup_free_ char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
@@ -895,6 +909,10 @@ void sandbox_release(struct sandbox *sb) {
     agent_socket_close(sb->agent);
     sb->agent = NULL;
     release_home_view(sb);
+    launch_idmap_close(&sb->plan);
+    free(sb->keep);
+    sb->keep = NULL;
+    sb->n_keep = 0;
     plan_free(&sb->plan);
     if (sb->cg) /* a failure path: sandbox_finish_resources() did not run */
         (void)cgroup_run_finish(sb->cg, NULL);
@@ -1053,10 +1071,35 @@ void sandbox_record(struct run_context *ctx, const struct sandbox *sb) {
                          EVID("{s:b, s:i, s:b, s:b}", "mount_namespace_differs", mnt, "landlock_abi", abi,
                               "no_new_privs", nnp, "capabilities_empty", no_caps),
                          "writable: the staged workspace, a private /tmp and an empty HOME (both discarded at exit)");
-    bundle_set_dimension(b, DIM_READS, fs_ok ? LEVEL_ENFORCED : LEVEL_UNAVAILABLE, fsmech,
-                         EVID("{s:b, s:i}", "mount_namespace_differs", mnt, "landlock_abi", abi),
-                         "readable: the workspace view, /usr /bin /sbin /lib* /etc, the command's toolchain "
-                         "directories, allowlisted HOME config files");
+    /* As root the command is uid 0 without capabilities: only idmapped
+     * projections keep root-only files (/etc/shadow) from it (idmap.c). */
+    char idnote[512] = "";
+    if (sb->as_root && sb->idmap_failed)
+        snprintf(idnote, sizeof idnote,
+                 "; as root, the projections could not be idmapped (%s): files only root may read there "
+                 "(/etc/shadow, host keys) are readable by the command; run pvisor as an ordinary user",
+                 sb->idmap_why);
+    else if (sb->as_root)
+        snprintf(idnote, sizeof idnote,
+                 "; as root, the projections outside HOME are idmapped (root's files show as uid 65534): "
+                 "the command reads there only what any user may");
+    char reads_note[768];
+    snprintf(reads_note, sizeof reads_note,
+             "readable: the workspace view, /usr /bin /sbin /lib* /etc, the command's toolchain directories, "
+             "allowlisted HOME config files%s",
+             idnote);
+    bundle_set_dimension(b, DIM_READS,
+                         !fs_ok                            ? LEVEL_UNAVAILABLE
+                         : sb->as_root && sb->idmap_failed ? LEVEL_PARTIAL
+                                                           : LEVEL_ENFORCED,
+                         fsmech,
+                         EVID("{s:b, s:i, s:b, s:i}", "mount_namespace_differs", mnt, "landlock_abi", abi, "as_root",
+                              sb->as_root, "idmapped_projections", sb->n_keep),
+                         reads_note);
+    if (sb->as_root && sb->idmap_failed) {
+        bundle_add_warning(b, idnote + 2);
+        fprintf(stderr, "pvisor run: warning: %s\n", idnote + 2);
+    }
     bundle_set_dimension(b, DIM_SENSITIVE_PATHS, fs_ok ? LEVEL_ENFORCED : LEVEL_UNAVAILABLE,
                          "credential locations are not projected; inside the workspace they are covered",
                          EVID("{s:b}", "mount_namespace_differs", mnt), NULL);

@@ -22,8 +22,16 @@ struct sandbox {
     struct launch_plan plan;
     int plan_fd; /* sealed memfd with the plan JSON */
     int sync_r, sync_w;
-    int go_r, go_w;               /* the supervisor's go-ahead after reading the evidence */
-    int pass[3];                  /* {plan_fd, sync_w, go_r}: the launcher's fd 3, 4, 5 */
+    int go_r, go_w; /* the supervisor's go-ahead after reading the evidence */
+    int pass[3];    /* {plan_fd, sync_w, go_r}: the launcher's fd 3, 4, 5 */
+    /* As root: the idmapped clones of the read-only projections (their
+     * descriptors, in the plan too, inherited by the launcher), or why
+     * there are none (launch_idmap_projections). */
+    int *keep;
+    int n_keep;
+    bool as_root; /* pvisor was run by root (getuid() before any namespace) */
+    bool idmap_failed;
+    char idmap_why[256];
     json_t *report;               /* the launcher's report, once read */
     char rbuf[LAUNCH_REPORT_MAX]; /* sync pipe bytes read but not consumed */
     size_t rlen;

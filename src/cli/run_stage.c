@@ -343,6 +343,8 @@ int run_execute_staged(struct run_context *ctx,
         .early_exec = sandbox, /* the launcher execs while the views are mounted */
         .pass_fds = sandbox ? sb.pass : NULL,
         .n_pass_fds = sandbox ? 3 : 0,
+        .keep_fds = sandbox ? sb.keep : NULL,
+        .n_keep_fds = sandbox ? sb.n_keep : 0,
         .child_nofile = nofile_raised ? &nofile_orig : NULL,
         .userdata = &st,
         .watch = sandbox && sb.cg ? sandbox_cpu_watch : NULL,

@@ -85,6 +85,11 @@ static _Noreturn void child_exec(const struct exec_spec *s, int go_fd, int err_f
     for (int i = 0; i < n_pass; i++)
         if (dup2(moved[i], 3 + i) < 0)
             goto fail_errno;
+    for (int i = 0; i < s->n_keep_fds; i++)
+        if (s->keep_fds[i] < 16 || fcntl(s->keep_fds[i], F_SETFD, 0) < 0) {
+            errno = s->keep_fds[i] < 16 ? EBADF : errno;
+            goto fail_errno;
+        }
     if (s->child_nofile && setrlimit(RLIMIT_NOFILE, s->child_nofile) < 0)
         goto fail_errno;
     sigprocmask(SIG_SETMASK, old_mask, NULL);

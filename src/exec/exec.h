@@ -45,6 +45,10 @@ struct exec_spec {
      * there); every other descriptor above 2 is close-on-exec already. */
     const int *pass_fds;
     int n_pass_fds;
+    /* Descriptors the command inherits at their own numbers (16 and up,
+     * clear of the passed ones): close-on-exec is cleared in the child. */
+    const int *keep_fds;
+    int n_keep_fds;
     bool early_exec; /* see above; cwd must be NULL */
     /* Called in the parent once the command was exec'd successfully
      * (before waiting for it); may block briefly, e.g. to read a report. */

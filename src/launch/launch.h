@@ -26,6 +26,7 @@
 #ifndef PVISOR_LAUNCH_LAUNCH_H
 #define PVISOR_LAUNCH_LAUNCH_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define LAUNCH_PLAN_FD 3
@@ -38,6 +39,15 @@
 struct launch_plan;
 
 int launch_main(int argc, char **argv);
+
+/* As root, before leaving the initial user namespace: replace each
+ * read-only projection outside home by an idmapped clone (uid/gid 0 shown
+ * as 65534; plan mount "fd", close-on-exec: exec_spec.keep_fds hands them
+ * over).  Returns how many, or -errno with why filled in (then none is
+ * left).  idmap.c. */
+int launch_idmap_projections(struct launch_plan *p, const char *home, char *why, size_t why_size);
+/* Close the clones (the supervisor's copies, once the launcher has them). */
+void launch_idmap_close(struct launch_plan *p);
 
 /* Steps (src/launch/: mounts.c, landlock.c, seccomp.c).  Each returns -errno and sets *ret_step to a
  * static description of what failed. */

@@ -93,6 +93,15 @@ struct source {
 static int grab_source(const struct plan_mount *m, struct source *s, const char **ret_step) {
     const char *src = m->source ? m->source : m->path;
     struct stat st;
+    if (m->fd >= 0) { /* the supervisor's idmapped clone (idmap.c), flags set */
+        if (fstat(m->fd, &st) < 0) {
+            *ret_step = "stat of an idmapped projection";
+            return -errno;
+        }
+        s->is_dir = S_ISDIR(st.st_mode);
+        s->fd = m->fd;
+        return 0;
+    }
     if (lstat(src, &st) < 0) {
         if (errno == ENOENT && m->kind == PLAN_BIND_RO) {
             s->missing = true; /* runtime dirs that this host lacks */

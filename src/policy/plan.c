@@ -46,7 +46,7 @@ int plan_add_mount(struct launch_plan *p, enum plan_mount_kind kind, const char 
     char *c = strdup(path);
     if (!c)
         return -ENOMEM;
-    m[p->n_mounts++] = (struct plan_mount){.kind = kind, .path = c, .size = size};
+    m[p->n_mounts++] = (struct plan_mount){.kind = kind, .path = c, .size = size, .fd = -1};
     return 0;
 }
 
@@ -71,9 +71,10 @@ static json_t *strv_to_json(char **v) {
 json_t *plan_to_json(const struct launch_plan *p) {
     json_t *mounts = json_array();
     for (size_t i = 0; mounts && i < p->n_mounts; i++)
-        json_array_append_new(mounts, json_pack("{s:s, s:s, s:s?, s:I}", "kind",
-                                                plan_mount_kind_name(p->mounts[i].kind), "path", p->mounts[i].path,
-                                                "source", p->mounts[i].source, "size", (json_int_t)p->mounts[i].size));
+        json_array_append_new(mounts,
+                              json_pack("{s:s, s:s, s:s?, s:I, s:i}", "kind", plan_mount_kind_name(p->mounts[i].kind),
+                                        "path", p->mounts[i].path, "source", p->mounts[i].source, "size",
+                                        (json_int_t)p->mounts[i].size, "fd", p->mounts[i].fd));
     return json_pack("{s:o, s:s?, s:o, s:s, s:s, s:I, s:I, s:b, s:b, s:b, s:I, s:{s:I, s:I, s:I, s:I, s:I}, s:o}",
                      "argv", strv_to_json(p->argv), "exec_path", p->exec_path, "env", strv_to_json(p->envp), "cwd",
                      p->cwd, "hostname", p->hostname, "uid", (json_int_t)p->uid, "gid", (json_int_t)p->gid,
@@ -196,6 +197,16 @@ int plan_from_json(const json_t *j, struct launch_plan *ret_plan) {
             p.mounts[p.n_mounts - 1].size = size;
         } else if ((r = plan_add_mount(&p, (enum plan_mount_kind)k, path, size)) < 0)
             goto fail;
+        /* an inherited detached mount: read-only projections only, never
+         * one of the descriptors the protocol fixes (launch.h) */
+        const json_t *fd = json_object_get(m, "fd");
+        if (fd && !json_is_null(fd)) {
+            json_int_t v = json_integer_value(fd);
+            r = -EINVAL;
+            if (!json_is_integer(fd) || (v != -1 && (k != PLAN_BIND_RO || v < 16 || v > INT32_MAX)))
+                goto fail;
+            p.mounts[p.n_mounts - 1].fd = (int)v;
+        }
     }
     *ret_plan = p;
     return 0;

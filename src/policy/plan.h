@@ -32,6 +32,7 @@ struct plan_mount {
     char *path;    /* absolute target path inside the sandbox */
     char *source;  /* host path to project there; NULL: the same as path */
     uint64_t size; /* PLAN_TMPFS: size limit in bytes */
+    int fd;        /* PLAN_BIND_RO: the source as a detached (idmapped) mount the launcher inherits, or -1 */
 };
 
 struct launch_plan {

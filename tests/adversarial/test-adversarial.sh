@@ -98,6 +98,33 @@ attempt "read /proc/<host pid>/environ" read "/proc/$VICTIM/environ"
 attempt "read via /proc/<host pid>/cwd" read "/proc/$VICTIM/cwd/secret.txt"
 attempt "credential in HOME (~/.ssh)" read "$HOMEDIR/.ssh/id_rsa"
 attempt "credential in the environment" env SECRET_TOKEN
+# As root the command is uid 0 without capabilities, the owner of root's
+# files: the projections are idmapped, so what only root may read (here
+# /etc/shadow, mode 0640 or 0600) stays unreadable.
+if [ "$(id -u)" -eq 0 ] && [ -f /etc/shadow ] && [ "$(( $(stat -c %#a /etc/shadow) & 4 ))" -eq 0 ]; then
+    attempt "as root, a file only root may read (/etc/shadow)" read /etc/shadow
+    eq "$(jq -r '.dimensions.reads | "\(.effective) \(.evidence.as_root) \(.evidence.idmapped_projections > 0)"' \
+        "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json")" "enforced true true" \
+        "as root: the Bundle records the idmapped projections"
+    # A toolchain on a file system without idmapped mounts (ramfs): the run
+    # goes on, says so (stderr, Bundle), reads are partial, --strict refuses.
+    mkdir -p "$T/ramfs"
+    if mount -t ramfs none "$T/ramfs"; then
+        at_exit "umount -l '$T/ramfs'"
+        mkdir "$T/ramfs/bin"; printf '#!/bin/sh\necho tool-ran\n' > "$T/ramfs/bin/ptool"; chmod 0755 "$T/ramfs/bin/ptool"
+        out=$(PATH="$T/ramfs/bin:$PATH" "$PVISOR" run --safe --stage "$S" --workspace "$W" -- ptool 2>&1); rc=$?
+        rb="$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json"
+        eq "$rc:$(echo "$out" | grep -c 'could not be idmapped'):$(echo "$out" | grep -c tool-ran):$(jq -r .dimensions.reads.effective "$rb"):$(jq '[.warnings[] | select(test("could not be idmapped"))] | length' "$rb")" \
+            "0:1:1:partial:1" "as root, a projection that cannot be idmapped: the run says so, reads are partial"
+        PATH="$T/ramfs/bin:$PATH" "$PVISOR" run --safe --strict --stage "$S" --workspace "$W" -- ptool >/dev/null 2>&1
+        eq $? 125 "... and --strict refuses it"
+        umount "$T/ramfs"
+    else
+        skip "as root, a projection that cannot be idmapped" "cannot mount a ramfs"
+    fi
+else
+    skip "as root, a file only root may read (/etc/shadow)" "needs root and a /etc/shadow others cannot read"
+fi
 # git's XDG credential store and fish's history (found missing by a review)
 mkdir -p "$HOMEDIR/.config/git" "$HOMEDIR/.local/share/fish"
 echo 'https://bob:GITTOKEN@github.com' > "$HOMEDIR/.config/git/credentials"

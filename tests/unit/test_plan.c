@@ -104,6 +104,24 @@ int main(void) {
     json_object_set_new(je, "exec_path", json_string("bin/make"));
     ok(plan_from_json(je, &q) == -EINVAL, "a relative exec_path is refused");
     json_decref(je);
+    /* an inherited (idmapped) source: read-only projections, fd 16 and up */
+    ok(plan_from_json(j, &q) == 0 && q.mounts[0].fd == -1, "no inherited source unless the supervisor sets one");
+    plan_free(&q);
+    json_t *m0 = json_array_get(json_object_get(j, "mounts"), 0);
+    const char *k0 = json_string_value(json_object_get(m0, "kind"));
+    json_object_set_new(m0, "fd", json_integer(20));
+    ok(plan_from_json(j, &q) == (strcmp(k0, "ro") == 0 ? 0 : -EINVAL) &&
+           (strcmp(k0, "ro") != 0 || q.mounts[0].fd == 20),
+       "an inherited source round trips on a read-only projection only");
+    if (strcmp(k0, "ro") == 0)
+        plan_free(&q);
+    json_object_set_new(m0, "fd", json_integer(4));
+    ok(plan_from_json(j, &q) == -EINVAL, "an inherited source on a protocol descriptor (below 16) is refused");
+    json_object_set_new(m0, "fd", json_integer(-1));
+    json_array_append_new(json_object_get(j, "mounts"),
+                          json_pack("{s:s, s:s, s:i, s:i}", "kind", "rw", "path", "/x", "size", 0, "fd", 20));
+    ok(plan_from_json(j, &q) == -EINVAL, "an inherited source on a read-write projection is refused");
+    json_array_remove(json_object_get(j, "mounts"), json_array_size(json_object_get(j, "mounts")) - 1);
     json_array_append_new(json_object_get(j, "mounts"),
                           json_pack("{s:s, s:s, s:i}", "kind", "rw", "path", "/home/u/../../etc", "size", 0));
     ok(plan_from_json(j, &q) == -EINVAL, "a plan naming a non-normalised path is refused");

@@ -1,0 +1,145 @@
+/* idmap.c: as root, the read-only projections are idmapped.
+ *
+ * Run by root, the command is uid 0 without capabilities: the owner of
+ * root's files.  On a plain bind of /etc it could read /etc/shadow, the
+ * SSH host keys, /etc/ssl/private: owner permission needs no capability.
+ * So while the supervisor is still in the initial user namespace (only
+ * there may it idmap a mount of the host's file systems), each read-only
+ * projection outside HOME is cloned (open_tree) with an idmapping that
+ * shows uid/gid 0 as 65534 and every other id as unmapped: the command
+ * reads what any user may read there, nothing that only root may.  The
+ * clones go to the launcher as descriptors (plan mount "fd"), attached
+ * where the projection goes; the launcher does not clone those itself.
+ * HOME's toolchain directories are the user's own and stay plain binds.
+ */
+#include "launch/launch.h"
+#include "policy/plan.h"
+#include "util/cleanup.h"
+#include "util/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/mount.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef OPEN_TREE_CLONE
+#define OPEN_TREE_CLONE 1
+#endif
+
+/* The id that root's files show as (the kernel's overflow id, "nobody"). */
+#define IDMAP_ROOT_AS "65534"
+
+static int write_at(int dfd, const char *name, const char *text) {
+    _cleanup_close_ int fd = openat(dfd, name, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    size_t n = strlen(text);
+    return write(fd, text, n) == (ssize_t)n ? 0 : -errno;
+}
+
+/* A user namespace that maps 0 to IDMAP_ROOT_AS, held by a child that
+ * made it and waits; its descriptor, or -errno. */
+static int idmap_userns(void) {
+    int ready[2], release[2];
+    if (pipe2(ready, O_CLOEXEC) < 0)
+        return -errno;
+    if (pipe2(release, O_CLOEXEC) < 0) {
+        int e = errno;
+        close(ready[0]);
+        close(ready[1]);
+        return -e;
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(ready[0]);
+        close(release[1]);
+        char c = unshare(CLONE_NEWUSER) == 0 ? 'u' : 'x';
+        (void)!write(ready[1], &c, 1);
+        (void)!read(release[0], &c, 1); /* EOF: the parent is done */
+        _exit(0);
+    }
+    close(ready[1]);
+    close(release[0]);
+    int r = pid < 0 ? -errno : 0;
+    char c = 0;
+    if (r == 0 && (read(ready[0], &c, 1) != 1 || c != 'u'))
+        r = -EPERM;
+    int nsfd = -1;
+    if (r == 0) {
+        char dir[64];
+        snprintf(dir, sizeof dir, "/proc/%d", (int)pid);
+        _cleanup_close_ int d = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (d < 0 || (r = write_at(d, "uid_map", "0 " IDMAP_ROOT_AS " 1\n")) < 0 ||
+            (r = write_at(d, "setgroups", "deny")) < 0 || (r = write_at(d, "gid_map", "0 " IDMAP_ROOT_AS " 1\n")) < 0)
+            r = r < 0 ? r : -errno;
+        else if ((nsfd = openat(d, "ns/user", O_RDONLY | O_CLOEXEC)) < 0)
+            r = -errno;
+    }
+    close(ready[0]);
+    close(release[1]);
+    if (pid > 0)
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+    return r < 0 ? r : nsfd;
+}
+
+int launch_idmap_projections(struct launch_plan *p, const char *home, char *why, size_t why_size) {
+    int n = 0, r = 0;
+    _cleanup_close_ int ns = -1;
+    for (size_t i = 0; i < p->n_mounts && r >= 0; i++) {
+        struct plan_mount *m = &p->mounts[i];
+        const char *src = m->source ? m->source : m->path;
+        struct stat st;
+        if (m->kind != PLAN_BIND_RO || m->fd >= 0 || strncmp(src, "/dev/", 5) == 0 ||
+            (home && path_within(src, home)) || lstat(src, &st) < 0 || S_ISLNK(st.st_mode))
+            continue; /* the launcher's as before: devices, HOME's, missing, replicated symlinks */
+        if (ns < 0 && (ns = idmap_userns()) < 0) {
+            snprintf(why, why_size, "cannot make the idmapping's user namespace: %s", strerror(-ns));
+            return ns;
+        }
+        _cleanup_close_ int t = (int)syscall(SYS_open_tree, AT_FDCWD, src,
+                                             OPEN_TREE_CLONE | AT_RECURSIVE | AT_SYMLINK_NOFOLLOW | O_CLOEXEC);
+        if (t < 0) {
+            r = -errno;
+            snprintf(why, why_size, "open_tree of %s: %s", src, strerror(errno));
+            break;
+        }
+        struct mount_attr attr = {
+            .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_IDMAP,
+            .userns_fd = (uint64_t)ns,
+        };
+        if (syscall(SYS_mount_setattr, t, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) < 0) {
+            r = -errno;
+            snprintf(why, why_size, "idmapping %s (or a mount below it): %s", src, strerror(errno));
+            break;
+        }
+        /* above the descriptors exec_run hands over as 3, 4, ... */
+        if ((m->fd = fcntl(t, F_DUPFD_CLOEXEC, 16)) < 0) {
+            r = -errno;
+            snprintf(why, why_size, "dup: %s", strerror(errno));
+            break;
+        }
+        n++;
+    }
+    if (r < 0) {
+        launch_idmap_close(p);
+        return r;
+    }
+    return n;
+}
+
+void launch_idmap_close(struct launch_plan *p) {
+    for (size_t i = 0; i < p->n_mounts; i++)
+        if (p->mounts[i].fd >= 0) {
+            close(p->mounts[i].fd);
+            p->mounts[i].fd = -1;
+        }
+}
