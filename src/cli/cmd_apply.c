@@ -246,10 +246,15 @@ int cmd_apply(int argc, char **argv) {
                 _cleanup_free_ char *d = lc_display_name(rep.failed_path);
                 fprintf(stderr, "pvisor apply: at %s:\n", d ? d : "?");
             }
-            cli_error(st, "apply", "failed: %s. %s", strerror(-r),
-                      rep.resumed || !dry_run ? "If some changes were written, run 'pvisor apply' again: it "
-                                                "resumes the interrupted apply"
-                                              : "");
+            /* the intent exists from before the first write on (apply.c):
+             * without one, nothing reached the workspace */
+            cli_error(st, "apply", "failed: %s%s. %s", strerror(-r),
+                      r == -EACCES ? " (the stage holds something pvisor cannot read: the agent can make a "
+                                     "directory unreadable; 'pvisor drop' still removes it)"
+                                   : "",
+                      !dry_run && lc_apply_pending(stage)
+                          ? "Part of it may be written: run 'pvisor apply' again, it resumes the interrupted apply"
+                          : "Nothing was written to the workspace");
         }
         lc_apply_report_clear(&rep);
         return st;

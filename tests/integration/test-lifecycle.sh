@@ -775,6 +775,15 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
     check "as uid 65534: a small apply writes, creates and deletes, the files stay the user's" \
         sh -c "[ $rc -eq 0 ] && [ \"\$(cat '$U/ws/f1') \$(cat '$U/ws/g') \$(stat -c %u '$U/ws/f1')\" = 'new n 65534' ] && [ ! -e '$U/ws/f2' ] && \
                ! find '$U/ws' -name '.pvisor-apply-*' | grep -q ."
+    # a directory the agent made unreadable: apply stops before writing
+    # anything and says so (and why); drop removes it
+    asu "$P" run --stage "$U/st2" --workspace "$U/ws" -- sh -c "cd '$U/ws' && echo x > f3 && mkdir cache && echo d > cache/x && chmod 000 cache" >/dev/null 2>&1
+    before=$(cd "$U/ws" && ls -A | tr '\n' ' ')
+    asu "$P" apply --stage "$U/st2" >/dev/null 2>"$T/unpriv2.err"; rc=$?
+    eq "$rc:$(grep -c 'Nothing was written' "$T/unpriv2.err"):$(grep -c 'unreadable' "$T/unpriv2.err"):$(cd "$U/ws" && ls -A | tr '\n' ' ')" \
+        "1:1:1:$before" "as uid 65534, a stage with a mode-000 directory: apply writes nothing and says so"
+    asu "$P" drop --stage "$U/st2" >/dev/null 2>&1
+    eq "$?:$(ls -A "$U/st2" | tr '\n' ' ')" "0:dropped lock meta.json version " "... and drop removes it"
 else
     skip "apply as an unprivileged user" "needs root to switch to an unprivileged user"
 fi
