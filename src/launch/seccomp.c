@@ -123,22 +123,23 @@ int launch_seccomp(const char **ret_step) {
         if (f == AF_UNIX || f == AF_INET || f == AF_INET6 || f == AF_NETLINK)
             continue;
         if ((r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socket), 1,
-                                  SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)f))) < 0 ||
+                                  SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)f, 0))) < 0 ||
             (r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socketpair), 1,
-                                  SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)f))) < 0)
+                                  SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)f, 0))) < 0)
             goto out;
     }
-    if ((r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_GE, 64))) < 0 ||
-        (r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socketpair), 1, SCMP_A0(SCMP_CMP_GE, 64))) <
-            0)
+    if ((r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_GE, 64, 0))) <
+            0 ||
+        (r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socketpair), 1,
+                              SCMP_A0(SCMP_CMP_GE, 64, 0))) < 0)
         goto out;
     const struct scmp_arg_cmp core = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL, RLIMIT_CORE);
     if ((r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(0), SCMP_SYS(setrlimit), 1,
                               SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffUL, RLIMIT_CORE))) < 0 ||
-        (r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(0), SCMP_SYS(prlimit64), 3, core, SCMP_A2(SCMP_CMP_NE, 0),
-                              SCMP_A3(SCMP_CMP_EQ, 0))) < 0 ||
-        (r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(prlimit64), 3, core, SCMP_A2(SCMP_CMP_NE, 0),
-                              SCMP_A3(SCMP_CMP_NE, 0))) < 0)
+        (r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(0), SCMP_SYS(prlimit64), 3, core, SCMP_A2(SCMP_CMP_NE, 0, 0),
+                              SCMP_A3(SCMP_CMP_EQ, 0, 0))) < 0 ||
+        (r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(prlimit64), 3, core, SCMP_A2(SCMP_CMP_NE, 0, 0),
+                              SCMP_A3(SCMP_CMP_NE, 0, 0))) < 0)
         goto out;
     static const unsigned long ioctls[] = {TIOCSTI, TIOCLINUX};
     for (size_t i = 0; i < sizeof ioctls / sizeof ioctls[0]; i++)
