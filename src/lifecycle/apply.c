@@ -1046,6 +1046,12 @@ static int record_created_dirs(int dir_fd, const struct plan *p) {
     if (old && old_len) {
         memcpy(buf, old, old_len);
         n = old_len;
+        /* an older pvisor's file, one path per line: made NUL-terminated,
+         * or load_ours would read it as one path with newlines */
+        if (!memchr(old, '\0', old_len))
+            for (size_t k = 0; k < n; k++)
+                if (buf[k] == '\n')
+                    buf[k] = '\0';
     }
     for (size_t i = 0; i < p->n; i++)
         if (p->v[i].old_type == LC_NONE && p->v[i].new_type == LC_DIR) {

@@ -354,6 +354,15 @@ eq "$rc:$(ls -A "$W/x" | wc -l)" "0:3" "apply --path of a tree with a newline in
 mkdir "$W/lib"; echo mine > "$W/lib/own"
 eq "$(review_json "$S" | jq -r '[.changeset.changes[] | select(.path == "lib" and .conflict != null)] | length')" 1 \
     "the user's lib/ made after it is a conflict (the newline name did not register lib as apply's own)"
+# An apply-created file from an older pvisor (one path per line) that a
+# newer --path apply appends to: both formats' paths stay apply's own.
+W=$T/ws3o S=$T/st3o
+mkdir -p "$W"
+stage_run "$W" "$S" 'mkdir lib src doc && echo a > lib/a && echo b > src/b && echo c > doc/c' >/dev/null 2>&1
+"$P" apply --stage "$S" --path lib >/dev/null 2>&1
+printf 'lib\n' > "$S/apply-created"
+"$P" apply --stage "$S" --path src >/dev/null 2>&1 && "$P" apply --stage "$S" >/dev/null 2>"$T/mixed.err"; rc=$?
+eq "$rc:$(cat "$W/doc/c")" "0:c" "an older apply-created (by line) that a new --path apply extends: the rest applies without conflicts"
 
 # ---------------------------------------------------------------------------
 # 4. setuid/setgid dropped unless --keep-special-modes
