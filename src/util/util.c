@@ -411,18 +411,34 @@ static int rm_scan(int fd, struct rm_level *l) {
 
 /* Open the subdirectory name of fd to remove it (made readable and
  * searchable by its owner when it is not). */
-static int rm_open_sub(int fd, const char *name) {
+/* The mount a descriptor is on (statx STATX_MNT_ID, Linux 5.8), or 0. */
+static uint64_t mount_id(int fd) {
+    struct statx sx;
+    if (statx(fd, "", AT_EMPTY_PATH, STATX_MNT_ID, &sx) < 0 || !(sx.stx_mask & STATX_MNT_ID))
+        return 0;
+    return sx.stx_mnt_id;
+}
+
+static int rm_open_sub(int fd, const char *name, uint64_t mnt) {
     int sub = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (sub < 0 && errno == EACCES && fchmodat(fd, name, 0700, 0) == 0)
+    /* never through a symlink swapped in meanwhile */
+    if (sub < 0 && errno == EACCES && fchmodat(fd, name, 0700, AT_SYMLINK_NOFOLLOW) == 0)
         sub = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    return sub < 0 ? -errno : sub;
+    if (sub < 0)
+        return -errno;
+    if (mount_id(sub) != mnt) { /* a mount point (a bind mount too): not ours to empty */
+        close(sub);
+        return -EXDEV;
+    }
+    return sub;
 }
 
 /* Depth first, with the levels on the heap and one directory open at a
  * time: a tree of any depth (an agent can make one deeper than PATH_MAX
  * allows to name) is removed without running out of stack or
  * descriptors.  The way up is "..", checked against the identity recorded
- * on the way down (-ESTALE if the tree was moved meanwhile). */
+ * on the way down (-ESTALE if the tree was moved meanwhile).  A file
+ * system mounted in the tree is not entered (-EXDEV). */
 int remove_tree_contents(int dir_fd, unsigned max_depth) {
     struct rm_level *lv = NULL;
     size_t n_lv = 0, cap_lv = 0;
@@ -430,6 +446,9 @@ int remove_tree_contents(int dir_fd, unsigned max_depth) {
     int r = cur < 0 ? -errno : 0;
     if (r == 0 && (lv = calloc(cap_lv = 16, sizeof *lv)) == NULL)
         r = -ENOMEM;
+    uint64_t mnt = r == 0 ? mount_id(cur) : 0;
+    if (r == 0 && mnt == 0)
+        r = -ENOTSUP; /* no mount ids: a mount point could not be told apart */
     if (r == 0) {
         n_lv = 1;
         r = rm_scan(cur, &lv[0]);
@@ -443,7 +462,7 @@ int remove_tree_contents(int dir_fd, unsigned max_depth) {
                 r = -ELOOP;
                 break;
             }
-            int sub = rm_open_sub(cur, name);
+            int sub = rm_open_sub(cur, name, mnt);
             if (sub == -ENOENT) {
                 free(name);
                 continue;

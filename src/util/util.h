@@ -67,7 +67,8 @@ int dup_opendir(int dir_fd, DIR **ret_dir);
  * symlink; entries that vanish meanwhile are fine; a directory its owner
  * cannot read, enter or write is made 0700 first (the caller owns the
  * tree); any depth, with one directory open at a time; nesting deeper
- * than max_depth is -ELOOP. */
+ * than max_depth is -ELOOP; a file system mounted inside is -EXDEV (its
+ * contents are left alone). */
 int remove_tree_contents(int dir_fd, unsigned max_depth);
 
 /* Remove dir_fd/name and, if it is a directory, everything below it. */
