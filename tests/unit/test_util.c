@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -115,5 +117,56 @@ int main(void) {
     ok(hr == 0 && (tohex(d, hex), strcmp(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0") == 0),
        "SHA-256 of a million 'a' in pieces");
     ok(pv_sha256_error()[0] == '\0', "libcrypto loaded (no error)");
+    /* remove_tree_contents: any depth, unreadable directories, never into a mount */
+    char tmpl[] = "/tmp/pvisor-rmtree.XXXXXX";
+    char *top = mkdtemp(tmpl);
+    char path[PATH_MAX], tree[256], out[256];
+    snprintf(tree, sizeof tree, "%s/tree", top ? top : "/nonexistent");
+    snprintf(out, sizeof out, "%s/out", top ? top : "/nonexistent");
+    ok(top && mkdir(tree, 0755) == 0 && mkdir(out, 0755) == 0, "scratch directories");
+    size_t plen = (size_t)snprintf(path, sizeof path, "%s", tree);
+    for (int i = 0; i < 300 && plen + 3 < sizeof path; i++) { /* 300 deep: past PATH_MAX at the end */
+        plen += (size_t)snprintf(path + plen, sizeof path - plen, "/d");
+        mkdir(path, 0755);
+    }
+    snprintf(path, sizeof path, "%s/locked", tree);
+    mkdir(path, 0755);
+    snprintf(path, sizeof path, "%s/locked/f", tree);
+    close(open(path, O_WRONLY | O_CREAT, 0600));
+    snprintf(path, sizeof path, "%s/locked", tree);
+    chmod(path, 0);
+    int tfd = open(tree, O_RDONLY | O_DIRECTORY);
+    ok(remove_tree_contents(tfd, UINT_MAX) == 0 && rmdir(tree) == 0,
+       "remove_tree_contents: a 300-deep tree and a mode-000 directory go");
+    if (geteuid() == 0) {
+        snprintf(path, sizeof path, "%s/canary", out);
+        close(open(path, O_WRONLY | O_CREAT, 0600));
+        snprintf(path, sizeof path, "%s/a/mnt", tree);
+        mkdir(tree, 0755);
+        snprintf(path, sizeof path, "%s/a", tree);
+        mkdir(path, 0755);
+        snprintf(path, sizeof path, "%s/a/mnt", tree);
+        mkdir(path, 0755);
+        bool mounted = mount(out, path, NULL, MS_BIND, NULL) == 0;
+        close(tfd);
+        tfd = open(tree, O_RDONLY | O_DIRECTORY);
+        int r = mounted ? remove_tree_contents(tfd, UINT_MAX) : -EXDEV;
+        snprintf(path, sizeof path, "%s/canary", out);
+        ok(mounted && r == -EXDEV && access(path, F_OK) == 0,
+           "remove_tree_contents: a bind mount in the tree is not entered (-EXDEV)");
+        snprintf(path, sizeof path, "%s/a/mnt", tree);
+        if (mounted)
+            umount(path);
+    } else {
+        ok(1, "# SKIP a bind mount in the tree: needs root to mount");
+    }
+    if (tfd >= 0)
+        close(tfd);
+    if (top) {
+        int topfd = open(top, O_RDONLY | O_DIRECTORY);
+        remove_tree_contents(topfd, UINT_MAX);
+        close(topfd);
+        rmdir(top);
+    }
     return tap_done();
 }
