@@ -665,8 +665,7 @@ int sandbox_prepare(struct run_context *ctx, const struct agent_hooks *hooks, st
      * are idmapped (idmap.c), while we are in the initial user namespace. */
     sb.as_root = getuid() == 0;
     if (sb.as_root) {
-        int n = launch_idmap_projections(&sb.plan, home, sb.idmap_why, sizeof sb.idmap_why);
-        sb.idmap_failed = n < 0;
+        int n = launch_idmap_projections(&sb.plan, home, &sb.idmap_failed, sb.idmap_why, sizeof sb.idmap_why);
         if (n > 0 && !(sb.keep = calloc((size_t)n, sizeof *sb.keep))) {
             sandbox_release(&sb);
             return -ENOMEM;
@@ -1076,9 +1075,9 @@ void sandbox_record(struct run_context *ctx, const struct sandbox *sb) {
     char idnote[512] = "";
     if (sb->as_root && sb->idmap_failed)
         snprintf(idnote, sizeof idnote,
-                 "; as root, the projections could not be idmapped (%s): files only root may read there "
-                 "(/etc/shadow, host keys) are readable by the command; run pvisor as an ordinary user",
-                 sb->idmap_why);
+                 "; as root, %d projection%s could not be idmapped (%s): files only root may read there are "
+                 "readable by the command; run pvisor as an ordinary user",
+                 sb->idmap_failed, sb->idmap_failed == 1 ? "" : "s", sb->idmap_why);
     else if (sb->as_root)
         snprintf(idnote, sizeof idnote,
                  "; as root, the projections outside HOME are idmapped (root's files show as uid 65534): "
@@ -1093,8 +1092,9 @@ void sandbox_record(struct run_context *ctx, const struct sandbox *sb) {
                          : sb->as_root && sb->idmap_failed ? LEVEL_PARTIAL
                                                            : LEVEL_ENFORCED,
                          fsmech,
-                         EVID("{s:b, s:i, s:b, s:i}", "mount_namespace_differs", mnt, "landlock_abi", abi, "as_root",
-                              sb->as_root, "idmapped_projections", sb->n_keep),
+                         EVID("{s:b, s:i, s:b, s:i, s:i}", "mount_namespace_differs", mnt, "landlock_abi", abi,
+                              "as_root", sb->as_root, "idmapped_projections", sb->n_keep, "plain_projections_as_root",
+                              sb->as_root ? sb->idmap_failed : 0),
                          reads_note);
     if (sb->as_root && sb->idmap_failed) {
         bundle_add_warning(b, idnote + 2);

@@ -29,8 +29,8 @@ struct sandbox {
      * there are none (launch_idmap_projections). */
     int *keep;
     int n_keep;
-    bool as_root; /* pvisor was run by root (getuid() before any namespace) */
-    bool idmap_failed;
+    bool as_root;     /* pvisor was run by root (getuid() before any namespace) */
+    int idmap_failed; /* projections left plain binds */
     char idmap_why[256];
     json_t *report;               /* the launcher's report, once read */
     char rbuf[LAUNCH_REPORT_MAX]; /* sync pipe bytes read but not consumed */

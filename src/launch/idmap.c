@@ -22,6 +22,7 @@
 #include <linux/mount.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,48 +92,52 @@ static int idmap_userns(void) {
     return r < 0 ? r : nsfd;
 }
 
-int launch_idmap_projections(struct launch_plan *p, const char *home, char *why, size_t why_size) {
-    int n = 0, r = 0;
-    _cleanup_close_ int ns = -1;
-    for (size_t i = 0; i < p->n_mounts && r >= 0; i++) {
+int launch_idmap_projections(struct launch_plan *p, const char *home, int *ret_failed, char *why, size_t why_size) {
+    int n = 0, failed = 0;
+    int ns = -1, ns_err = 0;
+    /* HOME's toolchains are exempt, unless HOME holds the system's own
+     * directories (HOME=/, say) */
+    bool exempt_home = home && strcmp(home, "/") != 0 && !path_within("/etc", home) && !path_within("/usr", home);
+    why[0] = '\0';
+    for (size_t i = 0; i < p->n_mounts; i++) {
         struct plan_mount *m = &p->mounts[i];
         const char *src = m->source ? m->source : m->path;
         struct stat st;
         if (m->kind != PLAN_BIND_RO || m->fd >= 0 || strncmp(src, "/dev/", 5) == 0 ||
-            (home && path_within(src, home)) || lstat(src, &st) < 0 || S_ISLNK(st.st_mode))
+            (exempt_home && path_within(src, home)) || lstat(src, &st) < 0 || S_ISLNK(st.st_mode))
             continue; /* the launcher's as before: devices, HOME's, missing, replicated symlinks */
-        if (ns < 0 && (ns = idmap_userns()) < 0) {
-            snprintf(why, why_size, "cannot make the idmapping's user namespace: %s", strerror(-ns));
-            return ns;
+        if (ns < 0 && !ns_err && (ns = idmap_userns()) < 0) {
+            ns_err = -ns;
+            snprintf(why, why_size, "cannot make the idmapping's user namespace: %s", strerror(ns_err));
         }
-        _cleanup_close_ int t = (int)syscall(SYS_open_tree, AT_FDCWD, src,
-                                             OPEN_TREE_CLONE | AT_RECURSIVE | AT_SYMLINK_NOFOLLOW | O_CLOEXEC);
-        if (t < 0) {
+        int t = -1, r = 0;
+        if (ns_err)
+            r = -ns_err;
+        else if ((t = (int)syscall(SYS_open_tree, AT_FDCWD, src,
+                                   OPEN_TREE_CLONE | AT_RECURSIVE | AT_SYMLINK_NOFOLLOW | O_CLOEXEC)) < 0)
             r = -errno;
-            snprintf(why, why_size, "open_tree of %s: %s", src, strerror(errno));
-            break;
-        }
         struct mount_attr attr = {
             .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_IDMAP,
-            .userns_fd = (uint64_t)ns,
+            .userns_fd = (uint64_t)(ns < 0 ? 0 : ns),
         };
-        if (syscall(SYS_mount_setattr, t, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) < 0) {
+        if (r == 0 && syscall(SYS_mount_setattr, t, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) < 0)
             r = -errno;
-            snprintf(why, why_size, "idmapping %s (or a mount below it): %s", src, strerror(errno));
-            break;
-        }
         /* above the descriptors exec_run hands over as 3, 4, ... */
-        if ((m->fd = fcntl(t, F_DUPFD_CLOEXEC, 16)) < 0) {
+        if (r == 0 && (m->fd = fcntl(t, F_DUPFD_CLOEXEC, 16)) < 0)
             r = -errno;
-            snprintf(why, why_size, "dup: %s", strerror(errno));
-            break;
+        if (t >= 0)
+            close(t);
+        if (r < 0) { /* this one stays a plain bind (the launcher's) */
+            if (!failed && !why[0])
+                snprintf(why, why_size, "%s: %s", src, strerror(-r));
+            failed++;
+            continue;
         }
         n++;
     }
-    if (r < 0) {
-        launch_idmap_close(p);
-        return r;
-    }
+    if (ns >= 0)
+        close(ns);
+    *ret_failed = failed;
     return n;
 }
 

@@ -41,11 +41,12 @@ struct launch_plan;
 int launch_main(int argc, char **argv);
 
 /* As root, before leaving the initial user namespace: replace each
- * read-only projection outside home by an idmapped clone (uid/gid 0 shown
- * as 65534; plan mount "fd", close-on-exec: exec_spec.keep_fds hands them
- * over).  Returns how many, or -errno with why filled in (then none is
- * left).  idmap.c. */
-int launch_idmap_projections(struct launch_plan *p, const char *home, char *why, size_t why_size);
+ * read-only projection outside home (unless home holds /etc or /usr) by an
+ * idmapped clone (uid/gid 0 shown as 65534; plan mount "fd",
+ * close-on-exec: exec_spec.keep_fds hands them over).  Returns how many;
+ * *ret_failed counts those left plain binds (a file system without
+ * idmapped mounts), why names the first.  idmap.c. */
+int launch_idmap_projections(struct launch_plan *p, const char *home, int *ret_failed, char *why, size_t why_size);
 /* Close the clones (the supervisor's copies, once the launcher has them). */
 void launch_idmap_close(struct launch_plan *p);
 

@@ -106,16 +106,20 @@ if [ "$(id -u)" -eq 0 ] && [ -f /etc/shadow ] && [ "$(( $(stat -c %#a /etc/shado
     eq "$(jq -r '.dimensions.reads | "\(.effective) \(.evidence.as_root) \(.evidence.idmapped_projections > 0)"' \
         "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json")" "enforced true true" \
         "as root: the Bundle records the idmapped projections"
+    # HOME=/ holds the system's directories: they are idmapped all the same
+    out=$(HOME=/ "$PVISOR" run --safe --strict --stage "$S" --workspace "$W" -- sh -c 'head -c1 /etc/shadow || echo shadow-closed' 2>&1)
+    eq "$?:$(echo "$out" | grep -c shadow-closed)" "0:1" "as root with HOME=/, /etc/shadow stays unreadable"
     # A toolchain on a file system without idmapped mounts (ramfs): the run
     # goes on, says so (stderr, Bundle), reads are partial, --strict refuses.
     mkdir -p "$T/ramfs"
     if mount -t ramfs none "$T/ramfs"; then
         at_exit "umount -l '$T/ramfs'"
         mkdir "$T/ramfs/bin"; printf '#!/bin/sh\necho tool-ran\n' > "$T/ramfs/bin/ptool"; chmod 0755 "$T/ramfs/bin/ptool"
-        out=$(PATH="$T/ramfs/bin:$PATH" "$PVISOR" run --safe --stage "$S" --workspace "$W" -- ptool 2>&1); rc=$?
+        out=$(PATH="$T/ramfs/bin:$PATH" "$PVISOR" run --safe --stage "$S" --workspace "$W" -- sh -c 'ptool; head -c1 /etc/shadow || echo shadow-closed' 2>&1); rc=$?
         rb="$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json"
         eq "$rc:$(echo "$out" | grep -c 'could not be idmapped'):$(echo "$out" | grep -c tool-ran):$(jq -r .dimensions.reads.effective "$rb"):$(jq '[.warnings[] | select(test("could not be idmapped"))] | length' "$rb")" \
             "0:1:1:partial:1" "as root, a projection that cannot be idmapped: the run says so, reads are partial"
+        eq "$(echo "$out" | grep -c shadow-closed)" 1 "... the other projections are still idmapped (/etc/shadow unreadable)"
         PATH="$T/ramfs/bin:$PATH" "$PVISOR" run --safe --strict --stage "$S" --workspace "$W" -- ptool >/dev/null 2>&1
         eq $? 125 "... and --strict refuses it"
         umount "$T/ramfs"
