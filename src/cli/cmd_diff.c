@@ -105,21 +105,20 @@ static pid_t spawn_diff(int a, int b, const char *la, const char *lb, int out_fd
 }
 
 /* One line of diff(1)'s output to stdout with what a terminal would act
- * on escaped: C0 controls but tab and newline (a carriage return too: it
- * can overwrite the line), DEL, and the UTF-8 forms of the C1 controls
- * (U+0080-U+009F: CSI among them). */
+ * on escaped (lc_term_char): controls but tab and newline (a carriage
+ * return too: it can overwrite the line), the C1 controls, bidirectional
+ * overrides, bytes that are not UTF-8. */
 static void put_escaped(const char *buf, size_t n) {
     const unsigned char *p = (const unsigned char *)buf;
-    for (size_t i = 0; i < n; i++) {
-        unsigned c = p[i];
-        if ((c < 0x20 && c != '\t' && c != '\n') || c == 0x7f) {
-            printf("\\x%02x", c);
-        } else if (c == 0xc2 && i + 1 < n && p[i + 1] >= 0x80 && p[i + 1] <= 0x9f) {
-            printf("\\xc2\\x%02x", p[i + 1]);
-            i++;
-        } else {
-            putchar((int)c);
-        }
+    for (size_t i = 0; i < n;) {
+        bool unsafe;
+        size_t l = lc_term_char(p + i, n - i, &unsafe);
+        unsafe = unsafe && p[i] != '\t' && p[i] != '\n';
+        for (size_t k = 0; k < l; k++, i++)
+            if (unsafe)
+                printf("\\x%02x", p[i]);
+            else
+                putchar(p[i]);
     }
 }
 

