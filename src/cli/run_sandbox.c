@@ -971,9 +971,27 @@ static void add_note(json_t *b, const char *note) {
  * checked against what the command's process reported from inside (its
  * rlimits, its cgroup).  A mechanism the evidence does not confirm makes
  * that limit unavailable. */
+/* RLIMIT_CORE 1 keeps core dumps from files and from a pipe helper, not
+ * from a socket one (core_pattern "@path", Linux 6.16): that is said. */
+static void warn_core_socket(json_t *b) {
+    _cleanup_free_ char *cp = NULL;
+    size_t len = 0;
+    if (read_file_at(AT_FDCWD, "/proc/sys/kernel/core_pattern", 4096, &cp, &len) < 0 || len == 0 || cp[0] != '@')
+        return;
+    cp[strcspn(cp, "\n")] = '\0';
+    char w[512];
+    snprintf(w, sizeof w,
+             "kernel.core_pattern sends core dumps to a host socket (%.300s): the sandbox's core limit cannot stop "
+             "that, so a crash inside hands the crashed process's memory to that socket's listener",
+             cp);
+    bundle_add_warning(b, w);
+    fprintf(stderr, "pvisor run: warning: %s\n", w);
+}
+
 static void record_resources(struct run_context *ctx, const struct sandbox *sb, const json_t *ev, bool user_ns) {
     json_t *b = ctx->bundle;
     const struct run_limits *req = &ctx->opts->limits;
+    warn_core_socket(b);
     json_t *evidence =
         json_pack("{s:b, s:O?}", "user_namespace_differs", user_ns, "rlimits_inside", json_object_get(ev, "rlimits"));
     if (!policy_has_limits(req)) {

@@ -211,7 +211,12 @@ resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 os.abort()' >/dev/null 2>&1
     "$PVISOR" run -- python3 -c 'import os; os.abort()' >/dev/null 2>&1
     i=0; while ! grep -q . "$T/cores.log" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
+    # a socket helper ("@path", Linux 6.16) ignores every limit: the run says so
+    echo "@$T/core.sock" > /proc/sys/kernel/core_pattern
+    out=$("$PVISOR" run --safe --stage "$S" --workspace "$W" -- true 2>&1)
     cat "$T/core_pattern.old" > /proc/sys/kernel/core_pattern
+    eq "$(echo "$out" | grep -c 'sends core dumps to a host socket'):$(jq '[.warnings[] | select(test("host socket"))] | length' "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json")" \
+        "1:1" "--safe under a core_pattern that is a socket: the run warns that no limit stops it"
     eq "$(grep -c . "$T/cores.log" 2>/dev/null)" 1 \
         "--safe: a crash reaches no host core-dump helper (limit 1, and the command cannot lower it); the control's does"
 else
