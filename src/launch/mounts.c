@@ -17,6 +17,7 @@
 #include "util/cleanup.h"
 #include "util/util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/mount.h>
@@ -230,6 +231,63 @@ static int attach(const char *root, const struct plan_mount *m, struct source *s
     return -EINVAL;
 }
 
+/* Cover dirfd/rel (a regular file) with the empty read-only file at
+ * empty, attached to that exact object. */
+static int cover_file_at(int dirfd, const char *rel, const char *empty) {
+    _cleanup_close_ int t = openat(dirfd, rel, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    if (t < 0)
+        return errno == ENOENT ? 0 : -errno;
+    _cleanup_close_ int cover = sys_open_tree(AT_FDCWD, empty, OPEN_TREE_CLONE | AT_SYMLINK_NOFOLLOW | O_CLOEXEC);
+    struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC};
+    if (cover < 0 || sys_mount_setattr(cover, "", AT_EMPTY_PATH, &ro) < 0 ||
+        sys_move_mount(cover, "", t, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+        return -errno;
+    return 0;
+}
+
+/* Run by root, the command is uid 0 and owns the fresh /proc's root-only
+ * files: slabinfo, pagetypeinfo, vmallocinfo, timer_list (kernel heap
+ * layout and timers an exploit wants), a few sysctls (the usermode
+ * helper's capability sets, cad_pid, the ASLR entropy).  Each is covered
+ * with an empty read-only file, as container runtimes mask them.  The
+ * top level is read as the kernel has it; /proc/sys by a fixed list (the
+ * network sysctls are this run's own namespace's). */
+static int cover_root_only_proc(const char *root, const char **ret_step) {
+    static const char *const sys[] = {"sys/kernel/cad_pid", "sys/kernel/usermodehelper/bset",
+                                      "sys/kernel/usermodehelper/inheritable", "sys/vm/mmap_rnd_bits",
+                                      "sys/vm/mmap_rnd_compat_bits"};
+    _cleanup_free_ char *procdir = path_join(root, "/proc");
+    _cleanup_free_ char *empty = path_join(root, "/.pvisor-empty");
+    if (!procdir || !empty)
+        return -ENOMEM;
+    int fd = open(empty, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0444);
+    if (fd < 0)
+        return *ret_step = "creating the empty file that hides files", -errno;
+    close(fd);
+    _cleanup_close_ int pfd = open(procdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    _cleanup_closedir_ DIR *d = NULL;
+    int r = pfd < 0 ? -errno : dup_opendir(pfd, &d);
+    if (r < 0)
+        return *ret_step = "reading /proc", r;
+    struct dirent *de;
+    *ret_step = "covering a root-only file of /proc";
+    while ((de = readdir_no_dots(d))) {
+        struct stat st;
+        if (de->d_name[0] >= '0' && de->d_name[0] <= '9')
+            continue; /* processes */
+        if (fstatat(pfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) && (st.st_mode & S_IRUSR) &&
+            !(st.st_mode & S_IROTH) && (r = cover_file_at(pfd, de->d_name, empty)) < 0)
+            return r;
+    }
+    for (size_t i = 0; i < ARRAY_SIZE(sys); i++) {
+        struct stat st;
+        if (fstatat(pfd, sys[i], &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) && !(st.st_mode & S_IROTH) &&
+            (r = cover_file_at(pfd, sys[i], empty)) < 0)
+            return r;
+    }
+    return 0;
+}
+
 static int setup_dev(const char *root, const char **ret_step) {
     _cleanup_free_ char *pts = path_join(root, "/dev/pts");
     _cleanup_free_ char *shm = path_join(root, "/dev/shm");
@@ -300,6 +358,8 @@ int launch_build_root(const struct launch_plan *p, const char **ret_step) {
         r = -errno;
         goto out;
     }
+    if (p->uid == 0 && (r = cover_root_only_proc(NEWROOT, ret_step)) < 0)
+        goto out;
 
     /* 5. Enter it: pivot_root(".", ".") stacks the old root under the new
      * one; detaching it leaves nothing of the host tree reachable. */

@@ -106,6 +106,12 @@ if [ "$(id -u)" -eq 0 ] && [ -f /etc/shadow ] && [ "$(( $(stat -c %#a /etc/shado
     eq "$(jq -r '.dimensions.reads | "\(.effective) \(.evidence.as_root) \(.evidence.idmapped_projections > 0)"' \
         "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json")" "enforced true true" \
         "as root: the Bundle records the idmapped projections"
+    # /proc is the run's own, but its root-only files are the kernel's
+    # (slabinfo: heap layout; the usermode helper's capability sets): covered
+    rd='for f in /proc/slabinfo /proc/timer_list /proc/sys/kernel/usermodehelper/bset; do head -c 8 $f 2>/dev/null | wc -c; done'
+    eq "$("$PVISOR" run -- sh -c "$rd" | tr '\n' ' ')" "8 8 8 " "control: root reads /proc's root-only files"
+    eq "$("$PVISOR" run --safe --stage "$S" --workspace "$W" -- sh -c "$rd" | tr '\n' ' ')" "0 0 0 " \
+        "--safe as root: /proc's root-only files read empty (covered)"
     # HOME=/ holds the system's directories: they are idmapped all the same
     out=$(HOME=/ "$PVISOR" run --safe --strict --stage "$S" --workspace "$W" -- sh -c 'head -c1 /etc/shadow || echo shadow-closed' 2>&1)
     eq "$?:$(echo "$out" | grep -c shadow-closed)" "0:1" "as root with HOME=/, /etc/shadow stays unreadable"
