@@ -443,7 +443,7 @@ static int resolve_credentials(const char *home, struct sandbox *sb) {
  * when HOME is inside the workspace (the workspace is that view already). */
 static int prepare_home_view(struct run_context *ctx, const char *home, struct sandbox *sb) {
     struct stat st;
-    if (strcmp(home, "/") == 0 || path_within(home, ctx->workspace) || stat(home, &st) < 0 || !S_ISDIR(st.st_mode))
+    if (plan_home_is_system(home) || path_within(home, ctx->workspace) || stat(home, &st) < 0 || !S_ISDIR(st.st_mode))
         return 0;
     sb->home_view = path_join(ctx->run_dir, "home-view");
     sb->home_stage_path = path_join(ctx->run_dir, "home-stage");

@@ -14,6 +14,7 @@
  */
 #include "launch/launch.h"
 #include "policy/plan.h"
+#include "policy/plan_build.h"
 #include "util/cleanup.h"
 #include "util/util.h"
 
@@ -97,7 +98,7 @@ int launch_idmap_projections(struct launch_plan *p, const char *home, int *ret_f
     int ns = -1, ns_err = 0;
     /* HOME's toolchains are exempt, unless HOME holds the system's own
      * directories (HOME=/, say) */
-    bool exempt_home = home && strcmp(home, "/") != 0 && !path_within("/etc", home) && !path_within("/usr", home);
+    bool exempt_home = home && !plan_home_is_system(home);
     why[0] = '\0';
     for (size_t i = 0; i < p->n_mounts; i++) {
         struct plan_mount *m = &p->mounts[i];

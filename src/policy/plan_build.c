@@ -120,6 +120,15 @@ static const char *const env_allow[] = {"PATH",
                                         "LC_TELEPHONE",
                                         NULL};
 
+bool plan_home_is_system(const char *home) {
+    if (!home || strcmp(home, "/") == 0)
+        return true;
+    for (size_t i = 0; i < sizeof runtime_roots / sizeof runtime_roots[0]; i++)
+        if (path_within(home, runtime_roots[i]) || path_within(runtime_roots[i], home))
+            return true;
+    return false;
+}
+
 bool plan_is_credential_path(const char *rel) {
     for (const char *const *c = plan_credential_paths; *c; c++)
         if (path_within(rel, *c))

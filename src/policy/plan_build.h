@@ -58,6 +58,11 @@ extern const char *const plan_home_config_files[];
 /* True when rel (relative to HOME, normalised) is or is inside a credential
  * location. */
 bool plan_is_credential_path(const char *rel);
+/* Is home "/", inside one of the projected system directories (/usr, /etc,
+ * /bin, /sbin, /lib*) or a parent of one?  Such a HOME gets no view of its
+ * own (it would show the system's files as the host has them, over their
+ * read-only, for root idmapped, projections). */
+bool plan_home_is_system(const char *home);
 
 /* Top-level directory under HOME that a runtime path belongs to, or NULL
  * when it should not be projected whole (credential dirs, .local, .config,

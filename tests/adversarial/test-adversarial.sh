@@ -112,9 +112,12 @@ if [ "$(id -u)" -eq 0 ] && [ -f /etc/shadow ] && [ "$(( $(stat -c %#a /etc/shado
     eq "$("$PVISOR" run -- sh -c "$rd" | tr '\n' ' ')" "8 8 8 " "control: root reads /proc's root-only files"
     eq "$("$PVISOR" run --safe --stage "$S" --workspace "$W" -- sh -c "$rd" | tr '\n' ' ')" "0 0 0 " \
         "--safe as root: /proc's root-only files read empty (covered)"
-    # HOME=/ holds the system's directories: they are idmapped all the same
-    out=$(HOME=/ "$PVISOR" run --safe --strict --stage "$S" --workspace "$W" -- sh -c 'head -c1 /etc/shadow || echo shadow-closed' 2>&1)
-    eq "$?:$(echo "$out" | grep -c shadow-closed)" "0:1" "as root with HOME=/, /etc/shadow stays unreadable"
+    # A HOME that is, holds or lies in a system directory gets no view of its
+    # own (it would show the files with their real owners): still idmapped
+    for h in / /etc /etc/security /usr; do
+        out=$(HOME=$h "$PVISOR" run --safe --strict --stage "$S" --workspace "$W" -- sh -c 'head -c1 /etc/shadow || echo shadow-closed' 2>&1)
+        eq "$?:$(echo "$out" | grep -c shadow-closed)" "0:1" "as root with HOME=$h, /etc/shadow stays unreadable"
+    done
     # A toolchain on a file system without idmapped mounts (ramfs): the run
     # goes on, says so (stderr, Bundle), reads are partial, --strict refuses.
     mkdir -p "$T/ramfs"

@@ -22,6 +22,12 @@ static const char *env(const struct launch_plan *p, const char *name) {
 }
 
 int main(void) {
+    ok(plan_home_is_system("/") && plan_home_is_system("/etc") && plan_home_is_system("/etc/security") &&
+           plan_home_is_system("/usr/local") && plan_home_is_system(NULL),
+       "a HOME that is /, or in a projected system directory, is the system's");
+    ok(!plan_home_is_system("/root") && !plan_home_is_system("/home/u") && !plan_home_is_system("/etcetera") &&
+           !plan_home_is_system("/var"),
+       "a HOME of one's own (or /var, /etcetera) is not");
     ok(plan_path_ok("/a/b") && plan_path_ok("/"), "normalised absolute paths accepted");
     ok(!plan_path_ok("a/b") && !plan_path_ok("/a/../b") && !plan_path_ok("/a//b") && !plan_path_ok("/a/") &&
            !plan_path_ok("/a/./b") && !plan_path_ok(NULL),
