@@ -36,7 +36,7 @@ static int remove_entry(int dir_fd, const char *name) {
      * (remove_tree_contents makes them 0700), nested deeper than review
      * and apply go: a drop removes any of it */
     _cleanup_close_ int sub = openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (sub < 0 && errno == EACCES && fchmodat(dir_fd, name, 0700, AT_SYMLINK_NOFOLLOW) == 0)
+    if (sub < 0 && errno == EACCES && chmod_nofollow_at(dir_fd, name, 0700) == 0)
         sub = openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (sub < 0)
         return -errno;

@@ -411,6 +411,26 @@ static int rm_scan(int fd, struct rm_level *l) {
 
 /* Open the subdirectory name of fd to remove it (made readable and
  * searchable by its owner when it is not). */
+int chmod_nofollow_at(int dirfd, const char *name, mode_t mode) {
+#ifndef SYS_fchmodat2
+#define SYS_fchmodat2 452
+#endif
+    /* fchmodat2 (Linux 6.6) refuses a symlink itself (EOPNOTSUPP); glibc's
+     * emulation needs /proc, which a caller may lack: without the call, a
+     * check that name is no symlink first (callers hold the lock that
+     * keeps others from swapping it meanwhile) */
+    if (syscall(SYS_fchmodat2, dirfd, name, mode, AT_SYMLINK_NOFOLLOW) == 0)
+        return 0;
+    if (errno != ENOSYS)
+        return -errno;
+    struct stat st;
+    if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return -errno;
+    if (S_ISLNK(st.st_mode))
+        return -EOPNOTSUPP;
+    return fchmodat(dirfd, name, mode, 0) < 0 ? -errno : 0;
+}
+
 /* The mount a descriptor is on (statx STATX_MNT_ID, Linux 5.8), or 0. */
 static uint64_t mount_id(int fd) {
     struct statx sx;
@@ -422,7 +442,7 @@ static uint64_t mount_id(int fd) {
 static int rm_open_sub(int fd, const char *name, uint64_t mnt) {
     int sub = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     /* never through a symlink swapped in meanwhile */
-    if (sub < 0 && errno == EACCES && fchmodat(fd, name, 0700, AT_SYMLINK_NOFOLLOW) == 0)
+    if (sub < 0 && errno == EACCES && chmod_nofollow_at(fd, name, 0700) == 0)
         sub = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (sub < 0)
         return -errno;

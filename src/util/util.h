@@ -71,6 +71,10 @@ int dup_opendir(int dir_fd, DIR **ret_dir);
  * contents are left alone). */
 int remove_tree_contents(int dir_fd, unsigned max_depth);
 
+/* chmod of dirfd/name, never through a symlink there (-EOPNOTSUPP for
+ * one); works without /proc. */
+int chmod_nofollow_at(int dirfd, const char *name, mode_t mode);
+
 /* Remove dir_fd/name and, if it is a directory, everything below it. */
 int remove_tree_at(int dir_fd, const char *name, unsigned max_depth);
 
