@@ -250,12 +250,20 @@ static int cover_file_at(int dirfd, const char *rel, const char *empty) {
  * layout and timers an exploit wants), a few sysctls (the usermode
  * helper's capability sets, cad_pid, the ASLR entropy).  Each is covered
  * with an empty read-only file, as container runtimes mask them.  The
- * top level is read as the kernel has it; /proc/sys by a fixed list (the
- * network sysctls are this run's own namespace's). */
+ * top level is read as the kernel has it; /proc/sys by a fixed list (with
+ * the network sysctls that hold secrets, which are the host's when the
+ * network is not unshared). */
 static int cover_root_only_proc(const char *root, const char **ret_step) {
-    static const char *const sys[] = {"sys/kernel/cad_pid", "sys/kernel/usermodehelper/bset",
-                                      "sys/kernel/usermodehelper/inheritable", "sys/vm/mmap_rnd_bits",
-                                      "sys/vm/mmap_rnd_compat_bits"};
+    static const char *const sys[] = {"sys/kernel/cad_pid",
+                                      "sys/kernel/usermodehelper/bset",
+                                      "sys/kernel/usermodehelper/inheritable",
+                                      "sys/vm/mmap_rnd_bits",
+                                      "sys/vm/mmap_rnd_compat_bits",
+                                      "sys/vm/stat_refresh",
+                                      "sys/net/ipv4/tcp_fastopen_key",
+                                      "sys/net/core/bpf_jit_harden",
+                                      "sys/net/core/bpf_jit_kallsyms",
+                                      "sys/net/core/bpf_jit_limit"};
     _cleanup_free_ char *procdir = path_join(root, "/proc");
     _cleanup_free_ char *empty = path_join(root, "/.pvisor-empty");
     if (!procdir || !empty)
@@ -285,6 +293,19 @@ static int cover_root_only_proc(const char *root, const char **ret_step) {
             (r = cover_file_at(pfd, sys[i], empty)) < 0)
             return r;
     }
+    /* each interface's IPv6 address-generation secret (the host's when the
+     * network is not unshared) */
+    _cleanup_close_ int conf = openat(pfd, "sys/net/ipv6/conf", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    _cleanup_closedir_ DIR *cd = NULL;
+    if (conf >= 0 && dup_opendir(conf, &cd) == 0)
+        while ((de = readdir_no_dots(cd))) {
+            char rel[300];
+            struct stat st;
+            snprintf(rel, sizeof rel, "%s/stable_secret", de->d_name);
+            if (fstatat(conf, rel, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) && !(st.st_mode & S_IROTH) &&
+                (r = cover_file_at(conf, rel, empty)) < 0)
+                return r;
+        }
     return 0;
 }
 

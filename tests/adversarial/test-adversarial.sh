@@ -108,10 +108,12 @@ if [ "$(id -u)" -eq 0 ] && [ -f /etc/shadow ] && [ "$(( $(stat -c %#a /etc/shado
         "as root: the Bundle records the idmapped projections"
     # /proc is the run's own, but its root-only files are the kernel's
     # (slabinfo: heap layout; the usermode helper's capability sets): covered
-    rd='for f in /proc/slabinfo /proc/timer_list /proc/sys/kernel/usermodehelper/bset; do head -c 8 $f 2>/dev/null | wc -c; done'
-    eq "$("$PVISOR" run -- sh -c "$rd" | tr '\n' ' ')" "8 8 8 " "control: root reads /proc's root-only files"
-    eq "$("$PVISOR" run --safe --stage "$S" --workspace "$W" -- sh -c "$rd" | tr '\n' ' ')" "0 0 0 " \
+    rd='for f in /proc/slabinfo /proc/timer_list /proc/sys/kernel/usermodehelper/bset /proc/sys/net/ipv4/tcp_fastopen_key; do head -c 8 $f 2>/dev/null | wc -c; done'
+    eq "$("$PVISOR" run -- sh -c "$rd" | tr '\n' ' ')" "8 8 8 8 " "control: root reads /proc's root-only files"
+    eq "$("$PVISOR" run --safe --stage "$S" --workspace "$W" -- sh -c "$rd" | tr '\n' ' ')" "0 0 0 0 " \
         "--safe as root: /proc's root-only files read empty (covered)"
+    eq "$("$PVISOR" run --filesystem sandbox --stage "$S" --workspace "$W" -- sh -c "$rd" | tr '\n' ' ')" "0 0 0 0 " \
+        "--filesystem sandbox as root (the host's network sysctls): the same"
     # A HOME that is, holds or lies in a system directory gets no view of its
     # own (it would show the files with their real owners): still idmapped
     for h in / /etc /etc/security /usr; do
