@@ -1,5 +1,6 @@
 /* cmd_list.c: `pvisor list [--json]`: recorded runs, newest first. */
 #include "cli/cli.h"
+#include "util/util.h"
 #include "cli/runs.h"
 #include "util/cleanup.h"
 
@@ -20,17 +21,29 @@ static json_t *summary(const char *id, const json_t *b) {
                      stage_state ? json_string(stage_state) : json_null());
 }
 
-/* The command on one line: control characters shown as spaces, long
- * commands cut at 72 columns (the full argv is in `list --json`). */
+/* The command on one line: what a terminal would act on escaped
+ * (term_escape), long commands cut at 72 bytes, never inside a character
+ * or an escape (the full argv is in `list --json`). */
 static void print_command(const json_t *cmd) {
     size_t k, col = 0;
     json_t *v;
     json_array_foreach(cmd, k, v) {
-        const char *a = json_string_value(v);
-        for (const char *p = " "; *p && col < 72; p++, col++)
-            putchar(*p);
-        for (; a && *a && col < 72; a++, col++)
-            putchar((unsigned char)*a < 0x20 || *a == 0x7f ? ' ' : *a);
+        char *e = json_string_value(v) ? term_escape(json_string_value(v)) : NULL;
+        const unsigned char *a = (const unsigned char *)(e ? e : "");
+        if (col < 72)
+            putchar(' '), col++;
+        for (size_t i = 0, n = strlen((const char *)a); i < n && col < 72;) {
+            bool unsafe;
+            size_t l = a[i] == '\\' ? 4 : term_char(a + i, n - i, &unsafe); /* an escape: \xNN */
+            if (col + l > 72) {
+                col = 72;
+                break;
+            }
+            fwrite(a + i, 1, l, stdout);
+            i += l;
+            col += l;
+        }
+        free(e);
     }
     if (col >= 72)
         fputs("...", stdout);

@@ -2,6 +2,7 @@
  * person (the Safety boundary table) or as the Bundle JSON itself.
  * `--review [RUN|STAGE]`: the stage's changes (cmd_review.c). */
 #include "cli/cli.h"
+#include "util/util.h"
 #include "cli/runs.h"
 #include "policy/policy.h"
 #include "util/cleanup.h"
@@ -35,7 +36,11 @@ static void print_human(const json_t *b) {
     printf("Command:    ");
     size_t i;
     json_t *v;
-    json_array_foreach(json_object_get(b, "command"), i, v) printf(" %s", json_string_value(v));
+    json_array_foreach(json_object_get(b, "command"), i, v) {
+        char *a = json_string_value(v) ? term_escape(json_string_value(v)) : NULL; /* the caller's argv */
+        printf(" %s", a ? a : "?");
+        free(a);
+    }
     printf("\n");
     printf("Workspace:   %s\n", str(b, "workspace"));
     printf("Started:     %s\n", str(b, "started_at"));

@@ -6,6 +6,7 @@
  * final component) makes the open fail with ELOOP, ".." cannot climb out.
  */
 #include "lifecycle/lc-internal.h"
+#include "util/util.h"
 
 #include <errno.h>
 #include <stdatomic.h>
@@ -529,46 +530,11 @@ int lc_fd_equal(int a, int b) {
 }
 
 size_t lc_term_char(const unsigned char *p, size_t n, bool *ret_unsafe) {
-    unsigned c = p[0];
-    if (c < 0x80) {
-        *ret_unsafe = c < 0x20 || c == 0x7f;
-        return 1;
-    }
-    size_t len = c >= 0xc2 && c <= 0xdf ? 2 : (c & 0xf0) == 0xe0 ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
-    *ret_unsafe = true; /* not UTF-8: one byte (a lone C1 byte acts on an 8-bit terminal) */
-    if (len == 0 || len > n)
-        return 1;
-    uint32_t cp = len == 2 ? c & 0x1f : len == 3 ? c & 0x0f : c & 0x07;
-    for (size_t i = 1; i < len; i++) {
-        if ((p[i] & 0xc0) != 0x80)
-            return 1;
-        cp = (cp << 6) | (p[i] & 0x3f);
-    }
-    if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
-        return 1;
-    *ret_unsafe = cp <= 0x9f || (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
-    return len;
+    return term_char(p, n, ret_unsafe);
 }
 
 char *lc_display_name(const char *s) {
-    size_t n = strlen(s);
-    char *out = malloc(4 * n + 1);
-    if (!out)
-        return NULL;
-    char *o = out;
-    const unsigned char *p = (const unsigned char *)s;
-    for (size_t i = 0; i < n;) {
-        bool unsafe;
-        size_t l = lc_term_char(p + i, n - i, &unsafe);
-        for (size_t k = 0; k < l; k++, i++) {
-            if (unsafe || p[i] == '\\')
-                o += sprintf(o, "\\x%02x", p[i]);
-            else
-                *o++ = (char)p[i];
-        }
-    }
-    *o = '\0';
-    return out;
+    return term_escape(s);
 }
 
 bool lc_utf8_valid(const char *s) {

@@ -250,11 +250,7 @@ bool lc_path_valid(const char *path);
 int lc_sha256_fd(int fd, unsigned char ret_sha[32]);
 /* A name made safe for a terminal: control bytes and '\\' as \\xNN (malloc'd). */
 char *lc_display_name(const char *s);
-/* The length of the character at p (n > 0 bytes left), and whether a
- * terminal acts on it: C0 controls, DEL, the C1 controls (U+0080-U+009F,
- * CSI among them), the bidirectional overrides and isolates (U+202A-E,
- * U+2066-9), a byte that is not UTF-8 (1).  lc_display_name prints such
- * characters as \xNN, byte by byte. */
+/* term_char (util.h). */
 size_t lc_term_char(const unsigned char *p, size_t n, bool *ret_unsafe);
 /* Strict UTF-8: what jansson accepts (no overlong forms, surrogates or
  * code points past U+10FFFF); names that are not are written as KEY_hex. */

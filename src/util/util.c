@@ -558,3 +558,51 @@ int remove_tree_at(int dir_fd, const char *name, unsigned max_depth) {
         return r;
     return unlinkat(dir_fd, name, AT_REMOVEDIR) < 0 && errno != ENOENT ? -errno : 0;
 }
+
+size_t term_char(const unsigned char *p, size_t n, bool *ret_unsafe) {
+    unsigned c = p[0];
+    if (c < 0x80) {
+        *ret_unsafe = c < 0x20 || c == 0x7f;
+        return 1;
+    }
+    size_t len = c >= 0xc2 && c <= 0xdf ? 2 : (c & 0xf0) == 0xe0 ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+    *ret_unsafe = true; /* not UTF-8: one byte (a lone C1 byte acts on an 8-bit terminal) */
+    if (len == 0 || len > n)
+        return 1;
+    uint32_t cp = len == 2 ? c & 0x1f : len == 3 ? c & 0x0f : c & 0x07;
+    for (size_t i = 1; i < len; i++) {
+        if ((p[i] & 0xc0) != 0x80)
+            return 1;
+        cp = (cp << 6) | (p[i] & 0x3f);
+    }
+    if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+        return 1;
+    /* C1 controls; the Arabic letter mark; zero-width characters and the
+     * left-to-right/right-to-left marks; line and paragraph separators,
+     * bidirectional embeddings and overrides; the invisible operators and
+     * bidirectional isolates; the byte order mark (zero-width no-break) */
+    *ret_unsafe = cp <= 0x9f || cp == 0x61c || (cp >= 0x200b && cp <= 0x200f) || (cp >= 0x2028 && cp <= 0x202e) ||
+                  (cp >= 0x2060 && cp <= 0x2069) || cp == 0xfeff;
+    return len;
+}
+
+char *term_escape(const char *s) {
+    size_t n = strlen(s);
+    char *out = malloc(4 * n + 1);
+    if (!out)
+        return NULL;
+    char *o = out;
+    const unsigned char *p = (const unsigned char *)s;
+    for (size_t i = 0; i < n;) {
+        bool unsafe;
+        size_t l = term_char(p + i, n - i, &unsafe);
+        for (size_t k = 0; k < l; k++, i++) {
+            if (unsafe || p[i] == '\\')
+                o += sprintf(o, "\\x%02x", p[i]);
+            else
+                *o++ = (char)p[i];
+        }
+    }
+    *o = '\0';
+    return out;
+}

@@ -75,6 +75,16 @@ int remove_tree_contents(int dir_fd, unsigned max_depth);
  * one); works without /proc. */
 int chmod_nofollow_at(int dirfd, const char *name, mode_t mode);
 
+/* The length of the character at p (n > 0 bytes left), and whether a
+ * terminal acts on it or shows nothing for it: C0 controls, DEL, the C1
+ * controls (U+0080-U+009F, CSI among them), bidirectional marks,
+ * embeddings, overrides and isolates, zero-width and invisible characters,
+ * line and paragraph separators, a byte that is not UTF-8 (1). */
+size_t term_char(const unsigned char *p, size_t n, bool *ret_unsafe);
+/* A copy of s for a terminal: each byte of such a character, and '\',
+ * as \xNN (malloc'd; NULL when out of memory). */
+char *term_escape(const char *s);
+
 /* Remove dir_fd/name and, if it is a directory, everything below it. */
 int remove_tree_at(int dir_fd, const char *name, unsigned max_depth);
 

@@ -132,6 +132,14 @@ n=$("$PVISOR" list --json | jq length)
 eq "$n" "$(run_count)" "list --json has one entry per run"
 eq "$("$PVISOR" list --json | jq -r '.[0].run_id')" "$id" "list is newest first"
 check "list prints a table" sh -c "'$PVISOR' list | head -n1 | grep -q '^RUN'"
+# argv is printed for a terminal: escape sequences (C0, the UTF-8 CSI) and
+# invisible characters as \xNN, in status and in list
+"$PVISOR" run -- true "$(printf 'a\033[2J\007b')" "$(printf 'c\302\23331m')" "$(printf 'z\342\200\213w')" >/dev/null 2>&1
+"$PVISOR" status > st2; "$PVISOR" list | sed -n 2p > ls2
+for f in st2 ls2; do
+    eq "$(LC_ALL=C grep -c "$(printf '\033\|\007\|\302\233\|\342\200\213')" $f):$(grep -c 'a\\x1b\[2J\\x07b c\\xc2\\x9b31m z\\xe2\\x80\\x8bw' $f)" "0:1" \
+        "$(test $f = st2 && echo status || echo list): the command's argv with its escapes and invisible characters as \\xNN"
+done
 
 # --- a running Bundle, and a supervisor killed with -9 ---------------------
 "$PVISOR" run -- sleep 3011 &

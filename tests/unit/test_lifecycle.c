@@ -200,6 +200,10 @@ int main(void) {
         {"a\355\240\200b", "a\\xed\\xa0\\x80b", "a UTF-16 surrogate (not UTF-8) escaped"},
         {"a\340\200\257b", "a\\xe0\\x80\\xafb", "an overlong form escaped"},
         {"\360\237\230\200", "\360\237\230\200", "an emoji stays"},
+        {"a\342\200\213b", "a\\xe2\\x80\\x8bb", "a zero-width space escaped"},
+        {"a\342\200\250b", "a\\xe2\\x80\\xa8b", "a line separator escaped"},
+        {"a\357\273\277b", "a\\xef\\xbb\\xbfb", "a byte order mark escaped"},
+        {"a\330\234b", "a\\xd8\\x9cb", "the Arabic letter mark escaped"},
     };
     for (size_t i = 0; i < sizeof disp / sizeof disp[0]; i++) {
         char *d = lc_display_name(disp[i].in);
