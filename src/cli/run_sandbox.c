@@ -664,6 +664,7 @@ int sandbox_prepare(struct run_context *ctx, const struct agent_hooks *hooks, st
     /* As root the command would own root's files in the projections: they
      * are idmapped (idmap.c), while we are in the initial user namespace. */
     sb.as_root = getuid() == 0;
+    sb.home_system = home && plan_home_is_system(home);
     if (sb.as_root) {
         int n = launch_idmap_projections(&sb.plan, home, &sb.idmap_failed, sb.idmap_why, sizeof sb.idmap_why);
         if (n > 0 && !(sb.keep = calloc((size_t)n, sizeof *sb.keep))) {
@@ -1084,10 +1085,13 @@ void sandbox_record(struct run_context *ctx, const struct sandbox *sb) {
     bundle_set_json(b, "sandbox_evidence", json_deep_copy(ev));
     const char *fsmech = "synthetic root (tmpfs + read-only projections, pivot_root) + Landlock + no capabilities";
 #define EVID(...) json_pack(__VA_ARGS__)
-    bundle_set_dimension(b, DIM_HOST_WRITES, fs_ok ? LEVEL_ENFORCED : LEVEL_UNAVAILABLE, fsmech,
-                         EVID("{s:b, s:i, s:b, s:b}", "mount_namespace_differs", mnt, "landlock_abi", abi,
-                              "no_new_privs", nnp, "capabilities_empty", no_caps),
-                         "writable: the staged workspace, a private /tmp and an empty HOME (both discarded at exit)");
+    bundle_set_dimension(
+        b, DIM_HOST_WRITES, fs_ok ? LEVEL_ENFORCED : LEVEL_UNAVAILABLE, fsmech,
+        EVID("{s:b, s:i, s:b, s:b}", "mount_namespace_differs", mnt, "landlock_abi", abi, "no_new_privs", nnp,
+             "capabilities_empty", no_caps),
+        sb->home_system ? "writable: the staged workspace and a private /tmp (discarded at exit); HOME, a system "
+                          "directory, is read-only"
+                        : "writable: the staged workspace, a private /tmp and an empty HOME (both discarded at exit)");
     /* As root the command is uid 0 without capabilities: only idmapped
      * projections keep root-only files (/etc/shadow) from it (idmap.c). */
     char idnote[512] = "";
@@ -1125,7 +1129,10 @@ void sandbox_record(struct run_context *ctx, const struct sandbox *sb) {
     bundle_set_dimension(b, DIM_HOME_CREDENTIALS, fs_ok ? LEVEL_ENFORCED : LEVEL_UNAVAILABLE,
                          view ? "copy-on-write view of HOME with every credential location absent (masked by its "
                                 "server; mounts below symlinked parents); environment reduced to an allowlist"
-                              : "empty private HOME + allowlisted config files; environment reduced to an allowlist",
+                         : sb->home_system
+                             ? "HOME is a system directory: shown read-only as projected, its credential locations "
+                               "covered; environment reduced to an allowlist"
+                             : "empty private HOME + allowlisted config files; environment reduced to an allowlist",
                          EVID("{s:b, s:b, s:i, s:i}", "mount_namespace_differs", mnt, "home_view", view,
                               "credential_masks", (int)sb->n_home_mask, "credential_mounts", (int)sb->n_home_hide),
                          "HOME writes are discarded at exit; --pass-env hands chosen variables over");

@@ -30,6 +30,7 @@ struct sandbox {
     int *keep;
     int n_keep;
     bool as_root;     /* pvisor was run by root (getuid() before any namespace) */
+    bool home_system; /* HOME is, holds or lies in a system directory (plan_home_is_system) */
     int idmap_failed; /* projections left plain binds */
     char idmap_why[256];
     json_t *report;               /* the launcher's report, once read */

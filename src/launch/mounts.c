@@ -184,7 +184,12 @@ static int attach(const char *root, const struct plan_mount *m, struct source *s
         struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
         _cleanup_close_ int tfd = (int)syscall(SYS_openat2, rootfd, m->path[1] ? m->path + 1 : ".", &how, sizeof how);
         if (tfd < 0)
-            return errno == ENOENT || errno == ENOTDIR ? 0 : (*ret_step = "resolving a path to hide", -errno);
+            /* EACCES: a directory on the way that we may not search (as
+             * root, an idmapped one of root's): the command, with fewer
+             * rights, cannot reach it either */
+            return errno == ENOENT || errno == ENOTDIR || errno == EACCES
+                       ? 0
+                       : (*ret_step = "resolving a path to hide", -errno);
         struct stat st;
         if (fstat(tfd, &st) < 0)
             return *ret_step = "stat of a path to hide", -errno;
@@ -245,6 +250,29 @@ static int cover_file_at(int dirfd, const char *rel, const char *empty) {
     return 0;
 }
 
+/* Cover the directory dirfd/rel with an empty read-only tmpfs. */
+static int cover_dir_at(int dirfd, const char *rel) {
+    _cleanup_close_ int t = openat(dirfd, rel, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
+    if (t < 0)
+        return errno == ENOENT ? 0 : -errno;
+    _cleanup_close_ int cover = -1;
+    int fs = (int)syscall(SYS_fsopen, "tmpfs", FSOPEN_CLOEXEC);
+    if (fs >= 0 && syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "mode", "0555", 0) == 0 &&
+        syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "size", "4096", 0) == 0 &&
+        syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) == 0)
+        cover = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC, 0);
+    int e = errno;
+    if (fs >= 0)
+        close(fs);
+    if (cover < 0)
+        return -e;
+    struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC};
+    if (sys_mount_setattr(cover, "", AT_EMPTY_PATH, &ro) < 0 ||
+        sys_move_mount(cover, "", t, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+        return -errno;
+    return 0;
+}
+
 /* Run by root, the command is uid 0 and owns the fresh /proc's root-only
  * files: slabinfo, pagetypeinfo, vmallocinfo, timer_list (kernel heap
  * layout and timers an exploit wants), a few sysctls (the usermode
@@ -253,7 +281,7 @@ static int cover_file_at(int dirfd, const char *rel, const char *empty) {
  * top level is read as the kernel has it; /proc/sys by a fixed list (with
  * the network sysctls that hold secrets, which are the host's when the
  * network is not unshared). */
-static int cover_root_only_proc(const char *root, const char **ret_step) {
+static int cover_root_only_proc(const char *root, bool own_net, const char **ret_step) {
     static const char *const sys[] = {"sys/kernel/cad_pid",
                                       "sys/kernel/usermodehelper/bset",
                                       "sys/kernel/usermodehelper/inheritable",
@@ -283,9 +311,29 @@ static int cover_root_only_proc(const char *root, const char **ret_step) {
         struct stat st;
         if (de->d_name[0] >= '0' && de->d_name[0] <= '9')
             continue; /* processes */
-        if (fstatat(pfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) && (st.st_mode & S_IRUSR) &&
-            !(st.st_mode & S_IROTH) && (r = cover_file_at(pfd, de->d_name, empty)) < 0)
+        if (fstatat(pfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+            continue;
+        if (S_ISREG(st.st_mode) && (st.st_mode & S_IRUSR) && !(st.st_mode & S_IROTH) &&
+            (r = cover_file_at(pfd, de->d_name, empty)) < 0)
             return r;
+        /* a directory, or one below it, that others may not enter
+         * (tty/driver: the serial ports' counters) */
+        if (!S_ISDIR(st.st_mode) || strcmp(de->d_name, "sys") == 0)
+            continue;
+        if (!(st.st_mode & S_IXOTH)) {
+            if ((r = cover_dir_at(pfd, de->d_name)) < 0)
+                return r;
+            continue;
+        }
+        _cleanup_close_ int sub = openat(pfd, de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        _cleanup_closedir_ DIR *sd = NULL;
+        struct dirent *se;
+        if (sub < 0 || dup_opendir(sub, &sd) < 0)
+            continue;
+        while ((se = readdir_no_dots(sd)))
+            if (fstatat(sub, se->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) &&
+                !(st.st_mode & S_IXOTH) && (r = cover_dir_at(sub, se->d_name)) < 0)
+                return r;
     }
     for (size_t i = 0; i < ARRAY_SIZE(sys); i++) {
         struct stat st;
@@ -293,8 +341,10 @@ static int cover_root_only_proc(const char *root, const char **ret_step) {
             (r = cover_file_at(pfd, sys[i], empty)) < 0)
             return r;
     }
-    /* each interface's IPv6 address-generation secret (the host's when the
-     * network is not unshared) */
+    /* each interface's IPv6 address-generation secret; on the host's
+     * network, where interfaces come and go, the whole directory */
+    if (!own_net)
+        return cover_dir_at(pfd, "sys/net/ipv6/conf");
     _cleanup_close_ int conf = openat(pfd, "sys/net/ipv6/conf", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     _cleanup_closedir_ DIR *cd = NULL;
     if (conf >= 0 && dup_opendir(conf, &cd) == 0)
@@ -379,7 +429,7 @@ int launch_build_root(const struct launch_plan *p, const char **ret_step) {
         r = -errno;
         goto out;
     }
-    if (p->uid == 0 && (r = cover_root_only_proc(NEWROOT, ret_step)) < 0)
+    if (p->uid == 0 && (r = cover_root_only_proc(NEWROOT, p->unshare_net, ret_step)) < 0)
         goto out;
 
     /* 5. Enter it: pivot_root(".", ".") stacks the old root under the new

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* Runtime hierarchies projected read-only when they exist. */
 static const char *const runtime_roots[] = {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"};
@@ -300,9 +301,14 @@ int plan_build(const struct plan_inputs *in, struct launch_plan *ret_plan, char 
     if (r >= 0)
         r = plan_add_mount(&p, PLAN_TMPFS, "/tmp", p.tmp_size);
     bool home_view = in->home && in->home_view && strcmp(in->home, "/") != 0;
+    /* A HOME that is, holds or lies in a system directory (HOME=/bin for
+     * Debian's bin user, /etc) gets no tmpfs either: it would hide the
+     * system's files; it is what the projections show, read-only, with its
+     * credential locations covered (below). */
+    bool sys_home = in->home && plan_home_is_system(in->home);
     if (r >= 0 && home_view)
         r = plan_add_mount_from(&p, PLAN_BIND_RW, in->home_view, in->home);
-    else if (r >= 0 && in->home && strcmp(in->home, "/") != 0)
+    else if (r >= 0 && in->home && !sys_home)
         r = plan_add_mount(&p, PLAN_TMPFS, in->home, 256ULL << 20);
     for (size_t i = 0; i < in->n_home_files && r >= 0 && in->home && !home_view; i++) {
         if (plan_is_credential_path(in->home_files[i]))
@@ -382,7 +388,9 @@ int plan_build(const struct plan_inputs *in, struct launch_plan *ret_plan, char 
             for (size_t k = 0; k < in->n_home_hide; k++)
                 in_view = in_view || strcmp(in->home_hide[k], *c) == 0;
         }
-        if (in_ws || in_view)
+        struct stat st;
+        bool in_sys = sys_home && !home_view && lstat(full, &st) == 0; /* only those there: mounts are counted */
+        if (in_ws || in_view || in_sys)
             r = plan_add_mount(&p, PLAN_HIDE, full, 0);
         free(full);
     }

@@ -114,12 +114,24 @@ if [ "$(id -u)" -eq 0 ] && [ -f /etc/shadow ] && [ "$(( $(stat -c %#a /etc/shado
         "--safe as root: /proc's root-only files read empty (covered)"
     eq "$("$PVISOR" run --filesystem sandbox --stage "$S" --workspace "$W" -- sh -c "$rd" | tr '\n' ' ')" "0 0 0 0 " \
         "--filesystem sandbox as root (the host's network sysctls): the same"
+    # a directory only root may enter (tty/driver), and on the host's network
+    # every interface's IPv6 secret, present and to come: covered whole
+    ld='ls /proc/tty/driver | wc -l; ls /proc/sys/net/ipv6/conf | wc -l'
+    eq "$("$PVISOR" run -- sh -c "$ld" | tr '\n' ' ' | sed 's/[1-9][0-9]*/N/g')" "N N " "control: root lists /proc/tty/driver and the IPv6 conf"
+    eq "$("$PVISOR" run --filesystem sandbox --stage "$S" --workspace "$W" -- sh -c "$ld" | tr '\n' ' ')" "0 0 " \
+        "--filesystem sandbox as root: /proc/tty/driver and the host's IPv6 conf are covered"
     # A HOME that is, holds or lies in a system directory gets no view of its
     # own (it would show the files with their real owners): still idmapped
-    for h in / /etc /etc/security /usr; do
+    for h in / /etc /etc/security /usr /bin; do
         out=$(HOME=$h "$PVISOR" run --safe --strict --stage "$S" --workspace "$W" -- sh -c 'head -c1 /etc/shadow || echo shadow-closed' 2>&1)
-        eq "$?:$(echo "$out" | grep -c shadow-closed)" "0:1" "as root with HOME=$h, /etc/shadow stays unreadable"
+        eq "$?:$(echo "$out" | grep -c shadow-closed)" "0:1" "as root with HOME=$h, /etc/shadow stays unreadable (and the run works)"
     done
+    # such a HOME is shown as projected, read-only, with its credential
+    # locations covered: a copy of /etc with keys in it stands in for /etc
+    cp -a /etc "$T/fetc" && mkdir "$T/fetc/.ssh" && echo FAKEKEY > "$T/fetc/.ssh/id_rsa" && chmod 0644 "$T/fetc/.ssh/id_rsa"
+    out=$(unshare -m --propagation private sh -c "mount --bind '$T/fetc' /etc && HOME=/etc '$PVISOR' run --safe --stage '$S' --workspace '$W' -- sh -c 'cat ~/.ssh/id_rsa 2>/dev/null || echo key-hidden; touch ~/x 2>/dev/null || echo home-ro'" 2>&1)
+    eq "$?:$(echo "$out" | tr '\n' ' ')" "0:key-hidden home-ro " "HOME=/etc: its credential locations are covered, HOME is read-only"
+    rm -rf "$T/fetc"
     # A toolchain on a file system without idmapped mounts (ramfs): the run
     # goes on, says so (stderr, Bundle), reads are partial, --strict refuses.
     mkdir -p "$T/ramfs"
