@@ -26,17 +26,21 @@ static json_t *summary(const char *id, const json_t *b) {
  * or an escape (the full argv is in `list --json`). */
 static void print_command(const json_t *cmd) {
     size_t k, col = 0;
+    bool cut = false;
     json_t *v;
     json_array_foreach(cmd, k, v) {
         char *e = json_string_value(v) ? term_escape(json_string_value(v)) : NULL;
         const unsigned char *a = (const unsigned char *)(e ? e : "");
         if (col < 72)
             putchar(' '), col++;
-        for (size_t i = 0, n = strlen((const char *)a); i < n && col < 72;) {
+        else
+            cut = true;
+        for (size_t i = 0, n = strlen((const char *)a); i < n && !cut;) {
             bool unsafe;
             size_t l = a[i] == '\\' ? 4 : term_char(a + i, n - i, &unsafe); /* an escape: \xNN */
             if (col + l > 72) {
                 col = 72;
+                cut = true;
                 break;
             }
             fwrite(a + i, 1, l, stdout);
@@ -45,7 +49,7 @@ static void print_command(const json_t *cmd) {
         }
         free(e);
     }
-    if (col >= 72)
+    if (cut)
         fputs("...", stdout);
     putchar('\n');
 }

@@ -421,13 +421,16 @@ int chmod_nofollow_at(int dirfd, const char *name, mode_t mode) {
      * keeps others from swapping it meanwhile) */
     if (syscall(SYS_fchmodat2, dirfd, name, mode, AT_SYMLINK_NOFOLLOW) == 0)
         return 0;
-    if (errno != ENOSYS)
+    /* a seccomp profile older than the call may answer EPERM for it */
+    if (errno != ENOSYS && errno != EPERM)
         return -errno;
     struct stat st;
     if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
         return -errno;
-    if (S_ISLNK(st.st_mode))
+    if (S_ISLNK(st.st_mode)) {
+        errno = EOPNOTSUPP;
         return -EOPNOTSUPP;
+    }
     return fchmodat(dirfd, name, mode, 0) < 0 ? -errno : 0;
 }
 
@@ -577,12 +580,19 @@ size_t term_char(const unsigned char *p, size_t n, bool *ret_unsafe) {
     }
     if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
         return 1;
-    /* C1 controls; the Arabic letter mark; zero-width characters and the
+    /* C1 controls and the no-break space; the soft hyphen, the combining
+     * grapheme joiner, the Arabic letter mark, the Hangul and Mongolian
+     * fillers and vowel separator; zero-width characters and the
      * left-to-right/right-to-left marks; line and paragraph separators,
-     * bidirectional embeddings and overrides; the invisible operators and
-     * bidirectional isolates; the byte order mark (zero-width no-break) */
-    *ret_unsafe = cp <= 0x9f || cp == 0x61c || (cp >= 0x200b && cp <= 0x200f) || (cp >= 0x2028 && cp <= 0x202e) ||
-                  (cp >= 0x2060 && cp <= 0x2069) || cp == 0xfeff;
+     * bidirectional embeddings and overrides, narrow and medium spaces; the
+     * invisible operators, isolates and deprecated format characters;
+     * variation selectors, the byte order mark, interlinear annotations,
+     * tag characters: what shows nothing, or moves text, on a terminal */
+    *ret_unsafe = cp <= 0xa0 || cp == 0xad || cp == 0x34f || cp == 0x61c || cp == 0x115f || cp == 0x1160 ||
+                  cp == 0x180e || (cp >= 0x200b && cp <= 0x200f) || (cp >= 0x2028 && cp <= 0x202f) ||
+                  (cp >= 0x205f && cp <= 0x206f) || cp == 0x3164 || (cp >= 0xfe00 && cp <= 0xfe0f) || cp == 0xfeff ||
+                  cp == 0xffa0 || (cp >= 0xfff9 && cp <= 0xfffb) || (cp >= 0xe0000 && cp <= 0xe007f) ||
+                  (cp >= 0xe0100 && cp <= 0xe01ef);
     return len;
 }
 

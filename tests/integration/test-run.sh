@@ -136,6 +136,10 @@ check "list prints a table" sh -c "'$PVISOR' list | head -n1 | grep -q '^RUN'"
 # invisible characters as \xNN, in status and in list
 "$PVISOR" run -- true "$(printf 'a\033[2J\007b')" "$(printf 'c\302\23331m')" "$(printf 'z\342\200\213w')" >/dev/null 2>&1
 "$PVISOR" status > st2; "$PVISOR" list | sed -n 2p > ls2
+"$PVISOR" run -- true "$(printf 'x%.0s' $(seq 66))" >/dev/null 2>&1
+eq "$("$PVISOR" list | sed -n 2p | grep -c '\.\.\.$')" 0 "list: a command of exactly 72 bytes is not marked as cut"
+"$PVISOR" run -- true "$(printf 'x%.0s' $(seq 67))" >/dev/null 2>&1
+eq "$("$PVISOR" list | sed -n 2p | grep -c '\.\.\.$')" 1 "list: one byte more is cut, with ..."
 for f in st2 ls2; do
     eq "$(LC_ALL=C grep -c "$(printf '\033\|\007\|\302\233\|\342\200\213')" $f):$(grep -c 'a\\x1b\[2J\\x07b c\\xc2\\x9b31m z\\xe2\\x80\\x8bw' $f)" "0:1" \
         "$(test $f = st2 && echo status || echo list): the command's argv with its escapes and invisible characters as \\xNN"

@@ -204,6 +204,10 @@ int main(void) {
         {"a\342\200\250b", "a\\xe2\\x80\\xa8b", "a line separator escaped"},
         {"a\357\273\277b", "a\\xef\\xbb\\xbfb", "a byte order mark escaped"},
         {"a\330\234b", "a\\xd8\\x9cb", "the Arabic letter mark escaped"},
+        {"setup\363\240\200\240.py", "setup\\xf3\\xa0\\x80\\xa0.py", "a tag character (U+E0020) escaped"},
+        {"a\302\255b", "a\\xc2\\xadb", "a soft hyphen escaped"},
+        {"a\357\270\217b", "a\\xef\\xb8\\x8fb", "a variation selector escaped"},
+        {"\302\240", "\\xc2\\xa0", "a no-break space escaped"},
     };
     for (size_t i = 0; i < sizeof disp / sizeof disp[0]; i++) {
         char *d = lc_display_name(disp[i].in);
