@@ -9,7 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <limits.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -117,6 +122,49 @@ int main(void) {
     ok(hr == 0 && (tohex(d, hex), strcmp(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0") == 0),
        "SHA-256 of a million 'a' in pieces");
     ok(pv_sha256_error()[0] == '\0', "libcrypto loaded (no error)");
+    /* chmod_nofollow_at: a directory's mode, never a symlink's target; also
+     * where a seccomp profile answers EPERM for fchmodat2 (a child with
+     * such a filter) */
+    {
+        char ct[] = "/tmp/pvisor-chmod.XXXXXX";
+        char *cd = mkdtemp(ct);
+        int cfd = cd ? open(cd, O_RDONLY | O_DIRECTORY) : -1;
+        ok(cfd >= 0 && mkdirat(cfd, "d", 0755) == 0 && mkdirat(cfd, "target", 0755) == 0 &&
+               symlinkat("target", cfd, "link") == 0,
+           "chmod scratch");
+        struct stat cst;
+        ok(chmod_nofollow_at(cfd, "d", 0700) == 0 && fstatat(cfd, "d", &cst, 0) == 0 && (cst.st_mode & 07777) == 0700,
+           "chmod_nofollow_at changes a directory's mode");
+        ok(chmod_nofollow_at(cfd, "link", 0700) == -EOPNOTSUPP && fstatat(cfd, "target", &cst, 0) == 0 &&
+               (cst.st_mode & 07777) == 0755,
+           "chmod_nofollow_at refuses a symlink and leaves its target alone");
+        pid_t pid = fork();
+        if (pid == 0) {
+            struct sock_filter f[] = {
+                BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 452, 0, 1),
+                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+            };
+            struct sock_fprog prog = {.len = 4, .filter = f};
+            if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) < 0)
+                _exit(2);
+            struct stat s2;
+            _exit(chmod_nofollow_at(cfd, "d", 0750) == 0 && fstatat(cfd, "d", &s2, 0) == 0 &&
+                          (s2.st_mode & 07777) == 0750 && chmod_nofollow_at(cfd, "link", 0700) == -EOPNOTSUPP
+                      ? 0
+                      : 1);
+        }
+        int wst = -1;
+        waitpid(pid, &wst, 0);
+        ok(WIFEXITED(wst) && WEXITSTATUS(wst) == 0,
+           "chmod_nofollow_at works, and still refuses a symlink, where fchmodat2 is answered with EPERM");
+        if (cfd >= 0) {
+            remove_tree_contents(cfd, UINT_MAX);
+            close(cfd);
+            rmdir(cd);
+        }
+    }
     /* remove_tree_contents: any depth, unreadable directories, never into a mount */
     char tmpl[] = "/tmp/pvisor-rmtree.XXXXXX";
     char *top = mkdtemp(tmpl);
