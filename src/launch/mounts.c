@@ -143,6 +143,39 @@ static int grab_source(const struct plan_mount *m, struct source *s, const char 
     return 0;
 }
 
+/* Attach a cover onto the object tfd names: a directory gets an empty
+ * read-only tmpfs, anything else the empty read-only file root/.pvisor-empty. */
+static int cover_at_fd(int tfd, bool dir, const char *root) {
+    _cleanup_close_ int cover = -1;
+    if (!dir) {
+        _cleanup_free_ char *empty = path_join(root, "/.pvisor-empty");
+        if (!empty)
+            return -ENOMEM;
+        int fd = open(empty, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0444);
+        if (fd < 0)
+            return -errno;
+        close(fd);
+        cover = sys_open_tree(AT_FDCWD, empty, OPEN_TREE_CLONE | AT_SYMLINK_NOFOLLOW | O_CLOEXEC);
+    } else {
+        int fs = (int)syscall(SYS_fsopen, "tmpfs", FSOPEN_CLOEXEC);
+        if (fs >= 0 && syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "mode", "0555", 0) == 0 &&
+            syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "size", "4096", 0) == 0 &&
+            syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) == 0)
+            cover = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC, 0);
+        int e = errno;
+        if (fs >= 0)
+            close(fs);
+        errno = e;
+    }
+    if (cover < 0)
+        return -errno;
+    struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC};
+    if (sys_mount_setattr(cover, "", AT_EMPTY_PATH, &ro) < 0 ||
+        sys_move_mount(cover, "", tfd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+        return -errno;
+    return 0;
+}
+
 static int attach(const char *root, const struct plan_mount *m, struct source *s, const char **ret_step) {
     int r;
     _cleanup_free_ char *target = path_join(root, m->path);
@@ -193,32 +226,8 @@ static int attach(const char *root, const struct plan_mount *m, struct source *s
         struct stat st;
         if (fstat(tfd, &st) < 0)
             return *ret_step = "stat of a path to hide", -errno;
-        _cleanup_close_ int cover = -1;
-        if (!S_ISDIR(st.st_mode)) {
-            _cleanup_free_ char *empty = path_join(root, "/.pvisor-empty");
-            if (!empty)
-                return -ENOMEM;
-            int fd = open(empty, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0444);
-            if (fd < 0)
-                return *ret_step = "creating the empty file that hides files", -errno;
-            close(fd);
-            cover = sys_open_tree(AT_FDCWD, empty, OPEN_TREE_CLONE | AT_SYMLINK_NOFOLLOW | O_CLOEXEC);
-        } else {
-            int fs = (int)syscall(SYS_fsopen, "tmpfs", FSOPEN_CLOEXEC);
-            if (fs >= 0 && syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "mode", "0555", 0) == 0 &&
-                syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "size", "4096", 0) == 0 &&
-                syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) == 0)
-                cover = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC, 0);
-            if (fs >= 0)
-                close(fs);
-        }
-        if (cover < 0)
-            return *ret_step = "making the cover of a hidden path", -errno;
-        struct mount_attr ro = {.attr_set =
-                                    MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC};
-        if (sys_mount_setattr(cover, "", AT_EMPTY_PATH, &ro) < 0 ||
-            sys_move_mount(cover, "", tfd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
-            return *ret_step = "covering a hidden path", -errno;
+        if ((r = cover_at_fd(tfd, S_ISDIR(st.st_mode), root)) < 0)
+            return *ret_step = "covering a hidden path", r;
         return 0;
     }
     case PLAN_TMPFS: {
@@ -236,41 +245,12 @@ static int attach(const char *root, const struct plan_mount *m, struct source *s
     return -EINVAL;
 }
 
-/* Cover dirfd/rel (a regular file) with the empty read-only file at
- * empty, attached to that exact object. */
-static int cover_file_at(int dirfd, const char *rel, const char *empty) {
-    _cleanup_close_ int t = openat(dirfd, rel, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+/* Cover dirfd/rel (never through a symlink there), if it exists. */
+static int cover_rel(int dirfd, const char *rel, bool dir, const char *root) {
+    _cleanup_close_ int t = openat(dirfd, rel, O_PATH | O_NOFOLLOW | O_CLOEXEC | (dir ? O_DIRECTORY : 0));
     if (t < 0)
         return errno == ENOENT ? 0 : -errno;
-    _cleanup_close_ int cover = sys_open_tree(AT_FDCWD, empty, OPEN_TREE_CLONE | AT_SYMLINK_NOFOLLOW | O_CLOEXEC);
-    struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC};
-    if (cover < 0 || sys_mount_setattr(cover, "", AT_EMPTY_PATH, &ro) < 0 ||
-        sys_move_mount(cover, "", t, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
-        return -errno;
-    return 0;
-}
-
-/* Cover the directory dirfd/rel with an empty read-only tmpfs. */
-static int cover_dir_at(int dirfd, const char *rel) {
-    _cleanup_close_ int t = openat(dirfd, rel, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
-    if (t < 0)
-        return errno == ENOENT ? 0 : -errno;
-    _cleanup_close_ int cover = -1;
-    int fs = (int)syscall(SYS_fsopen, "tmpfs", FSOPEN_CLOEXEC);
-    if (fs >= 0 && syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "mode", "0555", 0) == 0 &&
-        syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "size", "4096", 0) == 0 &&
-        syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) == 0)
-        cover = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC, 0);
-    int e = errno;
-    if (fs >= 0)
-        close(fs);
-    if (cover < 0)
-        return -e;
-    struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC};
-    if (sys_mount_setattr(cover, "", AT_EMPTY_PATH, &ro) < 0 ||
-        sys_move_mount(cover, "", t, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
-        return -errno;
-    return 0;
+    return cover_at_fd(t, dir, root);
 }
 
 /* Run by root, the command is uid 0 and owns the fresh /proc's root-only
@@ -293,13 +273,8 @@ static int cover_root_only_proc(const char *root, bool own_net, const char **ret
                                       "sys/net/core/bpf_jit_kallsyms",
                                       "sys/net/core/bpf_jit_limit"};
     _cleanup_free_ char *procdir = path_join(root, "/proc");
-    _cleanup_free_ char *empty = path_join(root, "/.pvisor-empty");
-    if (!procdir || !empty)
+    if (!procdir)
         return -ENOMEM;
-    int fd = open(empty, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0444);
-    if (fd < 0)
-        return *ret_step = "creating the empty file that hides files", -errno;
-    close(fd);
     _cleanup_close_ int pfd = open(procdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     _cleanup_closedir_ DIR *d = NULL;
     int r = pfd < 0 ? -errno : dup_opendir(pfd, &d);
@@ -314,14 +289,14 @@ static int cover_root_only_proc(const char *root, bool own_net, const char **ret
         if (fstatat(pfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
             continue;
         if (S_ISREG(st.st_mode) && (st.st_mode & S_IRUSR) && !(st.st_mode & S_IROTH) &&
-            (r = cover_file_at(pfd, de->d_name, empty)) < 0)
+            (r = cover_rel(pfd, de->d_name, false, root)) < 0)
             return r;
         /* a directory, or one below it, that others may not enter
          * (tty/driver: the serial ports' counters) */
         if (!S_ISDIR(st.st_mode) || strcmp(de->d_name, "sys") == 0)
             continue;
         if (!(st.st_mode & S_IXOTH)) {
-            if ((r = cover_dir_at(pfd, de->d_name)) < 0)
+            if ((r = cover_rel(pfd, de->d_name, true, root)) < 0)
                 return r;
             continue;
         }
@@ -332,19 +307,19 @@ static int cover_root_only_proc(const char *root, bool own_net, const char **ret
             continue;
         while ((se = readdir_no_dots(sd)))
             if (fstatat(sub, se->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) &&
-                !(st.st_mode & S_IXOTH) && (r = cover_dir_at(sub, se->d_name)) < 0)
+                !(st.st_mode & S_IXOTH) && (r = cover_rel(sub, se->d_name, true, root)) < 0)
                 return r;
     }
     for (size_t i = 0; i < ARRAY_SIZE(sys); i++) {
         struct stat st;
         if (fstatat(pfd, sys[i], &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) && !(st.st_mode & S_IROTH) &&
-            (r = cover_file_at(pfd, sys[i], empty)) < 0)
+            (r = cover_rel(pfd, sys[i], false, root)) < 0)
             return r;
     }
     /* each interface's IPv6 address-generation secret; on the host's
      * network, where interfaces come and go, the whole directory */
     if (!own_net)
-        return cover_dir_at(pfd, "sys/net/ipv6/conf");
+        return cover_rel(pfd, "sys/net/ipv6/conf", true, root);
     _cleanup_close_ int conf = openat(pfd, "sys/net/ipv6/conf", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     _cleanup_closedir_ DIR *cd = NULL;
     if (conf >= 0 && dup_opendir(conf, &cd) == 0)
@@ -353,7 +328,7 @@ static int cover_root_only_proc(const char *root, bool own_net, const char **ret
             struct stat st;
             snprintf(rel, sizeof rel, "%s/stable_secret", de->d_name);
             if (fstatat(conf, rel, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) && !(st.st_mode & S_IROTH) &&
-                (r = cover_file_at(conf, rel, empty)) < 0)
+                (r = cover_rel(conf, rel, false, root)) < 0)
                 return r;
         }
     return 0;
