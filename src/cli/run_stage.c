@@ -65,16 +65,6 @@ struct staged {
     int home_error;         /* the HOME view could not be prepared or mounted */
 };
 
-static int write_proc_file(const char *path, const char *text) {
-    _cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    size_t len = strlen(text);
-    if (write(fd, text, len) != (ssize_t)len)
-        return -errno;
-    return 0;
-}
-
 /* A private mount namespace; as non-root, or for a sandbox, inside a new
  * user namespace that maps only our own uid and gid (no /etc/subuid, no
  * setuid helper).  For a sandbox our uid maps to 0 inside, so the launcher
@@ -94,14 +84,14 @@ static int enter_private_namespace(bool sandbox, const char **ret_what) {
             return -errno;
         char map[64];
         *ret_what = "writing the user namespace id maps";
-        int r = write_proc_file("/proc/self/setgroups", "deny");
+        int r = write_string_at(AT_FDCWD, "/proc/self/setgroups", "deny");
         if (r < 0 && r != -ENOENT)
             return r;
         snprintf(map, sizeof map, "%u %u 1\n", sandbox ? 0U : (unsigned)uid, (unsigned)uid);
-        if ((r = write_proc_file("/proc/self/uid_map", map)) < 0)
+        if ((r = write_string_at(AT_FDCWD, "/proc/self/uid_map", map)) < 0)
             return r;
         snprintf(map, sizeof map, "%u %u 1\n", sandbox ? 0U : (unsigned)gid, (unsigned)gid);
-        if ((r = write_proc_file("/proc/self/gid_map", map)) < 0)
+        if ((r = write_string_at(AT_FDCWD, "/proc/self/gid_map", map)) < 0)
             return r;
     }
     *ret_what = "making mounts private";

@@ -187,13 +187,6 @@ struct userns_msg {
 };
 #define USERNS_MSG_MAGIC 0x70765553u /* "pvUS" */
 
-static int write_proc_file(const char *path, const char *data) {
-    _cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    return write_all(fd, data, strlen(data));
-}
-
 /* Runs in the forked child only: no return, _exit() at the end. */
 static void userns_child(int wfd, uid_t euid, gid_t egid) __attribute__((noreturn));
 static void userns_child(int wfd, uid_t euid, gid_t egid) {
@@ -210,21 +203,21 @@ static void userns_child(int wfd, uid_t euid, gid_t egid) {
     }
     /* Unprivileged gid_map writes require setgroups to be denied first; the
      * file is missing only on kernels that predate the rule. */
-    r = write_proc_file("/proc/self/setgroups", "deny");
+    r = write_string_at(AT_FDCWD, "/proc/self/setgroups", "deny");
     if (r < 0 && r != -ENOENT) {
         m.userns_err = -r;
         m.userns_step = USERNS_STEP_SETGROUPS;
         goto out;
     }
     (void)snprintf(map, sizeof map, "0 %u 1\n", (unsigned)euid);
-    r = write_proc_file("/proc/self/uid_map", map);
+    r = write_string_at(AT_FDCWD, "/proc/self/uid_map", map);
     if (r < 0) {
         m.userns_err = -r;
         m.userns_step = USERNS_STEP_UID_MAP;
         goto out;
     }
     (void)snprintf(map, sizeof map, "0 %u 1\n", (unsigned)egid);
-    r = write_proc_file("/proc/self/gid_map", map);
+    r = write_string_at(AT_FDCWD, "/proc/self/gid_map", map);
     if (r < 0) {
         m.userns_err = -r;
         m.userns_step = USERNS_STEP_GID_MAP;

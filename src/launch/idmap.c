@@ -39,14 +39,6 @@
 /* The id that root's files show as (the kernel's overflow id, "nobody"). */
 #define IDMAP_ROOT_AS "65534"
 
-static int write_at(int dfd, const char *name, const char *text) {
-    _cleanup_close_ int fd = openat(dfd, name, O_WRONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    size_t n = strlen(text);
-    return write(fd, text, n) == (ssize_t)n ? 0 : -errno;
-}
-
 /* A user namespace that maps 0 to IDMAP_ROOT_AS, held by a child that
  * made it and waits; its descriptor, or -errno. */
 static int idmap_userns(void) {
@@ -79,8 +71,9 @@ static int idmap_userns(void) {
         char dir[64];
         snprintf(dir, sizeof dir, "/proc/%d", (int)pid);
         _cleanup_close_ int d = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (d < 0 || (r = write_at(d, "uid_map", "0 " IDMAP_ROOT_AS " 1\n")) < 0 ||
-            (r = write_at(d, "setgroups", "deny")) < 0 || (r = write_at(d, "gid_map", "0 " IDMAP_ROOT_AS " 1\n")) < 0)
+        if (d < 0 || (r = write_string_at(d, "uid_map", "0 " IDMAP_ROOT_AS " 1\n")) < 0 ||
+            (r = write_string_at(d, "setgroups", "deny")) < 0 ||
+            (r = write_string_at(d, "gid_map", "0 " IDMAP_ROOT_AS " 1\n")) < 0)
             r = r < 0 ? r : -errno;
         else if ((nsfd = openat(d, "ns/user", O_RDONLY | O_CLOEXEC)) < 0)
             r = -errno;

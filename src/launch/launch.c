@@ -86,14 +86,6 @@ static int read_plan(struct launch_plan *ret) {
     return r;
 }
 
-static int write_file(const char *path, const char *text) {
-    _cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    ssize_t n = write(fd, text, strlen(text));
-    return n == (ssize_t)strlen(text) ? 0 : -errno;
-}
-
 /* Bring up loopback in a fresh network namespace (it starts down). */
 static int loopback_up(void) {
     _cleanup_close_ int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -286,13 +278,13 @@ static _Noreturn void become_command(const struct launch_plan *p) {
         if (unshare(CLONE_NEWUSER) < 0)
             fail("unshare(CLONE_NEWUSER) for the command's ids", errno);
         char map[64];
-        if ((r = write_file("/proc/self/setgroups", "deny")) < 0)
+        if ((r = write_string_at(AT_FDCWD, "/proc/self/setgroups", "deny")) < 0)
             fail("writing setgroups", r);
         snprintf(map, sizeof map, "%u 0 1\n", p->uid);
-        if ((r = write_file("/proc/self/uid_map", map)) < 0)
+        if ((r = write_string_at(AT_FDCWD, "/proc/self/uid_map", map)) < 0)
             fail("writing the command's uid_map", r);
         snprintf(map, sizeof map, "%u 0 1\n", p->gid);
-        if ((r = write_file("/proc/self/gid_map", map)) < 0)
+        if ((r = write_string_at(AT_FDCWD, "/proc/self/gid_map", map)) < 0)
             fail("writing the command's gid_map", r);
     }
     /* After the nested user namespace exists: the kernel counts

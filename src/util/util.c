@@ -320,6 +320,15 @@ int opendir_at(int dir_fd, const char *name, DIR **ret_dir) {
     return fd_opendir(fd, ret_dir);
 }
 
+int write_string_at(int dirfd, const char *path, const char *text) {
+    _cleanup_close_ int fd = openat(dirfd, path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    size_t len = strlen(text);
+    ssize_t n = write(fd, text, len);
+    return n == (ssize_t)len ? 0 : n < 0 ? -errno : -EIO;
+}
+
 int write_all(int fd, const void *buf, size_t len) {
     const char *p = buf;
     while (len > 0) {

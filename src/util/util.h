@@ -97,6 +97,9 @@ int fd_opendir(int fd, DIR **ret_dir);
 
 /* write(2) all of buf, retrying short writes and EINTR. */
 int write_all(int fd, const void *buf, size_t len);
+/* Write text to dirfd/path (AT_FDCWD: a path) in one write(2), as /proc's
+ * id maps and setgroups need: 0, or -errno (-EIO for a short write). */
+int write_string_at(int dirfd, const char *path, const char *text);
 
 /* read(2) until len bytes or EOF, retrying EINTR; *ret_got is how many. */
 int read_full(int fd, void *buf, size_t len, size_t *ret_got);
