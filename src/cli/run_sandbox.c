@@ -676,6 +676,10 @@ int sandbox_prepare(struct run_context *ctx, const struct agent_hooks *hooks, st
                 sb.keep[sb.n_keep++] = sb.plan.mounts[i].fd;
     }
 
+    for (size_t i = 0; sb.home_system && i < sb.plan.n_mounts; i++)
+        if (sb.plan.mounts[i].kind == PLAN_HIDE && strcmp(home, "/") != 0 && path_within(sb.plan.mounts[i].path, home))
+            sb.n_home_sys_hides++;
+
     json_t *j = plan_to_json(&sb.plan);
     _cleanup_free_ char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
     json_decref(j);
@@ -1126,16 +1130,18 @@ void sandbox_record(struct run_context *ctx, const struct sandbox *sb) {
                          "credential locations are not projected; inside the workspace they are covered",
                          EVID("{s:b}", "mount_namespace_differs", mnt), NULL);
     bool view = sb->home_fd >= 0;
-    bundle_set_dimension(b, DIM_HOME_CREDENTIALS, fs_ok ? LEVEL_ENFORCED : LEVEL_UNAVAILABLE,
-                         view ? "copy-on-write view of HOME with every credential location absent (masked by its "
-                                "server; mounts below symlinked parents); environment reduced to an allowlist"
-                         : sb->home_system
-                             ? "HOME is a system directory: shown read-only as projected, its credential locations "
-                               "covered; environment reduced to an allowlist"
-                             : "empty private HOME + allowlisted config files; environment reduced to an allowlist",
-                         EVID("{s:b, s:b, s:i, s:i}", "mount_namespace_differs", mnt, "home_view", view,
-                              "credential_masks", (int)sb->n_home_mask, "credential_mounts", (int)sb->n_home_hide),
-                         "HOME writes are discarded at exit; --pass-env hands chosen variables over");
+    bundle_set_dimension(
+        b, DIM_HOME_CREDENTIALS, fs_ok ? LEVEL_ENFORCED : LEVEL_UNAVAILABLE,
+        view              ? "copy-on-write view of HOME with every credential location absent (masked by its "
+                            "server; mounts below symlinked parents); environment reduced to an allowlist"
+        : sb->home_system ? "HOME is a system directory: shown read-only as projected, its credential locations "
+                            "covered; environment reduced to an allowlist"
+                          : "empty private HOME + allowlisted config files; environment reduced to an allowlist",
+        EVID("{s:b, s:b, s:i, s:i}", "mount_namespace_differs", mnt, "home_view", view, "credential_masks",
+             (int)sb->n_home_mask, "credential_mounts", (int)sb->n_home_hide + sb->n_home_sys_hides),
+        sb->home_system && !view ? "HOME is read-only; --pass-env hands chosen variables over"
+                                 : "HOME writes are discarded at exit; --pass-env hands chosen "
+                                   "variables over");
     if (sb->plan.unshare_net)
         /* the namespace confines unix, inet, inet6 and netlink only: the
          * other families (vsock: the VM host's ports) are seccomp's */

@@ -29,9 +29,10 @@ struct sandbox {
      * there are none (launch_idmap_projections). */
     int *keep;
     int n_keep;
-    bool as_root;     /* pvisor was run by root (getuid() before any namespace) */
-    bool home_system; /* HOME is, holds or lies in a system directory (plan_home_is_system) */
-    int idmap_failed; /* projections left plain binds */
+    bool as_root;         /* pvisor was run by root (getuid() before any namespace) */
+    bool home_system;     /* HOME is, holds or lies in a system directory (plan_home_is_system) */
+    int n_home_sys_hides; /* then: its credential locations the plan covers */
+    int idmap_failed;     /* projections left plain binds */
     char idmap_why[256];
     json_t *report;               /* the launcher's report, once read */
     char rbuf[LAUNCH_REPORT_MAX]; /* sync pipe bytes read but not consumed */

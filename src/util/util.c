@@ -589,19 +589,23 @@ size_t term_char(const unsigned char *p, size_t n, bool *ret_unsafe) {
     }
     if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
         return 1;
-    /* C1 controls and the no-break space; the soft hyphen, the combining
-     * grapheme joiner, the Arabic letter mark, the Hangul and Mongolian
-     * fillers and vowel separator; zero-width characters and the
-     * left-to-right/right-to-left marks; line and paragraph separators,
-     * bidirectional embeddings and overrides, narrow and medium spaces; the
-     * invisible operators, isolates and deprecated format characters;
-     * variation selectors, the byte order mark, interlinear annotations,
-     * tag characters: what shows nothing, or moves text, on a terminal */
+    /* C1 controls; Unicode's default-ignorable code points (the soft
+     * hyphen, the combining grapheme joiner, the Arabic letter mark, the
+     * Hangul, Khmer and Mongolian fillers, variation selectors and vowel
+     * separator, zero-width characters and the directional marks,
+     * embeddings, overrides and isolates, the invisible operators and
+     * deprecated format characters, the byte order mark, shorthand format
+     * controls, musical symbol format controls, tags); line and paragraph
+     * separators, interlinear annotations; and the spaces other than
+     * U+0020 (no-break, ogham, en to hair, narrow, medium, ideographic,
+     * braille blank): what shows nothing, moves text, or passes for
+     * something else on a terminal */
     *ret_unsafe = cp <= 0xa0 || cp == 0xad || cp == 0x34f || cp == 0x61c || cp == 0x115f || cp == 0x1160 ||
-                  cp == 0x180e || (cp >= 0x200b && cp <= 0x200f) || (cp >= 0x2028 && cp <= 0x202f) ||
-                  (cp >= 0x205f && cp <= 0x206f) || cp == 0x3164 || (cp >= 0xfe00 && cp <= 0xfe0f) || cp == 0xfeff ||
-                  cp == 0xffa0 || (cp >= 0xfff9 && cp <= 0xfffb) || (cp >= 0xe0000 && cp <= 0xe007f) ||
-                  (cp >= 0xe0100 && cp <= 0xe01ef);
+                  cp == 0x1680 || (cp >= 0x17b4 && cp <= 0x17b5) || (cp >= 0x180b && cp <= 0x180f) ||
+                  (cp >= 0x2000 && cp <= 0x200f) || (cp >= 0x2028 && cp <= 0x202f) || (cp >= 0x205f && cp <= 0x206f) ||
+                  cp == 0x2800 || cp == 0x3000 || cp == 0x3164 || (cp >= 0xfe00 && cp <= 0xfe0f) || cp == 0xfeff ||
+                  cp == 0xffa0 || (cp >= 0xfff9 && cp <= 0xfffb) || (cp >= 0x1bca0 && cp <= 0x1bca3) ||
+                  (cp >= 0x1d173 && cp <= 0x1d17a) || (cp >= 0xe0000 && cp <= 0xe0fff);
     return len;
 }
 

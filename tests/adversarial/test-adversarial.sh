@@ -131,6 +131,8 @@ if [ "$(id -u)" -eq 0 ] && [ -f /etc/shadow ] && [ "$(( $(stat -c %#a /etc/shado
     cp -a /etc "$T/fetc" && mkdir "$T/fetc/.ssh" && echo FAKEKEY > "$T/fetc/.ssh/id_rsa" && chmod 0644 "$T/fetc/.ssh/id_rsa"
     out=$(unshare -m --propagation private sh -c "mount --bind '$T/fetc' /etc && HOME=/etc '$PVISOR' run --safe --stage '$S' --workspace '$W' -- sh -c 'cat ~/.ssh/id_rsa 2>/dev/null || echo key-hidden; touch ~/x 2>/dev/null || echo home-ro'" 2>&1)
     eq "$?:$(echo "$out" | tr '\n' ' ')" "0:key-hidden home-ro " "HOME=/etc: its credential locations are covered, HOME is read-only"
+    eq "$(jq -r '.dimensions.home_credentials | "\(.evidence.credential_mounts) \(.notes[0])"' "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json")" \
+        "1 HOME is read-only; --pass-env hands chosen variables over" "... and the Bundle counts that cover and says HOME is read-only"
     rm -rf "$T/fetc"
     # A toolchain on a file system without idmapped mounts (ramfs): the run
     # goes on, says so (stderr, Bundle), reads are partial, --strict refuses.

@@ -208,6 +208,9 @@ int main(void) {
         {"a\302\255b", "a\\xc2\\xadb", "a soft hyphen escaped"},
         {"a\357\270\217b", "a\\xef\\xb8\\x8fb", "a variation selector escaped"},
         {"\302\240", "\\xc2\\xa0", "a no-break space escaped"},
+        {"a\341\240\215b", "a\\xe1\\xa0\\x8db", "a Mongolian variation selector escaped"},
+        {"a\360\235\205\263b", "a\\xf0\\x9d\\x85\\xb3b", "a musical symbol format control escaped"},
+        {"a\343\200\200b", "a\\xe3\\x80\\x80b", "an ideographic space escaped"},
     };
     for (size_t i = 0; i < sizeof disp / sizeof disp[0]; i++) {
         char *d = lc_display_name(disp[i].in);
