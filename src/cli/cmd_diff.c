@@ -105,14 +105,14 @@ static pid_t spawn_diff(int a, int b, const char *la, const char *lb, int out_fd
 }
 
 /* One line of diff(1)'s output to stdout with what a terminal would act
- * on escaped (lc_term_char): controls but tab and newline (a carriage
+ * on escaped (term_char): controls but tab and newline (a carriage
  * return too: it can overwrite the line), the C1 controls, bidirectional
  * overrides, bytes that are not UTF-8. */
 static void put_escaped(const char *buf, size_t n) {
     const unsigned char *p = (const unsigned char *)buf;
     for (size_t i = 0; i < n;) {
         bool unsafe;
-        size_t l = lc_term_char(p + i, n - i, &unsafe);
+        size_t l = term_char(p + i, n - i, &unsafe);
         unsafe = unsafe && p[i] != '\t' && p[i] != '\n';
         for (size_t k = 0; k < l; k++, i++)
             if (unsafe)

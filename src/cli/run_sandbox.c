@@ -972,10 +972,6 @@ static void add_note(json_t *b, const char *note) {
     json_array_append_new(json_object_get(dim, "notes"), json_string(note));
 }
 
-/* The resources dimension: per limit, the mechanism the supervisor chose,
- * checked against what the command's process reported from inside (its
- * rlimits, its cgroup).  A mechanism the evidence does not confirm makes
- * that limit unavailable. */
 /* RLIMIT_CORE 1 keeps core dumps from files and from a pipe helper, not
  * from a socket one (core_pattern "@path", Linux 6.16): that is said. */
 static void warn_core_socket(json_t *b) {
@@ -993,6 +989,10 @@ static void warn_core_socket(json_t *b) {
     fprintf(stderr, "pvisor run: warning: %s\n", w);
 }
 
+/* The resources dimension: per limit, the mechanism the supervisor chose,
+ * checked against what the command's process reported from inside (its
+ * rlimits, its cgroup).  A mechanism the evidence does not confirm makes
+ * that limit unavailable. */
 static void record_resources(struct run_context *ctx, const struct sandbox *sb, const json_t *ev, bool user_ns) {
     json_t *b = ctx->bundle;
     const struct run_limits *req = &ctx->opts->limits;

@@ -529,10 +529,6 @@ int lc_fd_equal(int a, int b) {
     return r < 0 ? r : equal;
 }
 
-size_t lc_term_char(const unsigned char *p, size_t n, bool *ret_unsafe) {
-    return term_char(p, n, ret_unsafe);
-}
-
 char *lc_display_name(const char *s) {
     return term_escape(s);
 }

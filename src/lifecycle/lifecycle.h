@@ -250,8 +250,6 @@ bool lc_path_valid(const char *path);
 int lc_sha256_fd(int fd, unsigned char ret_sha[32]);
 /* A name made safe for a terminal: control bytes and '\\' as \\xNN (malloc'd). */
 char *lc_display_name(const char *s);
-/* term_char (util.h). */
-size_t lc_term_char(const unsigned char *p, size_t n, bool *ret_unsafe);
 /* Strict UTF-8: what jansson accepts (no overlong forms, surrogates or
  * code points past U+10FFFF); names that are not are written as KEY_hex. */
 bool lc_utf8_valid(const char *s);
