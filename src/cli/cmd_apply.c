@@ -248,13 +248,11 @@ int cmd_apply(int argc, char **argv) {
             }
             /* the intent exists from before the first write on (apply.c):
              * without one, nothing reached the workspace */
-            cli_error(st, "apply", "failed: %s%s. %s", strerror(-r),
-                      r == -EACCES ? " (the stage holds something pvisor cannot read: the agent can make a "
-                                     "directory unreadable; 'pvisor drop' still removes it)"
-                                   : "",
+            cli_error(st, "apply", "failed: %s. %s", strerror(-r),
                       !dry_run && lc_apply_pending(stage)
                           ? "Part of it may be written: run 'pvisor apply' again, it resumes the interrupted apply"
                           : "Nothing was written to the workspace");
+            lc_cli_unreadable_hint(r, stage);
         }
         lc_apply_report_clear(&rep);
         return st;

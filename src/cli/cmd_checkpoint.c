@@ -78,6 +78,9 @@ int cmd_checkpoint(int argc, char **argv) {
     case -EINPROGRESS:
         return cli_error(PV_EXIT_FAILURE, "checkpoint",
                          "refused: an interrupted apply of %s must be completed first ('pvisor apply')", stage);
-    default: return cli_error(PV_EXIT_FAILURE, "checkpoint", "failed: %s", strerror(-r));
+    default:
+        cli_error(PV_EXIT_FAILURE, "checkpoint", "failed: %s", strerror(-r));
+        lc_cli_unreadable_hint(r, stage);
+        return PV_EXIT_FAILURE;
     }
 }

@@ -354,8 +354,10 @@ int cmd_diff(int argc, char **argv) {
         r = lc_changeset_load(st, &cs);
     if (r < 0) {
         lc_stage_free(st);
-        return cli_error(PV_EXIT_FAILURE, "diff", "cannot read the stage %s: %s", stage,
-                         r == -ENOENT ? "it holds no changes (dropped?)" : strerror(-r));
+        cli_error(PV_EXIT_FAILURE, "diff", "cannot read the stage %s: %s", stage,
+                  r == -ENOENT ? "it holds no changes (dropped?)" : strerror(-r));
+        lc_cli_unreadable_hint(r, stage);
+        return PV_EXIT_FAILURE;
     }
     for (size_t i = 0; i < cs->n; i++)
         if (selected(cs->entries[i].path, paths, n_paths))

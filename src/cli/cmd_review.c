@@ -51,6 +51,16 @@ int lc_cli_target(const char *verb, const char *run, const char *stage_dir, char
     return cli_error(PV_EXIT_FAILURE, verb, "cannot find the stage: %s", strerror(-r));
 }
 
+void lc_cli_unreadable_hint(int r, const char *stage) {
+    if (r != -EACCES)
+        return;
+    fprintf(stderr,
+            "pvisor: part of the stage is unreadable (the agent can remove its own read permission). To review "
+            "and apply it anyway, make it readable: chmod -R u+rwX '%s/upper' (the modes the agent set are then "
+            "not kept); or remove it with 'pvisor drop'\n",
+            stage);
+}
+
 /* A positional target names a stage when it is a directory, a run otherwise. */
 bool lc_cli_arg_is_stage(const char *arg) {
     struct stat st;
@@ -198,10 +208,12 @@ int cmd_review(const char *arg, bool as_json) {
         if (r < 0) {
             lc_stage_free(st);
             json_decref(bundle);
-            return cli_error(PV_EXIT_FAILURE, "status", "cannot read the changes of stage %s: %s", stage,
-                             r == -E2BIG     ? "too many entries"
-                             : r == -EBADMSG ? "malformed journal"
-                                             : strerror(-r));
+            cli_error(PV_EXIT_FAILURE, "status", "cannot read the changes of stage %s: %s", stage,
+                      r == -E2BIG     ? "too many entries"
+                      : r == -EBADMSG ? "malformed journal"
+                                      : strerror(-r));
+            lc_cli_unreadable_hint(r, stage);
+            return PV_EXIT_FAILURE;
         }
     }
     bool pending = lc_apply_pending(stage);

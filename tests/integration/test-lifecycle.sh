@@ -805,6 +805,16 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
         "1:1:1:$before" "as uid 65534, a stage with a mode-000 directory: apply writes nothing and says so"
     asu "$P" drop --stage "$U/st2" >/dev/null 2>&1
     eq "$?:$(ls -A "$U/st2" | tr '\n' ' ')" "0:dropped lock meta.json version " "... and drop removes it"
+    # the hint's command (on stderr) makes it reviewable and appliable
+    asu "$P" run --stage "$U/st4" --workspace "$U/ws" -- sh -c "cd '$U/ws' && echo x > f3 && mkdir cache && echo d > cache/x && chmod 000 cache" >/dev/null 2>&1
+    cp -a "$U/ws" "$U/ws.before"
+    asu "$P" status --review "$U/st4" >/dev/null 2>"$T/unpriv4.err"; r1=$?
+    fix=$(sed -n "s/.*make it readable: \(chmod -R u+rwX '[^']*'\).*/\1/p" "$T/unpriv4.err" | head -n1)
+    asu sh -c "$fix" && asu "$P" status --review "$U/st4" --json >"$T/unpriv2.json" 2>/dev/null; r2=$?
+    asu "$P" apply --stage "$U/st4" >/dev/null 2>&1; r3=$?
+    eq "$r1:$r2:$(grep -c '"path": *"cache/x"' "$T/unpriv2.json"):$r3:$(cat "$U/ws/f3" "$U/ws/cache/x" 2>&1 | tr '\n' ' ')" \
+        "1:0:1:0:x d " "... status refuses it too; after the chmod the hint names, status lists it and apply writes it"
+    rm -rf "$U/ws"; mv "$U/ws.before" "$U/ws"
 else
     skip "apply as an unprivileged user" "needs root to switch to an unprivileged user"
 fi
