@@ -27,6 +27,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <signal.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -661,6 +662,10 @@ int sandbox_prepare(struct run_context *ctx, const struct agent_hooks *hooks, st
         return r;
     }
     plan_set_exec_path(&sb.plan, ctx->workspace);
+    /* A pty for the command when it runs in the foreground of a terminal
+     * that is its input and output (launch.c, struct term). */
+    sb.plan.tty = isatty(STDIN_FILENO) == 1 && tcgetpgrp(STDIN_FILENO) == getpgrp() &&
+                  (isatty(STDOUT_FILENO) == 1 || isatty(STDERR_FILENO) == 1);
     /* As root the command would own root's files in the projections: they
      * are idmapped (idmap.c), while we are in the initial user namespace. */
     sb.as_root = getuid() == 0;
@@ -826,6 +831,29 @@ static bool limits_unavailable(const struct sandbox *sb, char *why, size_t size)
     return true;
 }
 
+/* The user's terminal in raw mode (no echo, no line editing, no signals
+ * from keys, no output processing): every key goes through init's relay to
+ * the command's pty, whose own modes do the rest.  The launcher's process
+ * group is the terminal's foreground now, hence SIGTTOU ignored. */
+static void tty_raw(struct sandbox *sb) {
+    if (!sb->plan.tty || tcgetattr(STDIN_FILENO, &sb->tty_saved) < 0)
+        return;
+    struct termios raw = sb->tty_saved;
+    cfmakeraw(&raw);
+    void (*old)(int) = signal(SIGTTOU, SIG_IGN);
+    sb->tty_raw = tcsetattr(STDIN_FILENO, TCSADRAIN, &raw) == 0;
+    signal(SIGTTOU, old);
+}
+
+void sandbox_restore_tty(struct sandbox *sb) {
+    if (!sb->tty_raw)
+        return;
+    void (*old)(int) = signal(SIGTTOU, SIG_IGN);
+    (void)tcsetattr(STDIN_FILENO, TCSADRAIN, &sb->tty_saved);
+    signal(SIGTTOU, old);
+    sb->tty_raw = false;
+}
+
 /* Parent side, once the launcher was exec'd: read its report, record the
  * evidence, decide (--strict) and let the command go or not; then wait for
  * EOF (exec) or an exec failure report. */
@@ -861,8 +889,12 @@ void sandbox_read_report(pid_t child, void *userdata) {
         else
             go = true;
     }
-    if (go && write(sb->go_w, "g", 1) != 1)
+    if (go)
+        tty_raw(sb);
+    if (go && write(sb->go_w, "g", 1) != 1) {
         go = false;
+        sandbox_restore_tty(sb);
+    }
     close(sb->go_w);
     sb->go_w = -1;
     if (!go)
@@ -878,6 +910,7 @@ void sandbox_read_report(pid_t child, void *userdata) {
 }
 
 void sandbox_release(struct sandbox *sb) {
+    sandbox_restore_tty(sb);
     for (size_t i = 0; sb->cred_real && plan_credential_paths[i]; i++)
         free(sb->cred_real[i]);
     free(sb->cred_real);
@@ -1163,9 +1196,13 @@ void sandbox_record(struct run_context *ctx, const struct sandbox *sb) {
                          "deny list: ptrace, process_vm_*, mount/namespace calls, bpf, perf, userfaultfd, keyrings, "
                          "io_uring, kernel modules, handle opens, TIOCSTI/TIOCLINUX, socket families beyond unix, "
                          "inet, inet6, netlink; non-native ABIs kill");
+    bool pty = sb->plan.tty && json_is_true(json_object_get(ev, "controlling_tty"));
     bundle_set_dimension(b, DIM_DEVICES, fs_ok ? LEVEL_ENFORCED : LEVEL_UNAVAILABLE,
                          "exact device nodes (null zero full random urandom tty) and a private devpts; no /sys",
-                         EVID("{s:b}", "mount_namespace_differs", mnt), NULL);
+                         EVID("{s:b, s:b}", "mount_namespace_differs", mnt, "private_pty", pty),
+                         pty ? "the command's terminal is a pty of its own, relayed to yours; it holds no descriptor "
+                               "of your terminal"
+                             : NULL);
     bool scoped = json_integer_value(json_object_get(ll, "scoped")) != 0;
     bool ipc_ok = ipc && pid && (scoped || net);
     bundle_set_dimension(

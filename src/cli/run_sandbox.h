@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <sys/types.h>
+#include <termios.h>
 
 #include "cli/run.h"
 #include "agent/agent_socket.h"
@@ -86,6 +87,10 @@ struct sandbox {
     char cg_path[PATH_MAX];      /* the leaf's directory, "" none */
     char cg_hierarchy[PATH_MAX]; /* the leaf as /proc/<pid>/cgroup names it */
     char cg_reason[300];
+    /* plan.tty: the user's terminal is in raw mode while the command runs
+     * (the keys go to its pty); its modes to restore. */
+    bool tty_raw;
+    struct termios tty_saved;
 };
 
 /* hooks (may be NULL): what the agent socket does for checkpoint requests. */
@@ -95,6 +100,8 @@ bool sandbox_report_ok(const struct sandbox *sb);
 const char *sandbox_report_error(const struct sandbox *sb, char *buf, size_t size);
 void sandbox_record(struct run_context *ctx, const struct sandbox *sb);
 void sandbox_release(struct sandbox *sb);
+/* Give the user's terminal its modes back (no-op unless it was made raw). */
+void sandbox_restore_tty(struct sandbox *sb);
 
 /* After the fork, in the run's mount namespace: mount the HOME view. */
 int sandbox_start_home(struct sandbox *sb);

@@ -342,6 +342,8 @@ int run_execute_staged(struct run_context *ctx,
     };
     struct exec_result res;
     r = run_command(ctx, &spec, &res);
+    if (sandbox)
+        sandbox_restore_tty(&sb); /* before anything is printed */
     /* The agent is gone: no request it left is served, and a checkpoint
      * under way stops. */
     if (sandbox)

@@ -8,7 +8,8 @@
  *   I  init, PID 1 of the new PID namespace: builds the synthetic root and
  *      pivots into it; forks A; relays signals; reaps orphans; when A ends,
  *      I exits and the kernel kills everything left in the namespace
- *   A  the command: setsid (no controlling tty to inject into), a nested
+ *   A  the command: setsid (no controlling tty to inject into, or, with
+ *      plan.tty, a pty of the sandbox's own devpts that I relays), a nested
  *      user namespace that maps the invoking uid/gid (so the command is not
  *      uid 0), rlimits, chdir, close every fd above 2, clear all capability
  *      sets and the bounding set, no_new_privs, Landlock, seccomp, then a
@@ -29,6 +30,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <net/if.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -42,6 +44,7 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -136,6 +139,140 @@ static int relay_and_wait(pid_t child) {
             return 125 << 8;
         }
     }
+}
+
+/* The command's terminal (plan.tty): a pty of the sandbox's own devpts in
+ * place of those of fd 0-2 that are the user's terminal.  The command
+ * holds no descriptor of the user's terminal then: it cannot change its
+ * modes or size, and TIOCSTI (refused by seccomp anyway) would reach only
+ * its own pty.  init (I) keeps the master and relays: the user's keys to
+ * the pty (the supervisor put the terminal in raw mode, so Ctrl-C reaches
+ * the command's foreground job as the pty's SIGINT), the pty's output to
+ * the user's terminal, its size on SIGWINCH. */
+struct term {
+    int master; /* -1: no pty (the descriptors stay as they are) */
+    int out;    /* the user's terminal among fd 1 and 2: where output goes */
+    bool on[3]; /* fd 0-2 that are the user's terminal (get the pty) */
+};
+
+/* In I, after the root is built: open the pty, start it with the user's
+ * terminal's modes and size.  Only when fd 0 and fd 1 or 2 are a terminal
+ * (input and output); otherwise nothing changes. */
+static int open_terminal(struct term *t) {
+    t->master = -1;
+    for (int fd = 0; fd < 3; fd++)
+        t->on[fd] = isatty(fd) == 1;
+    if (!t->on[0] || (!t->on[1] && !t->on[2]))
+        return 0;
+    t->out = t->on[1] ? 1 : 2;
+    int m = open("/dev/pts/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
+    if (m < 0)
+        return -errno;
+    int unlock = 0;
+    if (ioctl(m, TIOCSPTLCK, &unlock) < 0) {
+        int e = -errno;
+        close(m);
+        return e;
+    }
+    struct termios tio;
+    struct winsize ws;
+    if (tcgetattr(0, &tio) == 0) /* on the master: sets the pty's own */
+        (void)tcsetattr(m, TCSANOW, &tio);
+    if (ioctl(0, TIOCGWINSZ, &ws) == 0)
+        (void)ioctl(m, TIOCSWINSZ, &ws);
+    t->master = m;
+    return 0;
+}
+
+/* In A, after setsid: the pty becomes the controlling terminal and fd 0-2
+ * where they were the user's terminal. */
+static int attach_terminal(const struct term *t) {
+    if (t->master < 0)
+        return 0;
+    int s = ioctl(t->master, TIOCGPTPEER, O_RDWR | O_NOCTTY);
+    if (s < 0)
+        return -errno;
+    int r = ioctl(s, TIOCSCTTY, 0) < 0 ? -errno : 0;
+    for (int fd = 0; r == 0 && fd < 3; fd++)
+        if (t->on[fd] && dup2(s, fd) < 0)
+            r = -errno;
+    if (s > 2)
+        close(s);
+    close(t->master);
+    return r;
+}
+
+/* I's loop with a pty: relay_and_wait's work, plus the terminal.  Output
+ * the command wrote before it ended is relayed until every holder of the
+ * pty has closed it (read gives EIO) or, if something it left behind
+ * still holds it, until it has been quiet for 100 ms. */
+static int relay_terminal_and_wait(pid_t child, const struct term *t) {
+    sigset_t mask;
+    relayed_signals(&mask);
+    sigaddset(&mask, SIGWINCH);
+    sigprocmask(SIG_BLOCK, &mask, NULL);
+    int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (sfd < 0)
+        return 125 << 8;
+    static char in[4096], out[16384];
+    size_t in_len = 0, in_off = 0;
+    bool in_open = true, master_open = true, done = false;
+    int st = 125 << 8;
+    for (;;) {
+        int wst;
+        pid_t w;
+        while ((w = waitpid(-1, &wst, WNOHANG)) > 0)
+            if (w == child) {
+                st = wst;
+                done = true;
+            }
+        if (done && !master_open)
+            break;
+        struct pollfd pf[3] = {
+            {.fd = sfd, .events = POLLIN},
+            {.fd = master_open ? t->master : -1, .events = (short)(POLLIN | (in_len > in_off ? POLLOUT : 0))},
+            {.fd = in_open && in_len == in_off && !done ? 0 : -1, .events = POLLIN}};
+        int pr = poll(pf, 3, done ? 100 : -1);
+        if (pr < 0 && errno == EINTR)
+            continue;
+        if (pr < 0 || (pr == 0 && done))
+            break;
+        struct signalfd_siginfo si;
+        while (pf[0].revents && read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+            if (si.ssi_signo == SIGWINCH) {
+                struct winsize ws;
+                if (ioctl(0, TIOCGWINSZ, &ws) == 0)
+                    (void)ioctl(t->master, TIOCSWINSZ, &ws);
+            } else if (si.ssi_signo != SIGCHLD) {
+                kill(child, (int)si.ssi_signo);
+            }
+        }
+        if (pf[1].revents & (POLLIN | POLLHUP | POLLERR)) {
+            ssize_t n = read(t->master, out, sizeof out);
+            if (n > 0)
+                (void)write_all(t->out, out, (size_t)n);
+            else if (n == 0 || (errno != EAGAIN && errno != EINTR))
+                master_open = false; /* EIO: no process holds the pty any more */
+        }
+        if (master_open && (pf[1].revents & POLLOUT) && in_len > in_off) {
+            ssize_t n = write(t->master, in + in_off, in_len - in_off);
+            if (n > 0)
+                in_off += (size_t)n;
+            else if (n < 0 && errno != EAGAIN && errno != EINTR)
+                in_off = in_len; /* the pty is gone: the keys go nowhere */
+        }
+        if (pf[2].revents) {
+            ssize_t n = read(0, in, sizeof in);
+            if (n > 0) {
+                in_len = (size_t)n;
+                in_off = 0;
+            } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+                in_open = false; /* the user's terminal hung up */
+            }
+        }
+    }
+    close(sfd);
+    return st;
 }
 
 /* Die the way the child died, so the supervisor sees the same status. */
@@ -247,6 +384,8 @@ static json_t *self_check(int ll_abi, uint64_t ll_fs, uint64_t ll_net, uint64_t 
                         json_pack("{s:i, s:I, s:I, s:I}", "abi", ll_abi, "handled_fs", (json_int_t)ll_fs, "handled_net",
                                   (json_int_t)ll_net, "scoped", (json_int_t)ll_scoped));
     json_object_set_new(j, "rlimits", rlimits_json());
+    pid_t tsid; /* fd 0 is this session's controlling terminal (plan.tty's pty) */
+    json_object_set_new(j, "controlling_tty", json_boolean(ioctl(0, TIOCGSID, &tsid) == 0 && tsid == getsid(0)));
     json_object_set_new(j, "pid", json_integer(getpid()));
     json_object_set_new(j, "uid", json_integer(getuid()));
     json_object_set_new(j, "gid", json_integer(getgid()));
@@ -267,11 +406,13 @@ static void await_go(int fd) {
 }
 
 /* A: the command's process, from fork to exec. */
-static _Noreturn void become_command(const struct launch_plan *p) {
+static _Noreturn void become_command(const struct launch_plan *p, const struct term *t) {
     int r;
     const char *step = "";
     if (setsid() < 0)
         fail("setsid", errno);
+    if ((r = attach_terminal(t)) < 0)
+        fail("making the sandbox's pty the command's terminal", r);
 
     /* Nested user namespace: the command sees the invoking uid/gid, not 0. */
     if (p->uid != 0 || p->gid != 0) {
@@ -391,6 +532,9 @@ static _Noreturn void become_init(const struct launch_plan *p, int status_fd) {
         fail("sethostname", errno);
     if (p->unshare_net && (r = loopback_up()) < 0)
         fail("bringing up loopback in the private network namespace", r);
+    struct term t = {.master = -1};
+    if (p->tty && (r = open_terminal(&t)) < 0)
+        fail("opening a pty for the command", r);
 
     pid_t a = fork();
     if (a < 0)
@@ -400,11 +544,11 @@ static _Noreturn void become_init(const struct launch_plan *p, int status_fd) {
         sigset_t none;
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
-        become_command(p);
+        become_command(p, &t);
     }
     close(LAUNCH_SYNC_FD);
     close(LAUNCH_GO_FD);
-    int st = relay_and_wait(a);
+    int st = t.master >= 0 ? relay_terminal_and_wait(a, &t) : relay_and_wait(a);
     (void)!write(status_fd, &st, sizeof st);
     _exit(0);
 }

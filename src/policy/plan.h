@@ -44,10 +44,14 @@ struct launch_plan {
     char *exec_path;
     char *cwd; /* inside the sandbox */
     char *hostname;
-    uint32_t uid, gid;                                             /* ids the command sees (the invoking user's) */
-    bool unshare_net;                                              /* private network namespace (deny-all) */
-    bool landlock;                                                 /* install Landlock (required: failure aborts) */
-    bool seccomp;                                                  /* install the seccomp filter (required) */
+    uint32_t uid, gid; /* ids the command sees (the invoking user's) */
+    bool unshare_net;  /* private network namespace (deny-all) */
+    bool landlock;     /* install Landlock (required: failure aborts) */
+    bool seccomp;      /* install the seccomp filter (required) */
+    /* The command gets a pty of the sandbox's own devpts as its controlling
+     * terminal, in place of those of fd 0-2 that are the user's terminal;
+     * the namespace's init relays between the two (launch.c). */
+    bool tty;
     uint64_t tmp_size;                                             /* /tmp tmpfs size */
     uint64_t rlimit_nofile, rlimit_fsize, rlimit_nproc, rlimit_as; /* 0 = inherit */
     uint64_t rlimit_cpu;       /* seconds; 0 = inherit.  Soft at N (SIGXCPU), hard at N + 1 (SIGKILL) */

@@ -1,0 +1,75 @@
+#!/bin/sh
+# The terminal of a sandboxed command (TAP).
+#
+# Run from a terminal, `pvisor run --safe` gives the command a pty of the
+# sandbox's own devpts: a controlling terminal (job control, Ctrl-C to the
+# foreground job, SIGWINCH on resize) that holds no descriptor of the
+# user's terminal, whose modes are restored afterwards.  Each case runs
+# pvisor on a new pty (tests/helpers/ptyrun.py) and checks what that
+# terminal saw: the command's output, its modes, its size.
+. "$(dirname "$0")/../lib.sh"
+: "${SRCDIR:?}"
+PTYRUN="/usr/bin/python3 $SRCDIR/tests/helpers/ptyrun.py"
+mkdir -p "$T/ws" "$T/home"
+export HOME="$T/home"
+cd "$T/ws"
+bundle() { echo "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json"; }
+pty_evidence() { jq -r '.dimensions.devices.evidence.private_pty' "$(bundle)"; }
+# the helper's report lines, without the command's output
+report() { grep '^## ' "$1" | tr '\n' ' '; }
+
+# 1. a controlling terminal of its own, at the user's terminal's size
+$PTYRUN -- "$PVISOR" run --safe -- sh -c 'tty; stty size; ps -o tty= -p $$' >"$T/o1" 2>&1
+eq "$(tr -d '\r' <"$T/o1" | head -n 3 | tr '\n' ' ')$(report "$T/o1")" \
+    "/dev/pts/0 30 100 pts/0 ## status 0 ## termios same ## size 30 100 " \
+    "--safe on a terminal: the command's terminal is /dev/pts/0 of its own devpts, controlling, at the user's size"
+eq "$(pty_evidence)" true "... the Bundle says so (devices.evidence.private_pty)"
+
+# 2. Ctrl-C reaches the foreground job inside (here: sleep under an
+# interactive bash, which itself ignores SIGINT); the rest of the line is
+# abandoned, the shell goes on
+$PTYRUN 'wait=bash-' 'send=echo ready-$((1+1)); sleep 30; echo after-$((2+2))\r' wait=ready-2 pause=0.3 \
+    'send=\x03' 'send=echo alive-$((6*7)); exit\r' wait=alive-42 -- "$PVISOR" run --safe -- bash --norc -i >"$T/o2" 2>&1
+rc=$?
+eq "$rc:$(grep -c 'after-4' "$T/o2"):$(report "$T/o2")" "0:0:## status 0 ## termios same ## size 30 100 " \
+    "Ctrl-C interrupts the foreground job of an interactive shell inside, which goes on"
+
+# 3. a resize of the user's terminal reaches the command as SIGWINCH with
+# the new size
+$PTYRUN wait=ready 'size=20x80' wait='20 80' -- "$PVISOR" run --safe -- \
+    sh -c 'trap "stty size; exit 0" WINCH; echo ready; while :; do sleep 0.1; done' >"$T/o3" 2>&1
+rc=$?
+eq "$rc:$(report "$T/o3")" "0:## status 0 ## termios same ## size 20 80 " \
+    "resizing the user's terminal sends the command SIGWINCH and the new size"
+
+# 4. the escape attempt: change the user's terminal from inside.  Its modes
+# could be restored afterwards, its size is not: both must be unchanged.
+$PTYRUN -- "$PVISOR" run --safe -- sh -c 'stty raw -echo; stty rows 7 cols 9; stty size' >"$T/o4" 2>&1
+eq "$(tr -d '\r' <"$T/o4" | head -n 1)|$(report "$T/o4")" "7 9|## status 0 ## termios same ## size 30 100 " \
+    "the command changes its own terminal's modes and size, not the user's"
+
+# 5. only the descriptors that are the terminal get the pty
+$PTYRUN -- sh -c "'$PVISOR' run --safe -- sh -c 'echo out; tty; echo err >&2' >'$T/file5'" >"$T/o5" 2>&1
+eq "$(tr '\n' ' ' <"$T/file5")|$(tr -d '\r' <"$T/o5" | head -n 1)|$(report "$T/o5")" \
+    "out /dev/pts/0 |err|## status 0 ## termios same ## size 30 100 " \
+    "stdout to a file stays that file; stdin and stderr get the pty"
+
+# 6. without a terminal nothing changes: no pty
+"$PVISOR" run --safe -- sh -c 'tty' </dev/null >"$T/o6" 2>&1
+eq "$?:$(cat "$T/o6"):$(pty_evidence)" "1:not a tty:false" "without a terminal the command gets none (and the Bundle says so)"
+
+# 7. as an ordinary user: the same
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
+    U=$T/unpriv
+    mkdir -p "$U/ws"
+    chown -R 65534:65534 "$U"
+    chmod 0666 /dev/fuse 2>/dev/null # as distributions set it up (see scripts/test.sh)
+    (cd "$U/ws" && $PTYRUN -- setpriv --reuid=65534 --regid=65534 --clear-groups \
+        env HOME="$U" XDG_STATE_HOME="$U/state" "$PVISOR" run --safe -- sh -c 'tty; id -u; stty rows 5 cols 5') \
+        >"$T/o7" 2>&1
+    eq "$(tr -d '\r' <"$T/o7" | head -n 2 | tr '\n' ' ')$(report "$T/o7")" \
+        "/dev/pts/0 65534 ## status 0 ## termios same ## size 30 100 " \
+        "as uid 65534: a pty of its own, the user's terminal untouched"
+else
+    skip "the terminal as an unprivileged user" "needs root to switch to an unprivileged user"
+fi
