@@ -116,9 +116,12 @@ int cmd_apply(int argc, char **argv) {
     }
     /* The stage names its workspace (meta.json); the run's Bundle must agree. */
     rc = -1;
+    _cleanup_free_ char *ws_path = NULL;
     {
         struct lc_stage *st = NULL;
         int r = lc_stage_open(stage, &st);
+        if (r == 0)
+            ws_path = lc_display_name(st->workspace);
         const char *bws = json_string_value(json_object_get(bundle, "workspace"));
         if (r == 0 && bws && strcmp(bws, st->workspace) != 0)
             rc = cli_error(PV_EXIT_FAILURE, "apply",
@@ -260,8 +263,8 @@ int cmd_apply(int argc, char **argv) {
     if (dry_run) {
         printf("%s", rep.resumed ? "(an interrupted apply would be resumed)\n" : "");
     } else {
-        printf("Applied stage %s%s: %zu written (%llu bytes), %zu deleted, %zu directories created.\n", stage,
-               rep.resumed ? " (resumed an interrupted apply)" : "", rep.n_written,
+        printf("Applied stage %s to %s%s: %zu written (%llu bytes), %zu deleted, %zu directories created.\n", stage,
+               ws_path ? ws_path : "the workspace", rep.resumed ? " (resumed an interrupted apply)" : "", rep.n_written,
                (unsigned long long)rep.bytes_written, rep.n_deleted, rep.n_dirs);
     }
     if (rep.n_setid_dropped)

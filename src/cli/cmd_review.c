@@ -8,6 +8,7 @@
 #include "policy/policy.h"
 #include "stage/stage.h"
 #include "util/cleanup.h"
+#include "util/util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -19,9 +20,44 @@
 int lc_cli_target(const char *verb, const char *run, const char *stage_dir, char **ret_stage, char **ret_run,
                   json_t **ret_bundle) {
     _cleanup_free_ char *unreadable = NULL;
-    int r = lc_resolve_target(run, stage_dir, ret_stage, ret_run ? ret_run : &unreadable, ret_bundle);
-    if (r == 0)
+    json_t *bundle = NULL;
+    int r = lc_resolve_target(run, stage_dir, ret_stage, ret_run ? ret_run : &unreadable, &bundle);
+    if (r == 0) {
+        /* Chosen without a name: the newest stage, but of another
+         * workspace than the current directory's.  Said; and apply, drop
+         * and restore, which change files, want it named. */
+        const char *ws = json_string_value(json_object_get(bundle, "workspace"));
+        _cleanup_free_ char *cwd = !run && !stage_dir ? getcwd(NULL, 0) : NULL;
+        if (cwd && ws && !path_within(cwd, ws)) {
+            const char *id = ret_run && *ret_run ? *ret_run : unreadable;
+            _cleanup_free_ char *wd = lc_display_name(ws);
+            bool changes = strcmp(verb, "apply") == 0 || strcmp(verb, "drop") == 0 || strcmp(verb, "restore") == 0;
+            if (changes) {
+                cli_error(PV_EXIT_FAILURE, verb,
+                          "the current directory is in no staged run's workspace; the newest stage is of %s (run "
+                          "%s): name it ('pvisor %s%s %s') or run this there",
+                          wd ? wd : "?", id ? id : "?", verb, strcmp(verb, "restore") == 0 ? " NAME" : "",
+                          id ? id : "RUN");
+                json_decref(bundle);
+                free(*ret_stage);
+                *ret_stage = NULL;
+                if (ret_run) {
+                    free(*ret_run);
+                    *ret_run = NULL;
+                }
+                return PV_EXIT_FAILURE;
+            }
+            fprintf(stderr,
+                    "pvisor %s: the newest stage, of workspace %s (run %s): the current directory is in no "
+                    "staged run's workspace\n",
+                    verb, wd ? wd : "?", id ? id : "?");
+        }
+        if (ret_bundle)
+            *ret_bundle = bundle;
+        else
+            json_decref(bundle);
         return PV_EXIT_OK;
+    }
     if (r == -ENODATA) {
         const char *id = ret_run && *ret_run ? *ret_run : unreadable;
         cli_error(PV_EXIT_FAILURE, verb,

@@ -84,8 +84,8 @@ static const struct cli_command commands[] = {
     {"diff", LC_SUM("Show staged changes as a patch"),
      "Usage: pvisor diff [--stat] [RUN|--stage DIR] [-- PATH...]\n"
      "\n"
-     "Prints the changes staged by RUN (default: the most recent run that has a\n"
-     "stage) as a unified diff against the current workspace, produced by diff(1).\n"
+     "Prints the changes staged by RUN (default: the newest staged run of the\n"
+     "workspace you are in) as a unified diff against the current workspace, produced by diff(1).\n"
      "Binary files are reported, not dumped; mode and symlink changes are shown as\n"
      "git shows them. PATHs (workspace-relative) limit the output.\n"
      "  --stage DIR   The stage directory to show (instead of a RUN).\n"
@@ -94,8 +94,8 @@ static const struct cli_command commands[] = {
     {"apply", LC_SUM("Apply a sealed stage to the workspace"),
      "Usage: pvisor apply [RUN|--stage DIR] [--path P]... [--dry-run] [--keep-special-modes]\n"
      "\n"
-     "Writes the changes staged by RUN (default: the most recent run that has a stage)\n"
-     "into the real workspace. Every path the agent changed must still be what the\n"
+     "Writes the changes staged by RUN (default: the newest staged run of the workspace\n"
+     "you are in) into the real workspace. Every path the agent changed must still be what the\n"
      "agent saw (type, mode, SHA-256 of the content); on any conflict nothing is\n"
      "written and each conflicting path is named. Each file is replaced atomically;\n"
      "an interrupted apply is completed by the next 'pvisor apply'. Running and\n"
@@ -111,8 +111,8 @@ static const struct cli_command commands[] = {
     {"drop", LC_SUM("Discard a stage"),
      "Usage: pvisor drop [RUN|--stage DIR] [--force]\n"
      "\n"
-     "Discards the changes staged by RUN (default: the most recent run that has a\n"
-     "stage). The workspace is not touched. Refused while the run is going.\n"
+     "Discards the changes staged by RUN (default: the newest staged run of the\n"
+     "workspace you are in). The workspace is not touched. Refused while the run is going.\n"
      "The stage directory keeps only a 'dropped' marker and its metadata.\n"
      "  --stage DIR   The stage directory to drop (instead of a RUN).\n"
      "  --force       Drop even though an interrupted apply is pending (the part\n"
@@ -129,21 +129,24 @@ static const struct cli_command commands[] = {
      "$PVISOR_AGENT_SOCKET (--safe).\n"
      "  --name N      Name of the checkpoint (letters, digits, '.', '_', '-').\n"
      "  --list        List the stage's checkpoints.\n"
-     "  --stage DIR   The stage (instead of a RUN; default: the newest staged run).\n",
+     "  --stage DIR   The stage (instead of a RUN; default: the newest staged run\n"
+     "                of the workspace you are in).\n",
      LC_RUN(cmd_checkpoint)},
     {"restore", LC_SUM("Restore a stage from a checkpoint"),
      "Usage: pvisor restore NAME [RUN|--stage DIR]\n"
      "\n"
      "Replaces the content of a stopped stage (sealed or interrupted) with its\n"
      "checkpoint NAME; the stage is sealed afterwards.\n"
-     "  --stage DIR   The stage (instead of a RUN; default: the newest staged run).\n",
+     "  --stage DIR   The stage (instead of a RUN; default: the newest staged run\n"
+     "                of the workspace you are in).\n",
      LC_RUN(cmd_restore)},
     {"fork", LC_SUM("Fork a new stage from a checkpoint"),
      "Usage: pvisor fork [CHECKPOINT] NEW_STAGE [--run RUN|--stage DIR]\n"
      "\n"
      "Creates NEW_STAGE (absent or empty), a sealed stage holding CHECKPOINT of the\n"
      "source stage, or the source stage itself when no CHECKPOINT is given.\n"
-     "  --run RUN     The source stage is RUN's (default: the newest staged run).\n"
+     "  --run RUN     The source stage is RUN's (default: the newest staged run of\n"
+     "                the workspace you are in).\n"
      "  --stage DIR   The source stage directory.\n",
      LC_RUN(cmd_fork)},
 };

@@ -135,7 +135,8 @@ json_t *lc_changeset_to_json(const struct lc_changeset *cs);
 
 /* Resolve a user's target (docs/lifecycle.md): stage_dir when given; else
  * run (an id, prefix or "latest") or, when NULL, the newest run that has a
- * stage.  Returns the stage path and the run's Bundle (NULL for a stage
+ * stage and whose workspace holds the current directory, or else the
+ * newest run that has a stage.  Returns the stage path and the run's Bundle (NULL for a stage
  * given by path or a run without a readable one).
  * Errors: -ENOENT nothing matches; -ENOTUNIQ ambiguous; -ENOMEDIUM the run
  * has no stage; -EINVAL stage_dir is not a stage; -ENODATA (run and

@@ -127,9 +127,16 @@ int lc_resolve_target(const char *run, const char *stage_dir, char **ret_stage_p
             goto out;
         }
     } else {
+        /* The newest staged run of the workspace the current directory is
+         * in; without one, the newest staged run of any (the caller tells
+         * the user: lc_cli_target). */
+        _cleanup_free_ char *cwd = getcwd(NULL, 0);
+        const char *any = NULL;
+        json_t *any_b = NULL;
         for (size_t i = 0; i < n && !match; i++) {
             json_t *b = NULL;
             if (runs_load_bundle(ids[i], &b) < 0) {
+                json_decref(any_b);
                 /* A newer run whose Bundle is gone (a supervisor that died
                  * setting up, a power loss: Bundles are not flushed) may
                  * have had a stage: never guess past it to an older one. */
@@ -140,14 +147,23 @@ int lc_resolve_target(const char *run, const char *stage_dir, char **ret_stage_p
                 r = -ENODATA;
                 goto out;
             }
-            if (bundle_stage_path(b)) {
+            const char *ws = json_string_value(json_object_get(b, "workspace"));
+            if (bundle_stage_path(b) && cwd && ws && path_within(cwd, ws)) {
                 match = ids[i];
                 bundle = b;
+            } else if (bundle_stage_path(b) && !any) {
+                any = ids[i];
+                any_b = b;
             } else {
                 json_decref(b);
             }
         }
-        if (!match) {
+        if (match) {
+            json_decref(any_b);
+        } else if (any) {
+            match = any;
+            bundle = any_b;
+        } else {
             r = -ENOMEDIUM;
             goto out;
         }

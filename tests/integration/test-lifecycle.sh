@@ -1023,3 +1023,26 @@ echo HOSTSECRET > "$W/late.txt"
 (cd "$W" && "$P" diff; "$P" diff --stat) > "$T/late.diff" 2>&1
 eq "$(grep -c HOSTSECRET "$T/late.diff"):$(grep -c 'Content not shown' "$T/late.diff")" "0:1" \
     "diff does not print a file the user created after the run at a path the agent also wrote"
+
+# Without a RUN the verbs take the newest stage of the workspace the current
+# directory is in (not the newest of all); from a directory in no staged
+# run's workspace, apply, drop and restore refuse and name the run to give.
+WA=$T/wsA WB=$T/wsB E=$(mktemp -d /tmp/pvisor-elsewhere.XXXXXX)
+at_exit "rm -rf '$E'"
+mkdir -p "$WA/sub" "$WB"
+(cd "$WA" && "$P" run --stage auto -- sh -c 'echo A > fromA') >/dev/null 2>&1
+(cd "$WB" && "$P" run --stage auto -- sh -c 'echo B > fromB') >/dev/null 2>&1
+runB=$(latest_run)
+(cd "$WA/sub" && "$P" apply) >"$T/pick.out" 2>&1; rc=$?
+eq "$rc:$(ls "$WA" | tr '\n' ' '):$(ls "$WB" | tr '\n' ' '):$(grep -c "to $WA:" "$T/pick.out")" "0:fromA sub ::1" \
+    "apply without a RUN takes the newest stage of the current directory's workspace, and names that workspace"
+(cd "$E" && "$P" apply) >/dev/null 2>"$T/pick1.err"; rc1=$?
+(cd "$E" && "$P" drop) >/dev/null 2>&1; rc2=$?
+(cd "$E" && "$P" restore x) >/dev/null 2>&1; rc3=$?
+eq "$rc1:$rc2:$rc3:$(ls "$WB" | wc -l):$(grep -c "name it ('pvisor apply $runB')" "$T/pick1.err")" "1:1:1:0:1" \
+    "from a directory in no staged workspace, apply, drop and restore refuse (nothing written) and name the run"
+(cd "$E" && "$P" diff --stat) >"$T/pick2.out" 2>"$T/pick2.err"; rc=$?
+eq "$rc:$(grep -c fromB "$T/pick2.out"):$(grep -c "workspace $WB (run $runB)" "$T/pick2.err")" "0:1:1" \
+    "... diff shows the newest stage and says whose it is"
+(cd "$E" && "$P" apply "$runB") >/dev/null 2>&1; rc=$?
+eq "$rc:$(cat "$WB/fromB")" "0:B" "... naming the run applies it"
