@@ -143,6 +143,56 @@ static void add_stat(struct diffctx *d, const char *path, long plus, long minus,
 
 /* Content diff of one path: old side (lower) vs new side (upper); either
  * may be absent (LC_NONE). */
+/* A name in a header: prefix (a/ or b/) and the path.  On a terminal the
+ * path as displayed (escaped).  Into a pipe or a file as git writes it, so
+ * that patch(1) and git apply read it back: in double quotes with C
+ * escapes when it holds a control byte, a quote, a backslash or a byte
+ * over 0x7f; with tab after it in --- and +++ lines (tab_if_space) when it
+ * holds a space, which GNU patch otherwise takes for the end of the name. */
+static char *header_name(const struct diffctx *d, const char *prefix, const char *path, bool tab_if_space) {
+    char *out = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&out, &len);
+    if (!f)
+        return NULL;
+    if (d->escape) {
+        _cleanup_free_ char *p = lc_display_name(path);
+        fprintf(f, "%s%s", prefix, p ? p : "?");
+    } else {
+        bool quote = false;
+        for (const unsigned char *c = (const unsigned char *)path; *c; c++)
+            if (*c < 0x20 || *c >= 0x7f || *c == '"' || *c == '\\')
+                quote = true;
+        if (quote)
+            fputc('"', f);
+        fputs(prefix, f);
+        for (const unsigned char *c = (const unsigned char *)path; *c; c++) {
+            static const char esc[] = "\a\b\t\n\v\f\r";
+            static const char letter[] = "abtnvfr";
+            const char *k = *c ? memchr(esc, *c, sizeof esc - 1) : NULL;
+            if (!quote)
+                fputc(*c, f);
+            else if (k)
+                fprintf(f, "\\%c", letter[k - esc]);
+            else if (*c == '"' || *c == '\\')
+                fprintf(f, "\\%c", *c);
+            else if (*c < 0x20 || *c >= 0x7f)
+                fprintf(f, "\\%03o", *c);
+            else
+                fputc(*c, f);
+        }
+        if (quote)
+            fputc('"', f);
+        if (tab_if_space && strchr(path, ' '))
+            fputc('\t', f);
+    }
+    if (fclose(f) != 0) {
+        free(out);
+        return NULL;
+    }
+    return out;
+}
+
 static void content_diff(struct diffctx *d, const struct lc_stage *st, const char *path, const char *label,
                          enum lc_type ot, const char *otarget, enum lc_type nt, const char *ntarget, uint64_t os,
                          uint64_t ns) {
@@ -153,9 +203,11 @@ static void content_diff(struct diffctx *d, const struct lc_stage *st, const cha
         d->failed = 1;
         return;
     }
-    _cleanup_free_ char *la = NULL, *lb = NULL;
-    if (asprintf(&la, "%s%s", ot == LC_NONE ? "" : "a/", ot == LC_NONE ? "/dev/null" : label) < 0 ||
-        asprintf(&lb, "%s%s", nt == LC_NONE ? "" : "b/", nt == LC_NONE ? "/dev/null" : label) < 0)
+    _cleanup_free_ char *la = ot == LC_NONE ? strdup("/dev/null") : header_name(d, "a/", path, true);
+    _cleanup_free_ char *lb = nt == LC_NONE ? strdup("/dev/null") : header_name(d, "b/", path, true);
+    _cleanup_free_ char *ba = ot == LC_NONE ? strdup("/dev/null") : header_name(d, "a/", path, false);
+    _cleanup_free_ char *bb = nt == LC_NONE ? strdup("/dev/null") : header_name(d, "b/", path, false);
+    if (!la || !lb || !ba || !bb)
         return;
     struct stat sa = {0}, sb = {0};
     if ((a >= 0 && fstat(a, &sa) < 0) || (b >= 0 && fstat(b, &sb) < 0)) {
@@ -167,7 +219,7 @@ static void content_diff(struct diffctx *d, const struct lc_stage *st, const cha
         if (d->stat)
             add_stat(d, label, 0, 0, true, os, ns);
         else
-            printf("Large files %s and %s differ (%llu -> %llu bytes; over %u MiB: not shown)\n", la, lb,
+            printf("Large files %s and %s differ (%llu -> %llu bytes; over %u MiB: not shown)\n", ba, bb,
                    (unsigned long long)sa.st_size, (unsigned long long)sb.st_size, LC_DIFF_MAX >> 20);
         return;
     }
@@ -175,7 +227,7 @@ static void content_diff(struct diffctx *d, const struct lc_stage *st, const cha
         if (d->stat)
             add_stat(d, label, 0, 0, true, os, ns);
         else
-            printf("Binary files %s and %s differ\n", la, lb);
+            printf("Binary files %s and %s differ\n", ba, bb);
         return;
     }
     if (!d->stat && !d->escape) {
@@ -229,7 +281,8 @@ static bool diffable(enum lc_type t) {
 static void show_entry(struct diffctx *d, const struct lc_stage *st, const struct lc_entry *e) {
     /* names are agent-chosen: printed with control bytes escaped */
     _cleanup_free_ char *p = lc_display_name(e->path);
-    if (!p)
+    _cleanup_free_ char *ga = header_name(d, "a/", e->path, false), *gb = header_name(d, "b/", e->path, false);
+    if (!p || !ga || !gb)
         return;
     enum lc_type ot = e->old_type, nt = e->kind == LC_DELETED ? LC_NONE : e->new_type;
     /* The workspace's version of a path the agent never saw (a masked
@@ -242,9 +295,9 @@ static void show_entry(struct diffctx *d, const struct lc_stage *st, const struc
         if (d->stat)
             add_stat(d, p, 0, 0, false, 0, 0);
         else
-            printf("diff --git a/%s b/%s\nContent not shown: the agent never saw the workspace's version of this "
+            printf("diff --git %s %s\nContent not shown: the agent never saw the workspace's version of this "
                    "path\n",
-                   p, p);
+                   ga, gb);
         return;
     }
     bool same_kind = ot != LC_NONE && nt != LC_NONE && ot == nt;
@@ -252,7 +305,7 @@ static void show_entry(struct diffctx *d, const struct lc_stage *st, const struc
         if (ot == LC_DIR)
             return; /* git does not show directories */
         if (!d->stat)
-            printf("diff --git a/%s b/%s\n", p, p);
+            printf("diff --git %s %s\n", ga, gb);
         if ((e->changes & LC_CH_MODE) && !d->stat)
             printf("old mode %o\nnew mode %o\n", git_mode(ot, e->old_mode), git_mode(nt, e->new_mode));
         if (e->changes & (LC_CH_CONTENT | LC_CH_TARGET))
@@ -264,13 +317,13 @@ static void show_entry(struct diffctx *d, const struct lc_stage *st, const struc
     /* deletion of the old object (also the first half of a type change) */
     if (ot != LC_NONE && ot != LC_DIR) {
         if (!d->stat)
-            printf("diff --git a/%s b/%s\ndeleted file mode %o\n", p, p, git_mode(ot, e->old_mode));
+            printf("diff --git %s %s\ndeleted file mode %o\n", ga, gb, git_mode(ot, e->old_mode));
         if (diffable(ot))
             content_diff(d, st, e->path, p, ot, e->old_target, LC_NONE, NULL, e->old_size, 0);
     }
     if (nt != LC_NONE && nt != LC_DIR) {
         if (!d->stat)
-            printf("diff --git a/%s b/%s\nnew file mode %o\n", p, p, git_mode(nt, e->new_mode));
+            printf("diff --git %s %s\nnew file mode %o\n", ga, gb, git_mode(nt, e->new_mode));
         if (diffable(nt))
             content_diff(d, st, e->path, p, LC_NONE, NULL, nt, e->new_target, 0, e->new_size);
     }

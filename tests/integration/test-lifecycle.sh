@@ -1046,3 +1046,22 @@ eq "$rc:$(grep -c fromB "$T/pick2.out"):$(grep -c "workspace $WB (run $runB)" "$
     "... diff shows the newest stage and says whose it is"
 (cd "$E" && "$P" apply "$runB") >/dev/null 2>&1; rc=$?
 eq "$rc:$(cat "$WB/fromB")" "0:B" "... naming the run applies it"
+
+# diff into a pipe names files as git does (quoted with C escapes when they
+# hold a control byte, a quote, a backslash or a non-ASCII byte; a tab after
+# --- and +++ names with a space): patch -p1 and git apply then reproduce
+# what apply writes, whatever the names.
+W=$T/wsq
+mkdir -p "$W"
+(cd "$W" && echo old > "my file.txt" && printf 'old\n' > "$(printf 'tab\there')" && echo o > 'back\slash' &&
+    echo o > "$(printf 'caf\303\251')" && echo o > "$(printf 'bad\377name')" && echo o > 'q"uote')
+cp -a "$W" "$T/wsq.patch"; cp -a "$W" "$T/wsq.git"
+(cd "$W" && "$P" run --stage auto -- sh -c 'for f in *; do echo new >> "$f"; done; echo x > "a b"; echo y > "$(printf "nl\nx")"') >/dev/null 2>&1
+(cd "$W" && "$P" diff) >"$T/q.diff" 2>/dev/null
+(cd "$T/wsq.patch" && patch -s -p1 <"$T/q.diff") >/dev/null 2>&1; rp=$?
+(cd "$T/wsq.git" && git apply "$T/q.diff") >/dev/null 2>&1; rg=$?
+(cd "$W" && "$P" apply) >/dev/null 2>&1; ra=$?
+eq "$rp:$rg:$ra:$(diff -r "$W" "$T/wsq.patch" >/dev/null 2>&1; echo $?):$(diff -r "$W" "$T/wsq.git" >/dev/null 2>&1; echo $?)" "0:0:0:0:0" \
+    "diff's names (space, tab, newline, backslash, quote, UTF-8, non-UTF-8) round-trip through patch -p1 and git apply"
+check "... a name with a space ends in a tab on --- and +++, a tab is quoted as git quotes it" \
+    sh -c "grep -q '^+++ b/my file.txt	\$' '$T/q.diff' && grep -q '^diff --git \"a/tab\\\\there\" \"b/tab\\\\there\"\$' '$T/q.diff'"
