@@ -952,6 +952,12 @@ static int plan_from_changeset(const struct lc_changeset *cs, const struct lc_ap
         const struct lc_entry *e = &cs->entries[i];
         if (!sel[i])
             continue;
+        /* Written already but for the setuid/setgid bits apply drops (an
+         * earlier apply --path): the workspace holds what this apply would
+         * write, so there is nothing to do, and no conflict. */
+        if (!o->keep_special_modes && e->kind == LC_MODIFIED && e->changes == LC_CH_MODE && (e->new_mode & 06000) &&
+            e->old_mode == (e->new_mode & ~(uint32_t)06000))
+            continue;
         if (e->conflict) {
             r = report_conflict(rep, e->path, e->conflict);
             continue;

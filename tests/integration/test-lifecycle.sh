@@ -1065,3 +1065,15 @@ eq "$rp:$rg:$ra:$(diff -r "$W" "$T/wsq.patch" >/dev/null 2>&1; echo $?):$(diff -
     "diff's names (space, tab, newline, backslash, quote, UTF-8, non-UTF-8) round-trip through patch -p1 and git apply"
 check "... a name with a space ends in a tab on --- and +++, a tab is quoted as git quotes it" \
     sh -c "grep -q '^+++ b/my file.txt	\$' '$T/q.diff' && grep -q '^diff --git \"a/tab\\\\there\" \"b/tab\\\\there\"\$' '$T/q.diff'"
+
+# apply --path drops setuid/setgid bits; the full apply after it finds
+# those paths written already (no conflict) and completes the stage.
+W=$T/wssu
+mkdir -p "$W/d"; echo 1 > "$W/tool"; echo 1 > "$W/other"
+(cd "$W" && "$P" run --stage auto -- sh -c 'chmod 4755 tool; echo 2 >> other; echo n > newtool; chmod 6755 newtool; chmod 2755 d') >/dev/null 2>&1
+S=$XDG_STATE_HOME/pvisor/runs/$(latest_run)/stage
+(cd "$W" && "$P" apply --path tool --path newtool --path d) >/dev/null 2>&1; r1=$?
+(cd "$W" && "$P" apply) >/dev/null 2>"$T/su.err"; r2=$?
+eq "$r1:$r2:$(stat -c %a "$W/tool" "$W/newtool" "$W/d" | tr '\n' ' ')$(tr '\n' ' ' <"$W/other"):$(test -e "$S/applied" && echo applied)" \
+    "0:0:755 755 755 1 2 :applied" \
+    "a full apply after apply --path of setuid/setgid files completes the stage (bits dropped, no conflict)"
