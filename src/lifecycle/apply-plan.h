@@ -29,9 +29,21 @@ struct plan_ent {
     int tmp_fd; /* the written O_TMPFILE content, not yet named (-1; set up by execute) */
 };
 
+/* A directory of the workspace that its owner, the user applying, may
+ * not write or search (a read-only tree): apply adds u+wx for its own
+ * changes there and puts the mode back before the directories' own
+ * modes are set.  Recorded in the intent, so that a resumed apply puts it
+ * back too.  path "" is the workspace itself ("." in the intent). */
+struct plan_unlocked {
+    char *path;
+    uint32_t mode;
+};
+
 struct plan {
     struct plan_ent *v;
     size_t n;
+    struct plan_unlocked *unlocked;
+    size_t n_unlocked;
     char id[17];
     bool subset; /* a --path subset: success does not mark the stage applied */
 };

@@ -96,13 +96,24 @@ static bool passes_absent(const struct plan_ent *e) {
 
 /* ---- classification of the current workspace state ---- */
 
+/* A read-only directory the interrupted apply made writable (struct
+ * plan_unlocked) shows its old mode plus u+wx. */
+static bool unlocked_as(const struct plan *p, const char *path, uint32_t old_mode, uint32_t mode) {
+    for (size_t i = 0; i < p->n_unlocked; i++)
+        if (strcmp(p->unlocked[i].path, path) == 0)
+            return p->unlocked[i].mode == old_mode && (old_mode | 0300) == mode;
+    return false;
+}
+
 /* Is the lower object at e->path in the entry's old state? 1/0/-errno. */
-static int matches_old(int parent, const char *name, const struct stat *st, const struct plan_ent *e) {
+static int matches_old(const struct plan *p, int parent, const char *name, const struct stat *st,
+                       const struct plan_ent *e) {
     if (e->old_type == LC_NONE)
         return st == NULL;
     if (!st || lc_type_of(st->st_mode) != e->old_type)
         return 0;
-    if (e->old_type != LC_LNK && (st->st_mode & 07777) != e->old_mode)
+    if (e->old_type != LC_LNK && (st->st_mode & 07777) != e->old_mode &&
+        !(e->old_type == LC_DIR && unlocked_as(p, e->path, e->old_mode, st->st_mode & 07777)))
         return 0;
     if (e->old_type == LC_REG || e->old_type == LC_LNK) {
         if (!e->old_has_sha)
@@ -187,7 +198,7 @@ static int classify_all(int ws_fd, int upper_fd, struct plan *p, struct lc_apply
                 close(parent);
             return r;
         }
-        int m = parent >= 0 ? matches_old(parent, name, exists ? &st : NULL, e) : e->old_type == LC_NONE;
+        int m = parent >= 0 ? matches_old(p, parent, name, exists ? &st : NULL, e) : e->old_type == LC_NONE;
         if (m == 1)
             e->state = ST_OLD;
         else if (m == 0 && (parent >= 0 ? (m = matches_final(upper_fd, parent, name, exists ? &st : NULL, e))
@@ -810,6 +821,73 @@ static int op_dir_meta(struct ctx *c, struct plan_ent *e) {
     return 0; /* made durable by execute()'s final syncfs */
 }
 
+/* The read-only directories the plan changes something in, owned by
+ * us (struct plan_unlocked).  Root needs none.  A directory that cannot
+ * be reached (below one we may not search) is left out: apply fails there
+ * as it would have. */
+static int find_locked(int ws_fd, struct plan *p) {
+    uid_t me = geteuid();
+    if (me == 0)
+        return 0;
+    const char *last = NULL;
+    size_t last_len = 0;
+    for (size_t i = 0; i < p->n; i++) {
+        const char *path = p->v[i].path, *slash = strrchr(path, '/');
+        size_t len = slash ? (size_t)(slash - path) : 0;
+        if (last && len == last_len && strncmp(path, last, len) == 0)
+            continue; /* pre-order: siblings follow each other */
+        last = path;
+        last_len = len;
+        _cleanup_free_ char *dir = strndup(path, len);
+        if (!dir)
+            return -ENOMEM;
+        _cleanup_close_ int fd = len ? lc_open_beneath(ws_fd, dir, O_PATH | O_DIRECTORY | O_NOFOLLOW, 0) : -1;
+        struct stat st;
+        if ((len && fd < 0) || fstat(len ? fd : ws_fd, &st) < 0 || st.st_uid != me || (st.st_mode & 0300) == 0300)
+            continue; /* absent (apply creates it), not ours, or writable */
+        bool seen = false;
+        for (size_t k = 0; k < p->n_unlocked && !seen; k++)
+            seen = strcmp(p->unlocked[k].path, dir) == 0;
+        if (seen)
+            continue;
+        struct plan_unlocked *v = realloc(p->unlocked, (p->n_unlocked + 1) * sizeof *v);
+        if (!v)
+            return -ENOMEM;
+        p->unlocked = v;
+        v[p->n_unlocked].path = dir;
+        v[p->n_unlocked++].mode = st.st_mode & 07777;
+        dir = NULL;
+    }
+    return 0;
+}
+
+/* Add u+wx to the plan's read-only directories (unlock), or give them
+ * their modes back.  One that is gone (apply deleted it) is skipped. */
+static int set_unlocked(struct ctx *c, bool unlock) {
+    /* the intent names them: durable before the first mode changes */
+    int ir = c->p->n_unlocked && unlock ? ensure_intent_durable(c) : 0;
+    if (ir < 0)
+        return ir;
+    for (size_t i = 0; i < c->p->n_unlocked; i++) {
+        const struct plan_unlocked *u = &c->p->unlocked[i];
+        mode_t m = unlock ? (u->mode | 0300) : u->mode;
+        int r;
+        if (!u->path[0]) {
+            r = fchmod(c->ws_fd, m) < 0 ? -errno : 0;
+        } else {
+            const char *name;
+            _cleanup_close_ int parent = lc_open_parent(c->ws_fd, u->path, &name);
+            r = parent < 0 ? parent : chmod_nofollow_at(parent, name, m);
+        }
+        if (r < 0 && r != -ENOENT) {
+            free(c->rep->failed_path);
+            c->rep->failed_path = strdup(u->path[0] ? u->path : ".");
+            return r;
+        }
+    }
+    return 0;
+}
+
 static int fail_at(struct ctx *c, const struct plan_ent *e, int r) {
     if (r == -ECANCELED && c->rep->failed_path)
         return r;
@@ -826,6 +904,10 @@ static int execute_plan(struct ctx *c) {
         c->total += (e->old_type != LC_NONE && (e->new_type == LC_NONE || passes_absent(e))) +
                     (e->new_type != LC_NONE && !(e->new_type == LC_DIR && e->old_type == LC_DIR));
     }
+    /* 0. read-only directories apply writes in: u+wx until step 3 */
+    int ur = set_unlocked(c, true);
+    if (ur < 0)
+        return ur;
     /* 1. deletions, children before parents */
     for (size_t i = p->n; i-- > 0;) {
         struct plan_ent *e = &p->v[i];
@@ -849,6 +931,9 @@ static int execute_plan(struct ctx *c) {
     int fr = flush_pending(c);
     if (fr < 0)
         return fr;
+    /* their modes back, before those the stage gives directories */
+    if ((ur = set_unlocked(c, false)) < 0)
+        return ur;
     /* 3. directory metadata, children before parents */
     for (size_t i = p->n; i-- > 0;) {
         struct plan_ent *e = &p->v[i];
@@ -1218,6 +1303,9 @@ int lc_apply(const char *stage_path, const struct lc_apply_opts *o, struct lc_ap
         }
         snprintf(p.id, sizeof p.id, "%016llx", (unsigned long long)rnd);
         p.subset = !full;
+        r = find_locked(st->ws_fd, &p);
+        if (r < 0)
+            goto out;
         /* the stage directory's fsync is left to the first batch's syncfs
          * when that covers the stage (ensure_intent_durable) */
         lc_intent_remove_lost(st->dir_fd, st->ws_fd);

@@ -26,6 +26,11 @@ void lc_plan_free(struct plan *p) {
     free(p->v);
     p->v = NULL;
     p->n = 0;
+    for (size_t i = 0; i < p->n_unlocked; i++)
+        free(p->unlocked[i].path);
+    free(p->unlocked);
+    p->unlocked = NULL;
+    p->n_unlocked = 0;
 }
 
 void lc_plan_tmp_name(const struct plan *p, size_t i, char buf[64]) {
@@ -110,7 +115,17 @@ int lc_intent_write(int stage_dir_fd, const struct plan *p, bool durable) {
         }
         fputc('}', f);
     }
-    fputs("]}", f);
+    fputs("]", f);
+    if (p->n_unlocked) {
+        fputs(",\"unlocked\":[", f);
+        for (size_t i = 0; i < p->n_unlocked; i++) {
+            fputs(i ? ",{" : "{", f);
+            put_name(f, "path", p->unlocked[i].path[0] ? p->unlocked[i].path : ".");
+            fprintf(f, ",\"mode\":%u}", (unsigned)p->unlocked[i].mode);
+        }
+        fputc(']', f);
+    }
+    fputc('}', f);
     bool failed = ferror(f) != 0;
     if (fclose(f) != 0 || failed || !txt) {
         free(txt);
@@ -210,6 +225,26 @@ static int intent_load_at(int stage_dir_fd, const char *name, struct plan *p) {
             if (e->new_type == LC_LNK && !(e->new_target = get_name(nw, "target")))
                 goto out;
         }
+    }
+    json_t *unl = json_object_get(doc, "unlocked");
+    if (unl && (!json_is_array(unl) || json_array_size(unl) > json_array_size(ents) + 1))
+        goto out;
+    if (json_array_size(unl) && !(p->unlocked = calloc(json_array_size(unl), sizeof *p->unlocked))) {
+        r = -ENOMEM;
+        goto out;
+    }
+    json_array_foreach(unl, i, je) {
+        char *path = get_name(je, "path");
+        json_t *m = json_object_get(je, "mode");
+        if (path && strcmp(path, ".") == 0)
+            path[0] = '\0';
+        if (!path || (path[0] && !lc_path_valid(path)) || !json_is_integer(m) || json_integer_value(m) < 0 ||
+            json_integer_value(m) > 07777) {
+            free(path);
+            goto out;
+        }
+        p->unlocked[p->n_unlocked].path = path;
+        p->unlocked[p->n_unlocked++].mode = (uint32_t)json_integer_value(m);
     }
     r = 0;
 out:

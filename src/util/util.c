@@ -418,8 +418,6 @@ static int rm_scan(int fd, struct rm_level *l) {
     return 0;
 }
 
-/* Open the subdirectory name of fd to remove it (made readable and
- * searchable by its owner when it is not). */
 int chmod_nofollow_at(int dirfd, const char *name, mode_t mode) {
 #ifndef SYS_fchmodat2
 #define SYS_fchmodat2 452

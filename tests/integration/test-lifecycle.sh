@@ -815,6 +815,29 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
     eq "$r1:$r2:$(grep -c '"path": *"cache/x"' "$T/unpriv2.json"):$r3:$(cat "$U/ws/f3" "$U/ws/cache/x" 2>&1 | tr '\n' ' ')" \
         "1:0:1:0:x d " "... status refuses it too; after the chmod the hint names, status lists it and apply writes it"
     rm -rf "$U/ws"; mv "$U/ws.before" "$U/ws"
+    # read-only directories of the workspace (a 0555 directory the agent
+    # wrote in, a read-only tree it removed): apply makes them writable
+    # for its own changes and gives them their modes back, also when it
+    # is killed part way and resumed
+    asu sh -c "cd '$U/ws' && mkdir ro && echo a > ro/a && chmod 555 ro && mkdir -p tree/sub && echo t > tree/sub/t && chmod -R a-w tree"
+    cp -a "$U/ws" "$U/ws.ro"
+    asu "$P" run --stage "$U/st5" --workspace "$U/ws" -- sh -c "cd '$U/ws' && chmod u+w ro && echo a2 > ro/a && for i in 1 2 3 4 5 6; do echo \$i > ro/n\$i; done && chmod 555 ro && chmod -R u+w tree && rm -rf tree" >/dev/null 2>&1
+    asu "$P" fork --stage "$U/st5" "$U/st6" >/dev/null 2>&1
+    asu "$P" apply --stage "$U/st5" >/dev/null 2>&1; rc=$?
+    eq "$rc:$(stat -c %a "$U/ws/ro"):$(cat "$U/ws/ro/a" "$U/ws/ro/n6" | tr '\n' ' '):$(test -e "$U/ws/tree" && echo tree)" "0:555:a2 6 :" \
+        "as uid 65534: apply writes in a read-only directory and removes a read-only tree; the directory stays 0555"
+    rm -rf "$U/ws"; cp -a "$U/ws.ro" "$U/ws"
+    # (setpriv and env exec: $! is apply itself, which the kill must hit)
+    setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$U" XDG_STATE_HOME="$U/state" \
+        PVISOR_TEST_APPLY_DELAY_US=150000 "$P" apply --stage "$U/st6" >/dev/null 2>&1 &
+    ap=$!; i=0
+    while [ ! -e "$U/st6/apply-intent" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+    sleep 0.2; kill -9 $ap; wait $ap 2>/dev/null
+    killed=$(grep -c '"unlocked":\[{"path":"ro","mode":365}' "$U/st6/apply-intent" 2>/dev/null)
+    asu "$P" apply --stage "$U/st6" >/dev/null 2>"$T/ro6.err"; rc=$?
+    [ $rc -eq 0 ] || diag "$(cat "$T/ro6.err")"
+    eq "$killed:$rc:$(stat -c %a "$U/ws/ro"):$(cat "$U/ws/ro/a" "$U/ws/ro/n6" | tr '\n' ' ')" "1:0:555:a2 6 " \
+        "... killed part way (the intent names the directory and its mode), the resumed apply gives it its mode back"
 else
     skip "apply as an unprivileged user" "needs root to switch to an unprivileged user"
 fi
