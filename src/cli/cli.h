@@ -57,8 +57,9 @@ int lc_cli_target(const char *verb, const char *run, const char *stage_dir, char
                   struct json_t **ret_bundle);
 bool lc_cli_arg_is_stage(const char *arg);
 /* Print, after a verb's error r, how to get past an unreadable stage when
- * r is -EACCES (the agent can take its own read permission away). */
-void lc_cli_unreadable_hint(int r, const char *stage);
+ * r is -EACCES (the agent can take its own read permission away); writes:
+ * the verb writes in the workspace, where EACCES has another cause too. */
+void lc_cli_unreadable_hint(int r, const char *stage, bool writes);
 #endif
 
 /* The table (cli/main.c).  Planned verbs have run == NULL. */

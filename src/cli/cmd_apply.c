@@ -255,7 +255,7 @@ int cmd_apply(int argc, char **argv) {
                       !dry_run && lc_apply_pending(stage)
                           ? "Part of it may be written: run 'pvisor apply' again, it resumes the interrupted apply"
                           : "Nothing was written to the workspace");
-            lc_cli_unreadable_hint(r, stage);
+            lc_cli_unreadable_hint(r, stage, !dry_run);
         }
         lc_apply_report_clear(&rep);
         return st;

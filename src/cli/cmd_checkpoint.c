@@ -80,7 +80,7 @@ int cmd_checkpoint(int argc, char **argv) {
                          "refused: an interrupted apply of %s must be completed first ('pvisor apply')", stage);
     default:
         cli_error(PV_EXIT_FAILURE, "checkpoint", "failed: %s", strerror(-r));
-        lc_cli_unreadable_hint(r, stage);
+        lc_cli_unreadable_hint(r, stage, false);
         return PV_EXIT_FAILURE;
     }
 }

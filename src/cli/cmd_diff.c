@@ -409,7 +409,7 @@ int cmd_diff(int argc, char **argv) {
         lc_stage_free(st);
         cli_error(PV_EXIT_FAILURE, "diff", "cannot read the stage %s: %s", stage,
                   r == -ENOENT ? "it holds no changes (dropped?)" : strerror(-r));
-        lc_cli_unreadable_hint(r, stage);
+        lc_cli_unreadable_hint(r, stage, false);
         return PV_EXIT_FAILURE;
     }
     for (size_t i = 0; i < cs->n; i++)

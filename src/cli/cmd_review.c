@@ -87,14 +87,14 @@ int lc_cli_target(const char *verb, const char *run, const char *stage_dir, char
     return cli_error(PV_EXIT_FAILURE, verb, "cannot find the stage: %s", strerror(-r));
 }
 
-void lc_cli_unreadable_hint(int r, const char *stage) {
+void lc_cli_unreadable_hint(int r, const char *stage, bool writes) {
     if (r != -EACCES)
         return;
     fprintf(stderr,
-            "pvisor: part of the stage is unreadable (the agent can remove its own read permission). To review "
+            "pvisor: %spart of the stage is unreadable (the agent can remove its own read permission). To review "
             "and apply it anyway, make it readable: chmod -R u+rwX '%s/upper' (the modes the agent set are then "
             "not kept); or remove it with 'pvisor drop'\n",
-            stage);
+            writes ? "a workspace directory that is not yours may not be writable; or " : "", stage);
 }
 
 /* A positional target names a stage when it is a directory, a run otherwise. */
@@ -248,7 +248,7 @@ int cmd_review(const char *arg, bool as_json) {
                       r == -E2BIG     ? "too many entries"
                       : r == -EBADMSG ? "malformed journal"
                                       : strerror(-r));
-            lc_cli_unreadable_hint(r, stage);
+            lc_cli_unreadable_hint(r, stage, false);
             return PV_EXIT_FAILURE;
         }
     }
