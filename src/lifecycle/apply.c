@@ -47,6 +47,7 @@
 #include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -552,6 +553,27 @@ static int rename_ready(struct ctx *c) {
 /* Write the temp file of a regular file entry (content, xattrs, mode,
  * times): named tmp, or, with tmp NULL, an O_TMPFILE whose descriptor goes
  * to *ret_fd (-EOPNOTSUPP when the directory's file system has none). */
+/* The POSIX ACL of the workspace file a regular file replaces goes to the
+ * replacement: written in place, as the agent's view did, the file keeps
+ * it (the stage keeps none: only user.* xattrs are staged).  The mode set
+ * afterwards sets the ACL's mask, as chmod would; without the ACL, its
+ * mask would become the group's own bits (group write granted where the
+ * ACL held the group to read). */
+static int carry_acl(struct ctx *c, const struct plan_ent *e, int out) {
+    if (e->old_type != LC_REG)
+        return 0;
+    _cleanup_close_ int old = lc_open_beneath(c->ws_fd, e->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
+    if (old < 0)
+        return 0; /* gone, or unreadable: nothing to carry */
+    char acl[65536];
+    ssize_t n = fgetxattr(old, "system.posix_acl_access", acl, sizeof acl);
+    if (n <= 0)
+        return 0;
+    if (fsetxattr(out, "system.posix_acl_access", acl, (size_t)n, 0) < 0 && errno != ENOTSUP)
+        return -errno;
+    return 0;
+}
+
 static int write_temp_reg(struct ctx *c, const struct plan_ent *e, int parent, const char *tmp, int *ret_fd,
                           uint64_t *ret_bytes) {
     _cleanup_close_ int in = lc_open_beneath(c->upper_fd, e->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
@@ -578,6 +600,8 @@ static int write_temp_reg(struct ctx *c, const struct plan_ent *e, int parent, c
         if (r == -ENOTSUP || r == -EPERM)
             r = 0;
     }
+    if (r == 0)
+        r = carry_acl(c, e, out);
     if (r < 0)
         return r;
     if (fchmod(out, e->new_mode) < 0)

@@ -1100,3 +1100,18 @@ S=$XDG_STATE_HOME/pvisor/runs/$(latest_run)/stage
 eq "$r1:$r2:$(stat -c %a "$W/tool" "$W/newtool" "$W/d" | tr '\n' ' ')$(tr '\n' ' ' <"$W/other"):$(test -e "$S/applied" && echo applied)" \
     "0:0:755 755 755 1 2 :applied" \
     "a full apply after apply --path of setuid/setgid files completes the stage (bits dropped, no conflict)"
+
+# apply replaces a file by a new inode: the workspace file's POSIX ACL goes
+# with it (written in place, the file would keep it); without it the ACL's
+# mask became the group's bits: group write where the ACL held it to read
+W=$T/wsacl
+mkdir -p "$W"; echo a > "$W/f"
+if command -v setfacl >/dev/null && setfacl -m u:65534:rw "$W/f" 2>/dev/null; then
+    (cd "$W" && "$P" run --stage auto -- sh -c 'echo more >> f') >/dev/null 2>&1
+    (cd "$W" && "$P" apply) >/dev/null 2>&1; rc=$?
+    eq "$rc:$(getfacl -cpn "$W/f" 2>/dev/null | tr '\n' ' '):$(cat "$W/f" | tr '\n' ' ')" \
+        "0:user::rw- user:65534:rw- group::r-- mask::rw- other::r--  :a more " \
+        "apply keeps a replaced file's POSIX ACL (the group stays read-only)"
+else
+    skip "apply keeps a replaced file's POSIX ACL" "no setfacl, or no ACLs on this file system"
+fi
