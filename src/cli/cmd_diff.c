@@ -5,7 +5,8 @@
  * symlink, both sides are opened here (the lower beneath the workspace fd,
  * the upper beneath upper/, never following a symlink; a symlink's target
  * goes through a memfd) and handed to `diff -u --label a/P --label b/P
- * /dev/fd/3 /dev/fd/4` by fork+exec.  Headers follow git (diff --git, new
+ * /dev/fd/3 /dev/fd/4` by fork+exec (a file added or deleted whole needs
+ * no algorithm: its lines are printed here as diff(1) would).  Headers follow git (diff --git, new
  * file mode, deleted file mode, old mode/new mode); files with a NUL byte
  * in their first 8000 bytes are reported as binary, as git does, and files
  * over LC_DIFF_MAX bytes as large (diff(1) holds both sides in memory; a
@@ -141,6 +142,57 @@ static void add_stat(struct diffctx *d, const char *path, long plus, long minus,
     d->lines[d->n_lines++] = (struct stat_line){strdup(path), plus, minus, binary, os, ns};
 }
 
+/* A file added or deleted as a whole: its unified diff is every line with
+ * '+' (or '-') under one hunk, which is what diff(1) prints; written here
+ * without a diff(1) process per file (a stage of 20,000 new files took
+ * minutes).  Nothing at all for an empty file, as diff(1). */
+static int one_sided(struct diffctx *d, int fd, bool added, const char *la, const char *lb, const char *label,
+                     uint64_t os, uint64_t ns) {
+    int dfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    FILE *f = dfd >= 0 ? fdopen(dfd, "r") : NULL;
+    if (!f) {
+        if (dfd >= 0)
+            close(dfd);
+        return -errno;
+    }
+    long lines = 0;
+    char *buf = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    for (int pass = 0; pass < 2; pass++) {
+        if (fseeko(f, 0, SEEK_SET) < 0)
+            break;
+        if (pass == 1 && (d->stat || lines == 0))
+            break;
+        if (pass == 1) {
+            printf("--- %s\n+++ %s\n", la, lb);
+            const char sign = added ? '+' : '-';
+            if (lines == 1)
+                printf(added ? "@@ -0,0 +1 @@\n" : "@@ -1 +0,0 @@\n");
+            else
+                printf(added ? "@@ -0,0 +1,%ld @@\n" : "@@ -1,%ld +0,0 @@\n", lines);
+            while ((len = getline(&buf, &cap, f)) > 0) {
+                putchar(sign);
+                if (d->escape)
+                    put_escaped(buf, (size_t)len);
+                else
+                    fwrite(buf, 1, (size_t)len, stdout);
+                if (buf[len - 1] != '\n')
+                    printf("\n\\ No newline at end of file\n");
+            }
+            break;
+        }
+        while (getline(&buf, &cap, f) > 0)
+            lines++;
+    }
+    int r = ferror(f) ? -EIO : 0;
+    free(buf);
+    fclose(f);
+    if (r == 0 && d->stat)
+        add_stat(d, label, added ? lines : 0, added ? 0 : lines, false, os, ns);
+    return r;
+}
+
 /* Content diff of one path: old side (lower) vs new side (upper); either
  * may be absent (LC_NONE). */
 /* A name in a header: prefix (a/ or b/) and the path.  On a terminal the
@@ -228,6 +280,13 @@ static void content_diff(struct diffctx *d, const struct lc_stage *st, const cha
             add_stat(d, label, 0, 0, true, os, ns);
         else
             printf("Binary files %s and %s differ\n", ba, bb);
+        return;
+    }
+    if (ot == LC_NONE || nt == LC_NONE) {
+        if (one_sided(d, ot == LC_NONE ? b : a, ot == LC_NONE, la, lb, label, os, ns) < 0) {
+            fprintf(stderr, "pvisor diff: cannot read %s\n", label);
+            d->failed = 1;
+        }
         return;
     }
     if (!d->stat && !d->escape) {

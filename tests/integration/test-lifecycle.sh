@@ -1115,3 +1115,27 @@ if command -v setfacl >/dev/null && setfacl -m u:65534:rw "$W/f" 2>/dev/null; th
 else
     skip "apply keeps a replaced file's POSIX ACL" "no setfacl, or no ACLs on this file system"
 fi
+
+# Files added or deleted whole are diffed without diff(1) (one process per
+# file made a large stage's review take minutes): the output must be
+# exactly what diff(1) prints for them.
+W=$T/wsos
+mkdir -p "$W"; (cd "$W" && printf 'x\n' > del1 && printf 'a\nb' > delnonl && : > delempty && printf 'l1\r\nl2\r\n' > delcrlf)
+cp -a "$W" "$T/wsos.old"
+(cd "$W" && "$P" run --stage auto -- sh -c 'rm del1 delnonl delempty delcrlf; printf "one\n" > a1; printf "a\nb" > anonl; : > aempty; printf "x\n\n\ny\n" > ablank; seq 1 500 > abig') >/dev/null 2>&1
+S=$XDG_STATE_HOME/pvisor/runs/$(latest_run)/stage
+(cd "$W" && "$P" diff) > "$T/os.diff" 2>&1
+{
+    for f in a1 abig ablank aempty anonl; do
+        printf 'diff --git a/%s b/%s\nnew file mode 100644\n' "$f" "$f"
+        diff -u --label /dev/null --label "b/$f" /dev/null "$S/upper/$f"
+    done
+    for f in del1 delcrlf delempty delnonl; do
+        printf 'diff --git a/%s b/%s\ndeleted file mode 100644\n' "$f" "$f"
+        diff -u --label "a/$f" --label /dev/null "$T/wsos.old/$f" /dev/null
+    done
+} > "$T/os.expected"
+check "diff of added and deleted files is byte for byte diff(1)'s (empty, no final newline, CRLF, blank lines)" \
+    cmp -s "$T/os.diff" "$T/os.expected"
+(cd "$W" && "$P" diff --stat) > "$T/os.stat" 2>&1
+eq "$(tail -n 1 "$T/os.stat")" " 9 files changed, 507 insertions(+), 5 deletions(-)" "... and --stat counts their lines"
