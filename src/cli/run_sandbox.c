@@ -393,6 +393,13 @@ static int prepare_ws_mask(struct run_context *ctx, const char *home, const stru
     for (size_t i = 0; i < n_rules && r >= 0; i++)
         if (rules[i].kind == ACCESS_DENY)
             r = add_ws_mask(sb->ws_sealed, &sb->n_ws_sealed, ws, rules[i].path);
+    /* --access deny: paths in HOME's view: masked by its server as well
+     * (the launcher's cover alone is not a boundary on a FUSE view, see
+     * above) */
+    for (size_t i = 0; i < n_rules && r >= 0 && sb->home_fd >= 0; i++)
+        if (rules[i].kind == ACCESS_DENY && path_within(rules[i].path, sb->home_path) &&
+            strcmp(rules[i].path, sb->home_path) != 0)
+            r = add_owned_mask(sb, rules[i].path + strlen(sb->home_path) + (strcmp(sb->home_path, "/") != 0));
     return r;
 }
 

@@ -574,6 +574,11 @@ mkdir -p "$W/denied"; echo DENIEDWS > "$W/denied/s"
 out=$("$PVISOR" run --safe --stage "$T/denyfd" --workspace "$W" --access "deny:$W/denied" -- python3 -c "$EMFILE_PY" 0 file.txt denied denied/s 2>&1)
 eq "$out" "absent" "--access deny: in the workspace holds after the agent exhausted the server's descriptors"
 rm -rf "$W/denied"
+# ... and in HOME's view (a directory, and a file of its own rule)
+H6="$T/home6"; mkdir -p "$H6/notes" "$H6/more"; echo HOMEDENIED > "$H6/notes/secret"; echo HOMEDENIED2 > "$H6/more/key"; echo p > "$H6/pub.txt"
+out=$(HOME="$H6" "$PVISOR" run --safe --stage "$T/denyhome" --workspace "$W" --access "deny:$H6/notes" \
+    --access "deny:$H6/more/key" -- python3 -c "$EMFILE_PY" 0 "$H6/pub.txt" "$H6/notes" "$H6/notes/secret" "$H6/more/key" 2>&1)
+eq "$(echo $out)" "absent absent" "--access deny: in HOME holds after the agent exhausted the server's descriptors"
 
 # PATH keeps another home's tool directories (HOME was changed, as agent
 # harnesses and CI do): they are projected by the rules for HOME (an entry
