@@ -659,11 +659,20 @@ int sandbox_prepare(struct run_context *ctx, const struct agent_hooks *hooks, st
         .n_runtime_dirs = rt.n,
         .home_files = home_files,
         .n_home_files = n_home_files,
+        .cred_real = sb.cred_real,
     };
     r = plan_build(&in, &sb.plan, ret_error);
     dirlist_free(&rt);
-    for (size_t k = 0; k < n_rules; k++)
+    static const char *const kinds[] = {[ACCESS_DENY] = "deny", [ACCESS_RO] = "ro", [ACCESS_RW] = "rw"};
+    sb.rules = json_array();
+    for (size_t k = 0; k < n_rules; k++) {
+        json_array_append_new(sb.rules, json_pack("{s:s, s:s}", "kind", kinds[rules[k].kind], "path", rules[k].path));
+        if (rules[k].kind == ACCESS_RW) {
+            sb.n_rw++;
+            sb.n_rw_home += home && (path_within(rules[k].path, home) || path_within(home, rules[k].path));
+        }
         free(resolved[k]);
+    }
     if (r < 0) {
         sandbox_release(&sb);
         return r;
@@ -918,6 +927,8 @@ void sandbox_read_report(pid_t child, void *userdata) {
 
 void sandbox_release(struct sandbox *sb) {
     sandbox_restore_tty(sb);
+    json_decref(sb->rules);
+    sb->rules = NULL;
     for (size_t i = 0; sb->cred_real && plan_credential_paths[i]; i++)
         free(sb->cred_real[i]);
     free(sb->cred_real);
@@ -1129,13 +1140,21 @@ void sandbox_record(struct run_context *ctx, const struct sandbox *sb) {
     bundle_set_json(b, "sandbox_evidence", json_deep_copy(ev));
     const char *fsmech = "synthetic root (tmpfs + read-only projections, pivot_root) + Landlock + no capabilities";
 #define EVID(...) json_pack(__VA_ARGS__)
-    bundle_set_dimension(
-        b, DIM_HOST_WRITES, fs_ok ? LEVEL_ENFORCED : LEVEL_UNAVAILABLE, fsmech,
-        EVID("{s:b, s:i, s:b, s:b}", "mount_namespace_differs", mnt, "landlock_abi", abi, "no_new_privs", nnp,
-             "capabilities_empty", no_caps),
-        sb->home_system ? "writable: the staged workspace and a private /tmp (discarded at exit); HOME, a system "
-                          "directory, is read-only"
-                        : "writable: the staged workspace, a private /tmp and an empty HOME (both discarded at exit)");
+    char wnote[512];
+    snprintf(wnote, sizeof wnote, "%s%s",
+             sb->home_system ? "writable: the staged workspace and a private /tmp (discarded at exit); HOME, a system "
+                               "directory, is read-only"
+             : sb->home_fd >= 0
+                 ? "writable: the staged workspace, a private /tmp and the view of HOME (both discarded at exit)"
+                 : "writable: the staged workspace, a private /tmp and an empty HOME (both discarded at exit)",
+             sb->n_rw ? "; and, written on the host directly, the read-write grants of --access/--allow-write "
+                        "(evidence access_rules)"
+                      : "");
+    bundle_set_dimension(b, DIM_HOST_WRITES, fs_ok ? LEVEL_ENFORCED : LEVEL_UNAVAILABLE, fsmech,
+                         EVID("{s:b, s:i, s:b, s:b, s:o}", "mount_namespace_differs", mnt, "landlock_abi", abi,
+                              "no_new_privs", nnp, "capabilities_empty", no_caps, "access_rules",
+                              sb->rules ? json_incref(sb->rules) : json_array()),
+                         wnote);
     /* As root the command is uid 0 without capabilities: only idmapped
      * projections keep root-only files (/etc/shadow) from it (idmap.c). */
     char idnote[512] = "";
@@ -1180,6 +1199,9 @@ void sandbox_record(struct run_context *ctx, const struct sandbox *sb) {
         EVID("{s:b, s:b, s:i, s:i}", "mount_namespace_differs", mnt, "home_view", view, "credential_masks",
              (int)sb->n_home_mask, "credential_mounts", (int)sb->n_home_hide + sb->n_home_sys_hides),
         sb->home_system && !view ? "HOME is read-only; --pass-env hands chosen variables over"
+        : sb->n_rw_home          ? "HOME writes are discarded at exit, except under the read-write grants of --access/"
+                                   "--allow-write in or around HOME (credential locations stay covered there); --pass-env "
+                                   "hands chosen variables over"
                                  : "HOME writes are discarded at exit; --pass-env hands chosen "
                                    "variables over");
     if (sb->plan.unshare_net)

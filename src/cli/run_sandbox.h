@@ -91,6 +91,11 @@ struct sandbox {
      * (the keys go to its pty); its modes to restore. */
     bool tty_raw;
     struct termios tty_saved;
+    /* The --access/--allow-write rules as resolved ({"kind","path"}; the
+     * Bundle's evidence), and how many grant read-write, the number of
+     * those in or around HOME among them. */
+    json_t *rules;
+    int n_rw, n_rw_home;
 };
 
 /* hooks (may be NULL): what the agent socket does for checkpoint requests. */

@@ -1,5 +1,6 @@
 /* plan_build.c: see plan_build.h.  Pure: no system calls. */
 #include "policy/plan_build.h"
+#include "util/cleanup.h"
 #include "util/util.h"
 
 #include <errno.h>
@@ -204,10 +205,20 @@ static bool under_runtime(const struct launch_plan *p, const char *path) {
     return false;
 }
 
+/* Set name=value in the command's environment: replaced where the name
+ * is there already (an allowlisted name also given to --pass-env), so no
+ * name appears twice (libc's getenv would take the first). */
 static int env_push(char ***envp, size_t *n, const char *name, const char *value) {
     char *s;
     if (asprintf(&s, "%s=%s", name, value) < 0)
         return -ENOMEM;
+    size_t l = strlen(name);
+    for (size_t i = 0; i < *n; i++)
+        if (strncmp((*envp)[i], name, l) == 0 && (*envp)[i][l] == '=') {
+            free((*envp)[i]);
+            (*envp)[i] = s;
+            return 0;
+        }
     char **nv = realloc(*envp, (*n + 2) * sizeof *nv);
     if (!nv) {
         free(s);
@@ -367,6 +378,29 @@ int plan_build(const struct plan_inputs *in, struct launch_plan *ret_plan, char 
                 *ret_error = NULL;
             goto fail;
         }
+        /* A grant that is or lies in a credential location (by HOME's
+         * name, or where its link leads: a directory the agent could have
+         * made a symlink into ~/.ssh before the user granted it) would
+         * hand the credential over: refused.  One that holds credential
+         * locations gets them covered (below). */
+        for (size_t c = 0; a->kind != ACCESS_DENY && in->home && plan_credential_paths[c]; c++) {
+            _cleanup_free_ char *full = path_join(in->home, plan_credential_paths[c]);
+            const char *real = in->cred_real ? in->cred_real[c] : NULL;
+            if (!full) {
+                r = -ENOMEM;
+                goto fail;
+            }
+            if (path_within(a->path, full) || (real && path_within(a->path, real))) {
+                r = -EPERM;
+                if (asprintf(ret_error,
+                             "--access %s:%s reaches the credential location ~/%s, which the sandbox keeps from "
+                             "the command; grant a path that is not a credential location (hand over a token with "
+                             "--pass-env)",
+                             a->kind == ACCESS_RO ? "ro" : "rw", a->path, plan_credential_paths[c]) < 0)
+                    *ret_error = NULL;
+                goto fail;
+            }
+        }
         enum plan_mount_kind k = a->kind == ACCESS_DENY ? PLAN_HIDE
                                  : a->kind == ACCESS_RO ? PLAN_BIND_RO
                                                         : PLAN_BIND_RW;
@@ -390,8 +424,20 @@ int plan_build(const struct plan_inputs *in, struct launch_plan *ret_plan, char 
         }
         struct stat st;
         bool in_sys = sys_home && !home_view && lstat(full, &st) == 0; /* only those there: mounts are counted */
-        if (in_ws || in_view || in_sys)
+        /* inside a read-only or read-write grant: the real files are
+         * projected there, by this name and by where a link leads */
+        const char *real = in->cred_real ? in->cred_real[c - plan_credential_paths] : NULL;
+        bool in_rule = false, real_in_rule = false;
+        for (size_t i = 0; i < in->n_access; i++)
+            if (in->access[i].kind != ACCESS_DENY) {
+                in_rule = in_rule || path_within(full, in->access[i].path);
+                real_in_rule = real_in_rule || (real && strcmp(real, full) != 0 && plan_path_ok(real) &&
+                                                path_within(real, in->access[i].path));
+            }
+        if (in_ws || in_view || in_sys || in_rule)
             r = plan_add_mount(&p, PLAN_HIDE, full, 0);
+        if (r >= 0 && real_in_rule && !already(&p, real))
+            r = plan_add_mount(&p, PLAN_HIDE, real, 0);
         free(full);
     }
     if (r < 0)

@@ -40,6 +40,11 @@ struct plan_inputs {
     bool home_view_masks;
     const char *const *home_hide;
     size_t n_home_hide;
+    /* Where each of plan_credential_paths leads now (symlinks resolved),
+     * parallel to it; an entry or the whole array may be NULL.  A rule
+     * that reaches a credential location by either name is refused, one
+     * that holds one gets it covered. */
+    char *const *cred_real;
     /* Config files under HOME that exist (relative to HOME). */
     const char *const *home_files;
     size_t n_home_files;

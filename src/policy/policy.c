@@ -305,6 +305,10 @@ int policy_parse_run(int argc, char **argv, struct run_options *ret_opts, char *
         case OPT_PASS_ENV:
             if (!env_name_ok(val))
                 return fail(ret_error, "--pass-env: '%s' is not an environment variable name", val);
+            if (strcmp(val, "HOME") == 0 || strcmp(val, "PWD") == 0 || strcmp(val, "TMPDIR") == 0 ||
+                strcmp(val, "PVISOR_AGENT_SOCKET") == 0)
+                return fail(ret_error,
+                            "--pass-env: %s is set by pvisor inside the sandbox (it names the sandbox's own)", val);
             if (o.n_pass_env >= POLICY_MAX_PASS_ENV)
                 return fail(ret_error, "--pass-env: at most %d names", POLICY_MAX_PASS_ENV);
             o.pass_env[o.n_pass_env++] = val;

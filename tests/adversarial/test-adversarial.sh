@@ -281,6 +281,14 @@ check "--safe: a setsid daemon is gone when the run ends" sh -c "! pgrep -f '^[p
 # --pass-env hands over exactly what the user chose.
 s=$("$PVISOR" run --safe --pass-env SECRET_TOKEN --stage "$S" --workspace "$W" -- "$PROBE" env SECRET_TOKEN 2>&1)
 eq "$s" "ESCAPED variable present: hunter2" "--pass-env NAME passes that variable"
+# ... never twice (getenv takes the first), never in place of what pvisor
+# sets itself (the agent would look for its socket where the host says)
+out=$(LANG=C.UTF-8 "$PVISOR" run --safe --pass-env LANG --pass-env LANG --stage "$S" --workspace "$W" -- env 2>&1)
+eq "$(echo "$out" | grep -c '^LANG=')" 1 "--pass-env of an allowlisted name, twice: the variable appears once"
+for v in PWD HOME TMPDIR PVISOR_AGENT_SOCKET; do
+    "$PVISOR" run --safe --pass-env "$v" --stage "$S" --workspace "$W" -- true >/dev/null 2>"$T/pe.err"; rc=$?
+    eq "$rc:$(grep -c 'is set by pvisor' "$T/pe.err")" "2:1" "--pass-env $v is refused (pvisor sets it to the sandbox's own)"
+done
 
 # Positive controls: what an agent needs still works.
 out=$("$PVISOR" run --safe --stage "$S" --workspace "$W" -- sh -c 'cat file.txt; echo staged > new.txt; cat new.txt; echo x > /tmp/t && cat /tmp/t' 2>&1)
@@ -579,6 +587,30 @@ H6="$T/home6"; mkdir -p "$H6/notes" "$H6/more"; echo HOMEDENIED > "$H6/notes/sec
 out=$(HOME="$H6" "$PVISOR" run --safe --stage "$T/denyhome" --workspace "$W" --access "deny:$H6/notes" \
     --access "deny:$H6/more/key" -- python3 -c "$EMFILE_PY" 0 "$H6/pub.txt" "$H6/notes" "$H6/notes/secret" "$H6/more/key" 2>&1)
 eq "$(echo $out)" "absent absent" "--access deny: in HOME holds after the agent exhausted the server's descriptors"
+
+# Grants never hand over a credential location.  The escape: in one run the
+# agent plants a symlink into ~/.ssh in a directory it may write; the user
+# later grants what looks like a cache directory there.
+H7="$T/home7"; O7="$T/out7"; mkdir -p "$H7/.ssh" "$H7/.config/gh" "$H7/.config/tool" "$H7/.aws" "$O7"
+echo SSHKEY7 > "$H7/.ssh/id_rsa"; echo GHTOKEN7 > "$H7/.config/gh/hosts.yml"; echo cfg > "$H7/.config/tool/x"; echo AWS7 > "$H7/.aws/credentials"
+HOME="$H7" "$PVISOR" run --safe --stage "$T/g7a" --workspace "$W" --allow-write "$O7" -- ln -s "$H7/.ssh" "$O7/cache" >/dev/null 2>&1
+out=$(HOME="$H7" "$PVISOR" run --safe --stage "$T/g7b" --workspace "$W" --allow-write "$O7/cache" -- \
+    sh -c "cat '$H7/.ssh/id_rsa'; echo planted > '$H7/.ssh/authorized_keys'" 2>&1); rc=$?
+eq "$rc:$(echo "$out" | grep -c SSHKEY7):$(echo "$out" | grep -c 'reaches the credential location ~/.ssh'):$(ls -A "$H7/.ssh" | tr '\n' ' ')" \
+    "125:0:1:id_rsa " "a grant that resolves into ~/.ssh (a symlink the agent planted) is refused before the command runs"
+out=$(HOME="$H7" "$PVISOR" run --safe --stage "$T/g7c" --workspace "$W" --access "ro:$H7/.aws/credentials" -- cat "$H7/.aws/credentials" 2>&1); rc=$?
+eq "$rc:$(echo "$out" | grep -c AWS7)" "125:0" "a read-only grant of a credential file is refused"
+out=$(HOME="$H7" "$PVISOR" run --safe --stage "$T/g7d" --workspace "$W" --access "ro:$H7/.config" -- \
+    sh -c "cat '$H7/.config/gh/hosts.yml' 2>/dev/null || echo absent; cat '$H7/.config/tool/x'" 2>&1)
+eq "$(echo $out)" "absent cfg" "a read-only grant that holds a credential location shows the rest, not the credential"
+out=$(HOME="$H7" "$PVISOR" run --safe --stage "$T/g7e" --workspace "$W" --access "rw:$H7" -- \
+    sh -c "cat '$H7/.ssh/id_rsa' 2>/dev/null || echo absent; (echo x > '$H7/.ssh/authorized_keys') 2>/dev/null || echo refused; echo kept > '$H7/granted'" 2>&1)
+b7=$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json
+eq "$(echo $out):$(ls -A "$H7/.ssh" | tr '\n' ' '):$(cat "$H7/granted")" "absent refused:id_rsa :kept" \
+    "rw: of HOME itself: its credential locations stay absent and unwritable; the rest is written on the host, as granted"
+eq "$(jq -r '[.requested_policy.access[] | .kind + ":" + .path] | join(" ")' "$b7"):$(jq -r '.dimensions.host_writes.evidence.access_rules[0].path' "$b7"):$(jq -r '.dimensions.home_credentials.notes | join(" ")' "$b7" | grep -c 'except under the read-write grants')" \
+    "rw:$H7:$H7:1" "... the Bundle records the rule (as given and resolved) and says HOME writes are kept under it"
+check "... and validates against the schema" /usr/bin/python3 "$SRCDIR/tests/validate-bundle.py" "$SRCDIR/docs/bundle.schema.json" "$b7"
 
 # PATH keeps another home's tool directories (HOME was changed, as agent
 # harnesses and CI do): they are projected by the rules for HOME (an entry

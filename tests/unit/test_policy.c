@@ -102,8 +102,10 @@ int main(void) {
     ok(r == 0 && o.n_pass_env == 2 && strcmp(o.pass_env[1], "AWS_PROFILE") == 0, "--pass-env collects names");
     r = PARSE(&o, &err, "--safe", "--pass-env", "BAD-NAME", "--", "x");
     expect_error("--pass-env with a bad name", r, err, "not an environment variable name");
-    r = PARSE(&o, &err, "--pass-env", "HOME", "--", "x");
+    r = PARSE(&o, &err, "--pass-env", "GH_TOKEN", "--", "x");
     expect_error("--pass-env without a sandbox", r, err, "only applies");
+    r = PARSE(&o, &err, "--safe", "--pass-env", "PVISOR_AGENT_SOCKET", "--", "x");
+    expect_error("--pass-env of a name pvisor sets", r, err, "is set by pvisor");
 
     /* --limit */
     r = PARSE(&o, &err, "--safe", "--limit", "mem=512M,pids=64", "--limit=cpu=10m", "--", "x");
