@@ -230,9 +230,9 @@ static int env_push(char ***envp, size_t *n, const char *name, const char *value
     return 0;
 }
 
-static const char *env_get(char *const *environ, const char *name) {
+static const char *env_get(char *const *env, const char *name) {
     size_t l = strlen(name);
-    for (char *const *e = environ; e && *e; e++)
+    for (char *const *e = env; e && *e; e++)
         if (strncmp(*e, name, l) == 0 && (*e)[l] == '=')
             return *e + l + 1;
     return NULL;
