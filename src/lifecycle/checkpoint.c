@@ -52,10 +52,19 @@ struct ino_link {
     bool multi;
 };
 
+/* The map is in copy order and may hold an inode more than once (a
+ * hard-linked non-regular file is copied per name); a lookup answers the
+ * last entry of the inode.  The index makes that one hash probe sequence,
+ * not a scan: a scan per hard-linked name made the copy quadratic (an
+ * agent's stage of many hard links froze its overlay for minutes during a
+ * live checkpoint).  Both are bounded by LC_MAX_ENTRIES. */
 struct copy {
     int root_dst;         /* the copy root (for linkat of hard links) */
-    struct ino_link *map; /* src inode -> dst inode */
+    struct ino_link *map; /* src inode -> dst inode, in copy order */
     size_t n, cap;
+    size_t *index;     /* open addressing on map[].src: 1 + the inode's last entry in map, or 0 (empty) */
+    size_t index_cap;  /* 0 or a power of two */
+    size_t index_used; /* inodes in index, at most index_cap / 2 */
     size_t objects;
     uint64_t bytes;
     bool cloned;               /* at least one FICLONE succeeded */
@@ -70,16 +79,62 @@ static void copy_free(struct copy *c) {
     for (size_t i = 0; i < c->n; i++)
         free(c->map[i].dst_path);
     free(c->map);
+    free(c->index);
 }
 
-static struct ino_link *map_find(struct copy *c, uint64_t src) {
-    for (size_t i = c->n; i-- > 0;)
-        if (c->map[i].src == src)
-            return &c->map[i];
-    return NULL;
+static size_t hash_ino(uint64_t x) {
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    return (size_t)x;
+}
+
+/* The slot of inode src in the index: the one holding it, else the empty
+ * one where it goes.  index_cap > 0. */
+static size_t index_slot(const struct copy *c, uint64_t src) {
+    size_t mask = c->index_cap - 1, j = hash_ino(src) & mask;
+    while (c->index[j] && c->map[c->index[j] - 1].src != src)
+        j = (j + 1) & mask;
+    return j;
+}
+
+/* Make map[i] the entry of its inode (the last one wins). */
+static void index_put(struct copy *c, size_t i) {
+    size_t j = index_slot(c, c->map[i].src);
+    c->index_used += !c->index[j];
+    c->index[j] = i + 1;
+}
+
+/* Room for one more inode in the index: rebuilt twice as large from the
+ * map, in map order (so the last entry of each inode wins again). */
+static int index_reserve(struct copy *c) {
+    if ((c->index_used + 1) * 2 <= c->index_cap)
+        return 0;
+    size_t cap = c->index_cap ? 2 * c->index_cap : 512;
+    size_t *ni = calloc(cap, sizeof *ni);
+    if (!ni)
+        return -ENOMEM;
+    free(c->index);
+    c->index = ni;
+    c->index_cap = cap;
+    c->index_used = 0;
+    for (size_t i = 0; i < c->n; i++)
+        index_put(c, i);
+    return 0;
+}
+
+/* The last map entry of src inode, or NULL. */
+static struct ino_link *map_find(const struct copy *c, uint64_t src) {
+    if (!c->index_cap)
+        return NULL;
+    size_t i = c->index[index_slot(c, src)];
+    return i ? &c->map[i - 1] : NULL;
 }
 
 static int map_add(struct copy *c, uint64_t src, uint64_t dst, bool multi) {
+    int r = index_reserve(c);
+    if (r < 0)
+        return r;
     if (c->n == c->cap) {
         size_t cap = c->cap ? 2 * c->cap : 256;
         struct ino_link *nm = realloc(c->map, cap * sizeof *nm);
@@ -91,7 +146,7 @@ static int map_add(struct copy *c, uint64_t src, uint64_t dst, bool multi) {
     c->map[c->n] = (struct ino_link){src, dst, NULL, multi};
     if (multi && !(c->map[c->n].dst_path = strdup(c->path)))
         return -ENOMEM;
-    c->n++;
+    index_put(c, c->n++);
     return 0;
 }
 
@@ -280,32 +335,6 @@ static int copy_small(int sdir, int ddir, const char *name, bool required) {
     return lc_copy_fd(in, out, UINT64_MAX, UINT64_MAX, NULL);
 }
 
-struct link_key {
-    uint64_t src;
-    size_t idx; /* into copy.map */
-};
-
-static int cmp_link_key(const void *a, const void *b) {
-    const struct link_key *x = a, *y = b;
-    if (x->src != y->src)
-        return x->src < y->src ? -1 : 1;
-    return x->idx < y->idx ? -1 : x->idx > y->idx;
-}
-
-/* The mapping of src inode u (the last one copied, as a scan from the end
- * found it), or NULL; keys sorted by cmp_link_key. */
-static const struct ino_link *link_lookup(const struct copy *c, const struct link_key *keys, uint64_t u) {
-    size_t lo = 0, hi = keys ? c->n : 0;
-    while (lo < hi) { /* first key with src > u */
-        size_t mid = lo + (hi - lo) / 2;
-        if (keys[mid].src <= u)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo > 0 && keys[lo - 1].src == u ? &c->map[keys[lo - 1].idx] : NULL;
-}
-
 /* Write the origin map of a copy: src upper inode numbers translated. */
 static int write_origin(int sdir, int ddir, int dst_upper, const struct copy *c) {
     _cleanup_free_ char *txt = NULL;
@@ -324,17 +353,6 @@ static int write_origin(int sdir, int ddir, int dst_upper, const struct copy *c)
         return -errno;
     }
     fprintf(f, "pvisor-origin 1 dev=%llu\n", (unsigned long long)ust.st_dev);
-    /* one lookup per origin line: a sorted copy of the map, not a scan of
-     * it (quadratic for a stage of many copied-up files) */
-    _cleanup_free_ struct link_key *keys = NULL;
-    if (r == 0 && c->n) {
-        keys = malloc(c->n * sizeof *keys);
-        if (!keys)
-            return -ENOMEM;
-        for (size_t i = 0; i < c->n; i++)
-            keys[i] = (struct link_key){c->map[i].src, i};
-        qsort(keys, c->n, sizeof *keys, cmp_link_key);
-    }
     if (r == 0) {
         char *save = NULL;
         char *line = strtok_r(txt, "\n", &save); /* source header: same device, else ignored below */
@@ -346,11 +364,11 @@ static int write_origin(int sdir, int ddir, int dst_upper, const struct copy *c)
             unsigned long long u, l;
             char dash;
             if (sscanf(line, "%llu %llu", &u, &l) == 2) {
-                const struct ino_link *k = link_lookup(c, keys, u);
+                const struct ino_link *k = map_find(c, u); /* the index: not a scan per line */
                 if (k && k->dst && !k->multi)
                     fprintf(f, "%llu %llu\n", (unsigned long long)k->dst, l);
             } else if (sscanf(line, "%llu %c", &u, &dash) == 2 && dash == '-') {
-                const struct ino_link *k = link_lookup(c, keys, u);
+                const struct ino_link *k = map_find(c, u);
                 if (k)
                     fprintf(f, "%llu -\n", (unsigned long long)k->dst);
             }
