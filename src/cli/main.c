@@ -104,7 +104,7 @@ static const struct cli_command commands[] = {
      "  --path P               Apply only P and what is below it (repeatable;\n"
      "                         the stage is then not marked applied).\n"
      "  -n, --dry-run          List what would be done; write nothing.\n"
-     "  --keep-special-modes   Keep setuid/setgid bits (dropped by default).\n"
+     "  --keep-special-modes   Keep setuid/setgid bits of files (dropped by default).\n"
      "\n"
      "Exit status: 0 applied, 1 refused (conflict, stage state) or failed, 2 usage.\n",
      LC_RUN(cmd_apply)},

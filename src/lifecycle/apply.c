@@ -1062,10 +1062,11 @@ static int plan_from_changeset(const struct lc_changeset *cs, const struct lc_ap
         if (!sel[i])
             continue;
         /* Written already but for the setuid/setgid bits apply drops (an
-         * earlier apply --path): the workspace holds what this apply would
-         * write, so there is nothing to do, and no conflict. */
-        if (!o->keep_special_modes && e->kind == LC_MODIFIED && e->changes == LC_CH_MODE && (e->new_mode & 06000) &&
-            e->old_mode == (e->new_mode & ~(uint32_t)06000))
+         * earlier apply --path; or the agent only added them): the
+         * workspace holds what this apply would write, so there is nothing
+         * to do, and no conflict. */
+        if (!o->keep_special_modes && e->kind == LC_MODIFIED && e->new_type != LC_DIR && e->changes == LC_CH_MODE &&
+            (e->new_mode & 06000) && e->old_mode == (e->new_mode & ~(uint32_t)06000))
             continue;
         if (e->conflict) {
             r = report_conflict(rep, e->path, e->conflict);
@@ -1098,7 +1099,9 @@ static int plan_from_changeset(const struct lc_changeset *cs, const struct lc_ap
         if (e->kind != LC_DELETED) {
             pe->new_type = e->new_type;
             pe->new_mode = e->new_mode;
-            if ((pe->new_mode & 06000) && !o->keep_special_modes) {
+            /* on a directory setgid only passes its group on to what
+             * is created in it (a shared project directory): kept */
+            if ((pe->new_mode & 06000) && !o->keep_special_modes && pe->new_type != LC_DIR) {
                 pe->new_mode &= ~(uint32_t)06000;
                 rep->n_setid_dropped++;
             }

@@ -372,13 +372,14 @@ eq "$rc:$(cat "$W/doc/c")" "0:c" "an older apply-created (by line) that a new --
 
 W=$T/ws4 S=$T/st4
 mkdir -p "$W"
-stage_run "$W" "$S" 'echo s > suid && chmod 4755 suid && echo g > sgid && chmod 2755 sgid'
-eq "$(review_json "$S" | jq -r '[.changeset.warnings[] | select(.warning=="setid")] | length')" 2 "review warns about setuid and setgid"
+stage_run "$W" "$S" 'echo s > suid && chmod 4755 suid && echo g > sgid && chmod 2755 sgid && mkdir shared && chmod 2775 shared'
+eq "$(review_json "$S" | jq -r '[.changeset.warnings[] | select(.warning=="setid")] | length')" 3 "review warns about setuid and setgid"
 # copies of a stage are made with fork (a cp -a would leave the inode-origin
 # map describing inodes the copy does not have)
 cp -a "$W" "$W.k"; "$P" fork --stage "$S" "$S.k" >/dev/null
 "$P" apply --stage "$S" >/dev/null 2>"$T/s.err"; rc=$?
-eq "$rc $(stat -c %a "$W/suid") $(stat -c %a "$W/sgid")" "0 755 755" "setuid/setgid bits are dropped by default"
+eq "$rc $(stat -c %a "$W/suid") $(stat -c %a "$W/sgid") $(stat -c %a "$W/shared")" "0 755 755 2775" \
+    "setuid/setgid bits of files are dropped by default; a directory's setgid (group inheritance) is kept"
 check "apply says it dropped them" grep -q 'dropped setuid/setgid' "$T/s.err"
 # the copy is a stage of the same workspace path: point it at ws4.k
 sed -i "s|\"$W\"|\"$W.k\"|" "$S.k/meta.json"
@@ -1098,7 +1099,7 @@ S=$XDG_STATE_HOME/pvisor/runs/$(latest_run)/stage
 (cd "$W" && "$P" apply --path tool --path newtool --path d) >/dev/null 2>&1; r1=$?
 (cd "$W" && "$P" apply) >/dev/null 2>"$T/su.err"; r2=$?
 eq "$r1:$r2:$(stat -c %a "$W/tool" "$W/newtool" "$W/d" | tr '\n' ' ')$(tr '\n' ' ' <"$W/other"):$(test -e "$S/applied" && echo applied)" \
-    "0:0:755 755 755 1 2 :applied" \
+    "0:0:755 755 2755 1 2 :applied" \
     "a full apply after apply --path of setuid/setgid files completes the stage (bits dropped, no conflict)"
 
 # apply replaces a file by a new inode: the workspace file's POSIX ACL goes
