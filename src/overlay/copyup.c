@@ -67,17 +67,51 @@ int ov_quota_inode(struct ov *ov) {
     return 0;
 }
 
-int ov_quota_bytes(struct ov *ov, uint64_t n) {
+int ov_quota_reserve(struct ov *ov, uint64_t n) {
     if (ov->max_bytes) {
-        int64_t cur = atomic_load(&ov->upper_bytes);
-        if (cur < 0)
-            cur = 0;
-        if ((uint64_t)cur + n > ov->max_bytes || n > ov->max_bytes)
+        /* n beyond the quota (or absurd: fallocate's len) is refused before
+         * it is added, so the counter cannot overflow */
+        if (n > ov->max_bytes || n > (uint64_t)INT64_MAX / 4)
             return -ENOSPC;
+        int64_t now = atomic_fetch_add(&ov->upper_bytes, (int64_t)n) + (int64_t)n;
+        if (now > 0 && (uint64_t)now > ov->max_bytes) {
+            atomic_fetch_sub(&ov->upper_bytes, (int64_t)n);
+            return -ENOSPC;
+        }
     }
-    if (n && below_reserve(ov, n, 0))
+    if (n && below_reserve(ov, n, 0)) {
+        ov_quota_release(ov, n);
         return -ENOSPC;
+    }
     return 0;
+}
+
+void ov_quota_release(struct ov *ov, uint64_t n) {
+    if (ov->max_bytes && n)
+        atomic_fetch_sub(&ov->upper_bytes, (int64_t)n);
+}
+
+uint64_t ov_entry_charge(const struct ov *ov, mode_t type, uint64_t target_len) {
+    uint64_t b = ov->blksize;
+    switch (type & S_IFMT) {
+    case S_IFDIR: return 2 * b;
+    case S_IFLNK: return b + (target_len / b + 1) * b; /* the target and its NUL */
+    }
+    return b;
+}
+
+struct ov_mark ov_mark(int fd) {
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0)
+        return (struct ov_mark){.fd = -1};
+    return (struct ov_mark){.fd = fd, .before = (int64_t)st.st_blocks * 512};
+}
+
+void ov_account_mark(struct ov *ov, struct ov_mark *m) {
+    struct stat st;
+    if (m->fd >= 0 && fstat(m->fd, &st) == 0)
+        atomic_fetch_add(&ov->upper_bytes, (int64_t)st.st_blocks * 512 - m->before);
+    m->fd = -1;
 }
 
 void ov_account_added(struct ov *ov, const struct stat *st) {
@@ -259,7 +293,7 @@ int ov_copy_xattrs(int src_fd, int dst_fd, bool escape) {
     return 0;
 }
 
-int ov_set_opaque(int dir_fd, const char *name) {
+int ov_set_opaque(struct ov *acct, int dir_fd, const char *name) {
     _cleanup_close_ int fd = -1;
     int target = dir_fd;
     if (name && name[0]) {
@@ -271,9 +305,12 @@ int ov_set_opaque(int dir_fd, const char *name) {
     char p[40];
     if (ov_proc_path(target, p) < 0)
         return -EOVERFLOW;
-    if (setxattr(p, OV_XATTR_OPAQUE, "y", 1, 0) < 0)
-        return -errno;
-    return 0;
+    /* usually kept in the inode; an xattr block when the inode is full */
+    struct ov_mark m = ov_mark(acct ? target : -1);
+    int r = setxattr(p, OV_XATTR_OPAQUE, "y", 1, 0) < 0 ? -errno : 0;
+    if (acct)
+        ov_account_mark(acct, &m);
+    return r;
 }
 
 /* ---- journal ---- */
@@ -358,15 +395,22 @@ int ov_copy_up_entry(struct ov *ov, int pfd, const char *relpath, const char *na
     int r = ov_quota_inode(ov);
     if (r < 0)
         return r;
-    if (S_ISREG(lst.st_mode) && (r = ov_quota_bytes(ov, (uint64_t)lst.st_blocks * 512)) < 0)
+    /* a directory or a symlink costs blocks too (chmod of every directory
+     * of a large tree copies each up) */
+    uint64_t charge = ov_entry_charge(ov, lst.st_mode, (uint64_t)lst.st_size);
+    if (S_ISREG(lst.st_mode))
+        charge += (uint64_t)lst.st_blocks * 512;
+    if ((r = ov_quota_reserve(ov, charge)) < 0)
         return r;
 
     const char *jpath = relpath[0] ? relpath : ".";
     bool want_digest =
         op && !stage_journal_contains(ov->stage, jpath) && (S_ISREG(lst.st_mode) || S_ISLNK(lst.st_mode));
     char tmp[32];
-    if ((r = ov_tmp_name(ov, tmp)) < 0)
+    if ((r = ov_tmp_name(ov, tmp)) < 0) {
+        ov_quota_release(ov, charge);
         return r;
+    }
     struct pv_sha256 *md = NULL;
     char sha[65];
     bool have_sha = false;
@@ -479,13 +523,16 @@ int ov_copy_up_entry(struct ov *ov, int pfd, const char *relpath, const char *na
         goto fail;
     if ((r = stage_origin_add(ov->stage, tst.st_ino, lst.st_ino)) < 0)
         goto fail;
-    if (renameat2(ov->work_fd, tmp, pfd, name, RENAME_NOREPLACE) < 0) {
-        r = -errno;
+    struct ov_mark pm = ov_mark(pfd);
+    r = renameat2(ov->work_fd, tmp, pfd, name, RENAME_NOREPLACE) < 0 ? -errno : 0;
+    ov_account_mark(ov, &pm);
+    if (r < 0) {
         stage_origin_forget(ov->stage, tst.st_ino);
         goto fail;
     }
     pv_sha256_free(md);
     ov_account_added(ov, &tst);
+    ov_quota_release(ov, charge);
     atomic_fetch_add(&ov->copy_ups, 1);
     if (S_ISREG(lst.st_mode))
         ov_fh_to_upper(ov, tfd, &lst);
@@ -496,6 +543,7 @@ fail:
     pv_sha256_free(md);
     if (created)
         unlinkat(ov->work_fd, tmp, S_ISDIR(lst.st_mode) ? AT_REMOVEDIR : 0);
+    ov_quota_release(ov, charge);
     return r;
 }
 
@@ -547,12 +595,13 @@ int ov_copy_up(struct ov *ov, struct ov_node *n, const char *op) {
  * opaque directory as broken entries.  (Opaque first: a crash in between
  * leaves superfluous whiteouts, never resurrected lower entries.) */
 static int make_self_contained(struct ov *ov, int dfd) {
-    int r = ov_set_opaque(dfd, NULL);
+    int r = ov_set_opaque(ov, dfd, NULL);
     if (r < 0)
         return r;
     _cleanup_closedir_ DIR *d = NULL;
     if ((r = opendir_at(dfd, ".", &d)) < 0)
         return r;
+    struct ov_mark m = ov_mark(dfd); /* some file systems shrink directories */
     struct dirent *de;
     while ((de = readdir(d))) {
         if (de->d_type != DT_CHR && de->d_type != DT_UNKNOWN)
@@ -560,11 +609,14 @@ static int make_self_contained(struct ov *ov, int dfd) {
         struct stat st;
         if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !ov_is_whiteout(&st))
             continue;
-        if (unlinkat(dirfd(d), de->d_name, 0) < 0)
-            return -errno;
+        if (unlinkat(dirfd(d), de->d_name, 0) < 0) {
+            r = -errno;
+            break;
+        }
         ov_account_removed(ov, &st);
     }
-    return 0;
+    ov_account_mark(ov, &m);
+    return r;
 }
 
 /* Copy every lower-only descendant of the upper directory dfd (merged path

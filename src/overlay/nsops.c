@@ -31,10 +31,13 @@ struct mk {
     int dir_fd;    /* where the object is being built (pfd or work) */
     char tmp[32];
     const char *bname; /* name under dir_fd */
+    uint64_t charge;   /* bytes reserved (ov_quota_reserve) */
+    struct ov_mark pm; /* pfd's allocation before the name was added (mk_mark) */
 };
 
-/* Validate and prepare creation of parent/name. */
-static int mk_prepare(struct ov *ov, struct ov_node *parent, const char *name, struct mk *mk) {
+/* Validate and prepare creation of parent/name, reserving charge bytes
+ * (ov_entry_charge) of the quota.  On success the caller ends with mk_end. */
+static int mk_prepare(struct ov *ov, struct ov_node *parent, const char *name, uint64_t charge, struct mk *mk) {
     int r = ov_check_name(name);
     if (r < 0)
         return r == -EINVAL && strlen(name) > 255 ? -ENAMETOOLONG : r;
@@ -64,7 +67,25 @@ static int mk_prepare(struct ov *ov, struct ov_node *parent, const char *name, s
         mk->dir_fd = mk->pfd;
         mk->bname = name;
     }
+    mk->pm = (struct ov_mark){.fd = -1};
+    /* last: nothing above has to give it back */
+    if ((r = ov_quota_reserve(ov, charge)) < 0)
+        return r;
+    mk->charge = charge;
     return 0;
+}
+
+/* Just before the new name goes into pfd (after any copy-up into pfd,
+ * which accounts itself). */
+static void mk_mark(struct mk *mk) {
+    mk->pm = ov_mark(mk->pfd);
+}
+
+/* Account pfd's growth and give the reservation back, whatever the outcome
+ * (after mk_finish, which accounts the object itself). */
+static void mk_end(struct ov *ov, struct mk *mk) {
+    ov_account_mark(ov, &mk->pm);
+    ov_quota_release(ov, mk->charge);
 }
 
 /* Owner = requester (group from a set-gid parent), then exact mode. */
@@ -86,7 +107,7 @@ static int mk_commit(struct ov *ov, struct mk *mk, const char *name, bool is_dir
     if (!mk->whiteout)
         return 0;
     if (is_dir) {
-        int r = ov_set_opaque(ov->work_fd, mk->tmp);
+        int r = ov_set_opaque(NULL, ov->work_fd, mk->tmp); /* counted with the object (mk_finish) */
         if (r < 0)
             return r;
         if (renameat2(ov->work_fd, mk->tmp, mk->pfd, name, RENAME_EXCHANGE) < 0)
@@ -142,26 +163,30 @@ static int do_mknod_like(struct ov *ov, fuse_req_t req, struct ov_node *p, const
     struct mk mk;
     if (link && ov_seals_below(ov, p, name))
         return -EACCES; /* a symlink there would lead the sealed path elsewhere */
-    int r = mk_prepare(ov, p, name, &mk);
+    int r = mk_prepare(ov, p, name, ov_entry_charge(ov, mode, link ? strlen(link) : 0), &mk);
     if (r < 0)
         return r;
     bool is_dir = S_ISDIR(mode), is_lnk = link != NULL;
+    mk_mark(&mk);
     if (is_lnk)
         r = symlinkat(link, mk.dir_fd, mk.bname);
     else if (is_dir)
         r = mkdirat(mk.dir_fd, mk.bname, 0700);
     else
         r = mknodat(mk.dir_fd, mk.bname, (mode & S_IFMT) | 0600, rdev);
-    if (r < 0)
-        return -errno;
-    r = mk_attrs(ov, req, &mk, mode, is_lnk);
-    if (r >= 0)
-        r = mk_commit(ov, &mk, name, is_dir);
     if (r < 0) {
-        mk_abort(ov, &mk, is_dir);
-        return r;
+        r = -errno;
+    } else {
+        r = mk_attrs(ov, req, &mk, mode, is_lnk);
+        if (r >= 0)
+            r = mk_commit(ov, &mk, name, is_dir);
+        if (r < 0)
+            mk_abort(ov, &mk, is_dir);
+        else
+            r = mk_finish(ov, p, name, mk.pfd, fe);
     }
-    return mk_finish(ov, p, name, mk.pfd, fe);
+    mk_end(ov, &mk);
+    return r;
 }
 
 void ov_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev) {
@@ -216,8 +241,10 @@ void ov_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
     struct mk mk;
     int fd = -1;
     ov_wrlock(ov);
-    int r = mk_prepare(ov, p, name, &mk);
+    int r = mk_prepare(ov, p, name, ov_entry_charge(ov, S_IFREG, 0), &mk);
+    bool prepared = r >= 0;
     if (r >= 0) {
+        mk_mark(&mk);
         fd = openat(mk.dir_fd, mk.bname, flags, 0600);
         if (fd < 0)
             r = -errno;
@@ -231,6 +258,8 @@ void ov_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
         else
             r = mk_finish(ov, p, name, mk.pfd, &fe);
     }
+    if (prepared)
+        mk_end(ov, &mk);
     ov_unlock(ov);
     if (r < 0) {
         if (fd >= 0)
@@ -261,8 +290,9 @@ void ov_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char
     /* link() of a symlink makes another symlink: not at a sealed path's parent */
     if (r >= 0 && n->type == S_IFLNK && ov_seals_below(ov, np, newname))
         r = -EACCES;
+    bool prepared = false;
     if (r >= 0)
-        r = mk_prepare(ov, np, newname, &mk);
+        prepared = (r = mk_prepare(ov, np, newname, ov_entry_charge(ov, S_IFREG, 0), &mk)) >= 0;
     if (r >= 0)
         r = ov_copy_up(ov, n, "link");
     int ufd = r < 0 ? r : ov_node_upper(ov, n);
@@ -271,6 +301,7 @@ void ov_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char
     if (r >= 0) {
         char pp[40];
         ov_proc_path(ufd, pp);
+        mk_mark(&mk);
         if (linkat(AT_FDCWD, pp, mk.dir_fd, mk.bname, AT_SYMLINK_FOLLOW) < 0)
             r = -errno;
         else if ((r = mk_commit(ov, &mk, newname, false)) < 0)
@@ -285,6 +316,8 @@ void ov_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char
         if (r < 0)
             ov_node_forget(ov, n, 1);
     }
+    if (prepared)
+        mk_end(ov, &mk);
     ov_unlock(ov);
     reply_entry_or_err(req, r, &fe);
 }
@@ -316,6 +349,7 @@ static int do_remove(struct ov *ov, struct ov_node *p, const char *name, bool di
         return -EISDIR;
     struct ov_node *n = NULL;
     _cleanup_free_ char *path = NULL;
+    uint64_t charge = 0; /* reserved */
     if (dir && ov_sealed_lower_below(ov, p, name, true))
         return -ENOTEMPTY; /* it holds what the view seals */
     if (dir) {
@@ -342,6 +376,14 @@ static int do_remove(struct ov *ov, struct ov_node *p, const char *name, bool di
         if (r < 0 || (r = ov_resolve(ov, p, name, &e)) < 0)
             goto out;
     }
+    /* A whiteout for a lower-only name is a new name in the upper: past
+     * the quota that fails with ENOSPC, before anything is journaled. */
+    if (e.lower_present && !e.upper) {
+        uint64_t want = ov_entry_charge(ov, S_IFCHR, 0);
+        if ((r = ov_quota_reserve(ov, want)) < 0)
+            goto out;
+        charge = want;
+    }
     if (e.lower_present && (r = ov_journal_lower(ov, path, dir ? "rmdir" : "unlink")) < 0)
         goto out;
     if ((r = ov_copy_up(ov, p, NULL)) < 0)
@@ -353,13 +395,16 @@ static int do_remove(struct ov *ov, struct ov_node *p, const char *name, bool di
     }
     if (e.upper && dir && (r = ov_upper_clear_whiteouts(ov, pfd, name)) < 0)
         goto out;
+    struct ov_mark pm = ov_mark(pfd);
     if (e.lower_present)
         r = ov_make_whiteout(ov, pfd, name);
     else
         r = remove_upper(ov, pfd, name, dir);
+    ov_account_mark(ov, &pm);
     if (r >= 0)
         ov_node_detach_at(ov, p, name);
 out:
+    ov_quota_release(ov, charge);
     if (n)
         ov_node_forget(ov, n, 1);
     return r < 0 ? r : 0;
@@ -432,6 +477,8 @@ static int do_rename(struct ov *ov, struct ov_node *p, const char *name, struct 
             return 0;
     }
     _cleanup_free_ char *dpath = NULL;
+    uint64_t charge = 0; /* reserved */
+    struct ov_mark spm = {.fd = -1}, dpm = {.fd = -1};
     struct ov_node *sn = ov_node_get(ov, p, name, &se, &r), *dn = NULL;
     if (!sn)
         return r;
@@ -453,6 +500,17 @@ static int do_rename(struct ov *ov, struct ov_node *p, const char *name, struct 
         if ((r = ov_copy_up(ov, dn, "rename")) < 0 || (r = ov_resolve(ov, np, newname, &de)) < 0)
             goto out;
     }
+    /* Room for the names the upper gains (a new name at the destination,
+     * a whiteout at the source), reserved before the first step: once the
+     * object has moved, the whiteout must not fail for want of it. */
+    uint64_t want = 0;
+    if (!exch && !de.upper && !de.whiteout)
+        want += ov_entry_charge(ov, 0, 0);
+    if (!exch && se.lower_present)
+        want += ov_entry_charge(ov, S_IFCHR, 0);
+    if (want && (r = ov_quota_reserve(ov, want)) < 0)
+        goto out;
+    charge = want;
     /* Copy up everything that moves; journal what the rename destroys. */
     if ((r = S_ISDIR(sm) ? ov_copy_up_tree(ov, sn, "rename") : ov_copy_up(ov, sn, "rename")) < 0)
         goto out;
@@ -471,10 +529,15 @@ static int do_rename(struct ov *ov, struct ov_node *p, const char *name, struct 
         goto out;
     /* A directory landing where the lower may have an entry must not merge
      * with it. */
-    if (S_ISDIR(sm) && np->lower && (r = ov_set_opaque(spfd, name)) < 0)
+    if (S_ISDIR(sm) && np->lower && (r = ov_set_opaque(ov, spfd, name)) < 0)
         goto out;
-    if (exch && S_ISDIR(dm) && p->lower && (r = ov_set_opaque(dpfd, newname)) < 0)
+    if (exch && S_ISDIR(dm) && p->lower && (r = ov_set_opaque(ov, dpfd, newname)) < 0)
         goto out;
+    /* both directories' growth or shrinkage, counted once when they are one */
+    struct stat sps, dps;
+    spm = ov_mark(spfd);
+    if (fstat(spfd, &sps) < 0 || fstat(dpfd, &dps) < 0 || sps.st_ino != dps.st_ino || sps.st_dev != dps.st_dev)
+        dpm = ov_mark(dpfd);
     struct stat old;
     bool replaced = !exch && de.upper && fstatat(dpfd, newname, &old, AT_SYMLINK_NOFOLLOW) == 0;
     bool need_wo = !exch && se.lower_present;
@@ -540,6 +603,9 @@ static int do_rename(struct ov *ov, struct ov_node *p, const char *name, struct 
     }
     ov_nodes_clear_lower_below(ov, sn);
 out:
+    ov_account_mark(ov, &spm);
+    ov_account_mark(ov, &dpm);
+    ov_quota_release(ov, charge);
     if (dn)
         ov_node_forget(ov, dn, 1);
     ov_node_forget(ov, sn, 1);

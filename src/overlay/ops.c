@@ -7,9 +7,9 @@
  * show newer data: like kernel overlayfs, the two are not kept coherent).
  *
  * Accounting: after each write/truncate/fallocate the upper file's
- * allocation change (st_blocks) is added to the stage size; the quota check
- * before a write is conservative (growth beyond EOF counts in full) and
- * approximate under concurrent writers of the same file.
+ * allocation change (st_blocks) is added to the stage size; a write first
+ * reserves its growth beyond EOF in full (ov_quota_reserve), a fallocate
+ * its length.  Approximate under concurrent writers of the same file.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -459,7 +459,7 @@ void ov_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off
     }
     uint64_t end = (fi->flags & O_APPEND) ? (uint64_t)before.st_size + len : (uint64_t)off + len;
     uint64_t growth = end > (uint64_t)before.st_size ? end - (uint64_t)before.st_size : 0;
-    res = ov_quota_bytes(ov, growth);
+    res = ov_quota_reserve(ov, growth);
     if (res < 0)
         goto out;
     struct fuse_bufvec out = FUSE_BUFVEC_INIT(len);
@@ -472,6 +472,7 @@ void ov_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off
         ov_pcache_follow(ov, ov_node_of(ov, ino), &before, &after);
     else
         ov_pcache_forget(ov, ov_node_of(ov, ino));
+    ov_quota_release(ov, growth);
 out:
     pthread_rwlock_unlock(&ov->data_lock);
     if (res < 0)
@@ -578,8 +579,10 @@ void ov_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t 
     bool have_before = fstat(fh->fd, &before) == 0;
     if (!have_before)
         r = -errno;
-    if (r >= 0 && !(mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_COLLAPSE_RANGE)))
-        r = ov_quota_bytes(ov, (uint64_t)len);
+    uint64_t charge = 0;
+    if (r >= 0 && !(mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_COLLAPSE_RANGE)) &&
+        (r = ov_quota_reserve(ov, (uint64_t)len)) >= 0)
+        charge = (uint64_t)len;
     if (r >= 0 && fallocate(fh->fd, mode, off, len) < 0)
         r = -errno;
     struct stat after;
@@ -587,6 +590,7 @@ void ov_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t 
         ov_pcache_follow(ov, ov_node_of(ov, ino), &before, &after);
     else
         ov_pcache_forget(ov, ov_node_of(ov, ino));
+    ov_quota_release(ov, charge);
     pthread_rwlock_unlock(&ov->data_lock);
     fuse_reply_err(req, -r);
 }

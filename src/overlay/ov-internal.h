@@ -24,9 +24,10 @@
  *      read-only opens.  Data reads on open handles take no lock.
  *   1b. ov->data_lock (rwlock, writer-preferring): read-held by the data
  *      paths that change an upper file through an open handle without the
- *      ns_lock (write_buf, fallocate).  Write-held, after the ns_lock, only
- *      by overlay_quiesce: with both held no operation that changes upper/,
- *      the journal or the origin map is in flight or can start.
+ *      ns_lock (write_buf, fallocate).  Write-held, after the ns_lock, by
+ *      overlay_quiesce: with both held no operation that changes upper/,
+ *      the journal or the origin map is in flight or can start; and by
+ *      (remove|set)xattr of a file, to measure what the xattr allocates.
  *   2. dir handle mutex (ov_dirh.lock).
  *   3. ov->tree_lock (mutex): the node hash table, parent/name links,
  *      nlookup/nref, and first caching of node->upper_fd.
@@ -105,6 +106,7 @@ struct ov {
     char *mountpoint;               /* immutable */
     uint64_t max_bytes, max_inodes; /* immutable */
     uint64_t reserve_bytes, reserve_inodes; /* immutable: kept free on the stage's file system */
+    uint64_t blksize;                       /* immutable: the upper's block size (byte quota estimates) */
     double lower_timeout;                   /* immutable: kernel attr/entry cache (s) for lower-backed objects */
     uid_t self_uid;                         /* immutable: our euid (file owner when not root) */
     bool can_chown;                         /* immutable: CAP_CHOWN in our namespace */
@@ -129,6 +131,8 @@ struct ov {
     atomic_bool mutated;     /* a stage-changing operation ran (ov_wrlock, data writes) */
     atomic_long n_upper_fds; /* node->upper_fd values cached (root excluded) */
     long upper_fd_budget;    /* immutable: how many may be cached */
+    /* upper_bytes: st_blocks * 512 summed over upper/ (its root too), plus
+     * the reservations of operations under way (ov_quota_reserve) */
     atomic_int_fast64_t upper_bytes, upper_inodes;
 
     struct fuse_session *se;
@@ -240,11 +244,42 @@ int ov_proc_path(int fd, char buf[static 40]);
 int ov_copy_up(struct ov *ov, struct ov_node *n, const char *op);
 int ov_copy_up_tree(struct ov *ov, struct ov_node *n, const char *op);
 int ov_journal_lower(struct ov *ov, const char *relpath, const char *op);
+/* The caller reserves the whiteout's byte charge (a new name) and accounts
+ * dir_fd's growth (ov_mark), as it may change dir_fd in the same step. */
 int ov_make_whiteout(struct ov *ov, int dir_fd, const char *name);
-int ov_set_opaque(int dir_fd, const char *name);
+/* acct: the object is already accounted: count what the xattr allocates */
+int ov_set_opaque(struct ov *acct, int dir_fd, const char *name);
 int ov_tmp_name(struct ov *ov, char buf[static 32]);
 int ov_quota_inode(struct ov *ov);
-int ov_quota_bytes(struct ov *ov, uint64_t n);
+
+/* Byte quota.  ov->upper_bytes is what upper/ allocates (st_blocks * 512 of
+ * every object: file data, directories, symlinks, xattr blocks), kept by
+ * measuring each object and each directory an operation changes before and
+ * after (ov_mark; ov_account_*).  Before it allocates, an operation
+ * reserves its estimate: the check and the charge are one atomic step, so
+ * threads cannot each take the same last room; it gives the reservation
+ * back once what it allocated is accounted.  -ENOSPC past max_bytes (or
+ * into the file system's reserve).  n = 0 fails only once the stage is
+ * already past its quota. */
+int ov_quota_reserve(struct ov *ov, uint64_t n);
+void ov_quota_release(struct ov *ov, uint64_t n);
+/* The reservation for one new name in an upper directory: a block for its
+ * entry (the directory may grow), plus for type S_IFDIR a block, for
+ * S_IFLNK its target (length target_len) rounded up to blocks (type 0, or
+ * any other: the name alone).  File data is reserved where it is written
+ * or copied. */
+uint64_t ov_entry_charge(const struct ov *ov, mode_t type, uint64_t target_len);
+/* An upper object's allocation before a change; ov_account_mark adds the
+ * change since (once: it disarms m).  Exact when nothing else changes the
+ * object meanwhile: the ns write lock keeps directories and symlinks to
+ * the caller, a file also needs data_lock (write).  fd < 0 or an fstat
+ * error: nothing counted. */
+struct ov_mark {
+    int fd;
+    int64_t before;
+};
+struct ov_mark ov_mark(int fd);
+void ov_account_mark(struct ov *ov, struct ov_mark *m);
 void ov_account_removed(struct ov *ov, const struct stat *st);
 void ov_account_added(struct ov *ov, const struct stat *st);
 int ov_copy_xattrs(int src_fd, int dst_fd, bool escape);

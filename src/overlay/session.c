@@ -134,7 +134,8 @@ static void *worker(void *arg) {
     return NULL;
 }
 
-/* Count what the upper already holds (reopened stage). */
+/* Count what the upper already holds (reopened stage): every object's
+ * st_blocks, as the operations that change them keep it. */
 static void account_tree(struct ov *ov, int dir_fd, unsigned depth) {
     if (depth > 4096)
         return;
@@ -269,7 +270,10 @@ int overlay_start(const struct overlay_params *p, struct overlay **ret_ov) {
         getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY ? (long)nofile.rlim_cur : 1024;
     ov->upper_fd_budget = lim > 256 ? (lim - 128) / 2 : 64;
     struct statvfs sv;
+    ov->blksize = 4096;
     if (fstatvfs(ov->upper_fd, &sv) == 0) {
+        if (sv.f_bsize >= 512 && sv.f_bsize <= (1u << 20))
+            ov->blksize = sv.f_bsize;
         ov->reserve_bytes = (uint64_t)sv.f_blocks * sv.f_frsize / 100 * OV_RESERVE_PERCENT;
         if (ov->reserve_bytes > OV_RESERVE_MAX_BYTES)
             ov->reserve_bytes = OV_RESERVE_MAX_BYTES;
@@ -305,6 +309,9 @@ int overlay_start(const struct overlay_params *p, struct overlay **ret_ov) {
 
     if ((r = init_root(ov)) < 0)
         goto fail;
+    struct stat rst; /* the root directory's blocks count too: they grow with it */
+    if (fstat(ov->upper_fd, &rst) == 0)
+        atomic_store(&ov->upper_bytes, (int64_t)rst.st_blocks * 512);
     account_tree(ov, ov->upper_fd, 0);
 
     struct fuse_args args = FUSE_ARGS_INIT(0, NULL);

@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -177,9 +178,22 @@ static int modify_xattr(struct ov *ov, struct ov_node *n, const char *name, cons
         return ufd;
     if ((r = ov_proc_path(ufd, pp)) < 0)
         return r;
-    if (remove ? removexattr(pp, uname) : setxattr(pp, uname, value, size, flags))
-        return -errno;
-    return 0;
+    /* An xattr may take a block of its own (ext4: once the inode is full).
+     * The object's allocation is measured around the call; for a file,
+     * with its data writes held off, which measure it too. */
+    uint64_t charge = remove ? 0 : ((strlen(uname) + size) / ov->blksize + 1) * ov->blksize;
+    if (charge && (r = ov_quota_reserve(ov, charge)) < 0)
+        return r;
+    bool file = n->type == S_IFREG;
+    if (file)
+        pthread_rwlock_wrlock(&ov->data_lock);
+    struct ov_mark m = ov_mark(ufd);
+    r = (remove ? removexattr(pp, uname) : setxattr(pp, uname, value, size, flags)) < 0 ? -errno : 0;
+    ov_account_mark(ov, &m);
+    if (file)
+        pthread_rwlock_unlock(&ov->data_lock);
+    ov_quota_release(ov, charge);
+    return r;
 }
 
 void ov_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value, size_t size, int flags) {

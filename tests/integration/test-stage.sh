@@ -403,6 +403,42 @@ check "--stage-max-bytes 1M: the stage is sealed" test -e "$S/sealed"
 eq "$?:$(tr '\n' ' ' < "$T/q2.out")" "0:small small again " "--stage-max-bytes 1M: the stage is reusable in a second run"
 eq "$(jq -r '.requested_policy.stage_max_bytes' "$(bundle_of "$XDG_STATE_HOME")")" 1048576 "the Bundle records stage_max_bytes"
 
+# --- the byte quota counts every object, not only file data --------------------------
+# Directories, long symlinks and copy-ups with their whiteouts take blocks
+# too (4 KiB each on ext4): past --stage-max-bytes they fail with ENOSPC,
+# what they free is given back, and the upper's real size (du) and the
+# Bundle's upper_bytes stay within the documented slack (64 KiB) of it.
+QW="$T/quota-ws"; mkdir -p "$QW"
+i=0; while [ $i -lt 600 ]; do echo lower > "$QW/l$i"; i=$((i + 1)); done
+next_stage
+"$PVISOR" run --stage "$S" --workspace "$QW" --stage-max-bytes 1M -- "$PY" -c "
+import errno, os
+os.chdir('$QW')
+def until(what, f, n):  # the first error, and whether some succeeded before it
+    for i in range(n):
+        try: f(i)
+        except OSError as e:
+            print(what, errno.errorcode[e.errno], i > 0); return i
+    print(what, 'never failed'); return n
+n = until('mkdir', lambda i: os.mkdir('d%d' % i), 40000)
+for i in range(n): os.rmdir('d%d' % i)
+n = until('symlink', lambda i: os.symlink('y' * 4000, 's%d' % i), 20000)
+for i in range(n): os.unlink('s%d' % i)
+n = until('rename', lambda i: os.rename('l%d' % i, 'r%d' % i), 600)
+print('kept at its old name', os.path.exists('l%d' % n) and not os.path.exists('r%d' % n))
+" > "$T/qobj.out" 2>&1
+eq "$?:$(cat "$T/qobj.out")" "0:mkdir ENOSPC True
+symlink ENOSPC True
+rename ENOSPC True
+kept at its old name True" \
+    "--stage-max-bytes 1M: mkdir, symlink and rename (copy-up + whiteout) fail with ENOSPC past the quota, after freeing what came before"
+qdu=$(du -s -B1 "$S/upper" | cut -f1)
+qub=$(jq -r '.stage.upper_bytes' "$(bundle_of "$XDG_STATE_HOME")")
+check "--stage-max-bytes 1M: the upper's real size stays near the quota (du: $qdu bytes)" \
+    test "$qdu" -ge $((1048576 - 65536)) -a "$qdu" -le $((1048576 + 65536))
+check "--stage-max-bytes 1M: the Bundle's upper_bytes is within the slack of the quota and of du ($qub)" \
+    test "$qub" -le $((1048576 + 65536)) -a "$qub" -ge $((qdu - 65536)) -a "$qub" -le $((qdu + 65536))
+
 # --- --stage-durability strict ------------------------------------------------------
 next_stage
 "$PVISOR" run --stage "$S" --workspace "$W" --stage-durability strict -- sh -c "cd '$W' && echo strict > README && rm gone.txt && cat README"  > "$T/strict.out" 2>&1
