@@ -428,6 +428,12 @@ mkdir -p "$W/sub"
 eq "$rc $rc2" "2 2" "--allow-write inside the workspace (or missing) is a usage error"
 "$PVISOR" run --safe --workspace "$W" --access "ro:$T" -- true 2>/dev/null; eq $? 2 "--access ro: of a parent of the workspace is refused"
 "$PVISOR" run --workspace "$W" --access "ro:$H" -- true 2>/dev/null; eq $? 2 "--access without a sandbox is a usage error"
+n0=$(run_count)
+for rule in deny:/ ro:/ "ro:$W" rw:/proc/self ro:/sys deny:/proc/1; do
+    "$PVISOR" run --safe --workspace "$W" --access "$rule" -- true 2>/dev/null; rc=$?
+    eq "$rc" 2 "--access $rule is a usage error (the whole file system, the workspace itself, the sandbox's own /proc, /sys)"
+done
+eq "$(run_count)" "$n0" "... and those refusals record no run"
 
 # --- the Run-scoped agent socket: reachable, and the only host socket ---------------
 out=$("$PVISOR" run --safe --stage "$T/sag" --workspace "$W" -- sh -c "
