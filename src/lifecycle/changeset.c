@@ -804,6 +804,23 @@ static int visit(struct walk *w, int upper_dirfd, int lower_dirfd, bool parent_o
         if (r < 0)
             return r;
         set_warnings(w, e, &ust);
+        /* A directory the agent saw in the workspace (copied up there to
+         * change what is in it: the origin map has it; no journal record
+         * moved it) that the workspace no longer has: the user removed or
+         * moved it since the run.  Creating it again would bring back a
+         * directory the user removed, holding only the agent's additions. */
+        uint64_t lino =
+            kind == LC_ADDED && nt == LC_DIR && !opaque && !parent_opaque && !e->conflict && w->origin_usable
+                ? origin_lookup(w->orig, w->n_orig, (uint64_t)ust.st_ino)
+                : 0;
+        bool moved = false;
+        for (size_t k = 0; lino && k < w->cs->n_pre && !moved; k++)
+            moved = w->cs->pre[k].ino == lino;
+        if (lino && !moved) {
+            e->conflict = "removed from the workspace since the run (the agent saw this directory and changed what "
+                          "is in it)";
+            w->cs->n_conflicts++;
+        }
     }
     /* a lower directory replaced by a non-directory: its whole subtree goes */
     if (kind == LC_TYPE_CHANGED && ot == LC_DIR) {

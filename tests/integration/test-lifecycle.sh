@@ -1140,3 +1140,14 @@ check "diff of added and deleted files is byte for byte diff(1)'s (empty, no fin
     cmp -s "$T/os.diff" "$T/os.expected"
 (cd "$W" && "$P" diff --stat) > "$T/os.stat" 2>&1
 eq "$(tail -n 1 "$T/os.stat")" " 9 files changed, 507 insertions(+), 5 deletions(-)" "... and --stat counts their lines"
+
+# A directory the agent saw and added to, removed by the user after the
+# run: a conflict (apply would bring it back holding only the agent's
+# additions); a directory the agent renamed, or created, is none.
+W=$T/wsrmd
+mkdir -p "$W/d" "$W/m"; echo a > "$W/d/a"; echo m > "$W/m/x"
+(cd "$W" && "$P" run --stage auto -- sh -c 'echo c > d/c; mv m m2; echo y > m2/y; mkdir new; echo n > new/n') >/dev/null 2>&1
+rm -rf "$W/d"
+(cd "$W" && "$P" apply) >/dev/null 2>"$T/rmd.err"; rc=$?
+eq "$rc:$(grep -c '  d: removed from the workspace since the run' "$T/rmd.err"):$(grep -c -e m2 -e new "$T/rmd.err"):$(ls "$W" | tr '\n' ' ')" \
+    "1:1:0:m " "a directory the user removed after the agent added to it is a conflict (renamed and new ones are not)"
