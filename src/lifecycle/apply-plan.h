@@ -49,6 +49,11 @@ struct plan {
 };
 
 void lc_plan_free(struct plan *p);
+/* Give the plan's read-only directories u+wx (unlock) or their modes
+ * back, each only while it is still a directory (the plan may have
+ * replaced it by a file or a symlink, or deleted it).  On failure
+ * *ret_failed names the directory. */
+int lc_plan_set_unlocked(int ws_fd, const struct plan *p, bool unlock, const char **ret_failed);
 /* The temp name of entry i in its directory: ".pvisor-apply-<id>-<i>". */
 void lc_plan_tmp_name(const struct plan *p, size_t i, char buf[64]);
 

@@ -892,24 +892,13 @@ static int set_unlocked(struct ctx *c, bool unlock) {
     int ir = c->p->n_unlocked && unlock ? ensure_intent_durable(c) : 0;
     if (ir < 0)
         return ir;
-    for (size_t i = 0; i < c->p->n_unlocked; i++) {
-        const struct plan_unlocked *u = &c->p->unlocked[i];
-        mode_t m = unlock ? (u->mode | 0300) : u->mode;
-        int r;
-        if (!u->path[0]) {
-            r = fchmod(c->ws_fd, m) < 0 ? -errno : 0;
-        } else {
-            const char *name;
-            _cleanup_close_ int parent = lc_open_parent(c->ws_fd, u->path, &name);
-            r = parent < 0 ? parent : chmod_nofollow_at(parent, name, m);
-        }
-        if (r < 0 && r != -ENOENT) {
-            free(c->rep->failed_path);
-            c->rep->failed_path = strdup(u->path[0] ? u->path : ".");
-            return r;
-        }
+    const char *failed = NULL;
+    int r = lc_plan_set_unlocked(c->ws_fd, c->p, unlock, &failed);
+    if (r < 0) {
+        free(c->rep->failed_path);
+        c->rep->failed_path = strdup(failed);
     }
-    return 0;
+    return r;
 }
 
 static int fail_at(struct ctx *c, const struct plan_ent *e, int r) {
@@ -995,6 +984,8 @@ static int execute(struct ctx *c) {
     for (size_t i = 0; i < c->p->n; i++)
         c->p->v[i].tmp_fd = -1;
     int r = execute_plan(c);
+    if (r < 0) /* the read-only directories get their modes back until the resume */
+        (void)lc_plan_set_unlocked(c->ws_fd, c->p, false, &(const char *){NULL});
     for (size_t i = 0; i < c->p->n; i++)
         if (c->p->v[i].tmp_fd >= 0)
             close(c->p->v[i].tmp_fd); /* a failed batch: unnamed, freed */

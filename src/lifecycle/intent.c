@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "util/cleanup.h"
@@ -31,6 +32,31 @@ void lc_plan_free(struct plan *p) {
     free(p->unlocked);
     p->unlocked = NULL;
     p->n_unlocked = 0;
+}
+
+int lc_plan_set_unlocked(int ws_fd, const struct plan *p, bool unlock, const char **ret_failed) {
+    for (size_t i = 0; i < p->n_unlocked; i++) {
+        const struct plan_unlocked *u = &p->unlocked[i];
+        mode_t m = unlock ? (u->mode | 0300) : u->mode;
+        int r;
+        if (!u->path[0]) {
+            r = fchmod(ws_fd, m) < 0 ? -errno : 0;
+        } else {
+            const char *name;
+            struct stat st;
+            _cleanup_close_ int parent = lc_open_parent(ws_fd, u->path, &name);
+            if (parent == -ENOENT || parent == -ENOTDIR || parent == -ELOOP)
+                continue; /* gone with what held it */
+            if (parent >= 0 && (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode)))
+                continue; /* deleted, or no longer a directory */
+            r = parent < 0 ? parent : chmod_nofollow_at(parent, name, m);
+        }
+        if (r < 0 && r != -ENOENT) {
+            *ret_failed = u->path[0] ? u->path : ".";
+            return r;
+        }
+    }
+    return 0;
 }
 
 void lc_plan_tmp_name(const struct plan *p, size_t i, char buf[64]) {
@@ -307,6 +333,8 @@ int lc_apply_remove_temps(int stage_dir_fd, int ws_fd) {
     if (r < 0)
         return r;
     lc_intent_remove_temps(ws_fd, &p);
+    /* the read-only directories the interrupted apply made writable */
+    (void)lc_plan_set_unlocked(ws_fd, &p, false, &(const char *){NULL});
     lc_plan_free(&p);
     return 0;
 }

@@ -839,6 +839,24 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
     [ $rc -eq 0 ] || diag "$(cat "$T/ro6.err")"
     eq "$killed:$rc:$(stat -c %a "$U/ws/ro"):$(cat "$U/ws/ro/a" "$U/ws/ro/n6" | tr '\n' ' ')" "1:0:555:a2 6 " \
         "... killed part way (the intent names the directory and its mode), the resumed apply gives it its mode back"
+    # ... killed part way, then dropped with --force: the modes come back too
+    rm -rf "$U/ws"; cp -a "$U/ws.ro" "$U/ws"
+    asu "$P" run --stage "$U/st7" --workspace "$U/ws" -- sh -c "cd '$U/ws' && chmod u+w ro && for i in 1 2 3 4 5 6; do echo \$i > ro/n\$i; done && chmod 555 ro" >/dev/null 2>&1
+    setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$U" XDG_STATE_HOME="$U/state" \
+        PVISOR_TEST_APPLY_DELAY_US=150000 "$P" apply --stage "$U/st7" >/dev/null 2>&1 &
+    ap=$!; i=0
+    while [ ! -e "$U/st7/apply-intent" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+    sleep 0.2; kill -9 $ap; wait $ap 2>/dev/null
+    asu "$P" drop --force --stage "$U/st7" >/dev/null 2>&1; rc=$?
+    eq "$rc:$(stat -c %a "$U/ws/ro")" "0:555" "... killed part way and dropped with --force, the directory gets its mode back"
+    # a read-only directory the agent replaced by a file, another by a
+    # symlink: the file keeps the mode the stage gives it, nothing fails
+    rm -rf "$U/ws"; cp -a "$U/ws.ro" "$U/ws"
+    asu sh -c "cd '$U/ws' && mkdir -p dd && echo hi > dd/f && chmod 02555 dd && mkdir ss && echo x > ss/x && chmod 555 ss"
+    asu "$P" run --stage "$U/st8" --workspace "$U/ws" -- sh -c "cd '$U/ws' && chmod u+w dd ss && rm -rf dd ss && echo f > dd && chmod 644 dd && ln -s x ss" >/dev/null 2>&1
+    asu "$P" apply --stage "$U/st8" >/dev/null 2>&1; rc=$?
+    eq "$rc:$(stat -c %a "$U/ws/dd"):$(readlink "$U/ws/ss")" "0:644:x" \
+        "... a read-only directory replaced by a file or a symlink: the file keeps its own mode, the symlink is made"
 else
     skip "apply as an unprivileged user" "needs root to switch to an unprivileged user"
 fi
