@@ -678,10 +678,11 @@ int sandbox_prepare(struct run_context *ctx, const struct agent_hooks *hooks, st
         return r;
     }
     plan_set_exec_path(&sb.plan, ctx->workspace);
-    /* A pty for the command when it runs in the foreground of a terminal
-     * that is its input and output (launch.c, struct term). */
-    sb.plan.tty = isatty(STDIN_FILENO) == 1 && tcgetpgrp(STDIN_FILENO) == getpgrp() &&
-                  (isatty(STDOUT_FILENO) == 1 || isatty(STDERR_FILENO) == 1);
+    /* A pty for the command whenever one of its descriptors is a terminal
+     * (it must hold none of the user's: launch.c, struct term); the keys
+     * go to it when pvisor runs in the foreground of that terminal. */
+    sb.plan.tty = isatty(STDIN_FILENO) == 1 || isatty(STDOUT_FILENO) == 1 || isatty(STDERR_FILENO) == 1;
+    sb.plan.tty_input = isatty(STDIN_FILENO) == 1 && tcgetpgrp(STDIN_FILENO) == getpgrp();
     /* As root the command would own root's files in the projections: they
      * are idmapped (idmap.c), while we are in the initial user namespace. */
     sb.as_root = getuid() == 0;
@@ -852,7 +853,7 @@ static bool limits_unavailable(const struct sandbox *sb, char *why, size_t size)
  * the command's pty, whose own modes do the rest.  The launcher's process
  * group is the terminal's foreground now, hence SIGTTOU ignored. */
 static void tty_raw(struct sandbox *sb) {
-    if (!sb->plan.tty || tcgetattr(STDIN_FILENO, &sb->tty_saved) < 0)
+    if (!sb->plan.tty_input || tcgetattr(STDIN_FILENO, &sb->tty_saved) < 0)
         return;
     struct termios raw = sb->tty_saved;
     cfmakeraw(&raw);

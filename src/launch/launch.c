@@ -45,6 +45,7 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <termios.h>
+#include <time.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -145,26 +146,31 @@ static int relay_and_wait(pid_t child) {
  * place of those of fd 0-2 that are the user's terminal.  The command
  * holds no descriptor of the user's terminal then: it cannot change its
  * modes or size, and TIOCSTI (refused by seccomp anyway) would reach only
- * its own pty.  init (I) keeps the master and relays: the user's keys to
- * the pty (the supervisor put the terminal in raw mode, so Ctrl-C reaches
- * the command's foreground job as the pty's SIGINT), the pty's output to
- * the user's terminal, its size on SIGWINCH. */
+ * its own pty.  init (I) keeps the master and relays: the pty's output to
+ * the user's terminal, its size on SIGWINCH, and, when pvisor runs in the
+ * foreground of a terminal that is its stdin (plan.tty_input), the user's
+ * keys to the pty (the supervisor put the terminal in raw mode, so Ctrl-C
+ * reaches the command's foreground job as the pty's SIGINT). */
 struct term {
     int master; /* -1: no pty (the descriptors stay as they are) */
-    int out;    /* the user's terminal among fd 1 and 2: where output goes */
+    int tty;    /* one of fd 0-2 that is the user's terminal: its modes, its size */
+    int out;    /* the user's terminal among fd 1 and 2, where output goes; -1: dropped */
+    bool input; /* the user's keys (fd 0) go to the pty */
     bool on[3]; /* fd 0-2 that are the user's terminal (get the pty) */
 };
 
 /* In I, after the root is built: open the pty, start it with the user's
- * terminal's modes and size.  Only when fd 0 and fd 1 or 2 are a terminal
- * (input and output); otherwise nothing changes. */
-static int open_terminal(struct term *t) {
-    t->master = -1;
-    for (int fd = 0; fd < 3; fd++)
-        t->on[fd] = isatty(fd) == 1;
-    if (!t->on[0] || (!t->on[1] && !t->on[2]))
+ * terminal's modes and size.  Only when one of fd 0-2 is a terminal;
+ * otherwise nothing changes. */
+static int open_terminal(struct term *t, bool input) {
+    t->master = t->tty = -1;
+    for (int fd = 2; fd >= 0; fd--)
+        if ((t->on[fd] = isatty(fd) == 1))
+            t->tty = fd;
+    if (t->tty < 0)
         return 0;
-    t->out = t->on[1] ? 1 : 2;
+    t->out = t->on[1] ? 1 : t->on[2] ? 2 : -1;
+    t->input = input && t->on[0];
     int m = open("/dev/pts/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
     if (m < 0)
         return -errno;
@@ -176,9 +182,9 @@ static int open_terminal(struct term *t) {
     }
     struct termios tio;
     struct winsize ws;
-    if (tcgetattr(0, &tio) == 0) /* on the master: sets the pty's own */
+    if (tcgetattr(t->tty, &tio) == 0) /* on the master: sets the pty's own */
         (void)tcsetattr(m, TCSANOW, &tio);
-    if (ioctl(0, TIOCGWINSZ, &ws) == 0)
+    if (ioctl(t->tty, TIOCGWINSZ, &ws) == 0)
         (void)ioctl(m, TIOCSWINSZ, &ws);
     t->master = m;
     return 0;
@@ -202,10 +208,37 @@ static int attach_terminal(const struct term *t) {
     return r;
 }
 
-/* I's loop with a pty: relay_and_wait's work, plus the terminal.  Output
- * the command wrote before it ended is relayed until every holder of the
- * pty has closed it (read gives EIO) or, if something it left behind
- * still holds it, until it has been quiet for 100 ms. */
+/* All of buf to the user's terminal, also when someone made it
+ * non-blocking (the descriptor is shared with the user's shell): EAGAIN
+ * waits until it takes more.  Gives up when it takes nothing for 10 s. */
+static void write_out(int fd, const char *buf, size_t n) {
+    while (fd >= 0 && n) {
+        ssize_t w = write(fd, buf, n);
+        if (w > 0) {
+            buf += w;
+            n -= (size_t)w;
+            continue;
+        }
+        struct pollfd pf = {.fd = fd, .events = POLLOUT};
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0 && errno == EAGAIN && poll(&pf, 1, 10000) > 0)
+            continue;
+        return;
+    }
+}
+
+static int64_t now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* I's loop with a pty: relay_and_wait's work, plus the terminal.  Once the
+ * command has ended, what it wrote is relayed until every holder of the
+ * pty has closed it (read gives EIO), until the pty has been quiet for
+ * 100 ms, or for 1 s at most: something it left behind that keeps writing
+ * must not keep the run alive. */
 static int relay_terminal_and_wait(pid_t child, const struct term *t) {
     sigset_t mask;
     relayed_signals(&mask);
@@ -216,7 +249,8 @@ static int relay_terminal_and_wait(pid_t child, const struct term *t) {
         return 125 << 8;
     static char in[4096], out[16384];
     size_t in_len = 0, in_off = 0;
-    bool in_open = true, master_open = true, done = false;
+    bool in_open = t->input, master_open = true, done = false;
+    int64_t done_at = 0;
     int st = 125 << 8;
     for (;;) {
         int wst;
@@ -225,8 +259,9 @@ static int relay_terminal_and_wait(pid_t child, const struct term *t) {
             if (w == child) {
                 st = wst;
                 done = true;
+                done_at = now_ms();
             }
-        if (done && !master_open)
+        if (done && (!master_open || now_ms() - done_at >= 1000))
             break;
         struct pollfd pf[3] = {
             {.fd = sfd, .events = POLLIN},
@@ -241,7 +276,7 @@ static int relay_terminal_and_wait(pid_t child, const struct term *t) {
         while (pf[0].revents && read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
             if (si.ssi_signo == SIGWINCH) {
                 struct winsize ws;
-                if (ioctl(0, TIOCGWINSZ, &ws) == 0)
+                if (ioctl(t->tty, TIOCGWINSZ, &ws) == 0)
                     (void)ioctl(t->master, TIOCSWINSZ, &ws);
             } else if (si.ssi_signo != SIGCHLD) {
                 kill(child, (int)si.ssi_signo);
@@ -250,7 +285,7 @@ static int relay_terminal_and_wait(pid_t child, const struct term *t) {
         if (pf[1].revents & (POLLIN | POLLHUP | POLLERR)) {
             ssize_t n = read(t->master, out, sizeof out);
             if (n > 0)
-                (void)write_all(t->out, out, (size_t)n);
+                write_out(t->out, out, (size_t)n);
             else if (n == 0 || (errno != EAGAIN && errno != EINTR))
                 master_open = false; /* EIO: no process holds the pty any more */
         }
@@ -384,8 +419,11 @@ static json_t *self_check(int ll_abi, uint64_t ll_fs, uint64_t ll_net, uint64_t 
                         json_pack("{s:i, s:I, s:I, s:I}", "abi", ll_abi, "handled_fs", (json_int_t)ll_fs, "handled_net",
                                   (json_int_t)ll_net, "scoped", (json_int_t)ll_scoped));
     json_object_set_new(j, "rlimits", rlimits_json());
-    pid_t tsid; /* fd 0 is this session's controlling terminal (plan.tty's pty) */
-    json_object_set_new(j, "controlling_tty", json_boolean(ioctl(0, TIOCGSID, &tsid) == 0 && tsid == getsid(0)));
+    pid_t tsid; /* one of fd 0-2 is this session's controlling terminal (plan.tty's pty) */
+    bool ctty = false;
+    for (int fd = 0; fd < 3 && !ctty; fd++)
+        ctty = ioctl(fd, TIOCGSID, &tsid) == 0 && tsid == getsid(0);
+    json_object_set_new(j, "controlling_tty", json_boolean(ctty));
     json_object_set_new(j, "pid", json_integer(getpid()));
     json_object_set_new(j, "uid", json_integer(getuid()));
     json_object_set_new(j, "gid", json_integer(getgid()));
@@ -533,7 +571,7 @@ static _Noreturn void become_init(const struct launch_plan *p, int status_fd) {
     if (p->unshare_net && (r = loopback_up()) < 0)
         fail("bringing up loopback in the private network namespace", r);
     struct term t = {.master = -1};
-    if (p->tty && (r = open_terminal(&t)) < 0)
+    if (p->tty && (r = open_terminal(&t, p->tty_input)) < 0)
         fail("opening a pty for the command", r);
 
     pid_t a = fork();

@@ -75,13 +75,14 @@ json_t *plan_to_json(const struct launch_plan *p) {
                               json_pack("{s:s, s:s, s:s?, s:I, s:i}", "kind", plan_mount_kind_name(p->mounts[i].kind),
                                         "path", p->mounts[i].path, "source", p->mounts[i].source, "size",
                                         (json_int_t)p->mounts[i].size, "fd", p->mounts[i].fd));
-    return json_pack("{s:o, s:s?, s:o, s:s, s:s, s:I, s:I, s:b, s:b, s:b, s:b, s:I, s:{s:I, s:I, s:I, s:I, s:I}, s:o}",
-                     "argv", strv_to_json(p->argv), "exec_path", p->exec_path, "env", strv_to_json(p->envp), "cwd",
-                     p->cwd, "hostname", p->hostname, "uid", (json_int_t)p->uid, "gid", (json_int_t)p->gid,
-                     "unshare_net", p->unshare_net, "landlock", p->landlock, "seccomp", p->seccomp, "tty", p->tty,
-                     "tmp_size", (json_int_t)p->tmp_size, "rlimits", "nofile", (json_int_t)p->rlimit_nofile, "fsize",
-                     (json_int_t)p->rlimit_fsize, "nproc", (json_int_t)p->rlimit_nproc, "as", (json_int_t)p->rlimit_as,
-                     "cpu", (json_int_t)p->rlimit_cpu, "mounts", mounts);
+    return json_pack(
+        "{s:o, s:s?, s:o, s:s, s:s, s:I, s:I, s:b, s:b, s:b, s:b, s:b, s:I, s:{s:I, s:I, s:I, s:I, s:I}, s:o}", "argv",
+        strv_to_json(p->argv), "exec_path", p->exec_path, "env", strv_to_json(p->envp), "cwd", p->cwd, "hostname",
+        p->hostname, "uid", (json_int_t)p->uid, "gid", (json_int_t)p->gid, "unshare_net", p->unshare_net, "landlock",
+        p->landlock, "seccomp", p->seccomp, "tty", p->tty, "tty_input", p->tty_input, "tmp_size",
+        (json_int_t)p->tmp_size, "rlimits", "nofile", (json_int_t)p->rlimit_nofile, "fsize",
+        (json_int_t)p->rlimit_fsize, "nproc", (json_int_t)p->rlimit_nproc, "as", (json_int_t)p->rlimit_as, "cpu",
+        (json_int_t)p->rlimit_cpu, "mounts", mounts);
 }
 
 static int strv_from_json(const json_t *a, size_t max, bool need_one, char ***ret) {
@@ -156,9 +157,11 @@ int plan_from_json(const json_t *j, struct launch_plan *ret_plan) {
     p.uid = (uint32_t)uid;
     p.gid = (uint32_t)gid;
     if (!json_is_boolean(json_object_get(j, "unshare_net")) || !json_is_boolean(json_object_get(j, "landlock")) ||
-        !json_is_boolean(json_object_get(j, "seccomp")) || !json_is_boolean(json_object_get(j, "tty")))
+        !json_is_boolean(json_object_get(j, "seccomp")) || !json_is_boolean(json_object_get(j, "tty")) ||
+        !json_is_boolean(json_object_get(j, "tty_input")))
         goto fail;
     p.tty = json_is_true(json_object_get(j, "tty"));
+    p.tty_input = json_is_true(json_object_get(j, "tty_input"));
     p.unshare_net = json_is_true(json_object_get(j, "unshare_net"));
     p.landlock = json_is_true(json_object_get(j, "landlock"));
     p.seccomp = json_is_true(json_object_get(j, "seccomp"));

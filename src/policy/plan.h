@@ -50,9 +50,10 @@ struct launch_plan {
     bool seccomp;      /* install the seccomp filter (required) */
     /* The command gets a pty of the sandbox's own devpts as its controlling
      * terminal, in place of those of fd 0-2 that are the user's terminal;
-     * the namespace's init relays between the two (launch.c). */
+     * the namespace's init relays between the two (launch.c, struct term). */
     bool tty;
-    uint64_t tmp_size;                                             /* /tmp tmpfs size */
+    bool tty_input;    /* ... and the user's keys (fd 0, in the foreground) go to it */
+    uint64_t tmp_size; /* /tmp tmpfs size */
     uint64_t rlimit_nofile, rlimit_fsize, rlimit_nproc, rlimit_as; /* 0 = inherit */
     uint64_t rlimit_cpu;       /* seconds; 0 = inherit.  Soft at N (SIGXCPU), hard at N + 1 (SIGKILL) */
     struct plan_mount *mounts; /* applied in order */

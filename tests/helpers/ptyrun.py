@@ -10,7 +10,11 @@ typed at an interactive shell.  STEPs run in order:
                  exit 3 if it never does)
   send=TEXT      type TEXT; Python escapes apply (\\x03 is Ctrl-C, \\r Enter)
   size=RxC       resize the terminal to R rows, C columns (SIGWINCH)
-  pause=SECONDS  sleep
+  pause=SECONDS  sleep (reading what the command writes meanwhile)
+  hold=SECONDS   sleep without reading: the terminal fills up
+With PTYRUN_NONBLOCK=1 the terminal is made non-blocking (O_NONBLOCK on
+the descriptor the command and its children share), as some programs
+leave it.
 Then waits for the command (60 s at most; exit 3) and prints everything it
 wrote to the terminal, followed by the lines
   ## status N          its exit status (128+N for signal N)
@@ -50,6 +54,8 @@ def main(argv):
     def child_setup():
         os.setsid()
         fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+        if os.environ.get("PTYRUN_NONBLOCK") == "1":
+            fcntl.fcntl(0, fcntl.F_SETFL, fcntl.fcntl(0, fcntl.F_GETFL) | os.O_NONBLOCK)
 
     proc = subprocess.Popen(cmd, stdin=slave, stdout=slave, stderr=slave, preexec_fn=child_setup,
                             close_fds=True)
@@ -83,6 +89,8 @@ def main(argv):
         elif name == "size":
             rows, cols = arg.split("x")
             set_size(slave, int(rows), int(cols))
+        elif name == "hold":
+            time.sleep(float(arg))
         elif name == "pause":
             end = time.monotonic() + float(arg)
             while time.monotonic() < end:

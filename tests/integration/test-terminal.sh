@@ -73,3 +73,30 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
 else
     skip "the terminal as an unprivileged user" "needs root to switch to an unprivileged user"
 fi
+
+# 8. something the command left behind that keeps writing does not keep the
+# run alive once the command has ended
+$PTYRUN -- "$PVISOR" run --safe -- \
+    sh -c '(trap "" HUP INT QUIT; while :; do echo tick; sleep 0.05; done) & sleep 0.5; echo done-here' >"$T/o8" 2>&1
+eq "$(grep -c done-here "$T/o8"):$(report "$T/o8")" "1:## status 0 ## termios same ## size 30 100 " \
+    "a leftover process that keeps writing to the pty does not keep the run alive"
+
+# 9. whenever one of its descriptors is a terminal, the command gets a pty:
+# stdout and stderr to a file, or pvisor in the background of the terminal
+$PTYRUN -- sh -c "'$PVISOR' run --safe -- sh -c 'stty raw -echo; stty rows 7 cols 9; tty' >'$T/o9.log' 2>&1" >"$T/o9" 2>&1
+eq "$(cat "$T/o9.log"):$(report "$T/o9")" "/dev/pts/0:## status 0 ## termios same ## size 30 100 " \
+    "stdin a terminal, stdout and stderr a file: the command's terminal is its own pty; the user's is untouched"
+BG='import os, sys
+pid = os.fork()
+if pid == 0:
+    os.setpgid(0, 0)
+    os.execvp(sys.argv[1], sys.argv[1:])
+sys.exit(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))'
+$PTYRUN -- /usr/bin/python3 -c "$BG" "$PVISOR" run --safe -- sh -c 'stty -echo; stty rows 7 cols 9; tty' >"$T/o10" 2>&1
+eq "$(tr -d '\r' <"$T/o10" | head -n 1):$(report "$T/o10")" "/dev/pts/0:## status 0 ## termios same ## size 30 100 " \
+    "pvisor in the background of the terminal: the command still gets a pty, and cannot change the user's terminal"
+
+# 10. a non-blocking terminal (left so by another program) loses no output
+PTYRUN_NONBLOCK=1 $PTYRUN hold=3 -- "$PVISOR" run --safe -- sh -c 'seq 1 100000; echo END' >"$T/o11" 2>&1
+eq "$(tr -d '\r' <"$T/o11" | grep -c -x -e '[0-9][0-9]*' -e END):$(report "$T/o11")" "100001:## status 0 ## termios same ## size 30 100 " \
+    "the user's terminal non-blocking and full: every line of the command's output arrives"
