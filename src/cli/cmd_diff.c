@@ -148,53 +148,57 @@ static void add_stat(struct diffctx *d, const char *path, long plus, long minus,
  * minutes).  Nothing at all for an empty file, as diff(1). */
 static int one_sided(struct diffctx *d, int fd, bool added, const char *la, const char *lb, const char *label,
                      uint64_t os, uint64_t ns) {
-    int dfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-    FILE *f = dfd >= 0 ? fdopen(dfd, "r") : NULL;
-    if (!f) {
-        if (dfd >= 0)
-            close(dfd);
+    /* one snapshot, read once (at most LC_DIFF_MAX bytes, checked by the
+     * caller): a file that changes meanwhile cannot make the hunk's
+     * header disagree with its lines */
+    struct stat st;
+    if (fstat(fd, &st) < 0)
         return -errno;
+    size_t size = st.st_size > (off_t)LC_DIFF_MAX ? LC_DIFF_MAX : (size_t)st.st_size, len = 0;
+    _cleanup_free_ char *buf = malloc(size ? size : 1);
+    if (!buf)
+        return -ENOMEM;
+    while (len < size) {
+        ssize_t n = pread(fd, buf + len, size - len, (off_t)len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -errno;
+        if (n == 0)
+            break; /* it shrank: what is there */
+        len += (size_t)n;
     }
     long lines = 0;
-    char *buf = NULL;
-    size_t cap = 0;
-    ssize_t len;
-    for (int pass = 0; pass < 2; pass++) {
-        if (fseeko(f, 0, SEEK_SET) < 0)
-            break;
-        if (pass == 1 && (d->stat || lines == 0))
-            break;
-        if (pass == 1) {
-            printf("--- %s\n+++ %s\n", la, lb);
-            const char sign = added ? '+' : '-';
-            if (lines == 1)
-                printf(added ? "@@ -0,0 +1 @@\n" : "@@ -1 +0,0 @@\n");
-            else
-                printf(added ? "@@ -0,0 +1,%ld @@\n" : "@@ -1,%ld +0,0 @@\n", lines);
-            while ((len = getline(&buf, &cap, f)) > 0) {
-                putchar(sign);
-                if (d->escape)
-                    put_escaped(buf, (size_t)len);
-                else
-                    fwrite(buf, 1, (size_t)len, stdout);
-                if (buf[len - 1] != '\n')
-                    printf("\n\\ No newline at end of file\n");
-            }
-            break;
-        }
-        while (getline(&buf, &cap, f) > 0)
-            lines++;
-    }
-    int r = ferror(f) ? -EIO : 0;
-    free(buf);
-    fclose(f);
-    if (r == 0 && d->stat)
+    for (size_t i = 0; i < len; i++)
+        lines += buf[i] == '\n';
+    if (len && buf[len - 1] != '\n')
+        lines++;
+    if (d->stat) {
         add_stat(d, label, added ? lines : 0, added ? 0 : lines, false, os, ns);
-    return r;
+        return 0;
+    }
+    if (lines == 0)
+        return 0; /* diff(1) prints nothing for an empty file */
+    printf("--- %s\n+++ %s\n", la, lb);
+    if (lines == 1)
+        printf(added ? "@@ -0,0 +1 @@\n" : "@@ -1 +0,0 @@\n");
+    else
+        printf(added ? "@@ -0,0 +1,%ld @@\n" : "@@ -1,%ld +0,0 @@\n", lines);
+    for (size_t i = 0; i < len;) {
+        const char *nl = memchr(buf + i, '\n', len - i);
+        size_t l = nl ? (size_t)(nl - (buf + i)) + 1 : len - i;
+        putchar(added ? '+' : '-');
+        if (d->escape)
+            put_escaped(buf + i, l);
+        else
+            fwrite(buf + i, 1, l, stdout);
+        if (!nl)
+            printf("\n\\ No newline at end of file\n");
+        i += l;
+    }
+    return 0;
 }
 
-/* Content diff of one path: old side (lower) vs new side (upper); either
- * may be absent (LC_NONE). */
 /* A name in a header: prefix (a/ or b/) and the path.  On a terminal the
  * path as displayed (escaped).  Into a pipe or a file as git writes it, so
  * that patch(1) and git apply read it back: in double quotes with C
@@ -245,6 +249,8 @@ static char *header_name(const struct diffctx *d, const char *prefix, const char
     return out;
 }
 
+/* Content diff of one path: old side (lower) vs new side (upper); either
+ * may be absent (LC_NONE). */
 static void content_diff(struct diffctx *d, const struct lc_stage *st, const char *path, const char *label,
                          enum lc_type ot, const char *otarget, enum lc_type nt, const char *ntarget, uint64_t os,
                          uint64_t ns) {
