@@ -127,15 +127,19 @@ int lc_resolve_target(const char *run, const char *stage_dir, char **ret_stage_p
             goto out;
         }
     } else {
-        /* The newest staged run of the workspace the current directory is
-         * in; without one, the newest staged run of any (the caller tells
-         * the user: lc_cli_target). */
+        /* The newest staged run of the deepest workspace the current
+         * directory is in (in a workspace nested in another, its own);
+         * without one, the newest staged run of any (the caller tells the
+         * user: lc_cli_target). */
         _cleanup_free_ char *cwd = getcwd(NULL, 0);
         const char *any = NULL;
         json_t *any_b = NULL;
-        for (size_t i = 0; i < n && !match; i++) {
+        size_t best = 0;
+        for (size_t i = 0; i < n; i++) {
             json_t *b = NULL;
             if (runs_load_bundle(ids[i], &b) < 0) {
+                if (match)
+                    continue; /* older than the one found: as if not read */
                 json_decref(any_b);
                 /* A newer run whose Bundle is gone (a supervisor that died
                  * setting up, a power loss: Bundles are not flushed) may
@@ -148,10 +152,14 @@ int lc_resolve_target(const char *run, const char *stage_dir, char **ret_stage_p
                 goto out;
             }
             const char *ws = json_string_value(json_object_get(b, "workspace"));
-            if (bundle_stage_path(b) && cwd && ws && path_within(cwd, ws)) {
-                match = ids[i];
+            if (bundle_stage_path(b) && cwd && ws && path_within(cwd, ws) && (!match || strlen(ws) > best)) {
+                json_decref(bundle);
                 bundle = b;
-            } else if (bundle_stage_path(b) && !any) {
+                match = ids[i];
+                best = strlen(ws);
+                if (strcmp(ws, cwd) == 0)
+                    break; /* none is deeper */
+            } else if (bundle_stage_path(b) && !any && !match) {
                 any = ids[i];
                 any_b = b;
             } else {

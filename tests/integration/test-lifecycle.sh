@@ -1169,3 +1169,13 @@ rm -rf "$W/d"
 (cd "$W" && "$P" apply) >/dev/null 2>"$T/rmd.err"; rc=$?
 eq "$rc:$(grep -c '  d: removed from the workspace since the run' "$T/rmd.err"):$(grep -c -e m2 -e new "$T/rmd.err"):$(ls "$W" | tr '\n' ' ')" \
     "1:1:0:m " "a directory the user removed after the agent added to it is a conflict (renamed and new ones are not)"
+
+# Nested workspaces: without a RUN, the stage of the deepest workspace the
+# current directory is in, even when the outer one's run is newer
+W=$T/wsnest
+mkdir -p "$W/inner"
+(cd "$W/inner" && "$P" run --stage auto -- sh -c 'echo i > fi') >/dev/null 2>&1
+(cd "$W" && "$P" run --stage auto -- sh -c 'echo o > fo') >/dev/null 2>&1
+(cd "$W/inner" && "$P" apply) >/dev/null 2>&1; rc=$?
+eq "$rc:$(ls "$W" | tr '\n' ' '):$(ls "$W/inner" | tr '\n' ' ')" "0:inner :fi " \
+    "in a workspace nested in another, apply takes its own stage, not the outer one's newer stage"
