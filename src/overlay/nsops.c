@@ -151,6 +151,20 @@ static int mk_finish(struct ov *ov, struct ov_node *parent, const char *name, in
     return r;
 }
 
+/* The object made at mk's temp name: attributes, the journal, its name,
+ * the reply's entry; undone on failure. */
+static int mk_complete(struct ov *ov, fuse_req_t req, struct mk *mk, struct ov_node *parent, const char *name,
+                       mode_t mode, bool is_lnk, bool is_dir, struct fuse_entry_param *fe) {
+    int r = mk_attrs(ov, req, mk, mode, is_lnk);
+    if (r >= 0)
+        r = mk_commit(ov, mk, name, is_dir);
+    if (r < 0) {
+        mk_abort(ov, mk, is_dir);
+        return r;
+    }
+    return mk_finish(ov, parent, name, mk->pfd, fe);
+}
+
 static void reply_entry_or_err(fuse_req_t req, int r, struct fuse_entry_param *fe) {
     if (r < 0)
         fuse_reply_err(req, -r);
@@ -177,13 +191,7 @@ static int do_mknod_like(struct ov *ov, fuse_req_t req, struct ov_node *p, const
     if (r < 0) {
         r = -errno;
     } else {
-        r = mk_attrs(ov, req, &mk, mode, is_lnk);
-        if (r >= 0)
-            r = mk_commit(ov, &mk, name, is_dir);
-        if (r < 0)
-            mk_abort(ov, &mk, is_dir);
-        else
-            r = mk_finish(ov, p, name, mk.pfd, fe);
+        r = mk_complete(ov, req, &mk, p, name, mode, is_lnk, is_dir, fe);
     }
     mk_end(ov, &mk);
     return r;
@@ -250,13 +258,7 @@ void ov_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
             r = -errno;
     }
     if (r >= 0) {
-        r = mk_attrs(ov, req, &mk, mode, false);
-        if (r >= 0)
-            r = mk_commit(ov, &mk, name, false);
-        if (r < 0)
-            mk_abort(ov, &mk, false);
-        else
-            r = mk_finish(ov, p, name, mk.pfd, &fe);
+        r = mk_complete(ov, req, &mk, p, name, mode, false, false, &fe);
     }
     if (prepared)
         mk_end(ov, &mk);
