@@ -541,7 +541,8 @@ static void release_home_view(struct sandbox *sb) {
 
 int sandbox_prepare(struct run_context *ctx, const struct agent_hooks *hooks, struct sandbox *ret_sb,
                     char **ret_error) {
-    struct sandbox sb = {.plan_fd = -1, .sync_r = -1, .sync_w = -1, .go_r = -1, .go_w = -1, .ctx = ctx, .home_fd = -1};
+    struct sandbox sb = {
+        .plan_fd = -1, .sync_r = -1, .sync_w = -1, .go_r = -1, .go_w = -1, .ctx = ctx, .home_fd = -1, .ctty = -1};
     _cleanup_free_ char *home = NULL;
     const char *h = getenv("HOME");
     if (h && h[0] == '/')
@@ -680,9 +681,12 @@ int sandbox_prepare(struct run_context *ctx, const struct agent_hooks *hooks, st
     plan_set_exec_path(&sb.plan, ctx->workspace);
     /* A pty for the command whenever one of its descriptors is a terminal
      * (it must hold none of the user's: launch.c, struct term); the keys
-     * go to it when pvisor runs in the foreground of that terminal. */
-    sb.plan.tty = isatty(STDIN_FILENO) == 1 || isatty(STDOUT_FILENO) == 1 || isatty(STDERR_FILENO) == 1;
-    sb.plan.tty_input = isatty(STDIN_FILENO) == 1 && tcgetpgrp(STDIN_FILENO) == getpgrp();
+     * go to it when pvisor runs in the foreground of its controlling
+     * terminal (whatever its stdin is: a program may read /dev/tty). */
+    sb.ctty = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC); /* ours, if any */
+    sb.plan.tty_input = sb.ctty >= 0 && tcgetpgrp(sb.ctty) == getpgrp();
+    sb.plan.tty =
+        isatty(STDIN_FILENO) == 1 || isatty(STDOUT_FILENO) == 1 || isatty(STDERR_FILENO) == 1 || sb.plan.tty_input;
     /* As root the command would own root's files in the projections: they
      * are idmapped (idmap.c), while we are in the initial user namespace. */
     sb.as_root = getuid() == 0;
@@ -853,12 +857,12 @@ static bool limits_unavailable(const struct sandbox *sb, char *why, size_t size)
  * the command's pty, whose own modes do the rest.  The launcher's process
  * group is the terminal's foreground now, hence SIGTTOU ignored. */
 static void tty_raw(struct sandbox *sb) {
-    if (!sb->plan.tty_input || tcgetattr(STDIN_FILENO, &sb->tty_saved) < 0)
+    if (!sb->plan.tty_input || sb->ctty < 0 || tcgetattr(sb->ctty, &sb->tty_saved) < 0)
         return;
     struct termios raw = sb->tty_saved;
     cfmakeraw(&raw);
     void (*old)(int) = signal(SIGTTOU, SIG_IGN);
-    sb->tty_raw = tcsetattr(STDIN_FILENO, TCSADRAIN, &raw) == 0;
+    sb->tty_raw = tcsetattr(sb->ctty, TCSADRAIN, &raw) == 0;
     signal(SIGTTOU, old);
 }
 
@@ -866,7 +870,7 @@ void sandbox_restore_tty(struct sandbox *sb) {
     if (!sb->tty_raw)
         return;
     void (*old)(int) = signal(SIGTTOU, SIG_IGN);
-    (void)tcsetattr(STDIN_FILENO, TCSADRAIN, &sb->tty_saved);
+    (void)tcsetattr(sb->ctty, TCSADRAIN, &sb->tty_saved);
     signal(SIGTTOU, old);
     sb->tty_raw = false;
 }
@@ -928,6 +932,9 @@ void sandbox_read_report(pid_t child, void *userdata) {
 
 void sandbox_release(struct sandbox *sb) {
     sandbox_restore_tty(sb);
+    if (sb->ctty >= 0)
+        close(sb->ctty);
+    sb->ctty = -1;
     json_decref(sb->rules);
     sb->rules = NULL;
     for (size_t i = 0; sb->cred_real && plan_credential_paths[i]; i++)

@@ -87,8 +87,9 @@ struct sandbox {
     char cg_path[PATH_MAX];      /* the leaf's directory, "" none */
     char cg_hierarchy[PATH_MAX]; /* the leaf as /proc/<pid>/cgroup names it */
     char cg_reason[300];
-    /* plan.tty: the user's terminal is in raw mode while the command runs
-     * (the keys go to its pty); its modes to restore. */
+    /* plan.tty_input: the user's terminal is in raw mode while the command
+     * runs (the keys go to its pty); its modes to restore. */
+    int ctty; /* our controlling terminal (/dev/tty), or -1 */
     bool tty_raw;
     struct termios tty_saved;
     /* The --access/--allow-write rules as resolved ({"kind","path"}; the

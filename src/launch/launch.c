@@ -142,35 +142,49 @@ static int relay_and_wait(pid_t child) {
     }
 }
 
-/* The command's terminal (plan.tty): a pty of the sandbox's own devpts in
- * place of those of fd 0-2 that are the user's terminal.  The command
- * holds no descriptor of the user's terminal then: it cannot change its
- * modes or size, and TIOCSTI (refused by seccomp anyway) would reach only
- * its own pty.  init (I) keeps the master and relays: the pty's output to
- * the user's terminal, its size on SIGWINCH, and, when pvisor runs in the
- * foreground of a terminal that is its stdin (plan.tty_input), the user's
- * keys to the pty (the supervisor put the terminal in raw mode, so Ctrl-C
- * reaches the command's foreground job as the pty's SIGINT). */
+/* The command's terminal (plan.tty): a pty of the sandbox's own devpts,
+ * its controlling terminal, in place of those of fd 0-2 that are the
+ * user's terminal.  The command holds no descriptor of the user's terminal
+ * then: it cannot change its modes or size, and TIOCSTI (refused by
+ * seccomp anyway) would reach only its own pty.  init (I) keeps the master
+ * and relays: the pty's output to the user's terminal, its size on
+ * SIGWINCH, and, when pvisor runs in the foreground of its controlling
+ * terminal (plan.tty_input), the user's keys to the pty (the supervisor put
+ * that terminal in raw mode, so Ctrl-C reaches the command's foreground
+ * job as the pty's SIGINT). */
 struct term {
-    int master; /* -1: no pty (the descriptors stay as they are) */
-    int tty;    /* one of fd 0-2 that is the user's terminal: its modes, its size */
-    int out;    /* the user's terminal among fd 1 and 2, where output goes; -1: dropped */
-    bool input; /* the user's keys (fd 0) go to the pty */
-    bool on[3]; /* fd 0-2 that are the user's terminal (get the pty) */
+    int master;      /* -1: no pty (the descriptors stay as they are) */
+    int ref;         /* the user's terminal: its modes and size (in, or one of fd 0-2) */
+    int in;          /* the user's terminal opened as /dev/tty (plan.tty_input): keys come from it; or -1 */
+    int out;         /* where the pty's output goes: fd 1 or 2 when a terminal, else in; -1: dropped */
+    bool on[3];      /* fd 0-2 that are the user's terminal (get the pty) */
+    bool null_stdin; /* fd 0 was the terminal but no keys come (pvisor in the background): /dev/null */
+    int hold;        /* I's own descriptor of the pty until the command ends: the master reads EIO only
+                      * once no process holds the pty, never before the command opened it */
 };
 
 /* In I, after the root is built: open the pty, start it with the user's
- * terminal's modes and size.  Only when one of fd 0-2 is a terminal;
+ * terminal's modes and size.  Only when one of fd 0-2 is a terminal or
+ * keys come (input: pvisor has a controlling terminal and is in its
+ * foreground, whatever its stdin is: a program may read /dev/tty);
  * otherwise nothing changes. */
 static int open_terminal(struct term *t, bool input) {
-    t->master = t->tty = -1;
+    t->master = t->ref = t->in = t->out = t->hold = -1;
     for (int fd = 2; fd >= 0; fd--)
         if ((t->on[fd] = isatty(fd) == 1))
-            t->tty = fd;
-    if (t->tty < 0)
+            t->ref = fd;
+    /* /dev/tty here is the device node projected from the host: for this
+     * process, the supervisor's controlling terminal */
+    if (input)
+        t->in = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (t->in >= 0)
+        t->ref = t->in;
+    if (t->ref < 0)
         return 0;
-    t->out = t->on[1] ? 1 : t->on[2] ? 2 : -1;
-    t->input = input && t->on[0];
+    t->out = t->on[1] ? 1 : t->on[2] ? 2 : t->in;
+    t->null_stdin = t->on[0] && t->in < 0;
+    if (t->null_stdin)
+        t->on[0] = false; /* a background job may not read the terminal: end of file */
     int m = open("/dev/pts/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
     if (m < 0)
         return -errno;
@@ -182,12 +196,13 @@ static int open_terminal(struct term *t, bool input) {
     }
     struct termios tio;
     struct winsize ws;
-    if (tcgetattr(t->tty, &tio) == 0) /* on the master: sets the pty's own */
+    if (tcgetattr(t->ref, &tio) == 0) /* on the master: sets the pty's own */
         (void)tcsetattr(m, TCSANOW, &tio);
-    if (ioctl(t->tty, TIOCGWINSZ, &ws) == 0)
+    if (ioctl(t->ref, TIOCGWINSZ, &ws) == 0)
         (void)ioctl(m, TIOCSWINSZ, &ws);
     t->master = m;
-    return 0;
+    t->hold = ioctl(m, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
+    return t->hold < 0 ? -errno : 0;
 }
 
 /* In A, after setsid: the pty becomes the controlling terminal and fd 0-2
@@ -204,7 +219,15 @@ static int attach_terminal(const struct term *t) {
             r = -errno;
     if (s > 2)
         close(s);
+    int null = r == 0 && t->null_stdin ? open("/dev/null", O_RDONLY | O_CLOEXEC) : -1;
+    if (r == 0 && t->null_stdin && (null < 0 || dup2(null, 0) < 0))
+        r = -errno;
+    if (null > 0)
+        close(null);
     close(t->master);
+    close(t->hold);
+    if (t->in >= 0)
+        close(t->in);
     return r;
 }
 
@@ -249,7 +272,7 @@ static int relay_terminal_and_wait(pid_t child, const struct term *t) {
         return 125 << 8;
     static char in[4096], out[16384];
     size_t in_len = 0, in_off = 0;
-    bool in_open = t->input, master_open = true, done = false;
+    bool in_open = t->in >= 0, master_open = true, done = false;
     int64_t done_at = 0;
     int st = 125 << 8;
     for (;;) {
@@ -260,13 +283,14 @@ static int relay_terminal_and_wait(pid_t child, const struct term *t) {
                 st = wst;
                 done = true;
                 done_at = now_ms();
+                close(t->hold); /* from now on EIO says that no one holds the pty */
             }
         if (done && (!master_open || now_ms() - done_at >= 1000))
             break;
         struct pollfd pf[3] = {
             {.fd = sfd, .events = POLLIN},
             {.fd = master_open ? t->master : -1, .events = (short)(POLLIN | (in_len > in_off ? POLLOUT : 0))},
-            {.fd = in_open && in_len == in_off && !done ? 0 : -1, .events = POLLIN}};
+            {.fd = in_open && in_len == in_off && !done ? t->in : -1, .events = POLLIN}};
         int pr = poll(pf, 3, done ? 100 : -1);
         if (pr < 0 && errno == EINTR)
             continue;
@@ -276,7 +300,7 @@ static int relay_terminal_and_wait(pid_t child, const struct term *t) {
         while (pf[0].revents && read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
             if (si.ssi_signo == SIGWINCH) {
                 struct winsize ws;
-                if (ioctl(t->tty, TIOCGWINSZ, &ws) == 0)
+                if (ioctl(t->ref, TIOCGWINSZ, &ws) == 0)
                     (void)ioctl(t->master, TIOCSWINSZ, &ws);
             } else if (si.ssi_signo != SIGCHLD) {
                 kill(child, (int)si.ssi_signo);
@@ -297,7 +321,7 @@ static int relay_terminal_and_wait(pid_t child, const struct term *t) {
                 in_off = in_len; /* the pty is gone: the keys go nowhere */
         }
         if (pf[2].revents) {
-            ssize_t n = read(0, in, sizeof in);
+            ssize_t n = read(t->in, in, sizeof in);
             if (n > 0) {
                 in_len = (size_t)n;
                 in_off = 0;
@@ -419,11 +443,11 @@ static json_t *self_check(int ll_abi, uint64_t ll_fs, uint64_t ll_net, uint64_t 
                         json_pack("{s:i, s:I, s:I, s:I}", "abi", ll_abi, "handled_fs", (json_int_t)ll_fs, "handled_net",
                                   (json_int_t)ll_net, "scoped", (json_int_t)ll_scoped));
     json_object_set_new(j, "rlimits", rlimits_json());
-    pid_t tsid; /* one of fd 0-2 is this session's controlling terminal (plan.tty's pty) */
-    bool ctty = false;
-    for (int fd = 0; fd < 3 && !ctty; fd++)
-        ctty = ioctl(fd, TIOCGSID, &tsid) == 0 && tsid == getsid(0);
-    json_object_set_new(j, "controlling_tty", json_boolean(ctty));
+    /* a controlling terminal (plan.tty's pty): /dev/tty opens */
+    int ctty = open("/dev/tty", O_RDONLY | O_NOCTTY | O_CLOEXEC);
+    json_object_set_new(j, "controlling_tty", json_boolean(ctty >= 0));
+    if (ctty >= 0)
+        close(ctty);
     json_object_set_new(j, "pid", json_integer(getpid()));
     json_object_set_new(j, "uid", json_integer(getuid()));
     json_object_set_new(j, "gid", json_integer(getgid()));

@@ -92,11 +92,20 @@ if pid == 0:
     os.setpgid(0, 0)
     os.execvp(sys.argv[1], sys.argv[1:])
 sys.exit(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))'
-$PTYRUN -- /usr/bin/python3 -c "$BG" "$PVISOR" run --safe -- sh -c 'stty -echo; stty rows 7 cols 9; tty' >"$T/o10" 2>&1
-eq "$(tr -d '\r' <"$T/o10" | head -n 1):$(report "$T/o10")" "/dev/pts/0:## status 0 ## termios same ## size 30 100 " \
-    "pvisor in the background of the terminal: the command still gets a pty, and cannot change the user's terminal"
+$PTYRUN -- /usr/bin/python3 -c "$BG" "$PVISOR" run --safe -- \
+    sh -c 'stty -F /dev/tty -echo rows 7 cols 9; readlink /proc/self/fd/1; [ -t 0 ] || echo stdin-not-a-terminal' >"$T/o10" 2>&1
+eq "$(tr -d '\r' <"$T/o10" | head -n 2 | tr '\n' ' '):$(report "$T/o10")" \
+    "/dev/pts/0 stdin-not-a-terminal :## status 0 ## termios same ## size 30 100 " \
+    "pvisor in the background: the command's terminal is its own pty (stdin /dev/null: a background job reads no keys); the user's is untouched"
 
 # 10. a non-blocking terminal (left so by another program) loses no output
 PTYRUN_NONBLOCK=1 $PTYRUN hold=3 -- "$PVISOR" run --safe -- sh -c 'seq 1 100000; echo END' >"$T/o11" 2>&1
 eq "$(tr -d '\r' <"$T/o11" | grep -c -x -e '[0-9][0-9]*' -e END):$(report "$T/o11")" "100001:## status 0 ## termios same ## size 30 100 " \
     "the user's terminal non-blocking and full: every line of the command's output arrives"
+
+# 11. keys reach a program that reads /dev/tty when stdin is a pipe, and the
+# pty's output (prompt, echo) shows when stdout and stderr go to a file
+$PTYRUN wait=pw: 'send=secret\r' wait=got -- sh -c "echo data | '$PVISOR' run --safe -- sh -c 'printf pw: >/dev/tty; read x </dev/tty; echo got \$x >/dev/tty; cat' >'$T/o12.log' 2>&1" >"$T/o12" 2>&1
+eq "$(tr -d '\r' <"$T/o12" | grep -c -e '^pw:secret' -e '^got secret'):$(cat "$T/o12.log"):$(report "$T/o12")" \
+    "2:data:## status 0 ## termios same ## size 30 100 " \
+    "stdin a pipe, stdout to a file: a prompt on /dev/tty shows, the user's keys reach it, the pipe's data reaches stdin"
