@@ -41,6 +41,7 @@ int cmd_drop(int argc, char **argv) {
     int rc = lc_cli_target("drop", run, stage_dir, &stage, &id, NULL);
     if (rc != 0)
         return rc;
+    bool pending = force && lc_apply_pending(stage);
     int r = lc_drop(stage, force);
     if (r == -EBUSY)
         return cli_error(PV_EXIT_FAILURE, "drop",
@@ -56,8 +57,11 @@ int cmd_drop(int argc, char **argv) {
         return cli_error(PV_EXIT_FAILURE, "drop", "refused: the stage %s was already applied", stage);
     if (r < 0)
         return cli_error(PV_EXIT_FAILURE, "drop", "cannot drop the stage %s: %s", stage, strerror(-r));
-    printf("Dropped stage %s: its changes are discarded; the workspace was not touched.\n"
+    printf("Dropped stage %s: its changes are discarded; %s.\n"
            "The directory keeps a 'dropped' marker (pvisor status --review shows it); it can be removed.\n",
-           stage);
+           stage,
+           pending ? "what the interrupted apply had written stays in the workspace (its temp files were removed, "
+                     "the modes of read-only directories it had opened put back)"
+                   : "the workspace was not touched");
     return PV_EXIT_OK;
 }

@@ -91,10 +91,11 @@ void lc_cli_unreadable_hint(int r, const char *stage, bool writes) {
     if (r != -EACCES)
         return;
     fprintf(stderr,
-            "pvisor: %spart of the stage is unreadable (the agent can remove its own read permission). To review "
-            "and apply it anyway, make it readable: chmod -R u+rwX '%s/upper' (the modes the agent set are then "
-            "not kept); or remove it with 'pvisor drop'\n",
-            writes ? "a workspace directory that is not yours may not be writable; or " : "", stage);
+            "pvisor: permission denied: a directory of the workspace you may not read%s (give yourself the "
+            "permission, or ask its owner), or part of the stage is unreadable (the agent can remove its own "
+            "read permission; to review and apply it anyway: chmod -R u+rwX '%s/upper', the modes the agent set "
+            "are then not kept; or remove it with 'pvisor drop')\n",
+            writes ? " or write, and is not yours" : "", stage);
 }
 
 /* A positional target names a stage when it is a directory, a run otherwise. */

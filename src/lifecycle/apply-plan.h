@@ -37,6 +37,7 @@ struct plan_ent {
 struct plan_unlocked {
     char *path;
     uint32_t mode;
+    uint64_t dev, ino; /* the directory's identity: only it gets the mode back (0: unknown) */
 };
 
 struct plan {

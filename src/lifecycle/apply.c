@@ -878,8 +878,8 @@ static int find_locked(int ws_fd, struct plan *p) {
         if (!v)
             return -ENOMEM;
         p->unlocked = v;
-        v[p->n_unlocked].path = dir;
-        v[p->n_unlocked++].mode = st.st_mode & 07777;
+        v[p->n_unlocked] = (struct plan_unlocked){dir, st.st_mode & 07777, (uint64_t)st.st_dev, (uint64_t)st.st_ino};
+        p->n_unlocked++;
         dir = NULL;
     }
     return 0;

@@ -34,21 +34,26 @@ void lc_plan_free(struct plan *p) {
     p->n_unlocked = 0;
 }
 
+/* Is st the directory u recorded (by identity, when known)? */
+static bool same_dir(const struct stat *st, const struct plan_unlocked *u) {
+    return S_ISDIR(st->st_mode) && (!u->ino || ((uint64_t)st->st_dev == u->dev && (uint64_t)st->st_ino == u->ino));
+}
+
 int lc_plan_set_unlocked(int ws_fd, const struct plan *p, bool unlock, const char **ret_failed) {
     for (size_t i = 0; i < p->n_unlocked; i++) {
         const struct plan_unlocked *u = &p->unlocked[i];
         mode_t m = unlock ? (u->mode | 0300) : u->mode;
         int r;
+        struct stat st;
         if (!u->path[0]) {
-            r = fchmod(ws_fd, m) < 0 ? -errno : 0;
+            r = fstat(ws_fd, &st) < 0 ? -errno : !same_dir(&st, u) ? 0 : fchmod(ws_fd, m) < 0 ? -errno : 0;
         } else {
             const char *name;
-            struct stat st;
             _cleanup_close_ int parent = lc_open_parent(ws_fd, u->path, &name);
             if (parent == -ENOENT || parent == -ENOTDIR || parent == -ELOOP)
                 continue; /* gone with what held it */
-            if (parent >= 0 && (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode)))
-                continue; /* deleted, or no longer a directory */
+            if (parent >= 0 && (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !same_dir(&st, u)))
+                continue; /* deleted, no longer a directory, or another one */
             r = parent < 0 ? parent : chmod_nofollow_at(parent, name, m);
         }
         if (r < 0 && r != -ENOENT) {
@@ -147,7 +152,8 @@ int lc_intent_write(int stage_dir_fd, const struct plan *p, bool durable) {
         for (size_t i = 0; i < p->n_unlocked; i++) {
             fputs(i ? ",{" : "{", f);
             put_name(f, "path", p->unlocked[i].path[0] ? p->unlocked[i].path : ".");
-            fprintf(f, ",\"mode\":%u}", (unsigned)p->unlocked[i].mode);
+            fprintf(f, ",\"mode\":%u,\"dev\":%llu,\"ino\":%llu}", (unsigned)p->unlocked[i].mode,
+                    (unsigned long long)p->unlocked[i].dev, (unsigned long long)p->unlocked[i].ino);
         }
         fputc(']', f);
     }
@@ -269,8 +275,11 @@ static int intent_load_at(int stage_dir_fd, const char *name, struct plan *p) {
             free(path);
             goto out;
         }
-        p->unlocked[p->n_unlocked].path = path;
-        p->unlocked[p->n_unlocked++].mode = (uint32_t)json_integer_value(m);
+        json_t *dv = json_object_get(je, "dev"), *in = json_object_get(je, "ino");
+        p->unlocked[p->n_unlocked] = (struct plan_unlocked){path, (uint32_t)json_integer_value(m),
+                                                            json_is_integer(dv) ? (uint64_t)json_integer_value(dv) : 0,
+                                                            json_is_integer(in) ? (uint64_t)json_integer_value(in) : 0};
+        p->n_unlocked++;
     }
     r = 0;
 out:
