@@ -237,7 +237,38 @@ static char *interpreter_of(const char *file) {
     return p[0] == '/' ? strdup(p) : NULL;
 }
 
+/* The first symlink on the way to a path as the user names it (HOME=/home/u
+ * where /home links to var/home, as Fedora's atomic editions have it; a
+ * workspace entered through a link): a read-only projection of a symlink
+ * replicates it in the new root (mounts.c), so that absolute paths the
+ * user's tools recorded that way resolve inside too.  It shows a link's
+ * target string, nothing else; the plan leaves out one inside HOME or
+ * overlapping the workspace. */
+static void add_logical_link(struct dirlist *l, const char *path) {
+    char buf[PATH_MAX];
+    if (!path || path[0] != '/' || snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
+        return;
+    for (char *c = buf + 1; *c;) {
+        char *next = strchr(c, '/');
+        if (next)
+            *next = '\0';
+        struct stat st;
+        if (lstat(buf, &st) < 0)
+            return;
+        if (S_ISLNK(st.st_mode)) {
+            dirlist_add(l, buf);
+            return;
+        }
+        if (!next)
+            return;
+        *next = '/';
+        c = next + 1;
+    }
+}
+
 static void gather_runtime(const struct run_context *ctx, const char *home, struct dirlist *l) {
+    add_logical_link(l, getenv("HOME"));
+    add_logical_link(l, getenv("PWD"));
     _cleanup_free_ char *exe = which(ctx->opts->cmd_argv[0], ctx->cwd);
     if (exe) {
         add_dir_of(l, home, exe);

@@ -618,6 +618,17 @@ eq "$(jq -r '[.requested_policy.access[] | .kind + ":" + .path] | join(" ")' "$b
     "rw:$H7:$H7:1" "... the Bundle records the rule (as given and resolved) and says HOME writes are kept under it"
 check "... and validates against the schema" /usr/bin/python3 "$SRCDIR/tests/validate-bundle.py" "$SRCDIR/docs/bundle.schema.json" "$b7"
 
+# HOME and the workspace as the user names them, through a symlink
+# (HOME=/home/u with /home -> var/home on Fedora's atomic editions): the
+# link is replicated inside, so recorded absolute paths resolve; the
+# credentials stay absent through it
+L="$T/links"; mkdir -p "$L/realws" "$L/realhome/.ssh"; echo wsfile > "$L/realws/file"; echo LINKKEY > "$L/realhome/.ssh/id_rsa"
+echo n > "$L/realhome/notes"; ln -s realws "$L/ws"; ln -s realhome "$L/home"
+out=$(cd "$L/ws" && PWD="$L/ws" HOME="$L/home" "$PVISOR" run --safe --stage "$T/links-st" -- \
+    sh -c "cat '$L/ws/file' '$L/home/notes'; cat '$L/home/.ssh/id_rsa' 2>/dev/null || echo absent; readlink '$L/ws'" 2>&1)
+eq "$(echo $out)" "wsfile n absent realws" \
+    "a workspace and HOME named through symlinks resolve inside as outside; credentials stay absent through the link"
+
 # PATH keeps another home's tool directories (HOME was changed, as agent
 # harnesses and CI do): they are projected by the rules for HOME (an entry
 # under .local/.config as given, nothing that holds a credential location),
