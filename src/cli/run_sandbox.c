@@ -246,8 +246,9 @@ static char *interpreter_of(const char *file) {
  * overlapping the workspace. */
 static void add_logical_link(struct dirlist *l, const char *path) {
     char buf[PATH_MAX];
-    if (!path || path[0] != '/' || snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
-        return;
+    if (!path || path[0] != '/' || snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf ||
+        path_within(buf, "/proc") || path_within(buf, "/sys") || path_within(buf, "/dev"))
+        return; /* the sandbox's own /proc and /dev, no /sys */
     for (char *c = buf + 1; *c;) {
         char *next = strchr(c, '/');
         if (next)
@@ -572,8 +573,7 @@ static void release_home_view(struct sandbox *sb) {
 
 int sandbox_prepare(struct run_context *ctx, const struct agent_hooks *hooks, struct sandbox *ret_sb,
                     char **ret_error) {
-    struct sandbox sb = {
-        .plan_fd = -1, .sync_r = -1, .sync_w = -1, .go_r = -1, .go_w = -1, .ctx = ctx, .home_fd = -1, .ctty = -1};
+    struct sandbox sb = {.plan_fd = -1, .sync_r = -1, .sync_w = -1, .go_r = -1, .go_w = -1, .ctx = ctx, .home_fd = -1};
     _cleanup_free_ char *home = NULL;
     const char *h = getenv("HOME");
     if (h && h[0] == '/')
@@ -712,12 +712,11 @@ int sandbox_prepare(struct run_context *ctx, const struct agent_hooks *hooks, st
     plan_set_exec_path(&sb.plan, ctx->workspace);
     /* A pty for the command whenever one of its descriptors is a terminal
      * (it must hold none of the user's: launch.c, struct term); the keys
-     * go to it when pvisor runs in the foreground of its controlling
-     * terminal (whatever its stdin is: a program may read /dev/tty). */
-    sb.ctty = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC); /* ours, if any */
-    sb.plan.tty_input = sb.ctty >= 0 && tcgetpgrp(sb.ctty) == getpgrp();
-    sb.plan.tty =
-        isatty(STDIN_FILENO) == 1 || isatty(STDOUT_FILENO) == 1 || isatty(STDERR_FILENO) == 1 || sb.plan.tty_input;
+     * go to it when its stdin is the terminal and pvisor runs in that
+     * terminal's foreground (as exec_run hands the foreground over: in a
+     * pipeline, another member may be the one reading the terminal). */
+    sb.plan.tty_input = isatty(STDIN_FILENO) == 1 && tcgetpgrp(STDIN_FILENO) == getpgrp();
+    sb.plan.tty = isatty(STDIN_FILENO) == 1 || isatty(STDOUT_FILENO) == 1 || isatty(STDERR_FILENO) == 1;
     /* As root the command would own root's files in the projections: they
      * are idmapped (idmap.c), while we are in the initial user namespace. */
     sb.as_root = getuid() == 0;
@@ -888,12 +887,12 @@ static bool limits_unavailable(const struct sandbox *sb, char *why, size_t size)
  * the command's pty, whose own modes do the rest.  The launcher's process
  * group is the terminal's foreground now, hence SIGTTOU ignored. */
 static void tty_raw(struct sandbox *sb) {
-    if (!sb->plan.tty_input || sb->ctty < 0 || tcgetattr(sb->ctty, &sb->tty_saved) < 0)
+    if (!sb->plan.tty_input || tcgetattr(STDIN_FILENO, &sb->tty_saved) < 0)
         return;
     struct termios raw = sb->tty_saved;
     cfmakeraw(&raw);
     void (*old)(int) = signal(SIGTTOU, SIG_IGN);
-    sb->tty_raw = tcsetattr(sb->ctty, TCSADRAIN, &raw) == 0;
+    sb->tty_raw = tcsetattr(STDIN_FILENO, TCSADRAIN, &raw) == 0;
     signal(SIGTTOU, old);
 }
 
@@ -901,7 +900,7 @@ void sandbox_restore_tty(struct sandbox *sb) {
     if (!sb->tty_raw)
         return;
     void (*old)(int) = signal(SIGTTOU, SIG_IGN);
-    (void)tcsetattr(sb->ctty, TCSADRAIN, &sb->tty_saved);
+    (void)tcsetattr(STDIN_FILENO, TCSADRAIN, &sb->tty_saved);
     signal(SIGTTOU, old);
     sb->tty_raw = false;
 }
@@ -963,9 +962,6 @@ void sandbox_read_report(pid_t child, void *userdata) {
 
 void sandbox_release(struct sandbox *sb) {
     sandbox_restore_tty(sb);
-    if (sb->ctty >= 0)
-        close(sb->ctty);
-    sb->ctty = -1;
     json_decref(sb->rules);
     sb->rules = NULL;
     for (size_t i = 0; sb->cred_real && plan_credential_paths[i]; i++)

@@ -89,7 +89,6 @@ struct sandbox {
     char cg_reason[300];
     /* plan.tty_input: the user's terminal is in raw mode while the command
      * runs (the keys go to its pty); its modes to restore. */
-    int ctty; /* our controlling terminal (/dev/tty), or -1 */
     bool tty_raw;
     struct termios tty_saved;
     /* The --access/--allow-write rules as resolved ({"kind","path"}; the

@@ -272,8 +272,7 @@ int run_execute_staged(struct run_context *ctx,
     /* The sandbox is planned first (its cgroup leaf while we are still
      * single-threaded and outside any new namespace), then the namespaces. */
     bool sandbox = policy_wants_sandbox(ctx->opts);
-    struct sandbox sb = {
-        .plan_fd = -1, .sync_r = -1, .sync_w = -1, .go_r = -1, .go_w = -1, .ctx = ctx, .home_fd = -1, .ctty = -1};
+    struct sandbox sb = {.plan_fd = -1, .sync_r = -1, .sync_w = -1, .go_r = -1, .go_w = -1, .ctx = ctx, .home_fd = -1};
     if (sandbox) {
         _cleanup_free_ char *perr = NULL;
         const struct agent_hooks *hooks = NULL;

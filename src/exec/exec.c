@@ -186,9 +186,7 @@ int exec_run(const struct exec_spec *s, struct exec_result *ret) {
     _cleanup_close_ int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
     int go[2] = {-1, -1}, err[2] = {-1, -1};
     bool have_tty = false;
-    /* our controlling terminal, whatever stdin is (a pipe, say) */
-    _cleanup_close_ int ctty = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
-    int tty_fd = ctty >= 0 ? ctty : STDIN_FILENO;
+    int tty_fd = STDIN_FILENO;
     pid_t pid = -1;
 
     if (sfd < 0) {

@@ -148,15 +148,17 @@ static int relay_and_wait(pid_t child) {
  * then: it cannot change its modes or size, and TIOCSTI (refused by
  * seccomp anyway) would reach only its own pty.  init (I) keeps the master
  * and relays: the pty's output to the user's terminal, its size on
- * SIGWINCH, and, when pvisor runs in the foreground of its controlling
- * terminal (plan.tty_input), the user's keys to the pty (the supervisor put
- * that terminal in raw mode, so Ctrl-C reaches the command's foreground
- * job as the pty's SIGINT). */
+ * SIGWINCH, and, when stdin is the terminal and pvisor runs in its
+ * foreground (plan.tty_input), the user's keys to the pty (the supervisor
+ * put the terminal in raw mode, so Ctrl-C reaches the command's foreground
+ * job as the pty's SIGINT).  In a pipeline another member may be the one
+ * reading the terminal: pvisor does not take it then. */
 struct term {
     int master;      /* -1: no pty (the descriptors stay as they are) */
-    int ref;         /* the user's terminal: its modes and size (in, or one of fd 0-2) */
-    int in;          /* the user's terminal opened as /dev/tty (plan.tty_input): keys come from it; or -1 */
-    int out;         /* where the pty's output goes: fd 1 or 2 when a terminal, else in; -1: dropped */
+    int ref;         /* the user's terminal, one of fd 0-2: its modes and size */
+    int in;          /* 0 when keys come from fd 0, the user's terminal (plan.tty_input); else -1 */
+    int out;         /* where the pty's output goes: fd 1 or 2 when a terminal, else own; -1: dropped */
+    int own;         /* /dev/tty opened for out, or -1 */
     bool on[3];      /* fd 0-2 that are the user's terminal (get the pty) */
     bool null_stdin; /* fd 0 was the terminal but no keys come (pvisor in the background): /dev/null */
     int hold;        /* I's own descriptor of the pty until the command ends: the master reads EIO only
@@ -164,24 +166,22 @@ struct term {
 };
 
 /* In I, after the root is built: open the pty, start it with the user's
- * terminal's modes and size.  Only when one of fd 0-2 is a terminal or
- * keys come (input: pvisor has a controlling terminal and is in its
- * foreground, whatever its stdin is: a program may read /dev/tty);
+ * terminal's modes and size.  Only when one of fd 0-2 is a terminal;
  * otherwise nothing changes. */
 static int open_terminal(struct term *t, bool input) {
-    t->master = t->ref = t->in = t->out = t->hold = -1;
+    t->master = t->ref = t->in = t->out = t->own = t->hold = -1;
     for (int fd = 2; fd >= 0; fd--)
         if ((t->on[fd] = isatty(fd) == 1))
             t->ref = fd;
-    /* /dev/tty here is the device node projected from the host: for this
-     * process, the supervisor's controlling terminal */
-    if (input)
-        t->in = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
-    if (t->in >= 0)
-        t->ref = t->in;
     if (t->ref < 0)
         return 0;
-    t->out = t->on[1] ? 1 : t->on[2] ? 2 : t->in;
+    t->in = input && t->on[0] ? 0 : -1;
+    /* output (a prompt, the echo of the keys) with stdout and stderr in
+     * files: to the terminal, as /dev/tty (the device node projected from
+     * the host: for this process, the supervisor's controlling terminal) */
+    if (!t->on[1] && !t->on[2] && t->in >= 0)
+        t->own = open("/dev/tty", O_WRONLY | O_NOCTTY | O_CLOEXEC);
+    t->out = t->on[1] ? 1 : t->on[2] ? 2 : t->own;
     t->null_stdin = t->on[0] && t->in < 0;
     if (t->null_stdin)
         t->on[0] = false; /* a background job may not read the terminal: end of file */
@@ -226,8 +226,8 @@ static int attach_terminal(const struct term *t) {
         close(null);
     close(t->master);
     close(t->hold);
-    if (t->in >= 0)
-        close(t->in);
+    if (t->own >= 0)
+        close(t->own);
     return r;
 }
 

@@ -104,8 +104,11 @@ static int grab_source(const struct plan_mount *m, struct source *s, const char 
         return 0;
     }
     if (lstat(src, &st) < 0) {
-        if (errno == ENOENT && m->kind == PLAN_BIND_RO) {
-            s->missing = true; /* runtime dirs that this host lacks */
+        /* runtime directories this host lacks, or, found by the
+         * supervisor, that the launcher may not reach (it has no DAC
+         * override on the host): best effort */
+        if ((errno == ENOENT || (errno == EACCES && m->optional)) && m->kind == PLAN_BIND_RO) {
+            s->missing = true;
             return 0;
         }
         *ret_step = "stat of a path to project";
@@ -114,6 +117,10 @@ static int grab_source(const struct plan_mount *m, struct source *s, const char 
     if (S_ISLNK(st.st_mode) && m->kind == PLAN_BIND_RO) {
         char buf[4096];
         ssize_t n = readlink(src, buf, sizeof buf - 1);
+        if (n < 0 && errno == EACCES && m->optional) {
+            s->missing = true;
+            return 0;
+        }
         if (n < 0) {
             *ret_step = "readlink of a projected symlink";
             return -errno;

@@ -152,8 +152,10 @@ int lc_intent_write(int stage_dir_fd, const struct plan *p, bool durable) {
         for (size_t i = 0; i < p->n_unlocked; i++) {
             fputs(i ? ",{" : "{", f);
             put_name(f, "path", p->unlocked[i].path[0] ? p->unlocked[i].path : ".");
-            fprintf(f, ",\"mode\":%u,\"dev\":%llu,\"ino\":%llu}", (unsigned)p->unlocked[i].mode,
-                    (unsigned long long)p->unlocked[i].dev, (unsigned long long)p->unlocked[i].ino);
+            /* as signed 64-bit numbers: jansson reads no larger integer
+             * (an inode number can use all 64 bits) */
+            fprintf(f, ",\"mode\":%u,\"dev\":%lld,\"ino\":%lld}", (unsigned)p->unlocked[i].mode,
+                    (long long)p->unlocked[i].dev, (long long)p->unlocked[i].ino);
         }
         fputc(']', f);
     }

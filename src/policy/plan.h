@@ -33,6 +33,8 @@ struct plan_mount {
     char *source;  /* host path to project there; NULL: the same as path */
     uint64_t size; /* PLAN_TMPFS: size limit in bytes */
     int fd;        /* PLAN_BIND_RO: the source as a detached (idmapped) mount the launcher inherits, or -1 */
+    bool optional; /* PLAN_BIND_RO found by the supervisor (a toolchain, a link on the way to HOME): left out
+                    * when the launcher may not reach it */
 };
 
 struct launch_plan {

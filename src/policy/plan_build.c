@@ -348,6 +348,8 @@ int plan_build(const struct plan_inputs *in, struct launch_plan *ret_plan, char 
         if (path_within(in->workspace, d) || path_within(d, in->workspace))
             continue; /* never project the lower workspace around the overlay */
         r = plan_add_mount(&p, PLAN_BIND_RO, d, 0);
+        if (r >= 0)
+            p.mounts[p.n_mounts - 1].optional = true;
     }
     if (r >= 0)
         r = plan_add_mount(&p, PLAN_BIND_RW, in->workspace, 0);

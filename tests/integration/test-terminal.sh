@@ -103,9 +103,15 @@ PTYRUN_NONBLOCK=1 $PTYRUN hold=3 -- "$PVISOR" run --safe -- sh -c 'seq 1 100000;
 eq "$(tr -d '\r' <"$T/o11" | grep -c -x -e '[0-9][0-9]*' -e END):$(report "$T/o11")" "100001:## status 0 ## termios same ## size 30 100 " \
     "the user's terminal non-blocking and full: every line of the command's output arrives"
 
-# 11. keys reach a program that reads /dev/tty when stdin is a pipe, and the
-# pty's output (prompt, echo) shows when stdout and stderr go to a file
-$PTYRUN wait=pw: 'send=secret\r' wait=got -- sh -c "echo data | '$PVISOR' run --safe -- sh -c 'printf pw: >/dev/tty; read x </dev/tty; echo got \$x >/dev/tty; cat' >'$T/o12.log' 2>&1" >"$T/o12" 2>&1
-eq "$(tr -d '\r' <"$T/o12" | grep -c -e '^pw:secret' -e '^got secret'):$(cat "$T/o12.log"):$(report "$T/o12")" \
-    "2:data:## status 0 ## termios same ## size 30 100 " \
-    "stdin a pipe, stdout to a file: a prompt on /dev/tty shows, the user's keys reach it, the pipe's data reaches stdin"
+# 11. stdin the terminal, stdout and stderr files: a prompt written to
+# /dev/tty and the echo of the keys show on the user's terminal
+$PTYRUN wait=pw: 'send=secret\r' wait=got -- sh -c "'$PVISOR' run --safe -- sh -c 'printf pw: >/dev/tty; read x; echo got \$x >/dev/tty' >'$T/o12.log' 2>&1" >"$T/o12" 2>&1
+eq "$(tr -d '\r' <"$T/o12" | grep -c -e '^pw:secret' -e '^got secret'):$(report "$T/o12")" \
+    "2:## status 0 ## termios same ## size 30 100 " \
+    "stdout and stderr to a file: a prompt on /dev/tty and the typed keys show on the user's terminal"
+
+# 12. in a pipeline another member may read the terminal (a pager): pvisor
+# does not take it when its stdin is not the terminal
+$PTYRUN pause=2 send=q -- bash --norc -i -c "seq 1 200 | '$PVISOR' run --safe -- cat | less; echo LESSDONE \$?" >"$T/o13" 2>&1
+eq "$(tr -d '\r' <"$T/o13" | grep -c 'LESSDONE 0'):$(report "$T/o13")" "1:## status 0 ## termios same ## size 30 100 " \
+    "seq | pvisor run --safe -- cat | less: the pager keeps the terminal and quits on q"
