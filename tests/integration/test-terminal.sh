@@ -112,6 +112,6 @@ eq "$(tr -d '\r' <"$T/o12" | grep -c -e '^pw:secret' -e '^got secret'):$(report 
 
 # 12. in a pipeline another member may read the terminal (a pager): pvisor
 # does not take it when its stdin is not the terminal
-$PTYRUN pause=2 send=q -- bash --norc -i -c "seq 1 200 | '$PVISOR' run --safe -- cat | less; echo LESSDONE \$?" >"$T/o13" 2>&1
+$PTYRUN pause=2 send=q -- env TERM=xterm LESS= bash --norc -i -c "seq 1 200 | '$PVISOR' run --safe -- cat | less; echo LESSDONE \$?" >"$T/o13" 2>&1
 eq "$(tr -d '\r' <"$T/o13" | grep -c 'LESSDONE 0'):$(report "$T/o13")" "1:## status 0 ## termios same ## size 30 100 " \
     "seq | pvisor run --safe -- cat | less: the pager keeps the terminal and quits on q"
