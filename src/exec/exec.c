@@ -170,6 +170,22 @@ static int write_go(int fd) {
     return r;
 }
 
+/* The command was stopped (Ctrl-Z on the terminal it holds, SIGSTOP): stop
+ * pvisor with it, so that the shell sees the job stopped and gets its
+ * terminal back, instead of waiting for pvisor forever.  When the shell
+ * continues pvisor (fg, bg), the command gets the terminal back (if it had
+ * it) and continues too. */
+static void follow_stop(int tty_fd, pid_t pid) {
+    void (*old)(int) = signal(SIGTTOU, SIG_IGN);
+    if (tty_fd >= 0)
+        tcsetpgrp(tty_fd, getpgrp());
+    kill(getpid(), SIGSTOP); /* returns once continued */
+    if (tty_fd >= 0 && tcgetpgrp(tty_fd) == getpgrp())
+        tcsetpgrp(tty_fd, pid); /* in the foreground again (fg, not bg) */
+    signal(SIGTTOU, old);
+    kill(-pid, SIGCONT);
+}
+
 int exec_run(const struct exec_spec *s, struct exec_result *ret) {
     if (s->early_exec && s->cwd)
         return -EINVAL;
@@ -339,8 +355,10 @@ int exec_run(const struct exec_spec *s, struct exec_result *ret) {
         int st;
         pid_t w;
         bool done = false;
-        while ((w = waitpid(-1, &st, WNOHANG)) > 0)
-            if (w == pid) {
+        while ((w = waitpid(-1, &st, WNOHANG | WUNTRACED)) > 0)
+            if (w == pid && WIFSTOPPED(st)) {
+                follow_stop(have_tty ? tty_fd : -1, pid);
+            } else if (w == pid) {
                 res.wait_status = st;
                 done = true;
             }

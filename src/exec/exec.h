@@ -5,6 +5,10 @@
  *  - the child gets its own process group; when stdin is a terminal in our
  *    foreground, that group is made the terminal's foreground group so the
  *    tty, job-control keys and Ctrl-C reach the command directly;
+ *  - when the command stops (Ctrl-Z on the terminal it holds), pvisor stops
+ *    itself too, the terminal back in its own group, so the shell sees the
+ *    job stopped; continued, it hands the terminal back and continues the
+ *    command;
  *  - SIGINT/SIGTERM/SIGHUP/SIGQUIT delivered to pvisor are forwarded to the
  *    command's process group; a second SIGINT/SIGTERM/SIGHUP, or
  *    kill_grace_ms after the first, SIGKILLs the group (the run always ends);

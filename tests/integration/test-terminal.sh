@@ -115,3 +115,12 @@ eq "$(tr -d '\r' <"$T/o12" | grep -c -e '^pw:secret' -e '^got secret'):$(report 
 $PTYRUN pause=2 send=q -- env TERM=xterm LESS= bash --norc -i -c "seq 1 200 | '$PVISOR' run --safe -- cat | less; echo LESSDONE \$?" >"$T/o13" 2>&1
 eq "$(tr -d '\r' <"$T/o13" | grep -c 'LESSDONE 0'):$(report "$T/o13")" "1:## status 0 ## termios same ## size 30 100 " \
     "seq | pvisor run --safe -- cat | less: the pager keeps the terminal and quits on q"
+
+# 13. Ctrl-Z of a command run without a sandbox (it holds the terminal):
+# pvisor stops with it, the shell gets its prompt back, fg continues both
+# (pvisor used to wait for the stopped command forever)
+$PTYRUN 'wait=bash-' "send='$PVISOR' run -- sh -c 'sleep 2; echo slept-\$((1+1))'\\r" pause=0.7 'send=\x1a' wait=Stopped \
+    'send=fg\r' wait=slept-2 'send=echo rc-$((40+2)); exit\r' wait=rc-42 -- env TERM=xterm bash --norc -i >"$T/o14" 2>&1
+eq "$(tr -d '\r' <"$T/o14" | grep -c -e 'Stopped' -e 'slept-2' -e 'rc-42'):$(report "$T/o14")" \
+    "3:## status 0 ## termios same ## size 30 100 " \
+    "Ctrl-Z stops a plain run (the shell's prompt comes back) and fg continues it"
