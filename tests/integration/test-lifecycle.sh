@@ -791,6 +791,19 @@ check "after the race, still nothing outside" canary_clean
 if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
     U=$T/unpriv; mkdir -p "$U/ws"; chown -R 65534:65534 "$U"
     asu() { setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$U" XDG_STATE_HOME="$U/state" "$@"; }
+    # apply STAGE as uid 65534, paced, killed once its intent exists
+    # (setpriv and env exec: $! is apply itself, which the kill must hit)
+    kill_apply_unpriv() {
+        setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$U" XDG_STATE_HOME="$U/state" \
+            PVISOR_TEST_APPLY_DELAY_US=150000 "$P" apply --stage "$1" >/dev/null 2>&1 &
+        ap=$!; i=0
+        while [ ! -e "$1/apply-intent" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+        sleep 0.2; kill -9 $ap; wait $ap 2>/dev/null
+    }
+    # STAGE: a run that writes six files into the read-only directory ro
+    stage_ro() {
+        asu "$P" run --stage "$1" --workspace "$U/ws" -- sh -c "cd '$U/ws' && chmod u+w ro && for i in 1 2 3 4 5 6; do echo \$i > ro/n\$i; done && chmod 555 ro" >/dev/null 2>&1
+    }
     asu sh -c "cd '$U/ws' && for i in 1 2 3; do echo old \$i > f\$i; done"
     asu "$P" run --stage "$U/st" --workspace "$U/ws" -- sh -c "cd '$U/ws' && echo new > f1 && echo n > g && rm f2" >/dev/null 2>&1
     asu "$P" apply --stage "$U/st" >/dev/null 2>"$T/unpriv.err"; rc=$?
@@ -828,12 +841,7 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
     eq "$rc:$(stat -c %a "$U/ws/ro"):$(cat "$U/ws/ro/a" "$U/ws/ro/n6" | tr '\n' ' '):$(test -e "$U/ws/tree" && echo tree)" "0:555:a2 6 :" \
         "as uid 65534: apply writes in a read-only directory and removes a read-only tree; the directory stays 0555"
     rm -rf "$U/ws"; cp -a "$U/ws.ro" "$U/ws"
-    # (setpriv and env exec: $! is apply itself, which the kill must hit)
-    setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$U" XDG_STATE_HOME="$U/state" \
-        PVISOR_TEST_APPLY_DELAY_US=150000 "$P" apply --stage "$U/st6" >/dev/null 2>&1 &
-    ap=$!; i=0
-    while [ ! -e "$U/st6/apply-intent" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
-    sleep 0.2; kill -9 $ap; wait $ap 2>/dev/null
+    kill_apply_unpriv "$U/st6"
     killed=$(grep -c '"unlocked":\[{"path":"ro","mode":365,' "$U/st6/apply-intent" 2>/dev/null)
     asu "$P" apply --stage "$U/st6" >/dev/null 2>"$T/ro6.err"; rc=$?
     [ $rc -eq 0 ] || diag "$(cat "$T/ro6.err")"
@@ -841,23 +849,15 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
         "... killed part way (the intent names the directory and its mode), the resumed apply gives it its mode back"
     # ... killed part way, then dropped with --force: the modes come back too
     rm -rf "$U/ws"; cp -a "$U/ws.ro" "$U/ws"
-    asu "$P" run --stage "$U/st7" --workspace "$U/ws" -- sh -c "cd '$U/ws' && chmod u+w ro && for i in 1 2 3 4 5 6; do echo \$i > ro/n\$i; done && chmod 555 ro" >/dev/null 2>&1
-    setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$U" XDG_STATE_HOME="$U/state" \
-        PVISOR_TEST_APPLY_DELAY_US=150000 "$P" apply --stage "$U/st7" >/dev/null 2>&1 &
-    ap=$!; i=0
-    while [ ! -e "$U/st7/apply-intent" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
-    sleep 0.2; kill -9 $ap; wait $ap 2>/dev/null
+    stage_ro "$U/st7"
+    kill_apply_unpriv "$U/st7"
     asu "$P" drop --force --stage "$U/st7" >"$T/drop7.out" 2>&1; rc=$?
     eq "$rc:$(stat -c %a "$U/ws/ro"):$(grep -c 'interrupted apply had written stays' "$T/drop7.out")" "0:555:1" \
         "... killed part way and dropped with --force, the directory gets its mode back (and drop says what stays)"
     # ... only that directory: one the user put at its name meanwhile keeps its mode
     rm -rf "$U/ws"; cp -a "$U/ws.ro" "$U/ws"
-    asu "$P" run --stage "$U/st9" --workspace "$U/ws" -- sh -c "cd '$U/ws' && chmod u+w ro && for i in 1 2 3 4 5 6; do echo \$i > ro/n\$i; done && chmod 555 ro" >/dev/null 2>&1
-    setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$U" XDG_STATE_HOME="$U/state" \
-        PVISOR_TEST_APPLY_DELAY_US=150000 "$P" apply --stage "$U/st9" >/dev/null 2>&1 &
-    ap=$!; i=0
-    while [ ! -e "$U/st9/apply-intent" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
-    sleep 0.2; kill -9 $ap; wait $ap 2>/dev/null
+    stage_ro "$U/st9"
+    kill_apply_unpriv "$U/st9"
     asu sh -c "cd '$U/ws' && mv ro ro.moved && mkdir ro && chmod 775 ro"
     asu "$P" drop --force --stage "$U/st9" >/dev/null 2>&1; rc=$?
     eq "$rc:$(stat -c %a "$U/ws/ro")" "0:775" \
