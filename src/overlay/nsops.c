@@ -273,10 +273,12 @@ void ov_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
     fh->fd = fd;
     fh->upper = true;
     fi->fh = (uint64_t)(uintptr_t)fh;
+    ov_fh_opened(ov, fh);
     bool stale; /* a new kernel inode: nothing cached yet; record the file */
     ov_pcache_open(ov, ov_node_of(ov, fe.ino), fh, &stale);
     fi->keep_cache = 0;
     if (fuse_reply_create(req, &fe, fi) == -ENOENT) {
+        ov_fh_untrack(ov, fh);
         close(fd);
         free(fh);
     }

@@ -409,6 +409,7 @@ void ov_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
         return;
     }
     fi->fh = (uint64_t)(uintptr_t)fh;
+    ov_fh_opened(ov, fh);
     bool stale;
     fi->keep_cache = ov_pcache_open(ov, n, fh, &stale);
     /* The kernel may also hold the old size: refresh attributes now rather
@@ -520,6 +521,33 @@ void ov_fh_untrack(struct ov *ov, struct ov_fh *fh) {
         if (fh->lnext)
             fh->lnext->lpprev = fh->lpprev;
         fh->listed = false;
+    }
+    if (fh->opprev) {
+        *fh->opprev = fh->onext;
+        if (fh->onext)
+            fh->onext->opprev = fh->opprev;
+        fh->opprev = NULL;
+    }
+    pthread_mutex_unlock(&ov->fh_lock);
+}
+
+void ov_fh_opened(struct ov *ov, struct ov_fh *fh) {
+    pthread_mutex_lock(&ov->fh_lock);
+    fh->onext = ov->open_fhs;
+    if (fh->onext)
+        fh->onext->opprev = &fh->onext;
+    fh->opprev = &ov->open_fhs;
+    ov->open_fhs = fh;
+    pthread_mutex_unlock(&ov->fh_lock);
+}
+
+void ov_fh_free_all(struct ov *ov) {
+    pthread_mutex_lock(&ov->fh_lock);
+    while (ov->open_fhs) {
+        struct ov_fh *fh = ov->open_fhs;
+        ov->open_fhs = fh->onext;
+        close(fh->fd);
+        free(fh);
     }
     pthread_mutex_unlock(&ov->fh_lock);
 }

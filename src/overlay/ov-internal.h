@@ -118,10 +118,11 @@ struct ov {
     /* fh_lock: open descriptors of lower regular files (ov_fh_to_upper),
      * hashed by the file's (dev, ino): a copy-up visits its own only. */
     struct ov_fh *lower_fhs[OV_FH_BUCKETS];
-    struct ov_node *root;  /* pinned */
-    struct ov_node *all;   /* tree_lock: every live non-root node (for teardown) */
-    struct ov_node **htab; /* tree_lock */
-    size_t hcap, hn;       /* tree_lock */
+    struct ov_fh *open_fhs; /* fh_lock: every handle not released yet (struct ov_fh) */
+    struct ov_node *root;   /* pinned */
+    struct ov_node *all;    /* tree_lock: every live non-root node (for teardown) */
+    struct ov_node **htab;  /* tree_lock */
+    size_t hcap, hn;        /* tree_lock */
 
     struct ov_alias *aliases;      /* ns write lock: sorted by ino once built */
     size_t n_aliases, cap_aliases; /* ns write lock */
@@ -156,12 +157,20 @@ struct ov_fh {                     /* one per open file; freed at release */
     dev_t lower_dev;               /* the lower object fd was opened on (set before listing) */
     ino_t lower_ino;
     bool switched; /* fd was switched to the upper copy (ov_fh_to_upper) */
+    /* fh_lock: on ov->open_fhs from open/create to release, so that the
+     * handles the kernel never released (a file still open, or an exec'd
+     * one whose last reference goes after the unmount) are freed at the end */
+    struct ov_fh *onext, **opprev;
 };
 
 /* ops.c: fh, just opened on n's lower file (under the ns read lock), is
  * switched to the upper copy when n is copied up; at release, forget it. */
 void ov_fh_track_lower(struct ov *ov, struct ov_fh *fh);
 void ov_fh_untrack(struct ov *ov, struct ov_fh *fh);
+/* fh was handed to the kernel (open, create): listed until ov_fh_untrack. */
+void ov_fh_opened(struct ov *ov, struct ov_fh *fh);
+/* At the end: close and free every handle the kernel did not release. */
+void ov_fh_free_all(struct ov *ov);
 /* The regular file lower was just copied up to ufd, by whatever path
  * (ns write lock held): every descriptor still open on that lower object,
  * through any of its names, now refers to the copy, as every descriptor

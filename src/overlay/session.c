@@ -189,6 +189,7 @@ static void ov_release(struct overlay *o) {
     struct ov *ov = &o->ov;
     if (ov->se)
         fuse_session_destroy(ov->se);
+    ov_fh_free_all(ov); /* the handles the kernel never released */
     pthread_mutex_lock(&ov->tree_lock);
     ov_table_free(ov);
     pthread_mutex_unlock(&ov->tree_lock);
