@@ -170,17 +170,16 @@ static int write_go(int fd) {
     return r;
 }
 
-/* The command was stopped (Ctrl-Z on the terminal it holds, SIGSTOP): stop
+/* The command, given the terminal, was stopped (Ctrl-Z, SIGSTOP): stop
  * pvisor with it, so that the shell sees the job stopped and gets its
  * terminal back, instead of waiting for pvisor forever.  When the shell
- * continues pvisor (fg, bg), the command gets the terminal back (if it had
- * it) and continues too. */
+ * continues pvisor (fg, bg), the command gets the terminal back (fg) and
+ * continues too. */
 static void follow_stop(int tty_fd, pid_t pid) {
     void (*old)(int) = signal(SIGTTOU, SIG_IGN);
-    if (tty_fd >= 0)
-        tcsetpgrp(tty_fd, getpgrp());
+    tcsetpgrp(tty_fd, getpgrp());
     kill(getpid(), SIGSTOP); /* returns once continued */
-    if (tty_fd >= 0 && tcgetpgrp(tty_fd) == getpgrp())
+    if (tcgetpgrp(tty_fd) == getpgrp())
         tcsetpgrp(tty_fd, pid); /* in the foreground again (fg, not bg) */
     signal(SIGTTOU, old);
     kill(-pid, SIGCONT);
@@ -357,7 +356,11 @@ int exec_run(const struct exec_spec *s, struct exec_result *ret) {
         bool done = false;
         while ((w = waitpid(-1, &st, WNOHANG | WUNTRACED)) > 0)
             if (w == pid && WIFSTOPPED(st)) {
-                follow_stop(have_tty ? tty_fd : -1, pid);
+                /* job control is the terminal's: without one nobody would
+                 * continue a stopped pvisor, and a SIGTERM to it must still
+                 * end the run (forwarded, then escalated) */
+                if (have_tty)
+                    follow_stop(tty_fd, pid);
             } else if (w == pid) {
                 res.wait_status = st;
                 done = true;

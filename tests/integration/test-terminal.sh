@@ -124,3 +124,13 @@ $PTYRUN 'wait=bash-' "send='$PVISOR' run -- sh -c 'sleep 2; echo slept-\$((1+1))
 eq "$(tr -d '\r' <"$T/o14" | grep -c -e 'Stopped' -e 'slept-2' -e 'rc-42'):$(report "$T/o14")" \
     "3:## status 0 ## termios same ## size 30 100 " \
     "Ctrl-Z stops a plain run (the shell's prompt comes back) and fg continues it"
+
+# 14. without a terminal, a command that stops itself does not stop pvisor:
+# a SIGTERM to pvisor still ends the run (forwarded, then escalated)
+PVISOR_KILL_GRACE_MS=300 setsid "$PVISOR" run -- sh -c 'kill -STOP $$; echo continued' </dev/null >"$T/o15" 2>&1 &
+pv=$!
+sleep 1
+st=$(ps -o stat= -p $pv 2>/dev/null | cut -c1)
+kill -TERM $pv 2>/dev/null
+wait $pv; rc=$?
+eq "$st:$rc" "S:137" "no terminal: a stopped command leaves pvisor running, and SIGTERM ends the run (killed after the grace)"
