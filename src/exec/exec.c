@@ -177,7 +177,8 @@ static int write_go(int fd) {
  * continues too. */
 static void follow_stop(int tty_fd, pid_t pid) {
     void (*old)(int) = signal(SIGTTOU, SIG_IGN);
-    tcsetpgrp(tty_fd, getpgrp());
+    if (tcgetpgrp(tty_fd) == pid) /* never take the terminal from the shell (after a bg) */
+        tcsetpgrp(tty_fd, getpgrp());
     kill(getpid(), SIGSTOP); /* returns once continued */
     if (tcgetpgrp(tty_fd) == getpgrp())
         tcsetpgrp(tty_fd, pid); /* in the foreground again (fg, not bg) */
@@ -358,8 +359,10 @@ int exec_run(const struct exec_spec *s, struct exec_result *ret) {
             if (w == pid && WIFSTOPPED(st)) {
                 /* job control is the terminal's: without one nobody would
                  * continue a stopped pvisor, and a SIGTERM to it must still
-                 * end the run (forwarded, then escalated) */
-                if (have_tty)
+                 * end the run (forwarded, then escalated); a SIGSTOP from
+                 * elsewhere is not the user's Ctrl-Z */
+                int sig = WSTOPSIG(st);
+                if (have_tty && (sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU))
                     follow_stop(tty_fd, pid);
             } else if (w == pid) {
                 res.wait_status = st;
@@ -375,7 +378,10 @@ int exec_run(const struct exec_spec *s, struct exec_result *ret) {
     res.killed_descendants = reap_descendants();
 
 out_tty:
-    if (have_tty) {
+    /* the terminal back, unless the shell has it already (the job was
+     * put in the background with bg: taking it would leave the shell
+     * reading EIO) */
+    if (have_tty && tcgetpgrp(tty_fd) == pid) {
         void (*old)(int) = signal(SIGTTOU, SIG_IGN);
         tcsetpgrp(tty_fd, getpgrp());
         signal(SIGTTOU, old);

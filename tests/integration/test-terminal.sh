@@ -134,3 +134,10 @@ st=$(ps -o stat= -p $pv 2>/dev/null | cut -c1)
 kill -TERM $pv 2>/dev/null
 wait $pv; rc=$?
 eq "$st:$rc" "S:137" "no terminal: a stopped command leaves pvisor running, and SIGTERM ends the run (killed after the grace)"
+
+# 15. Ctrl-Z, then bg: the shell keeps its terminal while the job finishes
+# (pvisor took it back at the end, and the shell read EOF and exited)
+$PTYRUN 'wait=bash-' "send='$PVISOR' run -- sh -c 'sleep 1.5; echo slept-\$((1+1))'\\r" pause=0.7 'send=\x1a' wait=Stopped \
+    'send=bg\r' wait=slept-2 pause=0.5 'send=echo alive-$((40+2)); exit\r' wait=alive-42 -- env TERM=xterm bash --norc -i >"$T/o16" 2>&1
+eq "$(tr -d '\r' <"$T/o16" | grep -c -e 'alive-42'):$(report "$T/o16")" "1:## status 0 ## termios same ## size 30 100 " \
+    "Ctrl-Z then bg: the job finishes in the background and the shell keeps the terminal"
