@@ -101,12 +101,6 @@ fail_errno:
     _exit(e == ENOENT ? 127 : 126);
 }
 
-static int64_t monotonic_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Read the children of every thread of this process into pids (up to max). */
 static size_t list_children(pid_t *pids, size_t max) {
     size_t n = 0;

@@ -45,7 +45,6 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <termios.h>
-#include <time.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -251,12 +250,6 @@ static void write_out(int fd, const char *buf, size_t n) {
     }
 }
 
-static int64_t now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* I's loop with a pty: relay_and_wait's work, plus the terminal.  Once the
  * command has ended, what it wrote is relayed until every holder of the
  * pty has closed it (read gives EIO), until the pty has been quiet for
@@ -282,10 +275,10 @@ static int relay_terminal_and_wait(pid_t child, const struct term *t) {
             if (w == child) {
                 st = wst;
                 done = true;
-                done_at = now_ms();
+                done_at = monotonic_ms();
                 close(t->hold); /* from now on EIO says that no one holds the pty */
             }
-        if (done && (!master_open || now_ms() - done_at >= 1000))
+        if (done && (!master_open || monotonic_ms() - done_at >= 1000))
             break;
         struct pollfd pf[3] = {
             {.fd = sfd, .events = POLLIN},

@@ -502,12 +502,6 @@ int64_t cgroup_run_cpu_watch(struct cgroup_run *run) {
     return ms < 10 ? 10 : ms > 60000 ? 60000 : ms;
 }
 
-static int64_t monotonic_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Wait (bounded) until cgroup.events says the leaf is empty. */
 static bool wait_empty(struct cgroup_run *run) {
     _cleanup_close_ int fd = openat(run->leaf_fd, "cgroup.events", O_RDONLY | O_CLOEXEC);

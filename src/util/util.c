@@ -418,6 +418,12 @@ static int rm_scan(int fd, struct rm_level *l) {
     return 0;
 }
 
+int64_t monotonic_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 int chmod_nofollow_at(int dirfd, const char *name, mode_t mode) {
 #ifndef SYS_fchmodat2
 #define SYS_fchmodat2 452

@@ -95,6 +95,9 @@ struct dirent *readdir_no_dots(DIR *d);
  * fd (closed on failure too). */
 int fd_opendir(int fd, DIR **ret_dir);
 
+/* CLOCK_MONOTONIC in milliseconds. */
+int64_t monotonic_ms(void);
+
 /* write(2) all of buf, retrying short writes and EINTR. */
 int write_all(int fd, const void *buf, size_t len);
 /* Write text to dirfd/path (AT_FDCWD: a path) in one write(2), as /proc's
