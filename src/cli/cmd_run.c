@@ -79,16 +79,15 @@ static int check_access_rules(const struct run_options *o, const char *workspace
         _cleanup_free_ char *rp = realpath(o->access[i].path, NULL);
         if (!rp)
             return cli_usage_error("run", "--access/--allow-write '%s': %s", o->access[i].path, strerror(errno));
-        static const char *const kinds[] = {[ACCESS_DENY] = "deny", [ACCESS_RO] = "ro", [ACCESS_RW] = "rw"};
         if (strcmp(rp, "/") == 0)
             return cli_usage_error("run", "--access %s:%s names the whole file system; name what to %s",
-                                   kinds[o->access[i].kind], o->access[i].path,
+                                   access_kind_name(o->access[i].kind), o->access[i].path,
                                    o->access[i].kind == ACCESS_DENY ? "hide" : "grant");
         /* the sandbox has a /proc of its own and no /sys: a rule there
          * would be hidden by the first, or expose the host's devices */
         if (path_within(rp, "/proc") || path_within(rp, "/sys"))
             return cli_usage_error("run", "--access %s:%s: the sandbox has a /proc of its own and no /sys",
-                                   kinds[o->access[i].kind], o->access[i].path);
+                                   access_kind_name(o->access[i].kind), o->access[i].path);
         bool inside = path_within(rp, workspace);
         bool covers = path_within(workspace, rp) && strcmp(workspace, rp) != 0;
         if (o->access[i].kind == ACCESS_RW && (inside || covers))

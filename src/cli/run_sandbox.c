@@ -695,10 +695,10 @@ int sandbox_prepare(struct run_context *ctx, const struct agent_hooks *hooks, st
     };
     r = plan_build(&in, &sb.plan, ret_error);
     dirlist_free(&rt);
-    static const char *const kinds[] = {[ACCESS_DENY] = "deny", [ACCESS_RO] = "ro", [ACCESS_RW] = "rw"};
     sb.rules = json_array();
     for (size_t k = 0; k < n_rules; k++) {
-        json_array_append_new(sb.rules, json_pack("{s:s, s:s}", "kind", kinds[rules[k].kind], "path", rules[k].path));
+        json_array_append_new(sb.rules,
+                              json_pack("{s:s, s:s}", "kind", access_kind_name(rules[k].kind), "path", rules[k].path));
         if (rules[k].kind == ACCESS_RW) {
             sb.n_rw++;
             sb.n_rw_home += home && (path_within(rules[k].path, home) || path_within(home, rules[k].path));

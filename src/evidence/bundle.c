@@ -37,10 +37,9 @@ json_t *bundle_new(const char *run_id, const struct run_options *o, const struct
                                      l->cpu_s ? json_integer((json_int_t)l->cpu_s) : json_null())
                          : json_null();
     json_t *access = json_array(), *pass_env = json_array();
-    static const char *const kinds[] = {[ACCESS_DENY] = "deny", [ACCESS_RO] = "ro", [ACCESS_RW] = "rw"};
     for (int i = 0; access && i < o->n_access; i++)
-        json_array_append_new(access,
-                              json_pack("{s:s, s:s}", "kind", kinds[o->access[i].kind], "path", o->access[i].path));
+        json_array_append_new(
+            access, json_pack("{s:s, s:s}", "kind", access_kind_name(o->access[i].kind), "path", o->access[i].path));
     for (int i = 0; pass_env && i < o->n_pass_env; i++)
         json_array_append_new(pass_env, json_string(o->pass_env[i]));
     json_t *req =

@@ -398,7 +398,7 @@ int plan_build(const struct plan_inputs *in, struct launch_plan *ret_plan, char 
                              "--access %s:%s reaches the credential location ~/%s, which the sandbox keeps from "
                              "the command; grant a path that is not a credential location (hand over a token with "
                              "--pass-env)",
-                             a->kind == ACCESS_RO ? "ro" : "rw", a->path, plan_credential_paths[c]) < 0)
+                             access_kind_name(a->kind), a->path, plan_credential_paths[c]) < 0)
                     *ret_error = NULL;
                 goto fail;
             }

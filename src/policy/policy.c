@@ -45,6 +45,15 @@ const char *executor_name(enum executor_kind e) {
     return "invalid";
 }
 
+const char *access_kind_name(enum access_kind k) {
+    switch (k) {
+    case ACCESS_DENY: return "deny";
+    case ACCESS_RO: return "ro";
+    case ACCESS_RW: return "rw";
+    }
+    return "invalid";
+}
+
 const char *filesystem_name(enum filesystem_mode f) {
     return f == FILESYSTEM_SANDBOX ? "sandbox" : "host";
 }

@@ -92,6 +92,7 @@ struct policy {
 const char *level_name(enum level l);
 const char *dimension_name(enum dimension d);
 const char *executor_name(enum executor_kind e);
+const char *access_kind_name(enum access_kind k); /* "deny", "ro", "rw" */
 const char *filesystem_name(enum filesystem_mode f);
 const char *durability_name(enum durability d);
 
