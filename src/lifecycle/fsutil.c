@@ -344,6 +344,11 @@ static int copy_range(int in, int out, off_t off, uint64_t len, bool *use_cfr, c
     uint64_t done_all = 0;
     /* Cancellable copies go in pieces small enough to stop soon. */
     uint64_t piece = cancel ? (64u << 20) : (1u << 30);
+    /* The buffer of the read/write fallback, on the heap: a static
+     * __thread one is zeroed in every thread any pvisor process starts
+     * (the FUSE workers too), whether it copies or not. */
+    _cleanup_free_ char *buf = NULL;
+    const size_t buf_size = 1 << 17;
     while (done_all < len) {
         if (cancel && atomic_load(cancel)) {
             *total += done_all;
@@ -358,8 +363,9 @@ static int copy_range(int in, int out, off_t off, uint64_t len, bool *use_cfr, c
                 continue;
             }
         } else {
-            static __thread char buf[1 << 17];
-            n = pread(in, buf, want < sizeof buf ? want : sizeof buf, ioff);
+            if (!buf && !(buf = malloc(buf_size)))
+                return -ENOMEM;
+            n = pread(in, buf, want < buf_size ? want : buf_size, ioff);
             for (ssize_t done = 0; n > 0 && done < n;) {
                 ssize_t w = pwrite(out, buf + done, (size_t)(n - done), ooff);
                 if (w < 0 && errno == EINTR)
@@ -467,17 +473,22 @@ int lc_hash_compare_fd(int fd, int other, unsigned char ret_sha[32], bool *ret_e
             *ret_equal = false;
         return 0;
     }
+    /* on the heap, for the reason copy_range gives */
+    const size_t buf_size = 1 << 17;
+    _cleanup_free_ unsigned char *buf = malloc(buf_size);
+    _cleanup_free_ unsigned char *obuf = equal ? malloc(buf_size) : NULL;
+    if (!buf || (equal && !obuf))
+        return -ENOMEM;
     struct pv_sha256 *ctx = NULL;
     if (ret_sha) {
         int r = pv_sha256_begin(&ctx);
         if (r < 0)
             return r;
     }
-    static __thread unsigned char buf[1 << 17], obuf[1 << 17];
     off_t off = 0;
     int r = 0;
     for (;;) {
-        ssize_t n = pread(fd, buf, sizeof buf, off);
+        ssize_t n = pread(fd, buf, buf_size, off);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
