@@ -123,7 +123,16 @@ int cmd_apply(int argc, char **argv) {
         if (r == 0)
             ws_path = lc_display_name(st->workspace);
         const char *bws = json_string_value(json_object_get(bundle, "workspace"));
-        if (r == 0 && bws && strcmp(bws, st->workspace) != 0)
+        _cleanup_free_ char *cwd = r == 0 && !bundle ? getcwd(NULL, 0) : NULL;
+        if (r == 0 && !bundle && (!cwd || !path_within(cwd, st->workspace)))
+            /* Only the stage's own meta.json names the workspace: a stage
+             * made by fork or restore, or a directory the agent forged. */
+            rc = cli_error(PV_EXIT_FAILURE, "apply",
+                           "refused: no run's Bundle names the stage %s (made by fork or restore, or not by pvisor), "
+                           "so only the stage itself says that its workspace is %s; to apply it there, run apply "
+                           "from inside that workspace",
+                           stage, st->workspace);
+        else if (r == 0 && bws && strcmp(bws, st->workspace) != 0)
             rc = cli_error(PV_EXIT_FAILURE, "apply",
                            "refused: the stage %s names the workspace %s but its run %s ran in %s", stage,
                            st->workspace, id, bws);

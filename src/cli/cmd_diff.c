@@ -402,10 +402,16 @@ static bool looks_like_target(const char *a) {
         i++;
     if (i >= 8 && (a[i] == 'T' || a[i] == '\0'))
         return true;
-    struct stat sb;
-    char v[4096];
+    /* a stage directory is named by a path (lc_cli_arg_is_stage); a bare
+     * word is a PATH, also when it holds a file named version */
+    if (!lc_cli_arg_is_stage(a))
+        return false;
+    char v[4096], head[16] = "";
     int m = snprintf(v, sizeof v, "%s/version", a);
-    return m > 0 && (size_t)m < sizeof v && stat(v, &sb) == 0;
+    if (m <= 0 || (size_t)m >= sizeof v)
+        return false;
+    _cleanup_fclose_ FILE *f = fopen(v, "re");
+    return f && fgets(head, sizeof head, f) && strncmp(head, "pvisor-stage ", 13) == 0;
 }
 
 static bool selected(const char *path, char **paths, size_t n) {

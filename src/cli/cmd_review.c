@@ -74,6 +74,12 @@ int lc_cli_target(const char *verb, const char *run, const char *stage_dir, char
     if (stage_dir)
         return cli_error(PV_EXIT_FAILURE, verb, "'%s' is not a pvisor stage directory%s%s", stage_dir,
                          r == -EINVAL ? "" : ": ", r == -EINVAL ? "" : strerror(-r));
+    struct stat dst;
+    if (r == -ENOENT && run && stat(run, &dst) == 0 && S_ISDIR(dst.st_mode))
+        return cli_error(PV_EXIT_FAILURE, verb,
+                         "no run matches '%s' (see 'pvisor list'); for the stage directory of that name, write "
+                         "./%s",
+                         run, run);
     if (r == -ENOENT)
         return run ? cli_error(PV_EXIT_FAILURE, verb, "no run matches '%s' (see 'pvisor list')", run)
                    : cli_error(PV_EXIT_FAILURE, verb,
@@ -98,10 +104,13 @@ void lc_cli_unreadable_hint(int r, const char *stage, bool writes) {
             writes ? " or write, and is not yours" : "", stage);
 }
 
-/* A positional target names a stage when it is a directory, a run otherwise. */
+/* A positional target names a stage when it is a path (holds a slash, or
+ * is . or ..), a run otherwise: a bare word is never a directory of the
+ * current directory, which may be one the agent made (an applied
+ * workspace may hold a forged stage named "latest", or a run id, naming
+ * any workspace as its own). */
 bool lc_cli_arg_is_stage(const char *arg) {
-    struct stat st;
-    return strchr(arg, '/') || (stat(arg, &st) == 0 && S_ISDIR(st.st_mode));
+    return strchr(arg, '/') || strcmp(arg, ".") == 0 || strcmp(arg, "..") == 0;
 }
 
 static json_t *boundary_json(const json_t *bundle) {

@@ -62,7 +62,8 @@ static const struct cli_command commands[] = {
      "  --json     Print the Run Bundle itself (docs/bundle.md).\n"
      "  --review   Review a stage before applying it: its state, every change, warnings\n"
      "             (new executables, setuid bits, .git/hooks, symlinks leaving the\n"
-     "             workspace...) and the Safety boundary (docs/lifecycle.md).\n",
+     "             workspace...) and the Safety boundary (docs/lifecycle.md).\n"
+     "             STAGE is a stage directory, given as a path (./NAME for one here).\n",
      cmd_status},
     {"list", "List runs",
      "Usage: pvisor list [--json]\n"

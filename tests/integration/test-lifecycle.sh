@@ -63,7 +63,9 @@ oracle() {
 apply_matches_oracle() {
     name=$1 ws=$2 st=$3; shift 3
     if $have_oracle; then oracle "$ws" "$st" "$T/$name.want"; fi
-    "$P" apply --stage "$st" "$@" >"$T/$name.out" 2>"$T/$name.err"; rc=$?
+    # from inside the workspace: a stage that no run's Bundle names (a
+    # fork) is applied only there
+    (cd "$ws" && "$P" apply --stage "$st" "$@") >"$T/$name.out" 2>"$T/$name.err"; rc=$?
     eq "$rc" 0 "$name: apply exits 0"
     [ $rc -eq 0 ] || diag "$(cat "$T/$name.err")"
     if $have_oracle; then
@@ -383,7 +385,7 @@ eq "$rc $(stat -c %a "$W/suid") $(stat -c %a "$W/sgid") $(stat -c %a "$W/shared"
 check "apply says it dropped them" grep -q 'dropped setuid/setgid' "$T/s.err"
 # the copy is a stage of the same workspace path: point it at ws4.k
 sed -i "s|\"$W\"|\"$W.k\"|" "$S.k/meta.json"
-"$P" apply --stage "$S.k" --keep-special-modes >/dev/null 2>&1; rc=$?
+(cd "$W.k" && "$P" apply --stage "$S.k" --keep-special-modes) >/dev/null 2>&1; rc=$?
 eq "$rc $(stat -c %a "$W.k/suid") $(stat -c %a "$W.k/sgid")" "0 4755 2755" "--keep-special-modes keeps them"
 
 # ---------------------------------------------------------------------------
@@ -793,9 +795,10 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
     asu() { setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$U" XDG_STATE_HOME="$U/state" "$@"; }
     # apply STAGE as uid 65534, paced, killed once its intent exists
     # (setpriv and env exec: $! is apply itself, which the kill must hit)
+    # (from the workspace: a fork is applied only there)
     kill_apply_unpriv() {
-        setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$U" XDG_STATE_HOME="$U/state" \
-            PVISOR_TEST_APPLY_DELAY_US=150000 "$P" apply --stage "$1" >/dev/null 2>&1 &
+        (cd "$U/ws" && exec setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$U" XDG_STATE_HOME="$U/state" \
+            PVISOR_TEST_APPLY_DELAY_US=150000 "$P" apply --stage "$1") >/dev/null 2>&1 &
         ap=$!; i=0
         while [ ! -e "$1/apply-intent" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
         sleep 0.2; kill -9 $ap; wait $ap 2>/dev/null
@@ -843,7 +846,7 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
     rm -rf "$U/ws"; cp -a "$U/ws.ro" "$U/ws"
     kill_apply_unpriv "$U/st6"
     killed=$(grep -c '"unlocked":\[{"path":"ro","mode":365,' "$U/st6/apply-intent" 2>/dev/null)
-    asu "$P" apply --stage "$U/st6" >/dev/null 2>"$T/ro6.err"; rc=$?
+    (cd "$U/ws" && asu "$P" apply --stage "$U/st6") >/dev/null 2>"$T/ro6.err"; rc=$?
     [ $rc -eq 0 ] || diag "$(cat "$T/ro6.err")"
     eq "$killed:$rc:$(stat -c %a "$U/ws/ro"):$(cat "$U/ws/ro/a" "$U/ws/ro/n6" | tr '\n' ' ')" "1:0:555:a2 6 " \
         "... killed part way (the intent names the directory and its mode), the resumed apply gives it its mode back"
@@ -1022,6 +1025,32 @@ null" "a forked stage, which no run used, names no run"
 jq '.runs = ["../../../etc", "'"$sid"'x"]' "$S/meta.json" > "$T/meta.hostile" && cp "$T/meta.hostile" "$S/meta.json"
 eq "$("$P" status --review "$S" --json | jq -r '.run, .stage.state')" "null
 sealed" "a meta.json naming a non-run is not followed (the review still works)"
+
+# A forged stage: an agent's run leaves a directory named "latest" in the
+# workspace that looks like a stage whose meta.json names another
+# directory (the victim) as its workspace.  After that run is applied, a
+# bare "latest" is still the newest run, never the directory, and the
+# forged stage named by path is applied nowhere but from inside the
+# workspace it names.
+WF=$T/wsforge VF=$T/victim
+mkdir -p "$WF" "$VF"; echo v > "$VF/keep"
+(cd "$WF" && "$P" run --stage auto -- sh -c 'mkdir -p latest/upper latest/work && printf "pvisor-stage 1\n" > latest/version &&
+    printf "{\"format\":1,\"workspace\":\"'"$VF"'\",\"created\":\"2026-01-01T00:00:00Z\",\"runs\":[]}" > latest/meta.json &&
+    : > latest/journal && printf "pvisor-origin 1 dev=0\n" > latest/origin && : > latest/lock && echo t > latest/sealed &&
+    echo "echo PWNED" > latest/upper/evil.sh' && "$P" apply) >/dev/null 2>&1
+check "the agent's forged stage directory was applied into its workspace" test -f "$WF/latest/upper/evil.sh"
+(cd "$WF" && "$P" run --stage auto -- true && "$P" apply latest) >/dev/null 2>"$T/forge1.err"; rc1=$?
+(cd "$WF" && "$P" apply ./latest) >/dev/null 2>"$T/forge2.err"; rc2=$?
+(cd "$WF" && "$P" apply --stage latest) >/dev/null 2>&1; rc3=$?
+(cd "$WF" && "$P" status --review latest --json) > "$T/forge.json" 2>/dev/null
+eq "$rc1:$rc2:$rc3:$(ls "$VF" | tr '\n' ' ')" "0:1:1:keep " \
+    "a bare 'latest' is the newest run, not a directory of that name; the forged stage by path is refused: nothing reaches the directory it names"
+check "the refusal says only the stage names its workspace" grep -q "no run's Bundle names the stage" "$T/forge2.err"
+eq "$(jq -r .stage.path "$T/forge.json")" "$(cd "$WF" && "$P" status --json latest | jq -r .stage.path)" \
+    "status --review latest reviews the newest run's stage, not the directory"
+mkdir "$WF/mystage"
+(cd "$WF" && "$P" status --review mystage) >/dev/null 2>"$T/forge3.err"; rc=$?
+eq "$rc:$(grep -c 'write ./mystage' "$T/forge3.err")" "1:1" "a bare word naming a directory and no run: the error says how to name the directory"
 
 # A new stage's layout is flushed at its seal (checkpoint durability), so a
 # power loss during the run can leave an owned stage directory holding only
