@@ -287,6 +287,13 @@ int ov_copy_xattrs(int src_fd, int dst_fd, bool escape) {
             bool user = strncmp(dname, "user.", 5) == 0;
             if (!user && (errno == EPERM || errno == ENOTSUP || errno == EOPNOTSUPP || errno == EACCES))
                 continue; /* trusted./security.* need privileges we may lack */
+            /* A POSIX ACL naming a user or group that the server's user
+             * namespace (--safe) cannot map.  The view shows no ACLs (no
+             * FUSE_POSIX_ACL) and apply keeps the workspace file's own
+             * (carry_acl): the copy goes without it rather than failing
+             * every write to the file with EINVAL. */
+            if (errno == EINVAL && strncmp(dname, "system.posix_acl_", 17) == 0)
+                continue;
             return -errno;
         }
     }

@@ -1176,6 +1176,22 @@ if command -v setfacl >/dev/null && setfacl -m u:65534:rw "$W/f" 2>/dev/null; th
 else
     skip "apply keeps a replaced file's POSIX ACL" "no setfacl, or no ACLs on this file system"
 fi
+# Under --safe the overlay's server runs in a user namespace that maps one
+# id: an ACL naming any other user cannot be copied up (EINVAL).  Every
+# write to such a file failed; the copy now goes without the ACL (the view
+# shows none) and apply keeps the workspace file's own.
+W=$T/wsacl2
+mkdir -p "$W/d"; echo a > "$W/f"
+if command -v setfacl >/dev/null && setfacl -m u:65534:rw "$W/f" 2>/dev/null && setfacl -d -m u:65534:rwx "$W/d"; then
+    (cd "$W" && "$P" run --safe -- sh -c 'echo more >> f && echo n > d/n') >/dev/null 2>"$T/acl2.err"; r1=$?
+    [ $r1 -eq 0 ] || diag "$(cat "$T/acl2.err")"
+    (cd "$W" && "$P" apply) >/dev/null 2>&1; r2=$?
+    eq "$r1:$r2:$(getfacl -cpn "$W/f" 2>/dev/null | tr '\n' ' '):$(cat "$W/f" "$W/d/n" | tr '\n' ' ')" \
+        "0:0:user::rw- user:65534:rw- group::r-- mask::rw- other::r--  :a more n " \
+        "--safe writes to a file and into a directory whose ACLs name a user the sandbox does not map; apply keeps the ACL"
+else
+    skip "--safe writes to files with ACLs" "no setfacl, or no ACLs on this file system"
+fi
 
 # Files added or deleted whole are diffed without diff(1) (one process per
 # file made a large stage's review take minutes): the output must be
