@@ -1125,7 +1125,8 @@ static json_t *side_json(enum lc_type t, uint32_t mode, uint64_t size, const cha
 static const char *warning_message(unsigned bit) {
     switch (1u << bit) {
     case LC_W_EXEC: return "gains an executable bit";
-    case LC_W_SETID: return "setuid/setgid bit (dropped by apply unless --keep-special-modes)";
+    case LC_W_SETID:
+        return "setuid/setgid bit (a file's are dropped by apply unless --keep-special-modes; a directory keeps them)";
     case LC_W_GIT_HOOK: return "git hook (runs on your next git command)";
     case LC_W_GIT_CONFIG: return "git configuration changed (can run commands)";
     case LC_W_SYMLINK_OUTSIDE: return "symlink pointing outside the workspace";
