@@ -896,11 +896,15 @@ static void tty_raw(struct sandbox *sb) {
     signal(SIGTTOU, old);
 }
 
+/* Restored with what the terminal received and nobody read discarded
+ * (TCSAFLUSH): keys typed after the command ended, and the terminal's
+ * answers to queries the agent wrote last (a cursor or title report, which
+ * may hold text the agent chose), which the shell would read as typed. */
 void sandbox_restore_tty(struct sandbox *sb) {
     if (!sb->tty_raw)
         return;
     void (*old)(int) = signal(SIGTTOU, SIG_IGN);
-    (void)tcsetattr(STDIN_FILENO, TCSADRAIN, &sb->tty_saved);
+    (void)tcsetattr(STDIN_FILENO, TCSAFLUSH, &sb->tty_saved);
     signal(SIGTTOU, old);
     sb->tty_raw = false;
 }

@@ -141,3 +141,15 @@ $PTYRUN 'wait=bash-' "send='$PVISOR' run -- sh -c 'sleep 1.5; echo slept-\$((1+1
     'send=bg\r' wait=slept-2 pause=0.5 'send=echo alive-$((40+2)); exit\r' wait=alive-42 -- env TERM=xterm bash --norc -i >"$T/o16" 2>&1
 eq "$(tr -d '\r' <"$T/o16" | grep -c -e 'alive-42'):$(report "$T/o16")" "1:## status 0 ## termios same ## size 30 100 " \
     "Ctrl-Z then bg: the job finishes in the background and the shell keeps the terminal"
+
+# 16. what reaches the user's terminal after the command ended, before pvisor
+# restores it (keys typed then, or the terminal's answer to a query the
+# agent wrote last: a title report can carry text the agent chose) is
+# discarded, not left for the shell to read as typed.  A leftover writer
+# (here one that ignores the SIGHUP of the command's end) keeps the relay
+# up for its last second; the line sent then must not reach the cat that
+# runs after pvisor.
+$PTYRUN wait=gone pause=0.3 'send=echo INJECTED-$((6*7))\n' -- sh -c \
+    "'$PVISOR' run --safe -- sh -c '(trap \"\" HUP; while :; do echo late; sleep 0.05; done) & echo gone; sleep 0.05; exit 0'; timeout --foreground 1.5 cat; echo after-\$?" >"$T/o17" 2>&1
+eq "$(tr -d '\r' <"$T/o17" | grep -c 'INJECTED'):$(tr -d '\r' <"$T/o17" | grep -c 'after-124')" "0:1" \
+    "input the terminal received after the command ended is discarded when pvisor gives the terminal back"
