@@ -93,8 +93,14 @@ static int mk_attrs(struct ov *ov, fuse_req_t req, struct mk *mk, mode_t mode, b
     const struct fuse_ctx *ctx = fuse_req_ctx(req);
     struct stat pst;
     gid_t gid = ctx->gid;
-    if (fstatat(mk->pfd, "", &pst, AT_EMPTY_PATH) == 0 && (pst.st_mode & S_ISGID))
+    if (fstatat(mk->pfd, "", &pst, AT_EMPTY_PATH) == 0 && (pst.st_mode & S_ISGID)) {
         gid = pst.st_gid;
+        /* a directory inherits the set-gid bit too (inode_init_owner): the
+         * kernel's mode for mkdir leaves it to the file system, and the
+         * exact chmod below would drop what mkdirat() gave it */
+        if (S_ISDIR(mode))
+            mode |= S_ISGID;
+    }
     if (fchownat(mk->dir_fd, mk->bname, ctx->uid, gid, AT_SYMLINK_NOFOLLOW) < 0 && errno != EPERM && errno != EINVAL)
         return -errno;
     if (!is_lnk && fchmodat(mk->dir_fd, mk->bname, mode & 07777, 0) < 0)
