@@ -78,7 +78,10 @@ static int path_build(struct ov *ov, struct ov_node *n, const char *extra, char 
     for (struct ov_node *c = n; c != ov->root; c = c->parent) {
         if (!c || !c->hashed || np == OV_MAX_DEPTH) {
             pthread_mutex_unlock(&ov->tree_lock);
-            return c ? -ENAMETOOLONG : -ENOENT;
+            /* a detached node (replaced or removed by a rename or unlink
+             * since the kernel looked it up) has no path: ENOENT, not the
+             * depth limit's ENAMETOOLONG */
+            return c && c->hashed ? -ENAMETOOLONG : -ENOENT;
         }
         parts[np++] = c->name;
         len += strlen(c->name) + 1;

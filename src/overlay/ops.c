@@ -157,6 +157,23 @@ void ov_op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *f
     fuse_reply_none(req);
 }
 
+static struct ov_fh **fh_bucket(struct ov *ov, uint64_t dev, uint64_t ino);
+
+static int lower_fh_stat(struct ov *ov, struct ov_node *n, struct stat *ret_st) {
+    uint64_t dev = atomic_load(&n->pc_dev), ino = atomic_load(&n->pc_ino);
+    int r = -ENOENT;
+    if (!dev && !ino)
+        return r;
+    pthread_mutex_lock(&ov->fh_lock);
+    for (struct ov_fh *fh = *fh_bucket(ov, dev, ino); fh; fh = fh->lnext)
+        if ((uint64_t)fh->lower_dev == dev && (uint64_t)fh->lower_ino == ino && fstat(fh->fd, ret_st) == 0) {
+            r = 0;
+            break;
+        }
+    pthread_mutex_unlock(&ov->fh_lock);
+    return r;
+}
+
 void ov_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
     struct ov *ov = ov_from_req(req);
     struct ov_node *n = ov_node_of(ov, ino);
@@ -169,6 +186,16 @@ void ov_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
         if (fstat(fh->fd, &st) == 0) {
             if (fh->upper || fh->switched)
                 st.st_ino = ov_upper_ino(ov, st.st_ino);
+            r = 0;
+        }
+    } else if (r < 0 && n->type == S_IFREG && !n->lower) {
+        /* fstat(2) of a lower file unlinked (or renamed over) while open
+         * comes without a handle (the kernel's getattr passes none): answer
+         * from a descriptor still open on that lower object, less the name
+         * the merged view no longer has */
+        if (lower_fh_stat(ov, n, &st) == 0) {
+            if (st.st_nlink > 0)
+                st.st_nlink--;
             r = 0;
         }
     }
@@ -391,8 +418,8 @@ void ov_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
             r = ov_node_path(ov, n, &path);
             if (r >= 0 && n->lower)
                 r = fd = ov_lower_open(ov, path, flags & ~O_APPEND);
-            else if (r >= 0)
-                r = -ESTALE;
+            else if (r >= 0 || r == -ENOENT)
+                r = -ESTALE; /* detached since the lookup: the kernel looks the name up again */
             if (fd >= 0) {
                 /* still under the read lock: no copy-up can come between */
                 fh->fd = fd;
