@@ -124,7 +124,16 @@ int cmd_apply(int argc, char **argv) {
             ws_path = lc_display_name(st->workspace);
         const char *bws = json_string_value(json_object_get(bundle, "workspace"));
         _cleanup_free_ char *cwd = r == 0 && !bundle ? getcwd(NULL, 0) : NULL;
-        if (r == 0 && !bundle && (!cwd || !path_within(cwd, st->workspace)))
+        if (r == 0 && !bundle && (path_within(stage, st->workspace) || path_within(st->workspace, stage)))
+            /* A stage inside the workspace it names (or holding it): pvisor
+             * never makes one (run refuses such a --stage); an agent's
+             * forged stage names an ancestor of its own workspace, or /,
+             * which holds the current directory too. */
+            rc = cli_error(PV_EXIT_FAILURE, "apply",
+                           "refused: the stage %s and the workspace %s it names contain each other, and no run's "
+                           "Bundle names the stage (a directory an agent may have made)",
+                           stage, st->workspace);
+        else if (r == 0 && !bundle && (!cwd || !path_within(cwd, st->workspace)))
             /* Only the stage's own meta.json names the workspace: a stage
              * made by fork or restore, or a directory the agent forged. */
             rc = cli_error(PV_EXIT_FAILURE, "apply",

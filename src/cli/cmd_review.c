@@ -75,7 +75,7 @@ int lc_cli_target(const char *verb, const char *run, const char *stage_dir, char
         return cli_error(PV_EXIT_FAILURE, verb, "'%s' is not a pvisor stage directory%s%s", stage_dir,
                          r == -EINVAL ? "" : ": ", r == -EINVAL ? "" : strerror(-r));
     struct stat dst;
-    if (r == -ENOENT && run && stat(run, &dst) == 0 && S_ISDIR(dst.st_mode))
+    if (r == -ENOENT && run && strcmp(run, "latest") != 0 && stat(run, &dst) == 0 && S_ISDIR(dst.st_mode))
         return cli_error(PV_EXIT_FAILURE, verb,
                          "no run matches '%s' (see 'pvisor list'); for the stage directory of that name, write "
                          "./%s",

@@ -140,7 +140,8 @@ for seed in $SEEDS; do
         A="$T/applied.$seed"
         rm -rf "$A" "$S.a"
         cp -a "$W" "$A" && "$PVISOR" fork --stage "$S" "$S.a" >/dev/null && sed -i "s|\"$W\"|\"$A\"|" "$S.a/meta.json"
-        "$PVISOR" apply --stage "$S.a" > "$T/apply.$seed" 2>&1
+        # (from inside $A: a fork is applied only from inside its workspace)
+        (cd "$A" && "$PVISOR" apply --stage "$S.a") > "$T/apply.$seed" 2>&1
         r4=$?
         if [ $r4 -eq 0 ]; then
             FSOPS_SKIP="nlink,inodes${FSOPS_SKIP:+,$FSOPS_SKIP}" "$FSOPS" "$seed" 0 "$A" "$C" > "$T/applycmp.$seed" 2>&1
@@ -151,12 +152,12 @@ for seed in $SEEDS; do
         # the same apply killed (-9) part way (paced), then resumed
         rm -rf "$A" "$S.a"
         cp -a "$W" "$A" && "$PVISOR" fork --stage "$S" "$S.a" >/dev/null && sed -i "s|\"$W\"|\"$A\"|" "$S.a/meta.json"
-        PVISOR_TEST_APPLY_DELAY_US=40000 "$PVISOR" apply --stage "$S.a" >/dev/null 2>&1 &
+        (cd "$A" && PVISOR_TEST_APPLY_DELAY_US=40000 exec "$PVISOR" apply --stage "$S.a") >/dev/null 2>&1 &
         ap=$!
         sleep "0.$(( seed % 7 + 2 ))"
         kill -9 $ap 2>/dev/null; wait $ap 2>/dev/null
         mid=$(test -e "$S.a/apply-intent" && echo "killed part way" || echo "had finished")
-        "$PVISOR" apply --stage "$S.a" > "$T/resume.$seed" 2>&1
+        (cd "$A" && "$PVISOR" apply --stage "$S.a") > "$T/resume.$seed" 2>&1
         r5=$?
         [ $r5 -eq 1 ] && grep -q 'already applied' "$T/resume.$seed" && r5=0
         if [ $r5 -eq 0 ]; then

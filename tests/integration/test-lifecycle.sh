@@ -1048,6 +1048,19 @@ eq "$rc1:$rc2:$rc3:$(ls "$VF" | tr '\n' ' ')" "0:1:1:keep " \
 check "the refusal says only the stage names its workspace" grep -q "no run's Bundle names the stage" "$T/forge2.err"
 eq "$(jq -r .stage.path "$T/forge.json")" "$(cd "$WF" && "$P" status --json latest | jq -r .stage.path)" \
     "status --review latest reviews the newest run's stage, not the directory"
+# ... nor a forged stage naming an ancestor of the workspace (or /), which
+# holds the current directory too: a stage inside the workspace it names
+# is never applied without a Bundle naming it
+mkdir -p "$WF/anc/upper" "$WF/root/upper"
+for d in anc root; do cp "$WF/latest/version" "$WF/latest/journal" "$WF/latest/origin" "$WF/latest/sealed" "$WF/$d/"; : > "$WF/$d/lock"; done
+printf '{"format":1,"workspace":"%s","created":"2026-01-01T00:00:00Z","runs":[]}' "$T" > "$WF/anc/meta.json"
+printf '{"format":1,"workspace":"/","created":"2026-01-01T00:00:00Z","runs":[]}' > "$WF/root/meta.json"
+echo x > "$WF/anc/upper/forged-anc"; mkdir -p "$WF/root/upper$T"; echo x > "$WF/root/upper$T/forged-root"
+(cd "$WF" && "$P" apply ./anc) >/dev/null 2>"$T/forge4.err"; rc4=$?
+(cd "$WF" && "$P" apply --stage root) >/dev/null 2>"$T/forge5.err"; rc5=$?
+eq "$rc4:$rc5:$(ls "$T" | grep -c forged-)" "1:1:0" \
+    "a forged stage naming an ancestor of its directory, or /, is refused from inside it: nothing is written"
+check "the refusal says the stage and its workspace contain each other" grep -q "contain each other" "$T/forge4.err"
 mkdir "$WF/mystage"
 (cd "$WF" && "$P" status --review mystage) >/dev/null 2>"$T/forge3.err"; rc=$?
 eq "$rc:$(grep -c 'write ./mystage' "$T/forge3.err")" "1:1" "a bare word naming a directory and no run: the error says how to name the directory"
