@@ -135,9 +135,9 @@ int cmd_apply(int argc, char **argv) {
                            stage, st->workspace);
         else if (r == 0 && !bundle && (!cwd || !path_within(cwd, st->workspace)))
             /* Only the stage's own meta.json names the workspace: a stage
-             * made by fork or restore, or a directory the agent forged. */
+             * made by fork, or a directory the agent forged. */
             rc = cli_error(PV_EXIT_FAILURE, "apply",
-                           "refused: no run's Bundle names the stage %s (made by fork or restore, or not by pvisor), "
+                           "refused: no run's Bundle names the stage %s (made by fork, or not by pvisor), "
                            "so only the stage itself says that its workspace is %s; to apply it there, run apply "
                            "from inside that workspace",
                            stage, st->workspace);

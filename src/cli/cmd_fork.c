@@ -4,6 +4,7 @@
 #include "cli/cli.h"
 #include "lifecycle/lifecycle.h"
 #include "util/cleanup.h"
+#include "util/util.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -40,7 +41,25 @@ int cmd_fork(int argc, char **argv) {
     int rc = lc_cli_target("fork", run, stage_dir, &stage, &id, NULL);
     if (rc != 0)
         return rc;
-    int r = lc_fork(stage, checkpoint, new_stage);
+    /* Never inside the workspace (or holding it), as run refuses such a
+     * --stage: apply takes a stage that no Bundle names, such as a fork,
+     * only from a place an agent cannot have made (cmd_apply.c). */
+    _cleanup_free_ char *dest = NULL;
+    struct lc_stage *src = NULL;
+    int r = path_abs_parent(new_stage, &dest);
+    if (r < 0)
+        return cli_error(PV_EXIT_FAILURE, "fork", "cannot use %s: %s", new_stage,
+                         r == -EINVAL ? "name a directory" : strerror(-r));
+    if (lc_stage_open(stage, &src) == 0 && (path_within(dest, src->workspace) || path_within(src->workspace, dest))) {
+        rc = cli_error(PV_EXIT_FAILURE, "fork",
+                       "refused: the new stage %s and the workspace %s must not contain each other; choose a "
+                       "place outside the workspace",
+                       dest, src->workspace);
+        lc_stage_free(src);
+        return rc;
+    }
+    lc_stage_free(src);
+    r = lc_fork(stage, checkpoint, new_stage);
     switch (r) {
     case 0:
         printf("Forked %s%s%s into the new sealed stage %s (use it with 'pvisor run --stage %s')\n", stage,

@@ -95,7 +95,8 @@ static const struct cli_command commands[] = {
      "workspace you are in) as a unified diff against the current workspace, produced by diff(1).\n"
      "Binary files are reported, not dumped; mode and symlink changes are shown as\n"
      "git shows them. PATHs (workspace-relative) limit the output.\n"
-     "  --stage DIR   The stage directory to show (instead of a RUN).\n"
+     "  --stage DIR   The stage directory to show (instead of a RUN; a RUN with a '/',\n"
+     "                such as ./NAME, is one too).\n"
      "  --stat        A per-file summary of inserted and deleted lines.\n",
      LC_RUN(cmd_diff)},
     {"apply", LC_SUM("Apply a sealed stage to the workspace"),
@@ -107,7 +108,10 @@ static const struct cli_command commands[] = {
      "written and each conflicting path is named. Each file is replaced atomically;\n"
      "an interrupted apply is completed by the next 'pvisor apply'. Running and\n"
      "interrupted stages are refused; an applied stage cannot be applied again.\n"
-     "  --stage DIR            The stage directory to apply (instead of a RUN).\n"
+     "  --stage DIR            The stage directory to apply (instead of a RUN; a RUN\n"
+     "                         with a '/', such as ./NAME, is one too; not a symlink).\n"
+     "                         A stage no run's Bundle names (a fork) is applied only\n"
+     "                         from inside its workspace.\n"
      "  --path P               Apply only P and what is below it (repeatable;\n"
      "                         the stage is then not marked applied).\n"
      "  -n, --dry-run          List what would be done; write nothing.\n"
@@ -121,7 +125,8 @@ static const struct cli_command commands[] = {
      "Discards the changes staged by RUN (default: the newest staged run of the\n"
      "workspace you are in). The workspace is not touched. Refused while the run is going.\n"
      "The stage directory keeps only a 'dropped' marker and its metadata.\n"
-     "  --stage DIR   The stage directory to drop (instead of a RUN).\n"
+     "  --stage DIR   The stage directory to drop (instead of a RUN; a RUN with a '/',\n"
+     "                such as ./NAME, is one too).\n"
      "  --force       Drop even though an interrupted apply is pending (the part\n"
      "                already written stays in the workspace).\n",
      LC_RUN(cmd_drop)},
@@ -154,7 +159,8 @@ static const struct cli_command commands[] = {
      "source stage, or the source stage itself when no CHECKPOINT is given.\n"
      "  --run RUN     The source stage is RUN's (default: the newest staged run of\n"
      "                the workspace you are in).\n"
-     "  --stage DIR   The source stage directory.\n",
+     "  --stage DIR   The source stage directory.\n"
+     "NEW_STAGE must lie outside the workspace; the fork is applied from inside it.\n",
      LC_RUN(cmd_fork)},
 };
 

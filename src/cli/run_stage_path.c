@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Is a inside b (or equal)?  Both absolute and symlink-free. */
 /* Absolute path of the stage directory, without creating it. */
 int run_stage_path(const struct run_context *ctx, char **ret_path) {
     const char *s = ctx->opts->stage;
@@ -19,28 +18,8 @@ int run_stage_path(const struct run_context *ctx, char **ret_path) {
         *ret_path = p;
         return 0;
     }
-    /* Resolve the parent (it must exist); keep the last component as given. */
-    _cleanup_free_ char *copy = strdup(s);
-    if (!copy)
-        return -ENOMEM;
-    size_t l = strlen(copy);
-    while (l > 1 && copy[l - 1] == '/')
-        copy[--l] = '\0';
-    char *slash = strrchr(copy, '/');
-    const char *base = slash ? slash + 1 : copy;
-    const char *parent = slash ? (slash == copy ? "/" : copy) : ".";
-    if (slash)
-        *slash = '\0';
-    if (strcmp(base, ".") == 0 || strcmp(base, "..") == 0 || base[0] == '\0')
-        return -EINVAL;
-    _cleanup_free_ char *rp = realpath(parent, NULL);
-    if (!rp)
-        return -errno;
-    char *p = path_join(rp, base);
-    if (!p)
-        return -ENOMEM;
-    *ret_path = p;
-    return 0;
+    /* the parent resolved (it must exist), the last component as given */
+    return path_abs_parent(s, ret_path);
 }
 
 int run_check_stage_location(const struct run_context *ctx, char **ret_error) {

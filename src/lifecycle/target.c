@@ -43,6 +43,22 @@ int lc_resolve_target(const char *run, const char *stage_dir, char **ret_stage_p
     char *stage = NULL, *id = NULL;
     json_t *bundle = NULL;
     if (stage_dir) {
+        /* A stage is named by its own directory, not by a symlink to it:
+         * the current directory may be an applied workspace holding a link
+         * the agent made ("latest" -> another project's stage). */
+        char last[PATH_MAX];
+        size_t l = strlen(stage_dir);
+        while (l > 1 && stage_dir[l - 1] == '/')
+            l--;
+        struct stat lst;
+        if (l < sizeof last) {
+            memcpy(last, stage_dir, l);
+            last[l] = '\0';
+            if (lstat(last, &lst) == 0 && S_ISLNK(lst.st_mode)) {
+                r = -ELOOP;
+                goto out;
+            }
+        }
         char *real = realpath(stage_dir, NULL);
         if (!real) {
             r = -errno;
@@ -59,7 +75,7 @@ int lc_resolve_target(const char *run, const char *stage_dir, char **ret_stage_p
         /* the run that used this stage last, for its Bundle: every run
          * records its id in the stage's meta.json (newest last) before it
          * starts, so no other Bundle needs reading.  A stage made by
-         * fork/restore names the runs of its source, whose Bundles name
+         * fork names the runs of its source, whose Bundles name
          * another directory: it has no Bundle. */
         _cleanup_free_ char *meta_txt = NULL;
         json_t *meta =

@@ -36,6 +36,30 @@ bool path_within(const char *path, const char *dir) {
     return strncmp(path, dir, l) == 0 && (path[l] == '\0' || path[l] == '/');
 }
 
+int path_abs_parent(const char *path, char **ret_path) {
+    _cleanup_free_ char *copy = strdup(path);
+    if (!copy)
+        return -ENOMEM;
+    size_t l = strlen(copy);
+    while (l > 1 && copy[l - 1] == '/')
+        copy[--l] = '\0';
+    char *slash = strrchr(copy, '/');
+    const char *base = slash ? slash + 1 : copy;
+    const char *parent = slash ? (slash == copy ? "/" : copy) : ".";
+    if (slash)
+        *slash = '\0';
+    if (strcmp(base, ".") == 0 || strcmp(base, "..") == 0 || base[0] == '\0')
+        return -EINVAL;
+    _cleanup_free_ char *rp = realpath(parent, NULL);
+    if (!rp)
+        return -errno;
+    char *p = path_join(rp, base);
+    if (!p)
+        return -ENOMEM;
+    *ret_path = p;
+    return 0;
+}
+
 int mkdir_p(const char *path, mode_t mode) {
     if (path[0] != '/')
         return -EINVAL;

@@ -18,6 +18,11 @@ char *path_join(const char *a, const char *b);
  * dir "/" contains every absolute path. */
 bool path_within(const char *path, const char *dir);
 
+/* The absolute path of path, which need not exist: its parent directory
+ * resolved (it must exist: -errno otherwise), its last component as given
+ * (-EINVAL for "", "." or "..").  malloc'd. */
+int path_abs_parent(const char *path, char **ret_path);
+
 /* mkdir -p with mode for each missing component (absolute path only). */
 int mkdir_p(const char *path, mode_t mode);
 

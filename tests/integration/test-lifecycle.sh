@@ -950,6 +950,22 @@ review_json "$T/st13f" | jq -S .changeset > "$T/cs.fork"
 check "the fork holds the checkpointed changeset" cmp -s "$T/cs.one" "$T/cs.fork"
 "$P" fork one "$T/st13f" --stage "$S" >/dev/null 2>&1; rc=$?
 eq "$rc" 1 "fork into a non-empty directory is refused"
+# a fork inside the workspace (or holding it) is refused, as run refuses
+# such a --stage: apply would take it from nowhere (a stage no Bundle names
+# is applied only from inside its workspace, never from inside itself)
+"$P" fork one "$W/inner" --stage "$S" >/dev/null 2>"$T/fkin.err"; r1=$?
+"$P" fork one "$(dirname "$W")/nothere/x" --stage "$S" >/dev/null 2>&1; r2=$?
+eq "$r1:$r2:$(test -e "$W/inner" && echo made):$(grep -c 'must not contain each other' "$T/fkin.err")" "1:1::1" \
+    "fork into the workspace is refused, and into a directory whose parent does not exist"
+# a stage named through a symlink (the agent's link in an applied
+# workspace, pointing at another project's stage) is refused by every verb
+ln -s "$T/st13f" "$T/lnk13"
+(cd "$T" && "$P" apply ./lnk13) >/dev/null 2>"$T/lnk.err"; r1=$?
+(cd "$T" && "$P" drop --stage lnk13) >/dev/null 2>&1; r2=$?
+(cd "$T" && "$P" status --review ./lnk13/) >/dev/null 2>&1; r3=$?
+eq "$r1:$r2:$r3:$(review_json "$T/st13f" | jq -r .stage.state):$(grep -c 'is a symlink' "$T/lnk.err")" "1:1:1:sealed:1" \
+    "a stage path that is a symlink is refused (apply, drop, review); the stage it points at is untouched"
+rm -f "$T/lnk13"
 # an interrupted stage is restored from its checkpoint
 "$P" run --stage "$S" --workspace "$W" -- sh -c "echo junk > '$W/junk'; echo \$\$ > '$T/agent13.pid'; sleep 30" &
 runpid=$!
