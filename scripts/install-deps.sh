@@ -5,7 +5,7 @@ set -eu
 
 PKGS="build-essential meson ninja-build pkg-config
 libfuse3-dev fuse3 libseccomp-dev libcap-dev libssl-dev libjansson-dev
-python3 python3-jsonschema jq attr acl git sqlite3 make tar util-linux procps psmisc
+python3 python3-jsonschema jq attr acl libcap2-bin git sqlite3 make tar util-linux procps psmisc
 iproute2 strace valgrind fuse-overlayfs bubblewrap hyperfine time clang-format clang less"
 
 missing=""

@@ -273,6 +273,12 @@ int ov_copy_xattrs(int src_fd, int dst_fd, bool escape) {
         if (vl < 0) {
             if (errno == ENODATA)
                 continue;
+            /* file capabilities whose root id the server's user namespace
+             * cannot map (an ordinary user's run of a setcap'd file): not
+             * copied, as a write natively removes them anyway (apply never
+             * writes security.* attributes) */
+            if ((errno == EOVERFLOW || errno == EINVAL) && strcmp(nm, "security.capability") == 0)
+                continue;
             return -errno;
         }
         char dname[XATTR_NAME_MAX + 32];
@@ -292,7 +298,8 @@ int ov_copy_xattrs(int src_fd, int dst_fd, bool escape) {
              * FUSE_POSIX_ACL) and apply keeps the workspace file's own
              * (carry_acl): the copy goes without it rather than failing
              * every write to the file with EINVAL. */
-            if (errno == EINVAL && strncmp(dname, "system.posix_acl_", 17) == 0)
+            if ((errno == EINVAL || errno == EOVERFLOW) &&
+                (strncmp(dname, "system.posix_acl_", 17) == 0 || strcmp(dname, "security.capability") == 0))
                 continue;
             return -errno;
         }

@@ -873,6 +873,20 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
     asu "$P" apply --stage "$U/st8" >/dev/null 2>&1; rc=$?
     eq "$rc:$(stat -c %a "$U/ws/dd"):$(readlink "$U/ws/ss")" "0:644:x" \
         "... a read-only directory replaced by a file or a symlink: the file keeps its own mode, the symlink is made"
+    # a workspace file with file capabilities (setcap): its copy-up as an
+    # ordinary user failed with EINVAL (the capability's root id is not
+    # mapped in the server's user namespace), so every chmod or write of it
+    # did; now it is copied without them, as a write natively removes them
+    cp /bin/true "$U/ws/capt"; chown 65534:65534 "$U/ws/capt"
+    if command -v setcap >/dev/null && setcap cap_net_raw+ep "$U/ws/capt" 2>/dev/null; then
+        asu "$P" run --stage "$U/stcap" --workspace "$U/ws" -- sh -c "chmod 700 '$U/ws/capt' && echo more >> '$U/ws/capt'" >/dev/null 2>"$T/cap.err"; r1=$?
+        [ $r1 -eq 0 ] || diag "$(cat "$T/cap.err")"
+        (cd "$U/ws" && asu "$P" apply --stage "$U/stcap") >/dev/null 2>&1; r2=$?
+        eq "$r1:$r2:$(stat -c %a "$U/ws/capt"):$(tail -c 5 "$U/ws/capt")" "0:0:700:more" \
+            "as uid 65534: a file with file capabilities can be changed in the stage and applied"
+    else
+        skip "as uid 65534: a file with file capabilities" "no setcap (libcap2-bin), or no file capabilities here"
+    fi
 else
     skip "apply as an unprivileged user" "needs root to switch to an unprivileged user"
 fi
