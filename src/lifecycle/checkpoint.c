@@ -449,6 +449,24 @@ static int remove_dir_at(int dirfd, const char *name) {
     return unlinkat(dirfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT ? -errno : 0;
 }
 
+/* Remove every checkpoints/.tmp-* left by a crash (a killed supervisor
+ * leaves the partial copy of the live checkpoint it was taking; removing
+ * only the one of the name being taken kept it, hundreds of MiB, for the
+ * life of the stage, also once applied, when drop is refused).  The
+ * caller excludes every other checkpoint: the stage lock, or the run's one
+ * checkpoint thread. */
+static int remove_stale_tmps(int cps) {
+    _cleanup_closedir_ DIR *d = NULL;
+    int r = dup_opendir(cps, &d);
+    if (r < 0)
+        return r;
+    struct dirent *de;
+    while ((de = readdir_no_dots(d)))
+        if (strncmp(de->d_name, ".tmp-", 5) == 0 && (r = remove_dir_at(cps, de->d_name)) < 0)
+            return r;
+    return 0;
+}
+
 /* Lock a stopped stage: returns the stage dir fd and the lock fd. */
 static int lock_stage(const char *stage_path, int *ret_dir, int *ret_lock) {
     _cleanup_close_ int dir = open(stage_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -527,7 +545,7 @@ int lc_checkpoint_begin(int stage_dir_fd, const char *name, struct lc_checkpoint
     if (r == 0 && fstatat(tx->cps, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
         r = -EEXIST;
     if (r == 0)
-        r = remove_dir_at(tx->cps, tx->tmp_name); /* left by a crash */
+        r = remove_stale_tmps(tx->cps); /* left by a crash, whatever their name */
     if (r == 0 && mkdirat(tx->cps, tx->tmp_name, 0700) < 0)
         r = -errno;
     if (r == 0 && (tx->tmp = openat(tx->cps, tx->tmp_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
@@ -650,6 +668,11 @@ int lc_restore(const char *stage_path, const char *name) {
     _cleanup_close_ int src = open_checkpoint(dir, name);
     if (src < 0)
         return src;
+    {
+        _cleanup_close_ int cps = openat(dir, LC_CHECKPOINTS, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (cps >= 0)
+            (void)remove_stale_tmps(cps); /* a crash's leftovers; failing to remove them is no reason to refuse */
+    }
     /* 1. build the new content beside the stage */
     r = remove_dir_at(dir, ".restore");
     if (r == 0)

@@ -337,3 +337,15 @@ for c in "$S/checkpoints/s1" "$H/fork" "$S"; do
     if [ "$kb" -le 1024 ]; then ok "links: $n takes at most 1 MiB (${kb} KiB)"
     else not_ok "links: $n takes at most 1 MiB (${kb} KiB)"; fi
 done
+
+# A supervisor killed during a live checkpoint leaves checkpoints/.tmp-NAME
+# (its partial copy): the next checkpoint or restore removes it, whatever
+# its name (only a checkpoint of the same name did: an applied stage kept
+# it for good, drop being refused).
+mkdir -p "$S/checkpoints/.tmp-crashed/upper" "$S/checkpoints/.tmp-other/upper"
+echo partial > "$S/checkpoints/.tmp-crashed/upper/f"
+"$P" checkpoint --name s2 --stage "$S" >/dev/null 2>&1; rc=$?
+eq "$rc:$(ls -A "$S/checkpoints" | tr '\n' ' ')" "0:s1 s2 " "links: a checkpoint removes the .tmp- copies a crash left"
+mkdir -p "$S/checkpoints/.tmp-crashed/upper"
+"$P" restore s2 --stage "$S" >/dev/null 2>&1; rc=$?
+eq "$rc:$(ls -A "$S/checkpoints" | tr '\n' ' ')" "0:s1 s2 " "links: a restore removes them too"
