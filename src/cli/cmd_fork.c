@@ -77,6 +77,13 @@ int cmd_fork(int argc, char **argv) {
         return cli_error(PV_EXIT_FAILURE, "fork", "refused: the stage %s is not sealed; fork one of its checkpoints",
                          stage);
     case -EALREADY: return cli_error(PV_EXIT_FAILURE, "fork", "refused: the stage %s was applied or dropped", stage);
+    case -EACCES:
+        return cli_error(PV_EXIT_FAILURE, "fork",
+                         "failed: the %s holds a file or directory without read permission (the agent's modes; a "
+                         "live checkpoint is copied with the run's privileges); %s is left empty. To fork it anyway: "
+                         "chmod -R u+rwX '%s%s%s/upper' (the modes this leaves are copied), or fork as root",
+                         checkpoint ? "checkpoint" : "stage", new_stage, stage, checkpoint ? "/checkpoints/" : "",
+                         checkpoint ? checkpoint : "");
     default: return cli_error(PV_EXIT_FAILURE, "fork", "failed: %s", strerror(-r));
     }
 }

@@ -55,6 +55,13 @@ int cmd_restore(int argc, char **argv) {
     case -EINPROGRESS:
         return cli_error(PV_EXIT_FAILURE, "restore",
                          "refused: an interrupted apply of %s must be completed first ('pvisor apply')", stage);
+    case -EACCES:
+        return cli_error(PV_EXIT_FAILURE, "restore",
+                         "failed: the checkpoint holds a file or directory without read permission (the agent's "
+                         "modes; a live checkpoint is copied with the run's privileges); the stage is unchanged. "
+                         "To restore it anyway: chmod -R u+rwX '%s/checkpoints/%s/upper' (the modes this leaves "
+                         "are restored), or run restore as root",
+                         stage, name);
     default:
         return cli_error(PV_EXIT_FAILURE, "restore",
                          "failed: %s (the stage reads 'interrupted' if the swap was cut short; run restore again)",

@@ -685,8 +685,10 @@ int lc_restore(const char *stage_path, const char *name) {
     if (tmp < 0)
         return -errno;
     r = copy_stage_content(src, tmp, false, true, 0, NULL, NULL, NULL);
-    if (r < 0)
+    if (r < 0) {
+        remove_dir_at(dir, ".restore"); /* the stage is untouched: no partial copy of the checkpoint kept */
         return r;
+    }
     /* 2. leave 'sealed' durably: a crash from here on reads 'interrupted' */
     if (unlinkat(dir, "sealed", 0) < 0 && errno != ENOENT)
         return -errno;
@@ -772,6 +774,8 @@ int lc_fork(const char *stage_path, const char *checkpoint, const char *new_stag
     /* version last: its presence makes the directory a stage */
     if (r == 0)
         r = write_file_atomic(dst, "version", "pvisor-stage 1\n", 15, 0644);
+    if (r < 0)
+        (void)remove_tree_contents(dst, LC_MAX_DEPTH + 8); /* it was empty: back to that, so a retry is not refused */
     return r;
 }
 

@@ -79,8 +79,10 @@ int lc_drop(const char *stage_path, bool force) {
         if (r < 0)
             return r;
     }
-    static const char *const names[] = {"upper",         "work",           "journal",      "origin",
-                                        LC_APPLY_INTENT, LC_APPLY_CREATED, LC_CHECKPOINTS, "sealed"};
+    /* .restore and .restore-old: what a failed or interrupted restore left
+     * (copies of the agent's files too) */
+    static const char *const names[] = {"upper",          "work",         "journal",  "origin",       LC_APPLY_INTENT,
+                                        LC_APPLY_CREATED, LC_CHECKPOINTS, ".restore", ".restore-old", "sealed"};
     for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
         int r = remove_entry(dir, names[i]);
         if (r < 0)

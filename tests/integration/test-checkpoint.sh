@@ -349,3 +349,10 @@ eq "$rc:$(ls -A "$S/checkpoints" | tr '\n' ' ')" "0:s1 s2 " "links: a checkpoint
 mkdir -p "$S/checkpoints/.tmp-crashed/upper"
 "$P" restore s2 --stage "$S" >/dev/null 2>&1; rc=$?
 eq "$rc:$(ls -A "$S/checkpoints" | tr '\n' ' ')" "0:s1 s2 " "links: a restore removes them too"
+
+# Drop removes what a failed or interrupted restore left (.restore,
+# .restore-old: copies of the agent's files) with the rest.
+mkdir -p "$S/.restore/upper/d" "$S/.restore-old/upper"
+echo copy > "$S/.restore/upper/d/f"
+"$P" drop --stage "$S" >/dev/null 2>&1; rc=$?
+eq "$rc:$(ls -A "$S" | tr '\n' ' ')" "0:dropped lock meta.json version " "links: drop removes .restore and .restore-old"
