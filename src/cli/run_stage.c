@@ -234,6 +234,18 @@ static int start_overlay(pid_t child, void *userdata) {
     return r;
 }
 
+/* pvisor starts ending the run (a signal, the timeout, a limit): a live
+ * checkpoint under way stops now, not once the command has ended, which a
+ * command waiting for the paused overlay cannot do before the copy ends. */
+static void cancel_checkpoints(void *userdata) {
+#ifdef PVISOR_HAVE_LIFECYCLE
+    struct staged *st = userdata;
+    atomic_store(&st->cps.cancel, true);
+#else
+    (void)userdata;
+#endif
+}
+
 static const char *stage_open_hint(int r) {
     switch (r) {
     case -EBUSY: return "another pvisor run is using this stage";
@@ -339,6 +351,7 @@ int run_execute_staged(struct run_context *ctx,
         .userdata = &st,
         .watch = sandbox && sb.cg ? sandbox_cpu_watch : NULL,
         .watch_userdata = &sb,
+        .on_terminate = sandbox ? cancel_checkpoints : NULL,
     };
     struct exec_result res;
     r = run_command(ctx, &spec, &res);

@@ -180,6 +180,14 @@ static void follow_stop(int tty_fd, pid_t pid) {
     kill(-pid, SIGCONT);
 }
 
+/* The first step of ending the run before the command ended: the
+ * caller's on_terminate, once. */
+static void begin_terminating(const struct exec_spec *s, bool *terminating) {
+    if (!*terminating && s->on_terminate)
+        s->on_terminate(s->userdata);
+    *terminating = true;
+}
+
 int exec_run(const struct exec_spec *s, struct exec_result *ret) {
     if (s->early_exec && s->cwd)
         return -EINVAL;
@@ -286,10 +294,12 @@ int exec_run(const struct exec_spec *s, struct exec_result *ret) {
     int64_t timeout_deadline_ms = s->timeout_ms ? monotonic_ms() + (int64_t)s->timeout_ms : -1;
     int64_t watch_deadline_ms = s->watch && !res.exec_errno && !res.chdir_errno ? monotonic_ms() : -1;
     bool watch_due = watch_deadline_ms >= 0;
+    bool terminating = false; /* on_terminate was called */
     for (;;) {
         if (watch_due) {
             int64_t w = s->watch(s->watch_userdata);
             if (w == 0) {
+                begin_terminating(s, &terminating);
                 kill(-pid, SIGKILL);
                 res.limit_killed = true;
             }
@@ -320,6 +330,7 @@ int exec_run(const struct exec_spec *s, struct exec_result *ret) {
             continue;
         }
         if (pr == 0) { /* the run's timeout: terminate, then kill after the grace */
+            begin_terminating(s, &terminating);
             kill(-pid, SIGTERM);
             res.timed_out = true;
             timeout_deadline_ms = -1;
@@ -335,6 +346,8 @@ int exec_run(const struct exec_spec *s, struct exec_result *ret) {
             kill(-pid, SIGKILL);
             /* fall through to the reap below */
         } else if (si.ssi_signo != SIGCHLD) {
+            if (si.ssi_signo != SIGQUIT)
+                begin_terminating(s, &terminating);
             if (kill_deadline_ms >= 0 || res.escalated) {
                 kill(-pid, SIGKILL);
                 res.escalated = true;

@@ -70,6 +70,13 @@ struct exec_spec {
      * killed now (SIGKILL to its group; the callback kills the rest). */
     int64_t (*watch)(void *watch_userdata);
     void *watch_userdata;
+    /* If set, called (in the parent, with userdata) once, when pvisor
+     * starts ending the run before the command ended: a forwarded
+     * SIGINT/SIGTERM/SIGHUP, the timeout, a limit.  The caller stops what
+     * could hold the command up meanwhile (a live checkpoint pauses the
+     * overlay, and a process in a FUSE request dies only once it is
+     * answered). */
+    void (*on_terminate)(void *userdata);
 };
 
 struct exec_result {

@@ -356,3 +356,44 @@ mkdir -p "$S/.restore/upper/d" "$S/.restore-old/upper"
 echo copy > "$S/.restore/upper/d/f"
 "$P" drop --stage "$S" >/dev/null 2>&1; rc=$?
 eq "$rc:$(ls -A "$S" | tr '\n' ' ')" "0:dropped lock meta.json version " "links: drop removes .restore and .restore-old"
+
+# A live checkpoint pauses the overlay while it copies, and a process
+# waiting in a FUSE request dies only once it is answered: a command that
+# writes on while the copy runs cannot end before it.  A SIGTERM to pvisor
+# (or its --timeout, or a limit) now cancels the copy at once; the run ends
+# without the checkpoint (it used to be copied to the end and committed).
+H=$T/cancel
+W=$H/ws S=$H/st O=$H/out
+mkdir -p "$W" "$O"
+cat > "$O/agent.py" <<'PYEOF'
+import os, socket, sys
+fd = os.open("big", os.O_WRONLY | os.O_CREAT, 0o644)
+blk = b"z" * (1 << 20)
+for _ in range(512):
+    os.write(fd, blk)
+os.close(fd)
+s = socket.socket(socket.AF_UNIX)
+s.connect(os.environ["PVISOR_AGENT_SOCKET"])
+s.sendall(b"checkpoint big\n")
+with open(sys.argv[1], "w") as f:
+    f.write("asked\n")
+i = 0
+while True:  # each write waits while the overlay is paused
+    with open("f%d" % (i % 50), "w") as f:
+        f.write("x")
+    i += 1
+PYEOF
+(cd "$W" && exec "$P" run --safe --stage "$S" --workspace "$W" --allow-write "$O" -- python3 "$O/agent.py" "$O/asked") \
+    >"$O/run.out" 2>&1 &
+pv=$!
+if wait_for "$O/asked"; then
+    kill -TERM $pv
+    wait $pv; rc=$?
+    b="$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json"
+    eq "$rc:$(jq -r '.agent_socket.checkpoints | length' "$b"):$(ls -A "$S/checkpoints" 2>/dev/null | tr '\n' ' ')" "143:0:" \
+        "a SIGTERM during a live checkpoint cancels the copy: the run ends (143) without it, nothing left in checkpoints/"
+    eq "$(jq -r .stage.state "$b")" sealed "... and the stage is sealed"
+else
+    kill -KILL $pv 2>/dev/null; wait $pv 2>/dev/null
+    not_ok "a SIGTERM during a live checkpoint cancels the copy (the agent never asked: $(tail -n 3 "$O/run.out"))"
+fi
