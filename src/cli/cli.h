@@ -56,6 +56,13 @@ struct json_t;
 int lc_cli_target(const char *verb, const char *run, const char *stage_dir, char **ret_stage, char **ret_run,
                   struct json_t **ret_bundle);
 bool lc_cli_arg_is_stage(const char *arg);
+
+/* An ordinary user's copy of a stage or checkpoint failed with EACCES (the
+ * agent made something unreadable: the run's server could read it, having
+ * DAC override in its user namespace): enter a user namespace of our own,
+ * with the same override over our own files, for a second try.  True when
+ * the caller should try again. */
+bool lc_cli_own_files_override(int r);
 /* Print, after a verb's error r, how to get past an unreadable stage when
  * r is -EACCES (the agent can take its own read permission away); writes:
  * the verb writes in the workspace, where EACCES has another cause too. */

@@ -60,6 +60,8 @@ int cmd_fork(int argc, char **argv) {
     }
     lc_stage_free(src);
     r = lc_fork(stage, checkpoint, new_stage);
+    if (lc_cli_own_files_override(r))
+        r = lc_fork(stage, checkpoint, new_stage); /* a failed fork left new_stage empty */
     switch (r) {
     case 0:
         printf("Forked %s%s%s into the new sealed stage %s (use it with 'pvisor run --stage %s')\n", stage,

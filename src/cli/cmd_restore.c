@@ -43,6 +43,8 @@ int cmd_restore(int argc, char **argv) {
     if (rc != 0)
         return rc;
     int r = lc_restore(stage, name);
+    if (lc_cli_own_files_override(r))
+        r = lc_restore(stage, name); /* a failed restore left the stage as it was */
     switch (r) {
     case 0: printf("Restored stage %s from checkpoint %s; it is sealed\n", stage, name); return PV_EXIT_OK;
     case -EINVAL: return cli_usage_error("restore", "bad checkpoint name '%s'", name);

@@ -98,6 +98,11 @@ int lc_cli_target(const char *verb, const char *run, const char *stage_dir, char
     return cli_error(PV_EXIT_FAILURE, verb, "cannot find the stage: %s", strerror(-r));
 }
 
+bool lc_cli_own_files_override(int r) {
+    const char *step;
+    return r == -EACCES && geteuid() != 0 && userns_enter(0, getuid(), getgid(), &step) == 0;
+}
+
 void lc_cli_unreadable_hint(int r, const char *stage, bool writes) {
     if (r != -EACCES)
         return;

@@ -79,19 +79,8 @@ static int enter_private_namespace(bool sandbox, const char **ret_what) {
         if (unshare(CLONE_NEWNS) < 0)
             return -errno;
     } else {
-        *ret_what = "unshare(CLONE_NEWUSER|CLONE_NEWNS)";
-        if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0)
-            return -errno;
-        char map[64];
-        *ret_what = "writing the user namespace id maps";
-        int r = write_string_at(AT_FDCWD, "/proc/self/setgroups", "deny");
-        if (r < 0 && r != -ENOENT)
-            return r;
-        snprintf(map, sizeof map, "%u %u 1\n", sandbox ? 0U : (unsigned)uid, (unsigned)uid);
-        if ((r = write_string_at(AT_FDCWD, "/proc/self/uid_map", map)) < 0)
-            return r;
-        snprintf(map, sizeof map, "%u %u 1\n", sandbox ? 0U : (unsigned)gid, (unsigned)gid);
-        if ((r = write_string_at(AT_FDCWD, "/proc/self/gid_map", map)) < 0)
+        int r = userns_enter(CLONE_NEWNS, sandbox ? 0 : uid, sandbox ? 0 : gid, ret_what);
+        if (r < 0)
             return r;
     }
     *ret_what = "making mounts private";

@@ -8,6 +8,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <pwd.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -656,4 +657,22 @@ char *term_escape(const char *s) {
     }
     *o = '\0';
     return out;
+}
+
+int userns_enter(int flags, uid_t inner_uid, gid_t inner_gid, const char **ret_step) {
+    uid_t uid = getuid();
+    gid_t gid = getgid();
+    *ret_step = "unshare(CLONE_NEWUSER)";
+    if (unshare(CLONE_NEWUSER | flags) < 0)
+        return -errno;
+    *ret_step = "writing the user namespace id maps";
+    int r = write_string_at(AT_FDCWD, "/proc/self/setgroups", "deny");
+    if (r < 0 && r != -ENOENT)
+        return r;
+    char map[64];
+    snprintf(map, sizeof map, "%u %u 1\n", (unsigned)inner_uid, (unsigned)uid);
+    if ((r = write_string_at(AT_FDCWD, "/proc/self/uid_map", map)) < 0)
+        return r;
+    snprintf(map, sizeof map, "%u %u 1\n", (unsigned)inner_gid, (unsigned)gid);
+    return write_string_at(AT_FDCWD, "/proc/self/gid_map", map);
 }

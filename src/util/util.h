@@ -109,6 +109,13 @@ int write_all(int fd, const void *buf, size_t len);
  * id maps and setgroups need: 0, or -errno (-EIO for a short write). */
 int write_string_at(int dirfd, const char *path, const char *text);
 
+/* unshare(CLONE_NEWUSER | flags), then map inner_uid/inner_gid to the
+ * caller's uid and gid (setgroups denied, as an unprivileged map needs).
+ * The process has every capability in the new namespace, DAC override
+ * included over files its own ids own.  *ret_step names the step that
+ * failed.  Single-threaded callers only. */
+int userns_enter(int flags, uid_t inner_uid, gid_t inner_gid, const char **ret_step);
+
 /* read(2) until len bytes or EOF, retrying EINTR; *ret_got is how many. */
 int read_full(int fd, void *buf, size_t len, size_t *ret_got);
 

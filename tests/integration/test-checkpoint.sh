@@ -252,6 +252,25 @@ EOF
     manifest_of "$S5" "$O/k1.restored"
     if cmp -s "$O/k1.manifest" "$O/k1.restored"; then ok "$L: the restored stage is exactly the agent's view at the checkpoint"
     else not_ok "$L: the restored stage is exactly the agent's view at the checkpoint"; diff "$O/k1.manifest" "$O/k1.restored" | head -20 | sed 's/^/# /'; fi
+
+    # --- a live checkpoint of what the agent made unreadable ------------------
+    # The run's server copies it with DAC override (in its user namespace);
+    # restore and fork by an ordinary user failed with EACCES, for good.
+    S6=$B/st6
+    cat > "$O/perm.sh" <<'EOF'
+O=$1 BIN=$2
+echo secret > p0 && chmod 000 p0 && mkdir pd && echo inner > pd/f && chmod 000 pd || exit 9
+"$BIN/pvagent" agent "checkpoint p1" > "$O/p1.reply"
+EOF
+    safe "$S6" -- sh "$O/perm.sh" "$O" "$BIN" >"$O/perm.out" 2>&1; rc=$?
+    as "$P" restore p1 --stage "$S6" >/dev/null 2>"$O/prestore.err"; r1=$?
+    as "$P" fork p1 "$B/fork6" --stage "$S6" >/dev/null 2>"$O/pfork.err"; r2=$?
+    [ $r1 -eq 0 ] || diag "$(cat "$O/prestore.err")"
+    [ $r2 -eq 0 ] || diag "$(cat "$O/pfork.err")"
+    eq "$rc:$(cat "$O/p1.reply" 2>/dev/null):$r1:$r2:$(stat -c %a "$S6/upper/p0" "$S6/upper/pd" "$B/fork6/upper/p0" "$B/fork6/upper/pd" | tr '\n' ' ')$(cat "$S6/upper/pd/f" "$B/fork6/upper/p0")" \
+        "0:ok checkpoint p1:0:0:0 0 0 0 inner
+secret" \
+        "$L: a live checkpoint holding a mode-000 file and directory is restored and forked, modes and content kept"
 }
 
 live root "$T/root"
