@@ -1273,11 +1273,44 @@ void sandbox_record(struct run_context *ctx, const struct sandbox *sb) {
                              : NULL);
     bool scoped = json_integer_value(json_object_get(ll, "scoped")) != 0;
     bool ipc_ok = ipc && pid && (scoped || net);
+    /* Host unix sockets in projected toolchains and --access trees: those
+     * there at start are covered (the launcher's scan); one made there
+     * while the run goes would be reachable (a read-only mount does not
+     * stop a connect; Landlock before ABI 9 has no right for it).  A grant
+     * that held sockets, or that could not be scanned whole, is where they
+     * live: partial. */
+    json_t *hs = json_object_get(ev, "host_unix_sockets");
+    const json_t *scanned = json_object_get(hs, "grants_scanned"),
+                 *incomplete = json_object_get(hs, "grants_incomplete");
+    json_int_t covered = json_integer_value(json_object_get(hs, "covered"));
+    json_int_t in_grants = json_integer_value(json_object_get(hs, "covered_in_grants"));
+    char ipc_note[1024] = "", trees[512] = "";
+    size_t tl = 0;
+    for (size_t i = 0; i < json_array_size(scanned) && tl < sizeof trees; i++)
+        tl += (size_t)snprintf(trees + tl, sizeof trees - tl, "%s%s", i ? ", " : "",
+                               json_string_value(json_array_get(scanned, i)));
+    bool sockets_partial = in_grants > 0 || json_array_size(incomplete) > 0;
+    if (json_array_size(scanned) || covered)
+        snprintf(ipc_note, sizeof ipc_note,
+                 "host unix sockets in projected toolchains%s%s were covered at start (%lld%s); one a host program "
+                 "makes there while the run goes is reachable: a read-only mount does not stop a connect, and "
+                 "Landlock (ABI %lld here) has no right for it%s",
+                 trees[0] ? " and the --access trees " : "", trees, (long long)covered,
+                 in_grants ? ", so the grants hold sockets" : "",
+                 (long long)json_integer_value(json_object_get(ll, "abi")),
+                 json_array_size(incomplete) ? "; a grant could not be scanned whole (too large, too deep, or a "
+                                               "directory the sandbox may not list): sockets there may be reachable"
+                                             : "");
     bundle_set_dimension(
-        b, DIM_IPC, ipc_ok ? LEVEL_ENFORCED : LEVEL_UNAVAILABLE,
-        "IPC + PID namespaces; no host sockets projected; Landlock scopes (abstract unix, signals)",
-        EVID("{s:b, s:b, s:b}", "ipc_namespace_differs", ipc, "landlock_scoped", scoped, "net_namespace_differs", net),
-        NULL);
+        b, DIM_IPC,
+        !ipc_ok           ? LEVEL_UNAVAILABLE
+        : sockets_partial ? LEVEL_PARTIAL
+                          : LEVEL_ENFORCED,
+        "IPC + PID namespaces; no host sockets projected (those in projected trees covered); Landlock scopes "
+        "(abstract unix, signals)",
+        EVID("{s:b, s:b, s:b, s:O?}", "ipc_namespace_differs", ipc, "landlock_scoped", scoped, "net_namespace_differs",
+             net, "host_unix_sockets", hs),
+        ipc_note[0] ? ipc_note : NULL);
     record_resources(ctx, sb, ev, user);
 #undef EVID
     bundle_set_executor(b, "host",

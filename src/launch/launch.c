@@ -441,6 +441,15 @@ static json_t *self_check(int ll_abi, uint64_t ll_fs, uint64_t ll_net, uint64_t 
     json_object_set_new(j, "controlling_tty", json_boolean(ctty >= 0));
     if (ctty >= 0)
         close(ctty);
+    json_t *scanned = json_array(), *incomplete = json_array();
+    for (unsigned i = 0; i < launch_socket_scan.n_scanned; i++)
+        json_array_append_new(scanned, json_string(launch_socket_scan.scanned[i]));
+    for (unsigned i = 0; i < launch_socket_scan.n_incomplete; i++)
+        json_array_append_new(incomplete, json_string(launch_socket_scan.incomplete[i]));
+    json_object_set_new(j, "host_unix_sockets",
+                        json_pack("{s:I, s:I, s:o, s:o}", "covered", (json_int_t)launch_socket_scan.covered,
+                                  "covered_in_grants", (json_int_t)launch_socket_scan.covered_in_grants,
+                                  "grants_scanned", scanned, "grants_incomplete", incomplete));
     json_object_set_new(j, "pid", json_integer(getpid()));
     json_object_set_new(j, "uid", json_integer(getuid()));
     json_object_set_new(j, "gid", json_integer(getgid()));

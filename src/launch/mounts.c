@@ -27,6 +27,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -180,6 +181,114 @@ static int cover_at_fd(int tfd, bool dir, const char *root) {
     if (sys_mount_setattr(cover, "", AT_EMPTY_PATH, &ro) < 0 ||
         sys_move_mount(cover, "", tfd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
         return -errno;
+    return 0;
+}
+
+/* ---- host unix sockets in projected trees ----
+ * connect(2) to a pathname socket needs only write permission on the
+ * socket's inode, which a read-only mount does not take away, and Landlock
+ * before ABI 9 has no right for it: a host service's socket in a projected
+ * toolchain or --access tree (a D-Bus or Docker socket in a granted
+ * runtime directory) would be reachable.  Each such socket found at start
+ * is covered by an empty read-only file.  One made there later is not (the
+ * supervisor says so).  An --access tree is scanned to SCAN_DEPTH levels
+ * and SCAN_ENTRIES entries; a toolchain (large trees of files, no
+ * services) to TOOL_DEPTH and TOOL_ENTRIES, at every start.  FUSE mounts
+ * (pvisor's own views) are skipped: a connect there is refused anyway. */
+#define SCAN_ENTRIES 20000
+#define SCAN_DEPTH 8
+#define TOOL_ENTRIES 2000
+#define TOOL_DEPTH 2
+#define FUSE_MAGIC 0x65735546
+struct launch_socket_scan launch_socket_scan;
+
+struct scan {
+    const char *root;
+    unsigned budget, max_depth, covered;
+    bool cut;
+    int err;
+};
+
+static void scan_sockets_at(struct scan *sc, int dfd, int depth) {
+    struct statfs sfs;
+    if (fstatfs(dfd, &sfs) == 0 && sfs.f_type == FUSE_MAGIC)
+        return;
+    int dup_fd = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
+    DIR *d = dup_fd >= 0 ? fdopendir(dup_fd) : NULL;
+    if (!d) {
+        if (dup_fd >= 0)
+            close(dup_fd);
+        sc->cut = true;
+        return;
+    }
+    struct dirent *de;
+    while (sc->err == 0 && (de = readdir(d))) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        if (sc->budget == 0) {
+            sc->cut = true;
+            break;
+        }
+        sc->budget--;
+        unsigned char t = de->d_type;
+        struct stat st;
+        if (t == DT_UNKNOWN)
+            t = fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 ? IFTODT(st.st_mode) : DT_UNKNOWN;
+        if (t == DT_SOCK) {
+            int fd = openat(dfd, de->d_name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+            int r = fd < 0 ? -errno : cover_at_fd(fd, false, sc->root);
+            if (fd >= 0)
+                close(fd);
+            if (r == 0)
+                sc->covered++;
+            else if (r != -ENOENT)
+                sc->err = r;
+        } else if (t == DT_DIR) {
+            int sub =
+                depth < SCAN_DEPTH ? openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+            if (sub < 0) {
+                sc->cut = true; /* too deep, or unreadable (perhaps still searchable) */
+                continue;
+            }
+            scan_sockets_at(sc, sub, depth + 1);
+            close(sub);
+        }
+    }
+    closedir(d);
+}
+
+static void note_tree(char **list, unsigned *n, const char *path) {
+    if (*n < LAUNCH_SCAN_LIST)
+        list[(*n)++] = strdup(path);
+}
+
+static int cover_sockets(const struct launch_plan *p, const struct source *src, const char *root,
+                         const char **ret_step) {
+    for (size_t i = 0; i < p->n_mounts; i++) {
+        const struct plan_mount *m = &p->mounts[i];
+        if (!m->scan_sockets || src[i].missing || src[i].symlink || !src[i].is_dir)
+            continue;
+        _cleanup_free_ char *target = path_join(root, m->path);
+        if (!target)
+            return -ENOMEM;
+        _cleanup_close_ int fd = open(target, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        bool tool = m->optional; /* found by the supervisor, not granted by the user */
+        struct scan sc = {
+            .root = root, .budget = tool ? TOOL_ENTRIES : SCAN_ENTRIES, .max_depth = tool ? TOOL_DEPTH : SCAN_DEPTH};
+        if (fd < 0)
+            sc.cut = true;
+        else
+            scan_sockets_at(&sc, fd, 1);
+        if (sc.err < 0)
+            return *ret_step = "covering a unix socket in a projected tree", sc.err;
+        launch_socket_scan.covered += sc.covered;
+        if (tool)
+            continue;
+        launch_socket_scan.covered_in_grants += sc.covered;
+        note_tree(launch_socket_scan.scanned, &launch_socket_scan.n_scanned, m->path);
+        if (sc.cut)
+            note_tree(launch_socket_scan.incomplete, &launch_socket_scan.n_incomplete, m->path);
+    }
     return 0;
 }
 
@@ -397,6 +506,10 @@ int launch_build_root(const struct launch_plan *p, const char **ret_step) {
     for (size_t i = 0; i < p->n_mounts && r >= 0; i++)
         r = attach(NEWROOT, &p->mounts[i], &src[i], ret_step);
     if (r < 0)
+        goto out;
+
+    /* 3b. Host unix sockets in projected toolchains and grants. */
+    if ((r = cover_sockets(p, src, NEWROOT, ret_step)) < 0)
         goto out;
 
     /* 4. /dev extras, a fresh /proc for our PID namespace, /tmp. */

@@ -71,10 +71,11 @@ static json_t *strv_to_json(char **v) {
 json_t *plan_to_json(const struct launch_plan *p) {
     json_t *mounts = json_array();
     for (size_t i = 0; mounts && i < p->n_mounts; i++)
-        json_array_append_new(mounts, json_pack("{s:s, s:s, s:s?, s:I, s:i, s:b}", "kind",
+        json_array_append_new(mounts, json_pack("{s:s, s:s, s:s?, s:I, s:i, s:b, s:b}", "kind",
                                                 plan_mount_kind_name(p->mounts[i].kind), "path", p->mounts[i].path,
                                                 "source", p->mounts[i].source, "size", (json_int_t)p->mounts[i].size,
-                                                "fd", p->mounts[i].fd, "optional", p->mounts[i].optional));
+                                                "fd", p->mounts[i].fd, "optional", p->mounts[i].optional,
+                                                "scan_sockets", p->mounts[i].scan_sockets));
     return json_pack(
         "{s:o, s:s?, s:o, s:s, s:s, s:I, s:I, s:b, s:b, s:b, s:b, s:b, s:I, s:{s:I, s:I, s:I, s:I, s:I}, s:o}", "argv",
         strv_to_json(p->argv), "exec_path", p->exec_path, "env", strv_to_json(p->envp), "cwd", p->cwd, "hostname",
@@ -202,6 +203,8 @@ int plan_from_json(const json_t *j, struct launch_plan *ret_plan) {
         } else if ((r = plan_add_mount(&p, (enum plan_mount_kind)k, path, size)) < 0)
             goto fail;
         p.mounts[p.n_mounts - 1].optional = k == PLAN_BIND_RO && json_is_true(json_object_get(m, "optional"));
+        p.mounts[p.n_mounts - 1].scan_sockets =
+            (k == PLAN_BIND_RO || k == PLAN_BIND_RW) && json_is_true(json_object_get(m, "scan_sockets"));
         /* an inherited detached mount: read-only projections only, never
          * one of the descriptors the protocol fixes (launch.h) */
         const json_t *fd = json_object_get(m, "fd");

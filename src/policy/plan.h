@@ -35,6 +35,11 @@ struct plan_mount {
     int fd;        /* PLAN_BIND_RO: the source as a detached (idmapped) mount the launcher inherits, or -1 */
     bool optional; /* PLAN_BIND_RO found by the supervisor (a toolchain, a link on the way to HOME): left out
                     * when the launcher may not reach it */
+    /* PLAN_BIND_*: a host tree outside the system hierarchies (a toolchain,
+     * an --access grant) whose unix sockets the launcher covers: a
+     * read-only mount does not stop a connect, and Landlock before ABI 9
+     * has no right for it (mounts.c, cover_sockets) */
+    bool scan_sockets;
 };
 
 struct launch_plan {

@@ -349,7 +349,7 @@ int plan_build(const struct plan_inputs *in, struct launch_plan *ret_plan, char 
             continue; /* never project the lower workspace around the overlay */
         r = plan_add_mount(&p, PLAN_BIND_RO, d, 0);
         if (r >= 0)
-            p.mounts[p.n_mounts - 1].optional = true;
+            p.mounts[p.n_mounts - 1].optional = p.mounts[p.n_mounts - 1].scan_sockets = true;
     }
     if (r >= 0)
         r = plan_add_mount(&p, PLAN_BIND_RW, in->workspace, 0);
@@ -407,6 +407,8 @@ int plan_build(const struct plan_inputs *in, struct launch_plan *ret_plan, char 
                                  : a->kind == ACCESS_RO ? PLAN_BIND_RO
                                                         : PLAN_BIND_RW;
         r = plan_add_mount(&p, k, a->path, 0);
+        if (r >= 0)
+            p.mounts[p.n_mounts - 1].scan_sockets = k != PLAN_HIDE;
     }
     /* Credentials visible through a HOME view or inside the workspace
      * (e.g. workspace == HOME) are covered by mounts, except those the HOME

@@ -184,6 +184,39 @@ attempt "nested user namespace (clone)" clone-userns
 attempt "i386 syscall ABI" i386
 attempt "a raw syscall from JIT-generated code (unshare)" jit-unshare
 
+# A host service's socket inside a tree the run projects: an --access grant
+# (a runtime directory handed over read-only, a cache granted read-write).
+# A read-only mount does not stop a connect, and Landlock before ABI 9 has
+# no right for it: the launcher covers the sockets it finds there, and the
+# Bundle's ipc is partial (one made there during the run would be reachable).
+G="$T/granted"
+mkdir -p "$G/sub"
+$PY - "$T/server.log" "$G/sub/svc.sock" <<'PYEOF' &
+import os, socket, sys
+log = open(sys.argv[1], "a", buffering=1)
+s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[2]); os.chmod(sys.argv[2], 0o666); s.listen(8)
+while True:
+    c, _ = s.accept(); log.write("granted %r\n" % c.recv(100)); c.close()
+PYEOF
+GSRV=$!
+at_exit "kill -9 $GSRV"
+i=0; while [ ! -S "$G/sub/svc.sock" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
+c=$(control unix "$G/sub/svc.sock")
+case "$c" in ESCAPED*) ok "control: a host socket in a directory reaches its service";; *) not_ok "control: a host socket in a directory reaches its service"; diag "$c";; esac
+for grant in "ro:$G" "rw:$G"; do
+    s=$("$PVISOR" run --safe --stage "$S" --workspace "$W" --access "$grant" -- "$PROBE" unix "$G/sub/svc.sock" 2>&1)
+    case "$s" in BLOCKED*) ok "--safe --access $grant: the host socket inside is covered";; *) not_ok "--safe --access $grant: the host socket inside is covered"; diag "$s";; esac
+done
+eq "$(grep -c '^granted' "$T/server.log")" 1 "the service in the granted directory received only the control's connection"
+eq "$(jq -r '.dimensions.ipc | "\(.effective) \(.evidence.host_unix_sockets.covered_in_grants)"' "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json")" \
+    "partial 1" "... and the Bundle's ipc is partial, naming the covered socket (one made there later would be reachable)"
+"$PVISOR" run --safe --strict --stage "$S" --workspace "$W" --access "ro:$G" -- true >/dev/null 2>&1
+eq $? 125 "... so --strict refuses a grant that holds host sockets"
+mkdir -p "$T/granted-plain"
+"$PVISOR" run --safe --strict --stage "$S" --workspace "$W" --access "ro:$T/granted-plain" -- true >/dev/null 2>&1
+eq "$?:$(jq -r .dimensions.ipc.effective "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json")" "0:enforced" \
+    "a grant without sockets keeps ipc enforced (--strict runs)"
+
 # Writes: verdict by host bytes.
 safe write "$H/planted.txt" PWNED >/dev/null
 safe write "$T/alias/aliased.txt" PWNED >/dev/null

@@ -102,6 +102,14 @@ int main(void) {
        "JSON round trip (with the --limit rlimits)");
     ok(q.exec_path == NULL && json_is_null(json_object_get(j, "exec_path")),
        "no exec_path unless the supervisor sets one");
+    {
+        const struct plan_mount *ms = find(&p, "/srv/out"), *mt = find(&p, "/opt/tool"), *mu = find(&p, "/usr");
+        const struct plan_mount *mw = find(&p, "/home/u/ws"), *qs = find(&q, "/srv/out"), *qt = find(&q, "/opt/tool");
+        ok(ms && ms->scan_sockets && mt && mt->scan_sockets && mu && !mu->scan_sockets && mw && !mw->scan_sockets &&
+               qs && qs->scan_sockets && qt && qt->scan_sockets && !find(&q, "/usr")->scan_sockets,
+           "grants and toolchains are scanned for host sockets, system directories and the workspace not (and the "
+           "JSON keeps it)");
+    }
     plan_free(&q);
     p.exec_path = strdup("/usr//bin/make");
     json_t *je = plan_to_json(&p);
