@@ -73,7 +73,7 @@ int lc_cli_target(const char *verb, const char *run, const char *stage_dir, char
     }
     if (stage_dir && r == -ELOOP)
         return cli_error(PV_EXIT_FAILURE, verb,
-                         "'%s' is a symlink: name the stage directory itself (a link in a workspace may be one "
+                         "'%s' is or goes through a symlink: name the stage directory itself (a link in a workspace may be one "
                          "the agent made, pointing at another project's stage)",
                          stage_dir);
     if (stage_dir)

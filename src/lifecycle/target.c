@@ -45,18 +45,34 @@ int lc_resolve_target(const char *run, const char *stage_dir, char **ret_stage_p
     if (stage_dir) {
         /* A stage is named by its own directory, not by a symlink to it:
          * the current directory may be an applied workspace holding a link
-         * the agent made ("latest" -> another project's stage). */
+         * the agent made ("latest" -> another project's stage).  The last
+         * component is checked without its trailing "/" and "/." (which
+         * would follow the link), and a relative path, which is where such
+         * a link is met, has no symlink at any component. */
         char last[PATH_MAX];
         size_t l = strlen(stage_dir);
-        while (l > 1 && stage_dir[l - 1] == '/')
-            l--;
+        for (;;) {
+            while (l > 1 && stage_dir[l - 1] == '/')
+                l--;
+            if (l < 3 || stage_dir[l - 1] != '.' || stage_dir[l - 2] != '/')
+                break;
+            l -= 2;
+        }
         struct stat lst;
         if (l < sizeof last) {
             memcpy(last, stage_dir, l);
             last[l] = '\0';
-            if (lstat(last, &lst) == 0 && S_ISLNK(lst.st_mode)) {
-                r = -ELOOP;
-                goto out;
+            for (size_t i = stage_dir[0] == '/' ? l : 1; i <= l; i++) {
+                if (i < l && last[i] != '/')
+                    continue;
+                char c = last[i];
+                last[i] = '\0';
+                bool link = lstat(last, &lst) == 0 && S_ISLNK(lst.st_mode);
+                last[i] = c;
+                if (link) {
+                    r = -ELOOP;
+                    goto out;
+                }
             }
         }
         char *real = realpath(stage_dir, NULL);

@@ -977,9 +977,17 @@ ln -s "$T/st13f" "$T/lnk13"
 (cd "$T" && "$P" apply ./lnk13) >/dev/null 2>"$T/lnk.err"; r1=$?
 (cd "$T" && "$P" drop --stage lnk13) >/dev/null 2>&1; r2=$?
 (cd "$T" && "$P" status --review ./lnk13/) >/dev/null 2>&1; r3=$?
-eq "$r1:$r2:$r3:$(review_json "$T/st13f" | jq -r .stage.state):$(grep -c 'is a symlink' "$T/lnk.err")" "1:1:1:sealed:1" \
+eq "$r1:$r2:$r3:$(review_json "$T/st13f" | jq -r .stage.state):$(grep -c 'through a symlink' "$T/lnk.err")" "1:1:1:sealed:1" \
     "a stage path that is a symlink is refused (apply, drop, review); the stage it points at is untouched"
-rm -f "$T/lnk13"
+# ... also with a trailing '/.' (which follows the link) and through a
+# linked directory on the way (the agent's 'stages' -> another project's)
+ln -s "$(dirname "$T/st13f")" "$T/lnkdir13"
+(cd "$T" && "$P" apply ./lnk13/.) >/dev/null 2>&1; r1=$?
+(cd "$T" && "$P" drop --stage "lnkdir13/$(basename "$T/st13f")") >/dev/null 2>&1; r2=$?
+(cd "$T" && "$P" status --review "$T/lnk13/./") >/dev/null 2>&1; r3=$?
+eq "$r1:$r2:$r3:$(review_json "$T/st13f" | jq -r .stage.state)" "1:1:1:sealed" \
+    "a stage path ending in '/.' after a symlink, or going through one, is refused too"
+rm -f "$T/lnk13" "$T/lnkdir13"
 # an interrupted stage is restored from its checkpoint
 "$P" run --stage "$S" --workspace "$W" -- sh -c "echo junk > '$W/junk'; echo \$\$ > '$T/agent13.pid'; sleep 30" &
 runpid=$!
