@@ -72,10 +72,11 @@ int lc_cli_target(const char *verb, const char *run, const char *stage_dir, char
         return PV_EXIT_FAILURE;
     }
     if (stage_dir && r == -ELOOP)
-        return cli_error(PV_EXIT_FAILURE, verb,
-                         "'%s' is or goes through a symlink: name the stage directory itself (a link in a workspace may be one "
-                         "the agent made, pointing at another project's stage)",
-                         stage_dir);
+        return cli_error(
+            PV_EXIT_FAILURE, verb,
+            "'%s' is or goes through a symlink: name the stage directory itself (a link in a workspace may be one "
+            "the agent made, pointing at another project's stage)",
+            stage_dir);
     if (stage_dir)
         return cli_error(PV_EXIT_FAILURE, verb, "'%s' is not a pvisor stage directory%s%s", stage_dir,
                          r == -EINVAL ? "" : ": ", r == -EINVAL ? "" : strerror(-r));
