@@ -9,6 +9,8 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 int cmd_fork(int argc, char **argv) {
     const char *run = NULL, *stage_dir = NULL, *pos[3] = {0};
@@ -50,6 +52,16 @@ int cmd_fork(int argc, char **argv) {
     if (r < 0)
         return cli_error(PV_EXIT_FAILURE, "fork", "cannot use %s: %s", new_stage,
                          r == -EINVAL ? "name a directory" : strerror(-r));
+    /* where it goes must be ours to write: otherwise EACCES would read as
+     * an unreadable checkpoint (below) */
+    _cleanup_free_ char *dest_parent = strdup(dest);
+    if (!dest_parent)
+        return cli_error(PV_EXIT_FAILURE, "fork", "out of memory");
+    *strrchr(dest_parent, '/') = '\0';
+    struct stat dst;
+    const char *need = lstat(dest, &dst) == 0 ? dest : dest_parent[0] ? dest_parent : "/";
+    if (access(need, W_OK | X_OK) < 0)
+        return cli_error(PV_EXIT_FAILURE, "fork", "cannot create the new stage %s: %s", dest, strerror(errno));
     if (lc_stage_open(stage, &src) == 0 && (path_within(dest, src->workspace) || path_within(src->workspace, dest))) {
         rc = cli_error(PV_EXIT_FAILURE, "fork",
                        "refused: the new stage %s and the workspace %s must not contain each other; choose a "

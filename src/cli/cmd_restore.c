@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 int cmd_restore(int argc, char **argv) {
     const char *run = NULL, *stage_dir = NULL, *name = NULL;
@@ -42,6 +43,10 @@ int cmd_restore(int argc, char **argv) {
     int rc = lc_cli_target("restore", run, stage_dir, &stage, &id, NULL);
     if (rc != 0)
         return rc;
+    /* the stage must be ours to write: otherwise EACCES would read as an
+     * unreadable checkpoint (below) */
+    if (access(stage, W_OK | X_OK) < 0)
+        return cli_error(PV_EXIT_FAILURE, "restore", "cannot write the stage %s: %s", stage, strerror(errno));
     int r = lc_restore(stage, name);
     if (lc_cli_own_files_override(r))
         r = lc_restore(stage, name); /* a failed restore left the stage as it was */

@@ -1057,6 +1057,18 @@ static bool rlimit_is(const json_t *ev, const char *res, uint64_t v) {
     return json_is_integer(soft) && (uint64_t)json_integer_value(soft) == v;
 }
 
+/* The strings of array a, comma-separated, cut to size. */
+static void join_strings(const json_t *a, char *buf, size_t size) {
+    size_t l = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < json_array_size(a) && l < size; i++) {
+        int n = snprintf(buf + l, size - l, "%s%s", i ? ", " : "", json_string_value(json_array_get(a, i)));
+        if (n < 0)
+            break;
+        l += (size_t)n;
+    }
+}
+
 static void add_note(json_t *b, const char *note) {
     json_t *dim = json_object_get(json_object_get(b, "dimensions"), dimension_name(DIM_RESOURCES));
     json_array_append_new(json_object_get(dim, "notes"), json_string(note));
@@ -1282,25 +1294,30 @@ void sandbox_record(struct run_context *ctx, const struct sandbox *sb) {
     json_t *hs = json_object_get(ev, "host_unix_sockets");
     const json_t *scanned = json_object_get(hs, "grants_scanned"),
                  *incomplete = json_object_get(hs, "grants_incomplete");
+    const json_t *tools_cut = json_object_get(hs, "toolchains_incomplete"),
+                 *handed = json_object_get(hs, "sockets_handed_over");
     json_int_t covered = json_integer_value(json_object_get(hs, "covered"));
     json_int_t in_grants = json_integer_value(json_object_get(hs, "covered_in_grants"));
-    char ipc_note[1024] = "", trees[512] = "";
-    size_t tl = 0;
-    for (size_t i = 0; i < json_array_size(scanned) && tl < sizeof trees; i++)
-        tl += (size_t)snprintf(trees + tl, sizeof trees - tl, "%s%s", i ? ", " : "",
-                               json_string_value(json_array_get(scanned, i)));
-    bool sockets_partial = in_grants > 0 || json_array_size(incomplete) > 0;
-    if (json_array_size(scanned) || covered)
+    char ipc_note[1536] = "", trees[512] = "", given[512] = "";
+    join_strings(scanned, trees, sizeof trees);
+    join_strings(handed, given, sizeof given);
+    bool sockets_partial = in_grants > 0 || json_array_size(incomplete) > 0 || json_array_size(handed) > 0;
+    if (json_array_size(scanned) || covered || json_array_size(tools_cut) || given[0])
         snprintf(ipc_note, sizeof ipc_note,
                  "host unix sockets in projected toolchains%s%s were covered at start (%lld%s); one a host program "
-                 "makes there while the run goes is reachable: a read-only mount does not stop a connect, and "
-                 "Landlock (ABI %lld here) has no right for it%s",
+                 "makes there while the run goes, or makes anew after the cover (a restarted service), is "
+                 "reachable: a read-only mount does not stop a connect, and Landlock (ABI %lld here) has no right "
+                 "for it%s%s%s%s",
                  trees[0] ? " and the --access trees " : "", trees, (long long)covered,
                  in_grants ? ", so the grants hold sockets" : "",
                  (long long)json_integer_value(json_object_get(ll, "abi")),
                  json_array_size(incomplete) ? "; a grant could not be scanned whole (too large, too deep, or a "
                                                "directory the sandbox may not list): sockets there may be reachable"
-                                             : "");
+                                             : "",
+                 json_array_size(tools_cut) ? "; toolchains are scanned two levels deep, 2,000 entries: deeper "
+                                              "ones were not"
+                                            : "",
+                 given[0] ? "; the --access rw: grants handed these sockets over as asked: " : "", given);
     bundle_set_dimension(
         b, DIM_IPC,
         !ipc_ok           ? LEVEL_UNAVAILABLE

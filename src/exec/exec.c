@@ -343,6 +343,7 @@ int exec_run(const struct exec_spec *s, struct exec_result *ret) {
             continue;
         if (got != (ssize_t)sizeof si) {
             r = got < 0 ? -errno : -EIO;
+            begin_terminating(s, &terminating);
             kill(-pid, SIGKILL);
             /* fall through to the reap below */
         } else if (si.ssi_signo != SIGCHLD) {

@@ -441,15 +441,24 @@ static json_t *self_check(int ll_abi, uint64_t ll_fs, uint64_t ll_net, uint64_t 
     json_object_set_new(j, "controlling_tty", json_boolean(ctty >= 0));
     if (ctty >= 0)
         close(ctty);
-    json_t *scanned = json_array(), *incomplete = json_array();
-    for (unsigned i = 0; i < launch_socket_scan.n_scanned; i++)
-        json_array_append_new(scanned, json_string(launch_socket_scan.scanned[i]));
-    for (unsigned i = 0; i < launch_socket_scan.n_incomplete; i++)
-        json_array_append_new(incomplete, json_string(launch_socket_scan.incomplete[i]));
-    json_object_set_new(j, "host_unix_sockets",
-                        json_pack("{s:I, s:I, s:o, s:o}", "covered", (json_int_t)launch_socket_scan.covered,
-                                  "covered_in_grants", (json_int_t)launch_socket_scan.covered_in_grants,
-                                  "grants_scanned", scanned, "grants_incomplete", incomplete));
+    struct launch_socket_scan *ls = &launch_socket_scan;
+    json_t *hs = json_pack("{s:I, s:I}", "covered", (json_int_t)ls->covered, "covered_in_grants",
+                           (json_int_t)ls->covered_in_grants);
+    struct {
+        const char *key;
+        char **list;
+        unsigned n;
+    } lists[] = {{"grants_scanned", ls->scanned, ls->n_scanned},
+                 {"grants_incomplete", ls->incomplete, ls->n_incomplete},
+                 {"toolchains_incomplete", ls->tools_incomplete, ls->n_tools_incomplete},
+                 {"sockets_handed_over", ls->handed_over, ls->n_handed_over}};
+    for (size_t k = 0; hs && k < sizeof lists / sizeof lists[0]; k++) {
+        json_t *a = json_array();
+        for (unsigned i = 0; i < lists[k].n; i++)
+            json_array_append_new(a, json_string(lists[k].list[i]));
+        json_object_set_new(hs, lists[k].key, a);
+    }
+    json_object_set_new(j, "host_unix_sockets", hs);
     json_object_set_new(j, "pid", json_integer(getpid()));
     json_object_set_new(j, "uid", json_integer(getuid()));
     json_object_set_new(j, "gid", json_integer(getgid()));

@@ -56,14 +56,16 @@ int launch_build_root(const struct launch_plan *p, const char **ret_step);
 
 /* What launch_build_root found of host unix sockets in the projected trees
  * marked scan_sockets (mounts.c): how many it covered (in toolchains and
- * grants, and in grants alone), the --access trees it scanned and those
- * it could not scan whole (the first LAUNCH_SCAN_LIST of each).  Read by
- * the self-check. */
+ * grants, and in grants alone), the --access paths it scanned, those it
+ * could not scan whole, the toolchains it could not (to their shallower
+ * limits), and rw: grants that are a socket, handed over as asked (the
+ * first LAUNCH_SCAN_LIST of each).  Read by the self-check. */
 #define LAUNCH_SCAN_LIST 16
 struct launch_socket_scan {
     unsigned covered, covered_in_grants;
-    char *scanned[LAUNCH_SCAN_LIST], *incomplete[LAUNCH_SCAN_LIST];
-    unsigned n_scanned, n_incomplete;
+    char *scanned[LAUNCH_SCAN_LIST], *incomplete[LAUNCH_SCAN_LIST], *tools_incomplete[LAUNCH_SCAN_LIST],
+        *handed_over[LAUNCH_SCAN_LIST];
+    unsigned n_scanned, n_incomplete, n_tools_incomplete, n_handed_over;
 };
 extern struct launch_socket_scan launch_socket_scan;
 int launch_landlock(const struct launch_plan *p, int *ret_abi, uint64_t *ret_handled_fs, uint64_t *ret_handled_net,

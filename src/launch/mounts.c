@@ -190,11 +190,13 @@ static int cover_at_fd(int tfd, bool dir, const char *root) {
  * before ABI 9 has no right for it: a host service's socket in a projected
  * toolchain or --access tree (a D-Bus or Docker socket in a granted
  * runtime directory) would be reachable.  Each such socket found at start
- * is covered by an empty read-only file.  One made there later is not (the
- * supervisor says so).  An --access tree is scanned to SCAN_DEPTH levels
- * and SCAN_ENTRIES entries; a toolchain (large trees of files, no
- * services) to TOOL_DEPTH and TOOL_ENTRIES, at every start.  FUSE mounts
- * (pvisor's own views) are skipped: a connect there is refused anyway. */
+ * is covered by an empty read-only file; so is an ro: grant that is a
+ * socket (an rw: one hands it over, as asked).  One made there later is
+ * not (the supervisor says so).  An --access tree is scanned to SCAN_DEPTH
+ * levels and SCAN_ENTRIES entries; a toolchain (large trees of files, no
+ * services) to TOOL_DEPTH and TOOL_ENTRIES, at every start.  pvisor's own
+ * views (FUSE: a connect there is refused anyway) are not entered; another
+ * FUSE file system is. */
 #define SCAN_ENTRIES 20000
 #define SCAN_DEPTH 8
 #define TOOL_ENTRIES 2000
@@ -204,14 +206,37 @@ struct launch_socket_scan launch_socket_scan;
 
 struct scan {
     const char *root;
+    const dev_t *views; /* devices of pvisor's own FUSE views in the new root */
+    size_t n_views;
     unsigned budget, max_depth, covered;
     bool cut;
     int err;
 };
 
-static void scan_sockets_at(struct scan *sc, int dfd, int depth) {
+static bool own_view(const struct scan *sc, int dfd) {
     struct statfs sfs;
-    if (fstatfs(dfd, &sfs) == 0 && sfs.f_type == FUSE_MAGIC)
+    struct stat st;
+    if (fstatfs(dfd, &sfs) < 0 || sfs.f_type != FUSE_MAGIC || fstat(dfd, &st) < 0)
+        return false;
+    for (size_t i = 0; i < sc->n_views; i++)
+        if (sc->views[i] == st.st_dev)
+            return true;
+    return false;
+}
+
+static void cover_one(struct scan *sc, int dfd, const char *name) {
+    int fd = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    int r = fd < 0 ? -errno : cover_at_fd(fd, false, sc->root);
+    if (fd >= 0)
+        close(fd);
+    if (r == 0)
+        sc->covered++;
+    else if (r != -ENOENT)
+        sc->err = r;
+}
+
+static void scan_sockets_at(struct scan *sc, int dfd, unsigned depth) {
+    if (own_view(sc, dfd))
         return;
     int dup_fd = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
     DIR *d = dup_fd >= 0 ? fdopendir(dup_fd) : NULL;
@@ -235,17 +260,10 @@ static void scan_sockets_at(struct scan *sc, int dfd, int depth) {
         if (t == DT_UNKNOWN)
             t = fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 ? IFTODT(st.st_mode) : DT_UNKNOWN;
         if (t == DT_SOCK) {
-            int fd = openat(dfd, de->d_name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-            int r = fd < 0 ? -errno : cover_at_fd(fd, false, sc->root);
-            if (fd >= 0)
-                close(fd);
-            if (r == 0)
-                sc->covered++;
-            else if (r != -ENOENT)
-                sc->err = r;
+            cover_one(sc, dfd, de->d_name);
         } else if (t == DT_DIR) {
             int sub =
-                depth < SCAN_DEPTH ? openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+                depth < sc->max_depth ? openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
             if (sub < 0) {
                 sc->cut = true; /* too deep, or unreadable (perhaps still searchable) */
                 continue;
@@ -264,30 +282,70 @@ static void note_tree(char **list, unsigned *n, const char *path) {
 
 static int cover_sockets(const struct launch_plan *p, const struct source *src, const char *root,
                          const char **ret_step) {
+    struct launch_socket_scan *ls = &launch_socket_scan;
+    /* the views: the bind projections not scanned that are FUSE mounts */
+    _cleanup_free_ dev_t *views = calloc(p->n_mounts ? p->n_mounts : 1, sizeof *views);
+    size_t n_views = 0;
+    if (!views)
+        return -ENOMEM;
     for (size_t i = 0; i < p->n_mounts; i++) {
         const struct plan_mount *m = &p->mounts[i];
-        if (!m->scan_sockets || src[i].missing || src[i].symlink || !src[i].is_dir)
+        _cleanup_free_ char *target = path_join(root, m->path);
+        struct statfs sfs;
+        struct stat st;
+        if ((m->kind == PLAN_BIND_RO || m->kind == PLAN_BIND_RW) && !m->scan_sockets && target &&
+            statfs(target, &sfs) == 0 && sfs.f_type == FUSE_MAGIC && stat(target, &st) == 0)
+            views[n_views++] = st.st_dev;
+    }
+    for (size_t i = 0; i < p->n_mounts; i++) {
+        const struct plan_mount *m = &p->mounts[i];
+        if (!m->scan_sockets || src[i].missing || src[i].symlink)
             continue;
         _cleanup_free_ char *target = path_join(root, m->path);
         if (!target)
             return -ENOMEM;
-        _cleanup_close_ int fd = open(target, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         bool tool = m->optional; /* found by the supervisor, not granted by the user */
-        struct scan sc = {
-            .root = root, .budget = tool ? TOOL_ENTRIES : SCAN_ENTRIES, .max_depth = tool ? TOOL_DEPTH : SCAN_DEPTH};
-        if (fd < 0)
-            sc.cut = true;
-        else
-            scan_sockets_at(&sc, fd, 1);
+        struct scan sc = {.root = root,
+                          .views = views,
+                          .n_views = n_views,
+                          .budget = tool ? TOOL_ENTRIES : SCAN_ENTRIES,
+                          .max_depth = tool ? TOOL_DEPTH : SCAN_DEPTH};
+        struct stat st;
+        if (!src[i].is_dir) {
+            /* a grant of one file: a socket is covered (ro:) or handed over (rw:) */
+            if (lstat(target, &st) < 0 || !S_ISSOCK(st.st_mode))
+                continue;
+            if (m->kind == PLAN_BIND_RW) {
+                note_tree(ls->handed_over, &ls->n_handed_over, m->path);
+                continue;
+            }
+            _cleanup_free_ char *parent = strdup(target);
+            if (!parent)
+                return -ENOMEM;
+            *strrchr(parent, '/') = '\0';
+            _cleanup_close_ int pfd = open(parent, O_PATH | O_DIRECTORY | O_CLOEXEC);
+            if (pfd < 0)
+                return *ret_step = "opening the directory of a socket grant", -errno;
+            cover_one(&sc, pfd, strrchr(target, '/') + 1);
+        } else {
+            _cleanup_close_ int fd = open(target, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (fd < 0)
+                sc.cut = true;
+            else
+                scan_sockets_at(&sc, fd, 1);
+        }
         if (sc.err < 0)
             return *ret_step = "covering a unix socket in a projected tree", sc.err;
-        launch_socket_scan.covered += sc.covered;
-        if (tool)
+        ls->covered += sc.covered;
+        if (tool) {
+            if (sc.cut)
+                note_tree(ls->tools_incomplete, &ls->n_tools_incomplete, m->path);
             continue;
-        launch_socket_scan.covered_in_grants += sc.covered;
-        note_tree(launch_socket_scan.scanned, &launch_socket_scan.n_scanned, m->path);
+        }
+        ls->covered_in_grants += sc.covered;
+        note_tree(ls->scanned, &ls->n_scanned, m->path);
         if (sc.cut)
-            note_tree(launch_socket_scan.incomplete, &launch_socket_scan.n_incomplete, m->path);
+            note_tree(ls->incomplete, &ls->n_incomplete, m->path);
     }
     return 0;
 }

@@ -207,9 +207,21 @@ for grant in "ro:$G" "rw:$G"; do
     s=$("$PVISOR" run --safe --stage "$S" --workspace "$W" --access "$grant" -- "$PROBE" unix "$G/sub/svc.sock" 2>&1)
     case "$s" in BLOCKED*) ok "--safe --access $grant: the host socket inside is covered";; *) not_ok "--safe --access $grant: the host socket inside is covered"; diag "$s";; esac
 done
-eq "$(grep -c '^granted' "$T/server.log")" 1 "the service in the granted directory received only the control's connection"
 eq "$(jq -r '.dimensions.ipc | "\(.effective) \(.evidence.host_unix_sockets.covered_in_grants)"' "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json")" \
     "partial 1" "... and the Bundle's ipc is partial, naming the covered socket (one made there later would be reachable)"
+# the grant is the socket itself: ro: covers it; rw: hands it over, as
+# asked, and says so (partial); in a toolchain directory found from PATH it
+# is covered too
+s=$("$PVISOR" run --safe --stage "$S" --workspace "$W" --access "ro:$G/sub/svc.sock" -- "$PROBE" unix "$G/sub/svc.sock" 2>&1)
+case "$s" in BLOCKED*) ok "--safe --access ro:SOCKET: the socket is covered";; *) not_ok "--safe --access ro:SOCKET: the socket is covered"; diag "$s";; esac
+s=$(PATH="$G/sub:$PATH" "$PVISOR" run --safe --stage "$S" --workspace "$W" -- "$PROBE" unix "$G/sub/svc.sock" 2>&1)
+case "$s" in BLOCKED*) ok "--safe with a toolchain directory on PATH that holds a host socket: it is covered";; *) not_ok "--safe with a toolchain directory on PATH that holds a host socket: it is covered"; diag "$s";; esac
+eq "$(jq -r '.dimensions.ipc | "\(.effective) \(.evidence.host_unix_sockets.covered)"' "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json")" \
+    "enforced 1" "... and counted (a toolchain is not where services listen: ipc stays enforced)"
+s=$("$PVISOR" run --safe --stage "$S" --workspace "$W" --access "rw:$G/sub/svc.sock" -- "$PROBE" unix "$G/sub/svc.sock" 2>&1)
+eq "$(echo "$s" | cut -c1-7):$(jq -r '.dimensions.ipc | "\(.effective) \(.evidence.host_unix_sockets.sockets_handed_over | length)"' "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json")" \
+    "ESCAPED:partial 1" "--access rw:SOCKET hands that socket over, and the Bundle says so (ipc partial)"
+eq "$(grep -c '^granted' "$T/server.log")" 2 "the service in the granted directory received only the control's and the rw: grant's connections"
 "$PVISOR" run --safe --strict --stage "$S" --workspace "$W" --access "ro:$G" -- true >/dev/null 2>&1
 eq $? 125 "... so --strict refuses a grant that holds host sockets"
 mkdir -p "$T/granted-plain"

@@ -402,6 +402,11 @@ while True:  # each write waits while the overlay is paused
         f.write("x")
     i += 1
 PYEOF
+# (a file system with reflinks copies it at once: nothing to cancel there)
+echo x > "$H/reflink.src"
+if cp --reflink=always "$H/reflink.src" "$H/reflink.dst" 2>/dev/null; then
+    skip "a SIGTERM during a live checkpoint cancels the copy" "checkpoints are reflinks on this file system: the copy takes no time"
+else
 (cd "$W" && exec "$P" run --safe --stage "$S" --workspace "$W" --allow-write "$O" -- python3 "$O/agent.py" "$O/asked") \
     >"$O/run.out" 2>&1 &
 pv=$!
@@ -415,4 +420,5 @@ if wait_for "$O/asked"; then
 else
     kill -KILL $pv 2>/dev/null; wait $pv 2>/dev/null
     not_ok "a SIGTERM during a live checkpoint cancels the copy (the agent never asked: $(tail -n 3 "$O/run.out"))"
+fi
 fi
