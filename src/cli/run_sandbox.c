@@ -126,14 +126,15 @@ static bool holds_homes(const char *dir) {
 }
 
 /* Map a host directory that a command needs to what should be projected:
- * the top-level tool dir under HOME (~/.pyenv), /opt/<name>, or itself. */
-static void add_runtime_dir(struct dirlist *l, const char *home, const char *dir) {
+ * the top-level tool dir under HOME (~/.pyenv), /opt/<name>, or itself
+ * (not when tools_only: a directory the agent may have named). */
+static bool add_runtime_dir(struct dirlist *l, const char *home, const char *dir, bool tools_only) {
     char buf[PATH_MAX];
     _cleanup_free_ char *real = realpath(dir, NULL);
     const char *d = real ? real : dir;
     const char *root = plan_home_runtime_root(home, d, buf, sizeof buf);
     if (home && !root && path_within(d, home))
-        return; /* under HOME but not projectable (credentials, HOME itself) */
+        return true; /* under HOME but not projectable (credentials, HOME itself) */
     if (!root) {
         /* A tool manager in another home (another user's ~/.pyenv/shims, a
          * PATH kept when HOME was changed): what the same rules as for
@@ -142,15 +143,17 @@ static void add_runtime_dir(struct dirlist *l, const char *home, const char *dir
          * .local/.config/.cache entry as given, nothing holding a
          * credential location. */
         const char *dot = strstr(d, "/.");
+        if (dot && tools_only)
+            return false; /* another home's: not for what the agent names */
         if (dot && dot[2] != '\0' && dot[2] != '/' && dot[2] != '.') {
             char other[PATH_MAX];
             size_t hl = (size_t)(dot - d);
             if (hl == 0 || hl >= sizeof other)
-                return;
+                return true;
             memcpy(other, d, hl);
             other[hl] = '\0';
             if (!(root = plan_home_runtime_root(other, d, buf, sizeof buf)))
-                return;
+                return true;
         }
     }
     if (!root && strncmp(d, "/opt/", 5) == 0) {
@@ -163,6 +166,8 @@ static void add_runtime_dir(struct dirlist *l, const char *home, const char *dir
             root = buf;
         }
     }
+    if (!root && tools_only)
+        return false;
     if (!root)
         root = d;
     /* A directory widened from the entry (/opt/app for /opt/app/bin, a
@@ -177,22 +182,23 @@ static void add_runtime_dir(struct dirlist *l, const char *home, const char *dir
                 root = d;
         }
         if (holds_homes(root))
-            return;
+            return true;
     }
     struct stat st;
     if (stat(root, &st) == 0 && S_ISDIR(st.st_mode) && strcmp(root, "/") != 0)
         dirlist_add(l, root);
+    return true;
 }
 
-static void add_dir_of(struct dirlist *l, const char *home, const char *file) {
+static bool add_dir_of(struct dirlist *l, const char *home, const char *file, bool tools_only) {
     _cleanup_free_ char *c = strdup(file);
     if (!c)
-        return;
+        return true;
     char *slash = strrchr(c, '/');
     if (!slash || slash == c)
-        return;
+        return true;
     *slash = '\0';
-    add_runtime_dir(l, home, c);
+    return add_runtime_dir(l, home, c, tools_only);
 }
 
 /* Find the command as execvp would, on the host PATH. */
@@ -271,17 +277,30 @@ static void gather_runtime(const struct run_context *ctx, const char *home, stru
     add_logical_link(l, getenv("HOME"));
     add_logical_link(l, getenv("PWD"));
     _cleanup_free_ char *exe = which(ctx->opts->cmd_argv[0], ctx->cwd);
+    _cleanup_free_ char *real = exe ? realpath(exe, NULL) : NULL;
+    /* A command in the workspace is the agent's to write (an applied
+     * script, a link it made): its #! line or link target may widen what
+     * the sandbox reads only to a toolchain (/opt/<name>, a tool's
+     * dot-directory), never to any directory it names (#!/srv/data/x
+     * would project /srv/data). */
+    bool in_ws = exe && (path_within(exe, ctx->workspace) || (real && path_within(real, ctx->workspace)));
     if (exe) {
-        add_dir_of(l, home, exe);
-        _cleanup_free_ char *real = realpath(exe, NULL);
+        add_dir_of(l, home, exe, in_ws);
         if (real)
-            add_dir_of(l, home, real);
+            add_dir_of(l, home, real, in_ws);
         _cleanup_free_ char *interp = interpreter_of(real ? real : exe);
         if (interp) {
-            add_dir_of(l, home, interp);
+            bool shown = add_dir_of(l, home, interp, in_ws);
             _cleanup_free_ char *ri = realpath(interp, NULL);
             if (ri)
-                add_dir_of(l, home, ri);
+                shown = add_dir_of(l, home, ri, in_ws) && shown;
+            if (!shown && !plan_under_system_dir(ri ? ri : interp))
+                fprintf(stderr,
+                        "pvisor run: warning: %s names the interpreter %s, which the sandbox does not show: a "
+                        "command in the workspace is the agent's to write, and its #! line adds only toolchains "
+                        "(/opt/<name>, a tool's directory in HOME); name the interpreter ('pvisor run --safe -- "
+                        "INTERPRETER %s')\n",
+                        ctx->opts->cmd_argv[0], interp, ctx->opts->cmd_argv[0]);
         }
     }
     const char *path = getenv("PATH");
@@ -289,7 +308,7 @@ static void gather_runtime(const struct run_context *ctx, const char *home, stru
     char *save = NULL;
     for (char *d = copy ? strtok_r(copy, ":", &save) : NULL; d; d = strtok_r(NULL, ":", &save))
         if (d[0] == '/')
-            add_runtime_dir(l, home, d);
+            add_runtime_dir(l, home, d, false);
 }
 
 /* The file to exec for the command: the host's PATH search, when it is

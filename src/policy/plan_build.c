@@ -131,6 +131,13 @@ bool plan_home_is_system(const char *home) {
     return false;
 }
 
+bool plan_under_system_dir(const char *path) {
+    for (size_t i = 0; i < sizeof runtime_roots / sizeof runtime_roots[0]; i++)
+        if (path_within(path, runtime_roots[i]))
+            return true;
+    return false;
+}
+
 bool plan_is_credential_path(const char *rel) {
     for (const char *const *c = plan_credential_paths; *c; c++)
         if (path_within(rel, *c))

@@ -68,6 +68,8 @@ bool plan_is_credential_path(const char *rel);
  * own (it would show the system's files as the host has them, over their
  * read-only, for root idmapped, projections). */
 bool plan_home_is_system(const char *home);
+/* Is path inside one of the projected system directories? */
+bool plan_under_system_dir(const char *path);
 
 /* Top-level directory under HOME that a runtime path belongs to, or NULL
  * when it should not be projected whole (credential dirs, .local, .config,

@@ -229,6 +229,18 @@ mkdir -p "$T/granted-plain"
 eq "$?:$(jq -r .dimensions.ipc.effective "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json")" "0:enforced" \
     "a grant without sockets keeps ipc enforced (--strict runs)"
 
+# A script in the workspace is the agent's to write (applied from an
+# earlier run): its #! line named a host directory, which the sandbox then
+# projected as the command's toolchain (#!/srv/data/sh: /srv/data readable).
+# Only the user's choice of command widens what the sandbox shows.
+cp /bin/sh "$H/sh-interp"
+printf '#!%s\ncat %s\n' "$H/sh-interp" "$H/secret.txt" > "$W/agent-script.sh"; chmod +x "$W/agent-script.sh"
+c=$("$PVISOR" run -- "$W/agent-script.sh" 2>&1)
+s=$("$PVISOR" run --safe --stage "$S" --workspace "$W" -- ./agent-script.sh 2>&1); ss=$?
+eq "$(echo "$c" | grep -c TOPSECRET):$(echo "$s" | grep -c TOPSECRET):$ss:$(echo "$s" | grep -c 'does not show')" "1:0:127:1" \
+    "--safe: a workspace script's #! line does not project its host directory (the control reads the secret; --safe says why it cannot run)"
+rm -f "$W/agent-script.sh" "$H/sh-interp"
+
 # Writes: verdict by host bytes.
 safe write "$H/planted.txt" PWNED >/dev/null
 safe write "$T/alias/aliased.txt" PWNED >/dev/null
