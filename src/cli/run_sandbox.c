@@ -273,6 +273,65 @@ static void add_logical_link(struct dirlist *l, const char *path) {
     }
 }
 
+/* Does resolving path meet the workspace: is it, or a directory it goes
+ * through (its symlinks followed one at a time), inside ws?  There the
+ * agent may have made a link (an applied '.venv/bin' -> /srv/data, a
+ * workspace that is HOME with its '.local/bin'), so what the path leads to
+ * is the agent's choice, not the user's.  Past 40 links: yes. */
+static bool resolves_through(const char *path, const char *ws) {
+    char done[PATH_MAX], todo[PATH_MAX];
+    if (!path || path[0] != '/' || snprintf(todo, sizeof todo, "%s", path) >= (int)sizeof todo)
+        return false;
+    done[0] = '\0';
+    int links = 0;
+    for (char *p = todo;;) {
+        while (*p == '/')
+            p++;
+        if (!*p)
+            break;
+        char *e = strchr(p, '/');
+        size_t n = e ? (size_t)(e - p) : strlen(p), dl = strlen(done);
+        if (n == 1 && p[0] == '.') {
+            p += n;
+            continue;
+        }
+        if (n == 2 && p[0] == '.' && p[1] == '.') {
+            char *s = strrchr(done, '/');
+            if (s)
+                *s = '\0';
+            p += n;
+            continue;
+        }
+        if (dl + 1 + n >= sizeof done)
+            return true;
+        done[dl] = '/';
+        memcpy(done + dl + 1, p, n);
+        done[dl + 1 + n] = '\0';
+        p += n;
+        if (path_within(done, ws))
+            return true;
+        struct stat st;
+        if (lstat(done, &st) < 0)
+            return false; /* nothing there: nothing beyond it either */
+        if (!S_ISLNK(st.st_mode))
+            continue;
+        char target[PATH_MAX], rest[PATH_MAX];
+        ssize_t tl = readlink(done, target, sizeof target - 1);
+        if (++links > 40 || tl <= 0)
+            return links > 40;
+        target[tl] = '\0';
+        if (snprintf(rest, sizeof rest, "%s/%s", target, p) >= (int)sizeof rest)
+            return true;
+        memcpy(todo, rest, strlen(rest) + 1);
+        p = todo;
+        if (target[0] == '/')
+            done[0] = '\0';
+        else
+            done[dl] = '\0';
+    }
+    return path_within(done[0] ? done : "/", ws);
+}
+
 static void gather_runtime(const struct run_context *ctx, const char *home, struct dirlist *l) {
     add_logical_link(l, getenv("HOME"));
     add_logical_link(l, getenv("PWD"));
@@ -283,17 +342,18 @@ static void gather_runtime(const struct run_context *ctx, const char *home, stru
      * the sandbox reads only to a toolchain (/opt/<name>, a tool's
      * dot-directory), never to any directory it names (#!/srv/data/x
      * would project /srv/data). */
-    bool in_ws = exe && (path_within(exe, ctx->workspace) || (real && path_within(real, ctx->workspace)));
+    bool in_ws = exe && (resolves_through(exe, ctx->workspace) || (real && path_within(real, ctx->workspace)));
     if (exe) {
         add_dir_of(l, home, exe, in_ws);
         if (real)
             add_dir_of(l, home, real, in_ws);
         _cleanup_free_ char *interp = interpreter_of(real ? real : exe);
         if (interp) {
-            bool shown = add_dir_of(l, home, interp, in_ws);
+            bool agents = in_ws || resolves_through(interp, ctx->workspace);
+            bool shown = add_dir_of(l, home, interp, agents);
             _cleanup_free_ char *ri = realpath(interp, NULL);
             if (ri)
-                shown = add_dir_of(l, home, ri, in_ws) && shown;
+                shown = add_dir_of(l, home, ri, agents) && shown;
             if (!shown && !plan_under_system_dir(ri ? ri : interp))
                 fprintf(stderr,
                         "pvisor run: warning: %s names the interpreter %s, which the sandbox does not show: a "
@@ -308,7 +368,10 @@ static void gather_runtime(const struct run_context *ctx, const char *home, stru
     char *save = NULL;
     for (char *d = copy ? strtok_r(copy, ":", &save) : NULL; d; d = strtok_r(NULL, ":", &save))
         if (d[0] == '/')
-            add_runtime_dir(l, home, d, false);
+            /* an entry in the workspace (a venv's bin, HOME's .local/bin
+             * when HOME is the workspace) leads where the agent's links
+             * there lead: a toolchain only */
+            add_runtime_dir(l, home, d, resolves_through(d, ctx->workspace));
 }
 
 /* The file to exec for the command: the host's PATH search, when it is

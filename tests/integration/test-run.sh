@@ -201,6 +201,23 @@ if [ "$safe_works" = true ] && command -v strace >/dev/null; then
 else
     skip "the SHA-256 probe is held back" "needs --safe working here and strace"
 fi
+# A PATH entry in the workspace (an activated venv's bin) is where the
+# agent's links lead: an applied '.venv/bin' -> a host directory made the
+# sandbox project that directory as a toolchain (its files readable, its
+# sockets below two levels connectable).  Only a toolchain may come of it;
+# an entry outside the workspace is still projected.
+if [ "$safe_works" = true ]; then
+    mkdir -p "$T/pathws/.venv" "$T/pathsecret/a/b" "$T/pathtool/bin"
+    echo PATHSECRET > "$T/pathsecret/secret.txt"
+    ln -s "$T/pathsecret" "$T/pathws/.venv/bin"
+    printf '#!/bin/sh\necho tool-ok\n' > "$T/pathtool/bin/pv-path-tool"; chmod +x "$T/pathtool/bin/pv-path-tool"
+    out=$(cd "$T/pathws" && PATH="$T/pathws/.venv/bin:$PATH" "$PVISOR" run --safe -- cat "$T/pathsecret/secret.txt" 2>&1)
+    eq "$(echo "$out" | grep -c PATHSECRET)" 0 "--safe: a PATH entry in the workspace linked to a host directory does not project it"
+    out=$(cd "$T/pathws" && PATH="$T/pathtool/bin:$PATH" "$PVISOR" run --safe -- pv-path-tool 2>&1)
+    eq "$out" tool-ok "--safe: a PATH entry outside the workspace is still projected as the command's toolchain"
+else
+    skip "a PATH entry in the workspace does not project where it leads" "needs --safe working here"
+fi
 # qemu: the native system emulator on $PATH (the VM executor runs the
 # host's binaries), never a foreign one.
 mkdir -p "$T/qemu-native" "$T/qemu-foreign"
