@@ -283,7 +283,11 @@ static void note_tree(char **list, unsigned *n, const char *path) {
 static int cover_sockets(const struct launch_plan *p, const struct source *src, const char *root,
                          const char **ret_step) {
     struct launch_socket_scan *ls = &launch_socket_scan;
-    /* the views: the bind projections not scanned that are FUSE mounts */
+    /* the views: the read-write bind projections not scanned that are FUSE
+     * mounts (the workspace's and HOME's).  Not a read-only one: /etc or
+     * /usr on a FUSE file system (a rootless container's fuse-overlayfs
+     * root) has the device of every grant on that file system, whose
+     * sockets would then go unscanned while ipc said enforced. */
     _cleanup_free_ dev_t *views = calloc(p->n_mounts ? p->n_mounts : 1, sizeof *views);
     size_t n_views = 0;
     if (!views)
@@ -293,7 +297,7 @@ static int cover_sockets(const struct launch_plan *p, const struct source *src, 
         _cleanup_free_ char *target = path_join(root, m->path);
         struct statfs sfs;
         struct stat st;
-        if ((m->kind == PLAN_BIND_RO || m->kind == PLAN_BIND_RW) && !m->scan_sockets && target &&
+        if (m->kind == PLAN_BIND_RW && !m->scan_sockets && target &&
             statfs(target, &sfs) == 0 && sfs.f_type == FUSE_MAGIC && stat(target, &st) == 0)
             views[n_views++] = st.st_dev;
     }

@@ -218,6 +218,33 @@ if [ "$safe_works" = true ]; then
 else
     skip "a PATH entry in the workspace does not project where it leads" "needs --safe working here"
 fi
+# A grant on a FUSE file system that also holds a projected system
+# directory (a rootless container's fuse-overlayfs root) was taken for one
+# of pvisor's own views and not scanned: its host sockets were reachable
+# while ipc said enforced.  Here /etc is bound from such a file system in a
+# private mount namespace.
+if [ "$safe_works" = true ] && [ "$(id -u)" -eq 0 ] && command -v fuse-overlayfs >/dev/null && command -v python3 >/dev/null; then
+    mkdir -p "$T/fz/l/grant" "$T/fz/u" "$T/fz/w" "$T/fz/m" "$T/fzws"
+    cp -a /etc "$T/fz/l/etc"
+    cat > "$T/fz/in.sh" <<EOF
+fuse-overlayfs -o lowerdir=$T/fz/l,upperdir=$T/fz/u,workdir=$T/fz/w $T/fz/m 2>/dev/null || exit 77
+mount --bind $T/fz/m/etc /etc || exit 77
+python3 -c 'import socket,time; s=socket.socket(socket.AF_UNIX); s.bind("$T/fz/m/grant/svc.sock"); s.listen(5); time.sleep(60)' &
+sp=\$!
+i=0; while [ ! -S $T/fz/m/grant/svc.sock ] && [ \$i -lt 100 ]; do sleep 0.05; i=\$((i+1)); done
+cd $T/fzws && "$PVISOR" run --safe --access ro:$T/fz/m/grant -- python3 -c 'import socket; s=socket.socket(socket.AF_UNIX); s.connect("$T/fz/m/grant/svc.sock"); print("CONNECTED")' 2>/dev/null
+kill \$sp; wait \$sp; umount /etc; fusermount -u $T/fz/m 2>/dev/null || umount -l $T/fz/m
+EOF
+    out=$(unshare -m --propagation private sh "$T/fz/in.sh"); rc=$?
+    if [ $rc -eq 77 ]; then
+        skip "a grant on the FUSE file system of a projected /etc is scanned" "fuse-overlayfs cannot mount here"
+    else
+        eq "$out:$(jq -r '.dimensions.ipc.evidence.host_unix_sockets.covered_in_grants' "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json")" ":1" \
+            "--safe: a socket in a grant on the FUSE file system of a projected /etc is covered, not taken for pvisor's own view"
+    fi
+else
+    skip "a grant on the FUSE file system of a projected /etc is scanned" "needs --safe, root, fuse-overlayfs and python3"
+fi
 # qemu: the native system emulator on $PATH (the VM executor runs the
 # host's binaries), never a foreign one.
 mkdir -p "$T/qemu-native" "$T/qemu-foreign"
