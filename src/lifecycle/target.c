@@ -35,6 +35,37 @@ static const char *bundle_stage_path(const json_t *b) {
     return json_string_value(json_object_get(json_object_get(b, "stage"), "path"));
 }
 
+/* Does the symlink at link (an absolute path) lie where an agent may have
+ * made it: in the workspace of a recorded run (an applied workspace holds
+ * the agent's links)?  Its directory is compared resolved.  A system link
+ * such as /home -> var/home, or the user's own elsewhere, is not. */
+static bool agent_link(const char *link) {
+    _cleanup_free_ char *dir = strdup(link);
+    if (!dir)
+        return true;
+    char *slash = strrchr(dir, '/');
+    *slash = '\0';
+    _cleanup_free_ char *rdir = realpath(dir[0] ? dir : "/", NULL);
+    _cleanup_free_ char *real = rdir ? path_join(rdir, slash + 1) : NULL;
+    if (!real)
+        return true;
+    char **ids = NULL;
+    size_t n = 0;
+    bool found = false;
+    if (runs_list_ids(&ids, &n) < 0)
+        return false;
+    for (size_t i = 0; i < n && !found; i++) {
+        json_t *b = NULL;
+        if (runs_load_bundle(ids[i], &b) < 0)
+            continue;
+        const char *ws = json_string_value(json_object_get(b, "workspace"));
+        found = ws && path_within(real, ws);
+        json_decref(b);
+    }
+    runs_free_ids(ids);
+    return found;
+}
+
 int lc_resolve_target(const char *run, const char *stage_dir, char **ret_stage_path, char **ret_run_id,
                       json_t **ret_bundle) {
     char **ids = NULL;
@@ -47,8 +78,9 @@ int lc_resolve_target(const char *run, const char *stage_dir, char **ret_stage_p
          * the current directory may be an applied workspace holding a link
          * the agent made ("latest" -> another project's stage).  The last
          * component is checked without its trailing "/" and "/." (which
-         * would follow the link), and a relative path, which is where such
-         * a link is met, has no symlink at any component. */
+         * would follow the link); a relative path has no symlink at any
+         * component, an absolute one none where the agent may have made it
+         * (agent_link). */
         char last[PATH_MAX];
         size_t l = strlen(stage_dir);
         for (;;) {
@@ -62,12 +94,13 @@ int lc_resolve_target(const char *run, const char *stage_dir, char **ret_stage_p
         if (l < sizeof last) {
             memcpy(last, stage_dir, l);
             last[l] = '\0';
-            for (size_t i = stage_dir[0] == '/' ? l : 1; i <= l; i++) {
+            bool absolute = stage_dir[0] == '/';
+            for (size_t i = 1; i <= l; i++) {
                 if (i < l && last[i] != '/')
                     continue;
                 char c = last[i];
                 last[i] = '\0';
-                bool link = lstat(last, &lst) == 0 && S_ISLNK(lst.st_mode);
+                bool link = lstat(last, &lst) == 0 && S_ISLNK(lst.st_mode) && (!absolute || i == l || agent_link(last));
                 last[i] = c;
                 if (link) {
                     r = -ELOOP;

@@ -987,6 +987,15 @@ ln -s "$(dirname "$T/st13f")" "$T/lnkdir13"
 (cd "$T" && "$P" status --review "$T/lnk13/./") >/dev/null 2>&1; r3=$?
 eq "$r1:$r2:$r3:$(review_json "$T/st13f" | jq -r .stage.state)" "1:1:1:sealed" \
     "a stage path ending in '/.' after a symlink, or going through one, is refused too"
+# an absolute path through a link in a workspace (an agent's) too; through
+# a link elsewhere (/home -> var/home) it is the user's path
+ln -s "$(dirname "$T/st13f")" "$W/agentlnk"
+(cd / && "$P" drop --stage "$W/agentlnk/$(basename "$T/st13f")") >/dev/null 2>&1; r1=$?
+mkdir -p "$T/syslinks" && ln -s "$(dirname "$T/st13f")" "$T/syslinks/to"
+(cd / && "$P" status --review "$T/syslinks/to/$(basename "$T/st13f")") >/dev/null 2>&1; r2=$?
+eq "$r1:$r2:$(review_json "$T/st13f" | jq -r .stage.state)" "1:0:sealed" \
+    "an absolute stage path through a link in a workspace is refused; through a link elsewhere it is followed"
+rm -rf "$W/agentlnk" "$T/syslinks"
 rm -f "$T/lnk13" "$T/lnkdir13"
 # an interrupted stage is restored from its checkpoint
 "$P" run --stage "$S" --workspace "$W" -- sh -c "echo junk > '$W/junk'; echo \$\$ > '$T/agent13.pid'; sleep 30" &
