@@ -297,8 +297,8 @@ static int cover_sockets(const struct launch_plan *p, const struct source *src, 
         _cleanup_free_ char *target = path_join(root, m->path);
         struct statfs sfs;
         struct stat st;
-        if (m->kind == PLAN_BIND_RW && !m->scan_sockets && target &&
-            statfs(target, &sfs) == 0 && sfs.f_type == FUSE_MAGIC && stat(target, &st) == 0)
+        if (m->kind == PLAN_BIND_RW && !m->scan_sockets && target && statfs(target, &sfs) == 0 &&
+            sfs.f_type == FUSE_MAGIC && stat(target, &st) == 0)
             views[n_views++] = st.st_dev;
     }
     for (size_t i = 0; i < p->n_mounts; i++) {
