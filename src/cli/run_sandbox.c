@@ -1340,13 +1340,15 @@ void sandbox_record(struct run_context *ctx, const struct sandbox *sb) {
     if (sb->plan.unshare_net)
         /* the namespace confines unix, inet, inet6 and netlink only: the
          * other families (vsock: the VM host's ports) are seccomp's */
-        bundle_set_dimension(b, DIM_NETWORK, net && seccomp ? LEVEL_ENFORCED : LEVEL_UNAVAILABLE,
-                             "private network namespace (loopback only); no socket families beyond unix, inet, "
-                             "inet6, netlink (seccomp)",
-                             EVID("{s:b, s:I, s:b}", "net_namespace_differs", net, "landlock_handled_net",
-                                  json_integer_value(json_object_get(ll, "handled_net")), "socket_families_filtered",
-                                  seccomp),
-                             NULL);
+        bundle_set_dimension(
+            b, DIM_NETWORK, net && seccomp ? LEVEL_ENFORCED : LEVEL_UNAVAILABLE,
+            sb->plan.loopback_tcp ? "private network namespace (its own loopback only, TCP allowed there: --network "
+                                    "loopback); no socket families beyond unix, inet, inet6, netlink (seccomp)"
+                                  : "private network namespace (loopback only; no TCP, Landlock); no socket families "
+                                    "beyond unix, inet, inet6, netlink (seccomp)",
+            EVID("{s:b, s:I, s:b}", "net_namespace_differs", net, "landlock_handled_net",
+                 json_integer_value(json_object_get(ll, "handled_net")), "socket_families_filtered", seccomp),
+            NULL);
     bundle_set_dimension(
         b, DIM_CHILD_PROCESSES, pid ? LEVEL_ENFORCED : LEVEL_UNAVAILABLE,
         "PID namespace with pvisor's init as PID 1; every process dies with the run",

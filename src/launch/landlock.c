@@ -93,7 +93,7 @@ int launch_landlock(const struct launch_plan *p, int *ret_abi, uint64_t *ret_han
     size_t attr_size = sizeof attr.handled_access_fs;
     if (abi >= 4) {
         attr_size = offsetof(struct pv_ruleset_attr, scoped);
-        if (p->unshare_net)
+        if (p->unshare_net && !p->loopback_tcp)
             attr.handled_access_net = PV_LL_NET_BIND_TCP | PV_LL_NET_CONNECT_TCP;
     }
     if (abi >= 6) {

@@ -77,11 +77,11 @@ json_t *plan_to_json(const struct launch_plan *p) {
                                                 "fd", p->mounts[i].fd, "optional", p->mounts[i].optional,
                                                 "scan_sockets", p->mounts[i].scan_sockets));
     return json_pack(
-        "{s:o, s:s?, s:o, s:s, s:s, s:I, s:I, s:b, s:b, s:b, s:b, s:b, s:I, s:{s:I, s:I, s:I, s:I, s:I}, s:o}", "argv",
-        strv_to_json(p->argv), "exec_path", p->exec_path, "env", strv_to_json(p->envp), "cwd", p->cwd, "hostname",
-        p->hostname, "uid", (json_int_t)p->uid, "gid", (json_int_t)p->gid, "unshare_net", p->unshare_net, "landlock",
-        p->landlock, "seccomp", p->seccomp, "tty", p->tty, "tty_input", p->tty_input, "tmp_size",
-        (json_int_t)p->tmp_size, "rlimits", "nofile", (json_int_t)p->rlimit_nofile, "fsize",
+        "{s:o, s:s?, s:o, s:s, s:s, s:I, s:I, s:b, s:b, s:b, s:b, s:b, s:b, s:I, s:{s:I, s:I, s:I, s:I, s:I}, s:o}",
+        "argv", strv_to_json(p->argv), "exec_path", p->exec_path, "env", strv_to_json(p->envp), "cwd", p->cwd,
+        "hostname", p->hostname, "uid", (json_int_t)p->uid, "gid", (json_int_t)p->gid, "unshare_net", p->unshare_net,
+        "loopback_tcp", p->loopback_tcp, "landlock", p->landlock, "seccomp", p->seccomp, "tty", p->tty, "tty_input",
+        p->tty_input, "tmp_size", (json_int_t)p->tmp_size, "rlimits", "nofile", (json_int_t)p->rlimit_nofile, "fsize",
         (json_int_t)p->rlimit_fsize, "nproc", (json_int_t)p->rlimit_nproc, "as", (json_int_t)p->rlimit_as, "cpu",
         (json_int_t)p->rlimit_cpu, "mounts", mounts);
 }
@@ -164,6 +164,7 @@ int plan_from_json(const json_t *j, struct launch_plan *ret_plan) {
     p.tty = json_is_true(json_object_get(j, "tty"));
     p.tty_input = json_is_true(json_object_get(j, "tty_input"));
     p.unshare_net = json_is_true(json_object_get(j, "unshare_net"));
+    p.loopback_tcp = json_is_true(json_object_get(j, "loopback_tcp"));
     p.landlock = json_is_true(json_object_get(j, "landlock"));
     p.seccomp = json_is_true(json_object_get(j, "seccomp"));
     if (get_u64(j, "tmp_size", &p.tmp_size) < 0 || get_u64(rl, "nofile", &p.rlimit_nofile) < 0 ||

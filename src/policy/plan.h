@@ -53,8 +53,10 @@ struct launch_plan {
     char *hostname;
     uint32_t uid, gid; /* ids the command sees (the invoking user's) */
     bool unshare_net;  /* private network namespace (deny-all) */
-    bool landlock;     /* install Landlock (required: failure aborts) */
-    bool seccomp;      /* install the seccomp filter (required) */
+    bool
+        loopback_tcp; /* ... in which TCP on its own loopback is allowed (--network loopback): no Landlock TCP rights */
+    bool landlock;    /* install Landlock (required: failure aborts) */
+    bool seccomp;     /* install the seccomp filter (required) */
     /* The command gets a pty of the sandbox's own devpts as its controlling
      * terminal, in place of those of fd 0-2 that are the user's terminal;
      * the namespace's init relays between the two (launch.c, struct term). */

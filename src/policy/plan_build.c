@@ -287,6 +287,7 @@ int plan_build(const struct plan_inputs *in, struct launch_plan *ret_plan, char 
     p.uid = in->uid;
     p.gid = in->gid;
     p.unshare_net = policy_denies_network(o);
+    p.loopback_tcp = p.unshare_net && o->network_loopback;
     p.landlock = true;
     p.seccomp = true;
     p.tmp_size = 1ULL << 30;

@@ -90,6 +90,7 @@ enum opt_id {
     OPT_ACCESS,
     OPT_ALLOW_WRITE,
     OPT_LIMIT,
+    OPT_NETWORK,
 };
 
 static const struct {
@@ -113,6 +114,7 @@ static const struct {
     {"--access", OPT_ACCESS, true},
     {"--allow-write", OPT_ALLOW_WRITE, true},
     {"--limit", OPT_LIMIT, true},
+    {"--network", OPT_NETWORK, true},
 };
 
 int policy_parse_duration(const char *s, uint64_t *ret_ms) {
@@ -265,6 +267,15 @@ int policy_parse_run(int argc, char **argv, struct run_options *ret_opts, char *
             else
                 return fail(ret_error, "--executor must be one of auto, host, oci, vm; not '%s'", val);
             break;
+        case OPT_NETWORK:
+            if (strcmp(val, "none") == 0)
+                o.network_loopback = false;
+            else if (strcmp(val, "loopback") == 0)
+                o.network_loopback = true;
+            else
+                return fail(ret_error, "--network must be 'none' or 'loopback', not '%s'", val);
+            o.network_set = true;
+            break;
         case OPT_STAGE: o.stage = val; break;
         case OPT_WORKSPACE: o.workspace = val; break;
         case OPT_DURABILITY:
@@ -350,6 +361,8 @@ int policy_parse_run(int argc, char **argv, struct run_options *ret_opts, char *
     if (o.n_pass_env && !policy_wants_sandbox(&o))
         return fail(ret_error,
                     "--pass-env only applies to --safe or --filesystem sandbox (other runs inherit the environment)");
+    if (o.network_set && !o.safe)
+        return fail(ret_error, "--network only applies to --safe (other runs keep the host's network)");
     if (policy_has_limits(&o.limits) && !policy_wants_sandbox(&o))
         return fail(ret_error, "--limit only applies to --safe or --filesystem sandbox");
     if (o.workspace && o.workspace[0] == '\0')

@@ -76,6 +76,8 @@ struct run_options {
     uint64_t stage_max_bytes;                     /* 0 = unlimited */
     uint64_t stage_max_inodes;                    /* 0 = unlimited */
     uint64_t timeout_ms;                          /* --timeout; 0 = none */
+    bool network_loopback;                        /* --network loopback: TCP on the sandbox's own loopback */
+    bool network_set;                             /* --network given */
     struct run_limits limits;                     /* --limit, merged */
     const char *pass_env[POLICY_MAX_PASS_ENV];    /* --pass-env NAME, in order */
     struct access_rule access[POLICY_MAX_ACCESS]; /* --access, --allow-write, in order */

@@ -166,6 +166,10 @@ attempt "pathname unix socket of a host service" unix "$H/host.sock"
 attempt "abstract unix socket of a host service" abstract "$ABSTRACT"
 attempt "descriptor passing from a host service (SCM_RIGHTS)" fd-recv "$H/host.sock.fd"
 attempt "TCP to a host loopback service" tcp 127.0.0.1 "$PORT"
+# --network loopback lifts Landlock's TCP rights: the private network
+# namespace alone keeps the host's loopback out of reach
+s=$("$PVISOR" run --safe --network loopback --stage "$S" --workspace "$W" -- "$PROBE" tcp 127.0.0.1 "$PORT" 2>&1)
+case "$s" in BLOCKED*) ok "--safe --network loopback blocks: TCP to a host loopback service";; *) not_ok "--safe --network loopback blocks: TCP to a host loopback service"; diag "$s";; esac
 attempt "ptrace of a host process" ptrace "$VICTIM"
 attempt "process_vm_readv of a host process" vm-read "$VICTIM" "$ADDR"
 attempt "/proc/<host pid>/mem of a host process" mem "$VICTIM" "$ADDR"

@@ -286,3 +286,29 @@ eq "$rc" 137 "--timeout kills a command that ignores SIGTERM after the grace per
 "$PVISOR" run --timeout 0 -- true 2>/dev/null; eq $? 2 "--timeout 0 is a usage error"
 "$PVISOR" run --timeout 5x -- true 2>/dev/null; eq $? 2 "--timeout with a bad unit is a usage error"
 "$PVISOR" run --timeout 10 -- true; eq $? 0 "a command that finishes in time is unaffected by --timeout"
+
+# --- --network ----------------------------------------------------------------
+# --safe: a network namespace of its own (only its loopback) and no TCP at
+# all (Landlock), also on that loopback; --network loopback allows TCP
+# there (a test suite's local server); the host's loopback services stay
+# out of reach either way (tests/adversarial).
+mkdir -p "$T/netws"
+cat > "$T/netws/lo.py" <<'PYEOF'
+import socket, threading
+try:
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(1); port = s.getsockname()[1]
+    def serve():
+        c, _ = s.accept(); c.sendall(b"pong"); c.close()
+    threading.Thread(target=serve, daemon=True).start()
+    c = socket.create_connection(("127.0.0.1", port)); print("loopback", c.recv(10).decode())
+except OSError as e:
+    print("loopback refused", e.strerror)
+PYEOF
+out1=$(cd "$T/netws" && "$PVISOR" run --safe -- /usr/bin/python3 lo.py 2>&1)
+out2=$(cd "$T/netws" && "$PVISOR" run --safe --network loopback -- /usr/bin/python3 lo.py 2>&1)
+eq "$out1|$out2" "loopback refused Permission denied|loopback pong" \
+    "--safe: no TCP even on the sandbox's own loopback; --network loopback allows it there"
+eq "$(jq -r '.requested_policy.network, .dimensions.network.effective, .dimensions.network.evidence.landlock_handled_net' "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json" | tr '\n' ' ')" \
+    "loopback enforced 0 " "the Bundle records --network loopback (no Landlock TCP rights; network still enforced)"
+"$PVISOR" run --network loopback -- true 2>/dev/null; eq $? 2 "--network without --safe is a usage error"
+"$PVISOR" run --safe --network wide -- true 2>/dev/null; eq $? 2 "--network takes none or loopback"
