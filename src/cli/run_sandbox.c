@@ -332,6 +332,21 @@ static bool resolves_through(const char *path, const char *ws) {
     return path_within(done[0] ? done : "/", ws);
 }
 
+/* A command npm installed (PREFIX/node_modules/.bin/codex, a link to
+ * PREFIX/node_modules/@openai/codex/bin/codex.js) loads the rest of its
+ * package and its dependencies from the node_modules tree around it (a
+ * platform package beside it): the outermost node_modules directory on
+ * the way to file is projected too, by add_runtime_dir's rules. */
+static void add_node_modules_of(struct dirlist *l, const char *home, const char *file, bool tools_only) {
+    static const char nm[] = "/node_modules/";
+    const char *at = file ? strstr(file, nm) : NULL;
+    if (!at)
+        return;
+    _cleanup_free_ char *dir = strndup(file, (size_t)(at - file) + sizeof nm - 2);
+    if (dir)
+        (void)add_runtime_dir(l, home, dir, tools_only);
+}
+
 static void gather_runtime(const struct run_context *ctx, const char *home, struct dirlist *l) {
     add_logical_link(l, getenv("HOME"));
     add_logical_link(l, getenv("PWD"));
@@ -347,6 +362,7 @@ static void gather_runtime(const struct run_context *ctx, const char *home, stru
         add_dir_of(l, home, exe, in_ws);
         if (real)
             add_dir_of(l, home, real, in_ws);
+        add_node_modules_of(l, home, real ? real : exe, in_ws);
         _cleanup_free_ char *interp = interpreter_of(real ? real : exe);
         if (interp) {
             bool agents = in_ws || resolves_through(interp, ctx->workspace);
@@ -366,12 +382,21 @@ static void gather_runtime(const struct run_context *ctx, const char *home, stru
     const char *path = getenv("PATH");
     _cleanup_free_ char *copy = path ? strdup(path) : NULL;
     char *save = NULL;
-    for (char *d = copy ? strtok_r(copy, ":", &save) : NULL; d; d = strtok_r(NULL, ":", &save))
-        if (d[0] == '/')
-            /* an entry in the workspace (a venv's bin, HOME's .local/bin
-             * when HOME is the workspace) leads where the agent's links
-             * there lead: a toolchain only */
-            add_runtime_dir(l, home, d, resolves_through(d, ctx->workspace));
+    for (char *d = copy ? strtok_r(copy, ":", &save) : NULL; d; d = strtok_r(NULL, ":", &save)) {
+        if (d[0] != '/')
+            continue;
+        /* an entry in the workspace (a venv's bin, HOME's .local/bin when
+         * HOME is the workspace) leads where the agent's links there
+         * lead: a toolchain only */
+        bool agents = resolves_through(d, ctx->workspace);
+        add_runtime_dir(l, home, d, agents);
+        /* PREFIX/node_modules/.bin: its entries link into that tree (a
+         * command run through a shell, sh -c codex) */
+        _cleanup_free_ char *rd = realpath(d, NULL);
+        size_t rl = rd ? strlen(rd) : 0;
+        if (rl > 18 && strcmp(rd + rl - 18, "/node_modules/.bin") == 0)
+            add_node_modules_of(l, home, rd, agents);
+    }
 }
 
 /* The file to exec for the command: the host's PATH search, when it is

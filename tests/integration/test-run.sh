@@ -312,3 +312,18 @@ eq "$(jq -r '.requested_policy.network, .dimensions.network.effective, .dimensio
     "loopback enforced 0 " "the Bundle records --network loopback (no Landlock TCP rights; network still enforced)"
 "$PVISOR" run --network loopback -- true 2>/dev/null; eq $? 2 "--network without --safe is a usage error"
 "$PVISOR" run --safe --network wide -- true 2>/dev/null; eq $? 2 "--network takes none or loopback"
+
+# --- npm prefixes -------------------------------------------------------------
+# A command npm installed in a prefix outside HOME, /usr and /opt
+# (PREFIX/node_modules/.bin/x, a link into its package) finds the rest of
+# its node_modules tree (a platform package beside it), run by its name or
+# through a shell (codex failed with 'Missing optional dependency').
+nm="$T/npmpfx/node_modules"
+mkdir -p "$nm/.bin" "$nm/@scope/tool/bin" "$nm/@scope/tool-linux-x64"
+echo TOOL-DEP > "$nm/@scope/tool-linux-x64/data"
+printf '#!/bin/sh\nd=$(dirname "$(readlink -f "$0")")\ncat "$d/../../tool-linux-x64/data"\n' > "$nm/@scope/tool/bin/tool.sh"
+chmod 0755 "$nm/@scope/tool/bin/tool.sh"
+ln -s ../@scope/tool/bin/tool.sh "$nm/.bin/pvtool"
+out1=$(cd "$T/safews" && PATH="$nm/.bin:$PATH" "$PVISOR" run --safe -- pvtool 2>&1)
+out2=$(cd "$T/safews" && PATH="$nm/.bin:$PATH" "$PVISOR" run --safe -- sh -c pvtool 2>&1)
+eq "$out1|$out2" "TOOL-DEP|TOOL-DEP" "--safe: an npm-installed command reads its platform package beside it, also run through a shell"
