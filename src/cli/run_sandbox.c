@@ -332,6 +332,24 @@ static bool resolves_through(const char *path, const char *ws) {
     return path_within(done[0] ? done : "/", ws);
 }
 
+/* Is path the agent's to lead somewhere: does resolving it meet the
+ * workspace, or a directory a read-write grant (--allow-write, --access
+ * rw:) lets the command write on the host directly?  A link left there by
+ * an earlier run (a granted '~/.local/bin' replaced by a link to
+ * /srv/data) is the agent's as much as one applied to the workspace. */
+static bool agent_writable(const struct run_context *ctx, const char *path, const char *real) {
+    if (resolves_through(path, ctx->workspace) || (real && path_within(real, ctx->workspace)))
+        return true;
+    for (int i = 0; i < ctx->opts->n_access; i++) {
+        if (ctx->opts->access[i].kind != ACCESS_RW)
+            continue;
+        _cleanup_free_ char *g = realpath(ctx->opts->access[i].path, NULL);
+        if (g && (resolves_through(path, g) || (real && path_within(real, g))))
+            return true;
+    }
+    return false;
+}
+
 /* A command npm installed (PREFIX/node_modules/.bin/codex, a link to
  * PREFIX/node_modules/@openai/codex/bin/codex.js) loads the rest of its
  * package and its dependencies from the node_modules tree around it (a
@@ -357,7 +375,7 @@ static void gather_runtime(const struct run_context *ctx, const char *home, stru
      * the sandbox reads only to a toolchain (/opt/<name>, a tool's
      * dot-directory), never to any directory it names (#!/srv/data/x
      * would project /srv/data). */
-    bool in_ws = exe && (resolves_through(exe, ctx->workspace) || (real && path_within(real, ctx->workspace)));
+    bool in_ws = exe && agent_writable(ctx, exe, real);
     if (exe) {
         add_dir_of(l, home, exe, in_ws);
         if (real)
@@ -365,7 +383,7 @@ static void gather_runtime(const struct run_context *ctx, const char *home, stru
         add_node_modules_of(l, home, real ? real : exe, in_ws);
         _cleanup_free_ char *interp = interpreter_of(real ? real : exe);
         if (interp) {
-            bool agents = in_ws || resolves_through(interp, ctx->workspace);
+            bool agents = in_ws || agent_writable(ctx, interp, NULL);
             bool shown = add_dir_of(l, home, interp, agents);
             _cleanup_free_ char *ri = realpath(interp, NULL);
             if (ri)
@@ -388,7 +406,7 @@ static void gather_runtime(const struct run_context *ctx, const char *home, stru
         /* an entry in the workspace (a venv's bin, HOME's .local/bin when
          * HOME is the workspace) leads where the agent's links there
          * lead: a toolchain only */
-        bool agents = resolves_through(d, ctx->workspace);
+        bool agents = agent_writable(ctx, d, NULL);
         add_runtime_dir(l, home, d, agents);
         /* PREFIX/node_modules/.bin: its entries link into that tree (a
          * command run through a shell, sh -c codex) */

@@ -215,6 +215,15 @@ if [ "$safe_works" = true ]; then
     eq "$(echo "$out" | grep -c PATHSECRET)" 0 "--safe: a PATH entry in the workspace linked to a host directory does not project it"
     out=$(cd "$T/pathws" && PATH="$T/pathtool/bin:$PATH" "$PVISOR" run --safe -- pv-path-tool 2>&1)
     eq "$out" tool-ok "--safe: a PATH entry outside the workspace is still projected as the command's toolchain"
+    # The same for a directory granted read-write: the agent writes there
+    # on the host directly, so a link it left in an earlier run (the
+    # granted tools' bin replaced by a link to a host directory) is its.
+    mkdir -p "$T/pathgrant"
+    ln -s "$T/pathsecret" "$T/pathgrant/bin"
+    out=$(cd "$T/pathws" && PATH="$T/pathgrant/bin:$PATH" "$PVISOR" run --safe --allow-write "$T/pathgrant" -- cat "$T/pathsecret/secret.txt" 2>&1)
+    eq "$(echo "$out" | grep -c PATHSECRET)" 0 "--safe: a PATH entry in a read-write grant linked to a host directory does not project it"
+    out=$(cd "$T/pathws" && PATH="$T/pathtool/bin:$PATH" "$PVISOR" run --safe --allow-write "$T/pathtool" -- pv-path-tool 2>&1)
+    eq "$out" tool-ok "--safe: a command in a read-write grant still runs"
 else
     skip "a PATH entry in the workspace does not project where it leads" "needs --safe working here"
 fi
