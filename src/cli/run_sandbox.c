@@ -1380,6 +1380,10 @@ void sandbox_record(struct run_context *ctx, const struct sandbox *sb) {
                                    "hands chosen variables over"
                                  : "HOME writes are discarded at exit; --pass-env hands chosen "
                                    "variables over");
+    /* Landlock's TCP rights exist from ABI 4: before it, --network none
+     * refuses no TCP on the run's own loopback (the host's network is out
+     * of reach all the same: the namespace) */
+    json_int_t handled_net = json_integer_value(json_object_get(ll, "handled_net"));
     if (sb->plan.unshare_net)
         /* the namespace confines unix, inet, inet6 and netlink only: the
          * other families (vsock: the VM host's ports) are seccomp's */
@@ -1387,11 +1391,15 @@ void sandbox_record(struct run_context *ctx, const struct sandbox *sb) {
             b, DIM_NETWORK, net && seccomp ? LEVEL_ENFORCED : LEVEL_UNAVAILABLE,
             sb->plan.loopback_tcp ? "private network namespace (its own loopback only, TCP allowed there: --network "
                                     "loopback); no socket families beyond unix, inet, inet6, netlink (seccomp)"
-                                  : "private network namespace (loopback only; no TCP, Landlock); no socket families "
-                                    "beyond unix, inet, inet6, netlink (seccomp)",
-            EVID("{s:b, s:I, s:b}", "net_namespace_differs", net, "landlock_handled_net",
-                 json_integer_value(json_object_get(ll, "handled_net")), "socket_families_filtered", seccomp),
-            NULL);
+            : handled_net         ? "private network namespace (loopback only; no TCP, Landlock); no socket families "
+                                    "beyond unix, inet, inet6, netlink (seccomp)"
+                                  : "private network namespace (loopback only); no socket families beyond unix, inet, "
+                                    "inet6, netlink (seccomp)",
+            EVID("{s:b, s:I, s:b}", "net_namespace_differs", net, "landlock_handled_net", handled_net,
+                 "socket_families_filtered", seccomp),
+            !sb->plan.loopback_tcp && !handled_net
+                ? "TCP on the sandbox's own loopback is not refused: this kernel's Landlock has no TCP rights (ABI < 4)"
+                : NULL);
     bundle_set_dimension(
         b, DIM_CHILD_PROCESSES, pid ? LEVEL_ENFORCED : LEVEL_UNAVAILABLE,
         "PID namespace with pvisor's init as PID 1; every process dies with the run",
