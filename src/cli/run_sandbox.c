@@ -279,12 +279,12 @@ static void add_logical_link(struct dirlist *l, const char *path) {
  * workspace that is HOME with its '.local/bin'), so what the path leads to
  * is the agent's choice, not the user's.  Past 40 links: yes. */
 static bool resolves_through(const char *path, const char *ws) {
-    char done[PATH_MAX], todo[PATH_MAX];
-    if (!path || path[0] != '/' || snprintf(todo, sizeof todo, "%s", path) >= (int)sizeof todo)
+    char done[PATH_MAX], pending[PATH_MAX];
+    if (!path || path[0] != '/' || snprintf(pending, sizeof pending, "%s", path) >= (int)sizeof pending)
         return false;
     done[0] = '\0';
     int links = 0;
-    for (char *p = todo;;) {
+    for (char *p = pending;;) {
         while (*p == '/')
             p++;
         if (!*p)
@@ -322,8 +322,8 @@ static bool resolves_through(const char *path, const char *ws) {
         target[tl] = '\0';
         if (snprintf(rest, sizeof rest, "%s/%s", target, p) >= (int)sizeof rest)
             return true;
-        memcpy(todo, rest, strlen(rest) + 1);
-        p = todo;
+        memcpy(pending, rest, strlen(rest) + 1);
+        p = pending;
         if (target[0] == '/')
             done[0] = '\0';
         else
