@@ -332,21 +332,38 @@ static bool resolves_through(const char *path, const char *ws) {
     return path_within(done[0] ? done : "/", ws);
 }
 
-/* Is path the agent's to lead somewhere: does resolving it meet the
- * workspace, or a directory a read-write grant (--allow-write, --access
- * rw:) lets the command write on the host directly?  A link left there by
- * an earlier run (a granted '~/.local/bin' replaced by a link to
- * /srv/data) is the agent's as much as one applied to the workspace. */
-static bool agent_writable(const struct run_context *ctx, const char *path, const char *real) {
-    if (resolves_through(path, ctx->workspace) || (real && path_within(real, ctx->workspace)))
-        return true;
+/* Where the agent writes on the host: the workspace (applied changes) and
+ * the read-write grants (--allow-write, --access rw:), resolved once; a
+ * link left there by an earlier run (a granted '~/.local/bin' replaced by
+ * a link to /srv/data) is the agent's as much as one applied to the
+ * workspace. */
+struct agent_dirs {
+    const char *dir[POLICY_MAX_ACCESS + 1];
+    char *owned[POLICY_MAX_ACCESS];
+    size_t n, n_owned;
+};
+
+static void agent_dirs_init(struct agent_dirs *a, const struct run_context *ctx) {
+    a->n = a->n_owned = 0;
+    a->dir[a->n++] = ctx->workspace;
     for (int i = 0; i < ctx->opts->n_access; i++) {
-        if (ctx->opts->access[i].kind != ACCESS_RW)
-            continue;
-        _cleanup_free_ char *g = realpath(ctx->opts->access[i].path, NULL);
-        if (g && (resolves_through(path, g) || (real && path_within(real, g))))
-            return true;
+        char *g = ctx->opts->access[i].kind == ACCESS_RW ? realpath(ctx->opts->access[i].path, NULL) : NULL;
+        if (g)
+            a->dir[a->n++] = a->owned[a->n_owned++] = g;
     }
+}
+
+static void agent_dirs_free(struct agent_dirs *a) {
+    for (size_t i = 0; i < a->n_owned; i++)
+        free(a->owned[i]);
+}
+
+/* Is path the agent's to lead somewhere: does resolving it (or real, its
+ * resolved form, when given) meet one of those directories? */
+static bool agent_writable(const struct agent_dirs *a, const char *path, const char *real) {
+    for (size_t i = 0; i < a->n; i++)
+        if (resolves_through(path, a->dir[i]) || (real && path_within(real, a->dir[i])))
+            return true;
     return false;
 }
 
@@ -375,7 +392,9 @@ static void gather_runtime(const struct run_context *ctx, const char *home, stru
      * the sandbox reads only to a toolchain (/opt/<name>, a tool's
      * dot-directory), never to any directory it names (#!/srv/data/x
      * would project /srv/data). */
-    bool in_ws = exe && agent_writable(ctx, exe, real);
+    struct agent_dirs agent;
+    agent_dirs_init(&agent, ctx);
+    bool in_ws = exe && agent_writable(&agent, exe, real);
     if (exe) {
         add_dir_of(l, home, exe, in_ws);
         if (real)
@@ -383,7 +402,7 @@ static void gather_runtime(const struct run_context *ctx, const char *home, stru
         add_node_modules_of(l, home, real ? real : exe, in_ws);
         _cleanup_free_ char *interp = interpreter_of(real ? real : exe);
         if (interp) {
-            bool agents = in_ws || agent_writable(ctx, interp, NULL);
+            bool agents = in_ws || agent_writable(&agent, interp, NULL);
             bool shown = add_dir_of(l, home, interp, agents);
             _cleanup_free_ char *ri = realpath(interp, NULL);
             if (ri)
@@ -406,7 +425,7 @@ static void gather_runtime(const struct run_context *ctx, const char *home, stru
         /* an entry in the workspace (a venv's bin, HOME's .local/bin when
          * HOME is the workspace) leads where the agent's links there
          * lead: a toolchain only */
-        bool agents = agent_writable(ctx, d, NULL);
+        bool agents = agent_writable(&agent, d, NULL);
         add_runtime_dir(l, home, d, agents);
         /* PREFIX/node_modules/.bin: its entries link into that tree (a
          * command run through a shell, sh -c codex) */
@@ -415,6 +434,7 @@ static void gather_runtime(const struct run_context *ctx, const char *home, stru
         if (rl > 18 && strcmp(rd + rl - 18, "/node_modules/.bin") == 0)
             add_node_modules_of(l, home, rd, agents);
     }
+    agent_dirs_free(&agent);
 }
 
 /* The file to exec for the command: the host's PATH search, when it is
