@@ -124,7 +124,7 @@ int cmd_apply(int argc, char **argv) {
             ws_path = lc_display_name(st->workspace);
         const char *bws = json_string_value(json_object_get(bundle, "workspace"));
         _cleanup_free_ char *cwd = r == 0 && !bundle ? getcwd(NULL, 0) : NULL;
-        if (r == 0 && !bundle && (path_within(stage, st->workspace) || path_within(st->workspace, stage)))
+        if (r == 0 && !bundle && path_overlaps(stage, st->workspace))
             /* A stage inside the workspace it names (or holding it): pvisor
              * never makes one (run refuses such a --stage); an agent's
              * forged stage names an ancestor of its own workspace, or /,

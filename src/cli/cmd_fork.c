@@ -62,7 +62,7 @@ int cmd_fork(int argc, char **argv) {
     const char *need = lstat(dest, &dst) == 0 ? dest : dest_parent[0] ? dest_parent : "/";
     if (access(need, W_OK | X_OK) < 0)
         return cli_error(PV_EXIT_FAILURE, "fork", "cannot create the new stage %s: %s", dest, strerror(errno));
-    if (lc_stage_open(stage, &src) == 0 && (path_within(dest, src->workspace) || path_within(src->workspace, dest))) {
+    if (lc_stage_open(stage, &src) == 0 && path_overlaps(dest, src->workspace)) {
         rc = cli_error(PV_EXIT_FAILURE, "fork",
                        "refused: the new stage %s and the workspace %s must not contain each other; choose a "
                        "place outside the workspace",

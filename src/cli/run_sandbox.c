@@ -846,7 +846,7 @@ int sandbox_prepare(struct run_context *ctx, const struct agent_hooks *hooks, st
                               json_pack("{s:s, s:s}", "kind", access_kind_name(rules[k].kind), "path", rules[k].path));
         if (rules[k].kind == ACCESS_RW) {
             sb.n_rw++;
-            sb.n_rw_home += home && (path_within(rules[k].path, home) || path_within(home, rules[k].path));
+            sb.n_rw_home += home && path_overlaps(rules[k].path, home);
         }
         free(resolved[k]);
     }

@@ -30,7 +30,7 @@ int run_check_stage_location(const struct run_context *ctx, char **ret_error) {
             *ret_error = NULL;
         return r;
     }
-    if (path_within(sp, ctx->workspace) || path_within(ctx->workspace, sp)) {
+    if (path_overlaps(sp, ctx->workspace)) {
         if (asprintf(ret_error,
                      "the stage %s and the workspace %s must not contain each other; "
                      "choose --stage outside the workspace (or set XDG_STATE_HOME outside it for --stage auto)",

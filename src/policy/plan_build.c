@@ -126,7 +126,7 @@ bool plan_home_is_system(const char *home) {
     if (!home || strcmp(home, "/") == 0)
         return true;
     for (size_t i = 0; i < sizeof runtime_roots / sizeof runtime_roots[0]; i++)
-        if (path_within(home, runtime_roots[i]) || path_within(runtime_roots[i], home))
+        if (path_overlaps(home, runtime_roots[i]))
             return true;
     return false;
 }
@@ -353,7 +353,7 @@ int plan_build(const struct plan_inputs *in, struct launch_plan *ret_plan, char 
             if (!rel[0] || plan_is_credential_path(rel) || home_view)
                 continue;
         }
-        if (path_within(in->workspace, d) || path_within(d, in->workspace))
+        if (path_overlaps(in->workspace, d))
             continue; /* never project the lower workspace around the overlay */
         r = plan_add_mount(&p, PLAN_BIND_RO, d, 0);
         if (r >= 0)
@@ -373,7 +373,7 @@ int plan_build(const struct plan_inputs *in, struct launch_plan *ret_plan, char 
                 *ret_error = NULL;
             goto fail;
         }
-        if (a->kind == ACCESS_RW && (path_within(a->path, in->workspace) || path_within(in->workspace, a->path))) {
+        if (a->kind == ACCESS_RW && path_overlaps(a->path, in->workspace)) {
             r = -EINVAL;
             if (asprintf(ret_error,
                          "--allow-write/--access rw:%s overlaps the workspace %s, whose writes are staged; "

@@ -37,6 +37,10 @@ bool path_within(const char *path, const char *dir) {
     return strncmp(path, dir, l) == 0 && (path[l] == '\0' || path[l] == '/');
 }
 
+bool path_overlaps(const char *a, const char *b) {
+    return path_within(a, b) || path_within(b, a);
+}
+
 int path_abs_parent(const char *path, char **ret_path) {
     _cleanup_free_ char *copy = strdup(path);
     if (!copy)

@@ -17,6 +17,8 @@ char *path_join(const char *a, const char *b);
 /* Is path equal to dir or below it (component-wise, no resolution)?
  * dir "/" contains every absolute path. */
 bool path_within(const char *path, const char *dir);
+/* Does one of a and b hold the other (or are they equal)? */
+bool path_overlaps(const char *a, const char *b);
 
 /* The absolute path of path, which need not exist: its parent directory
  * resolved (it must exist: -errno otherwise), its last component as given

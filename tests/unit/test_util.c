@@ -38,6 +38,9 @@ int main(void) {
     ok(!path_within("/ab", "/a") && !path_within("/a", "/a/b") && !path_within("rel", "/"),
        "path_within: prefix is not inside");
     ok(path_within(".ssh/id", ".ssh") && !path_within(".sshx", ".ssh"), "path_within: relative paths");
+    ok(path_overlaps("/a/b", "/a") && path_overlaps("/a", "/a/b") && path_overlaps("/a", "/a") &&
+           !path_overlaps("/ab", "/a") && !path_overlaps("/a/x", "/a/y"),
+       "path_overlaps: either holds the other");
 
     char *p = path_join("/a/", "/b");
     is_str(p, "/a/b", "path_join trims slashes");
