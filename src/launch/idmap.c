@@ -21,12 +21,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/mount.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -39,33 +41,32 @@
 /* The id that root's files show as (the kernel's overflow id, "nobody"). */
 #define IDMAP_ROOT_AS "65534"
 
-/* A user namespace that maps 0 to IDMAP_ROOT_AS, held by a child that
- * made it and waits; its descriptor, or -errno. */
+/* The holder of the idmapping's user namespace: it only sleeps until the
+ * SIGKILL that ends it (every other signal is blocked).  It shares the
+ * supervisor's memory (CLONE_VM), so it touches nothing: no errno, no
+ * libc state. */
+static int idmap_holder(void *arg) {
+    (void)arg;
+    for (;;)
+        syscall(SYS_pause);
+    return 0;
+}
+
+/* A user namespace that maps 0 to IDMAP_ROOT_AS, held by a child made in it
+ * (clone with CLONE_NEWUSER: the namespace exists when clone returns, so
+ * the maps are written without waiting for the child to run; CLONE_VM:
+ * no copy of the supervisor's page tables); its descriptor, or -errno. */
 static int idmap_userns(void) {
-    int ready[2], release[2];
-    if (pipe2(ready, O_CLOEXEC) < 0)
+    const size_t stack_size = 64 * 1024;
+    void *stack = mmap(NULL, stack_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    if (stack == MAP_FAILED)
         return -errno;
-    if (pipe2(release, O_CLOEXEC) < 0) {
-        int e = errno;
-        close(ready[0]);
-        close(ready[1]);
-        return -e;
-    }
-    pid_t pid = fork();
-    if (pid == 0) {
-        close(ready[0]);
-        close(release[1]);
-        char c = unshare(CLONE_NEWUSER) == 0 ? 'u' : 'x';
-        (void)!write(ready[1], &c, 1);
-        (void)!read(release[0], &c, 1); /* EOF: the parent is done */
-        _exit(0);
-    }
-    close(ready[1]);
-    close(release[0]);
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old); /* the child starts with all blocked */
+    pid_t pid = clone(idmap_holder, (char *)stack + stack_size, CLONE_VM | CLONE_NEWUSER | SIGCHLD, NULL);
     int r = pid < 0 ? -errno : 0;
-    char c = 0;
-    if (r == 0 && (read(ready[0], &c, 1) != 1 || c != 'u'))
-        r = -EPERM;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     int nsfd = -1;
     if (r == 0) {
         char dir[64];
@@ -78,11 +79,12 @@ static int idmap_userns(void) {
         else if ((nsfd = openat(d, "ns/user", O_RDONLY | O_CLOEXEC)) < 0)
             r = -errno;
     }
-    close(ready[0]);
-    close(release[1]);
-    if (pid > 0)
-        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+    if (pid > 0) {
+        kill(pid, SIGKILL);
+        while (waitpid(pid, NULL, __WALL) < 0 && errno == EINTR)
             ;
+    }
+    munmap(stack, stack_size);
     return r < 0 ? r : nsfd;
 }
 
