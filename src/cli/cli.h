@@ -60,9 +60,20 @@ bool lc_cli_arg_is_stage(const char *arg);
 /* An ordinary user's copy of a stage or checkpoint failed with EACCES (the
  * agent made something unreadable: the run's server could read it, having
  * DAC override in its user namespace): enter a user namespace of our own,
- * with the same override over our own files, for a second try.  True when
- * the caller should try again. */
+ * with the same override over our own files, for a second try (we are its
+ * uid 0, so that what we exec has it too).  True when the caller should try
+ * again. */
 bool lc_cli_own_files_override(int r);
+/* lc_stage_open and lc_changeset_load, a second time with that override
+ * after EACCES; on failure *ret_st and *ret_cs are NULL. */
+struct lc_stage;
+struct lc_changeset;
+int lc_cli_load_changes(const char *stage, struct lc_stage **ret_st, struct lc_changeset **ret_cs);
+/* Before reading the contents of cs as an ordinary user: enter that
+ * override when a file the changeset compares lacks our read permission
+ * (the agent's chmod 000, or one of ours in the workspace).  True when
+ * entered. */
+bool lc_cli_override_unreadable(const struct lc_changeset *cs);
 /* Print, after a verb's error r, how to get past an unreadable stage when
  * r is -EACCES (the agent can take its own read permission away); writes:
  * the verb writes in the workspace, where EACCES has another cause too. */

@@ -208,7 +208,13 @@ int cmd_apply(int argc, char **argv) {
         .test_named_temps = getenv("PVISOR_TEST_APPLY_NAMED_TEMPS") != NULL,
     };
     struct lc_apply_report rep;
+    bool was_pending = lc_apply_pending(stage);
     int r = lc_apply(stage, &o, &rep);
+    if (lc_cli_own_files_override(r)) { /* resumes what the first try wrote */
+        lc_apply_report_clear(&rep);
+        r = lc_apply(stage, &o, &rep);
+        rep.resumed = rep.resumed && was_pending;
+    }
     for (size_t i = 0; paths && i < n_paths; i++)
         free(paths[i]);
     free(paths);

@@ -57,6 +57,11 @@ int cmd_checkpoint(int argc, char **argv) {
     }
     _cleanup_free_ char *made = NULL;
     int r = lc_checkpoint(stage, name, &made);
+    if (lc_cli_own_files_override(r)) { /* a failed copy left nothing */
+        free(made);
+        made = NULL;
+        r = lc_checkpoint(stage, name, &made);
+    }
     switch (r) {
     case 0:
         printf("Checkpoint %s of stage %s (restore with 'pvisor restore %s --stage %s')\n", made, stage, made, stage);

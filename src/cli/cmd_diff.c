@@ -473,16 +473,14 @@ int cmd_diff(int argc, char **argv) {
         return rc;
     struct lc_stage *st = NULL;
     struct lc_changeset *cs = NULL;
-    int r = lc_stage_open(stage, &st);
-    if (r == 0)
-        r = lc_changeset_load(st, &cs);
+    int r = lc_cli_load_changes(stage, &st, &cs);
     if (r < 0) {
-        lc_stage_free(st);
         cli_error(PV_EXIT_FAILURE, "diff", "cannot read the stage %s: %s", stage,
                   r == -ENOENT ? "it holds no changes (dropped?)" : strerror(-r));
         lc_cli_unreadable_hint(r, stage, false);
         return PV_EXIT_FAILURE;
     }
+    (void)lc_cli_override_unreadable(cs);
     for (size_t i = 0; i < cs->n; i++)
         if (selected(cs->entries[i].path, paths, n_paths))
             show_entry(&d, st, &cs->entries[i]);

@@ -101,7 +101,35 @@ int lc_cli_target(const char *verb, const char *run, const char *stage_dir, char
 
 bool lc_cli_own_files_override(int r) {
     const char *step;
-    return r == -EACCES && geteuid() != 0 && userns_enter(0, getuid(), getgid(), &step) == 0;
+    /* uid 0 there: what we exec (diff(1)) keeps the override */
+    return r == -EACCES && geteuid() != 0 && userns_enter(0, 0, 0, &step) == 0;
+}
+
+bool lc_cli_override_unreadable(const struct lc_changeset *cs) {
+    if (geteuid() == 0)
+        return false;
+    for (size_t i = 0; i < cs->n; i++) {
+        const struct lc_entry *e = &cs->entries[i];
+        if ((e->old_type == LC_REG && !(e->old_mode & S_IRUSR)) || (e->new_type == LC_REG && !(e->new_mode & S_IRUSR)))
+            return lc_cli_own_files_override(-EACCES);
+    }
+    return false;
+}
+
+int lc_cli_load_changes(const char *stage, struct lc_stage **ret_st, struct lc_changeset **ret_cs) {
+    for (int attempt = 0;; attempt++) {
+        *ret_st = NULL;
+        *ret_cs = NULL;
+        int r = lc_stage_open(stage, ret_st);
+        if (r == 0)
+            r = lc_changeset_load(*ret_st, ret_cs);
+        if (r >= 0)
+            return r;
+        lc_stage_free(*ret_st);
+        *ret_st = NULL;
+        if (attempt > 0 || !lc_cli_own_files_override(r))
+            return r;
+    }
 }
 
 void lc_cli_unreadable_hint(int r, const char *stage, bool writes) {
@@ -259,9 +287,7 @@ int cmd_review(const char *arg, bool as_json) {
     struct lc_stage *st = NULL;
     struct lc_changeset *cs = NULL;
     if (state != STAGE_DROPPED) {
-        r = lc_stage_open(stage, &st);
-        if (r == 0)
-            r = lc_changeset_load(st, &cs);
+        r = lc_cli_load_changes(stage, &st, &cs);
         if (r < 0) {
             lc_stage_free(st);
             json_decref(bundle);

@@ -271,6 +271,31 @@ EOF
         "0:ok checkpoint p1:0:0:0 0 0 0 inner
 secret" \
         "$L: a live checkpoint holding a mode-000 file and directory is restored and forked, modes and content kept"
+
+    # --- checkpoint, review, diff and apply of what the agent made unreadable
+    # An ordinary user's checkpoint, status and diff failed with EACCES, apply stopped
+    # half-way: each now tries again in a user namespace of its own (DAC
+    # override over the user's own files), diff(1) included.
+    S7=$B/st7
+    cat > "$O/perm7.sh" <<'EOF'
+echo secret > p0 && chmod 000 p0 && mkdir pd && echo inner > pd/f && chmod 000 pd &&
+echo more >> mod.txt && chmod 000 mod.txt || exit 9
+EOF
+    safe "$S7" -- sh "$O/perm7.sh" >"$O/perm7.out" 2>&1; rc=$?
+    as "$P" checkpoint --name u7 --stage "$S7" >/dev/null 2>"$O/p7.err"; r0=$?
+    as "$P" status --review "$S7" --json >"$O/p7.json" 2>>"$O/p7.err"; r1=$?
+    as "$P" diff "$S7" >"$O/p7.diff" 2>>"$O/p7.err"; r2=$?
+    as "$P" apply --stage "$S7" >"$O/p7.apply" 2>>"$O/p7.err"; r3=$?
+    [ $r0$r1$r2$r3 = 0000 ] || diag "$(cat "$O/p7.err")"
+    eq "$rc:$r0:$r1:$r2:$r3:$(stat -c %a "$S7/checkpoints/u7/upper/pd" 2>&1):$(jq -r '[.changeset.changes[].path] | sort | join(",")' "$O/p7.json" 2>/dev/null)" \
+        "0:0:0:0:0:0:mod.txt,p0,pd,pd/f" "$L: checkpoint, status, diff and apply of mode-000 files and a mode-000 directory exit 0"
+    eq "$(grep -c '^+more$' "$O/p7.diff"):$(grep -c '^+secret$' "$O/p7.diff"):$(grep -c '^+inner$' "$O/p7.diff")" "1:1:1" \
+        "$L: diff shows the unreadable modified file (through diff(1)), the added file and the file in the unreadable directory"
+    if grep -q resumed "$O/p7.apply"; then not_ok "$L: apply does not call its own second try a resumed apply"
+    else ok "$L: apply does not call its own second try a resumed apply"; fi
+    chmod 700 "$W/pd" 2>/dev/null
+    eq "$(stat -c %a "$W/p0" "$W/mod.txt" | tr '\n' ' ')$(cat "$W/p0" "$W/pd/f" "$W/mod.txt" | tr '\n' ' ')" \
+        "0 0 secret inner mod more " "$L: apply wrote the bytes and the modes 000 into the workspace"
 }
 
 live root "$T/root"
