@@ -26,6 +26,30 @@
 
 /* Requests this build cannot honour: refuse before anything happens,
  * never fall back to a weaker mode. */
+/* Where path is or would be: its nearest existing ancestor resolved, the
+ * rest as given (the state directory need not exist yet).  malloc'd, or
+ * NULL. */
+static char *state_location(const char *path) {
+    _cleanup_free_ char *head = strdup(path);
+    if (!head)
+        return NULL;
+    for (;;) {
+        char *real = realpath(head, NULL);
+        if (real) {
+            const char *rest = path + strlen(head);
+            if (!*rest)
+                return real;
+            char *out = path_join(real, rest + 1);
+            free(real);
+            return out;
+        }
+        char *slash = strrchr(head, '/');
+        if (!slash || slash == head)
+            return NULL;
+        *slash = '\0';
+    }
+}
+
 static int refuse_unavailable(const struct run_options *o) {
     if (policy_wants_sandbox(o) && !run_stage_supported())
         return cli_error(PV_EXIT_SETUP, "run",
@@ -162,6 +186,22 @@ int cmd_run(int argc, char **argv) {
         _cleanup_free_ char *msg = NULL;
         if (run_check_stage_location(&ctx, &msg) < 0)
             return cli_usage_error("run", "%s", msg ? msg : "invalid stage location");
+    }
+
+    /* pvisor's own state inside a sandboxed run's workspace (XDG_STATE_HOME
+     * there, or HOME the workspace): the command would read other runs'
+     * Bundles and stages through the view and could stage a forged run
+     * that apply writes into the real state; and the agent socket, in the
+     * run directory, would be reached through the view (not a socket
+     * there).  Refused before anything is written. */
+    if (policy_wants_sandbox(&o)) {
+        _cleanup_free_ char *real = state_location(runs);
+        if (path_within(runs, workspace) || (real && path_within(real, workspace)))
+            return cli_usage_error("run",
+                                   "pvisor's state directory %s is inside the workspace %s: the sandboxed command "
+                                   "would see other runs' Bundles and stages there; set XDG_STATE_HOME to a "
+                                   "directory outside the workspace",
+                                   real ? real : runs, workspace);
     }
 
     /* From here on, things are written: the run directory and its Bundle. */

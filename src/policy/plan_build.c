@@ -39,6 +39,23 @@ const char *const plan_credential_paths[] = {
     ".config/google-chrome",
     ".config/chromium",
     ".config/BraveSoftware",
+    ".config/microsoft-edge",
+    ".config/vivaldi",
+    ".config/opera",
+    ".thunderbird",
+    /* the same browsers and mail clients packaged as snaps (Ubuntu's
+     * default Firefox) or flatpaks keep their profiles under ~/snap and
+     * ~/.var/app */
+    "snap/firefox/common/.mozilla",
+    "snap/chromium/common/chromium",
+    "snap/thunderbird/common/.thunderbird",
+    ".var/app/org.mozilla.firefox/.mozilla",
+    ".var/app/com.google.Chrome/config/google-chrome",
+    ".var/app/org.chromium.Chromium/config/chromium",
+    ".var/app/com.brave.Browser/config/BraveSoftware",
+    ".var/app/com.microsoft.Edge/config/microsoft-edge",
+    ".var/app/org.mozilla.Thunderbird/.thunderbird",
+    ".config/sops/age", /* sops' age private keys */
     ".pki",
     ".vault-token",
     ".terraform.d",
@@ -74,6 +91,7 @@ const char *const plan_credential_paths[] = {
     ".config/.wrangler",
     ".bash_history",
     ".zsh_history",
+    ".histfile", /* zsh's history as its setup wizard (zsh-newuser-install) names it */
     ".python_history",
     ".psql_history",
     ".mysql_history",

@@ -1,0 +1,44 @@
+#!/bin/sh
+# Red-team regressions (TAP): credential locations of browsers and mail
+# clients packaged as snaps or flatpaks are absent in HOME's view, and
+# pvisor's own state inside a sandboxed run's workspace is refused.
+# Needs $PVISOR, $PVAGENT.
+. "$(dirname "$0")/../lib.sh"
+cd "$T"
+if [ "$(id -u)" -eq 0 ] && [ -c /dev/fuse ]; then
+    chmod 0666 /dev/fuse
+fi
+P=$PVISOR
+W=$T/ws; mkdir -p "$W"; echo w > "$W/file"
+
+# --- profiles and keys at their packaged locations --------------------------
+H=$T/home
+for d in snap/firefox/common/.mozilla/firefox/p.default .var/app/com.google.Chrome/config/google-chrome/Default \
+    .config/microsoft-edge/Default .thunderbird/m.default .config/sops/age; do
+    mkdir -p "$H/$d"
+done
+echo FFSNAP > "$H/snap/firefox/common/.mozilla/firefox/p.default/logins.json"
+echo CHROMEFLATPAK > "$H/.var/app/com.google.Chrome/config/google-chrome/Default/Cookies"
+echo EDGE > "$H/.config/microsoft-edge/Default/Cookies"
+echo TBIRD > "$H/.thunderbird/m.default/logins.json"
+echo AGEKEY > "$H/.config/sops/age/keys.txt"
+echo ZHIST > "$H/.histfile"
+echo fine > "$H/snap/firefox/common/notes"
+reads='cat ~/snap/firefox/common/.mozilla/firefox/p.default/logins.json ~/.var/app/com.google.Chrome/config/google-chrome/Default/Cookies ~/.config/microsoft-edge/Default/Cookies ~/.thunderbird/m.default/logins.json ~/.config/sops/age/keys.txt ~/.histfile ~/snap/firefox/common/notes 2>/dev/null; echo end'
+out=$(cd "$W" && HOME="$H" "$P" run -- sh -c "$reads" 2>&1)
+eq "$(echo $out)" "FFSNAP CHROMEFLATPAK EDGE TBIRD AGEKEY ZHIST fine end" "control: the profiles and keys are readable without the sandbox"
+out=$(cd "$W" && HOME="$H" "$P" run --safe --stage "$T/st1" -- sh -c "$reads" 2>&1)
+eq "$(echo $out)" "fine end" "--safe: snap and flatpak browser and mail profiles, age keys and ~/.histfile are absent; the rest of ~/snap stays readable"
+
+# --- pvisor's state inside the workspace --------------------------------------
+H2=$T/home2; mkdir -p "$H2"; echo n > "$H2/notes"
+n0=$(run_count)
+out=$(cd "$H2" && HOME="$H2" XDG_STATE_HOME="$H2/xstate" "$P" run --safe --stage "$T/st2" -- sh -c 'ls -A ~; echo ran' 2>&1); rc=$?
+eq "$rc:$(echo "$out" | grep -c ran):$(echo "$out" | grep -c 'state directory .* is inside the workspace')" "2:0:1" \
+    "--safe with XDG_STATE_HOME inside the workspace is refused (the command would see other runs' Bundles and stages)"
+out=$(cd "$H2" && env -u XDG_STATE_HOME HOME="$H2" "$P" run --safe --stage "$T/st3" -- sh -c 'echo ran' 2>&1); rc=$?
+eq "$rc:$(echo "$out" | grep -c ran):$(echo "$out" | grep -c 'set XDG_STATE_HOME')" "2:0:1" \
+    "--safe with HOME the workspace and the default state directory says to set XDG_STATE_HOME (it failed at set-up)"
+eq "$(run_count):$(ls -A "$H2" | tr '\n' ' ')" "$n0:notes " "... nothing recorded or created there"
+out=$(cd "$H2" && HOME="$H2" "$P" run --safe --stage "$T/st4" -- sh -c 'cat notes' 2>&1); rc=$?
+eq "$rc:$out" "0:n" "--safe with HOME the workspace and the state elsewhere runs"
