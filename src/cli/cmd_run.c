@@ -24,8 +24,6 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Requests this build cannot honour: refuse before anything happens,
- * never fall back to a weaker mode. */
 /* Where path is or would be: its nearest existing ancestor resolved, the
  * rest as given (the state directory need not exist yet).  malloc'd, or
  * NULL. */
@@ -37,19 +35,23 @@ static char *state_location(const char *path) {
         char *real = realpath(head, NULL);
         if (real) {
             const char *rest = path + strlen(head);
+            while (*rest == '/')
+                rest++;
             if (!*rest)
                 return real;
-            char *out = path_join(real, rest + 1);
+            char *out = path_join(real, rest);
             free(real);
             return out;
         }
         char *slash = strrchr(head, '/');
-        if (!slash || slash == head)
+        if (!slash)
             return NULL;
-        *slash = '\0';
+        slash[slash == head] = '\0'; /* "/a": on to "/" */
     }
 }
 
+/* Requests this build cannot honour: refuse before anything happens,
+ * never fall back to a weaker mode. */
 static int refuse_unavailable(const struct run_options *o) {
     if (policy_wants_sandbox(o) && !run_stage_supported())
         return cli_error(PV_EXIT_SETUP, "run",
