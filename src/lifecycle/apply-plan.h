@@ -24,8 +24,8 @@ struct plan_ent {
     /* runtime */
     enum { ST_OLD, ST_FINAL, ST_ABSENT } state;
     uint64_t seen_ino; /* identity when classified (0: unknown) */
-    struct timespec seen_ctime;
-    uint64_t seen_nlink;
+    struct timespec seen_ctime, seen_mtime;
+    uint64_t seen_nlink, seen_size;
     int tmp_fd; /* the written O_TMPFILE content, not yet named (-1; set up by execute) */
 };
 

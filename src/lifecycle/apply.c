@@ -216,7 +216,9 @@ static int classify_all(int ws_fd, int upper_fd, struct plan *p, struct lc_apply
         if (exists) {
             e->seen_ino = (uint64_t)st.st_ino;
             e->seen_ctime = st.st_ctim;
+            e->seen_mtime = st.st_mtim;
             e->seen_nlink = (uint64_t)st.st_nlink;
+            e->seen_size = (uint64_t)st.st_size;
         }
         if (parent >= 0)
             close(parent);
@@ -358,6 +360,14 @@ static int still_same_st(const struct stat *st, const struct plan_ent *e) {
      * its names (leaving it with one link, so both counts are checked) */
     if (!S_ISDIR(st->st_mode) && st->st_nlink == 1 && e->seen_nlink == 1 &&
         (st->st_ctim.tv_sec != e->seen_ctime.tv_sec || st->st_ctim.tv_nsec != e->seen_ctime.tv_nsec))
+        return -ECANCELED;
+    /* a hard-linked file's ctime is no witness (above), but a write into
+     * it, through any of its names, moves its mtime (or its size), which
+     * no link or unlink of this apply touches: without this, a user's
+     * edit of such a file while apply ran was replaced, and lost */
+    if (S_ISREG(st->st_mode) && (st->st_nlink != 1 || e->seen_nlink != 1) &&
+        ((uint64_t)st->st_size != e->seen_size || st->st_mtim.tv_sec != e->seen_mtime.tv_sec ||
+         st->st_mtim.tv_nsec != e->seen_mtime.tv_nsec))
         return -ECANCELED;
     return 0;
 }
@@ -1085,7 +1095,9 @@ static int plan_from_changeset(const struct lc_changeset *cs, const struct lc_ap
             memcpy(pe->old_sha, e->pre->sha, 32);
             pe->seen_ino = e->old_ino;
             pe->seen_ctime = e->old_ctime;
+            pe->seen_mtime = e->old_mtime;
             pe->seen_nlink = e->old_nlink;
+            pe->seen_size = e->old_size;
         }
         if (e->kind != LC_DELETED) {
             pe->new_type = e->new_type;

@@ -505,6 +505,7 @@ static int set_old(struct walk *w, struct lc_entry *e, int lower_dirfd, const ch
         e->old_size = (uint64_t)lst->st_size;
         e->old_ino = (uint64_t)lst->st_ino;
         e->old_ctime = lst->st_ctim;
+        e->old_mtime = lst->st_mtim;
         e->old_nlink = (uint64_t)lst->st_nlink;
         if (S_ISLNK(lst->st_mode)) {
             int r = lc_readlink_at(lower_dirfd, name, &e->old_target);

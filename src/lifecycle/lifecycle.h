@@ -91,7 +91,7 @@ struct lc_entry {
     struct timespec new_atime, new_mtime;
     uint64_t upper_ino;
     uint64_t old_ino; /* lower identity when compared (apply re-checks it) */
-    struct timespec old_ctime;
+    struct timespec old_ctime, old_mtime;
     uint64_t old_nlink;
 };
 

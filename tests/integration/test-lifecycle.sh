@@ -656,6 +656,29 @@ eq "$rc $(cat "$W/added")" "1 USER DATA" "apply stops rather than replace a file
 check "the resume reports it and keeps the user's file" \
     sh -c "[ $rc -eq 1 ] && grep -q 'added' '$T/race2.err' && [ \"\$(cat '$W/added')\" = 'USER DATA' ]"
 
+# The same for a write into a hard-linked file (pnpm's node_modules, git
+# worktrees, cp -al trees): its ctime is no witness (this apply's
+# replacement of another of its names moves it), so the re-check before the
+# rename compares its mtime and size; it used to compare nothing, and the
+# user's edit, made through either name after the conflict check, was
+# replaced in both by the stage's content.
+W=$T/ws7h S=$T/st7h
+mkdir -p "$W"
+i=0; while [ $i -lt 8 ]; do echo "old $i" > "$W/a$i"; i=$((i + 1)); done
+echo "user v1" > "$W/h"; ln "$W/h" "$W/h2"
+stage_run "$W" "$S" 'for f in a*; do echo new >> $f; done; echo agent > h' >/dev/null
+PVISOR_TEST_APPLY_DELAY_US=200000 "$P" apply --stage "$S" >/dev/null 2>"$T/hl.err" &
+ap=$!
+wait_for "$S/apply-intent"; echo "USER EDIT" >> "$W/h2" # in place, past the conflict check
+wait $ap; rc=$?
+eq "$rc $(tail -n 1 "$W/h") $(tail -n 1 "$W/h2")" "1 USER EDIT USER EDIT" \
+    "apply stops rather than replace a hard-linked file the user wrote into meanwhile"
+"$P" apply --stage "$S" >/dev/null 2>"$T/hl2.err"; rc=$?
+check "the resume reports it and keeps the user's edit" \
+    sh -c "[ $rc -eq 1 ] && grep -q '^  h:' '$T/hl2.err' && [ \"\$(cat '$W/h')\" = 'user v1
+USER EDIT' ]"
+W=$T/ws7s S=$T/st7s
+
 # The marker's rename is flushed before apply reports success.
 if command -v strace >/dev/null; then
     rm -rf "$W" "$S"; cp -a "$T/ws7s.tmpl" "$W"; "$P" fork --stage "$T/st7s.tmpl" "$S" >/dev/null
