@@ -246,13 +246,22 @@ int cmd_apply(int argc, char **argv) {
                       "holds it); wait for it to finish",
                       stage);
             break;
-        case -ESTALE:
-            cli_error(st, "apply",
-                      "refused: the stage %s was interrupted before it was sealed (its run died); "
-                      "it cannot be applied. Inspect it with 'pvisor status --review', then "
-                      "'pvisor drop' it",
-                      stage);
+        case -ESTALE: {
+            _cleanup_free_ char *cp = NULL;
+            if (lc_restore_interrupted(stage, &cp))
+                cli_error(st, "apply",
+                          "refused: a 'pvisor restore' of the stage %s was interrupted, so it is not sealed; "
+                          "'pvisor restore %s %s' completes it, then apply it (do not drop it: that "
+                          "discards its checkpoints too)",
+                          stage, cp ? cp : "NAME", stage);
+            else
+                cli_error(st, "apply",
+                          "refused: the stage %s was interrupted before it was sealed (its run died); "
+                          "it cannot be applied. Inspect it with 'pvisor status --review', then "
+                          "'pvisor drop' it",
+                          stage);
             break;
+        }
         case -EALREADY: cli_error(st, "apply", "refused: the stage %s was already applied or dropped", stage); break;
         case -ECANCELED:
             cli_error(st, "apply",

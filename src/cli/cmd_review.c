@@ -216,6 +216,19 @@ static void print_entry(const struct lc_entry *e) {
     putchar('\n');
 }
 
+/* An interrupted restore reads 'interrupted' (its upper/ may even be
+ * missing): the way out is the restore again, never the drop that an
+ * interrupted run calls for (it would discard the checkpoints too). */
+static void restore_note(FILE *f, const char *label, const char *stage) {
+    _cleanup_free_ char *name = NULL;
+    if (!lc_restore_interrupted(stage, &name))
+        return;
+    fprintf(f,
+            "%sa 'pvisor restore' of this stage was interrupted; 'pvisor restore %s %s' completes it "
+            "('pvisor checkpoint --list %s' lists the checkpoints; a drop would discard them too)\n",
+            label, name ? name : "NAME", stage, stage);
+}
+
 static void print_human(const char *stage, const char *state, const char *run, const json_t *bundle,
                         const struct lc_changeset *cs, bool pending) {
     printf("Stage:       %s (%s)\n", stage, state);
@@ -224,6 +237,7 @@ static void print_human(const char *stage, const char *state, const char *run, c
     printf("Run:         %s\n", run ? run : "-");
     if (pending)
         printf("Note:        an apply was interrupted; 'pvisor apply' completes it\n");
+    restore_note(stdout, "Note:        ", stage);
     if (cs) {
         size_t renamed = 0;
         for (size_t i = 0; i < cs->n; i++)
@@ -296,6 +310,7 @@ int cmd_review(const char *arg, bool as_json) {
                       : r == -EBADMSG ? "malformed journal"
                                       : strerror(-r));
             lc_cli_unreadable_hint(r, stage, false);
+            restore_note(stderr, "pvisor status: ", stage);
             return PV_EXIT_FAILURE;
         }
     }

@@ -684,7 +684,12 @@ int lc_restore(const char *stage_path, const char *name) {
     _cleanup_close_ int tmp = openat(dir, ".restore", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (tmp < 0)
         return -errno;
-    r = copy_stage_content(src, tmp, false, true, 0, NULL, NULL, NULL);
+    /* which checkpoint: should the swap below be cut short, the stage
+     * reads 'interrupted' and the way out is this restore again, not a
+     * drop (lc_restore_interrupted); made durable by the copy's syncfs */
+    r = write_file_atomic(tmp, "checkpoint", name, strlen(name), 0600);
+    if (r == 0)
+        r = copy_stage_content(src, tmp, false, true, 0, NULL, NULL, NULL);
     if (r < 0) {
         remove_dir_at(dir, ".restore"); /* the stage is untouched: no partial copy of the checkpoint kept */
         return r;
@@ -723,6 +728,24 @@ int lc_restore(const char *stage_path, const char *name) {
     if (fsync(dir) < 0)
         return -errno;
     return 0;
+}
+
+bool lc_restore_interrupted(const char *stage_path, char **ret_name) {
+    *ret_name = NULL;
+    _cleanup_close_ int dir = open(stage_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    struct stat st;
+    if (dir < 0 || is_sealed(dir))
+        return false;
+    if (fstatat(dir, ".restore-old", &st, AT_SYMLINK_NOFOLLOW) < 0 &&
+        fstatat(dir, ".restore", &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return false;
+    _cleanup_close_ int tmp = openat(dir, ".restore", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    char *txt = NULL;
+    if (tmp >= 0 && read_file_at(tmp, "checkpoint", 128, &txt, NULL) == 0 && lc_checkpoint_name_valid(txt))
+        *ret_name = txt;
+    else
+        free(txt);
+    return true;
 }
 
 int lc_fork(const char *stage_path, const char *checkpoint, const char *new_stage) {

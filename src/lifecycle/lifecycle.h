@@ -231,6 +231,11 @@ void lc_checkpoint_tx_free(struct lc_checkpoint_tx *tx);
  * or interrupted, not running); the result is sealed.  -ENOENT no such
  * committed checkpoint; other errors as lc_checkpoint. */
 int lc_restore(const char *stage_path, const char *name);
+/* A restore of the stage was cut short after it left 'sealed' (the stage
+ * reads 'interrupted', its upper/ may be missing): true, and *ret_name the
+ * checkpoint it was restoring (NULL when unknown: an older pvisor's), to
+ * be freed.  Running that restore again completes it. */
+bool lc_restore_interrupted(const char *stage_path, char **ret_name);
 /* A new sealed stage at new_stage (absent or empty directory) from
  * checkpoint (or, when NULL, the sealed stage itself).  -ENOTEMPTY. */
 int lc_fork(const char *stage_path, const char *checkpoint, const char *new_stage);

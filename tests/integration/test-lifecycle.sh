@@ -1034,6 +1034,29 @@ eq "$(review_json "$S" | jq -r .stage.state)" interrupted "the killed run left t
 eq "$rc $(review_json "$S" | jq -r .stage.state)" "0 sealed" "an interrupted stage is restored from its checkpoint"
 review_json "$S" | jq -S .changeset > "$T/cs.restored2"
 check "the restored stage has no trace of the interrupted run" cmp -s "$T/cs.one" "$T/cs.restored2"
+# A restore killed between its renames (upper/ moved aside, the copy not
+# yet in place) leaves the stage 'interrupted', with no upper/: the way
+# out is the same restore again, and every verb that meets such a stage
+# says so (apply used to say "its run died ... drop it", and a drop
+# discards the checkpoints too; status failed with ENOENT alone).
+if command -v strace >/dev/null; then
+    # renameat #1 names the checkpoint in .restore, #2 moves upper/ aside,
+    # #3 would move the copy in
+    no_lsan strace -f -o /dev/null -e trace=renameat -e inject=renameat:signal=KILL:when=3 \
+        "$P" restore one --stage "$S" >/dev/null 2>&1
+    if [ ! -e "$S/upper" ] && [ -d "$S/.restore-old/upper" ]; then
+        (cd "$W" && "$P" apply --stage "$S") >/dev/null 2>"$T/rsi.apply"; r1=$?
+        "$P" status --review "$S" >/dev/null 2>"$T/rsi.status"
+        eq "$r1:$(grep -c "'pvisor restore one $S' completes it" "$T/rsi.apply" "$T/rsi.status" | cut -d: -f2 | tr '\n' :)$(grep -c "then 'pvisor drop' it" "$T/rsi.apply")" \
+            "1:1:1:0" "an interrupted restore: apply refuses it, and apply and status name the restore that completes it (not a drop)"
+        "$P" restore one --stage "$S" >/dev/null; rc=$?
+        review_json "$S" | jq -S .changeset > "$T/cs.restored3"
+        check "the restore run again completes it" sh -c "[ $rc -eq 0 ] && cmp -s '$T/cs.one' '$T/cs.restored3' && \
+            [ ! -e '$S/.restore' ] && [ ! -e '$S/.restore-old' ]"
+    else
+        not_ok "the restore was killed between its renames (strace inject)"
+    fi
+fi
 apply_matches_oracle "apply after restore" "$W" "$S"
 eq "$(cat "$W/a")" "$(printf 'a\nA')" "the restored content is applied"
 
