@@ -80,6 +80,15 @@ bool lc_cli_override_unreadable(const struct lc_changeset *cs);
 void lc_cli_unreadable_hint(int r, const char *stage, bool writes);
 #endif
 
+/* Interrupted applies by workspace (pending_apply.c): apply records the
+ * stage before it writes, and clears the record once nothing of the stage
+ * is pending; find returns 1 with the stage and workspace (malloc'd) of an
+ * interrupted apply, other than except_stage's, into a workspace that
+ * overlaps workspace, 0 when there is none, or -errno. */
+int pending_apply_record(const char *stage, const char *workspace);
+void pending_apply_clear(const char *stage);
+int pending_apply_find(const char *workspace, const char *except_stage, char **ret_stage, char **ret_workspace);
+
 /* The table (cli/main.c).  Planned verbs have run == NULL. */
 const struct cli_command *cli_find_command(const char *name);
 const struct cli_command *cli_commands(unsigned *ret_n);

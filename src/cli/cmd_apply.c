@@ -116,12 +116,14 @@ int cmd_apply(int argc, char **argv) {
     }
     /* The stage names its workspace (meta.json); the run's Bundle must agree. */
     rc = -1;
-    _cleanup_free_ char *ws_path = NULL;
+    _cleanup_free_ char *ws_path = NULL, *ws_raw = NULL;
     {
         struct lc_stage *st = NULL;
         int r = lc_stage_open(stage, &st);
-        if (r == 0)
+        if (r == 0) {
             ws_path = lc_display_name(st->workspace);
+            ws_raw = strdup(st->workspace);
+        }
         const char *bws = json_string_value(json_object_get(bundle, "workspace"));
         _cleanup_free_ char *cwd = r == 0 && !bundle ? getcwd(NULL, 0) : NULL;
         if (r == 0 && !bundle && path_overlaps(stage, st->workspace))
@@ -207,6 +209,21 @@ int cmd_apply(int argc, char **argv) {
         .test_delay_us = (unsigned)delay_us,
         .test_named_temps = getenv("PVISOR_TEST_APPLY_NAMED_TEMPS") != NULL,
     };
+    /* Another stage's apply into this workspace, cut short: it must be
+     * completed first (pending_apply.c). */
+    _cleanup_free_ char *other = NULL, *other_ws = NULL;
+    if (ws_raw && pending_apply_find(ws_raw, stage, &other, &other_ws) > 0) {
+        for (size_t i = 0; paths && i < n_paths; i++)
+            free(paths[i]);
+        free(paths);
+        return cli_error(PV_EXIT_FAILURE, "apply",
+                         "refused: an apply of the stage %s into %s was interrupted, and that workspace is "
+                         "half-written; finish it with 'pvisor apply --stage %s' first, or keep what it wrote and "
+                         "discard the rest with 'pvisor drop --force --stage %s'. Nothing was written",
+                         other, other_ws, other, other);
+    }
+    if (!dry_run && ws_raw)
+        (void)pending_apply_record(stage, ws_raw);
     struct lc_apply_report rep;
     bool was_pending = lc_apply_pending(stage);
     int r = lc_apply(stage, &o, &rep);
@@ -215,6 +232,8 @@ int cmd_apply(int argc, char **argv) {
         r = lc_apply(stage, &o, &rep);
         rep.resumed = rep.resumed && was_pending;
     }
+    if (!dry_run)
+        pending_apply_clear(stage);
     for (size_t i = 0; paths && i < n_paths; i++)
         free(paths[i]);
     free(paths);

@@ -206,6 +206,17 @@ int cmd_run(int argc, char **argv) {
                                    real ? real : runs, workspace);
     }
 
+    /* An apply into this workspace cut short: the command would work on a
+     * half-written tree, and the resume could not finish after it
+     * (pending_apply.c). */
+    _cleanup_free_ char *pend = NULL, *pend_ws = NULL;
+    if (pending_apply_find(workspace, NULL, &pend, &pend_ws) > 0)
+        return cli_error(PV_EXIT_SETUP, "run",
+                         "refused: an apply of the stage %s into %s was interrupted, and the workspace is "
+                         "half-written; finish it with 'pvisor apply --stage %s', or keep what it wrote and discard "
+                         "the rest with 'pvisor drop --force --stage %s'; nothing was run",
+                         pend, pend_ws, pend, pend);
+
     /* From here on, things are written: the run directory and its Bundle. */
     _cleanup_free_ char *runs_created = NULL;
     r = runs_dir(true, &runs_created);

@@ -1,0 +1,131 @@
+/* pending_apply.c: the workspaces an interrupted apply left half-written.
+ *
+ * An apply cut short (killed, a crash) leaves its workspace part old, part
+ * new until 'pvisor apply' of the same stage resumes it (docs/lifecycle.md,
+ * "apply").  A run on that workspace in the meantime would build on the
+ * half-written tree, and an apply of another stage would write over it;
+ * the resume would then meet files that are neither the old nor the new
+ * version, and could not finish.  So apply records itself in
+ * STATE/applying/ before it writes (one file per stage directory:
+ * "STAGE\nWORKSPACE\n") and removes the record once nothing of that stage
+ * is pending; run, and apply of another stage, refuse a workspace that
+ * overlaps one whose record names a stage with an apply intent.  A record
+ * whose stage holds no intent (the apply never began writing, or it was
+ * completed or dropped since) is stale, and removed where met.  The record
+ * is not flushed: a power loss may lose it (the intent itself is durable),
+ * and then only this check, not the resume, is lost.
+ */
+#include "cli/cli.h"
+#include "util/cleanup.h"
+#include "util/util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define APPLYING_DIR "applying"
+#define APPLY_INTENT "apply-intent" /* lifecycle.h: LC_APPLY_INTENT */
+
+static bool intent_exists(const char *stage) {
+    _cleanup_close_ int d = open(stage, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    struct stat st;
+    return d >= 0 && fstatat(d, APPLY_INTENT, &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+/* The record's name: the stage directory's identity. */
+static int record_name(const char *stage, char name[64]) {
+    struct stat st;
+    if (stat(stage, &st) < 0)
+        return -errno;
+    snprintf(name, 64, "%llx-%llx", (unsigned long long)st.st_dev, (unsigned long long)st.st_ino);
+    return 0;
+}
+
+static int open_applying(bool create) {
+    _cleanup_free_ char *sd = NULL, *dir = NULL;
+    int r = state_dir(&sd);
+    if (r < 0)
+        return r;
+    if (!(dir = path_join(sd, APPLYING_DIR)))
+        return -ENOMEM;
+    if (create && (r = mkdir_p(dir, 0700)) < 0)
+        return r;
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    return fd < 0 ? -errno : fd;
+}
+
+int pending_apply_record(const char *stage, const char *workspace) {
+    char name[64];
+    int r = record_name(stage, name);
+    if (r < 0)
+        return r;
+    _cleanup_close_ int d = open_applying(true);
+    if (d < 0)
+        return d;
+    _cleanup_free_ char *text = NULL;
+    if (asprintf(&text, "%s\n%s\n", stage, workspace) < 0)
+        return -ENOMEM;
+    return write_file_atomic_as(d, name, text, strlen(text), 0600, WRITE_NO_SYNC);
+}
+
+void pending_apply_clear(const char *stage) {
+    char name[64];
+    if (intent_exists(stage) || record_name(stage, name) < 0)
+        return;
+    _cleanup_close_ int d = open_applying(false);
+    if (d >= 0)
+        (void)unlinkat(d, name, 0);
+}
+
+int pending_apply_find(const char *workspace, const char *except_stage, char **ret_stage, char **ret_workspace) {
+    *ret_stage = *ret_workspace = NULL;
+    char self[64] = "";
+    if (except_stage && record_name(except_stage, self) < 0)
+        self[0] = '\0';
+    int d = open_applying(false);
+    if (d == -ENOENT)
+        return 0;
+    if (d < 0)
+        return d;
+    DIR *dir = fdopendir(d);
+    if (!dir) {
+        int e = errno;
+        close(d);
+        return -e;
+    }
+    int found = 0;
+    struct dirent *de;
+    while (!found && (de = readdir(dir))) {
+        if (de->d_name[0] == '.' || strcmp(de->d_name, self) == 0)
+            continue;
+        _cleanup_free_ char *text = NULL;
+        if (read_file_at(dirfd(dir), de->d_name, 2 * PATH_MAX + 4, &text, NULL) < 0)
+            continue;
+        char *nl = strchr(text, '\n'), *ws = nl ? nl + 1 : NULL, *end = ws ? strchr(ws, '\n') : NULL;
+        if (!end || text[0] != '/' || ws[0] != '/')
+            continue; /* not ours to judge: left alone */
+        *nl = *end = '\0';
+        if (!intent_exists(text)) {
+            (void)unlinkat(dirfd(dir), de->d_name, 0); /* completed, dropped, or never begun */
+            continue;
+        }
+        if (!path_overlaps(ws, workspace))
+            continue;
+        *ret_stage = strdup(text);
+        *ret_workspace = strdup(ws);
+        found = *ret_stage && *ret_workspace ? 1 : -ENOMEM;
+    }
+    closedir(dir);
+    if (found < 0) {
+        free(*ret_stage);
+        free(*ret_workspace);
+        *ret_stage = *ret_workspace = NULL;
+    }
+    return found;
+}
