@@ -12,24 +12,33 @@ static json_t *summary(const char *id, const json_t *b) {
     const json_t *e = json_object_get(b, "exit");
     const json_t *st = json_object_get(b, "stage");
     const char *stage_state = runs_stage_state(b);
-    return json_pack("{s:s, s:s, s:O, s:O, s:O, s:O, s:O, s:o}", "run_id", id, "state", runs_display_state(b),
-                     "exit_status", json_is_object(e) ? json_object_get(e, "pvisor_exit_status") : json_null(),
-                     "started_at", json_object_get(b, "started_at") ? json_object_get(b, "started_at") : json_null(),
-                     "command", cmd ? cmd : json_null(), "workspace",
-                     json_object_get(b, "workspace") ? json_object_get(b, "workspace") : json_null(), "stage",
-                     json_is_object(st) ? json_object_get(st, "path") : json_null(), "stage_state",
-                     stage_state ? json_string(stage_state) : json_null());
+    json_t *s =
+        json_pack("{s:s, s:s, s:O, s:O, s:O, s:O, s:O, s:o}", "run_id", id, "state", runs_display_state(b),
+                  "exit_status", json_is_object(e) ? json_object_get(e, "pvisor_exit_status") : json_null(),
+                  "started_at", json_object_get(b, "started_at") ? json_object_get(b, "started_at") : json_null(),
+                  "command", cmd ? cmd : json_null(), "workspace",
+                  json_object_get(b, "workspace") ? json_object_get(b, "workspace") : json_null(), "stage",
+                  json_is_object(st) ? json_object_get(st, "path") : json_null(), "stage_state",
+                  stage_state ? json_string(stage_state) : json_null());
+    /* arguments that are not UTF-8, as the Bundle gives them */
+    json_t *hex = json_object_get(b, "command_hex");
+    if (s && hex && json_object_set(s, "command_hex", hex) < 0) {
+        json_decref(s);
+        return NULL;
+    }
+    return s;
 }
 
 /* The command on one line: what a terminal would act on escaped
  * (term_escape), long commands cut at 72 bytes, never inside a character
  * or an escape (the full argv is in `list --json`). */
-static void print_command(const json_t *cmd) {
+static void print_command(const json_t *cmd, const json_t *cmd_hex) {
     size_t k, col = 0;
     bool cut = false;
     json_t *v;
     json_array_foreach(cmd, k, v) {
-        char *e = json_string_value(v) ? term_escape(json_string_value(v)) : NULL;
+        (void)v;
+        char *e = runs_command_arg_display(cmd, cmd_hex, k);
         const unsigned char *a = (const unsigned char *)(e ? e : "");
         if (col < 72)
             putchar(' '), col++;
@@ -95,7 +104,7 @@ int cmd_list(int argc, char **argv) {
         const char *sst = json_string_value(json_object_get(s, "stage_state"));
         printf("%-29s %-12s %-5s %-12s %-24s", ids[i], json_string_value(json_object_get(s, "state")), exitbuf,
                sst ? sst : "-", started ? started : "-");
-        print_command(json_object_get(s, "command"));
+        print_command(json_object_get(s, "command"), json_object_get(s, "command_hex"));
         json_decref(s);
     }
     if (as_json) {

@@ -77,6 +77,14 @@ static int resolve_workspace(const struct run_options *o, char **ret_path) {
         free(real);
         return cli_usage_error("run", "--workspace '%s' is not a directory", w);
     }
+    if (!run_path_recordable(real)) {
+        _cleanup_free_ char *d = term_escape(real);
+        free(real);
+        return cli_usage_error("run",
+                               "the workspace %s is not valid UTF-8, which the Bundle and the stage cannot record; "
+                               "rename it, or give --workspace",
+                               d ? d : "?");
+    }
     *ret_path = real;
     return 0;
 }
@@ -105,6 +113,11 @@ static int check_access_rules(const struct run_options *o, const char *workspace
         _cleanup_free_ char *rp = realpath(o->access[i].path, NULL);
         if (!rp)
             return cli_usage_error("run", "--access/--allow-write '%s': %s", o->access[i].path, strerror(errno));
+        if (!run_path_recordable(o->access[i].path) || !run_path_recordable(rp)) {
+            _cleanup_free_ char *d = term_escape(o->access[i].path);
+            return cli_usage_error(
+                "run", "--access/--allow-write %s is not valid UTF-8, which the Bundle cannot record", d ? d : "?");
+        }
         if (strcmp(rp, "/") == 0)
             return cli_usage_error("run", "--access %s:%s names the whole file system; name what to %s",
                                    access_kind_name(o->access[i].kind), o->access[i].path,
@@ -234,8 +247,12 @@ int cmd_run(int argc, char **argv) {
     struct timespec started;
     clock_gettime(CLOCK_REALTIME, &started);
     json_t *bundle = bundle_new(run_id, &o, &pol, cwd, workspace, &started);
-    if (!bundle)
+    if (!bundle) {
+        /* nothing recorded: no run directory without a Bundle is left to
+         * block the verbs that look for the newest run */
+        rmdir(run_dir);
         return cli_error(PV_EXIT_SETUP, "run", "out of memory");
+    }
     ctx.run_dirfd = run_dirfd;
     ctx.bundle = bundle;
     int status = run_execute(&ctx);

@@ -37,7 +37,8 @@ static void print_human(const json_t *b) {
     size_t i;
     json_t *v;
     json_array_foreach(json_object_get(b, "command"), i, v) {
-        char *a = json_string_value(v) ? term_escape(json_string_value(v)) : NULL; /* the caller's argv */
+        (void)v;
+        char *a = runs_command_arg_display(json_object_get(b, "command"), json_object_get(b, "command_hex"), i);
         printf(" %s", a ? a : "?");
         free(a);
     }

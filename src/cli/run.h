@@ -60,6 +60,10 @@ int run_stage_path(const struct run_context *ctx, char **ret_path);
 /* Refuse a stage location that contains the workspace or lies inside it.
  * On error *ret_error is a malloc'd message. */
 int run_check_stage_location(const struct run_context *ctx, char **ret_error);
+/* Can the Bundle and the stage's meta.json record path as a JSON string
+ * (valid UTF-8)?  The workspace and stage paths must be: they are looked
+ * up by name. */
+bool run_path_recordable(const char *path);
 
 /* The first dimension the policy requested that the Bundle does not record
  * as effectively enforced, or NULL (--strict). */

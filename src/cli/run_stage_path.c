@@ -4,6 +4,7 @@
 #include "util/util.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,12 @@ int run_stage_path(const struct run_context *ctx, char **ret_path) {
     return path_abs_parent(s, ret_path);
 }
 
+bool run_path_recordable(const char *path) {
+    json_t *j = json_string(path);
+    json_decref(j);
+    return j != NULL;
+}
+
 int run_check_stage_location(const struct run_context *ctx, char **ret_error) {
     _cleanup_free_ char *sp = NULL;
     int r = run_stage_path(ctx, &sp);
@@ -29,6 +36,15 @@ int run_check_stage_location(const struct run_context *ctx, char **ret_error) {
         if (asprintf(ret_error, "--stage '%s': %s", ctx->opts->stage, strerror(-r)) < 0)
             *ret_error = NULL;
         return r;
+    }
+    if (!run_path_recordable(sp)) {
+        _cleanup_free_ char *d = term_escape(sp);
+        if (asprintf(ret_error,
+                     "the stage path %s is not valid UTF-8, which its Bundle and meta.json cannot record; choose "
+                     "--stage elsewhere (or set XDG_STATE_HOME for --stage auto)",
+                     d ? d : "?") < 0)
+            *ret_error = NULL;
+        return -EINVAL;
     }
     if (path_overlaps(sp, ctx->workspace)) {
         if (asprintf(ret_error,

@@ -55,6 +55,17 @@ int runs_resolve(const char *query, char **ret_id) {
     return 0;
 }
 
+char *runs_command_arg_display(const json_t *command, const json_t *command_hex, size_t i) {
+    const char *s = json_string_value(json_array_get(command, i));
+    if (s)
+        return term_escape(s);
+    const char *hex = json_string_value(json_array_get(command_hex, i));
+    _cleanup_free_ char *raw = NULL;
+    if (!hex || hex_decode(hex, &raw) < 0)
+        return NULL;
+    return term_escape(raw);
+}
+
 /* Is the supervisor recorded in the bundle still alive and still pvisor? */
 static bool supervisor_alive(const json_t *b) {
     json_int_t pid = json_integer_value(json_object_get(json_object_get(b, "user"), "supervisor_pid"));

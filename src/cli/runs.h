@@ -18,4 +18,9 @@ const char *runs_display_state(const json_t *bundle);
  * run killed).  NULL when the run has no stage. */
 const char *runs_stage_state(const json_t *bundle);
 
+/* Argument i of the Bundle's command, escaped for a terminal (term_escape):
+ * from command, or from command_hex when it is not UTF-8.  malloc'd; NULL
+ * when the Bundle has no such argument or out of memory. */
+char *runs_command_arg_display(const json_t *bundle_command, const json_t *bundle_command_hex, size_t i);
+
 #endif

@@ -23,11 +23,40 @@ static json_t *time_json(const struct timespec *ts) {
     return json_string(buf);
 }
 
+/* s as a JSON string, or null and its bytes in hex in *hex when it is not
+ * UTF-8 (JSON cannot carry it): never dropped.  NULL when out of memory. */
+static json_t *string_or_hex(const char *s, json_t **hex) {
+    json_t *j = json_string(s);
+    if (j)
+        return j;
+    char *h = hex_encode(s);
+    *hex = h ? json_string(h) : NULL;
+    free(h);
+    return *hex ? json_null() : NULL;
+}
+
 json_t *bundle_new(const char *run_id, const struct run_options *o, const struct policy *p, const char *cwd,
                    const char *workspace, const struct timespec *started) {
-    json_t *cmd = json_array();
-    for (int i = 0; cmd && i < o->cmd_argc; i++)
-        json_array_append_new(cmd, json_string(o->cmd_argv[i]));
+    /* An argument that is not UTF-8 is null in command, and its bytes are
+     * in command_hex at the same index (given only then). */
+    json_t *cmd = json_array(), *cmd_hex = NULL;
+    bool any_hex = false;
+    for (int i = 0; cmd && i < o->cmd_argc; i++) {
+        json_t *hex = NULL, *v = string_or_hex(o->cmd_argv[i], &hex);
+        if (hex && !any_hex) {
+            any_hex = true;
+            cmd_hex = json_array();
+            for (int k = 0; cmd_hex && k < i; k++)
+                json_array_append_new(cmd_hex, json_null());
+        }
+        if (json_array_append_new(cmd, v) < 0 ||
+            (any_hex && json_array_append_new(cmd_hex, hex ? hex : json_null()) < 0)) {
+            json_decref(cmd);
+            json_decref(cmd_hex);
+            return NULL;
+        }
+    }
+    json_t *cwd_hex = NULL, *cwd_j = cwd ? string_or_hex(cwd, &cwd_hex) : json_null();
 
     const struct run_limits *l = &o->limits;
     json_t *limits = policy_has_limits(l)
@@ -63,11 +92,23 @@ json_t *bundle_new(const char *run_id, const struct run_options *o, const struct
         json_pack("{s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:{s:i, s:i, s:i}, s:o, s:{s:s, s:s, s:s}, s:o, s:o, s:[], s:o, "
                   "s:o, s:o, s:o}",
                   "schema", BUNDLE_SCHEMA, "pvisor_version", PVISOR_VERSION, "run_id", run_id, "state", "starting",
-                  "command", cmd, "cwd", json_string_or_null(cwd), "workspace", json_string_or_null(workspace), "user",
-                  "uid", (int)getuid(), "gid", (int)getgid(), "supervisor_pid", (int)getpid(), "requested_policy", req,
+                  "command", cmd, "cwd", cwd_j, "workspace", json_string_or_null(workspace), "user", "uid",
+                  (int)getuid(), "gid", (int)getgid(), "supervisor_pid", (int)getpid(), "requested_policy", req,
                   "executor", "requested", executor_name(o->executor), "effective", "host", "mechanism", "none",
                   "dimensions", dims, "kernel_features", json_object(), "warnings", "started_at", time_json(started),
                   "ended_at", json_null(), "exit", json_null(), "stage", json_null());
+    if (!b) {
+        json_decref(cmd_hex);
+        json_decref(cwd_hex);
+        return NULL;
+    }
+    /* json_object_set_new() takes the value also when it fails */
+    int bad = cmd_hex ? json_object_set_new(b, "command_hex", cmd_hex) : 0;
+    bad |= cwd_hex ? json_object_set_new(b, "cwd_hex", cwd_hex) : 0;
+    if (bad) {
+        json_decref(b);
+        return NULL;
+    }
     return b;
 }
 

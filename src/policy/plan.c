@@ -1,5 +1,7 @@
 /* plan.c: see plan.h.  Pure: no system calls. */
 #include "policy/plan.h"
+#include "util/cleanup.h"
+#include "util/util.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -61,29 +63,62 @@ int plan_add_mount_from(struct launch_plan *p, enum plan_mount_kind kind, const 
     return 0;
 }
 
+/* A string of the host (an argument, an environment entry, a path) as
+ * JSON: the string when it is UTF-8, else {"hex": its bytes}, as JSON
+ * cannot carry them and json_string() refuses them: nothing is lost or
+ * dropped on the way to the launcher.  NULL only when out of memory. */
+static json_t *bytes_json(const char *s) {
+    if (!s)
+        return json_null();
+    json_t *j = json_string(s);
+    if (j)
+        return j;
+    _cleanup_free_ char *hex = hex_encode(s);
+    return hex ? json_pack("{s:s}", "hex", hex) : NULL;
+}
+
+/* The other way: a malloc'd copy of what bytes_json() made of a string. */
+static int bytes_from_json(const json_t *j, char **ret) {
+    if (json_is_string(j)) {
+        *ret = strdup(json_string_value(j));
+        return *ret ? 0 : -ENOMEM;
+    }
+    const char *hex = json_string_value(json_object_get(j, "hex"));
+    if (!hex || json_object_size(j) != 1)
+        return -EINVAL;
+    return hex_decode(hex, ret);
+}
+
 static json_t *strv_to_json(char **v) {
     json_t *a = json_array();
     for (; a && v && *v; v++)
-        json_array_append_new(a, json_string(*v));
+        if (json_array_append_new(a, bytes_json(*v)) < 0) {
+            json_decref(a);
+            return NULL;
+        }
     return a;
 }
 
 json_t *plan_to_json(const struct launch_plan *p) {
     json_t *mounts = json_array();
     for (size_t i = 0; mounts && i < p->n_mounts; i++)
-        json_array_append_new(mounts, json_pack("{s:s, s:s, s:s?, s:I, s:i, s:b, s:b}", "kind",
-                                                plan_mount_kind_name(p->mounts[i].kind), "path", p->mounts[i].path,
-                                                "source", p->mounts[i].source, "size", (json_int_t)p->mounts[i].size,
-                                                "fd", p->mounts[i].fd, "optional", p->mounts[i].optional,
-                                                "scan_sockets", p->mounts[i].scan_sockets));
+        if (json_array_append_new(mounts,
+                                  json_pack("{s:s, s:o, s:o, s:I, s:i, s:b, s:b}", "kind",
+                                            plan_mount_kind_name(p->mounts[i].kind), "path",
+                                            bytes_json(p->mounts[i].path), "source", bytes_json(p->mounts[i].source),
+                                            "size", (json_int_t)p->mounts[i].size, "fd", p->mounts[i].fd, "optional",
+                                            p->mounts[i].optional, "scan_sockets", p->mounts[i].scan_sockets)) < 0) {
+            json_decref(mounts);
+            return NULL;
+        }
     return json_pack(
-        "{s:o, s:s?, s:o, s:s, s:s, s:I, s:I, s:b, s:b, s:b, s:b, s:b, s:b, s:I, s:{s:I, s:I, s:I, s:I, s:I}, s:o}",
-        "argv", strv_to_json(p->argv), "exec_path", p->exec_path, "env", strv_to_json(p->envp), "cwd", p->cwd,
-        "hostname", p->hostname, "uid", (json_int_t)p->uid, "gid", (json_int_t)p->gid, "unshare_net", p->unshare_net,
-        "loopback_tcp", p->loopback_tcp, "landlock", p->landlock, "seccomp", p->seccomp, "tty", p->tty, "tty_input",
-        p->tty_input, "tmp_size", (json_int_t)p->tmp_size, "rlimits", "nofile", (json_int_t)p->rlimit_nofile, "fsize",
-        (json_int_t)p->rlimit_fsize, "nproc", (json_int_t)p->rlimit_nproc, "as", (json_int_t)p->rlimit_as, "cpu",
-        (json_int_t)p->rlimit_cpu, "mounts", mounts);
+        "{s:o, s:o, s:o, s:o, s:s, s:I, s:I, s:b, s:b, s:b, s:b, s:b, s:b, s:I, s:{s:I, s:I, s:I, s:I, s:I}, s:o}",
+        "argv", strv_to_json(p->argv), "exec_path", bytes_json(p->exec_path), "env", strv_to_json(p->envp), "cwd",
+        bytes_json(p->cwd), "hostname", p->hostname, "uid", (json_int_t)p->uid, "gid", (json_int_t)p->gid,
+        "unshare_net", p->unshare_net, "loopback_tcp", p->loopback_tcp, "landlock", p->landlock, "seccomp", p->seccomp,
+        "tty", p->tty, "tty_input", p->tty_input, "tmp_size", (json_int_t)p->tmp_size, "rlimits", "nofile",
+        (json_int_t)p->rlimit_nofile, "fsize", (json_int_t)p->rlimit_fsize, "nproc", (json_int_t)p->rlimit_nproc, "as",
+        (json_int_t)p->rlimit_as, "cpu", (json_int_t)p->rlimit_cpu, "mounts", mounts);
 }
 
 static int strv_from_json(const json_t *a, size_t max, bool need_one, char ***ret) {
@@ -95,12 +130,12 @@ static int strv_from_json(const json_t *a, size_t max, bool need_one, char ***re
     size_t i;
     json_t *e;
     json_array_foreach(a, i, e) {
-        const char *s = json_string_value(e);
-        if (!s || !(v[i] = strdup(s))) {
+        int r = bytes_from_json(e, &v[i]);
+        if (r < 0) {
             for (size_t k = 0; k < i; k++)
                 free(v[k]);
             free(v);
-            return s ? -ENOMEM : -EINVAL;
+            return r;
         }
     }
     *ret = v;
@@ -148,10 +183,11 @@ int plan_from_json(const json_t *j, struct launch_plan *ret_plan) {
         goto fail;
     if ((r = strv_from_json(json_object_get(j, "env"), PLAN_MAX_ENV, false, &p.envp)) < 0)
         goto fail;
+    if ((r = bytes_from_json(json_object_get(j, "cwd"), &p.cwd)) < 0)
+        goto fail;
     r = -EINVAL;
-    const char *cwd = json_string_value(json_object_get(j, "cwd"));
     const char *hn = json_string_value(json_object_get(j, "hostname"));
-    if (!plan_path_ok(cwd) || !hn || strlen(hn) > 64)
+    if (!plan_path_ok(p.cwd) || !hn || strlen(hn) > 64)
         goto fail;
     if (get_u64(j, "uid", &uid) < 0 || get_u64(j, "gid", &gid) < 0 || uid > UINT32_MAX - 1 || gid > UINT32_MAX - 1)
         goto fail;
@@ -172,12 +208,15 @@ int plan_from_json(const json_t *j, struct launch_plan *ret_plan) {
         get_u64(rl, "as", &p.rlimit_as) < 0 || get_u64(rl, "cpu", &p.rlimit_cpu) < 0)
         goto fail;
     const json_t *ep = json_object_get(j, "exec_path");
-    if (ep && !json_is_null(ep) &&
-        (!json_is_string(ep) || json_string_value(ep)[0] != '/' || strlen(json_string_value(ep)) >= PATH_MAX))
-        goto fail;
+    if (ep && !json_is_null(ep)) {
+        if ((r = bytes_from_json(ep, &p.exec_path)) < 0)
+            goto fail;
+        r = -EINVAL;
+        if (p.exec_path[0] != '/' || strlen(p.exec_path) >= PATH_MAX)
+            goto fail;
+    }
     r = -ENOMEM;
-    if (!(p.cwd = strdup(cwd)) || !(p.hostname = strdup(hn)) ||
-        (json_is_string(ep) && !(p.exec_path = strdup(json_string_value(ep)))))
+    if (!(p.hostname = strdup(hn)))
         goto fail;
     const json_t *mounts = json_object_get(j, "mounts");
     r = -EINVAL;
@@ -187,7 +226,9 @@ int plan_from_json(const json_t *j, struct launch_plan *ret_plan) {
     json_t *m;
     json_array_foreach(mounts, i, m) {
         const char *kind = json_string_value(json_object_get(m, "kind"));
-        const char *path = json_string_value(json_object_get(m, "path"));
+        _cleanup_free_ char *path = NULL, *source = NULL;
+        if ((r = bytes_from_json(json_object_get(m, "path"), &path)) < 0)
+            goto fail;
         uint64_t size;
         int k = -1;
         for (int c = 0; kind && c <= PLAN_HIDE; c++)
@@ -198,7 +239,8 @@ int plan_from_json(const json_t *j, struct launch_plan *ret_plan) {
             goto fail;
         const json_t *src = json_object_get(m, "source");
         if (src && !json_is_null(src)) {
-            if ((r = plan_add_mount_from(&p, (enum plan_mount_kind)k, json_string_value(src), path)) < 0)
+            if ((r = bytes_from_json(src, &source)) < 0 ||
+                (r = plan_add_mount_from(&p, (enum plan_mount_kind)k, source, path)) < 0)
                 goto fail;
             p.mounts[p.n_mounts - 1].size = size;
         } else if ((r = plan_add_mount(&p, (enum plan_mount_kind)k, path, size)) < 0)

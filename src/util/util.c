@@ -663,6 +663,50 @@ char *term_escape(const char *s) {
     return out;
 }
 
+char *hex_encode(const char *s) {
+    static const char digits[] = "0123456789abcdef";
+    size_t n = strlen(s);
+    char *out = malloc(2 * n + 1);
+    if (!out)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = digits[(unsigned char)s[i] >> 4];
+        out[2 * i + 1] = digits[(unsigned char)s[i] & 15];
+    }
+    out[2 * n] = '\0';
+    return out;
+}
+
+static int hex_digit(char c) {
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+int hex_decode(const char *hex, char **ret) {
+    size_t n = strlen(hex);
+    if (n % 2)
+        return -EINVAL;
+    char *out = malloc(n / 2 + 1);
+    if (!out)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i += 2) {
+        int hi = hex_digit(hex[i]), lo = hex_digit(hex[i + 1]);
+        if (hi < 0 || lo < 0 || (hi | lo) == 0) {
+            free(out);
+            return -EINVAL;
+        }
+        out[i / 2] = (char)(hi << 4 | lo);
+    }
+    out[n / 2] = '\0';
+    *ret = out;
+    return 0;
+}
+
 int userns_enter(int flags, uid_t inner_uid, gid_t inner_gid, const char **ret_step) {
     uid_t uid = getuid();
     gid_t gid = getgid();

@@ -92,6 +92,14 @@ size_t term_char(const unsigned char *p, size_t n, bool *ret_unsafe);
  * as \xNN (malloc'd; NULL when out of memory). */
 char *term_escape(const char *s);
 
+/* s's bytes as lowercase hex (malloc'd; NULL when out of memory): how a
+ * name or argument that is not UTF-8, which JSON cannot carry, is recorded
+ * (as KEY_hex). */
+char *hex_encode(const char *s);
+/* The bytes that hex (even length, hex digits) spells, NUL-terminated,
+ * malloc'd: -EINVAL for anything else, or for a NUL byte among them. */
+int hex_decode(const char *hex, char **ret);
+
 /* Remove dir_fd/name and, if it is a directory, everything below it. */
 int remove_tree_at(int dir_fd, const char *name, unsigned max_depth);
 

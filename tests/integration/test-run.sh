@@ -336,3 +336,38 @@ ln -s ../@scope/tool/bin/tool.sh "$nm/.bin/pvtool"
 out1=$(cd "$T/safews" && PATH="$nm/.bin:$PATH" "$PVISOR" run --safe -- pvtool 2>&1)
 out2=$(cd "$T/safews" && PATH="$nm/.bin:$PATH" "$PVISOR" run --safe -- sh -c pvtool 2>&1)
 eq "$out1|$out2" "TOOL-DEP|TOOL-DEP" "--safe: an npm-installed command reads its platform package beside it, also run through a shell"
+
+# --- arguments and paths that are not UTF-8 -----------------------------------
+# JSON cannot carry them and json_string() refuses them: an argument was
+# dropped from the Bundle, and under --safe from the command itself (the
+# launch plan), so `echo A B\377 C` ran as `echo A C`; a workspace or cwd
+# of such a name made run fail with "out of memory", leaving a run
+# directory without a Bundle that then blocked every bare lifecycle verb.
+bad=$(printf 'B\377')
+"$PVISOR" run -- "$PVAGENT" exit 0 "$bad" x >/dev/null 2>&1
+b="$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json"
+eq "$(jq -c '[.command, .command_hex]' "$b")" "[[\"$PVAGENT\",\"exit\",\"0\",null,\"x\"],[null,null,null,\"42ff\",null]]" \
+    "an argument that is not UTF-8 is null in the Bundle's command, its bytes in command_hex at its index"
+check "such a Bundle is valid" $VALIDATE "$b"
+eq "$("$PVISOR" status | grep '^Command:')" "Command:     $PVAGENT exit 0 B\\xff x" "status prints it escaped"
+eq "$("$PVISOR" list | head -2 | tail -1 | sed 's/.* exit 0 //')" 'B\xff x' "list prints it escaped"
+mkdir -p "$T/odd/$bad"
+(cd "$T/odd/$bad" && "$PVISOR" run --workspace "$T/odd" -- "$PVAGENT" exit 0 >/dev/null 2>&1); rc=$?
+b="$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json"
+eq "$rc $(jq -r '.cwd, .cwd_hex' "$b" | tr '\n' ' ')" "0 null $(printf '%s' "$T/odd/$bad" | od -An -tx1 | tr -d ' \n') " \
+    "a cwd that is not UTF-8 runs, and the Bundle gives it as cwd_hex"
+n=$(run_count)
+(cd "$T/odd/$bad" && "$PVISOR" run -- true) 2>err; rc=$?
+eq "$rc $(run_count) $(grep -c . err)" "2 $n 2" "a workspace that is not UTF-8 is a usage error, nothing written"
+check "  and the message says why" grep -q 'is not valid UTF-8' err
+"$PVISOR" run --stage "$T/st$bad" -- true 2>/dev/null; rc=$?
+eq "$rc $(run_count)" "2 $n" "a --stage path that is not UTF-8 is a usage error, nothing written"
+if [ "$safe_works" = true ]; then
+    out=$(cd "$T/safews" && V="$bad" "$PVISOR" run --safe --pass-env V -- sh -c 'printf "%s|%s|%s" "$1" "$V" "$2"' sh "$bad" x | od -An -c | tr -s ' ')
+    eq "$out" " B 377 | B 377 | x" "--safe: an argument and a passed variable that are not UTF-8 reach the command byte for byte"
+    out=$(cd "$T/odd/$bad" && "$PVISOR" run --safe --workspace "$T/odd" -- pwd)
+    eq "$out" "$T/odd/$bad" "--safe: a cwd that is not UTF-8 is the command's"
+else
+    skip "--safe: arguments that are not UTF-8 reach the command" "--safe does not run here"
+    skip "--safe: a cwd that is not UTF-8" "--safe does not run here"
+fi

@@ -118,6 +118,31 @@ int main(void) {
     json_object_set_new(je, "exec_path", json_string("bin/make"));
     ok(plan_from_json(je, &q) == -EINVAL, "a relative exec_path is refused");
     json_decref(je);
+    /* an argument, a variable and the cwd that are not UTF-8 (JSON cannot
+     * carry them) reach the launcher byte for byte, none dropped */
+    {
+        char *a1 = p.argv[1], *cwd = p.cwd, bad[] = "-j\377\376";
+        p.argv[1] = bad;
+        p.cwd = "/home/u/ws/\377";
+        char **ev = p.envp;
+        while (*ev && strncmp(*ev, "PWD=", 4) != 0)
+            ev++;
+        char *e0 = *ev, badenv[] = "PWD=/home/u/ws/\377";
+        *ev = badenv;
+        json_t *jb = plan_to_json(&p);
+        ok(jb && plan_from_json(jb, &q) == 0 && strcmp(q.argv[1], bad) == 0 && !q.argv[2] &&
+               strcmp(q.cwd, p.cwd) == 0 && q.envp[ev - p.envp] && strcmp(q.envp[ev - p.envp], badenv) == 0,
+           "arguments, variables and the cwd that are not UTF-8 round trip");
+        plan_free(&q);
+        json_array_set_new(json_object_get(jb, "argv"), 1, json_pack("{s:s}", "hex", "2d00"));
+        ok(plan_from_json(jb, &q) == -EINVAL, "a hex argument with a NUL byte is refused");
+        json_array_set_new(json_object_get(jb, "argv"), 1, json_pack("{s:s}", "hex", "2d6"));
+        ok(plan_from_json(jb, &q) == -EINVAL, "an odd-length hex argument is refused");
+        json_decref(jb);
+        p.argv[1] = a1;
+        p.cwd = cwd;
+        *ev = e0;
+    }
     /* an inherited (idmapped) source: read-only projections, fd 16 and up */
     ok(plan_from_json(j, &q) == 0 && q.mounts[0].fd == -1, "no inherited source unless the supervisor sets one");
     plan_free(&q);
