@@ -36,6 +36,8 @@ int cmd_fork(int argc, char **argv) {
     }
     if (npos == 0)
         return cli_usage_error("fork", "where should the new stage go? (NEW_STAGE)");
+    if (!*pos[npos - 1])
+        return cli_usage_error("fork", "an empty NEW_STAGE names no directory");
     if (run && stage_dir)
         return cli_usage_error("fork", "give --run RUN or --stage DIR, not both");
     const char *checkpoint = npos == 2 ? pos[0] : NULL, *new_stage = pos[npos - 1];

@@ -19,6 +19,10 @@
 
 int lc_cli_target(const char *verb, const char *run, const char *stage_dir, char **ret_stage, char **ret_run,
                   json_t **ret_bundle) {
+    /* "" is a prefix of every run id: `pvisor drop "$RUN"` with RUN unset
+     * would take the only run there is, of any workspace */
+    if ((run && !*run) || (stage_dir && !*stage_dir))
+        return cli_usage_error(verb, "an empty %s names nothing", run && !*run ? "RUN" : "stage directory");
     _cleanup_free_ char *unreadable = NULL;
     json_t *bundle = NULL;
     int r = lc_resolve_target(run, stage_dir, ret_stage, ret_run ? ret_run : &unreadable, &bundle);

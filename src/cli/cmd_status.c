@@ -95,6 +95,8 @@ int cmd_status(int argc, char **argv) {
 #endif
     }
 
+    if (query && !*query)
+        return cli_usage_error("status", "an empty RUN names nothing");
     _cleanup_free_ char *id = NULL;
     int r = runs_resolve(query, &id);
     if (r == -ENOENT)

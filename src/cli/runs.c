@@ -27,6 +27,10 @@ int runs_resolve(const char *query, char **ret_id) {
         return -ENOENT;
     }
     const char *match = NULL;
+    if (query && !*query) { /* a prefix of every id, but names none */
+        runs_free_ids(ids);
+        return -ENOENT;
+    }
     if (!query || strcmp(query, "latest") == 0) {
         match = ids[0];
     } else {

@@ -156,6 +156,10 @@ int lc_resolve_target(const char *run, const char *stage_dir, char **ret_stage_p
         goto out;
     }
     const char *match = NULL;
+    if (run && !*run) { /* a prefix of every id, but names none */
+        r = -ENOENT;
+        goto out;
+    }
     if (run && strcmp(run, "latest") != 0) {
         size_t ql = strlen(run);
         for (size_t i = 0; i < n; i++) {

@@ -1368,3 +1368,19 @@ eq "$r1:$r2:$r3:$(grep -c ran "$T/pend.run"):$(grep -c "apply of the stage $SA i
 (cd "$W" && "$P" run --stage auto -- true) >/dev/null 2>&1; r3=$?
 eq "$r1:$r2:$r3:$(grep -l A "$W"/f* | wc -l):$(cat "$W/other")" "0:0:0:200:C" \
     "its own apply completes it; then the other stage applies and runs go again"
+
+# An empty RUN (`pvisor drop "$RUN"` with RUN unset) is a usage error: ""
+# is a prefix of every run id, so with one run recorded it took that run,
+# of any workspace, from any directory, where a bare `pvisor drop` refuses.
+W=$T/wsempty
+S1="XDG_STATE_HOME=$T/state-empty"
+mkdir -p "$W"; echo a > "$W/a"
+(cd "$W" && env "$S1" "$P" run --stage auto -- sh -c 'echo b > a') >/dev/null 2>&1
+for v in drop apply "apply --dry-run" checkpoint "status --review" status; do
+    # shellcheck disable=SC2086
+    (cd / && env "$S1" "$P" $v "") >/dev/null 2>"$T/empty.err"; rc=$?
+    eq "$rc:$(grep -c . "$T/empty.err")" "2:2" "$v '': a usage error"
+done
+(cd / && env "$S1" "$P" fork "") >/dev/null 2>&1; eq $? 2 "fork '': a usage error"
+eq "$(cd "$W" && env "$S1" "$P" status --review --json | jq -r .stage.state):$(cat "$W/a")" "sealed:a" \
+    "... and the stage is neither dropped nor applied"
