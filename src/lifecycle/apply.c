@@ -1143,9 +1143,9 @@ static void announce(const struct plan *p, const struct lc_apply_opts *o) {
     }
 }
 
-/* After a subset apply: remember the directories it created (see
- * load_ours in changeset.c).  Appended to what earlier subsets recorded. */
-/* STAGE/apply-created: each directory a subset apply created, as a
+/* After an apply: remember the directories it created (see load_ours in
+ * changeset.c).  Appended to what earlier subsets recorded. */
+/* STAGE/apply-created: each directory an apply created, as a
  * NUL-terminated workspace path (older pvisor wrote one per line; a file
  * without a NUL is read that way: load_ours). */
 static int record_created_dirs(int dir_fd, const struct plan *p) {
@@ -1348,13 +1348,17 @@ int lc_apply(const char *stage_path, const struct lc_apply_opts *o, struct lc_ap
     r = execute(&c);
     if (r < 0)
         goto out; /* the intent stays: the next apply resumes */
+    /* also after a full apply: else the review of the applied stage took
+     * each directory it created for one the user made after the run ("1
+     * added", a conflict).  Before the marker: a crash between the two
+     * resumes from the intent, which records them again (harmless). */
+    r = record_created_dirs(st->dir_fd, &p);
+    if (r < 0)
+        goto out;
     if (full) {
         r = mark_applied(st->dir_fd);
         goto out;
     }
-    r = record_created_dirs(st->dir_fd, &p);
-    if (r < 0)
-        goto out;
     /* After a subset apply the intent's removal is made durable (a lost
      * one would make the next apply roll forward an apply that is already
      * complete, and report any later edit of its paths as a conflict). */

@@ -163,6 +163,10 @@ eq "$(cat "$W/text.txt")" "$(printf 'line 1\nline two\nline 3\nline 4')" "applie
 check "applied fifo is a fifo" test -p "$W/pipe"
 check "no temp files are left in the workspace" sh -c "! find '$W' -name '.pvisor-apply-*' | grep -q ."
 eq "$(review_json "$S" | jq -r .stage.state)" applied "the stage is marked applied"
+# the directories apply created are its own, not the user's: the review of
+# the applied stage showed each as added, and as a conflict
+eq "$(review_json "$S" | jq -c '[(.changeset.changes | length), .changeset.summary.conflicts]')" "[0,0]" \
+    "the review of the applied stage has no changes and no conflicts (newdir is apply's)"
 check "the 'applied' marker exists and the intent is gone" sh -c "test -f '$S/applied' && test ! -e '$S/apply-intent'"
 # Small applies write regular files with O_TMPFILE (no name until the
 # rename, so one syncfs makes the intent and the content durable); the
