@@ -206,6 +206,7 @@ int policy_parse_run(int argc, char **argv, struct run_options *ret_opts, char *
     struct run_options o = {.filesystem = FILESYSTEM_HOST, .executor = EXECUTOR_AUTO};
     int i = 1;
     bool saw_dashdash = false;
+    uint32_t seen = 0; /* options that take one value: given once */
 
     while (i < argc) {
         const char *a = argv[i];
@@ -242,8 +243,15 @@ int policy_parse_run(int argc, char **argv, struct run_options *ret_opts, char *
         }
         i++;
 
+        enum opt_id id = run_opts[found].id;
+        bool single = run_opts[found].has_arg && id != OPT_PASS_ENV && id != OPT_ACCESS && id != OPT_ALLOW_WRITE &&
+                      id != OPT_LIMIT;
+        if (single && (seen & (1u << id)))
+            return fail(ret_error, "'%s' given twice", run_opts[found].name);
+        seen |= 1u << id;
+
         int r;
-        switch (run_opts[found].id) {
+        switch (id) {
         case OPT_HELP: o.help = true; break;
         case OPT_SAFE: o.safe = true; break;
         case OPT_STRICT: o.strict = true; break;

@@ -80,7 +80,9 @@ touch "$T/afile"
 for args in "--bogus -- true" "true" "--" "--stage" "--stage $T/afile -- true" \
             "--workspace $T/afile -- true" "--workspace $T/missing -- true" \
             "--executor bogus -- true" "--stage-max-bytes 12Q --stage x -- true" \
-            "--stage-max-bytes 1M -- true" "--safe=yes -- true"; do
+            "--stage-max-bytes 1M -- true" "--safe=yes -- true" \
+            "--timeout 5 --timeout 6 -- true" "--workspace $T --workspace=/ -- true" \
+            "--stage auto --stage $T/st2 -- true" "--safe --network loopback --network none -- true"; do
     # shellcheck disable=SC2086
     "$PVISOR" run $args >out 2>err; rc=$?
     eq "$rc" 2 "usage error exits 2: run $args"
