@@ -484,6 +484,17 @@ int cmd_diff(int argc, char **argv) {
     for (size_t i = 0; i < cs->n; i++)
         if (selected(cs->entries[i].path, paths, n_paths))
             show_entry(&d, st, &cs->entries[i]);
+    /* a PATH under which nothing is staged: said, as apply --path does */
+    for (size_t k = 0; k < n_paths; k++) {
+        bool any = false;
+        for (size_t i = 0; i < cs->n && !any; i++)
+            any = selected(cs->entries[i].path, &paths[k], 1);
+        if (!any) {
+            _cleanup_free_ char *e = term_escape(paths[k]);
+            fprintf(stderr, "pvisor diff: no staged change at or under %s\n", e ? e : "?");
+            d.failed = 1;
+        }
+    }
     if (d.stat) {
         size_t w = 0;
         long tp = 0, tm = 0;

@@ -888,8 +888,17 @@ int sandbox_prepare(struct run_context *ctx, const struct agent_hooks *hooks, st
         plan_free(&sb.plan);
         return -ENOMEM;
     }
-    sb.plan_fd = memfd_create("pvisor-plan", MFD_CLOEXEC | MFD_ALLOW_SEALING);
     size_t len = strlen(s);
+    if (len > PLAN_MAX_BYTES) { /* the launcher reads at most that much */
+        if (asprintf(ret_error,
+                     "the command's arguments and environment take %zu bytes in the sandbox's launch plan, which "
+                     "holds at most %u (arguments that are not UTF-8 count twice)",
+                     len, PLAN_MAX_BYTES) < 0)
+            *ret_error = NULL;
+        sandbox_release(&sb);
+        return -E2BIG;
+    }
+    sb.plan_fd = memfd_create("pvisor-plan", MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (sb.plan_fd < 0 || write(sb.plan_fd, s, len) != (ssize_t)len || lseek(sb.plan_fd, 0, SEEK_SET) < 0 ||
         fcntl(sb.plan_fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) < 0) {
         r = -errno;

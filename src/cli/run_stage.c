@@ -25,6 +25,7 @@
 #include "cli/run_sandbox.h"
 #ifdef PVISOR_HAVE_LIFECYCLE
 #include "cli/run_checkpoint.h"
+#include "lifecycle/lifecycle.h"
 #endif
 #include "launch/launch.h"
 #include "evidence/bundle.h"
@@ -235,7 +236,15 @@ static void cancel_checkpoints(void *userdata) {
 #endif
 }
 
-static const char *stage_open_hint(int r) {
+static const char *stage_open_hint(int r, const char *stage) {
+#ifdef PVISOR_HAVE_LIFECYCLE
+    _cleanup_free_ char *cp = NULL;
+    if (r == -ESTALE && lc_restore_interrupted(stage, &cp))
+        return "a 'pvisor restore' of the stage was interrupted; run that restore again to complete it "
+               "(do not drop the stage: that discards its checkpoints too)";
+#else
+    (void)stage;
+#endif
     switch (r) {
     case -EBUSY: return "another pvisor run is using this stage";
     case -ESTALE: return "the stage was interrupted (its run did not finish); it cannot be continued or applied";
@@ -308,7 +317,7 @@ int run_execute_staged(struct run_context *ctx,
     if (!sandbox && open_stage(&st) < 0) {
         close(st.lower_fd);
         bundle_set_json(ctx->bundle, "stage", json_null()); /* as before it was opened */
-        snprintf(msg, sizeof msg, "cannot use the stage %s: %s", sp, stage_open_hint(st.stage_error));
+        snprintf(msg, sizeof msg, "cannot use the stage %s: %s", sp, stage_open_hint(st.stage_error, sp));
         return run_fail_setup(ctx, msg);
     }
     bundle_set_executor(ctx->bundle, "host", "private mount namespace + FUSE overlay, no other isolation");
@@ -396,7 +405,7 @@ int run_execute_staged(struct run_context *ctx,
     }
     if (st.stage_error) {
         sandbox_release(&sb);
-        snprintf(msg, sizeof msg, "cannot use the stage %s: %s", sp, stage_open_hint(st.stage_error));
+        snprintf(msg, sizeof msg, "cannot use the stage %s: %s", sp, stage_open_hint(st.stage_error, sp));
         return run_fail_setup(ctx, msg);
     }
     if (st.home_error) {

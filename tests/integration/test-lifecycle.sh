@@ -144,6 +144,9 @@ check "diff: symlink retarget shows the targets" sh -c "grep -A6 '^diff --git a/
 check "diff: new file and deleted file headers" sh -c "grep -q '^new file mode 100644' '$T/d1.txt' && grep -q '^deleted file mode 100644' '$T/d1.txt'"
 "$P" diff --stage "$S" text.txt > "$T/d1p.txt"
 eq "$(grep -c '^diff --git' "$T/d1p.txt")" 1 "diff PATH limits the output"
+"$P" diff --stage "$S" text.txt nosuch > "$T/d1n.txt" 2>"$T/d1n.err"; rc=$?
+eq "$rc:$(grep -c '^diff --git' "$T/d1n.txt"):$(cat "$T/d1n.err")" "1:1:pvisor diff: no staged change at or under nosuch" \
+    "diff PATH under which nothing is staged: said, exit 1 (the other PATH still shown)"
 "$P" diff --stat --stage "$S" > "$T/d1s.txt"
 check "diff --stat summarises" sh -c "grep -q 'text.txt *| 3 ++-' '$T/d1s.txt' && grep -q 'files changed' '$T/d1s.txt'"
 
@@ -1050,6 +1053,9 @@ if command -v strace >/dev/null; then
         "$P" status --review "$S" >/dev/null 2>"$T/rsi.status"
         eq "$r1:$(grep -c "'pvisor restore one $S' completes it" "$T/rsi.apply" "$T/rsi.status" | cut -d: -f2 | tr '\n' :)$(grep -c "then 'pvisor drop' it" "$T/rsi.apply")" \
             "1:1:1:0" "an interrupted restore: apply refuses it, and apply and status name the restore that completes it (not a drop)"
+        (cd "$W" && "$P" run --stage "$S" --workspace "$W" -- true) >/dev/null 2>"$T/rsi.run"; r2=$?
+        eq "$r2:$(grep -c 'of the stage was interrupted; run that restore again' "$T/rsi.run")" "125:1" \
+            "... and a run on it says the same"
         "$P" restore one --stage "$S" >/dev/null; rc=$?
         review_json "$S" | jq -S .changeset > "$T/cs.restored3"
         check "the restore run again completes it" sh -c "[ $rc -eq 0 ] && cmp -s '$T/cs.one' '$T/cs.restored3' && \

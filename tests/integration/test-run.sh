@@ -373,3 +373,14 @@ else
     skip "--safe: arguments that are not UTF-8 reach the command" "--safe does not run here"
     skip "--safe: a cwd that is not UTF-8" "--safe does not run here"
 fi
+
+# --safe: the command line travels to the launcher in a plan of at most
+# 1 MiB; a larger one is refused with the reason (the launcher failed with
+# "Argument list too long" after the set-up); under it, it runs whole
+A=$(head -c 100000 /dev/zero | tr '\0' a)
+mkdir -p "$T/wsbig"
+# shellcheck disable=SC2086
+out=$(cd "$T/wsbig" && "$PVISOR" run --safe -- true $A $A $A $A $A $A $A $A $A $A $A $A 2>&1); rc=$?
+eq "$rc:$(echo "$out" | grep -c 'launch plan, which holds at most 1048576')" "125:1" "--safe with 1.2 MB of arguments is refused, saying why"
+out=$(cd "$T/wsbig" && "$PVISOR" run --safe -- sh -c 'echo $#:${#9}' x $A $A $A $A $A $A $A $A $A 2>&1); rc=$?
+eq "$rc:$out" "0:9:100000" "--safe with 0.9 MB of arguments runs them whole"
