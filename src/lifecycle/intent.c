@@ -321,6 +321,7 @@ void lc_intent_remove_lost(int stage_dir_fd, int ws_fd) {
             close(d);
         return;
     }
+    rewinddir(dir); /* the offset is shared with stage_dir_fd, which another listing may have moved */
     struct dirent *de;
     size_t pl = strlen(INTENT_TMP_PREFIX);
     while ((de = readdir(dir))) {

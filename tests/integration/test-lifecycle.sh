@@ -1063,8 +1063,25 @@ if command -v strace >/dev/null; then
     else
         not_ok "the restore was killed between its renames (strace inject)"
     fi
+    # killed while it copies (mkdirat #1 makes .restore, #2 a directory of
+    # the copy): the stage stays sealed, and the partial copy, which only
+    # the next restore removed (never once the stage was applied, when
+    # drop is refused), goes at the next checkpoint or apply
+    no_lsan strace -f -o /dev/null -e trace=mkdirat -e inject=mkdirat:signal=KILL:when=2 \
+        "$P" restore one --stage "$S" >/dev/null 2>&1
+    if [ -d "$S/.restore" ] && [ -e "$S/sealed" ]; then
+        : > "$S/.sealed.0badf00d.tmp"
+        "$P" apply --dry-run --stage "$S" >/dev/null 2>&1
+        d=$(ls -A "$S" | grep -c -e '^.restore' -e '^.sealed')
+        "$P" checkpoint --name after-kill --stage "$S" >/dev/null 2>&1; rc=$?
+        eq "$d:$rc:$(ls -A "$S" | grep -c -e '^.restore' -e '^.sealed')" "2:0:0" \
+            "a restore killed during its copy: the stage stays sealed; a checkpoint (as apply, not --dry-run) removes the partial copy and a stray temp file"
+    else
+        not_ok "the restore was killed during its copy (strace inject)"
+    fi
 else
     skip "a restore killed between its renames" "needs strace"
+    skip "a restore killed during its copy" "needs strace"
 fi
 apply_matches_oracle "apply after restore" "$W" "$S"
 eq "$(cat "$W/a")" "$(printf 'a\nA')" "the restored content is applied"
