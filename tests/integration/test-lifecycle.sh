@@ -259,7 +259,7 @@ fi
 
 W=$T/wsn S=$T/stn
 mkdir -p "$W"
-stage_run "$W" "$S" 'printf x > "$(printf "esc\033[2Jname")" && printf y > "$(printf "bad\377name")" && ln -s "$(printf "t\377")" lk'
+stage_run "$W" "$S" 'printf x > "$(printf "esc\033[2Jname")" && printf y > "$(printf "bad\377name")" && ln -s "$(printf "t\377")" lk && printf z > "f  -> g"'
 review_json "$S" > "$T/rn.json"; rc=$?
 eq "$rc" 0 "review JSON with hostile names exits 0"
 eq "$(jq -r '[.changeset.changes[] | select(.path == null) | .path_hex] | join(",")' "$T/rn.json")" "626164ff6e616d65" \
@@ -268,6 +268,8 @@ eq "$(jq -r '.changeset.changes[] | select(.path=="lk") | .new.target_hex' "$T/r
 esc=$(printf '\033')
 "$P" status --review "$S" > "$T/rn.txt"; "$P" diff --stage "$S" > "$T/rn.diff"
 check "control bytes in names are escaped in review and diff output" sh -c "! grep -q '$esc' '$T/rn.txt' && ! grep -q '$esc' '$T/rn.diff' && grep -q 'esc.x1b.2Jname' '$T/rn.txt'"
+check "a name with two spaces in a row cannot pass for a symlink in review (its spaces are written \\x20)" \
+    sh -c "grep -qF '  A f\\x20\\x20->\\x20g' '$T/rn.txt' && ! grep -q 'f  ->' '$T/rn.txt'"
 "$P" apply --stage "$S" >/dev/null 2>&1; rc=$?
 check "apply writes the exact names" sh -c "[ $rc -eq 0 ] && [ \"\$(cat '$W/$(printf "esc\033[2Jname")')\" = x ] && [ \"\$(cat '$W/$(printf "bad\377name")')\" = y ]"
 
