@@ -85,6 +85,7 @@ void lc_cli_unreadable_hint(int r, const char *stage, bool writes);
  * is pending; find returns 1 with the stage and workspace (malloc'd) of an
  * interrupted apply, other than except_stage's, into a workspace that
  * overlaps workspace, 0 when there is none, or -errno. */
+bool pending_apply_intent(const char *stage); /* an apply of the stage was cut short */
 int pending_apply_record(const char *stage, const char *workspace);
 void pending_apply_clear(const char *stage);
 int pending_apply_find(const char *workspace, const char *except_stage, char **ret_stage, char **ret_workspace);

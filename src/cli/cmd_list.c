@@ -20,6 +20,12 @@ static json_t *summary(const char *id, const json_t *b) {
                   json_object_get(b, "workspace") ? json_object_get(b, "workspace") : json_null(), "stage",
                   json_is_object(st) ? json_object_get(st, "path") : json_null(), "stage_state",
                   stage_state ? json_string(stage_state) : json_null());
+    /* an apply of the stage cut short: its workspace is half-written */
+    const char *sp = json_is_object(st) ? json_string_value(json_object_get(st, "path")) : NULL;
+    if (s && sp && json_object_set_new(s, "apply_pending", json_boolean(pending_apply_intent(sp))) < 0) {
+        json_decref(s);
+        return NULL;
+    }
     /* arguments that are not UTF-8, as the Bundle gives them */
     json_t *hex = json_object_get(b, "command_hex");
     if (s && hex && json_object_set(s, "command_hex", hex) < 0) {
@@ -101,7 +107,9 @@ int cmd_list(int argc, char **argv) {
         if (json_is_integer(es))
             snprintf(exitbuf, sizeof exitbuf, "%lld", (long long)json_integer_value(es));
         const char *started = json_string_value(json_object_get(s, "started_at"));
-        const char *sst = json_string_value(json_object_get(s, "stage_state"));
+        const char *sst = json_is_true(json_object_get(s, "apply_pending"))
+                              ? "half-applied"
+                              : json_string_value(json_object_get(s, "stage_state"));
         printf("%-29s %-12s %-5s %-12s %-24s", ids[i], json_string_value(json_object_get(s, "state")), exitbuf,
                sst ? sst : "-", started ? started : "-");
         print_command(json_object_get(s, "command"), json_object_get(s, "command_hex"));

@@ -32,7 +32,7 @@
 #define APPLYING_DIR "applying"
 #define APPLY_INTENT "apply-intent" /* lifecycle.h: LC_APPLY_INTENT */
 
-static bool intent_exists(const char *stage) {
+bool pending_apply_intent(const char *stage) {
     _cleanup_close_ int d = open(stage, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     struct stat st;
     return d >= 0 && fstatat(d, APPLY_INTENT, &st, AT_SYMLINK_NOFOLLOW) == 0;
@@ -76,7 +76,7 @@ int pending_apply_record(const char *stage, const char *workspace) {
 
 void pending_apply_clear(const char *stage) {
     char name[64];
-    if (intent_exists(stage) || record_name(stage, name) < 0)
+    if (pending_apply_intent(stage) || record_name(stage, name) < 0)
         return;
     _cleanup_close_ int d = open_applying(false);
     if (d >= 0)
@@ -111,7 +111,7 @@ int pending_apply_find(const char *workspace, const char *except_stage, char **r
         if (!end || text[0] != '/' || ws[0] != '/')
             continue; /* not ours to judge: left alone */
         *nl = *end = '\0';
-        if (!intent_exists(text)) {
+        if (!pending_apply_intent(text)) {
             (void)unlinkat(dirfd(dir), de->d_name, 0); /* completed, dropped, or never begun */
             continue;
         }

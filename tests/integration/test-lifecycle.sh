@@ -1387,6 +1387,8 @@ SC=$("$P" status --review --json latest | jq -r .stage.path)
 ap=$!
 wait_for "$SA/apply-intent"; sleep 0.3; kill -9 $ap; wait $ap 2>/dev/null
 n_new=$(grep -l A "$W"/f* | wc -l)
+eq "$("$P" list --json | jq -r --arg s "$SA" '.[] | select(.stage == $s) | .apply_pending'):$("$P" list | grep "$(basename "$(dirname "$SA")")" | grep -c ' half-applied ')" \
+    "true:1" "list shows the run whose apply was cut short (apply_pending; half-applied)"
 (cd "$W" && "$P" run --stage auto -- sh -c 'echo B >> f0; echo ran') >"$T/pend.run" 2>&1; r1=$?
 (cd "$W/.." && "$P" run -- true) >/dev/null 2>&1; r2=$?
 (cd "$W" && "$P" apply --stage "$SC") >/dev/null 2>"$T/pend.apply"; r3=$?
