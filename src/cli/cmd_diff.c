@@ -123,11 +123,15 @@ static void put_escaped(const char *buf, size_t n) {
     }
 }
 
+/* diff(1)'s exit status; -EPIPE when SIGPIPE killed it: the reader of
+ * the output went away (`pvisor diff | head`). */
 static int wait_diff(pid_t pid) {
     int status;
     while (waitpid(pid, &status, 0) < 0)
         if (errno != EINTR)
             return -errno;
+    if (WIFSIGNALED(status) && WTERMSIG(status) == SIGPIPE)
+        return -EPIPE;
     return WIFEXITED(status) ? WEXITSTATUS(status) : 2;
 }
 
@@ -298,6 +302,14 @@ static void content_diff(struct diffctx *d, const struct lc_stage *st, const cha
     if (!d->stat && !d->escape) {
         pid_t pid = spawn_diff(a, b, la, lb, STDOUT_FILENO);
         int rc = pid < 0 ? 2 : wait_diff(pid);
+        if (rc == -EPIPE) {
+            /* diff(1) wrote to our stdout, whose reader is gone: end as
+             * pvisor's own next write would, quietly, not with an error
+             * about diff(1) */
+            signal(SIGPIPE, SIG_DFL);
+            raise(SIGPIPE);
+            _exit(128 + SIGPIPE);
+        }
         if (rc >= 2 || rc < 0) {
             fprintf(stderr, "pvisor diff: diff(1) failed on %s\n", label);
             d->failed = 1;

@@ -149,6 +149,13 @@ eq "$rc:$(grep -c '^diff --git' "$T/d1n.txt"):$(cat "$T/d1n.err")" "1:1:pvisor d
     "diff PATH under which nothing is staged: said, exit 1 (the other PATH still shown)"
 "$P" diff --stat --stage "$S" > "$T/d1s.txt"
 check "diff --stat summarises" sh -c "grep -q 'text.txt *| 3 ++-' '$T/d1s.txt' && grep -q 'files changed' '$T/d1s.txt'"
+# a reader that goes away (`pvisor diff | head`) ends diff quietly, as
+# it ends git diff: no message that diff(1) failed
+Wp=$T/wsp Sp=$T/stp
+mkdir -p "$Wp"; seq 1 200000 > "$Wp/big.txt"
+stage_run "$Wp" "$Sp" 'sed -i s/0/O/ big.txt' >/dev/null 2>&1
+("$P" diff --stage "$Sp" 2> "$T/dp.err"; echo $? > "$T/dp.rc") | head -n 3 > "$T/dp.out"
+eq "$(cat "$T/dp.rc"):$(wc -l < "$T/dp.out"):$(cat "$T/dp.err")" "141:3:" "diff into a pipe closed early: ends by SIGPIPE, no error message"
 
 # a copy of stage and workspace, for the same apply with named temp files
 cp -a "$W" "$W.n"; "$P" fork --stage "$S" "$S.n" >/dev/null
