@@ -275,7 +275,8 @@ static void print_human(const char *stage, const char *state, const char *run, c
                 for (unsigned b = 0; b < LC_W__COUNT; b++)
                     if (cs->entries[i].warnings & (1u << b)) {
                         _cleanup_free_ char *k = NULL;
-                        printf("  ! %s: %s\n", dn(cs->entries[i].path, &k), lc_warning_name(b));
+                        printf("  ! %s: %s (%s)\n", dn(cs->entries[i].path, &k), lc_warning_message(b),
+                               lc_warning_name(b));
                     }
         }
         if (cs->n_conflicts) {

@@ -38,8 +38,8 @@ const char *lc_kind_name(enum lc_kind k) {
 }
 
 const char *lc_warning_name(unsigned i) {
-    static const char *const names[] = {"exec",  "setid",   "git_hook", "git_config", "symlink_outside",
-                                        "large", "special", "hardlink"};
+    static const char *const names[] = {"exec",  "setid",   "git_hook", "git_config",  "symlink_outside",
+                                        "large", "special", "hardlink", "git_worktree"};
     return i < ARRAY_SIZE(names) ? names[i] : "unknown";
 }
 
@@ -544,6 +544,21 @@ static int set_old(struct walk *w, struct lc_entry *e, int lower_dirfd, const ch
     return 0;
 }
 
+/* Is path (relative) a linked worktree's administrative directory,
+ * .git/worktrees/NAME, of any .git in the tree?  The sandbox does not show
+ * a worktree outside the workspace, so git worktree prune (or gc) there
+ * deletes it, and apply would break that worktree. */
+static bool is_worktree_admin(const char *p) {
+    for (const char *c = p;;) {
+        if (strncmp(c, ".git/worktrees/", 15) == 0 && c[15] && !strchr(c + 15, '/'))
+            return true;
+        const char *s = strchr(c, '/');
+        if (!s)
+            return false;
+        c = s + 1;
+    }
+}
+
 /* Every lower object at w->path (and below, for a directory) is deleted. */
 static int walk_lower_deleted(struct walk *w, int lower_dirfd, const char *name, const struct stat *lst, int depth) {
     if (++w->visited > LC_MAX_ENTRIES)
@@ -554,6 +569,10 @@ static int walk_lower_deleted(struct walk *w, int lower_dirfd, const char *name,
     if (!e)
         return w->cs->n >= LC_MAX_ENTRIES ? -E2BIG : -ENOMEM;
     int r = set_old(w, e, lower_dirfd, name, lst, NULL);
+    if (r >= 0 && S_ISDIR(lst->st_mode) && is_worktree_admin(e->path)) {
+        e->warnings |= LC_W_GIT_WORKTREE;
+        w->cs->warnings |= LC_W_GIT_WORKTREE;
+    }
     if (r < 0 || !S_ISDIR(lst->st_mode))
         return r;
     _cleanup_close_ int sub = lc_open_beneath(lower_dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
@@ -1123,7 +1142,7 @@ static json_t *side_json(enum lc_type t, uint32_t mode, uint64_t size, const cha
     return o;
 }
 
-static const char *warning_message(unsigned bit) {
+const char *lc_warning_message(unsigned bit) {
     switch (1u << bit) {
     case LC_W_EXEC: return "gains an executable bit";
     case LC_W_SETID:
@@ -1134,6 +1153,9 @@ static const char *warning_message(unsigned bit) {
     case LC_W_LARGE: return "large file";
     case LC_W_SPECIAL: return "device node or socket (never applied)";
     case LC_W_HARDLINK: return "hard-linked in the stage (applied as separate files)";
+    case LC_W_GIT_WORKTREE:
+        return "a linked worktree's git metadata is deleted (git worktree remove, prune or gc; in a sandbox a worktree "
+               "outside the workspace looks missing): applying this breaks that worktree";
     }
     return "";
 }
@@ -1156,7 +1178,7 @@ json_t *lc_changeset_to_json(const struct lc_changeset *cs) {
                 json_t *wo = json_object();
                 set_name(wo, "path", e->path);
                 json_object_update_new(
-                    wo, json_pack("{s:s, s:s}", "warning", lc_warning_name(b), "message", warning_message(b)));
+                    wo, json_pack("{s:s, s:s}", "warning", lc_warning_name(b), "message", lc_warning_message(b)));
                 json_array_append_new(warnings, wo);
             }
         if (e->renamed_from)

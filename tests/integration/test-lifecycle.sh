@@ -775,6 +775,20 @@ eq "$(review_json "$S" | jq -r '[.changeset.warnings[] | select(.warning=="symli
 eq "$rc $(readlink "$W/etc") $(readlink "$W/can")" "0 /etc $CANARY" "symlinks are applied as symlinks"
 check "nothing written into the symlink targets" canary_clean
 
+# 7b'. a linked worktree's metadata deleted (git worktree prune or gc in a
+# sandbox, where a worktree outside the workspace looks missing): one
+# warning on its .git/worktrees/NAME, none for other deletions in .git;
+# the review's text says what it means
+W=$T/ws9w S=$T/st9w
+mkdir -p "$W/.git/worktrees/feat/logs" "$W/.git/refs/old" "$W/sub/.git/worktrees/wt2"
+echo ref > "$W/.git/worktrees/feat/HEAD"; echo /elsewhere/feat/.git > "$W/.git/worktrees/feat/gitdir"
+echo x > "$W/.git/refs/old/x"; echo y > "$W/sub/.git/worktrees/wt2/gitdir"
+stage_run "$W" "$S" "rm -rf .git/worktrees .git/refs/old sub/.git/worktrees/wt2"
+eq "$(review_json "$S" | jq -r '[.changeset.warnings[] | select(.warning=="git_worktree") | .path] | join(" ")')" \
+   ".git/worktrees/feat sub/.git/worktrees/wt2" "review warns when a linked worktree's metadata is deleted"
+check "the review's text explains the warning" sh -c "'$P' status --review '$S' | grep -q '! .git/worktrees/feat: .*breaks that worktree (git_worktree)'"
+"$P" drop --stage "$S" >/dev/null 2>&1
+
 # 7c. crafted stage: a directory in upper over a workspace symlink, a
 # journal record with '..', a device node
 W=$T/ws10 S=$T/st10
