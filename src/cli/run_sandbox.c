@@ -716,6 +716,55 @@ static void release_home_view(struct sandbox *sb) {
     sb->home_view = sb->home_stage_path = sb->home_path = NULL;
 }
 
+/* A workspace that is a linked worktree or a submodule checkout has a
+ * .git file naming its repository elsewhere ("gitdir: PATH").  When that
+ * lies outside the workspace and no --access/--allow-write rule grants
+ * it, the sandbox does not show it and every git command fails there
+ * ("not a git repository"): say so before the command runs. */
+static void warn_git_outside(struct run_context *ctx) {
+    _cleanup_free_ char *buf = NULL;
+    size_t len = 0;
+    _cleanup_close_ int ws = open(ctx->workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (ws < 0 || read_file_at(ws, ".git", 4096, &buf, &len) < 0 || strncmp(buf, "gitdir: ", 8) != 0)
+        return;
+    char *gd = buf + 8;
+    gd[strcspn(gd, "\r\n")] = '\0';
+    if (!gd[0])
+        return;
+    _cleanup_free_ char *abs = gd[0] == '/' ? strdup(gd) : path_join(ctx->workspace, gd);
+    if (!abs)
+        return;
+    _cleanup_free_ char *real = realpath(abs, NULL);
+    const char *gitdir = real ? real : abs;
+    /* a linked worktree's gitdir names the main repository's .git in its
+     * commondir file: git needs both, and the second holds the first */
+    _cleanup_free_ char *cbuf = NULL, *cabs = NULL, *common = NULL;
+    _cleanup_close_ int gfd = open(gitdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (gfd >= 0 && read_file_at(gfd, "commondir", 4096, &cbuf, &len) >= 0) {
+        cbuf[strcspn(cbuf, "\r\n")] = '\0';
+        if (cbuf[0])
+            cabs = cbuf[0] == '/' ? strdup(cbuf) : path_join(gitdir, cbuf);
+        common = cabs ? realpath(cabs, NULL) : NULL;
+    }
+    const char *repo = common && !path_within(gitdir, common) ? gitdir : common ? common : gitdir;
+    if (path_within(gitdir, ctx->workspace) && (!common || path_within(common, ctx->workspace)))
+        return;
+    for (int i = 0; i < ctx->opts->n_access; i++) {
+        const struct access_rule *a = &ctx->opts->access[i];
+        _cleanup_free_ char *ra = a->kind != ACCESS_DENY ? realpath(a->path, NULL) : NULL;
+        if (ra && path_within(repo, ra))
+            return;
+    }
+    char w[1024];
+    snprintf(w, sizeof w,
+             "the workspace is a linked git worktree or a submodule: its repository %.300s is outside the workspace, "
+             "which the sandbox does not show, so git fails there ('not a git repository'); run in the main "
+             "repository's checkout, or let git read it with --access ro:%.300s (a commit still fails)",
+             repo, repo);
+    bundle_add_warning(ctx->bundle, w);
+    fprintf(stderr, "pvisor run: warning: %s\n", w);
+}
+
 int sandbox_prepare(struct run_context *ctx, const struct agent_hooks *hooks, struct sandbox *ret_sb,
                     char **ret_error) {
     struct sandbox sb = {.plan_fd = -1, .sync_r = -1, .sync_w = -1, .go_r = -1, .go_w = -1, .ctx = ctx, .home_fd = -1};
@@ -731,6 +780,7 @@ int sandbox_prepare(struct run_context *ctx, const struct agent_hooks *hooks, st
         return r;
     }
 
+    warn_git_outside(ctx);
     struct dirlist rt = {0};
     gather_runtime(ctx, home, &rt);
     const char *home_files[32];

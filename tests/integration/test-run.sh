@@ -384,3 +384,25 @@ out=$(cd "$T/wsbig" && "$PVISOR" run --safe -- true $A $A $A $A $A $A $A $A $A $
 eq "$rc:$(echo "$out" | grep -c 'launch plan, which holds at most 1048576')" "125:1" "--safe with 1.2 MB of arguments is refused, saying why"
 out=$(cd "$T/wsbig" && "$PVISOR" run --safe -- sh -c 'echo $#:${#9}' x $A $A $A $A $A $A $A $A $A 2>&1); rc=$?
 eq "$rc:$out" "0:9:100000" "--safe with 0.9 MB of arguments runs them whole"
+
+# A workspace that is a linked git worktree (its .git a file naming a
+# repository outside it) gets a warning before the command runs: the
+# sandbox does not show that repository, so git fails there.  Not when a
+# grant shows it, nor for a gitdir inside the workspace.
+if [ "$safe_works" = true ]; then
+    mkdir -p "$T/gitmain/.git/worktrees/wt" "$T/gitwt" "$T/gitin/.git-real"
+    echo ../.. > "$T/gitmain/.git/worktrees/wt/commondir"
+    printf 'gitdir: %s\n' "$T/gitmain/.git/worktrees/wt" > "$T/gitwt/.git"
+    printf 'gitdir: .git-real\n' > "$T/gitin/.git"
+    (cd "$T/gitwt" && "$PVISOR" run --safe -- true) 2>err; rc=$?
+    b="$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json"
+    eq "$rc:$(grep -c "warning: the workspace is a linked git worktree.*--access ro:$T/gitmain/.git " err)" "0:1" \
+        "--safe in a linked worktree whose repository is outside: a warning naming the repository to grant"
+    eq "$(jq -r '.warnings | map(test("linked git worktree")) | any' "$b")" true "  and the Bundle records it"
+    (cd "$T/gitwt" && "$PVISOR" run --safe --access "ro:$T/gitmain/.git" -- true) 2>err
+    eq "$(grep -c 'linked git worktree' err)" 0 "  no warning when a grant shows the repository"
+    (cd "$T/gitin" && "$PVISOR" run --safe -- true) 2>err
+    eq "$(grep -c 'linked git worktree' err)" 0 "  no warning for a gitdir inside the workspace"
+else
+    skip "--safe in a linked worktree: a warning" "--safe does not run here"
+fi
