@@ -567,6 +567,8 @@ static int prepare_ws_mask(struct run_context *ctx, const char *home, const stru
         if (r >= 0)
             r = add_ws_mask(sb->ws_sealed, &sb->n_ws_sealed, ws, sb->cred_real[i]);
     }
+    for (size_t i = 0; sb->cred_moved && sb->cred_moved[i] && r >= 0; i++)
+        r = add_ws_mask(sb->ws_sealed, &sb->n_ws_sealed, ws, sb->cred_moved[i]);
     for (size_t i = 0; i < n_rules && r >= 0; i++)
         if (rules[i].kind == ACCESS_DENY)
             r = add_ws_mask(sb->ws_sealed, &sb->n_ws_sealed, ws, rules[i].path);
@@ -640,6 +642,12 @@ static int prepare_home_view(struct run_context *ctx, const char *home, struct s
         return -errno;
     sb->home_fd = fd;
     int r = classify_credentials(home, fd, sb); /* the view itself is made by sandbox_start_home */
+    if (r < 0)
+        return r;
+    /* credential stores the environment moves to elsewhere in HOME */
+    for (size_t i = 0; sb->cred_moved && sb->cred_moved[i] && r >= 0; i++)
+        if (path_within(sb->cred_moved[i], home) && strcmp(sb->cred_moved[i], home) != 0)
+            r = add_owned_mask(sb, sb->cred_moved[i] + strlen(home) + (strcmp(home, "/") != 0));
     if (r < 0)
         return r;
     /* pvisor's own state under HOME elsewhere than .local/state/pvisor
@@ -772,7 +780,12 @@ int sandbox_prepare(struct run_context *ctx, const struct agent_hooks *hooks, st
     const char *h = getenv("HOME");
     if (h && h[0] == '/')
         home = realpath(h, NULL);
-    int r = 0;
+    int r = plan_moved_credentials(home, ctx->workspace, &sb.cred_moved);
+    if (r < 0) {
+        if (asprintf(ret_error, "cannot list the credential locations the environment moves: %s", strerror(-r)) < 0)
+            *ret_error = NULL;
+        return r;
+    }
     if (home && ((r = resolve_credentials(home, &sb)) < 0 || (r = prepare_home_view(ctx, home, &sb)) < 0)) {
         if (asprintf(ret_error, "cannot prepare the copy-on-write view of HOME (%s): %s", home, strerror(-r)) < 0)
             *ret_error = NULL;
@@ -887,6 +900,7 @@ int sandbox_prepare(struct run_context *ctx, const struct agent_hooks *hooks, st
         .home_files = home_files,
         .n_home_files = n_home_files,
         .cred_real = sb.cred_real,
+        .cred_moved = sb.cred_moved,
     };
     r = plan_build(&in, &sb.plan, ret_error);
     dirlist_free(&rt);
@@ -1176,6 +1190,8 @@ void sandbox_release(struct sandbox *sb) {
         free(sb->cred_real[i]);
     free(sb->cred_real);
     sb->cred_real = NULL;
+    plan_moved_free(sb->cred_moved);
+    sb->cred_moved = NULL;
     for (size_t i = 0; i < sb->n_ws_mask; i++)
         free(sb->ws_mask[i]);
     for (size_t i = 0; i < sb->n_ws_sealed; i++)
@@ -1373,6 +1389,13 @@ static void record_resources(struct run_context *ctx, const struct sandbox *sb, 
     }
 }
 
+static size_t moved_count(const struct sandbox *sb) {
+    size_t n = 0;
+    while (sb->cred_moved && sb->cred_moved[n])
+        n++;
+    return n;
+}
+
 void sandbox_record(struct run_context *ctx, const struct sandbox *sb) {
     json_t *b = ctx->bundle;
     json_t *ev = json_object_get(sb->report, "evidence");
@@ -1451,8 +1474,9 @@ void sandbox_record(struct run_context *ctx, const struct sandbox *sb) {
         : sb->home_system ? "HOME is a system directory: shown read-only as projected, its credential locations "
                             "covered; environment reduced to an allowlist"
                           : "empty private HOME + allowlisted config files; environment reduced to an allowlist",
-        EVID("{s:b, s:b, s:i, s:i}", "mount_namespace_differs", mnt, "home_view", view, "credential_masks",
-             (int)sb->n_home_mask, "credential_mounts", (int)sb->n_home_hide + sb->n_home_sys_hides),
+        EVID("{s:b, s:b, s:i, s:i, s:i}", "mount_namespace_differs", mnt, "home_view", view, "credential_masks",
+             (int)sb->n_home_mask, "credential_mounts", (int)sb->n_home_hide + sb->n_home_sys_hides,
+             "moved_credential_locations", (int)moved_count(sb)),
         sb->home_system && !view ? "HOME is read-only; --pass-env hands chosen variables over"
         : sb->n_rw_home          ? "HOME writes are discarded at exit, except under the read-write grants of --access/"
                                    "--allow-write in or around HOME (credential locations stay covered there); --pass-env "

@@ -76,6 +76,9 @@ struct sandbox {
      * an entry is NULL when it leads nowhere), resolved once for the HOME
      * view and the workspace view alike; NULL when there is no HOME. */
     char **cred_real;
+    /* Credential locations the environment moves elsewhere
+     * (plan_moved_credentials). */
+    char **cred_moved;
     pthread_t home_thread; /* tearing the view down at the end of the run */
     bool home_thread_started;
     bool home_rm_failed;

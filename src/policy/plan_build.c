@@ -163,6 +163,124 @@ bool plan_is_credential_path(const char *rel) {
     return false;
 }
 
+/* Where the user's environment moves a credential location from its place
+ * in HOME.  A base directory moves every location below its default
+ * (XDG_CONFIG_HOME: ~/.config/gh is XDG_CONFIG_HOME/gh); a tool's own
+ * variable names its store itself, or the directory that holds it. */
+static const struct {
+    const char *var, *home_prefix;
+} moved_bases[] = {
+    {"XDG_CONFIG_HOME", ".config/"},
+    {"XDG_DATA_HOME", ".local/share/"},
+    {"XDG_STATE_HOME", ".local/state/"},
+    {"XDG_CACHE_HOME", ".cache/"},
+};
+static const struct {
+    const char *var, *file; /* file: inside the directory var names; NULL: var names the store */
+} moved_stores[] = {
+    {"GNUPGHOME", NULL},
+    {"DOCKER_CONFIG", NULL},
+    {"REGISTRY_AUTH_FILE", NULL},
+    {"AWS_SHARED_CREDENTIALS_FILE", NULL},
+    {"AWS_CONFIG_FILE", NULL},
+    {"KUBECONFIG", NULL}, /* a list, ':'-separated */
+    {"NPM_CONFIG_USERCONFIG", NULL},
+    {"npm_config_userconfig", NULL},
+    {"PASSWORD_STORE_DIR", NULL},
+    {"CLOUDSDK_CONFIG", NULL},
+    {"AZURE_CONFIG_DIR", NULL},
+    {"GH_CONFIG_DIR", NULL},
+    {"GOOGLE_APPLICATION_CREDENTIALS", NULL},
+    {"NETRC", NULL},
+    {"PGPASSFILE", NULL},
+    {"TF_CLI_CONFIG_FILE", NULL},
+    {"RCLONE_CONFIG", NULL},
+    {"BOTO_CONFIG", NULL},
+    {"OCI_CLI_CONFIG_FILE", NULL},
+    {"OP_CONFIG_DIR", NULL},
+    {"HF_TOKEN_PATH", NULL},
+    {"HISTFILE", NULL},
+    {"PYTHON_HISTORY", NULL},
+    {"PSQL_HISTORY", NULL},
+    {"MYSQL_HISTFILE", NULL},
+    {"NODE_REPL_HISTORY", NULL},
+    {"SQLITE_HISTORY", NULL},
+    {"LESSHISTFILE", NULL},
+    {"CLAUDE_CONFIG_DIR", ".credentials.json"},
+    {"CLAUDE_CONFIG_DIR", ".claude.json"},
+    {"CODEX_HOME", "auth.json"},
+    {"KAGGLE_CONFIG_DIR", "kaggle.json"},
+    {"HF_HOME", "token"},
+    {"CARGO_HOME", "credentials"},
+    {"CARGO_HOME", "credentials.toml"},
+    {"GRADLE_USER_HOME", "gradle.properties"},
+    {"COMPOSER_HOME", "auth.json"},
+    {"PULUMI_HOME", "credentials.json"},
+};
+
+/* Add path to the NULL-terminated list v (n entries, cap PLAN_MAX_MOVED):
+ * resolved (symlinks, or the parent's when the store does not exist yet);
+ * neither "/" nor one that holds HOME or the workspace (hiding it would
+ * hide them), nor a duplicate. */
+static int add_moved(char **v, size_t *n, const char *path, const char *home, const char *workspace) {
+    if (path[0] != '/' || *n >= PLAN_MAX_MOVED)
+        return 0;
+    char *real = realpath(path, NULL);
+    if (!real && path_abs_parent(path, &real) < 0)
+        return 0; /* its parent does not exist either */
+    if (!real)
+        return -ENOMEM;
+    bool skip =
+        strcmp(real, "/") == 0 || (home && path_within(home, real)) || (workspace && path_within(workspace, real));
+    for (size_t i = 0; i < *n && !skip; i++)
+        skip = strcmp(v[i], real) == 0;
+    if (skip) {
+        free(real);
+        return 0;
+    }
+    v[(*n)++] = real;
+    return 0;
+}
+
+int plan_moved_credentials(const char *home, const char *workspace, char ***ret) {
+    char **v = calloc(PLAN_MAX_MOVED + 1, sizeof *v);
+    if (!v)
+        return -ENOMEM;
+    size_t n = 0;
+    int r = 0;
+    for (size_t b = 0; b < sizeof moved_bases / sizeof moved_bases[0] && r >= 0; b++) {
+        const char *base = getenv(moved_bases[b].var);
+        size_t pl = strlen(moved_bases[b].home_prefix);
+        for (const char *const *c = plan_credential_paths; base && *c && r >= 0; c++) {
+            if (strncmp(*c, moved_bases[b].home_prefix, pl) != 0)
+                continue;
+            _cleanup_free_ char *p = path_join(base, *c + pl);
+            r = p ? add_moved(v, &n, p, home, workspace) : -ENOMEM;
+        }
+    }
+    for (size_t i = 0; i < sizeof moved_stores / sizeof moved_stores[0] && r >= 0; i++) {
+        const char *val = getenv(moved_stores[i].var);
+        _cleanup_free_ char *list = val ? strdup(val) : NULL;
+        char *save = NULL;
+        for (char *e = list ? strtok_r(list, ":", &save) : NULL; e && r >= 0; e = strtok_r(NULL, ":", &save)) {
+            _cleanup_free_ char *p = moved_stores[i].file ? path_join(e, moved_stores[i].file) : strdup(e);
+            r = p ? add_moved(v, &n, p, home, workspace) : -ENOMEM;
+        }
+    }
+    if (r < 0) {
+        plan_moved_free(v);
+        return r;
+    }
+    *ret = v;
+    return 0;
+}
+
+void plan_moved_free(char **v) {
+    for (size_t i = 0; v && v[i]; i++)
+        free(v[i]);
+    free(v);
+}
+
 /* Does rel (relative to a home) hold a credential location below it? */
 static bool holds_credential(const char *rel) {
     for (const char *const *c = plan_credential_paths; *c; c++)
@@ -429,6 +547,17 @@ int plan_build(const struct plan_inputs *in, struct launch_plan *ret_plan, char 
                 goto fail;
             }
         }
+        for (size_t c = 0; a->kind != ACCESS_DENY && in->cred_moved && in->cred_moved[c]; c++)
+            if (path_within(a->path, in->cred_moved[c])) {
+                r = -EPERM;
+                if (asprintf(ret_error,
+                             "--access %s:%s reaches the credential location %s (moved there by the "
+                             "environment), which the sandbox keeps from the command; grant a path that is not a "
+                             "credential location (hand over a token with --pass-env)",
+                             access_kind_name(a->kind), a->path, in->cred_moved[c]) < 0)
+                    *ret_error = NULL;
+                goto fail;
+            }
         enum plan_mount_kind k = a->kind == ACCESS_DENY ? PLAN_HIDE
                                  : a->kind == ACCESS_RO ? PLAN_BIND_RO
                                                         : PLAN_BIND_RW;
@@ -469,6 +598,19 @@ int plan_build(const struct plan_inputs *in, struct launch_plan *ret_plan, char 
         if (r >= 0 && real_in_rule && !already(&p, real))
             r = plan_add_mount(&p, PLAN_HIDE, real, 0);
         free(full);
+    }
+    /* Moved credential locations: covered inside the workspace and inside
+     * a grant (HOME's view masks those in HOME, see run_sandbox.c), and
+     * in a HOME shown as projected (a system directory) */
+    for (size_t c = 0; r >= 0 && in->cred_moved && in->cred_moved[c]; c++) {
+        const char *m = in->cred_moved[c];
+        bool cover = path_within(m, in->workspace) && strcmp(m, in->workspace) != 0;
+        struct stat st;
+        cover = cover || (sys_home && !home_view && in->home && path_within(m, in->home) && lstat(m, &st) == 0);
+        for (size_t i = 0; i < in->n_access && !cover; i++)
+            cover = in->access[i].kind != ACCESS_DENY && path_within(m, in->access[i].path);
+        if (cover && plan_path_ok(m) && !already(&p, m))
+            r = plan_add_mount(&p, PLAN_HIDE, m, 0);
     }
     if (r < 0)
         goto fail;

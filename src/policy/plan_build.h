@@ -45,6 +45,10 @@ struct plan_inputs {
      * that reaches a credential location by either name is refused, one
      * that holds one gets it covered. */
     char *const *cred_real;
+    /* plan_moved_credentials(), or NULL: covered where a grant or the
+     * workspace holds them, and a grant that reaches into one is refused,
+     * as for plan_credential_paths. */
+    char *const *cred_moved;
     /* Config files under HOME that exist (relative to HOME). */
     const char *const *home_files;
     size_t n_home_files;
@@ -59,6 +63,16 @@ extern const char *const plan_credential_paths[];
 
 /* Config files relative to HOME projected read-only when present. */
 extern const char *const plan_home_config_files[];
+
+/* The credential locations that the user's environment moves away from
+ * their place in HOME (XDG_CONFIG_HOME=~/.xdgconf holds gh's token in
+ * ~/.xdgconf/gh; GNUPGHOME, DOCKER_CONFIG, KUBECONFIG, CARGO_HOME, ...):
+ * absolute, symlinks resolved, at most PLAN_MAX_MOVED; never "/" nor one
+ * that holds HOME or the workspace.  *ret is NULL-terminated, for
+ * plan_moved_free. */
+#define PLAN_MAX_MOVED 128
+int plan_moved_credentials(const char *home, const char *workspace, char ***ret);
+void plan_moved_free(char **v);
 
 /* True when rel (relative to HOME, normalised) is or is inside a credential
  * location. */

@@ -42,3 +42,27 @@ eq "$rc:$(echo "$out" | grep -c ran):$(echo "$out" | grep -c 'set XDG_STATE_HOME
 eq "$(run_count):$(ls -A "$H2" | tr '\n' ' ')" "$n0:notes " "... nothing recorded or created there"
 out=$(cd "$H2" && HOME="$H2" "$P" run --safe --stage "$T/st4" -- sh -c 'cat notes' 2>&1); rc=$?
 eq "$rc:$out" "0:n" "--safe with HOME the workspace and the state elsewhere runs"
+
+# --- credential stores the environment moves ----------------------------------
+# XDG_CONFIG_HOME, GNUPGHOME, CARGO_HOME, KUBECONFIG... name where a tool
+# keeps its store: they were readable, as only the default places in HOME
+# were masked. In HOME they are absent (also as the workspace); in a grant
+# they are covered; a grant that reaches into one is refused.
+H3=$T/home3; D3=$T/data3; W3=$T/ws3
+mkdir -p "$H3/.xdgconf/gh" "$H3/.local/share/gnupg/private-keys-v1.d" "$H3/cargo" "$D3/kube" "$W3"
+echo GHTOKEN > "$H3/.xdgconf/gh/hosts.yml"; echo GPGKEY > "$H3/.local/share/gnupg/private-keys-v1.d/A.key"
+echo CARGOTOKEN > "$H3/cargo/credentials.toml"; echo KUBECREDS > "$D3/kube/config"; echo notes > "$H3/.xdgconf/notes"
+moved() { env HOME="$H3" XDG_CONFIG_HOME="$H3/.xdgconf" GNUPGHOME="$H3/.local/share/gnupg" CARGO_HOME="$H3/cargo" \
+    KUBECONFIG="$D3/kube/config:/nonexistent/config" "$@"; }
+reads3='cat ~/.xdgconf/gh/hosts.yml ~/.local/share/gnupg/private-keys-v1.d/A.key ~/cargo/credentials.toml '"$D3"'/kube/config ~/.xdgconf/notes 2>/dev/null; echo end'
+out=$(cd "$W3" && moved "$P" run -- sh -c "$reads3" 2>&1)
+eq "$(echo $out)" "GHTOKEN GPGKEY CARGOTOKEN KUBECREDS notes end" "control: the moved stores are readable without the sandbox"
+out=$(cd "$W3" && moved "$P" run --safe --access "ro:$D3" -- sh -c "$reads3" 2>&1); rc=$?
+eq "$rc:$(echo $out)" "0:notes end" "--safe: stores moved by XDG_CONFIG_HOME, GNUPGHOME, CARGO_HOME are absent, KUBECONFIG's in a grant covered"
+eq "$(jq '.dimensions.home_credentials.evidence.moved_credential_locations > 3' "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json")" true \
+    "... and the Bundle counts the moved locations"
+out=$(cd "$W3" && moved "$P" run --safe --access "ro:$D3/kube/config" -- true 2>&1); rc=$?
+eq "$rc:$(echo "$out" | grep -c 'moved there by the environment')" "125:1" "a grant of a moved store is refused"
+out=$(cd "$H3" && moved "$P" run --safe --stage "$T/st5" -- sh -c 'cat .xdgconf/gh/hosts.yml cargo/credentials.toml .xdgconf/notes 2>/dev/null; (echo x > .xdgconf/gh/planted) 2>/dev/null; echo end' 2>&1); rc=$?
+eq "$rc:$(echo $out):$(ls "$T/st5/upper/.xdgconf/gh" 2>/dev/null)" "0:notes end:" \
+    "--safe with HOME the workspace: the moved stores are absent there too, and nothing can be planted in them"
