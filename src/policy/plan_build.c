@@ -599,16 +599,20 @@ int plan_build(const struct plan_inputs *in, struct launch_plan *ret_plan, char 
             r = plan_add_mount(&p, PLAN_HIDE, real, 0);
         free(full);
     }
-    /* Moved credential locations: covered inside the workspace and inside
-     * a grant (HOME's view masks those in HOME, see run_sandbox.c), and
-     * in a HOME shown as projected (a system directory) */
+    /* Moved credential locations: covered wherever a projection shows
+     * them (the workspace, a grant, a toolchain such as CARGO_HOME's bin's
+     * parent, a HOME shown as projected), except in HOME's view, whose
+     * server masks them (run_sandbox.c).  Nothing there: the launcher
+     * covers nothing. */
+    size_t n_proj = p.n_mounts;
     for (size_t c = 0; r >= 0 && in->cred_moved && in->cred_moved[c]; c++) {
         const char *m = in->cred_moved[c];
-        bool cover = path_within(m, in->workspace) && strcmp(m, in->workspace) != 0;
-        struct stat st;
-        cover = cover || (sys_home && !home_view && in->home && path_within(m, in->home) && lstat(m, &st) == 0);
-        for (size_t i = 0; i < in->n_access && !cover; i++)
-            cover = in->access[i].kind != ACCESS_DENY && path_within(m, in->access[i].path);
+        bool cover = false;
+        for (size_t i = 0; i < n_proj && !cover; i++)
+            cover = (p.mounts[i].kind == PLAN_BIND_RO || p.mounts[i].kind == PLAN_BIND_RW) &&
+                    path_within(m, p.mounts[i].path);
+        if (home_view && in->home && path_within(m, in->home) && !path_within(m, in->workspace))
+            cover = false;
         if (cover && plan_path_ok(m) && !already(&p, m))
             r = plan_add_mount(&p, PLAN_HIDE, m, 0);
     }
