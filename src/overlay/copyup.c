@@ -86,6 +86,10 @@ int ov_quota_reserve(struct ov *ov, uint64_t n) {
     return 0;
 }
 
+int ov_quota_floor(struct ov *ov, uint64_t n) {
+    return n && below_reserve(ov, n, 0) ? -ENOSPC : 0;
+}
+
 void ov_quota_release(struct ov *ov, uint64_t n) {
     if (ov->max_bytes && n)
         atomic_fetch_sub(&ov->upper_bytes, (int64_t)n);

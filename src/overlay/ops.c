@@ -9,7 +9,9 @@
  * Accounting: after each write/truncate/fallocate the upper file's
  * allocation change (st_blocks) is added to the stage size; a write first
  * reserves its growth beyond EOF in full (ov_quota_reserve), a fallocate
- * its length.  Approximate under concurrent writers of the same file.
+ * its length; a write into a hole is held to the file system's reserve
+ * (ov_quota_floor) but not to the byte quota, which it may overshoot by
+ * its own length.  Approximate under concurrent writers of the same file.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -490,6 +492,23 @@ void ov_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off
     res = ov_quota_reserve(ov, growth);
     if (res < 0)
         goto out;
+    /* A write inside the file allocates too where it fills a hole (a
+     * sparse file costs nothing until then): it must not take the file
+     * system into its reserve either.  Checked first against the whole
+     * in-file range, and only when that would not fit, whether the range
+     * holds a hole at all (SEEK_HOLE; an unwritten extent counts as one). */
+    uint64_t in_end = end < (uint64_t)before.st_size ? end : (uint64_t)before.st_size;
+    if (!(fi->flags & O_APPEND) && (uint64_t)off < in_end &&
+        ov_quota_floor(ov, growth + (in_end - (uint64_t)off)) < 0) {
+        off_t hole = lseek(fh->fd, off, SEEK_HOLE);
+        if (hole < 0 || (uint64_t)hole < in_end) {
+            uint64_t fill = hole < 0 ? in_end - (uint64_t)off : in_end - (uint64_t)hole;
+            if ((res = ov_quota_floor(ov, growth + fill)) < 0) {
+                ov_quota_release(ov, growth);
+                goto out;
+            }
+        }
+    }
     struct fuse_bufvec out = FUSE_BUFVEC_INIT(len);
     out.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
     out.buf[0].fd = fh->fd;

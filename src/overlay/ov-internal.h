@@ -272,6 +272,10 @@ int ov_quota_inode(struct ov *ov);
  * already past its quota. */
 int ov_quota_reserve(struct ov *ov, uint64_t n);
 void ov_quota_release(struct ov *ov, uint64_t n);
+/* -ENOSPC when allocating n more bytes would take the stage's file system
+ * into its reserve (no quota charge): for what a write may allocate inside
+ * the file, in holes, which its reservation (growth beyond EOF) misses. */
+int ov_quota_floor(struct ov *ov, uint64_t n);
 /* The reservation for one new name in an upper directory: a block for its
  * entry (the directory may grow), plus for type S_IFDIR a block, for
  * S_IFLNK its target (length target_len) rounded up to blocks (type 0, or

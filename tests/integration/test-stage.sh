@@ -703,6 +703,15 @@ if [ "$(id -u)" -eq 0 ] && command -v unshare >/dev/null; then
     check "disk exhaustion: a run starting with little room says so on stderr" grep -q "pvisor: warning: the stage's file system has [0-9]* MiB left for the command" "$T/small.err"
     free=$(echo "$out" | sed -n 's/.*free_kib=\([0-9]*\).*/\1/p')
     check "disk exhaustion: 2% of the file system is still free afterwards ($free KiB)" test "${free:-0}" -ge 600
+    # A sparse file costs nothing until its holes are written: writes into
+    # them (no growth beyond EOF) are held to the same reserve.
+    out=$(unshare -m sh -c "mount -t tmpfs -o size=32m tmpfs '$D' && mkdir '$D/ws' '$D/state' && echo hi > '$D/ws/a' &&
+        XDG_STATE_HOME='$D/state' '$PVISOR' run --stage '$D/st' --workspace '$D/ws' -- sh -c 'cd $D/ws; truncate -s 1G sparse; dd if=/dev/zero of=sparse bs=1M count=64 conv=notrunc 2>&1 | grep -c \"No space left\"' 2>/dev/null
+        echo rc=\$? free_kib=\$(df -k --output=avail '$D' | tail -1 | tr -d ' ') state=\$(jq -r .state '$D'/state/pvisor/runs/*/bundle.json)" 2>&1)
+    free=$(echo "$out" | sed -n 's/.*free_kib=\([0-9]*\).*/\1/p')
+    eq "$(echo "$out" | sed 's/free_kib=[0-9]*//' | tr '\n' ' ')" "1 rc=0  state=finished " \
+        "disk exhaustion: writes into the holes of a sparse file get ENOSPC; the Bundle is written"
+    check "disk exhaustion: writing into holes leaves 2% of the file system free ($free KiB)" test "${free:-0}" -ge 600
 else
     skip "disk exhaustion on a small tmpfs" "needs root and unshare (a private tmpfs mount)"
 fi
