@@ -673,6 +673,10 @@ int sandbox_start_home(struct sandbox *sb) {
         .lower_fd = sb->home_fd,
         .stage = sb->home_stage,
         .mountpoint = sb->home_view,
+        /* the stage quotas bound the throwaway HOME stage too (a quota of
+         * its own): otherwise HOME would be the way around them */
+        .max_bytes = sb->ctx->opts->stage_max_bytes,
+        .max_inodes = sb->ctx->opts->stage_max_inodes,
         .mask = sb->home_mask,
         .n_mask = sb->n_home_mask,
     };

@@ -403,6 +403,20 @@ check "--stage-max-bytes 1M: the stage is sealed" test -e "$S/sealed"
 eq "$?:$(tr '\n' ' ' < "$T/q2.out")" "0:small small again " "--stage-max-bytes 1M: the stage is reusable in a second run"
 eq "$(jq -r '.requested_policy.stage_max_bytes' "$(bundle_of "$XDG_STATE_HOME")")" 1048576 "the Bundle records stage_max_bytes"
 
+# --- the stage quotas bound the HOME view's throwaway stage too --------------------
+# Otherwise HOME would be the way around them: its writes are discarded,
+# but take the same file system until the run ends.
+QH="$T/quota-home"; QHW="$T/quota-home-ws"; mkdir -p "$QH" "$QHW"
+next_stage
+out=$(cd "$QHW" && HOME="$QH" "$PVISOR" run --safe --stage "$S" --stage-max-bytes 1M --stage-max-inodes 50 -- sh -c '
+    cd || exit 9
+    for i in 1 2 3 4; do head -c 500000 /dev/zero > f$i 2>/dev/null || { echo bytes-stop $i; break; }; done
+    rm -f f*; mkdir d; i=0
+    while [ $i -lt 100 ]; do touch d/$i 2>/dev/null || break; i=$((i + 1)); done
+    echo inodes-stop $i' 2>&1)
+eq "$?:$(echo "$out" | sed 's/inodes-stop 4[0-9]/inodes-stop 4x/' | tr '\n' ' ')" "0:bytes-stop 3 inodes-stop 4x " \
+    "--safe: --stage-max-bytes and --stage-max-inodes hold for writes to HOME as well"
+
 # --- the byte quota counts every object, not only file data --------------------------
 # Directories, long symlinks and copy-ups with their whiteouts take blocks
 # too (4 KiB each on ext4): past --stage-max-bytes they fail with ENOSPC,
