@@ -43,10 +43,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/fs.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
 #include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
@@ -1190,6 +1193,48 @@ bool lc_apply_pending(const char *stage_path) {
     return d >= 0 && fstatat(d, LC_APPLY_INTENT, &st, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
+/* Room for the plan: the content it writes (what each staged file
+ * allocates, so a sparse file counts what it holds; every name of a file
+ * hard-linked in the stage is written as a file of its own, so a small
+ * stage can ask for far more) must fit in what the workspace's file
+ * system has available, or nothing is written (-ENOSPC, *ret_need and
+ * *ret_avail set).  Where the copy can share blocks with the stage (a
+ * reflink, same file system: btrfs, xfs), the content costs nothing and
+ * the check is skipped. */
+static int check_room(int ws_fd, int upper_fd, bool same_fs, const struct plan *p, uint64_t *ret_need,
+                      uint64_t *ret_avail) {
+    uint64_t need = 0;
+    const char *largest = NULL;
+    uint64_t largest_bytes = 0;
+    for (size_t i = 0; i < p->n; i++) {
+        const struct plan_ent *e = &p->v[i];
+        struct stat st;
+        if (e->new_type != LC_REG || fstatat(upper_fd, e->path, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+            continue;
+        uint64_t b = (uint64_t)st.st_blocks * 512;
+        need += b;
+        if (b > largest_bytes) {
+            largest_bytes = b;
+            largest = e->path;
+        }
+    }
+    struct statvfs sv;
+    if (fstatvfs(ws_fd, &sv) < 0)
+        return 0; /* unknown: the writes find out */
+    uint64_t avail = (uint64_t)sv.f_bavail * sv.f_frsize;
+    *ret_need = need;
+    *ret_avail = avail;
+    if (need <= avail)
+        return 0;
+    if (same_fs && largest) {
+        _cleanup_close_ int in = lc_open_beneath(upper_fd, largest, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
+        _cleanup_close_ int out = in >= 0 ? openat(ws_fd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600) : -1;
+        if (out >= 0 && ioctl(out, FICLONE, in) == 0)
+            return 0;
+    }
+    return -ENOSPC;
+}
+
 static bool exists_at(int dirfd, const char *name) {
     struct stat st;
     return fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
@@ -1326,7 +1371,8 @@ int lc_apply(const char *stage_path, const struct lc_apply_opts *o, struct lc_ap
         if (r < 0)
             goto out;
         announce(&p, o);
-        if (o->dry_run)
+        r = check_room(st->ws_fd, st->upper_fd, c.same_fs, &p, &rep->room_need, &rep->room_avail);
+        if (r < 0 || o->dry_run)
             goto out;
         uint64_t rnd;
         if (getrandom(&rnd, sizeof rnd, 0) != sizeof rnd) {

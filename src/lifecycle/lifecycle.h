@@ -173,6 +173,9 @@ struct lc_apply_report {
     size_t n_setid_dropped;
     size_t n_skipped_special;
     char *failed_path; /* the path an operation failed on (errors other than conflicts) */
+    /* -ENOSPC before anything was written: the bytes the plan's files take
+     * and what the workspace's file system has available */
+    uint64_t room_need, room_avail;
 };
 void lc_apply_report_clear(struct lc_apply_report *r);
 
@@ -180,7 +183,8 @@ void lc_apply_report_clear(struct lc_apply_report *r);
  * (refuses -EBUSY when held), requires 'sealed' (-ESTALE when the stage is
  * interrupted, -EALREADY when applied or dropped), resumes an interrupted
  * apply first.  On conflicts returns -EEXIST with the report filled and
- * nothing written.  -ENOENT: a --path matched nothing. */
+ * nothing written; -ENOSPC with room_need/room_avail set and nothing
+ * written when the files would not fit in the workspace's file system.  -ENOENT: a --path matched nothing. */
 int lc_apply(const char *stage_path, const struct lc_apply_opts *o, struct lc_apply_report *ret_report);
 
 /* True when the stage holds an unfinished apply's intent journal. */

@@ -291,6 +291,26 @@ check "the applied sparse files hold under 1 MiB on disk" sh -c "[ \$(stat -c %b
 eq "$(head -c 4 "$W/big"):$(dd if="$W/big" bs=1 skip=$((3 * 1024 * 1024 * 1024)) count=4 status=none):$(dd if="$W/big" bs=1 skip=1048576 count=4 status=none | od -An -tx1 | tr -d ' ')" \
    "head:tail:00000000" "the sparse file's data and holes read back as staged"
 
+# Every name of a file hard-linked in the stage is applied as a file of its
+# own: a 1 MiB file with 40 names is 41 MiB to write.  Into a 16 MiB
+# workspace file system apply refuses before writing anything (it would
+# fill the disk and leave part of the stage applied), and says why; a
+# subset that fits applies.
+if [ "$(id -u)" -eq 0 ] && command -v unshare >/dev/null; then
+    W=$T/wsh S=$T/sth
+    mkdir -p "$W"
+    out=$(unshare -m sh -c "mount -t tmpfs -o size=16m tmpfs '$W' && printf 'lower\n' > '$W/keep' &&
+        '$P' run --stage '$S' --workspace '$W' -- sh -c 'cd $W && head -c 1048576 /dev/urandom > h && mkdir L && for i in \$(seq 40); do ln h L/\$i; done' &&
+        { '$P' apply --stage '$S' > /dev/null 2> '$T/hl.err'; echo apply=\$?; ls '$W' | tr '\n' ' '; df -k --output=avail '$W' | tail -1 | tr -d ' ' > '$T/hl.free'
+          '$P' apply --stage '$S' --path h > /dev/null 2>&1; echo subset=\$? \$(cmp -s '$W/h' '$S/upper/h' && echo same); }" 2>&1)
+    eq "$(echo "$out" | tr '\n' ' ')" "apply=1 keep subset=0 same " \
+        "apply: hard-linked files that would not fit in the workspace's file system are refused, nothing written; a subset applies"
+    check "apply: the refusal says how much the files take and what is available" \
+        grep -q "refused: the staged files take [0-9]* bytes, the workspace's file system has [0-9]* available" "$T/hl.err"
+else
+    skip "apply refuses what does not fit" "needs root and unshare (a private tmpfs mount)"
+fi
+
 # diff prints the agent's content: on a terminal its control bytes are
 # escaped, so an erase-line sequence cannot hide the line before it (into a
 # pipe the output stays diff(1)'s, for patch); a sparse file of 1 GiB that
