@@ -488,7 +488,10 @@ int cmd_diff(int argc, char **argv) {
     int r = lc_cli_load_changes(stage, &st, &cs);
     if (r < 0) {
         cli_error(PV_EXIT_FAILURE, "diff", "cannot read the stage %s: %s", stage,
-                  r == -ENOENT ? "it holds no changes (dropped?)" : strerror(-r));
+                  r == -ENOENT  ? "it holds no changes (dropped?)"
+                  : r == -ELOOP ? "directories nested deeper than " LC_MAX_DEPTH_TEXT
+                                  " levels, or a symlink where a directory was ('pvisor drop' discards the stage)"
+                                : strerror(-r));
         lc_cli_unreadable_hint(r, stage, false);
         return PV_EXIT_FAILURE;
     }

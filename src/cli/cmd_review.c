@@ -330,7 +330,10 @@ int cmd_review(const char *arg, bool as_json) {
             cli_error(PV_EXIT_FAILURE, "status", "cannot read the changes of stage %s: %s", stage,
                       r == -E2BIG     ? "too many entries"
                       : r == -EBADMSG ? "malformed journal"
-                                      : strerror(-r));
+                      : r == -ELOOP   ? "directories nested deeper than " LC_MAX_DEPTH_TEXT
+                                      " levels, or a symlink where a directory was (review, diff and apply stop "
+                                      "there; 'pvisor drop' discards the stage)"
+                                    : strerror(-r));
             lc_cli_unreadable_hint(r, stage, false);
             restore_note(stderr, "pvisor status: ", stage);
             return PV_EXIT_FAILURE;

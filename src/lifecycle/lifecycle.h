@@ -27,8 +27,10 @@
 
 #include <jansson.h>
 
-#define LC_MAX_PATH 4095          /* bytes of a workspace-relative path */
-#define LC_MAX_DEPTH 256          /* directory nesting below the root */
+#define LC_MAX_PATH 4095        /* bytes of a workspace-relative path */
+#define LC_MAX_DEPTH 256        /* directory nesting below the root */
+#define LC_MAX_DEPTH_TEXT "256" /* the same, for messages */
+_Static_assert(LC_MAX_DEPTH == 256, "LC_MAX_DEPTH_TEXT must say LC_MAX_DEPTH");
 #define LC_MAX_ENTRIES 2000000    /* upper objects + changeset entries */
 #define LC_LARGE_FILE (16u << 20) /* warn for new/changed files above this */
 

@@ -378,8 +378,15 @@ int stage_open_for_run(const char *path, const char *workspace_abs, const char *
 }
 
 /* fsync every directory and regular file below fd (syncfs covers data on
- * most file systems, but fsync per object is what POSIX promises). */
-static int sync_tree(int fd) {
+ * most file systems, but fsync per object is what POSIX promises), down to
+ * SYNC_TREE_DEPTH levels: the walk holds two descriptors per level, and an
+ * agent's tree thousands of levels deep made the seal fail (EMFILE), which
+ * left its stage 'interrupted'; below that depth the seal's syncfs is what
+ * makes it durable (as it is on Linux for everything). */
+#define SYNC_TREE_DEPTH 64
+static int sync_tree(int fd, unsigned depth) {
+    if (depth >= SYNC_TREE_DEPTH)
+        return fsync(fd) < 0 && errno != EINVAL ? -errno : 0;
     _cleanup_closedir_ DIR *d = NULL;
     int rd = opendir_at(fd, ".", &d);
     if (rd < 0)
@@ -390,7 +397,7 @@ static int sync_tree(int fd) {
             _cleanup_close_ int sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
             if (sub < 0)
                 return -errno;
-            int r = sync_tree(sub);
+            int r = sync_tree(sub, depth + 1);
             if (r < 0)
                 return r;
         } else if (de->d_type == DT_REG) {
@@ -415,7 +422,7 @@ int stage_seal(struct stage *s, bool changed) {
      * content and a layout created without a flush. */
     if (sync_content && syncfs(s->dir_fd) < 0)
         return -errno;
-    int r = sync_content ? sync_tree(s->upper_fd) : 0;
+    int r = sync_content ? sync_tree(s->upper_fd, 0) : 0;
     if (r < 0)
         return r;
     if (sync_content && (fsync(s->journal_fd) < 0 || fsync(s->origin_fd) < 0))

@@ -799,6 +799,24 @@ wait $swpid; rc=$?
 eq "$rc $(cat "$T/fdsw.out")" "0 b'ORIGINAL\\n' ['f', 'p', 'q']" \
     "a descriptor of a file the host replaced keeps it through a copy-up; a fifo swapped in hangs no copy-up (chmod, open for writing)"
 
+# --- a tree deeper than review goes -------------------------------------------------
+# The seal's walk held two descriptors per level: an agent's tree some
+# hundreds of levels deep (under a 1024-descriptor limit) made it fail,
+# and the stage read 'interrupted' ("its run died"). Now it is sealed, and
+# review says why it stops there.
+if command -v prlimit >/dev/null; then
+    D=$T/deep; mkdir -p "$D/ws"
+    (cd "$D/ws" && prlimit --nofile=1024:1024 "$PVISOR" run --stage "$D/st" -- sh -c \
+        'd=d; i=1; while [ $i -lt 400 ]; do d=$d/d; i=$((i + 1)); done; mkdir -p $d') >/dev/null 2>"$D/run.err"; rc=$?
+    "$PVISOR" status --review "$D/st" >/dev/null 2>"$D/st.err"
+    eq "$rc:$(cat "$D/st/sealed" >/dev/null 2>&1 && echo sealed):$(grep -c 'nested deeper than 256 levels' "$D/st.err")" "0:sealed:1" \
+        "an agent's tree 400 levels deep is sealed under a 1024-descriptor limit, and review says why it stops"
+    "$PVISOR" drop --stage "$D/st" >/dev/null 2>&1
+    eq "$?" 0 "... and drop removes it"
+else
+    skip "a tree deeper than review goes" "needs prlimit"
+fi
+
 # --- every Bundle of this test validates ---------------------------------------------
 check "every Bundle validates against docs/bundle.schema.json" sh -c "$VALIDATE $XDG_STATE_HOME/pvisor/runs/*/bundle.json"
 check "no FUSE mount of any test workspace is left on the host" sh -c "! grep -h '$T' /proc/[0-9]*/mountinfo 2>/dev/null | grep -q fuse"
