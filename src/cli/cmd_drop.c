@@ -62,6 +62,6 @@ int cmd_drop(int argc, char **argv) {
            stage,
            pending ? "what the interrupted apply had written stays in the workspace (its temp files were removed, "
                      "the modes of read-only directories it had opened put back)"
-                   : "the workspace was not touched");
+                   : "drop changes nothing in the workspace (what an earlier 'apply --path' wrote there stays)");
     return PV_EXIT_OK;
 }
