@@ -53,10 +53,14 @@ int cmd_drop(int argc, char **argv) {
                          "refused: an apply of %s was interrupted, so the workspace holds part of it; complete it "
                          "with 'pvisor apply', or drop anyway with --force (the applied part stays)",
                          stage);
-    if (r == -EALREADY)
-        return cli_error(PV_EXIT_FAILURE, "drop", "refused: the stage %s was already applied", stage);
     if (r < 0)
         return cli_error(PV_EXIT_FAILURE, "drop", "cannot drop the stage %s: %s", stage, strerror(-r));
+    if (r == 1) {
+        printf("Stage %s was applied: its copy of the changes and its checkpoints are removed; the workspace "
+               "keeps what apply wrote, and the stage still reads 'applied'.\n",
+               stage);
+        return PV_EXIT_OK;
+    }
     printf("Dropped stage %s: its changes are discarded; %s.\n"
            "The directory keeps a 'dropped' marker (pvisor status --review shows it); it can be removed.\n",
            stage,

@@ -251,7 +251,7 @@ static void restore_note(FILE *f, const char *label, const char *stage) {
 }
 
 static void print_human(const char *stage, const char *state, const char *run, const json_t *bundle,
-                        const struct lc_changeset *cs, bool pending) {
+                        const struct lc_changeset *cs, bool pending, bool emptied) {
     printf("Stage:       %s (%s)\n", stage, state);
     if (cs)
         printf("Workspace:   %s\n", cs->workspace);
@@ -259,6 +259,8 @@ static void print_human(const char *stage, const char *state, const char *run, c
     if (pending)
         printf("Note:        an apply was interrupted; 'pvisor apply' completes it\n");
     restore_note(stdout, "Note:        ", stage);
+    if (emptied)
+        printf("\nChanges:     applied; the stage's copy of them was removed ('pvisor drop' after the apply)\n");
     if (cs) {
         size_t renamed = 0;
         for (size_t i = 0; i < cs->n; i++)
@@ -322,7 +324,12 @@ int cmd_review(const char *arg, bool as_json) {
     }
     struct lc_stage *st = NULL;
     struct lc_changeset *cs = NULL;
-    if (state != STAGE_DROPPED) {
+    /* an applied stage that 'pvisor drop' emptied: its changes are in the
+     * workspace, the stage has no copy of them left to show */
+    _cleanup_free_ char *upper = path_join(stage, "upper");
+    struct stat ust;
+    bool emptied = state == STAGE_APPLIED && upper && lstat(upper, &ust) < 0 && errno == ENOENT;
+    if (state != STAGE_DROPPED && !emptied) {
         r = lc_cli_load_changes(stage, &st, &cs);
         if (r < 0) {
             lc_stage_free(st);
@@ -350,7 +357,7 @@ int cmd_review(const char *arg, bool as_json) {
         fputc('\n', stdout);
         json_decref(doc);
     } else {
-        print_human(stage, stage_state_name(state), id, bundle, cs, pending);
+        print_human(stage, stage_state_name(state), id, bundle, cs, pending, emptied);
     }
     lc_changeset_free(cs);
     lc_stage_free(st);

@@ -58,8 +58,19 @@ int lc_drop(const char *stage_path, bool force) {
         return -errno;
     if (flock(lock, LOCK_EX | LOCK_NB) < 0)
         return errno == EWOULDBLOCK ? -EBUSY : -errno;
-    if (fstatat(dir, LC_APPLIED, &st, AT_SYMLINK_NOFOLLOW) == 0)
-        return -EALREADY;
+    if (fstatat(dir, LC_APPLIED, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        /* Applied: its changes are in the workspace, what is left here is
+         * a copy of them (a whole tree, for the life of the stage): that
+         * goes; the markers stay, so it still reads 'applied'. */
+        static const char *const copies[] = {"upper",          "work",         "journal",  "origin",
+                                             LC_APPLY_CREATED, LC_CHECKPOINTS, ".restore", ".restore-old"};
+        for (size_t i = 0; i < ARRAY_SIZE(copies); i++) {
+            int r = remove_entry(dir, copies[i]);
+            if (r < 0)
+                return r;
+        }
+        return fsync(dir) < 0 ? -errno : 1;
+    }
     if (fstatat(dir, LC_APPLY_INTENT, &st, AT_SYMLINK_NOFOLLOW) == 0 && !force)
         return -EINPROGRESS;
     /* apply's temp files: those of a pending intent (--force), and those of

@@ -198,7 +198,9 @@ bool lc_apply_pending(const char *stage_path);
  * journal, origin map and checkpoints; version, meta.json, lock and the
  * marker stay so the state remains visible.  -EBUSY while a run holds it;
  * -EINPROGRESS when an interrupted apply is pending (the workspace holds
- * part of the stage) unless force, which also removes apply's temp files. */
+ * part of the stage) unless force, which also removes apply's temp files.
+ * An applied stage keeps its markers and loses the rest (its copy of what
+ * apply wrote, its checkpoints): 1. */
 int lc_drop(const char *stage_path, bool force);
 
 /* ---- checkpoints (checkpoint.c) ---- */

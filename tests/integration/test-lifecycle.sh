@@ -1456,3 +1456,21 @@ done
 (cd / && env "$S1" "$P" fork "") >/dev/null 2>&1; eq $? 2 "fork '': a usage error"
 eq "$(cd "$W" && env "$S1" "$P" status --review --json | jq -r .stage.state):$(cat "$W/a")" "sealed:a" \
     "... and the stage is neither dropped nor applied"
+
+# An applied stage kept its whole copy of the changes (and its checkpoints)
+# for good: drop refused it ("nothing left to discard"). Now drop empties
+# it, the workspace keeps what apply wrote, and it still reads 'applied'.
+W=$T/wsapdrop
+mkdir -p "$W"; echo old > "$W/f"
+(cd "$W" && "$P" run --stage auto -- sh -c 'head -c 200000 /dev/urandom > big; echo new > f; mkdir d; echo x > d/x') >/dev/null 2>&1
+SAD=$("$P" status --review --json latest | jq -r .stage.path)
+"$P" checkpoint --stage "$SAD" >/dev/null 2>&1
+(cd "$W" && "$P" apply) >/dev/null 2>&1; r1=$?
+sum_before=$(cd "$W" && find . -type f -exec md5sum {} + | sort | md5sum)
+(cd "$W" && "$P" drop) >"$T/apdrop.out" 2>&1; r2=$?
+(cd "$W" && "$P" status --review) >"$T/apdrop.st" 2>&1; r3=$?
+eq "$r1:$r2:$r3:$(ls -A "$SAD" | tr '\n' ' ')$(review_json "$SAD" | jq -c '[.stage.state, .changeset]')" \
+    "0:0:0:applied lock meta.json sealed version [\"applied\",null]" \
+    "drop of an applied stage removes its copy of the changes and its checkpoints; it still reads applied"
+eq "$(cd "$W" && find . -type f -exec md5sum {} + | sort | md5sum):$(grep -c "copy of them was removed" "$T/apdrop.st")" "$sum_before:1" \
+    "... the workspace keeps what apply wrote, and review says where the changes went"
