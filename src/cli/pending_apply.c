@@ -38,6 +38,16 @@ bool pending_apply_intent(const char *stage) {
     return d >= 0 && fstatat(d, APPLY_INTENT, &st, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
+/* Is the record of this stage (without an intent) stale: the stage gone,
+ * applied or dropped?  Not when it cannot be told (EACCES, EIO...). */
+static bool stage_done(const char *stage) {
+    _cleanup_close_ int d = open(stage, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (d < 0)
+        return errno == ENOENT || errno == ENOTDIR;
+    struct stat st;
+    return fstatat(d, "applied", &st, AT_SYMLINK_NOFOLLOW) == 0 || fstatat(d, "dropped", &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
 /* The record's name: the stage directory's identity. */
 static int record_name(const char *stage, char name[64]) {
     struct stat st;
@@ -69,9 +79,12 @@ int pending_apply_record(const char *stage, const char *workspace) {
     if (d < 0)
         return d;
     _cleanup_free_ char *text = NULL;
-    if (asprintf(&text, "%s\n%s\n", stage, workspace) < 0)
+    size_t sl = strlen(stage), wl = strlen(workspace);
+    if (!(text = malloc(sl + wl + 2)))
         return -ENOMEM;
-    return write_file_atomic_as(d, name, text, strlen(text), 0600, WRITE_NO_SYNC);
+    memcpy(text, stage, sl + 1);
+    memcpy(text + sl + 1, workspace, wl + 1);
+    return write_file_atomic_as(d, name, text, sl + wl + 2, 0600, WRITE_NO_SYNC);
 }
 
 void pending_apply_clear(const char *stage) {
@@ -105,14 +118,25 @@ int pending_apply_find(const char *workspace, const char *except_stage, char **r
         if (de->d_name[0] == '.' || strcmp(de->d_name, self) == 0)
             continue;
         _cleanup_free_ char *text = NULL;
-        if (read_file_at(dirfd(dir), de->d_name, 2 * PATH_MAX + 4, &text, NULL) < 0)
+        size_t len = 0;
+        if (read_file_at(dirfd(dir), de->d_name, 2 * PATH_MAX + 4, &text, &len) < 0)
             continue;
-        char *nl = strchr(text, '\n'), *ws = nl ? nl + 1 : NULL, *end = ws ? strchr(ws, '\n') : NULL;
-        if (!end || text[0] != '/' || ws[0] != '/')
+        /* "STAGE\0WORKSPACE\0" */
+        char *ws = memchr(text, '\0', len);
+        ws = ws && ws + 1 < text + len ? ws + 1 : NULL;
+        if (!ws || !memchr(ws, '\0', len - (size_t)(ws - text)) || text[0] != '/' || ws[0] != '/')
             continue; /* not ours to judge: left alone */
-        *nl = *end = '\0';
+        /* another stage now at that path (the recorded one was removed):
+         * its intent is not this record's */
+        char now[64];
+        int rn = record_name(text, now);
+        if ((rn == 0 && strcmp(now, de->d_name) != 0) || rn == -ENOENT || rn == -ENOTDIR) {
+            (void)unlinkat(dirfd(dir), de->d_name, 0);
+            continue;
+        }
         if (!pending_apply_intent(text)) {
-            (void)unlinkat(dirfd(dir), de->d_name, 0); /* completed, dropped, or never begun */
+            if (stage_done(text)) /* completed, dropped, or gone */
+                (void)unlinkat(dirfd(dir), de->d_name, 0);
             continue;
         }
         if (!path_overlaps(ws, workspace))

@@ -1441,6 +1441,60 @@ eq "$r1:$r2:$r3:$(grep -c ran "$T/pend.run"):$(grep -c "apply of the stage $SA i
 eq "$r1:$r2:$r3:$(grep -l A "$W"/f* | wc -l):$(cat "$W/other")" "0:0:0:200:C" \
     "its own apply completes it; then the other stage applies and runs go again"
 
+# The record of an apply is kept while its stage lives on without an intent
+# yet (the apply loads the changeset before it writes the intent, which
+# takes a while): a run elsewhere in that window used to remove it as
+# stale, and the apply, killed after, left its workspace unguarded.
+# Simulated: the intent of a killed apply, moved away and back.
+W=$T/wsrace
+mkdir -p "$W" "$T/wsrace-other"; i=0; while [ $i -lt 200 ]; do echo o > "$W/f$i"; i=$((i + 1)); done
+(cd "$W" && "$P" run --stage "$T/stpre" -- sh -c 'for f in f*; do echo A >> $f; done') >/dev/null 2>&1
+(cd "$W" && PVISOR_TEST_APPLY_DELAY_US=5000 exec "$P" apply --stage "$T/stpre") >/dev/null 2>&1 &
+ap=$!
+wait_for "$T/stpre/apply-intent"; sleep 0.3; kill -9 $ap; wait $ap 2>/dev/null
+mv "$T/stpre/apply-intent" "$T/stpre.intent"
+(cd "$T/wsrace-other" && "$P" run -- true) >/dev/null 2>&1; r1=$?
+mv "$T/stpre.intent" "$T/stpre/apply-intent"
+(cd "$W" && "$P" run -- true) >/dev/null 2>&1; r2=$?
+eq "$r1:$r2" "0:125" "a run elsewhere before the apply wrote its intent keeps its record: once killed, its workspace is refused"
+(cd "$W" && "$P" apply --stage "$T/stpre") >/dev/null 2>&1
+# ... and a record is its stage's (device and inode), not its path's: the
+# record of a killed apply whose stage was removed, and another stage
+# made at that path, interrupted in turn, must not refuse that stage's
+# own resume (kept records made this likely)
+rm -rf "$T/stpre"; cp -a "$W" "$T/wsrace.tmpl"
+(cd "$W" && "$P" run --stage "$T/stpre.tmpl" -- sh -c 'for f in f*; do echo B >> $f; done') >/dev/null 2>&1
+(cd "$W" && "$P" fork --stage "$T/stpre.tmpl" "$T/stpre") >/dev/null 2>&1
+(cd "$W" && PVISOR_TEST_APPLY_DELAY_US=5000 exec "$P" apply --stage "$T/stpre") >/dev/null 2>&1 &
+ap=$!
+wait_for "$T/stpre/apply-intent"; sleep 0.3; kill -9 $ap; wait $ap 2>/dev/null
+mv "$T/stpre" "$T/stpre.old"; rm -rf "$W"; cp -a "$T/wsrace.tmpl" "$W"
+(cd "$W" && "$P" fork --stage "$T/stpre.tmpl" "$T/stpre") >/dev/null 2>&1
+rm -rf "$T/stpre.old"
+(cd "$W" && PVISOR_TEST_APPLY_DELAY_US=5000 exec "$P" apply --stage "$T/stpre") >/dev/null 2>&1 &
+ap=$!
+wait_for "$T/stpre/apply-intent"; sleep 0.3; kill -9 $ap; wait $ap 2>/dev/null
+(cd "$W" && "$P" apply --stage "$T/stpre") >/dev/null 2>"$T/stpre.err"; rc=$?
+[ $rc -eq 0 ] || diag "$(cat "$T/stpre.err")"
+eq "$rc:$(cat "$W"/f* | grep -c B)" "0:200" "a killed apply of a stage made where a removed one's apply was killed: its own resume completes it"
+
+# A workspace whose name holds a newline: the record (STAGE, WORKSPACE) is
+# NUL-separated; line-separated, the half-written workspace was not
+# guarded, and the directory named by its first line was refused instead.
+W="$T/wsnl/a
+b"
+mkdir -p "$W" "$T/wsnl/a"; i=0; while [ $i -lt 200 ]; do echo o > "$W/f$i"; i=$((i + 1)); done
+(cd "$W" && "$P" run --stage "$T/stnl" -- sh -c 'for f in f*; do echo A >> $f; done') >/dev/null 2>&1
+(cd "$W" && PVISOR_TEST_APPLY_DELAY_US=5000 exec "$P" apply --stage "$T/stnl") >/dev/null 2>&1 &
+ap=$!
+wait_for "$T/stnl/apply-intent"; sleep 0.3; kill -9 $ap; wait $ap 2>/dev/null
+(cd "$W" && "$P" run -- true) >/dev/null 2>&1; r1=$?
+(cd "$T/wsnl/a" && "$P" run -- true) >/dev/null 2>&1; r2=$?
+eq "$r1:$r2" "125:0" "after a killed apply into a workspace named with a newline, a run there is refused, not one in a namesake"
+(cd "$W" && "$P" apply --stage "$T/stnl") >/dev/null 2>&1; r1=$?
+(cd "$W" && "$P" run -- true) >/dev/null 2>&1; r2=$?
+eq "$r1:$r2:$(cat "$W"/f* | grep -c A)" "0:0:200" "... its own apply completes it, and runs go again"
+
 # An empty RUN (`pvisor drop "$RUN"` with RUN unset) is a usage error: ""
 # is a prefix of every run id, so with one run recorded it took that run,
 # of any workspace, from any directory, where a bare `pvisor drop` refuses.
