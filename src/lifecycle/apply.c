@@ -859,12 +859,14 @@ static int op_dir_meta(struct ctx *c, struct plan_ent *e) {
 }
 
 /* The read-only directories the plan changes something in, owned by
- * us (struct plan_unlocked).  Root needs none.  A directory that cannot
- * be reached (below one we may not search) is left out: apply fails there
- * as it would have. */
+ * us (struct plan_unlocked).  Root needs none; uid 0 of a user namespace
+ * does (the verbs' second try as an ordinary user: its override does not
+ * cover a directory of ours whose group it does not map).  A directory
+ * that cannot be reached (below one we may not search) is left out: apply
+ * fails there as it would have. */
 static int find_locked(int ws_fd, struct plan *p) {
     uid_t me = geteuid();
-    if (me == 0)
+    if (me == 0 && userns_is_initial())
         return 0;
     const char *last = NULL;
     size_t last_len = 0;

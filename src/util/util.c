@@ -707,6 +707,14 @@ int hex_decode(const char *hex, char **ret) {
     return 0;
 }
 
+bool userns_is_initial(void) {
+    _cleanup_free_ char *map = NULL;
+    if (read_file_at(AT_FDCWD, "/proc/self/uid_map", 4096, &map, NULL) < 0)
+        return true; /* no /proc: as before there was a user namespace */
+    unsigned long inner, outer, count;
+    return sscanf(map, "%lu %lu %lu", &inner, &outer, &count) == 3 && inner == 0 && outer == 0 && count == 4294967295UL;
+}
+
 int userns_enter(int flags, uid_t inner_uid, gid_t inner_gid, const char **ret_step) {
     uid_t uid = getuid();
     gid_t gid = getgid();

@@ -125,6 +125,10 @@ int write_string_at(int dirfd, const char *path, const char *text);
  * included over files its own ids own.  *ret_step names the step that
  * failed.  Single-threaded callers only. */
 int userns_enter(int flags, uid_t inner_uid, gid_t inner_gid, const char **ret_step);
+/* Are we in the initial user namespace?  Uid 0 elsewhere (the verbs'
+ * second try, lc_cli_own_files_override) has capabilities only over files
+ * whose owner and group it maps, not root's override over every file. */
+bool userns_is_initial(void);
 
 /* read(2) until len bytes or EOF, retrying EINTR; *ret_got is how many. */
 int read_full(int fd, void *buf, size_t len, size_t *ret_got);

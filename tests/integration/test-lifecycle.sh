@@ -943,6 +943,21 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
     asu "$P" apply --stage "$U/st8" >/dev/null 2>&1; rc=$?
     eq "$rc:$(stat -c %a "$U/ws/dd"):$(readlink "$U/ws/ss")" "0:644:x" \
         "... a read-only directory replaced by a file or a symlink: the file keeps its own mode, the symlink is made"
+    # a read-only directory of the user's whose group is not the user's
+    # (no capability over it in the override's user namespace, which only
+    # maps the user's own ids), and a mode-000 directory of the agent's:
+    # the second try in that namespace (uid 0 there) makes it writable as
+    # the first did; it took itself for root and stopped at that
+    # directory, the workspace half-written, for good
+    rm -rf "$U/ws"; cp -a "$U/ws.ro" "$U/ws"
+    asu sh -c "cd '$U/ws' && mkdir rg && echo old > rg/f"
+    chgrp 100 "$U/ws/rg"
+    asu "$P" run --stage "$U/st10" --workspace "$U/ws" -- sh -c "cd '$U/ws' && echo new > rg/f && mkdir locked && echo x > locked/x && chmod 000 locked" >/dev/null 2>&1
+    asu chmod 555 "$U/ws/rg"
+    asu "$P" apply --stage "$U/st10" >/dev/null 2>"$T/st10.err"; rc=$?
+    [ $rc -eq 0 ] || diag "$(cat "$T/st10.err")"
+    eq "$rc:$(stat -c %a:%g "$U/ws/rg"):$(cat "$U/ws/rg/f"):$(test -e "$U/st10/apply-intent" && echo intent)" "0:555:100:new:" \
+        "... a read-only directory of another group, with a mode-000 directory in the stage: apply writes in it (its second try too)"
     # a workspace file with file capabilities (setcap): its copy-up as an
     # ordinary user failed with EINVAL (the capability's root id is not
     # mapped in the server's user namespace), so every chmod or write of it
