@@ -318,6 +318,11 @@ static int stage_open_impl(struct stage *s, const char *path, const char *worksp
             return c < 0 ? c : -ESTALE;
         }
     } else {
+        /* What a restore killed before it left 'sealed' kept beside it
+         * (a partial copy): gone before this run, whose death must not
+         * read as that restore's (lc_restore_interrupted). */
+        (void)remove_tree_at(s->dir_fd, ".restore", 4096);
+        (void)remove_tree_at(s->dir_fd, ".restore-old", 4096);
         /* Durably leave 'sealed': a crash from here on reads 'interrupted'. */
         if (unlinkat(s->dir_fd, "sealed", 0) < 0 || (sync && fsync(s->dir_fd) < 0)) {
             json_decref(meta);

@@ -1131,9 +1131,11 @@ if command -v strace >/dev/null; then
         : > "$S/.sealed.0badf00d.tmp"
         "$P" apply --dry-run --stage "$S" >/dev/null 2>&1
         d=$(ls -A "$S" | grep -c -e '^.restore' -e '^.sealed')
+        (cd "$W" && "$P" run --stage "$S" --workspace "$W" -- true) >/dev/null 2>&1
+        d=$d:$?:$(ls -A "$S" | grep -c -e '^.restore')
         "$P" checkpoint --name after-kill --stage "$S" >/dev/null 2>&1; rc=$?
-        eq "$d:$rc:$(ls -A "$S" | grep -c -e '^.restore' -e '^.sealed')" "2:0:0" \
-            "a restore killed during its copy: the stage stays sealed; a checkpoint (as apply, not --dry-run) removes the partial copy and a stray temp file"
+        eq "$d:$rc:$(ls -A "$S" | grep -c -e '^.restore' -e '^.sealed')" "2:0:0:0:0" \
+            "a restore killed during its copy: the stage stays sealed; a run on it removes the partial copy (its death would read as the restore's), a checkpoint (as apply, not --dry-run) a stray temp file too"
     else
         not_ok "the restore was killed during its copy (strace inject)"
     fi
