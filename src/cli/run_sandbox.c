@@ -784,9 +784,14 @@ int sandbox_prepare(struct run_context *ctx, const struct agent_hooks *hooks, st
     const char *h = getenv("HOME");
     if (h && h[0] == '/')
         home = realpath(h, NULL);
-    int r = plan_moved_credentials(home, ctx->workspace, &sb.cred_moved);
+    int r = plan_moved_credentials(home, ctx->workspace, ctx->cwd, &sb.cred_moved);
     if (r < 0) {
-        if (asprintf(ret_error, "cannot list the credential locations the environment moves: %s", strerror(-r)) < 0)
+        if ((r == -E2BIG ? asprintf(ret_error,
+                                    "the environment moves more than %d credential locations (KUBECONFIG, say, "
+                                    "names too many files): the sandbox cannot keep them all from the command",
+                                    PLAN_MAX_MOVED)
+                         : asprintf(ret_error, "cannot list the credential locations the environment moves: %s",
+                                    strerror(-r))) < 0)
             *ret_error = NULL;
         return r;
     }

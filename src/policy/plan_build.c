@@ -223,7 +223,7 @@ static const struct {
  * neither "/" nor one that holds HOME or the workspace (hiding it would
  * hide them), nor a duplicate. */
 static int add_moved(char **v, size_t *n, const char *path, const char *home, const char *workspace) {
-    if (path[0] != '/' || *n >= PLAN_MAX_MOVED)
+    if (path[0] != '/')
         return 0;
     char *real = realpath(path, NULL);
     if (!real && path_abs_parent(path, &real) < 0)
@@ -238,19 +238,47 @@ static int add_moved(char **v, size_t *n, const char *path, const char *home, co
         free(real);
         return 0;
     }
+    if (*n >= PLAN_MAX_MOVED) {
+        free(real);
+        return -E2BIG; /* never drop one silently */
+    }
     v[(*n)++] = real;
     return 0;
 }
 
-int plan_moved_credentials(const char *home, const char *workspace, char ***ret) {
+/* A variable's value as the tool reads it: "~" and "~/..." are HOME's
+ * (GnuPG expands them in GNUPGHOME), a relative one is relative to the
+ * directory the command starts in (gh, kubectl, gpg take it so); NULL
+ * when it cannot be told (no HOME, no cwd) or out of memory (*ret_oom). */
+static char *moved_value(const char *val, const char *home, const char *cwd, bool *ret_oom) {
+    char *p = NULL;
+    if (val[0] == '/')
+        p = strdup(val);
+    else if (val[0] == '~' && (val[1] == '\0' || val[1] == '/')) {
+        if (!home)
+            return NULL;
+        p = val[1] ? path_join(home, val + 2) : strdup(home);
+    } else if (val[0] == '~' || !cwd) {
+        return NULL; /* ~user: not HOME's */
+    } else {
+        p = path_join(cwd, val);
+    }
+    *ret_oom = !p;
+    return p;
+}
+
+int plan_moved_credentials(const char *home, const char *workspace, const char *cwd, char ***ret) {
     char **v = calloc(PLAN_MAX_MOVED + 1, sizeof *v);
     if (!v)
         return -ENOMEM;
     size_t n = 0;
     int r = 0;
+    bool oom = false;
     for (size_t b = 0; b < sizeof moved_bases / sizeof moved_bases[0] && r >= 0; b++) {
-        const char *base = getenv(moved_bases[b].var);
+        const char *val = getenv(moved_bases[b].var);
+        _cleanup_free_ char *base = val && val[0] ? moved_value(val, home, cwd, &oom) : NULL;
         size_t pl = strlen(moved_bases[b].home_prefix);
+        r = oom ? -ENOMEM : 0;
         for (const char *const *c = plan_credential_paths; base && *c && r >= 0; c++) {
             if (strncmp(*c, moved_bases[b].home_prefix, pl) != 0)
                 continue;
@@ -262,8 +290,15 @@ int plan_moved_credentials(const char *home, const char *workspace, char ***ret)
         const char *val = getenv(moved_stores[i].var);
         _cleanup_free_ char *list = val ? strdup(val) : NULL;
         char *save = NULL;
+        if (val && !list)
+            r = -ENOMEM;
         for (char *e = list ? strtok_r(list, ":", &save) : NULL; e && r >= 0; e = strtok_r(NULL, ":", &save)) {
-            _cleanup_free_ char *p = moved_stores[i].file ? path_join(e, moved_stores[i].file) : strdup(e);
+            _cleanup_free_ char *full = moved_value(e, home, cwd, &oom);
+            if (!full) {
+                r = oom ? -ENOMEM : 0;
+                continue;
+            }
+            _cleanup_free_ char *p = moved_stores[i].file ? path_join(full, moved_stores[i].file) : strdup(full);
             r = p ? add_moved(v, &n, p, home, workspace) : -ENOMEM;
         }
     }
@@ -608,11 +643,15 @@ int plan_build(const struct plan_inputs *in, struct launch_plan *ret_plan, char 
     for (size_t c = 0; r >= 0 && in->cred_moved && in->cred_moved[c]; c++) {
         const char *m = in->cred_moved[c];
         bool cover = false;
-        for (size_t i = 0; i < n_proj && !cover; i++)
-            cover = (p.mounts[i].kind == PLAN_BIND_RO || p.mounts[i].kind == PLAN_BIND_RW) &&
-                    path_within(m, p.mounts[i].path);
-        if (home_view && in->home && path_within(m, in->home) && !path_within(m, in->workspace))
-            cover = false;
+        for (size_t i = 0; i < n_proj && !cover; i++) {
+            const struct plan_mount *pm = &p.mounts[i];
+            /* HOME's view itself is no reason: its server masks them; a
+             * grant inside HOME is (it shows the real directory on top
+             * of the view) */
+            if (home_view && pm->source && strcmp(pm->source, in->home_view) == 0)
+                continue;
+            cover = (pm->kind == PLAN_BIND_RO || pm->kind == PLAN_BIND_RW) && path_within(m, pm->path);
+        }
         if (cover && plan_path_ok(m) && !already(&p, m))
             r = plan_add_mount(&p, PLAN_HIDE, m, 0);
     }

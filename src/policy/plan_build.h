@@ -67,11 +67,12 @@ extern const char *const plan_home_config_files[];
 /* The credential locations that the user's environment moves away from
  * their place in HOME (XDG_CONFIG_HOME=~/.xdgconf holds gh's token in
  * ~/.xdgconf/gh; GNUPGHOME, DOCKER_CONFIG, KUBECONFIG, CARGO_HOME, ...):
- * absolute, symlinks resolved, at most PLAN_MAX_MOVED; never "/" nor one
- * that holds HOME or the workspace.  *ret is NULL-terminated, for
- * plan_moved_free. */
+ * a value "~/..." taken in HOME, a relative one in cwd (either may be
+ * NULL); absolute, symlinks resolved; never "/" nor one that holds HOME or
+ * the workspace.  More than PLAN_MAX_MOVED: -E2BIG (none is dropped).
+ * *ret is NULL-terminated, for plan_moved_free. */
 #define PLAN_MAX_MOVED 128
-int plan_moved_credentials(const char *home, const char *workspace, char ***ret);
+int plan_moved_credentials(const char *home, const char *workspace, const char *cwd, char ***ret);
 void plan_moved_free(char **v);
 
 /* True when rel (relative to HOME, normalised) is or is inside a credential

@@ -66,3 +66,26 @@ eq "$rc:$(echo "$out" | grep -c 'moved there by the environment')" "125:1" "a gr
 out=$(cd "$H3" && moved "$P" run --safe --stage "$T/st5" -- sh -c 'cat .xdgconf/gh/hosts.yml cargo/credentials.toml .xdgconf/notes 2>/dev/null; (echo x > .xdgconf/gh/planted) 2>/dev/null; echo end' 2>&1); rc=$?
 eq "$rc:$(echo $out):$(ls "$T/st5/upper/.xdgconf/gh" 2>/dev/null)" "0:notes end:" \
     "--safe with HOME the workspace: the moved stores are absent there too, and nothing can be planted in them"
+
+# A grant inside HOME shows the real directory on top of HOME's view, past
+# the view's masks: a moved store in it is covered as a default one is
+# (~/.xdgconf granted showed gh's token).
+out=$(cd "$W3" && moved "$P" run --safe --access "ro:$H3/.xdgconf" -- sh -c 'cat ~/.xdgconf/gh/hosts.yml ~/.xdgconf/notes 2>/dev/null; echo end' 2>&1); rc=$?
+eq "$rc:$(echo $out)" "0:notes end" "a grant inside HOME that holds a moved store: the store is covered there"
+mkdir -p "$H3/dot/cfg/gh"; echo GHTOKEN2 > "$H3/dot/cfg/gh/hosts.yml"; ln -s dot/cfg "$H3/cfglink"
+out=$(cd "$W3" && env HOME="$H3" XDG_CONFIG_HOME="$H3/cfglink" "$P" run --safe --access "rw:$H3/dot" -- sh -c 'cat ~/cfglink/gh/hosts.yml ~/dot/cfg/gh/hosts.yml 2>/dev/null; echo end' 2>&1); rc=$?
+eq "$rc:$(echo $out)" "0:end" "... also when the variable names it through a symlink, and the grant is read-write"
+# A value as the tool reads it: GnuPG expands '~/' in GNUPGHOME, and a
+# relative value is the starting directory's (both were left unmasked).
+out=$(cd "$W3" && env HOME="$H3" GNUPGHOME='~/.local/share/gnupg' "$P" run --safe -- sh -c 'cat ~/.local/share/gnupg/private-keys-v1.d/A.key 2>/dev/null; echo end' 2>&1); rc=$?
+eq "$rc:$(echo $out)" "0:end" "a moved store named '~/...' is absent"
+out=$(cd "$H3/.local/share" && env HOME="$H3" GNUPGHOME=gnupg "$P" run --safe --workspace "$W3" -- sh -c 'cat ~/.local/share/gnupg/private-keys-v1.d/A.key 2>/dev/null; echo end' 2>&1); rc=$?
+eq "$rc:$(echo $out)" "0:end" "a moved store named relative to the starting directory is absent"
+# More moved locations than the sandbox keeps track of: refused, not the
+# ones past the limit dropped (CARGO_HOME's token after 130 kubeconfigs
+# was readable in a grant).
+mkdir -p "$D3/many"; kc=""
+for i in $(seq 130); do echo k > "$D3/many/c$i"; kc="$kc$D3/many/c$i:"; done
+out=$(cd "$W3" && env HOME="$H3" KUBECONFIG="$kc" CARGO_HOME="$H3/cargo" "$P" run --safe --access "ro:$H3/cargo" -- sh -c 'cat ~/cargo/credentials.toml 2>/dev/null; echo ran' 2>&1); rc=$?
+eq "$rc:$(echo "$out" | grep -c ran):$(echo "$out" | grep -c 'more than 128 credential locations')" "125:0:1" \
+    "more than 128 moved credential locations: the run is refused, none dropped"
