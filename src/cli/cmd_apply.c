@@ -299,8 +299,9 @@ int cmd_apply(int argc, char **argv) {
         case -ENOSPC:
             if (rep.room_need && !lc_apply_pending(stage)) {
                 cli_error(st, "apply",
-                          "refused: the staged files take %llu bytes, the workspace's file system has %llu "
-                          "available (hard-linked files are written once per name); nothing was written. Free "
+                          "refused: the staged files need %llu bytes (beyond what apply deletes or replaces), "
+                          "the workspace's file system has %llu available (hard-linked files are written once "
+                          "per name); nothing was written. Free "
                           "space, apply a subset with --path, or 'pvisor drop' the stage",
                           (unsigned long long)rep.room_need, (unsigned long long)rep.room_avail);
                 break;

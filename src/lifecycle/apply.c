@@ -1200,26 +1200,46 @@ bool lc_apply_pending(const char *stage_path) {
  * hard-linked in the stage is written as a file of its own, so a small
  * stage can ask for far more) must fit in what the workspace's file
  * system has available, or nothing is written (-ENOSPC, *ret_need and
- * *ret_avail set).  Where the copy can share blocks with the stage (a
- * reflink, same file system: btrfs, xfs), the content costs nothing and
- * the check is skipped. */
+ * *ret_avail set).  What apply frees counts: the files it deletes go
+ * before anything is written (step 1 of execute_plan), and a file it
+ * replaces goes at its rename, so only one batch's replacements (temp and
+ * old file side by side) need room on top of the growth.  Where the copy
+ * can share blocks with the stage (a reflink, same file system: btrfs,
+ * xfs), the content costs nothing and the check is skipped. */
 static int check_room(int ws_fd, int upper_fd, bool same_fs, const struct plan *p, uint64_t *ret_need,
                       uint64_t *ret_avail) {
-    uint64_t need = 0;
+    uint64_t growth = 0, overlap = 0, freed = 0;
     const char *largest = NULL;
     uint64_t largest_bytes = 0;
     for (size_t i = 0; i < p->n; i++) {
         const struct plan_ent *e = &p->v[i];
+        bool deleted_first = e->old_type != LC_NONE && (e->new_type == LC_NONE || passes_absent(e));
+        uint64_t old = 0; /* what the workspace's file there frees (not when it has other names) */
         struct stat st;
+        if (e->old_type == LC_REG && fstatat(ws_fd, e->path, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+            st.st_nlink == 1)
+            old = (uint64_t)st.st_blocks * 512;
+        if (deleted_first)
+            freed += old;
         if (e->new_type != LC_REG || fstatat(upper_fd, e->path, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
             continue;
         uint64_t b = (uint64_t)st.st_blocks * 512;
-        need += b;
+        if (e->old_type == LC_REG && !deleted_first) { /* replaced at its rename */
+            growth += b > old ? b - old : 0;
+            overlap += b < old ? b : old;
+        } else {
+            growth += b;
+        }
         if (b > largest_bytes) {
             largest_bytes = b;
             largest = e->path;
         }
     }
+    /* a batch stops taking files past PENDING_BYTES; each writer may be
+     * in the middle of one more */
+    uint64_t batch = PENDING_BYTES + WRITE_THREADS * largest_bytes;
+    uint64_t need = growth + (overlap < batch ? overlap : batch);
+    need = need > freed ? need - freed : 0;
     struct statvfs sv;
     if (fstatvfs(ws_fd, &sv) < 0)
         return 0; /* unknown: the writes find out */

@@ -306,7 +306,18 @@ if [ "$(id -u)" -eq 0 ] && command -v unshare >/dev/null; then
     eq "$(echo "$out" | tr '\n' ' ')" "apply=1 keep subset=0 same " \
         "apply: hard-linked files that would not fit in the workspace's file system are refused, nothing written; a subset applies"
     check "apply: the refusal says how much the files take and what is available" \
-        grep -q "refused: the staged files take [0-9]* bytes, the workspace's file system has [0-9]* available" "$T/hl.err"
+        grep -q "refused: the staged files need [0-9]* bytes (beyond what apply deletes or replaces), the workspace's file system has [0-9]* available" "$T/hl.err"
+    # What apply deletes goes before it writes: a stage that removes a
+    # 10 MiB file and writes another (a rebuilt artifact, a moved file)
+    # fits where only 6 MiB are free (it was refused: 10 MiB > 6 MiB).
+    W=$T/wsd S=$T/std
+    mkdir -p "$W"
+    out=$(unshare -m sh -c "mount -t tmpfs -o size=16m tmpfs '$W' && head -c 10485760 /dev/urandom > '$W/old.bin' &&
+        '$P' run --stage '$S' --workspace '$W' -- sh -c 'cd $W && rm old.bin && head -c 10485760 /dev/urandom > new.bin' &&
+        { '$P' apply --stage '$S' > /dev/null 2> '$T/del.err'; echo apply=\$?; ls '$W' | tr '\n' ' '; cmp -s '$W/new.bin' '$S/upper/new.bin' && echo same; }" 2>&1)
+    eq "$(echo "$out" | tr '\n' ' ')" "apply=0 new.bin same " \
+        "apply: the room a stage's deletions free counts (a file replaced by another of its size fits)"
+    [ -s "$T/del.err" ] && diag "$(cat "$T/del.err")"
 else
     skip "apply refuses what does not fit" "needs root and unshare (a private tmpfs mount)"
 fi
