@@ -348,11 +348,12 @@ int cmd_review(const char *arg, bool as_json) {
     }
     bool pending = lc_apply_pending(stage);
     if (as_json) {
-        json_t *doc = json_pack("{s:s, s:{s:s, s:s, s:o, s:b, s:o}, s:o, s:o, s:o}", "schema", "pvisor.review/1",
-                                "stage", "path", stage, "state", stage_state_name(state), "workspace",
-                                cs ? json_string(cs->workspace) : json_null(), "apply_pending", pending, "checkpoints",
-                                lc_checkpoints_json(stage), "run", id ? json_string(id) : json_null(), "changeset",
-                                cs ? lc_changeset_to_json(cs) : json_null(), "safety_boundary", boundary_json(bundle));
+        json_t *doc =
+            json_pack("{s:s, s:{s:s, s:s, s:o, s:b, s:b, s:o}, s:o, s:o, s:o}", "schema", "pvisor.review/1", "stage",
+                      "path", stage, "state", stage_state_name(state), "workspace",
+                      cs ? json_string(cs->workspace) : json_null(), "apply_pending", pending, "copy_removed", emptied,
+                      "checkpoints", lc_checkpoints_json(stage), "run", id ? json_string(id) : json_null(), "changeset",
+                      cs ? lc_changeset_to_json(cs) : json_null(), "safety_boundary", boundary_json(bundle));
         json_dumpf(doc, stdout, JSON_INDENT(2));
         fputc('\n', stdout);
         json_decref(doc);

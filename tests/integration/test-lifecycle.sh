@@ -1551,8 +1551,8 @@ SAD=$("$P" status --review --json latest | jq -r .stage.path)
 sum_before=$(cd "$W" && find . -type f -exec md5sum {} + | sort | md5sum)
 (cd "$W" && "$P" drop) >"$T/apdrop.out" 2>&1; r2=$?
 (cd "$W" && "$P" status --review) >"$T/apdrop.st" 2>&1; r3=$?
-eq "$r1:$r2:$r3:$(ls -A "$SAD" | tr '\n' ' ')$(review_json "$SAD" | jq -c '[.stage.state, .changeset]')" \
-    "0:0:0:applied lock meta.json sealed version [\"applied\",null]" \
+eq "$r1:$r2:$r3:$(ls -A "$SAD" | tr '\n' ' ')$(review_json "$SAD" | jq -c '[.stage.state, .stage.copy_removed, .changeset]')" \
+    "0:0:0:applied lock meta.json sealed version [\"applied\",true,null]" \
     "drop of an applied stage removes its copy of the changes and its checkpoints; it still reads applied"
 eq "$(cd "$W" && find . -type f -exec md5sum {} + | sort | md5sum):$(grep -c "copy of them was removed" "$T/apdrop.st")" "$sum_before:1" \
     "... the workspace keeps what apply wrote, and review says where the changes went"
