@@ -777,6 +777,24 @@ static void warn_git_outside(struct run_context *ctx) {
     fprintf(stderr, "pvisor run: warning: %s\n", w);
 }
 
+/* Credential locations inside the grant at path that do not exist at
+ * start: a cover mount needs something to cover, so one the host creates
+ * during the run is shown there (and one the command creates in a
+ * read-write grant is the host's). */
+static int grant_missing_creds(const char *home, const struct sandbox *sb, const char *path) {
+    int n = 0;
+    struct stat st;
+    for (size_t i = 0; home && plan_credential_paths[i]; i++) {
+        _cleanup_free_ char *full = path_join(home, plan_credential_paths[i]);
+        const char *real = sb->cred_real ? sb->cred_real[i] : NULL;
+        const char *where = full && path_within(full, path) ? full : real && path_within(real, path) ? real : NULL;
+        n += where && lstat(where, &st) < 0;
+    }
+    for (size_t i = 0; sb->cred_moved && sb->cred_moved[i]; i++)
+        n += path_within(sb->cred_moved[i], path) && lstat(sb->cred_moved[i], &st) < 0;
+    return n;
+}
+
 int sandbox_prepare(struct run_context *ctx, const struct agent_hooks *hooks, struct sandbox *ret_sb,
                     char **ret_error) {
     struct sandbox sb = {.plan_fd = -1, .sync_r = -1, .sync_w = -1, .go_r = -1, .go_w = -1, .ctx = ctx, .home_fd = -1};
@@ -784,7 +802,7 @@ int sandbox_prepare(struct run_context *ctx, const struct agent_hooks *hooks, st
     const char *h = getenv("HOME");
     if (h && h[0] == '/')
         home = realpath(h, NULL);
-    int r = plan_moved_credentials(home, ctx->workspace, ctx->cwd, &sb.cred_moved);
+    int r = plan_moved_credentials(home, ctx->cwd, &sb.cred_moved);
     if (r < 0) {
         if ((r == -E2BIG ? asprintf(ret_error,
                                     "the environment moves more than %d credential locations (KUBECONFIG, say, "
@@ -915,6 +933,8 @@ int sandbox_prepare(struct run_context *ctx, const struct agent_hooks *hooks, st
     dirlist_free(&rt);
     sb.rules = json_array();
     for (size_t k = 0; k < n_rules; k++) {
+        if (rules[k].kind != ACCESS_DENY)
+            sb.n_grant_missing_creds += grant_missing_creds(home, &sb, rules[k].path);
         json_array_append_new(sb.rules,
                               json_pack("{s:s, s:s}", "kind", access_kind_name(rules[k].kind), "path", rules[k].path));
         if (rules[k].kind == ACCESS_RW) {
@@ -1477,21 +1497,34 @@ void sandbox_record(struct run_context *ctx, const struct sandbox *sb) {
                          EVID("{s:b}", "mount_namespace_differs", mnt), NULL);
     bool view = sb->home_fd >= 0;
     bundle_set_dimension(
-        b, DIM_HOME_CREDENTIALS, fs_ok ? LEVEL_ENFORCED : LEVEL_UNAVAILABLE,
+        b, DIM_HOME_CREDENTIALS,
+        !fs_ok                          ? LEVEL_UNAVAILABLE
+        : sb->n_grant_missing_creds > 0 ? LEVEL_PARTIAL
+                                        : LEVEL_ENFORCED,
         view              ? "copy-on-write view of HOME with every credential location absent (masked by its "
                             "server; mounts below symlinked parents); environment reduced to an allowlist"
         : sb->home_system ? "HOME is a system directory: shown read-only as projected, its credential locations "
                             "covered; environment reduced to an allowlist"
                           : "empty private HOME + allowlisted config files; environment reduced to an allowlist",
-        EVID("{s:b, s:b, s:i, s:i, s:i}", "mount_namespace_differs", mnt, "home_view", view, "credential_masks",
+        EVID("{s:b, s:b, s:i, s:i, s:i, s:i}", "mount_namespace_differs", mnt, "home_view", view, "credential_masks",
              (int)sb->n_home_mask, "credential_mounts", (int)sb->n_home_hide + sb->n_home_sys_hides,
-             "moved_credential_locations", (int)moved_count(sb)),
+             "moved_credential_locations", (int)moved_count(sb), "missing_in_grants", sb->n_grant_missing_creds),
         sb->home_system && !view ? "HOME is read-only; --pass-env hands chosen variables over"
         : sb->n_rw_home          ? "HOME writes are discarded at exit, except under the read-write grants of --access/"
                                    "--allow-write in or around HOME (credential locations stay covered there); --pass-env "
                                    "hands chosen variables over"
                                  : "HOME writes are discarded at exit; --pass-env hands chosen "
                                    "variables over");
+    if (sb->n_grant_missing_creds > 0) {
+        static const char missing[] =
+            "a grant of --access/--allow-write holds credential locations that did not exist at start: those are not "
+            "covered (one the host creates during the run is readable there; in a read-write grant, one the command "
+            "creates is the host's); grant narrower directories, or use --strict to refuse such runs";
+        json_array_append_new(
+            json_object_get(json_object_get(json_object_get(b, "dimensions"), "home_credentials"), "notes"),
+            json_string(missing));
+        bundle_add_warning(b, missing);
+    }
     /* Landlock's TCP rights exist from ABI 4: before it, --network none
      * refuses no TCP on the run's own loopback (the host's network is out
      * of reach all the same: the namespace) */

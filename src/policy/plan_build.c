@@ -218,20 +218,68 @@ static const struct {
     {"PULUMI_HOME", "credentials.json"},
 };
 
-/* Add path to the NULL-terminated list v (n entries, cap PLAN_MAX_MOVED):
- * resolved (symlinks, or the parent's when the store does not exist yet);
- * neither "/" nor one that holds HOME or the workspace (hiding it would
- * hide them), nor a duplicate. */
-static int add_moved(char **v, size_t *n, const char *path, const char *home, const char *workspace) {
+/* A path that does not exist (yet): its deepest existing ancestor
+ * resolved, then the rest as named, so that a store whose parents the host
+ * creates during the run is masked where it will be.  1 and *ret; 0 when
+ * a missing part is "." or ".." (the tool could not resolve it either). */
+static int resolve_missing(const char *path, char **ret) {
+    _cleanup_free_ char *head = strdup(path);
+    if (!head)
+        return -ENOMEM;
+    for (;;) {
+        size_t l = strlen(head);
+        while (l > 1 && head[l - 1] == '/')
+            head[--l] = '\0';
+        char *slash = strrchr(head, '/');
+        if (!slash)
+            return 0;
+        const char *rest = path + (slash - head);
+        if (slash == head)
+            head[1] = '\0';
+        else
+            *slash = '\0';
+        char *real = realpath(head, NULL);
+        if (!real)
+            continue;
+        char *p = real; /* rest ("/a//b/", below real): plain names, joined one by one */
+        for (const char *q = rest; p && *q;) {
+            while (*q == '/')
+                q++;
+            size_t n = strcspn(q, "/");
+            if ((n == 1 && q[0] == '.') || (n == 2 && q[0] == '.' && q[1] == '.')) {
+                free(p);
+                return 0;
+            }
+            if (n) {
+                _cleanup_free_ char *name = strndup(q, n);
+                char *next = name ? path_join(p, name) : NULL;
+                free(p);
+                p = next;
+            }
+            q += n;
+        }
+        if (!p)
+            return -ENOMEM;
+        *ret = p;
+        return 1;
+    }
+}
+
+/* Add path (absolute) to the NULL-terminated list v (n entries, cap
+ * PLAN_MAX_MOVED, -E2BIG beyond it): resolved (symlinks; for a store that
+ * does not exist yet, its deepest existing ancestor); neither "/" nor one
+ * that holds HOME (hiding it would hide HOME), nor a duplicate.  One that
+ * is or holds the workspace is kept: plan_build refuses such a run. */
+static int add_moved(char **v, size_t *n, const char *path, const char *home) {
     if (path[0] != '/')
         return 0;
     char *real = realpath(path, NULL);
-    if (!real && path_abs_parent(path, &real) < 0)
-        return 0; /* its parent does not exist either */
-    if (!real)
-        return -ENOMEM;
-    bool skip =
-        strcmp(real, "/") == 0 || (home && path_within(home, real)) || (workspace && path_within(workspace, real));
+    if (!real) {
+        int r = resolve_missing(path, &real);
+        if (r <= 0)
+            return r;
+    }
+    bool skip = strcmp(real, "/") == 0 || (home && path_within(home, real));
     for (size_t i = 0; i < *n && !skip; i++)
         skip = strcmp(v[i], real) == 0;
     if (skip) {
@@ -267,7 +315,7 @@ static char *moved_value(const char *val, const char *home, const char *cwd, boo
     return p;
 }
 
-int plan_moved_credentials(const char *home, const char *workspace, const char *cwd, char ***ret) {
+int plan_moved_credentials(const char *home, const char *cwd, char ***ret) {
     char **v = calloc(PLAN_MAX_MOVED + 1, sizeof *v);
     if (!v)
         return -ENOMEM;
@@ -283,7 +331,7 @@ int plan_moved_credentials(const char *home, const char *workspace, const char *
             if (strncmp(*c, moved_bases[b].home_prefix, pl) != 0)
                 continue;
             _cleanup_free_ char *p = path_join(base, *c + pl);
-            r = p ? add_moved(v, &n, p, home, workspace) : -ENOMEM;
+            r = p ? add_moved(v, &n, p, home) : -ENOMEM;
         }
     }
     for (size_t i = 0; i < sizeof moved_stores / sizeof moved_stores[0] && r >= 0; i++) {
@@ -299,7 +347,7 @@ int plan_moved_credentials(const char *home, const char *workspace, const char *
                 continue;
             }
             _cleanup_free_ char *p = moved_stores[i].file ? path_join(full, moved_stores[i].file) : strdup(full);
-            r = p ? add_moved(v, &n, p, home, workspace) : -ENOMEM;
+            r = p ? add_moved(v, &n, p, home) : -ENOMEM;
         }
     }
     if (r < 0) {
@@ -534,6 +582,40 @@ int plan_build(const struct plan_inputs *in, struct launch_plan *ret_plan, char 
         r = plan_add_mount(&p, PLAN_BIND_RW, in->workspace, 0);
     if (r >= 0 && in->agent_socket)
         r = plan_add_mount_from(&p, PLAN_BIND_RW, in->agent_socket, PLAN_AGENT_SOCKET_PATH);
+    /* A workspace that is or lies in a credential location (the agent run
+     * in ~/.ssh, in the directory ~/.ssh links to, in GNUPGHOME) would show
+     * the credentials through the workspace view, whose masks cover only
+     * what lies below the workspace, and what the agent writes there (an
+     * authorized_keys) would reach the real store on apply: refused, as a
+     * grant of one is. */
+    for (size_t c = 0; r >= 0 && in->home && plan_credential_paths[c]; c++) {
+        _cleanup_free_ char *full = path_join(in->home, plan_credential_paths[c]);
+        const char *real = in->cred_real ? in->cred_real[c] : NULL;
+        if (!full) {
+            r = -ENOMEM;
+            goto fail;
+        }
+        if (path_within(in->workspace, full) || (real && path_within(in->workspace, real))) {
+            r = -EPERM;
+            if (asprintf(ret_error,
+                         "the workspace %s is in the credential location ~/%s, which the sandbox keeps from the "
+                         "command; run it in a directory that is not a credential location",
+                         in->workspace, plan_credential_paths[c]) < 0)
+                *ret_error = NULL;
+            goto fail;
+        }
+    }
+    for (size_t c = 0; r >= 0 && in->cred_moved && in->cred_moved[c]; c++)
+        if (path_within(in->workspace, in->cred_moved[c])) {
+            r = -EPERM;
+            if (asprintf(ret_error,
+                         "the workspace %s is in the credential location %s (moved there by the environment), "
+                         "which the sandbox keeps from the command; run it in a directory that is not a "
+                         "credential location",
+                         in->workspace, in->cred_moved[c]) < 0)
+                *ret_error = NULL;
+            goto fail;
+        }
     /* User rules.  A read-write grant inside the workspace would bypass the
      * stage, and one covering it would expose the real workspace: refused. */
     for (size_t i = 0; i < in->n_access && r >= 0; i++) {

@@ -68,11 +68,13 @@ extern const char *const plan_home_config_files[];
  * their place in HOME (XDG_CONFIG_HOME=~/.xdgconf holds gh's token in
  * ~/.xdgconf/gh; GNUPGHOME, DOCKER_CONFIG, KUBECONFIG, CARGO_HOME, ...):
  * a value "~/..." taken in HOME, a relative one in cwd (either may be
- * NULL); absolute, symlinks resolved; never "/" nor one that holds HOME or
- * the workspace.  More than PLAN_MAX_MOVED: -E2BIG (none is dropped).
- * *ret is NULL-terminated, for plan_moved_free. */
+ * NULL); absolute, symlinks resolved (one that does not exist yet: its
+ * deepest existing ancestor); never "/" nor one that holds HOME; one that
+ * is or holds the workspace is listed (plan_build refuses the run).  More
+ * than PLAN_MAX_MOVED: -E2BIG (none is dropped).  *ret is NULL-terminated,
+ * for plan_moved_free. */
 #define PLAN_MAX_MOVED 128
-int plan_moved_credentials(const char *home, const char *workspace, const char *cwd, char ***ret);
+int plan_moved_credentials(const char *home, const char *cwd, char ***ret);
 void plan_moved_free(char **v);
 
 /* True when rel (relative to HOME, normalised) is or is inside a credential

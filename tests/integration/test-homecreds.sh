@@ -89,3 +89,78 @@ for i in $(seq 130); do echo k > "$D3/many/c$i"; kc="$kc$D3/many/c$i:"; done
 out=$(cd "$W3" && env HOME="$H3" KUBECONFIG="$kc" CARGO_HOME="$H3/cargo" "$P" run --safe --access "ro:$H3/cargo" -- sh -c 'cat ~/cargo/credentials.toml 2>/dev/null; echo ran' 2>&1); rc=$?
 eq "$rc:$(echo "$out" | grep -c ran):$(echo "$out" | grep -c 'more than 128 credential locations')" "125:0:1" \
     "more than 128 moved credential locations: the run is refused, none dropped"
+
+# --- moved stores named with '~', relatively, or below a missing parent -------
+# gpg expands '~' in GNUPGHOME, botocore in AWS_SHARED_CREDENTIALS_FILE
+# (a value quoted in a profile keeps it); a relative KUBECONFIG is the
+# working directory's: they were readable (only absolute values counted).
+# A store whose parents the host creates during the run is masked too.
+H4=$T/home4; W4=$T/ws4
+mkdir -p "$H4/.gnupg-work/private-keys-v1.d" "$H4/aws" "$W4"
+echo GPGWORK > "$H4/.gnupg-work/private-keys-v1.d/A.key"; echo AWSCREDS > "$H4/aws/creds"
+echo KUBEREL > "$W4/kubeconfig.yaml"; echo w > "$W4/file"
+moved4() { env HOME="$H4" GNUPGHOME='~/.gnupg-work' AWS_SHARED_CREDENTIALS_FILE='~/aws/creds' KUBECONFIG=kubeconfig.yaml \
+    PASSWORD_STORE_DIR="$H4/later/store/" "$@"; }
+rm -rf "$H4/later" "$W4/go"
+(
+    i=0; while [ ! -e "$W4/ready" ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done
+    mkdir -p "$H4/later/store"; echo PASSENTRY > "$H4/later/store/e.gpg"; touch "$W4/go"
+) &
+writer=$!
+reads4='touch ready; i=0; while [ ! -e go ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done
+    cat ~/.gnupg-work/private-keys-v1.d/A.key ~/aws/creds kubeconfig.yaml ~/later/store/e.gpg file 2>/dev/null; echo end'
+out=$(cd "$W4" && moved4 "$P" run --safe --stage "$T/st6" -- sh -c "$reads4" 2>&1); rc=$?
+wait $writer
+eq "$rc:$(echo $out)" "0:w end" \
+    "--safe: stores moved by '~/...' and relative values, and one whose parents the host creates during the run, are absent"
+rm -f "$W4/ready" "$W4/go"
+out=$(cd "$W4" && moved4 "$P" run -- sh -c 'cat ~/.gnupg-work/private-keys-v1.d/A.key ~/aws/creds kubeconfig.yaml' 2>&1)
+eq "$(echo $out)" "GPGWORK AWSCREDS KUBEREL" "control: they are readable without the sandbox"
+
+# --- a workspace that is or lies in a credential location ----------------------
+# The workspace view masked only what lay below the workspace: run in ~/.ssh
+# (or where it links, or in GNUPGHOME), the agent read the keys and the
+# Bundle said home_credentials enforced; what it wrote reached them on apply.
+H5=$T/home5
+mkdir -p "$H5/.ssh" "$H5/dotfiles/gnupg" "$H5/gpg2/sub"
+echo SSHKEY > "$H5/.ssh/id_ed25519"; echo DOTGPG > "$H5/dotfiles/gnupg/k"; echo GPG2 > "$H5/gpg2/sub/k"
+ln -s dotfiles/gnupg "$H5/.gnupg"
+out=$(cd "$H5/.ssh" && HOME="$H5" "$P" run --safe --stage "$T/st7" -- sh -c 'cat id_ed25519; echo k >> authorized_keys' 2>&1); rc=$?
+eq "$rc:$(echo "$out" | grep -c SSHKEY):$(echo "$out" | grep -c 'is in the credential location ~/.ssh')" "125:0:1" \
+    "--safe in ~/.ssh is refused"
+out=$(cd "$H5/dotfiles/gnupg" && HOME="$H5" "$P" run --safe -- cat k 2>&1); rc=$?
+eq "$rc:$(echo "$out" | grep -c DOTGPG)" "125:0" "--safe in the directory ~/.gnupg links to is refused"
+out=$(cd "$H5/gpg2/sub" && HOME="$H5" GNUPGHOME="$H5/gpg2" "$P" run --filesystem sandbox -- cat k 2>&1); rc=$?
+eq "$rc:$(echo "$out" | grep -c GPG2):$(echo "$out" | grep -c 'moved there by the environment')" "125:0:1" \
+    "--filesystem sandbox in GNUPGHOME is refused"
+eq "$(ls -A "$H5/.ssh" | tr '\n' ' ')" "id_ed25519 " "... nothing reached ~/.ssh"
+out=$(cd "$H5/dotfiles" && HOME="$H5" "$P" run --safe -- sh -c 'cat gnupg/k 2>/dev/null; echo end' 2>&1); rc=$?
+eq "$rc:$out" "0:end" "--safe in the dotfiles repository that holds it runs, the store absent"
+
+# --- a grant in HOME that holds a moved store ---------------------------------
+# HOME's view was counted as the projection that shows a moved store, and
+# its server masks it: but a grant in HOME projects the real tree over the
+# view, so GNUPGHOME=~/data/gpg under --access ro:~/data was readable, and
+# ~/cfg/gh under --allow-write ~/cfg writable on the host.
+H6=$T/home6
+mkdir -p "$H6/data/gpg" "$H6/cfg/gh"; echo GPGKEY > "$H6/data/gpg/k"; echo GHTOKEN > "$H6/cfg/gh/hosts.yml"
+out=$(cd "$W" && HOME="$H6" GNUPGHOME="$H6/data/gpg" XDG_CONFIG_HOME="$H6/cfg" "$P" run --safe --access "ro:$H6/data" \
+    --allow-write "$H6/cfg" -- sh -c 'cat ~/data/gpg/k ~/cfg/gh/hosts.yml 2>/dev/null; (echo x > ~/cfg/gh/new) 2>/dev/null; echo y > ~/cfg/ok; echo end' 2>&1); rc=$?
+eq "$rc:$(echo $out):$(ls "$H6/cfg/gh" | tr '\n' ' ')$(cat "$H6/cfg/ok")" "0:end:hosts.yml y" \
+    "--safe: moved stores in a grant in HOME are covered (not read, nothing planted); the rest of the grant is writable"
+
+# --- a grant that holds credential locations missing at start -----------------
+# A cover needs something to cover: a credential the host creates in the
+# grant during the run is readable there (and in a read-write grant one
+# the command creates is the host's). The Bundle said home_credentials
+# enforced; it is partial now, and --strict refuses such a grant.
+H8=$T/home8; W8=$T/ws8
+mkdir -p "$H8/.config/tool" "$H8/.ssh" "$W8"; echo key > "$H8/.ssh/id"
+(cd "$W8" && HOME="$H8" "$P" run --safe --allow-write "$H8/.config" -- true) >/dev/null 2>&1; rc=$?
+b8=$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json
+eq "$rc:$(jq -r '.dimensions.home_credentials | "\(.effective) \(.evidence.missing_in_grants > 0)"' "$b8"):$(jq '[.warnings[] | select(test("did not exist at start"))] | length' "$b8")" \
+    "0:partial true:1" "a grant holding credential locations that do not exist yet: home_credentials partial, with a warning"
+out=$(cd "$W8" && HOME="$H8" "$P" run --safe --strict --allow-write "$H8/.config" -- echo ran 2>&1); rc=$?
+eq "$rc:$(echo "$out" | grep -c '^ran')" "125:0" "... --strict refuses it"
+out=$(cd "$W8" && HOME="$H8" "$P" run --safe --strict --allow-write "$H8/.config/tool" -- echo ran 2>&1); rc=$?
+eq "$rc:$out" "0:ran" "... a grant that holds none runs under --strict"
