@@ -781,18 +781,26 @@ static void warn_git_outside(struct run_context *ctx) {
  * start: a cover mount needs something to cover, so one the host creates
  * during the run is shown there (and one the command creates in a
  * read-write grant is the host's). */
-static int grant_missing_creds(const char *home, const struct sandbox *sb, const char *path) {
-    int n = 0;
+static void note_missing(struct sandbox *sb, const char *where) {
+    if (sb->n_grant_missing_creds++ == 0)
+        snprintf(sb->grant_missing_first, sizeof sb->grant_missing_first, "%s", where);
+}
+
+/* (A location named by HOME that is a link, its target missing, counts
+ * too: the link has nothing to cover either.) */
+static void grant_missing_creds(const char *home, struct sandbox *sb, const char *path) {
     struct stat st;
     for (size_t i = 0; home && plan_credential_paths[i]; i++) {
         _cleanup_free_ char *full = path_join(home, plan_credential_paths[i]);
         const char *real = sb->cred_real ? sb->cred_real[i] : NULL;
-        const char *where = full && path_within(full, path) ? full : real && path_within(real, path) ? real : NULL;
-        n += where && lstat(where, &st) < 0;
+        if (full && path_within(full, path) && lstat(full, &st) < 0)
+            note_missing(sb, full);
+        else if (real && path_within(real, path) && lstat(real, &st) < 0)
+            note_missing(sb, real);
     }
     for (size_t i = 0; sb->cred_moved && sb->cred_moved[i]; i++)
-        n += path_within(sb->cred_moved[i], path) && lstat(sb->cred_moved[i], &st) < 0;
-    return n;
+        if (path_within(sb->cred_moved[i], path) && lstat(sb->cred_moved[i], &st) < 0)
+            note_missing(sb, sb->cred_moved[i]);
 }
 
 int sandbox_prepare(struct run_context *ctx, const struct agent_hooks *hooks, struct sandbox *ret_sb,
@@ -934,7 +942,7 @@ int sandbox_prepare(struct run_context *ctx, const struct agent_hooks *hooks, st
     sb.rules = json_array();
     for (size_t k = 0; k < n_rules; k++) {
         if (rules[k].kind != ACCESS_DENY)
-            sb.n_grant_missing_creds += grant_missing_creds(home, &sb, rules[k].path);
+            grant_missing_creds(home, &sb, rules[k].path);
         json_array_append_new(sb.rules,
                               json_pack("{s:s, s:s}", "kind", access_kind_name(rules[k].kind), "path", rules[k].path));
         if (rules[k].kind == ACCESS_RW) {
@@ -1186,9 +1194,17 @@ void sandbox_read_report(pid_t child, void *userdata) {
         const char *dim = sb->ctx->opts->strict ? run_strict_violation(sb->ctx) : NULL;
         if (limits_unavailable(sb, sb->refused_why, sizeof sb->refused_why))
             sb->refused = dimension_name(DIM_RESOURCES);
-        else if (dim)
+        else if (dim) {
             sb->refused = dim;
-        else
+            /* say why and what to do: the dimension's name alone does not */
+            if (strcmp(dim, dimension_name(DIM_HOME_CREDENTIALS)) == 0 && sb->n_grant_missing_creds > 0)
+                snprintf(sb->refused_why, sizeof sb->refused_why,
+                         "--strict: home_credentials is partial: a grant of --access/--allow-write holds %d "
+                         "credential location(s) that did not exist at start (%.200s%s), which nothing covers; "
+                         "grant narrower directories",
+                         sb->n_grant_missing_creds, sb->grant_missing_first,
+                         sb->n_grant_missing_creds > 1 ? ", ..." : "");
+        } else
             go = true;
     }
     if (go)
@@ -1516,14 +1532,20 @@ void sandbox_record(struct run_context *ctx, const struct sandbox *sb) {
                                  : "HOME writes are discarded at exit; --pass-env hands chosen "
                                    "variables over");
     if (sb->n_grant_missing_creds > 0) {
-        static const char missing[] =
-            "a grant of --access/--allow-write holds credential locations that did not exist at start: those are not "
-            "covered (one the host creates during the run is readable there; in a read-write grant, one the command "
-            "creates is the host's); grant narrower directories, or use --strict to refuse such runs";
+        char missing[700];
+        snprintf(
+            missing, sizeof missing,
+            "a grant of --access/--allow-write holds %d credential location(s) that did not exist at start (%s%s): "
+            "those are not covered (one the host creates during the run is readable there; in a read-write "
+            "grant, one the command creates is the host's); grant narrower directories, or use --strict to "
+            "refuse such runs",
+            sb->n_grant_missing_creds, sb->grant_missing_first, sb->n_grant_missing_creds > 1 ? ", ..." : "");
         json_array_append_new(
             json_object_get(json_object_get(json_object_get(b, "dimensions"), "home_credentials"), "notes"),
             json_string(missing));
         bundle_add_warning(b, missing);
+        if (!ctx->opts->strict)
+            fprintf(stderr, "pvisor run: warning: %s\n", missing);
     }
     /* Landlock's TCP rights exist from ABI 4: before it, --network none
      * refuses no TCP on the run's own loopback (the host's network is out

@@ -99,7 +99,8 @@ struct sandbox {
      * those in or around HOME among them. */
     json_t *rules;
     int n_rw, n_rw_home;
-    int n_grant_missing_creds; /* credential locations in grants that did not exist at start */
+    int n_grant_missing_creds;     /* credential locations in grants that did not exist at start */
+    char grant_missing_first[256]; /* the first of them, for the messages */
 };
 
 /* hooks (may be NULL): what the agent socket does for checkpoint requests. */
