@@ -609,9 +609,10 @@ int plan_build(const struct plan_inputs *in, struct launch_plan *ret_plan, char 
         if (path_within(in->workspace, in->cred_moved[c])) {
             r = -EPERM;
             if (asprintf(ret_error,
-                         "the workspace %s is in the credential location %s (moved there by the environment), "
-                         "which the sandbox keeps from the command; run it in a directory that is not a "
-                         "credential location",
+                         "the workspace %s is in the credential location %s (moved there by the environment: a "
+                         "variable such as GNUPGHOME, DOCKER_CONFIG or XDG_CONFIG_HOME names it), which the sandbox "
+                         "keeps from the command; run it in a directory that is not a credential location, or unset "
+                         "that variable",
                          in->workspace, in->cred_moved[c]) < 0)
                 *ret_error = NULL;
             goto fail;
