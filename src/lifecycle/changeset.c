@@ -38,8 +38,8 @@ const char *lc_kind_name(enum lc_kind k) {
 }
 
 const char *lc_warning_name(unsigned i) {
-    static const char *const names[] = {"exec",  "setid",   "git_hook", "git_config",  "symlink_outside",
-                                        "large", "special", "hardlink", "git_worktree"};
+    static const char *const names[] = {"exec",  "setid",   "git_hook", "git_config",   "symlink_outside",
+                                        "large", "special", "hardlink", "git_worktree", "python_startup"};
     return i < ARRAY_SIZE(names) ? names[i] : "unknown";
 }
 
@@ -644,12 +644,27 @@ static void set_warnings(struct walk *w, struct lc_entry *e, const struct stat *
             }
         }
     }
-    /* .git/hooks/... and .git/config anywhere in the tree */
+    const char *base = strrchr(p, '/');
+    base = base ? base + 1 : p;
+    size_t bl = strlen(base);
+    /* .git/hooks/... and .git/config anywhere in the tree; git never runs
+     * a hook named *.sample (git init makes a dozen, executable): neither
+     * a hook nor an exec warning, which buried the ones that matter */
+    bool sample = bl > 7 && strcmp(base + bl - 7, ".sample") == 0;
     for (const char *c = p;;) {
-        if (strncmp(c, ".git/hooks/", 11) == 0 || strcmp(c, ".git/hooks") == 0)
+        if (strncmp(c, ".git/hooks/", 11) == 0 && sample && !strchr(c + 11, '/'))
+            wn &= ~LC_W_EXEC;
+        else if (strncmp(c, ".git/hooks/", 11) == 0 || strcmp(c, ".git/hooks") == 0)
             wn |= LC_W_GIT_HOOK;
         if (strcmp(c, ".git/config") == 0)
             wn |= LC_W_GIT_CONFIG;
+        /* Python runs every .pth (its "import" lines) and sitecustomize /
+         * usercustomize of an environment's site-packages at each start */
+        if (e->kind != LC_DELETED && e->new_type != LC_DIR &&
+            (strncmp(c, "site-packages/", 14) == 0 || strncmp(c, "dist-packages/", 14) == 0) && !strchr(c + 14, '/') &&
+            ((bl > 4 && strcmp(base + bl - 4, ".pth") == 0) || strcmp(base, "sitecustomize.py") == 0 ||
+             strcmp(base, "usercustomize.py") == 0))
+            wn |= LC_W_PY_STARTUP;
         const char *s = strchr(c, '/');
         if (!s)
             break;
@@ -1153,6 +1168,7 @@ const char *lc_warning_message(unsigned bit) {
     case LC_W_LARGE: return "large file";
     case LC_W_SPECIAL: return "device node or socket (never applied)";
     case LC_W_HARDLINK: return "hard-linked in the stage (applied as separate files)";
+    case LC_W_PY_STARTUP: return "runs at every start of Python in that environment (.pth or site/usercustomize)";
     case LC_W_GIT_WORKTREE:
         return "a linked worktree's git metadata is deleted (git worktree remove, prune or gc; in a sandbox a worktree "
                "outside the workspace looks missing): applying this breaks that worktree";

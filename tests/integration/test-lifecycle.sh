@@ -1556,3 +1556,19 @@ eq "$r1:$r2:$r3:$(ls -A "$SAD" | tr '\n' ' ')$(review_json "$SAD" | jq -c '[.sta
     "drop of an applied stage removes its copy of the changes and its checkpoints; it still reads applied"
 eq "$(cd "$W" && find . -type f -exec md5sum {} + | sort | md5sum):$(grep -c "copy of them was removed" "$T/apdrop.st")" "$sum_before:1" \
     "... the workspace keeps what apply wrote, and review says where the changes went"
+
+# Review warnings that matter: a .pth file (or sitecustomize.py) the agent
+# puts in an environment's site-packages runs at every start of Python
+# there, as a git hook does on the next git command; git init's dozen
+# *.sample hooks, which git never runs, no longer bury them (each gave a
+# git_hook and an exec warning).
+W=$T/wswarn
+mkdir -p "$W"
+(cd "$W" && "$P" run --stage auto -- sh -c 'git init -q . && mkdir -p .venv/lib/python3.11/site-packages &&
+    echo "import os" > .venv/lib/python3.11/site-packages/evil.pth && echo x > .venv/lib/python3.11/site-packages/mod.py &&
+    mkdir -p lib/site-packages/pkg && echo y > lib/site-packages/pkg/inner.pth &&
+    printf "#!/bin/sh\n" > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit') >/dev/null 2>&1
+(cd "$W" && "$P" status --review --json) > "$T/warn.json"
+eq "$(jq -r '[.changeset.warnings[] | select(.warning == "python_startup") | .path] | join(",")' "$T/warn.json"):$(jq '[.changeset.warnings[] | select(.path | endswith(".sample"))] | length' "$T/warn.json"):$(jq -r '[.changeset.warnings[] | select(.path == ".git/hooks/pre-commit") | .warning] | sort | join(",")' "$T/warn.json")" \
+    ".venv/lib/python3.11/site-packages/evil.pth:0:exec,git_hook" \
+    "review warns of a .pth in site-packages (not one deeper), not of git's *.sample hooks, and still of a real hook"
