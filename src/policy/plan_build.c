@@ -493,6 +493,29 @@ static int build_env(const struct plan_inputs *in, struct launch_plan *p) {
     return r;
 }
 
+/* Is path, or a directory holding it, a credential location: by HOME's
+ * name, where its link leads, or a store the environment moves?  1 with
+ * *ret_what naming it for a message (malloc'd), 0, or -ENOMEM. */
+static int in_credential(const struct plan_inputs *in, const char *path, char **ret_what) {
+    for (size_t c = 0; in->home && plan_credential_paths[c]; c++) {
+        _cleanup_free_ char *full = path_join(in->home, plan_credential_paths[c]);
+        const char *real = in->cred_real ? in->cred_real[c] : NULL;
+        if (!full)
+            return -ENOMEM;
+        if (path_within(path, full) || (real && path_within(path, real)))
+            return asprintf(ret_what, "~/%s", plan_credential_paths[c]) < 0 ? -ENOMEM : 1;
+    }
+    for (size_t c = 0; in->cred_moved && in->cred_moved[c]; c++)
+        if (path_within(path, in->cred_moved[c]))
+            return asprintf(ret_what,
+                            "%s (moved there by the environment: a variable such as GNUPGHOME, DOCKER_CONFIG or "
+                            "XDG_CONFIG_HOME names it; unset it, or run elsewhere)",
+                            in->cred_moved[c]) < 0
+                       ? -ENOMEM
+                       : 1;
+    return 0;
+}
+
 int plan_build(const struct plan_inputs *in, struct launch_plan *ret_plan, char **ret_error) {
     struct launch_plan p = {0};
     const struct run_options *o = in->opts;
@@ -588,35 +611,20 @@ int plan_build(const struct plan_inputs *in, struct launch_plan *ret_plan, char 
      * what lies below the workspace, and what the agent writes there (an
      * authorized_keys) would reach the real store on apply: refused, as a
      * grant of one is. */
-    for (size_t c = 0; r >= 0 && in->home && plan_credential_paths[c]; c++) {
-        _cleanup_free_ char *full = path_join(in->home, plan_credential_paths[c]);
-        const char *real = in->cred_real ? in->cred_real[c] : NULL;
-        if (!full) {
-            r = -ENOMEM;
-            goto fail;
-        }
-        if (path_within(in->workspace, full) || (real && path_within(in->workspace, real))) {
+    if (r >= 0) {
+        _cleanup_free_ char *what = NULL;
+        r = in_credential(in, in->workspace, &what);
+        if (r > 0) {
             r = -EPERM;
             if (asprintf(ret_error,
-                         "the workspace %s is in the credential location ~/%s, which the sandbox keeps from the "
+                         "the workspace %s is in the credential location %s, which the sandbox keeps from the "
                          "command; run it in a directory that is not a credential location",
-                         in->workspace, plan_credential_paths[c]) < 0)
+                         in->workspace, what) < 0)
                 *ret_error = NULL;
-            goto fail;
         }
+        if (r < 0)
+            goto fail;
     }
-    for (size_t c = 0; r >= 0 && in->cred_moved && in->cred_moved[c]; c++)
-        if (path_within(in->workspace, in->cred_moved[c])) {
-            r = -EPERM;
-            if (asprintf(ret_error,
-                         "the workspace %s is in the credential location %s (moved there by the environment: a "
-                         "variable such as GNUPGHOME, DOCKER_CONFIG or XDG_CONFIG_HOME names it), which the sandbox "
-                         "keeps from the command; run it in a directory that is not a credential location, or unset "
-                         "that variable",
-                         in->workspace, in->cred_moved[c]) < 0)
-                *ret_error = NULL;
-            goto fail;
-        }
     /* User rules.  A read-write grant inside the workspace would bypass the
      * stage, and one covering it would expose the real workspace: refused. */
     for (size_t i = 0; i < in->n_access && r >= 0; i++) {
@@ -647,35 +655,19 @@ int plan_build(const struct plan_inputs *in, struct launch_plan *ret_plan, char 
          * made a symlink into ~/.ssh before the user granted it) would
          * hand the credential over: refused.  One that holds credential
          * locations gets them covered (below). */
-        for (size_t c = 0; a->kind != ACCESS_DENY && in->home && plan_credential_paths[c]; c++) {
-            _cleanup_free_ char *full = path_join(in->home, plan_credential_paths[c]);
-            const char *real = in->cred_real ? in->cred_real[c] : NULL;
-            if (!full) {
-                r = -ENOMEM;
-                goto fail;
-            }
-            if (path_within(a->path, full) || (real && path_within(a->path, real))) {
-                r = -EPERM;
-                if (asprintf(ret_error,
-                             "--access %s:%s reaches the credential location ~/%s, which the sandbox keeps from "
-                             "the command; grant a path that is not a credential location (hand over a token with "
-                             "--pass-env)",
-                             access_kind_name(a->kind), a->path, plan_credential_paths[c]) < 0)
-                    *ret_error = NULL;
-                goto fail;
-            }
+        _cleanup_free_ char *what = NULL;
+        r = a->kind != ACCESS_DENY ? in_credential(in, a->path, &what) : 0;
+        if (r > 0) {
+            r = -EPERM;
+            if (asprintf(ret_error,
+                         "--access %s:%s reaches the credential location %s, which the sandbox keeps from the "
+                         "command; grant a path that is not a credential location (hand over a token with "
+                         "--pass-env)",
+                         access_kind_name(a->kind), a->path, what) < 0)
+                *ret_error = NULL;
         }
-        for (size_t c = 0; a->kind != ACCESS_DENY && in->cred_moved && in->cred_moved[c]; c++)
-            if (path_within(a->path, in->cred_moved[c])) {
-                r = -EPERM;
-                if (asprintf(ret_error,
-                             "--access %s:%s reaches the credential location %s (moved there by the "
-                             "environment), which the sandbox keeps from the command; grant a path that is not a "
-                             "credential location (hand over a token with --pass-env)",
-                             access_kind_name(a->kind), a->path, in->cred_moved[c]) < 0)
-                    *ret_error = NULL;
-                goto fail;
-            }
+        if (r < 0)
+            goto fail;
         enum plan_mount_kind k = a->kind == ACCESS_DENY ? PLAN_HIDE
                                  : a->kind == ACCESS_RO ? PLAN_BIND_RO
                                                         : PLAN_BIND_RW;
