@@ -669,9 +669,13 @@ out=$(HOME="$H7" "$PVISOR" run --safe --stage "$T/g7c" --workspace "$W" --access
 eq "$rc:$(echo "$out" | grep -c AWS7)" "125:0" "a read-only grant of a credential file is refused"
 out=$(HOME="$H7" "$PVISOR" run --safe --stage "$T/g7d" --workspace "$W" --access "ro:$H7/.config" -- \
     sh -c "cat '$H7/.config/gh/hosts.yml' 2>/dev/null || echo absent; cat '$H7/.config/tool/x'" 2>&1)
-eq "$(echo $out)" "absent cfg" "a read-only grant that holds a credential location shows the rest, not the credential"
+# such a grant holds credential locations that do not exist yet (partial: the run says so)
+warned=$(echo "$out" | grep -c "warning: a grant of --access/--allow-write holds")
+out=$(echo "$out" | grep -v "warning: a grant of --access/--allow-write holds")
+eq "$(echo $out):$warned" "absent cfg:1" "a read-only grant that holds a credential location shows the rest, not the credential"
 out=$(HOME="$H7" "$PVISOR" run --safe --stage "$T/g7e" --workspace "$W" --access "rw:$H7" -- \
     sh -c "cat '$H7/.ssh/id_rsa' 2>/dev/null || echo absent; (echo x > '$H7/.ssh/authorized_keys') 2>/dev/null || echo refused; echo kept > '$H7/granted'" 2>&1)
+out=$(echo "$out" | grep -v "warning: a grant of --access/--allow-write holds")
 b7=$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json
 eq "$(echo $out):$(ls -A "$H7/.ssh" | tr '\n' ' '):$(cat "$H7/granted")" "absent refused:id_rsa :kept" \
     "rw: of HOME itself: its credential locations stay absent and unwritable; the rest is written on the host, as granted"
