@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -602,7 +603,39 @@ static int walk_lower_deleted(struct walk *w, int lower_dirfd, const char *name,
     return r;
 }
 
-static void set_warnings(struct walk *w, struct lc_entry *e, const struct stat *ust) {
+/* Is there a symlink in dirfd (-1: none) whose target names name in the
+ * same directory (name, ./name) or ends in /name?  A hook that is such a
+ * link runs what its *.sample holds. */
+static bool dir_links_to(int dirfd, const char *name) {
+    if (dirfd < 0)
+        return false;
+    int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return true; /* unknown: keep the warnings */
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return true;
+    }
+    bool found = false;
+    size_t nl = strlen(name);
+    for (struct dirent *de; !found && (de = readdir(d));) {
+        if (de->d_type != DT_LNK && de->d_type != DT_UNKNOWN)
+            continue;
+        char t[PATH_MAX];
+        ssize_t n = readlinkat(dirfd, de->d_name, t, sizeof t - 1);
+        if (n < 0)
+            continue;
+        t[n] = '\0';
+        found = (size_t)n >= nl && strcmp(t + n - nl, name) == 0 && ((size_t)n == nl || t[n - nl - 1] == '/');
+    }
+    closedir(d);
+    return found;
+}
+
+/* sample_ok: a *.sample in a .git/hooks may go unwarned (visit says: new,
+ * and no hook there is a link to it) */
+static void set_warnings(struct walk *w, struct lc_entry *e, const struct stat *ust, bool sample_ok) {
     unsigned wn = 0;
     const char *p = e->path;
     if (e->kind != LC_DELETED) {
@@ -650,7 +683,7 @@ static void set_warnings(struct walk *w, struct lc_entry *e, const struct stat *
     /* .git/hooks/... and .git/config anywhere in the tree; git never runs
      * a hook named *.sample (git init makes a dozen, executable): neither
      * a hook nor an exec warning, which buried the ones that matter */
-    bool sample = bl > 7 && strcmp(base + bl - 7, ".sample") == 0;
+    bool sample = sample_ok && bl > 7 && strcmp(base + bl - 7, ".sample") == 0;
     for (const char *c = p;;) {
         if (strncmp(c, ".git/hooks/", 11) == 0 && sample && !strchr(c + 11, '/'))
             wn &= ~LC_W_EXEC;
@@ -658,12 +691,21 @@ static void set_warnings(struct walk *w, struct lc_entry *e, const struct stat *
             wn |= LC_W_GIT_HOOK;
         if (strcmp(c, ".git/config") == 0)
             wn |= LC_W_GIT_CONFIG;
-        /* Python runs every .pth (its "import" lines) and sitecustomize /
-         * usercustomize of an environment's site-packages at each start */
+        /* Python runs every .pth (its "import" lines) of an environment's
+         * site-packages, and imports sitecustomize / usercustomize (a .py,
+         * a sourceless .pyc, an extension, or a package) at each start; a
+         * site-packages that becomes a symlink brings another directory's */
         if (e->kind != LC_DELETED && e->new_type != LC_DIR &&
-            (strncmp(c, "site-packages/", 14) == 0 || strncmp(c, "dist-packages/", 14) == 0) && !strchr(c + 14, '/') &&
-            ((bl > 4 && strcmp(base + bl - 4, ".pth") == 0) || strcmp(base, "sitecustomize.py") == 0 ||
-             strcmp(base, "usercustomize.py") == 0))
+            (strncmp(c, "site-packages/", 14) == 0 || strncmp(c, "dist-packages/", 14) == 0)) {
+            const char *m = c + 14;
+            size_t ml = strcspn(m, "./");
+            if ((!strchr(m, '/') && bl > 4 && strcmp(base + bl - 4, ".pth") == 0) ||
+                ((ml == 13 && strncmp(m, "sitecustomize", 13) == 0) ||
+                 (ml == 13 && strncmp(m, "usercustomize", 13) == 0)))
+                wn |= LC_W_PY_STARTUP;
+        }
+        if (e->kind != LC_DELETED && e->new_type == LC_LNK &&
+            (strcmp(c, "site-packages") == 0 || strcmp(c, "dist-packages") == 0))
             wn |= LC_W_PY_STARTUP;
         const char *s = strchr(c, '/');
         if (!s)
@@ -838,7 +880,13 @@ static int visit(struct walk *w, int upper_dirfd, int lower_dirfd, bool parent_o
         int r = set_old(w, e, lower_dirfd, name, have_lower ? &lst : NULL, lower_sha_known ? lower_sha : NULL);
         if (r < 0)
             return r;
-        set_warnings(w, e, &ust);
+        /* git never runs a *.sample by its name, but a hook that is a link
+         * to one runs it, and git never changes an existing sample: only a
+         * new one (git init's) that no hook there links to goes unwarned */
+        size_t nl = strlen(name);
+        bool sample_ok = kind == LC_ADDED && nt == LC_REG && nl > 7 && strcmp(name + nl - 7, ".sample") == 0 &&
+                         !dir_links_to(upper_dirfd, name) && !dir_links_to(lower_dirfd, name);
+        set_warnings(w, e, &ust, sample_ok);
         /* A directory the agent saw in the workspace (copied up there to
          * change what is in it: the origin map has it; no journal record
          * moved it) that the workspace no longer has: the user removed or

@@ -1572,3 +1572,26 @@ mkdir -p "$W"
 eq "$(jq -r '[.changeset.warnings[] | select(.warning == "python_startup") | .path] | join(",")' "$T/warn.json"):$(jq '[.changeset.warnings[] | select(.path | endswith(".sample"))] | length' "$T/warn.json"):$(jq -r '[.changeset.warnings[] | select(.path == ".git/hooks/pre-commit") | .warning] | sort | join(",")' "$T/warn.json")" \
     ".venv/lib/python3.11/site-packages/evil.pth:0:exec,git_hook" \
     "review warns of a .pth in site-packages (not one deeper), not of git's *.sample hooks, and still of a real hook"
+
+# A *.sample is unwarned only when new and no hook links to it: a hook
+# that is a symlink to its sample (enabling a sample that way) runs it, so
+# a change to that sample is a hook change; git never changes an existing
+# sample. Python imports sitecustomize as a package or a sourceless .pyc
+# too, and a site-packages made a symlink brings another directory's .pth.
+W=$T/wswarn2
+mkdir -p "$W" && (cd "$W" && git init -q . && ln -s pre-commit.sample .git/hooks/pre-commit &&
+    ln -s ../pre-push.sample .git/hooks/pre-push && mkdir -p v/lib/site-packages v/lib64 &&
+    echo 'x' > v/lib64/keep)
+(cd "$W" && "$P" run --stage auto -- sh -c 'sed -i "2i echo PWNED" .git/hooks/pre-commit.sample &&
+    printf "#!/bin/sh\necho PWNED\n" > .git/hooks/pre-push.sample && chmod +x .git/hooks/pre-push.sample &&
+    printf "#!/bin/sh\n" > .git/hooks/new.sample && chmod +x .git/hooks/new.sample &&
+    mkdir v/lib/site-packages/sitecustomize && echo "import os" > v/lib/site-packages/sitecustomize/__init__.py &&
+    echo x > v/lib/site-packages/usercustomize.pyc && echo x > v/lib/site-packages/sitecustomize_helper.py &&
+    echo "import os" > v/lib64/evil.pth && ln -s ../lib64 v/lib/dist-packages') >/dev/null 2>&1
+(cd "$W" && "$P" status --review --json) > "$T/warn2.json"
+eq "$(jq -r '[.changeset.warnings[] | select(.warning == "git_hook") | .path] | unique | join(",")' "$T/warn2.json")" \
+    ".git/hooks/pre-commit.sample,.git/hooks/pre-push.sample" \
+    "review warns of a changed sample a hook links to, and of a new one a hook links to, not of an unlinked new one"
+eq "$(jq -r '[.changeset.warnings[] | select(.warning == "python_startup") | .path] | sort | join(",")' "$T/warn2.json")" \
+    "v/lib/dist-packages,v/lib/site-packages/sitecustomize/__init__.py,v/lib/site-packages/usercustomize.pyc" \
+    "review warns of sitecustomize as a package, usercustomize as a .pyc, and a site-packages made a symlink"
