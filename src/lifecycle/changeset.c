@@ -633,6 +633,51 @@ static bool dir_links_to(int dirfd, const char *name) {
     return found;
 }
 
+/* Can a symlink target t, resolved from a directory depth levels below the
+ * workspace root, lead outside it?  Lexically: more leading ".." than depth.
+ * A ".." after a name is not lexical (the name may be a symlink: a/l1 -> ..
+ * and a/l2 -> l1/.. is the workspace's parent), so it counts as outside. */
+static bool target_escapes(const char *t, long depth) {
+    bool named = false;
+    for (const char *c = t; *c;) {
+        const char *e = strchrnul(c, '/');
+        size_t n = (size_t)(e - c);
+        if (n == 2 && c[0] == '.' && c[1] == '.') {
+            if (named || --depth < 0)
+                return true;
+        } else if (n > 0 && !(n == 1 && c[0] == '.')) {
+            named = true;
+        }
+        c = *e ? e + 1 : e;
+    }
+    return false;
+}
+
+/* Warnings for rest, a path below a .git directory: git runs the hooks of
+ * every git directory in it (.git/hooks, a submodule's
+ * .git/modules/NAME/hooks) and reads the config of each (config, and
+ * config.worktree of the main and of linked worktrees), where core.hooksPath,
+ * core.fsmonitor or core.sshCommand run commands. */
+static unsigned git_dir_warnings(const char *rest, bool sample, unsigned wn) {
+    const char *base = strrchr(rest, '/');
+    base = base ? base + 1 : rest;
+    if (strcmp(base, "config") == 0 || strcmp(base, "config.worktree") == 0)
+        wn |= LC_W_GIT_CONFIG;
+    for (const char *c = rest;;) {
+        if (strcmp(c, "hooks") == 0)
+            wn |= LC_W_GIT_HOOK;
+        else if (strncmp(c, "hooks/", 6) == 0 && sample && !strchr(c + 6, '/'))
+            wn &= ~LC_W_EXEC;
+        else if (strncmp(c, "hooks/", 6) == 0)
+            wn |= LC_W_GIT_HOOK;
+        const char *s = strchr(c, '/');
+        if (!s)
+            break;
+        c = s + 1;
+    }
+    return wn;
+}
+
 /* sample_ok: a *.sample in a .git/hooks may go unwarned (visit says: new,
  * and no hook there is a link to it) */
 static void set_warnings(struct walk *w, struct lc_entry *e, const struct stat *ust, bool sample_ok) {
@@ -653,27 +698,17 @@ static void set_warnings(struct walk *w, struct lc_entry *e, const struct stat *
             const char *t = e->new_target;
             size_t wl = strlen(w->cs->workspace);
             if (t[0] == '/') {
-                if (!(strncmp(t, w->cs->workspace, wl) == 0 && (t[wl] == '/' || t[wl] == '\0')))
+                /* /WS/../../etc is not inside /WS: the rest is checked as a
+                 * target of a link in the workspace root */
+                if (!(strncmp(t, w->cs->workspace, wl) == 0 && (t[wl] == '/' || t[wl] == '\0')) ||
+                    target_escapes(t + wl, 0))
                     wn |= LC_W_SYMLINK_OUTSIDE;
             } else {
-                /* lexical: depth of the link's directory, then the target's components */
-                long depth = 0;
+                long depth = 0; /* of the link's directory */
                 for (const char *c = p; *c; c++)
                     depth += *c == '/';
-                const char *c = t;
-                while (*c) {
-                    const char *e2 = strchrnul(c, '/');
-                    size_t n = (size_t)(e2 - c);
-                    if (n == 2 && c[0] == '.' && c[1] == '.') {
-                        if (--depth < 0) {
-                            wn |= LC_W_SYMLINK_OUTSIDE;
-                            break;
-                        }
-                    } else if (n > 0 && !(n == 1 && c[0] == '.')) {
-                        depth++;
-                    }
-                    c = *e2 ? e2 + 1 : e2;
-                }
+                if (target_escapes(t, depth))
+                    wn |= LC_W_SYMLINK_OUTSIDE;
             }
         }
     }
@@ -685,12 +720,8 @@ static void set_warnings(struct walk *w, struct lc_entry *e, const struct stat *
      * a hook nor an exec warning, which buried the ones that matter */
     bool sample = sample_ok && bl > 7 && strcmp(base + bl - 7, ".sample") == 0;
     for (const char *c = p;;) {
-        if (strncmp(c, ".git/hooks/", 11) == 0 && sample && !strchr(c + 11, '/'))
-            wn &= ~LC_W_EXEC;
-        else if (strncmp(c, ".git/hooks/", 11) == 0 || strcmp(c, ".git/hooks") == 0)
-            wn |= LC_W_GIT_HOOK;
-        if (strcmp(c, ".git/config") == 0)
-            wn |= LC_W_GIT_CONFIG;
+        if (strncmp(c, ".git/", 5) == 0)
+            wn = git_dir_warnings(c + 5, sample, wn);
         /* Python runs every .pth (its "import" lines) of an environment's
          * site-packages, and imports sitecustomize / usercustomize (a .py,
          * a sourceless .pyc, an extension, or a package) at each start; a

@@ -1595,3 +1595,17 @@ eq "$(jq -r '[.changeset.warnings[] | select(.warning == "git_hook") | .path] | 
 eq "$(jq -r '[.changeset.warnings[] | select(.warning == "python_startup") | .path] | sort | join(",")' "$T/warn2.json")" \
     "v/lib/dist-packages,v/lib/site-packages/sitecustomize/__init__.py,v/lib/site-packages/usercustomize.pyc" \
     "review warns of sitecustomize as a package, usercustomize as a .pyc, and a site-packages made a symlink"
+
+# A submodule's hooks and config (.git/modules/NAME/hooks, .../config) and
+# config.worktree run commands as .git/hooks and .git/config do; a symlink
+# escapes through another (a/l1 -> .., a/l2 -> l1/..) or through /WS/..,
+# which a lexical count of ".." did not see.
+W=$T/wswarn3
+mkdir -p "$W/.git/modules/lib/hooks" && printf '[core]\n' > "$W/.git/modules/lib/config"
+(cd "$W" && "$P" run --stage auto -- sh -c 'printf "#!/bin/sh\n" > .git/modules/lib/hooks/pre-commit &&
+    printf "\tfsmonitor = x\n" >> .git/modules/lib/config && echo x > .git/config.worktree &&
+    mkdir a && ln -s .. a/l1 && ln -s l1/.. a/l2 && ln -s "$PWD/../etc" a/l3 && ln -s ../x/./y a/ok') >/dev/null 2>&1
+(cd "$W" && "$P" status --review --json) > "$T/warn3.json"
+eq "$(jq -r '[.changeset.warnings[] | select(.warning != "exec") | "\(.path)=\(.warning)"] | sort | join(",")' "$T/warn3.json")" \
+    ".git/config.worktree=git_config,.git/modules/lib/config=git_config,.git/modules/lib/hooks/pre-commit=git_hook,a/l2=symlink_outside,a/l3=symlink_outside" \
+    "review warns of a submodule's hook and config, config.worktree, and symlinks that escape through a symlink or /WS/.."
