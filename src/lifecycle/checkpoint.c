@@ -711,11 +711,28 @@ int lc_restore(const char *stage_path, const char *name) {
         remove_dir_at(dir, ".restore"); /* the stage is untouched: no partial copy of the checkpoint kept */
         return r;
     }
+    /* Moving a directory to another parent needs write permission on it
+     * (its ".." changes): the agent's modes (a workspace root it made
+     * 0555) made the swap below fail with EACCES as an ordinary user once
+     * 'sealed' was gone, which read as "the stage is unchanged".  The new
+     * upper is made 0700 until it is in place, then given its mode; the old
+     * one, discarded anyway, is made 0700 first. */
+    _cleanup_close_ int nup = openat(tmp, "upper", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat nst;
+    if (nup < 0 || fstat(nup, &nst) < 0)
+        return -errno;
+    if (fchmod(nup, 0700) < 0)
+        return -errno;
     /* 2. leave 'sealed' durably: a crash from here on reads 'interrupted' */
     if (unlinkat(dir, "sealed", 0) < 0 && errno != ENOENT)
         return -errno;
     if (fsync(dir) < 0)
         return -errno;
+    {
+        _cleanup_close_ int oup = openat(dir, "upper", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (oup >= 0)
+            (void)fchmod(oup, 0700);
+    }
     /* 3. swap upper/journal/origin (old ones to .restore-old) */
     if (mkdirat(dir, ".restore-old", 0700) < 0)
         return -errno;
@@ -729,6 +746,8 @@ int lc_restore(const char *stage_path, const char *name) {
         if (renameat(tmp, parts[i], dir, parts[i]) < 0)
             return -errno;
     }
+    if (fchmod(nup, nst.st_mode & 07777) < 0)
+        return -errno;
     if (fsync(dir) < 0)
         return -errno;
     /* 4. publish 'sealed', then clean up */

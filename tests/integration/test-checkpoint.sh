@@ -447,3 +447,35 @@ else
     not_ok "a SIGTERM during a live checkpoint cancels the copy (the agent never asked: $(tail -n 3 "$O/run.out"))"
 fi
 fi
+
+# ---------------------------------------------------------------------------
+# A workspace root the agent made 0555 (mode of upper/), as an ordinary user
+# where no user namespace is to be had (the restore's second try): moving a
+# directory to another parent needs write permission on it, so the swap
+# failed with EACCES after 'sealed' went; the stage was left interrupted
+# without upper/ while the message said "the stage is unchanged".
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null && command -v unshare >/dev/null; then
+    B=$T/ro-root W=$B/ws S=$B/st O=$B/out
+    mkdir -p "$W" "$O"
+    echo keep > "$W/keep.txt"
+    cat > "$O/agent.sh" <<'EOF2'
+echo new > new.txt && chmod 0555 . || exit 9
+"$2/pvagent" agent "checkpoint c1" > "$1/c1.reply" || exit 10
+chmod 0755 . && echo after > after.txt && "$2/pvagent" agent "checkpoint c2" > "$1/c2.reply" && chmod 0555 .
+EOF2
+    chown -R 65534:65534 "$B"
+    u() { setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$B" XDG_STATE_HOME="$B/state" "$@"; }
+    (cd "$W" && u "$P" run --safe --stage "$S" --workspace "$W" --access "ro:$BIN" --allow-write "$O" \
+        -- sh "$O/agent.sh" "$O" "$BIN") >"$O/run.out" 2>&1
+    eq "$(cat "$O/c1.reply" "$O/c2.reply" 2>/dev/null | tr '\n' ' ')" "ok checkpoint c1 ok checkpoint c2 " \
+        "upper 0555: the run takes both checkpoints"
+    # unshare -U without id maps: no further user namespace (EPERM), the same DAC
+    u unshare -U "$P" restore c1 --stage "$S" >"$O/r1.out" 2>&1; rc=$?
+    eq "$rc $(u "$P" status --review "$S" --json 2>/dev/null | jq -r .stage.state) $(stat -c %a "$S/upper" 2>/dev/null)" \
+        "0 sealed 555" "upper 0555: restore without a user namespace succeeds; sealed, the root keeps its mode"
+    [ $rc -eq 0 ] || diag "$(cat "$O/r1.out")"
+    u unshare -U "$P" restore c2 --stage "$S" >"$O/r2.out" 2>&1; rc=$?
+    eq "$rc $(cat "$S/upper/after.txt" 2>/dev/null)" "0 after" "... and so does a restore over that 0555 upper"
+else
+    skip "restore of a 0555 upper as an unprivileged user" "needs root, setpriv and unshare"
+fi
