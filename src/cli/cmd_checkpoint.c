@@ -73,9 +73,16 @@ int cmd_checkpoint(int argc, char **argv) {
                          "refused: the stage %s is in use (a run or an apply holds it); checkpoint it after the run "
                          "ends, or from inside a --safe run with 'checkpoint [NAME]' on its agent socket",
                          stage);
-    case -ESTALE:
+    case -ESTALE: {
+        _cleanup_free_ char *cp = NULL;
+        if (lc_restore_interrupted(stage, &cp))
+            return cli_error(PV_EXIT_FAILURE, "checkpoint",
+                             "refused: a 'pvisor restore' of the stage %s was interrupted; 'pvisor restore %s %s' "
+                             "completes it (do not drop it: that discards its checkpoints too)",
+                             stage, cp ? cp : "NAME", stage);
         return cli_error(PV_EXIT_FAILURE, "checkpoint",
                          "refused: the stage %s is not sealed (interrupted); restore a checkpoint or drop it", stage);
+    }
     case -EEXIST:
         return cli_error(PV_EXIT_FAILURE, "checkpoint", "a checkpoint named '%s' exists; choose another --name", name);
     case -EALREADY:

@@ -1125,6 +1125,8 @@ if command -v strace >/dev/null; then
         (cd "$W" && "$P" run --stage "$S" --workspace "$W" -- true) >/dev/null 2>"$T/rsi.run"; r2=$?
         eq "$r2:$(grep -c 'of the stage was interrupted; run that restore again' "$T/rsi.run")" "125:1" \
             "... and a run on it says the same"
+        "$P" checkpoint --stage "$S" >/dev/null 2>"$T/rsi.cp"; r2=$?
+        eq "$r2:$(grep -c "'pvisor restore one $S' completes it" "$T/rsi.cp")" "1:1" "... and so does checkpoint (not 'drop it')"
         "$P" restore one --stage "$S" >/dev/null; rc=$?
         review_json "$S" | jq -S .changeset > "$T/cs.restored3"
         check "the restore run again completes it" sh -c "[ $rc -eq 0 ] && cmp -s '$T/cs.one' '$T/cs.restored3' && \
