@@ -62,6 +62,18 @@ const char *durability_name(enum durability d) {
     return d == DURABILITY_STRICT ? "strict" : "checkpoint";
 }
 
+/* The option tables below list names in their enum's order. */
+_Static_assert(EXECUTOR_AUTO == 0 && EXECUTOR_HOST == 1 && EXECUTOR_OCI == 2 && EXECUTOR_VM == 3, "--executor names");
+_Static_assert(DURABILITY_CHECKPOINT == 0 && DURABILITY_STRICT == 1, "--stage-durability names");
+
+/* The index of val in names (NULL-terminated), or -1. */
+static int choice(const char *val, const char *const *names) {
+    for (int i = 0; names[i]; i++)
+        if (strcmp(val, names[i]) == 0)
+            return i;
+    return -1;
+}
+
 __attribute__((format(printf, 2, 3))) static int fail(char **ret_error, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
@@ -263,38 +275,35 @@ int policy_parse_run(int argc, char **argv, struct run_options *ret_opts, char *
             else
                 return fail(ret_error, "--filesystem must be 'host' or 'sandbox', not '%s'", val);
             break;
-        case OPT_EXECUTOR:
-            if (strcmp(val, "auto") == 0)
-                o.executor = EXECUTOR_AUTO;
-            else if (strcmp(val, "host") == 0)
-                o.executor = EXECUTOR_HOST;
-            else if (strcmp(val, "oci") == 0)
-                o.executor = EXECUTOR_OCI;
-            else if (strcmp(val, "vm") == 0)
-                o.executor = EXECUTOR_VM;
-            else
+        case OPT_EXECUTOR: {
+            /* in enum executor_kind's order */
+            static const char *const names[] = {"auto", "host", "oci", "vm", NULL};
+            int k = choice(val, names);
+            if (k < 0)
                 return fail(ret_error, "--executor must be one of auto, host, oci, vm; not '%s'", val);
+            o.executor = (enum executor_kind)k;
             break;
-        case OPT_NETWORK:
-            if (strcmp(val, "none") == 0)
-                o.network_loopback = false;
-            else if (strcmp(val, "loopback") == 0)
-                o.network_loopback = true;
-            else
+        }
+        case OPT_NETWORK: {
+            static const char *const names[] = {"none", "loopback", NULL};
+            int k = choice(val, names);
+            if (k < 0)
                 return fail(ret_error, "--network must be 'none' or 'loopback', not '%s'", val);
+            o.network_loopback = k == 1;
             o.network_set = true;
             break;
+        }
         case OPT_STAGE: o.stage = val; break;
         case OPT_WORKSPACE: o.workspace = val; break;
-        case OPT_DURABILITY:
-            if (strcmp(val, "checkpoint") == 0)
-                o.durability = DURABILITY_CHECKPOINT;
-            else if (strcmp(val, "strict") == 0)
-                o.durability = DURABILITY_STRICT;
-            else
+        case OPT_DURABILITY: {
+            static const char *const names[] = {"checkpoint", "strict", NULL}; /* enum durability's order */
+            int k = choice(val, names);
+            if (k < 0)
                 return fail(ret_error, "--stage-durability must be 'checkpoint' or 'strict', not '%s'", val);
+            o.durability = (enum durability)k;
             o.durability_set = true;
             break;
+        }
         case OPT_MAX_BYTES:
             r = parse_size(val, 1, UINT64_MAX, &o.stage_max_bytes);
             if (r < 0)
