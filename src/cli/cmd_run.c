@@ -24,32 +24,6 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Where path is or would be: its nearest existing ancestor resolved, the
- * rest as given (the state directory need not exist yet).  malloc'd, or
- * NULL. */
-static char *state_location(const char *path) {
-    _cleanup_free_ char *head = strdup(path);
-    if (!head)
-        return NULL;
-    for (;;) {
-        char *real = realpath(head, NULL);
-        if (real) {
-            const char *rest = path + strlen(head);
-            while (*rest == '/')
-                rest++;
-            if (!*rest)
-                return real;
-            char *out = path_join(real, rest);
-            free(real);
-            return out;
-        }
-        char *slash = strrchr(head, '/');
-        if (!slash)
-            return NULL;
-        slash[slash == head] = '\0'; /* "/a": on to "/" */
-    }
-}
-
 /* Requests this build cannot honour: refuse before anything happens,
  * never fall back to a weaker mode. */
 static int refuse_unavailable(const struct run_options *o) {
@@ -210,7 +184,9 @@ int cmd_run(int argc, char **argv) {
      * run directory, would be reached through the view (not a socket
      * there).  Refused before anything is written. */
     if (policy_wants_sandbox(&o)) {
-        _cleanup_free_ char *real = state_location(runs);
+        _cleanup_free_ char *real = NULL;
+        if (path_resolve(runs, &real) < 0)
+            return cli_error(PV_EXIT_SETUP, "run", "out of memory");
         if (path_within(runs, workspace) || (real && path_within(real, workspace)))
             return cli_usage_error("run",
                                    "pvisor's state directory %s is inside the workspace %s: the sandboxed command "

@@ -218,53 +218,6 @@ static const struct {
     {"PULUMI_HOME", "credentials.json"},
 };
 
-/* A path that does not exist (yet): its deepest existing ancestor
- * resolved, then the rest as named, so that a store whose parents the host
- * creates during the run is masked where it will be.  1 and *ret; 0 when
- * a missing part is "." or ".." (the tool could not resolve it either). */
-static int resolve_missing(const char *path, char **ret) {
-    _cleanup_free_ char *head = strdup(path);
-    if (!head)
-        return -ENOMEM;
-    for (;;) {
-        size_t l = strlen(head);
-        while (l > 1 && head[l - 1] == '/')
-            head[--l] = '\0';
-        char *slash = strrchr(head, '/');
-        if (!slash)
-            return 0;
-        const char *rest = path + (slash - head);
-        if (slash == head)
-            head[1] = '\0';
-        else
-            *slash = '\0';
-        char *real = realpath(head, NULL);
-        if (!real)
-            continue;
-        char *p = real; /* rest ("/a//b/", below real): plain names, joined one by one */
-        for (const char *q = rest; p && *q;) {
-            while (*q == '/')
-                q++;
-            size_t n = strcspn(q, "/");
-            if ((n == 1 && q[0] == '.') || (n == 2 && q[0] == '.' && q[1] == '.')) {
-                free(p);
-                return 0;
-            }
-            if (n) {
-                _cleanup_free_ char *name = strndup(q, n);
-                char *next = name ? path_join(p, name) : NULL;
-                free(p);
-                p = next;
-            }
-            q += n;
-        }
-        if (!p)
-            return -ENOMEM;
-        *ret = p;
-        return 1;
-    }
-}
-
 /* Add path (absolute) to the NULL-terminated list v (n entries, cap
  * PLAN_MAX_MOVED, -E2BIG beyond it): resolved (symlinks; for a store that
  * does not exist yet, its deepest existing ancestor); neither "/" nor one
@@ -273,12 +226,10 @@ static int resolve_missing(const char *path, char **ret) {
 static int add_moved(char **v, size_t *n, const char *path, const char *home) {
     if (path[0] != '/')
         return 0;
-    char *real = realpath(path, NULL);
-    if (!real) {
-        int r = resolve_missing(path, &real);
-        if (r <= 0)
-            return r;
-    }
+    char *real = NULL;
+    int r = path_resolve(path, &real);
+    if (r <= 0)
+        return r;
     bool skip = strcmp(real, "/") == 0 || (home && path_within(home, real));
     for (size_t i = 0; i < *n && !skip; i++)
         skip = strcmp(v[i], real) == 0;

@@ -65,6 +65,53 @@ int path_abs_parent(const char *path, char **ret_path) {
     return 0;
 }
 
+int path_resolve(const char *path, char **ret) {
+    if (path[0] != '/')
+        return 0;
+    if ((*ret = realpath(path, NULL)))
+        return 1;
+    _cleanup_free_ char *head = strdup(path);
+    if (!head)
+        return -ENOMEM;
+    for (;;) {
+        size_t l = strlen(head);
+        while (l > 1 && head[l - 1] == '/')
+            head[--l] = '\0';
+        char *slash = strrchr(head, '/');
+        if (!slash)
+            return 0;
+        const char *rest = path + (slash - head);
+        if (slash == head)
+            head[1] = '\0';
+        else
+            *slash = '\0';
+        char *real = realpath(head, NULL);
+        if (!real)
+            continue;
+        char *p = real; /* rest ("/a//b/", below real): plain names, joined one by one */
+        for (const char *q = rest; p && *q;) {
+            while (*q == '/')
+                q++;
+            size_t n = strcspn(q, "/");
+            if ((n == 1 && q[0] == '.') || (n == 2 && q[0] == '.' && q[1] == '.')) {
+                free(p);
+                return 0;
+            }
+            if (n) {
+                _cleanup_free_ char *name = strndup(q, n);
+                char *next = name ? path_join(p, name) : NULL;
+                free(p);
+                p = next;
+            }
+            q += n;
+        }
+        if (!p)
+            return -ENOMEM;
+        *ret = p;
+        return 1;
+    }
+}
+
 int mkdir_p(const char *path, mode_t mode) {
     if (path[0] != '/')
         return -EINVAL;

@@ -25,6 +25,13 @@ bool path_overlaps(const char *a, const char *b);
  * (-EINVAL for "", "." or "..").  malloc'd. */
 int path_abs_parent(const char *path, char **ret_path);
 
+/* The absolute path path (absolute) leads to, symlinks resolved, whether
+ * or not it exists yet: when it does not, its deepest existing ancestor
+ * resolved and the rest as named.  1 and *ret (malloc'd); 0 when that
+ * cannot be told (a relative path, or "." or ".." in the missing part);
+ * -ENOMEM. */
+int path_resolve(const char *path, char **ret);
+
 /* mkdir -p with mode for each missing component (absolute path only). */
 int mkdir_p(const char *path, mode_t mode);
 

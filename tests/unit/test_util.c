@@ -56,6 +56,26 @@ int main(void) {
     char dir[] = "/tmp/pvisor-ut.XXXXXX";
     ok(mkdtemp(dir) != NULL, "temp dir");
     int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    {
+        /* path_resolve: symlinks resolved, a missing rest kept as named */
+        char real[PATH_MAX], link[PATH_MAX + 8], q[PATH_MAX + 32], want[PATH_MAX + 32];
+        char *r1 = NULL, *r2 = NULL, *r3 = NULL;
+        ok(realpath(dir, real) != NULL && mkdirat(dfd, "prd", 0700) == 0 && symlinkat("prd", dfd, "prl") == 0,
+           "path_resolve: a directory and a link to it");
+        snprintf(link, sizeof link, "%s/prl", dir);
+        snprintf(q, sizeof q, "%s/prl/new//deeper/", dir);
+        snprintf(want, sizeof want, "%s/prd/new/deeper", real);
+        ok(path_resolve(link, &r1) == 1 && r1 && strcmp(r1 + strlen(real), "/prd") == 0, "path_resolve: existing");
+        ok(path_resolve(q, &r2) == 1 && r2 && strcmp(r2, want) == 0, "path_resolve: missing parts below a link (%s)",
+           r2 ? r2 : "-");
+        snprintf(q, sizeof q, "%s/prl/new/../x", dir);
+        ok(path_resolve(q, &r3) == 0 && path_resolve("rel/x", &r3) == 0 && !r3,
+           "path_resolve: '..' in the missing part, or a relative path, cannot be told");
+        free(r1);
+        free(r2);
+        unlinkat(dfd, "prl", 0);
+        unlinkat(dfd, "prd", AT_REMOVEDIR);
+    }
     ok(write_file_atomic(dfd, "f", "hello", 5, 0600) == 0, "write_file_atomic");
     char *buf = NULL;
     size_t len = 0;
