@@ -1322,7 +1322,7 @@ int lc_apply(const char *stage_path, const struct lc_apply_opts *o, struct lc_ap
         goto out;
     }
     if (!o->dry_run)
-        lc_remove_restore_leftovers(st->dir_fd);
+        stage_remove_leftovers(st->dir_fd);
     if (exists_at(st->dir_fd, LC_APPLIED) || exists_at(st->dir_fd, LC_DROPPED)) {
         r = -EALREADY;
         goto out;

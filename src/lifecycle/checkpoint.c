@@ -502,22 +502,6 @@ static bool is_sealed(int dir) {
     return fstatat(dir, "sealed", &st, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
-void lc_remove_restore_leftovers(int stage_dir) {
-    if (!is_sealed(stage_dir))
-        return; /* an interrupted restore's: it completes them */
-    (void)remove_dir_at(stage_dir, ".restore");
-    (void)remove_dir_at(stage_dir, ".restore-old");
-    _cleanup_closedir_ DIR *d = NULL; /* its own offset: the caller may be listing stage_dir */
-    if (opendir_at(stage_dir, ".", &d) < 0)
-        return;
-    struct dirent *de;
-    while ((de = readdir_no_dots(d))) {
-        size_t l = strlen(de->d_name);
-        if (strncmp(de->d_name, ".sealed.", 8) == 0 && l > 12 && strcmp(de->d_name + l - 4, ".tmp") == 0)
-            (void)unlinkat(stage_dir, de->d_name, 0);
-    }
-}
-
 /* A checkpoint being built: checkpoints/.tmp-NAME until committed. */
 struct lc_checkpoint_tx {
     int dir; /* the stage directory (borrowed) */
@@ -645,7 +629,7 @@ int lc_checkpoint(const char *stage_path, const char *name, char **ret_name) {
         return r;
     if (!is_sealed(dir))
         return -ESTALE;
-    lc_remove_restore_leftovers(dir);
+    stage_remove_leftovers(dir);
     struct lc_checkpoint_tx *tx = NULL;
     r = lc_checkpoint_begin(dir, name, &tx);
     if (r == 0)

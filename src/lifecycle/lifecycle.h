@@ -247,12 +247,6 @@ int lc_restore(const char *stage_path, const char *name);
  * checkpoint it was restoring (NULL when unknown: an older pvisor's), to
  * be freed.  Running that restore again completes it. */
 bool lc_restore_interrupted(const char *stage_path, char **ret_name);
-/* Under the stage lock, of a sealed stage: remove what a restore killed
- * before it left 'sealed' (.restore, a whole copy of the checkpoint) or
- * after it was sealed again (.restore-old), and a stray temp file of
- * 'sealed'.  Nothing when the stage is not sealed (an interrupted
- * restore's own, which running it again completes). */
-void lc_remove_restore_leftovers(int stage_dir);
 /* A new sealed stage at new_stage (absent or empty directory) from
  * checkpoint (or, when NULL, the sealed stage itself).  -ENOTEMPTY. */
 int lc_fork(const char *stage_path, const char *checkpoint, const char *new_stage);

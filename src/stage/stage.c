@@ -318,11 +318,9 @@ static int stage_open_impl(struct stage *s, const char *path, const char *worksp
             return c < 0 ? c : -ESTALE;
         }
     } else {
-        /* What a restore killed before it left 'sealed' kept beside it
-         * (a partial copy): gone before this run, whose death must not
-         * read as that restore's (lc_restore_interrupted). */
-        (void)remove_tree_at(s->dir_fd, ".restore", 4096);
-        (void)remove_tree_at(s->dir_fd, ".restore-old", 4096);
+        /* gone before this run, whose death must not read as that
+         * restore's (lc_restore_interrupted) */
+        stage_remove_leftovers(s->dir_fd);
         /* Durably leave 'sealed': a crash from here on reads 'interrupted'. */
         if (unlinkat(s->dir_fd, "sealed", 0) < 0 || (sync && fsync(s->dir_fd) < 0)) {
             json_decref(meta);
@@ -361,6 +359,22 @@ static int stage_open_impl(struct stage *s, const char *path, const char *worksp
     if (s->journal_fd < 0)
         return -errno;
     return 0;
+}
+
+void stage_remove_leftovers(int dir_fd) {
+    if (!exists_at(dir_fd, "sealed"))
+        return; /* an interrupted restore's: it completes them */
+    (void)remove_tree_at(dir_fd, ".restore", 4096);
+    (void)remove_tree_at(dir_fd, ".restore-old", 4096);
+    _cleanup_closedir_ DIR *d = NULL; /* its own offset: the caller may be listing dir_fd */
+    if (opendir_at(dir_fd, ".", &d) < 0)
+        return;
+    struct dirent *de;
+    while ((de = readdir_no_dots(d))) {
+        size_t l = strlen(de->d_name);
+        if (strncmp(de->d_name, ".sealed.", 8) == 0 && l > 12 && strcmp(de->d_name + l - 4, ".tmp") == 0)
+            (void)unlinkat(dir_fd, de->d_name, 0);
+    }
 }
 
 int stage_open_for_run(const char *path, const char *workspace_abs, const char *run_id, enum stage_durability d,

@@ -106,4 +106,12 @@ void stage_free(struct stage *s);
 /* Read-only state probe (for status/list); takes no lasting lock. */
 int stage_probe_state(const char *path, enum stage_state *ret_state);
 
+/* Of a sealed stage (dir_fd: its directory; the caller holds it, by its
+ * lock or as its run): remove what a restore killed before it left
+ * 'sealed' (.restore, a whole copy of the checkpoint) or after it sealed
+ * again (.restore-old) left, and a stray temp file of 'sealed'.  Nothing
+ * when the stage is not sealed: an interrupted restore's own, which
+ * running it again completes. */
+void stage_remove_leftovers(int dir_fd);
+
 #endif
