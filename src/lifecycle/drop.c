@@ -46,6 +46,20 @@ static int remove_entry(int dir_fd, const char *name) {
     return unlinkat(dir_fd, name, AT_REMOVEDIR) < 0 && errno != ENOENT ? -errno : 0;
 }
 
+/* What a stage holds besides its markers: the agent's content and its
+ * copies (checkpoints; .restore and .restore-old, what a failed or
+ * interrupted restore left). */
+static int remove_content(int dir) {
+    static const char *const names[] = {"upper",          "work",         "journal",  "origin",
+                                        LC_APPLY_CREATED, LC_CHECKPOINTS, ".restore", ".restore-old"};
+    for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
+        int r = remove_entry(dir, names[i]);
+        if (r < 0)
+            return r;
+    }
+    return 0;
+}
+
 int lc_drop(const char *stage_path, bool force) {
     _cleanup_close_ int dir = open(stage_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dir < 0)
@@ -62,14 +76,8 @@ int lc_drop(const char *stage_path, bool force) {
         /* Applied: its changes are in the workspace, what is left here is
          * a copy of them (a whole tree, for the life of the stage): that
          * goes; the markers stay, so it still reads 'applied'. */
-        static const char *const copies[] = {"upper",          "work",         "journal",  "origin",
-                                             LC_APPLY_CREATED, LC_CHECKPOINTS, ".restore", ".restore-old"};
-        for (size_t i = 0; i < ARRAY_SIZE(copies); i++) {
-            int r = remove_entry(dir, copies[i]);
-            if (r < 0)
-                return r;
-        }
-        return fsync(dir) < 0 ? -errno : 1;
+        int r = remove_content(dir);
+        return r < 0 ? r : fsync(dir) < 0 ? -errno : 1;
     }
     if (fstatat(dir, LC_APPLY_INTENT, &st, AT_SYMLINK_NOFOLLOW) == 0 && !force)
         return -EINPROGRESS;
@@ -90,15 +98,12 @@ int lc_drop(const char *stage_path, bool force) {
         if (r < 0)
             return r;
     }
-    /* .restore and .restore-old: what a failed or interrupted restore left
-     * (copies of the agent's files too) */
-    static const char *const names[] = {"upper",          "work",         "journal",  "origin",       LC_APPLY_INTENT,
-                                        LC_APPLY_CREATED, LC_CHECKPOINTS, ".restore", ".restore-old", "sealed"};
-    for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
-        int r = remove_entry(dir, names[i]);
-        if (r < 0)
-            return r;
-    }
+    static const char *const markers[] = {LC_APPLY_INTENT, "sealed"};
+    int r = remove_content(dir);
+    for (size_t i = 0; i < ARRAY_SIZE(markers) && r >= 0; i++)
+        r = remove_entry(dir, markers[i]);
+    if (r < 0)
+        return r;
     if (fsync(dir) < 0)
         return -errno;
     return 0;
