@@ -89,6 +89,17 @@ bool pending_apply_intent(const char *stage); /* an apply of the stage was cut s
 int pending_apply_record(const char *stage, const char *workspace);
 void pending_apply_clear(const char *stage);
 int pending_apply_find(const char *workspace, const char *except_stage, char **ret_stage, char **ret_workspace);
+/* Applies at the same time (pending_apply.c): ws_lock_apply holds the
+ * workspace (exclusive) and its ancestors (shared) until ws_lock_release:
+ * 0, or -EWOULDBLOCK while another apply holds one of them.
+ * ws_apply_live: an apply into workspace is going on now. */
+struct ws_lock {
+    int *fd;
+    size_t n;
+};
+int ws_lock_apply(const char *workspace, struct ws_lock *l);
+void ws_lock_release(struct ws_lock *l);
+bool ws_apply_live(const char *workspace);
 
 /* The table (cli/main.c).  Planned verbs have run == NULL. */
 const struct cli_command *cli_find_command(const char *name);

@@ -209,8 +209,19 @@ int cmd_apply(int argc, char **argv) {
         .test_delay_us = (unsigned)delay_us,
         .test_named_temps = getenv("PVISOR_TEST_APPLY_NAMED_TEMPS") != NULL,
     };
-    /* Another stage's apply into this workspace, cut short: it must be
-     * completed first (pending_apply.c). */
+    /* Another apply into this workspace (or one around or inside it) going
+     * on now: both would pass their conflict checks, then write over each
+     * other; and one cut short must be completed first (pending_apply.c). */
+    _cleanup_(ws_lock_release) struct ws_lock lock = {0};
+    if (!dry_run && ws_raw && ws_lock_apply(ws_raw, &lock) == -EWOULDBLOCK) {
+        for (size_t i = 0; paths && i < n_paths; i++)
+            free(paths[i]);
+        free(paths);
+        return cli_error(PV_EXIT_FAILURE, "apply",
+                         "refused: another 'pvisor apply' is writing into %s (or a directory that holds it, or one "
+                         "inside it); run this apply again when it has finished. Nothing was written",
+                         ws_raw);
+    }
     _cleanup_free_ char *other = NULL, *other_ws = NULL;
     if (ws_raw && pending_apply_find(ws_raw, stage, &other, &other_ws) > 0) {
         for (size_t i = 0; paths && i < n_paths; i++)

@@ -199,7 +199,12 @@ int cmd_run(int argc, char **argv) {
      * half-written tree, and the resume could not finish after it
      * (pending_apply.c). */
     _cleanup_free_ char *pend = NULL, *pend_ws = NULL;
-    if (pending_apply_find(workspace, NULL, &pend, &pend_ws) > 0)
+    if (pending_apply_find(workspace, NULL, &pend, &pend_ws) > 0 && ws_apply_live(pend_ws))
+        return cli_error(PV_EXIT_SETUP, "run",
+                         "refused: the stage %s is being applied to %s now; run again when that apply has "
+                         "finished; nothing was run",
+                         pend, pend_ws);
+    if (pend)
         return cli_error(PV_EXIT_SETUP, "run",
                          "refused: an apply of the stage %s into %s was interrupted, and the workspace is "
                          "half-written; finish it with 'pvisor apply --stage %s', or keep what it wrote and discard "

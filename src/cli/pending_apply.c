@@ -14,6 +14,14 @@
  * completed or dropped since) is stale, and removed where met.  The record
  * is not flushed: a power loss may lose it (the intent itself is durable),
  * and then only this check, not the resume, is lost.
+ *
+ * Applies that run at the same time are serialized by flock(2) on the
+ * workspace's directories, whoever runs them and whatever their state
+ * directory: an apply holds its workspace exclusively and every ancestor
+ * shared, so two applies into one workspace, or into one and a directory
+ * inside it, cannot both pass their conflict checks and then write over
+ * each other.  A record found while its workspace is held names an apply
+ * still going, not an interrupted one.
  */
 #include "cli/cli.h"
 #include "util/cleanup.h"
@@ -26,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -152,4 +161,57 @@ int pending_apply_find(const char *workspace, const char *except_stage, char **r
         *ret_stage = *ret_workspace = NULL;
     }
     return found;
+}
+
+void ws_lock_release(struct ws_lock *l) {
+    for (size_t i = 0; i < l->n; i++)
+        close(l->fd[i]);
+    free(l->fd);
+    *l = (struct ws_lock){0};
+}
+
+/* Lock the directory at path (shared or exclusive) into l: 0, -EWOULDBLOCK
+ * when another open description holds it, or 0 without a lock where there
+ * is none to take (unreadable, a file system without flock). */
+static int lock_dir(struct ws_lock *l, const char *path, bool exclusive) {
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    if (flock(fd, (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) < 0) {
+        int e = errno;
+        close(fd);
+        return e == EWOULDBLOCK ? -EWOULDBLOCK : 0;
+    }
+    l->fd[l->n++] = fd;
+    return 0;
+}
+
+int ws_lock_apply(const char *workspace, struct ws_lock *l) {
+    *l = (struct ws_lock){0};
+    _cleanup_free_ char *p = realpath(workspace, NULL);
+    if (!p)
+        return 0; /* apply names the missing workspace itself */
+    size_t depth = 1;
+    for (const char *c = p; *c; c++)
+        depth += *c == '/';
+    if (!(l->fd = calloc(depth, sizeof *l->fd)))
+        return -ENOMEM;
+    for (bool own = true;; own = false) {
+        int r = lock_dir(l, p, own);
+        if (r < 0) {
+            ws_lock_release(l);
+            return r;
+        }
+        char *s = strrchr(p, '/');
+        if (!s || s[1] == '\0')
+            return 0; /* "/" done */
+        s[s == p] = '\0';
+    }
+}
+
+bool ws_apply_live(const char *workspace) {
+    _cleanup_close_ int fd = open(workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0 || flock(fd, LOCK_SH | LOCK_NB) == 0)
+        return false;
+    return errno == EWOULDBLOCK;
 }

@@ -1525,6 +1525,34 @@ eq "$r1:$r2" "125:0" "after a killed apply into a workspace named with a newline
 (cd "$W" && "$P" run -- true) >/dev/null 2>&1; r2=$?
 eq "$r1:$r2:$(cat "$W"/f* | grep -c A)" "0:0:200" "... its own apply completes it, and runs go again"
 
+# Two applies into one workspace at the same time both passed their
+# conflict checks, then wrote over each other: the later writer won,
+# and the earlier stage's change was lost, or stopped half-way.  (A second
+# state directory, or a start within the same millisecond, got past the
+# records above.)  An apply now holds its workspace (and the directories
+# around it) while it runs; another is refused, and so is a run there,
+# saying the apply is going on, not that it was interrupted.
+W=$T/wsconc
+mkdir -p "$W/sub"; echo o > "$W/z"; i=0; while [ $i -lt 200 ]; do echo o > "$W/g$i"; i=$((i + 1)); done
+(cd "$W" && "$P" run --stage "$T/stconcA" -- sh -c 'echo A > z; for f in g*; do echo A >> $f; done') >/dev/null 2>&1
+(cd "$W" && XDG_STATE_HOME=$T/state2 "$P" run --stage auto -- sh -c 'echo B > z') >/dev/null 2>&1
+(cd "$W/sub" && XDG_STATE_HOME=$T/state2 "$P" run --stage "$T/stconcS" -- sh -c 'echo S > s') >/dev/null 2>&1
+(cd "$W" && PVISOR_TEST_APPLY_DELAY_US=5000 exec "$P" apply --stage "$T/stconcA") >/dev/null 2>"$T/conc.a" &
+ap=$!
+wait_for "$T/stconcA/apply-intent"
+(cd "$W" && XDG_STATE_HOME=$T/state2 "$P" apply) >/dev/null 2>"$T/conc.b"; r1=$?
+(cd "$W/sub" && XDG_STATE_HOME=$T/state2 "$P" apply --stage "$T/stconcS") >/dev/null 2>"$T/conc.s"; r2=$?
+(cd "$W" && "$P" run -- true) >/dev/null 2>"$T/conc.run"; r3=$?
+wait $ap; ra=$?
+eq "$ra:$r1:$r2:$r3:$(cat "$W/z"):$(grep -l A "$W"/g* | wc -l):$([ -e "$W/sub/s" ] && echo s)" "0:1:1:125:A:200:" \
+    "while an apply runs, an apply of another stage (other state directory) and one into a directory inside are refused, and a run there"
+eq "$(grep -c "another 'pvisor apply' is writing into $W" "$T/conc.b" "$T/conc.s" | cut -d: -f2 | tr '\n' ' ')$(grep -c "is being applied to $W now" "$T/conc.run")" \
+    "1 1 1" "... saying another apply is going on (not that it was interrupted)"
+(cd "$W" && XDG_STATE_HOME=$T/state2 "$P" apply) >/dev/null 2>"$T/conc.b"; r1=$?
+(cd "$W/sub" && XDG_STATE_HOME=$T/state2 "$P" apply --stage "$T/stconcS") >/dev/null 2>&1; r2=$?
+eq "$r1:$(grep -c '^  z: content changed' "$T/conc.b"):$(cat "$W/z"):$r2:$(cat "$W/sub/s")" "1:1:A:0:S" \
+    "once it has finished, the other stage's apply meets its change as a conflict; the one inside applies"
+
 # An empty RUN (`pvisor drop "$RUN"` with RUN unset) is a usage error: ""
 # is a prefix of every run id, so with one run recorded it took that run,
 # of any workspace, from any directory, where a bare `pvisor drop` refuses.
