@@ -345,6 +345,7 @@ int cmd_review(const char *arg, bool as_json) {
             restore_note(stderr, "pvisor status: ", stage);
             return PV_EXIT_FAILURE;
         }
+        lc_changeset_mark_hooks_path(cs);
     }
     bool pending = lc_apply_pending(stage);
     if (as_json) {

@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -1143,6 +1144,87 @@ static int load_ours(int stage_dir_fd, char ***ret, size_t *ret_n) {
     *ret = v;
     *ret_n = n;
     return 0;
+}
+
+/* The directory git runs the workspace's hooks from, as git itself names
+ * it from the workspace ('git rev-parse --git-path hooks': core.hooksPath
+ * when set, from any config git reads, else the .git's hooks), as
+ * workspace-relative prefixes in pre[0..1] (malloc'd; NULL when none lies
+ * inside the workspace, outside a .git, or git cannot tell).  pre[1] is
+ * husky's: with core.hooksPath '.husky/_', its stubs run the hooks in
+ * '.husky/'. */
+static void hooks_path_in_workspace(const char *workspace, char *pre[2]) {
+    pre[0] = pre[1] = NULL;
+    int fd[2];
+    if (pipe2(fd, O_CLOEXEC) < 0)
+        return;
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fd[0]);
+        close(fd[1]);
+        return;
+    }
+    if (pid == 0) {
+        int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (null < 0 || dup2(fd[1], STDOUT_FILENO) < 0 || dup2(null, STDERR_FILENO) < 0 ||
+            dup2(null, STDIN_FILENO) < 0 || chdir(workspace) < 0)
+            _exit(127);
+        execlp("git", "git", "rev-parse", "--git-path", "hooks", (char *)NULL);
+        _exit(127);
+    }
+    close(fd[1]);
+    char out[PATH_MAX + 2];
+    size_t len = 0;
+    ssize_t n;
+    while (len < sizeof out - 1 &&
+           ((n = read(fd[0], out + len, sizeof out - 1 - len)) > 0 || (n < 0 && errno == EINTR)))
+        len += n > 0 ? (size_t)n : 0;
+    close(fd[0]);
+    int st;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    out[len] = '\0';
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || len == 0 || len >= sizeof out - 1 || out[len - 1] != '\n')
+        return;
+    out[len - 1] = '\0';
+    _cleanup_free_ char *abs = out[0] == '/' ? strdup(out) : path_join(workspace, out);
+    _cleanup_free_ char *dir = NULL, *ws = realpath(workspace, NULL);
+    if (!abs || !ws || path_resolve(abs, &dir) <= 0)
+        return;
+    size_t wl = strcmp(ws, "/") == 0 ? 0 : strlen(ws);
+    if (!path_within(dir, ws) || dir[wl] != '/')
+        return;
+    const char *rel = dir + wl + 1;
+    /* .git/hooks (any .git's) is warned of by name */
+    if (strcmp(rel, ".git") == 0 || strncmp(rel, ".git/", 5) == 0 || strstr(rel, "/.git/") ||
+        (strlen(rel) >= 5 && strcmp(rel + strlen(rel) - 5, "/.git") == 0))
+        return;
+    pre[0] = strdup(rel);
+    size_t rl = strlen(rel);
+    if (rl > 2 && strcmp(rel + rl - 2, "/_") == 0)
+        pre[1] = strndup(rel, rl - 2);
+}
+
+void lc_changeset_mark_hooks_path(struct lc_changeset *cs) {
+    if (!cs->n)
+        return;
+    char *pre[2];
+    hooks_path_in_workspace(cs->workspace, pre);
+    for (size_t i = 0; i < cs->n && pre[0]; i++) {
+        struct lc_entry *e = &cs->entries[i];
+        for (size_t k = 0; k < 2; k++) {
+            size_t pl = pre[k] ? strlen(pre[k]) : 0;
+            /* husky's own directory: its hooks are its direct files */
+            bool below = pre[k] && strncmp(e->path, pre[k], pl) == 0 &&
+                         (e->path[pl] == '\0' || (e->path[pl] == '/' && (k == 0 || !strchr(e->path + pl + 1, '/'))));
+            if (below) {
+                e->warnings |= LC_W_GIT_HOOK;
+                cs->warnings |= LC_W_GIT_HOOK;
+            }
+        }
+    }
+    free(pre[0]);
+    free(pre[1]);
 }
 
 int lc_changeset_load(struct lc_stage *st, struct lc_changeset **ret_cs) {

@@ -54,7 +54,7 @@ const char *lc_kind_name(enum lc_kind k);
 /* Warnings (review shows them; apply acts on LC_W_SETID and LC_W_SPECIAL). */
 #define LC_W_EXEC (1u << 0)            /* a regular file gains an executable bit */
 #define LC_W_SETID (1u << 1)           /* setuid or setgid bit */
-#define LC_W_GIT_HOOK (1u << 2)        /* below .git/hooks */
+#define LC_W_GIT_HOOK (1u << 2)        /* below .git/hooks, or core.hooksPath */
 #define LC_W_GIT_CONFIG (1u << 3)      /* a .git/config */
 #define LC_W_SYMLINK_OUTSIDE (1u << 4) /* a symlink whose target leaves the workspace */
 #define LC_W_LARGE (1u << 5)           /* new content over LC_LARGE_FILE */
@@ -134,6 +134,13 @@ int lc_changeset_load(struct lc_stage *st, struct lc_changeset **ret_cs);
 void lc_changeset_free(struct lc_changeset *cs);
 /* Index of the entry for path, or SIZE_MAX. */
 size_t lc_changeset_find(const struct lc_changeset *cs, const char *path);
+
+/* For the review: entries below the directory git runs the workspace's
+ * hooks from when core.hooksPath points into it (outside a .git; husky's
+ * '.husky/_' includes the hooks in '.husky/') get LC_W_GIT_HOOK.  Asks
+ * git ('git rev-parse --git-path hooks' in the workspace); nothing when
+ * git is missing or cannot tell. */
+void lc_changeset_mark_hooks_path(struct lc_changeset *cs);
 
 /* The changeset (and the warnings) as the documented JSON object. */
 json_t *lc_changeset_to_json(const struct lc_changeset *cs);

