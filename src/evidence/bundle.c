@@ -146,7 +146,13 @@ int bundle_set_json(json_t *b, const char *key, json_t *value) {
 }
 
 int bundle_add_warning(json_t *b, const char *msg) {
-    return json_array_append_new(json_object_get(b, "warnings"), json_string(msg)) < 0 ? -ENOMEM : 0;
+    json_t *s = json_string(msg);
+    if (!s && msg) { /* not UTF-8 (a name's bytes), which JSON cannot carry: escaped, never dropped */
+        char *e = term_escape(msg);
+        s = e ? json_string(e) : NULL;
+        free(e);
+    }
+    return json_array_append_new(json_object_get(b, "warnings"), s) < 0 ? -ENOMEM : 0;
 }
 
 int bundle_set_exit(json_t *b, int wait_status, int pvisor_status, const struct timespec *ended) {

@@ -403,6 +403,16 @@ if [ "$safe_works" = true ]; then
     eq "$(grep -c 'linked git worktree' err)" 0 "  no warning when a grant shows the repository"
     (cd "$T/gitin" && "$PVISOR" run --safe -- true) 2>err
     eq "$(grep -c 'linked git worktree' err)" 0 "  no warning for a gitdir inside the workspace"
+    # a warning naming a path that is not UTF-8 (which JSON cannot carry)
+    # was dropped from the Bundle: it is kept, the bytes escaped
+    X=$(printf 'gitmain\377')
+    mkdir -p "$T/$X/.git/worktrees/wt" "$T/gitwt2"
+    echo ../.. > "$T/$X/.git/worktrees/wt/commondir"
+    printf 'gitdir: %s\n' "$T/$X/.git/worktrees/wt" > "$T/gitwt2/.git"
+    (cd "$T/gitwt2" && "$PVISOR" run --safe -- true) 2>/dev/null
+    b="$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json"
+    eq "$(jq -r '.warnings[] | select(test("linked git worktree")) | test("gitmain\\\\xff/[.]git is outside")' "$b")" true \
+        "  a warning naming a path that is not UTF-8 is in the Bundle, its bytes escaped"
 else
     skip "--safe in a linked worktree: a warning" "--safe does not run here"
 fi
