@@ -966,6 +966,7 @@ int sandbox_prepare(struct run_context *ctx, const struct agent_hooks *hooks, st
      * are idmapped (idmap.c), while we are in the initial user namespace. */
     sb.as_root = getuid() == 0;
     sb.home_system = home && plan_home_is_system(home);
+    sb.home_in_ws = home && !sb.home_system && path_within(home, ctx->workspace);
     if (sb.as_root) {
         int n = launch_idmap_projections(&sb.plan, home, &sb.idmap_failed, sb.idmap_why, sizeof sb.idmap_why);
         if (n > 0 && !(sb.keep = calloc((size_t)n, sizeof *sb.keep))) {

@@ -32,6 +32,7 @@ struct sandbox {
     int n_keep;
     bool as_root;         /* pvisor was run by root (getuid() before any namespace) */
     bool home_system;     /* HOME is, holds or lies in a system directory (plan_home_is_system) */
+    bool home_in_ws;      /* HOME is or lies in the workspace: the workspace view serves it (staged) */
     int n_home_sys_hides; /* then: its credential locations the plan covers */
     int idmap_failed;     /* projections left plain binds */
     char idmap_why[256];

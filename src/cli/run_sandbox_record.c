@@ -195,6 +195,9 @@ void sandbox_record(struct run_context *ctx, const struct sandbox *sb) {
     snprintf(wnote, sizeof wnote, "%s%s",
              sb->home_system ? "writable: the staged workspace and a private /tmp (discarded at exit); HOME, a system "
                                "directory, is read-only"
+             : sb->home_in_ws
+                 ? "writable: the staged workspace, HOME included (it lies in the workspace: its writes are "
+                   "staged with the workspace's, not discarded), and a private /tmp (discarded at exit)"
              : sb->home_fd >= 0
                  ? "writable: the staged workspace, a private /tmp and the view of HOME (both discarded at exit)"
                  : "writable: the staged workspace, a private /tmp and an empty HOME (both discarded at exit)",
@@ -220,8 +223,11 @@ void sandbox_record(struct run_context *ctx, const struct sandbox *sb) {
                  "the command reads there only what any user may");
     char reads_note[768];
     snprintf(reads_note, sizeof reads_note,
-             "readable: the workspace view, /usr /bin /sbin /lib* /etc, the command's toolchain directories, "
-             "allowlisted HOME config files%s",
+             "readable: the workspace view, /usr /bin /sbin /lib* /etc, the command's toolchain directories, %s%s",
+             sb->home_fd >= 0  ? "HOME as a copy-on-write view without its credential locations"
+             : sb->home_in_ws  ? "HOME through the workspace view, without its credential locations"
+             : sb->home_system ? "HOME as projected, read-only, its credential locations covered"
+                               : "allowlisted HOME config files",
              idnote);
     bundle_set_dimension(b, DIM_READS,
                          !fs_ok                            ? LEVEL_UNAVAILABLE
@@ -247,13 +253,18 @@ void sandbox_record(struct run_context *ctx, const struct sandbox *sb) {
                                         : LEVEL_ENFORCED,
         view              ? "copy-on-write view of HOME with every credential location absent (masked by its "
                             "server; mounts below symlinked parents); environment reduced to an allowlist"
+        : sb->home_in_ws  ? "HOME lies in the workspace: the workspace view serves it, with every credential location "
+                            "absent and sealed (masked by its server); environment reduced to an allowlist"
         : sb->home_system ? "HOME is a system directory: shown read-only as projected, its credential locations "
                             "covered; environment reduced to an allowlist"
                           : "empty private HOME + allowlisted config files; environment reduced to an allowlist",
-        EVID("{s:b, s:b, s:i, s:i, s:i, s:i}", "mount_namespace_differs", mnt, "home_view", view, "credential_masks",
-             (int)sb->n_home_mask, "credential_mounts", (int)sb->n_home_hide + sb->n_home_sys_hides,
-             "moved_credential_locations", (int)moved_count(sb), "missing_in_grants", sb->n_grant_missing_creds),
+        EVID("{s:b, s:b, s:b, s:i, s:i, s:i, s:i}", "mount_namespace_differs", mnt, "home_view", view,
+             "home_in_workspace", sb->home_in_ws, "credential_masks", (int)sb->n_home_mask, "credential_mounts",
+             (int)sb->n_home_hide + sb->n_home_sys_hides, "moved_credential_locations", (int)moved_count(sb),
+             "missing_in_grants", sb->n_grant_missing_creds),
         sb->home_system && !view ? "HOME is read-only; --pass-env hands chosen variables over"
+        : sb->home_in_ws         ? "HOME lies in the workspace: its writes are staged with the workspace's (review "
+                                   "them before apply), not discarded; --pass-env hands chosen variables over"
         : sb->n_rw_home          ? "HOME writes are discarded at exit, except under the read-write grants of --access/"
                                    "--allow-write in or around HOME (credential locations stay covered there); --pass-env "
                                    "hands chosen variables over"

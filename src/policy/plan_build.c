@@ -518,11 +518,16 @@ int plan_build(const struct plan_inputs *in, struct launch_plan *ret_plan, char 
      * system's files; it is what the projections show, read-only, with its
      * credential locations covered (below). */
     bool sys_home = in->home && plan_home_is_system(in->home);
+    /* A HOME that is or lies in the workspace is the workspace view's,
+     * which masks and seals its credential locations (run_sandbox.c): an
+     * empty tmpfs there would hide that part of the workspace, and a
+     * projected config file would be the lower workspace's. */
+    bool ws_home = in->home && !sys_home && path_within(in->home, in->workspace);
     if (r >= 0 && home_view)
         r = plan_add_mount_from(&p, PLAN_BIND_RW, in->home_view, in->home);
-    else if (r >= 0 && in->home && !sys_home)
+    else if (r >= 0 && in->home && !sys_home && !ws_home)
         r = plan_add_mount(&p, PLAN_TMPFS, in->home, 256ULL << 20);
-    for (size_t i = 0; i < in->n_home_files && r >= 0 && in->home && !home_view; i++) {
+    for (size_t i = 0; i < in->n_home_files && r >= 0 && in->home && !home_view && !ws_home; i++) {
         if (plan_is_credential_path(in->home_files[i]))
             continue;
         char *full = path_join(in->home, in->home_files[i]);

@@ -43,6 +43,24 @@ eq "$(run_count):$(ls -A "$H2" | tr '\n' ' ')" "$n0:notes " "... nothing recorde
 out=$(cd "$H2" && HOME="$H2" "$P" run --safe --stage "$T/st4" -- sh -c 'cat notes' 2>&1); rc=$?
 eq "$rc:$out" "0:n" "--safe with HOME the workspace and the state elsewhere runs"
 
+# HOME inside the workspace (not the workspace itself): the workspace view
+# serves it, as docs/security-model.md says. An empty tmpfs was mounted on
+# it instead, hiding that part of the workspace, while the Bundle said HOME
+# writes were discarded (they are staged with the workspace's).
+W2b=$T/ws2b; H2b=$W2b/home; mkdir -p "$H2b/.ssh"; echo n > "$H2b/notes"; echo WSKEY > "$H2b/.ssh/id_rsa"
+out=$(cd "$W2b" && HOME="$H2b" "$P" run --safe --stage "$T/st-homeinws" -- \
+    sh -c 'cat ~/notes; cat ~/.ssh/id_rsa 2>/dev/null; mkdir ~/.gnupg 2>/dev/null || echo sealed; echo w > ~/written' 2>&1); rc=$?
+eq "$rc:$(echo $out)" "0:n sealed" \
+    "--safe with HOME inside the workspace: HOME is the workspace view's (its files readable, credentials absent and sealed)"
+eq "$(cd "$W2b" && HOME="$H2b" "$P" status --review --json "$T/st-homeinws" 2>/dev/null | jq -r '[.changeset.changes[].path] | join(" ")')" \
+    "home/written" "... a write to HOME is staged with the workspace"
+b="$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json"
+eq "$(jq -r '[.dimensions.home_credentials.evidence.home_in_workspace,
+              (.dimensions.home_credentials.notes[0] | test("staged")),
+              (.dimensions.host_writes.notes[0] | test("discarded at exit\\)$")),
+              (.dimensions.reads.notes[0] | test("allowlisted"))] | map(tostring) | join(" ")' "$b")" \
+    "true true true false" "... and the Bundle says so (HOME's writes staged, not discarded)"
+
 # --- credential stores the environment moves ----------------------------------
 # XDG_CONFIG_HOME, GNUPGHOME, CARGO_HOME, KUBECONFIG... name where a tool
 # keeps its store: they were readable, as only the default places in HOME

@@ -167,18 +167,27 @@ int main(void) {
     json_decref(j);
     plan_free(&p);
 
-    /* Workspace == HOME: HOME's credentials are inside it and get covered. */
+    /* Workspace == HOME: HOME's credentials are inside it and get covered;
+     * the workspace view serves HOME (no tmpfs under it, no config file
+     * projected from the lower workspace on top of it). */
     in.workspace = "/home/u";
     in.cwd = "/home/u";
     ok(plan_build(&in, &p, &err) == 0 && find(&p, "/home/u/.ssh") && find(&p, "/home/u/.ssh")->kind == PLAN_HIDE &&
-           find(&p, "/home/u/.netrc") && find(&p, "/home/u")->kind == PLAN_TMPFS,
+           find(&p, "/home/u/.netrc") && find(&p, "/home/u")->kind == PLAN_BIND_RW,
        "workspace == HOME: credential paths inside it are covered");
-    int ws_after_tmpfs = 0;
-    for (size_t i = 0; i + 1 < p.n_mounts; i++)
-        if (strcmp(p.mounts[i].path, "/home/u") == 0 && p.mounts[i].kind == PLAN_TMPFS &&
-            strcmp(p.mounts[i + 1].path, "/home/u") == 0 && p.mounts[i + 1].kind == PLAN_BIND_RW)
-            ws_after_tmpfs = 1;
-    ok(ws_after_tmpfs, "workspace == HOME: the workspace is mounted over the HOME tmpfs");
+    int home_mounts = 0;
+    for (size_t i = 0; i < p.n_mounts; i++)
+        home_mounts += strcmp(p.mounts[i].path, "/home/u") == 0;
+    ok(home_mounts == 1 && !find(&p, "/home/u/.gitconfig"),
+       "workspace == HOME: HOME is the workspace view alone (no tmpfs, no config projections)");
+    plan_free(&p);
+    /* HOME inside the workspace: the same, an empty tmpfs there would hide
+     * that part of the workspace. */
+    in.workspace = "/home";
+    in.cwd = "/home";
+    ok(plan_build(&in, &p, &err) == 0 && !find(&p, "/home/u") && find(&p, "/home/u/.ssh") &&
+           find(&p, "/home/u/.ssh")->kind == PLAN_HIDE && !find(&p, "/home/u/.gitconfig"),
+       "HOME inside the workspace: no tmpfs over it, credential paths covered");
     plan_free(&p);
     in.workspace = "/home/u/ws";
     in.cwd = "/home/u/ws/src";
