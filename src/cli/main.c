@@ -73,7 +73,7 @@ static const struct cli_command commands[] = {
      "Usage: pvisor list [--json]\n"
      "\n"
      "Lists recorded runs, newest first: id, state, exit status, start time, command.\n"
-     "  --json     A JSON array of run summaries.\n",
+     "  --json     A JSON array of run summaries (docs/bundle.md).\n",
      cmd_list},
     {"doctor", "Check what this host can enforce",
      "Usage: pvisor doctor [--json]\n"
