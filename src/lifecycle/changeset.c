@@ -739,6 +739,11 @@ static void set_warnings(struct walk *w, struct lc_entry *e, const struct stat *
         if (e->kind != LC_DELETED && e->new_type == LC_LNK &&
             (strcmp(c, "site-packages") == 0 || strcmp(c, "dist-packages") == 0))
             wn |= LC_W_PY_STARTUP;
+        /* a venv's pyvenv.cfg names the interpreter ('home') whose standard
+         * library every start imports, and whether the system's
+         * site-packages (and their .pth) join */
+        if (e->kind != LC_DELETED && strcmp(c, "pyvenv.cfg") == 0)
+            wn |= LC_W_PY_STARTUP;
         const char *s = strchr(c, '/');
         if (!s)
             break;
@@ -1329,7 +1334,8 @@ const char *lc_warning_message(unsigned bit) {
     case LC_W_LARGE: return "large file";
     case LC_W_SPECIAL: return "device node or socket (never applied)";
     case LC_W_HARDLINK: return "hard-linked in the stage (applied as separate files)";
-    case LC_W_PY_STARTUP: return "runs at every start of Python in that environment (.pth or site/usercustomize)";
+    case LC_W_PY_STARTUP:
+        return "runs at every start of Python in that environment (.pth, site/usercustomize, pyvenv.cfg)";
     case LC_W_GIT_WORKTREE:
         return "a linked worktree's git metadata is deleted (git worktree remove, prune or gc; in a sandbox a worktree "
                "outside the workspace looks missing): applying this breaks that worktree";

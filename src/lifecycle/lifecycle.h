@@ -61,7 +61,7 @@ const char *lc_kind_name(enum lc_kind k);
 #define LC_W_SPECIAL (1u << 6)         /* device node or socket (never applied) */
 #define LC_W_HARDLINK (1u << 7)        /* several names of one upper file */
 #define LC_W_GIT_WORKTREE (1u << 8)    /* a linked worktree's .git/worktrees/NAME deleted */
-#define LC_W_PY_STARTUP (1u << 9)      /* a .pth or site/usercustomize.py in site-packages */
+#define LC_W_PY_STARTUP (1u << 9)      /* a .pth or site/usercustomize in site-packages, a pyvenv.cfg */
 #define LC_W__COUNT 10
 const char *lc_warning_name(unsigned bit_index);    /* "exec", "setid", ... */
 const char *lc_warning_message(unsigned bit_index); /* "gains an executable bit", ... */

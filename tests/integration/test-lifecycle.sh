@@ -1611,20 +1611,21 @@ eq "$(jq -r '[.changeset.warnings[] | select(.warning == "python_startup") | .pa
 W=$T/wswarn2
 mkdir -p "$W" && (cd "$W" && git init -q . && ln -s pre-commit.sample .git/hooks/pre-commit &&
     ln -s ../pre-push.sample .git/hooks/pre-push && mkdir -p v/lib/site-packages v/lib64 &&
-    echo 'x' > v/lib64/keep)
+    echo 'x' > v/lib64/keep && printf 'home = /usr/bin\n' > v/pyvenv.cfg)
 (cd "$W" && "$P" run --stage auto -- sh -c 'sed -i "2i echo PWNED" .git/hooks/pre-commit.sample &&
     printf "#!/bin/sh\necho PWNED\n" > .git/hooks/pre-push.sample && chmod +x .git/hooks/pre-push.sample &&
     printf "#!/bin/sh\n" > .git/hooks/new.sample && chmod +x .git/hooks/new.sample &&
     mkdir v/lib/site-packages/sitecustomize && echo "import os" > v/lib/site-packages/sitecustomize/__init__.py &&
     echo x > v/lib/site-packages/usercustomize.pyc && echo x > v/lib/site-packages/sitecustomize_helper.py &&
-    echo "import os" > v/lib64/evil.pth && ln -s ../lib64 v/lib/dist-packages') >/dev/null 2>&1
+    echo "import os" > v/lib64/evil.pth && ln -s ../lib64 v/lib/dist-packages &&
+    printf "home = $PWD/v/fake\n" > v/pyvenv.cfg') >/dev/null 2>&1
 (cd "$W" && "$P" status --review --json) > "$T/warn2.json"
 eq "$(jq -r '[.changeset.warnings[] | select(.warning == "git_hook") | .path] | unique | join(",")' "$T/warn2.json")" \
     ".git/hooks/pre-commit.sample,.git/hooks/pre-push.sample" \
     "review warns of a changed sample a hook links to, and of a new one a hook links to, not of an unlinked new one"
 eq "$(jq -r '[.changeset.warnings[] | select(.warning == "python_startup") | .path] | sort | join(",")' "$T/warn2.json")" \
-    "v/lib/dist-packages,v/lib/site-packages/sitecustomize/__init__.py,v/lib/site-packages/usercustomize.pyc" \
-    "review warns of sitecustomize as a package, usercustomize as a .pyc, and a site-packages made a symlink"
+    "v/lib/dist-packages,v/lib/site-packages/sitecustomize/__init__.py,v/lib/site-packages/usercustomize.pyc,v/pyvenv.cfg" \
+    "review warns of sitecustomize as a package, usercustomize as a .pyc, a site-packages made a symlink, a changed pyvenv.cfg"
 
 # A submodule's hooks and config (.git/modules/NAME/hooks, .../config) and
 # config.worktree run commands as .git/hooks and .git/config do; a symlink
