@@ -66,8 +66,9 @@ int run_check_stage_location(const struct run_context *ctx, char **ret_error);
 bool run_path_recordable(const char *path);
 
 /* The first dimension the policy requested that the Bundle does not record
- * as effectively enforced, or NULL (--strict). */
-const char *run_strict_violation(const struct run_context *ctx);
+ * as effectively enforced, or NULL (--strict); why: each such dimension,
+ * its level and the Bundle's first note on it ("resources is partial: ..."). */
+const char *run_strict_violation(const struct run_context *ctx, char *why, size_t size);
 
 /* Grace period between a forwarded termination signal and SIGKILL. */
 int run_kill_grace_ms(void);

@@ -38,16 +38,28 @@ static void record_plain_dimensions(json_t *b) {
     bundle_set_executor(b, "host", "plain fork/exec, no isolation");
 }
 
-const char *run_strict_violation(const struct run_context *ctx) {
+const char *run_strict_violation(const struct run_context *ctx, char *why, size_t size) {
     json_t *dims = json_object_get(ctx->bundle, "dimensions");
+    const char *first = NULL;
+    size_t len = 0;
     for (unsigned d = 0; d < _DIM_MAX; d++) {
         if (ctx->policy->requested[d] == LEVEL_NONE)
             continue;
-        const char *eff = json_string_value(json_object_get(json_object_get(dims, dimension_name(d)), "effective"));
-        if (!eff || strcmp(eff, level_name(LEVEL_ENFORCED)) != 0)
-            return dimension_name(d);
+        const json_t *dim = json_object_get(dims, dimension_name(d));
+        const char *eff = json_string_value(json_object_get(dim, "effective"));
+        if (eff && strcmp(eff, level_name(LEVEL_ENFORCED)) == 0)
+            continue;
+        if (!first)
+            first = dimension_name(d);
+        /* every one, with the Bundle's first note (why, and what to do) */
+        const char *note = json_string_value(json_array_get(json_object_get(dim, "notes"), 0));
+        int n = snprintf(why + len, len < size ? size - len : 0, "%s%s is %s%s%.300s", len ? "; " : "",
+                         dimension_name(d), eff ? eff : "not recorded", note ? ": " : "", note ? note : "");
+        len += n > 0 ? (size_t)n : 0;
     }
-    return NULL;
+    if (size)
+        why[len < size ? len : size - 1] = '\0';
+    return first;
 }
 
 /* The Bundle is as durable as the stage: flushed at every write under
@@ -71,9 +83,9 @@ static int run_command(struct run_context *ctx, struct exec_spec *spec, struct e
     /* A sandboxed run is checked by the supervisor when the launcher's
      * evidence arrives, before the command is allowed to exec. */
     if (ctx->opts->strict && !policy_wants_sandbox(ctx->opts)) {
-        const char *dim = run_strict_violation(ctx);
-        if (dim) {
-            fprintf(stderr, "pvisor run: --strict: dimension '%s' was requested but cannot be enforced here\n", dim);
+        char why[1024];
+        if (run_strict_violation(ctx, why, sizeof why)) {
+            fprintf(stderr, "pvisor run: --strict: requested but not enforced here: %s\n", why);
             return -EPERM;
         }
     }

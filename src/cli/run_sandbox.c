@@ -1191,7 +1191,8 @@ void sandbox_read_report(pid_t child, void *userdata) {
     bool go = false;
     if (sandbox_report_ok(sb) && !sb->refused) {
         sandbox_record(sb->ctx, sb);
-        const char *dim = sb->ctx->opts->strict ? run_strict_violation(sb->ctx) : NULL;
+        char why[sizeof sb->refused_why - 64];
+        const char *dim = sb->ctx->opts->strict ? run_strict_violation(sb->ctx, why, sizeof why) : NULL;
         if (limits_unavailable(sb, sb->refused_why, sizeof sb->refused_why))
             sb->refused = dimension_name(DIM_RESOURCES);
         else if (dim) {
@@ -1204,6 +1205,8 @@ void sandbox_read_report(pid_t child, void *userdata) {
                          "grant narrower directories",
                          sb->n_grant_missing_creds, sb->grant_missing_first,
                          sb->n_grant_missing_creds > 1 ? ", ..." : "");
+            else
+                snprintf(sb->refused_why, sizeof sb->refused_why, "--strict: requested but not enforced here: %s", why);
         } else
             go = true;
     }

@@ -40,9 +40,9 @@ struct sandbox {
     char rbuf[LAUNCH_REPORT_MAX]; /* sync pipe bytes read but not consumed */
     size_t rlen;
     bool reof;
-    bool exec_failed;      /* controls were installed but exec of the command failed */
-    const char *refused;   /* set when the supervisor refused to let the command run */
-    char refused_why[400]; /* the message for that refusal when it is not --strict's */
+    bool exec_failed;       /* controls were installed but exec of the command failed */
+    const char *refused;    /* set when the supervisor refused to let the command run */
+    char refused_why[1024]; /* the message for that refusal */
     struct run_context *ctx;
     struct agent_socket *agent; /* the Run-scoped agent socket, or NULL */
     /* The copy-on-write view of HOME (discarded at exit), or home_fd < 0. */

@@ -260,7 +260,7 @@ static const char *stage_open_hint(int r, const char *stage) {
 
 int run_execute_staged(struct run_context *ctx,
                        int (*run_command)(struct run_context *, struct exec_spec *, struct exec_result *)) {
-    char msg[512];
+    char msg[1100];
     _cleanup_free_ char *sp = NULL;
     int r = run_stage_path(ctx, &sp);
     if (r < 0) {
@@ -415,11 +415,7 @@ int run_execute_staged(struct run_context *ctx,
     }
     if (sandbox && r >= 0 && !st.start_error) {
         if (sb.refused) {
-            if (sb.refused_why[0])
-                snprintf(msg, sizeof msg, "%s", sb.refused_why);
-            else
-                snprintf(msg, sizeof msg, "--strict: dimension '%s' was requested but is not enforced here",
-                         sb.refused);
+            snprintf(msg, sizeof msg, "%s", sb.refused_why);
             sandbox_release(&sb);
             return run_fail_setup(ctx, msg);
         } else if (sandbox_report_ok(&sb)) {

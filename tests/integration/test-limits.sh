@@ -51,7 +51,13 @@ if [ "$(id -u)" -eq 0 ]; then
         check "  memory.events says oom_kill" sh -c "[ \$(jq .dimensions.resources.evidence.observed.oom_kill_events '$b') -ge 1 ]";;
     rlimit-per-process)
         eq "$rc:$out" "3:alloc-failed" "mem=64M (RLIMIT_AS): a 256 MiB allocation fails with ENOMEM"
-        eq "$(jq -r .dimensions.resources.evidence.rlimits_inside.as.hard "$b")" 67108864 "  the command's RLIMIT_AS is 64 MiB";;
+        eq "$(jq -r .dimensions.resources.evidence.rlimits_inside.as.hard "$b")" 67108864 "  the command's RLIMIT_AS is 64 MiB"
+        # --strict refuses it; the refusal named the dimension alone ("'resources'
+        # was requested but is not enforced here"): now its level, why and
+        # what to do, from the Bundle
+        out=$(safe --strict --limit mem=64M -- echo RAN 2>err); rc=$?
+        eq "$rc:$out:$(grep -c "^pvisor run: --strict: requested but not enforced here: resources is partial: per-process rlimits .*delegated cgroup v2" err)" "125::1" \
+            "  --strict refuses it, saying which dimension, its level, why and what to do";;
     *) not_ok "mem=64M has a mechanism (got '$(mech mem)')";;
     esac
     out=$(safe --limit mem=64M -- "$PVAGENT" alloc 16 2>/dev/null); rc=$?
