@@ -223,13 +223,22 @@ static const struct {
  * does not exist yet, its deepest existing ancestor); neither "/" nor one
  * that holds HOME (hiding it would hide HOME), nor a duplicate.  One that
  * is or holds the workspace is kept: plan_build refuses such a run. */
-static int add_moved(char **v, size_t *n, const char *path, const char *home) {
+static int add_moved(char **v, size_t *n, const char *path, const char *home, const char *var) {
     if (path[0] != '/')
         return 0;
     char *real = NULL;
     int r = path_resolve(path, &real);
     if (r <= 0)
         return r;
+    /* "PATH\0VAR": the variable after the path (plan_moved_variable) */
+    size_t rl = strlen(real), vl = strlen(var);
+    char *e = realloc(real, rl + vl + 2);
+    if (!e) {
+        free(real);
+        return -ENOMEM;
+    }
+    real = e;
+    memcpy(real + rl + 1, var, vl + 1);
     bool skip = strcmp(real, "/") == 0 || (home && path_within(home, real));
     for (size_t i = 0; i < *n && !skip; i++)
         skip = strcmp(v[i], real) == 0;
@@ -266,6 +275,10 @@ static char *moved_value(const char *val, const char *home, const char *cwd, boo
     return p;
 }
 
+const char *plan_moved_variable(const char *entry) {
+    return entry + strlen(entry) + 1;
+}
+
 int plan_moved_credentials(const char *home, const char *cwd, char ***ret) {
     char **v = calloc(PLAN_MAX_MOVED + 1, sizeof *v);
     if (!v)
@@ -282,7 +295,7 @@ int plan_moved_credentials(const char *home, const char *cwd, char ***ret) {
             if (strncmp(*c, moved_bases[b].home_prefix, pl) != 0)
                 continue;
             _cleanup_free_ char *p = path_join(base, *c + pl);
-            r = p ? add_moved(v, &n, p, home) : -ENOMEM;
+            r = p ? add_moved(v, &n, p, home, moved_bases[b].var) : -ENOMEM;
         }
     }
     for (size_t i = 0; i < sizeof moved_stores / sizeof moved_stores[0] && r >= 0; i++) {
@@ -298,7 +311,7 @@ int plan_moved_credentials(const char *home, const char *cwd, char ***ret) {
                 continue;
             }
             _cleanup_free_ char *p = moved_stores[i].file ? path_join(full, moved_stores[i].file) : strdup(full);
-            r = p ? add_moved(v, &n, p, home) : -ENOMEM;
+            r = p ? add_moved(v, &n, p, home, moved_stores[i].var) : -ENOMEM;
         }
     }
     if (r < 0) {
@@ -458,10 +471,8 @@ static int in_credential(const struct plan_inputs *in, const char *path, char **
     }
     for (size_t c = 0; in->cred_moved && in->cred_moved[c]; c++)
         if (path_within(path, in->cred_moved[c]))
-            return asprintf(ret_what,
-                            "%s (moved there by the environment: a variable such as GNUPGHOME, DOCKER_CONFIG or "
-                            "XDG_CONFIG_HOME names it; unset it, or run elsewhere)",
-                            in->cred_moved[c]) < 0
+            return asprintf(ret_what, "%s (moved there by the environment: %s names it; unset it, or run elsewhere)",
+                            in->cred_moved[c], plan_moved_variable(in->cred_moved[c])) < 0
                        ? -ENOMEM
                        : 1;
     return 0;

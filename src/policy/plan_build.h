@@ -72,9 +72,11 @@ extern const char *const plan_home_config_files[];
  * deepest existing ancestor); never "/" nor one that holds HOME; one that
  * is or holds the workspace is listed (plan_build refuses the run).  More
  * than PLAN_MAX_MOVED: -E2BIG (none is dropped).  *ret is NULL-terminated,
- * for plan_moved_free. */
+ * for plan_moved_free; after each path's NUL, the variable that moved it
+ * (plan_moved_variable). */
 #define PLAN_MAX_MOVED 128
 int plan_moved_credentials(const char *home, const char *cwd, char ***ret);
+const char *plan_moved_variable(const char *entry);
 void plan_moved_free(char **v);
 
 /* True when rel (relative to HOME, normalised) is or is inside a credential

@@ -80,7 +80,7 @@ eq "$rc:$(echo $out)" "0:notes end" "--safe: stores moved by XDG_CONFIG_HOME, GN
 eq "$(jq '.dimensions.home_credentials.evidence.moved_credential_locations > 3' "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json")" true \
     "... and the Bundle counts the moved locations"
 out=$(cd "$W3" && moved "$P" run --safe --access "ro:$D3/kube/config" -- true 2>&1); rc=$?
-eq "$rc:$(echo "$out" | grep -c 'moved there by the environment')" "125:1" "a grant of a moved store is refused"
+eq "$rc:$(echo "$out" | grep -c 'moved there by the environment: KUBECONFIG names it')" "125:1" "a grant of a moved store is refused, naming the variable that moved it"
 out=$(cd "$H3" && moved "$P" run --safe --stage "$T/st5" -- sh -c 'cat .xdgconf/gh/hosts.yml cargo/credentials.toml .xdgconf/notes 2>/dev/null; (echo x > .xdgconf/gh/planted) 2>/dev/null; echo end' 2>&1); rc=$?
 eq "$rc:$(echo $out):$(ls "$T/st5/upper/.xdgconf/gh" 2>/dev/null)" "0:notes end:" \
     "--safe with HOME the workspace: the moved stores are absent there too, and nothing can be planted in them"
@@ -151,7 +151,7 @@ eq "$rc:$(echo "$out" | grep -c SSHKEY):$(echo "$out" | grep -c 'is in the crede
 out=$(cd "$H5/dotfiles/gnupg" && HOME="$H5" "$P" run --safe -- cat k 2>&1); rc=$?
 eq "$rc:$(echo "$out" | grep -c DOTGPG)" "125:0" "--safe in the directory ~/.gnupg links to is refused"
 out=$(cd "$H5/gpg2/sub" && HOME="$H5" GNUPGHOME="$H5/gpg2" "$P" run --filesystem sandbox -- cat k 2>&1); rc=$?
-eq "$rc:$(echo "$out" | grep -c GPG2):$(echo "$out" | grep -c 'moved there by the environment')" "125:0:1" \
+eq "$rc:$(echo "$out" | grep -c GPG2):$(echo "$out" | grep -c 'moved there by the environment: GNUPGHOME names it')" "125:0:1" \
     "--filesystem sandbox in GNUPGHOME is refused"
 eq "$(ls -A "$H5/.ssh" | tr '\n' ' ')" "id_ed25519 " "... nothing reached ~/.ssh"
 out=$(cd "$H5/dotfiles" && HOME="$H5" "$P" run --safe -- sh -c 'cat gnupg/k 2>/dev/null; echo end' 2>&1); rc=$?
