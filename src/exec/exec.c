@@ -123,15 +123,58 @@ static size_t list_children(pid_t *pids, size_t max) {
     return n;
 }
 
-/* Kill and reap everything still below us.  Returns how many were killed. */
-static int reap_descendants(void) {
+/* Is pid gone or going already: exited (a zombie), exiting (PF_EXITING),
+ * or with a SIGKILL pending (a cgroup kill on its way)? */
+static bool dying(pid_t pid) {
+    char path[64], buf[2048];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
+    if (n <= 0)
+        return true; /* reaped meanwhile */
+    buf[n] = '\0';
+    const char *e = strrchr(buf, ')'); /* "PID (COMM) STATE PPID PGRP SID TTY TPGID FLAGS": COMM may hold ')' */
+    char state;
+    unsigned flags;
+    if (!e || sscanf(e + 1, " %c %*d %*d %*d %*d %*d %u", &state, &flags) != 2)
+        return false;
+    if (state == 'Z' || state == 'X' || (flags & 0x4 /* PF_EXITING */))
+        return true;
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    _cleanup_fclose_ FILE *f = fopen(path, "re");
+    unsigned long long mask;
+    while (f && fgets(buf, sizeof buf, f))
+        if ((sscanf(buf, "SigPnd: %llx", &mask) == 1 || sscanf(buf, "ShdPnd: %llx", &mask) == 1) &&
+            (mask & (1ULL << (SIGKILL - 1))))
+            return true;
+    return false;
+}
+
+/* The children still alive (not dying), up to max. */
+static size_t live_children(pid_t *pids, size_t max) {
+    size_t n = list_children(pids, max), k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!dying(pids[i]))
+            pids[k++] = pids[i];
+    return k;
+}
+
+/* Kill and reap everything still below us.  Returns how many were killed
+ * that were alive when seen and are not among known[] (counted already);
+ * what is going already (a cgroup kill of the run's tree, the group kill
+ * before this) is not counted, nor is a process twice. */
+static int reap_descendants(const pid_t *known, size_t n_known) {
     int killed = 0;
     for (;;) {
         pid_t pids[256];
         size_t n = list_children(pids, ARRAY_SIZE(pids));
-        for (size_t i = 0; i < n; i++)
-            if (kill(pids[i], SIGKILL) == 0)
+        for (size_t i = 0; i < n; i++) {
+            bool seen = dying(pids[i]);
+            for (size_t k = 0; k < n_known && !seen; k++)
+                seen = known[k] == pids[i];
+            if (kill(pids[i], SIGKILL) == 0 && !seen)
                 killed++;
+        }
         int st;
         pid_t w = waitpid(-1, &st, n ? 0 : WNOHANG);
         if (w < 0 && errno == EINTR)
@@ -380,10 +423,14 @@ int exec_run(const struct exec_spec *s, struct exec_result *ret) {
             break;
     }
 
-    kill(-pid, SIGKILL);
-    if (s->before_reap)
+    /* the leftovers: what the command left running (reparented to us),
+     * not what a kill of the whole tree (a cgroup's) has already doomed */
+    if (s->before_reap) /* first: its child is not a leftover */
         s->before_reap(s->userdata);
-    res.killed_descendants = reap_descendants();
+    pid_t left[256];
+    size_t n_left = live_children(left, ARRAY_SIZE(left));
+    kill(-pid, SIGKILL);
+    res.killed_descendants = (int)n_left + reap_descendants(left, n_left);
 
 out_tty:
     /* the terminal back, unless the shell has it already (the job was

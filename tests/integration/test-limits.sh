@@ -79,6 +79,9 @@ if [ "$(id -u)" -eq 0 ]; then
     case "$(mech cpu)" in
     cgroup)
         eq "$rc" 137 "cpu=2s (cgroup): the whole tree is killed when it used 2 s of CPU together"
+        # the sandbox's init, doomed by that kill and left to the
+        # supervisor, read as a leftover of the command
+        eq "$(jq '[.warnings[] | select(test("leftover"))] | length' "$b")" 0 "  the Bundle warns of no leftover (the kill was of the whole tree)"
         usage=$(jq .dimensions.resources.evidence.observed.cpu_usage_usec "$b")
         # Per process, the two would use 4 s; the slack is the watch's
         # wake-up latency on a loaded machine.

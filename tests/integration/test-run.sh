@@ -59,6 +59,11 @@ pid=$(cat "$T/daemon.pid")
 check "double-forked setsid daemon is gone after pvisor returns" sh -c "! kill -0 $pid 2>/dev/null"
 eq "$(jq -r '.warnings | map(test("leftover")) | any' "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json")" true \
    "Bundle warns about the killed leftover"
+# the count is of processes, once each: one still listed while being
+# reaped was counted again (two leftovers read 3)
+"$PVISOR" run -- sh -c 'sleep 30 & sleep 30 & setsid sleep 30 & exit 0'
+eq "$(jq -r '.warnings[] | select(test("leftover"))' "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json")" \
+   "3 leftover process(es) killed after the command exited" "Bundle counts three leftovers (two in the group, one setsid) as three"
 
 # --- signal forwarding -------------------------------------------------------
 for sig in TERM INT HUP; do
