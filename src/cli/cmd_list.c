@@ -5,7 +5,11 @@
 #include "util/cleanup.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+/* The WORKSPACE column's widest (longer ones keep their end). */
+#define LIST_WS_MAX 40
 
 static json_t *summary(const char *id, const json_t *b) {
     json_t *cmd = json_object_get(b, "command");
@@ -86,9 +90,7 @@ int cmd_list(int argc, char **argv) {
         return cli_error(PV_EXIT_FAILURE, "list", "cannot read the runs directory: %s", strerror(-r));
 
     json_t *arr = json_array();
-    if (!as_json)
-        printf("%-29s %-12s %-5s %-12s %-24s %s\n", "RUN", "STATE", "EXIT", "STAGE", "STARTED", "COMMAND");
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; arr && i < n; i++) {
         json_t *b = NULL;
         json_t *s;
         if (runs_load_bundle(ids[i], &b) < 0)
@@ -96,24 +98,57 @@ int cmd_list(int argc, char **argv) {
         else
             s = summary(ids[i], b);
         json_decref(b);
-        if (!s)
-            continue;
-        if (as_json) {
+        if (s)
             json_array_append_new(arr, s);
-            continue;
+    }
+    if (!as_json) {
+        /* the workspace, "~/..." under HOME, escaped for the terminal; a
+         * long one keeps its end ("...project/sub") */
+        size_t n_rows = json_array_size(arr), wsw = strlen("WORKSPACE");
+        char **ws = calloc(n_rows + 1, sizeof *ws);
+        const char *home = getenv("HOME");
+        size_t hl = home && home[0] == '/' && home[1] ? strlen(home) : 0;
+        for (size_t i = 0; ws && i < n_rows; i++) {
+            const char *w = json_string_value(json_object_get(json_array_get(arr, i), "workspace"));
+            _cleanup_free_ char *t = NULL;
+            if (w && hl && path_within(w, home) && strcmp(w, home) != 0) {
+                if (asprintf(&t, "~%s", w + hl) < 0)
+                    t = NULL;
+            } else {
+                t = strdup(w ? w : "-");
+            }
+            ws[i] = t ? term_escape(t) : NULL;
+            size_t l = ws[i] ? strlen(ws[i]) : 1;
+            if (l > LIST_WS_MAX) {
+                const char *c = ws[i] + l - (LIST_WS_MAX - 3);
+                while ((*c & 0xc0) == 0x80) /* not inside a character */
+                    c++;
+                memmove(ws[i] + 3, c, strlen(c) + 1);
+                memcpy(ws[i], "...", 3);
+                l = strlen(ws[i]);
+            }
+            wsw = l > wsw ? l : wsw;
         }
-        char exitbuf[16] = "-";
-        json_t *es = json_object_get(s, "exit_status");
-        if (json_is_integer(es))
-            snprintf(exitbuf, sizeof exitbuf, "%lld", (long long)json_integer_value(es));
-        const char *started = json_string_value(json_object_get(s, "started_at"));
-        const char *sst = json_is_true(json_object_get(s, "apply_pending"))
-                              ? "half-applied"
-                              : json_string_value(json_object_get(s, "stage_state"));
-        printf("%-29s %-12s %-5s %-12s %-24s", ids[i], json_string_value(json_object_get(s, "state")), exitbuf,
-               sst ? sst : "-", started ? started : "-");
-        print_command(json_object_get(s, "command"), json_object_get(s, "command_hex"));
-        json_decref(s);
+        printf("%-29s %-12s %-5s %-12s %-24s %-*s %s\n", "RUN", "STATE", "EXIT", "STAGE", "STARTED", (int)wsw,
+               "WORKSPACE", "COMMAND");
+        for (size_t i = 0; i < n_rows; i++) {
+            const json_t *s = json_array_get(arr, i);
+            char exitbuf[16] = "-";
+            json_t *es = json_object_get(s, "exit_status");
+            if (json_is_integer(es))
+                snprintf(exitbuf, sizeof exitbuf, "%lld", (long long)json_integer_value(es));
+            const char *started = json_string_value(json_object_get(s, "started_at"));
+            const char *sst = json_is_true(json_object_get(s, "apply_pending"))
+                                  ? "half-applied"
+                                  : json_string_value(json_object_get(s, "stage_state"));
+            printf("%-29s %-12s %-5s %-12s %-24s %-*s", json_string_value(json_object_get(s, "run_id")),
+                   json_string_value(json_object_get(s, "state")), exitbuf, sst ? sst : "-", started ? started : "-",
+                   (int)wsw, ws && ws[i] ? ws[i] : "-");
+            print_command(json_object_get(s, "command"), json_object_get(s, "command_hex"));
+        }
+        for (size_t i = 0; ws && i < n_rows; i++)
+            free(ws[i]);
+        free(ws);
     }
     if (as_json) {
         json_dumpf(arr, stdout, JSON_INDENT(2));

@@ -72,7 +72,8 @@ static const struct cli_command commands[] = {
     {"list", "List runs",
      "Usage: pvisor list [--json]\n"
      "\n"
-     "Lists recorded runs, newest first: id, state, exit status, start time, command.\n"
+     "Lists recorded runs, newest first: id, state, exit status, the stage's state, start\n"
+     "time, workspace (~ for HOME; a long one keeps its end) and command.\n"
      "  --json     A JSON array of run summaries (docs/bundle.md).\n",
      cmd_list},
     {"doctor", "Check what this host can enforce",

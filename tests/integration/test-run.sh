@@ -139,6 +139,9 @@ n=$("$PVISOR" list --json | jq length)
 eq "$n" "$(run_count)" "list --json has one entry per run"
 eq "$("$PVISOR" list --json | jq -r '.[0].run_id')" "$id" "list is newest first"
 check "list prints a table" sh -c "'$PVISOR' list | head -n1 | grep -q '^RUN'"
+# which project a run was in: the workspace column ("~/..." under HOME)
+eq "$("$PVISOR" list | head -n1 | grep -c ' WORKSPACE  *COMMAND$'):$(HOME=$(dirname "$T") "$PVISOR" list | sed -n 2p | grep -c " ~/$(basename "$T")  *")" "1:1" \
+    "list shows each run's workspace, ~ for HOME"
 # argv is printed for a terminal: escape sequences (C0, the UTF-8 CSI) and
 # invisible characters as \xNN, in status and in list
 "$PVISOR" run -- true "$(printf 'a\033[2J\007b')" "$(printf 'c\302\23331m')" "$(printf 'z\342\200\213w')" >/dev/null 2>&1
