@@ -256,7 +256,7 @@ EOF
     # --- a live checkpoint of what the agent made unreadable ------------------
     # The run's server copies it with DAC override (in its user namespace);
     # restore and fork by an ordinary user failed with EACCES, for good.
-    S6=$B/st6
+    S6=$B/stperm6  # a stage of its own (not the sparse test's)
     cat > "$O/perm.sh" <<'EOF'
 O=$1 BIN=$2
 echo secret > p0 && chmod 000 p0 && mkdir pd && echo inner > pd/f && chmod 000 pd || exit 9
@@ -276,7 +276,7 @@ secret" \
     # An ordinary user's checkpoint, status and diff failed with EACCES, apply stopped
     # half-way: each now tries again in a user namespace of its own (DAC
     # override over the user's own files), diff(1) included.
-    S7=$B/st7
+    S7=$B/stperm7  # not the race test's: what that left (a deletion of a file removed since) conflicted here
     cat > "$O/perm7.sh" <<'EOF'
 echo secret > p0 && chmod 000 p0 && mkdir pd && echo inner > pd/f && chmod 000 pd &&
 echo more >> mod.txt && chmod 000 mod.txt || exit 9
