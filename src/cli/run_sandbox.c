@@ -25,7 +25,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -1137,6 +1140,62 @@ static bool limits_unavailable(const struct sandbox *sb, char *why, size_t size)
     return true;
 }
 
+/* The guardian of the user's terminal: a child that waits on a socket from
+ * us; at EOF without our 'd' (we were killed: SIGKILL, the OOM killer,
+ * where nothing of ours runs) it puts the saved modes back, so the shell
+ * the user returns to is not left raw (no echo, no line editing).  Forked
+ * from a threaded process: only async-signal-safe calls in it. */
+static void tty_guard_start(struct sandbox *sb) {
+    int p[2];
+    sb->tty_guard = 0;
+    sb->tty_guard_fd = -1;
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p) < 0)
+        return;
+    pid_t pid = fork();
+    if (pid == 0) {
+        /* only our end, or SIGKILL, ends it: not a signal to the job's
+         * process group (kill %1), which pvisor handles and restores */
+        struct sigaction ign = {.sa_handler = SIG_IGN};
+        int sigs[] = {SIGTTOU /* we restore from the background */, SIGINT, SIGQUIT, SIGTSTP, SIGTERM, SIGHUP};
+        for (size_t i = 0; i < ARRAY_SIZE(sigs); i++)
+            sigaction(sigs[i], &ign, NULL);
+        /* nothing of the run's (the FUSE servers' /dev/fuse, the
+         * launcher's pipes) may live on in it */
+        if (dup2(p[0], 3) < 0)
+            _exit(1);
+        if (syscall(436 /* SYS_close_range */, 4U, ~0U, 0U) < 0)
+            for (int fd = 4; fd < 4096; fd++)
+                close(fd);
+        char c;
+        ssize_t n;
+        while ((n = read(3, &c, 1)) < 0 && errno == EINTR)
+            ;
+        if (n == 0)
+            (void)tcsetattr(STDIN_FILENO, TCSAFLUSH, &sb->tty_saved);
+        _exit(0);
+    }
+    close(p[0]);
+    if (pid < 0) {
+        close(p[1]);
+        return;
+    }
+    sb->tty_guard = pid;
+    sb->tty_guard_fd = p[1];
+}
+
+/* We restored the terminal (or never made it raw): the guardian goes,
+ * reaped here, before the run's end would take it for a leftover. */
+static void tty_guard_stop(struct sandbox *sb) {
+    if (sb->tty_guard <= 0)
+        return;
+    (void)!send(sb->tty_guard_fd, "d", 1, MSG_NOSIGNAL);
+    close(sb->tty_guard_fd);
+    while (waitpid(sb->tty_guard, NULL, 0) < 0 && errno == EINTR)
+        ;
+    sb->tty_guard = 0;
+    sb->tty_guard_fd = -1;
+}
+
 /* The user's terminal in raw mode (no echo, no line editing, no signals
  * from keys, no output processing): every key goes through init's relay to
  * the command's pty, whose own modes do the rest.  The launcher's process
@@ -1146,9 +1205,12 @@ static void tty_raw(struct sandbox *sb) {
         return;
     struct termios raw = sb->tty_saved;
     cfmakeraw(&raw);
+    tty_guard_start(sb);
     void (*old)(int) = signal(SIGTTOU, SIG_IGN);
     sb->tty_raw = tcsetattr(STDIN_FILENO, TCSADRAIN, &raw) == 0;
     signal(SIGTTOU, old);
+    if (!sb->tty_raw)
+        tty_guard_stop(sb);
 }
 
 /* Restored with what the terminal received and nobody read discarded
@@ -1162,6 +1224,7 @@ void sandbox_restore_tty(struct sandbox *sb) {
     (void)tcsetattr(STDIN_FILENO, TCSAFLUSH, &sb->tty_saved);
     signal(SIGTTOU, old);
     sb->tty_raw = false;
+    tty_guard_stop(sb);
 }
 
 /* Parent side, once the launcher was exec'd: read its report, record the

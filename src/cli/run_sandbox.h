@@ -95,6 +95,8 @@ struct sandbox {
      * runs (the keys go to its pty); its modes to restore. */
     bool tty_raw;
     struct termios tty_saved;
+    pid_t tty_guard;  /* restores tty_saved if we die with the terminal raw (SIGKILL), or 0 */
+    int tty_guard_fd; /* its socket: 'd' and close when we restored it ourselves */
     /* The --access/--allow-write rules as resolved ({"kind","path"}; the
      * Bundle's evidence), and how many grant read-write, the number of
      * those in or around HOME among them. */

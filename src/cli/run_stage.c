@@ -104,6 +104,8 @@ static void read_launch_report(pid_t child, void *userdata) {
 static void collect_before_reap(void *userdata) {
     struct staged *st = userdata;
     run_probe_collect(st->ctx);
+    if (st->sb) /* and the terminal's guardian goes (sandbox_restore_tty) */
+        sandbox_restore_tty(st->sb);
 }
 
 /* Open (or create) the stage and take its run lock; on success the

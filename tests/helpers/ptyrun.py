@@ -12,6 +12,8 @@ typed at an interactive shell.  STEPs run in order:
   size=RxC       resize the terminal to R rows, C columns (SIGWINCH)
   pause=SECONDS  sleep (reading what the command writes meanwhile)
   hold=SECONDS   sleep without reading: the terminal fills up
+  kill=SIGNAL    send signal number SIGNAL to the command (-SIGNAL: to its
+                 process group)
 With PTYRUN_NONBLOCK=1 the terminal is made non-blocking (O_NONBLOCK on
 the descriptor the command and its children share), as some programs
 leave it.
@@ -91,6 +93,11 @@ def main(argv):
             set_size(slave, int(rows), int(cols))
         elif name == "hold":
             time.sleep(float(arg))
+        elif name == "kill":
+            if arg.startswith("-"):
+                os.killpg(proc.pid, int(arg[1:]))
+            else:
+                os.kill(proc.pid, int(arg))
         elif name == "pause":
             end = time.monotonic() + float(arg)
             while time.monotonic() < end:

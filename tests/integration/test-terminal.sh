@@ -153,3 +153,17 @@ $PTYRUN wait=gone pause=0.3 'send=echo INJECTED-$((6*7))\n' -- sh -c \
     "'$PVISOR' run --safe -- sh -c '(trap \"\" HUP; while :; do echo late; sleep 0.05; done) & echo gone; sleep 0.05; exit 0'; timeout --foreground 1.5 cat; echo after-\$?" >"$T/o17" 2>&1
 eq "$(tr -d '\r' <"$T/o17" | grep -c 'INJECTED'):$(tr -d '\r' <"$T/o17" | grep -c 'after-124')" "0:1" \
     "input the terminal received after the command ended is discarded when pvisor gives the terminal back"
+
+# 17. pvisor killed with SIGKILL (nothing of it runs: the OOM killer, a kill
+# -9) while the terminal is raw: the terminal was left raw (no echo, no line
+# editing) for the shell the user returns to; a guardian process puts the
+# modes back, and the sandbox is gone (its processes die with pvisor)
+$PTYRUN wait=ready-k9 kill=9 pause=0.5 -- "$PVISOR" run --safe -- sh -c 'echo ready-k$((3*3)); exec sleep 3013' >"$T/o18" 2>&1
+sleep 0.3
+eq "$(report "$T/o18"):$(pgrep -fc '^sleep 3013$')" "## status 137 ## termios same ## size 30 100 :0" \
+    "pvisor killed with SIGKILL on a terminal: the terminal's modes are put back, and the sandboxed command is gone"
+# ... and a SIGTERM to pvisor's process group (the shell's kill %1) ends the
+# run as a SIGTERM to pvisor does: the guardian, in that group, stays out of it
+$PTYRUN wait=ready-kt kill=-15 -- "$PVISOR" run --safe -- sh -c 'echo ready-kt; exec sleep 3014' >"$T/o19" 2>&1
+eq "$(report "$T/o19")" "## status 143 ## termios same ## size 30 100 " \
+    "a SIGTERM to pvisor's process group on a terminal: the run ends (143) and the terminal's modes are restored"
