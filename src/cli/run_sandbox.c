@@ -779,6 +779,21 @@ static void warn_git_outside(struct run_context *ctx) {
     fprintf(stderr, "pvisor run: warning: %s\n", w);
 }
 
+/* --pass-env NAME with NAME unset here hands nothing over: said, since a
+ * misspelt name (OPENAI_KEY for OPENAI_API_KEY) otherwise shows only as
+ * the command's own failure inside. */
+static void warn_pass_env_unset(struct run_context *ctx) {
+    for (int i = 0; i < ctx->opts->n_pass_env; i++) {
+        if (getenv(ctx->opts->pass_env[i]))
+            continue;
+        char w[256];
+        snprintf(w, sizeof w, "--pass-env %.64s: %.64s is not set here; nothing was handed over for it",
+                 ctx->opts->pass_env[i], ctx->opts->pass_env[i]);
+        bundle_add_warning(ctx->bundle, w);
+        fprintf(stderr, "pvisor run: warning: %s\n", w);
+    }
+}
+
 /* Credential locations inside the grant at path that do not exist at
  * start: a cover mount needs something to cover, so one the host creates
  * during the run is shown there (and one the command creates in a
@@ -831,6 +846,7 @@ int sandbox_prepare(struct run_context *ctx, const struct agent_hooks *hooks, st
     }
 
     warn_git_outside(ctx);
+    warn_pass_env_unset(ctx);
     struct dirlist rt = {0};
     gather_runtime(ctx, home, &rt);
     const char *home_files[32];

@@ -377,6 +377,11 @@ if [ "$safe_works" = true ]; then
     eq "$out" " B 377 | B 377 | x" "--safe: an argument and a passed variable that are not UTF-8 reach the command byte for byte"
     out=$(cd "$T/odd/$bad" && "$PVISOR" run --safe --workspace "$T/odd" -- pwd)
     eq "$out" "$T/odd/$bad" "--safe: a cwd that is not UTF-8 is the command's"
+    # --pass-env of a variable that is not set passed nothing, silently (a
+    # misspelt name showed only as the agent's own failure)
+    out=$(cd "$T/safews" && env -u PV_UNSET_X "$PVISOR" run --safe --pass-env PV_UNSET_X -- sh -c 'echo ${PV_UNSET_X-unset}' 2>"$T/pe.err")
+    eq "$out:$(grep -c '^pvisor run: warning: --pass-env PV_UNSET_X: PV_UNSET_X is not set here' "$T/pe.err"):$(jq '[.warnings[] | select(test("PV_UNSET_X is not set"))] | length' "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json")" \
+        "unset:1:1" "--safe --pass-env NAME with NAME unset: a warning (stderr and Bundle), nothing passed"
 else
     skip "--safe: arguments that are not UTF-8 reach the command" "--safe does not run here"
     skip "--safe: a cwd that is not UTF-8" "--safe does not run here"
