@@ -135,6 +135,19 @@ static bool add_runtime_dir(struct dirlist *l, const char *home, const char *dir
     _cleanup_free_ char *real = realpath(dir, NULL);
     const char *d = real ? real : dir;
     const char *root = plan_home_runtime_root(home, d, buf, sizeof buf);
+    /* A tool's directory that HOME names but that lives elsewhere
+     * (~/.pyenv a link to /data/pyenv): the HOME view shows the link, so
+     * the directory it leads to is what the tool needs whole, by the same
+     * rules as one outside HOME (below).  Not for what the agent names: its
+     * links lead where it chose. */
+    _cleanup_free_ char *linked = NULL;
+    if (!root && !tools_only && home && real && !path_within(real, home)) {
+        char lbuf[PATH_MAX];
+        const char *lroot = plan_home_runtime_root(home, dir, lbuf, sizeof lbuf);
+        linked = lroot ? realpath(lroot, NULL) : NULL;
+        if (linked && path_within(d, linked) && !path_within(linked, home))
+            root = linked;
+    }
     if (home && !root && path_within(d, home))
         return true; /* under HOME but not projectable (credentials, HOME itself) */
     if (!root) {

@@ -237,6 +237,25 @@ if [ "$safe_works" = true ]; then
 else
     skip "a PATH entry in the workspace does not project where it leads" "needs --safe working here"
 fi
+# A tool's directory in HOME that is a link to another disk (~/.pyenv ->
+# /data/pyenv): the HOME view shows the link, and only the PATH entry
+# (its shims) was projected where it leads, so a pyenv shim, which runs
+# $PYENV_ROOT/libexec/pyenv, failed with 127.  The tool's whole directory
+# where it lives is projected now; not its parent.
+if [ "$safe_works" = true ]; then
+    mkdir -p "$T/lhome" "$T/ldata/tool/shims" "$T/ldata/tool/libexec" "$T/lws"
+    echo LINKSECRET > "$T/ldata/secret.txt"
+    ln -s "$T/ldata/tool" "$T/lhome/.tool"
+    printf '#!/bin/sh\nexec "$HOME/.tool/libexec/real" "$@"\n' > "$T/ldata/tool/shims/pv-shim"
+    printf '#!/bin/sh\necho linked-tool-ok\n' > "$T/ldata/tool/libexec/real"
+    chmod +x "$T/ldata/tool/shims/pv-shim" "$T/ldata/tool/libexec/real"
+    out=$(cd "$T/lws" && HOME="$T/lhome" PATH="$T/lhome/.tool/shims:$PATH" "$PVISOR" run --safe -- pv-shim 2>&1)
+    eq "$out" linked-tool-ok "--safe: a tool whose directory in HOME links elsewhere runs (its whole directory is projected)"
+    out=$(cd "$T/lws" && HOME="$T/lhome" PATH="$T/lhome/.tool/shims:$PATH" "$PVISOR" run --safe -- cat "$T/ldata/secret.txt" 2>&1)
+    eq "$(echo "$out" | grep -c LINKSECRET)" 0 "... and the directory that holds it is not"
+else
+    skip "a tool whose directory in HOME links elsewhere runs" "needs --safe working here"
+fi
 # A grant on a FUSE file system that also holds a projected system
 # directory (a rootless container's fuse-overlayfs root) was taken for one
 # of pvisor's own views and not scanned: its host sockets were reachable
