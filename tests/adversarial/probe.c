@@ -19,6 +19,7 @@
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/ptrace.h>
+#include <sys/shm.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -178,6 +179,20 @@ int main(int argc, char **argv) {
         ssize_t n = read(f, buf, sizeof buf - 1);
         buf[n > 0 ? n : 0] = '\0';
         return escaped("read via inherited fd: ", buf);
+    }
+    if (!strcmp(a, "open") && argc == 3) { /* PATH: open read-write (a device node) */
+        int fd = open(argv[2], O_RDWR | O_CLOEXEC);
+        if (fd < 0)
+            return blocked("open read-write");
+        close(fd);
+        return escaped("opened ", argv[2]);
+    }
+    if (!strcmp(a, "shm") && argc == 3) { /* ID: attach a System V shared memory segment */
+        void *m = shmat(atoi(argv[2]), NULL, SHM_RDONLY);
+        if (m == (void *)-1)
+            return blocked("shmat");
+        shmdt(m);
+        return escaped("attached shared memory segment ", argv[2]);
     }
     if (!strcmp(a, "mknod") && argc == 3) {
         if (mknod(argv[2], S_IFCHR | 0666, makedev(1, 3)) < 0)
