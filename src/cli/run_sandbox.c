@@ -1182,8 +1182,12 @@ static void tty_guard_start(struct sandbox *sb) {
         return;
     pid_t pid = fork();
     if (pid == 0) {
-        /* only our end, or SIGKILL, ends it: not a signal to the job's
-         * process group (kill %1), which pvisor handles and restores */
+        /* only our end, or a SIGKILL to it alone, ends it: a process
+         * group of its own (set on both sides of the fork, as a shell
+         * does), so that a signal to the job's group (kill -9 %1) does not
+         * take it with us; and other signals, which pvisor handles and
+         * then restores the modes itself, ignored */
+        (void)setpgid(0, 0);
         struct sigaction ign = {.sa_handler = SIG_IGN};
         int sigs[] = {SIGTTOU /* we restore from the background */, SIGINT, SIGQUIT, SIGTSTP, SIGTERM, SIGHUP};
         for (size_t i = 0; i < ARRAY_SIZE(sigs); i++)
@@ -1208,6 +1212,7 @@ static void tty_guard_start(struct sandbox *sb) {
         close(p[1]);
         return;
     }
+    (void)setpgid(pid, pid);
     sb->tty_guard = pid;
     sb->tty_guard_fd = p[1];
 }

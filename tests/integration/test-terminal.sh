@@ -162,6 +162,13 @@ $PTYRUN wait=ready-k9 kill=9 pause=0.5 -- "$PVISOR" run --safe -- sh -c 'echo re
 sleep 0.3
 eq "$(report "$T/o18"):$(pgrep -fc '^sleep 3013$')" "## status 137 ## termios same ## size 30 100 :0" \
     "pvisor killed with SIGKILL on a terminal: the terminal's modes are put back, and the sandboxed command is gone"
+# ... and with SIGKILL to pvisor's process group (kill -9 %1 from the
+# shell, kill -9 -PGID): the guardian was in that group and died with
+# pvisor, leaving the terminal raw; it keeps a group of its own
+$PTYRUN wait=ready-kg kill=-9 pause=0.5 -- "$PVISOR" run --safe -- sh -c 'echo ready-kg; exec sleep 3015' >"$T/o18g" 2>&1
+sleep 0.3
+eq "$(report "$T/o18g"):$(pgrep -fc '^sleep 3015$')" "## status 137 ## termios same ## size 30 100 :0" \
+    "pvisor's process group killed with SIGKILL on a terminal: the terminal's modes are put back too"
 # ... and a SIGTERM to pvisor's process group (the shell's kill %1) ends the
 # run as a SIGTERM to pvisor does: the guardian, in that group, stays out of it
 $PTYRUN wait=ready-kt kill=-15 -- "$PVISOR" run --safe -- sh -c 'echo ready-kt; exec sleep 3014' >"$T/o19" 2>&1
