@@ -150,12 +150,39 @@ static bool dying(pid_t pid) {
     return false;
 }
 
-/* The children still alive (not dying), up to max. */
+/* pid's children, appended to pids[*n..max). */
+static void list_children_of(pid_t pid, pid_t *pids, size_t *n, size_t max) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+    _cleanup_closedir_ DIR *d = opendir(path);
+    struct dirent *de;
+    while (d && (de = readdir(d)) && *n < max) {
+        if (de->d_name[0] == '.')
+            continue;
+        char cpath[300];
+        snprintf(cpath, sizeof cpath, "/proc/%d/task/%s/children", (int)pid, de->d_name);
+        _cleanup_fclose_ FILE *f = fopen(cpath, "re");
+        long c;
+        while (f && *n < max && fscanf(f, "%ld", &c) == 1)
+            pids[(*n)++] = (pid_t)c;
+    }
+}
+
+/* The descendants still alive (not dying), up to max: our children and,
+ * below each one alive, its own (a subshell's job in the command's group,
+ * which the group kill takes before it could be reparented to us and
+ * seen); not below one dying (a sandbox's init, whose namespace the
+ * kernel empties). */
 static size_t live_children(pid_t *pids, size_t max) {
     size_t n = list_children(pids, max), k = 0;
-    for (size_t i = 0; i < n; i++)
-        if (!dying(pids[i]))
-            pids[k++] = pids[i];
+    for (size_t i = 0; i < n; i++) {
+        if (dying(pids[i]))
+            continue;
+        pid_t p = pids[i];
+        pids[k++] = p;
+        if (n < max) /* descendants go after the listed ones, visited in turn */
+            list_children_of(p, pids, &n, max);
+    }
     return k;
 }
 

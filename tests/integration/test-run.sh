@@ -64,6 +64,12 @@ eq "$(jq -r '.warnings | map(test("leftover")) | any' "$XDG_STATE_HOME/pvisor/ru
 "$PVISOR" run -- sh -c 'sleep 30 & sleep 30 & setsid sleep 30 & exit 0'
 eq "$(jq -r '.warnings[] | select(test("leftover"))' "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json")" \
    "3 leftover process(es) killed after the command exited" "Bundle counts three leftovers (two in the group, one setsid) as three"
+# ... and a leftover's own children in the command's group too: the group
+# kill took them before they were reparented to pvisor and seen (a subshell
+# waiting on two jobs read 1, and 3 when run with setsid)
+"$PVISOR" run -- sh -c '(sleep 30 & sleep 30 & wait) & sleep 0.3; exit 0'
+eq "$(jq -r '.warnings[] | select(test("leftover"))' "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json")" \
+   "3 leftover process(es) killed after the command exited" "Bundle counts a subshell and its two jobs in the command's group as three"
 
 # --- signal forwarding -------------------------------------------------------
 for sig in TERM INT HUP; do
