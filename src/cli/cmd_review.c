@@ -346,6 +346,7 @@ int cmd_review(const char *arg, bool as_json) {
             return PV_EXIT_FAILURE;
         }
         lc_changeset_mark_hooks_path(cs);
+        lc_changeset_mark_home_config(cs, getenv("HOME"));
     }
     bool pending = lc_apply_pending(stage);
     if (as_json) {

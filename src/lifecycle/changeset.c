@@ -1275,6 +1275,30 @@ void lc_changeset_mark_hooks_path(struct lc_changeset *cs) {
     free(pre[1]);
 }
 
+void lc_changeset_mark_home_config(struct lc_changeset *cs, const char *home) {
+    /* git's global config, where core.hooksPath, core.fsmonitor or
+     * core.sshCommand run commands in every repository */
+    static const char *const files[] = {".gitconfig", ".config/git/config"};
+    _cleanup_free_ char *h = home && home[0] == '/' ? realpath(home, NULL) : NULL;
+    _cleanup_free_ char *ws = h ? realpath(cs->workspace, NULL) : NULL;
+    if (!h || !ws || !path_within(h, ws))
+        return;
+    size_t wl = strcmp(ws, "/") == 0 ? 0 : strlen(ws);
+    const char *rel = h[wl] == '/' ? h + wl + 1 : ""; /* HOME in the workspace, "" when it is */
+    for (size_t i = 0; i < cs->n; i++) {
+        struct lc_entry *e = &cs->entries[i];
+        size_t rl = strlen(rel);
+        if (rl && (strncmp(e->path, rel, rl) != 0 || e->path[rl] != '/'))
+            continue;
+        const char *in_home = e->path + rl + (rl != 0);
+        for (size_t k = 0; k < ARRAY_SIZE(files); k++)
+            if (strcmp(in_home, files[k]) == 0) {
+                e->warnings |= LC_W_GIT_CONFIG;
+                cs->warnings |= LC_W_GIT_CONFIG;
+            }
+    }
+}
+
 int lc_changeset_load(struct lc_stage *st, struct lc_changeset **ret_cs) {
     if (st->upper_fd < 0)
         return -ENOENT;

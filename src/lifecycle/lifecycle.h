@@ -142,6 +142,12 @@ size_t lc_changeset_find(const struct lc_changeset *cs, const char *path);
  * git is missing or cannot tell. */
 void lc_changeset_mark_hooks_path(struct lc_changeset *cs);
 
+/* For the review: when home (the user's HOME) is or lies in the workspace,
+ * the entries of git's global config there (.gitconfig, .config/git/config)
+ * get LC_W_GIT_CONFIG: a run whose HOME is there stages its writes to them,
+ * and the next git command anywhere reads them. */
+void lc_changeset_mark_home_config(struct lc_changeset *cs, const char *home);
+
 /* The changeset (and the warnings) as the documented JSON object. */
 json_t *lc_changeset_to_json(const struct lc_changeset *cs);
 

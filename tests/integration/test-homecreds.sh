@@ -60,6 +60,15 @@ eq "$(jq -r '[.dimensions.home_credentials.evidence.home_in_workspace,
               (.dimensions.host_writes.notes[0] | test("discarded at exit\\)$")),
               (.dimensions.reads.notes[0] | test("allowlisted"))] | map(tostring) | join(" ")' "$b")" \
     "true true true false" "... and the Bundle says so (HOME's writes staged, not discarded)"
+# ... so a ~/.gitconfig the command writes there reaches the real one on
+# apply (before, HOME's writes went to a tmpfs): git reads it in every
+# repository (core.fsmonitor, core.hooksPath run commands), and the review
+# listed it without a warning
+out=$(cd "$W2b" && HOME="$H2b" "$P" run --safe --stage "$T/st-homeinws2" -- \
+    sh -c 'printf "[core]\n\tfsmonitor = touch /tmp/x\n" > ~/.gitconfig; mkdir -p ~/.config/git; cp ~/.gitconfig ~/.config/git/config; cp ~/.gitconfig ~/other' 2>&1)
+eq "$(cd "$W2b" && HOME="$H2b" "$P" status --review --json "$T/st-homeinws2" 2>/dev/null |
+      jq -r '[.changeset.warnings[] | select(.warning == "git_config") | .path] | sort | join(" ")')" \
+    "home/.config/git/config home/.gitconfig" "... the review warns of git's global config written in that HOME (git_config)"
 
 # --- credential stores the environment moves ----------------------------------
 # XDG_CONFIG_HOME, GNUPGHOME, CARGO_HOME, KUBECONFIG... name where a tool
