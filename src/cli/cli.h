@@ -92,13 +92,16 @@ int pending_apply_find(const char *workspace, const char *except_stage, char **r
 /* Applies at the same time (pending_apply.c): ws_lock_apply holds the
  * workspace (exclusive) and its ancestors (shared) until ws_lock_release:
  * 0, or -EWOULDBLOCK while another apply holds one of them.
- * ws_apply_live: an apply into workspace is going on now. */
+ * ws_apply_running: an apply into workspace or a directory around it is
+ * going on now (whatever its state directory); ws_apply_live: one into
+ * workspace itself. */
 struct ws_lock {
     int *fd;
     size_t n;
 };
 int ws_lock_apply(const char *workspace, struct ws_lock *l);
 void ws_lock_release(struct ws_lock *l);
+bool ws_apply_running(const char *workspace);
 bool ws_apply_live(const char *workspace);
 
 /* The table (cli/main.c).  Planned verbs have run == NULL. */

@@ -199,6 +199,11 @@ int cmd_run(int argc, char **argv) {
      * half-written tree, and the resume could not finish after it
      * (pending_apply.c). */
     _cleanup_free_ char *pend = NULL, *pend_ws = NULL;
+    if (ws_apply_running(workspace))
+        return cli_error(PV_EXIT_SETUP, "run",
+                         "refused: a 'pvisor apply' is writing into %s or a directory that holds it now; run "
+                         "again when that apply has finished; nothing was run",
+                         workspace);
     if (pending_apply_find(workspace, NULL, &pend, &pend_ws) > 0 && ws_apply_live(pend_ws))
         return cli_error(PV_EXIT_SETUP, "run",
                          "refused: the stage %s is being applied to %s now; run again when that apply has "

@@ -36,6 +36,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define APPLYING_DIR "applying"
@@ -172,13 +173,21 @@ void ws_lock_release(struct ws_lock *l) {
 
 /* Lock the directory at path (shared or exclusive) into l: 0, -EWOULDBLOCK
  * when another open description holds it, or 0 without a lock where there
- * is none to take (unreadable, a file system without flock). */
+ * is none to take (unreadable, a file system without flock).  An exclusive
+ * lock is tried for a few milliseconds: a run's probe (ws_apply_running)
+ * holds a shared one for an instant. */
 static int lock_dir(struct ws_lock *l, const char *path, bool exclusive) {
     int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
         return 0;
-    if (flock(fd, (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) < 0) {
+    for (int tries = exclusive ? 10 : 1;; tries--) {
+        if (flock(fd, (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) == 0)
+            break;
         int e = errno;
+        if (e == EWOULDBLOCK && tries > 1) {
+            nanosleep(&(struct timespec){.tv_nsec = 2000000}, NULL);
+            continue;
+        }
         close(fd);
         return e == EWOULDBLOCK ? -EWOULDBLOCK : 0;
     }
@@ -186,7 +195,9 @@ static int lock_dir(struct ws_lock *l, const char *path, bool exclusive) {
     return 0;
 }
 
-int ws_lock_apply(const char *workspace, struct ws_lock *l) {
+/* The workspace (exclusive when own_exclusive) and every directory above
+ * it (shared), into l. */
+static int lock_levels(const char *workspace, bool own_exclusive, struct ws_lock *l) {
     *l = (struct ws_lock){0};
     _cleanup_free_ char *p = realpath(workspace, NULL);
     if (!p)
@@ -197,7 +208,7 @@ int ws_lock_apply(const char *workspace, struct ws_lock *l) {
     if (!(l->fd = calloc(depth, sizeof *l->fd)))
         return -ENOMEM;
     for (bool own = true;; own = false) {
-        int r = lock_dir(l, p, own);
+        int r = lock_dir(l, p, own && own_exclusive);
         if (r < 0) {
             ws_lock_release(l);
             return r;
@@ -207,6 +218,17 @@ int ws_lock_apply(const char *workspace, struct ws_lock *l) {
             return 0; /* "/" done */
         s[s == p] = '\0';
     }
+}
+
+int ws_lock_apply(const char *workspace, struct ws_lock *l) {
+    return lock_levels(workspace, true, l);
+}
+
+bool ws_apply_running(const char *workspace) {
+    struct ws_lock l;
+    int r = lock_levels(workspace, false, &l);
+    ws_lock_release(&l);
+    return r == -EWOULDBLOCK;
 }
 
 bool ws_apply_live(const char *workspace) {

@@ -1543,11 +1543,12 @@ wait_for "$T/stconcA/apply-intent"
 (cd "$W" && XDG_STATE_HOME=$T/state2 "$P" apply) >/dev/null 2>"$T/conc.b"; r1=$?
 (cd "$W/sub" && XDG_STATE_HOME=$T/state2 "$P" apply --stage "$T/stconcS") >/dev/null 2>"$T/conc.s"; r2=$?
 (cd "$W" && "$P" run -- true) >/dev/null 2>"$T/conc.run"; r3=$?
+(cd "$W/sub" && XDG_STATE_HOME=$T/state2 "$P" run -- true) >/dev/null 2>>"$T/conc.run"; r4=$?
 wait $ap; ra=$?
-eq "$ra:$r1:$r2:$r3:$(cat "$W/z"):$(grep -l A "$W"/g* | wc -l):$([ -e "$W/sub/s" ] && echo s)" "0:1:1:125:A:200:" \
-    "while an apply runs, an apply of another stage (other state directory) and one into a directory inside are refused, and a run there"
-eq "$(grep -c "another 'pvisor apply' is writing into $W" "$T/conc.b" "$T/conc.s" | cut -d: -f2 | tr '\n' ' ')$(grep -c "is being applied to $W now" "$T/conc.run")" \
-    "1 1 1" "... saying another apply is going on (not that it was interrupted)"
+eq "$ra:$r1:$r2:$r3:$r4:$(cat "$W/z"):$(grep -l A "$W"/g* | wc -l):$([ -e "$W/sub/s" ] && echo s)" "0:1:1:125:125:A:200:" \
+    "while an apply runs, an apply of another stage (other state directory) and one into a directory inside are refused, and runs there (any state directory)"
+eq "$(grep -c "another 'pvisor apply' is writing into $W" "$T/conc.b" "$T/conc.s" | cut -d: -f2 | tr '\n' ' ')$(grep -c "a 'pvisor apply' is writing into $W.* or a directory that holds it now" "$T/conc.run")" \
+    "1 1 2" "... saying another apply is going on (not that it was interrupted)"
 (cd "$W" && XDG_STATE_HOME=$T/state2 "$P" apply) >/dev/null 2>"$T/conc.b"; r1=$?
 (cd "$W/sub" && XDG_STATE_HOME=$T/state2 "$P" apply --stage "$T/stconcS") >/dev/null 2>&1; r2=$?
 eq "$r1:$(grep -c '^  z: content changed' "$T/conc.b"):$(cat "$W/z"):$r2:$(cat "$W/sub/s")" "1:1:A:0:S" \
