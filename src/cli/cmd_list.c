@@ -39,6 +39,15 @@ static json_t *summary(const char *id, const json_t *b) {
     return s;
 }
 
+/* Terminal columns of s, a character each (what term_escape left is
+ * printable; wide characters are taken as one). */
+static size_t columns(const char *s) {
+    size_t n = 0;
+    for (; *s; s++)
+        n += (*s & 0xc0) != 0x80;
+    return n;
+}
+
 /* The command on one line: what a terminal would act on escaped
  * (term_escape), long commands cut at 72 bytes, never inside a character
  * or an escape (the full argv is in `list --json`). */
@@ -117,16 +126,17 @@ int cmd_list(int argc, char **argv) {
             } else {
                 t = strdup(w ? w : "-");
             }
-            ws[i] = t ? term_escape(t) : NULL;
-            size_t l = ws[i] ? strlen(ws[i]) : 1;
-            if (l > LIST_WS_MAX) {
-                const char *c = ws[i] + l - (LIST_WS_MAX - 3);
+            /* cut before escaping, so no escape is cut in two */
+            size_t tl = t ? strlen(t) : 0;
+            if (t && tl > LIST_WS_MAX) {
+                const char *c = t + tl - (LIST_WS_MAX - 3);
                 while ((*c & 0xc0) == 0x80) /* not inside a character */
                     c++;
-                memmove(ws[i] + 3, c, strlen(c) + 1);
-                memcpy(ws[i], "...", 3);
-                l = strlen(ws[i]);
+                memmove(t + 3, c, strlen(c) + 1);
+                memcpy(t, "...", 3);
             }
+            ws[i] = t ? term_escape(t) : NULL;
+            size_t l = ws[i] ? columns(ws[i]) : 1;
             wsw = l > wsw ? l : wsw;
         }
         printf("%-29s %-12s %-5s %-12s %-24s %-*s %s\n", "RUN", "STATE", "EXIT", "STAGE", "STARTED", (int)wsw,
@@ -141,9 +151,10 @@ int cmd_list(int argc, char **argv) {
             const char *sst = json_is_true(json_object_get(s, "apply_pending"))
                                   ? "half-applied"
                                   : json_string_value(json_object_get(s, "stage_state"));
-            printf("%-29s %-12s %-5s %-12s %-24s %-*s", json_string_value(json_object_get(s, "run_id")),
-                   json_string_value(json_object_get(s, "state")), exitbuf, sst ? sst : "-", started ? started : "-",
-                   (int)wsw, ws && ws[i] ? ws[i] : "-");
+            const char *w = ws && ws[i] ? ws[i] : "-";
+            printf("%-29s %-12s %-5s %-12s %-24s %s%*s", json_string_value(json_object_get(s, "run_id")),
+                   json_string_value(json_object_get(s, "state")), exitbuf, sst ? sst : "-", started ? started : "-", w,
+                   (int)(wsw - columns(w)), ""); /* padded by characters, not bytes */
             print_command(json_object_get(s, "command"), json_object_get(s, "command_hex"));
         }
         for (size_t i = 0; ws && i < n_rows; i++)
