@@ -397,6 +397,32 @@ static void add_node_modules_of(struct dirlist *l, const char *home, const char 
         (void)add_runtime_dir(l, home, dir, tools_only);
 }
 
+/* Where a tool manager or environment lives when the user's environment
+ * names it (PYENV_ROOT=/srv/pyenv, an activated venv outside HOME): its
+ * commands on PATH run the rest of it (a pyenv shim runs
+ * $PYENV_ROOT/libexec/pyenv, a venv's python imports its lib/), which the
+ * PATH entry alone does not show.  Projected whole, read-only, by the
+ * rules of a tool's directory: not HOME's (its view shows those), not one
+ * the agent writes, nothing holding a home or a credential location within
+ * three levels. */
+static void add_env_tool_roots(struct dirlist *l, const char *home, const struct agent_dirs *agent) {
+    static const char *const vars[] = {"PYENV_ROOT",    "RBENV_ROOT",  "NODENV_ROOT", "GOENV_ROOT",  "PLENV_ROOT",
+                                       "JENV_ROOT",     "NVM_DIR",     "VOLTA_HOME",  "SDKMAN_DIR",  "ASDF_DIR",
+                                       "ASDF_DATA_DIR", "RUSTUP_HOME", "GOROOT",      "VIRTUAL_ENV", "CONDA_PREFIX"};
+    for (size_t i = 0; i < ARRAY_SIZE(vars); i++) {
+        const char *v = getenv(vars[i]);
+        _cleanup_free_ char *real = v && v[0] == '/' ? realpath(v, NULL) : NULL;
+        if (!real || strcmp(real, "/") == 0 || (home && path_within(real, home)) || plan_under_system_dir(real) ||
+            agent_writable(agent, v, real))
+            continue;
+        _cleanup_close_ int fd = open(real, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        int budget = 512;
+        if (fd < 0 || holds_credentials_at(fd, true) || creds_below(fd, 3, &budget, true) || holds_homes(real))
+            continue;
+        dirlist_add(l, real);
+    }
+}
+
 static void gather_runtime(const struct run_context *ctx, const char *home, struct dirlist *l) {
     add_logical_link(l, getenv("HOME"));
     add_logical_link(l, getenv("PWD"));
@@ -449,6 +475,7 @@ static void gather_runtime(const struct run_context *ctx, const char *home, stru
         if (rl > 18 && strcmp(rd + rl - 18, "/node_modules/.bin") == 0)
             add_node_modules_of(l, home, rd, agents);
     }
+    add_env_tool_roots(l, home, &agent);
     agent_dirs_free(&agent);
 }
 

@@ -267,6 +267,19 @@ if [ "$safe_works" = true ]; then
     eq "$out" linked-tool-ok "--safe: a tool whose directory in HOME links elsewhere runs (its whole directory is projected)"
     out=$(cd "$T/lws" && HOME="$T/lhome" PATH="$T/lhome/.tool/shims:$PATH" "$PVISOR" run --safe -- cat "$T/ldata/secret.txt" 2>&1)
     eq "$(echo "$out" | grep -c LINKSECRET)" 0 "... and the directory that holds it is not"
+    # a tool manager outside HOME and /opt, named by the environment
+    # (PYENV_ROOT=/srv/pyenv; an activated venv): only its shims (the PATH
+    # entry) were projected, and the shim failed with 127
+    mkdir -p "$T/eroot/shims" "$T/eroot/libexec" "$T/ebad/shims" "$T/ebad/.ssh"
+    printf '#!/bin/sh\nexec "%s/eroot/libexec/real" "$@"\n' "$T" > "$T/eroot/shims/pv-eshim"
+    printf '#!/bin/sh\necho env-root-ok\n' > "$T/eroot/libexec/real"
+    echo EKEY > "$T/ebad/.ssh/id_rsa"; printf '#!/bin/sh\ncat %s/ebad/.ssh/id_rsa\n' "$T" > "$T/ebad/shims/pv-bshim"
+    chmod +x "$T/eroot/shims/pv-eshim" "$T/eroot/libexec/real" "$T/ebad/shims/pv-bshim"
+    out0=$(cd "$T/lws" && PATH="$T/eroot/shims:$PATH" "$PVISOR" run --safe -- pv-eshim 2>/dev/null)
+    out=$(cd "$T/lws" && PYENV_ROOT="$T/eroot" PATH="$T/eroot/shims:$PATH" "$PVISOR" run --safe -- pv-eshim 2>&1)
+    out2=$(cd "$T/lws" && VIRTUAL_ENV="$T/ebad" PATH="$T/ebad/shims:$PATH" "$PVISOR" run --safe -- pv-bshim 2>&1)
+    eq "$out0:$out:$(echo "$out2" | grep -c EKEY)" ":env-root-ok:0" \
+        "--safe: a tool manager's root named by the environment (PYENV_ROOT) is projected whole, not one holding a credential location"
 else
     skip "a tool whose directory in HOME links elsewhere runs" "needs --safe working here"
 fi
