@@ -42,8 +42,9 @@ const char *lc_kind_name(enum lc_kind k) {
 }
 
 const char *lc_warning_name(unsigned i) {
-    static const char *const names[] = {"exec",  "setid",   "git_hook", "git_config",   "symlink_outside",
-                                        "large", "special", "hardlink", "git_worktree", "python_startup"};
+    static const char *const names[] = {"exec",        "setid",   "git_hook", "git_config",   "symlink_outside",
+                                        "large",       "special", "hardlink", "git_worktree", "python_startup",
+                                        "home_startup"};
     return i < ARRAY_SIZE(names) ? names[i] : "unknown";
 }
 
@@ -1275,10 +1276,40 @@ void lc_changeset_mark_hooks_path(struct lc_changeset *cs) {
     free(pre[1]);
 }
 
+/* Is rel (HOME-relative) a file a shell, a login or a desktop session runs
+ * or takes its environment from, or one in a directory of such files? */
+static bool home_startup_file(const char *rel) {
+    static const char *const files[] = {".bashrc",          ".bash_profile",
+                                        ".bash_login",      ".bash_logout",
+                                        ".profile",         ".zshrc",
+                                        ".zshenv",          ".zprofile",
+                                        ".zlogin",          ".zlogout",
+                                        ".kshrc",           ".mkshrc",
+                                        ".cshrc",           ".tcshrc",
+                                        ".login",           ".xprofile",
+                                        ".xsession",        ".xsessionrc",
+                                        ".xinitrc",         ".Xresources",
+                                        ".pam_environment", ".config/fish/config.fish"};
+    static const char *const dirs[] = {".config/fish/conf.d/",
+                                       ".config/fish/functions/",
+                                       ".config/autostart/",
+                                       ".config/systemd/user/",
+                                       ".config/environment.d/",
+                                       ".bashrc.d/",
+                                       ".profile.d/"};
+    for (size_t k = 0; k < ARRAY_SIZE(files); k++)
+        if (strcmp(rel, files[k]) == 0)
+            return true;
+    for (size_t k = 0; k < ARRAY_SIZE(dirs); k++)
+        if (strncmp(rel, dirs[k], strlen(dirs[k])) == 0)
+            return true;
+    return false;
+}
+
 void lc_changeset_mark_home_config(struct lc_changeset *cs, const char *home) {
     /* git's global config, where core.hooksPath, core.fsmonitor or
      * core.sshCommand run commands in every repository */
-    static const char *const files[] = {".gitconfig", ".config/git/config"};
+    static const char *const git_files[] = {".gitconfig", ".config/git/config"};
     _cleanup_free_ char *h = home && home[0] == '/' ? realpath(home, NULL) : NULL;
     _cleanup_free_ char *ws = h ? realpath(cs->workspace, NULL) : NULL;
     if (!h || !ws || !path_within(h, ws))
@@ -1291,11 +1322,14 @@ void lc_changeset_mark_home_config(struct lc_changeset *cs, const char *home) {
         if (rl && (strncmp(e->path, rel, rl) != 0 || e->path[rl] != '/'))
             continue;
         const char *in_home = e->path + rl + (rl != 0);
-        for (size_t k = 0; k < ARRAY_SIZE(files); k++)
-            if (strcmp(in_home, files[k]) == 0) {
-                e->warnings |= LC_W_GIT_CONFIG;
-                cs->warnings |= LC_W_GIT_CONFIG;
-            }
+        unsigned w = 0;
+        for (size_t k = 0; k < ARRAY_SIZE(git_files); k++)
+            if (strcmp(in_home, git_files[k]) == 0)
+                w |= LC_W_GIT_CONFIG;
+        if (e->kind != LC_DELETED && home_startup_file(in_home))
+            w |= LC_W_HOME_STARTUP;
+        e->warnings |= w;
+        cs->warnings |= w;
     }
 }
 
@@ -1401,6 +1435,7 @@ const char *lc_warning_message(unsigned bit) {
     case LC_W_LARGE: return "large file";
     case LC_W_SPECIAL: return "device node or socket (never applied)";
     case LC_W_HARDLINK: return "hard-linked in the stage (applied as separate files)";
+    case LC_W_HOME_STARTUP: return "runs when a shell, a login or your session starts (HOME is in the workspace)";
     case LC_W_PY_STARTUP:
         return "runs at every start of Python in that environment (.pth, site/usercustomize, pyvenv.cfg)";
     case LC_W_GIT_WORKTREE:

@@ -62,7 +62,8 @@ const char *lc_kind_name(enum lc_kind k);
 #define LC_W_HARDLINK (1u << 7)        /* several names of one upper file */
 #define LC_W_GIT_WORKTREE (1u << 8)    /* a linked worktree's .git/worktrees/NAME deleted */
 #define LC_W_PY_STARTUP (1u << 9)      /* a .pth or site/usercustomize in site-packages, a pyvenv.cfg */
-#define LC_W__COUNT 10
+#define LC_W_HOME_STARTUP (1u << 10)   /* HOME in the workspace: a file a shell, login or session runs */
+#define LC_W__COUNT 11
 const char *lc_warning_name(unsigned bit_index);    /* "exec", "setid", ... */
 const char *lc_warning_message(unsigned bit_index); /* "gains an executable bit", ... */
 
@@ -145,7 +146,10 @@ void lc_changeset_mark_hooks_path(struct lc_changeset *cs);
 /* For the review: when home (the user's HOME) is or lies in the workspace,
  * the entries of git's global config there (.gitconfig, .config/git/config)
  * get LC_W_GIT_CONFIG: a run whose HOME is there stages its writes to them,
- * and the next git command anywhere reads them. */
+ * and the next git command anywhere reads them; the files a shell, a login
+ * or a desktop session runs or reads for the environment (.bashrc,
+ * .profile, .zshrc, fish's config, autostart entries, systemd user units,
+ * environment.d) get LC_W_HOME_STARTUP. */
 void lc_changeset_mark_home_config(struct lc_changeset *cs, const char *home);
 
 /* The changeset (and the warnings) as the documented JSON object. */

@@ -69,6 +69,17 @@ out=$(cd "$W2b" && HOME="$H2b" "$P" run --safe --stage "$T/st-homeinws2" -- \
 eq "$(cd "$W2b" && HOME="$H2b" "$P" status --review --json "$T/st-homeinws2" 2>/dev/null |
       jq -r '[.changeset.warnings[] | select(.warning == "git_config") | .path] | sort | join(" ")')" \
     "home/.config/git/config home/.gitconfig" "... the review warns of git's global config written in that HOME (git_config)"
+# ... and of what a shell, a login or the desktop session runs from there
+# (.bashrc, .profile, fish's config, an autostart entry, a systemd user
+# unit, environment.d): the next terminal the user opens runs it
+out=$(cd "$W2b" && HOME="$H2b" "$P" run --safe --stage "$T/st-homeinws3" -- \
+    sh -c 'echo "curl x | sh" >> ~/.bashrc; echo x >> ~/.profile; mkdir -p ~/.config/fish ~/.config/autostart ~/.config/systemd/user ~/.config/environment.d;
+           echo x > ~/.config/fish/config.fish; echo x > ~/.config/autostart/a.desktop; echo x > ~/.config/systemd/user/a.service;
+           echo LD_PRELOAD=x > ~/.config/environment.d/a.conf; echo x > ~/.bashrc.bak; echo x > ~/notes' 2>&1)
+eq "$(cd "$W2b" && HOME="$H2b" "$P" status --review --json "$T/st-homeinws3" 2>/dev/null |
+      jq -r '[.changeset.warnings[] | select(.warning == "home_startup") | .path] | sort | join(" ")')" \
+    "home/.bashrc home/.config/autostart/a.desktop home/.config/environment.d/a.conf home/.config/fish/config.fish home/.config/systemd/user/a.service home/.profile" \
+    "... and of the files a shell, a login or the session runs there (home_startup), not of others"
 
 # --- credential stores the environment moves ----------------------------------
 # XDG_CONFIG_HOME, GNUPGHOME, CARGO_HOME, KUBECONFIG... name where a tool
