@@ -53,8 +53,10 @@ const char *run_strict_violation(const struct run_context *ctx, char *why, size_
             first = dimension_name(d);
         /* every one, with the Bundle's first note (why, and what to do) */
         const char *note = json_string_value(json_array_get(json_object_get(dim, "notes"), 0));
-        int n = snprintf(why + len, len < size ? size - len : 0, "%s%s is %s%s%.300s", len ? "; " : "",
-                         dimension_name(d), eff ? eff : "not recorded", note ? ": " : "", note ? note : "");
+        if (len + 1 >= size)
+            continue; /* full: the rest is cut */
+        int n = snprintf(why + len, size - len, "%s%s is %s%s%.300s", len ? "; " : "", dimension_name(d),
+                         eff ? eff : "not recorded", note ? ": " : "", note ? note : "");
         len += n > 0 ? (size_t)n : 0;
     }
     if (size)
