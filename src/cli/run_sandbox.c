@@ -10,6 +10,7 @@
 #include "cli/cli.h"
 #include "cli/run.h"
 #include "cli/run_sandbox.h"
+#include "cli/runs.h"
 #include "evidence/bundle.h"
 #include "launch/launch.h"
 #include "policy/plan_build.h"
@@ -127,14 +128,22 @@ static bool holds_homes(const char *dir) {
     return holds_credentials_at(fd, true) || passwd_home_within(dir) || creds_below(fd, 1, &budget, true);
 }
 
+struct agent_dirs;
+static bool agent_holds(const struct agent_dirs *a, const char *real);
+
 /* Map a host directory that a command needs to what should be projected:
- * the top-level tool dir under HOME (~/.pyenv), /opt/<name>, or itself
- * (not when tools_only: a directory the agent may have named). */
-static bool add_runtime_dir(struct dirlist *l, const char *home, const char *dir, bool tools_only) {
+ * the top-level tool dir under HOME (~/.pyenv), /opt/<name>, or itself.
+ * agent: NULL, or where the agent writes when it may have named dir: then
+ * only a toolchain, or dir itself where it leads inside those directories
+ * (an earlier run's workspace, whose files the agent saw). */
+static bool add_runtime_dir(struct dirlist *l, const char *home, const char *dir, const struct agent_dirs *agent) {
     char buf[PATH_MAX];
+    bool tools_only = agent != NULL;
     _cleanup_free_ char *real = realpath(dir, NULL);
     const char *d = real ? real : dir;
     const char *root = plan_home_runtime_root(home, d, buf, sizeof buf);
+    if (!root && tools_only && agent_holds(agent, real) && !(home && path_within(real, home)))
+        root = real; /* as it is: not widened below */
     /* A tool's directory that HOME names but that lives elsewhere
      * (~/.pyenv a link to /data/pyenv): the HOME view shows the link, so
      * the directory it leads to is what the tool needs whole, by the same
@@ -205,7 +214,7 @@ static bool add_runtime_dir(struct dirlist *l, const char *home, const char *dir
     return true;
 }
 
-static bool add_dir_of(struct dirlist *l, const char *home, const char *file, bool tools_only) {
+static bool add_dir_of(struct dirlist *l, const char *home, const char *file, const struct agent_dirs *agent) {
     _cleanup_free_ char *c = strdup(file);
     if (!c)
         return true;
@@ -213,7 +222,7 @@ static bool add_dir_of(struct dirlist *l, const char *home, const char *file, bo
     if (!slash || slash == c)
         return true;
     *slash = '\0';
-    return add_runtime_dir(l, home, c, tools_only);
+    return add_runtime_dir(l, home, c, agent);
 }
 
 /* Find the command as execvp would, on the host PATH. */
@@ -238,10 +247,13 @@ static char *which(const char *cmd, const char *cwd) {
     return NULL;
 }
 
-/* The interpreter of a #! script, if any. */
+/* The interpreter of a #! script, if any.  Only a regular file is read,
+ * without waiting: the command may be a FIFO the agent left in the
+ * workspace, which no exec would run anyway. */
 static char *interpreter_of(const char *file) {
-    _cleanup_close_ int fd = open(file, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
+    _cleanup_close_ int fd = open(file, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
         return NULL;
     char buf[256];
     ssize_t n = read(fd, buf, sizeof buf - 1);
@@ -289,11 +301,18 @@ static void add_logical_link(struct dirlist *l, const char *path) {
 }
 
 /* Does resolving path meet the workspace: is it, or a directory it goes
- * through (its symlinks followed one at a time), inside ws?  There the
+ * through (its symlinks followed one at a time), inside one of ws?  There the
  * agent may have made a link (an applied '.venv/bin' -> /srv/data, a
  * workspace that is HOME with its '.local/bin'), so what the path leads to
  * is the agent's choice, not the user's.  Past 40 links: yes. */
-static bool resolves_through(const char *path, const char *ws) {
+static bool within_any(const char *path, char *const *dirs, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (path_within(path, dirs[i]))
+            return true;
+    return false;
+}
+
+static bool resolves_through(const char *path, char *const *ws, size_t n_ws) {
     char done[PATH_MAX], pending[PATH_MAX];
     if (!path || path[0] != '/' || snprintf(pending, sizeof pending, "%s", path) >= (int)sizeof pending)
         return false;
@@ -323,7 +342,7 @@ static bool resolves_through(const char *path, const char *ws) {
         memcpy(done + dl + 1, p, n);
         done[dl + 1 + n] = '\0';
         p += n;
-        if (path_within(done, ws))
+        if (within_any(done, ws, n_ws))
             return true;
         struct stat st;
         if (lstat(done, &st) < 0)
@@ -344,42 +363,101 @@ static bool resolves_through(const char *path, const char *ws) {
         else
             done[dl] = '\0';
     }
-    return path_within(done[0] ? done : "/", ws);
+    return within_any(done[0] ? done : "/", ws, n_ws);
 }
 
 /* Where the agent writes on the host: the workspace (applied changes) and
  * the read-write grants (--allow-write, --access rw:), resolved once; a
  * link left there by an earlier run (a granted '~/.local/bin' replaced by
- * a link to /srv/data) is the agent's as much as one applied to the
- * workspace. */
+ * a link to a host directory) is the agent's as much as one applied to the
+ * workspace.  And where the agents of the runs recorded in the state
+ * directory wrote: the workspace of each whose stage was applied (or is
+ * gone, as a drop after an apply cut short leaves it), each read-write
+ * grant of theirs.  A run in a subdirectory of such a workspace (a
+ * monorepo's package, with the venv at its root active) does not hold
+ * what was applied there, but its PATH may name it. */
 struct agent_dirs {
-    const char *dir[POLICY_MAX_ACCESS + 1];
-    char *owned[POLICY_MAX_ACCESS];
-    size_t n, n_owned;
+    char **dir; /* owned */
+    size_t n, cap;
 };
 
-static void agent_dirs_init(struct agent_dirs *a, const struct run_context *ctx) {
-    a->n = a->n_owned = 0;
-    a->dir[a->n++] = ctx->workspace;
-    for (int i = 0; i < ctx->opts->n_access; i++) {
-        char *g = ctx->opts->access[i].kind == ACCESS_RW ? realpath(ctx->opts->access[i].path, NULL) : NULL;
-        if (g)
-            a->dir[a->n++] = a->owned[a->n_owned++] = g;
+static void agent_dirs_add(struct agent_dirs *a, const char *d) {
+    if (!d || d[0] != '/')
+        return;
+    for (size_t i = 0; i < a->n; i++)
+        if (strcmp(a->dir[i], d) == 0)
+            return;
+    if (a->n == a->cap) {
+        size_t cap = a->cap ? a->cap * 2 : 16;
+        char **v = realloc(a->dir, cap * sizeof *v);
+        if (!v)
+            return;
+        a->dir = v;
+        a->cap = cap;
+    }
+    if ((a->dir[a->n] = strdup(d)))
+        a->n++;
+}
+
+/* A recorded run's workspace, when what its command wrote there may have
+ * been applied: not while its stage is still to review (sealed), being
+ * written or cut short; and its read-write grants, written directly. */
+static void agent_dirs_add_run(struct agent_dirs *a, const json_t *b) {
+    const char *ws = json_string_value(json_object_get(b, "workspace"));
+    const json_t *stage = json_object_get(b, "stage");
+    const char *st = json_is_object(stage) ? runs_stage_state(b) : NULL;
+    if (ws && st && strcmp(st, "sealed") != 0 && strcmp(st, "created") != 0 && strcmp(st, "running") != 0 &&
+        strcmp(st, "interrupted") != 0)
+        agent_dirs_add(a, ws);
+    const json_t *rules = json_object_get(
+        json_object_get(json_object_get(json_object_get(b, "dimensions"), "host_writes"), "evidence"), "access_rules");
+    size_t i;
+    const json_t *r;
+    json_array_foreach(rules, i, r) {
+        const char *kind = json_string_value(json_object_get(r, "kind"));
+        if (kind && strcmp(kind, access_kind_name(ACCESS_RW)) == 0)
+            agent_dirs_add(a, json_string_value(json_object_get(r, "path")));
     }
 }
 
+static void agent_dirs_init(struct agent_dirs *a, const struct run_context *ctx) {
+    *a = (struct agent_dirs){0};
+    agent_dirs_add(a, ctx->workspace);
+    for (int i = 0; i < ctx->opts->n_access; i++) {
+        _cleanup_free_ char *g =
+            ctx->opts->access[i].kind == ACCESS_RW ? realpath(ctx->opts->access[i].path, NULL) : NULL;
+        agent_dirs_add(a, g);
+    }
+    char **ids = NULL;
+    size_t n = 0;
+    if (runs_list_ids(&ids, &n) < 0)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        json_t *b = NULL;
+        if (strcmp(ids[i], ctx->run_id) != 0 && runs_load_bundle(ids[i], &b) >= 0)
+            agent_dirs_add_run(a, b);
+        json_decref(b);
+    }
+    runs_free_ids(ids);
+}
+
 static void agent_dirs_free(struct agent_dirs *a) {
-    for (size_t i = 0; i < a->n_owned; i++)
-        free(a->owned[i]);
+    for (size_t i = 0; i < a->n; i++)
+        free(a->dir[i]);
+    free(a->dir);
+    *a = (struct agent_dirs){0};
 }
 
 /* Is path the agent's to lead somewhere: does resolving it (or real, its
  * resolved form, when given) meet one of those directories? */
 static bool agent_writable(const struct agent_dirs *a, const char *path, const char *real) {
-    for (size_t i = 0; i < a->n; i++)
-        if (resolves_through(path, a->dir[i]) || (real && path_within(real, a->dir[i])))
-            return true;
-    return false;
+    return resolves_through(path, a->dir, a->n) || (real && within_any(real, a->dir, a->n));
+}
+
+/* Does real (resolved) lie in one of those directories: it shows what an
+ * agent could read there already, wherever links led on the way. */
+static bool agent_holds(const struct agent_dirs *a, const char *real) {
+    return real && within_any(real, a->dir, a->n);
 }
 
 /* A command npm installed (PREFIX/node_modules/.bin/codex, a link to
@@ -387,14 +465,14 @@ static bool agent_writable(const struct agent_dirs *a, const char *path, const c
  * package and its dependencies from the node_modules tree around it (a
  * platform package beside it): the outermost node_modules directory on
  * the way to file is projected too, by add_runtime_dir's rules. */
-static void add_node_modules_of(struct dirlist *l, const char *home, const char *file, bool tools_only) {
+static void add_node_modules_of(struct dirlist *l, const char *home, const char *file, const struct agent_dirs *agent) {
     static const char nm[] = "/node_modules/";
     const char *at = file ? strstr(file, nm) : NULL;
     if (!at)
         return;
     _cleanup_free_ char *dir = strndup(file, (size_t)(at - file) + sizeof nm - 2);
     if (dir)
-        (void)add_runtime_dir(l, home, dir, tools_only);
+        (void)add_runtime_dir(l, home, dir, agent);
 }
 
 /* Where a tool manager or environment lives when the user's environment
@@ -403,8 +481,9 @@ static void add_node_modules_of(struct dirlist *l, const char *home, const char 
  * $PYENV_ROOT/libexec/pyenv, a venv's python imports its lib/), which the
  * PATH entry alone does not show.  Projected whole, read-only, by the
  * rules of a tool's directory: not HOME's (its view shows those), not one
- * the agent writes, nothing holding a home or a credential location within
- * three levels. */
+ * the agent writes unless it leads inside what it writes (the venv of an
+ * earlier run's workspace), nothing holding a home or a credential
+ * location within three levels. */
 static void add_env_tool_roots(struct dirlist *l, const char *home, const struct agent_dirs *agent) {
     static const char *const vars[] = {"PYENV_ROOT",    "RBENV_ROOT",  "NODENV_ROOT", "GOENV_ROOT",  "PLENV_ROOT",
                                        "JENV_ROOT",     "NVM_DIR",     "VOLTA_HOME",  "SDKMAN_DIR",  "ASDF_DIR",
@@ -413,7 +492,7 @@ static void add_env_tool_roots(struct dirlist *l, const char *home, const struct
         const char *v = getenv(vars[i]);
         _cleanup_free_ char *real = v && v[0] == '/' ? realpath(v, NULL) : NULL;
         if (!real || strcmp(real, "/") == 0 || (home && path_within(real, home)) || plan_under_system_dir(real) ||
-            agent_writable(agent, v, real))
+            (agent_writable(agent, v, real) && !agent_holds(agent, real)))
             continue;
         _cleanup_close_ int fd = open(real, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         int budget = 512;
@@ -428,22 +507,23 @@ static void gather_runtime(const struct run_context *ctx, const char *home, stru
     add_logical_link(l, getenv("PWD"));
     _cleanup_free_ char *exe = which(ctx->opts->cmd_argv[0], ctx->cwd);
     _cleanup_free_ char *real = exe ? realpath(exe, NULL) : NULL;
-    /* A command in the workspace is the agent's to write (an applied
-     * script, a link it made): its #! line or link target may widen what
-     * the sandbox reads only to a toolchain (/opt/<name>, a tool's
-     * dot-directory), never to any directory it names (#!/srv/data/x
-     * would project /srv/data). */
+    /* A command in the workspace (or in an earlier run's, or a grant) is
+     * the agent's to write (an applied script, a link it made): its #! line
+     * or link target may widen what the sandbox reads only to a toolchain
+     * (/opt/<name>, a tool's dot-directory), never to any directory it
+     * names (#!/srv/data/x would project /srv/data). */
     struct agent_dirs agent;
     agent_dirs_init(&agent, ctx);
     bool in_ws = exe && agent_writable(&agent, exe, real);
     if (exe) {
-        add_dir_of(l, home, exe, in_ws);
+        const struct agent_dirs *by = in_ws ? &agent : NULL;
+        add_dir_of(l, home, exe, by);
         if (real)
-            add_dir_of(l, home, real, in_ws);
-        add_node_modules_of(l, home, real ? real : exe, in_ws);
+            add_dir_of(l, home, real, by);
+        add_node_modules_of(l, home, real ? real : exe, by);
         _cleanup_free_ char *interp = interpreter_of(real ? real : exe);
         if (interp) {
-            bool agents = in_ws || agent_writable(&agent, interp, NULL);
+            const struct agent_dirs *agents = in_ws || agent_writable(&agent, interp, NULL) ? &agent : NULL;
             bool shown = add_dir_of(l, home, interp, agents);
             _cleanup_free_ char *ri = realpath(interp, NULL);
             if (ri)
@@ -451,7 +531,8 @@ static void gather_runtime(const struct run_context *ctx, const char *home, stru
             if (!shown && !plan_under_system_dir(ri ? ri : interp))
                 fprintf(stderr,
                         "pvisor run: warning: %s names the interpreter %s, which the sandbox does not show: a "
-                        "command in the workspace is the agent's to write, and its #! line adds only toolchains "
+                        "command in the workspace (or an earlier run's) is the agent's to write, and its #! line adds "
+                        "only toolchains "
                         "(/opt/<name>, a tool's directory in HOME); name the interpreter ('pvisor run --safe -- "
                         "INTERPRETER %s')\n",
                         ctx->opts->cmd_argv[0], interp, ctx->opts->cmd_argv[0]);
@@ -464,9 +545,9 @@ static void gather_runtime(const struct run_context *ctx, const char *home, stru
         if (d[0] != '/')
             continue;
         /* an entry in the workspace (a venv's bin, HOME's .local/bin when
-         * HOME is the workspace) leads where the agent's links there
-         * lead: a toolchain only */
-        bool agents = agent_writable(&agent, d, NULL);
+         * HOME is the workspace; an earlier run's) leads where the agent's
+         * links there lead: a toolchain only */
+        const struct agent_dirs *agents = agent_writable(&agent, d, NULL) ? &agent : NULL;
         add_runtime_dir(l, home, d, agents);
         /* PREFIX/node_modules/.bin: its entries link into that tree (a
          * command run through a shell, sh -c codex) */

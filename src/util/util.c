@@ -284,7 +284,10 @@ int write_file_atomic_as(int dirfd, const char *name, const void *data, size_t l
 }
 
 int read_file_at(int dirfd, const char *name, size_t limit, char **ret_buf, size_t *ret_len) {
-    _cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    /* Not blocking: a FIFO by that name (an applied '.git' the run reads
+     * before the sandbox exists) would wait for a writer that never comes;
+     * only a regular file is read. */
+    _cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
     if (fd < 0)
         return -errno;
     struct stat st;

@@ -64,8 +64,9 @@ int write_file_atomic(int dirfd, const char *name, const void *data, size_t len,
 enum write_sync { WRITE_NO_SYNC, WRITE_SYNC_FILE, WRITE_SYNC_FILE_AND_DIR };
 int write_file_atomic_as(int dirfd, const char *name, const void *data, size_t len, mode_t mode, enum write_sync sync);
 
-/* Read a whole (small, < limit) file relative to dirfd into a NUL-terminated
- * malloc'd buffer, without following a final symlink. */
+/* Read a whole (small, < limit) regular file relative to dirfd into a
+ * NUL-terminated malloc'd buffer, without following a final symlink; any
+ * other type is -EINVAL, without waiting (a FIFO). */
 int read_file_at(int dirfd, const char *name, size_t limit, char **ret_buf, size_t *ret_len);
 
 /* Open the directory name (relative to dir_fd; "." for dir_fd itself) for

@@ -248,6 +248,35 @@ if [ "$safe_works" = true ]; then
     eq "$(echo "$out" | grep -c PATHSECRET)" 0 "--safe: a PATH entry in a read-write grant linked to a host directory does not project it"
     out=$(cd "$T/pathws" && PATH="$T/pathtool/bin:$PATH" "$PVISOR" run --safe --allow-write "$T/pathtool" -- pv-path-tool 2>&1)
     eq "$out" tool-ok "--safe: a command in a read-write grant still runs"
+    # ... and in the workspace of an earlier run whose stage was applied:
+    # a monorepo's root, where the agent ran first, with its venv active
+    # while the next agent runs in one of its packages (whose workspace
+    # does not hold the venv).  An applied '.venv/bin' (or a '.venv') that
+    # links to a host directory projected it.  The root's own files on
+    # PATH are still shown as they are.
+    mkdir -p "$T/mono/pkg" "$T/mono/tools"
+    printf '#!/bin/sh\necho mono-tool-ok\n' > "$T/mono/tools/pv-mono-tool"; chmod +x "$T/mono/tools/pv-mono-tool"
+    (cd "$T/mono" && "$PVISOR" run --safe -- sh -c "mkdir .venv && ln -s '$T/pathsecret' .venv/bin && ln -s '$T/pathsecret' .venv2" &&
+        "$PVISOR" apply >/dev/null)
+    out=$(cd "$T/mono/pkg" && PATH="$T/mono/.venv/bin:$PATH" "$PVISOR" run --safe -- cat "$T/pathsecret/secret.txt" 2>&1)
+    out2=$(cd "$T/mono/pkg" && VIRTUAL_ENV="$T/mono/.venv2" "$PVISOR" run --safe -- cat "$T/pathsecret/secret.txt" 2>&1)
+    eq "$(echo "$out$out2" | grep -c PATHSECRET)" 0 \
+        "--safe: a PATH entry or VIRTUAL_ENV in an earlier run's applied workspace, linked to a host directory, does not project it"
+    out=$(cd "$T/mono/pkg" && PATH="$T/mono/tools:$PATH" "$PVISOR" run --safe -- pv-mono-tool 2>&1)
+    eq "$out" mono-tool-ok "--safe: a PATH entry in an earlier run's workspace that leads inside it is still shown"
+    # an earlier run's read-write grant, which this run does not name
+    mkdir -p "$T/oldgrant"
+    (cd "$T/pathws" && "$PVISOR" run --safe --allow-write "$T/oldgrant" -- ln -s "$T/pathsecret" "$T/oldgrant/bin")
+    out=$(cd "$T/pathws" && PATH="$T/oldgrant/bin:$PATH" "$PVISOR" run --safe -- cat "$T/pathsecret/secret.txt" 2>&1)
+    eq "$(echo "$out" | grep -c PATHSECRET)" 0 "--safe: a PATH entry in an earlier run's read-write grant linked to a host directory does not project it"
+    # A FIFO the agent made and the user applied, where the next run reads
+    # before the sandbox exists ('.git', the command's #! line): that run
+    # waited for a writer, silently, forever.
+    mkdir -p "$T/fifows"
+    (cd "$T/fifows" && "$PVISOR" run --safe -- sh -c 'mkfifo .git run.sh' && "$PVISOR" apply >/dev/null)
+    out=$(cd "$T/fifows" && timeout 30 "$PVISOR" run --safe -- sh -c 'echo fifo-run-ok' 2>&1); rc=$?
+    (cd "$T/fifows" && timeout 30 "$PVISOR" run --safe -- ./run.sh >/dev/null 2>&1); rc2=$?
+    eq "$rc:$out:$rc2" "0:fifo-run-ok:126" "--safe: a FIFO applied as '.git' or named as the command does not hang the next run"
 else
     skip "a PATH entry in the workspace does not project where it leads" "needs --safe working here"
 fi
