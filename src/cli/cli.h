@@ -104,6 +104,15 @@ void ws_lock_release(struct ws_lock *l);
 bool ws_apply_running(const char *workspace);
 bool ws_apply_live(const char *workspace);
 
+/* The directories agents wrote in with no review between (agent_written.c):
+ * a workspace a stage is applied to, a read-write grant of a sandboxed
+ * run.  add records path once; list gives them (malloc'd, NULL-terminated;
+ * -ENOENT when the state directory has no record yet: create makes an
+ * empty one). */
+int agent_written_add(const char *path);
+int agent_written_create(void);
+int agent_written_list(char ***ret, size_t *ret_n);
+
 /* The table (cli/main.c).  Planned verbs have run == NULL. */
 const struct cli_command *cli_find_command(const char *name);
 const struct cli_command *cli_commands(unsigned *ret_n);

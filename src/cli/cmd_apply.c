@@ -233,8 +233,10 @@ int cmd_apply(int argc, char **argv) {
                          "discard the rest with 'pvisor drop --force --stage %s'. Nothing was written",
                          other, other_ws, other, other);
     }
-    if (!dry_run && ws_raw)
+    if (!dry_run && ws_raw) {
         (void)pending_apply_record(stage, ws_raw);
+        (void)agent_written_add(ws_raw); /* its links are the agent's from now on */
+    }
     struct lc_apply_report rep;
     bool was_pending = lc_apply_pending(stage);
     int r = lc_apply(stage, &o, &rep);

@@ -423,11 +423,28 @@ static void agent_dirs_add_run(struct agent_dirs *a, const json_t *b) {
 static void agent_dirs_init(struct agent_dirs *a, const struct run_context *ctx) {
     *a = (struct agent_dirs){0};
     agent_dirs_add(a, ctx->workspace);
+    /* this run's read-write grants, which its agent writes directly: the
+     * next runs take them for the agent's too (agent_written.c) */
     for (int i = 0; i < ctx->opts->n_access; i++) {
         _cleanup_free_ char *g =
             ctx->opts->access[i].kind == ACCESS_RW ? realpath(ctx->opts->access[i].path, NULL) : NULL;
         agent_dirs_add(a, g);
+        if (g)
+            (void)agent_written_add(g);
     }
+    char **w = NULL;
+    size_t nw = 0;
+    if (agent_written_list(&w, &nw) == 0) {
+        for (size_t i = 0; i < nw; i++) {
+            agent_dirs_add(a, w[i]);
+            free(w[i]);
+        }
+        free(w);
+        return;
+    }
+    /* no record yet (a state directory made before there was one): built
+     * once from the recorded runs */
+    size_t before = a->n;
     char **ids = NULL;
     size_t n = 0;
     if (runs_list_ids(&ids, &n) < 0)
@@ -439,6 +456,9 @@ static void agent_dirs_init(struct agent_dirs *a, const struct run_context *ctx)
         json_decref(b);
     }
     runs_free_ids(ids);
+    for (size_t i = before; i < a->n; i++)
+        (void)agent_written_add(a->dir[i]);
+    (void)agent_written_create();
 }
 
 static void agent_dirs_free(struct agent_dirs *a) {

@@ -269,6 +269,15 @@ if [ "$safe_works" = true ]; then
     (cd "$T/pathws" && "$PVISOR" run --safe --allow-write "$T/oldgrant" -- ln -s "$T/pathsecret" "$T/oldgrant/bin")
     out=$(cd "$T/pathws" && PATH="$T/oldgrant/bin:$PATH" "$PVISOR" run --safe -- cat "$T/pathsecret/secret.txt" 2>&1)
     eq "$(echo "$out" | grep -c PATHSECRET)" 0 "--safe: a PATH entry in an earlier run's read-write grant linked to a host directory does not project it"
+    # those directories are read from one record (reading every run's
+    # Bundle at each start cost a millisecond per ten runs), which a state
+    # directory made before it had is built from the Bundles once
+    eq "$(tr '\0' '\n' < "$XDG_STATE_HOME/pvisor/agent-written" | grep -c -x -e "$T/mono" -e "$T/oldgrant")" 2 \
+        "  the record holds the applied workspace and the earlier grant"
+    rm "$XDG_STATE_HOME/pvisor/agent-written"
+    out=$(cd "$T/mono/pkg" && PATH="$T/mono/.venv/bin:$PATH" "$PVISOR" run --safe -- cat "$T/pathsecret/secret.txt" 2>&1)
+    eq "$(echo "$out" | grep -c PATHSECRET):$(tr '\0' '\n' < "$XDG_STATE_HOME/pvisor/agent-written" | grep -c -x -e "$T/mono" -e "$T/oldgrant")" "0:2" \
+        "  without the record (an older state directory), it is built from the recorded runs, and still nothing is projected"
     # A FIFO the agent made and the user applied, where the next run reads
     # before the sandbox exists ('.git', the command's #! line): that run
     # waited for a writer, silently, forever.
