@@ -42,9 +42,9 @@ const char *lc_kind_name(enum lc_kind k) {
 }
 
 const char *lc_warning_name(unsigned i) {
-    static const char *const names[] = {"exec",        "setid",   "git_hook", "git_config",   "symlink_outside",
-                                        "large",       "special", "hardlink", "git_worktree", "python_startup",
-                                        "home_startup"};
+    static const char *const names[] = {"exec",         "setid",   "git_hook", "git_config",   "symlink_outside",
+                                        "large",        "special", "hardlink", "git_worktree", "python_startup",
+                                        "home_startup", "fifo"};
     return i < ARRAY_SIZE(names) ? names[i] : "unknown";
 }
 
@@ -696,6 +696,8 @@ static void set_warnings(struct walk *w, struct lc_entry *e, const struct stat *
             wn |= LC_W_LARGE;
         if (e->new_type == LC_CHR || e->new_type == LC_BLK || e->new_type == LC_SOCK)
             wn |= LC_W_SPECIAL;
+        if (e->new_type == LC_FIFO && e->old_type != LC_FIFO)
+            wn |= LC_W_FIFO;
         if (e->new_type == LC_REG && ust && ust->st_nlink > 1)
             wn |= LC_W_HARDLINK;
         if (e->new_type == LC_LNK && e->new_target) {
@@ -1435,6 +1437,7 @@ const char *lc_warning_message(unsigned bit) {
     case LC_W_LARGE: return "large file";
     case LC_W_SPECIAL: return "device node or socket (never applied)";
     case LC_W_HARDLINK: return "hard-linked in the stage (applied as separate files)";
+    case LC_W_FIFO: return "named pipe (applied: a program that opens it waits for a writer)";
     case LC_W_HOME_STARTUP: return "runs when a shell, a login or your session starts (HOME is in the workspace)";
     case LC_W_PY_STARTUP:
         return "runs at every start of Python in that environment (.pth, site/usercustomize, pyvenv.cfg)";

@@ -121,6 +121,10 @@ eq "$(jq -r '.changeset.changes[] | select(.path=="chmod.sh") | "\(.kind) \(.cha
    "modified mode 0644 0755 exec" "review: chmod is a mode change with an exec warning"
 eq "$(jq -r '.changeset.changes[] | select(.path=="link") | "\(.changes|join(",")) \(.old.target) \(.new.target)"' "$T/r1.json")" \
    "target keep.txt text.txt" "review: symlink retarget"
+# a named pipe is applied: a program that opens it waits for a writer
+# (a FIFO for package.json or .git/HEAD hangs npm or git), so it is warned of
+eq "$(jq -r '[.changeset.warnings[] | select(.warning=="fifo") | .path] | join(" ")' "$T/r1.json")" "pipe" \
+   "review: a new named pipe is a fifo warning"
 eq "$(jq -r '.changeset.changes[] | select(.path=="f2d") | "\(.kind) \(.old.type) \(.new.type)"' "$T/r1.json")" \
    "type_changed reg dir" "review: file -> directory is a type change"
 eq "$(jq -r '.changeset.changes[] | select(.path=="d2f/x/c") | .kind' "$T/r1.json")" "deleted" \
