@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -167,9 +168,16 @@ static int write_full(int fd, const char *buf, size_t len) {
 /* Read the whole journal and remember each recorded path.  A final line
  * without its newline (torn append of a crashed run) is ignored. */
 int stage_journal_load(struct stage *s) {
-    int fd = openat(s->dir_fd, "journal", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    /* O_NONBLOCK and a regular file only: a FIFO here is not waited on */
+    int fd = openat(s->dir_fd, "journal", O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
     if (fd < 0)
         return errno == ENOENT ? 0 : -errno;
+    struct stat st;
+    int sr = fstat(fd, &st) < 0 ? -errno : S_ISREG(st.st_mode) ? 0 : -EINVAL;
+    if (sr < 0) {
+        close(fd);
+        return sr;
+    }
     _cleanup_fclose_ FILE *f = fdopen(fd, "r");
     if (!f) {
         close(fd);
@@ -296,10 +304,15 @@ out:
 /* ---- origin map ---- */
 
 int stage_origin_load(struct stage *s, uint64_t upper_dev) {
-    int fd = openat(s->dir_fd, "origin", O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    int fd = openat(s->dir_fd, "origin", O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600);
     if (fd < 0)
         return -errno;
     s->origin_fd = fd;
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return -errno;
+    if (!S_ISREG(st.st_mode))
+        return -EINVAL; /* a FIFO: reading it would wait forever */
     int rfd = openat(s->dir_fd, "origin", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (rfd < 0)
         return -errno;

@@ -76,11 +76,18 @@ static int publish_file(int dir_fd, const char *name, const void *buf, size_t le
     return 0;
 }
 
-/* Read a small file (bounded) into a NUL-terminated buffer. */
+/* Read a small file (bounded) into a NUL-terminated buffer.  Only a
+ * regular file: a FIFO (in a directory named with --stage that is not
+ * ours) is not waited on. */
 static int read_small(int dir_fd, const char *name, size_t max, char **ret) {
-    _cleanup_close_ int fd = openat(dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    _cleanup_close_ int fd = openat(dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
     if (fd < 0)
         return -errno;
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return -errno;
+    if (!S_ISREG(st.st_mode))
+        return -EINVAL;
     _cleanup_free_ char *buf = malloc(max + 1);
     if (!buf)
         return -ENOMEM;

@@ -529,6 +529,15 @@ mkdir -p "$T/notastage"; echo x > "$T/notastage/file"
 "$PVISOR" run --stage "$T/notastage" --workspace "$W" -- true 2> "$T/err"
 eq "$?" 125 "a non-empty directory that is not a stage is refused (125)"
 check "the non-stage directory is left alone" sh -c "[ \"\$(ls -A '$T/notastage')\" = file ]"
+# A FIFO in the place of a stage file is refused, not waited on (the open
+# of version, journal or origin blocked until a writer came).
+"$PVISOR" run --stage "$T/fifobase" --workspace "$W" -- true >/dev/null 2>&1
+for f in version meta.json journal origin; do
+    cp -a "$T/fifobase" "$T/fifostage-$f"
+    rm -f "$T/fifostage-$f/$f"; mkfifo "$T/fifostage-$f/$f"
+    timeout 60 "$PVISOR" run --stage "$T/fifostage-$f" --workspace "$W" -- true 2> "$T/err"
+    eq "$?:$(grep -c 'is not a pvisor stage' "$T/err")" "125:1" "a stage whose $f is a FIFO is refused (125), not waited on"
+done
 
 # --- a second concurrent run on the same stage -> 125 --------------------------------
 next_stage
