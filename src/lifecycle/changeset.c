@@ -304,6 +304,11 @@ static int origin_load(int stage_dir_fd, int upper_fd, struct ino_pair **ret, si
     if (sscanf(buf, "pvisor-origin 1 dev=%llu", &dev) != 1 || dev != (unsigned long long)ust.st_dev)
         return 0;
     *ret_usable = true;
+    /* a last line without its newline was cut by a crash: not taken (as
+     * the stage's own loader does), a number in it may be cut short */
+    char *end = memrchr(buf, '\n', len);
+    if (end)
+        end[1] = '\0';
     size_t n = 0, cap = 0;
     struct ino_pair *v = NULL;
     char *save = NULL;

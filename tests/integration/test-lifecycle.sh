@@ -117,6 +117,13 @@ eq "$(jq -r '.changeset.summary | "\(.added) \(.deleted) \(.type_changed) \(.ren
    "review: summary counts agree with the entries; 2 type changes, 2 renames, no conflicts"
 eq "$(jq -r '.changeset.changes[] | select(.path=="moved") | .renamed_from' "$T/r1.json")" "mvfile" "review: a renamed file names its origin"
 eq "$(jq -r '.changeset.changes[] | select(.path=="rendir2") | .renamed_from' "$T/r1.json")" "rendir" "review: a renamed directory names its origin"
+# a last origin line cut by a crash (no newline) was taken, a number in it
+# maybe cut short: here it would name another file as the origin
+cp "$S/origin" "$T/origin.keep"
+printf '%s %s' "$(stat -c %i "$S/upper/moved")" "$(stat -c %i "$W/delete.txt")" >> "$S/origin"
+eq "$(review_json "$S" | jq -r '.changeset.changes[] | select(.path=="moved") | .renamed_from')" "mvfile" \
+    "review: a last origin line without its newline (cut by a crash) is not taken"
+cp "$T/origin.keep" "$S/origin"
 eq "$(jq -r '.changeset.changes[] | select(.path=="chmod.sh") | "\(.kind) \(.changes|join(",")) \(.old.mode) \(.new.mode) \(.warnings|join(","))"' "$T/r1.json")" \
    "modified mode 0644 0755 exec" "review: chmod is a mode change with an exec warning"
 eq "$(jq -r '.changeset.changes[] | select(.path=="link") | "\(.changes|join(",")) \(.old.target) \(.new.target)"' "$T/r1.json")" \
