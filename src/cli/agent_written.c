@@ -47,45 +47,52 @@ static bool listed(const char *buf, size_t len, const char *path) {
     return false;
 }
 
-int agent_written_add(const char *path) {
-    if (!path || path[0] != '/')
-        return -EINVAL;
-    _cleanup_close_ int d = open_state(true);
+/* The state directory (made when create) in *ret_dir, and the record's
+ * bytes: *ret_buf NULL when there is none yet. */
+static int load(bool create, int *ret_dir, char **ret_buf, size_t *ret_len) {
+    *ret_buf = NULL;
+    *ret_len = 0;
+    int d = open_state(create);
     if (d < 0)
         return d;
+    int r = read_file_at(d, AGENT_WRITTEN, AGENT_WRITTEN_MAX, ret_buf, ret_len);
+    if (r < 0 && r != -ENOENT) {
+        close(d);
+        return r;
+    }
+    *ret_dir = d;
+    return 0;
+}
+
+int agent_written_add(const char *path) {
+    if (path && path[0] != '/')
+        return -EINVAL;
+    _cleanup_close_ int d = -1;
     _cleanup_free_ char *buf = NULL;
     size_t len = 0;
-    int r = read_file_at(d, AGENT_WRITTEN, AGENT_WRITTEN_MAX, &buf, &len);
-    if (r < 0 && r != -ENOENT)
+    int r = load(true, &d, &buf, &len);
+    if (r < 0)
         return r;
-    if (r >= 0 && listed(buf, len, path))
+    if (buf && (!path || listed(buf, len, path)))
         return 0;
     _cleanup_close_ int fd = openat(d, AGENT_WRITTEN, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0)
         return -errno;
-    size_t n = strlen(path) + 1; /* one write: appends do not interleave */
-    return write(fd, path, n) == (ssize_t)n ? 0 : -EIO;
-}
-
-int agent_written_create(void) {
-    _cleanup_close_ int d = open_state(true);
-    if (d < 0)
-        return d;
-    _cleanup_close_ int fd = openat(d, AGENT_WRITTEN, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-    return fd < 0 ? -errno : 0;
+    size_t n = path ? strlen(path) + 1 : 0; /* one write: appends do not interleave */
+    return !n || write(fd, path, n) == (ssize_t)n ? 0 : -EIO;
 }
 
 int agent_written_list(char ***ret, size_t *ret_n) {
     *ret = NULL;
     *ret_n = 0;
-    _cleanup_close_ int d = open_state(false);
-    if (d < 0)
-        return d;
+    _cleanup_close_ int d = -1;
     _cleanup_free_ char *buf = NULL;
     size_t len = 0;
-    int r = read_file_at(d, AGENT_WRITTEN, AGENT_WRITTEN_MAX, &buf, &len);
+    int r = load(false, &d, &buf, &len);
     if (r < 0)
         return r;
+    if (!buf)
+        return -ENOENT;
     size_t n = 0;
     for (size_t i = 0; i < len; i++)
         n += buf[i] == '\0';

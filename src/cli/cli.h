@@ -106,11 +106,10 @@ bool ws_apply_live(const char *workspace);
 
 /* The directories agents wrote in with no review between (agent_written.c):
  * a workspace a stage is applied to, a read-write grant of a sandboxed
- * run.  add records path once; list gives them (malloc'd, NULL-terminated;
- * -ENOENT when the state directory has no record yet: create makes an
- * empty one). */
+ * run.  add records path once (NULL: only makes the record, empty when
+ * new); list gives them (malloc'd, NULL-terminated; -ENOENT when the
+ * state directory has no record yet). */
 int agent_written_add(const char *path);
-int agent_written_create(void);
 int agent_written_list(char ***ret, size_t *ret_n);
 
 /* The table (cli/main.c).  Planned verbs have run == NULL. */

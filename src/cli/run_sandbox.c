@@ -458,7 +458,7 @@ static void agent_dirs_init(struct agent_dirs *a, const struct run_context *ctx)
     runs_free_ids(ids);
     for (size_t i = before; i < a->n; i++)
         (void)agent_written_add(a->dir[i]);
-    (void)agent_written_create();
+    (void)agent_written_add(NULL);
 }
 
 static void agent_dirs_free(struct agent_dirs *a) {
