@@ -47,8 +47,8 @@ static bool listed(const char *buf, size_t len, const char *path) {
     return false;
 }
 
-/* The state directory (made when create) in *ret_dir, and the record's
- * bytes: *ret_buf NULL when there is none yet. */
+/* The record's bytes (*ret_buf NULL when there is none yet) and, when
+ * ret_dir is given, the state directory (made when create). */
 static int load(bool create, int *ret_dir, char **ret_buf, size_t *ret_len) {
     *ret_buf = NULL;
     *ret_len = 0;
@@ -60,7 +60,10 @@ static int load(bool create, int *ret_dir, char **ret_buf, size_t *ret_len) {
         close(d);
         return r;
     }
-    *ret_dir = d;
+    if (ret_dir)
+        *ret_dir = d;
+    else
+        close(d);
     return 0;
 }
 
@@ -85,14 +88,11 @@ int agent_written_add(const char *path) {
 int agent_written_list(char ***ret, size_t *ret_n) {
     *ret = NULL;
     *ret_n = 0;
-    _cleanup_close_ int d = -1;
     _cleanup_free_ char *buf = NULL;
     size_t len = 0;
-    int r = load(false, &d, &buf, &len);
-    if (r < 0)
-        return r;
-    if (!buf)
-        return -ENOENT;
+    int r = load(false, NULL, &buf, &len);
+    if (r < 0 || !buf)
+        return r < 0 ? r : -ENOENT;
     size_t n = 0;
     for (size_t i = 0; i < len; i++)
         n += buf[i] == '\0';
