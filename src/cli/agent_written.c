@@ -7,18 +7,36 @@
  * record each such directory once in STATE/agent-written (absolute paths,
  * each ending in a NUL; appended, never rewritten), which the next run
  * reads in one go: reading every recorded run's Bundle instead cost a
- * millisecond per ten runs at every start.  A state directory without the
- * file (made before it existed) has it built from its runs' Bundles once.
+ * millisecond per ten runs at every start.
+ *
+ * Invariant: once the record exists, it holds every such directory of the
+ * runs recorded in the state directory.  A state directory without it
+ * (made before it existed) has it built from its runs' Bundles before
+ * anything is appended or read: whoever finds it missing first (an apply,
+ * a run with a grant) would otherwise make it with its own directory alone,
+ * and every earlier one would be forgotten for good.  The built record
+ * takes its name only when there is none (linkat), so two processes that
+ * build at once lose nothing: the second appends to the first's.  When the
+ * record cannot be made or read (an unwritable state directory), list
+ * answers from the Bundles.
  */
 #include "cli/cli.h"
+#include "cli/runs.h"
+#include "evidence/runstore.h"
+#include "policy/policy.h"
 #include "util/cleanup.h"
 #include "util/util.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
+
+#include <jansson.h>
 
 #define AGENT_WRITTEN "agent-written"
 #define AGENT_WRITTEN_MAX (16U << 20)
@@ -47,28 +65,120 @@ static bool listed(const char *buf, size_t len, const char *path) {
     return false;
 }
 
-/* The record's bytes (*ret_buf NULL when there is none yet) and, when
- * ret_dir is given, the state directory (made when create). */
+/* A growing NUL-separated list of distinct absolute paths. */
+struct paths {
+    char *buf; /* owned */
+    size_t len, cap;
+};
+
+static int paths_add(struct paths *p, const char *d) {
+    if (!d || d[0] != '/' || (p->buf && listed(p->buf, p->len, d)))
+        return 0;
+    size_t n = strlen(d) + 1;
+    if (n > AGENT_WRITTEN_MAX - p->len)
+        return -EFBIG;
+    if (p->len + n > p->cap) {
+        size_t cap = p->cap ? p->cap : 4096;
+        while (cap < p->len + n)
+            cap *= 2;
+        char *b = realloc(p->buf, cap);
+        if (!b)
+            return -ENOMEM;
+        p->buf = b;
+        p->cap = cap;
+    }
+    memcpy(p->buf + p->len, d, n);
+    p->len += n;
+    return 0;
+}
+
+/* A recorded run's directories: its workspace, when what its command wrote
+ * there may have been applied (not while its stage is still to review
+ * (sealed), being written or cut short), and its read-write grants,
+ * written directly. */
+static int add_run(struct paths *p, const json_t *b) {
+    const char *ws = json_string_value(json_object_get(b, "workspace"));
+    const json_t *stage = json_object_get(b, "stage");
+    const char *st = json_is_object(stage) ? runs_stage_state(b) : NULL;
+    int r = 0;
+    if (ws && st && strcmp(st, "sealed") != 0 && strcmp(st, "created") != 0 && strcmp(st, "running") != 0 &&
+        strcmp(st, "interrupted") != 0)
+        r = paths_add(p, ws);
+    const json_t *rules = json_object_get(
+        json_object_get(json_object_get(json_object_get(b, "dimensions"), "host_writes"), "evidence"), "access_rules");
+    size_t i;
+    const json_t *rule;
+    json_array_foreach(rules, i, rule) {
+        const char *kind = json_string_value(json_object_get(rule, "kind"));
+        if (r >= 0 && kind && strcmp(kind, access_kind_name(ACCESS_RW)) == 0)
+            r = paths_add(p, json_string_value(json_object_get(rule, "path")));
+    }
+    return r;
+}
+
+/* The directories of every run recorded in the state directory, from
+ * their Bundles (none when there is no runs directory). */
+static int from_bundles(struct paths *p) {
+    char **ids = NULL;
+    size_t n = 0;
+    if (runs_list_ids(&ids, &n) < 0)
+        return 0;
+    int r = 0;
+    for (size_t i = 0; i < n && r >= 0; i++) {
+        json_t *b = NULL;
+        if (runs_load_bundle(ids[i], &b) >= 0)
+            r = add_run(p, b);
+        json_decref(b);
+    }
+    runs_free_ids(ids);
+    return r;
+}
+
+/* Make the record at d from the Bundles when there is none: written under
+ * a temporary name, then linked to its own only if that is still free. */
+static int build(int d) {
+    _cleanup_free_ char *buf = NULL;
+    struct paths p = {0};
+    int r = from_bundles(&p);
+    buf = p.buf;
+    if (r < 0)
+        return r;
+    char tmp[64];
+    uint32_t rnd;
+    if (getrandom(&rnd, sizeof rnd, 0) != sizeof rnd)
+        return -EIO;
+    snprintf(tmp, sizeof tmp, "." AGENT_WRITTEN ".%08" PRIx32 ".tmp", rnd);
+    _cleanup_close_ int fd = openat(d, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return -errno;
+    r = write_all(fd, buf, p.len);
+    if (r == 0 && fsync(fd) < 0)
+        r = -errno;
+    if (r == 0 && linkat(d, tmp, d, AGENT_WRITTEN, 0) < 0 && errno != EEXIST)
+        r = -errno;
+    unlinkat(d, tmp, 0);
+    return r;
+}
+
+/* The state directory (made when create) and the record's bytes, built
+ * first when missing. */
 static int load(bool create, int *ret_dir, char **ret_buf, size_t *ret_len) {
     *ret_buf = NULL;
     *ret_len = 0;
-    int d = open_state(create);
+    _cleanup_close_ int d = open_state(create);
     if (d < 0)
         return d;
     int r = read_file_at(d, AGENT_WRITTEN, AGENT_WRITTEN_MAX, ret_buf, ret_len);
-    if (r < 0 && r != -ENOENT) {
-        close(d);
+    if (r == -ENOENT && (r = build(d)) >= 0)
+        r = read_file_at(d, AGENT_WRITTEN, AGENT_WRITTEN_MAX, ret_buf, ret_len);
+    if (r < 0)
         return r;
-    }
-    if (ret_dir)
-        *ret_dir = d;
-    else
-        close(d);
+    *ret_dir = TAKE_FD(d);
     return 0;
 }
 
 int agent_written_add(const char *path) {
-    if (path && path[0] != '/')
+    if (!path || path[0] != '/')
         return -EINVAL;
     _cleanup_close_ int d = -1;
     _cleanup_free_ char *buf = NULL;
@@ -76,23 +186,24 @@ int agent_written_add(const char *path) {
     int r = load(true, &d, &buf, &len);
     if (r < 0)
         return r;
-    if (buf && (!path || listed(buf, len, path)))
+    if (listed(buf, len, path))
         return 0;
-    _cleanup_close_ int fd = openat(d, AGENT_WRITTEN, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    _cleanup_close_ int fd = openat(d, AGENT_WRITTEN, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
         return -errno;
-    size_t n = path ? strlen(path) + 1 : 0; /* one write: appends do not interleave */
-    return !n || write(fd, path, n) == (ssize_t)n ? 0 : -EIO;
+    /* One write: appends do not interleave.  After a torn one (a full
+     * disk), a NUL first ends the cut record, so that this one is whole. */
+    bool torn = len > 0 && buf[len - 1] != '\0';
+    size_t n = strlen(path) + 1;
+    _cleanup_free_ char *rec = malloc(n + 1);
+    if (!rec)
+        return -ENOMEM;
+    rec[0] = '\0';
+    memcpy(rec + torn, path, n);
+    return write(fd, rec, n + torn) == (ssize_t)(n + torn) ? 0 : -EIO;
 }
 
-int agent_written_list(char ***ret, size_t *ret_n) {
-    *ret = NULL;
-    *ret_n = 0;
-    _cleanup_free_ char *buf = NULL;
-    size_t len = 0;
-    int r = load(false, NULL, &buf, &len);
-    if (r < 0 || !buf)
-        return r < 0 ? r : -ENOENT;
+static int split(const char *buf, size_t len, char ***ret, size_t *ret_n) {
     size_t n = 0;
     for (size_t i = 0; i < len; i++)
         n += buf[i] == '\0';
@@ -115,4 +226,19 @@ int agent_written_list(char ***ret, size_t *ret_n) {
     *ret = v;
     *ret_n = k;
     return 0;
+}
+
+int agent_written_list(char ***ret, size_t *ret_n) {
+    *ret = NULL;
+    *ret_n = 0;
+    _cleanup_close_ int d = -1;
+    _cleanup_free_ char *buf = NULL;
+    size_t len = 0;
+    if (load(false, &d, &buf, &len) >= 0)
+        return split(buf, len, ret, ret_n);
+    /* no record to be had: the Bundles, read now */
+    struct paths p = {0};
+    int r = from_bundles(&p);
+    _cleanup_free_ char *built = p.buf;
+    return r < 0 && r != -EFBIG ? r : split(built, p.len, ret, ret_n);
 }

@@ -106,9 +106,9 @@ bool ws_apply_live(const char *workspace);
 
 /* The directories agents wrote in with no review between (agent_written.c):
  * a workspace a stage is applied to, a read-write grant of a sandboxed
- * run.  add records path once (NULL: only makes the record, empty when
- * new); list gives them (malloc'd, NULL-terminated; -ENOENT when the
- * state directory has no record yet). */
+ * run.  add records path (absolute) once; list gives them all (malloc'd,
+ * NULL-terminated).  Both first build a missing record from the recorded
+ * runs' Bundles; list answers from them when no record can be had. */
 int agent_written_add(const char *path);
 int agent_written_list(char ***ret, size_t *ret_n);
 

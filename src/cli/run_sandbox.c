@@ -399,27 +399,6 @@ static void agent_dirs_add(struct agent_dirs *a, const char *d) {
         a->n++;
 }
 
-/* A recorded run's workspace, when what its command wrote there may have
- * been applied: not while its stage is still to review (sealed), being
- * written or cut short; and its read-write grants, written directly. */
-static void agent_dirs_add_run(struct agent_dirs *a, const json_t *b) {
-    const char *ws = json_string_value(json_object_get(b, "workspace"));
-    const json_t *stage = json_object_get(b, "stage");
-    const char *st = json_is_object(stage) ? runs_stage_state(b) : NULL;
-    if (ws && st && strcmp(st, "sealed") != 0 && strcmp(st, "created") != 0 && strcmp(st, "running") != 0 &&
-        strcmp(st, "interrupted") != 0)
-        agent_dirs_add(a, ws);
-    const json_t *rules = json_object_get(
-        json_object_get(json_object_get(json_object_get(b, "dimensions"), "host_writes"), "evidence"), "access_rules");
-    size_t i;
-    const json_t *r;
-    json_array_foreach(rules, i, r) {
-        const char *kind = json_string_value(json_object_get(r, "kind"));
-        if (kind && strcmp(kind, access_kind_name(ACCESS_RW)) == 0)
-            agent_dirs_add(a, json_string_value(json_object_get(r, "path")));
-    }
-}
-
 static void agent_dirs_init(struct agent_dirs *a, const struct run_context *ctx) {
     *a = (struct agent_dirs){0};
     agent_dirs_add(a, ctx->workspace);
@@ -432,33 +411,16 @@ static void agent_dirs_init(struct agent_dirs *a, const struct run_context *ctx)
         if (g)
             (void)agent_written_add(g);
     }
+    /* and the earlier runs' (the record, built from their Bundles once) */
     char **w = NULL;
     size_t nw = 0;
-    if (agent_written_list(&w, &nw) == 0) {
-        for (size_t i = 0; i < nw; i++) {
-            agent_dirs_add(a, w[i]);
-            free(w[i]);
-        }
-        free(w);
+    if (agent_written_list(&w, &nw) < 0)
         return;
+    for (size_t i = 0; i < nw; i++) {
+        agent_dirs_add(a, w[i]);
+        free(w[i]);
     }
-    /* no record yet (a state directory made before there was one): built
-     * once from the recorded runs */
-    size_t before = a->n;
-    char **ids = NULL;
-    size_t n = 0;
-    if (runs_list_ids(&ids, &n) < 0)
-        return;
-    for (size_t i = 0; i < n; i++) {
-        json_t *b = NULL;
-        if (strcmp(ids[i], ctx->run_id) != 0 && runs_load_bundle(ids[i], &b) >= 0)
-            agent_dirs_add_run(a, b);
-        json_decref(b);
-    }
-    runs_free_ids(ids);
-    for (size_t i = before; i < a->n; i++)
-        (void)agent_written_add(a->dir[i]);
-    (void)agent_written_add(NULL);
+    free(w);
 }
 
 static void agent_dirs_free(struct agent_dirs *a) {

@@ -278,6 +278,21 @@ if [ "$safe_works" = true ]; then
     out=$(cd "$T/mono/pkg" && PATH="$T/mono/.venv/bin:$PATH" "$PVISOR" run --safe -- cat "$T/pathsecret/secret.txt" 2>&1)
     eq "$(echo "$out" | grep -c PATHSECRET):$(tr '\0' '\n' < "$XDG_STATE_HOME/pvisor/agent-written" | grep -c -x -e "$T/mono" -e "$T/oldgrant")" "0:2" \
         "  without the record (an older state directory), it is built from the recorded runs, and still nothing is projected"
+    # ... also when what finds it missing first is a run with a grant of
+    # its own (or an apply): that made the record with its own directory
+    # alone, and the earlier runs' were forgotten for good
+    rm "$XDG_STATE_HOME/pvisor/agent-written"
+    mkdir -p "$T/newgrant"
+    (cd "$T/pathws" && "$PVISOR" run --safe --allow-write "$T/newgrant" -- true)
+    out=$(cd "$T/mono/pkg" && PATH="$T/mono/.venv/bin:$PATH" "$PVISOR" run --safe -- cat "$T/pathsecret/secret.txt" 2>&1)
+    eq "$(echo "$out" | grep -c PATHSECRET):$(tr '\0' '\n' < "$XDG_STATE_HOME/pvisor/agent-written" | grep -c -x -e "$T/mono" -e "$T/oldgrant" -e "$T/newgrant")" "0:3" \
+        "  a run with a grant that finds no record builds it whole before it adds its grant"
+    # a record cut in its last path (a full disk): the next one is still whole
+    printf '/cut-short' >> "$XDG_STATE_HOME/pvisor/agent-written"
+    mkdir -p "$T/newgrant2"
+    (cd "$T/pathws" && "$PVISOR" run --safe --allow-write "$T/newgrant2" -- true)
+    eq "$(tr '\0' '\n' < "$XDG_STATE_HOME/pvisor/agent-written" | grep -c -x "$T/newgrant2")" 1 \
+        "  a path added after a torn one is recorded whole"
     # A FIFO the agent made and the user applied, where the next run reads
     # before the sandbox exists ('.git', the command's #! line): that run
     # waited for a writer, silently, forever.
