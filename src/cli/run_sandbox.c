@@ -381,22 +381,31 @@ struct agent_dirs {
     size_t n, cap;
 };
 
-static void agent_dirs_add(struct agent_dirs *a, const char *d) {
-    if (!d || d[0] != '/')
+/* Takes d (malloc'd).  Not deduplicated: the record holds each directory
+ * once already, and a search of a list thousands long (a CI host's fresh
+ * workspace per apply) for each of its entries cost a second per 20,000 at
+ * every start; a directory twice is only looked at twice. */
+static void agent_dirs_take(struct agent_dirs *a, char *d) {
+    if (!d || d[0] != '/') {
+        free(d);
         return;
-    for (size_t i = 0; i < a->n; i++)
-        if (strcmp(a->dir[i], d) == 0)
-            return;
+    }
     if (a->n == a->cap) {
         size_t cap = a->cap ? a->cap * 2 : 16;
         char **v = realloc(a->dir, cap * sizeof *v);
-        if (!v)
+        if (!v) {
+            free(d);
             return;
+        }
         a->dir = v;
         a->cap = cap;
     }
-    if ((a->dir[a->n] = strdup(d)))
-        a->n++;
+    a->dir[a->n++] = d;
+}
+
+static void agent_dirs_add(struct agent_dirs *a, const char *d) {
+    if (d)
+        agent_dirs_take(a, strdup(d));
 }
 
 static void agent_dirs_init(struct agent_dirs *a, const struct run_context *ctx) {
@@ -416,10 +425,8 @@ static void agent_dirs_init(struct agent_dirs *a, const struct run_context *ctx)
     size_t nw = 0;
     if (agent_written_list(&w, &nw) < 0)
         return;
-    for (size_t i = 0; i < nw; i++) {
-        agent_dirs_add(a, w[i]);
-        free(w[i]);
-    }
+    for (size_t i = 0; i < nw; i++)
+        agent_dirs_take(a, w[i]);
     free(w);
 }
 

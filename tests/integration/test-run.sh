@@ -293,6 +293,15 @@ if [ "$safe_works" = true ]; then
     (cd "$T/pathws" && "$PVISOR" run --safe --allow-write "$T/newgrant2" -- true)
     eq "$(tr '\0' '\n' < "$XDG_STATE_HOME/pvisor/agent-written" | grep -c -x "$T/newgrant2")" 1 \
         "  a path added after a torn one is recorded whole"
+    # a long record (a CI host applies into a fresh workspace each time) is
+    # read in linear time: each of its paths was sought among the ones
+    # before it, 13 s at every start with 100,000
+    cp "$XDG_STATE_HOME/pvisor/agent-written" "$T/aw.saved"
+    awk -v t="$T" 'BEGIN { for (i = 0; i < 100000; i++) printf "%s/ci/tmp.%08d/checkout%c", t, i, 0 }' \
+        >> "$XDG_STATE_HOME/pvisor/agent-written"
+    (cd "$T/pathws" && timeout 8 "$PVISOR" run --safe -- true >/dev/null 2>&1); rc=$?
+    mv "$T/aw.saved" "$XDG_STATE_HOME/pvisor/agent-written"
+    eq "$rc" 0 "  a run starts at once with 100,000 recorded directories"
     # A FIFO the agent made and the user applied, where the next run reads
     # before the sandbox exists ('.git', the command's #! line): that run
     # waited for a writer, silently, forever.
