@@ -1283,34 +1283,62 @@ void lc_changeset_mark_hooks_path(struct lc_changeset *cs) {
     free(pre[1]);
 }
 
-/* Is rel (HOME-relative) a file a shell, a login or a desktop session runs
- * or takes its environment from, or one in a directory of such files? */
+/* The files a shell, a login or a desktop session runs or takes its
+ * environment from (HOME-relative), and the directories of such files. */
+static const char *const startup_files[] = {".bashrc",
+                                            ".bash_profile",
+                                            ".bash_login",
+                                            ".bash_logout",
+                                            ".bash_aliases",
+                                            ".profile",
+                                            ".zshrc",
+                                            ".zshenv",
+                                            ".zprofile",
+                                            ".zlogin",
+                                            ".zlogout",
+                                            ".kshrc",
+                                            ".mkshrc",
+                                            ".cshrc",
+                                            ".tcshrc",
+                                            ".login",
+                                            ".xprofile",
+                                            ".xsession",
+                                            ".xsessionrc",
+                                            ".xinitrc",
+                                            ".Xresources",
+                                            ".pam_environment",
+                                            ".config/fish/config.fish"};
+static const char *const startup_dirs[] = {".config/fish/conf.d",
+                                           ".config/fish/functions",
+                                           ".config/fish/completions",
+                                           ".config/autostart",
+                                           ".config/systemd/user",
+                                           ".config/environment.d",
+                                           ".bashrc.d",
+                                           ".profile.d"};
+
+/* Is rel (HOME-relative) such a file, or one in such a directory? */
 static bool home_startup_file(const char *rel) {
-    static const char *const files[] = {".bashrc",          ".bash_profile",
-                                        ".bash_login",      ".bash_logout",
-                                        ".profile",         ".zshrc",
-                                        ".zshenv",          ".zprofile",
-                                        ".zlogin",          ".zlogout",
-                                        ".kshrc",           ".mkshrc",
-                                        ".cshrc",           ".tcshrc",
-                                        ".login",           ".xprofile",
-                                        ".xsession",        ".xsessionrc",
-                                        ".xinitrc",         ".Xresources",
-                                        ".pam_environment", ".config/fish/config.fish"};
-    static const char *const dirs[] = {".config/fish/conf.d/",
-                                       ".config/fish/functions/",
-                                       ".config/autostart/",
-                                       ".config/systemd/user/",
-                                       ".config/environment.d/",
-                                       ".bashrc.d/",
-                                       ".profile.d/"};
-    for (size_t k = 0; k < ARRAY_SIZE(files); k++)
-        if (strcmp(rel, files[k]) == 0)
+    for (size_t k = 0; k < ARRAY_SIZE(startup_files); k++)
+        if (strcmp(rel, startup_files[k]) == 0)
             return true;
-    for (size_t k = 0; k < ARRAY_SIZE(dirs); k++)
-        if (strncmp(rel, dirs[k], strlen(dirs[k])) == 0)
+    for (size_t k = 0; k < ARRAY_SIZE(startup_dirs); k++)
+        if (path_within(rel, startup_dirs[k]) && strcmp(rel, startup_dirs[k]) != 0)
             return true;
     return false;
+}
+
+/* Where in the workspace ws (relative to it) HOME's startup file or
+ * directory name is, when a link in HOME leads there (a dotfile manager's
+ * ~/.bashrc -> dotfiles/bashrc): the change is made, and listed, there.
+ * NULL when it is not a link into ws. */
+static char *linked_rel(const char *h, const char *ws, const char *name) {
+    _cleanup_free_ char *p = path_join(h, name);
+    _cleanup_free_ char *real = p ? realpath(p, NULL) : NULL;
+    if (!real || strcmp(real, p) == 0 || !path_within(real, ws) || strcmp(real, ws) == 0)
+        return NULL;
+    size_t wl = strcmp(ws, "/") == 0 ? 0 : strlen(ws);
+    return strdup(real + wl + 1);
 }
 
 void lc_changeset_mark_home_config(struct lc_changeset *cs, const char *home) {
@@ -1323,21 +1351,38 @@ void lc_changeset_mark_home_config(struct lc_changeset *cs, const char *home) {
         return;
     size_t wl = strcmp(ws, "/") == 0 ? 0 : strlen(ws);
     const char *rel = h[wl] == '/' ? h + wl + 1 : ""; /* HOME in the workspace, "" when it is */
+    char *linked_files[ARRAY_SIZE(startup_files)], *linked_dirs[ARRAY_SIZE(startup_dirs)];
+    for (size_t k = 0; k < ARRAY_SIZE(startup_files); k++)
+        linked_files[k] = linked_rel(h, ws, startup_files[k]);
+    for (size_t k = 0; k < ARRAY_SIZE(startup_dirs); k++)
+        linked_dirs[k] = linked_rel(h, ws, startup_dirs[k]);
     for (size_t i = 0; i < cs->n; i++) {
         struct lc_entry *e = &cs->entries[i];
-        size_t rl = strlen(rel);
-        if (rl && (strncmp(e->path, rel, rl) != 0 || e->path[rl] != '/'))
-            continue;
-        const char *in_home = e->path + rl + (rl != 0);
         unsigned w = 0;
-        for (size_t k = 0; k < ARRAY_SIZE(git_files); k++)
-            if (strcmp(in_home, git_files[k]) == 0)
-                w |= LC_W_GIT_CONFIG;
-        if (e->kind != LC_DELETED && home_startup_file(in_home))
-            w |= LC_W_HOME_STARTUP;
+        if (e->kind != LC_DELETED) {
+            for (size_t k = 0; k < ARRAY_SIZE(linked_files); k++)
+                if (linked_files[k] && strcmp(e->path, linked_files[k]) == 0)
+                    w |= LC_W_HOME_STARTUP;
+            for (size_t k = 0; k < ARRAY_SIZE(linked_dirs); k++)
+                if (linked_dirs[k] && path_within(e->path, linked_dirs[k]) && strcmp(e->path, linked_dirs[k]) != 0)
+                    w |= LC_W_HOME_STARTUP;
+        }
+        size_t rl = strlen(rel);
+        if (!rl || (strncmp(e->path, rel, rl) == 0 && e->path[rl] == '/')) {
+            const char *in_home = e->path + rl + (rl != 0);
+            for (size_t k = 0; k < ARRAY_SIZE(git_files); k++)
+                if (strcmp(in_home, git_files[k]) == 0)
+                    w |= LC_W_GIT_CONFIG;
+            if (e->kind != LC_DELETED && home_startup_file(in_home))
+                w |= LC_W_HOME_STARTUP;
+        }
         e->warnings |= w;
         cs->warnings |= w;
     }
+    for (size_t k = 0; k < ARRAY_SIZE(linked_files); k++)
+        free(linked_files[k]);
+    for (size_t k = 0; k < ARRAY_SIZE(linked_dirs); k++)
+        free(linked_dirs[k]);
 }
 
 int lc_changeset_load(struct lc_stage *st, struct lc_changeset **ret_cs) {

@@ -150,7 +150,8 @@ void lc_changeset_mark_hooks_path(struct lc_changeset *cs);
  * and the next git command anywhere reads them; the files a shell, a login
  * or a desktop session runs or reads for the environment (.bashrc,
  * .profile, .zshrc, fish's config, autostart entries, systemd user units,
- * environment.d) get LC_W_HOME_STARTUP. */
+ * environment.d) get LC_W_HOME_STARTUP, also where a link in HOME
+ * leads into the workspace (~/.bashrc -> dotfiles/bashrc). */
 void lc_changeset_mark_home_config(struct lc_changeset *cs, const char *home);
 
 /* The changeset (and the warnings) as the documented JSON object. */

@@ -80,6 +80,18 @@ eq "$(cd "$W2b" && HOME="$H2b" "$P" status --review --json "$T/st-homeinws3" 2>/
       jq -r '[.changeset.warnings[] | select(.warning == "home_startup") | .path] | sort | join(" ")')" \
     "home/.bashrc home/.config/autostart/a.desktop home/.config/environment.d/a.conf home/.config/fish/config.fish home/.config/systemd/user/a.service home/.profile" \
     "... and of the files a shell, a login or the session runs there (home_startup), not of others"
+# ... also ~/.bash_aliases (Debian's .bashrc sources it), fish's autoloaded
+# completions, and a startup file that is a link into the workspace (a
+# dotfile manager's ~/.bashrc -> dotfiles/bashrc), whose change is listed
+# where it leads
+mkdir -p "$H2b/dotfiles"; echo "# rc" > "$H2b/dotfiles/bashrc"; ln -s dotfiles/bashrc "$H2b/.bashrc"
+out=$(cd "$W2b" && HOME="$H2b" "$P" run --safe --stage "$T/st-homeinws4" -- \
+    sh -c 'echo "curl x | sh" >> ~/.bashrc; echo x > ~/.bash_aliases; mkdir -p ~/.config/fish/completions; echo x > ~/.config/fish/completions/git.fish' 2>&1)
+eq "$(cd "$W2b" && HOME="$H2b" "$P" status --review --json "$T/st-homeinws4" 2>/dev/null |
+      jq -r '[.changeset.warnings[] | select(.warning == "home_startup") | .path] | sort | join(" ")')" \
+    "home/.bash_aliases home/.config/fish/completions/git.fish home/dotfiles/bashrc" \
+    "... and of ~/.bash_aliases, fish's completions, and a startup file linked into the workspace"
+rm "$H2b/.bashrc"
 
 # --- credential stores the environment moves ----------------------------------
 # XDG_CONFIG_HOME, GNUPGHOME, CARGO_HOME, KUBECONFIG... name where a tool
