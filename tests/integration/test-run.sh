@@ -293,15 +293,16 @@ if [ "$safe_works" = true ]; then
     (cd "$T/pathws" && "$PVISOR" run --safe --allow-write "$T/newgrant2" -- true)
     eq "$(tr '\0' '\n' < "$XDG_STATE_HOME/pvisor/agent-written" | grep -c -x "$T/newgrant2")" 1 \
         "  a path added after a torn one is recorded whole"
-    # a long record (a CI host applies into a fresh workspace each time) is
-    # read in linear time: each of its paths was sought among the ones
-    # before it, 13 s at every start with 100,000
+    # a long record (a CI host applies into a fresh workspace each time)
+    # still works and still protects (the time it takes to
+    # read, once quadratic, is docs/performance.md's, not a test's)
     cp "$XDG_STATE_HOME/pvisor/agent-written" "$T/aw.saved"
     awk -v t="$T" 'BEGIN { for (i = 0; i < 100000; i++) printf "%s/ci/tmp.%08d/checkout%c", t, i, 0 }' \
         >> "$XDG_STATE_HOME/pvisor/agent-written"
-    (cd "$T/pathws" && timeout 8 "$PVISOR" run --safe -- true >/dev/null 2>&1); rc=$?
+    printf '%s\0' "$T/mono" >> "$XDG_STATE_HOME/pvisor/agent-written"
+    out=$(cd "$T/mono/pkg" && PATH="$T/mono/.venv/bin:$PATH" "$PVISOR" run --safe -- cat "$T/pathsecret/secret.txt" 2>&1); rc=$?
     mv "$T/aw.saved" "$XDG_STATE_HOME/pvisor/agent-written"
-    eq "$rc" 0 "  a run starts at once with 100,000 recorded directories"
+    eq "$rc:$(echo "$out" | grep -c PATHSECRET)" "1:0" "  with 100,000 recorded directories a run works, and an applied workspace still counts"
     # A FIFO the agent made and the user applied, where the next run reads
     # before the sandbox exists ('.git', the command's #! line): that run
     # waited for a writer, silently, forever.
