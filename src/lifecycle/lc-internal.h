@@ -19,6 +19,12 @@ int lc_xattrs_apply(int fd, const struct lc_xattrs *x);
 int lc_xattrs_set_new(int fd, const struct lc_xattrs *x);
 void lc_xattrs_free(struct lc_xattrs *x);
 
+/* The warnings of entry e of cs from its own change (warnings.c), added to
+ * e's and cs's: ust, the upper object (NULL for a deletion); sample_ok: a
+ * new *.sample in a .git/hooks that no hook there links to. */
+struct stat;
+void lc_entry_set_warnings(struct lc_changeset *cs, struct lc_entry *e, const struct stat *ust, bool sample_ok);
+
 int lc_sha256_buf(const void *data, size_t len, unsigned char ret_sha[32]);
 int lc_unhex(const char *hex, unsigned char *out, size_t out_len);
 int lc_readlink_at(int dirfd, const char *name, char **ret_target);

@@ -1,0 +1,396 @@
+/* warnings.c: what the review warns of (docs/lifecycle.md, "Warnings"):
+ * each entry's warnings from its own change (lc_entry_set_warnings, during
+ * the walk of the stage), and those that need the workspace's git or the
+ * reviewing user's HOME (lc_changeset_mark_hooks_path,
+ * lc_changeset_mark_home_config, after it); their names and messages. */
+#include "lifecycle/lc-internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util/cleanup.h"
+#include "util/util.h"
+
+#define HOOKS_PATH_TIMEOUT_MS 5000
+
+/* The files a shell, a login or a desktop session runs or takes its
+ * environment from (HOME-relative), and the directories of such files. */
+static const char *const startup_files[] = {".bashrc",
+                                            ".bash_profile",
+                                            ".bash_login",
+                                            ".bash_logout",
+                                            ".bash_aliases",
+                                            ".profile",
+                                            ".zshrc",
+                                            ".zshenv",
+                                            ".zprofile",
+                                            ".zlogin",
+                                            ".zlogout",
+                                            ".kshrc",
+                                            ".mkshrc",
+                                            ".cshrc",
+                                            ".tcshrc",
+                                            ".login",
+                                            ".xprofile",
+                                            ".xsession",
+                                            ".xsessionrc",
+                                            ".xinitrc",
+                                            ".Xresources",
+                                            ".pam_environment",
+                                            ".config/fish/config.fish"};
+static const char *const startup_dirs[] = {".config/fish/conf.d",
+                                           ".config/fish/functions",
+                                           ".config/fish/completions",
+                                           ".config/autostart",
+                                           ".config/systemd/user",
+                                           ".config/environment.d",
+                                           ".bashrc.d",
+                                           ".profile.d"};
+
+const char *lc_warning_name(unsigned i) {
+    static const char *const names[] = {"exec",         "setid",   "git_hook", "git_config",   "symlink_outside",
+                                        "large",        "special", "hardlink", "git_worktree", "python_startup",
+                                        "home_startup", "fifo"};
+    return i < ARRAY_SIZE(names) ? names[i] : "unknown";
+}
+
+/* Can a symlink target t, resolved from a directory depth levels below the
+ * workspace root, lead outside it?  Lexically: more leading ".." than depth.
+ * A ".." after a name is not lexical (the name may be a symlink: a/l1 -> ..
+ * and a/l2 -> l1/.. is the workspace's parent), so it counts as outside. */
+static bool target_escapes(const char *t, long depth) {
+    bool named = false;
+    for (const char *c = t; *c;) {
+        const char *e = strchrnul(c, '/');
+        size_t n = (size_t)(e - c);
+        if (n == 2 && c[0] == '.' && c[1] == '.') {
+            if (named || --depth < 0)
+                return true;
+        } else if (n > 0 && !(n == 1 && c[0] == '.')) {
+            named = true;
+        }
+        c = *e ? e + 1 : e;
+    }
+    return false;
+}
+
+/* Warnings for rest, a path below a .git directory: git runs the hooks of
+ * every git directory in it (.git/hooks, a submodule's
+ * .git/modules/NAME/hooks) and reads the config of each (config, and
+ * config.worktree of the main and of linked worktrees), where core.hooksPath,
+ * core.fsmonitor or core.sshCommand run commands. */
+static unsigned git_dir_warnings(const char *rest, bool sample, unsigned wn) {
+    const char *base = strrchr(rest, '/');
+    base = base ? base + 1 : rest;
+    if (strcmp(base, "config") == 0 || strcmp(base, "config.worktree") == 0)
+        wn |= LC_W_GIT_CONFIG;
+    for (const char *c = rest;;) {
+        if (strcmp(c, "hooks") == 0)
+            wn |= LC_W_GIT_HOOK;
+        else if (strncmp(c, "hooks/", 6) == 0 && sample && !strchr(c + 6, '/'))
+            wn &= ~LC_W_EXEC;
+        else if (strncmp(c, "hooks/", 6) == 0)
+            wn |= LC_W_GIT_HOOK;
+        const char *s = strchr(c, '/');
+        if (!s)
+            break;
+        c = s + 1;
+    }
+    return wn;
+}
+
+/* sample_ok: a *.sample in a .git/hooks may go unwarned (visit says: new,
+ * and no hook there is a link to it) */
+void lc_entry_set_warnings(struct lc_changeset *cs, struct lc_entry *e, const struct stat *ust, bool sample_ok) {
+    unsigned wn = 0;
+    const char *p = e->path;
+    if (e->kind != LC_DELETED) {
+        if (e->new_type == LC_REG && (e->new_mode & 0111) && !(e->old_type == LC_REG && (e->old_mode & 0111)))
+            wn |= LC_W_EXEC;
+        if ((e->new_mode & 06000) && !((e->old_mode & 06000) == (e->new_mode & 06000) && e->old_type == e->new_type))
+            wn |= LC_W_SETID;
+        if (e->new_type == LC_REG && e->new_size > LC_LARGE_FILE)
+            wn |= LC_W_LARGE;
+        if (e->new_type == LC_CHR || e->new_type == LC_BLK || e->new_type == LC_SOCK)
+            wn |= LC_W_SPECIAL;
+        if (e->new_type == LC_FIFO && e->old_type != LC_FIFO)
+            wn |= LC_W_FIFO;
+        if (e->new_type == LC_REG && ust && ust->st_nlink > 1)
+            wn |= LC_W_HARDLINK;
+        if (e->new_type == LC_LNK && e->new_target) {
+            const char *t = e->new_target;
+            size_t wl = strlen(cs->workspace);
+            if (t[0] == '/') {
+                /* /WS/../../etc is not inside /WS: the rest is checked as a
+                 * target of a link in the workspace root */
+                if (!(strncmp(t, cs->workspace, wl) == 0 && (t[wl] == '/' || t[wl] == '\0')) ||
+                    target_escapes(t + wl, 0))
+                    wn |= LC_W_SYMLINK_OUTSIDE;
+            } else {
+                long depth = 0; /* of the link's directory */
+                for (const char *c = p; *c; c++)
+                    depth += *c == '/';
+                if (target_escapes(t, depth))
+                    wn |= LC_W_SYMLINK_OUTSIDE;
+            }
+        }
+    }
+    const char *base = strrchr(p, '/');
+    base = base ? base + 1 : p;
+    size_t bl = strlen(base);
+    /* .git/hooks/... and .git/config anywhere in the tree; git never runs
+     * a hook named *.sample (git init makes a dozen, executable): neither
+     * a hook nor an exec warning, which buried the ones that matter */
+    bool sample = sample_ok && bl > 7 && strcmp(base + bl - 7, ".sample") == 0;
+    for (const char *c = p;;) {
+        if (strncmp(c, ".git/", 5) == 0)
+            wn = git_dir_warnings(c + 5, sample, wn);
+        /* Python runs every .pth (its "import" lines) of an environment's
+         * site-packages, and imports sitecustomize / usercustomize (a .py,
+         * a sourceless .pyc, an extension, or a package) at each start; a
+         * site-packages that becomes a symlink brings another directory's */
+        if (e->kind != LC_DELETED && e->new_type != LC_DIR &&
+            (strncmp(c, "site-packages/", 14) == 0 || strncmp(c, "dist-packages/", 14) == 0)) {
+            const char *m = c + 14;
+            size_t ml = strcspn(m, "./");
+            if ((!strchr(m, '/') && bl > 4 && strcmp(base + bl - 4, ".pth") == 0) ||
+                ((ml == 13 && strncmp(m, "sitecustomize", 13) == 0) ||
+                 (ml == 13 && strncmp(m, "usercustomize", 13) == 0)))
+                wn |= LC_W_PY_STARTUP;
+        }
+        if (e->kind != LC_DELETED && e->new_type == LC_LNK &&
+            (strcmp(c, "site-packages") == 0 || strcmp(c, "dist-packages") == 0))
+            wn |= LC_W_PY_STARTUP;
+        /* a venv's pyvenv.cfg names the interpreter ('home') whose standard
+         * library every start imports, and whether the system's
+         * site-packages (and their .pth) join */
+        if (e->kind != LC_DELETED && strcmp(c, "pyvenv.cfg") == 0)
+            wn |= LC_W_PY_STARTUP;
+        const char *s = strchr(c, '/');
+        if (!s)
+            break;
+        c = s + 1;
+    }
+    e->warnings = wn;
+    cs->warnings |= wn;
+}
+
+/* Is every path below the workspace-relative directory rel warned of as a
+ * git hook by its name: rel is, or is below, a 'hooks' inside a .git (the
+ * rule of git_dir_warnings)? */
+static bool hooks_by_name(const char *rel) {
+    bool in_git = false;
+    for (const char *c = rel; *c;) {
+        size_t n = strcspn(c, "/");
+        if (in_git && n == 5 && strncmp(c, "hooks", 5) == 0)
+            return true;
+        if (n == 4 && strncmp(c, ".git", 4) == 0)
+            in_git = true;
+        c += n;
+        c += *c == '/';
+    }
+    return false;
+}
+
+/* The directory git runs the workspace's hooks from, as git itself names
+ * it from the workspace ('git rev-parse --git-path hooks': core.hooksPath
+ * when set, from any config git reads, else the .git's hooks), as
+ * workspace-relative prefixes in pre[0..1] (malloc'd; NULL when none lies
+ * inside the workspace, outside a .git, or git cannot tell).  pre[1] is
+ * husky's: with core.hooksPath '.husky/_', its stubs run the hooks in
+ * '.husky/'. */
+static void hooks_path_in_workspace(const char *workspace, char *pre[2]) {
+    pre[0] = pre[1] = NULL;
+    int fd[2];
+    if (pipe2(fd, O_CLOEXEC) < 0)
+        return;
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fd[0]);
+        close(fd[1]);
+        return;
+    }
+    if (pid == 0) {
+        int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (null < 0 || dup2(fd[1], STDOUT_FILENO) < 0 || dup2(null, STDERR_FILENO) < 0 ||
+            dup2(null, STDIN_FILENO) < 0 || chdir(workspace) < 0)
+            _exit(127);
+        execlp("git", "git", "rev-parse", "--git-path", "hooks", (char *)NULL);
+        _exit(127);
+    }
+    close(fd[1]);
+    /* git blocks where the workspace's repository has a FIFO for a file it
+     * reads (HEAD, config: an apply writes FIFOs), or a file system does
+     * not answer: the review goes on without it */
+    char out[PATH_MAX + 2];
+    size_t len = 0;
+    bool timed_out = false;
+    int64_t deadline = monotonic_ms() + HOOKS_PATH_TIMEOUT_MS;
+    for (;;) {
+        int64_t left = deadline - monotonic_ms();
+        struct pollfd pfd = {.fd = fd[0], .events = POLLIN};
+        int pr = left > 0 ? poll(&pfd, 1, (int)left) : 0;
+        if (pr < 0 && errno == EINTR)
+            continue;
+        if (pr <= 0) {
+            timed_out = pr == 0;
+            break;
+        }
+        ssize_t n = len < sizeof out - 1 ? read(fd[0], out + len, sizeof out - 1 - len) : 0;
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+    }
+    close(fd[0]);
+    if (timed_out)
+        kill(pid, SIGKILL);
+    int st;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    out[len] = '\0';
+    if (timed_out || !WIFEXITED(st) || WEXITSTATUS(st) != 0 || len == 0 || len >= sizeof out - 1 ||
+        out[len - 1] != '\n')
+        return;
+    out[len - 1] = '\0';
+    _cleanup_free_ char *abs = out[0] == '/' ? strdup(out) : path_join(workspace, out);
+    _cleanup_free_ char *dir = NULL, *ws = realpath(workspace, NULL);
+    if (!abs || !ws || path_resolve(abs, &dir) <= 0)
+        return;
+    size_t wl = strcmp(ws, "/") == 0 ? 0 : strlen(ws);
+    if (!path_within(dir, ws) || dir[wl] != '/')
+        return;
+    const char *rel = dir + wl + 1;
+    /* a 'hooks' below a .git (any .git's) is warned of by name, new
+     * samples spared (git_dir_warnings); another directory there
+     * (core.hooksPath .git/myhooks) is not, and is marked here */
+    if (hooks_by_name(rel))
+        return;
+    pre[0] = strdup(rel);
+    size_t rl = strlen(rel);
+    if (rl > 2 && strcmp(rel + rl - 2, "/_") == 0)
+        pre[1] = strndup(rel, rl - 2);
+}
+
+void lc_changeset_mark_hooks_path(struct lc_changeset *cs) {
+    if (!cs->n)
+        return;
+    char *pre[2];
+    hooks_path_in_workspace(cs->workspace, pre);
+    for (size_t i = 0; i < cs->n && pre[0]; i++) {
+        struct lc_entry *e = &cs->entries[i];
+        for (size_t k = 0; k < 2; k++) {
+            size_t pl = pre[k] ? strlen(pre[k]) : 0;
+            /* husky's own directory: its hooks are its direct files */
+            bool below = pre[k] && strncmp(e->path, pre[k], pl) == 0 &&
+                         (e->path[pl] == '\0' || (e->path[pl] == '/' && (k == 0 || !strchr(e->path + pl + 1, '/'))));
+            if (below) {
+                e->warnings |= LC_W_GIT_HOOK;
+                cs->warnings |= LC_W_GIT_HOOK;
+            }
+        }
+    }
+    free(pre[0]);
+    free(pre[1]);
+}
+
+/* Is rel (HOME-relative) such a file, or one in such a directory? */
+static bool home_startup_file(const char *rel) {
+    for (size_t k = 0; k < ARRAY_SIZE(startup_files); k++)
+        if (strcmp(rel, startup_files[k]) == 0)
+            return true;
+    for (size_t k = 0; k < ARRAY_SIZE(startup_dirs); k++)
+        if (path_within(rel, startup_dirs[k]) && strcmp(rel, startup_dirs[k]) != 0)
+            return true;
+    return false;
+}
+
+/* Where in the workspace ws (relative to it) HOME's startup file or
+ * directory name is, when a link in HOME leads there (a dotfile manager's
+ * ~/.bashrc -> dotfiles/bashrc): the change is made, and listed, there.
+ * NULL when it is not a link into ws. */
+static char *linked_rel(const char *h, const char *ws, const char *name) {
+    _cleanup_free_ char *p = path_join(h, name);
+    _cleanup_free_ char *real = p ? realpath(p, NULL) : NULL;
+    if (!real || strcmp(real, p) == 0 || !path_within(real, ws) || strcmp(real, ws) == 0)
+        return NULL;
+    size_t wl = strcmp(ws, "/") == 0 ? 0 : strlen(ws);
+    return strdup(real + wl + 1);
+}
+
+void lc_changeset_mark_home_config(struct lc_changeset *cs, const char *home) {
+    /* git's global config, where core.hooksPath, core.fsmonitor or
+     * core.sshCommand run commands in every repository */
+    static const char *const git_files[] = {".gitconfig", ".config/git/config"};
+    _cleanup_free_ char *h = home && home[0] == '/' ? realpath(home, NULL) : NULL;
+    _cleanup_free_ char *ws = h ? realpath(cs->workspace, NULL) : NULL;
+    if (!h || !ws || !path_within(h, ws))
+        return;
+    size_t wl = strcmp(ws, "/") == 0 ? 0 : strlen(ws);
+    const char *rel = h[wl] == '/' ? h + wl + 1 : ""; /* HOME in the workspace, "" when it is */
+    char *linked_files[ARRAY_SIZE(startup_files)], *linked_dirs[ARRAY_SIZE(startup_dirs)];
+    for (size_t k = 0; k < ARRAY_SIZE(startup_files); k++)
+        linked_files[k] = linked_rel(h, ws, startup_files[k]);
+    for (size_t k = 0; k < ARRAY_SIZE(startup_dirs); k++)
+        linked_dirs[k] = linked_rel(h, ws, startup_dirs[k]);
+    for (size_t i = 0; i < cs->n; i++) {
+        struct lc_entry *e = &cs->entries[i];
+        unsigned w = 0;
+        if (e->kind != LC_DELETED) {
+            for (size_t k = 0; k < ARRAY_SIZE(linked_files); k++)
+                if (linked_files[k] && strcmp(e->path, linked_files[k]) == 0)
+                    w |= LC_W_HOME_STARTUP;
+            for (size_t k = 0; k < ARRAY_SIZE(linked_dirs); k++)
+                if (linked_dirs[k] && path_within(e->path, linked_dirs[k]) && strcmp(e->path, linked_dirs[k]) != 0)
+                    w |= LC_W_HOME_STARTUP;
+        }
+        size_t rl = strlen(rel);
+        if (!rl || (strncmp(e->path, rel, rl) == 0 && e->path[rl] == '/')) {
+            const char *in_home = e->path + rl + (rl != 0);
+            for (size_t k = 0; k < ARRAY_SIZE(git_files); k++)
+                if (strcmp(in_home, git_files[k]) == 0)
+                    w |= LC_W_GIT_CONFIG;
+            if (e->kind != LC_DELETED && home_startup_file(in_home))
+                w |= LC_W_HOME_STARTUP;
+        }
+        e->warnings |= w;
+        cs->warnings |= w;
+    }
+    for (size_t k = 0; k < ARRAY_SIZE(linked_files); k++)
+        free(linked_files[k]);
+    for (size_t k = 0; k < ARRAY_SIZE(linked_dirs); k++)
+        free(linked_dirs[k]);
+}
+
+const char *lc_warning_message(unsigned bit) {
+    switch (1u << bit) {
+    case LC_W_EXEC: return "gains an executable bit";
+    case LC_W_SETID:
+        return "setuid/setgid bit (a file's are dropped by apply unless --keep-special-modes; a directory keeps them)";
+    case LC_W_GIT_HOOK: return "git hook (runs on your next git command)";
+    case LC_W_GIT_CONFIG: return "git configuration changed (can run commands)";
+    case LC_W_SYMLINK_OUTSIDE: return "symlink pointing outside the workspace";
+    case LC_W_LARGE: return "large file";
+    case LC_W_SPECIAL: return "device node or socket (never applied)";
+    case LC_W_HARDLINK: return "hard-linked in the stage (applied as separate files)";
+    case LC_W_FIFO: return "named pipe (applied: a program that opens it waits for a writer)";
+    case LC_W_HOME_STARTUP: return "runs when a shell, a login or your session starts (HOME is in the workspace)";
+    case LC_W_PY_STARTUP:
+        return "runs at every start of Python in that environment (.pth, site/usercustomize, pyvenv.cfg)";
+    case LC_W_GIT_WORKTREE:
+        return "a linked worktree's git metadata is deleted (git worktree remove, prune or gc; in a sandbox a worktree "
+               "outside the workspace looks missing): applying this breaks that worktree";
+    }
+    return "";
+}
