@@ -101,28 +101,6 @@ fail_errno:
     _exit(e == ENOENT ? 127 : 126);
 }
 
-/* Read the children of every thread of this process into pids (up to max). */
-static size_t list_children(pid_t *pids, size_t max) {
-    size_t n = 0;
-    _cleanup_closedir_ DIR *d = opendir("/proc/self/task");
-    if (!d)
-        return 0;
-    struct dirent *de;
-    while ((de = readdir(d)) && n < max) {
-        if (de->d_name[0] == '.')
-            continue;
-        char path[300];
-        snprintf(path, sizeof path, "/proc/self/task/%s/children", de->d_name);
-        _cleanup_fclose_ FILE *f = fopen(path, "re");
-        if (!f)
-            continue;
-        long pid;
-        while (n < max && fscanf(f, "%ld", &pid) == 1)
-            pids[n++] = (pid_t)pid;
-    }
-    return n;
-}
-
 /* Is pid gone or going already: exited (a zombie), exiting (PF_EXITING),
  * or with a SIGKILL pending (a cgroup kill on its way)? */
 static bool dying(pid_t pid) {
@@ -166,6 +144,13 @@ static void list_children_of(pid_t pid, pid_t *pids, size_t *n, size_t max) {
         while (f && *n < max && fscanf(f, "%ld", &c) == 1)
             pids[(*n)++] = (pid_t)c;
     }
+}
+
+/* The children of every thread of this process into pids (up to max). */
+static size_t list_children(pid_t *pids, size_t max) {
+    size_t n = 0;
+    list_children_of(getpid(), pids, &n, max);
+    return n;
 }
 
 /* The descendants still alive (not dying), up to max: our children and,
