@@ -93,8 +93,7 @@ int pending_apply_find(const char *workspace, const char *except_stage, char **r
  * workspace (exclusive) and its ancestors (shared) until ws_lock_release:
  * 0, or -EWOULDBLOCK while another apply holds one of them.
  * ws_apply_running: an apply into workspace or a directory around it is
- * going on now (whatever its state directory); ws_apply_live: one into
- * workspace itself. */
+ * going on now (whatever its state directory). */
 struct ws_lock {
     int *fd;
     size_t n;
@@ -102,7 +101,6 @@ struct ws_lock {
 int ws_lock_apply(const char *workspace, struct ws_lock *l);
 void ws_lock_release(struct ws_lock *l);
 bool ws_apply_running(const char *workspace);
-bool ws_apply_live(const char *workspace);
 
 /* The directories agents wrote in with no review between (agent_written.c):
  * a workspace a stage is applied to, a read-write grant of a sandboxed

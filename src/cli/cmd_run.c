@@ -204,7 +204,7 @@ int cmd_run(int argc, char **argv) {
                          "refused: a 'pvisor apply' is writing into %s or a directory that holds it now; run "
                          "again when that apply has finished; nothing was run",
                          workspace);
-    if (pending_apply_find(workspace, NULL, &pend, &pend_ws) > 0 && ws_apply_live(pend_ws))
+    if (pending_apply_find(workspace, NULL, &pend, &pend_ws) > 0 && ws_apply_running(pend_ws))
         return cli_error(PV_EXIT_SETUP, "run",
                          "refused: the stage %s is being applied to %s now; run again when that apply has "
                          "finished; nothing was run",

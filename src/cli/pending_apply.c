@@ -230,10 +230,3 @@ bool ws_apply_running(const char *workspace) {
     ws_lock_release(&l);
     return r == -EWOULDBLOCK;
 }
-
-bool ws_apply_live(const char *workspace) {
-    _cleanup_close_ int fd = open(workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0 || flock(fd, LOCK_SH | LOCK_NB) == 0)
-        return false;
-    return errno == EWOULDBLOCK;
-}
