@@ -185,6 +185,12 @@ void lc_entry_set_warnings(struct lc_changeset *cs, struct lc_entry *e, const st
     cs->warnings |= wn;
 }
 
+/* path (absolute, path_within ws) relative to ws: "" when it is ws. */
+static const char *below(const char *path, const char *ws) {
+    size_t wl = strcmp(ws, "/") == 0 ? 0 : strlen(ws);
+    return path[wl] == '/' ? path + wl + 1 : path + wl;
+}
+
 /* Is every path below the workspace-relative directory rel warned of as a
  * git hook by its name: rel is, or is below, a 'hooks' inside a .git (the
  * rule of git_dir_warnings)? */
@@ -268,10 +274,9 @@ static void hooks_path_in_workspace(const char *workspace, char *pre[2]) {
     _cleanup_free_ char *dir = NULL, *ws = realpath(workspace, NULL);
     if (!abs || !ws || path_resolve(abs, &dir) <= 0)
         return;
-    size_t wl = strcmp(ws, "/") == 0 ? 0 : strlen(ws);
-    if (!path_within(dir, ws) || dir[wl] != '/')
+    const char *rel = path_within(dir, ws) ? below(dir, ws) : "";
+    if (!*rel)
         return;
-    const char *rel = dir + wl + 1;
     /* a 'hooks' below a .git (any .git's) is warned of by name, new
      * samples spared (git_dir_warnings); another directory there
      * (core.hooksPath .git/myhooks) is not, and is marked here */
@@ -323,10 +328,9 @@ static bool home_startup_file(const char *rel) {
 static char *linked_rel(const char *h, const char *ws, const char *name) {
     _cleanup_free_ char *p = path_join(h, name);
     _cleanup_free_ char *real = p ? realpath(p, NULL) : NULL;
-    if (!real || strcmp(real, p) == 0 || !path_within(real, ws) || strcmp(real, ws) == 0)
+    if (!real || strcmp(real, p) == 0 || !path_within(real, ws) || !*below(real, ws))
         return NULL;
-    size_t wl = strcmp(ws, "/") == 0 ? 0 : strlen(ws);
-    return strdup(real + wl + 1);
+    return strdup(below(real, ws));
 }
 
 void lc_changeset_mark_home_config(struct lc_changeset *cs, const char *home) {
@@ -337,8 +341,7 @@ void lc_changeset_mark_home_config(struct lc_changeset *cs, const char *home) {
     _cleanup_free_ char *ws = h ? realpath(cs->workspace, NULL) : NULL;
     if (!h || !ws || !path_within(h, ws))
         return;
-    size_t wl = strcmp(ws, "/") == 0 ? 0 : strlen(ws);
-    const char *rel = h[wl] == '/' ? h + wl + 1 : ""; /* HOME in the workspace, "" when it is */
+    const char *rel = below(h, ws); /* HOME in the workspace, "" when it is */
     char *linked_files[ARRAY_SIZE(startup_files)], *linked_dirs[ARRAY_SIZE(startup_dirs)];
     for (size_t k = 0; k < ARRAY_SIZE(startup_files); k++)
         linked_files[k] = linked_rel(h, ws, startup_files[k]);
