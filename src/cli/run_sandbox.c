@@ -485,7 +485,7 @@ static void add_env_tool_roots(struct dirlist *l, const char *home, const struct
             continue;
         _cleanup_close_ int fd = open(real, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         int budget = 512;
-        if (fd < 0 || holds_credentials_at(fd, true) || creds_below(fd, 3, &budget, true) || holds_homes(real))
+        if (fd < 0 || creds_below(fd, 3, &budget, true) || holds_homes(real)) /* holds_homes: itself too */
             continue;
         dirlist_add(l, real);
     }
