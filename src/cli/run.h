@@ -19,12 +19,8 @@ struct run_context {
     const char *cwd;       /* absolute */
     json_t *bundle;        /* borrowed; updated and rewritten as the run goes */
     /* The host probes run in a child while the run is set up; their JSON
-     * arrives on probe_fd and goes into the Bundle (run_probe_collect).
-     * The child holds back its costliest probe (SHA-256: loading
-     * libcrypto) until probe_release_fd is closed, which collecting does:
-     * while the command runs, never while the sandbox is set up. */
+     * arrives on probe_fd and goes into the Bundle (run_probe_collect). */
     int probe_fd; /* -1: none pending */
-    int probe_release_fd;
     pid_t probe_pid;
 };
 

@@ -104,7 +104,7 @@ static int run_command(struct run_context *ctx, struct exec_spec *spec, struct e
 
 int run_write_running(struct run_context *ctx) {
     /* kernel_features is empty here unless the probes ran in the
-     * supervisor (--limit): the probe child finishes only once the command
+     * supervisor (--limit): the probe child is collected once the command
      * has started (run_probe_start), and the final Bundle has them. */
     return bundle_write(ctx->run_dirfd, ctx->bundle, bundle_durable(ctx));
 }
@@ -175,39 +175,23 @@ void run_probe_into_bundle(json_t *bundle) {
 }
 
 /* The probes take a millisecond or two (a child that tries namespaces,
- * PATH lookups, loads libcrypto): they run in a child of their own while
- * the stage and the sandbox are set up, all but the SHA-256 check, which
- * waits for the collection to start (it would compete for the CPU with
- * the set-up: about 1 ms of a --safe run's start). */
+ * PATH lookups): they run in a child of their own while the stage and the
+ * sandbox are set up. */
 void run_probe_start(struct run_context *ctx) {
-    int p[2], rel[2];
-    ctx->probe_fd = ctx->probe_release_fd = -1;
+    int p[2];
+    ctx->probe_fd = -1;
     if (pipe2(p, O_CLOEXEC) < 0)
         return;
-    if (pipe2(rel, O_CLOEXEC) < 0) {
-        close(p[0]);
-        close(p[1]);
-        return;
-    }
     pid_t pid = fork();
     if (pid < 0) {
         close(p[0]);
         close(p[1]);
-        close(rel[0]);
-        close(rel[1]);
         return;
     }
     if (pid == 0) {
         close(p[0]);
-        close(rel[1]);
         struct host_probe hp;
-        int r = host_probe_run_base(&hp);
-        char c;
-        while (read(rel[0], &c, 1) < 0 && errno == EINTR) /* EOF: collection started */
-            ;
-        if (r == 0)
-            host_probe_sha256(&hp);
-        json_t *j = r == 0 ? probe_to_json(&hp) : NULL;
+        json_t *j = host_probe_run(&hp) == 0 ? probe_to_json(&hp) : NULL;
         char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
         for (size_t off = 0, len = s ? strlen(s) : 0; off < len;) {
             ssize_t n = write(p[1], s + off, len - off);
@@ -223,17 +207,11 @@ void run_probe_start(struct run_context *ctx) {
         _exit(ok ? 0 : 1);
     }
     close(p[1]);
-    close(rel[0]);
     ctx->probe_fd = p[0];
-    ctx->probe_release_fd = rel[1];
     ctx->probe_pid = pid;
 }
 
 void run_probe_collect(struct run_context *ctx) {
-    if (ctx->probe_release_fd >= 0) {
-        close(ctx->probe_release_fd);
-        ctx->probe_release_fd = -1;
-    }
     if (ctx->probe_fd < 0)
         return;
     _cleanup_free_ char *buf = NULL;

@@ -470,13 +470,13 @@ static void probe_seccomp(struct probe_seccomp *s) {
               s->current_mode);
 }
 
-/* ---- SHA-256 (libcrypto, loaded on first use) ---------------------------- */
+/* ---- SHA-256 (libcrypto's, linked in) ----------------------------------- */
 
 static void probe_sha256(struct probe_status *s) {
     unsigned char d[32];
     int r = pv_sha256_buf("abc", 3, d);
     if (r < 0) {
-        status_fail(s, r, "%s", r == -ENOSYS ? pv_sha256_error() : strerror(-r));
+        status_fail(s, r, "%s", strerror(-r));
         return;
     }
     if (d[0] != 0xba || d[1] != 0x78 || d[31] != 0xad) {
@@ -690,16 +690,6 @@ static void probe_close_range(struct probe_status *s) {
 /* ---- entry point -------------------------------------------------------- */
 
 int host_probe_run(struct host_probe *ret_probe) {
-    int r = host_probe_run_base(ret_probe);
-    host_probe_sha256(ret_probe);
-    return r;
-}
-
-void host_probe_sha256(struct host_probe *p) {
-    probe_sha256(&p->sha256);
-}
-
-int host_probe_run_base(struct host_probe *ret_probe) {
     struct host_probe *p = ret_probe;
     memset(p, 0, sizeof *p);
     p->uid = getuid();
@@ -715,6 +705,7 @@ int host_probe_run_base(struct host_probe *ret_probe) {
     probe_landlock(&p->landlock);
     probe_seccomp(&p->seccomp);
     probe_openat2(&p->openat2);
+    probe_sha256(&p->sha256);
     probe_cgroup(&p->cgroup);
     find_binary("crun", &p->crun);
     find_binary("runc", &p->runc);
@@ -1096,8 +1087,8 @@ void executor_readiness_compute(const struct host_probe *p, enum probe_executor 
         }
         if (!p->sha256.ok) {
             missing_add(&c, "sha256", false);
-            remedy_add(&c.rm, "install OpenSSL's libcrypto (Debian: apt-get install libssl3): staging records "
-                              "and checks content by SHA-256");
+            remedy_add(&c.rm, "this pvisor's SHA-256 (OpenSSL's libcrypto, linked in) does not work: rebuild it "
+                              "against a working libssl-dev; staging records and checks content by SHA-256");
         }
         if (!p->cgroup.delegated.ok)
             note_add(r, "no delegated cgroup v2 with memory and pids: --limit mem/pids fall back to rlimits here");

@@ -127,7 +127,7 @@ struct host_probe {
     struct probe_landlock landlock;
     struct probe_seccomp seccomp;
     struct probe_status openat2; /* openat2() with RESOLVE_BENEATH|NO_SYMLINKS|NO_MAGICLINKS */
-    struct probe_status sha256;  /* SHA-256 from libcrypto.so.3 (loaded on first use) */
+    struct probe_status sha256;  /* SHA-256 (libcrypto's, linked in) hashes "abc" right */
     struct probe_cgroup cgroup;
     struct probe_binary crun;
     struct probe_binary runc;
@@ -144,12 +144,6 @@ struct host_probe {
  * *ret_probe holds everything probed so far.  Caller must be
  * single-threaded (see top of file). */
 int host_probe_run(struct host_probe *ret_probe);
-
-/* host_probe_run() in two steps, so that a caller can defer the costliest
- * probe: everything but the SHA-256 check (fills *ret_probe; same errors),
- * then that check (loads libcrypto) into an already filled probe. */
-int host_probe_run_base(struct host_probe *ret_probe);
-void host_probe_sha256(struct host_probe *p);
 
 /* The "kernel_features" object (schema in docs; keys are stable).  NULL on
  * ENOMEM. */

@@ -1,13 +1,12 @@
-/* sha256.h: SHA-256 from OpenSSL's libcrypto, loaded when first needed.
+/* sha256.h: SHA-256 from OpenSSL's libcrypto, linked statically.
  *
- * Most pvisor processes never hash (the launcher, `run` without writes,
- * `status`, `list`...), and linking libcrypto costs every one of them its
- * relocation at start (about 0.6 ms here).  So the library is opened with
- * dlopen() on the first use, once per process (thread-safe), and only its
- * SHA-256 functions are used (see sha256.c for why not EVP).
+ * Only libcrypto's SHA-256 functions are used (see sha256.c for why not
+ * EVP), and only their objects are linked in from libcrypto.a: no pvisor
+ * process loads libcrypto.so, whose relocation cost every process that
+ * hashed (the run's probe, the FUSE server's first copy-up, apply,
+ * review) about a millisecond.
  *
- * Errors are negative errno: -ENOSYS when libcrypto cannot be loaded
- * (pv_sha256_error() says why), -EIO when it fails, -ENOMEM. */
+ * Errors are negative errno: -EIO when libcrypto fails, -ENOMEM. */
 #ifndef PVISOR_UTIL_SHA256_H
 #define PVISOR_UTIL_SHA256_H
 
@@ -23,8 +22,5 @@ void pv_sha256_free(struct pv_sha256 *h); /* NULL is fine */
 
 /* One buffer. */
 int pv_sha256_buf(const void *data, size_t len, unsigned char ret[32]);
-
-/* Why libcrypto could not be loaded ("" if it was, or was not tried). */
-const char *pv_sha256_error(void);
 
 #endif

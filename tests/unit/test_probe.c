@@ -117,10 +117,10 @@ static void test_readiness(void) {
     ok(r.n_notes == 0, "no notes on a perfect host");
     perfect_host(&p);
     p.sha256.ok = false;
-    p.sha256.error = -ENOSYS;
+    p.sha256.error = -EIO;
     executor_readiness_compute(&p, PROBE_EXECUTOR_HOST, &r);
-    ok(!r.host_features_ready && has_missing(&r, "sha256") && strstr(r.remediation, "libssl3") != NULL,
-       "no SHA-256 (libcrypto) => --safe not ready, sha256 missing, remediation names libssl3");
+    ok(!r.host_features_ready && has_missing(&r, "sha256") && strstr(r.remediation, "libssl-dev") != NULL,
+       "no working SHA-256 => --safe not ready, sha256 missing, remediation says rebuild against libssl-dev");
 
     /* No userns: unprivileged clone disabled. */
     perfect_host(&p);
