@@ -301,6 +301,15 @@ int cmd_apply(int argc, char **argv) {
                       "Run 'pvisor apply' again: it completes the apply or names the conflict");
             break;
         case -ENODATA: cli_error(st, "apply", "the stage %s holds no changes (no run sealed it)", stage); break;
+        case -ELOOP:
+        case -ENAMETOOLONG:
+            if (rep.beyond_bounds) {
+                cli_error(st, "apply", "cannot read the stage %s: %s. Nothing was written to the workspace", stage,
+                          lc_cli_bound_reason(r, rep.failed_path));
+                lc_cli_bound_hint("apply", rep.failed_path, stage);
+                break;
+            }
+            goto failed;
         case -ENOTEMPTY: {
             _cleanup_free_ char *d = rep.failed_path ? lc_display_name(rep.failed_path) : NULL;
             cli_error(st, "apply",
@@ -321,6 +330,7 @@ int cmd_apply(int argc, char **argv) {
             }
             __attribute__((fallthrough));
         default:
+        failed:
             if (rep.failed_path) {
                 _cleanup_free_ char *d = lc_display_name(rep.failed_path);
                 fprintf(stderr, "pvisor apply: at %s:\n", d ? d : "?");

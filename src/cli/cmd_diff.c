@@ -485,13 +485,14 @@ int cmd_diff(int argc, char **argv) {
         return rc;
     struct lc_stage *st = NULL;
     struct lc_changeset *cs = NULL;
-    int r = lc_cli_load_changes(stage, &st, &cs);
+    _cleanup_free_ char *stopped = NULL;
+    int r = lc_cli_load_changes(stage, &st, &cs, &stopped);
     if (r < 0) {
         cli_error(PV_EXIT_FAILURE, "diff", "cannot read the stage %s: %s", stage,
-                  r == -ENOENT  ? "it holds no changes (dropped?)"
-                  : r == -ELOOP ? "directories nested deeper than " LC_MAX_DEPTH_TEXT
-                                  " levels, or a symlink where a directory was ('pvisor drop' discards the stage)"
-                                : strerror(-r));
+                  r == -ENOENT                        ? "it holds no changes (dropped?)"
+                  : r == -ELOOP || r == -ENAMETOOLONG ? lc_cli_bound_reason(r, stopped)
+                                                      : strerror(-r));
+        lc_cli_bound_hint("diff", stopped, stage);
         lc_cli_unreadable_hint(r, stage, false);
         return PV_EXIT_FAILURE;
     }

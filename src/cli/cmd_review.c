@@ -120,20 +120,49 @@ bool lc_cli_override_unreadable(const struct lc_changeset *cs) {
     return false;
 }
 
-int lc_cli_load_changes(const char *stage, struct lc_stage **ret_st, struct lc_changeset **ret_cs) {
+int lc_cli_load_changes(const char *stage, struct lc_stage **ret_st, struct lc_changeset **ret_cs, char **ret_stopped) {
     for (int attempt = 0;; attempt++) {
         *ret_st = NULL;
         *ret_cs = NULL;
+        if (ret_stopped) {
+            free(*ret_stopped);
+            *ret_stopped = NULL;
+        }
         int r = lc_stage_open(stage, ret_st);
         if (r == 0)
             r = lc_changeset_load(*ret_st, ret_cs);
         if (r >= 0)
             return r;
+        if (ret_stopped) {
+            *ret_stopped = *ret_st ? (*ret_st)->stopped_at : NULL;
+            if (*ret_st)
+                (*ret_st)->stopped_at = NULL;
+        }
         lc_stage_free(*ret_st);
         *ret_st = NULL;
         if (attempt > 0 || !lc_cli_own_files_override(r))
             return r;
     }
+}
+
+const char *lc_cli_bound_reason(int r, const char *stopped) {
+    if (r == -ENAMETOOLONG)
+        return "it holds a path longer than " LC_MAX_PATH_TEXT " bytes (review, diff and apply stop there)";
+    if (stopped)
+        return "directories nested deeper than " LC_MAX_DEPTH_TEXT " levels (review, diff and apply stop there)";
+    return "directories nested deeper than " LC_MAX_DEPTH_TEXT " levels, or a symlink where a directory was (review, "
+           "diff and apply stop there; 'pvisor drop' discards the stage)";
+}
+
+void lc_cli_bound_hint(const char *verb, const char *stopped, const char *stage) {
+    if (!stopped)
+        return;
+    _cleanup_free_ char *d = lc_display_name(stopped);
+    fprintf(stderr,
+            "pvisor %s: it stopped at %s. To keep the rest of the stage, remove that directory (or one above it) "
+            "in a run on the stage ('pvisor run --stage %s' in the workspace, then rm -rf it there), and review "
+            "it again; or discard the stage with 'pvisor drop'\n",
+            verb, d ? d : "?", stage);
 }
 
 void lc_cli_unreadable_hint(int r, const char *stage, bool writes) {
@@ -330,17 +359,17 @@ int cmd_review(const char *arg, bool as_json) {
     struct stat ust;
     bool emptied = state == STAGE_APPLIED && upper && lstat(upper, &ust) < 0 && errno == ENOENT;
     if (state != STAGE_DROPPED && !emptied) {
-        r = lc_cli_load_changes(stage, &st, &cs);
+        _cleanup_free_ char *stopped = NULL;
+        r = lc_cli_load_changes(stage, &st, &cs, &stopped);
         if (r < 0) {
             lc_stage_free(st);
             json_decref(bundle);
             cli_error(PV_EXIT_FAILURE, "status", "cannot read the changes of stage %s: %s", stage,
-                      r == -E2BIG     ? "too many entries"
-                      : r == -EBADMSG ? "malformed journal"
-                      : r == -ELOOP   ? "directories nested deeper than " LC_MAX_DEPTH_TEXT
-                                      " levels, or a symlink where a directory was (review, diff and apply stop "
-                                      "there; 'pvisor drop' discards the stage)"
-                                    : strerror(-r));
+                      r == -E2BIG                         ? "too many entries"
+                      : r == -EBADMSG                     ? "malformed journal"
+                      : r == -ELOOP || r == -ENAMETOOLONG ? lc_cli_bound_reason(r, stopped)
+                                                          : strerror(-r));
+            lc_cli_bound_hint("status", stopped, stage);
             lc_cli_unreadable_hint(r, stage, false);
             restore_note(stderr, "pvisor status: ", stage);
             return PV_EXIT_FAILURE;

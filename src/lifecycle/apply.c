@@ -1387,6 +1387,11 @@ int lc_apply(const char *stage_path, const struct lc_apply_opts *o, struct lc_ap
             goto out;
     } else {
         r = lc_changeset_load(st, &cs);
+        if (r < 0 && st->stopped_at) {
+            rep->beyond_bounds = true;
+            free(rep->failed_path);
+            rep->failed_path = strdup(st->stopped_at);
+        }
         if (r < 0)
             goto out;
         r = plan_from_changeset(cs, o, &p, rep);

@@ -52,6 +52,7 @@ void lc_stage_free(struct lc_stage *st) {
         close(st->ws_fd);
     free(st->path);
     free(st->workspace);
+    free(st->stopped_at);
     free(st);
 }
 
@@ -365,7 +366,15 @@ struct walk {
     char **ours;        /* directories created by earlier --path applies, sorted */
     size_t n_ours;
     char path[LC_MAX_PATH + 2];
+    char stopped[LC_MAX_PATH + 2]; /* where a bound stopped the walk (lc_stage.stopped_at) */
 };
+
+/* A bound stops the walk at w->path: remember where, for the message. */
+static int stop_at_bound(struct walk *w, int err) {
+    if (!w->stopped[0])
+        memcpy(w->stopped, w->path, strlen(w->path) + 1);
+    return err;
+}
 
 void lc_changeset_free(struct lc_changeset *cs) {
     if (!cs)
@@ -410,7 +419,7 @@ static int path_push(struct walk *w, const char *name, size_t *ret_old) {
     if (nl == 0 || strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || strchr(name, '/'))
         return -EINVAL;
     if (len + 1 + nl > LC_MAX_PATH)
-        return -ENAMETOOLONG;
+        return stop_at_bound(w, -ENAMETOOLONG);
     if (len)
         w->path[len++] = '/';
     memcpy(w->path + len, name, nl + 1);
@@ -565,7 +574,7 @@ static int walk_lower_deleted(struct walk *w, int lower_dirfd, const char *name,
     if (++w->visited > LC_MAX_ENTRIES)
         return -E2BIG;
     if (depth > LC_MAX_DEPTH)
-        return -ELOOP;
+        return stop_at_bound(w, -ELOOP);
     struct lc_entry *e = add_entry(w, LC_DELETED);
     if (!e)
         return w->cs->n >= LC_MAX_ENTRIES ? -E2BIG : -ENOMEM;
@@ -862,7 +871,7 @@ static int visit(struct walk *w, int upper_dirfd, int lower_dirfd, bool parent_o
 
 static int walk_upper(struct walk *w, int upper_dirfd, int lower_dirfd, bool opaque, int depth) {
     if (depth > LC_MAX_DEPTH)
-        return -ELOOP;
+        return stop_at_bound(w, -ELOOP);
     char **names = NULL;
     size_t n = 0;
     int r = sorted_names(upper_dirfd, &names, &n);
@@ -1077,6 +1086,10 @@ int lc_changeset_load(struct lc_stage *st, struct lc_changeset **ret_cs) {
     return 0;
 fail:
     free(orig);
+    free(st->stopped_at);
+    st->stopped_at = NULL;
+    if (w && w->stopped[0] && (r == -ELOOP || r == -ENAMETOOLONG))
+        st->stopped_at = strdup(w->stopped);
     if (w)
         free_names(w->ours, w->n_ours);
     free(w);

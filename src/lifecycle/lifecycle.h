@@ -28,6 +28,8 @@
 #include <jansson.h>
 
 #define LC_MAX_PATH 4095        /* bytes of a workspace-relative path */
+#define LC_MAX_PATH_TEXT "4095" /* the same, for messages */
+_Static_assert(LC_MAX_PATH == 4095, "LC_MAX_PATH_TEXT must say LC_MAX_PATH");
 #define LC_MAX_DEPTH 256        /* directory nesting below the root */
 #define LC_MAX_DEPTH_TEXT "256" /* the same, for messages */
 _Static_assert(LC_MAX_DEPTH == 256, "LC_MAX_DEPTH_TEXT must say LC_MAX_DEPTH");
@@ -124,6 +126,10 @@ struct lc_stage {
     int dir_fd;
     int upper_fd;
     int ws_fd;
+    /* set when lc_changeset_load stopped at a bound (-ELOOP: directories
+     * nested deeper than LC_MAX_DEPTH; -ENAMETOOLONG: a path longer than
+     * LC_MAX_PATH): the workspace-relative directory where it stopped */
+    char *stopped_at;
 };
 int lc_stage_open(const char *path, struct lc_stage **ret_stage);
 void lc_stage_free(struct lc_stage *st);
@@ -195,6 +201,9 @@ struct lc_apply_report {
     size_t n_setid_dropped;
     size_t n_skipped_special;
     char *failed_path; /* the path an operation failed on (errors other than conflicts) */
+    /* -ELOOP / -ENAMETOOLONG: the stage could not be read, failed_path is
+     * where a bound stopped it (lc_stage.stopped_at); nothing was written */
+    bool beyond_bounds;
     /* -ENOSPC before anything was written: the bytes the plan's files take
      * and what the workspace's file system has available */
     uint64_t room_need, room_avail;

@@ -826,6 +826,41 @@ else
     skip "a tree deeper than review goes" "needs prlimit"
 fi
 
+# --- where review stops, and how to keep the rest of the stage ---------------------
+# A tree deeper than review goes (LC_MAX_DEPTH), or a path longer than it
+# reads (LC_MAX_PATH), made apply fail with "Too many levels of symbolic
+# links" or "File name too long", naming no path, and every message named
+# drop as the only way out: the rest of the agent's work was lost.  Now
+# status, diff and apply name the directory where they stopped, and
+# removing it in a run on the stage makes the rest appliable.
+D=$T/bound; mkdir -p "$D/ws"; printf 'keep\n' > "$D/ws/keep.txt"
+(cd "$D/ws" && "$PVISOR" run --stage "$D/st" -- $PY -c '
+import os
+os.makedirs("/".join(["t"] * 300))
+open("other.txt", "w").write("other\n")') >/dev/null 2>&1
+deep=$(printf 't/%.0s' $(seq 1 257)); deep=${deep%/}
+(cd "$D/ws" && "$PVISOR" apply --stage "$D/st") >/dev/null 2>"$D/apply.err"; rc=$?
+eq "$rc:$(grep -c 'nested deeper than 256 levels' "$D/apply.err"):$(grep -Fc "it stopped at $deep. " "$D/apply.err"):$(grep -c 'symbolic links' "$D/apply.err"):$(ls "$D/ws")" \
+    "1:1:1:0:keep.txt" "apply of a stage with a tree deeper than 256 levels names where it stopped, and writes nothing"
+"$PVISOR" status --review "$D/st" >/dev/null 2>"$D/st.err"; rc=$?
+"$PVISOR" diff "$D/st" >/dev/null 2>"$D/diff.err"; rc2=$?
+eq "$rc:$rc2:$(grep -Fc "it stopped at $deep. " "$D/st.err"):$(grep -Fc "it stopped at $deep. " "$D/diff.err")" "1:1:1:1" \
+    "... status --review and diff name it too"
+"$PVISOR" run --stage "$D/st" --workspace "$D/ws" -- rm -rf "$D/ws/$deep" >/dev/null 2>&1
+(cd "$D/ws" && "$PVISOR" apply --stage "$D/st") >/dev/null 2>"$D/apply2.err"; rc=$?
+eq "$rc:$(cat "$D/ws/other.txt" 2>/dev/null):$(find "$D/ws/t" -type d | wc -l)" "0:other:256" \
+    "... and once a run on the stage removed that directory, the rest of the stage applies"
+D=$T/bound2; mkdir -p "$D/ws"
+(cd "$D/ws" && "$PVISOR" run --stage "$D/st" -- $PY -c '
+import os
+n = "n" * 250
+for i in range(17):
+    os.mkdir(n); os.chdir(n)') >/dev/null 2>&1
+long=$(printf "$(printf 'n%.0s' $(seq 1 250))/%.0s" $(seq 1 16)); long=${long%/}
+(cd "$D/ws" && "$PVISOR" apply --stage "$D/st") >/dev/null 2>"$D/apply.err"; rc=$?
+eq "$rc:$(grep -c 'a path longer than 4095 bytes' "$D/apply.err"):$(grep -Fc "it stopped at $long. " "$D/apply.err"):$(ls "$D/ws" | wc -l)" "1:1:1:0" \
+    "apply of a stage with a path longer than 4095 bytes names the directory where it stopped, and writes nothing"
+
 # --- every Bundle of this test validates ---------------------------------------------
 check "every Bundle validates against docs/bundle.schema.json" sh -c "$VALIDATE $XDG_STATE_HOME/pvisor/runs/*/bundle.json"
 check "no FUSE mount of any test workspace is left on the host" sh -c "! grep -h '$T' /proc/[0-9]*/mountinfo 2>/dev/null | grep -q fuse"
