@@ -311,9 +311,13 @@ void sandbox_record(struct run_context *ctx, const struct sandbox *sb) {
         "PID namespace with pvisor's init as PID 1; every process dies with the run",
         EVID("{s:b, s:I}", "pid_namespace_differs", pid, "pid_inside", json_integer_value(json_object_get(ev, "pid"))),
         NULL);
-    bundle_set_dimension(b, DIM_SYSCALLS, seccomp ? LEVEL_ENFORCED : LEVEL_UNAVAILABLE, "seccomp filter (libseccomp)",
-                         EVID("{s:b, s:s?}", "seccomp_filter_mode", seccomp, "filters",
-                              json_string_value(json_object_get(ev, "Seccomp_filters"))),
+    const json_t *prog = json_object_get(ev, "seccomp_filter");
+    bundle_set_dimension(b, DIM_SYSCALLS, seccomp ? LEVEL_ENFORCED : LEVEL_UNAVAILABLE,
+                         "seccomp filter (libseccomp, compiled at build time)",
+                         EVID("{s:b, s:s?, s:s?, s:I}", "seccomp_filter_mode", seccomp, "filters",
+                              json_string_value(json_object_get(ev, "Seccomp_filters")), "program_sha256",
+                              json_string_value(json_object_get(prog, "sha256")), "program_instructions",
+                              json_integer_value(json_object_get(prog, "instructions"))),
                          "deny list: ptrace, process_vm_*, mount/namespace calls, bpf, perf, userfaultfd, keyrings, "
                          "io_uring, kernel modules, handle opens, TIOCSTI/TIOCLINUX, socket families beyond unix, "
                          "inet, inet6, netlink; non-native ABIs kill");

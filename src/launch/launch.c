@@ -389,7 +389,7 @@ static json_t *rlimits_json(void) {
 }
 
 /* Self-check from inside, after every control is installed. */
-static json_t *self_check(int ll_abi, uint64_t ll_fs, uint64_t ll_net, uint64_t ll_scoped) {
+static json_t *self_check(int ll_abi, uint64_t ll_fs, uint64_t ll_net, uint64_t ll_scoped, bool seccomp) {
     json_t *j = json_object();
     _cleanup_free_ char *status = NULL;
     int pfd = open("/proc/self", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -435,6 +435,16 @@ static json_t *self_check(int ll_abi, uint64_t ll_fs, uint64_t ll_net, uint64_t 
     json_object_set_new(j, "landlock",
                         json_pack("{s:i, s:I, s:I, s:I}", "abi", ll_abi, "handled_fs", (json_int_t)ll_fs, "handled_net",
                                   (json_int_t)ll_net, "scoped", (json_int_t)ll_scoped));
+    /* which program the filter counted in Seccomp_filters is: the kernel
+     * shows it to no one without CAP_SYS_ADMIN, so its digest as installed */
+    unsigned char d[32];
+    unsigned n = seccomp ? launch_seccomp_digest(d) : 0;
+    if (n) {
+        char hex[65];
+        for (size_t i = 0; i < sizeof d; i++)
+            snprintf(hex + 2 * i, 3, "%02x", d[i]);
+        json_object_set_new(j, "seccomp_filter", json_pack("{s:s, s:I}", "sha256", hex, "instructions", (json_int_t)n));
+    }
     json_object_set_new(j, "rlimits", rlimits_json());
     /* a controlling terminal (plan.tty's pty): /dev/tty opens */
     int ctty = open("/dev/tty", O_RDONLY | O_NOCTTY | O_CLOEXEC);
@@ -544,7 +554,7 @@ static _Noreturn void become_command(const struct launch_plan *p, const struct t
     if (p->seccomp && (r = launch_seccomp(&step)) < 0)
         fail(step, r);
 
-    json_t *ev = self_check(abi, hfs, hnet, scoped);
+    json_t *ev = self_check(abi, hfs, hnet, scoped, p->seccomp);
     json_t *msg = json_pack("{s:b, s:o}", "ok", 1, "evidence", ev ? ev : json_object());
     char *s = msg ? json_dumps(msg, JSON_COMPACT) : NULL;
     if (!s)

@@ -71,5 +71,8 @@ extern struct launch_socket_scan launch_socket_scan;
 int launch_landlock(const struct launch_plan *p, int *ret_abi, uint64_t *ret_handled_fs, uint64_t *ret_handled_net,
                     uint64_t *ret_scoped, const char **ret_step);
 int launch_seccomp(const char **ret_step);
+/* The installed program's SHA-256 into ret; returns its length in
+ * instructions (0 if it could not be hashed). */
+unsigned launch_seccomp_digest(unsigned char ret[32]);
 
 #endif

@@ -445,6 +445,22 @@ eq "$(jq -r '[.dimensions | to_entries[] | select(.value.effective != "enforced"
    "resources:none" "--safe Bundle: every requested dimension enforced (resources not requested)"
 eq "$(jq -r '.sandbox_evidence | [.NoNewPrivs, .Seccomp, .CapEff, .CapBnd] | join(" ")' "$b")" \
    "1 2 0000000000000000 0000000000000000" "--safe Bundle: self-check shows no_new_privs, seccomp, no capabilities"
+# The filter is compiled when pvisor is built (src/launch/seccomp-gen.c):
+# the evidence names the program installed, as the build made it (the
+# generated header, packed as struct sock_filter), and pvisor does not
+# load libseccomp at all.
+hdr=$(dirname "$PVISOR")/../launch/seccomp-filter.h
+if [ -f "$hdr" ]; then
+    want=$(python3 -c '
+import hashlib, re, struct, sys
+ins = re.findall(r"\{0x([0-9a-f]+), (\d+), (\d+), 0x([0-9a-f]+)\}", open(sys.argv[1]).read())
+print(hashlib.sha256(b"".join(struct.pack("<HBBI", int(c, 16), int(t), int(f), int(k, 16)) for c, t, f, k in ins)).hexdigest(), len(ins))' "$hdr")
+    eq "$(jq -r '.dimensions.syscalls.evidence | "\(.program_sha256) \(.program_instructions)"' "$b")" "$want" \
+        "--safe Bundle: the syscalls evidence names the seccomp program the build compiled (SHA-256, length)"
+else
+    skip "--safe Bundle: the seccomp program's digest" "no generated header next to \$PVISOR ($hdr)"
+fi
+eq "$(readelf -d "$PVISOR" | grep -c 'NEEDED.*libseccomp')" 0 "pvisor does not load libseccomp (the filter is compiled at build time)"
 check "--safe Bundle validates against the schema" /usr/bin/python3 "$SRCDIR/tests/validate-bundle.py" "$SRCDIR/docs/bundle.schema.json" "$b"
 "$PVISOR" run --safe --strict --stage "$S" --workspace "$W" -- touch "$W/strict-ran" 2>/dev/null; rc=$?
 check "--safe --strict runs: every requested dimension is enforced on this host" sh -c "[ $rc -eq 0 ] && [ -e '$S/upper/strict-ran' ]"
