@@ -219,9 +219,11 @@ int ov_alias_link_group(struct ov *ov, const char *relpath, const struct stat *l
         _cleanup_close_ int pfd = -1;
         if ((r = ensure_upper_dir(ov, dir, &pfd)) < 0)
             return r;
-        struct ov_mark pm = ov_mark(pfd); /* the name may grow the directory */
+        struct timespec pmtime = ov_dir_mtime(pfd); /* a name the view showed already */
+        struct ov_mark pm = ov_mark(pfd);           /* the name may grow the directory */
         r = linkat(ov->work_fd, tmp, pfd, slash ? slash + 1 : hit->path, 0) < 0 ? -errno : 0;
         ov_account_mark(ov, &pm);
+        ov_dir_mtime_restore(pfd, pmtime);
         if (r < 0)
             return r;
     }

@@ -400,6 +400,28 @@ int ov_journal_lower(struct ov *ov, const char *relpath, const char *op) {
 
 /* ---- copy-up ---- */
 
+/* A directory's mtime changes when its entries change in the view (create,
+ * unlink, rename).  A copy-up also adds names to upper directories: the
+ * copied object, the other names of a hard-linked file (alias.c), and it
+ * drops the whiteouts of a directory made self-contained; none of these
+ * changes what the view lists, so the directory gets its mtime back, as on
+ * a plain file system, where a chmod or a write of d/f, or the rename of d,
+ * leaves d's mtime alone.  (Adding a name does not change the atime.) */
+struct timespec ov_dir_mtime(int dfd) {
+    struct stat st;
+    if (dfd < 0 || fstatat(dfd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+        return (struct timespec){.tv_sec = 0, .tv_nsec = UTIME_OMIT};
+    return st.st_mtim;
+}
+
+void ov_dir_mtime_restore(int dfd, struct timespec mtime) {
+    char p[40];
+    if (mtime.tv_nsec == UTIME_OMIT || ov_proc_path(dfd, p) < 0)
+        return;
+    struct timespec ts[2] = {{.tv_sec = 0, .tv_nsec = UTIME_OMIT}, mtime};
+    (void)utimensat(AT_FDCWD, p, ts, 0); /* best effort: a time, not data */
+}
+
 /* Copy the lower object at relpath into upper dir pfd as name.  op != NULL:
  * journal its preimage (first mutation).  Returns an O_PATH fd of the new
  * upper object in *ret_fd. */
@@ -421,6 +443,7 @@ int ov_copy_up_entry(struct ov *ov, int pfd, const char *relpath, const char *na
     if ((r = ov_quota_reserve(ov, charge)) < 0)
         return r;
 
+    struct timespec pmtime = ov_dir_mtime(pfd); /* before the aliases' links too */
     const char *jpath = relpath[0] ? relpath : ".";
     bool want_digest =
         op && !stage_journal_contains(ov->stage, jpath) && (S_ISREG(lst.st_mode) || S_ISLNK(lst.st_mode));
@@ -548,6 +571,7 @@ int ov_copy_up_entry(struct ov *ov, int pfd, const char *relpath, const char *na
         stage_origin_forget(ov->stage, tst.st_ino);
         goto fail;
     }
+    ov_dir_mtime_restore(pfd, pmtime);
     pv_sha256_free(md);
     ov_account_added(ov, &tst);
     ov_quota_release(ov, charge);
@@ -637,15 +661,27 @@ static int make_self_contained(struct ov *ov, int dfd) {
     return r;
 }
 
+static int copy_tree_children(struct ov *ov, int dfd, const char *relpath, const char *op, unsigned depth);
+
 /* Copy every lower-only descendant of the upper directory dfd (merged path
  * relpath) into the upper and make each directory opaque, so the subtree no
- * longer depends on the lower (used before renaming a lower directory). */
+ * longer depends on the lower (used before renaming a lower directory).
+ * Each directory keeps its mtime: the view lists the same entries. */
 static int copy_tree_rec(struct ov *ov, int dfd, const char *relpath, const char *op, unsigned depth) {
     if (depth > 4096)
         return -ELOOP;
+    struct timespec mtime = ov_dir_mtime(dfd);
+    int r = copy_tree_children(ov, dfd, relpath, op, depth);
+    if (r == 0)
+        r = make_self_contained(ov, dfd);
+    ov_dir_mtime_restore(dfd, mtime);
+    return r;
+}
+
+static int copy_tree_children(struct ov *ov, int dfd, const char *relpath, const char *op, unsigned depth) {
     int lfd = ov_lower_open(ov, relpath, O_RDONLY | O_DIRECTORY);
     if (lfd < 0)
-        return lfd == -ENOENT ? make_self_contained(ov, dfd) : lfd;
+        return lfd == -ENOENT ? 0 : lfd;
     _cleanup_closedir_ DIR *d = NULL;
     int rd = fd_opendir(lfd, &d);
     if (rd < 0)
@@ -692,7 +728,7 @@ static int copy_tree_rec(struct ov *ov, int dfd, const char *relpath, const char
         if (r < 0)
             return r;
     }
-    return make_self_contained(ov, dfd);
+    return 0;
 }
 
 int ov_copy_up_tree(struct ov *ov, struct ov_node *n, const char *op) {

@@ -297,6 +297,10 @@ void ov_account_removed(struct ov *ov, const struct stat *st);
 void ov_account_added(struct ov *ov, const struct stat *st);
 int ov_copy_xattrs(int src_fd, int dst_fd, bool escape);
 int ov_copy_up_entry(struct ov *ov, int pfd, const char *relpath, const char *name, const char *op, int *ret_fd);
+/* The mtime of the upper directory dfd ({0, UTIME_OMIT} if unknown), and
+ * putting it back after a copy-up added names the view already showed. */
+struct timespec ov_dir_mtime(int dfd);
+void ov_dir_mtime_restore(int dfd, struct timespec mtime);
 
 /* alias.c */
 int ov_alias_link_group(struct ov *ov, const char *relpath, const struct stat *lst, const char *sha, const char *op,
