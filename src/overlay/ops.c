@@ -161,7 +161,11 @@ void ov_op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *f
 
 static struct ov_fh **fh_bucket(struct ov *ov, uint64_t dev, uint64_t ino);
 
-static int lower_fh_stat(struct ov *ov, struct ov_node *n, struct stat *ret_st) {
+/* A descriptor still open on the object node n last opened (its pc_dev,
+ * pc_ino): one on that lower object (0), or one switched to the object's
+ * upper copy when another of its names copied it up (1: the copy's link
+ * count is the view's).  -ENOENT if there is none. */
+static int open_fh_stat(struct ov *ov, struct ov_node *n, struct stat *ret_st) {
     uint64_t dev = atomic_load(&n->pc_dev), ino = atomic_load(&n->pc_ino);
     int r = -ENOENT;
     if (!dev && !ino)
@@ -172,6 +176,10 @@ static int lower_fh_stat(struct ov *ov, struct ov_node *n, struct stat *ret_st) 
             r = 0;
             break;
         }
+    for (struct ov_fh *fh = ov->open_fhs; r < 0 && fh; fh = fh->onext)
+        if (fh->switched && (uint64_t)fh->lower_dev == dev && (uint64_t)fh->lower_ino == ino &&
+            fstat(fh->fd, ret_st) == 0)
+            r = 1;
     pthread_mutex_unlock(&ov->fh_lock);
     return r;
 }
@@ -194,12 +202,15 @@ void ov_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
         /* fstat(2) of a lower file unlinked (or renamed over) while open
          * comes without a handle (the kernel's getattr passes none): answer
          * from a descriptor still open on that lower object, less the name
-         * the merged view no longer has */
-        if (lower_fh_stat(ov, n, &st) == 0) {
-            if (st.st_nlink > 0)
-                st.st_nlink--;
+         * the merged view no longer has; or from one switched to its upper
+         * copy (a hard-linked file copied up through another name) */
+        int o = open_fh_stat(ov, n, &st);
+        if (o == 0 && st.st_nlink > 0)
+            st.st_nlink--;
+        else if (o == 1)
+            st.st_ino = ov_upper_ino(ov, st.st_ino);
+        if (o >= 0)
             r = 0;
-        }
     }
     double t = ov_attr_timeout(ov, n, &st);
     ov_unlock(ov);
