@@ -564,6 +564,8 @@ int ov_copy_up_entry(struct ov *ov, int pfd, const char *relpath, const char *na
         goto fail;
     if ((r = stage_origin_add(ov->stage, tst.st_ino, lst.st_ino)) < 0)
         goto fail;
+    if (S_ISREG(lst.st_mode) && lst.st_nlink > 1)
+        ov_shared_add(ov, ov_upper_ino(ov, tst.st_ino)); /* the copy's number in the view */
     struct ov_mark pm = ov_mark(pfd);
     r = renameat2(ov->work_fd, tmp, pfd, name, RENAME_NOREPLACE) < 0 ? -errno : 0;
     ov_account_mark(ov, &pm);

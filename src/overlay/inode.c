@@ -626,11 +626,57 @@ void ov_nodes_clear_lower_below(struct ov *ov, struct ov_node *top) {
     pthread_mutex_unlock(&ov->tree_lock);
 }
 
-double ov_attr_timeout(struct ov *ov, const struct ov_node *n, const struct stat *st) {
+static bool shared_find(struct ov *ov, uint64_t ino, bool add) {
+    bool found = false;
+    pthread_mutex_lock(&ov->shared_lock);
+    if (add && (ov->n_shared + 1) * 2 > ov->cap_shared) {
+        size_t nc = ov->cap_shared ? ov->cap_shared * 2 : 64;
+        uint64_t *nt = calloc(nc, sizeof(*nt));
+        if (nt) {
+            for (size_t i = 0; i < ov->cap_shared; i++) {
+                uint64_t v = ov->shared_ino[i];
+                size_t j = (size_t)(v * 0x9e3779b97f4a7c15ULL) & (nc - 1);
+                while (v && nt[j])
+                    j = (j + 1) & (nc - 1);
+                if (v)
+                    nt[j] = v;
+            }
+            free(ov->shared_ino);
+            ov->shared_ino = nt;
+            ov->cap_shared = nc;
+        }
+    }
+    if (ino && ov->cap_shared) {
+        size_t j = (size_t)(ino * 0x9e3779b97f4a7c15ULL) & (ov->cap_shared - 1);
+        while (ov->shared_ino[j] && ov->shared_ino[j] != ino)
+            j = (j + 1) & (ov->cap_shared - 1);
+        found = ov->shared_ino[j] == ino;
+        if (!found && add && (ov->n_shared + 1) * 2 <= ov->cap_shared) {
+            ov->shared_ino[j] = ino;
+            ov->n_shared++;
+        }
+    }
+    pthread_mutex_unlock(&ov->shared_lock);
+    return found;
+}
+
+void ov_shared_add(struct ov *ov, uint64_t ino) {
+    shared_find(ov, ino, true);
+}
+
+double ov_attr_timeout(struct ov *ov, struct ov_node *n, const struct stat *st) {
     /* Several names of one file are different kernel inodes (one node per
      * name): a change made through one name must show through the others
-     * at once, so their attributes are not cached. */
+     * at once, so their attributes are not cached.  Once it had several
+     * names, never: a name that went away may still be open (a write
+     * through it must show in stat(2) of the one left, and the reverse). */
+    if (S_ISREG(st->st_mode) && st->st_nlink > 1) {
+        ov_shared_add(ov, (uint64_t)st->st_ino);
+        return 0.0;
+    }
     if (!S_ISDIR(st->st_mode) && st->st_nlink > 1)
+        return 0.0;
+    if (S_ISREG(st->st_mode) && shared_find(ov, (uint64_t)st->st_ino, false))
         return 0.0;
     /* Objects still backed by the lower may be edited on the host at any
      * time: cached only for the configured (short) time.  Upper-only

@@ -35,6 +35,8 @@
  *   4b. ov->fh_lock (mutex, leaf): the list of open descriptors of
  *      lower files (ov_fh_track_lower, ov_fh_untrack, ov_fh_to_upper);
  *      nothing under it takes another lock or calls into the mount.
+ *   4c. ov->shared_lock (mutex, leaf): the inode numbers of files that
+ *      have or had several names (ov_attr_timeout, ov_shared_add).
  * Statistics are atomics.  Every lock is dropped before fuse_reply_*.
  */
 #ifndef PVISOR_OVERLAY_INTERNAL_H
@@ -123,6 +125,12 @@ struct ov {
     struct ov_node *all;    /* tree_lock: every live non-root node (for teardown) */
     struct ov_node **htab;  /* tree_lock */
     size_t hcap, hn;        /* tree_lock */
+
+    /* shared_lock (leaf): the view's st_ino of every regular file that has
+     * or had several names (ov_attr_timeout); open addressing, 0 = free */
+    pthread_mutex_t shared_lock;
+    uint64_t *shared_ino;
+    size_t n_shared, cap_shared;
 
     struct ov_alias *aliases;      /* ns write lock: sorted by ino once built */
     size_t n_aliases, cap_aliases; /* ns write lock */
@@ -243,7 +251,10 @@ void ov_node_detach_at(struct ov *ov, struct ov_node *parent, const char *name);
 int ov_node_move(struct ov *ov, struct ov_node *n, struct ov_node *newparent, const char *newname);
 void ov_nodes_clear_lower_below(struct ov *ov, struct ov_node *top);
 void ov_node_set_upper(struct ov *ov, struct ov_node *n, int fd);
-double ov_attr_timeout(struct ov *ov, const struct ov_node *n, const struct stat *st);
+double ov_attr_timeout(struct ov *ov, struct ov_node *n, const struct stat *st);
+/* The regular file of view inode number ino has several names (a lower
+ * file's copy-up, link()): its attributes are never cached again. */
+void ov_shared_add(struct ov *ov, uint64_t ino);
 int ov_fill_entry(struct ov *ov, struct ov_node *n, struct fuse_entry_param *e);
 int ov_fill_entry_resolved(struct ov *ov, struct ov_node *n, const struct ov_entry *res, struct fuse_entry_param *e);
 void ov_table_free(struct ov *ov);

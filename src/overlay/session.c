@@ -208,6 +208,8 @@ static void ov_release(struct overlay *o) {
     pthread_rwlock_destroy(&ov->data_lock);
     pthread_mutex_destroy(&ov->tree_lock);
     pthread_mutex_destroy(&ov->fh_lock);
+    pthread_mutex_destroy(&ov->shared_lock);
+    free(ov->shared_ino);
     pthread_mutex_destroy(&ov->thread_lock);
     free(o);
 }
@@ -260,6 +262,7 @@ int overlay_start(const struct overlay_params *p, struct overlay **ret_ov) {
     pthread_rwlockattr_destroy(&attr);
     pthread_mutex_init(&ov->tree_lock, NULL);
     pthread_mutex_init(&ov->fh_lock, NULL);
+    pthread_mutex_init(&ov->shared_lock, NULL);
     pthread_mutex_init(&ov->thread_lock, NULL);
     ov->lower_fd = p->lower_fd;
     ov->stage = p->stage;
