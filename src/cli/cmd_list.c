@@ -103,7 +103,7 @@ int cmd_list(int argc, char **argv) {
         json_t *b = NULL;
         json_t *s;
         if (runs_load_bundle(ids[i], &b) < 0)
-            s = json_pack("{s:s, s:s}", "run_id", ids[i], "state", "unreadable");
+            s = json_pack("{s:s, s:s}", "run_id", ids[i], "state", runs_starting(ids[i]) ? "starting" : "unreadable");
         else
             s = summary(ids[i], b);
         json_decref(b);

@@ -9,6 +9,7 @@
 #include "cli/cli.h"
 #include "cli/run.h"
 #include "evidence/bundle.h"
+#include "evidence/runstore.h"
 #include "exec/exec.h"
 #include "policy/policy.h"
 #include "util/cleanup.h"
@@ -228,6 +229,9 @@ int cmd_run(int argc, char **argv) {
     _cleanup_close_ int run_dirfd = open(run_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (run_dirfd < 0)
         return cli_error(PV_EXIT_SETUP, "run", "cannot open %s: %s", run_dir, strerror(errno));
+    /* until the first Bundle is written, this says the run is starting
+     * (not one whose supervisor died): runstore.h */
+    (void)runs_hold(run_dirfd);
 
     struct timespec started;
     clock_gettime(CLOCK_REALTIME, &started);

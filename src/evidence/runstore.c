@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 static int cmp_desc(const void *a, const void *b) {
@@ -76,6 +77,19 @@ int runs_list_ids(char ***ret_ids, size_t *ret_n) {
     *ret_ids = ids;
     *ret_n = n;
     return 0;
+}
+
+int runs_hold(int run_dirfd) {
+    return flock(run_dirfd, LOCK_SH | LOCK_NB) < 0 ? -errno : 0;
+}
+
+bool runs_starting(const char *id) {
+    _cleanup_free_ char *dir = NULL;
+    if (runs_dir(false, &dir) < 0)
+        return false;
+    _cleanup_free_ char *p = path_join(dir, id);
+    _cleanup_close_ int fd = p ? open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW) : -1;
+    return fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) < 0 && errno == EWOULDBLOCK;
 }
 
 int runs_load_bundle(const char *id, json_t **ret_bundle) {

@@ -3,6 +3,7 @@
 #define PVISOR_EVIDENCE_RUNSTORE_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 /* Run ids under the runs directory, newest first (ids sort by start time).
@@ -12,5 +13,12 @@ void runs_free_ids(char **ids);
 
 /* Load the Bundle of run id. */
 int runs_load_bundle(const char *id, json_t **ret_bundle);
+
+/* A run's supervisor holds a shared flock(2) on the run's directory for
+ * as long as it lives (runs_hold); until it writes the first Bundle, that
+ * lock is how others tell a run still starting from one whose supervisor
+ * died before writing any.  runs_starting: the lock of run id is held. */
+int runs_hold(int run_dirfd);
+bool runs_starting(const char *id);
 
 #endif

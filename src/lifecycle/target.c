@@ -209,6 +209,11 @@ int lc_resolve_target(const char *run, const char *stage_dir, char **ret_stage_p
             if (runs_load_bundle(ids[i], &b) < 0) {
                 if (match)
                     continue; /* older than the one found: as if not read */
+                /* A run still starting (another agent's, in parallel) has
+                 * no Bundle for a few milliseconds: passed over, as a
+                 * running stage could not be the one anyway. */
+                if (runs_starting(ids[i]))
+                    continue;
                 json_decref(any_b);
                 /* A newer run whose Bundle is gone (a supervisor that died
                  * setting up, a power loss: Bundles are not flushed) may

@@ -1314,6 +1314,36 @@ check "... and nothing was applied or dropped" sh -c "[ \"\$(cat '$W/f')\" = old
 eq "$rc:$(cat "$W/f")" "0:fromA" "naming the older run still applies it"
 rm -rf "$XDG_STATE_HOME/pvisor/runs/$runB"
 
+# A run still starting (another agent's, in another workspace, sharing the
+# state directory) has no Bundle for its first milliseconds: its supervisor
+# holds a shared flock on the run directory from its creation, and the
+# verbs pass such a run over instead of refusing as if it had died.
+W=$T/wss
+mkdir -p "$W"; echo old > "$W/f"
+(cd "$W" && "$P" run --stage auto -- sh -c 'echo fromS > f') >/dev/null 2>&1
+starting=29991231T000000.000Z-0000beef
+mkdir "$XDG_STATE_HOME/pvisor/runs/$starting"
+flock -o -s "$XDG_STATE_HOME/pvisor/runs/$starting" sleep 60 &
+holder=$!
+i=0; while flock -n -x "$XDG_STATE_HOME/pvisor/runs/$starting" true && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+"$P" list --json > "$T/starting.json" 2>/dev/null
+eq "$(jq -r --arg id "$starting" '.[] | select(.run_id == $id) | .state' "$T/starting.json")" starting \
+    "list shows a run without a Bundle whose directory is locked as starting"
+(cd "$W" && "$P" apply) >/dev/null 2>"$T/starting.err"; rc=$?
+eq "$rc:$(cat "$W/f")" "0:fromS" "apply without a run passes over a newer run that is still starting"
+kill $holder 2>/dev/null; wait $holder 2>/dev/null
+(cd "$W" && "$P" status --review) >/dev/null 2>"$T/starting.err"; rc=$?
+eq "$rc:$(grep -c "newest run $starting has no readable Bundle" "$T/starting.err")" "1:1" \
+    "... and once nothing holds its lock, it is one whose supervisor died: refused as before"
+rm -rf "$XDG_STATE_HOME/pvisor/runs/$starting"
+# the supervisor does hold that lock: a plain run's, while its command runs
+(cd "$W" && "$P" run -- sh -c 'echo go > "$1"; sleep 30' sh "$T/go") >/dev/null 2>&1 &
+pv=$!
+i=0; while [ ! -s "$T/go" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+held=$(flock -n -x "$XDG_STATE_HOME/pvisor/runs/$(latest_run)" true && echo free || echo held)
+kill $pv 2>/dev/null; wait $pv 2>/dev/null
+eq "$held" held "a run's supervisor holds the flock on its run directory"
+
 # diff never prints the workspace's side of a path the agent never saw:
 # here a file the user created after the run where the agent made one too.
 W=$T/wsd
