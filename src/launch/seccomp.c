@@ -32,6 +32,7 @@
 #include <errno.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <stdint.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -42,6 +43,15 @@
 #include "seccomp-filter.h"
 
 int launch_seccomp(const char **ret_step) {
+    /* The program's bad-arch action is SECCOMP_RET_KILL_PROCESS (Linux
+     * 4.14).  A kernel without it reads that as SECCOMP_RET_KILL_THREAD,
+     * which kills only the thread of a non-native syscall: the agent's
+     * other threads go on.  libseccomp refused such a kernel when it built
+     * the filter here; a program compiled in advance must ask. */
+    uint32_t kill_process = SECCOMP_RET_KILL_PROCESS;
+    *ret_step = "seccomp bad-arch action";
+    if (syscall(SYS_seccomp, SECCOMP_GET_ACTION_AVAIL, 0, &kill_process) < 0)
+        return -EOPNOTSUPP; /* doctor: seccomp.actions.kill_process false */
     struct sock_fprog prog = {
         .len = (unsigned short)(sizeof launch_seccomp_prog / sizeof launch_seccomp_prog[0]),
         .filter = (struct sock_filter *)launch_seccomp_prog,

@@ -790,6 +790,10 @@ failclosed() { # DESCRIPTION EXPECTED-MESSAGE-REGEX SYSCALLS
 }
 failclosed "Landlock" "Landlock" landlock_create_ruleset,landlock_add_rule,landlock_restrict_self ll
 failclosed "seccomp filters" "seccomp" seccomp sc
+# a kernel before 4.14: SECCOMP_RET_KILL_PROCESS (the filter's bad-arch
+# action) unknown, SECCOMP_GET_ACTION_AVAIL refused; it would kill only the
+# offending thread
+failclosed "SECCOMP_RET_KILL_PROCESS" "seccomp bad-arch action" seccomp@2 kp
 failclosed "user namespaces" "namespace" unshare ns
 failclosed "mount_setattr (read-only projections)" "mount_setattr|read-only" mount_setattr ms
 

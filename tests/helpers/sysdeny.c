@@ -4,7 +4,8 @@
  * Usage: sysdeny ERRNO SYSCALL[,SYSCALL...] -- COMMAND [ARGS...]
  * Installs a seccomp filter (inherited by every descendant) that makes the
  * named system calls fail with ERRNO (a number, e.g. 38 for ENOSYS), then
- * execs COMMAND. */
+ * execs COMMAND.  SYSCALL@N fails that call only when its first argument
+ * is N (seccomp@2: SECCOMP_GET_ACTION_AVAIL, as on a kernel before 4.14). */
 #include <errno.h>
 #include <seccomp.h>
 #include <stdio.h>
@@ -23,8 +24,15 @@ int main(int argc, char **argv) {
         return 70;
     char *list = strdup(argv[2]);
     for (char *save = NULL, *name = strtok_r(list, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
+        char *at = strchr(name, '@');
+        if (at)
+            *at++ = '\0';
         int nr = seccomp_syscall_resolve_name(name);
-        if (nr == __NR_SCMP_ERROR || seccomp_rule_add(ctx, SCMP_ACT_ERRNO((unsigned)err), nr, 0) < 0) {
+        int r = nr == __NR_SCMP_ERROR ? -EINVAL
+                : at                  ? seccomp_rule_add(ctx, SCMP_ACT_ERRNO((unsigned)err), nr, 1,
+                                                         SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)strtoull(at, NULL, 0)))
+                                      : seccomp_rule_add(ctx, SCMP_ACT_ERRNO((unsigned)err), nr, 0);
+        if (r < 0) {
             fprintf(stderr, "sysdeny: cannot filter '%s'\n", name);
             return 70;
         }
