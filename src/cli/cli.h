@@ -66,16 +66,18 @@ bool lc_cli_arg_is_stage(const char *arg);
 bool lc_cli_own_files_override(int r);
 /* lc_stage_open and lc_changeset_load, a second time with that override
  * after EACCES; on failure *ret_st and *ret_cs are NULL, and *ret_stopped
- * (when ret_stopped is not NULL) the stage's stopped_at (malloc'd) or NULL. */
+ * (when ret_stopped is not NULL) the stage's stopped_at (malloc'd) or NULL,
+ * *ret_stopped_deleted (when not NULL) its stopped_deleted. */
 struct lc_stage;
 struct lc_changeset;
-int lc_cli_load_changes(const char *stage, struct lc_stage **ret_st, struct lc_changeset **ret_cs, char **ret_stopped);
+int lc_cli_load_changes(const char *stage, struct lc_stage **ret_st, struct lc_changeset **ret_cs, char **ret_stopped,
+                        bool *ret_stopped_deleted);
 /* Why the stage could not be read, for r = -ELOOP or -ENAMETOOLONG;
  * stopped: where a bound stopped the walk (lc_stage.stopped_at), or NULL. */
 const char *lc_cli_bound_reason(int r, const char *stopped);
 /* After that error: name where it stopped and how to keep the rest of the
- * stage (nothing when stopped is NULL). */
-void lc_cli_bound_hint(const char *verb, const char *stopped, const char *stage);
+ * stage (nothing when stopped is NULL); deleted: lc_stage.stopped_deleted. */
+void lc_cli_bound_hint(const char *verb, const char *stopped, bool deleted, const char *stage);
 /* Before reading the contents of cs as an ordinary user: enter that
  * override when a file the changeset compares lacks our read permission
  * (the agent's chmod 000, or one of ours in the workspace).  True when

@@ -306,7 +306,7 @@ int cmd_apply(int argc, char **argv) {
             if (rep.beyond_bounds) {
                 cli_error(st, "apply", "cannot read the stage %s: %s. Nothing was written to the workspace", stage,
                           lc_cli_bound_reason(r, rep.failed_path));
-                lc_cli_bound_hint("apply", rep.failed_path, stage);
+                lc_cli_bound_hint("apply", rep.failed_path, rep.beyond_bounds_deleted, stage);
                 break;
             }
             goto failed;

@@ -486,13 +486,14 @@ int cmd_diff(int argc, char **argv) {
     struct lc_stage *st = NULL;
     struct lc_changeset *cs = NULL;
     _cleanup_free_ char *stopped = NULL;
-    int r = lc_cli_load_changes(stage, &st, &cs, &stopped);
+    bool stopped_deleted = false;
+    int r = lc_cli_load_changes(stage, &st, &cs, &stopped, &stopped_deleted);
     if (r < 0) {
         cli_error(PV_EXIT_FAILURE, "diff", "cannot read the stage %s: %s", stage,
                   r == -ENOENT                        ? "it holds no changes (dropped?)"
                   : r == -ELOOP || r == -ENAMETOOLONG ? lc_cli_bound_reason(r, stopped)
                                                       : strerror(-r));
-        lc_cli_bound_hint("diff", stopped, stage);
+        lc_cli_bound_hint("diff", stopped, stopped_deleted, stage);
         lc_cli_unreadable_hint(r, stage, false);
         return PV_EXIT_FAILURE;
     }

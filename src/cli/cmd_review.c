@@ -120,7 +120,8 @@ bool lc_cli_override_unreadable(const struct lc_changeset *cs) {
     return false;
 }
 
-int lc_cli_load_changes(const char *stage, struct lc_stage **ret_st, struct lc_changeset **ret_cs, char **ret_stopped) {
+int lc_cli_load_changes(const char *stage, struct lc_stage **ret_st, struct lc_changeset **ret_cs, char **ret_stopped,
+                        bool *ret_stopped_deleted) {
     for (int attempt = 0;; attempt++) {
         *ret_st = NULL;
         *ret_cs = NULL;
@@ -133,6 +134,8 @@ int lc_cli_load_changes(const char *stage, struct lc_stage **ret_st, struct lc_c
             r = lc_changeset_load(*ret_st, ret_cs);
         if (r >= 0)
             return r;
+        if (ret_stopped_deleted)
+            *ret_stopped_deleted = *ret_st && (*ret_st)->stopped_deleted;
         if (ret_stopped) {
             *ret_stopped = *ret_st ? (*ret_st)->stopped_at : NULL;
             if (*ret_st)
@@ -154,10 +157,20 @@ const char *lc_cli_bound_reason(int r, const char *stopped) {
            "diff and apply stop there; 'pvisor drop' discards the stage)";
 }
 
-void lc_cli_bound_hint(const char *verb, const char *stopped, const char *stage) {
+void lc_cli_bound_hint(const char *verb, const char *stopped, bool deleted, const char *stage) {
     if (!stopped)
         return;
     _cleanup_free_ char *d = lc_display_name(stopped);
+    if (deleted) {
+        /* already gone from the stage: removing it in a run changes nothing */
+        fprintf(stderr,
+                "pvisor %s: it stopped at %s, in a directory of the workspace the command deleted, which apply "
+                "cannot delete beyond that bound. To keep the rest of the stage, delete that directory (or the "
+                "one the command deleted) in the workspace yourself, and review it again; or discard the stage "
+                "with 'pvisor drop'\n",
+                verb, d ? d : "?");
+        return;
+    }
     fprintf(stderr,
             "pvisor %s: it stopped at %s. To keep the rest of the stage, remove that directory (or one above it) "
             "in a run on the stage ('pvisor run --stage %s' in the workspace, then rm -rf it there), and review "
@@ -360,7 +373,8 @@ int cmd_review(const char *arg, bool as_json) {
     bool emptied = state == STAGE_APPLIED && upper && lstat(upper, &ust) < 0 && errno == ENOENT;
     if (state != STAGE_DROPPED && !emptied) {
         _cleanup_free_ char *stopped = NULL;
-        r = lc_cli_load_changes(stage, &st, &cs, &stopped);
+        bool stopped_deleted = false;
+        r = lc_cli_load_changes(stage, &st, &cs, &stopped, &stopped_deleted);
         if (r < 0) {
             lc_stage_free(st);
             json_decref(bundle);
@@ -369,7 +383,7 @@ int cmd_review(const char *arg, bool as_json) {
                       : r == -EBADMSG                     ? "malformed journal"
                       : r == -ELOOP || r == -ENAMETOOLONG ? lc_cli_bound_reason(r, stopped)
                                                           : strerror(-r));
-            lc_cli_bound_hint("status", stopped, stage);
+            lc_cli_bound_hint("status", stopped, stopped_deleted, stage);
             lc_cli_unreadable_hint(r, stage, false);
             restore_note(stderr, "pvisor status: ", stage);
             return PV_EXIT_FAILURE;

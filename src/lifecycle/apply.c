@@ -1389,6 +1389,7 @@ int lc_apply(const char *stage_path, const struct lc_apply_opts *o, struct lc_ap
         r = lc_changeset_load(st, &cs);
         if (r < 0 && st->stopped_at) {
             rep->beyond_bounds = true;
+            rep->beyond_bounds_deleted = st->stopped_deleted;
             free(rep->failed_path);
             rep->failed_path = strdup(st->stopped_at);
         }

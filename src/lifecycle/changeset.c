@@ -367,12 +367,16 @@ struct walk {
     size_t n_ours;
     char path[LC_MAX_PATH + 2];
     char stopped[LC_MAX_PATH + 2]; /* where a bound stopped the walk (lc_stage.stopped_at) */
+    bool stopped_deleted;          /* lc_stage.stopped_deleted */
+    unsigned in_deleted;           /* > 0: walking lower objects the stage deletes */
 };
 
 /* A bound stops the walk at w->path: remember where, for the message. */
 static int stop_at_bound(struct walk *w, int err) {
-    if (!w->stopped[0])
+    if (!w->stopped[0]) {
         memcpy(w->stopped, w->path, strlen(w->path) + 1);
+        w->stopped_deleted = w->in_deleted > 0;
+    }
     return err;
 }
 
@@ -570,7 +574,15 @@ static bool is_worktree_admin(const char *p) {
 }
 
 /* Every lower object at w->path (and below, for a directory) is deleted. */
+static int lower_deleted_rec(struct walk *w, int lower_dirfd, const char *name, const struct stat *lst, int depth);
 static int walk_lower_deleted(struct walk *w, int lower_dirfd, const char *name, const struct stat *lst, int depth) {
+    w->in_deleted++;
+    int r = lower_deleted_rec(w, lower_dirfd, name, lst, depth);
+    w->in_deleted--;
+    return r;
+}
+
+static int lower_deleted_rec(struct walk *w, int lower_dirfd, const char *name, const struct stat *lst, int depth) {
     if (++w->visited > LC_MAX_ENTRIES)
         return -E2BIG;
     if (depth > LC_MAX_DEPTH)
@@ -605,7 +617,7 @@ static int walk_lower_deleted(struct walk *w, int lower_dirfd, const char *name,
         r = path_push(w, names[i], &old);
         if (r < 0)
             break;
-        r = walk_lower_deleted(w, sub, names[i], &cst, depth + 1);
+        r = lower_deleted_rec(w, sub, names[i], &cst, depth + 1);
         w->path[old] = '\0';
     }
     free_names(names, n);
@@ -846,9 +858,12 @@ static int visit(struct walk *w, int upper_dirfd, int lower_dirfd, bool parent_o
             if (fstatat(lsub, names[i], &cst, AT_SYMLINK_NOFOLLOW) < 0)
                 continue;
             size_t old;
+            w->in_deleted++;
             r = path_push(w, names[i], &old);
-            if (r >= 0)
-                r = walk_lower_deleted(w, lsub, names[i], &cst, depth + 1);
+            w->in_deleted--;
+            if (r < 0)
+                break;
+            r = walk_lower_deleted(w, lsub, names[i], &cst, depth + 1);
             w->path[old] = '\0';
         }
         free_names(names, n);
@@ -897,7 +912,9 @@ static int walk_upper(struct walk *w, int upper_dirfd, int lower_dirfd, bool opa
             if (fstatat(lower_dirfd, lnames[i], &cst, AT_SYMLINK_NOFOLLOW) < 0)
                 continue;
             size_t old;
+            w->in_deleted++;
             r = path_push(w, lnames[i], &old);
+            w->in_deleted--;
             if (r < 0)
                 break;
             r = walk_lower_deleted(w, lower_dirfd, lnames[i], &cst, depth);
@@ -1088,8 +1105,11 @@ fail:
     free(orig);
     free(st->stopped_at);
     st->stopped_at = NULL;
-    if (w && w->stopped[0] && (r == -ELOOP || r == -ENAMETOOLONG))
+    st->stopped_deleted = false;
+    if (w && w->stopped[0] && (r == -ELOOP || r == -ENAMETOOLONG)) {
         st->stopped_at = strdup(w->stopped);
+        st->stopped_deleted = w->stopped_deleted;
+    }
     if (w)
         free_names(w->ours, w->n_ours);
     free(w);

@@ -130,6 +130,10 @@ struct lc_stage {
      * nested deeper than LC_MAX_DEPTH; -ENAMETOOLONG: a path longer than
      * LC_MAX_PATH): the workspace-relative directory where it stopped */
     char *stopped_at;
+    /* stopped_at is in, or names, workspace objects the command deleted
+     * (a whiteout, an opaque or type-changed directory over them): they are
+     * not in the stage, so only removing them from the workspace helps */
+    bool stopped_deleted;
 };
 int lc_stage_open(const char *path, struct lc_stage **ret_stage);
 void lc_stage_free(struct lc_stage *st);
@@ -204,6 +208,7 @@ struct lc_apply_report {
     /* -ELOOP / -ENAMETOOLONG: the stage could not be read, failed_path is
      * where a bound stopped it (lc_stage.stopped_at); nothing was written */
     bool beyond_bounds;
+    bool beyond_bounds_deleted; /* lc_stage.stopped_deleted */
     /* -ENOSPC before anything was written: the bytes the plan's files take
      * and what the workspace's file system has available */
     uint64_t room_need, room_avail;

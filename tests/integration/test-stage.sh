@@ -860,6 +860,20 @@ long=$(printf "$(printf 'n%.0s' $(seq 1 250))/%.0s" $(seq 1 16)); long=${long%/}
 (cd "$D/ws" && "$PVISOR" apply --stage "$D/st") >/dev/null 2>"$D/apply.err"; rc=$?
 eq "$rc:$(grep -c 'a path longer than 4095 bytes' "$D/apply.err"):$(grep -Fc "it stopped at $long. " "$D/apply.err"):$(ls "$D/ws" | wc -l)" "1:1:1:0" \
     "apply of a stage with a path longer than 4095 bytes names the directory where it stopped, and writes nothing"
+# The deep tree is the workspace's and the command deleted it: it is not in
+# the stage, so removing it in a run on the stage cannot help; the messages
+# say to delete it in the workspace, which makes the rest appliable.
+D=$T/bound3; mkdir -p "$D/ws"; printf 'old\n' > "$D/ws/other.txt"
+(cd "$D/ws" && $PY -c 'import os; os.makedirs("/".join(["t"] * 300))')
+"$PVISOR" run --stage "$D/st" --workspace "$D/ws" -- sh -c "rm -rf '$D/ws/t' && echo new > '$D/ws/other.txt'" >/dev/null 2>&1
+(cd "$D/ws" && "$PVISOR" apply --stage "$D/st") >/dev/null 2>"$D/apply.err"; rc=$?
+"$PVISOR" status --review "$D/st" >/dev/null 2>"$D/st.err"; rc2=$?
+deep3=$(printf 't/%.0s' $(seq 1 258)); deep3=${deep3%/} # a deleted tree is listed one level further
+eq "$rc:$rc2:$(grep -Fc "it stopped at $deep3, in a directory of the workspace the command deleted" "$D/apply.err"):$(grep -Fc "it stopped at $deep3, in a directory of the workspace the command deleted" "$D/st.err"):$(grep -c 'in a run on the stage' "$D/apply.err"):$(cat "$D/ws/other.txt")" \
+    "1:1:1:1:0:old" "a deep workspace tree the command deleted: apply and status say to delete it in the workspace, not in a run"
+rm -rf "$D/ws/t"
+(cd "$D/ws" && "$PVISOR" apply --stage "$D/st") >/dev/null 2>"$D/apply2.err"; rc=$?
+eq "$rc:$(cat "$D/ws/other.txt")" "0:new" "... and once it is deleted in the workspace, the rest of the stage applies"
 
 # --- every Bundle of this test validates ---------------------------------------------
 check "every Bundle validates against docs/bundle.schema.json" sh -c "$VALIDATE $XDG_STATE_HOME/pvisor/runs/*/bundle.json"
