@@ -30,7 +30,7 @@ int main(int argc, char **argv) {
         int nr = seccomp_syscall_resolve_name(name);
         int r = nr == __NR_SCMP_ERROR ? -EINVAL
                 : at                  ? seccomp_rule_add(ctx, SCMP_ACT_ERRNO((unsigned)err), nr, 1,
-                                                         SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)strtoull(at, NULL, 0)))
+                                                         SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)strtoull(at, NULL, 0), 0))
                                       : seccomp_rule_add(ctx, SCMP_ACT_ERRNO((unsigned)err), nr, 0);
         if (r < 0) {
             fprintf(stderr, "sysdeny: cannot filter '%s'\n", name);
