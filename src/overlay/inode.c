@@ -626,38 +626,55 @@ void ov_nodes_clear_lower_below(struct ov *ov, struct ov_node *top) {
     pthread_mutex_unlock(&ov->tree_lock);
 }
 
+/* The set of files that had several names (ov->shared_ino): open
+ * addressing, grown at half full, at most OV_SHARED_MAX entries.  Past
+ * that, or when it cannot grow, every regular file's attributes go
+ * uncached (shared_overflow): slower, never stale, and an agent that makes
+ * and drops links in a loop cannot grow the supervisor without bound. */
+#define OV_SHARED_MAX (1u << 20)
+
+static size_t shared_slot(const struct ov *ov, uint64_t ino) {
+    size_t j = (size_t)(ino * 0x9e3779b97f4a7c15ULL) & (ov->cap_shared - 1);
+    while (ov->shared_ino[j] && ov->shared_ino[j] != ino)
+        j = (j + 1) & (ov->cap_shared - 1);
+    return j;
+}
+
+static bool shared_grow(struct ov *ov) {
+    size_t nc = ov->cap_shared ? ov->cap_shared * 2 : 64;
+    uint64_t *old = ov->shared_ino, *nt = calloc(nc, sizeof(*nt));
+    if (!nt)
+        return false;
+    size_t oc = ov->cap_shared;
+    ov->shared_ino = nt;
+    ov->cap_shared = nc;
+    for (size_t i = 0; i < oc; i++)
+        if (old[i])
+            nt[shared_slot(ov, old[i])] = old[i];
+    free(old);
+    return true;
+}
+
 static bool shared_find(struct ov *ov, uint64_t ino, bool add) {
+    if (atomic_load(&ov->shared_overflow))
+        return true;
+    if (!add && atomic_load(&ov->n_shared) == 0)
+        return false; /* the common case: no lock */
     bool found = false;
     pthread_mutex_lock(&ov->shared_lock);
-    if (add && (ov->n_shared + 1) * 2 > ov->cap_shared) {
-        size_t nc = ov->cap_shared ? ov->cap_shared * 2 : 64;
-        uint64_t *nt = calloc(nc, sizeof(*nt));
-        if (nt) {
-            for (size_t i = 0; i < ov->cap_shared; i++) {
-                uint64_t v = ov->shared_ino[i];
-                size_t j = (size_t)(v * 0x9e3779b97f4a7c15ULL) & (nc - 1);
-                while (v && nt[j])
-                    j = (j + 1) & (nc - 1);
-                if (v)
-                    nt[j] = v;
-            }
-            free(ov->shared_ino);
-            ov->shared_ino = nt;
-            ov->cap_shared = nc;
-        }
-    }
-    if (ino && ov->cap_shared) {
-        size_t j = (size_t)(ino * 0x9e3779b97f4a7c15ULL) & (ov->cap_shared - 1);
-        while (ov->shared_ino[j] && ov->shared_ino[j] != ino)
-            j = (j + 1) & (ov->cap_shared - 1);
-        found = ov->shared_ino[j] == ino;
-        if (!found && add && (ov->n_shared + 1) * 2 <= ov->cap_shared) {
-            ov->shared_ino[j] = ino;
-            ov->n_shared++;
+    if (ov->cap_shared)
+        found = ov->shared_ino[shared_slot(ov, ino)] == ino;
+    if (!found && add && ino) {
+        size_t n = atomic_load(&ov->n_shared);
+        if (n >= OV_SHARED_MAX || ((n + 1) * 2 > ov->cap_shared && !shared_grow(ov))) {
+            atomic_store(&ov->shared_overflow, true);
+        } else {
+            ov->shared_ino[shared_slot(ov, ino)] = ino;
+            atomic_store(&ov->n_shared, n + 1);
         }
     }
     pthread_mutex_unlock(&ov->shared_lock);
-    return found;
+    return found || atomic_load(&ov->shared_overflow);
 }
 
 void ov_shared_add(struct ov *ov, uint64_t ino) {

@@ -212,7 +212,7 @@ void ov_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
         if (o >= 0)
             r = 0;
     }
-    double t = ov_attr_timeout(ov, n, &st);
+    double t = r == 0 ? ov_attr_timeout(ov, n, &st) : 0;
     ov_unlock(ov);
     if (r < 0)
         fuse_reply_err(req, -r);
@@ -325,7 +325,7 @@ void ov_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set
     }
     ov_pcache_forget(ov, n);
     r = ov_node_stat(ov, n, &st);
-    t = ov_attr_timeout(ov, n, &st);
+    t = r == 0 ? ov_attr_timeout(ov, n, &st) : 0;
 out:
     ov_unlock(ov);
     if (r < 0)

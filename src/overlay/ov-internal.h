@@ -130,7 +130,9 @@ struct ov {
      * or had several names (ov_attr_timeout); open addressing, 0 = free */
     pthread_mutex_t shared_lock;
     uint64_t *shared_ino;
-    size_t n_shared, cap_shared;
+    size_t cap_shared;
+    _Atomic size_t n_shared;     /* read without the lock: 0 skips it */
+    atomic_bool shared_overflow; /* the set is full: every regular file is uncached */
 
     struct ov_alias *aliases;      /* ns write lock: sorted by ino once built */
     size_t n_aliases, cap_aliases; /* ns write lock */
