@@ -73,20 +73,76 @@ static bool holds_credentials_at(int fd, bool all) {
     return false;
 }
 
-/* Is a home listed in /etc/passwd (read as a file, not through NSS) at or
- * below dir, and does it hold a credential location? */
-static bool passwd_home_within(const char *dir) {
+/* The homes /etc/passwd lists (read as a file, not through NSS), read
+ * once per run (gather_runtime frees them), up to PASSWD_HOMES_MAX; a
+ * longer file is read again for each directory asked about. */
+#define PASSWD_HOMES_MAX 65536
+static struct {
+    bool loaded, overflow; /* overflow: more than the maximum, or no memory */
+    char **v;
+    size_t n, cap;
+} passwd_homes;
+
+static void passwd_homes_load(void) {
+    if (passwd_homes.loaded)
+        return;
+    passwd_homes.loaded = true;
     FILE *f = fopen("/etc/passwd", "re");
     if (!f)
-        return false;
-    bool hit = false;
-    for (struct passwd *pw; !hit && (pw = fgetpwent(f));) {
-        if (!pw->pw_dir || pw->pw_dir[0] != '/' || !path_within(pw->pw_dir, dir))
+        return;
+    for (struct passwd *pw; (pw = fgetpwent(f));) {
+        if (!pw->pw_dir || pw->pw_dir[0] != '/')
             continue;
-        _cleanup_close_ int hfd = open(pw->pw_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        hit = hfd >= 0 && holds_credentials_at(hfd, true);
+        if (passwd_homes.n == passwd_homes.cap) {
+            size_t nc = passwd_homes.cap ? passwd_homes.cap * 2 : 64;
+            char **nv = nc <= PASSWD_HOMES_MAX ? realloc(passwd_homes.v, nc * sizeof *nv) : NULL;
+            if (!nv) {
+                passwd_homes.overflow = true;
+                break;
+            }
+            passwd_homes.v = nv;
+            passwd_homes.cap = nc;
+        }
+        if (!(passwd_homes.v[passwd_homes.n] = strdup(pw->pw_dir))) {
+            passwd_homes.overflow = true;
+            break;
+        }
+        passwd_homes.n++;
     }
     fclose(f);
+}
+
+static void passwd_homes_free(void) {
+    for (size_t i = 0; i < passwd_homes.n; i++)
+        free(passwd_homes.v[i]);
+    free(passwd_homes.v);
+    passwd_homes.v = NULL;
+    passwd_homes.n = passwd_homes.cap = 0;
+    passwd_homes.loaded = passwd_homes.overflow = false;
+}
+
+static bool home_holds_credentials(const char *home, const char *dir) {
+    if (home[0] != '/' || !path_within(home, dir))
+        return false;
+    _cleanup_close_ int hfd = open(home, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    return hfd >= 0 && holds_credentials_at(hfd, true);
+}
+
+/* Is a home listed in /etc/passwd at or below dir, and does it hold a
+ * credential location? */
+static bool passwd_home_within(const char *dir) {
+    passwd_homes_load();
+    bool hit = false;
+    if (!passwd_homes.overflow) {
+        for (size_t i = 0; !hit && i < passwd_homes.n; i++)
+            hit = home_holds_credentials(passwd_homes.v[i], dir);
+        return hit;
+    }
+    FILE *f = fopen("/etc/passwd", "re");
+    for (struct passwd *pw; f && !hit && (pw = fgetpwent(f));)
+        hit = pw->pw_dir && home_holds_credentials(pw->pw_dir, dir);
+    if (f)
+        fclose(f);
     return hit;
 }
 
@@ -205,7 +261,8 @@ static bool add_runtime_dir(struct dirlist *l, const char *home, const char *dir
             if (rfd >= 0 && creds_below(rfd, 3, &budget, false))
                 root = d;
         }
-        if (holds_homes(root))
+        /* a home /etc/passwd lists deeper down: the entry alone, too */
+        if (holds_homes(root) && (strcmp(root, d) == 0 || holds_homes(root = d)))
             return true;
     }
     struct stat st;
@@ -547,6 +604,7 @@ static void gather_runtime(const struct run_context *ctx, const char *home, stru
     }
     add_env_tool_roots(l, home, &agent);
     agent_dirs_free(&agent);
+    passwd_homes_free();
 }
 
 /* The file to exec for the command: the host's PATH search, when it is

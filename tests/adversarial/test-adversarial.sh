@@ -746,6 +746,36 @@ printf '#!/bin/sh\necho tools-ok\n' > "$T/d/.tools/bin/toolsx"; chmod 0755 "$T/d
 out=$(PATH="$T/d/.tools/bin:$PATH" "$PVISOR" run --safe --stage "$T/other3" --workspace "$W" -- sh -c "toolsx; cat '$T/d/.tools/homes/carol/.ssh/id_rsa' 2>/dev/null; echo end" 2>&1)
 eq "$(echo $out)" "tools-ok end" "--safe: a tool's dot-directory holding a home deeper down is projected only as far as the PATH entry"
 
+# A toolchain directory (/opt/<name>, projected whole) holding a home that
+# /etc/passwd lists deeper than the scan looks: only the PATH entry is
+# projected.  /etc/passwd is read once per run (up to 65,536 homes; a
+# longer one is read for each directory asked about).  In a private mount
+# namespace: a tmpfs /opt and a bind-mounted /etc/passwd.
+if [ "$(id -u)" -eq 0 ] && command -v unshare >/dev/null; then
+    pw_case() { # PASSWD-LINES-FILE: prints what the sandboxed command saw
+        unshare -m sh -c '
+            mount --make-rprivate / && mount -t tmpfs tmpfs /opt || exit 77
+            mkdir -p /opt/pvt/bin /opt/pvt/a/b/c/dave/.ssh && echo DAVEKEY > /opt/pvt/a/b/c/dave/.ssh/id_rsa
+            printf "#!/bin/sh\necho tool-ok; cat /opt/pvt/a/b/c/dave/.ssh/id_rsa 2>/dev/null; echo end\n" > /opt/pvt/bin/pvtool
+            chmod 0755 /opt/pvt/bin/pvtool
+            cat /etc/passwd "$1" > /opt/passwd && mount --bind /opt/passwd /etc/passwd || exit 77
+            PATH=/opt/pvt/bin:$PATH "$2" run --safe --workspace "$3" -- pvtool
+        ' sh "$1" "$PVISOR" "$W" 2>&1
+    }
+    : > "$T/pw-none"
+    echo "pvtdave:x:4242:4242::/opt/pvt/a/b/c/dave:/bin/sh" > "$T/pw-dave"
+    awk 'BEGIN { for (i = 0; i < 70000; i++) printf "pvtu%d:x:%d:%d::/srv/pvt-nohome/%d:/bin/sh\n", i, 100000 + i, 100000 + i, i }' > "$T/pw-long"
+    cat "$T/pw-dave" >> "$T/pw-long"
+    eq "$(echo $(pw_case "$T/pw-none"))" "tool-ok DAVEKEY end" \
+       "control: a toolchain in /opt with a home deeper down that /etc/passwd does not list is projected whole"
+    eq "$(echo $(pw_case "$T/pw-dave"))" "tool-ok end" \
+       "--safe: a toolchain in /opt holding a home /etc/passwd lists is projected only as far as the PATH entry"
+    eq "$(echo $(pw_case "$T/pw-long"))" "tool-ok end" \
+       "--safe: with more than 65,536 homes in /etc/passwd (read again for each directory then) too"
+else
+    skip "--safe: a home /etc/passwd lists inside a toolchain" "needs root and unshare (a private /opt and /etc/passwd)"
+fi
+
 # pvisor's own state kept under HOME elsewhere than ~/.local/state
 # (XDG_STATE_HOME): other runs' Bundles and stages, and this run's own
 # HOME view, are not part of the view.
