@@ -231,6 +231,18 @@ static void hooks_path_in_workspace(const char *workspace, char *pre[2]) {
         if (null < 0 || dup2(fd[1], STDOUT_FILENO) < 0 || dup2(null, STDERR_FILENO) < 0 ||
             dup2(null, STDIN_FILENO) < 0 || chdir(workspace) < 0)
             _exit(127);
+        /* the workspace's own repository, found from it, whatever the
+         * user's shell points git at (GIT_DIR=~/dotfiles.git) */
+        static const char *const repo_env[] = {"GIT_DIR",
+                                               "GIT_WORK_TREE",
+                                               "GIT_COMMON_DIR",
+                                               "GIT_INDEX_FILE",
+                                               "GIT_OBJECT_DIRECTORY",
+                                               "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+                                               "GIT_CEILING_DIRECTORIES",
+                                               "GIT_NAMESPACE"};
+        for (size_t i = 0; i < sizeof repo_env / sizeof repo_env[0]; i++)
+            unsetenv(repo_env[i]);
         execlp("git", "git", "rev-parse", "--git-path", "hooks", (char *)NULL);
         _exit(127);
     }

@@ -1719,6 +1719,12 @@ if command -v git >/dev/null; then
     (cd "$W" && "$P" status --review --json) > "$T/warn7.json"
     eq "$(jq -r '[.changeset.warnings[] | select(.warning == "git_hook") | .path] | sort | join(",")' "$T/warn7.json")" \
         ".git/myhooks/pre-commit" "review warns of changes in a core.hooksPath directory inside .git that is not named hooks"
+    # the user's shell pointing git elsewhere (a bare dotfiles repository)
+    # does not make the review ask about that one
+    git init -q --bare "$T/dotfiles.git"
+    (cd "$W" && GIT_DIR="$T/dotfiles.git" GIT_WORK_TREE=/ "$P" status --review --json) > "$T/warn7b.json"
+    eq "$(jq -r '[.changeset.warnings[] | select(.warning == "git_hook") | .path] | sort | join(",")' "$T/warn7b.json")" \
+        ".git/myhooks/pre-commit" "... also with GIT_DIR and GIT_WORK_TREE set to another repository in the user's environment"
     rm "$W/.git/HEAD" && mkfifo "$W/.git/HEAD"
     (cd "$W" && timeout 30 "$P" status --review --json) > "$T/warn8.json" 2>/dev/null; r=$?
     eq "$r:$(jq -r '.changeset.changes | length' "$T/warn8.json")" "0:2" \
