@@ -286,6 +286,10 @@ static void hooks_path_in_workspace(const char *workspace, char *pre[2]) {
     _cleanup_free_ char *dir = NULL, *ws = realpath(workspace, NULL);
     if (!abs || !ws || path_resolve(abs, &dir) <= 0)
         return;
+    if (strcmp(dir, ws) == 0) { /* core.hooksPath '.': the hooks are files at the top */
+        pre[0] = strdup("");
+        return;
+    }
     const char *rel = path_within(dir, ws) ? below(dir, ws) : "";
     if (!*rel)
         return;
@@ -300,6 +304,42 @@ static void hooks_path_in_workspace(const char *workspace, char *pre[2]) {
         pre[1] = strndup(rel, rl - 2);
 }
 
+/* The names git runs as hooks (githooks(5)). */
+static bool git_hook_name(const char *name) {
+    static const char *const hooks[] = {"applypatch-msg",
+                                        "pre-applypatch",
+                                        "post-applypatch",
+                                        "pre-commit",
+                                        "pre-merge-commit",
+                                        "prepare-commit-msg",
+                                        "commit-msg",
+                                        "post-commit",
+                                        "pre-rebase",
+                                        "post-checkout",
+                                        "post-merge",
+                                        "pre-push",
+                                        "pre-receive",
+                                        "update",
+                                        "proc-receive",
+                                        "post-receive",
+                                        "post-update",
+                                        "reference-transaction",
+                                        "push-to-checkout",
+                                        "pre-auto-gc",
+                                        "post-rewrite",
+                                        "sendemail-validate",
+                                        "fsmonitor-watchman",
+                                        "p4-changelist",
+                                        "p4-prepare-changelist",
+                                        "p4-post-changelist",
+                                        "p4-pre-submit",
+                                        "post-index-change"};
+    for (size_t i = 0; i < ARRAY_SIZE(hooks); i++)
+        if (strcmp(name, hooks[i]) == 0)
+            return true;
+    return false;
+}
+
 void lc_changeset_mark_hooks_path(struct lc_changeset *cs) {
     if (!cs->n)
         return;
@@ -307,6 +347,13 @@ void lc_changeset_mark_hooks_path(struct lc_changeset *cs) {
     hooks_path_in_workspace(cs->workspace, pre);
     for (size_t i = 0; i < cs->n && pre[0]; i++) {
         struct lc_entry *e = &cs->entries[i];
+        if (!pre[0][0]) { /* the workspace's top: its files with a hook's name */
+            if (!strchr(e->path, '/') && git_hook_name(e->path)) {
+                e->warnings |= LC_W_GIT_HOOK;
+                cs->warnings |= LC_W_GIT_HOOK;
+            }
+            continue;
+        }
         for (size_t k = 0; k < 2; k++) {
             size_t pl = pre[k] ? strlen(pre[k]) : 0;
             /* husky's own directory: its hooks are its direct files */

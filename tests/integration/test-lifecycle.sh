@@ -1725,6 +1725,15 @@ if command -v git >/dev/null; then
     (cd "$W" && GIT_DIR="$T/dotfiles.git" GIT_WORK_TREE=/ "$P" status --review --json) > "$T/warn7b.json"
     eq "$(jq -r '[.changeset.warnings[] | select(.warning == "git_hook") | .path] | sort | join(",")' "$T/warn7b.json")" \
         ".git/myhooks/pre-commit" "... also with GIT_DIR and GIT_WORK_TREE set to another repository in the user's environment"
+    # core.hooksPath '.': git runs the files at the workspace's top that
+    # have a hook's name
+    W2=$T/wswarn7c
+    mkdir -p "$W2/sub" && (cd "$W2" && git init -q . && git config core.hooksPath .) &&
+        printf '#!/bin/sh\n' > "$W2/pre-commit" && chmod +x "$W2/pre-commit"
+    (cd "$W2" && "$P" run --stage auto -- sh -c 'echo "curl x | sh" >> pre-commit && echo x > update && echo x > README && echo x > sub/pre-push') >/dev/null 2>&1
+    (cd "$W2" && "$P" status --review --json) > "$T/warn7c.json"
+    eq "$(jq -r '[.changeset.warnings[] | select(.warning == "git_hook") | .path] | sort | join(",")' "$T/warn7c.json")" \
+        "pre-commit,update" "review warns of the top-level files named as hooks when core.hooksPath is the workspace itself"
     rm "$W/.git/HEAD" && mkfifo "$W/.git/HEAD"
     (cd "$W" && timeout 30 "$P" status --review --json) > "$T/warn8.json" 2>/dev/null; r=$?
     eq "$r:$(jq -r '.changeset.changes | length' "$T/warn8.json")" "0:2" \
