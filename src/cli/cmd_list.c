@@ -4,9 +4,11 @@
 #include "cli/runs.h"
 #include "util/cleanup.h"
 
+#include <locale.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <wchar.h>
 
 /* The WORKSPACE column's widest (longer ones keep their end). */
 #define LIST_WS_MAX 40
@@ -42,9 +44,30 @@ static json_t *summary(const char *id, const json_t *b) {
 /* Terminal columns of s, a character each (what term_escape left is
  * printable; wide characters are taken as one). */
 static size_t columns(const char *s) {
+    /* a terminal's cells: wide (CJK) characters take two, combining ones
+     * none; decoded as UTF-8 whatever the user's locale */
+    locale_t utf8 = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
+    locale_t old = utf8 ? uselocale(utf8) : (locale_t)0;
     size_t n = 0;
-    for (; *s; s++)
-        n += (*s & 0xc0) != 0x80;
+    mbstate_t st;
+    memset(&st, 0, sizeof st);
+    while (*s) {
+        wchar_t wc;
+        size_t k = utf8 ? mbrtowc(&wc, s, strlen(s), &st) : 1;
+        if (!utf8 || k == (size_t)-1 || k == (size_t)-2 || k == 0) {
+            n += !utf8 ? (*s & 0xc0) != 0x80 : 1;
+            s++;
+            memset(&st, 0, sizeof st);
+            continue;
+        }
+        int w = wcwidth(wc);
+        n += w > 0 ? (size_t)w : 0;
+        s += k;
+    }
+    if (utf8) {
+        uselocale(old);
+        freelocale(utf8);
+    }
     return n;
 }
 

@@ -148,14 +148,19 @@ check "list prints a table" sh -c "'$PVISOR' list | head -n1 | grep -q '^RUN'"
 # which project a run was in: the workspace column ("~/..." under HOME)
 eq "$("$PVISOR" list | head -n1 | grep -c ' WORKSPACE  *COMMAND$'):$(HOME=$(dirname "$T") "$PVISOR" list | sed -n 2p | grep -c " ~/$(basename "$T")  *")" "1:1" \
     "list shows each run's workspace, ~ for HOME"
-# aligned by characters, not bytes (a non-ASCII name), and a long name cut
-# before it is escaped (an escape cut in two showed as a bare "x1b")
-L1="$T/lw/é-proj" L2="$T/lw/$(printf 'a%.0s' $(seq 45))$(printf 'z\033')b"
-mkdir -p "$L1" "$L2"
+# aligned by a terminal's cells, not bytes (a non-ASCII name; CJK
+# characters take two cells), and a long name cut before it is escaped
+# (an escape cut in two showed as a bare "x1b")
+L1="$T/lw/é-proj" L2="$T/lw/$(printf 'a%.0s' $(seq 45))$(printf 'z\033')b" L3="$T/lw/工作区"
+mkdir -p "$L1" "$L2" "$L3"
 (cd "$L1" && XDG_STATE_HOME="$T/lwstate" "$PVISOR" run -- true) && (cd "$L2" && XDG_STATE_HOME="$T/lwstate" "$PVISOR" run -- true) &&
-    (cd "$T" && XDG_STATE_HOME="$T/lwstate" "$PVISOR" run -- true)
-eq "$(XDG_STATE_HOME="$T/lwstate" "$PVISOR" list | python3 -c 'import sys; ls = sys.stdin.read().splitlines()[1:]; print(len({l.rfind(" true") for l in ls}), sum("z\\x1bb" in l for l in ls))')" "1 1" \
-    "list: the COMMAND column aligns by characters; a long workspace is cut before it is escaped"
+    (cd "$L3" && XDG_STATE_HOME="$T/lwstate" "$PVISOR" run -- true) && (cd "$T" && XDG_STATE_HOME="$T/lwstate" "$PVISOR" run -- true)
+eq "$(XDG_STATE_HOME="$T/lwstate" "$PVISOR" list | python3 -c '
+import sys, unicodedata
+cells = lambda s: sum(2 if unicodedata.east_asian_width(c) in "WF" else 0 if unicodedata.combining(c) else 1 for c in s)
+ls = sys.stdin.buffer.read().decode().splitlines()[1:]
+print(len({cells(l[:l.rfind(" true")]) for l in ls}), sum("z\\x1bb" in l for l in ls))')" "1 1" \
+    "list: the COMMAND column aligns by a terminal's cells (CJK takes two); a long workspace is cut before it is escaped"
 # argv is printed for a terminal: escape sequences (C0, the UTF-8 CSI) and
 # invisible characters as \xNN, in status and in list
 "$PVISOR" run -- true "$(printf 'a\033[2J\007b')" "$(printf 'c\302\23331m')" "$(printf 'z\342\200\213w')" >/dev/null 2>&1
