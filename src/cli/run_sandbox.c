@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -1343,6 +1344,8 @@ static void tty_guard_start(struct sandbox *sb) {
          * take it with us; and other signals, which pvisor handles and
          * then restores the modes itself, ignored */
         (void)setpgid(0, 0);
+        /* named for ps(1), and so that 'pkill -x pvisor' leaves it */
+        (void)prctl(PR_SET_NAME, "pvisor-tty", 0, 0, 0);
         struct sigaction ign = {.sa_handler = SIG_IGN};
         int sigs[] = {SIGTTOU /* we restore from the background */, SIGINT, SIGQUIT, SIGTSTP, SIGTERM, SIGHUP};
         for (size_t i = 0; i < ARRAY_SIZE(sigs); i++)

@@ -169,6 +169,15 @@ $PTYRUN wait=ready-kg kill=-9 pause=0.5 -- "$PVISOR" run --safe -- sh -c 'echo r
 sleep 0.3
 eq "$(report "$T/o18g"):$(pgrep -fc '^sleep 3015$')" "## status 137 ## termios same ## size 30 100 :0" \
     "pvisor's process group killed with SIGKILL on a terminal: the terminal's modes are put back too"
+# the guardian has a name of its own (ps shows what it is; 'pkill -x
+# pvisor' leaves it to do its work), and goes with the run
+$PTYRUN -- "$PVISOR" run --safe -- sh -c 'exec sleep 3016' >"$T/o18n" 2>&1 &
+ptyrun=$!
+i=0; while ! pgrep -f '^sleep 3016$' >/dev/null && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+guard=$(pgrep -x pvisor-tty | while read -r g; do [ "$(ps -o ppid= -p "$g" | tr -d ' ')" = "$(pgrep -f '^[^ ]*pvisor run --safe -- sh -c exec sleep 3016$' | head -n1)" ] && echo "$g"; done | head -n1)
+pkill -f '^sleep 3016$'; wait $ptyrun
+eq "$([ -n "$guard" ] && echo named):$(ps -p "${guard:-1}" -o comm= 2>/dev/null | grep -c pvisor-tty)" "named:0" \
+    "the terminal's guardian is named pvisor-tty, and is gone when the run is"
 # ... and a SIGTERM to pvisor's process group (the shell's kill %1) ends the
 # run as a SIGTERM to pvisor does: the guardian, in that group, stays out of it
 $PTYRUN wait=ready-kt kill=-15 -- "$PVISOR" run --safe -- sh -c 'echo ready-kt; exec sleep 3014' >"$T/o19" 2>&1
