@@ -41,6 +41,17 @@ diag() { echo "# $*"; }
 eq() {
     if [ "$1" = "$2" ]; then ok "$3"; else not_ok "$3"; diag "  expected: $2"; diag "  actual:   $1"; fi
 }
+# eq_todo ACTUAL EXPECTED DESCRIPTION REASON: a known limit, as a TAP TODO
+# (a failing TODO does not fail the suite; meson reports an unexpected pass,
+# which says the limit is gone and the test should become an eq).
+eq_todo() {
+    _n=$((_n + 1))
+    if [ "$1" = "$2" ]; then
+        echo "ok $_n - $3 # TODO $4"
+    else
+        echo "not ok $_n - $3 # TODO $4"; diag "  expected: $2"; diag "  actual:   $1"
+    fi
+}
 # Newest run id in the state dir.
 latest_run() { ls -1 "$XDG_STATE_HOME/pvisor/runs" 2>/dev/null | sort | tail -n 1; }
 run_count() { ls -1 "$XDG_STATE_HOME/pvisor/runs" 2>/dev/null | wc -l; }
