@@ -46,16 +46,21 @@ export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:exitcode=87
 status=0
 passed=0
 failed=0
+todo=0
 for dir in build build-sanitize; do
     echo "== tests in $dir"
     if ! meson test -C "$dir" --print-errorlogs "$@"; then
         status=1
     fi
     log="$dir/meson-logs/testlog.txt"
-    p=$(grep -cE '^ok [0-9]+' "$log" || true)
-    f=$(grep -cE '^not ok [0-9]+' "$log" || true)
+    # a TAP TODO is a known limit measured (tests/lib.sh eq_todo): its
+    # "not ok" fails nothing, and its "ok" fails meson's run (unexpected pass)
+    p=$(grep -E '^ok [0-9]+' "$log" | grep -cvE '# TODO' || true)
+    f=$(grep -E '^not ok [0-9]+' "$log" | grep -cvE '# TODO' || true)
+    t=$(grep -cE '^not ok [0-9]+ .*# TODO' "$log" || true)
     passed=$((passed + p))
     failed=$((failed + f))
+    todo=$((todo + t))
 done
 if [ "$format_failed" -ne 0 ]; then
     status=1
@@ -66,5 +71,6 @@ fi
 if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then
     failed=1 # a test binary failed without a TAP line (crash, sanitizer abort)
 fi
+[ "$todo" -eq 0 ] || echo "$todo known limits measured (TAP TODO: docs/stage-format.md)"
 echo "$passed passed, $failed failed"
 exit $status
