@@ -41,12 +41,13 @@ static json_t *summary(const char *id, const json_t *b) {
     return s;
 }
 
-/* Terminal columns of s, a character each (what term_escape left is
- * printable; wide characters are taken as one). */
-static size_t columns(const char *s) {
-    /* a terminal's cells: wide (CJK) characters take two, combining ones
-     * none; decoded as UTF-8 whatever the user's locale */
-    locale_t utf8 = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
+/* Terminal cells of s, decoded as UTF-8 (utf8: a C.UTF-8 locale, or 0
+ * when there is none: a cell per character then): wide (CJK) characters
+ * take two, combining ones none.  What term_escape left is valid and
+ * printable UTF-8, but a character wcwidth does not know (unassigned in
+ * the C library's Unicode, a newer emoji) is -1 there: a terminal shows
+ * it in a cell, so one is counted. */
+static size_t columns(const char *s, locale_t utf8) {
     locale_t old = utf8 ? uselocale(utf8) : (locale_t)0;
     size_t n = 0;
     mbstate_t st;
@@ -61,13 +62,11 @@ static size_t columns(const char *s) {
             continue;
         }
         int w = wcwidth(wc);
-        n += w > 0 ? (size_t)w : 0;
+        n += w >= 0 ? (size_t)w : 1;
         s += k;
     }
-    if (utf8) {
+    if (utf8)
         uselocale(old);
-        freelocale(utf8);
-    }
     return n;
 }
 
@@ -137,6 +136,8 @@ int cmd_list(int argc, char **argv) {
         /* the workspace, "~/..." under HOME, escaped for the terminal; a
          * long one keeps its end ("...project/sub") */
         size_t n_rows = json_array_size(arr), wsw = strlen("WORKSPACE");
+        /* one for the table, not one per row */
+        locale_t utf8 = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
         char **ws = calloc(n_rows + 1, sizeof *ws);
         const char *home = getenv("HOME");
         size_t hl = home && home[0] == '/' && home[1] ? strlen(home) : 0;
@@ -159,7 +160,7 @@ int cmd_list(int argc, char **argv) {
                 memcpy(t, "...", 3);
             }
             ws[i] = t ? term_escape(t) : NULL;
-            size_t l = ws[i] ? columns(ws[i]) : 1;
+            size_t l = ws[i] ? columns(ws[i], utf8) : 1;
             wsw = l > wsw ? l : wsw;
         }
         printf("%-29s %-12s %-5s %-12s %-24s %-*s %s\n", "RUN", "STATE", "EXIT", "STAGE", "STARTED", (int)wsw,
@@ -177,12 +178,14 @@ int cmd_list(int argc, char **argv) {
             const char *w = ws && ws[i] ? ws[i] : "-";
             printf("%-29s %-12s %-5s %-12s %-24s %s%*s", json_string_value(json_object_get(s, "run_id")),
                    json_string_value(json_object_get(s, "state")), exitbuf, sst ? sst : "-", started ? started : "-", w,
-                   (int)(wsw - columns(w)), ""); /* padded by characters, not bytes */
+                   (int)(wsw - columns(w, utf8)), ""); /* padded by cells, not bytes */
             print_command(json_object_get(s, "command"), json_object_get(s, "command_hex"));
         }
         for (size_t i = 0; ws && i < n_rows; i++)
             free(ws[i]);
         free(ws);
+        if (utf8)
+            freelocale(utf8);
     }
     if (as_json) {
         json_dumpf(arr, stdout, JSON_INDENT(2));

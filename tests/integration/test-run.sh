@@ -161,6 +161,16 @@ cells = lambda s: sum(2 if unicodedata.east_asian_width(c) in "WF" else 0 if uni
 ls = sys.stdin.buffer.read().decode().splitlines()[1:]
 print(len({cells(l[:l.rfind(" true")]) for l in ls}), sum("z\\x1bb" in l for l in ls))')" "1 1" \
     "list: the COMMAND column aligns by a terminal's cells (CJK takes two); a long workspace is cut before it is escaped"
+# a character the C library's wcwidth does not know (U+0378, unassigned;
+# a newer emoji than its Unicode) takes a cell on a terminal too
+L4="$T/lw2/x$(printf '\315\270')y"
+mkdir -p "$L4"
+(cd "$L4" && XDG_STATE_HOME="$T/lwstate2" "$PVISOR" run -- true) && (cd "$T" && XDG_STATE_HOME="$T/lwstate2" "$PVISOR" run -- true)
+eq "$(XDG_STATE_HOME="$T/lwstate2" "$PVISOR" list | python3 -c '
+import sys
+ls = sys.stdin.buffer.read().decode().splitlines()[1:]
+print(len(ls), len({len(l[:l.rfind(" true")]) for l in ls}))')" "2 1" \
+    "list: a character wcwidth does not know takes one cell, and COMMAND stays aligned"
 # argv is printed for a terminal: escape sequences (C0, the UTF-8 CSI) and
 # invisible characters as \xNN, in status and in list
 "$PVISOR" run -- true "$(printf 'a\033[2J\007b')" "$(printf 'c\302\23331m')" "$(printf 'z\342\200\213w')" >/dev/null 2>&1
