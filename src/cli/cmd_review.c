@@ -25,7 +25,8 @@ int lc_cli_target(const char *verb, const char *run, const char *stage_dir, char
         return cli_usage_error(verb, "an empty %s names nothing", run && !*run ? "RUN" : "stage directory");
     _cleanup_free_ char *unreadable = NULL;
     json_t *bundle = NULL;
-    int r = lc_resolve_target(run, stage_dir, ret_stage, ret_run ? ret_run : &unreadable, &bundle);
+    bool changes = strcmp(verb, "apply") == 0 || strcmp(verb, "drop") == 0 || strcmp(verb, "restore") == 0;
+    int r = lc_resolve_target(run, stage_dir, !changes, ret_stage, ret_run ? ret_run : &unreadable, &bundle);
     if (r == 0) {
         /* Chosen without a name: the newest stage, but of another
          * workspace than the current directory's.  Said; and apply, drop
@@ -35,7 +36,6 @@ int lc_cli_target(const char *verb, const char *run, const char *stage_dir, char
         if (cwd && ws && !path_within(cwd, ws)) {
             const char *id = ret_run && *ret_run ? *ret_run : unreadable;
             _cleanup_free_ char *wd = lc_display_name(ws);
-            bool changes = strcmp(verb, "apply") == 0 || strcmp(verb, "drop") == 0 || strcmp(verb, "restore") == 0;
             if (changes) {
                 cli_error(PV_EXIT_FAILURE, verb,
                           "the current directory is in no staged run's workspace; the newest stage is of %s (run "
@@ -62,13 +62,19 @@ int lc_cli_target(const char *verb, const char *run, const char *stage_dir, char
             json_decref(bundle);
         return PV_EXIT_OK;
     }
-    if (r == -ENODATA) {
+    if (r == -ENODATA || r == -EINPROGRESS) {
         const char *id = ret_run && *ret_run ? *ret_run : unreadable;
-        cli_error(PV_EXIT_FAILURE, verb,
-                  "the newest run %s has no readable Bundle (its supervisor died while setting it up, or a power "
-                  "loss lost it), so which stage is newest is unknown; name the run or the stage (see 'pvisor "
-                  "list'), or remove that run's directory",
-                  id ? id : "?");
+        if (r == -EINPROGRESS)
+            cli_error(PV_EXIT_FAILURE, verb,
+                      "the newest run %s is still starting (it has no Bundle yet), so which stage is newest is "
+                      "unknown; run this again in a moment, or name the run or the stage (see 'pvisor list')",
+                      id ? id : "?");
+        else
+            cli_error(PV_EXIT_FAILURE, verb,
+                      "the newest run %s has no readable Bundle (its supervisor died while setting it up, or a power "
+                      "loss lost it), so which stage is newest is unknown; name the run or the stage (see 'pvisor "
+                      "list'), or remove that run's directory",
+                      id ? id : "?");
         if (ret_run) {
             free(*ret_run);
             *ret_run = NULL;

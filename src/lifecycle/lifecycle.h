@@ -172,12 +172,15 @@ json_t *lc_changeset_to_json(const struct lc_changeset *cs);
  * stage and whose workspace holds the current directory, or else the
  * newest run that has a stage.  Returns the stage path and the run's Bundle (NULL for a stage
  * given by path or a run without a readable one).
+ * A run with no Bundle yet whose supervisor lives (runstore.h
+ * runs_starting) is passed over when pass_over_starting.
  * Errors: -ENOENT nothing matches; -ENOTUNIQ ambiguous; -ENOMEDIUM the run
  * has no stage; -EINVAL stage_dir is not a stage; -ENODATA (run and
- * stage_dir NULL) a run newer than any staged one has no readable Bundle:
- * *ret_run_id is then set to its id (owned by the caller). */
-int lc_resolve_target(const char *run, const char *stage_dir, char **ret_stage_path, char **ret_run_id,
-                      json_t **ret_bundle);
+ * stage_dir NULL) a run newer than any staged one has no readable Bundle,
+ * -EINPROGRESS the same of a run still starting: *ret_run_id is then set
+ * to its id (owned by the caller). */
+int lc_resolve_target(const char *run, const char *stage_dir, bool pass_over_starting, char **ret_stage_path,
+                      char **ret_run_id, json_t **ret_bundle);
 
 /* ---- apply (apply.c) ---- */
 

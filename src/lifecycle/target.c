@@ -66,8 +66,8 @@ static bool agent_link(const char *link) {
     return found;
 }
 
-int lc_resolve_target(const char *run, const char *stage_dir, char **ret_stage_path, char **ret_run_id,
-                      json_t **ret_bundle) {
+int lc_resolve_target(const char *run, const char *stage_dir, bool pass_over_starting, char **ret_stage_path,
+                      char **ret_run_id, json_t **ret_bundle) {
     char **ids = NULL;
     size_t n = 0;
     int r = 0;
@@ -210,9 +210,12 @@ int lc_resolve_target(const char *run, const char *stage_dir, char **ret_stage_p
                 if (match)
                     continue; /* older than the one found: as if not read */
                 /* A run still starting (another agent's, in parallel) has
-                 * no Bundle for a few milliseconds: passed over, as a
-                 * running stage could not be the one anyway. */
-                if (runs_starting(ids[i]))
+                 * no Bundle yet (up to ~0.1 s), so which workspace it is in
+                 * is unknown: passed over where only read (review, diff);
+                 * where files change (apply, drop), its stage may be the
+                 * newest of this workspace, not locked yet: refused. */
+                bool starting = runs_starting(ids[i]);
+                if (starting && pass_over_starting)
                     continue;
                 json_decref(any_b);
                 /* A newer run whose Bundle is gone (a supervisor that died
@@ -222,7 +225,7 @@ int lc_resolve_target(const char *run, const char *stage_dir, char **ret_stage_p
                     r = -ENOMEM;
                     goto out;
                 }
-                r = -ENODATA;
+                r = starting ? -EINPROGRESS : -ENODATA;
                 goto out;
             }
             const char *ws = json_string_value(json_object_get(b, "workspace"));

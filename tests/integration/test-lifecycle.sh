@@ -1314,10 +1314,12 @@ check "... and nothing was applied or dropped" sh -c "[ \"\$(cat '$W/f')\" = old
 eq "$rc:$(cat "$W/f")" "0:fromA" "naming the older run still applies it"
 rm -rf "$XDG_STATE_HOME/pvisor/runs/$runB"
 
-# A run still starting (another agent's, in another workspace, sharing the
-# state directory) has no Bundle for its first milliseconds: its supervisor
-# holds a shared flock on the run directory from its creation, and the
-# verbs pass such a run over instead of refusing as if it had died.
+# A run still starting (another agent's, sharing the state directory) has
+# no Bundle for its first ~0.1 s: its supervisor holds a shared flock on
+# the run directory, so the verbs tell it from one whose supervisor died.
+# Where they only read, they pass it over; apply and drop refuse (its
+# workspace is unknown: its stage, not locked yet, may be this one's
+# newest), saying it is starting.
 W=$T/wss
 mkdir -p "$W"; echo old > "$W/f"
 (cd "$W" && "$P" run --stage auto -- sh -c 'echo fromS > f') >/dev/null 2>&1
@@ -1329,13 +1331,21 @@ i=0; while flock -n -x "$XDG_STATE_HOME/pvisor/runs/$starting" true && [ $i -lt 
 "$P" list --json > "$T/starting.json" 2>/dev/null
 eq "$(jq -r --arg id "$starting" '.[] | select(.run_id == $id) | .state' "$T/starting.json")" starting \
     "list shows a run without a Bundle whose directory is locked as starting"
-(cd "$W" && "$P" apply) >/dev/null 2>"$T/starting.err"; rc=$?
-eq "$rc:$(cat "$W/f")" "0:fromS" "apply without a run passes over a newer run that is still starting"
+(cd "$W" && "$P" status --review --json) > "$T/starting.json" 2>/dev/null; rc=$?
+eq "$rc:$(jq -r .stage.path "$T/starting.json")" "0:$XDG_STATE_HOME/pvisor/runs/$(ls "$XDG_STATE_HOME/pvisor/runs" | sort | tail -n 2 | head -n 1)/stage" \
+    "status --review without a run passes over a newer run that is still starting"
+for verb in apply drop; do
+    (cd "$W" && "$P" $verb) >/dev/null 2>"$T/starting.err"; rc=$?
+    eq "$rc:$(grep -c "newest run $starting is still starting" "$T/starting.err"):$(cat "$W/f")" "1:1:old" \
+        "$verb without a run refuses while a newer run is still starting, and says so"
+done
 kill $holder 2>/dev/null; wait $holder 2>/dev/null
 (cd "$W" && "$P" status --review) >/dev/null 2>"$T/starting.err"; rc=$?
 eq "$rc:$(grep -c "newest run $starting has no readable Bundle" "$T/starting.err")" "1:1" \
     "... and once nothing holds its lock, it is one whose supervisor died: refused as before"
 rm -rf "$XDG_STATE_HOME/pvisor/runs/$starting"
+(cd "$W" && "$P" apply) >/dev/null 2>&1; rc=$?
+eq "$rc:$(cat "$W/f")" "0:fromS" "... and without it, apply takes the workspace's stage"
 # the supervisor does hold that lock: a plain run's, while its command runs
 (cd "$W" && "$P" run -- sh -c 'echo go > "$1"; sleep 30' sh "$T/go") >/dev/null 2>&1 &
 pv=$!
