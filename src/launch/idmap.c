@@ -25,10 +25,12 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -42,11 +44,16 @@
 #define IDMAP_ROOT_AS "65534"
 
 /* The holder of the idmapping's user namespace: it only sleeps until the
- * SIGKILL that ends it (every other signal is blocked).  It shares the
- * supervisor's memory (CLONE_VM), so it touches nothing: no errno, no
- * libc state. */
+ * SIGKILL that ends it (every other signal is blocked), or dies with the
+ * supervisor (a copy of whose descriptors it holds, the run directory's
+ * lock among them: runstore.h), if that is killed in the microseconds
+ * before it kills the holder.  It shares the supervisor's memory
+ * (CLONE_VM), so it touches nothing: raw system calls that cannot fail
+ * (no errno), no libc state. */
 static int idmap_holder(void *arg) {
-    (void)arg;
+    syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+    if (syscall(SYS_getppid) != (long)(intptr_t)arg) /* the supervisor is gone already */
+        syscall(SYS_exit, 0);
     for (;;)
         syscall(SYS_pause);
     return 0;
@@ -64,7 +71,8 @@ static int idmap_userns(void) {
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old); /* the child starts with all blocked */
-    pid_t pid = clone(idmap_holder, (char *)stack + stack_size, CLONE_VM | CLONE_NEWUSER | SIGCHLD, NULL);
+    pid_t pid =
+        clone(idmap_holder, (char *)stack + stack_size, CLONE_VM | CLONE_NEWUSER | SIGCHLD, (void *)(intptr_t)getpid());
     int r = pid < 0 ? -errno : 0;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     int nsfd = -1;
