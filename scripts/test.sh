@@ -58,8 +58,11 @@ for dir in build build-sanitize; do
     p=$(grep -E '^ok [0-9]+' "$log" | grep -cvE '# TODO' || true)
     f=$(grep -E '^not ok [0-9]+' "$log" | grep -cvE '# TODO' || true)
     t=$(grep -cE '^not ok [0-9]+ .*# TODO' "$log" || true)
+    # a limit now gone: the test should become a plain check
+    u=$(grep -cE '^ok [0-9]+ .*# TODO' "$log" || true)
+    [ "$u" -eq 0 ] || echo "$u TAP TODO checks passed unexpectedly in $dir (a known limit is gone: make them plain checks)"
     passed=$((passed + p))
-    failed=$((failed + f))
+    failed=$((failed + f + u))
     todo=$((todo + t))
 done
 if [ "$format_failed" -ne 0 ]; then

@@ -80,7 +80,15 @@ int runs_list_ids(char ***ret_ids, size_t *ret_n) {
 }
 
 int runs_hold(int run_dirfd) {
-    return flock(run_dirfd, LOCK_SH | LOCK_NB) < 0 ? -errno : 0;
+    /* runs_starting's exclusive probe holds it for an instant */
+    for (int i = 0; i < 100; i++) {
+        if (flock(run_dirfd, LOCK_SH | LOCK_NB) == 0)
+            return 0;
+        if (errno != EWOULDBLOCK)
+            return -errno;
+        usleep(100);
+    }
+    return -EWOULDBLOCK;
 }
 
 bool runs_starting(const char *id) {

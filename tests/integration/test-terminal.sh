@@ -173,8 +173,15 @@ eq "$(report "$T/o18g"):$(pgrep -fc '^sleep 3015$')" "## status 137 ## termios s
 # pvisor' leaves it to do its work), and goes with the run
 $PTYRUN -- "$PVISOR" run --safe -- sh -c 'exec sleep 3016' >"$T/o18n" 2>&1 &
 ptyrun=$!
-i=0; while ! pgrep -f '^sleep 3016$' >/dev/null && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
-guard=$(pgrep -x pvisor-tty | while read -r g; do [ "$(ps -o ppid= -p "$g" | tr -d ' ')" = "$(pgrep -f '^[^ ]*pvisor run --safe -- sh -c exec sleep 3016$' | head -n1)" ] && echo "$g"; done | head -n1)
+guard=
+i=0; while [ -z "$guard" ] && [ $i -lt 200 ]; do
+    sleep 0.05; i=$((i + 1))
+    pgrep -f '^sleep 3016$' >/dev/null || continue
+    for sup in $(pgrep -f 'pvisor run --safe -- sh -c exec sleep 3016$'); do
+        guard=$(pgrep -x -P "$sup" pvisor-tty | head -n1)
+        [ -n "$guard" ] && break
+    done
+done
 pkill -f '^sleep 3016$'; wait $ptyrun
 eq "$([ -n "$guard" ] && echo named):$(ps -p "${guard:-1}" -o comm= 2>/dev/null | grep -c pvisor-tty)" "named:0" \
     "the terminal's guardian is named pvisor-tty, and is gone when the run is"
