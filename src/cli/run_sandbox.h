@@ -134,4 +134,14 @@ int64_t sandbox_cpu_watch(void *userdata);
  * resources evidence, kill what is left, remove the leaf. */
 void sandbox_finish_resources(struct sandbox *sb);
 
+/* run_sandbox_runtime.c: the host directories the command needs projected
+ * (toolchains outside the system's), into l (free with dirlist_free). */
+#define MAX_RUNTIME_DIRS 64
+struct dirlist {
+    char *v[MAX_RUNTIME_DIRS];
+    size_t n;
+};
+void dirlist_free(struct dirlist *l);
+void sandbox_gather_runtime(const struct run_context *ctx, const char *home, struct dirlist *l);
+
 #endif
