@@ -1018,6 +1018,30 @@ static bool selected_by(const char *path, const char *const *paths) {
     return false;
 }
 
+static bool special_type(enum lc_type t) {
+    return t == LC_CHR || t == LC_BLK || t == LC_SOCK;
+}
+
+/* A deletion below a workspace directory that the stage replaces by a
+ * device node or socket, which apply never creates: the directory stays,
+ * and so does what it holds (as a file replaced so stays whole), rather
+ * than an empty directory where the agent left neither. */
+static bool below_kept_directory(const struct lc_changeset *cs, const bool *sel, const char *path) {
+    char anc[LC_MAX_PATH + 1];
+    snprintf(anc, sizeof anc, "%s", path);
+    char *slash;
+    while ((slash = strrchr(anc, '/'))) {
+        *slash = '\0';
+        size_t j = lc_changeset_find(cs, anc);
+        if (j == SIZE_MAX)
+            continue;
+        const struct lc_entry *a = &cs->entries[j];
+        if (sel[j] && a->kind != LC_DELETED && a->old_type == LC_DIR && special_type(a->new_type))
+            return true;
+    }
+    return false;
+}
+
 static int plan_from_changeset(const struct lc_changeset *cs, const struct lc_apply_opts *o, struct plan *p,
                                struct lc_apply_report *rep) {
     bool *sel = calloc(cs->n + 1, sizeof *sel);
@@ -1063,6 +1087,7 @@ static int plan_from_changeset(const struct lc_changeset *cs, const struct lc_ap
         free(sel);
         return -ENOMEM;
     }
+    bool kept_dirs = false; /* a directory replaced by a special file was skipped */
     for (size_t i = 0; i < cs->n && r == 0; i++) {
         const struct lc_entry *e = &cs->entries[i];
         if (!sel[i])
@@ -1082,10 +1107,13 @@ static int plan_from_changeset(const struct lc_changeset *cs, const struct lc_ap
             r = report_conflict(rep, e->path, "invalid name in the stage");
             continue;
         }
-        if (e->kind != LC_DELETED && (e->new_type == LC_CHR || e->new_type == LC_BLK || e->new_type == LC_SOCK)) {
+        if (e->kind != LC_DELETED && special_type(e->new_type)) {
             rep->n_skipped_special++;
+            kept_dirs |= e->old_type == LC_DIR;
             continue;
         }
+        if (kept_dirs && e->kind == LC_DELETED && below_kept_directory(cs, sel, e->path))
+            continue;
         struct plan_ent *pe = &p->v[p->n];
         if (!(pe->path = strdup(e->path))) {
             r = -ENOMEM;

@@ -848,6 +848,26 @@ mknod "$S/upper/null" c 1 3 2>/dev/null && {
     check "the device node is not created" test ! -e "$W/null"
     check "apply says it skipped it" grep -q 'skipped 1 device' "$T/h4.err"
 }
+# a workspace directory the stage replaces by a socket (a daemon's socket
+# where the agent removed a directory): apply creates no socket, and keeps
+# the directory whole, as it keeps a file a socket replaces, instead of
+# deleting what it held and leaving it empty
+W=$T/ws10s S=$T/st10s
+mkdir -p "$W/d/sub" "$W/d-x"
+echo x > "$W/d/x"; echo y > "$W/d/sub/y"; echo f > "$W/f"; echo q > "$W/d-x/q"
+stage_run "$W" "$S" "rm -r d d-x f && python3 -c 'import socket
+for n in (\"d\", \"f\"): socket.socket(socket.AF_UNIX).bind(n)'" >/dev/null 2>&1
+if [ -S "$S/upper/d" ] && [ -S "$S/upper/f" ]; then
+    "$P" apply --stage "$S" >/dev/null 2>"$T/h4s.err"; rc=$?
+    eq "$rc" 0 "a stage with a directory replaced by a socket applies the rest"
+    eq "$(cat "$W/d/x" "$W/d/sub/y" "$W/f" 2>&1)" "x
+y
+f" "the directory a socket replaced keeps what it held, as a file a socket replaced stays"
+    check "the deleted sibling directory is deleted" test ! -e "$W/d-x"
+    check "apply says it skipped both sockets" grep -q 'skipped 2 device' "$T/h4s.err"
+else
+    skip "a directory replaced by a socket" "no socket in the stage (python3?)"
+fi
 W=$T/ws11 S=$T/st11
 mkdir -p "$W"; echo k > "$W/k"
 stage_run "$W" "$S" 'echo k2 > k'
