@@ -54,6 +54,9 @@ static unsigned git_mode(enum lc_type t, uint32_t mode) {
     case LC_LNK: return 0120000u;
     case LC_DIR: return 0040000u | mode;
     case LC_FIFO: return 0010000u | mode;
+    case LC_SOCK: return 0140000u | mode;
+    case LC_CHR: return 0020000u | mode;
+    case LC_BLK: return 0060000u | mode;
     default: return mode;
     }
 }

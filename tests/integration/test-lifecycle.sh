@@ -858,6 +858,9 @@ echo x > "$W/d/x"; echo y > "$W/d/sub/y"; echo f > "$W/f"; echo q > "$W/d-x/q"
 stage_run "$W" "$S" "rm -r d d-x f && python3 -c 'import socket
 for n in (\"d\", \"f\"): socket.socket(socket.AF_UNIX).bind(n)'" >/dev/null 2>&1
 if [ -S "$S/upper/d" ] && [ -S "$S/upper/f" ]; then
+    # diff names a socket's type in its mode, as it does a fifo's
+    eq "$("$P" diff --stage "$S" -- f | grep -c '^new file mode 140[0-7][0-7][0-7]$')" 1 \
+        "diff gives a socket's mode with its type (140xxx)"
     "$P" apply --stage "$S" >/dev/null 2>"$T/h4s.err"; rc=$?
     eq "$rc" 0 "a stage with a directory replaced by a socket applies the rest"
     eq "$(cat "$W/d/x" "$W/d/sub/y" "$W/f" 2>&1)" "x
