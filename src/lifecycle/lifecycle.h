@@ -66,7 +66,8 @@ const char *lc_kind_name(enum lc_kind k);
 #define LC_W_PY_STARTUP (1u << 9)      /* a .pth or site/usercustomize in site-packages, a pyvenv.cfg */
 #define LC_W_HOME_STARTUP (1u << 10)   /* HOME in the workspace: a file a shell, login or session runs */
 #define LC_W_FIFO (1u << 11)           /* a named pipe (applied: what opens it waits for a writer) */
-#define LC_W__COUNT 12
+#define LC_W_GIT_LOCK (1u << 12)       /* a new *.lock in a .git (a git killed mid-way left it) */
+#define LC_W__COUNT 13
 const char *lc_warning_name(unsigned bit_index);    /* "exec", "setid", ... */
 const char *lc_warning_message(unsigned bit_index); /* "gains an executable bit", ... */
 

@@ -60,7 +60,7 @@ static const char *const startup_dirs[] = {".config/fish/conf.d",
 const char *lc_warning_name(unsigned i) {
     static const char *const names[] = {"exec",         "setid",   "git_hook", "git_config",   "symlink_outside",
                                         "large",        "special", "hardlink", "git_worktree", "python_startup",
-                                        "home_startup", "fifo"};
+                                        "home_startup", "fifo",    "git_lock"};
     return i < ARRAY_SIZE(names) ? names[i] : "unknown";
 }
 
@@ -152,9 +152,18 @@ void lc_entry_set_warnings(struct lc_changeset *cs, struct lc_entry *e, const st
      * a hook named *.sample (git init makes a dozen, executable): neither
      * a hook nor an exec warning, which buried the ones that matter */
     bool sample = sample_ok && bl > 7 && strcmp(base + bl - 7, ".sample") == 0;
+    /* git creates NAME.lock next to what it changes (index.lock, HEAD.lock,
+     * a ref's, config.lock) and renames it over NAME when done: one that
+     * is left was made by a git the run's end killed, and once applied
+     * every git command that takes that lock fails ("File exists") */
+    bool lock = e->kind != LC_DELETED && e->new_type == LC_REG && e->old_type != LC_REG && bl > 5 &&
+                strcmp(base + bl - 5, ".lock") == 0;
     for (const char *c = p;;) {
-        if (strncmp(c, ".git/", 5) == 0)
+        if (strncmp(c, ".git/", 5) == 0) {
             wn = git_dir_warnings(c + 5, sample, wn);
+            if (lock)
+                wn |= LC_W_GIT_LOCK;
+        }
         /* Python runs every .pth (its "import" lines) of an environment's
          * site-packages, and imports sitecustomize / usercustomize (a .py,
          * a sourceless .pyc, an extension, or a package) at each start; a
@@ -447,6 +456,9 @@ const char *lc_warning_message(unsigned bit) {
     case LC_W_SPECIAL: return "device node or socket (never applied)";
     case LC_W_HARDLINK: return "hard-linked in the stage (applied as separate files)";
     case LC_W_FIFO: return "named pipe (applied: a program that opens it waits for a writer)";
+    case LC_W_GIT_LOCK:
+        return "git lock file left by a git that did not finish (the run ended or killed it): applied, git commands "
+               "that take this lock fail until it is removed";
     case LC_W_HOME_STARTUP: return "runs when a shell, a login or your session starts (HOME is in the workspace)";
     case LC_W_PY_STARTUP:
         return "runs at every start of Python in that environment (.pth, site/usercustomize, pyvenv.cfg)";

@@ -1678,6 +1678,23 @@ eq "$(jq -r '[.changeset.warnings[] | select(.warning == "python_startup") | .pa
     ".venv/lib/python3.11/site-packages/evil.pth:0:exec,git_hook" \
     "review warns of a .pth in site-packages (not one deeper), not of git's *.sample hooks, and still of a real hook"
 
+# A git the run's end killed (an agent's 'git commit' waiting on its
+# editor, in the background when the command exited) leaves its lock file
+# (.git/index.lock, a ref's NAME.lock); applied, every git command that
+# takes that lock fails ("File exists"): review says so (git_lock), for a
+# new lock file inside a .git only.
+W=$T/wswarnlock
+mkdir -p "$W" && (cd "$W" && git init -q . && echo a > a && git add a &&
+    git -c user.name=t -c user.email=t@t commit -qm i && echo stale > .git/HEAD.lock)
+(cd "$W" && "$P" run --stage auto -- sh -c 'echo b >> a &&
+    GIT_EDITOR="sleep 600; true" git -c user.name=t -c user.email=t@t commit -qa &
+    i=0; while { [ ! -e .git/index.lock ] || [ ! -e .git/COMMIT_EDITMSG ]; } && [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1)); done
+    : > .git/refs/heads/topic.lock; : > build.lock; rm .git/HEAD.lock') >/dev/null 2>&1
+(cd "$W" && "$P" status --review --json) > "$T/warnlock.json"
+eq "$(jq -r '[.changeset.warnings[] | select(.warning == "git_lock") | .path] | sort | join(",")' "$T/warnlock.json")" \
+    ".git/index.lock,.git/refs/heads/topic.lock" \
+    "review warns of the lock files a killed git left in .git (git_lock), not of other *.lock nor of one deleted"
+
 # A *.sample is unwarned only when new and no hook links to it: a hook
 # that is a symlink to its sample (enabling a sample that way) runs it, so
 # a change to that sample is a hook change; git never changes an existing
