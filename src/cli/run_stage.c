@@ -238,6 +238,23 @@ static void cancel_checkpoints(void *userdata) {
 #endif
 }
 
+/* For tests only: PVISOR_TEST_SEAL_WAIT=PATH makes the run create PATH
+ * once the command's tree is gone and the overlay stopped, just before the
+ * seal, and wait there until PATH is removed (a test signals pvisor in
+ * that window, then lets it go on). */
+static void test_seal_wait(void) {
+    const char *p = getenv("PVISOR_TEST_SEAL_WAIT");
+    if (!p || !*p)
+        return;
+    int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return;
+    close(fd);
+    struct stat sb;
+    while (lstat(p, &sb) == 0)
+        usleep(10000);
+}
+
 static const char *stage_open_hint(int r, const char *stage) {
 #ifdef PVISOR_HAVE_LIFECYCLE
     _cleanup_free_ char *cp = NULL;
@@ -380,6 +397,7 @@ int run_execute_staged(struct run_context *ctx,
     if (st.ov)
         overlay_get_stats(st.ov, &stats);
     int stop_r = overlay_stop(st.ov);
+    test_seal_wait();
     int seal_r = 0;
     if (st.stage) {
         seal_r = r >= 0 || st.start_error || st.cgroup_error || st.home_error ? stage_seal(st.stage, stats.mutated)

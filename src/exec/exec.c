@@ -461,6 +461,18 @@ out_pipes:
             close(err[i]);
     }
 out_mask:
+    if (r >= 0) {
+        /* The run is not over when the command is: the caller still seals
+         * the stage and writes the Bundle.  A termination signal that
+         * arrives meanwhile (a second SIGHUP as the terminal closes, a
+         * process manager's SIGTERM) has no command to go to, and
+         * unblocked its default action would kill pvisor half-way: the
+         * stage left interrupted (the command's finished work can no
+         * longer be applied) and the Bundle still saying "running".  They
+         * stay blocked; what is pending is dropped when pvisor exits. */
+        for (size_t i = 0; i < ARRAY_SIZE(forwarded); i++)
+            sigaddset(&old_mask, forwarded[i]);
+    }
     sigprocmask(SIG_SETMASK, &old_mask, NULL);
     if (r >= 0)
         *ret = res;

@@ -12,6 +12,9 @@
  *  - SIGINT/SIGTERM/SIGHUP/SIGQUIT delivered to pvisor are forwarded to the
  *    command's process group; a second SIGINT/SIGTERM/SIGHUP, or
  *    kill_grace_ms after the first, SIGKILLs the group (the run always ends);
+ *    on a successful return they stay blocked (the caller seals the stage
+ *    and writes the Bundle, which no late signal may cut short; pending
+ *    ones are dropped at exit);
  *  - pvisor is a child subreaper: when the command exits, its process group
  *    and then every remaining descendant (double-forked, setsid'd daemons
  *    included, since they are reparented to us) are SIGKILLed and reaped;

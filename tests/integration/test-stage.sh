@@ -643,6 +643,25 @@ eq "$(cat "$S/upper/README" 2>/dev/null)" pre-term "after SIGTERM the command's 
 eq "$("$PVISOR" status --json | jq -r '.stage.state + " " + .display_state')" "sealed finished" "after SIGTERM status shows the stage sealed"
 check "after SIGTERM no FUSE mount is left" no_fuse_mount_of "$W"
 
+# --- a termination signal after the command ended, before the seal -------------------
+# (a second SIGHUP as the terminal closes, a process manager's SIGTERM):
+# nothing is left to forward it to; it must not kill pvisor half-way,
+# which left the stage interrupted (the finished work could not be
+# applied) and the Bundle saying "running"
+next_stage
+rm -f "$T/sw.wait"
+PVISOR_TEST_SEAL_WAIT="$T/sw.wait" "$PVISOR" run --stage "$S" --workspace "$W" -- sh -c "echo done-work > '$W/README'; exit 3" 2> "$T/sw.err" &
+pv=$!
+wait_for "$T/sw.wait"
+kill -TERM $pv; kill -HUP $pv; kill -INT $pv
+rm -f "$T/sw.wait"
+wait $pv; rc=$?
+eq "$rc" 3 "signals to pvisor after the command ended: pvisor finishes, with the command's exit status"
+check "... the stage is sealed" test -e "$S/sealed"
+eq "$(jq -r '.state + " " + .stage.state + " " + (.exit.status | tostring)' "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json")" \
+    "finished sealed 3" "... the Bundle records the finished run"
+eq "$(cat "$S/upper/README" 2>/dev/null)" done-work "... and its write is staged"
+
 # --- the user edits the lower while a run is live --------------------------------------
 L2="$T/ws-live"; mkdir -p "$L2"
 printf 'v1\n' > "$L2/edit.txt"
