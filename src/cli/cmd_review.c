@@ -64,7 +64,18 @@ int lc_cli_target(const char *verb, const char *run, const char *stage_dir, char
     }
     if (r == -ENODATA || r == -EINPROGRESS) {
         const char *id = ret_run && *ret_run ? *ret_run : unreadable;
-        if (r == -EINPROGRESS)
+        if (run && r == -EINPROGRESS)
+            cli_error(PV_EXIT_FAILURE, verb,
+                      "run %s is still starting (it has no Bundle yet, so nothing says which stage it has); run "
+                      "this again in a moment",
+                      id ? id : "?");
+        else if (run)
+            cli_error(PV_EXIT_FAILURE, verb,
+                      "run %s has no readable Bundle (its supervisor died while setting it up, or a power loss "
+                      "lost it), so nothing says which stage it had; name the stage directory, or remove that "
+                      "run's directory",
+                      id ? id : "?");
+        else if (r == -EINPROGRESS)
             cli_error(PV_EXIT_FAILURE, verb,
                       "the newest run %s is still starting (it has no Bundle yet), so which stage is newest is "
                       "unknown; run this again in a moment, or name the run or the stage (see 'pvisor list')",

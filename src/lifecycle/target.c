@@ -180,8 +180,12 @@ int lc_resolve_target(const char *run, const char *stage_dir, bool pass_over_sta
             goto out;
         }
         r = runs_load_bundle(match, &bundle);
-        if (r < 0)
+        if (r < 0) { /* a run directory without a Bundle: say which */
+            r = runs_starting(match) ? -EINPROGRESS : -ENODATA;
+            if (ret_run_id && !(*ret_run_id = strdup(match)))
+                r = -ENOMEM;
             goto out;
+        }
         if (!bundle_stage_path(bundle)) {
             r = -ENOMEDIUM;
             goto out;
@@ -189,8 +193,12 @@ int lc_resolve_target(const char *run, const char *stage_dir, bool pass_over_sta
     } else if (run) { /* latest: the newest run, which must have a stage */
         match = ids[0];
         r = runs_load_bundle(match, &bundle);
-        if (r < 0)
+        if (r < 0) { /* a run directory without a Bundle: say which */
+            r = runs_starting(match) ? -EINPROGRESS : -ENODATA;
+            if (ret_run_id && !(*ret_run_id = strdup(match)))
+                r = -ENOMEM;
             goto out;
+        }
         if (!bundle_stage_path(bundle)) {
             r = -ENOMEDIUM;
             goto out;

@@ -1333,6 +1333,10 @@ for verb in apply drop "status --review" diff; do
         "$verb without a run refuses when the newest run's Bundle was lost"
 done
 check "... and nothing was applied or dropped" sh -c "[ \"\$(cat '$W/f')\" = old ] && [ ! -e '$XDG_STATE_HOME/pvisor/runs/$runA/stage/dropped' ]"
+# named, that run is found (list shows it), and said to have no Bundle
+(cd "$W" && "$P" drop "$runB") >/dev/null 2>"$T/lost.err"; rc=$?
+eq "$rc:$(grep -c "run $runB has no readable Bundle" "$T/lost.err")" "1:1" \
+    "drop of a named run whose Bundle was lost says so (not that no run matches)"
 (cd "$W" && "$P" apply "$runA") >/dev/null 2>&1; rc=$?
 eq "$rc:$(cat "$W/f")" "0:fromA" "naming the older run still applies it"
 rm -rf "$XDG_STATE_HOME/pvisor/runs/$runB"
