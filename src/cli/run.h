@@ -19,8 +19,10 @@ struct run_context {
     const char *cwd;       /* absolute */
     json_t *bundle;        /* borrowed; updated and rewritten as the run goes */
     /* The host probes run in a child while the run is set up; their JSON
-     * arrives on probe_fd and goes into the Bundle (run_probe_collect). */
+     * arrives on probe_fd and goes into the Bundle (run_probe_collect),
+     * which first closes probe_release_fd: the child exits only then. */
     int probe_fd; /* -1: none pending */
+    int probe_release_fd;
     pid_t probe_pid;
 };
 

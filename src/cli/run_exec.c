@@ -176,20 +176,30 @@ void run_probe_into_bundle(json_t *bundle) {
 
 /* The probes take a millisecond or two (a child that tries namespaces,
  * PATH lookups): they run in a child of their own while the stage and the
- * sandbox are set up. */
+ * sandbox are set up.  The child exits only once the collection has begun
+ * (probe_release_fd closed): before that, the run's wait for its command
+ * (exec_run, a subreaper's waitpid(-1)) would reap it as a leftover. */
 void run_probe_start(struct run_context *ctx) {
-    int p[2];
-    ctx->probe_fd = -1;
+    int p[2], rel[2];
+    ctx->probe_fd = ctx->probe_release_fd = -1;
     if (pipe2(p, O_CLOEXEC) < 0)
         return;
-    pid_t pid = fork();
-    if (pid < 0) {
+    if (pipe2(rel, O_CLOEXEC) < 0) {
         close(p[0]);
         close(p[1]);
         return;
     }
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(p[0]);
+        close(p[1]);
+        close(rel[0]);
+        close(rel[1]);
+        return;
+    }
     if (pid == 0) {
         close(p[0]);
+        close(rel[1]);
         struct host_probe hp;
         json_t *j = host_probe_run(&hp) == 0 ? probe_to_json(&hp) : NULL;
         char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
@@ -204,14 +214,23 @@ void run_probe_start(struct run_context *ctx) {
         int ok = s != NULL;
         free(s);
         json_decref(j);
+        char c;
+        while (read(rel[0], &c, 1) < 0 && errno == EINTR) /* EOF: the collection has begun */
+            ;
         _exit(ok ? 0 : 1);
     }
     close(p[1]);
+    close(rel[0]);
     ctx->probe_fd = p[0];
+    ctx->probe_release_fd = rel[1];
     ctx->probe_pid = pid;
 }
 
 void run_probe_collect(struct run_context *ctx) {
+    if (ctx->probe_release_fd >= 0) {
+        close(ctx->probe_release_fd);
+        ctx->probe_release_fd = -1;
+    }
     if (ctx->probe_fd < 0)
         return;
     _cleanup_free_ char *buf = NULL;
