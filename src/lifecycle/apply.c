@@ -1022,6 +1022,20 @@ static bool special_type(enum lc_type t) {
     return t == LC_CHR || t == LC_BLK || t == LC_SOCK;
 }
 
+/* The entries of a path's ancestors, nearest first: anc holds a copy of
+ * the path, cut back at each call; the next ancestor's entry, or SIZE_MAX
+ * when no ancestor is left that has one. */
+static size_t ancestor_entry(const struct lc_changeset *cs, char *anc) {
+    char *slash;
+    while ((slash = strrchr(anc, '/'))) {
+        *slash = '\0';
+        size_t j = lc_changeset_find(cs, anc);
+        if (j != SIZE_MAX)
+            return j;
+    }
+    return SIZE_MAX;
+}
+
 /* A deletion below a workspace directory that the stage replaces by a
  * device node or socket, which apply never creates: the directory stays,
  * and so does what it holds (as a file replaced so stays whole), rather
@@ -1029,12 +1043,7 @@ static bool special_type(enum lc_type t) {
 static bool below_kept_directory(const struct lc_changeset *cs, const bool *sel, const char *path) {
     char anc[LC_MAX_PATH + 1];
     snprintf(anc, sizeof anc, "%s", path);
-    char *slash;
-    while ((slash = strrchr(anc, '/'))) {
-        *slash = '\0';
-        size_t j = lc_changeset_find(cs, anc);
-        if (j == SIZE_MAX)
-            continue;
+    for (size_t j; (j = ancestor_entry(cs, anc)) != SIZE_MAX;) {
         const struct lc_entry *a = &cs->entries[j];
         if (sel[j] && a->kind != LC_DELETED && a->old_type == LC_DIR && special_type(a->new_type))
             return true;
@@ -1070,12 +1079,7 @@ static int plan_from_changeset(const struct lc_changeset *cs, const struct lc_ap
                 continue;
             char anc[LC_MAX_PATH + 1];
             snprintf(anc, sizeof anc, "%s", cs->entries[i].path);
-            char *slash;
-            while ((slash = strrchr(anc, '/'))) {
-                *slash = '\0';
-                size_t j = lc_changeset_find(cs, anc);
-                if (j == SIZE_MAX)
-                    continue;
+            for (size_t j; (j = ancestor_entry(cs, anc)) != SIZE_MAX;) {
                 const struct lc_entry *a = &cs->entries[j];
                 if (a->new_type == LC_DIR && a->kind != LC_DELETED && a->kind != LC_MODIFIED)
                     sel[j] = true;
