@@ -20,6 +20,9 @@ cleanup() {
     rm -rf "$T"
 }
 trap cleanup EXIT
+trap 'exit 129' HUP
+trap 'exit 130' INT
+trap 'exit 143' TERM
 [ -n "${OVSEM_KEEP:-}" ] && trap - EXIT
 n=0
 fails=0
