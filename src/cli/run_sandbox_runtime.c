@@ -159,11 +159,15 @@ static bool holds_homes(const char *dir) {
     for (size_t i = 0; i < ARRAY_SIZE(system); i++)
         if (path_within(dir, system[i]))
             return false;
-    _cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    _cleanup_close_ int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
         return false; /* not projected: add_runtime_dir wants a directory */
+    if (holds_credentials_at(fd, true) || passwd_home_within(dir))
+        return true;
+    /* one we may not list (mode 0711) may hold anything: closed */
+    _cleanup_close_ int rfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     int budget = 256;
-    return holds_credentials_at(fd, true) || passwd_home_within(dir) || creds_below(fd, 1, &budget, true);
+    return rfd < 0 || creds_below(rfd, 1, &budget, true);
 }
 
 struct agent_dirs;
@@ -240,7 +244,7 @@ static bool add_runtime_dir(struct dirlist *l, const char *home, const char *dir
         if (strcmp(root, d) != 0) {
             _cleanup_close_ int rfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
             int budget = 512;
-            if (rfd >= 0 && creds_below(rfd, 3, &budget, false))
+            if (rfd < 0 || creds_below(rfd, 3, &budget, false)) /* unlistable: not widened */
                 root = d;
         }
         /* a home /etc/passwd lists deeper down: the entry alone, too */

@@ -994,3 +994,28 @@ eq "$(jq -r '.sandbox_evidence | [.Uid, .NoNewPrivs, .Seccomp, .CapEff, .CapBnd]
 asuser "$PVISOR" run --safe --strict --stage "$S" --workspace "$W" -- true >/dev/null 2>&1
 eq "$?:$(jq -r '.state + " " + ([.dimensions[] | select(.requested != "none") | .effective] | unique | join(","))' "$(ulatest)")" \
    "0:finished enforced" "--safe --strict (unprivileged) runs: every requested dimension enforced"
+
+# A toolchain directory the user may not list (mode 0711: /opt/<name>,
+# projected whole when it can be looked into) may hold homes it cannot
+# see: only its PATH entry is projected.  In a private mount namespace (a
+# tmpfs /opt), the command run as the user.
+if command -v unshare >/dev/null; then
+    out=$(unshare -m sh -c '
+        mount --make-rprivate / && mount -t tmpfs tmpfs /opt || exit 77
+        mkdir -p /opt/pvt2/bin /opt/pvt2/a/b/c/dave/.ssh && echo DAVEKEY > /opt/pvt2/a/b/c/dave/.ssh/id_rsa
+        printf "#!/bin/sh\necho tool-ok; cat /opt/pvt2/a/b/c/dave/.ssh/id_rsa 2>/dev/null; echo end\n" > /opt/pvt2/bin/pvtool2
+        chmod 0755 /opt/pvt2/bin/pvtool2 && chmod "$1" /opt/pvt2
+        cd "$2" && exec env HOME="$3" XDG_STATE_HOME="$4" PATH=/opt/pvt2/bin:$PATH setpriv --reuid="$5" --regid="$5" --clear-groups "$6" run --safe --workspace "$2" -- pvtool2
+    ' sh 0755 "$W" "$HOMEDIR" "$U/state" "$UU" "$PVISOR" 2>&1)
+    eq "$(echo $out)" "tool-ok DAVEKEY end" "control: a listable toolchain in /opt with a home deep down is projected whole"
+    out=$(unshare -m sh -c '
+        mount --make-rprivate / && mount -t tmpfs tmpfs /opt || exit 77
+        mkdir -p /opt/pvt2/bin /opt/pvt2/a/b/c/dave/.ssh && echo DAVEKEY > /opt/pvt2/a/b/c/dave/.ssh/id_rsa
+        printf "#!/bin/sh\necho tool-ok; cat /opt/pvt2/a/b/c/dave/.ssh/id_rsa 2>/dev/null; echo end\n" > /opt/pvt2/bin/pvtool2
+        chmod 0755 /opt/pvt2/bin/pvtool2 && chmod "$1" /opt/pvt2
+        cd "$2" && exec env HOME="$3" XDG_STATE_HOME="$4" PATH=/opt/pvt2/bin:$PATH setpriv --reuid="$5" --regid="$5" --clear-groups "$6" run --safe --workspace "$2" -- pvtool2
+    ' sh 0711 "$W" "$HOMEDIR" "$U/state" "$UU" "$PVISOR" 2>&1)
+    eq "$(echo $out)" "tool-ok end" "--safe (unprivileged): a toolchain the user may not list (0711) is projected only as far as the PATH entry"
+else
+    skip "--safe (unprivileged): a toolchain the user may not list" "needs unshare (a private /opt)"
+fi
