@@ -1000,22 +1000,17 @@ eq "$?:$(jq -r '.state + " " + ([.dimensions[] | select(.requested != "none") | 
 # see: only its PATH entry is projected.  In a private mount namespace (a
 # tmpfs /opt), the command run as the user.
 if command -v unshare >/dev/null; then
-    out=$(unshare -m sh -c '
-        mount --make-rprivate / && mount -t tmpfs tmpfs /opt || exit 77
-        mkdir -p /opt/pvt2/bin /opt/pvt2/a/b/c/dave/.ssh && echo DAVEKEY > /opt/pvt2/a/b/c/dave/.ssh/id_rsa
-        printf "#!/bin/sh\necho tool-ok; cat /opt/pvt2/a/b/c/dave/.ssh/id_rsa 2>/dev/null; echo end\n" > /opt/pvt2/bin/pvtool2
-        chmod 0755 /opt/pvt2/bin/pvtool2 && chmod "$1" /opt/pvt2
-        cd "$2" && exec env HOME="$3" XDG_STATE_HOME="$4" PATH=/opt/pvt2/bin:$PATH setpriv --reuid="$5" --regid="$5" --clear-groups "$6" run --safe --workspace "$2" -- pvtool2
-    ' sh 0755 "$W" "$HOMEDIR" "$U/state" "$UU" "$PVISOR" 2>&1)
-    eq "$(echo $out)" "tool-ok DAVEKEY end" "control: a listable toolchain in /opt with a home deep down is projected whole"
-    out=$(unshare -m sh -c '
-        mount --make-rprivate / && mount -t tmpfs tmpfs /opt || exit 77
-        mkdir -p /opt/pvt2/bin /opt/pvt2/a/b/c/dave/.ssh && echo DAVEKEY > /opt/pvt2/a/b/c/dave/.ssh/id_rsa
-        printf "#!/bin/sh\necho tool-ok; cat /opt/pvt2/a/b/c/dave/.ssh/id_rsa 2>/dev/null; echo end\n" > /opt/pvt2/bin/pvtool2
-        chmod 0755 /opt/pvt2/bin/pvtool2 && chmod "$1" /opt/pvt2
-        cd "$2" && exec env HOME="$3" XDG_STATE_HOME="$4" PATH=/opt/pvt2/bin:$PATH setpriv --reuid="$5" --regid="$5" --clear-groups "$6" run --safe --workspace "$2" -- pvtool2
-    ' sh 0711 "$W" "$HOMEDIR" "$U/state" "$UU" "$PVISOR" 2>&1)
-    eq "$(echo $out)" "tool-ok end" "--safe (unprivileged): a toolchain the user may not list (0711) is projected only as far as the PATH entry"
+    opt_case() { # MODE of /opt/pvt2: what the command printed
+        unshare -m sh -c '
+            mount --make-rprivate / && mount -t tmpfs tmpfs /opt || exit 77
+            mkdir -p /opt/pvt2/bin /opt/pvt2/a/b/c/dave/.ssh && echo DAVEKEY > /opt/pvt2/a/b/c/dave/.ssh/id_rsa
+            printf "#!/bin/sh\necho tool-ok; cat /opt/pvt2/a/b/c/dave/.ssh/id_rsa 2>/dev/null; echo end\n" > /opt/pvt2/bin/pvtool2
+            chmod 0755 /opt/pvt2/bin/pvtool2 && chmod "$1" /opt/pvt2
+            cd "$2" && exec env HOME="$3" XDG_STATE_HOME="$4" PATH=/opt/pvt2/bin:$PATH setpriv --reuid="$5" --regid="$5" --clear-groups "$6" run --safe --workspace "$2" -- pvtool2
+        ' sh "$1" "$W" "$HOMEDIR" "$U/state" "$UU" "$PVISOR" 2>&1
+    }
+    eq "$(echo $(opt_case 0755))" "tool-ok DAVEKEY end" "control: a listable toolchain in /opt with a home deep down is projected whole"
+    eq "$(echo $(opt_case 0711))" "tool-ok end" "--safe (unprivileged): a toolchain the user may not list (0711) is projected only as far as the PATH entry"
 else
     skip "--safe (unprivileged): a toolchain the user may not list" "needs unshare (a private /opt)"
 fi
