@@ -309,12 +309,31 @@ static void restore_note(FILE *f, const char *label, const char *stage) {
             label, name ? name : "NAME", stage, stage);
 }
 
+/* How the run's command ended (the Bundle's exit): one stopped by a signal
+ * or by --timeout may have been writing a file it never finished, which
+ * the changes show as an ordinary one. */
+static void print_ended(const json_t *bundle) {
+    const json_t *ex = json_object_get(bundle, "exit");
+    if (!json_is_object(ex))
+        return;
+    const char *sig = json_string_value(json_object_get(ex, "signal_name"));
+    const json_t *st = json_object_get(ex, "status");
+    bool timed_out = json_is_true(json_object_get(ex, "timed_out"));
+    if (sig || timed_out)
+        printf("Ended:       %s%s%s%s: files it was writing may be cut short\n",
+               timed_out ? "its --timeout expired" : "", timed_out && sig ? ", " : "", sig ? "killed by SIG" : "",
+               sig ? sig : "");
+    else if (json_is_integer(st))
+        printf("Ended:       exit status %lld\n", (long long)json_integer_value(st));
+}
+
 static void print_human(const char *stage, const char *state, const char *run, const json_t *bundle,
                         const struct lc_changeset *cs, bool pending, bool emptied) {
     printf("Stage:       %s (%s)\n", stage, state);
     if (cs)
         printf("Workspace:   %s\n", cs->workspace);
     printf("Run:         %s\n", run ? run : "-");
+    print_ended(bundle);
     if (pending)
         printf("Note:        an apply was interrupted; 'pvisor apply' completes it\n");
     restore_note(stdout, "Note:        ", stage);
@@ -410,12 +429,13 @@ int cmd_review(const char *arg, bool as_json) {
     }
     bool pending = lc_apply_pending(stage);
     if (as_json) {
-        json_t *doc =
-            json_pack("{s:s, s:{s:s, s:s, s:o, s:b, s:b, s:o}, s:o, s:o, s:o}", "schema", "pvisor.review/1", "stage",
-                      "path", stage, "state", stage_state_name(state), "workspace",
-                      cs ? json_string(cs->workspace) : json_null(), "apply_pending", pending, "copy_removed", emptied,
-                      "checkpoints", lc_checkpoints_json(stage), "run", id ? json_string(id) : json_null(), "changeset",
-                      cs ? lc_changeset_to_json(cs) : json_null(), "safety_boundary", boundary_json(bundle));
+        json_t *doc = json_pack(
+            "{s:s, s:{s:s, s:s, s:o, s:b, s:b, s:o}, s:o, s:O, s:o, s:o}", "schema", "pvisor.review/1", "stage", "path",
+            stage, "state", stage_state_name(state), "workspace", cs ? json_string(cs->workspace) : json_null(),
+            "apply_pending", pending, "copy_removed", emptied, "checkpoints", lc_checkpoints_json(stage), "run",
+            id ? json_string(id) : json_null(), "run_exit",
+            json_is_object(json_object_get(bundle, "exit")) ? json_object_get(bundle, "exit") : json_null(),
+            "changeset", cs ? lc_changeset_to_json(cs) : json_null(), "safety_boundary", boundary_json(bundle));
         json_dumpf(doc, stdout, JSON_INDENT(2));
         fputc('\n', stdout);
         json_decref(doc);

@@ -1796,3 +1796,13 @@ else
     skip "review warns of changes in a core.hooksPath directory inside .git" "git is not installed"
     skip "review does not hang when git blocks in the workspace" "git is not installed"
 fi
+
+# how the command ended: a run cut short by --timeout (or a signal) may
+# have left a file half-written, which the changes list as any other
+Wt=$T/wsended; mkdir -p "$Wt"
+(cd "$Wt" && "$P" run --stage auto -- sh -c 'echo done > f') >/dev/null 2>&1
+(cd "$Wt" && "$P" status --review; "$P" status --review --json) > "$T/ended1.out" 2>&1
+(cd "$Wt" && "$P" run --stage auto --timeout 1 -- sh -c 'echo partial > g; exec sleep 30') >/dev/null 2>&1
+(cd "$Wt" && "$P" status --review; "$P" status --review --json) > "$T/ended2.out" 2>&1
+eq "$(grep -c '^Ended: *exit status 0$' "$T/ended1.out"):$(grep -c '^Ended: .*--timeout expired, killed by SIGTERM: files it was writing may be cut short' "$T/ended2.out"):$(sed -n '/^{/,$p' "$T/ended2.out" | jq -r '.run_exit | "\(.timed_out) \(.signal_name)"')" \
+    "1:1:true TERM" "review says how the command ended: its exit status, or the --timeout and signal that stopped it (human and JSON)"
