@@ -1018,10 +1018,6 @@ static bool selected_by(const char *path, const char *const *paths) {
     return false;
 }
 
-static bool special_type(enum lc_type t) {
-    return t == LC_CHR || t == LC_BLK || t == LC_SOCK;
-}
-
 /* The entries of a path's ancestors, nearest first: anc holds a copy of
  * the path, cut back at each call; the next ancestor's entry, or SIZE_MAX
  * when no ancestor is left that has one. */
@@ -1045,7 +1041,7 @@ static bool below_kept_directory(const struct lc_changeset *cs, const bool *sel,
     snprintf(anc, sizeof anc, "%s", path);
     for (size_t j; (j = ancestor_entry(cs, anc)) != SIZE_MAX;) {
         const struct lc_entry *a = &cs->entries[j];
-        if (sel[j] && a->kind != LC_DELETED && a->old_type == LC_DIR && special_type(a->new_type))
+        if (sel[j] && a->kind != LC_DELETED && a->old_type == LC_DIR && lc_type_special(a->new_type))
             return true;
     }
     return false;
@@ -1111,7 +1107,7 @@ static int plan_from_changeset(const struct lc_changeset *cs, const struct lc_ap
             r = report_conflict(rep, e->path, "invalid name in the stage");
             continue;
         }
-        if (e->kind != LC_DELETED && special_type(e->new_type)) {
+        if (e->kind != LC_DELETED && lc_type_special(e->new_type)) {
             rep->n_skipped_special++;
             kept_dirs |= e->old_type == LC_DIR;
             continue;

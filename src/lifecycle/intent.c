@@ -252,7 +252,7 @@ static int intent_load_at(int stage_dir_fd, const char *name, struct plan *p) {
         if (json_is_object(nw)) {
             e->new_type = lc_type_parse(json_string_value(json_object_get(nw, "type")));
             e->new_mode = (uint32_t)json_integer_value(json_object_get(nw, "mode")) & 07777;
-            if (e->new_type == LC_NONE || e->new_type == LC_CHR || e->new_type == LC_BLK || e->new_type == LC_SOCK ||
+            if (e->new_type == LC_NONE || lc_type_special(e->new_type) ||
                 ts_parse(json_object_get(nw, "atime"), &e->atime) < 0 ||
                 ts_parse(json_object_get(nw, "mtime"), &e->mtime) < 0)
                 goto out;

@@ -30,6 +30,10 @@ int lc_unhex(const char *hex, unsigned char *out, size_t out_len);
 int lc_readlink_at(int dirfd, const char *name, char **ret_target);
 enum lc_type lc_type_of(mode_t m);
 enum lc_type lc_type_parse(const char *s);
+/* A device node or socket: what apply never creates (warned of as special). */
+static inline bool lc_type_special(enum lc_type t) {
+    return t == LC_CHR || t == LC_BLK || t == LC_SOCK;
+}
 /* Copy in to the empty file out, keeping holes: only the data segments
  * (SEEK_DATA/SEEK_HOLE) are copied, then out gets in's size, so a sparse
  * file costs what it holds (an agent's huge sparse file cannot fill the

@@ -121,7 +121,7 @@ void lc_entry_set_warnings(struct lc_changeset *cs, struct lc_entry *e, const st
             wn |= LC_W_SETID;
         if (e->new_type == LC_REG && e->new_size > LC_LARGE_FILE)
             wn |= LC_W_LARGE;
-        if (e->new_type == LC_CHR || e->new_type == LC_BLK || e->new_type == LC_SOCK)
+        if (lc_type_special(e->new_type))
             wn |= LC_W_SPECIAL;
         if (e->new_type == LC_FIFO && e->old_type != LC_FIFO)
             wn |= LC_W_FIFO;
@@ -250,7 +250,7 @@ static void hooks_path_in_workspace(const char *workspace, char *pre[2]) {
                                                "GIT_ALTERNATE_OBJECT_DIRECTORIES",
                                                "GIT_CEILING_DIRECTORIES",
                                                "GIT_NAMESPACE"};
-        for (size_t i = 0; i < sizeof repo_env / sizeof repo_env[0]; i++)
+        for (size_t i = 0; i < ARRAY_SIZE(repo_env); i++)
             unsetenv(repo_env[i]);
         execlp("git", "git", "rev-parse", "--git-path", "hooks", (char *)NULL);
         _exit(127);
