@@ -563,14 +563,13 @@ static int set_old(struct walk *w, struct lc_entry *e, int lower_dirfd, const ch
  * a worktree outside the workspace, so git worktree prune (or gc) there
  * deletes it, and apply would break that worktree. */
 static bool is_worktree_admin(const char *p) {
-    for (const char *c = p;;) {
-        if (strncmp(c, ".git/worktrees/", 15) == 0 && c[15] && !strchr(c + 15, '/'))
-            return true;
-        const char *s = strchr(c, '/');
-        if (!s)
-            return false;
-        c = s + 1;
-    }
+    static const char admin[] = ".git/worktrees";
+    const size_t al = sizeof admin - 1;
+    const char *last = strrchr(p, '/'); /* before NAME */
+    if (!last || !last[1] || (size_t)(last - p) < al)
+        return false;
+    const char *d = last - al; /* where .git/worktrees would start */
+    return memcmp(d, admin, al) == 0 && (d == p || d[-1] == '/');
 }
 
 /* Every lower object at w->path (and below, for a directory) is deleted. */
@@ -1129,11 +1128,8 @@ static void set_name(json_t *o, const char *key, const char *v) {
         json_object_set_new(o, key, json_string(v));
         return;
     }
-    size_t n = strlen(v);
-    char *hex = malloc(2 * n + 1);
+    char *hex = hex_encode(v);
     if (hex) {
-        for (size_t i = 0; i < n; i++)
-            sprintf(hex + 2 * i, "%02x", (unsigned char)v[i]);
         char k[32];
         snprintf(k, sizeof k, "%s_hex", key);
         json_object_set_new(o, k, json_string(hex));

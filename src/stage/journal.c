@@ -27,6 +27,7 @@
 
 #include "stage/stage-internal.h"
 #include "util/cleanup.h"
+#include "util/util.h"
 
 /* ---- small hash containers ---- */
 
@@ -244,14 +245,11 @@ int stage_journal_append(struct stage *s, const struct stage_preimage *rec) {
         bad |= json_object_set_new(o, "path", jp);
     } else {
         /* Not UTF-8: JSON cannot carry it, record the bytes in hex. */
-        size_t pl = strlen(rec->path);
-        _cleanup_free_ char *hex = malloc(pl * 2 + 1);
+        _cleanup_free_ char *hex = hex_encode(rec->path);
         if (!hex) {
             json_decref(o);
             return -ENOMEM;
         }
-        for (size_t i = 0; i < pl; i++)
-            sprintf(hex + 2 * i, "%02x", (unsigned char)rec->path[i]);
         bad |= json_object_set_new(o, "path_hex", json_string(hex));
     }
     bad |= json_object_set_new(o, "type", json_string(rec->type));
