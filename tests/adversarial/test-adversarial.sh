@@ -1014,3 +1014,7 @@ if command -v unshare >/dev/null; then
 else
     skip "--safe (unprivileged): a toolchain the user may not list" "needs unshare (a private /opt)"
 fi
+
+# --- every Bundle of the suite validates (the launcher's self-check included) ---
+check "every Bundle of the suite validates against docs/bundle.schema.json" \
+    sh -c "/usr/bin/python3 '$SRCDIR/tests/validate-bundle.py' '$SRCDIR/docs/bundle.schema.json' '$XDG_STATE_HOME'/pvisor/runs/*/bundle.json"

@@ -896,4 +896,11 @@ eq "$rc:$(cat "$D/ws/other.txt")" "0:new" "... and once it is deleted in the wor
 
 # --- every Bundle of this test validates ---------------------------------------------
 check "every Bundle validates against docs/bundle.schema.json" sh -c "$VALIDATE $XDG_STATE_HOME/pvisor/runs/*/bundle.json"
+# the schema describes the launcher's self-check: a wrong one does not pass
+sb=$(grep -l '"sandbox_evidence"' "$XDG_STATE_HOME"/pvisor/runs/*/bundle.json | head -n 1)
+for mut in '.sandbox_evidence.CapEff = "ffff"' '.sandbox_evidence.landlock.abi = "7"' \
+           '.sandbox_evidence.rlimits |= del(.nofile)' '.sandbox_evidence.extra = 1'; do
+    [ -n "$sb" ] && jq "$mut" "$sb" > "$T/mut.json" || : > "$T/mut.json"
+    check "a Bundle whose sandbox_evidence is altered ($mut) does not validate" sh -c "! $VALIDATE '$T/mut.json' 2>/dev/null && [ -s '$T/mut.json' ]"
+done
 check "no FUSE mount of any test workspace is left on the host" sh -c "! grep -h '$T' /proc/[0-9]*/mountinfo 2>/dev/null | grep -q fuse"
