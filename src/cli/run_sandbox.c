@@ -419,7 +419,7 @@ static void grant_missing_creds(const char *home, struct sandbox *sb, const char
 
 int sandbox_prepare(struct run_context *ctx, const struct agent_hooks *hooks, struct sandbox *ret_sb,
                     char **ret_error) {
-    struct sandbox sb = {.plan_fd = -1, .sync_r = -1, .sync_w = -1, .go_r = -1, .go_w = -1, .ctx = ctx, .home_fd = -1};
+    struct sandbox sb = SANDBOX_EMPTY(ctx);
     _cleanup_free_ char *home = NULL;
     const char *h = getenv("HOME");
     if (h && h[0] == '/')
@@ -637,9 +637,17 @@ int sandbox_prepare(struct run_context *ctx, const struct agent_hooks *hooks, st
     }
     sb.go_r = p[0];
     sb.go_w = p[1];
+    if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0) {
+        r = -errno;
+        sandbox_release(&sb);
+        return r;
+    }
+    sb.end_r = p[0];
+    sb.end_w = p[1];
     sb.pass[0] = sb.plan_fd;
     sb.pass[1] = sb.sync_w;
     sb.pass[2] = sb.go_r;
+    sb.pass[3] = sb.end_w;
     *ret_sb = sb;
     return 0;
 }
@@ -856,6 +864,10 @@ void sandbox_read_report(pid_t child, void *userdata) {
         close(sb->sync_w); /* our copies; the launcher chain holds the rest */
         sb->sync_w = -1;
     }
+    if (sb->end_w >= 0) {
+        close(sb->end_w);
+        sb->end_w = -1;
+    }
     if (sb->go_r >= 0) {
         close(sb->go_r);
         sb->go_r = -1;
@@ -913,6 +925,16 @@ void sandbox_read_report(pid_t child, void *userdata) {
     }
 }
 
+int sandbox_read_leftovers(struct sandbox *sb) {
+    char buf[64];
+    ssize_t n = sb->end_r >= 0 ? read(sb->end_r, buf, sizeof buf - 1) : -1;
+    unsigned v;
+    if (n <= 0)
+        return 0; /* init was killed before it counted, or never ran */
+    buf[n] = '\0';
+    return sscanf(buf, "leftovers %u\n", &v) == 1 && v <= INT_MAX ? (int)v : 0;
+}
+
 void sandbox_release(struct sandbox *sb) {
     sandbox_restore_tty(sb);
     json_decref(sb->rules);
@@ -934,11 +956,15 @@ void sandbox_release(struct sandbox *sb) {
         close(sb->sync_r);
     if (sb->sync_w >= 0)
         close(sb->sync_w);
+    if (sb->end_r >= 0)
+        close(sb->end_r);
+    if (sb->end_w >= 0)
+        close(sb->end_w);
     if (sb->go_r >= 0)
         close(sb->go_r);
     if (sb->go_w >= 0)
         close(sb->go_w);
-    sb->plan_fd = sb->sync_r = sb->sync_w = sb->go_r = sb->go_w = -1;
+    sb->plan_fd = sb->sync_r = sb->sync_w = sb->go_r = sb->go_w = sb->end_r = sb->end_w = -1;
     json_decref(sb->report);
     sb->report = NULL;
     if (sb->agent && sb->ctx) {

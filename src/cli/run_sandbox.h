@@ -23,8 +23,9 @@ struct sandbox {
     struct launch_plan plan;
     int plan_fd; /* sealed memfd with the plan JSON */
     int sync_r, sync_w;
-    int go_r, go_w; /* the supervisor's go-ahead after reading the evidence */
-    int pass[3];    /* {plan_fd, sync_w, go_r}: the launcher's fd 3, 4, 5 */
+    int go_r, go_w;   /* the supervisor's go-ahead after reading the evidence */
+    int end_r, end_w; /* init's count of leftovers (LAUNCH_END_FD), read after the run */
+    int pass[4];      /* {plan_fd, sync_w, go_r, end_w}: the launcher's fd 3, 4, 5, 6 */
     /* As root: the idmapped clones of the read-only projections (their
      * descriptors, in the plan too, inherited by the launcher), or why
      * there are none (launch_idmap_projections). */
@@ -106,6 +107,16 @@ struct sandbox {
     char grant_missing_first[256]; /* the first of them, for the messages */
 };
 
+/* A sandbox that holds nothing yet (every descriptor -1). */
+#define SANDBOX_EMPTY(c)                                                                                               \
+    (struct sandbox) {                                                                                                 \
+        .plan_fd = -1, .sync_r = -1, .sync_w = -1, .go_r = -1, .go_w = -1, .end_r = -1, .end_w = -1, .ctx = (c),       \
+        .home_fd = -1                                                                                                  \
+    }
+
+/* After the run: how many processes init found alive in the PID namespace
+ * when the command ended (killed by its end); 0 when it could not count. */
+int sandbox_read_leftovers(struct sandbox *sb);
 /* hooks (may be NULL): what the agent socket does for checkpoint requests. */
 int sandbox_prepare(struct run_context *ctx, const struct agent_hooks *hooks, struct sandbox *ret_sb, char **ret_error);
 void sandbox_read_report(pid_t child, void *userdata);

@@ -301,7 +301,7 @@ int run_execute_staged(struct run_context *ctx,
     /* The sandbox is planned first (its cgroup leaf while we are still
      * single-threaded and outside any new namespace), then the namespaces. */
     bool sandbox = policy_wants_sandbox(ctx->opts);
-    struct sandbox sb = {.plan_fd = -1, .sync_r = -1, .sync_w = -1, .go_r = -1, .go_w = -1, .ctx = ctx, .home_fd = -1};
+    struct sandbox sb = SANDBOX_EMPTY(ctx);
     if (sandbox) {
         _cleanup_free_ char *perr = NULL;
         const struct agent_hooks *hooks = NULL;
@@ -361,7 +361,7 @@ int run_execute_staged(struct run_context *ctx,
         .timeout_ms = ctx->opts->timeout_ms,
         .early_exec = sandbox, /* the launcher execs while the views are mounted */
         .pass_fds = sandbox ? sb.pass : NULL,
-        .n_pass_fds = sandbox ? 3 : 0,
+        .n_pass_fds = sandbox ? (int)ARRAY_SIZE(sb.pass) : 0,
         .keep_fds = sandbox ? sb.keep : NULL,
         .n_keep_fds = sandbox ? sb.n_keep : 0,
         .child_nofile = nofile_raised ? &nofile_orig : NULL,
@@ -374,6 +374,8 @@ int run_execute_staged(struct run_context *ctx,
     r = run_command(ctx, &spec, &res);
     if (sandbox)
         sandbox_restore_tty(&sb); /* before anything is printed */
+    if (sandbox && r >= 0)        /* what the end of its PID namespace killed */
+        res.killed_descendants += sandbox_read_leftovers(&sb);
     /* The agent is gone: no request it left is served, and a checkpoint
      * under way stops. */
     if (sandbox)

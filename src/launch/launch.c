@@ -27,6 +27,7 @@
 #include "util/cleanup.h"
 #include "util/util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <net/if.h>
@@ -603,6 +604,39 @@ static _Noreturn void become_command(const struct launch_plan *p, const struct t
     _exit(e == ENOENT ? 127 : 126);
 }
 
+/* The processes of the PID namespace still alive besides init (the
+ * command's leftovers, which init's exit kills): /proc is the namespace's
+ * own.  Dead ones (zombies) are not counted. */
+static unsigned count_leftovers(void) {
+    while (waitpid(-1, NULL, WNOHANG) > 0) /* orphans that ended already */
+        ;
+    DIR *d = opendir("/proc");
+    if (!d)
+        return 0;
+    unsigned n = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        char *end;
+        unsigned long pid = strtoul(e->d_name, &end, 10);
+        if (*end || pid <= 1)
+            continue;
+        char path[64], buf[256];
+        snprintf(path, sizeof path, "%lu/stat", pid);
+        int fd = openat(dirfd(d), path, O_RDONLY | O_CLOEXEC);
+        ssize_t len = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+        if (fd >= 0)
+            close(fd);
+        if (len <= 0)
+            continue; /* gone meanwhile */
+        buf[len] = '\0';
+        const char *paren = strrchr(buf, ')'); /* the state follows the name, which may hold ") " */
+        if (paren && paren[1] == ' ' && paren[2] != 'Z' && paren[2] != 'X')
+            n++;
+    }
+    closedir(d);
+    return n;
+}
+
 /* I: PID 1 of the new PID namespace. */
 static _Noreturn void become_init(const struct launch_plan *p, int status_fd) {
     const char *step = "";
@@ -632,6 +666,9 @@ static _Noreturn void become_init(const struct launch_plan *p, int status_fd) {
     close(LAUNCH_SYNC_FD);
     close(LAUNCH_GO_FD);
     int st = t.master >= 0 ? relay_terminal_and_wait(a, &t) : relay_and_wait(a);
+    /* before the status: the launcher exits on it, and the supervisor
+     * reads this once the launcher is gone */
+    dprintf(LAUNCH_END_FD, "leftovers %u\n", count_leftovers());
     (void)!write(status_fd, &st, sizeof st);
     _exit(0);
 }
@@ -672,6 +709,7 @@ int launch_main(int argc, char **argv) {
     close(sp[1]);
     close(LAUNCH_SYNC_FD);
     close(LAUNCH_GO_FD);
+    close(LAUNCH_END_FD); /* init's alone */
     int st = relay_and_wait(i);
     int cmd_st;
     if (read(sp[0], &cmd_st, sizeof cmd_st) == (ssize_t)sizeof cmd_st)

@@ -16,6 +16,13 @@
  * follows.  EOF then means the command was exec'd (the fds are
  * close-on-exec) or the launcher died; no report at all is a setup failure.
  *
+ * LAUNCH_END_FD (write end of a pipe the supervisor reads once the
+ * launcher is gone): init writes "leftovers N\n" when the command has
+ * ended, N the processes still alive in the PID namespace, which its end
+ * kills.  Only init holds it (the launcher closes its copy, the command
+ * closes every descriptor above 2); nothing written means init was killed
+ * first (the supervisor's SIGKILL) or set-up failed.
+ *
  * The launcher is exec'd while the supervisor still mounts the workspace
  * and HOME views (exec_spec.early_exec); LAUNCH_READY_FD carries one byte
  * once they are in place (EOF: they could not be, the launcher exits 125
@@ -32,7 +39,8 @@
 #define LAUNCH_PLAN_FD 3
 #define LAUNCH_SYNC_FD 4
 #define LAUNCH_GO_FD 5
-#define LAUNCH_READY_FD 6
+#define LAUNCH_END_FD 6
+#define LAUNCH_READY_FD 7
 #define LAUNCH_VERB "__launch"
 #define LAUNCH_REPORT_MAX (64u << 10)
 

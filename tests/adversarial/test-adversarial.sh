@@ -376,6 +376,19 @@ escape_daemons() { # MARK (starting with "pvisor-")
     pkill -f "^[p]$m-control"
     safe daemon "$1" >/dev/null; sleep 0.2
     check "--safe: a setsid daemon is gone when the run ends$AS" sh -c "! pgrep -f '^[p]$m 300' >/dev/null"
+    # ... and the Bundle says so, as for a plain run: the PID namespace's
+    # init counted it alive when the command ended
+    st=${STATE:-$XDG_STATE_HOME}/pvisor/runs
+    eq "$(jq -r '.warnings[] | select(test("leftover"))' "$st/$(ls -1 "$st" | sort | tail -n 1)/bundle.json")" \
+       "1 leftover process(es) killed after the command exited" "--safe: the Bundle counts the daemon the run's end killed$AS"
+    $RUN "$PVISOR" run --safe --stage "$S" --workspace "$W" -- sh -c '
+        sleep 30 & sleep 30 & (sleep 30 & : > /tmp/up; wait) &
+        while [ ! -e /tmp/up ]; do sleep 0.01; done; exit 0' >/dev/null 2>&1
+    eq "$(jq -r '.warnings[] | select(test("leftover"))' "$st/$(ls -1 "$st" | sort | tail -n 1)/bundle.json")" \
+       "4 leftover process(es) killed after the command exited" "--safe: ... two jobs, a subshell and its job as four$AS"
+    $RUN "$PVISOR" run --safe --stage "$S" --workspace "$W" -- sh -c 'sleep 0.1 & wait' >/dev/null 2>&1
+    eq "$(jq -r '[.warnings[] | select(test("leftover"))] | length' "$st/$(ls -1 "$st" | sort | tail -n 1)/bundle.json")" \
+       0 "--safe: a command that waited for its jobs leaves none$AS"
 }
 escape_daemons "pvisor-daemon-$$"
 
@@ -932,7 +945,7 @@ echo SHMSECRET > "$DEVSHM"; chown "$UU:$UU" "$DEVSHM"; chmod 0600 "$DEVSHM"
 at_exit "rm -f '$DEVSHM'"
 before=$(cd "$H" && find . -printf '%y %m %s %p %l\n' | sort; cat "$H/secret.txt")
 
-RUN=asuser; AS=" (as uid $UU)"
+RUN=asuser; AS=" (as uid $UU)"; STATE="$U/state"
 asuser "$PVISOR" run --safe --stage "$S" --workspace "$W" -- true >/dev/null 2>&1
 eq $? 0 "a --safe run starts$AS (stage created)"
 case "$(cat /proc/sys/kernel/yama/ptrace_scope 2>/dev/null || echo 0)" in
