@@ -278,6 +278,7 @@ int sandbox_start_home(struct sandbox *sb) {
         .max_inodes = sb->ctx->opts->stage_max_inodes,
         .mask = sb->home_mask,
         .n_mask = sb->n_home_mask,
+        .own_group = true,
     };
     return overlay_start(&p, &sb->home_ov);
 }

@@ -701,7 +701,13 @@ double ov_attr_timeout(struct ov *ov, struct ov_node *n, const struct stat *st) 
     return n->lower ? ov->lower_timeout : 1.0;
 }
 
+void ov_present_attr(const struct ov *ov, struct stat *st) {
+    if (ov->own_group && st->st_uid == ov->self_uid)
+        st->st_gid = ov->self_gid;
+}
+
 static void fill_entry_ids(struct ov *ov, struct ov_node *n, struct fuse_entry_param *e) {
+    ov_present_attr(ov, &e->attr);
     e->ino = n == ov->root ? FUSE_ROOT_ID : (fuse_ino_t)(uintptr_t)n;
     e->attr_timeout = ov_attr_timeout(ov, n, &e->attr);
     e->entry_timeout = n->lower ? ov->lower_timeout : 1.0;

@@ -214,10 +214,12 @@ void ov_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
     }
     double t = r == 0 ? ov_attr_timeout(ov, n, &st) : 0;
     ov_unlock(ov);
-    if (r < 0)
+    if (r < 0) {
         fuse_reply_err(req, -r);
-    else
+    } else {
+        ov_present_attr(ov, &st);
         fuse_reply_attr(req, &st, t);
+    }
 }
 
 /* Account the allocation change of fd since before; *ret_after (optional)
@@ -328,10 +330,12 @@ void ov_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set
     t = r == 0 ? ov_attr_timeout(ov, n, &st) : 0;
 out:
     ov_unlock(ov);
-    if (r < 0)
+    if (r < 0) {
         fuse_reply_err(req, -r);
-    else
+    } else {
+        ov_present_attr(ov, &st);
         fuse_reply_attr(req, &st, t);
+    }
 }
 
 void ov_op_readlink(fuse_req_t req, fuse_ino_t ino) {

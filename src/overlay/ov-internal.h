@@ -111,6 +111,8 @@ struct ov {
     uint64_t blksize;                       /* immutable: the upper's block size (byte quota estimates) */
     double lower_timeout;                   /* immutable: kernel attr/entry cache (s) for lower-backed objects */
     uid_t self_uid;                         /* immutable: our euid (file owner when not root) */
+    gid_t self_gid;                         /* immutable: our gid, as the clients' namespace maps it */
+    bool own_group;                         /* immutable: overlay_params.own_group */
     bool can_chown;                         /* immutable: CAP_CHOWN in our namespace */
 
     pthread_rwlock_t ns_lock;
@@ -254,6 +256,8 @@ int ov_node_move(struct ov *ov, struct ov_node *n, struct ov_node *newparent, co
 void ov_nodes_clear_lower_below(struct ov *ov, struct ov_node *top);
 void ov_node_set_upper(struct ov *ov, struct ov_node *n, int fd);
 double ov_attr_timeout(struct ov *ov, struct ov_node *n, const struct stat *st);
+/* Attributes as the clients are shown them (overlay_params.own_group). */
+void ov_present_attr(const struct ov *ov, struct stat *st);
 /* The regular file of view inode number ino has several names (a lower
  * file's copy-up, link()): its attributes are never cached again. */
 void ov_shared_add(struct ov *ov, uint64_t ino);

@@ -41,6 +41,14 @@ struct overlay_params {
      * or below them either (-EACCES), e.g. --access deny: paths. */
     const char *const *sealed;
     size_t n_sealed;
+    /* The clients are in a user namespace that maps only our uid and gid
+     * (--filesystem sandbox): our own objects whose group is another (a
+     * supplementary group, a setgid directory's) are shown with our gid.
+     * Unmapped there, that group would make the kernel refuse every write
+     * (EACCES) and removal (EOVERFLOW) of the user's own files; for an
+     * object we own the owner's bits decide, whatever its group, so
+     * nothing the command may do changes. */
+    bool own_group;
     int lower_cache_ms; /* how long the kernel may cache attributes and names of objects
                                still backed by the lower (host edits show up after at most
                                this long): 0 = default (1000), -1 = never (slow: every stat

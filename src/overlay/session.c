@@ -289,6 +289,8 @@ int overlay_start(const struct overlay_params *p, struct overlay **ret_ov) {
     ov->max_bytes = p->max_bytes;
     ov->max_inodes = p->max_inodes;
     ov->self_uid = geteuid();
+    ov->self_gid = getgid();
+    ov->own_group = p->own_group;
     ov->lower_timeout = p->lower_cache_ms < 0    ? 0.0
                         : p->lower_cache_ms == 0 ? OV_DEFAULT_LOWER_CACHE_MS / 1000.0
                                                  : p->lower_cache_ms / 1000.0;

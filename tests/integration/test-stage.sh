@@ -894,6 +894,33 @@ rm -rf "$D/ws/t"
 (cd "$D/ws" && "$PVISOR" apply --stage "$D/st") >/dev/null 2>"$D/apply2.err"; rc=$?
 eq "$rc:$(cat "$D/ws/other.txt")" "0:new" "... and once it is deleted in the workspace, the rest of the stage applies"
 
+# --- the user's own files whose group is another (a setgid team directory) --------
+# The sandbox's user namespace maps one uid and one gid: an unmapped group
+# made the kernel refuse every write (EACCES) and removal (EOVERFLOW) of
+# such a file, which the user may change on the host.
+# own_group_case LABEL UID GID SUPP [setpriv args...]: files UID:SUPP in a
+# setgid directory of group SUPP; the command writes, edits, removes and
+# renames them; apply writes the result.
+own_group_case() {
+    L=$1; OU=$2; OG=$3; SG=$4; shift 4
+    D="$T/owngrp-$OU"; rm -rf "$D"; mkdir -p "$D/ws/sub" "$D/state"
+    echo hello > "$D/ws/team.txt"; echo x > "$D/ws/sub/f"; echo old > "$D/ws/gone.txt"; echo m > "$D/ws/mv.txt"
+    chown -R "$OU:$SG" "$D/ws"; chown "$OU:$OG" "$D" "$D/state"; chmod 2775 "$D/ws" "$D/ws/sub"
+    out=$(cd "$D/ws" && env XDG_STATE_HOME="$D/state" HOME="$D" "$@" "$PVISOR" run --safe --stage "$D/st" -- sh -c '
+        echo agent >> team.txt && echo w=ok; sed -i s/x/y/ sub/f && echo sed=ok
+        rm gone.txt && echo rm=ok; mv mv.txt moved.txt && echo mv=ok; echo n > sub/new && echo new=ok
+        stat -c "%u:%g" team.txt' 2>&1)
+    eq "$(echo $out)" "w=ok sed=ok rm=ok mv=ok new=ok $OU:$OG" \
+        "$L: the user's own files of group $SG in a setgid directory can be written, edited, removed and renamed under --safe (shown with the user's gid)"
+    (cd "$D/ws" && env XDG_STATE_HOME="$D/state" HOME="$D" "$@" "$PVISOR" apply --stage "$D/st") >/dev/null 2>&1
+    eq "$(cat "$D/ws/team.txt" "$D/ws/sub/f" "$D/ws/moved.txt" "$D/ws/sub/new" | tr '\n' ' '; ls "$D/ws" | tr '\n' ' '; stat -c %g "$D/ws/sub/new")" \
+        "hello agent y m n moved.txt sub team.txt $SG" "$L: ... and apply writes them, new files in the directory's group"
+}
+own_group_case "root" 0 0 100
+if command -v setpriv >/dev/null; then
+    own_group_case "uid 65534 (supplementary group 100)" 65534 65534 100 setpriv --reuid=65534 --regid=65534 --groups=100
+fi
+
 # --- every Bundle of this test validates ---------------------------------------------
 check "every Bundle validates against docs/bundle.schema.json" sh -c "$VALIDATE $XDG_STATE_HOME/pvisor/runs/*/bundle.json"
 # the schema describes the launcher's self-check: a wrong one does not pass
