@@ -241,9 +241,18 @@ int cmd_apply(int argc, char **argv) {
     bool was_pending = lc_apply_pending(stage);
     int r = lc_apply(stage, &o, &rep);
     if (lc_cli_own_files_override(r)) { /* resumes what the first try wrote */
+        /* what the first try completed (deletions, directories, renamed
+         * files) is in its final state for the second, which does not
+         * count it again: the summary adds both */
+        size_t n_written = rep.n_written, n_deleted = rep.n_deleted, n_dirs = rep.n_dirs;
+        uint64_t bytes_written = rep.bytes_written;
         lc_apply_report_clear(&rep);
         r = lc_apply(stage, &o, &rep);
         rep.resumed = rep.resumed && was_pending;
+        rep.n_written += n_written;
+        rep.n_deleted += n_deleted;
+        rep.n_dirs += n_dirs;
+        rep.bytes_written += bytes_written;
     }
     if (!dry_run)
         pending_apply_clear(stage);

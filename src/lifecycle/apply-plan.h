@@ -26,7 +26,8 @@ struct plan_ent {
     uint64_t seen_ino; /* identity when classified (0: unknown) */
     struct timespec seen_ctime, seen_mtime;
     uint64_t seen_nlink, seen_size;
-    int tmp_fd; /* the written O_TMPFILE content, not yet named (-1; set up by execute) */
+    int tmp_fd;         /* the written O_TMPFILE content, not yet named (-1; set up by execute) */
+    uint64_t tmp_bytes; /* bytes of its temp file, counted as written once it is renamed */
 };
 
 /* A directory of the workspace that its owner, the user applying, may

@@ -517,6 +517,7 @@ static void *rename_worker(void *arg) {
             __atomic_store_n(&rn->stop, 1, __ATOMIC_RELEASE);
         } else {
             c->rep->n_written++;
+            c->rep->bytes_written += c->p->v[idx].tmp_bytes;
             step_count(c);
         }
         pthread_mutex_unlock(&rn->lock);
@@ -724,6 +725,7 @@ static void *write_worker(void *arg) {
             r = write_temp(c, bad, parent, &bytes);
             if (r == 0) {
                 w->written[slot] = true;
+                c->p->v[bad].tmp_bytes = bytes;
                 __atomic_fetch_add(&w->bytes, bytes, __ATOMIC_RELAXED);
             }
         }
@@ -768,7 +770,6 @@ static int write_pending(struct ctx *c) {
     write_worker(&w);
     for (size_t t = 0; t < n_th; t++)
         pthread_join(th[t], NULL);
-    c->rep->bytes_written += w.bytes;
     size_t keep = 0;
     for (size_t i = 0; i < n; i++) {
         if (written[i])

@@ -947,6 +947,18 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
     asu "$P" run --stage "$U/st4" --workspace "$U/ws" -- sh -c "cd '$U/ws' && echo x > f3 && mkdir cache && echo d > cache/x && chmod 000 cache" >/dev/null 2>&1
     asu "$P" drop --stage "$U/st4" >/dev/null 2>&1
     eq "$?:$(ls -A "$U/st4" | tr '\n' ' ')" "0:dropped lock meta.json version " "... and drop removes such a stage"
+    # ... and the summary counts what the first try did as well: the second
+    # resumes it, and counted only the rest ("0 deleted, 0 directories
+    # created" for a deletion and a new directory the first try had done)
+    cp -a "$U/ws" "$U/ws.before"
+    asu sh -c "cd '$U/ws' && echo gone > gone"
+    asu "$P" run --stage "$U/st12" --workspace "$U/ws" -- sh -c "cd '$U/ws' && rm gone && mkdir nd && echo n > nd/n && echo s > locked && chmod 000 locked" >/dev/null 2>&1
+    asu "$P" apply --stage "$U/st12" >"$T/unpriv12.out" 2>&1; rc=$?
+    [ $rc -eq 0 ] || diag "$(cat "$T/unpriv12.out")"
+    eq "$rc:$(grep -o '[0-9]* written ([0-9]* bytes), [0-9]* deleted, [0-9]* directories created' "$T/unpriv12.out"):$(stat -c %a "$U/ws/locked")" \
+        "0:2 written (4 bytes), 1 deleted, 1 directories created:0" \
+        "... an apply whose first try stopped at a mode-000 file counts what both tries did"
+    rm -rf "$U/ws"; mv "$U/ws.before" "$U/ws"
     # read-only directories of the workspace (a 0555 directory the agent
     # wrote in, a read-only tree it removed): apply makes them writable
     # for its own changes and gives them their modes back, also when it
