@@ -327,6 +327,17 @@ static void print_ended(const json_t *bundle) {
         printf("Ended:       exit status %lld\n", (long long)json_integer_value(st));
 }
 
+/* Writes the stage's quota (or the file system's reserve) refused: the
+ * command may have gone on, even exited 0, leaving a file cut short that
+ * the changes show as an ordinary one. */
+static void print_quota(const json_t *bundle) {
+    const json_t *n = json_object_get(json_object_get(bundle, "stage"), "quota_refusals");
+    if (json_is_integer(n) && json_integer_value(n) > 0)
+        printf("Note:        the stage refused %lld write%s (quota or free-space reserve: ENOSPC/EDQUOT): files it "
+               "was writing may be cut short\n",
+               (long long)json_integer_value(n), json_integer_value(n) == 1 ? "" : "s");
+}
+
 static void print_human(const char *stage, const char *state, const char *run, const json_t *bundle,
                         const struct lc_changeset *cs, bool pending, bool emptied) {
     printf("Stage:       %s (%s)\n", stage, state);
@@ -334,6 +345,7 @@ static void print_human(const char *stage, const char *state, const char *run, c
         printf("Workspace:   %s\n", cs->workspace);
     printf("Run:         %s\n", run ? run : "-");
     print_ended(bundle);
+    print_quota(bundle);
     if (pending)
         printf("Note:        an apply was interrupted; 'pvisor apply' completes it\n");
     restore_note(stdout, "Note:        ", stage);
@@ -429,10 +441,12 @@ int cmd_review(const char *arg, bool as_json) {
     }
     bool pending = lc_apply_pending(stage);
     if (as_json) {
+        const json_t *qr = json_object_get(json_object_get(bundle, "stage"), "quota_refusals");
         json_t *doc = json_pack(
-            "{s:s, s:{s:s, s:s, s:o, s:b, s:b, s:o}, s:o, s:O, s:o, s:o}", "schema", "pvisor.review/1", "stage", "path",
-            stage, "state", stage_state_name(state), "workspace", cs ? json_string(cs->workspace) : json_null(),
-            "apply_pending", pending, "copy_removed", emptied, "checkpoints", lc_checkpoints_json(stage), "run",
+            "{s:s, s:{s:s, s:s, s:o, s:b, s:b, s:o, s:o}, s:o, s:O, s:o, s:o}", "schema", "pvisor.review/1", "stage",
+            "path", stage, "state", stage_state_name(state), "workspace", cs ? json_string(cs->workspace) : json_null(),
+            "apply_pending", pending, "copy_removed", emptied, "checkpoints", lc_checkpoints_json(stage),
+            "quota_refusals", json_is_integer(qr) ? json_integer(json_integer_value(qr)) : json_null(), "run",
             id ? json_string(id) : json_null(), "run_exit",
             json_is_object(json_object_get(bundle, "exit")) ? json_object_get(bundle, "exit") : json_null(),
             "changeset", cs ? lc_changeset_to_json(cs) : json_null(), "safety_boundary", boundary_json(bundle));

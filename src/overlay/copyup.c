@@ -59,11 +59,16 @@ static bool below_reserve(struct ov *ov, uint64_t bytes, uint64_t inodes) {
     return inodes && sv.f_files && (uint64_t)sv.f_favail < inodes + ov->reserve_inodes;
 }
 
+int ov_quota_refused(struct ov *ov, int r) {
+    atomic_fetch_add(&ov->quota_refusals, 1);
+    return r;
+}
+
 int ov_quota_inode(struct ov *ov) {
     if (ov->max_inodes && (uint64_t)atomic_load(&ov->upper_inodes) + 1 > ov->max_inodes)
-        return -EDQUOT;
+        return ov_quota_refused(ov, -EDQUOT);
     if (below_reserve(ov, 0, 1))
-        return -ENOSPC;
+        return ov_quota_refused(ov, -ENOSPC);
     return 0;
 }
 
@@ -72,16 +77,16 @@ int ov_quota_reserve(struct ov *ov, uint64_t n) {
         /* n beyond the quota (or absurd: fallocate's len) is refused before
          * it is added, so the counter cannot overflow */
         if (n > ov->max_bytes || n > (uint64_t)INT64_MAX / 4)
-            return -ENOSPC;
+            return ov_quota_refused(ov, -ENOSPC);
         int64_t now = atomic_fetch_add(&ov->upper_bytes, (int64_t)n) + (int64_t)n;
         if (now > 0 && (uint64_t)now > ov->max_bytes) {
             atomic_fetch_sub(&ov->upper_bytes, (int64_t)n);
-            return -ENOSPC;
+            return ov_quota_refused(ov, -ENOSPC);
         }
     }
     if (n && below_reserve(ov, n, 0)) {
         ov_quota_release(ov, n);
-        return -ENOSPC;
+        return ov_quota_refused(ov, -ENOSPC);
     }
     return 0;
 }

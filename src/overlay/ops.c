@@ -519,6 +519,7 @@ void ov_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off
         if (hole < 0 || (uint64_t)hole < in_end) {
             uint64_t fill = hole < 0 ? in_end - (uint64_t)off : in_end - (uint64_t)hole;
             if ((res = ov_quota_floor(ov, growth + fill)) < 0) {
+                ov_quota_refused(ov, (int)res);
                 ov_quota_release(ov, growth);
                 goto out;
             }

@@ -141,9 +141,10 @@ struct ov {
     bool aliases_built;            /* ns write lock */
 
     atomic_uint_fast64_t copy_ups, whiteouts, tmp_seq;
-    atomic_bool mutated;     /* a stage-changing operation ran (ov_wrlock, data writes) */
-    atomic_long n_upper_fds; /* node->upper_fd values cached (root excluded) */
-    long upper_fd_budget;    /* immutable: how many may be cached */
+    atomic_uint_fast64_t quota_refusals; /* operations refused ENOSPC/EDQUOT by the quota or the reserve */
+    atomic_bool mutated;                 /* a stage-changing operation ran (ov_wrlock, data writes) */
+    atomic_long n_upper_fds;             /* node->upper_fd values cached (root excluded) */
+    long upper_fd_budget;                /* immutable: how many may be cached */
     /* upper_bytes: st_blocks * 512 summed over upper/ (its root too), plus
      * the reservations of operations under way (ov_quota_reserve) */
     atomic_int_fast64_t upper_bytes, upper_inodes;
@@ -293,6 +294,10 @@ void ov_quota_release(struct ov *ov, uint64_t n);
  * into its reserve (no quota charge): for what a write may allocate inside
  * the file, in holes, which its reservation (growth beyond EOF) misses. */
 int ov_quota_floor(struct ov *ov, uint64_t n);
+/* Count an operation the quota or the reserve refused (for the Bundle):
+ * ov_quota_inode and ov_quota_reserve count their own refusals; a caller
+ * of ov_quota_floor calls it when that refusal is final.  Returns r. */
+int ov_quota_refused(struct ov *ov, int r);
 /* The reservation for one new name in an upper directory: a block for its
  * entry (the directory may grow), plus for type S_IFDIR a block, for
  * S_IFLNK its target (length target_len) rounded up to blocks (type 0, or

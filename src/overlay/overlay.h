@@ -84,11 +84,12 @@ void overlay_quiesce(struct overlay *ov);
 void overlay_resume(struct overlay *ov);
 
 struct overlay_stats {
-    uint64_t copy_ups;     /* objects copied up from the lower this run */
-    uint64_t whiteouts;    /* whiteouts created this run */
-    uint64_t upper_bytes;  /* bytes allocated in upper (tracked) */
-    uint64_t upper_inodes; /* inodes in upper (tracked) */
-    bool mutated;          /* false: nothing of the stage can have changed this run */
+    uint64_t copy_ups;       /* objects copied up from the lower this run */
+    uint64_t whiteouts;      /* whiteouts created this run */
+    uint64_t quota_refusals; /* operations refused by the stage quota or the file system's reserve */
+    uint64_t upper_bytes;    /* bytes allocated in upper (tracked) */
+    uint64_t upper_inodes;   /* inodes in upper (tracked) */
+    bool mutated;            /* false: nothing of the stage can have changed this run */
 };
 void overlay_get_stats(struct overlay *ov, struct overlay_stats *ret_stats);
 

@@ -418,6 +418,7 @@ void overlay_get_stats(struct overlay *o, struct overlay_stats *ret_stats) {
     *ret_stats = (struct overlay_stats){
         .copy_ups = atomic_load(&ov->copy_ups),
         .whiteouts = atomic_load(&ov->whiteouts),
+        .quota_refusals = atomic_load(&ov->quota_refusals),
         .upper_bytes = b > 0 ? (uint64_t)b : 0,
         .upper_inodes = i > 0 ? (uint64_t)i : 0,
         .mutated = atomic_load(&ov->mutated),
