@@ -333,11 +333,65 @@ static void release_home_view(struct sandbox *sb) {
  * lies outside the workspace and no --access/--allow-write rule grants
  * it, the sandbox does not show it and every git command fails there
  * ("not a git repository"): say so before the command runs. */
+static bool access_grants(const struct run_context *ctx, const char *path) {
+    for (int i = 0; i < ctx->opts->n_access; i++) {
+        const struct access_rule *a = &ctx->opts->access[i];
+        _cleanup_free_ char *ra = a->kind != ACCESS_DENY ? realpath(a->path, NULL) : NULL;
+        if (ra && path_within(path, ra))
+            return true;
+    }
+    return false;
+}
+
+/* A workspace without a .git of its own inside a repository's checkout (a
+ * subdirectory of it): git looks for the repository in the directories
+ * above, which the sandbox does not show, and fails ("not a git
+ * repository"), where an agent may well make a repository of its own
+ * ('git init'), nested in the user's once applied.  Looked for as git
+ * does, up to the file system's boundary. */
+static void warn_git_above(struct run_context *ctx, dev_t ws_dev) {
+    _cleanup_free_ char *dir = strdup(ctx->workspace);
+    if (!dir || dir[0] != '/')
+        return;
+    while (strcmp(dir, "/") != 0) {
+        char *slash = strrchr(dir, '/');
+        if (slash == dir)
+            dir[1] = '\0';
+        else
+            *slash = '\0';
+        struct stat st;
+        if (stat(dir, &st) < 0 || st.st_dev != ws_dev)
+            return;
+        _cleanup_free_ char *git = path_join(dir, ".git");
+        if (!git || lstat(git, &st) < 0)
+            continue;
+        if (access_grants(ctx, git))
+            return;
+        char w[1024];
+        snprintf(w, sizeof w,
+                 "the workspace is a subdirectory of the git repository %.300s, whose .git is outside the "
+                 "workspace and not shown in the sandbox: git fails there ('not a git repository'), and a 'git "
+                 "init' there would make a repository nested in yours; to let the command use git, run in %.300s",
+                 dir, dir);
+        bundle_add_warning(ctx->bundle, w);
+        fprintf(stderr, "pvisor run: warning: %s\n", w);
+        return;
+    }
+}
+
 static void warn_git_outside(struct run_context *ctx) {
     _cleanup_free_ char *buf = NULL;
     size_t len = 0;
     _cleanup_close_ int ws = open(ctx->workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (ws < 0 || read_file_at(ws, ".git", 4096, &buf, &len) < 0 || strncmp(buf, "gitdir: ", 8) != 0)
+    struct stat wst, gst;
+    if (ws < 0 || fstat(ws, &wst) < 0)
+        return;
+    if (fstatat(ws, ".git", &gst, AT_SYMLINK_NOFOLLOW) < 0) {
+        if (errno == ENOENT)
+            warn_git_above(ctx, wst.st_dev);
+        return;
+    }
+    if (read_file_at(ws, ".git", 4096, &buf, &len) < 0 || strncmp(buf, "gitdir: ", 8) != 0)
         return;
     char *gd = buf + 8;
     gd[strcspn(gd, "\r\n")] = '\0';
@@ -361,12 +415,8 @@ static void warn_git_outside(struct run_context *ctx) {
     const char *repo = common && !path_within(gitdir, common) ? gitdir : common ? common : gitdir;
     if (path_within(gitdir, ctx->workspace) && (!common || path_within(common, ctx->workspace)))
         return;
-    for (int i = 0; i < ctx->opts->n_access; i++) {
-        const struct access_rule *a = &ctx->opts->access[i];
-        _cleanup_free_ char *ra = a->kind != ACCESS_DENY ? realpath(a->path, NULL) : NULL;
-        if (ra && path_within(repo, ra))
-            return;
-    }
+    if (access_grants(ctx, repo))
+        return;
     char w[1024];
     snprintf(w, sizeof w,
              "the workspace is a linked git worktree or a submodule: its repository %.300s is outside the workspace, "

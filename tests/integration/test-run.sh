@@ -557,6 +557,17 @@ if [ "$safe_works" = true ]; then
     eq "$(grep -c 'linked git worktree' err)" 0 "  no warning when a grant shows the repository"
     (cd "$T/gitin" && "$PVISOR" run --safe -- true) 2>err
     eq "$(grep -c 'linked git worktree' err)" 0 "  no warning for a gitdir inside the workspace"
+    # a subdirectory of a repository's checkout (no .git of its own): git
+    # looks above it, which the sandbox does not show, and fails there too
+    # (an agent may then 'git init' a repository nested in the user's)
+    mkdir -p "$T/gitsub/.git" "$T/gitsub/pkg/sub"
+    (cd "$T/gitsub/pkg/sub" && "$PVISOR" run --safe -- true) 2>err; rc=$?
+    b="$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json"
+    eq "$rc:$(grep -c "warning: the workspace is a subdirectory of the git repository $T/gitsub, .*run in $T/gitsub\$" err):$(jq -r '.warnings | map(test("subdirectory of the git repository")) | any' "$b")" "0:1:true" \
+        "--safe in a subdirectory of a repository's checkout: a warning naming the repository's top directory, in the Bundle too"
+    (cd "$T/gitsub" && "$PVISOR" run --safe -- true) 2>err
+    (cd "$T/gitsub/pkg/sub" && "$PVISOR" run --safe --access "ro:$T/gitsub/.git" -- true) 2>>err
+    eq "$(grep -c 'subdirectory of the git repository' err)" 0 "  none in the top directory itself, nor when a grant shows its .git"
     # a warning naming a path that is not UTF-8 (which JSON cannot carry)
     # was dropped from the Bundle: it is kept, the bytes escaped
     X=$(printf 'gitmain\377')
