@@ -23,11 +23,13 @@ static void print_exit(const json_t *b) {
         return;
     }
     const json_t *sig = json_object_get(e, "signal");
+    const char *to = json_is_true(json_object_get(e, "timed_out")) ? " after its --timeout expired" : "";
     if (json_is_integer(sig))
-        printf("Exit:        killed by signal %lld (SIG%s); pvisor exited %lld\n", (long long)json_integer_value(sig),
-               str(e, "signal_name"), (long long)json_integer_value(json_object_get(e, "pvisor_exit_status")));
+        printf("Exit:        killed by signal %lld (SIG%s)%s; pvisor exited %lld\n", (long long)json_integer_value(sig),
+               str(e, "signal_name"), to, (long long)json_integer_value(json_object_get(e, "pvisor_exit_status")));
     else
-        printf("Exit:        status %lld\n", (long long)json_integer_value(json_object_get(e, "status")));
+        printf("Exit:        status %lld%s\n", (long long)json_integer_value(json_object_get(e, "status")),
+               to[0] ? " (its --timeout expired)" : "");
 }
 
 static void print_human(const json_t *b) {

@@ -139,6 +139,9 @@ int run_finish(struct run_context *ctx, int r, const struct exec_result *res) {
         snprintf(msg, sizeof msg, "the run's --timeout of %llu s expired; the command was terminated",
                  (unsigned long long)(ctx->opts->timeout_ms / 1000));
         bundle_add_warning(ctx->bundle, msg);
+        /* otherwise the command just stops, its exit status (143, 137) the
+         * only sign of why */
+        fprintf(stderr, "pvisor run: %s\n", msg);
     }
     if (res->escalated)
         bundle_add_warning(ctx->bundle, "the command did not stop after a forwarded termination signal and was killed");

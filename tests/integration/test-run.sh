@@ -435,9 +435,12 @@ eq "$rc" 137 "a second SIGINT kills a command that ignores the first"
 
 # --- --timeout --------------------------------------------------------------------
 start=$(date +%s)
-PVISOR_KILL_GRACE_MS=200 "$PVISOR" run --timeout 1 -- sleep 3012; rc=$?
+PVISOR_KILL_GRACE_MS=200 "$PVISOR" run --timeout 1 -- sleep 3012 2>"$T/timeout.err"; rc=$?
 el=$(( $(date +%s) - start ))
 eq "$rc" 143 "--timeout terminates the command with SIGTERM (128+15)"
+eq "$(cat "$T/timeout.err"):$("$PVISOR" status | grep '^Exit:')" \
+    "pvisor run: the run's --timeout of 1 s expired; the command was terminated:Exit:        killed by signal 15 (SIGTERM) after its --timeout expired; pvisor exited 143" \
+    "--timeout: the run says on stderr that it expired, and so does pvisor status"
 check "--timeout ended the run well before the command would have" test "$el" -lt 10
 eq "$(jq -r '.exit.timed_out, .requested_policy.timeout_seconds' "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json" | tr '\n' ' ')" \
    "true 1 " "the Bundle records the timeout and that it expired"
