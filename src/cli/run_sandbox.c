@@ -345,8 +345,9 @@ static bool access_grants(const struct run_context *ctx, const char *path) {
 
 /* A workspace without a .git of its own inside a repository's checkout (a
  * subdirectory of it): git looks for the repository in the directories
- * above, which the sandbox does not show, and fails ("not a git
- * repository"), where an agent may well make a repository of its own
+ * above, which the sandbox does not show (under HOME, its view does, but
+ * the workspace is a file system of its own there, where git's search
+ * stops), and fails ("not a git repository"), where an agent may well make a repository of its own
  * ('git init'), nested in the user's once applied.  Looked for as git
  * does, up to the file system's boundary. */
 static void warn_git_above(struct run_context *ctx, dev_t ws_dev) {
@@ -370,7 +371,7 @@ static void warn_git_above(struct run_context *ctx, dev_t ws_dev) {
         char w[1024];
         snprintf(w, sizeof w,
                  "the workspace is a subdirectory of the git repository %.300s, whose .git is outside the "
-                 "workspace and not shown in the sandbox: git fails there ('not a git repository'), and a 'git "
+                 "workspace: git in the sandbox does not reach it and fails ('not a git repository'), and a 'git "
                  "init' there would make a repository nested in yours; to let the command use git, run in %.300s",
                  dir, dir);
         bundle_add_warning(ctx->bundle, w);
