@@ -32,6 +32,25 @@ static void print_exit(const json_t *b) {
                to[0] ? " (its --timeout expired)" : "");
 }
 
+/* s and a newline, with what a terminal would act on (term_char) as \xNN:
+ * a Bundle's notes and warnings can quote what the workspace holds (a .git
+ * file's gitdir).  '\' is left alone: pvisor already wrote some bytes of
+ * names so. */
+static void put_line_safe(const char *s) {
+    const unsigned char *p = (const unsigned char *)(s ? s : "?");
+    size_t n = strlen((const char *)p);
+    for (size_t i = 0; i < n;) {
+        bool unsafe;
+        size_t l = term_char(p + i, n - i, &unsafe);
+        for (size_t k = 0; k < l; k++, i++)
+            if (unsafe)
+                printf("\\x%02x", p[i]);
+            else
+                putchar(p[i]);
+    }
+    putchar('\n');
+}
+
 static void print_human(const json_t *b) {
     printf("Run:         %s\n", str(b, "run_id"));
     printf("State:       %s\n", runs_display_state(b));
@@ -62,13 +81,20 @@ static void print_human(const json_t *b) {
         const json_t *dim = json_object_get(dims, dimension_name(d));
         printf("  %-18s %-12s %-12s %s\n", dimension_name(d), str(dim, "requested"), str(dim, "effective"),
                str(dim, "mechanism"));
-        json_array_foreach(json_object_get(dim, "notes"), i, v)
-            printf("  %-18s   note: %s\n", "", json_string_value(v));
+        json_array_foreach(json_object_get(dim, "notes"), i, v) {
+            printf("  %-18s   note: ", "");
+            put_line_safe(json_string_value(v));
+        }
     }
+    /* notes and warnings can quote what the workspace holds (a .git file's
+     * gitdir), so they are escaped as names are */
     const json_t *w = json_object_get(b, "warnings");
     if (json_array_size(w) > 0) {
         printf("\nWarnings:\n");
-        json_array_foreach(w, i, v) printf("  - %s\n", json_string_value(v));
+        json_array_foreach(w, i, v) {
+            printf("  - ");
+            put_line_safe(json_string_value(v));
+        }
     }
 }
 

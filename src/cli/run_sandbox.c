@@ -418,12 +418,18 @@ static void warn_git_outside(struct run_context *ctx) {
         return;
     if (access_grants(ctx, repo))
         return;
+    /* repo is the .git file's text when it names nothing that exists: the
+     * workspace's (an agent's, once applied), printed on the user's
+     * terminal and kept in the Bundle, so escaped (term_escape) */
+    _cleanup_free_ char *shown = term_escape(repo);
+    if (!shown)
+        return;
     char w[1024];
     snprintf(w, sizeof w,
              "the workspace is a linked git worktree or a submodule: its repository %.300s is outside the workspace, "
              "which the sandbox does not show, so git fails there ('not a git repository'); run in the main "
              "repository's checkout, or let git read it with --access ro:%.300s (a commit still fails)",
-             repo, repo);
+             shown, shown);
     bundle_add_warning(ctx->bundle, w);
     fprintf(stderr, "pvisor run: warning: %s\n", w);
 }

@@ -581,6 +581,17 @@ if [ "$safe_works" = true ]; then
     b="$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json"
     eq "$(jq -r '.warnings[] | select(test("linked git worktree")) | test("gitmain\\\\xff/[.]git is outside")' "$b")" true \
         "  a warning naming a path that is not UTF-8 is in the Bundle, its bytes escaped"
+    # the .git file is the workspace's (an agent's, once applied): escape
+    # sequences in the gitdir it names reached the terminal raw, from 'run'
+    # and from 'status' (set the title, erase the lines above, hide the rest)
+    mkdir -p "$T/gitesc"
+    printf 'gitdir: /nonexistent/\033]0;TITLE\007\033[1A\033[2K\033[8m\n' > "$T/gitesc/.git"
+    (cd "$T/gitesc" && "$PVISOR" run --safe -- true) 2>err
+    esc=$(printf '\033')
+    eq "$(grep -c "$esc" err):$(grep -c 'nonexistent/\\x1b\]0;TITLE\\x07\\x1b\[1A' err)" "0:1" \
+        "  a gitdir with escape sequences is printed escaped on stderr"
+    "$PVISOR" status "$(latest_run)" > out 2>&1
+    eq "$(grep -c "$esc" out):$(grep -c 'nonexistent/\\x1b\]0;TITLE\\x07' out)" "0:1" "  and by 'pvisor status'"
 else
     skip "--safe in a linked worktree: a warning" "--safe does not run here"
 fi
