@@ -368,12 +368,15 @@ static void warn_git_above(struct run_context *ctx, dev_t ws_dev) {
             continue;
         if (access_grants(ctx, git))
             return;
+        _cleanup_free_ char *shown = term_escape(dir); /* printed on the terminal */
+        if (!shown)
+            return;
         char w[1024];
         snprintf(w, sizeof w,
                  "the workspace is a subdirectory of the git repository %.300s, whose .git is outside the "
                  "workspace: git in the sandbox does not reach it and fails ('not a git repository'), and a 'git "
                  "init' there would make a repository nested in yours; to let the command use git, run in %.300s",
-                 dir, dir);
+                 shown, shown);
         bundle_add_warning(ctx->bundle, w);
         fprintf(stderr, "pvisor run: warning: %s\n", w);
         return;
