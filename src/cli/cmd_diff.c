@@ -83,7 +83,7 @@ static int side_fd(int base_fd, const char *path, enum lc_type t, const char *ta
 static bool looks_binary(int fd) {
     if (fd < 0)
         return false;
-    char buf[8000];
+    char buf[LC_BINARY_PROBE];
     ssize_t n = pread(fd, buf, sizeof buf, 0);
     return n > 0 && memchr(buf, 0, (size_t)n) != NULL;
 }

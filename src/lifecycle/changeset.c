@@ -690,6 +690,34 @@ static bool dir_is_opaque(int dirfd) {
 
 /* One upper object name in upper_dirfd (lower_dirfd: the lower directory of
  * the same path, or -1). */
+/* Does the regular file name in dirfd hold text with NUL bytes in it?
+ * diff (as git) calls a file with a NUL in its first LC_BINARY_PROBE bytes
+ * binary and shows none of it; a NUL in a comment does not stop sh, bash,
+ * a C compiler, node or git's config parser, so a script or a config with
+ * one NUL would have its change hidden.  Text: no other C0 control but
+ * tab, newline, vertical tab, form feed, carriage return and escape, no
+ * DEL (images, archives and executables have such bytes in their first
+ * few; a UTF-16 text file has none, and is text diff does not show). */
+static bool nul_text_at(int dirfd, const char *name) {
+    _cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0)
+        return false;
+    unsigned char buf[LC_BINARY_PROBE];
+    ssize_t n;
+    do
+        n = pread(fd, buf, sizeof buf, 0);
+    while (n < 0 && errno == EINTR);
+    bool nul = false;
+    for (ssize_t i = 0; i < n; i++) {
+        unsigned char c = buf[i];
+        if (c == 0)
+            nul = true;
+        else if ((c < 0x20 && c != '\t' && c != '\n' && c != '\v' && c != '\f' && c != '\r' && c != 0x1b) || c == 0x7f)
+            return false;
+    }
+    return nul;
+}
+
 static int visit(struct walk *w, int upper_dirfd, int lower_dirfd, bool parent_opaque, const char *name, int depth) {
     if (++w->visited > LC_MAX_ENTRIES)
         return -E2BIG;
@@ -824,6 +852,10 @@ static int visit(struct walk *w, int upper_dirfd, int lower_dirfd, bool parent_o
         bool sample_ok = kind == LC_ADDED && nt == LC_REG && nl > 7 && strcmp(name + nl - 7, ".sample") == 0 &&
                          !dir_links_to(upper_dirfd, name) && !dir_links_to(lower_dirfd, name);
         lc_entry_set_warnings(w->cs, e, &ust, sample_ok);
+        if (nt == LC_REG && (kind != LC_MODIFIED || (ch & LC_CH_CONTENT)) && nul_text_at(upper_dirfd, name)) {
+            e->warnings |= LC_W_NUL_TEXT;
+            w->cs->warnings |= LC_W_NUL_TEXT;
+        }
         /* A directory the agent saw in the workspace (copied up there to
          * change what is in it: the origin map has it; no journal record
          * moved it) that the workspace no longer has: the user removed or
@@ -963,6 +995,62 @@ static int cmp_pre_ino(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
+/* Do the regular files at path a below adir and b below bdir differ in
+ * content?  (Unreadable: not said to.) */
+static bool content_differs(int adir, const char *a, int bdir, const char *b) {
+    _cleanup_close_ int fa = lc_open_beneath(adir, a, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
+    _cleanup_close_ int fb = lc_open_beneath(bdir, b, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
+    struct stat sa, sb;
+    if (fa < 0 || fb < 0 || fstat(fa, &sa) < 0 || fstat(fb, &sb) < 0 || !S_ISREG(sa.st_mode) || !S_ISREG(sb.st_mode))
+        return false;
+    if (sa.st_size != sb.st_size)
+        return true;
+    bool equal = false;
+    return lc_hash_compare_fd(fb, fa, NULL, &equal) == 0 && !equal;
+}
+
+/* A renamed file, or one in a renamed directory, whose content is not the
+ * content of the workspace file it was renamed from: the review marks it
+ * (renamed_changed), since "R new (from old)" reads as a move and the diff
+ * shows the whole file as new, the change inside it buried. */
+static void mark_renamed_changed(struct lc_changeset *cs, int upper_fd, int ws_fd) {
+    if (upper_fd < 0 || ws_fd < 0)
+        return;
+    char prefix[LC_MAX_PATH + 1], old[2 * LC_MAX_PATH + 2];
+    for (size_t i = 0; i < cs->n; i++) {
+        struct lc_entry *e = &cs->entries[i];
+        if (e->kind != LC_ADDED || e->new_type != LC_REG)
+            continue;
+        /* the entry itself, or its nearest ancestor, renamed */
+        const struct lc_entry *r = e->renamed_from ? e : NULL;
+        size_t pl = strlen(e->path);
+        if (pl > LC_MAX_PATH)
+            continue;
+        memcpy(prefix, e->path, pl + 1);
+        while (!r) {
+            char *slash = strrchr(prefix, '/');
+            if (!slash)
+                break;
+            *slash = '\0';
+            const struct lc_entry *p = find_entry(cs, prefix);
+            if (p && p->renamed_from)
+                r = p;
+        }
+        if (!r)
+            continue;
+        int n = snprintf(old, sizeof old, "%s%s", r->renamed_from, e->path + strlen(r->path));
+        if (n < 0 || (size_t)n >= sizeof old)
+            continue;
+        const struct lc_entry *o = find_entry(cs, old);
+        if (!o || o->kind != LC_DELETED || o->old_type != LC_REG)
+            continue;
+        if (content_differs(upper_fd, e->path, ws_fd, old)) {
+            e->warnings |= LC_W_RENAMED_CHANGED;
+            cs->warnings |= LC_W_RENAMED_CHANGED;
+        }
+    }
+}
+
 static void detect_renames(struct lc_changeset *cs, const struct ino_pair *orig, size_t n_orig) {
     if (n_orig == 0 || cs->n_pre == 0)
         return;
@@ -1095,6 +1183,7 @@ int lc_changeset_load(struct lc_stage *st, struct lc_changeset **ret_cs) {
     for (size_t i = 0; i < cs->n; i++)
         cs->count[cs->entries[i].kind]++;
     detect_renames(cs, orig, n_orig);
+    mark_renamed_changed(cs, st->upper_fd, st->ws_fd);
     free(orig);
     free_names(w->ours, w->n_ours);
     free(w);

@@ -60,7 +60,8 @@ static const char *const startup_dirs[] = {".config/fish/conf.d",
 const char *lc_warning_name(unsigned i) {
     static const char *const names[] = {"exec",         "setid",   "git_hook", "git_config",   "symlink_outside",
                                         "large",        "special", "hardlink", "git_worktree", "python_startup",
-                                        "home_startup", "fifo",    "git_lock"};
+                                        "home_startup", "fifo",    "git_lock", "nul_text",     "renamed_changed",
+                                        "git_redirect"};
     return i < ARRAY_SIZE(names) ? names[i] : "unknown";
 }
 
@@ -94,6 +95,11 @@ static unsigned git_dir_warnings(const char *rest, bool sample, unsigned wn) {
     base = base ? base + 1 : rest;
     if (strcmp(base, "config") == 0 || strcmp(base, "config.worktree") == 0)
         wn |= LC_W_GIT_CONFIG;
+    /* a git directory's commondir names the directory git reads the
+     * config, hooks, refs and objects from (any directory, none of it
+     * named .git): as a config change */
+    if (strcmp(base, "commondir") == 0)
+        wn |= LC_W_GIT_REDIRECT;
     for (const char *c = rest;;) {
         if (strcmp(c, "hooks") == 0)
             wn |= LC_W_GIT_HOOK;
@@ -158,6 +164,12 @@ void lc_entry_set_warnings(struct lc_changeset *cs, struct lc_entry *e, const st
      * every git command that takes that lock fails ("File exists") */
     bool lock = e->kind != LC_DELETED && e->new_type == LC_REG && e->old_type != LC_REG && bl > 5 &&
                 strcmp(base + bl - 5, ".lock") == 0;
+    /* a .git that is a file ("gitdir: PATH") or a link makes git, run in
+     * that directory or below it (a shell prompt that shows the branch
+     * runs it at each cd), take the repository it names, config and hooks
+     * included, from any directory of the workspace */
+    if (e->kind != LC_DELETED && e->new_type != LC_DIR && strcmp(base, ".git") == 0)
+        wn |= LC_W_GIT_REDIRECT;
     for (const char *c = p;;) {
         if (strncmp(c, ".git/", 5) == 0) {
             wn = git_dir_warnings(c + 5, sample, wn);
@@ -460,6 +472,15 @@ const char *lc_warning_message(unsigned bit) {
         return "git lock file left by a git that did not finish (the run ended or killed it): applied, git commands "
                "that take this lock fail until it is removed";
     case LC_W_HOME_STARTUP: return "runs when a shell, a login or your session starts (HOME is in the workspace)";
+    case LC_W_GIT_REDIRECT:
+        return "names the repository git uses here (a .git file or link, a commondir): its config and hooks, "
+               "wherever they are, run commands on your next git command";
+    case LC_W_NUL_TEXT:
+        return "text with NUL bytes in it: diff shows it as binary and not its content (shells, C compilers, node "
+               "and git read such a file, skipping or keeping the NULs); read it with 'cat -v'";
+    case LC_W_RENAMED_CHANGED:
+        return "renamed (or in a renamed directory), and its content differs from the file it was renamed from: "
+               "diff shows it whole as added, not what changed";
     case LC_W_PY_STARTUP:
         return "runs at every start of Python in that environment (.pth, site/usercustomize, pyvenv.cfg)";
     case LC_W_GIT_WORKTREE:

@@ -1711,6 +1711,48 @@ eq "$(jq -r '[.changeset.warnings[] | select(.warning == "git_lock") | .path] | 
     ".git/index.lock,.git/refs/heads/topic.lock" \
     "review warns of the lock files a killed git left in .git (git_lock), not of other *.lock nor of one deleted"
 
+# Changes the diff does not show: a text file with one NUL byte in it is
+# "Binary files differ" to diff (as to git), while sh, bash, a C compiler,
+# node and git's config parser read it whole (a hidden command after a
+# NUL in a comment); a renamed file, or one in a renamed directory, is
+# shown whole as added, what changed in it buried.  Review warns of both
+# (nul_text, renamed_changed), not of an image, an unchanged rename or a
+# text file without NUL.
+W=$T/wshide
+mkdir -p "$W/src" && printf 'echo build\n' > "$W/build.sh" && printf 'one\ntwo\n' > "$W/src/a.c" &&
+    printf 'b\n' > "$W/src/b.c" && printf 'k\n' > "$W/k.txt" && printf 'k\n' > "$W/m.txt"
+(cd "$W" && "$P" run --stage auto -- sh -c 'printf "echo build\n#\0\necho evil\n" > build.sh &&
+    printf "\211PNG\r\n\032\n\0\0\0\rIHDR" > img.png && printf "t\0e\0x\0t\0" > utf16.txt &&
+    mv src lib && printf "evil\n" >> lib/a.c && mv lib/b.c lib/b2.c && mv k.txt k2.txt && echo more >> m.txt') \
+    >/dev/null 2>&1
+(cd "$W" && "$P" status --review --json) > "$T/warnhide.json"
+eq "$(jq -r '[.changeset.warnings[] | select(.warning == "nul_text") | .path] | sort | join(",")' "$T/warnhide.json"):$(jq -r '[.changeset.warnings[] | select(.warning == "renamed_changed") | .path] | sort | join(",")' "$T/warnhide.json")" \
+    "build.sh,utf16.txt:lib/a.c" \
+    "review warns of text with a NUL byte (diff shows it as binary) and of a renamed file whose content changed"
+(cd "$W" && "$P" diff build.sh) > "$T/hide.diff"
+eq "$(grep -c '^Binary files a/build.sh and b/build.sh differ' "$T/hide.diff"):$(sh "$(jq -r .stage.path "$T/warnhide.json")/upper/build.sh" 2>/dev/null | tail -n 1)" \
+    "1:evil" "  (the diff shows that script as binary, and sh runs what follows the NUL)"
+
+# git takes a repository from where a .git file ("gitdir: PATH") or link,
+# or a git directory's commondir, says: a directory of the workspace not
+# named .git, whose config (core.fsmonitor) and hooks were never warned
+# of, ran the agent's command at the user's next 'git status' there (a
+# prompt that shows the branch runs it at each cd).  Review warns of the
+# pointer (git_redirect); nothing else in such a stage is warned of.
+W=$T/wsredirect
+mkdir -p "$W/docs" && (cd "$W" && git init -q . && echo a > a && git add a &&
+    git -c user.name=t -c user.email=t@t commit -qm i)
+(cd "$W" && "$P" run --stage auto -- sh -c 'mkdir -p evil t2 && cp -r .git/objects .git/refs evil/ &&
+    cp .git/config .git/HEAD evil/ && printf "\tfsmonitor = \"touch '"$T"'/redirect-ran; false\"\n" >> evil/config &&
+    echo ../evil > .git/commondir && printf "gitdir: ../evil\n" > docs/.git && ln -s ../evil t2/.git') >/dev/null 2>&1
+(cd "$W" && "$P" status --review --json) > "$T/warnredirect.json"
+eq "$(jq -r '[.changeset.warnings[] | select(.warning == "git_redirect") | .path] | sort | join(",")' "$T/warnredirect.json"):$(jq '[.changeset.warnings[] | select(.warning != "git_redirect")] | length' "$T/warnredirect.json")" \
+    ".git/commondir,docs/.git,t2/.git:0" \
+    "review warns of a .git file or link and of a commondir (git_redirect): git takes config and hooks from there"
+S=$(jq -r .stage.path "$T/warnredirect.json")
+(cd "$S/upper/docs" && GIT_CEILING_DIRECTORIES="$S/upper" git status >/dev/null 2>&1)
+eq "$(test -e "$T/redirect-ran" && echo ran)" "ran" "  (git in that directory runs the agent's core.fsmonitor)"
+
 # A *.sample is unwarned only when new and no hook links to it: a hook
 # that is a symlink to its sample (enabling a sample that way) runs it, so
 # a change to that sample is a hook change; git never changes an existing
