@@ -688,8 +688,6 @@ static bool dir_is_opaque(int dirfd) {
     return n == 1 && v[0] == 'y';
 }
 
-/* One upper object name in upper_dirfd (lower_dirfd: the lower directory of
- * the same path, or -1). */
 /* Does the regular file name in dirfd hold text with NUL bytes in it?
  * diff (as git) calls a file with a NUL in its first LC_BINARY_PROBE bytes
  * binary and shows none of it; a NUL in a comment does not stop sh, bash,
@@ -697,8 +695,10 @@ static bool dir_is_opaque(int dirfd) {
  * one NUL would have its change hidden.  Text: no other C0 control but
  * tab, newline, vertical tab, form feed, carriage return and escape, no
  * DEL (images, archives and executables have such bytes in their first
- * few; a UTF-16 text file has none, and is text diff does not show). */
-static bool nul_text_at(int dirfd, const char *name) {
+ * few; a UTF-16 text file has none, and is text diff does not show).
+ * *ret_nul: whether those bytes hold a NUL at all (diff shows it binary). */
+static bool nul_text_at(int dirfd, const char *name, bool *ret_nul) {
+    *ret_nul = false;
     _cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0)
         return false;
@@ -707,17 +707,34 @@ static bool nul_text_at(int dirfd, const char *name) {
     do
         n = pread(fd, buf, sizeof buf, 0);
     while (n < 0 && errno == EINTR);
-    bool nul = false;
+    *ret_nul = n > 0 && memchr(buf, 0, (size_t)n) != NULL;
     for (ssize_t i = 0; i < n; i++) {
         unsigned char c = buf[i];
-        if (c == 0)
-            nul = true;
-        else if ((c < 0x20 && c != '\t' && c != '\n' && c != '\v' && c != '\f' && c != '\r' && c != 0x1b) || c == 0x7f)
+        if (c != 0 &&
+            ((c < 0x20 && c != '\t' && c != '\n' && c != '\v' && c != '\f' && c != '\r' && c != 0x1b) || c == 0x7f))
             return false;
     }
-    return nul;
+    return *ret_nul;
 }
 
+/* Is the change of a regular file one diff does not show?  Text with NUL
+ * bytes (nul_text_at), or a workspace file diff showed as text whose new
+ * content it shows as binary, whatever other bytes that holds (a NUL and
+ * a few control bytes in a script's comment defeat the first test; bash
+ * still runs it). */
+static bool hides_from_diff(int upper_dirfd, int lower_dirfd, const char *name, enum lc_kind kind) {
+    bool nul;
+    if (nul_text_at(upper_dirfd, name, &nul))
+        return true;
+    bool old_nul;
+    struct stat lst;
+    return nul && kind == LC_MODIFIED && lower_dirfd >= 0 &&
+           fstatat(lower_dirfd, name, &lst, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(lst.st_mode) &&
+           !nul_text_at(lower_dirfd, name, &old_nul) && !old_nul && lst.st_size > 0;
+}
+
+/* One upper object name in upper_dirfd (lower_dirfd: the lower directory of
+ * the same path, or -1). */
 static int visit(struct walk *w, int upper_dirfd, int lower_dirfd, bool parent_opaque, const char *name, int depth) {
     if (++w->visited > LC_MAX_ENTRIES)
         return -E2BIG;
@@ -852,7 +869,8 @@ static int visit(struct walk *w, int upper_dirfd, int lower_dirfd, bool parent_o
         bool sample_ok = kind == LC_ADDED && nt == LC_REG && nl > 7 && strcmp(name + nl - 7, ".sample") == 0 &&
                          !dir_links_to(upper_dirfd, name) && !dir_links_to(lower_dirfd, name);
         lc_entry_set_warnings(w->cs, e, &ust, sample_ok);
-        if (nt == LC_REG && (kind != LC_MODIFIED || (ch & LC_CH_CONTENT)) && nul_text_at(upper_dirfd, name)) {
+        if (nt == LC_REG && (kind != LC_MODIFIED || (ch & LC_CH_CONTENT)) &&
+            hides_from_diff(upper_dirfd, lower_dirfd, name, kind)) {
             e->warnings |= LC_W_NUL_TEXT;
             w->cs->warnings |= LC_W_NUL_TEXT;
         }

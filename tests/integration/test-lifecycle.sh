@@ -1732,6 +1732,13 @@ eq "$(jq -r '[.changeset.warnings[] | select(.warning == "nul_text") | .path] | 
 (cd "$W" && "$P" diff build.sh) > "$T/hide.diff"
 eq "$(grep -c '^Binary files a/build.sh and b/build.sh differ' "$T/hide.diff"):$(sh "$(jq -r .stage.path "$T/warnhide.json")/upper/build.sh" 2>/dev/null | tail -n 1)" \
     "1:evil" "  (the diff shows that script as binary, and sh runs what follows the NUL)"
+# ... also with other control bytes beside the NUL (no longer "text but for
+# NULs"), when the workspace's version was text: bash still runs it
+W=$T/wshide2
+mkdir -p "$W" && printf 'echo build\n' > "$W/build.sh" && printf '\211PNG\r\n\032\n\0\0' > "$W/img.png"
+(cd "$W" && "$P" run --stage auto -- sh -c 'printf "echo build\n#\0\001\002\033\n" > build.sh && printf "\211PNG\r\n\032\n\0\0\001" > img.png') >/dev/null 2>&1
+eq "$(cd "$W" && "$P" status --review --json | jq -r '[.changeset.warnings[] | select(.warning == "nul_text") | .path] | join(",")')" \
+    "build.sh" "review warns of a text file whose new content diff shows as binary (a NUL and control bytes), not of an image that was binary already"
 
 # git takes a repository from where a .git file ("gitdir: PATH") or link,
 # or a git directory's commondir, says: a directory of the workspace not
