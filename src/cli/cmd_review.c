@@ -361,6 +361,15 @@ static void print_human(const char *stage, const char *state, const char *run, c
                (unsigned long long)cs->bytes_new, (unsigned long long)cs->bytes_old);
         for (size_t i = 0; i < cs->n; i++)
             print_entry(&cs->entries[i]);
+        /* what no diff shows: bytecode caches, objects, archives the agent
+         * made are used in place of their sources when applied (Python
+         * takes a __pycache__ .pyc whose header matches its source's size
+         * and mtime) */
+        if (cs->n_binary)
+            printf("\nNote:        %zu of the files added or changed %s binary: 'pvisor diff' does not show %s; "
+                   "build outputs and caches (__pycache__, *.o) may not match their sources: rebuild them after "
+                   "the apply\n",
+                   cs->n_binary, cs->n_binary == 1 ? "is" : "are", cs->n_binary == 1 ? "its content" : "theirs");
         if (cs->warnings) {
             printf("\nWarnings:\n");
             for (size_t i = 0; i < cs->n; i++)

@@ -722,9 +722,11 @@ static bool nul_text_at(int dirfd, const char *name, bool *ret_nul) {
  * content it shows as binary, whatever other bytes that holds (a NUL and
  * a few control bytes in a script's comment defeat the first test; bash
  * still runs it). */
-static bool hides_from_diff(int upper_dirfd, int lower_dirfd, const char *name, enum lc_kind kind) {
+static bool hides_from_diff(int upper_dirfd, int lower_dirfd, const char *name, enum lc_kind kind, bool *ret_binary) {
     bool nul;
-    if (nul_text_at(upper_dirfd, name, &nul))
+    bool text = nul_text_at(upper_dirfd, name, &nul);
+    *ret_binary = nul;
+    if (text)
         return true;
     bool old_nul;
     struct stat lst;
@@ -869,11 +871,13 @@ static int visit(struct walk *w, int upper_dirfd, int lower_dirfd, bool parent_o
         bool sample_ok = kind == LC_ADDED && nt == LC_REG && nl > 7 && strcmp(name + nl - 7, ".sample") == 0 &&
                          !dir_links_to(upper_dirfd, name) && !dir_links_to(lower_dirfd, name);
         lc_entry_set_warnings(w->cs, e, &ust, sample_ok);
+        bool binary = false;
         if (nt == LC_REG && (kind != LC_MODIFIED || (ch & LC_CH_CONTENT)) &&
-            hides_from_diff(upper_dirfd, lower_dirfd, name, kind)) {
+            hides_from_diff(upper_dirfd, lower_dirfd, name, kind, &binary)) {
             e->warnings |= LC_W_NUL_TEXT;
             w->cs->warnings |= LC_W_NUL_TEXT;
         }
+        w->cs->n_binary += binary;
         /* A directory the agent saw in the workspace (copied up there to
          * change what is in it: the origin map has it; no journal record
          * moved it) that the workspace no longer has: the user removed or
@@ -1296,12 +1300,13 @@ json_t *lc_changeset_to_json(const struct lc_changeset *cs) {
         set_name(co, "renamed_from", e->renamed_from);
         json_array_append_new(changes, co);
     }
-    json_t *summary = json_pack(
-        "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "added", (json_int_t)cs->count[LC_ADDED], "deleted",
-        (json_int_t)cs->count[LC_DELETED], "modified", (json_int_t)cs->count[LC_MODIFIED], "type_changed",
-        (json_int_t)cs->count[LC_TYPE_CHANGED], "renamed", (json_int_t)renamed, "mode_changed",
-        (json_int_t)mode_changed, "symlink_changed", (json_int_t)symlink_changed, "conflicts",
-        (json_int_t)cs->n_conflicts, "bytes_new", (json_int_t)cs->bytes_new, "bytes_old", (json_int_t)cs->bytes_old);
+    json_t *summary =
+        json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "added", (json_int_t)cs->count[LC_ADDED],
+                  "deleted", (json_int_t)cs->count[LC_DELETED], "modified", (json_int_t)cs->count[LC_MODIFIED],
+                  "type_changed", (json_int_t)cs->count[LC_TYPE_CHANGED], "renamed", (json_int_t)renamed,
+                  "mode_changed", (json_int_t)mode_changed, "symlink_changed", (json_int_t)symlink_changed, "conflicts",
+                  (json_int_t)cs->n_conflicts, "bytes_new", (json_int_t)cs->bytes_new, "bytes_old",
+                  (json_int_t)cs->bytes_old, "binary", (json_int_t)cs->n_binary);
     return json_pack("{s:o, s:o, s:o}", "summary", summary, "changes", changes, "warnings", warnings);
 }
 

@@ -122,6 +122,7 @@ struct lc_changeset {
     size_t n_conflicts;
     uint64_t bytes_new; /* bytes of regular files the stage writes */
     uint64_t bytes_old; /* bytes of lower regular files replaced or deleted */
+    size_t n_binary;    /* regular files added or changed that diff shows as binary */
     unsigned warnings;  /* union of entry warnings */
 };
 

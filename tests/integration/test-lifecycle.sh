@@ -1729,6 +1729,8 @@ mkdir -p "$W/src" && printf 'echo build\n' > "$W/build.sh" && printf 'one\ntwo\n
 eq "$(jq -r '[.changeset.warnings[] | select(.warning == "nul_text") | .path] | sort | join(",")' "$T/warnhide.json"):$(jq -r '[.changeset.warnings[] | select(.warning == "renamed_changed") | .path] | sort | join(",")' "$T/warnhide.json")" \
     "build.sh,utf16.txt:lib/a.c" \
     "review warns of text with a NUL byte (diff shows it as binary) and of a renamed file whose content changed"
+eq "$(jq -r .changeset.summary.binary "$T/warnhide.json"):$(cd "$W" && "$P" status --review | grep -c '^Note: *3 of the files added or changed are binary')" \
+    "3:1" "review counts the files added or changed that diff shows as binary, and says so"
 (cd "$W" && "$P" diff build.sh) > "$T/hide.diff"
 eq "$(grep -c '^Binary files a/build.sh and b/build.sh differ' "$T/hide.diff"):$(sh "$(jq -r .stage.path "$T/warnhide.json")/upper/build.sh" 2>/dev/null | tail -n 1)" \
     "1:evil" "  (the diff shows that script as binary, and sh runs what follows the NUL)"
