@@ -504,6 +504,23 @@ int cmd_diff(int argc, char **argv) {
     for (size_t i = 0; i < cs->n; i++)
         if (selected(cs->entries[i].path, paths, n_paths))
             show_entry(&d, st, &cs->entries[i]);
+    /* A path changed in the workspace since the run: its diff is against
+     * the workspace now, so it reads as if the agent undid the user's edit
+     * (and applied as a patch, would): said, as review and apply do. */
+    size_t n_conflicts = 0;
+    for (size_t i = 0; i < cs->n; i++)
+        if (cs->entries[i].conflict && selected(cs->entries[i].path, paths, n_paths)) {
+            if (n_conflicts++ == 0)
+                fprintf(stderr, "pvisor diff: warning: changed in the workspace since the run (conflicts: apply "
+                                "refuses them); their diff is against the workspace as it is now, so it also undoes "
+                                "those edits:\n");
+            if (n_conflicts <= 10) {
+                _cleanup_free_ char *e = lc_display_name(cs->entries[i].path);
+                fprintf(stderr, "  x %s: %s\n", e ? e : "?", cs->entries[i].conflict);
+            }
+        }
+    if (n_conflicts > 10)
+        fprintf(stderr, "  ... and %zu more ('pvisor status --review' lists them)\n", n_conflicts - 10);
     /* a PATH under which nothing is staged: said, as apply --path does */
     for (size_t k = 0; k < n_paths; k++) {
         bool any = false;

@@ -386,6 +386,13 @@ check "conflict: a directory the agent created now exists" grep -q '^  newdir: e
 check "conflict: unrelated clean path is not named" sh -c "! grep -q 'untouched.txt' '$T/c.err'"
 check "conflict: no intent journal left" test ! -e "$S/apply-intent"
 eq "$(review_json "$S" | jq -r '.changeset.summary.conflicts')" 5 "review counts the conflicts"
+# diff of a conflicting path is against the workspace now: it reads as if
+# the agent undid the user's edit, so diff warns (stderr), naming each
+"$P" diff --stage "$S" >/dev/null 2>"$T/dc.err"; rc=$?
+eq "$rc:$(grep -c '^pvisor diff: warning: changed in the workspace since the run' "$T/dc.err"):$(grep -c '^  x ' "$T/dc.err"):$(grep -c '^  x same.txt: content changed' "$T/dc.err")" \
+    "0:1:5:1" "diff warns of the paths changed in the workspace since the run (its diff would undo those edits)"
+"$P" diff --stage "$S" untouched.txt >/dev/null 2>"$T/dc2.err"
+eq "$(wc -c < "$T/dc2.err")" 0 "  not for a clean path asked for alone"
 # --path applies the clean subset
 "$P" apply --stage "$S" --path untouched.txt >/dev/null 2>&1; rc=$?
 eq "$rc" 0 "apply --path of a clean path succeeds despite conflicts elsewhere"
