@@ -262,6 +262,13 @@ fi
 # sandbox project that directory as a toolchain (its files readable, its
 # sockets below two levels connectable).  Only a toolchain may come of it;
 # an entry outside the workspace is still projected.
+if [ "$safe_works" = true ] && [ -d /dev/shm ] && DS=$(mktemp -d /dev/shm/pvisor-test.XXXXXX); then
+    # the sandbox's own /dev hides a workspace there: refused up front, saying why
+    at_exit "rm -rf '$DS'"
+    (cd "$DS" && "$PVISOR" run --safe -- true) 2>"$T/devws.err"; rc=$?
+    eq "$rc:$(grep -c "the workspace $DS is under /dev, which the sandbox replaces with its own: use a workspace elsewhere" "$T/devws.err"):$(grep -c chdir "$T/devws.err")" \
+        "125:1:0" "--safe: a workspace under /dev/shm is refused up front, saying why (it failed at 'chdir' inside)"
+fi
 if [ "$safe_works" = true ]; then
     mkdir -p "$T/pathws/.venv" "$T/pathsecret/a/b" "$T/pathtool/bin"
     echo PATHSECRET > "$T/pathsecret/secret.txt"
