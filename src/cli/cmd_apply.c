@@ -150,7 +150,14 @@ int cmd_apply(int argc, char **argv) {
         else if (r < 0 && r != -ENOENT)
             rc = cli_error(PV_EXIT_FAILURE, "apply", "cannot open the stage %s: %s", stage,
                            r == -EINVAL ? "not a pvisor stage" : strerror(-r));
-        else if (r == -ENOENT)
+        else if (r == -ENOENT && bws && access(stage, F_OK) == 0) {
+            /* the stage is there: its workspace is what is gone */
+            _cleanup_free_ char *e = lc_display_name(bws);
+            rc = cli_error(PV_EXIT_FAILURE, "apply",
+                           "the workspace %s of the stage %s is gone (moved or removed since the run?); nothing was "
+                           "written: put it back at that path to apply the stage",
+                           e ? e : "?", stage);
+        } else if (r == -ENOENT)
             rc = cli_error(PV_EXIT_FAILURE, "apply", "cannot open the stage %s or its workspace: %s", stage,
                            strerror(-r));
         lc_stage_free(st);

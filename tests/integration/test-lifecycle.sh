@@ -1876,3 +1876,18 @@ Wt=$T/wsended; mkdir -p "$Wt"
 (cd "$Wt" && "$P" status --review; "$P" status --review --json) > "$T/ended2.out" 2>&1
 eq "$(grep -c '^Ended: *exit status 0$' "$T/ended1.out"):$(grep -c '^Ended: .*--timeout expired, killed by SIGTERM: files it was writing may be cut short' "$T/ended2.out"):$(sed -n '/^{/,$p' "$T/ended2.out" | jq -r '.run_exit | "\(.timed_out) \(.signal_name)"')" \
     "1:1:true TERM" "review says how the command ended: its exit status, or the --timeout and signal that stopped it (human and JSON)"
+
+# A workspace moved away after its run: apply names it as what is gone (it
+# said "cannot open the stage ... or its workspace"), writes nothing, and
+# applies once it is back.
+W=$T/wsmoved
+mkdir -p "$W" && echo old > "$W/f"
+(cd "$W" && "$P" run --stage auto -- sh -c 'echo new > f') >/dev/null 2>&1
+mrun=$(latest_run)
+mv "$W" "$W.away"
+"$P" apply "$mrun" 2>"$T/moved.err"; rc=$?
+eq "$rc:$(grep -c "the workspace $W of the stage .* is gone (moved or removed since the run?); nothing was written" "$T/moved.err")" \
+    "1:1" "apply of a stage whose workspace was moved says the workspace is gone"
+mv "$W.away" "$W"
+"$P" apply "$mrun" >/dev/null 2>&1; rc=$?
+eq "$rc:$(cat "$W/f")" "0:new" "  ... and applies once it is back"
