@@ -48,7 +48,8 @@ int cmd_checkpoint(int argc, char **argv);
 int cmd_restore(int argc, char **argv);
 int cmd_fork(int argc, char **argv);
 /* `pvisor status --review [RUN|STAGE] [--json]` */
-int cmd_review(const char *arg, bool as_json);
+/* stage_dir: --stage DIR (then arg is NULL) */
+int cmd_review(const char *arg, const char *stage_dir, bool as_json);
 /* Shared by the lifecycle verbs (cmd_review.c): resolve RUN / --stage DIR
  * to a stage path (printing the error; returns an exit status), and tell a
  * positional STAGE directory from a RUN id. */

@@ -403,11 +403,11 @@ static void print_human(const char *stage, const char *state, const char *run, c
     }
 }
 
-int cmd_review(const char *arg, bool as_json) {
-    const char *run = NULL, *stage_dir = NULL;
-    if (arg && lc_cli_arg_is_stage(arg))
+int cmd_review(const char *arg, const char *stage_dir, bool as_json) {
+    const char *run = NULL;
+    if (!stage_dir && arg && lc_cli_arg_is_stage(arg))
         stage_dir = arg;
-    else
+    else if (!stage_dir)
         run = arg;
     _cleanup_free_ char *stage = NULL, *id = NULL;
     json_t *bundle = NULL;

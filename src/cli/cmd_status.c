@@ -100,7 +100,7 @@ static void print_human(const json_t *b) {
 
 int cmd_status(int argc, char **argv) {
     bool as_json = false, review = false;
-    const char *query = NULL;
+    const char *query = NULL, *stage_dir = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
             return cli_print_help(cli_find_command("status"));
@@ -108,16 +108,26 @@ int cmd_status(int argc, char **argv) {
             as_json = true;
         else if (strcmp(argv[i], "--review") == 0)
             review = true;
-        else if (argv[i][0] == '-')
+        else if (strcmp(argv[i], "--stage") == 0) {
+            if (i + 1 >= argc || argv[i + 1][0] == '\0')
+                return cli_usage_error("status", "--stage needs a value");
+            if (stage_dir)
+                return cli_usage_error("status", "--stage given twice");
+            stage_dir = argv[++i];
+        } else if (argv[i][0] == '-')
             return cli_usage_error("status", "unknown option '%s'", argv[i]);
         else if (query)
             return cli_usage_error("status", "takes at most one RUN");
         else
             query = argv[i];
     }
+    if (stage_dir && !review)
+        return cli_usage_error("status", "--stage goes with --review (a stage's changes)");
+    if (stage_dir && query)
+        return cli_usage_error("status", "give a RUN or --stage DIR, not both");
     if (review) {
 #ifdef PVISOR_HAVE_LIFECYCLE
-        return cmd_review(query, as_json);
+        return cmd_review(query, stage_dir, as_json);
 #else
         return cli_error(PV_EXIT_FAILURE, "status", "--review needs a build with the stage overlay");
 #endif

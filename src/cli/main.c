@@ -59,7 +59,7 @@ static const struct cli_command commands[] = {
      cmd_run},
     {"status", "Show a run's Bundle (the most recent by default)",
      "Usage: pvisor status [RUN] [--json]\n"
-     "       pvisor status --review [RUN|STAGE] [--json]\n"
+     "       pvisor status --review [RUN|STAGE|--stage DIR] [--json]\n"
      "\n"
      "Shows what was requested and what was actually enforced for RUN (a run id,\n"
      "a unique prefix of one, or 'latest'; default: the most recent run).\n"
@@ -67,7 +67,8 @@ static const struct cli_command commands[] = {
      "  --review   Review a stage before applying it: its state, every change, warnings\n"
      "             (new executables, setuid bits, .git/hooks, symlinks leaving the\n"
      "             workspace...) and the Safety boundary (docs/lifecycle.md).\n"
-     "             STAGE is a stage directory, given as a path (./NAME for one here).\n",
+     "             STAGE is a stage directory, given as a path (./NAME for one here),\n"
+     "             or as --stage DIR (as diff, apply and drop take it).\n",
      cmd_status},
     {"list", "List runs",
      "Usage: pvisor list [--json]\n"

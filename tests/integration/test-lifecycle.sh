@@ -386,6 +386,9 @@ check "conflict: a directory the agent created now exists" grep -q '^  newdir: e
 check "conflict: unrelated clean path is not named" sh -c "! grep -q 'untouched.txt' '$T/c.err'"
 check "conflict: no intent journal left" test ! -e "$S/apply-intent"
 eq "$(review_json "$S" | jq -r '.changeset.summary.conflicts')" 5 "review counts the conflicts"
+# --stage DIR names a stage for status --review as for diff, apply and drop
+eq "$("$P" status --review --stage "$S" --json | jq -r '.changeset.summary.conflicts'):$("$P" status --stage "$S" 2>&1 >/dev/null | grep -c 'goes with --review')" \
+    "5:1" "status --review --stage DIR reviews that stage (without --review, --stage is refused, saying why)"
 # diff of a conflicting path is against the workspace now: it reads as if
 # the agent undid the user's edit, so diff warns (stderr), naming each
 "$P" diff --stage "$S" >/dev/null 2>"$T/dc.err"; rc=$?
