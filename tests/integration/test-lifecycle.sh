@@ -1894,3 +1894,11 @@ eq "$rc:$(grep -c "the workspace $W of the stage .* is gone (moved or removed si
 mv "$W.away" "$W"
 "$P" apply "$mrun" >/dev/null 2>&1; rc=$?
 eq "$rc:$(cat "$W/f")" "0:new" "  ... and applies once it is back"
+
+# A path whose type changed to a symlink shows the link's target, as an
+# added link does (it showed "(dir -> lnk)" alone)
+W=$T/wstl; S=$T/sttl
+mkdir -p "$W/lib" && echo x > "$W/lib/x" && echo y > "$W/f"
+stage_run "$W" "$S" 'rm -r lib f && ln -s /opt/elsewhere lib && ln -s lib/x f' >/dev/null 2>&1
+eq "$("$P" status --review --stage "$S" | grep -E '^  T (lib|f) ' | sed 's/  */ /g' | tr '\n' '|')" \
+    " T f (reg -> lnk) -> lib/x| T lib (dir -> lnk) -> /opt/elsewhere|" "review shows the target of a path that became a symlink"
