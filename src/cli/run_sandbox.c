@@ -278,7 +278,7 @@ int sandbox_start_home(struct sandbox *sb) {
         .max_inodes = sb->ctx->opts->stage_max_inodes,
         .mask = sb->home_mask,
         .n_mask = sb->n_home_mask,
-        .own_group = true,
+        .own_group = !sb->as_root, /* root's namespace maps every id */
     };
     return overlay_start(&p, &sb->home_ov);
 }

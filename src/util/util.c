@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 char *path_join(const char *a, const char *b) {
@@ -765,13 +766,68 @@ bool userns_is_initial(void) {
     return sscanf(map, "%lu %lu %lu", &inner, &outer, &count) == 3 && inner == 0 && outer == 0 && count == 4294967295UL;
 }
 
+/* Root's maps of every id as it is (but -1, so that they are not the
+ * initial namespace's: userns_is_initial), written into pid's namespace
+ * by a child left in ours: a map of more than one id needs CAP_SETUID and
+ * CAP_SETGID where the namespace was made, which the process that made it
+ * no longer has.  Returns the child, reading 'g' on *ret_go to write. */
+static pid_t identity_map_writer(pid_t pid, int *ret_go) {
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0)
+        return -1;
+    pid_t c = fork();
+    if (c == 0) {
+        close(p[1]);
+        char b;
+        if (read(p[0], &b, 1) != 1 || b != 'g')
+            _exit(2);
+        char path[64];
+        static const char map[] = "0 0 4294967294\n";
+        snprintf(path, sizeof path, "/proc/%d/uid_map", (int)pid);
+        if (write_string_at(AT_FDCWD, path, map) < 0)
+            _exit(1);
+        snprintf(path, sizeof path, "/proc/%d/gid_map", (int)pid);
+        _exit(write_string_at(AT_FDCWD, path, map) < 0 ? 1 : 0);
+    }
+    close(p[0]);
+    if (c < 0) {
+        close(p[1]);
+        return -1;
+    }
+    *ret_go = p[1];
+    return c;
+}
+
 int userns_enter(int flags, uid_t inner_uid, gid_t inner_gid, const char **ret_step) {
     uid_t uid = getuid();
     gid_t gid = getgid();
+    /* root mapping root: every id as it is, so that the files of other
+     * users keep their owners inside instead of becoming unmapped ones,
+     * which the kernel lets nobody write, remove or rename */
+    int go = -1;
+    pid_t writer = uid == 0 && gid == 0 && inner_uid == 0 && inner_gid == 0 ? identity_map_writer(getpid(), &go) : -1;
     *ret_step = "unshare(CLONE_NEWUSER)";
-    if (unshare(CLONE_NEWUSER | flags) < 0)
-        return -errno;
+    if (unshare(CLONE_NEWUSER | flags) < 0) {
+        int e = errno;
+        if (writer > 0) {
+            close(go);
+            while (waitpid(writer, NULL, 0) < 0 && errno == EINTR)
+                ;
+        }
+        return -e;
+    }
     *ret_step = "writing the user namespace id maps";
+    if (writer > 0) {
+        int st = -1;
+        bool sent = write(go, "g", 1) == 1;
+        close(go);
+        while (waitpid(writer, &st, 0) < 0 && errno == EINTR)
+            ;
+        if (sent && WIFEXITED(st) && WEXITSTATUS(st) == 0)
+            return 0;
+        /* nothing written (or only the uid map: the gid map below fails
+         * then, and so does this) */
+    }
     int r = write_string_at(AT_FDCWD, "/proc/self/setgroups", "deny");
     if (r < 0 && r != -ENOENT)
         return r;

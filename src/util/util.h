@@ -128,7 +128,8 @@ int write_all(int fd, const void *buf, size_t len);
 int write_string_at(int dirfd, const char *path, const char *text);
 
 /* unshare(CLONE_NEWUSER | flags), then map inner_uid/inner_gid to the
- * caller's uid and gid (setgroups denied, as an unprivileged map needs).
+ * caller's uid and gid (setgroups denied, as an unprivileged map needs);
+ * root mapping 0 to 0 maps every id to itself (but -1).
  * The process has every capability in the new namespace, DAC override
  * included over files its own ids own.  *ret_step names the step that
  * failed.  Single-threaded callers only. */

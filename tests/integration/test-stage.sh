@@ -906,11 +906,12 @@ eq "$rc:$(cat "$D/ws/other.txt")" "0:new" "... and once it is deleted in the wor
 # The sandbox's user namespace maps one uid and one gid: an unmapped group
 # made the kernel refuse every write (EACCES) and removal (EOVERFLOW) of
 # such a file, which the user may change on the host.
-# own_group_case LABEL UID GID SUPP [setpriv args...]: files UID:SUPP in a
-# setgid directory of group SUPP; the command writes, edits, removes and
-# renames them; apply writes the result.
+# own_group_case LABEL UID GID SUPP SHOWN [setpriv args...]: files
+# UID:SUPP in a setgid directory of group SUPP; the command writes, edits,
+# removes and renames them (and sees them as UID:SHOWN); apply writes the
+# result.
 own_group_case() {
-    L=$1; OU=$2; OG=$3; SG=$4; shift 4
+    L=$1; OU=$2; OG=$3; SG=$4; SHOWN=$5; shift 5
     D="$T/owngrp-$OU"; rm -rf "$D"; mkdir -p "$D/ws/sub" "$D/state"
     echo hello > "$D/ws/team.txt"; echo x > "$D/ws/sub/f"; echo old > "$D/ws/gone.txt"; echo m > "$D/ws/mv.txt"
     chown -R "$OU:$SG" "$D/ws"; chown "$OU:$OG" "$D" "$D/state"; chmod 2775 "$D/ws" "$D/ws/sub"
@@ -918,16 +919,31 @@ own_group_case() {
         echo agent >> team.txt && echo w=ok; sed -i s/x/y/ sub/f && echo sed=ok
         rm gone.txt && echo rm=ok; mv mv.txt moved.txt && echo mv=ok; echo n > sub/new && echo new=ok
         stat -c "%u:%g" team.txt' 2>&1)
-    eq "$(echo $out)" "w=ok sed=ok rm=ok mv=ok new=ok $OU:$OG" \
-        "$L: the user's own files of group $SG in a setgid directory can be written, edited, removed and renamed under --safe (shown with the user's gid)"
+    eq "$(echo $out)" "w=ok sed=ok rm=ok mv=ok new=ok $OU:$SHOWN" \
+        "$L: the user's own files of group $SG in a setgid directory can be written, edited, removed and renamed under --safe (shown as group $SHOWN)"
     (cd "$D/ws" && env XDG_STATE_HOME="$D/state" HOME="$D" "$@" "$PVISOR" apply --stage "$D/st") >/dev/null 2>&1
     eq "$(cat "$D/ws/team.txt" "$D/ws/sub/f" "$D/ws/moved.txt" "$D/ws/sub/new" | tr '\n' ' '; ls "$D/ws" | tr '\n' ' '; stat -c %g "$D/ws/sub/new")" \
         "hello agent y m n moved.txt sub team.txt $SG" "$L: ... and apply writes them, new files in the directory's group"
 }
-own_group_case "root" 0 0 100
+# root's namespace maps every id: the group as it is
+own_group_case "root" 0 0 100 100
 if command -v setpriv >/dev/null; then
-    own_group_case "uid 65534 (supplementary group 100)" 65534 65534 100 setpriv --reuid=65534 --regid=65534 --groups=100
+    own_group_case "uid 65534 (supplementary group 100)" 65534 65534 100 65534 setpriv --reuid=65534 --regid=65534 --groups=100
 fi
+# As root, other users' files keep their owners: the command (uid 0 without
+# capabilities) removes and renames them in a directory it may write, as
+# on the host, and may not write into one whose mode does not let it.
+# Unmapped (a one-id map), the kernel refused all three (EOVERFLOW, EACCES).
+D="$T/otheruser"; rm -rf "$D"; mkdir -p "$D/ws"
+echo theirs > "$D/ws/theirs"; echo gone > "$D/ws/gone"; echo mv > "$D/ws/mv"; echo rw > "$D/ws/rw"
+chown 1001:1001 "$D/ws/theirs" "$D/ws/gone" "$D/ws/mv" "$D/ws/rw"; chmod 0666 "$D/ws/rw"
+out=$(cd "$D/ws" && "$PVISOR" run --safe --stage "$D/st" -- sh -c '
+    stat -c "%u:%g" theirs; rm gone && echo rm=ok; mv mv moved && echo mv=ok; echo agent >> rw && echo rw=ok
+    (echo x >> theirs) 2>/dev/null || echo w=refused' 2>&1)
+eq "$(echo $out)" "1001:1001 rm=ok mv=ok rw=ok w=refused" \
+    "root: other users' files keep their owners under --safe, and are removed, renamed and written as their modes allow"
+(cd "$D/ws" && "$PVISOR" apply --stage "$D/st") >/dev/null 2>&1
+eq "$(ls "$D/ws" | tr '\n' ' ')$(cat "$D/ws/rw" "$D/ws/theirs" | tr '\n' ' ')" "moved rw theirs rw agent theirs " "  ... and apply writes that"
 
 # --- every Bundle of this test validates ---------------------------------------------
 check "every Bundle validates against docs/bundle.schema.json" sh -c "$VALIDATE $XDG_STATE_HOME/pvisor/runs/*/bundle.json"
