@@ -70,7 +70,8 @@ const char *lc_kind_name(enum lc_kind k);
 #define LC_W_NUL_TEXT (1u << 13)        /* text but for NUL bytes: diff shows it as binary */
 #define LC_W_RENAMED_CHANGED (1u << 14) /* renamed (or in a renamed directory) and its content changed */
 #define LC_W_GIT_REDIRECT (1u << 15)    /* a .git file or link, a commondir: where git takes a repository from */
-#define LC_W__COUNT 16
+#define LC_W_WORLD_WRITABLE (1u << 16)  /* gains write permission for every user (o+w) */
+#define LC_W__COUNT 17
 /* diff shows a file with a NUL byte in its first LC_BINARY_PROBE bytes as
  * binary (as git does) */
 #define LC_BINARY_PROBE 8000

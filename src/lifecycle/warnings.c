@@ -58,10 +58,10 @@ static const char *const startup_dirs[] = {".config/fish/conf.d",
                                            ".profile.d"};
 
 const char *lc_warning_name(unsigned i) {
-    static const char *const names[] = {"exec",         "setid",   "git_hook", "git_config",   "symlink_outside",
-                                        "large",        "special", "hardlink", "git_worktree", "python_startup",
-                                        "home_startup", "fifo",    "git_lock", "nul_text",     "renamed_changed",
-                                        "git_redirect"};
+    static const char *const names[] = {"exec",         "setid",         "git_hook", "git_config",   "symlink_outside",
+                                        "large",        "special",       "hardlink", "git_worktree", "python_startup",
+                                        "home_startup", "fifo",          "git_lock", "nul_text",     "renamed_changed",
+                                        "git_redirect", "world_writable"};
     return i < ARRAY_SIZE(names) ? names[i] : "unknown";
 }
 
@@ -125,6 +125,10 @@ void lc_entry_set_warnings(struct lc_changeset *cs, struct lc_entry *e, const st
             wn |= LC_W_EXEC;
         if ((e->new_mode & 06000) && !((e->old_mode & 06000) == (e->new_mode & 06000) && e->old_type == e->new_type))
             wn |= LC_W_SETID;
+        /* applied as is: any local user may then change the file, or add
+         * and replace files in the directory (a sticky one: add) */
+        if (e->new_type != LC_LNK && (e->new_mode & 0002) && !(e->old_type != LC_NONE && (e->old_mode & 0002)))
+            wn |= LC_W_WORLD_WRITABLE;
         if (e->new_type == LC_REG && e->new_size > LC_LARGE_FILE)
             wn |= LC_W_LARGE;
         if (lc_type_special(e->new_type))
@@ -471,6 +475,9 @@ const char *lc_warning_message(unsigned bit) {
     case LC_W_GIT_LOCK:
         return "git lock file left by a git that did not finish (the run ended or killed it): applied, git commands "
                "that take this lock fail until it is removed";
+    case LC_W_WORLD_WRITABLE:
+        return "writable by every user of this machine once applied (mode o+w): anyone may change it, or what is "
+               "in it";
     case LC_W_HOME_STARTUP: return "runs when a shell, a login or your session starts (HOME is in the workspace)";
     case LC_W_GIT_REDIRECT:
         return "names the repository git uses here (a .git file or link, a commondir): its config and hooks, "

@@ -1902,3 +1902,11 @@ mkdir -p "$W/lib" && echo x > "$W/lib/x" && echo y > "$W/f"
 stage_run "$W" "$S" 'rm -r lib f && ln -s /opt/elsewhere lib && ln -s lib/x f' >/dev/null 2>&1
 eq "$("$P" status --review --stage "$S" | grep -E '^  T (lib|f) ' | sed 's/  */ /g' | tr '\n' '|')" \
     " T f (reg -> lnk) -> lib/x| T lib (dir -> lnk) -> /opt/elsewhere|" "review shows the target of a path that became a symlink"
+
+# A file or directory made writable by every user (o+w) is applied as is:
+# any local user could then change it, or plant files in the directory.
+W=$T/wsww; S=$T/stww
+mkdir -p "$W/d" "$W/open" && echo a > "$W/f" && echo b > "$W/was" && chmod 0666 "$W/was" && chmod 0777 "$W/open"
+stage_run "$W" "$S" 'chmod 0777 d && chmod o+w f && echo n > new && chmod 0666 new && echo c >> was && chmod 0777 open && echo k > keep' >/dev/null 2>&1
+eq "$("$P" status --review --stage "$S" --json | jq -r '[.changeset.warnings[] | select(.warning == "world_writable") | .path] | sort | join(",")')" \
+    "d,f,new" "review warns of what becomes writable by every user (world_writable), not of what already was"
