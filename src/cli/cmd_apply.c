@@ -18,6 +18,7 @@
 struct progress {
     bool tty;
     struct timespec last;
+    bool listed; /* the dry run's header is out */
 };
 
 static void on_progress(size_t done, size_t total, void *ud) {
@@ -34,7 +35,11 @@ static void on_progress(size_t done, size_t total, void *ud) {
 }
 
 static void on_op(const char *action, const char *path, void *ud) {
-    (void)ud;
+    struct progress *p = ud;
+    /* with the first operation: a dry run refused before it has none */
+    if (!p->listed)
+        printf("Would apply to the workspace (dry run, nothing written):\n");
+    p->listed = true;
     _cleanup_free_ char *d = lc_display_name(path); /* agent-chosen bytes */
     printf("  %-8s %s\n", action, d ? d : "?");
 }
@@ -204,8 +209,6 @@ int cmd_apply(int argc, char **argv) {
     uint64_t delay_us = 0;
     if (delay && parse_size(delay, 0, 10000000, &delay_us) < 0)
         delay_us = 0;
-    if (dry_run)
-        printf("Would apply to the workspace (dry run, nothing written):\n");
     struct lc_apply_opts o = {
         .paths = (const char *const *)paths,
         .dry_run = dry_run,

@@ -177,6 +177,10 @@ eq "$rc" 0 "apply --dry-run exits 0"
 manifest "$W" > "$T/ws1.dry"
 check "apply --dry-run writes nothing" cmp -s "$T/ws1.before" "$T/ws1.dry"
 check "apply --dry-run lists the operations" grep -q 'mkdir *newdir' "$T/dry.txt"
+eq "$(head -n 1 "$T/dry.txt")" "Would apply to the workspace (dry run, nothing written):" "  under a header"
+"$P" apply --stage "$S" --dry-run --path nothere > "$T/dry2.txt" 2>"$T/dry2.err"; rc=$?
+eq "$rc:$(wc -c < "$T/dry2.txt"):$(grep -c 'matches no staged change' "$T/dry2.err")" "1:0:1" \
+    "apply --dry-run --path refused prints no 'Would apply' header, only the refusal"
 check "apply --dry-run leaves no intent" test ! -e "$S/apply-intent"
 
 apply_matches_oracle "every change type" "$W" "$S"
