@@ -150,12 +150,15 @@ int cmd_list(int argc, char **argv) {
             } else {
                 t = strdup(w ? w : "-");
             }
-            /* cut before escaping, so no escape is cut in two */
-            size_t tl = t ? strlen(t) : 0;
-            if (t && tl > LIST_WS_MAX) {
-                const char *c = t + tl - (LIST_WS_MAX - 3);
-                while ((*c & 0xc0) == 0x80) /* not inside a character */
+            /* cut before escaping, so no escape is cut in two; by
+             * terminal cells (a CJK name's characters take two each) */
+            if (t && columns(t, utf8) > LIST_WS_MAX) {
+                const char *c = t;
+                while (*c && columns(c, utf8) > LIST_WS_MAX - 3) {
                     c++;
+                    while ((*c & 0xc0) == 0x80) /* not inside a character */
+                        c++;
+                }
                 memmove(t + 3, c, strlen(c) + 1);
                 memcpy(t, "...", 3);
             }

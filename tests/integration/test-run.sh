@@ -184,6 +184,17 @@ import sys
 ls = sys.stdin.buffer.read().decode().splitlines()[1:]
 print(len(ls), len({len(l[:l.rfind(" true")]) for l in ls}))')" "2 1" \
     "list: a character wcwidth does not know takes one cell, and COMMAND stays aligned"
+# a long workspace is cut to 40 cells, not 40 bytes (30 CJK characters
+# are 60 cells; cut at 40 bytes they were 26)
+L5="$T/lw3/$(printf '工%.0s' $(seq 30))"
+mkdir -p "$L5"
+(cd "$L5" && XDG_STATE_HOME="$T/lwstate3" "$PVISOR" run -- true)
+eq "$(XDG_STATE_HOME="$T/lwstate3" "$PVISOR" list | python3 -c '
+import sys, unicodedata
+cells = lambda s: sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in s)
+l = sys.stdin.buffer.read().decode().splitlines()[1]
+w = l[:l.rfind(" true")].split()[-1]
+print(w[:3], 39 <= cells(w) <= 40)')" "... True" "list: a long workspace of wide characters is cut to 40 cells (39: none is cut in two)"
 # argv is printed for a terminal: escape sequences (C0, the UTF-8 CSI) and
 # invisible characters as \xNN, in status and in list
 "$PVISOR" run -- true "$(printf 'a\033[2J\007b')" "$(printf 'c\302\23331m')" "$(printf 'z\342\200\213w')" >/dev/null 2>&1
