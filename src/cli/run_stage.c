@@ -397,9 +397,8 @@ int run_execute_staged(struct run_context *ctx,
 #endif
     }
     struct overlay_stats stats = {0};
-    if (st.ov)
-        overlay_get_stats(st.ov, &stats);
-    int stop_r = overlay_stop(st.ov);
+    /* after the stop: releases of the command's last files count */
+    int stop_r = overlay_stop_stats(st.ov, &stats);
     test_seal_wait();
     int seal_r = 0;
     if (st.stage) {

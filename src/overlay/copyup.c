@@ -132,6 +132,9 @@ void ov_account_removed(struct ov *ov, const struct stat *st) {
     if (!S_ISDIR(st->st_mode) && st->st_nlink > 1)
         return;
     atomic_fetch_sub(&ov->upper_inodes, 1);
+    /* still open: its blocks go at the last release (ov_fh_close) */
+    if (S_ISREG(st->st_mode) && ov_fh_orphaned(ov, st))
+        return;
     atomic_fetch_sub(&ov->upper_bytes, (int64_t)st->st_blocks * 512);
 }
 

@@ -266,6 +266,11 @@ void ov_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
     if (r >= 0) {
         r = mk_complete(ov, req, &mk, p, name, mode, false, false, &fe);
     }
+    if (r >= 0) {
+        fh->fd = fd;
+        fh->upper = true;
+        ov_fh_opened(ov, fh);
+    }
     if (prepared)
         mk_end(ov, &mk);
     ov_unlock(ov);
@@ -276,18 +281,12 @@ void ov_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
         fuse_reply_err(req, -r);
         return;
     }
-    fh->fd = fd;
-    fh->upper = true;
     fi->fh = (uint64_t)(uintptr_t)fh;
-    ov_fh_opened(ov, fh);
     bool stale; /* a new kernel inode: nothing cached yet; record the file */
     ov_pcache_open(ov, ov_node_of(ov, fe.ino), fh, &stale);
     fi->keep_cache = 0;
-    if (fuse_reply_create(req, &fe, fi) == -ENOENT) {
-        ov_fh_untrack(ov, fh);
-        close(fd);
-        free(fh);
-    }
+    if (fuse_reply_create(req, &fe, fi) == -ENOENT)
+        ov_fh_close(ov, fh);
 }
 
 void ov_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname) {

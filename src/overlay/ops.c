@@ -11,7 +11,10 @@
  * reserves its growth beyond EOF in full (ov_quota_reserve), a fallocate
  * its length; a write into a hole is held to the file system's reserve
  * (ov_quota_floor) but not to the byte quota, which it may overshoot by
- * its own length.  Approximate under concurrent writers of the same file.
+ * its own length.  Concurrent changes of one file through different
+ * kernel inodes (its names) are measured one at a time (ov_data_stripe).
+ * A file whose last name goes while it is open keeps its blocks counted,
+ * and its writes, until the last handle is released (ov_fh_close).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -81,10 +84,11 @@ bool ov_pcache_open(struct ov *ov, struct ov_node *n, struct ov_fh *fh, bool *re
     struct ov_stamp now;
     struct stat st;
     *ret_stale = false;
-    atomic_store_explicit(&fh->dev, 0, memory_order_relaxed);
-    atomic_store_explicit(&fh->ino, 0, memory_order_relaxed);
-    if (fstat(fh->fd, &st) < 0 || !S_ISREG(st.st_mode))
+    if (fstat(fh->fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        atomic_store_explicit(&fh->dev, 0, memory_order_relaxed);
+        atomic_store_explicit(&fh->ino, 0, memory_order_relaxed);
         return false;
+    }
     stamp_of(&st, &now);
     atomic_store_explicit(&fh->dev, (uint64_t)st.st_dev, memory_order_relaxed);
     atomic_store_explicit(&fh->ino, (uint64_t)st.st_ino, memory_order_relaxed);
@@ -294,11 +298,15 @@ void ov_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set
             r = -errno;
             goto out;
         }
-        if (ftruncate(fd, attr->st_size) < 0) {
+        pthread_mutex_t *stripe = ov_data_stripe(ov, (uint64_t)before.st_ino);
+        pthread_mutex_lock(stripe);
+        if (fstat(fd, &before) < 0 || ftruncate(fd, attr->st_size) < 0)
             r = -errno;
+        else
+            account_delta(ov, &before, fd);
+        pthread_mutex_unlock(stripe);
+        if (r < 0)
             goto out;
-        }
-        account_delta(ov, &before, fd);
     }
     if (to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME)) {
         struct timespec ts[2] = {{.tv_nsec = UTIME_OMIT}, {.tv_nsec = UTIME_OMIT}};
@@ -417,11 +425,21 @@ void ov_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
         } else {
             struct stat before;
             r = fstatat(ufd, "", &before, AT_EMPTY_PATH) < 0 ? -errno : 0;
+            /* a truncation measured alone (see ov_data_stripe) */
+            pthread_mutex_t *stripe = r >= 0 && (flags & O_TRUNC) ? ov_data_stripe(ov, (uint64_t)before.st_ino) : NULL;
+            if (stripe) {
+                pthread_mutex_lock(stripe);
+                r = fstatat(ufd, "", &before, AT_EMPTY_PATH) < 0 ? -errno : 0;
+            }
             if (r >= 0)
                 r = fh->fd = fd = open_upper(ufd, flags);
             if (fd >= 0 && (flags & O_TRUNC))
                 account_delta(ov, &before, fd);
+            if (stripe)
+                pthread_mutex_unlock(stripe);
             fh->upper = true;
+            if (fd >= 0)
+                ov_fh_opened(ov, fh);
         }
         ov_unlock(ov);
     } else {
@@ -445,6 +463,8 @@ void ov_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
         } else {
             r = ufd;
         }
+        if (fd >= 0)
+            ov_fh_opened(ov, fh);
         ov_unlock(ov);
     }
     if (r < 0) {
@@ -453,7 +473,6 @@ void ov_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
         return;
     }
     fi->fh = (uint64_t)(uintptr_t)fh;
-    ov_fh_opened(ov, fh);
     bool stale;
     fi->keep_cache = ov_pcache_open(ov, n, fh, &stale);
     /* The kernel may also hold the old size: refresh attributes now rather
@@ -461,11 +480,8 @@ void ov_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
     if (stale)
         fuse_lowlevel_notify_inval_inode(ov->se, ino, -1, 0);
     fi->direct_io = 0;
-    if (fuse_reply_open(req, fi) == -ENOENT) {
-        ov_fh_untrack(ov, fh);
-        close(fd); /* interrupted: the kernel will not release it */
-        free(fh);
-    }
+    if (fuse_reply_open(req, fi) == -ENOENT)
+        ov_fh_close(ov, fh); /* interrupted: the kernel will not release it */
 }
 
 void ov_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi) {
@@ -497,6 +513,8 @@ void ov_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off
     struct stat before;
     ssize_t res;
     pthread_rwlock_rdlock(&ov->data_lock);
+    pthread_mutex_t *stripe = ov_data_stripe(ov, atomic_load_explicit(&fh->ino, memory_order_relaxed));
+    pthread_mutex_lock(stripe);
     atomic_store_explicit(&ov->mutated, true, memory_order_relaxed);
     if (fstat(fh->fd, &before) < 0) {
         res = -errno;
@@ -537,6 +555,7 @@ void ov_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off
         ov_pcache_forget(ov, ov_node_of(ov, ino));
     ov_quota_release(ov, growth);
 out:
+    pthread_mutex_unlock(stripe);
     pthread_rwlock_unlock(&ov->data_lock);
     if (res < 0)
         fuse_reply_err(req, (int)-res);
@@ -546,11 +565,8 @@ out:
 
 void ov_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
     struct ov_fh *fh = (struct ov_fh *)(uintptr_t)fi->fh;
-    if (fh) {
-        ov_fh_untrack(ov_from_req(req), fh); /* before close: fh->fd must not be reused while listed */
-        close(fh->fd);
-        free(fh);
-    }
+    if (fh)
+        ov_fh_close(ov_from_req(req), fh);
     fuse_reply_err(req, 0);
 }
 
@@ -576,8 +592,8 @@ void ov_fh_track_lower(struct ov *ov, struct ov_fh *fh) {
     pthread_mutex_unlock(&ov->fh_lock);
 }
 
-void ov_fh_untrack(struct ov *ov, struct ov_fh *fh) {
-    pthread_mutex_lock(&ov->fh_lock);
+/* fh_lock held */
+static void fh_untrack_locked(struct ov *ov, struct ov_fh *fh) {
     if (fh->listed) {
         *fh->lpprev = fh->lnext;
         if (fh->lnext)
@@ -590,11 +606,35 @@ void ov_fh_untrack(struct ov *ov, struct ov_fh *fh) {
             fh->onext->opprev = fh->opprev;
         fh->opprev = NULL;
     }
+}
+
+void ov_fh_untrack(struct ov *ov, struct ov_fh *fh) {
+    pthread_mutex_lock(&ov->fh_lock);
+    fh_untrack_locked(ov, fh);
     pthread_mutex_unlock(&ov->fh_lock);
 }
 
 void ov_fh_opened(struct ov *ov, struct ov_fh *fh) {
+    struct stat st;
+    bool nameless = false;
+    if (fstat(fh->fd, &st) == 0) {
+        atomic_store_explicit(&fh->dev, (uint64_t)st.st_dev, memory_order_relaxed);
+        atomic_store_explicit(&fh->ino, (uint64_t)st.st_ino, memory_order_relaxed);
+        nameless = fh->upper && S_ISREG(st.st_mode) && st.st_nlink == 0;
+    }
     pthread_mutex_lock(&ov->fh_lock);
+    /* Opened on a file with no name left (through /proc/PID/fd/N, or on a
+     * node removed or renamed over between the kernel's lookup and this
+     * open): a holder like the others.  If none is open, its blocks were
+     * given back (at the removal, or at the last holder's release): they
+     * count again until this one's release, with what it writes. */
+    bool pending = false;
+    for (struct ov_fh *o = nameless ? ov->open_fhs : NULL; o && !pending; o = o->onext)
+        pending = o->orphan && atomic_load_explicit(&o->dev, memory_order_relaxed) == (uint64_t)st.st_dev &&
+                  atomic_load_explicit(&o->ino, memory_order_relaxed) == (uint64_t)st.st_ino;
+    if (nameless && !pending && fstat(fh->fd, &st) == 0)
+        atomic_fetch_add(&ov->upper_bytes, (int64_t)st.st_blocks * 512);
+    fh->orphan = nameless;
     fh->onext = ov->open_fhs;
     if (fh->onext)
         fh->onext->opprev = &fh->onext;
@@ -603,15 +643,53 @@ void ov_fh_opened(struct ov *ov, struct ov_fh *fh) {
     pthread_mutex_unlock(&ov->fh_lock);
 }
 
-void ov_fh_free_all(struct ov *ov) {
+void ov_fh_close(struct ov *ov, struct ov_fh *fh) {
+    bool last = false;
+    /* unlisted before close (fh->fd must not be reused while listed), and
+     * in the same hold as the look for another holder: of two handles of
+     * an orphan released at once, exactly one finds itself the last */
     pthread_mutex_lock(&ov->fh_lock);
-    while (ov->open_fhs) {
-        struct ov_fh *fh = ov->open_fhs;
-        ov->open_fhs = fh->onext;
-        close(fh->fd);
-        free(fh);
+    fh_untrack_locked(ov, fh);
+    if (fh->orphan) {
+        uint64_t dev = atomic_load_explicit(&fh->dev, memory_order_relaxed),
+                 ino = atomic_load_explicit(&fh->ino, memory_order_relaxed);
+        last = true;
+        for (struct ov_fh *o = ov->open_fhs; o && last; o = o->onext)
+            last = !(o->orphan && atomic_load_explicit(&o->dev, memory_order_relaxed) == dev &&
+                     atomic_load_explicit(&o->ino, memory_order_relaxed) == ino);
     }
     pthread_mutex_unlock(&ov->fh_lock);
+    struct stat st;
+    /* the last handle of a file with no name left: its blocks go now */
+    if (last && fstat(fh->fd, &st) == 0 && st.st_nlink == 0)
+        atomic_fetch_sub(&ov->upper_bytes, (int64_t)st.st_blocks * 512);
+    close(fh->fd);
+    free(fh);
+}
+
+bool ov_fh_orphaned(struct ov *ov, const struct stat *st) {
+    bool held = false;
+    pthread_mutex_lock(&ov->fh_lock);
+    for (struct ov_fh *fh = ov->open_fhs; fh; fh = fh->onext) {
+        if (atomic_load_explicit(&fh->dev, memory_order_relaxed) == (uint64_t)st->st_dev &&
+            atomic_load_explicit(&fh->ino, memory_order_relaxed) == (uint64_t)st->st_ino) {
+            fh->orphan = true;
+            held = true;
+        }
+    }
+    pthread_mutex_unlock(&ov->fh_lock);
+    return held;
+}
+
+void ov_fh_free_all(struct ov *ov) {
+    for (;;) {
+        pthread_mutex_lock(&ov->fh_lock);
+        struct ov_fh *fh = ov->open_fhs;
+        pthread_mutex_unlock(&ov->fh_lock);
+        if (!fh)
+            break;
+        ov_fh_close(ov, fh); /* an orphan's blocks go (the final statistics) */
+    }
 }
 
 /* dup3() replaces the file behind fh->fd in one step: a read already
@@ -665,6 +743,8 @@ void ov_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t 
     struct stat before;
     int r = 0;
     pthread_rwlock_rdlock(&ov->data_lock);
+    pthread_mutex_t *stripe = ov_data_stripe(ov, atomic_load_explicit(&fh->ino, memory_order_relaxed));
+    pthread_mutex_lock(stripe);
     atomic_store_explicit(&ov->mutated, true, memory_order_relaxed);
     bool have_before = fstat(fh->fd, &before) == 0;
     if (!have_before)
@@ -681,6 +761,7 @@ void ov_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t 
     else
         ov_pcache_forget(ov, ov_node_of(ov, ino));
     ov_quota_release(ov, charge);
+    pthread_mutex_unlock(stripe);
     pthread_rwlock_unlock(&ov->data_lock);
     fuse_reply_err(req, -r);
 }

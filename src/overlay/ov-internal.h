@@ -29,6 +29,12 @@
  *      the journal or the origin map is in flight or can start; and by
  *      (remove|set)xattr of a file, to measure what the xattr allocates.
  *   2. dir handle mutex (ov_dirh.lock).
+ *   2b. ov->data_stripe[] (mutexes, one chosen by the upper file's st_ino,
+ *      ov_data_stripe): held around the "measure, change, measure again"
+ *      of an upper file's data (write_buf, fallocate, truncate), so that
+ *      two changes of one file through different kernel inodes (its hard
+ *      links' names, which the kernel does not serialize) are not each
+ *      accounted with the other's allocation.  Never two at once.
  *   3. ov->tree_lock (mutex): the node hash table, parent/name links,
  *      nlookup/nref, and first caching of node->upper_fd.
  *   4. the stage's internal mutex (leaf, inside stage_journal_* etc.).
@@ -92,6 +98,7 @@ struct ov_alias {
     char *path;   /* one of its names, relative to the workspace */
 };
 
+#define OV_DATA_STRIPES 64 /* ov->data_stripe */
 #define OV_FH_BUCKET_BITS 8
 #define OV_FH_BUCKETS (1u << OV_FH_BUCKET_BITS)
 
@@ -127,6 +134,9 @@ struct ov {
     struct ov_node *all;    /* tree_lock: every live non-root node (for teardown) */
     struct ov_node **htab;  /* tree_lock */
     size_t hcap, hn;        /* tree_lock */
+
+    /* see the lock order above */
+    pthread_mutex_t data_stripe[OV_DATA_STRIPES];
 
     /* shared_lock (leaf): the view's st_ino of every regular file that has
      * or had several names (ov_attr_timeout); open addressing, 0 = free */
@@ -170,6 +180,11 @@ struct ov_fh {                     /* one per open file; freed at release */
     dev_t lower_dev;               /* the lower object fd was opened on (set before listing) */
     ino_t lower_ino;
     bool switched; /* fd was switched to the upper copy (ov_fh_to_upper) */
+    /* fh_lock: fd's upper file lost its last name while open (unlink, a
+     * rename over it): its blocks were not given back then (they stay
+     * allocated, and writes through fd still add to them) but at the
+     * release of the last such handle (ov_fh_close) */
+    bool orphan;
     /* fh_lock: on ov->open_fhs from open/create to release, so that the
      * handles the kernel never released (a file still open, or an exec'd
      * one whose last reference goes after the unmount) are freed at the end */
@@ -180,8 +195,20 @@ struct ov_fh {                     /* one per open file; freed at release */
  * switched to the upper copy when n is copied up; at release, forget it. */
 void ov_fh_track_lower(struct ov *ov, struct ov_fh *fh);
 void ov_fh_untrack(struct ov *ov, struct ov_fh *fh);
-/* fh was handed to the kernel (open, create): listed until ov_fh_untrack. */
+/* fh (fh->fd set) is being handed to the kernel (open, create), under the
+ * ns lock that opened it: records fd's object (fh->dev, fh->ino) and lists
+ * it until ov_fh_close. */
 void ov_fh_opened(struct ov *ov, struct ov_fh *fh);
+/* The kernel released fh (or never got it): unlist it, give back the
+ * blocks of an orphan whose last handle this was, close fd, free fh. */
+void ov_fh_close(struct ov *ov, struct ov_fh *fh);
+/* The regular file st (its last name just removed, ns write lock held) is
+ * still open through handles: they are marked orphan and true returned;
+ * its accounting then waits for the last one's release. */
+bool ov_fh_orphaned(struct ov *ov, const struct stat *st);
+static inline pthread_mutex_t *ov_data_stripe(struct ov *ov, uint64_t upper_ino) {
+    return &ov->data_stripe[(upper_ino * UINT64_C(0x9e3779b97f4a7c15)) >> 58];
+}
 /* At the end: close and free every handle the kernel did not release. */
 void ov_fh_free_all(struct ov *ov);
 /* The regular file lower was just copied up to ufd, by whatever path

@@ -92,6 +92,12 @@ struct overlay_stats {
     bool mutated;            /* false: nothing of the stage can have changed this run */
 };
 void overlay_get_stats(struct overlay *ov, struct overlay_stats *ret_stats);
+/* As overlay_stop; *ret_stats (if not NULL) gets the statistics once every
+ * handle is closed: a file the command removed while open gives its blocks
+ * back at its last release, and the kernel's releases still queued when
+ * the command's last process exits are never served (those handles are
+ * closed here).  Unchanged if ov is NULL. */
+int overlay_stop_stats(struct overlay *ov, struct overlay_stats *ret_stats);
 
 /* Bytes the command may still write before the stage's file system reaches
  * the reserve the overlay keeps free (2%, at most 128 MiB), and that

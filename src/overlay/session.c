@@ -185,11 +185,13 @@ static int init_root(struct ov *ov) {
     return stage_origin_add(ov->stage, ust.st_ino, lst.st_ino);
 }
 
-static void ov_release(struct overlay *o) {
+static void ov_release(struct overlay *o, struct overlay_stats *ret_stats) {
     struct ov *ov = &o->ov;
     if (ov->se)
         fuse_session_destroy(ov->se);
     ov_fh_free_all(ov); /* the handles the kernel never released */
+    if (ret_stats)
+        overlay_get_stats(o, ret_stats);
     pthread_mutex_lock(&ov->tree_lock);
     ov_table_free(ov);
     pthread_mutex_unlock(&ov->tree_lock);
@@ -208,6 +210,8 @@ static void ov_release(struct overlay *o) {
     pthread_rwlock_destroy(&ov->data_lock);
     pthread_mutex_destroy(&ov->tree_lock);
     pthread_mutex_destroy(&ov->fh_lock);
+    for (size_t i = 0; i < OV_DATA_STRIPES; i++)
+        pthread_mutex_destroy(&ov->data_stripe[i]);
     pthread_mutex_destroy(&ov->shared_lock);
     free(ov->shared_ino);
     pthread_mutex_destroy(&ov->thread_lock);
@@ -262,6 +266,8 @@ int overlay_start(const struct overlay_params *p, struct overlay **ret_ov) {
     pthread_rwlockattr_destroy(&attr);
     pthread_mutex_init(&ov->tree_lock, NULL);
     pthread_mutex_init(&ov->fh_lock, NULL);
+    for (size_t i = 0; i < OV_DATA_STRIPES; i++)
+        pthread_mutex_init(&ov->data_stripe[i], NULL);
     pthread_mutex_init(&ov->shared_lock, NULL);
     pthread_mutex_init(&ov->thread_lock, NULL);
     ov->lower_fd = p->lower_fd;
@@ -366,11 +372,15 @@ int overlay_start(const struct overlay_params *p, struct overlay **ret_ov) {
     *ret_ov = o;
     return 0;
 fail:
-    ov_release(o);
+    ov_release(o, NULL);
     return r;
 }
 
 int overlay_stop(struct overlay *o) {
+    return overlay_stop_stats(o, NULL);
+}
+
+int overlay_stop_stats(struct overlay *o, struct overlay_stats *ret_stats) {
     if (!o)
         return 0;
     struct ov *ov = &o->ov;
@@ -385,7 +395,7 @@ int overlay_stop(struct overlay *o) {
         pthread_cancel(ov->threads[i]);
     for (unsigned i = 0; i < ov->n_started; i++)
         pthread_join(ov->threads[i], NULL);
-    ov_release(o);
+    ov_release(o, ret_stats);
     return r;
 }
 

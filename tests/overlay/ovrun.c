@@ -186,14 +186,12 @@ int main(int argc, char **argv) {
             break;
         }
     }
-    if (stats) {
-        struct overlay_stats s;
-        overlay_get_stats(ov, &s);
+    struct overlay_stats s;
+    r = overlay_stop_stats(ov, &s);
+    if (stats)
         fprintf(stderr,
                 "ovrun: copy_ups=%" PRIu64 " whiteouts=%" PRIu64 " upper_bytes=%" PRIu64 " upper_inodes=%" PRIu64 "\n",
                 s.copy_ups, s.whiteouts, s.upper_bytes, s.upper_inodes);
-    }
-    r = overlay_stop(ov);
     if (r < 0)
         fprintf(stderr, "ovrun: unmount: %s\n", strerror(-r));
     r = stage_seal(st, true);
