@@ -365,7 +365,12 @@ int overlay_start(const struct overlay_params *p, struct overlay **ret_ov) {
         r = -EIO;
         goto fail;
     }
-    if ((r = spawn_worker(ov)) < 0 || ov->n_started == 0) {
+    r = spawn_worker(ov);
+    /* under the lock: that worker may already be starting another */
+    pthread_mutex_lock(&ov->thread_lock);
+    unsigned started = ov->n_started;
+    pthread_mutex_unlock(&ov->thread_lock);
+    if (r < 0 || started == 0) {
         overlay_stop(o);
         return r < 0 ? r : -EAGAIN;
     }
