@@ -35,6 +35,10 @@ bool run_stage_supported(void);
 struct exec_spec;
 struct exec_result;
 
+/* A warning about the run: into the Bundle, and on stderr ("pvisor run:
+ * warning: ..."); at most 2 KiB. */
+void run_warn(json_t *bundle, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* Record a failure before the command ran (state setup_failed), print it,
  * return 125. */
 int run_fail_setup(struct run_context *ctx, const char *reason);

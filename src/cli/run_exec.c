@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,6 +70,16 @@ const char *run_strict_violation(const struct run_context *ctx, char *why, size_
  * power loss may lose its last seconds; docs/bundle.md). */
 static bool bundle_durable(const struct run_context *ctx) {
     return ctx->opts->durability == DURABILITY_STRICT;
+}
+
+void run_warn(json_t *bundle, const char *fmt, ...) {
+    char w[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(w, sizeof w, fmt, ap);
+    va_end(ap);
+    bundle_add_warning(bundle, w);
+    fprintf(stderr, "pvisor run: warning: %s\n", w);
 }
 
 int run_fail_setup(struct run_context *ctx, const char *reason) {

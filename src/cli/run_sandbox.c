@@ -371,14 +371,11 @@ static void warn_git_above(struct run_context *ctx, dev_t ws_dev) {
         _cleanup_free_ char *shown = term_escape(dir); /* printed on the terminal */
         if (!shown)
             return;
-        char w[1024];
-        snprintf(w, sizeof w,
+        run_warn(ctx->bundle,
                  "the workspace is a subdirectory of the git repository %.300s, whose .git is outside the "
                  "workspace: git in the sandbox does not reach it and fails ('not a git repository'), and a 'git "
                  "init' there would make a repository nested in yours; to let the command use git, run in %.300s",
                  shown, shown);
-        bundle_add_warning(ctx->bundle, w);
-        fprintf(stderr, "pvisor run: warning: %s\n", w);
         return;
     }
 }
@@ -427,14 +424,11 @@ static void warn_git_outside(struct run_context *ctx) {
     _cleanup_free_ char *shown = term_escape(repo);
     if (!shown)
         return;
-    char w[1024];
-    snprintf(w, sizeof w,
+    run_warn(ctx->bundle,
              "the workspace is a linked git worktree or a submodule: its repository %.300s is outside the workspace, "
              "which the sandbox does not show, so git fails there ('not a git repository'); run in the main "
              "repository's checkout, or let git read it with --access ro:%.300s (a commit still fails)",
              shown, shown);
-    bundle_add_warning(ctx->bundle, w);
-    fprintf(stderr, "pvisor run: warning: %s\n", w);
 }
 
 /* --pass-env NAME with NAME unset here hands nothing over: said, since a
@@ -444,11 +438,8 @@ static void warn_pass_env_unset(struct run_context *ctx) {
     for (int i = 0; i < ctx->opts->n_pass_env; i++) {
         if (getenv(ctx->opts->pass_env[i]))
             continue;
-        char w[256];
-        snprintf(w, sizeof w, "--pass-env %.64s: %.64s is not set here; nothing was handed over for it",
+        run_warn(ctx->bundle, "--pass-env %.64s: %.64s is not set here; nothing was handed over for it",
                  ctx->opts->pass_env[i], ctx->opts->pass_env[i]);
-        bundle_add_warning(ctx->bundle, w);
-        fprintf(stderr, "pvisor run: warning: %s\n", w);
     }
 }
 

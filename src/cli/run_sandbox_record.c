@@ -75,13 +75,10 @@ static void warn_core_socket(json_t *b) {
     if (read_file_at(AT_FDCWD, "/proc/sys/kernel/core_pattern", 4096, &cp, &len) < 0 || len == 0 || cp[0] != '@')
         return;
     cp[strcspn(cp, "\n")] = '\0';
-    char w[512];
-    snprintf(w, sizeof w,
+    run_warn(b,
              "kernel.core_pattern sends core dumps to a host socket (%.300s): the sandbox's core limit cannot stop "
              "that, so a crash inside hands the crashed process's memory to that socket's listener",
              cp);
-    bundle_add_warning(b, w);
-    fprintf(stderr, "pvisor run: warning: %s\n", w);
 }
 
 /* The resources dimension: per limit, the mechanism the supervisor chose,

@@ -415,17 +415,14 @@ int run_execute_staged(struct run_context *ctx,
         /* A write the quota refused may have left a file cut short, which
          * the review shows as an ordinary change (the command may have
          * gone on and exited 0): said here and by status --review. */
-        if (stats.quota_refusals) {
-            snprintf(msg, sizeof msg,
+        if (stats.quota_refusals)
+            run_warn(ctx->bundle,
                      "the stage refused %llu write%s (ENOSPC/EDQUOT: %s): files the command was writing may be "
                      "cut short",
                      (unsigned long long)stats.quota_refusals, stats.quota_refusals == 1 ? "" : "s",
                      ctx->opts->stage_max_bytes || ctx->opts->stage_max_inodes
                          ? "--stage-max-bytes/--stage-max-inodes, or the file system's reserve"
                          : "the stage's file system reached the reserve the overlay keeps free");
-            bundle_add_warning(ctx->bundle, msg);
-            fprintf(stderr, "pvisor run: warning: %s\n", msg);
-        }
     } else {
         bundle_set_json(ctx->bundle, "stage", json_null()); /* never opened */
     }

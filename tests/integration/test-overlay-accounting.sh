@@ -20,7 +20,17 @@ printf 'lower\n' > "$W/lower.txt"
 
 # near DU UB: UB within SLACK of DU
 near() { [ "$2" -ge $(($1 - SLACK)) ] && [ "$2" -le $(($1 + SLACK)) ]; }
-ub_of() { jq -r '.stage.upper_bytes' "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json"; }
+# measured NAME WHAT WHY [run options...]: run $T/NAME.py over the view (a
+# stage of its own), which must print "ok"; then the Bundle's upper_bytes
+# must be du's for the stage's upper/
+measured() {
+    m=$1 what=$2 why=$3; shift 3
+    "$PVISOR" run --stage "$T/st-$m" --workspace "$W" "$@" -- sh -c "cd '$W' && exec $PY '$T/$m.py'" > "$T/$m.out" 2>&1
+    eq "$?:$(cat "$T/$m.out")" "0:ok" "$what"
+    du=$(du -s -B1 "$T/st-$m/upper" | cut -f1)
+    ub=$(jq -r '.stage.upper_bytes' "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json")
+    check "... and upper_bytes ($ub) matches du ($du)$why" near "$du" "$ub"
+}
 
 # --- an unlinked file, written while open, gives its blocks back at close ----
 # (tmpfile(3) and Python's TemporaryFile fall back to this, O_TMPFILE being
@@ -48,11 +58,8 @@ os.write(fd2, b"z" * (4 << 20))
 os.close(fd2)
 print("ok")
 PYEOF
-"$PVISOR" run --stage "$T/s1" --workspace "$W" --stage-max-bytes 16M -- sh -c "cd '$W' && exec $PY '$T/orphan.py'" > "$T/out1" 2>&1
-eq "$?:$(cat "$T/out1")" "0:ok" "files written after their last name went away fit a quota their blocks fit"
-du1=$(du -s -B1 "$T/s1/upper" | cut -f1)
-ub1=$(ub_of)
-check "... and upper_bytes ($ub1) matches du ($du1): their blocks were given back at the last close" near "$du1" "$ub1"
+measured orphan "files written after their last name went away fit a quota their blocks fit" \
+    ": their blocks were given back at the last close" --stage-max-bytes 16M
 
 # --- ... also when the command exits holding them ------------------------------
 # Its descriptors are closed by its exit, and the kernel sends their
@@ -69,11 +76,7 @@ for i in range(4):
     fds.append(fd)
 print("ok")
 PYEOF
-"$PVISOR" run --stage "$T/s3" --workspace "$W" -- sh -c "cd '$W' && exec $PY '$T/exit.py'" > "$T/out3" 2>&1
-eq "$?:$(cat "$T/out3")" "0:ok" "a command exits holding files it removed"
-du3=$(du -s -B1 "$T/s3/upper" | cut -f1)
-ub3=$(ub_of)
-check "... and upper_bytes ($ub3) matches du ($du3)" near "$du3" "$ub3"
+measured exit "a command exits holding files it removed" ""
 
 # --- one file written at once through several names --------------------------
 # Each name is its own kernel inode once looked up again (after the entry
@@ -97,8 +100,4 @@ for w in range(4):
     pids.append(pid)
 print("ok" if all(os.waitpid(p, 0)[1] == 0 for p in pids) else "writer failed")
 PYEOF
-"$PVISOR" run --stage "$T/s2" --workspace "$W" -- sh -c "cd '$W' && exec $PY '$T/names.py'" > "$T/out2" 2>&1
-eq "$?:$(cat "$T/out2")" "0:ok" "four writers, each through its own name of one file"
-du2=$(du -s -B1 "$T/s2/upper" | cut -f1)
-ub2=$(ub_of)
-check "... and upper_bytes ($ub2) matches du ($du2)" near "$du2" "$ub2"
+measured names "four writers, each through its own name of one file" ""
