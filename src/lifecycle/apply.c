@@ -588,6 +588,23 @@ static int carry_acl(struct ctx *c, const struct plan_ent *e, int out) {
     return 0;
 }
 
+/* A file the command changed keeps its owner and group, as a write in
+ * place would: apply replaces it by a new file, which is the applying
+ * user's.  Only root can give it another's (the workspace may hold files
+ * of other users: a root agent over a developer's checkout); for anyone
+ * else the file is theirs already, or the chown fails, as it may (NFS
+ * root squash): best effort.  New files stay the applying user's. */
+static void keep_owner(int parent, const char *path, int out) {
+    if (geteuid() != 0)
+        return;
+    const char *leaf = strrchr(path, '/');
+    struct stat cur, st;
+    if (fstatat(parent, leaf ? leaf + 1 : path, &cur, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(cur.st_mode) ||
+        fstat(out, &st) < 0 || (cur.st_uid == st.st_uid && cur.st_gid == st.st_gid))
+        return;
+    (void)!fchown(out, cur.st_uid, cur.st_gid);
+}
+
 static int write_temp_reg(struct ctx *c, const struct plan_ent *e, int parent, const char *tmp, int *ret_fd,
                           uint64_t *ret_bytes) {
     _cleanup_close_ int in = lc_open_beneath(c->upper_fd, e->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
@@ -618,7 +635,8 @@ static int write_temp_reg(struct ctx *c, const struct plan_ent *e, int parent, c
         r = carry_acl(c, e, out);
     if (r < 0)
         return r;
-    if (fchmod(out, e->new_mode) < 0)
+    keep_owner(parent, e->path, out);
+    if (fchmod(out, e->new_mode) < 0) /* after the chown, which clears setuid/setgid bits */
         return -errno;
     struct timespec ts[2] = {e->atime, e->mtime};
     if (futimens(out, ts) < 0)

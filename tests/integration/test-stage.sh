@@ -943,7 +943,8 @@ out=$(cd "$D/ws" && "$PVISOR" run --safe --stage "$D/st" -- sh -c '
 eq "$(echo $out)" "1001:1001 rm=ok mv=ok rw=ok w=refused" \
     "root: other users' files keep their owners under --safe, and are removed, renamed and written as their modes allow"
 (cd "$D/ws" && "$PVISOR" apply --stage "$D/st") >/dev/null 2>&1
-eq "$(ls "$D/ws" | tr '\n' ' ')$(cat "$D/ws/rw" "$D/ws/theirs" | tr '\n' ' ')" "moved rw theirs rw agent theirs " "  ... and apply writes that"
+eq "$(ls "$D/ws" | tr '\n' ' ')$(cat "$D/ws/rw" "$D/ws/theirs" | tr '\n' ' ')$(stat -c %u:%g "$D/ws/rw")" "moved rw theirs rw agent theirs 1001:1001" \
+    "  ... and apply writes that, the changed file still its owner's (as a write in place; it became root's)"
 
 # --- every Bundle of this test validates ---------------------------------------------
 check "every Bundle validates against docs/bundle.schema.json" sh -c "$VALIDATE $XDG_STATE_HOME/pvisor/runs/*/bundle.json"
