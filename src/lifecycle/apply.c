@@ -248,6 +248,7 @@ struct ctx {
     bool intent_durable;         /* the intent's bytes and name are durable (see ensure_intent_durable) */
     pthread_mutex_t intent_lock; /* intent_durable, from the writer threads */
     bool tmpfile;                /* regular files are written with O_TMPFILE (see write_temp) */
+    bool keep_owners;            /* root: what apply writes gets its stage object's owner (give_owner) */
     /* file systems mounted below the workspace that apply wrote in: each
      * gets a syncfs() wherever the workspace's own gets one (note_fs) */
     dev_t ws_dev;
@@ -588,21 +589,25 @@ static int carry_acl(struct ctx *c, const struct plan_ent *e, int out) {
     return 0;
 }
 
-/* A file the command changed keeps its owner and group, as a write in
- * place would: apply replaces it by a new file, which is the applying
- * user's.  Only root can give it another's (the workspace may hold files
- * of other users: a root agent over a developer's checkout); for anyone
- * else the file is theirs already, or the chown fails, as it may (NFS
- * root squash): best effort.  New files stay the applying user's. */
-static void keep_owner(int parent, const char *path, int out) {
-    if (geteuid() != 0)
-        return;
-    const char *leaf = strrchr(path, '/');
-    struct stat cur, st;
-    if (fstatat(parent, leaf ? leaf + 1 : path, &cur, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(cur.st_mode) ||
-        fstat(out, &st) < 0 || (cur.st_uid == st.st_uid && cur.st_gid == st.st_gid))
-        return;
-    (void)!fchown(out, cur.st_uid, cur.st_gid);
+/* Run by root, an object apply writes takes the owner and group of its
+ * stage object: the workspace object's own for one the agent wrote or
+ * moved (the overlay's copy-up keeps them), root's for one it made.  A
+ * file of another user that the agent renamed, or wrote where its mode let
+ * it (0622), or one in a directory it renamed (which the overlay copies
+ * whole, 0700 directories and 0600 files included) stays that user's, as
+ * a rename or a write in place on the host would leave it; written as
+ * root's, the next run's command (uid 0: its owner) could read it, and a
+ * setuid file kept by --keep-special-modes would run as root.  The stage's
+ * owners are those the overlay gave: the command has no CAP_CHOWN.  A
+ * file system that refuses (EPERM) or an id it cannot store (EINVAL) keeps
+ * apply's. */
+static int give_owner(const struct ctx *c, int fd, const char *name, const struct stat *ust) {
+    if (!c->keep_owners || (ust->st_uid == 0 && ust->st_gid == 0))
+        return 0;
+    int flags = name ? AT_SYMLINK_NOFOLLOW : AT_EMPTY_PATH;
+    if (fchownat(fd, name ? name : "", ust->st_uid, ust->st_gid, flags) < 0 && errno != EPERM && errno != EINVAL)
+        return -errno;
+    return 0;
 }
 
 static int write_temp_reg(struct ctx *c, const struct plan_ent *e, int parent, const char *tmp, int *ret_fd,
@@ -633,10 +638,11 @@ static int write_temp_reg(struct ctx *c, const struct plan_ent *e, int parent, c
     }
     if (r == 0)
         r = carry_acl(c, e, out);
+    if (r == 0) /* before the mode: a chown clears set-id bits */
+        r = give_owner(c, out, NULL, &ist);
     if (r < 0)
         return r;
-    keep_owner(parent, e->path, out);
-    if (fchmod(out, e->new_mode) < 0) /* after the chown, which clears setuid/setgid bits */
+    if (fchmod(out, e->new_mode) < 0)
         return -errno;
     struct timespec ts[2] = {e->atime, e->mtime};
     if (futimens(out, ts) < 0)
@@ -680,6 +686,15 @@ static int write_temp(struct ctx *c, size_t idx, int parent, uint64_t *ret_bytes
             r = -errno;
     } else {
         return -EOPNOTSUPP;
+    }
+    if (r == 0 && e->new_type != LC_REG) {
+        struct stat ust;
+        _cleanup_close_ int u = lc_open_beneath(c->upper_fd, e->path, O_PATH | O_NOFOLLOW, 0);
+        if (u >= 0 && fstat(u, &ust) == 0 &&
+            (ust.st_mode & S_IFMT) == (e->new_type == LC_LNK ? (mode_t)S_IFLNK : (mode_t)S_IFIFO))
+            r = give_owner(c, parent, tmp, &ust);
+        if (r == 0 && e->new_type == LC_FIFO && fchmodat(parent, tmp, e->new_mode & 07777, 0) < 0)
+            r = -errno; /* again: the chown cleared set-id bits */
     }
     if (r == 0 && e->new_type != LC_REG) {
         struct timespec ts[2] = {e->atime, e->mtime};
@@ -857,6 +872,12 @@ static int op_dir_meta(struct ctx *c, struct plan_ent *e) {
     if (nr < 0)
         return nr;
     _cleanup_close_ int u = lc_open_beneath(c->upper_fd, e->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
+    if (u >= 0 && e->old_type != LC_DIR) { /* a directory apply made: the stage's owner */
+        struct stat ust;
+        int r = fstat(u, &ust) < 0 ? -errno : give_owner(c, d, NULL, &ust);
+        if (r < 0)
+            return r;
+    }
     if (u >= 0) {
         struct lc_xattrs x;
         int r = lc_xattrs_read(u, true, &x);
@@ -1468,6 +1489,7 @@ int lc_apply(const char *stage_path, const struct lc_apply_opts *o, struct lc_ap
             goto out;
     }
     c.tmpfile = use_tmpfile(&p, o);
+    c.keep_owners = geteuid() == 0 && userns_is_initial();
     r = execute(&c);
     if (r < 0)
         goto out; /* the intent stays: the next apply resumes */

@@ -315,6 +315,42 @@ else
     skip "--safe as root: host device nodes keep their mode, owner and times" "needs root"
 fi
 
+# Other users' files laundered through apply.  As root, the run's namespace
+# maps every id, so the command (uid 0 without capabilities) may rename a
+# file of uid 1001 that it may not read (0600) in a directory it may write,
+# or a whole 0700 directory of theirs that it may not even list (the
+# overlay copies it whole), and append to a file it may write but not read
+# (0622).  Apply wrote each as a new file of root's: the next run's
+# command, their owner now, read them, and a setuid file of uid 1001 kept
+# by --keep-special-modes became setuid root.  The control: a rename by
+# uid 0 without capabilities on the host leaves the owners alone, and the
+# files stay unreadable to it.
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
+    LW="$T/launder"; rm -rf "$LW"; mkdir -p "$LW/ws/theirdir/sub" "$LW/ctl"
+    echo SECRET-A > "$LW/ws/their.txt"; echo SECRET-B > "$LW/ws/theirdir/sub/deep"; echo SECRET-C > "$LW/ws/wo"
+    cp /bin/true "$LW/ws/theirdir/tool"
+    chown -R 1001:1001 "$LW/ws/their.txt" "$LW/ws/theirdir" "$LW/ws/wo"
+    chmod 0600 "$LW/ws/their.txt" "$LW/ws/theirdir/sub/deep"; chmod 0622 "$LW/ws/wo"
+    chmod 0700 "$LW/ws/theirdir" "$LW/ws/theirdir/sub"; chmod 4755 "$LW/ws/theirdir/tool"
+    cp -a "$LW/ws/." "$LW/ctl/"
+    capless() { setpriv --reuid=0 --regid=0 --clear-groups --inh-caps=-all --bounding-set=-all "$@"; }
+    out=$(cd "$LW/ctl" && capless sh -c 'mv their.txt moved.txt && mv theirdir lib && echo x >> wo && echo moved
+        cat moved.txt lib/sub/deep wo 2>/dev/null; stat -c %u moved.txt lib wo' 2>&1)
+    eq "$(echo $out)" "moved 1001 1001 1001" \
+        "control: uid 0 without capabilities renames and appends to files of uid 1001 on the host, which keep their owner and stay unreadable to it"
+    out=$(cd "$LW/ws" && "$PVISOR" run --safe --stage "$LW/st" -- sh -c 'mv their.txt moved.txt && mv theirdir lib && echo x >> wo && echo moved
+        cat moved.txt lib/sub/deep wo 2>/dev/null; stat -c %u moved.txt lib wo' 2>&1)
+    eq "$(echo $out)" "moved 1001 1001 1001" "--safe as root: the same in the view"
+    (cd "$LW/ws" && "$PVISOR" apply --keep-special-modes --stage "$LW/st") >/dev/null 2>&1
+    eq "$(cd "$LW/ws" && stat -c '%n %u:%g %a' moved.txt lib lib/sub lib/sub/deep lib/tool wo | tr '\n' ' ')" \
+        "moved.txt 1001:1001 600 lib 1001:1001 700 lib/sub 1001:1001 700 lib/sub/deep 1001:1001 600 lib/tool 1001:1001 4755 wo 1001:1001 622 " \
+        "--safe as root: apply leaves the files the agent renamed or wrote to their owner (a setuid one kept by --keep-special-modes too)"
+    out=$(cd "$LW/ws" && "$PVISOR" run --safe --stage "$LW/st2" -- sh -c 'cat moved.txt lib/sub/deep wo; chmod 0644 wo; echo end' 2>/dev/null)
+    eq "$(echo $out)" "end" "--safe as root: the next run cannot read them"
+else
+    skip "--safe as root: apply leaves the files the agent renamed or wrote to their owner" "needs root and setpriv"
+fi
+
 # Core dumps: a core_pattern that pipes to a host helper (systemd-coredump,
 # apport) ignores RLIMIT_CORE 0 and starts the helper as host root with the
 # crashed process's memory.  --safe keeps the limit at 1, the value that
