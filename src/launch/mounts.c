@@ -512,6 +512,35 @@ static int cover_root_only_proc(const char *root, bool own_net, const char **ret
     return 0;
 }
 
+/* Run by root, the command is uid 0: the kernel lets the owner write a
+ * sysctl by its mode bits alone (no capability is asked for most of
+ * them: kernel.core_pattern would run a host program as root) and
+ * /proc/sysrq-trigger (crash or reboot the host), /proc/irq (the host's
+ * interrupt affinities).  Landlock's read-only /proc refuses those
+ * writes; these read-only mounts are the second layer, as container
+ * runtimes make them, for a kernel or a policy where Landlock is not
+ * there (the run then says partial, and may still be run). */
+static int proc_read_only(const char *root, const char **ret_step) {
+    static const char *const ro_paths[] = {"sys", "sysrq-trigger", "irq", "bus", "fs"};
+    _cleanup_free_ char *procdir = path_join(root, "/proc");
+    _cleanup_close_ int pfd = procdir ? open(procdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    if (pfd < 0)
+        return *ret_step = "opening /proc", procdir ? -errno : -ENOMEM;
+    *ret_step = "making /proc's host-wide settings read-only";
+    for (size_t i = 0; i < ARRAY_SIZE(ro_paths); i++) {
+        _cleanup_close_ int t =
+            sys_open_tree(pfd, ro_paths[i], OPEN_TREE_CLONE | AT_RECURSIVE | AT_SYMLINK_NOFOLLOW | O_CLOEXEC);
+        if (t < 0 && errno == ENOENT)
+            continue; /* not in this kernel's /proc */
+        struct mount_attr ro = {.attr_set =
+                                    MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC};
+        if (t < 0 || sys_mount_setattr(t, "", AT_EMPTY_PATH | AT_RECURSIVE, &ro) < 0 ||
+            sys_move_mount(t, "", pfd, ro_paths[i], MOVE_MOUNT_F_EMPTY_PATH) < 0)
+            return -errno;
+    }
+    return 0;
+}
+
 static int setup_dev(const char *root, const char **ret_step) {
     _cleanup_free_ char *pts = path_join(root, "/dev/pts");
     _cleanup_free_ char *shm = path_join(root, "/dev/shm");
@@ -586,7 +615,8 @@ int launch_build_root(const struct launch_plan *p, const char **ret_step) {
         r = -errno;
         goto out;
     }
-    if (p->uid == 0 && (r = cover_root_only_proc(NEWROOT, p->unshare_net, ret_step)) < 0)
+    if (p->uid == 0 && ((r = cover_root_only_proc(NEWROOT, p->unshare_net, ret_step)) < 0 ||
+                        (r = proc_read_only(NEWROOT, ret_step)) < 0))
         goto out;
 
     /* 5. Enter it: pivot_root(".", ".") stacks the old root under the new

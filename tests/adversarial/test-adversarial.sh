@@ -133,6 +133,13 @@ if [ "$(id -u)" -eq 0 ] && [ -f /etc/shadow ] && [ "$(( $(stat -c %#a /etc/shado
         "--safe as root: /proc's root-only files read empty (covered)"
     eq "$("$PVISOR" run --filesystem sandbox --stage "$S" --workspace "$W" -- sh -c "$rd" | tr '\n' ' ')" "0 0 0 0 " \
         "--filesystem sandbox as root (the host's network sysctls): the same"
+    # the owner may write most sysctls without a capability (kernel.core_pattern
+    # runs a host program as root), /proc/irq too: Landlock refuses (EACCES);
+    # read-only mounts are the second layer, refusing first (EROFS)
+    wr='grep -E " /proc/(sys|irq) " /proc/self/mountinfo | cut -d" " -f5,6 | cut -d, -f1 | tr "\n" " "
+        (echo x > /proc/sys/kernel/hostname) 2>&1 | grep -o "Read-only file system"'
+    eq "$("$PVISOR" run --safe --stage "$S" --workspace "$W" -- sh -c "$wr" | tr '\n' ' ')" "/proc/sys ro /proc/irq ro Read-only file system " \
+        "--safe as root: /proc/sys and /proc/irq are read-only mounts, a sysctl write is refused by them (EROFS) before Landlock"
     # a directory only root may enter (tty/driver), and on the host's network
     # every interface's IPv6 secret, present and to come: covered whole
     ld='ls /proc/tty/driver | wc -l; ls /proc/sys/net/ipv6/conf | wc -l'
