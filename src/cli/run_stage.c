@@ -195,7 +195,10 @@ static int start_overlay(pid_t child, void *userdata) {
             .n_mask = st->sb ? st->sb->n_ws_mask : 0,
             .sealed = st->sb ? (const char *const *)st->sb->ws_sealed : NULL,
             .n_sealed = st->sb ? st->sb->n_ws_sealed : 0,
-            .own_group = st->sb && !st->sb->as_root, /* the sandbox maps our uid and gid alone (root's: all) */
+            /* the overlay's user namespace maps our uid and gid alone: a
+             * sandbox's (but root's, which maps every id), and the one a
+             * plain run enters without root */
+            .own_group = st->sb ? !st->sb->as_root : getuid() != 0,
         };
         r = overlay_start(&p, &st->ov);
         if (r < 0)

@@ -610,6 +610,25 @@ static int give_owner(const struct ctx *c, int fd, const char *name, const struc
     return 0;
 }
 
+/* The group of the workspace file a regular file replaces goes to the
+ * replacement, as a write in place (the agent's view) keeps it: created
+ * here, it would take the directory's group, or ours, and a team's
+ * group-writable file (a supplementary group's, in a directory that is not
+ * set-gid) would be lost to the team.  Where we may not (not a member of
+ * that group; its id not mapped in the verbs' second try), it stays as
+ * created, as the host would have it.  Before the mode: chown clears the
+ * set-id bits. */
+static void carry_group(const struct plan_ent *e, int parent, int out) {
+    if (e->old_type != LC_REG)
+        return;
+    const char *slash = strrchr(e->path, '/');
+    struct stat ost, nst;
+    if (fstatat(parent, slash ? slash + 1 : e->path, &ost, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(ost.st_mode) ||
+        fstat(out, &nst) < 0 || ost.st_gid == nst.st_gid)
+        return;
+    (void)!fchown(out, (uid_t)-1, ost.st_gid);
+}
+
 static int write_temp_reg(struct ctx *c, const struct plan_ent *e, int parent, const char *tmp, int *ret_fd,
                           uint64_t *ret_bytes) {
     _cleanup_close_ int in = lc_open_beneath(c->upper_fd, e->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
@@ -642,6 +661,7 @@ static int write_temp_reg(struct ctx *c, const struct plan_ent *e, int parent, c
         r = give_owner(c, out, NULL, &ist);
     if (r < 0)
         return r;
+    carry_group(e, parent, out);
     if (fchmod(out, e->new_mode) < 0)
         return -errno;
     struct timespec ts[2] = {e->atime, e->mtime};

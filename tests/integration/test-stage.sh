@@ -912,23 +912,40 @@ eq "$rc:$(cat "$D/ws/other.txt")" "0:new" "... and once it is deleted in the wor
 # result.
 own_group_case() {
     L=$1; OU=$2; OG=$3; SG=$4; SHOWN=$5; shift 5
-    D="$T/owngrp-$OU"; rm -rf "$D"; mkdir -p "$D/ws/sub" "$D/state"
+    D="$T/owngrp-$OU"; rm -rf "$D"; mkdir -p "$D/ws/sub" "$D/ws/plain" "$D/state"
     echo hello > "$D/ws/team.txt"; echo x > "$D/ws/sub/f"; echo old > "$D/ws/gone.txt"; echo m > "$D/ws/mv.txt"
-    chown -R "$OU:$SG" "$D/ws"; chown "$OU:$OG" "$D" "$D/state"; chmod 2775 "$D/ws" "$D/ws/sub"
+    echo p > "$D/ws/plain/p"
+    chown -R "$OU:$SG" "$D/ws"; chown "$OU:$OG" "$D" "$D/state"; chmod 2775 "$D/ws" "$D/ws/sub"; chmod 0775 "$D/ws/plain"
     out=$(cd "$D/ws" && env XDG_STATE_HOME="$D/state" HOME="$D" "$@" "$PVISOR" run --safe --stage "$D/st" -- sh -c '
         echo agent >> team.txt && echo w=ok; sed -i s/x/y/ sub/f && echo sed=ok
         rm gone.txt && echo rm=ok; mv mv.txt moved.txt && echo mv=ok; echo n > sub/new && echo new=ok
-        stat -c "%u:%g" team.txt' 2>&1)
+        echo q >> plain/p; stat -c "%u:%g" team.txt' 2>&1)
     eq "$(echo $out)" "w=ok sed=ok rm=ok mv=ok new=ok $OU:$SHOWN" \
         "$L: the user's own files of group $SG in a setgid directory can be written, edited, removed and renamed under --safe (shown as group $SHOWN)"
     (cd "$D/ws" && env XDG_STATE_HOME="$D/state" HOME="$D" "$@" "$PVISOR" apply --stage "$D/st") >/dev/null 2>&1
     eq "$(cat "$D/ws/team.txt" "$D/ws/sub/f" "$D/ws/moved.txt" "$D/ws/sub/new" | tr '\n' ' '; ls "$D/ws" | tr '\n' ' '; stat -c %g "$D/ws/sub/new")" \
-        "hello agent y m n moved.txt sub team.txt $SG" "$L: ... and apply writes them, new files in the directory's group"
+        "hello agent y m n moved.txt plain sub team.txt $SG" "$L: ... and apply writes them, new files in the directory's group"
+    # a file apply replaces keeps its group, as an in-place write does: in
+    # a directory that is not set-gid it took the user's own group, and
+    # the team its group gave write access lost it
+    eq "$(cat "$D/ws/plain/p" | tr '\n' ' '):$(stat -c %g "$D/ws/plain/p")" "p q :$SG" \
+        "$L: ... a file apply replaces in a directory that is not set-gid keeps its group"
 }
 # root's namespace maps every id: the group as it is
 own_group_case "root" 0 0 100 100
 if command -v setpriv >/dev/null; then
-    own_group_case "uid 65534 (supplementary group 100)" 65534 65534 100 65534 setpriv --reuid=65534 --regid=65534 --groups=100
+    # (not uid 65534: its gid is the overflow gid an unmapped group shows as)
+    own_group_case "uid 4242 (supplementary group 100)" 4242 4242 100 4242 setpriv --reuid=4242 --regid=4242 --groups=100
+    # a plain --stage run without root: its overlay is in a user namespace
+    # that maps one uid and one gid too (the user's own files of group 100
+    # were refused: 'Permission denied', as under --safe before)
+    D="$T/owngrp-plain"; rm -rf "$D"; mkdir -p "$D/ws" "$D/state"
+    echo hello > "$D/ws/team.txt"; echo x > "$D/ws/f"
+    # (not uid 65534: its gid is the overflow gid an unmapped group shows as)
+    chown -R 4242:100 "$D/ws"; chown 4242:4242 "$D" "$D/state"; chmod 0775 "$D/ws"
+    out=$(cd "$D/ws" && env XDG_STATE_HOME="$D/state" HOME="$D" setpriv --reuid=4242 --regid=4242 --groups=100 \
+        "$PVISOR" run --stage "$D/st" -- sh -c 'echo agent >> team.txt && echo w=ok; rm f && echo rm=ok' 2>&1)
+    eq "$(echo $out)" "w=ok rm=ok" "a plain --stage run without root: the user's own files of a supplementary group can be written and removed"
 fi
 # As root, other users' files keep their owners: the command (uid 0 without
 # capabilities) removes and renames them in a directory it may write, as
