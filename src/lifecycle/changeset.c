@@ -1073,6 +1073,87 @@ static void mark_renamed_changed(struct lc_changeset *cs, int upper_fd, int ws_f
     }
 }
 
+/* The type (S_IFMT) of dir/name in the workspace as the stage makes it
+ * (the upper over the workspace; a whiteout hides), or 0 when absent. */
+static mode_t merged_type(int upper_fd, int ws_fd, const char *dir, const char *name) {
+    char path[LC_MAX_PATH + 2];
+    int n = snprintf(path, sizeof path, "%s%s%s", dir, dir[0] ? "/" : "", name);
+    if (n < 0 || (size_t)n >= sizeof path)
+        return 0;
+    struct stat st;
+    const char *base;
+    _cleanup_close_ int up = lc_open_parent(upper_fd, path, &base);
+    if (up >= 0 && fstatat(up, base, &st, AT_SYMLINK_NOFOLLOW) == 0)
+        return is_whiteout(&st) ? 0 : st.st_mode & S_IFMT;
+    _cleanup_close_ int lp = lc_open_parent(ws_fd, path, &base);
+    return lp >= 0 && fstatat(lp, base, &st, AT_SYMLINK_NOFOLLOW) == 0 ? st.st_mode & S_IFMT : 0;
+}
+
+/* A directory not named .git that git takes for a repository by itself
+ * (as a bare one, is_git_directory()): a HEAD, and objects/ and refs/ or
+ * a commondir.  git run in it or below it (a shell prompt that shows the
+ * branch runs it at each cd) reads its config (core.fsmonitor runs a
+ * command at 'git status') and runs its hooks, where no .git names it. */
+static bool git_dir_like(int upper_fd, int ws_fd, const char *dir) {
+    mode_t head = merged_type(upper_fd, ws_fd, dir, "HEAD");
+    if (head != S_IFREG && head != S_IFLNK)
+        return false;
+    return (merged_type(upper_fd, ws_fd, dir, "objects") == S_IFDIR &&
+            merged_type(upper_fd, ws_fd, dir, "refs") == S_IFDIR) ||
+           merged_type(upper_fd, ws_fd, dir, "commondir") == S_IFREG;
+}
+
+/* The files of such a directory that make it one or say what git runs:
+ * its HEAD and commondir (git_redirect), config (git_config), hooks
+ * (git_hook; a new *.sample as in a .git).  Those inside a .git are
+ * warned of by their paths (lc_entry_set_warnings). */
+static void mark_git_dir_like(struct lc_changeset *cs, int upper_fd, int ws_fd) {
+    if (upper_fd < 0 || ws_fd < 0)
+        return;
+    char dir[LC_MAX_PATH + 1];
+    for (size_t i = 0; i < cs->n; i++) {
+        struct lc_entry *e = &cs->entries[i];
+        size_t pl = strlen(e->path);
+        if (e->kind == LC_DELETED || e->new_type == LC_DIR || pl > LC_MAX_PATH)
+            continue;
+        if (strcmp(e->path, ".git") == 0 || strncmp(e->path, ".git/", 5) == 0 || strstr(e->path, "/.git/"))
+            continue;
+        memcpy(dir, e->path, pl + 1);
+        char *slash = strrchr(dir, '/');
+        const char *base = slash ? slash + 1 : dir;
+        unsigned bit = 0;
+        if (strcmp(base, "HEAD") == 0 || strcmp(base, "commondir") == 0)
+            bit = LC_W_GIT_REDIRECT;
+        else if (strcmp(base, "config") == 0 || strcmp(base, "config.worktree") == 0)
+            bit = LC_W_GIT_CONFIG;
+        if (bit) {
+            if (slash)
+                *slash = '\0';
+            else
+                dir[0] = '\0';
+        } else {
+            /* DIR/hooks/NAME */
+            size_t bl = strlen(base);
+            if (!slash ||
+                (e->kind == LC_ADDED && e->new_type == LC_REG && bl > 7 && strcmp(base + bl - 7, ".sample") == 0))
+                continue;
+            *slash = '\0';
+            char *up = strrchr(dir, '/');
+            if (strcmp(up ? up + 1 : dir, "hooks") != 0)
+                continue;
+            if (up)
+                *up = '\0';
+            else
+                dir[0] = '\0';
+            bit = LC_W_GIT_HOOK;
+        }
+        if (git_dir_like(upper_fd, ws_fd, dir)) {
+            e->warnings |= bit;
+            cs->warnings |= bit;
+        }
+    }
+}
+
 static void detect_renames(struct lc_changeset *cs, const struct ino_pair *orig, size_t n_orig) {
     if (n_orig == 0 || cs->n_pre == 0)
         return;
@@ -1206,6 +1287,7 @@ int lc_changeset_load(struct lc_stage *st, struct lc_changeset **ret_cs) {
         cs->count[cs->entries[i].kind]++;
     detect_renames(cs, orig, n_orig);
     mark_renamed_changed(cs, st->upper_fd, st->ws_fd);
+    mark_git_dir_like(cs, st->upper_fd, st->ws_fd);
     free(orig);
     free_names(w->ours, w->n_ours);
     free(w);

@@ -480,8 +480,9 @@ const char *lc_warning_message(unsigned bit) {
                "in it";
     case LC_W_HOME_STARTUP: return "runs when a shell, a login or your session starts (HOME is in the workspace)";
     case LC_W_GIT_REDIRECT:
-        return "names the repository git uses here (a .git file or link, a commondir): its config and hooks, "
-               "wherever they are, run commands on your next git command";
+        return "names the repository git uses here (a .git file or link, a commondir, the HEAD of a directory git "
+               "takes for a repository): its config and hooks, wherever they are, run commands on your next git "
+               "command";
     case LC_W_NUL_TEXT:
         return "text with NUL bytes in it: diff shows it as binary and not its content (shells, C compilers, node "
                "and git read such a file, skipping or keeping the NULs); read it with 'cat -v'";

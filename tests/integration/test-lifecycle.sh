@@ -1761,7 +1761,9 @@ eq "$(cd "$W" && "$P" status --review --json | jq -r '[.changeset.warnings[] | s
 # named .git, whose config (core.fsmonitor) and hooks were never warned
 # of, ran the agent's command at the user's next 'git status' there (a
 # prompt that shows the branch runs it at each cd).  Review warns of the
-# pointer (git_redirect); nothing else in such a stage is warned of.
+# pointer (git_redirect).  evil/ (a HEAD, objects/ and refs/) is a git
+# directory git takes by itself too (next test): its HEAD and config are
+# warned of as well; nothing else in such a stage is.
 W=$T/wsredirect
 mkdir -p "$W/docs" && (cd "$W" && git init -q . && echo a > a && git add a &&
     git -c user.name=t -c user.email=t@t commit -qm i)
@@ -1769,12 +1771,36 @@ mkdir -p "$W/docs" && (cd "$W" && git init -q . && echo a > a && git add a &&
     cp .git/config .git/HEAD evil/ && printf "\tfsmonitor = \"touch '"$T"'/redirect-ran; false\"\n" >> evil/config &&
     echo ../evil > .git/commondir && printf "gitdir: ../evil\n" > docs/.git && ln -s ../evil t2/.git') >/dev/null 2>&1
 (cd "$W" && "$P" status --review --json) > "$T/warnredirect.json"
-eq "$(jq -r '[.changeset.warnings[] | select(.warning == "git_redirect") | .path] | sort | join(",")' "$T/warnredirect.json"):$(jq '[.changeset.warnings[] | select(.warning != "git_redirect")] | length' "$T/warnredirect.json")" \
-    ".git/commondir,docs/.git,t2/.git:0" \
+eq "$(jq -r '[.changeset.warnings[] | select(.warning == "git_redirect") | .path] | sort | join(",")' "$T/warnredirect.json"):$(jq -r '[.changeset.warnings[] | select(.warning != "git_redirect") | "\(.path)=\(.warning)"] | join(",")' "$T/warnredirect.json")" \
+    ".git/commondir,docs/.git,evil/HEAD,t2/.git:evil/config=git_config" \
     "review warns of a .git file or link and of a commondir (git_redirect): git takes config and hooks from there"
 S=$(jq -r .stage.path "$T/warnredirect.json")
 (cd "$S/upper/docs" && GIT_CEILING_DIRECTORIES="$S/upper" git status >/dev/null 2>&1)
 eq "$(test -e "$T/redirect-ran" && echo ran)" "ran" "  (git in that directory runs the agent's core.fsmonitor)"
+
+# ... nor did it need a pointer: git takes a directory that holds a HEAD
+# and objects/ and refs/ (or a commondir) for a repository by itself, as a
+# bare one, wherever it lies in the tree (a checked-in fixture.git); its
+# config (core.worktree, core.fsmonitor) ran the agent's command at the
+# user's 'git status' in it, and its hooks run too: warned of as
+# git_redirect (HEAD, commondir), git_config, git_hook; not a directory
+# that holds a config and a HEAD alone, nor a new *.sample.
+W=$T/wsbare
+mkdir -p "$W/notgit" && printf 'x\n' > "$W/notgit/HEAD"
+(cd "$W" && "$P" run --stage auto -- sh -c 'mkdir -p vendor/fixture.git/objects vendor/fixture.git/refs/heads \
+        vendor/fixture.git/hooks && echo "ref: refs/heads/main" > vendor/fixture.git/HEAD &&
+    printf "[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = ..\n\tfsmonitor = \"touch '"$T"'/bare-ran; false\"\n" > vendor/fixture.git/config &&
+    printf "#!/bin/sh\n" > vendor/fixture.git/hooks/post-checkout && printf "#!/bin/sh\n" > vendor/fixture.git/hooks/pre-push.sample &&
+    printf "[core]\n" > notgit/config && mkdir -p side && echo ../vendor/fixture.git > side/commondir && echo x > side/HEAD') >/dev/null 2>&1
+(cd "$W" && "$P" status --review --json) > "$T/warnbare.json"
+eq "$(jq -r '[.changeset.warnings[] | select(.warning != "exec") | "\(.path)=\(.warning)"] | sort | join(",")' "$T/warnbare.json")" \
+    "side/HEAD=git_redirect,side/commondir=git_redirect,vendor/fixture.git/HEAD=git_redirect,vendor/fixture.git/config=git_config,vendor/fixture.git/hooks/post-checkout=git_hook" \
+    "review warns of a directory git takes for a repository by itself (HEAD, objects/, refs/ or a commondir): its HEAD, config and hooks"
+if command -v git >/dev/null; then
+    S=$(jq -r .stage.path "$T/warnbare.json")
+    (cd "$S/upper/vendor/fixture.git" && GIT_CEILING_DIRECTORIES="$S/upper" git status >/dev/null 2>&1)
+    eq "$(test -e "$T/bare-ran" && echo ran)" "ran" "  (git in that directory runs its core.fsmonitor)"
+fi
 
 # A *.sample is unwarned only when new and no hook links to it: a hook
 # that is a symlink to its sample (enabling a sample that way) runs it, so
