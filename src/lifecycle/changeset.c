@@ -696,9 +696,13 @@ static bool dir_is_opaque(int dirfd) {
  * tab, newline, vertical tab, form feed, carriage return and escape, no
  * DEL (images, archives and executables have such bytes in their first
  * few; a UTF-16 text file has none, and is text diff does not show).
- * *ret_nul: whether those bytes hold a NUL at all (diff shows it binary). */
-static bool nul_text_at(int dirfd, const char *name, bool *ret_nul) {
+ * *ret_nul: whether those bytes hold a NUL at all (diff shows it binary);
+ * *ret_script (optional): whether they start with "#!" (a script the
+ * kernel runs with the interpreter it names). */
+static bool nul_text_at(int dirfd, const char *name, bool *ret_nul, bool *ret_script) {
     *ret_nul = false;
+    if (ret_script)
+        *ret_script = false;
     _cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0)
         return false;
@@ -708,6 +712,8 @@ static bool nul_text_at(int dirfd, const char *name, bool *ret_nul) {
         n = pread(fd, buf, sizeof buf, 0);
     while (n < 0 && errno == EINTR);
     *ret_nul = n > 0 && memchr(buf, 0, (size_t)n) != NULL;
+    if (ret_script)
+        *ret_script = n >= 2 && buf[0] == '#' && buf[1] == '!';
     for (ssize_t i = 0; i < n; i++) {
         unsigned char c = buf[i];
         if (c != 0 &&
@@ -718,21 +724,23 @@ static bool nul_text_at(int dirfd, const char *name, bool *ret_nul) {
 }
 
 /* Is the change of a regular file one diff does not show?  Text with NUL
- * bytes (nul_text_at), or a workspace file diff showed as text whose new
- * content it shows as binary, whatever other bytes that holds (a NUL and
- * a few control bytes in a script's comment defeat the first test; bash
- * still runs it). */
+ * bytes (nul_text_at); a script ("#!") diff shows as binary, whatever
+ * other bytes it holds, added or changed (a NUL and a few control bytes in
+ * a comment defeat the text test, and sh runs what follows); or a
+ * workspace file diff showed as text (an empty one too) whose new content
+ * it shows as binary, whatever other bytes that holds.  *ret_binary: diff
+ * shows the new content as binary. */
 static bool hides_from_diff(int upper_dirfd, int lower_dirfd, const char *name, enum lc_kind kind, bool *ret_binary) {
-    bool nul;
-    bool text = nul_text_at(upper_dirfd, name, &nul);
+    bool nul, script;
+    bool text = nul_text_at(upper_dirfd, name, &nul, &script);
     *ret_binary = nul;
-    if (text)
+    if (text || (nul && script))
         return true;
     bool old_nul;
     struct stat lst;
     return nul && kind == LC_MODIFIED && lower_dirfd >= 0 &&
            fstatat(lower_dirfd, name, &lst, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(lst.st_mode) &&
-           !nul_text_at(lower_dirfd, name, &old_nul) && !old_nul && lst.st_size > 0;
+           !nul_text_at(lower_dirfd, name, &old_nul, NULL) && !old_nul;
 }
 
 /* One upper object name in upper_dirfd (lower_dirfd: the lower directory of

@@ -1751,10 +1751,15 @@ eq "$(grep -c '^Binary files a/build.sh and b/build.sh differ' "$T/hide.diff"):$
 # ... also with other control bytes beside the NUL (no longer "text but for
 # NULs"), when the workspace's version was text: bash still runs it
 W=$T/wshide2
-mkdir -p "$W" && printf 'echo build\n' > "$W/build.sh" && printf '\211PNG\r\n\032\n\0\0' > "$W/img.png"
-(cd "$W" && "$P" run --stage auto -- sh -c 'printf "echo build\n#\0\001\002\033\n" > build.sh && printf "\211PNG\r\n\032\n\0\0\001" > img.png') >/dev/null 2>&1
+mkdir -p "$W" && printf 'echo build\n' > "$W/build.sh" && printf '\211PNG\r\n\032\n\0\0' > "$W/img.png" && : > "$W/empty.sh"
+(cd "$W" && "$P" run --stage auto -- sh -c 'printf "echo build\n#\0\001\002\033\n" > build.sh && printf "\211PNG\r\n\032\n\0\0\001" > img.png &&
+    printf "#!/bin/sh\n#\0\001\necho evil\n" > new.sh && printf "#!/bin/sh\n#\0\001\necho evil\n" > empty.sh &&
+    printf "\177ELF\002\001\001\0\0" > new.bin') >/dev/null 2>&1
 eq "$(cd "$W" && "$P" status --review --json | jq -r '[.changeset.warnings[] | select(.warning == "nul_text") | .path] | join(",")')" \
-    "build.sh" "review warns of a text file whose new content diff shows as binary (a NUL and control bytes), not of an image that was binary already"
+    "build.sh,empty.sh,new.sh" \
+    "review warns of a text file (an empty one too) whose new content diff shows as binary (a NUL and control bytes), and of a new script (#!) diff shows as binary; not of an image that was binary already, nor a new binary"
+eq "$(sh "$(cd "$W" && "$P" status --review --json | jq -r .stage.path)/upper/new.sh" 2>/dev/null | tail -n 1)" "evil" \
+    "  (sh runs what follows the NUL and the control byte in that new script)"
 
 # git takes a repository from where a .git file ("gitdir: PATH") or link,
 # or a git directory's commondir, says: a directory of the workspace not
