@@ -101,33 +101,6 @@ fail_errno:
     _exit(e == ENOENT ? 127 : 126);
 }
 
-/* Is pid gone or going already: exited (a zombie), exiting (PF_EXITING),
- * or with a SIGKILL pending (a cgroup kill on its way)? */
-static bool dying(pid_t pid) {
-    char path[64], buf[2048];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-    ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
-    if (n <= 0)
-        return true; /* reaped meanwhile */
-    buf[n] = '\0';
-    const char *e = strrchr(buf, ')'); /* "PID (COMM) STATE PPID PGRP SID TTY TPGID FLAGS": COMM may hold ')' */
-    char state;
-    unsigned flags;
-    if (!e || sscanf(e + 1, " %c %*d %*d %*d %*d %*d %u", &state, &flags) != 2)
-        return false;
-    if (state == 'Z' || state == 'X' || (flags & 0x4 /* PF_EXITING */))
-        return true;
-    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-    _cleanup_fclose_ FILE *f = fopen(path, "re");
-    unsigned long long mask;
-    while (f && fgets(buf, sizeof buf, f))
-        if ((sscanf(buf, "SigPnd: %llx", &mask) == 1 || sscanf(buf, "ShdPnd: %llx", &mask) == 1) &&
-            (mask & (1ULL << (SIGKILL - 1))))
-            return true;
-    return false;
-}
-
 /* pid's children, appended to pids[*n..max). */
 static void list_children_of(pid_t pid, pid_t *pids, size_t *n, size_t max) {
     char path[64];
@@ -161,7 +134,7 @@ static size_t list_children(pid_t *pids, size_t max) {
 static size_t live_children(pid_t *pids, size_t max) {
     size_t n = list_children(pids, max), k = 0;
     for (size_t i = 0; i < n; i++) {
-        if (dying(pids[i]))
+        if (pid_dying(pids[i]))
             continue;
         pid_t p = pids[i];
         pids[k++] = p;
@@ -181,7 +154,7 @@ static int reap_descendants(const pid_t *known, size_t n_known) {
         pid_t pids[256];
         size_t n = list_children(pids, ARRAY_SIZE(pids));
         for (size_t i = 0; i < n; i++) {
-            bool seen = dying(pids[i]);
+            bool seen = pid_dying(pids[i]);
             for (size_t k = 0; k < n_known && !seen; k++)
                 seen = known[k] == pids[i];
             if (kill(pids[i], SIGKILL) == 0 && !seen)

@@ -606,7 +606,10 @@ static _Noreturn void become_command(const struct launch_plan *p, const struct t
 
 /* The processes of the PID namespace still alive besides init (the
  * command's leftovers, which init's exit kills): /proc is the namespace's
- * own.  Dead ones (zombies) are not counted. */
+ * own.  Those dying already are not counted, as for a plain run
+ * (pid_dying): the zombies, and those a signal is ending (the terminal's
+ * hangup when the command, its session leader, ended: a SIGHUP to its
+ * foreground jobs, which some were counted alive in, some not). */
 static unsigned count_leftovers(void) {
     while (waitpid(-1, NULL, WNOHANG) > 0) /* orphans that ended already */
         ;
@@ -618,19 +621,9 @@ static unsigned count_leftovers(void) {
     while ((e = readdir(d))) {
         char *end;
         unsigned long pid = strtoul(e->d_name, &end, 10);
-        if (*end || pid <= 1)
+        if (*end || pid <= 1 || pid > INT_MAX)
             continue;
-        char path[64], buf[256];
-        snprintf(path, sizeof path, "%lu/stat", pid);
-        int fd = openat(dirfd(d), path, O_RDONLY | O_CLOEXEC);
-        ssize_t len = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
-        if (fd >= 0)
-            close(fd);
-        if (len <= 0)
-            continue; /* gone meanwhile */
-        buf[len] = '\0';
-        const char *paren = strrchr(buf, ')'); /* the state follows the name, which may hold ") " */
-        if (paren && paren[1] == ' ' && paren[2] != 'Z' && paren[2] != 'X')
+        if (!pid_dying((pid_t)pid))
             n++;
     }
     closedir(d);

@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <pwd.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -837,4 +838,29 @@ int userns_enter(int flags, uid_t inner_uid, gid_t inner_gid, const char **ret_s
         return r;
     snprintf(map, sizeof map, "%u %u 1\n", (unsigned)inner_gid, (unsigned)gid);
     return write_string_at(AT_FDCWD, "/proc/self/gid_map", map);
+}
+
+bool pid_dying(pid_t pid) {
+    char path[64], buf[2048];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
+    if (n <= 0)
+        return true; /* reaped meanwhile */
+    buf[n] = '\0';
+    const char *e = strrchr(buf, ')'); /* "PID (COMM) STATE PPID PGRP SID TTY TPGID FLAGS": COMM may hold ')' */
+    char state;
+    unsigned flags;
+    if (!e || sscanf(e + 1, " %c %*d %*d %*d %*d %*d %u", &state, &flags) != 2)
+        return false;
+    if (state == 'Z' || state == 'X' || (flags & 0x4 /* PF_EXITING */))
+        return true;
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    _cleanup_fclose_ FILE *f = fopen(path, "re");
+    unsigned long long mask;
+    while (f && fgets(buf, sizeof buf, f))
+        if ((sscanf(buf, "SigPnd: %llx", &mask) == 1 || sscanf(buf, "ShdPnd: %llx", &mask) == 1) &&
+            (mask & (1ULL << (SIGKILL - 1))))
+            return true;
+    return false;
 }

@@ -139,6 +139,12 @@ int userns_enter(int flags, uid_t inner_uid, gid_t inner_gid, const char **ret_s
  * whose owner and group it maps, not root's override over every file. */
 bool userns_is_initial(void);
 
+/* Is pid (in our /proc) gone or going already: exited (a zombie), exiting
+ * (PF_EXITING), or with a SIGKILL pending (a kill on its way; the kernel
+ * adds one to every thread of a process a fatal signal ends, a SIGHUP of
+ * its terminal's hangup too)? */
+bool pid_dying(pid_t pid);
+
 /* read(2) until len bytes or EOF, retrying EINTR; *ret_got is how many. */
 int read_full(int fd, void *buf, size_t len, size_t *ret_got);
 

@@ -578,6 +578,31 @@ if [ "$safe_works" = true ]; then
     eq "$(grep -c 'linked git worktree' err)" 0 "  no warning when a grant shows the repository"
     (cd "$T/gitin" && "$PVISOR" run --safe -- true) 2>err
     eq "$(grep -c 'linked git worktree' err)" 0 "  no warning for a gitdir inside the workspace"
+    # With a terminal the command is its pty's session leader: its end
+    # hangs the pty up, and the SIGHUP ends its foreground jobs.  init
+    # counted those still exiting (freeing their memory) as leftovers the
+    # run's end killed; a plain run counts none that a signal is ending
+    # (PF_EXITING, SIGKILL pending: pid_dying)
+    if command -v script >/dev/null && [ -x /usr/bin/python3 ]; then
+        mkdir -p "$T/hup"
+        cat > "$T/hup/jobs.sh" <<'EOS'
+for i in 1 2 3 4; do
+    /usr/bin/python3 -c 'import sys, time; b = bytearray(300 << 20); open(sys.argv[1], "w"); time.sleep(60)' /tmp/up$i </dev/null >/dev/null 2>&1 &
+done
+i=0; while [ "$(ls /tmp/up* 2>/dev/null | wc -l)" -lt 4 ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1)); done
+exit 0
+EOS
+        counts=""
+        for i in 1 2 3; do
+            (cd "$T/hup" && script -qec "'$PVISOR' run --safe -- sh jobs.sh" /dev/null) </dev/null >/dev/null 2>&1
+            counts="$counts$(jq -r '[.warnings[] | select(test("leftover"))] | length' "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json")"
+        done
+        eq "$counts" "000" "--safe with a terminal: the jobs its hangup ends are not counted as leftovers"
+        (cd "$T/hup" && script -qec "'$PVISOR' run --safe -- sh -c 'nohup sleep 60 >/dev/null 2>&1 & sleep 0.3; exit 0'" /dev/null) \
+            </dev/null >/dev/null 2>&1
+        eq "$(jq -r '.warnings[] | select(test("leftover"))' "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json")" \
+            "1 leftover process(es) killed after the command exited" "  one that ignores the hangup is"
+    fi
     # a subdirectory of a repository's checkout (no .git of its own): git
     # looks above it, which the sandbox does not show, and fails there too
     # (an agent may then 'git init' a repository nested in the user's)
