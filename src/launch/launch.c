@@ -115,9 +115,19 @@ static void relayed_signals(sigset_t *ret_mask) {
     sigaddset(ret_mask, SIGCHLD);
 }
 
-/* Wait for child, relaying termination signals to it; returns its wait
- * status.  Other children (orphans re-parented to PID 1) are reaped. */
-static int relay_and_wait(pid_t child) {
+/* Relay sig to child; group: to its process group, as a plain run signals
+ * the command's (the command is a group leader, setsid; its background
+ * jobs get a termination signal too, and may clean up, before the end of
+ * the PID namespace kills them), or to child alone until it leads one. */
+static void relay(pid_t child, bool group, int sig) {
+    if (!group || kill(-child, sig) < 0)
+        kill(child, sig);
+}
+
+/* Wait for child, relaying termination signals to it (group: see relay);
+ * returns its wait status.  Other children (orphans re-parented to PID 1)
+ * are reaped. */
+static int relay_and_wait(pid_t child, bool group) {
     sigset_t mask;
     relayed_signals(&mask);
     int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
@@ -134,7 +144,7 @@ static int relay_and_wait(pid_t child) {
         struct signalfd_siginfo si;
         ssize_t n = read(sfd, &si, sizeof si);
         if (n == (ssize_t)sizeof si && si.ssi_signo != SIGCHLD)
-            kill(child, (int)si.ssi_signo);
+            relay(child, group, (int)si.ssi_signo);
         else if (n < 0 && errno != EINTR) {
             close(sfd);
             return 125 << 8;
@@ -297,7 +307,7 @@ static int relay_terminal_and_wait(pid_t child, const struct term *t) {
                 if (ioctl(t->ref, TIOCGWINSZ, &ws) == 0)
                     (void)ioctl(t->master, TIOCSWINSZ, &ws);
             } else if (si.ssi_signo != SIGCHLD) {
-                kill(child, (int)si.ssi_signo);
+                relay(child, true, (int)si.ssi_signo);
             }
         }
         if (pf[1].revents & (POLLIN | POLLHUP | POLLERR)) {
@@ -658,7 +668,7 @@ static _Noreturn void become_init(const struct launch_plan *p, int status_fd) {
     }
     close(LAUNCH_SYNC_FD);
     close(LAUNCH_GO_FD);
-    int st = t.master >= 0 ? relay_terminal_and_wait(a, &t) : relay_and_wait(a);
+    int st = t.master >= 0 ? relay_terminal_and_wait(a, &t) : relay_and_wait(a, true);
     /* before the status: the launcher exits on it, and the supervisor
      * reads this once the launcher is gone */
     dprintf(LAUNCH_END_FD, "leftovers %u\n", count_leftovers());
@@ -703,7 +713,7 @@ int launch_main(int argc, char **argv) {
     close(LAUNCH_SYNC_FD);
     close(LAUNCH_GO_FD);
     close(LAUNCH_END_FD); /* init's alone */
-    int st = relay_and_wait(i);
+    int st = relay_and_wait(i, false);
     int cmd_st;
     if (read(sp[0], &cmd_st, sizeof cmd_st) == (ssize_t)sizeof cmd_st)
         st = cmd_st;

@@ -462,6 +462,21 @@ eq "$(cat "$T/timeout.err"):$("$PVISOR" status | grep '^Exit:')" \
 check "--timeout ended the run well before the command would have" test "$el" -lt 10
 eq "$(jq -r '.exit.timed_out, .requested_policy.timeout_seconds' "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json" | tr '\n' ' ')" \
    "true 1 " "the Bundle records the timeout and that it expired"
+# the termination signal goes to the command's process group, its
+# background jobs too, which may clean up before the end kills them; under
+# --safe it went to the command alone (the job was killed at the end, its
+# trap never ran, and the command, waiting for it, until the grace ran out)
+for mode in "" --safe; do
+    if [ -n "$mode" ] && [ "$safe_works" != true ]; then
+        skip "--timeout (--safe): the background job gets the SIGTERM too" "--safe does not run here"
+        continue
+    fi
+    mkdir -p "$T/tgw$mode"
+    (cd "$T/tgw$mode" && PVISOR_KILL_GRACE_MS=5000 "$PVISOR" run $mode --stage "$T/tgs$mode" --timeout 1 -- sh -c '
+        trap "wait" TERM; (trap "echo got >> got.txt; exit 0" TERM; while :; do sleep 0.1; done) & wait') >/dev/null 2>&1
+    eq "$(cat "$T/tgs$mode/upper/got.txt" 2>/dev/null):$(jq -r '[.warnings[] | select(test("did not stop"))] | length' "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json")" \
+        "got:0" "--timeout${mode:+ ($mode)}: the background job gets the SIGTERM too, and its trap runs (no escalation)"
+done
 PVISOR_KILL_GRACE_MS=200 "$PVISOR" run --timeout 1 -- sh -c "trap '' TERM; sleep 3013"; rc=$?
 eq "$rc" 137 "--timeout kills a command that ignores SIGTERM after the grace period"
 "$PVISOR" run --timeout 0 -- true 2>/dev/null; eq $? 2 "--timeout 0 is a usage error"
