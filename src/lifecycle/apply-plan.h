@@ -51,6 +51,14 @@ struct plan {
 };
 
 void lc_plan_free(struct plan *p);
+/* The plan of applying cs (o->paths: a subset), or -EEXIST with each
+ * conflict in rep (apply-plan.c). */
+int lc_plan_from_changeset(const struct lc_changeset *cs, const struct lc_apply_opts *o, struct plan *p,
+                           struct lc_apply_report *rep);
+/* Each operation of the plan to o->on_op (a dry run's listing). */
+void lc_plan_announce(const struct plan *p, const struct lc_apply_opts *o);
+/* Add a conflict (path, why: a static string) to rep. */
+int lc_apply_report_conflict(struct lc_apply_report *r, const char *path, const char *why);
 /* Give the plan's read-only directories u+wx (unlock) or their modes
  * back, each only while it is still a directory (the plan may have
  * replaced it by a file or a symlink, or deleted it).  On failure

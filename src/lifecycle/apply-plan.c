@@ -1,0 +1,176 @@
+/* apply-plan.c: what an apply of a changeset will do, in order (the plan
+ * apply.c executes and intent.c journals): the selected entries, each
+ * path's old and final state; conflicts refuse it. */
+#include "lifecycle/apply-plan.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static bool selected_by(const char *path, const char *const *paths) {
+    for (const char *const *q = paths; *q; q++) {
+        size_t l = strlen(*q);
+        if (strncmp(path, *q, l) == 0 && (path[l] == '\0' || path[l] == '/'))
+            return true;
+    }
+    return false;
+}
+
+/* The entries of a path's ancestors, nearest first: anc holds a copy of
+ * the path, cut back at each call; the next ancestor's entry, or SIZE_MAX
+ * when no ancestor is left that has one. */
+static size_t ancestor_entry(const struct lc_changeset *cs, char *anc) {
+    char *slash;
+    while ((slash = strrchr(anc, '/'))) {
+        *slash = '\0';
+        size_t j = lc_changeset_find(cs, anc);
+        if (j != SIZE_MAX)
+            return j;
+    }
+    return SIZE_MAX;
+}
+
+/* A deletion below a workspace directory that the stage replaces by a
+ * device node or socket, which apply never creates: the directory stays,
+ * and so does what it holds (as a file replaced so stays whole), rather
+ * than an empty directory where the agent left neither. */
+static bool below_kept_directory(const struct lc_changeset *cs, const bool *sel, const char *path) {
+    char anc[LC_MAX_PATH + 1];
+    snprintf(anc, sizeof anc, "%s", path);
+    for (size_t j; (j = ancestor_entry(cs, anc)) != SIZE_MAX;) {
+        const struct lc_entry *a = &cs->entries[j];
+        if (sel[j] && a->kind != LC_DELETED && a->old_type == LC_DIR && lc_type_special(a->new_type))
+            return true;
+    }
+    return false;
+}
+
+int lc_plan_from_changeset(const struct lc_changeset *cs, const struct lc_apply_opts *o, struct plan *p,
+                           struct lc_apply_report *rep) {
+    bool *sel = calloc(cs->n + 1, sizeof *sel);
+    if (!sel)
+        return -ENOMEM;
+    int r = 0;
+    for (size_t i = 0; i < cs->n; i++)
+        sel[i] = !o->paths || selected_by(cs->entries[i].path, o->paths);
+    if (o->paths) {
+        /* every --path must match something */
+        for (const char *const *q = o->paths; *q && r == 0; q++) {
+            bool any = false;
+            for (size_t i = 0; i < cs->n && !any; i++)
+                any = selected_by(cs->entries[i].path, (const char *const[]){*q, NULL});
+            if (!any)
+                r = lc_apply_report_conflict(rep, *q, "no staged change at or below this path");
+        }
+        if (r == 0 && rep->n_conflicts) {
+            free(sel);
+            return -ENOENT;
+        }
+        /* a selected entry needs its created parent directories (entries
+         * are in path order: ancestors come first, found by bisection) */
+        for (size_t i = cs->n; i-- > 0;) {
+            if (!sel[i])
+                continue;
+            char anc[LC_MAX_PATH + 1];
+            snprintf(anc, sizeof anc, "%s", cs->entries[i].path);
+            for (size_t j; (j = ancestor_entry(cs, anc)) != SIZE_MAX;) {
+                const struct lc_entry *a = &cs->entries[j];
+                if (a->new_type == LC_DIR && a->kind != LC_DELETED && a->kind != LC_MODIFIED)
+                    sel[j] = true;
+            }
+        }
+    }
+    p->v = calloc(cs->n + 1, sizeof *p->v);
+    if (!p->v) {
+        free(sel);
+        return -ENOMEM;
+    }
+    bool kept_dirs = false; /* a directory replaced by a special file was skipped */
+    for (size_t i = 0; i < cs->n && r == 0; i++) {
+        const struct lc_entry *e = &cs->entries[i];
+        if (!sel[i])
+            continue;
+        /* Written already but for the setuid/setgid bits apply drops (an
+         * earlier apply --path; or the agent only added them): the
+         * workspace holds what this apply would write, so there is nothing
+         * to do, and no conflict. */
+        if (!o->keep_special_modes && e->kind == LC_MODIFIED && e->new_type != LC_DIR && e->changes == LC_CH_MODE &&
+            (e->new_mode & 06000) && e->old_mode == (e->new_mode & ~(uint32_t)06000))
+            continue;
+        if (e->conflict) {
+            r = lc_apply_report_conflict(rep, e->path, e->conflict);
+            continue;
+        }
+        if (!lc_path_valid(e->path)) {
+            r = lc_apply_report_conflict(rep, e->path, "invalid name in the stage");
+            continue;
+        }
+        if (e->kind != LC_DELETED && lc_type_special(e->new_type)) {
+            rep->n_skipped_special++;
+            kept_dirs |= e->old_type == LC_DIR;
+            continue;
+        }
+        if (kept_dirs && e->kind == LC_DELETED && below_kept_directory(cs, sel, e->path))
+            continue;
+        struct plan_ent *pe = &p->v[p->n];
+        if (!(pe->path = strdup(e->path))) {
+            r = -ENOMEM;
+            break;
+        }
+        p->n++;
+        if (e->old_type != LC_NONE) {
+            /* conflict-free: the current lower is the preimage */
+            pe->old_type = e->pre->type;
+            pe->old_mode = e->pre->mode;
+            pe->old_has_sha = e->pre->has_sha;
+            memcpy(pe->old_sha, e->pre->sha, 32);
+            pe->seen_ino = e->old_ino;
+            pe->seen_ctime = e->old_ctime;
+            pe->seen_mtime = e->old_mtime;
+            pe->seen_nlink = e->old_nlink;
+            pe->seen_size = e->old_size;
+        }
+        if (e->kind != LC_DELETED) {
+            pe->new_type = e->new_type;
+            pe->new_mode = e->new_mode;
+            /* on a directory setgid only passes its group on to what
+             * is created in it (a shared project directory): kept */
+            if ((pe->new_mode & 06000) && !o->keep_special_modes && pe->new_type != LC_DIR) {
+                pe->new_mode &= ~(uint32_t)06000;
+                rep->n_setid_dropped++;
+            }
+            if (e->new_target && !(pe->new_target = strdup(e->new_target))) {
+                r = -ENOMEM;
+                break;
+            }
+            pe->atime = e->new_atime;
+            pe->mtime = e->new_mtime;
+        }
+        pe->state = ST_OLD;
+    }
+    free(sel);
+    if (r == 0 && rep->n_conflicts)
+        r = -EEXIST;
+    return r;
+}
+
+void lc_plan_announce(const struct plan *p, const struct lc_apply_opts *o) {
+    if (!o->on_op)
+        return;
+    for (size_t i = 0; i < p->n; i++) {
+        const struct plan_ent *e = &p->v[i];
+        const char *a;
+        if (e->new_type == LC_NONE)
+            a = "delete";
+        else if (e->new_type == LC_DIR)
+            a = e->old_type == LC_DIR ? "chmod" : "mkdir";
+        else if (e->new_type == LC_LNK)
+            a = "symlink";
+        else if (e->new_type == LC_FIFO)
+            a = "mkfifo";
+        else
+            a = "write";
+        o->on_op(a, e->path, o->userdata);
+    }
+}
