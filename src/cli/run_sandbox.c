@@ -328,11 +328,7 @@ static void release_home_view(struct sandbox *sb) {
     sb->home_view = sb->home_stage_path = sb->home_path = NULL;
 }
 
-/* A workspace that is a linked worktree or a submodule checkout has a
- * .git file naming its repository elsewhere ("gitdir: PATH").  When that
- * lies outside the workspace and no --access/--allow-write rule grants
- * it, the sandbox does not show it and every git command fails there
- * ("not a git repository"): say so before the command runs. */
+/* Does an --access/--allow-write rule (not deny:) show path? */
 static bool access_grants(const struct run_context *ctx, const char *path) {
     for (int i = 0; i < ctx->opts->n_access; i++) {
         const struct access_rule *a = &ctx->opts->access[i];
@@ -347,9 +343,9 @@ static bool access_grants(const struct run_context *ctx, const char *path) {
  * subdirectory of it): git looks for the repository in the directories
  * above, which the sandbox does not show (under HOME, its view does, but
  * the workspace is a file system of its own there, where git's search
- * stops), and fails ("not a git repository"), where an agent may well make a repository of its own
- * ('git init'), nested in the user's once applied.  Looked for as git
- * does, up to the file system's boundary. */
+ * stops), and fails ("not a git repository"), where an agent may well
+ * make a repository of its own ('git init'), nested in the user's once
+ * applied.  Looked for as git does, up to the file system's boundary. */
 static void warn_git_above(struct run_context *ctx, dev_t ws_dev) {
     _cleanup_free_ char *dir = strdup(ctx->workspace);
     if (!dir || dir[0] != '/')
@@ -382,6 +378,11 @@ static void warn_git_above(struct run_context *ctx, dev_t ws_dev) {
     }
 }
 
+/* A workspace that is a linked worktree or a submodule checkout has a
+ * .git file naming its repository elsewhere ("gitdir: PATH").  When that
+ * lies outside the workspace and no --access/--allow-write rule grants
+ * it, the sandbox does not show it and every git command fails there
+ * ("not a git repository"): say so before the command runs. */
 static void warn_git_outside(struct run_context *ctx) {
     _cleanup_free_ char *buf = NULL;
     size_t len = 0;
