@@ -743,6 +743,33 @@ static bool hides_from_diff(int upper_dirfd, int lower_dirfd, const char *name, 
            !nul_text_at(lower_dirfd, name, &old_nul, NULL) && !old_nul;
 }
 
+/* Is e, named name in upper_dirfd, a .git file or link, or a commondir,
+ * that points into a .git of the workspace (lc_git_pointer_into_git)? */
+static bool git_pointer_into_git(const struct walk *w, int upper_dirfd, const char *name, const struct lc_entry *e) {
+    bool dotgit = strcmp(name, ".git") == 0;
+    if (e->kind == LC_DELETED || (!dotgit && strcmp(name, "commondir") != 0))
+        return false;
+    if (e->new_type == LC_LNK)
+        return dotgit && e->new_target && lc_git_pointer_into_git(w->cs->workspace, e->path, e->new_target);
+    if (e->new_type != LC_REG)
+        return false;
+    char buf[LC_MAX_PATH + 16];
+    _cleanup_close_ int fd = openat(upper_dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    ssize_t n = fd < 0 ? -1 : pread(fd, buf, sizeof buf - 1, 0);
+    if (n <= 0)
+        return false;
+    buf[n] = '\0';
+    if (memchr(buf, '\0', (size_t)n))
+        return false;
+    buf[strcspn(buf, "\r\n")] = '\0';
+    const char *ptr = buf;
+    if (dotgit && strncmp(buf, "gitdir: ", 8) != 0)
+        return false;
+    ptr += dotgit ? 8 : 0;
+    /* a commondir is relative to its git directory, where it lies */
+    return ptr[0] && lc_git_pointer_into_git(w->cs->workspace, e->path, ptr);
+}
+
 /* One upper object name in upper_dirfd (lower_dirfd: the lower directory of
  * the same path, or -1). */
 static int visit(struct walk *w, int upper_dirfd, int lower_dirfd, bool parent_opaque, const char *name, int depth) {
@@ -878,7 +905,7 @@ static int visit(struct walk *w, int upper_dirfd, int lower_dirfd, bool parent_o
         size_t nl = strlen(name);
         bool sample_ok = kind == LC_ADDED && nt == LC_REG && nl > 7 && strcmp(name + nl - 7, ".sample") == 0 &&
                          !dir_links_to(upper_dirfd, name) && !dir_links_to(lower_dirfd, name);
-        lc_entry_set_warnings(w->cs, e, &ust, sample_ok);
+        lc_entry_set_warnings(w->cs, e, &ust, sample_ok, git_pointer_into_git(w, upper_dirfd, name, e));
         bool binary = false;
         if (nt == LC_REG && (kind != LC_MODIFIED || (ch & LC_CH_CONTENT)) &&
             hides_from_diff(upper_dirfd, lower_dirfd, name, kind, &binary)) {

@@ -23,7 +23,16 @@ void lc_xattrs_free(struct lc_xattrs *x);
  * e's and cs's: ust, the upper object (NULL for a deletion); sample_ok: a
  * new *.sample in a .git/hooks that no hook there links to. */
 struct stat;
-void lc_entry_set_warnings(struct lc_changeset *cs, struct lc_entry *e, const struct stat *ust, bool sample_ok);
+/* into_git: e is a .git file or link, or a commondir, that names a
+ * directory inside a .git of the workspace (git_pointer_into_git): no
+ * git_redirect, whose config and hooks are warned of there already */
+void lc_entry_set_warnings(struct lc_changeset *cs, struct lc_entry *e, const struct stat *ust, bool sample_ok,
+                           bool into_git);
+/* Does pointer (a .git file's gitdir, a .git link's target, a commondir's
+ * text), read at entry path (workspace-relative), name a directory inside a
+ * .git of the workspace (a path of it with a ".git" component), as git
+ * worktree add and git submodule add make them? */
+bool lc_git_pointer_into_git(const char *workspace, const char *path, const char *pointer);
 
 int lc_sha256_buf(const void *data, size_t len, unsigned char ret_sha[32]);
 int lc_unhex(const char *hex, unsigned char *out, size_t out_len);

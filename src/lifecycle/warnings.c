@@ -90,7 +90,7 @@ static bool target_escapes(const char *t, long depth) {
  * .git/modules/NAME/hooks) and reads the config of each (config, and
  * config.worktree of the main and of linked worktrees), where core.hooksPath,
  * core.fsmonitor or core.sshCommand run commands. */
-static unsigned git_dir_warnings(const char *rest, bool sample, unsigned wn) {
+static unsigned git_dir_warnings(const char *rest, bool sample, bool into_git, unsigned wn) {
     const char *base = strrchr(rest, '/');
     base = base ? base + 1 : rest;
     if (strcmp(base, "config") == 0 || strcmp(base, "config.worktree") == 0)
@@ -98,7 +98,7 @@ static unsigned git_dir_warnings(const char *rest, bool sample, unsigned wn) {
     /* a git directory's commondir names the directory git reads the
      * config, hooks, refs and objects from (any directory, none of it
      * named .git): as a config change */
-    if (strcmp(base, "commondir") == 0)
+    if (strcmp(base, "commondir") == 0 && !into_git)
         wn |= LC_W_GIT_REDIRECT;
     for (const char *c = rest;;) {
         if (strcmp(c, "hooks") == 0)
@@ -117,7 +117,51 @@ static unsigned git_dir_warnings(const char *rest, bool sample, unsigned wn) {
 
 /* sample_ok: a *.sample in a .git/hooks may go unwarned (visit says: new,
  * and no hook there is a link to it) */
-void lc_entry_set_warnings(struct lc_changeset *cs, struct lc_entry *e, const struct stat *ust, bool sample_ok) {
+bool lc_git_pointer_into_git(const char *workspace, const char *path, const char *pointer) {
+    char buf[2 * LC_MAX_PATH + 2];
+    size_t wl = strlen(workspace);
+    const char *rel;
+    if (pointer[0] == '/') {
+        if (strncmp(pointer, workspace, wl) != 0 || (pointer[wl] != '/' && pointer[wl] != '\0'))
+            return false;
+        rel = pointer + wl + (pointer[wl] == '/');
+        snprintf(buf, sizeof buf, "%s", rel);
+    } else {
+        const char *slash = strrchr(path, '/'); /* relative to the entry's directory */
+        int n = snprintf(buf, sizeof buf, "%.*s%s%s", slash ? (int)(slash - path) : 0, path, slash ? "/" : "", pointer);
+        if (n < 0 || (size_t)n >= sizeof buf)
+            return false;
+    }
+    /* lexically, component by component: ".." above the workspace, or a
+     * path without a .git in it, is not one git made */
+    char out[sizeof buf];
+    size_t ol = 0;
+    bool in_git = false;
+    for (char *save = NULL, *c = strtok_r(buf, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+        if (strcmp(c, ".") == 0)
+            continue;
+        if (strcmp(c, "..") == 0) {
+            if (ol == 0)
+                return false;
+            while (ol > 0 && out[ol - 1] != '/')
+                ol--;
+            ol -= ol > 0;
+            out[ol] = '\0';
+            continue;
+        }
+        size_t cl = strlen(c);
+        memcpy(out + ol, ol ? "/" : "", ol ? 1 : 0);
+        ol += ol ? 1 : 0;
+        memcpy(out + ol, c, cl + 1);
+        ol += cl;
+    }
+    for (char *save = NULL, *c = ol ? strtok_r(out, "/", &save) : NULL; c && !in_git; c = strtok_r(NULL, "/", &save))
+        in_git = strcmp(c, ".git") == 0;
+    return in_git;
+}
+
+void lc_entry_set_warnings(struct lc_changeset *cs, struct lc_entry *e, const struct stat *ust, bool sample_ok,
+                           bool into_git) {
     unsigned wn = 0;
     const char *p = e->path;
     if (e->kind != LC_DELETED) {
@@ -172,11 +216,11 @@ void lc_entry_set_warnings(struct lc_changeset *cs, struct lc_entry *e, const st
      * that directory or below it (a shell prompt that shows the branch
      * runs it at each cd), take the repository it names, config and hooks
      * included, from any directory of the workspace */
-    if (e->kind != LC_DELETED && e->new_type != LC_DIR && strcmp(base, ".git") == 0)
+    if (e->kind != LC_DELETED && e->new_type != LC_DIR && strcmp(base, ".git") == 0 && !into_git)
         wn |= LC_W_GIT_REDIRECT;
     for (const char *c = p;;) {
         if (strncmp(c, ".git/", 5) == 0) {
-            wn = git_dir_warnings(c + 5, sample, wn);
+            wn = git_dir_warnings(c + 5, sample, into_git, wn);
             if (lock)
                 wn |= LC_W_GIT_LOCK;
         }

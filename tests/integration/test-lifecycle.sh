@@ -1779,6 +1779,21 @@ mkdir -p "$W/docs" && (cd "$W" && git init -q . && echo a > a && git add a &&
 eq "$(jq -r '[.changeset.warnings[] | select(.warning == "git_redirect") | .path] | sort | join(",")' "$T/warnredirect.json"):$(jq -r '[.changeset.warnings[] | select(.warning != "git_redirect") | "\(.path)=\(.warning)"] | join(",")' "$T/warnredirect.json")" \
     ".git/commondir,docs/.git,evil/HEAD,t2/.git:evil/config=git_config" \
     "review warns of a .git file or link and of a commondir (git_redirect): git takes config and hooks from there"
+# ... not of the pointers git worktree add and git submodule add make: into
+# the workspace's own .git, whose config and hooks are warned of already
+# (three warnings for two ordinary commands); a pointer that only passes
+# through a .git (../.git/../evil) still is
+W=$T/wsredirect2
+mkdir -p "$W" "$T/subsrc" && (cd "$W" && git init -q . && echo a > a && git add a &&
+    git -c user.name=t -c user.email=t@t commit -qm i) &&
+    (cd "$T/subsrc" && git init -q . && echo s > s && git add s && git -c user.name=t -c user.email=t@t commit -qm s)
+(cd "$W" && "$P" run --stage auto -- sh -c 'git worktree add -q wt 2>/dev/null &&
+    git -c protocol.file.allow=always submodule add -q "'"$T"'/subsrc" sub 2>/dev/null &&
+    mkdir -p evil2 other && printf "gitdir: ../.git/../evil2\n" > other/.git') >/dev/null 2>&1
+(cd "$W" && "$P" status --review --json) > "$T/warnredirect2.json"
+eq "$(jq -r '[.changeset.changes[] | select(.path == "wt/.git" or .path == "sub/.git") | .path] | sort | join(",")' "$T/warnredirect2.json"):$(jq -r '[.changeset.warnings[] | select(.warning == "git_redirect") | .path] | sort | join(",")' "$T/warnredirect2.json")" \
+    "sub/.git,wt/.git:other/.git" \
+    "review does not warn of the .git pointers git worktree add and submodule add make (into the workspace's .git), but of one that leaves it"
 S=$(jq -r .stage.path "$T/warnredirect.json")
 (cd "$S/upper/docs" && GIT_CEILING_DIRECTORIES="$S/upper" git status >/dev/null 2>&1)
 eq "$(test -e "$T/redirect-ran" && echo ran)" "ran" "  (git in that directory runs the agent's core.fsmonitor)"
