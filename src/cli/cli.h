@@ -126,6 +126,10 @@ const struct cli_command *cli_commands(unsigned *ret_n);
 
 /* Print "pvisor VERB: MESSAGE" and a hint to stderr; returns PV_EXIT_USAGE. */
 int cli_usage_error(const char *verb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A single-valued option argv[*i] ("--stage DIR"): *dst = the next
+ * argument (*i advanced), or a usage error when it is missing, empty or
+ * the option was given before (*dst set).  Returns 0, or the exit status. */
+int cli_take_value(const char *verb, int argc, char **argv, int *i, const char **dst);
 /* Print "pvisor VERB: MESSAGE" to stderr; returns status. */
 int cli_error(int status, const char *verb, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Print the list of verbs. */

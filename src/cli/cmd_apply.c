@@ -85,14 +85,14 @@ int cmd_apply(int argc, char **argv) {
             dry_run = true;
         else if (strcmp(a, "--keep-special-modes") == 0)
             keep_special = true;
-        else if (strcmp(a, "--stage") == 0 || strcmp(a, "--path") == 0) {
+        else if (strcmp(a, "--stage") == 0) {
+            int t = cli_take_value("apply", argc, argv, &i, &stage_dir);
+            if (t)
+                rc = t;
+        } else if (strcmp(a, "--path") == 0) {
             if (i + 1 >= argc || argv[i + 1][0] == '\0')
                 rc = cli_usage_error("apply", "%s needs a value", a);
-            else if (a[2] == 's') {
-                if (stage_dir)
-                    rc = cli_usage_error("apply", "--stage given twice");
-                stage_dir = argv[++i];
-            } else
+            else
                 raw_paths[n_paths++] = argv[++i];
         } else if (a[0] == '-')
             rc = cli_usage_error("apply", "unknown option '%s'", a);

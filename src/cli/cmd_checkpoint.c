@@ -18,12 +18,9 @@ int cmd_checkpoint(int argc, char **argv) {
         if (strcmp(a, "--list") == 0) {
             list = true;
         } else if (strcmp(a, "--stage") == 0 || strcmp(a, "--name") == 0) {
-            if (i + 1 >= argc || argv[i + 1][0] == '\0')
-                return cli_usage_error("checkpoint", "%s needs a value", a);
-            const char **dst = a[2] == 's' ? &stage_dir : &name;
-            if (*dst)
-                return cli_usage_error("checkpoint", "%s given twice", a);
-            *dst = argv[++i];
+            int rc = cli_take_value("checkpoint", argc, argv, &i, a[2] == 's' ? &stage_dir : &name);
+            if (rc)
+                return rc;
         } else if (a[0] == '-') {
             return cli_usage_error("checkpoint", "unknown option '%s'", a);
         } else if (run) {

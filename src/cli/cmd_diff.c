@@ -459,11 +459,9 @@ int cmd_diff(int argc, char **argv) {
         else if (!dashdash && strcmp(a, "--stat") == 0)
             d.stat = true;
         else if (!dashdash && strcmp(a, "--stage") == 0) {
-            if (i + 1 >= argc || argv[i + 1][0] == '\0')
-                return cli_usage_error("diff", "--stage needs a value");
-            if (stage_dir)
-                return cli_usage_error("diff", "--stage given twice");
-            stage_dir = argv[++i];
+            int rc = cli_take_value("diff", argc, argv, &i, &stage_dir);
+            if (rc)
+                return rc;
         } else if (!dashdash && a[0] == '-')
             return cli_usage_error("diff", "unknown option '%s'", a);
         else if (!dashdash && !run && !stage_dir && n_paths == 0 && looks_like_target(a))

@@ -18,11 +18,9 @@ int cmd_drop(int argc, char **argv) {
         if (strcmp(a, "--force") == 0) {
             force = true;
         } else if (strcmp(a, "--stage") == 0) {
-            if (i + 1 >= argc || argv[i + 1][0] == '\0')
-                return cli_usage_error("drop", "--stage needs a value");
-            if (stage_dir)
-                return cli_usage_error("drop", "--stage given twice");
-            stage_dir = argv[++i];
+            int rc = cli_take_value("drop", argc, argv, &i, &stage_dir);
+            if (rc)
+                return rc;
         } else if (a[0] == '-') {
             return cli_usage_error("drop", "unknown option '%s'", a);
         } else if (run) {

@@ -20,12 +20,9 @@ int cmd_fork(int argc, char **argv) {
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)
             return cli_print_help(cli_find_command("fork"));
         if (strcmp(a, "--stage") == 0 || strcmp(a, "--run") == 0) {
-            if (i + 1 >= argc || argv[i + 1][0] == '\0')
-                return cli_usage_error("fork", "%s needs a value", a);
-            const char **dst = a[2] == 's' ? &stage_dir : &run;
-            if (*dst)
-                return cli_usage_error("fork", "%s given twice", a);
-            *dst = argv[++i];
+            int rc = cli_take_value("fork", argc, argv, &i, a[2] == 's' ? &stage_dir : &run);
+            if (rc)
+                return rc;
         } else if (a[0] == '-') {
             return cli_usage_error("fork", "unknown option '%s'", a);
         } else if (npos == 2) {

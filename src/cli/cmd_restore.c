@@ -16,11 +16,9 @@ int cmd_restore(int argc, char **argv) {
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)
             return cli_print_help(cli_find_command("restore"));
         if (strcmp(a, "--stage") == 0) {
-            if (i + 1 >= argc || argv[i + 1][0] == '\0')
-                return cli_usage_error("restore", "--stage needs a value");
-            if (stage_dir)
-                return cli_usage_error("restore", "--stage given twice");
-            stage_dir = argv[++i];
+            int rc = cli_take_value("restore", argc, argv, &i, &stage_dir);
+            if (rc)
+                return rc;
         } else if (a[0] == '-') {
             return cli_usage_error("restore", "unknown option '%s'", a);
         } else if (!name) {

@@ -109,11 +109,9 @@ int cmd_status(int argc, char **argv) {
         else if (strcmp(argv[i], "--review") == 0)
             review = true;
         else if (strcmp(argv[i], "--stage") == 0) {
-            if (i + 1 >= argc || argv[i + 1][0] == '\0')
-                return cli_usage_error("status", "--stage needs a value");
-            if (stage_dir)
-                return cli_usage_error("status", "--stage given twice");
-            stage_dir = argv[++i];
+            int rc = cli_take_value("status", argc, argv, &i, &stage_dir);
+            if (rc)
+                return rc;
         } else if (argv[i][0] == '-')
             return cli_usage_error("status", "unknown option '%s'", argv[i]);
         else if (query)

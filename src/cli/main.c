@@ -192,6 +192,16 @@ int cli_usage_error(const char *verb, const char *fmt, ...) {
     return PV_EXIT_USAGE;
 }
 
+int cli_take_value(const char *verb, int argc, char **argv, int *i, const char **dst) {
+    const char *opt = argv[*i];
+    if (*i + 1 >= argc || argv[*i + 1][0] == '\0')
+        return cli_usage_error(verb, "%s needs a value", opt);
+    if (*dst)
+        return cli_usage_error(verb, "%s given twice", opt);
+    *dst = argv[++*i];
+    return 0;
+}
+
 int cli_error(int status, const char *verb, const char *fmt, ...) {
     va_list ap;
     fprintf(stderr, "pvisor %s: ", verb);
