@@ -338,14 +338,59 @@ static void print_quota(const json_t *bundle) {
                (long long)json_integer_value(n), json_integer_value(n) == 1 ? "" : "s");
 }
 
+/* The earlier runs of the stage (lc_stage_runs, less the one described),
+ * oldest first: {"run", "exit", "quota_refusals"} each.  What they left
+ * cut short is still in the stage when a later run ended well. */
+static json_t *earlier_runs(const char *stage, const char *described) {
+    json_t *runs = lc_stage_runs(stage), *out = json_array();
+    for (size_t i = 0; out && i < json_array_size(runs); i++) {
+        const json_t *e = json_array_get(runs, i);
+        const char *rid = json_string_value(json_object_get(e, "run"));
+        const json_t *b = json_object_get(e, "bundle");
+        if (!rid || (described && strcmp(rid, described) == 0))
+            continue;
+        const json_t *ex = json_object_get(b, "exit");
+        const json_t *qr = json_object_get(json_object_get(b, "stage"), "quota_refusals");
+        json_array_append_new(out, json_pack("{s:s, s:O, s:o}", "run", rid, "exit",
+                                             json_is_object(ex) ? ex : json_null(), "quota_refusals",
+                                             json_is_integer(qr) ? json_integer(json_integer_value(qr)) : json_null()));
+    }
+    json_decref(runs);
+    return out;
+}
+
+/* A Note: for each earlier run that may have left a file cut short. */
+static void print_earlier(const json_t *earlier) {
+    size_t i;
+    const json_t *e;
+    json_array_foreach(earlier, i, e) {
+        const char *rid = json_string_value(json_object_get(e, "run"));
+        const json_t *ex = json_object_get(e, "exit"), *qr = json_object_get(e, "quota_refusals");
+        const char *sig = json_string_value(json_object_get(ex, "signal_name"));
+        bool timed_out = json_is_true(json_object_get(ex, "timed_out"));
+        long long refused = json_is_integer(qr) ? (long long)json_integer_value(qr) : 0;
+        if (!sig && !timed_out && refused <= 0)
+            continue;
+        printf("Note:        an earlier run of this stage, %s, ", rid);
+        if (timed_out || sig)
+            printf("%s%s%s%s", timed_out ? "ran out its --timeout" : "", timed_out && sig ? ", " : "",
+                   sig ? "was killed by SIG" : "", sig ? sig : "");
+        if (refused > 0)
+            printf("%shad %lld write%s refused by the stage (quota or free-space reserve)",
+                   timed_out || sig ? " and " : "", refused, refused == 1 ? "" : "s");
+        printf(": files it was writing may be cut short\n");
+    }
+}
+
 static void print_human(const char *stage, const char *state, const char *run, const json_t *bundle,
-                        const struct lc_changeset *cs, bool pending, bool emptied) {
+                        const json_t *earlier, const struct lc_changeset *cs, bool pending, bool emptied) {
     printf("Stage:       %s (%s)\n", stage, state);
     if (cs)
         printf("Workspace:   %s\n", cs->workspace);
     printf("Run:         %s\n", run ? run : "-");
     print_ended(bundle);
     print_quota(bundle);
+    print_earlier(earlier);
     if (pending)
         printf("Note:        an apply was interrupted; 'pvisor apply' completes it\n");
     restore_note(stdout, "Note:        ", stage);
@@ -449,22 +494,26 @@ int cmd_review(const char *arg, const char *stage_dir, bool as_json) {
         lc_changeset_mark_home_config(cs, getenv("HOME"));
     }
     bool pending = lc_apply_pending(stage);
+    json_t *earlier = earlier_runs(stage, id);
     if (as_json) {
         const json_t *qr = json_object_get(json_object_get(bundle, "stage"), "quota_refusals");
-        json_t *doc = json_pack(
-            "{s:s, s:{s:s, s:s, s:o, s:b, s:b, s:o, s:o}, s:o, s:O, s:o, s:o}", "schema", "pvisor.review/1", "stage",
-            "path", stage, "state", stage_state_name(state), "workspace", cs ? json_string(cs->workspace) : json_null(),
-            "apply_pending", pending, "copy_removed", emptied, "checkpoints", lc_checkpoints_json(stage),
-            "quota_refusals", json_is_integer(qr) ? json_integer(json_integer_value(qr)) : json_null(), "run",
-            id ? json_string(id) : json_null(), "run_exit",
-            json_is_object(json_object_get(bundle, "exit")) ? json_object_get(bundle, "exit") : json_null(),
-            "changeset", cs ? lc_changeset_to_json(cs) : json_null(), "safety_boundary", boundary_json(bundle));
+        json_t *doc =
+            json_pack("{s:s, s:{s:s, s:s, s:o, s:b, s:b, s:o, s:o}, s:o, s:O, s:O, s:o, s:o}", "schema",
+                      "pvisor.review/1", "stage", "path", stage, "state", stage_state_name(state), "workspace",
+                      cs ? json_string(cs->workspace) : json_null(), "apply_pending", pending, "copy_removed", emptied,
+                      "checkpoints", lc_checkpoints_json(stage), "quota_refusals",
+                      json_is_integer(qr) ? json_integer(json_integer_value(qr)) : json_null(), "run",
+                      id ? json_string(id) : json_null(), "run_exit",
+                      json_is_object(json_object_get(bundle, "exit")) ? json_object_get(bundle, "exit") : json_null(),
+                      "earlier_runs", earlier ? earlier : json_null(), "changeset",
+                      cs ? lc_changeset_to_json(cs) : json_null(), "safety_boundary", boundary_json(bundle));
         json_dumpf(doc, stdout, JSON_INDENT(2));
         fputc('\n', stdout);
         json_decref(doc);
     } else {
-        print_human(stage, stage_state_name(state), id, bundle, cs, pending, emptied);
+        print_human(stage, stage_state_name(state), id, bundle, earlier, cs, pending, emptied);
     }
+    json_decref(earlier);
     lc_changeset_free(cs);
     lc_stage_free(st);
     json_decref(bundle);

@@ -191,6 +191,12 @@ json_t *lc_changeset_to_json(const struct lc_changeset *cs);
 int lc_resolve_target(const char *run, const char *stage_dir, bool pass_over_starting, char **ret_stage_path,
                       char **ret_run_id, json_t **ret_bundle);
 
+/* The runs whose Bundles name the stage at path stage, oldest first (its
+ * meta.json's list, less the runs whose Bundle is gone or names another
+ * directory: a forked stage's): an array of {"run": ID, "bundle": {...}};
+ * empty when there is none, NULL only without memory. */
+json_t *lc_stage_runs(const char *stage);
+
 /* ---- apply (apply.c) ---- */
 
 struct lc_apply_opts {

@@ -35,6 +35,48 @@ static const char *bundle_stage_path(const json_t *b) {
     return json_string_value(json_object_get(json_object_get(b, "stage"), "path"));
 }
 
+/* The run ids in the meta.json of the stage open at fd (oldest first:
+ * every run appends its own before it starts), or NULL. */
+static json_t *stage_meta_runs(int fd) {
+    _cleanup_free_ char *meta_txt = NULL;
+    json_t *meta = read_file_at(fd, "meta.json", 1 << 20, &meta_txt, NULL) == 0 ? json_loads(meta_txt, 0, NULL) : NULL;
+    json_t *runs = json_incref(json_object_get(meta, "runs"));
+    json_decref(meta);
+    return runs;
+}
+
+/* The Bundle of run rid when it names the stage at real (resolved), or
+ * NULL.  A stage made by fork names the runs of its source, whose Bundles
+ * name another directory. */
+static json_t *stage_run_bundle(const char *rid, const char *real) {
+    json_t *b = NULL;
+    if (!rid || !plain_run_id(rid) || runs_load_bundle(rid, &b) < 0)
+        return NULL;
+    const char *sp = bundle_stage_path(b);
+    _cleanup_free_ char *spr = sp ? realpath(sp, NULL) : NULL;
+    if (spr && strcmp(spr, real) == 0)
+        return b;
+    json_decref(b);
+    return NULL;
+}
+
+json_t *lc_stage_runs(const char *stage) {
+    _cleanup_free_ char *real = realpath(stage, NULL);
+    _cleanup_close_ int fd = real ? open(real, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    json_t *out = json_array();
+    if (fd < 0 || !out)
+        return out;
+    json_t *mruns = stage_meta_runs(fd);
+    for (size_t k = 0; k < json_array_size(mruns); k++) {
+        const char *rid = json_string_value(json_array_get(mruns, k));
+        json_t *b = stage_run_bundle(rid, real);
+        if (b)
+            json_array_append_new(out, json_pack("{s:s, s:o}", "run", rid, "bundle", b));
+    }
+    json_decref(mruns);
+    return out;
+}
+
 /* Does the symlink at link (an absolute path) lie where an agent may have
  * made it: in the workspace of a recorded run (an applied workspace holds
  * the agent's links)?  Its directory is compared resolved.  A system link
@@ -126,25 +168,13 @@ int lc_resolve_target(const char *run, const char *stage_dir, bool pass_over_sta
          * starts, so no other Bundle needs reading.  A stage made by
          * fork names the runs of its source, whose Bundles name
          * another directory: it has no Bundle. */
-        _cleanup_free_ char *meta_txt = NULL;
-        json_t *meta =
-            read_file_at(fd, "meta.json", 1 << 20, &meta_txt, NULL) == 0 ? json_loads(meta_txt, 0, NULL) : NULL;
-        json_t *mruns = json_object_get(meta, "runs");
+        json_t *mruns = stage_meta_runs(fd);
         for (size_t k = json_array_size(mruns); k-- > 0 && !bundle;) {
             const char *rid = json_string_value(json_array_get(mruns, k));
-            json_t *b = NULL;
-            if (!rid || !plain_run_id(rid) || runs_load_bundle(rid, &b) < 0)
-                continue;
-            const char *sp = bundle_stage_path(b);
-            _cleanup_free_ char *spr = sp ? realpath(sp, NULL) : NULL;
-            if (spr && strcmp(spr, real) == 0) {
-                bundle = b;
+            if ((bundle = stage_run_bundle(rid, real)))
                 id = strdup(rid);
-            } else {
-                json_decref(b);
-            }
         }
-        json_decref(meta);
+        json_decref(mruns);
         r = 0;
         goto out;
     }

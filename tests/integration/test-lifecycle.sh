@@ -1929,6 +1929,14 @@ Wt=$T/wsended; mkdir -p "$Wt"
 (cd "$Wt" && "$P" status --review; "$P" status --review --json) > "$T/ended2.out" 2>&1
 eq "$(grep -c '^Ended: *exit status 0$' "$T/ended1.out"):$(grep -c '^Ended: .*--timeout expired, killed by SIGTERM: files it was writing may be cut short' "$T/ended2.out"):$(sed -n '/^{/,$p' "$T/ended2.out" | jq -r '.run_exit | "\(.timed_out) \(.signal_name)"')" \
     "1:1:true TERM" "review says how the command ended: its exit status, or the --timeout and signal that stopped it (human and JSON)"
+# a later run of that stage ends well: the file the stopped one was
+# writing is still in the stage, and the review still says so
+ended_run=$(latest_run)
+(cd "$Wt" && "$P" run --stage "$XDG_STATE_HOME/pvisor/runs/$ended_run/stage" -- sh -c 'echo more > h') >/dev/null 2>&1
+(cd "$Wt" && "$P" status --review; "$P" status --review --json) > "$T/ended3.out" 2>&1
+eq "$(grep -c '^Ended: *exit status 0$' "$T/ended3.out"):$(grep -c "^Note: *an earlier run of this stage, $ended_run, ran out its --timeout, was killed by SIGTERM: files it was writing may be cut short$" "$T/ended3.out"):$(sed -n '/^{/,$p' "$T/ended3.out" | jq -r '[.earlier_runs[] | "\(.run) \(.exit.timed_out) \(.exit.signal_name)"] | join(",")')" \
+    "1:1:$ended_run true TERM" \
+    "review of a later run of the stage notes the earlier run that --timeout stopped (human), and lists the earlier runs (JSON earlier_runs)"
 
 # A workspace moved away after its run: apply names it as what is gone (it
 # said "cannot open the stage ... or its workspace"), writes nothing, and

@@ -406,8 +406,14 @@ eq "$(grep -c "^pvisor run: warning: the stage refused [1-9][0-9]* writes\{0,1\}
     "1:true:1:true" "--stage-max-bytes 1M: the run warns that the stage refused writes, the Bundle counts them (quota_refusals), the review notes it"
 "$PVISOR" run --stage "$S" --workspace "$W" --stage-max-bytes 1M -- sh -c "cd '$W' && cat small.txt && echo again >> small.txt && cat small.txt" > "$T/q2.out" 2>&1
 eq "$?:$(tr '\n' ' ' < "$T/q2.out")" "0:small small again " "--stage-max-bytes 1M: the stage is reusable in a second run"
-eq "$(jq -r '.stage.quota_refusals' "$(bundle_of "$XDG_STATE_HOME")"):$("$PVISOR" status --review "$S" | grep -c 'refused')" "0:0" \
-    "... a run the quota refused nothing: quota_refusals 0, no note in the review"
+"$PVISOR" status --review "$S" > "$T/q2.review" 2>&1
+"$PVISOR" status --review "$S" --json > "$T/q2.json" 2>&1
+eq "$(jq -r '.stage.quota_refusals' "$(bundle_of "$XDG_STATE_HOME")"):$(grep -c '^Note: *the stage refused' "$T/q2.review"):$(jq -r '.stage.quota_refusals' "$T/q2.json")" "0:0:0" \
+    "... a run the quota refused nothing: quota_refusals 0, no note of its own in the review"
+# what the first run left cut short is still in the stage: the review of
+# the second names that run
+eq "$(grep -c '^Note: *an earlier run of this stage, [0-9A-Za-z.-]*, had [1-9][0-9]* writes\{0,1\} refused by the stage (quota or free-space reserve): files it was writing may be cut short$' "$T/q2.review"):$(jq -r '[.earlier_runs[] | select(.quota_refusals > 0)] | length' "$T/q2.json"):$(jq -r '.earlier_runs | length' "$T/q2.json")" \
+    "1:1:1" "... the review notes the refusals of the earlier run of the stage (human and JSON earlier_runs)"
 eq "$(jq -r '.requested_policy.stage_max_bytes' "$(bundle_of "$XDG_STATE_HOME")")" 1048576 "the Bundle records stage_max_bytes"
 
 # --- the stage quotas bound the HOME view's throwaway stage too --------------------
