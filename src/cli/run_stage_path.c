@@ -54,5 +54,32 @@ int run_check_stage_location(const struct run_context *ctx, char **ret_error) {
             *ret_error = NULL;
         return -EINVAL;
     }
+    /* A read-write grant that holds the stage (or lies in it) hands the
+     * agent its own stage's upper/, meta.json and origin map, outside the
+     * FUSE server: files it never wrote through the view, a meta.json
+     * naming another workspace (and no run), which apply then writes.
+     * pvisor's state directory (a --stage auto, or one put there) is
+     * covered in a grant as a credential location. */
+    _cleanup_free_ char *state = strdup(ctx->run_dir); /* STATE/pvisor/runs/ID: STATE/pvisor */
+    for (int k = 0; state && k < 2; k++) {
+        char *slash = strrchr(state, '/');
+        if (slash && slash != state)
+            *slash = '\0';
+    }
+    _cleanup_free_ char *state_real = state ? realpath(state, NULL) : NULL;
+    bool in_state = (state && path_within(sp, state)) || (state_real && path_within(sp, state_real));
+    for (int i = 0; i < ctx->opts->n_access && !in_state; i++) {
+        if (ctx->opts->access[i].kind != ACCESS_RW)
+            continue;
+        _cleanup_free_ char *rp = realpath(ctx->opts->access[i].path, NULL);
+        if (rp && path_overlaps(sp, rp)) {
+            if (asprintf(ret_error,
+                         "--allow-write/--access rw:%s and the stage %s must not contain each other: the command "
+                         "would write the stage itself, around the view; choose --stage elsewhere",
+                         ctx->opts->access[i].path, sp) < 0)
+                *ret_error = NULL;
+            return -EINVAL;
+        }
+    }
     return 0;
 }

@@ -575,6 +575,20 @@ done
 mkdir -p "$W/sub"
 "$PVISOR" run --safe --workspace "$W" --allow-write "$W/sub" -- true 2>/dev/null; rc2=$?
 eq "$rc $rc2" "2 2" "--allow-write inside the workspace (or missing) is a usage error"
+# A read-write grant that holds the stage (or lies in it) would hand the
+# command its own stage, around the view: it rewrote meta.json to name an
+# ancestor of the workspace with no run, and apply, run from the workspace,
+# wrote the stage's files there (~/.bashrc from a run in ~/proj).
+GS="$T/grant-stage"; mkdir -p "$GS"
+for g in "$GS" "$GS/st/upper"; do
+    rm -rf "$GS/st"; "$PVISOR" run --safe --stage "$GS/st" --workspace "$W" -- true
+    cp "$GS/st/meta.json" "$T/gs-meta"
+    out=$("$PVISOR" run --safe --stage "$GS/st" --workspace "$W" --allow-write "$g" -- \
+        sh -c "echo forged > '$GS/st/meta.json'; echo EVIL > '$GS/st/upper/planted'" 2>&1); rc=$?
+    eq "$rc:$(echo "$out" | grep -c 'must not contain each other'):$(cmp -s "$T/gs-meta" "$GS/st/meta.json" && echo same):$(cat "$GS/st/upper/planted" 2>/dev/null)" "2:1:same:" \
+        "--allow-write $(basename "$g") holding or inside the stage is a usage error (the command never writes the stage itself)"
+done
+rm -rf "$GS"
 "$PVISOR" run --safe --workspace "$W" --access "ro:$T" -- true 2>/dev/null; eq $? 2 "--access ro: of a parent of the workspace is refused"
 "$PVISOR" run --workspace "$W" --access "ro:$H" -- true 2>/dev/null; eq $? 2 "--access without a sandbox is a usage error"
 n0=$(run_count)
