@@ -139,7 +139,11 @@ static int grab_source(const struct plan_mount *m, struct source *s, const char 
     struct mount_attr attr = {
         .attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
     };
-    if (m->kind == PLAN_BIND_RO)
+    /* A socket (the agent socket, an rw: grant of one) is connected to
+     * through a read-only mount as well; read-write, its owner (the
+     * command, as root and as the user) changed the host inode's mode
+     * and times (chmod 0777 of the agent socket in the run directory). */
+    if (m->kind == PLAN_BIND_RO || S_ISSOCK(st.st_mode))
         attr.attr_set |= MOUNT_ATTR_RDONLY;
     /* Device nodes must stay usable: no nodev on /dev sources. */
     if (strncmp(src, "/dev/", 5) == 0)

@@ -613,6 +613,13 @@ eq "$(jq -r '.agent_socket.requests' "$XDG_STATE_HOME/pvisor/runs/$id/bundle.jso
 out=$("$PVISOR" run --safe --stage "$T/sag2" --workspace "$W" -- sh -c "./probe-bin agent-fds; ./probe-bin agent-fds; ./probe-bin agent ping" 2>&1)
 eq "$(echo $out)" "pong fds=0 pong fds=0 pong" "agent socket: descriptors sent with a request are dropped, none is handed back"
 check "the agent socket is gone after the run" test ! -e "$XDG_STATE_HOME/pvisor/runs/$id/agent.sock"
+# the socket is a host inode (in the run directory) that the command owns:
+# a read-write mount let it chmod it 0777 and set its times; read-only, a
+# connect still works
+out=$("$PVISOR" run --safe --stage "$T/sag3" --workspace "$W" -- sh -c '
+    chmod 0777 "$PVISOR_AGENT_SOCKET" 2>/dev/null; touch -m -d 2001-01-01 "$PVISOR_AGENT_SOCKET" 2>/dev/null
+    stat -c "%a %Y" "$PVISOR_AGENT_SOCKET"; ./probe-bin agent ping' 2>&1)
+eq "$(echo $out | sed 's/ [0-9]\{10,\} / T /')" "600 T pong" "agent socket: the command cannot change its host inode (mode, times), and still connects"
 
 # --- HOME is a copy-on-write view: dotfiles readable, writes discarded, credentials covered
 mkdir -p "$HOMEDIR/.config/tool" "$HOMEDIR/.aws"
