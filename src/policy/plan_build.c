@@ -101,6 +101,31 @@ const char *const plan_credential_paths[] = {
     ".viminfo",
     ".local/share/fish/fish_history",
     ".ipython/profile_default/history.sqlite",
+    /* found missing by a review: the X11 and ICE session cookies, KDE's
+     * wallet, atuin's history (and its sync key and session), prezto's
+     * zsh history, neovim's (as .viminfo), Subversion's stored passwords,
+     * Bitwarden's CLI vault, opencode's tokens, firebase-tools' and other
+     * Node CLIs' tokens, Yarn's npmAuthToken, Databricks, Hetzner, ngrok,
+     * Cloudflare tunnel and fly.io tokens (its bin/ next to it stays) */
+    ".Xauthority",
+    ".ICEauthority",
+    ".local/share/kwalletd",
+    ".kde/share/apps/kwallet",
+    ".local/share/atuin",
+    ".zhistory",
+    ".local/share/nvim/shada",
+    ".local/state/nvim/shada",
+    ".subversion/auth",
+    ".config/Bitwarden CLI",
+    ".local/share/opencode/auth.json",
+    ".config/configstore",
+    ".yarnrc.yml",
+    ".databrickscfg",
+    ".config/hcloud",
+    ".config/ngrok",
+    ".ngrok2",
+    ".cloudflared",
+    ".fly/config.yml",
     NULL,
 };
 
@@ -206,6 +231,8 @@ static const struct {
     {"NODE_REPL_HISTORY", NULL},
     {"SQLITE_HISTORY", NULL},
     {"LESSHISTFILE", NULL},
+    {"XAUTHORITY", NULL},
+    {"ICEAUTHORITY", NULL},
     {"CLAUDE_CONFIG_DIR", ".credentials.json"},
     {"CLAUDE_CONFIG_DIR", ".claude.json"},
     {"CODEX_HOME", "auth.json"},

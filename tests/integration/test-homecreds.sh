@@ -236,3 +236,24 @@ rmdir "$H9/.config/ghtarget"
 (cd "$W8" && HOME="$H9" "$P" run --safe --allow-write "$H9/.config" -- true) >/dev/null 2>&1
 n9b=$(jq '.dimensions.home_credentials.evidence.missing_in_grants' "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json")
 eq "$((n9b - n9a))" "1" "a credential location's link in a grant whose target is missing counts as missing"
+
+# Default stores found missing from the list (the X11 and ICE cookies,
+# KDE's wallet, atuin's history and sync key, prezto's and neovim's
+# histories, Subversion's passwords, Bitwarden's CLI vault, opencode's and
+# firebase-tools' tokens, Yarn's, Databricks', Hetzner's, ngrok's,
+# Cloudflare's and fly.io's), and XAUTHORITY's moved cookie: absent in
+# HOME's view; fly's bin/ beside its token stays.
+H10=$T/home10; mkdir -p "$H10"
+for f in .Xauthority .ICEauthority .local/share/kwalletd/kdewallet.kwl .kde/share/apps/kwallet/kdewallet.kwl \
+    .local/share/atuin/key .zhistory .local/share/nvim/shada/main.shada .local/state/nvim/shada/main.shada \
+    .subversion/auth/svn.simple/x ".config/Bitwarden CLI/data.json" .local/share/opencode/auth.json \
+    .config/configstore/firebase-tools.json .yarnrc.yml .databrickscfg .config/hcloud/cli.toml \
+    .config/ngrok/ngrok.yml .ngrok2/ngrok.yml .cloudflared/cert.pem .fly/config.yml xauth/cookie; do
+    mkdir -p "$(dirname "$H10/$f")"; echo "SECRET:$f" > "$H10/$f"
+done
+mkdir -p "$H10/.fly/bin"; printf '#!/bin/sh\necho fly-ok\n' > "$H10/.fly/bin/flyctl"; chmod 0755 "$H10/.fly/bin/flyctl"
+reads10='cd ~ && find . -type f -exec cat {} + 2>/dev/null | grep -c SECRET; ~/.fly/bin/flyctl'
+eq "$(cd "$W" && HOME="$H10" XAUTHORITY="$H10/xauth/cookie" "$P" run -- sh -c "$reads10" 2>&1 | tr '\n' ' ')" "20 fly-ok " \
+    "control: twenty more stores are readable without the sandbox"
+eq "$(cd "$W" && HOME="$H10" XAUTHORITY="$H10/xauth/cookie" "$P" run --safe --stage "$T/st10" -- sh -c "$reads10" 2>&1 | tr '\n' ' ')" "0 fly-ok " \
+    "--safe: they are absent in HOME's view (XAUTHORITY's too), fly's bin/ stays"
