@@ -22,6 +22,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -165,6 +166,25 @@ static int prepare_ws_mask(struct run_context *ctx, const char *home, const stru
         r = add_ws_mask(sb->ws_sealed, &sb->n_ws_sealed, ws, full);
         if (r >= 0)
             r = add_ws_mask(sb->ws_sealed, &sb->n_ws_sealed, ws, sb->cred_real[i]);
+    }
+    /* The user's own home as /etc/passwd names it, when HOME names
+     * another (a fresh HOME that an agent harness or a CI job sets): its
+     * credential locations in the workspace (the run in that home, or in
+     * a directory that holds it) were readable through the view. */
+    struct passwd *pw = getpwuid(getuid());
+    _cleanup_free_ char *pw_home = pw && pw->pw_dir && pw->pw_dir[0] == '/' ? realpath(pw->pw_dir, NULL) : NULL;
+    _cleanup_free_ char *home_real = home ? realpath(home, NULL) : NULL;
+    if (pw_home && strcmp(pw_home, "/") != 0 && !(home_real && strcmp(home_real, pw_home) == 0) &&
+        path_overlaps(pw_home, ws)) {
+        for (size_t i = 0; plan_credential_paths[i] && r >= 0; i++) {
+            _cleanup_free_ char *full = path_join(pw_home, plan_credential_paths[i]);
+            _cleanup_free_ char *real = resolve_loose(pw_home, plan_credential_paths[i]);
+            if (!full)
+                return -ENOMEM;
+            r = add_ws_mask(sb->ws_sealed, &sb->n_ws_sealed, ws, full);
+            if (r >= 0)
+                r = add_ws_mask(sb->ws_sealed, &sb->n_ws_sealed, ws, real);
+        }
     }
     for (size_t i = 0; sb->cred_moved && sb->cred_moved[i] && r >= 0; i++)
         r = add_ws_mask(sb->ws_sealed, &sb->n_ws_sealed, ws, sb->cred_moved[i]);

@@ -17,7 +17,7 @@
 #include "resources/cgroup.h"
 #include "resources/limits.h"
 
-#define SANDBOX_WS_MASK_MAX 256
+#define SANDBOX_WS_MASK_MAX 512
 
 struct sandbox {
     struct launch_plan plan;

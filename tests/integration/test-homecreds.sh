@@ -257,3 +257,23 @@ eq "$(cd "$W" && HOME="$H10" XAUTHORITY="$H10/xauth/cookie" "$P" run -- sh -c "$
     "control: twenty more stores are readable without the sandbox"
 eq "$(cd "$W" && HOME="$H10" XAUTHORITY="$H10/xauth/cookie" "$P" run --safe --stage "$T/st10" -- sh -c "$reads10" 2>&1 | tr '\n' ' ')" "0 fly-ok " \
     "--safe: they are absent in HOME's view (XAUTHORITY's too), fly's bin/ stays"
+
+# HOME set to a fresh directory (as agent harnesses and CI jobs do) while
+# the workspace is, or holds, the user's own home as /etc/passwd names it:
+# that home's credential locations were readable through the workspace
+# view, which masked only HOME's.  As root, with a private /etc/passwd
+# naming root's home in $T.
+if [ "$(id -u)" -eq 0 ] && command -v unshare >/dev/null; then
+    RH=$T/realhome; FH=$T/freshhome; mkdir -p "$RH/.ssh" "$RH/proj" "$FH"
+    echo REALKEY > "$RH/.ssh/id_rsa"; echo n > "$RH/notes"
+    sed "s#^root:\([^:]*\):0:0:\([^:]*\):[^:]*:#root:\1:0:0:\2:$RH:#" /etc/passwd > "$T/passwd"
+    pwrun() { # MODE: the command's output, run in $RH with HOME=$FH
+        unshare -m sh -c 'mount --make-rprivate / && mount --bind "$1" /etc/passwd || exit 77
+            cd "$2" && HOME="$3" "$4" run $5 --stage "$6" -- sh -c "cat notes; cat .ssh/id_rsa 2>/dev/null; mkdir -p .ssh/x 2>/dev/null || echo sealed"' \
+            sh "$T/passwd" "$RH" "$FH" "$P" "$1" "$T/st-pw$1" 2>&1
+    }
+    eq "$(echo $(pwrun ""))" "n REALKEY" "control: with HOME elsewhere, the workspace that is the user's passwd home shows its keys"
+    eq "$(echo $(pwrun --safe))" "n sealed" "--safe: the credential locations of the user's passwd home in the workspace are absent and sealed"
+else
+    skip "--safe: the user's passwd home in the workspace, HOME elsewhere" "needs root and unshare (a private /etc/passwd)"
+fi
