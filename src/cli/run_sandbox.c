@@ -171,20 +171,13 @@ static int prepare_ws_mask(struct run_context *ctx, const char *home, const stru
      * another (a fresh HOME that an agent harness or a CI job sets): its
      * credential locations in the workspace (the run in that home, or in
      * a directory that holds it) were readable through the view. */
-    struct passwd *pw = getpwuid(getuid());
-    _cleanup_free_ char *pw_home = pw && pw->pw_dir && pw->pw_dir[0] == '/' ? realpath(pw->pw_dir, NULL) : NULL;
-    _cleanup_free_ char *home_real = home ? realpath(home, NULL) : NULL;
-    if (pw_home && strcmp(pw_home, "/") != 0 && !(home_real && strcmp(home_real, pw_home) == 0) &&
-        path_overlaps(pw_home, ws)) {
-        for (size_t i = 0; plan_credential_paths[i] && r >= 0; i++) {
-            _cleanup_free_ char *full = path_join(pw_home, plan_credential_paths[i]);
-            _cleanup_free_ char *real = resolve_loose(pw_home, plan_credential_paths[i]);
-            if (!full)
-                return -ENOMEM;
-            r = add_ws_mask(sb->ws_sealed, &sb->n_ws_sealed, ws, full);
-            if (r >= 0)
-                r = add_ws_mask(sb->ws_sealed, &sb->n_ws_sealed, ws, real);
-        }
+    for (size_t i = 0; sb->pw_home && plan_credential_paths[i] && r >= 0; i++) {
+        _cleanup_free_ char *full = path_join(sb->pw_home, plan_credential_paths[i]);
+        if (!full)
+            return -ENOMEM;
+        r = add_ws_mask(sb->ws_sealed, &sb->n_ws_sealed, ws, full);
+        if (r >= 0)
+            r = add_ws_mask(sb->ws_sealed, &sb->n_ws_sealed, ws, sb->pw_cred_real[i]);
     }
     for (size_t i = 0; sb->cred_moved && sb->cred_moved[i] && r >= 0; i++)
         r = add_ws_mask(sb->ws_sealed, &sb->n_ws_sealed, ws, sb->cred_moved[i]);
@@ -232,16 +225,37 @@ static int classify_credentials(const char *home, int home_fd, struct sandbox *s
     return 0;
 }
 
-/* Fill sb->cred_real (see run_sandbox.h). */
-static int resolve_credentials(const char *home, struct sandbox *sb) {
+/* Where each of plan_credential_paths leads in home now (resolve_loose),
+ * in *ret (NULL-padded). */
+static int resolve_credentials(const char *home, char ***ret) {
     size_t n = 0;
     while (plan_credential_paths[n])
         n++;
-    if (!(sb->cred_real = calloc(n + 1, sizeof *sb->cred_real)))
+    if (!(*ret = calloc(n + 1, sizeof **ret)))
         return -ENOMEM;
     for (size_t i = 0; i < n; i++)
-        sb->cred_real[i] = resolve_loose(home, plan_credential_paths[i]);
+        (*ret)[i] = resolve_loose(home, plan_credential_paths[i]);
     return 0;
+}
+
+static void free_credentials(char ***v) {
+    for (size_t i = 0; *v && plan_credential_paths[i]; i++)
+        free((*v)[i]);
+    free(*v);
+    *v = NULL;
+}
+
+/* Fill sb->pw_home and sb->pw_cred_real (see run_sandbox.h). */
+static int resolve_pw_home(const char *home, struct sandbox *sb) {
+    struct passwd *pw = getpwuid(getuid());
+    char *pw_home = pw && pw->pw_dir && pw->pw_dir[0] == '/' ? realpath(pw->pw_dir, NULL) : NULL;
+    _cleanup_free_ char *home_real = home ? realpath(home, NULL) : NULL;
+    if (!pw_home || strcmp(pw_home, "/") == 0 || (home_real && strcmp(home_real, pw_home) == 0)) {
+        free(pw_home);
+        return 0;
+    }
+    sb->pw_home = pw_home;
+    return resolve_credentials(pw_home, &sb->pw_cred_real);
 }
 
 /* HOME as a copy-on-write view: every write the command makes there goes
@@ -524,7 +538,13 @@ int sandbox_prepare(struct run_context *ctx, const struct agent_hooks *hooks, st
             *ret_error = NULL;
         return r;
     }
-    if (home && ((r = resolve_credentials(home, &sb)) < 0 || (r = prepare_home_view(ctx, home, &sb)) < 0)) {
+    if ((r = resolve_pw_home(home, &sb)) < 0) {
+        if (asprintf(ret_error, "cannot resolve the credential locations of your home: %s", strerror(-r)) < 0)
+            *ret_error = NULL;
+        sandbox_release(&sb);
+        return r;
+    }
+    if (home && ((r = resolve_credentials(home, &sb.cred_real)) < 0 || (r = prepare_home_view(ctx, home, &sb)) < 0)) {
         if (asprintf(ret_error, "cannot prepare the copy-on-write view of HOME (%s): %s", home, strerror(-r)) < 0)
             *ret_error = NULL;
         sandbox_release(&sb);
@@ -640,6 +660,8 @@ int sandbox_prepare(struct run_context *ctx, const struct agent_hooks *hooks, st
         .n_home_files = n_home_files,
         .cred_real = sb.cred_real,
         .cred_moved = sb.cred_moved,
+        .pw_home = sb.pw_home,
+        .pw_cred_real = sb.pw_cred_real,
     };
     r = plan_build(&in, &sb.plan, ret_error);
     dirlist_free(&rt);
@@ -1028,10 +1050,10 @@ void sandbox_release(struct sandbox *sb) {
     sandbox_restore_tty(sb);
     json_decref(sb->rules);
     sb->rules = NULL;
-    for (size_t i = 0; sb->cred_real && plan_credential_paths[i]; i++)
-        free(sb->cred_real[i]);
-    free(sb->cred_real);
-    sb->cred_real = NULL;
+    free_credentials(&sb->cred_real);
+    free_credentials(&sb->pw_cred_real);
+    free(sb->pw_home);
+    sb->pw_home = NULL;
     plan_moved_free(sb->cred_moved);
     sb->cred_moved = NULL;
     for (size_t i = 0; i < sb->n_ws_mask; i++)

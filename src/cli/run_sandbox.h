@@ -78,6 +78,11 @@ struct sandbox {
      * an entry is NULL when it leads nowhere), resolved once for the HOME
      * view and the workspace view alike; NULL when there is no HOME. */
     char **cred_real;
+    /* The user's home as /etc/passwd names it (resolved), when HOME names
+     * another, and cred_real for it; NULL otherwise.  Its credential
+     * locations are kept from the command as HOME's are. */
+    char *pw_home;
+    char **pw_cred_real;
     /* Credential locations the environment moves elsewhere
      * (plan_moved_credentials). */
     char **cred_moved;

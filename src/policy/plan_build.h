@@ -49,6 +49,12 @@ struct plan_inputs {
      * workspace holds them, and a grant that reaches into one is refused,
      * as for plan_credential_paths. */
     char *const *cred_moved;
+    /* The user's home as /etc/passwd names it (resolved), when HOME names
+     * another (a fresh HOME an agent harness sets), or NULL; pw_cred_real
+     * as cred_real for it.  Its credential locations are refused as grants
+     * and covered where the workspace or a grant shows them. */
+    const char *pw_home;
+    char *const *pw_cred_real;
     /* Config files under HOME that exist (relative to HOME). */
     const char *const *home_files;
     size_t n_home_files;

@@ -274,6 +274,23 @@ if [ "$(id -u)" -eq 0 ] && command -v unshare >/dev/null; then
     }
     eq "$(echo $(pwrun ""))" "n REALKEY" "control: with HOME elsewhere, the workspace that is the user's passwd home shows its keys"
     eq "$(echo $(pwrun --safe))" "n sealed" "--safe: the credential locations of the user's passwd home in the workspace are absent and sealed"
+    # the same home reached through a grant from a workspace elsewhere: its
+    # keys are covered; a grant of the key store itself, or a workspace in
+    # it, is refused (as for HOME's)
+    pwgrant() { # DIR ARGS...: run in DIR with HOME=$FH and the private passwd
+        d=$1; shift
+        unshare -m sh -c 'mount --make-rprivate / && mount --bind "$1" /etc/passwd || exit 77
+            p=$2; d=$3; h=$4; shift 4; cd "$d" && HOME="$h" "$p" "$@"' sh "$T/passwd" "$P" "$d" "$FH" "$@" 2>&1
+    }
+    mkdir -p "$T/pwws"
+    eq "$(echo $(pwgrant "$T/pwws" run --safe --stage "$T/st-pwg" --access "ro:$RH" -- sh -c "cat '$RH/notes'; cat '$RH/.ssh/id_rsa' 2>/dev/null || echo covered"))" \
+        "n covered" "--safe: a grant of the user's passwd home (HOME elsewhere) shows its files, not its keys"
+    out=$(pwgrant "$T/pwws" run --safe --stage "$T/st-pwg2" --access "ro:$RH/.ssh" -- cat "$RH/.ssh/id_rsa"); rc=$?
+    eq "$rc:$(echo "$out" | grep -c 'reaches the credential location .*/.ssh (in your home as /etc/passwd names it')" "125:1" \
+        "--safe: a grant of the passwd home's .ssh (HOME elsewhere) is refused, naming it"
+    out=$(pwgrant "$RH/.ssh" run --safe --stage "$T/st-pwg3" -- cat id_rsa); rc=$?
+    eq "$rc:$(echo "$out" | grep -c 'is in the credential location')" "125:1" \
+        "--safe: a workspace in the passwd home's .ssh (HOME elsewhere) is refused"
 else
     skip "--safe: the user's passwd home in the workspace, HOME elsewhere" "needs root and unshare (a private /etc/passwd)"
 fi
