@@ -369,7 +369,7 @@ static void show_entry(struct diffctx *d, const struct lc_stage *st, const struc
      * credential location, a deny rule, a file created after the run) is
      * never printed: the diff may be read by the agent's harness.  Apply
      * refuses such a path as a conflict. */
-    if (!e->pre && ot != LC_NONE) {
+    if ((!e->pre || e->pre->type == LC_NONE) && ot != LC_NONE) {
         if (ot == LC_DIR)
             return; /* git does not show directories */
         if (d->stat)

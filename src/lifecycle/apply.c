@@ -1351,6 +1351,11 @@ int lc_apply(const char *stage_path, const struct lc_apply_opts *o, struct lc_ap
     r = record_created_dirs(st->dir_fd, &p);
     if (r < 0)
         goto out;
+    /* a subset: what it wrote is the workspace's state for a later run
+     * over this stage (before the intent goes: a crash between the two
+     * resumes, and records the same again) */
+    if (!full && (r = lc_applied_record(st->dir_fd, st->upper_fd, &p)) < 0)
+        goto out;
     if (full) {
         r = mark_applied(st->dir_fd);
         goto out;

@@ -149,7 +149,9 @@ const struct lc_preimage *lc_preimage_find(const struct lc_preimage *p, size_t n
     return NULL;
 }
 
-static int parse_record(const char *line, struct lc_preimage *rec) {
+/* One journal line.  allow_none: "type":"none" is accepted (the
+ * deletions in STAGE/apply-written; the journal has none). */
+static int parse_record(const char *line, struct lc_preimage *rec, bool allow_none) {
     json_t *o = json_loads(line, JSON_REJECT_DUPLICATES, NULL);
     if (!json_is_object(o)) {
         json_decref(o);
@@ -176,7 +178,9 @@ static int parse_record(const char *line, struct lc_preimage *rec) {
     *rec = (struct lc_preimage){0};
     rec->type = lc_type_parse(json_string_value(json_object_get(o, "type")));
     json_t *mode = json_object_get(o, "mode");
-    if (rec->type == LC_NONE || !json_is_integer(mode))
+    const char *type = json_string_value(json_object_get(o, "type"));
+    bool none = allow_none && type && strcmp(type, "none") == 0;
+    if ((rec->type == LC_NONE && !none) || !json_is_integer(mode))
         goto out;
     rec->mode = (uint32_t)json_integer_value(mode) & 07777;
     rec->size = (uint64_t)json_integer_value(json_object_get(o, "size"));
@@ -198,10 +202,13 @@ out:
     return r;
 }
 
-int lc_journal_load(int stage_dir_fd, struct lc_preimage **ret, size_t *ret_n) {
+/* Records of the journal-format file name, sorted by path, one per path:
+ * the first of a path (the journal's preimage), or with last, the last
+ * (STAGE/apply-written, where a later apply overrides an earlier one). */
+static int records_load(int stage_dir_fd, const char *name, bool last, struct lc_preimage **ret, size_t *ret_n) {
     _cleanup_free_ char *buf = NULL;
     size_t len = 0;
-    int r = read_file_at(stage_dir_fd, "journal", JOURNAL_MAX, &buf, &len);
+    int r = read_file_at(stage_dir_fd, name, JOURNAL_MAX, &buf, &len);
     if (r == -ENOENT) {
         *ret = NULL;
         *ret_n = 0;
@@ -235,7 +242,7 @@ int lc_journal_load(int stage_dir_fd, struct lc_preimage **ret, size_t *ret_n) {
                 }
                 v = nv;
             }
-            r = parse_record(p, &v[n]);
+            r = parse_record(p, &v[n], last);
             if (r < 0) {
                 lc_preimages_free(v, n);
                 return r;
@@ -247,17 +254,80 @@ int lc_journal_load(int stage_dir_fd, struct lc_preimage **ret, size_t *ret_n) {
     }
     if (n)
         qsort(v, n, sizeof *v, cmp_pre);
-    /* keep the first record of each path */
+    /* keep the first record of each path (with last: the last) */
     size_t w = 0;
     for (size_t i = 0; i < n; i++) {
         if (w > 0 && strcmp(v[w - 1].path, v[i].path) == 0) {
-            free(v[i].path);
+            if (last) {
+                free(v[w - 1].path);
+                v[w - 1] = v[i];
+            } else {
+                free(v[i].path);
+            }
             continue;
         }
         v[w++] = v[i];
     }
     *ret = v;
     *ret_n = w;
+    return 0;
+}
+
+/* The journal's preimages, each replaced by what an earlier `apply
+ * --path` of this stage wrote at its path (STAGE/apply-written): the
+ * workspace has held that since, so a later run over the same stage
+ * (--stage DIR) that changes the path again is compared with it, not with
+ * what the workspace held before the first run (a conflict with pvisor's
+ * own write).  A path that apply deleted gets type LC_NONE (its journal
+ * inode kept for rename detection); one the agent created and apply wrote
+ * gets a record of its own (inode 0). */
+int lc_journal_load(int stage_dir_fd, struct lc_preimage **ret, size_t *ret_n) {
+    struct lc_preimage *v = NULL, *a = NULL;
+    size_t n = 0, na = 0;
+    int r = records_load(stage_dir_fd, "journal", false, &v, &n);
+    if (r < 0)
+        return r;
+    r = records_load(stage_dir_fd, LC_APPLY_WRITTEN, true, &a, &na);
+    if (r == -ENOENT || (r == 0 && na == 0)) {
+        *ret = v;
+        *ret_n = n;
+        return 0;
+    }
+    if (r < 0) {
+        lc_preimages_free(v, n);
+        return r;
+    }
+    size_t added = 0;
+    for (size_t i = 0; i < na; i++)
+        added += lc_preimage_find(v, n, a[i].path) == NULL;
+    struct lc_preimage *nv = added ? realloc(v, (n + added) * sizeof *nv) : v;
+    if (!nv) {
+        lc_preimages_free(v, n);
+        lc_preimages_free(a, na);
+        return -ENOMEM;
+    }
+    v = nv;
+    size_t m = n;
+    for (size_t i = 0; i < na; i++) {
+        struct lc_preimage *p = (struct lc_preimage *)lc_preimage_find(v, n, a[i].path);
+        if (!p) {
+            v[m] = a[i];
+            v[m].ino = 0;
+            v[m++].seq = 0;
+            a[i].path = NULL;
+            continue;
+        }
+        p->type = a[i].type;
+        p->mode = a[i].mode;
+        p->size = a[i].size;
+        p->has_sha = a[i].has_sha;
+        memcpy(p->sha, a[i].sha, sizeof p->sha);
+    }
+    lc_preimages_free(a, na);
+    if (m > n)
+        qsort(v, m, sizeof *v, cmp_pre);
+    *ret = v;
+    *ret_n = m;
     return 0;
 }
 
@@ -538,8 +608,13 @@ static int set_old(struct walk *w, struct lc_entry *e, int lower_dirfd, const ch
     }
     const struct lc_preimage *p = e->pre;
     if (e->old_type == LC_NONE)
-        e->conflict = p ? "deleted in the workspace since the run" : NULL;
-    else if (!p) {
+        e->conflict = p && p->type != LC_NONE ? "deleted in the workspace since the run" : NULL;
+    else if (p && p->type == LC_NONE) { /* an earlier apply --path deleted it */
+        free(e->old_target);
+        e->old_target = NULL;
+        e->conflict = "exists in the workspace, where an earlier 'pvisor apply --path' of this stage deleted it "
+                      "(created after that apply)";
+    } else if (!p) {
         free(e->old_target); /* never shown (review, diff): the agent never saw it */
         e->old_target = NULL;
         e->conflict = "exists in the workspace but the agent never saw it (created or replaced after the run, or "

@@ -170,6 +170,63 @@ int lc_intent_write(int stage_dir_fd, const struct plan *p, bool durable) {
     return r;
 }
 
+/* After a subset apply: what it left at each path of the plan, in the
+ * journal's format ("type":"none" where it deleted), appended to
+ * STAGE/apply-written, whose records replace the journal's preimages in
+ * the next changeset (lc_journal_load): without them, a later run over
+ * the same stage that changed such a path again made the full apply
+ * refuse it, as changed in the workspace since the run, by the subset's
+ * own write. */
+int lc_applied_record(int stage_dir_fd, int upper_fd, const struct plan *p) {
+    char *txt = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&txt, &len);
+    if (!f)
+        return -ENOMEM;
+    int r = 0;
+    _cleanup_free_ char *old = NULL;
+    size_t old_len = 0;
+    int rr = read_file_at(stage_dir_fd, LC_APPLY_WRITTEN, 64u << 20, &old, &old_len);
+    if (rr < 0 && rr != -ENOENT)
+        r = rr;
+    if (r == 0 && old_len)
+        fwrite(old, 1, old_len, f);
+    for (size_t i = 0; r == 0 && i < p->n; i++) {
+        const struct plan_ent *e = &p->v[i];
+        unsigned char sha[32];
+        bool has_sha = false;
+        if (e->new_type == LC_REG) {
+            _cleanup_close_ int fd = lc_open_beneath(upper_fd, e->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
+            r = fd < 0 ? fd : lc_sha256_fd(fd, sha);
+            has_sha = r == 0;
+        } else if (e->new_type == LC_LNK && e->new_target) {
+            r = lc_sha256_buf(e->new_target, strlen(e->new_target), sha);
+            has_sha = r == 0;
+        }
+        if (r < 0)
+            break;
+        fputc('{', f);
+        put_name(f, "path", e->path);
+        fprintf(f, ",\"type\":\"%s\",\"mode\":%u", lc_type_name(e->new_type),
+                e->new_type == LC_NONE ? 0u : (unsigned)e->new_mode);
+        if (has_sha) {
+            char hex[65];
+            lc_hex(sha, hex);
+            fprintf(f, ",\"sha256\":\"%s\"", hex);
+        }
+        fputs("}\n", f);
+    }
+    bool failed = ferror(f) != 0;
+    if (fclose(f) != 0 || failed || !txt) {
+        free(txt);
+        return r < 0 ? r : -ENOMEM;
+    }
+    if (r == 0)
+        r = write_file_atomic(stage_dir_fd, LC_APPLY_WRITTEN, txt, len, 0600);
+    free(txt);
+    return r;
+}
+
 /* A name written by put_name: malloc'd, NULL if absent or invalid. */
 static char *get_name(const json_t *o, const char *key) {
     const char *v = json_string_value(json_object_get(o, key));

@@ -57,7 +57,8 @@ int lc_copy_fd_cancel(int in, int out, uint64_t size, uint64_t budget, const ato
 int lc_fd_equal(int a, int b);
 int lc_hash_compare_fd(int fd, int other, unsigned char ret_sha[32], bool *ret_equal);
 
-/* Journal loading (changeset.c): records sorted by path. */
+/* Journal loading (changeset.c): records sorted by path, one per path,
+ * the preimages as later subset applies left them (STAGE/apply-written). */
 int lc_journal_load(int stage_dir_fd, struct lc_preimage **ret, size_t *ret_n);
 void lc_preimages_free(struct lc_preimage *p, size_t n);
 const struct lc_preimage *lc_preimage_find(const struct lc_preimage *p, size_t n, const char *path);
@@ -71,6 +72,7 @@ int lc_apply_remove_temps(int stage_dir_fd, int ws_fd);
 #define LC_APPLY_INTENT "apply-intent"
 #define LC_APPLIED "applied"
 #define LC_APPLY_CREATED "apply-created"
+#define LC_APPLY_WRITTEN "apply-written"
 #define LC_DROPPED "dropped"
 #define LC_CHECKPOINTS "checkpoints"
 
