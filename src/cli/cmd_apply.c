@@ -282,7 +282,13 @@ int cmd_apply(int argc, char **argv) {
             _cleanup_free_ char *d = lc_display_name(rep.conflict_paths[i]);
             fprintf(stderr, "  %s: %s\n", d ? d : "?", rep.conflict_why[i]);
         }
-        if (r == -EEXIST)
+        /* completing an interrupted apply: its intent decides the paths
+         * (--path is not taken) and a plain drop refuses a pending one */
+        if (r == -EEXIST && rep.resumed)
+            fprintf(stderr, "Put each of those paths back to its version before the apply or to the stage's "
+                            "(compare with 'pvisor diff') and run 'pvisor apply' again to complete it, or keep "
+                            "what it wrote and discard the rest with 'pvisor drop --force'.\n");
+        else if (r == -EEXIST)
             fprintf(stderr, "Restore those paths (compare with 'pvisor diff'), apply a subset with --path, "
                             "or discard the stage with 'pvisor drop'.\n");
         lc_apply_report_clear(&rep);

@@ -652,6 +652,10 @@ eq "$rc" 1 "resume with a path edited meanwhile is refused"
 manifest "$W" > "$T/m.after"
 check "the refused resume writes nothing (it only removes its own temp files)" cmp -s "$T/m.before" "$T/m.after"
 check "the refused resume names the path" grep -q 'many/f119' "$T/rc.err"
+# its way out is the resume's: --path is not taken while an intent is
+# pending and a plain drop refuses it (the hint used to offer both)
+eq "$(grep -c "'pvisor drop --force'" "$T/rc.err"):$(grep -c -- '--path\|with .pvisor drop.\.' "$T/rc.err")" "1:0" \
+    "  and says how to go on: apply again once the path is put back, or drop --force (not --path, not a plain drop)"
 eq "$(review_json "$S" | jq -r .stage.apply_pending)" true "review shows the pending apply"
 "$P" run --stage "$S" --workspace "$W" -- touch "$W/after-intent" >/dev/null 2>"$T/ri.err"; rc=$?
 check "a new run on a stage with a pending apply is refused (125) and says to finish the apply" \
