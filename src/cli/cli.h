@@ -57,6 +57,11 @@ struct json_t;
 int lc_cli_target(const char *verb, const char *run, const char *stage_dir, char **ret_stage, char **ret_run,
                   struct json_t **ret_bundle);
 bool lc_cli_arg_is_stage(const char *arg);
+/* The current directory relative to the workspace ws when it is a
+ * directory below its top ("src/lib"; malloc'd), else NULL: a PATH of
+ * diff and apply --path is relative to the top, which a user in a
+ * subdirectory may not expect (a hint names the path from there). */
+char *lc_cli_cwd_below(const char *ws);
 
 /* An ordinary user's copy of a stage or checkpoint failed with EACCES (the
  * agent made something unreadable: the run's server could read it, having

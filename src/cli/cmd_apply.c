@@ -282,6 +282,15 @@ int cmd_apply(int argc, char **argv) {
             _cleanup_free_ char *d = lc_display_name(rep.conflict_paths[i]);
             fprintf(stderr, "  %s: %s\n", d ? d : "?", rep.conflict_why[i]);
         }
+        /* from a subdirectory, a --path relative to it (as git takes one)
+         * names another path */
+        _cleanup_free_ char *sub = r == -ENOENT && ws_raw ? lc_cli_cwd_below(ws_raw) : NULL;
+        _cleanup_free_ char *ew = sub ? lc_display_name(ws_raw) : NULL, *es = sub ? lc_display_name(sub) : NULL;
+        if (sub)
+            fprintf(stderr,
+                    "--path is relative to the top of the workspace, %s, not to this directory: from here, "
+                    "write %s/PATH\n",
+                    ew ? ew : "?", es ? es : "?");
         /* completing an interrupted apply: its intent decides the paths
          * (--path is not taken) and a plain drop refuses a pending one */
         if (r == -EEXIST && rep.resumed)

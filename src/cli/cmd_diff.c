@@ -526,7 +526,24 @@ int cmd_diff(int argc, char **argv) {
             any = selected(cs->entries[i].path, &paths[k], 1);
         if (!any) {
             _cleanup_free_ char *e = term_escape(paths[k]);
-            fprintf(stderr, "pvisor diff: no staged change at or under %s\n", e ? e : "?");
+            fprintf(stderr, "pvisor diff: no staged change at or under %s", e ? e : "?");
+            /* from a subdirectory, a path relative to it (as git takes
+             * one) names another path: said, with the one it may mean */
+            _cleanup_free_ char *sub = lc_cli_cwd_below(st->workspace);
+            _cleanup_free_ char *alt = NULL;
+            if (sub && asprintf(&alt, "%s/%s", sub, paths[k]) < 0)
+                alt = NULL;
+            bool alt_any = false;
+            for (size_t i = 0; alt && i < cs->n && !alt_any; i++)
+                alt_any = selected(cs->entries[i].path, &alt, 1);
+            _cleanup_free_ char *ea = alt_any ? term_escape(alt) : NULL, *ew = sub ? term_escape(st->workspace) : NULL;
+            if (ea)
+                fprintf(stderr, " (PATHs are relative to the top of the workspace, %s; from here: %s)", ew ? ew : "?",
+                        ea);
+            else if (sub)
+                fprintf(stderr, " (PATHs are relative to the top of the workspace, %s, not to this directory)",
+                        ew ? ew : "?");
+            fputc('\n', stderr);
             d.failed = 1;
         }
     }

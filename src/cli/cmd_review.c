@@ -17,6 +17,19 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+char *lc_cli_cwd_below(const char *ws) {
+    _cleanup_free_ char *cwd = getcwd(NULL, 0);
+    size_t l = ws ? strlen(ws) : 0;
+    if (!cwd || !l || !path_within(cwd, ws))
+        return NULL;
+    while (l > 1 && ws[l - 1] == '/')
+        l--;
+    const char *rest = cwd + l;
+    while (*rest == '/')
+        rest++;
+    return *rest ? strdup(rest) : NULL;
+}
+
 int lc_cli_target(const char *verb, const char *run, const char *stage_dir, char **ret_stage, char **ret_run,
                   json_t **ret_bundle) {
     /* "" is a prefix of every run id: `pvisor drop "$RUN"` with RUN unset

@@ -408,6 +408,18 @@ eq "$(cat "$W/same.txt")" "SAME original" "apply --path left other paths alone"
 eq "$(review_json "$S" | jq -r .stage.state)" sealed "a --path apply does not mark the stage applied"
 "$P" apply --stage "$S" --path nosuch >/dev/null 2>"$T/np.err"; rc=$?
 eq "$rc" 1 "apply --path matching nothing is refused"
+# PATHs are relative to the workspace's top: from a subdirectory, one
+# relative to it (as git takes it) matched nothing, and diff said only "no
+# staged change at or under f", as if the agent had not touched sub/f
+W=$T/ws2s S=$T/st2s
+mkdir -p "$W/sub"; echo 1 > "$W/sub/f"
+stage_run "$W" "$S" 'echo 2 >> sub/f' >/dev/null 2>&1
+(cd "$W/sub" && "$P" diff --stage "$S" -- f) >/dev/null 2>"$T/sd.err"; rc=$?
+(cd "$W/sub" && "$P" apply --stage "$S" --dry-run --path f) >/dev/null 2>"$T/sa.err"; rc2=$?
+eq "$rc:$rc2:$(grep -c 'relative to the top of the workspace.*from here: sub/f' "$T/sd.err"):$(grep -c 'from here, write sub/PATH' "$T/sa.err")" \
+    "1:1:1:1" "diff PATH and apply --path from a subdirectory: the miss says PATHs are relative to the workspace's top, and the path from here"
+(cd "$W" && "$P" diff --stage "$S" -- f) >/dev/null 2>"$T/sd2.err"
+eq "$(grep -c 'relative to the top' "$T/sd2.err")" 0 "  not at the workspace's top"
 
 # ---------------------------------------------------------------------------
 # 3. --path with created parents, then the rest
