@@ -124,7 +124,7 @@ int lc_plan_from_changeset(const struct lc_changeset *cs, const struct lc_apply_
             pe->old_type = e->pre->type;
             pe->old_mode = e->pre->mode;
             pe->old_has_sha = e->pre->has_sha;
-            memcpy(pe->old_sha, e->pre->sha, 32);
+            memcpy(pe->old_sha, e->index_refreshed ? e->old_sha : e->pre->sha, 32);
             pe->seen_ino = e->old_ino;
             pe->seen_ctime = e->old_ctime;
             pe->seen_mtime = e->old_mtime;

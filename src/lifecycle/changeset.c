@@ -429,6 +429,7 @@ static uint64_t origin_lookup(const struct ino_pair *v, size_t n, uint64_t upper
 struct walk {
     struct lc_changeset *cs;
     int ws_fd;
+    int stage_fd; /* the stage directory */
     size_t visited;
     const struct ino_pair *orig; /* origin map, sorted by upper inode */
     size_t n_orig;
@@ -621,7 +622,9 @@ static int set_old(struct walk *w, struct lc_entry *e, int lower_dirfd, const ch
                       "hidden from it: a credential location or an --access deny: path)";
     } else if (p->type != e->old_type)
         e->conflict = "type changed in the workspace since the run";
-    else if ((e->old_type == LC_REG || e->old_type == LC_LNK) && (!p->has_sha || memcmp(p->sha, e->old_sha, 32) != 0))
+    else if ((e->old_type == LC_REG || e->old_type == LC_LNK) && (!p->has_sha || memcmp(p->sha, e->old_sha, 32) != 0) &&
+             !(e->old_type == LC_REG && p->has_sha && e->old_sha_known &&
+               (e->index_refreshed = lc_git_index_refreshed(w->cs, w->stage_fd, e->path, p->sha))))
         e->conflict = e->old_type == LC_LNK ? "symlink target changed in the workspace since the run"
                                             : "content changed in the workspace since the run";
     else if (p->mode != e->old_mode && e->old_type != LC_LNK)
@@ -1378,6 +1381,7 @@ int lc_changeset_load(struct lc_stage *st, struct lc_changeset **ret_cs) {
         goto fail;
     w->cs = cs;
     w->ws_fd = st->ws_fd;
+    w->stage_fd = st->dir_fd;
     w->path[0] = '\0';
     r = origin_load(st->dir_fd, st->upper_fd, &orig, &n_orig, &w->origin_usable);
     if (r < 0)

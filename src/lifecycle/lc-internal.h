@@ -57,6 +57,20 @@ int lc_copy_fd_cancel(int in, int out, uint64_t size, uint64_t budget, const ato
 int lc_fd_equal(int a, int b);
 int lc_hash_compare_fd(int fd, int other, unsigned char ret_sha[32], bool *ret_equal);
 
+/* git.c: run git (argv, from cwd; with GIT_INDEX_FILE=index_file when
+ * not NULL, the repository variables of the environment unset), its
+ * output fed to sink, within a bound of time.  git's exit status (0 ok),
+ * or -ETIMEDOUT, or the sink's or a system error (negative). */
+int lc_git_run(const char *cwd, const char *const *argv, const char *index_file,
+               int (*sink)(void *ctx, const char *buf, size_t n), void *ctx);
+/* Is the workspace's git index at path (workspace-relative), which the
+ * journal recorded as pre_sha, only refreshed by git since the run (a
+ * 'git status' on the host rewrites its stat data): the same entries as
+ * the copy the overlay kept of it (STAGE/preimages/<sha>)?  False when
+ * that cannot be told (no copy, no git). */
+bool lc_git_index_refreshed(const struct lc_changeset *cs, int stage_dir_fd, const char *path,
+                            const unsigned char pre_sha[32]);
+
 /* Journal loading (changeset.c): records sorted by path, one per path,
  * the preimages as later subset applies left them (STAGE/apply-written). */
 int lc_journal_load(int stage_dir_fd, struct lc_preimage **ret, size_t *ret_n);
@@ -73,6 +87,7 @@ int lc_apply_remove_temps(int stage_dir_fd, int ws_fd);
 #define LC_APPLIED "applied"
 #define LC_APPLY_CREATED "apply-created"
 #define LC_APPLY_WRITTEN "apply-written"
+#define LC_PREIMAGES "preimages" /* copies of git indexes as the run first changed them (the overlay's) */
 #define LC_DROPPED "dropped"
 #define LC_CHECKPOINTS "checkpoints"
 

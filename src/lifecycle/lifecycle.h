@@ -101,7 +101,11 @@ struct lc_entry {
     uint64_t old_size, new_size;
     char *old_target, *new_target; /* symlinks */
     bool old_sha_known;
-    unsigned char old_sha[32];     /* of the current lower (reg, lnk) when a preimage exists */
+    unsigned char old_sha[32]; /* of the current lower (reg, lnk) when a preimage exists */
+    /* a git index the host's git rewrote since the run, its entries the
+     * preimage's (lc_git_index_refreshed): not a conflict; apply takes
+     * the current one (old_sha) for the old state */
+    bool index_refreshed;
     const struct lc_preimage *pre; /* journal record for this path, or NULL */
     const char *conflict;          /* why apply must refuse this path, or NULL */
     char *renamed_from;            /* review only: lower path this object came from */

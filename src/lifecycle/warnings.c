@@ -21,8 +21,6 @@
 #include "util/cleanup.h"
 #include "util/util.h"
 
-#define HOOKS_PATH_TIMEOUT_MS 5000
-
 /* The files a shell, a login or a desktop session runs or takes its
  * environment from (HOME-relative), and the directories of such files. */
 static const char *const startup_files[] = {".bashrc",
@@ -277,6 +275,20 @@ static bool hooks_by_name(const char *rel) {
     return false;
 }
 
+struct capture {
+    char buf[PATH_MAX + 2];
+    size_t len;
+};
+
+static int sink_capture(void *ctx, const char *buf, size_t n) {
+    struct capture *c = ctx;
+    if (n > sizeof c->buf - 1 - c->len)
+        return -E2BIG;
+    memcpy(c->buf + c->len, buf, n);
+    c->len += n;
+    return 0;
+}
+
 /* The directory git runs the workspace's hooks from, as git itself names
  * it from the workspace ('git rev-parse --git-path hooks': core.hooksPath
  * when set, from any config git reads, else the .git's hooks), as
@@ -286,69 +298,16 @@ static bool hooks_by_name(const char *rel) {
  * '.husky/'. */
 static void hooks_path_in_workspace(const char *workspace, char *pre[2]) {
     pre[0] = pre[1] = NULL;
-    int fd[2];
-    if (pipe2(fd, O_CLOEXEC) < 0)
-        return;
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(fd[0]);
-        close(fd[1]);
-        return;
-    }
-    if (pid == 0) {
-        int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-        if (null < 0 || dup2(fd[1], STDOUT_FILENO) < 0 || dup2(null, STDERR_FILENO) < 0 ||
-            dup2(null, STDIN_FILENO) < 0 || chdir(workspace) < 0)
-            _exit(127);
-        /* the workspace's own repository, found from it, whatever the
-         * user's shell points git at (GIT_DIR=~/dotfiles.git) */
-        static const char *const repo_env[] = {"GIT_DIR",
-                                               "GIT_WORK_TREE",
-                                               "GIT_COMMON_DIR",
-                                               "GIT_INDEX_FILE",
-                                               "GIT_OBJECT_DIRECTORY",
-                                               "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-                                               "GIT_CEILING_DIRECTORIES",
-                                               "GIT_NAMESPACE"};
-        for (size_t i = 0; i < ARRAY_SIZE(repo_env); i++)
-            unsetenv(repo_env[i]);
-        execlp("git", "git", "rev-parse", "--git-path", "hooks", (char *)NULL);
-        _exit(127);
-    }
-    close(fd[1]);
+    struct capture c = {.len = 0};
+    static const char *const argv[] = {"git", "rev-parse", "--git-path", "hooks", NULL};
     /* git blocks where the workspace's repository has a FIFO for a file it
      * reads (HEAD, config: an apply writes FIFOs), or a file system does
-     * not answer: the review goes on without it */
-    char out[PATH_MAX + 2];
-    size_t len = 0;
-    bool timed_out = false;
-    int64_t deadline = monotonic_ms() + HOOKS_PATH_TIMEOUT_MS;
-    for (;;) {
-        int64_t left = deadline - monotonic_ms();
-        struct pollfd pfd = {.fd = fd[0], .events = POLLIN};
-        int pr = left > 0 ? poll(&pfd, 1, (int)left) : 0;
-        if (pr < 0 && errno == EINTR)
-            continue;
-        if (pr <= 0) {
-            timed_out = pr == 0;
-            break;
-        }
-        ssize_t n = len < sizeof out - 1 ? read(fd[0], out + len, sizeof out - 1 - len) : 0;
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        len += (size_t)n;
-    }
-    close(fd[0]);
-    if (timed_out)
-        kill(pid, SIGKILL);
-    int st;
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-        ;
+     * not answer: the review goes on without it (lc_git_run's bound) */
+    int r = lc_git_run(workspace, argv, NULL, sink_capture, &c);
+    char *out = c.buf;
+    size_t len = c.len;
     out[len] = '\0';
-    if (timed_out || !WIFEXITED(st) || WEXITSTATUS(st) != 0 || len == 0 || len >= sizeof out - 1 ||
-        out[len - 1] != '\n')
+    if (r != 0 || len == 0 || out[len - 1] != '\n')
         return;
     out[len - 1] = '\0';
     _cleanup_free_ char *abs = out[0] == '/' ? strdup(out) : path_join(workspace, out);

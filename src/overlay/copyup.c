@@ -390,6 +390,38 @@ out:
     return r;
 }
 
+/* A git index is rewritten by every 'git status' on the host, stat data
+ * only: the bytes of its preimage (lfd, digest sha, just journaled) are
+ * kept in STAGE/preimages/<sha>, so that apply can tell such a refresh
+ * from a change of its entries (lifecycle git.c).  Best effort: without
+ * the copy, apply calls any change of it a conflict, as before.  A copy
+ * that does not hash to sha (the host changed the file meanwhile) is not
+ * kept. */
+#define KEEP_INDEX_MAX (64 << 20)
+static void keep_git_index(struct ov *ov, const char *relpath, int lfd, const struct stat *lst, const char *sha) {
+    if (!S_ISREG(lst->st_mode) || lst->st_size > KEEP_INDEX_MAX || !path_is_git_index(relpath) ||
+        stage_durability(ov->stage) == STAGE_DURABILITY_NONE)
+        return;
+    int sfd = stage_dir_fd(ov->stage);
+    if (mkdirat(sfd, "preimages", 0700) < 0 && errno != EEXIST)
+        return;
+    _cleanup_close_ int dfd = openat(sfd, "preimages", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    char tmp[80];
+    snprintf(tmp, sizeof tmp, "%s.tmp", sha);
+    if (dfd < 0 || faccessat(dfd, sha, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+        return;
+    (void)unlinkat(dfd, tmp, 0);
+    _cleanup_close_ int in = reopen_fd(lfd, O_RDONLY);
+    _cleanup_close_ int out = in < 0 ? -1 : openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    struct pv_sha256 *md = NULL;
+    char got[65];
+    bool same = out >= 0 && pv_sha256_begin(&md) == 0 && copy_data(in, out, lst->st_size, md) == 0 &&
+                finish_digest(md, got) == 0 && strcmp(got, sha) == 0;
+    pv_sha256_free(md);
+    if (!same || renameat(dfd, tmp, dfd, sha) < 0)
+        (void)unlinkat(dfd, tmp, 0);
+}
+
 int ov_journal_lower(struct ov *ov, const char *relpath, const char *op) {
     if (stage_journal_contains(ov->stage, relpath[0] ? relpath : "."))
         return 0;
@@ -403,7 +435,11 @@ int ov_journal_lower(struct ov *ov, const char *relpath, const char *op) {
     int r = digest_lower(lfd, &lst, sha);
     if (r < 0)
         return r;
-    return journal_record(ov, relpath, &lst, r ? sha : NULL, op);
+    bool digest = r > 0;
+    r = journal_record(ov, relpath, &lst, digest ? sha : NULL, op);
+    if (r > 0 && digest)
+        keep_git_index(ov, relpath, lfd, &lst, sha);
+    return r;
 }
 
 /* ---- copy-up ---- */
@@ -565,6 +601,8 @@ int ov_copy_up_entry(struct ov *ov, int pfd, const char *relpath, const char *na
         r = journal_record(ov, relpath, &lst, have_sha ? sha : NULL, op);
         if (r < 0)
             goto fail;
+        if (r > 0 && have_sha)
+            keep_git_index(ov, relpath, lfd, &lst, sha);
     }
     /* The other names of a hard-linked lower file join this copy (alias.c). */
     if (S_ISREG(lst.st_mode) && lst.st_nlink > 1 &&

@@ -43,6 +43,16 @@ bool path_overlaps(const char *a, const char *b) {
     return path_within(a, b) || path_within(b, a);
 }
 
+bool path_is_git_index(const char *relpath) {
+    const char *base = strrchr(relpath, '/');
+    if (!base || strcmp(base + 1, "index") != 0)
+        return false;
+    for (const char *c = relpath; c < base; c = strchr(c, '/') + 1)
+        if (strncmp(c, ".git/", 5) == 0)
+            return true;
+    return false;
+}
+
 int path_abs_parent(const char *path, char **ret_path) {
     _cleanup_free_ char *copy = strdup(path);
     if (!copy)

@@ -19,6 +19,10 @@ char *path_join(const char *a, const char *b);
 bool path_within(const char *path, const char *dir);
 /* Does one of a and b hold the other (or are they equal)? */
 bool path_overlaps(const char *a, const char *b);
+/* Is relpath (workspace-relative) a git index: a file "index" in a .git
+ * directory or one below it (.git/index, a submodule's
+ * .git/modules/M/index, a worktree's .git/worktrees/W/index)? */
+bool path_is_git_index(const char *relpath);
 
 /* The absolute path of path, which need not exist: its parent directory
  * resolved (it must exist: -errno otherwise), its last component as given

@@ -478,6 +478,36 @@ stage_run "$W" "$S" 'echo two >> a; echo again > b' >/dev/null 2>&1
 eq "$rc:$(grep -c '^  a: content changed in the workspace' "$T/rerunu.err"):$(grep -c "^  b: exists in the workspace, where an earlier 'pvisor apply --path'" "$T/rerunu.err")" \
     "1:1:1" "  the user's edit of such a path after the subset apply is still a conflict (and a file made where it deleted)"
 
+# A git index the host's git refreshed since the run (a 'git status' there
+# rewrites its stat data) while the agent committed: the same entries as
+# when the run first changed it (the copy the overlay kept), so not a
+# conflict (before: refused for good, 'content changed in the workspace',
+# with no old copy to put back).  An index whose entries the user changed
+# (git add) still is one, and nothing is written.
+if command -v git >/dev/null; then
+    gitc() { git -c user.name=t -c user.email=t@e -c init.defaultBranch=main "$@"; }
+    for case in refreshed staged; do
+        W=$T/wsgi-$case S=$T/stgi-$case
+        mkdir -p "$W" && (cd "$W" && gitc init -q && echo a > a && echo b > b && gitc add . && gitc commit -qm one)
+        stage_run "$W" "$S" 'echo more >> a && git add a && git -c user.name=t -c user.email=t@e commit -qm agent' >/dev/null 2>&1
+        touch -d '2001-01-01' "$W/b"
+        if [ $case = staged ]; then echo user > "$W/b" && (cd "$W" && gitc add b); else (cd "$W" && gitc status --short >/dev/null); fi
+        pre=$(sha256sum < "$W/.git/index")
+        "$P" apply --stage "$S" >/dev/null 2>"$T/gi-$case.err"; rc=$?
+        if [ $case = refreshed ]; then
+            eq "$rc:$(cd "$W" && git log --format=%s | tr '\n' ' ')$(cd "$W" && git status --porcelain | wc -l):$(ls "$S/preimages" | wc -l)" \
+                "0:agent one 0:1" "a git index the host's git only refreshed since the run is applied (the agent's commit lands, git status clean)"
+        else
+            eq "$rc:$(grep -c '^  .git/index: content changed in the workspace since the run' "$T/gi-$case.err"):$(sha256sum < "$W/.git/index" | cut -c1-16)" \
+                "1:1:$(echo "$pre" | cut -c1-16)" "  one whose entries the user changed (git add) is still a conflict, nothing written"
+        fi
+    done
+    "$P" drop --stage "$T/stgi-staged" >/dev/null 2>&1
+    check "  drop removes the kept copies (preimages/)" test ! -e "$T/stgi-staged/preimages"
+else
+    skip "a git index the host's git only refreshed since the run is applied" "git is not installed"
+fi
+
 # ---------------------------------------------------------------------------
 # 4. setuid/setgid dropped unless --keep-special-modes
 
