@@ -673,6 +673,37 @@ static int write_temp_reg(struct ctx *c, const struct plan_ent *e, int parent, c
     return 0;
 }
 
+/* The owner, mode and times of the symlink or fifo just made at tmp, set
+ * through a descriptor of that very object.  The directory may be another
+ * user's (root applying into their workspace), who can replace the name
+ * between two calls: by name, fchmodat() followed a symlink put there, and
+ * gave the fifo's mode to any file (tested: /etc/shadow made 0666).  A
+ * name that is no longer what we made (another type, or a hard link to
+ * something else) stops apply: the resume redoes it. */
+static int temp_meta(const struct ctx *c, const struct plan_ent *e, int parent, const char *tmp) {
+    mode_t type = e->new_type == LC_LNK ? S_IFLNK : S_IFIFO;
+    _cleanup_close_ int fd = openat(parent, tmp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0)
+        return errno == ENOENT ? -ECANCELED : -errno;
+    if ((st.st_mode & S_IFMT) != type || st.st_nlink != 1)
+        return -ECANCELED;
+    int r = 0;
+    struct stat ust;
+    _cleanup_close_ int u = lc_open_beneath(c->upper_fd, e->path, O_PATH | O_NOFOLLOW, 0);
+    if (u >= 0 && fstat(u, &ust) == 0 && (ust.st_mode & S_IFMT) == type)
+        r = give_owner(c, fd, NULL, &ust);
+    /* after the chown, which clears set-id bits; mknod's umask took bits
+     * away (a fifo made 0777 by the command) */
+    if (r == 0 && type == S_IFIFO)
+        r = chmod_fd(fd, e->new_mode & 07777);
+    if (r == 0) {
+        struct timespec ts[2] = {e->atime, e->mtime};
+        (void)utimensat(fd, "", ts, AT_EMPTY_PATH); /* best effort */
+    }
+    return r;
+}
+
 /* Write the temp file of a non-directory entry in its parent directory.
  * A regular file's content goes to an O_TMPFILE, which has no name until
  * its rename (rename_pending): the intent can then be made durable with
@@ -702,24 +733,11 @@ static int write_temp(struct ctx *c, size_t idx, int parent, uint64_t *ret_bytes
         r = symlinkat(e->new_target, parent, tmp) < 0 ? -errno : 0;
     } else if (e->new_type == LC_FIFO) {
         r = mknodat(parent, tmp, S_IFIFO | (e->new_mode & 0777), 0) < 0 ? -errno : 0;
-        if (r == 0 && fchmodat(parent, tmp, e->new_mode & 07777, 0) < 0)
-            r = -errno;
     } else {
         return -EOPNOTSUPP;
     }
-    if (r == 0 && e->new_type != LC_REG) {
-        struct stat ust;
-        _cleanup_close_ int u = lc_open_beneath(c->upper_fd, e->path, O_PATH | O_NOFOLLOW, 0);
-        if (u >= 0 && fstat(u, &ust) == 0 &&
-            (ust.st_mode & S_IFMT) == (e->new_type == LC_LNK ? (mode_t)S_IFLNK : (mode_t)S_IFIFO))
-            r = give_owner(c, parent, tmp, &ust);
-        if (r == 0 && e->new_type == LC_FIFO && fchmodat(parent, tmp, e->new_mode & 07777, 0) < 0)
-            r = -errno; /* again: the chown cleared set-id bits */
-    }
-    if (r == 0 && e->new_type != LC_REG) {
-        struct timespec ts[2] = {e->atime, e->mtime};
-        utimensat(parent, tmp, ts, AT_SYMLINK_NOFOLLOW); /* best effort */
-    }
+    if (r == 0 && e->new_type != LC_REG)
+        r = temp_meta(c, e, parent, tmp);
     if (r < 0)
         unlinkat(parent, tmp, 0);
     return r;

@@ -276,21 +276,33 @@ static int copy_entry(struct copy *c, int sdir, int ddir, const char *name, int 
     case S_IFCHR:
     case S_IFBLK:
     case S_IFIFO:
-    case S_IFSOCK:
+    case S_IFSOCK: {
         /* whiteouts (0/0) are allowed without CAP_MKNOD; other device nodes
          * need it, and a stage should not hold them anyway */
-        if (mknodat(ddir, name, st.st_mode, st.st_rdev) < 0)
+        if (mknodat(ddir, name, st.st_mode, st.st_rdev) < 0) {
             r = -errno;
+            break;
+        }
+        /* changed through a descriptor of what mknod made, never by name
+         * (a name there could have been replaced by a symlink meanwhile,
+         * which fchmodat() follows: apply.c, temp_meta) */
+        _cleanup_close_ int nfd = openat(ddir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        struct stat nst;
+        if (nfd < 0 || fstat(nfd, &nst) < 0)
+            r = -errno;
+        else if ((nst.st_mode & S_IFMT) != (st.st_mode & S_IFMT) || nst.st_nlink != 1)
+            r = -ECANCELED;
         /* the umask took bits away (a fifo made 0777 by the command) */
-        if (r == 0 && fchmodat(ddir, name, st.st_mode & 07777, 0) < 0)
-            r = -errno;
+        if (r == 0)
+            r = chmod_fd(nfd, st.st_mode & 07777);
         if (r == 0 && geteuid() == 0)
-            (void)!fchownat(ddir, name, st.st_uid, st.st_gid, AT_SYMLINK_NOFOLLOW);
+            (void)!fchownat(nfd, "", st.st_uid, st.st_gid, AT_EMPTY_PATH);
         if (r == 0) {
             struct timespec ts[2] = {st.st_atim, st.st_mtim};
-            utimensat(ddir, name, ts, AT_SYMLINK_NOFOLLOW);
+            utimensat(nfd, "", ts, AT_EMPTY_PATH);
         }
         break;
+    }
     default: r = -EINVAL;
     }
     /* a symlink, fifo or socket with several names stays one inode in the

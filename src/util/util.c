@@ -538,6 +538,16 @@ int chmod_nofollow_at(int dirfd, const char *name, mode_t mode) {
     return fchmodat(dirfd, name, mode, 0) < 0 ? -errno : 0;
 }
 
+int chmod_fd(int fd, mode_t mode) {
+    if (syscall(SYS_fchmodat2, fd, "", mode, AT_EMPTY_PATH) == 0)
+        return 0;
+    if (errno != ENOSYS && errno != EPERM && errno != EINVAL)
+        return -errno;
+    char proc[64];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+    return fchmodat(AT_FDCWD, proc, mode, 0) < 0 ? -errno : 0;
+}
+
 /* The mount a descriptor is on (statx STATX_MNT_ID, Linux 5.8), or 0. */
 static uint64_t mount_id(int fd) {
     struct statx sx;

@@ -94,6 +94,13 @@ int remove_tree_contents(int dir_fd, unsigned max_depth);
  * one); works without /proc. */
 int chmod_nofollow_at(int dirfd, const char *name, mode_t mode);
 
+/* chmod of the object fd names (an O_PATH descriptor too, of a fifo or a
+ * socket, which fchmod(2) refuses): fchmodat2(AT_EMPTY_PATH), else through
+ * /proc/self/fd.  Never a path lookup, so never another object: a caller
+ * that made a name in a directory someone else may write opens it with
+ * O_PATH|O_NOFOLLOW, checks it, and changes it through that descriptor. */
+int chmod_fd(int fd, mode_t mode);
+
 /* The length of the character at p (n > 0 bytes left), and whether a
  * terminal acts on it or shows nothing for it: C0 controls, DEL, the C1
  * controls (U+0080-U+009F, CSI among them), bidirectional marks,

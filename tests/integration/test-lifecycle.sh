@@ -991,6 +991,40 @@ check "a directory swapped for a symlink during apply: nothing written outside" 
 "$P" apply --stage "$S" >/dev/null 2>&1 || true
 check "after the race, still nothing outside" canary_clean
 
+# 7d'. root applies into a directory another user may write (their own
+# workspace): a fifo's temp name there was chmod'ed by name after mknod,
+# and fchmodat() follows a symlink the user put at that name meanwhile:
+# the fifo's mode went to any file of theirs choosing (/etc/shadow made
+# 0666).  Now its owner, mode and times are set through a descriptor of
+# the fifo itself; a name replaced meanwhile stops apply.  (strace widens
+# the window between mknod and what follows: the race is won without it
+# too, within a few applies of 50 fifos.)
+if [ "$(id -u)" -eq 0 ] && command -v strace >/dev/null && command -v setpriv >/dev/null; then
+    W=$T/ws12f S=$T/st12f
+    mkdir -p "$W"
+    stage_run "$W" "$S" 'mkfifo -m 0666 pipe' >/dev/null 2>&1
+    chown -R 65534:65534 "$W"
+    echo secret > "$T/fifo-victim"; chmod 600 "$T/fifo-victim"
+    setpriv --reuid=65534 --regid=65534 --clear-groups sh -c '
+        cd "$1" || exit 1; i=0
+        while [ $i -lt 500 ]; do
+            for f in .pvisor-apply-*; do
+                [ -p "$f" ] && ln -s "$2" .swap && mv -T .swap "$f" && exit 0
+            done
+            sleep 0.01; i=$((i + 1))
+        done' sh "$W" "$T/fifo-victim" &
+    swapper=$!
+    (cd "$W" && no_lsan strace -f -o /dev/null -e inject=mknodat:delay_exit=1000000 "$P" apply --stage "$S") >/dev/null 2>&1
+    wait $swapper; swapped=$?
+    eq "$swapped $(stat -c %a "$T/fifo-victim")" "0 600" \
+        "a fifo's temp name replaced by a symlink during apply: the file it points to keeps its mode"
+    rm -f "$W/pipe"
+    "$P" apply --stage "$S" >/dev/null 2>&1; rc=$?
+    eq "$rc $(stat -c %F:%a "$W/pipe" 2>&1)" "0 fifo:666" "the next apply completes (the fifo, its mode)"
+else
+    skip "a fifo's temp name replaced by a symlink during apply" "needs root, strace and setpriv"
+fi
+
 # 7e. an unprivileged user: the small apply's O_TMPFILE content is linked
 # through /proc/self/fd (no CAP_DAC_READ_SEARCH needed), files stay theirs
 if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
