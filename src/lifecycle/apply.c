@@ -142,10 +142,20 @@ static int matches_old(const struct plan *p, int parent, const char *name, const
     return 1;
 }
 
+/* Is the lower object in the entry's final state?  Its mode too (but the
+ * set-id bits, which a chmod may drop by itself): what apply renamed into
+ * place has the stage's mode, and a directory of the workspace gets it at
+ * the end.  A mode that is neither the old nor the new one is the user's,
+ * changed after the crash: a conflict (a directory that was made private
+ * meanwhile was given the stage's mode, 0705, again).  A directory apply
+ * creates has its mode only at the end (0700 until then): any mode. */
 static int matches_final(int upper_fd, int parent, const char *name, const struct stat *st, const struct plan_ent *e) {
     if (e->new_type == LC_NONE)
         return st == NULL;
     if (!st || lc_type_of(st->st_mode) != e->new_type)
+        return 0;
+    if (e->new_type != LC_LNK && (e->new_type != LC_DIR || e->old_type == LC_DIR) &&
+        (st->st_mode & 01777) != (e->new_mode & 01777))
         return 0;
     if (e->new_type == LC_REG) {
         _cleanup_close_ int a = openat(parent, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);

@@ -712,6 +712,24 @@ ap=$!; sleep 0.3; kill -9 $ap; wait $ap 2>/dev/null
 eq "$rc $(review_json "$S" | jq -r .stage.state)" "0 dropped" "drop --force drops a stage with a pending apply"
 check "drop --force removed apply's temp files" sh -c "! find '$W' -name '.pvisor-apply-*' | grep -q ."
 
+# ... also a directory whose mode the user changed after the crash (the
+# stage changes it 0750 -> 0705; the user made it 0700): the resume took
+# any directory for one in its final state, and gave it 0705 again
+W=$T/ws7d S=$T/st7d
+mkdir -p "$W/dm"; chmod 0750 "$W/dm"
+i=0; while [ $i -lt 10 ]; do echo "old $i" > "$W/f$i"; i=$((i + 1)); done
+stage_run "$W" "$S" 'for f in f*; do echo new >> $f; done; chmod 0705 dm' >/dev/null
+PVISOR_TEST_APPLY_DELAY_US=200000 "$P" apply --stage "$S" >/dev/null 2>&1 &
+ap=$!; wait_for "$S/apply-intent"; sleep 0.3; kill -9 $ap; wait $ap 2>/dev/null
+chmod 0700 "$W/dm"
+"$P" apply --stage "$S" >/dev/null 2>"$T/dm.err"; rc=$?
+eq "$rc $(stat -c %a "$W/dm")" "1 700" "a directory's mode changed after the crash: the resume refuses, the user's mode stays"
+check "the refusal names the directory" grep -q '^  dm:' "$T/dm.err"
+chmod 0750 "$W/dm"
+"$P" apply --stage "$S" >/dev/null 2>&1; rc=$?
+eq "$rc $(stat -c %a "$W/dm")" "0 705" "its old mode back, the resume completes"
+W=$T/ws7 S=$T/st7
+
 # A crash can lose the intent's rename (its bytes are fsynced, its name is
 # made durable by the first syncfs, before any workspace name changes):
 # the complete temp intent names the temp files that apply may have left.
