@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -61,6 +62,14 @@ int cmd_fork(int argc, char **argv) {
     const char *need = lstat(dest, &dst) == 0 ? dest : dest_parent[0] ? dest_parent : "/";
     if (access(need, W_OK | X_OK) < 0)
         return cli_error(PV_EXIT_FAILURE, "fork", "cannot create the new stage %s: %s", dest, strerror(errno));
+    /* nor inside the stage it copies: in its upper/ the new directory was
+     * an agent's change of that stage (review listed it, apply made it;
+     * the copy of a tree into itself failed, and left it there) */
+    _cleanup_free_ char *stage_real = realpath(stage, NULL);
+    if (stage_real && path_within(dest, stage_real))
+        return cli_error(PV_EXIT_FAILURE, "fork",
+                         "refused: the new stage %s lies inside the stage %s it copies; choose a place outside it",
+                         dest, stage_real);
     if (lc_stage_open(stage, &src) == 0 && path_overlaps(dest, src->workspace)) {
         rc = cli_error(PV_EXIT_FAILURE, "fork",
                        "refused: the new stage %s and the workspace %s must not contain each other; choose a "

@@ -1250,6 +1250,13 @@ eq "$rc" 1 "fork into a non-empty directory is refused"
 "$P" fork one "$(dirname "$W")/nothere/x" --stage "$S" >/dev/null 2>&1; r2=$?
 eq "$r1:$r2:$(test -e "$W/inner" && echo made):$(grep -c 'must not contain each other' "$T/fkin.err")" "1:1::1" \
     "fork into the workspace is refused, and into a directory whose parent does not exist"
+# ... and inside the stage it copies: in its upper/ the copy of a tree
+# into itself failed, and left the new directory there, which review then
+# listed as the agent's and apply made in the workspace
+"$P" fork "$S/upper/d2/fk" --stage "$S" >/dev/null 2>"$T/fkst.err"; r1=$?
+"$P" fork "$S/fk" --stage "$S" >/dev/null 2>&1; r2=$?
+eq "$r1:$r2:$(test -e "$S/upper/d2/fk" && echo made):$(test -e "$S/fk" && echo made):$(review_json "$S" | jq -r '.changeset.changes[].path' | grep -c fk)" \
+    "1:1:::0" "fork into the stage it copies (its upper/, or beside it) is refused, and leaves it unchanged"
 # a stage named through a symlink (the agent's link in an applied
 # workspace, pointing at another project's stage) is refused by every verb
 ln -s "$T/st13f" "$T/lnk13"
