@@ -99,6 +99,9 @@ int cmd_fork(int argc, char **argv) {
         return cli_error(PV_EXIT_FAILURE, "fork", "refused: the stage %s is not sealed; fork one of its checkpoints",
                          stage);
     case -EALREADY: return cli_error(PV_EXIT_FAILURE, "fork", "refused: the stage %s was applied or dropped", stage);
+    case -EINPROGRESS:
+        return cli_error(PV_EXIT_FAILURE, "fork",
+                         "refused: an interrupted apply of %s must be completed first ('pvisor apply')", stage);
     case -EACCES:
         return cli_error(PV_EXIT_FAILURE, "fork",
                          "failed: the %s holds a file or directory without read permission (the agent's modes; a "

@@ -705,6 +705,12 @@ check "a new run on a stage with a pending apply is refused (125) and says to fi
 "$P" drop --stage "$S" >/dev/null 2>"$T/dp.err"; rc=$?
 eq "$rc" 1 "drop with a pending apply is refused"
 check "the refusal explains the half-applied workspace" grep -q 'interrupted' "$T/dp.err"
+# checkpoint, restore and fork refuse it too, and say what to do (fork
+# said only "failed: Operation now in progress")
+"$P" checkpoint --stage "$S" --name pend >/dev/null 2>"$T/pc.err"; r1=$?
+"$P" fork --stage "$S" "$T/st7.pend" >/dev/null 2>"$T/pf.err"; r2=$?
+eq "$r1:$r2:$(grep -c 'interrupted apply of .* must be completed first' "$T/pc.err" "$T/pf.err" | cut -d: -f2 | tr '\n' ' ')$(test -e "$T/st7.pend" && echo made)" \
+    "1:1:1 1 " "checkpoint and fork of a stage with a pending apply are refused, saying to complete it"
 rm -rf "$W" "$S"; cp -a "$T/ws7.tmpl" "$W"; "$P" fork --stage "$T/st7.tmpl" "$S" >/dev/null
 PVISOR_TEST_APPLY_DELAY_US=3000 "$P" apply --stage "$S" >/dev/null 2>&1 &
 ap=$!; sleep 0.3; kill -9 $ap; wait $ap 2>/dev/null
