@@ -7,7 +7,8 @@
  * sandbox's own domain).  Rules grant:
  *   read-only projections  -> execute, read file, read dir
  *   read-write mounts      -> everything but making device nodes
- *   /dev                   -> read/write/ioctl on the exact nodes present
+ *   /dev                   -> read dir; read/write/ioctl on the exact nodes
+ *                             of plan_dev_nodes and on /dev/pts
  *   /proc                  -> read
  *   /                      -> read dir (the read-only tmpfs root)
  * A rule's path is opened O_PATH inside the synthetic root, after
@@ -121,8 +122,18 @@ int launch_landlock(const struct launch_plan *p, int *ret_abi, uint64_t *ret_han
         case PLAN_HIDE: break;
         }
     }
+    /* /dev: its listing; read, write and ioctl on the exact nodes every
+     * sandbox gets and on the private devpts.  Not on /dev as a whole: a
+     * rule there also covers a device an --access ro: grant projects below
+     * it, which a read-only mount does not stop from being written
+     * (mounts.c keeps the nodes of /dev sources usable), so ro: would be
+     * rw:.  A grant's own rule gives it what it asked for. */
     if (r >= 0)
-        r = add_rule(rs, "/dev", dev, h);
+        r = add_rule(rs, "/dev", LANDLOCK_ACCESS_FS_READ_DIR, h);
+    for (size_t i = 0; plan_dev_nodes[i] && r >= 0; i++)
+        r = add_rule(rs, plan_dev_nodes[i], dev, h);
+    if (r >= 0)
+        r = add_rule(rs, "/dev/pts", dev, h);
     if (r >= 0)
         r = add_rule(rs, "/dev/shm", rw, h);
     if (r >= 0)

@@ -8,6 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+const char *const plan_dev_nodes[] = {"/dev/null",    "/dev/zero", "/dev/full", "/dev/random",
+                                      "/dev/urandom", "/dev/tty",  NULL};
+
 static const char *const kind_names[] = {
     [PLAN_BIND_RO] = "ro",
     [PLAN_BIND_RW] = "rw",

@@ -86,4 +86,9 @@ void plan_free(struct launch_plan *p); /* frees the contents, not p */
 
 const char *plan_mount_kind_name(enum plan_mount_kind k);
 
+/* The exact device nodes of the host's /dev every sandbox gets (projected
+ * read-only: their inodes cannot change, the devices read and write);
+ * nothing else of it unless an --access rule names it.  NULL-terminated. */
+extern const char *const plan_dev_nodes[];
+
 #endif

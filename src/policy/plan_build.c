@@ -12,10 +12,6 @@
 /* Runtime hierarchies projected read-only when they exist. */
 static const char *const runtime_roots[] = {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"};
 
-/* Exact device nodes; nothing else of the host's /dev. */
-static const char *const dev_nodes[] = {"/dev/null",   "/dev/zero",    "/dev/full",
-                                        "/dev/random", "/dev/urandom", "/dev/tty"};
-
 const char *const plan_credential_paths[] = {
     ".ssh",
     ".gnupg",
@@ -553,8 +549,8 @@ int plan_build(const struct plan_inputs *in, struct launch_plan *ret_plan, char 
 
     for (size_t i = 0; i < sizeof runtime_roots / sizeof runtime_roots[0] && r >= 0; i++)
         r = plan_add_mount(&p, PLAN_BIND_RO, runtime_roots[i], 0);
-    for (size_t i = 0; i < sizeof dev_nodes / sizeof dev_nodes[0] && r >= 0; i++)
-        r = plan_add_mount(&p, PLAN_BIND_RO, dev_nodes[i], 0); /* writable devices; inodes read-only */
+    for (size_t i = 0; plan_dev_nodes[i] && r >= 0; i++)
+        r = plan_add_mount(&p, PLAN_BIND_RO, plan_dev_nodes[i], 0); /* writable devices; inodes read-only */
     if (r >= 0)
         r = plan_add_mount(&p, PLAN_TMPFS, "/tmp", p.tmp_size);
     bool home_view = in->home && in->home_view && strcmp(in->home, "/") != 0;

@@ -322,6 +322,22 @@ else
     skip "--safe as root: host device nodes keep their mode, owner and times" "needs root"
 fi
 
+# A device below /dev granted read-only: its node is usable (no nodev, as
+# for the default nodes), and a read-only mount does not stop a write to a
+# device, so only Landlock keeps ro: from being rw:.  /dev/kmsg, root's to
+# write: opened for writing, nothing written (nothing reaches the log).
+if [ "$(id -u)" -eq 0 ] && [ -c /dev/kmsg ]; then
+    "$PVISOR" run -- sh -c 'exec 3>>/dev/kmsg' 2>/dev/null
+    eq $? 0 "control: root may open /dev/kmsg for writing"
+    out=$("$PVISOR" run --safe --stage "$S" --workspace "$W" --access ro:/dev/kmsg -- sh -c 'test -c /dev/kmsg && echo present; exec 3>>/dev/kmsg && echo WRITABLE' 2>&1)
+    eq "$(echo "$out" | grep -c present):$(echo "$out" | grep -c WRITABLE)" "1:0" \
+        "--safe --access ro:/dev/kmsg: the device is projected, and not writable"
+    out=$("$PVISOR" run --safe --stage "$S" --workspace "$W" --access rw:/dev/kmsg -- sh -c 'exec 3>>/dev/kmsg && echo WRITABLE' 2>&1)
+    eq "$(echo "$out" | grep -c WRITABLE)" 1 "--safe --access rw:/dev/kmsg: the device is writable"
+else
+    skip "--safe --access ro:DEVICE is read-only" "needs root and /dev/kmsg"
+fi
+
 # Other users' files laundered through apply.  As root, the run's namespace
 # maps every id, so the command (uid 0 without capabilities) may rename a
 # file of uid 1001 that it may not read (0600) in a directory it may write,
