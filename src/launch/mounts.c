@@ -77,6 +77,13 @@ static int touch_below(const char *root, const char *path) {
         if (r < 0)
             return r;
     }
+    /* A file already there is the mount point: one of a read-only
+     * projection (--access ro:/etc/hosts, rw:/etc/app.conf inside /etc),
+     * where creating it would fail EROFS.  Not a symlink: a bind onto it
+     * would follow it outside the new root. */
+    struct stat st;
+    if (lstat(full, &st) == 0 && !S_ISDIR(st.st_mode) && !S_ISLNK(st.st_mode))
+        return 0;
     int fd = open(full, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (fd < 0)
         return -errno;

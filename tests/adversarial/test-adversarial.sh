@@ -556,6 +556,10 @@ mkdir -p "$H/data" "$H/out"; echo readable > "$H/data/in.txt"; echo "API_KEY=x" 
 out=$("$PVISOR" run --safe --stage "$T/sa" --workspace "$W" --access "ro:$H/data" -- sh -c "cat '$H/data/in.txt'; (echo x > '$H/data/new') 2>/dev/null && echo wrote || echo refused" 2>&1)
 eq "$out" "$(printf 'readable\nrefused')" "--access ro:PATH projects a host path read-only"
 check "--access ro: the host path is unchanged" test ! -e "$H/data/new"
+# a file of a read-only projected system directory: its mount point is the
+# file already there (creating it failed EROFS, a setup failure)
+out=$("$PVISOR" run --safe --stage "$T/sa" --workspace "$W" --access ro:/etc/passwd -- sh -c 'head -c 5 /etc/passwd' 2>&1)
+eq "$?:$out" "0:$(head -c 5 /etc/passwd)" "--access ro:FILE inside a projected system directory (/etc/passwd) runs"
 out=$("$PVISOR" run --safe --stage "$T/sa" --workspace "$W" --allow-write "$H/out" -- sh -c "echo result > '$H/out/r.txt' && echo ok" 2>&1)
 eq "$out:$(cat "$H/out/r.txt" 2>/dev/null)" "ok:result" "--allow-write PATH: writes land on the host path directly"
 out=$("$PVISOR" run --safe --stage "$T/sa" --workspace "$W" --access "deny:$W/.env" --access deny:/etc/ssl -- sh -c "cat .env 2>/dev/null || echo absent; ls /etc/ssl | wc -l; (echo y > .env) 2>/dev/null && echo wrote || echo refused; mkdir d && echo y > d/e && (mv d/e .env) 2>/dev/null && echo renamed || echo refused" 2>&1)
