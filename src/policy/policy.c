@@ -178,7 +178,7 @@ int policy_parse_limits(const char *spec, struct run_limits *limits, char **ret_
             slot = &limits->mem_bytes;
             r = parse_size(val, POLICY_LIMIT_MEM_MIN, POLICY_LIMIT_MEM_MAX, &v);
             if (r < 0)
-                return fail(ret_error, "--limit mem: '%s' is not a size from 1M to 1P (examples: 512M, 2G)", val);
+                return fail(ret_error, "--limit mem: '%s' is not a size from 1M to 1024T (examples: 512M, 2G)", val);
         } else if (klen == 4 && strncmp(p, "pids", 4) == 0) {
             slot = &limits->pids;
             r = val[strspn(val, "0123456789")] == '\0' ? parse_size(val, 1, POLICY_LIMIT_PIDS_MAX, &v) : -EINVAL;

@@ -127,6 +127,12 @@ int main(void) {
     expect_error("a trailing comma", r, err, "not KEY=VALUE");
     r = PARSE(&o, &err, "--safe", "--limit", "mem=100K", "--", "x");
     expect_error("mem below 1M", r, err, "not a size from 1M");
+    /* the range the message names is the one accepted (it said 1P, which no
+     * size parses) */
+    r = PARSE(&o, &err, "--safe", "--limit", "mem=1024T", "--", "x");
+    ok(r == 0 && o.limits.mem_bytes == 1ULL << 50, "--limit mem=1024T, the largest, is accepted");
+    r = PARSE(&o, &err, "--safe", "--limit", "mem=1025T", "--", "x");
+    expect_error("mem above 1024T", r, err, "not a size from 1M to 1024T");
     r = PARSE(&o, &err, "--safe", "--limit", "mem=lots", "--", "x");
     expect_error("mem that is not a size", r, err, "not a size");
     r = PARSE(&o, &err, "--safe", "--limit", "pids=0", "--", "x");
