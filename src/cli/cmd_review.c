@@ -397,9 +397,14 @@ static void print_earlier(const json_t *earlier) {
 
 static void print_human(const char *stage, const char *state, const char *run, const json_t *bundle,
                         const json_t *earlier, const struct lc_changeset *cs, bool pending, bool emptied) {
-    printf("Stage:       %s (%s)\n", stage, state);
-    if (cs)
-        printf("Workspace:   %s\n", cs->workspace);
+    /* paths the user chose, but a directory's name can hold what a
+     * terminal acts on: escaped, as list does */
+    _cleanup_free_ char *sp = term_escape(stage);
+    printf("Stage:       %s (%s)\n", sp ? sp : "?", state);
+    if (cs) {
+        _cleanup_free_ char *wp = term_escape(cs->workspace);
+        printf("Workspace:   %s\n", wp ? wp : "?");
+    }
     printf("Run:         %s\n", run ? run : "-");
     print_ended(bundle);
     print_quota(bundle);

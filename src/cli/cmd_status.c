@@ -64,15 +64,18 @@ static void print_human(const json_t *b) {
         free(a);
     }
     printf("\n");
-    printf("Workspace:   %s\n", str(b, "workspace"));
+    printf("Workspace:   ");
+    put_line_safe(str(b, "workspace")); /* a directory's name: escaped, as list does */
     printf("Started:     %s\n", str(b, "started_at"));
     printf("Ended:       %s\n", str(b, "ended_at"));
     print_exit(b);
     const json_t *ex = json_object_get(b, "executor");
     printf("Executor:    %s (%s)\n", str(ex, "effective"), str(ex, "mechanism"));
     const json_t *st = json_object_get(b, "stage");
-    if (json_is_object(st))
-        printf("Stage:       %s (%s)\n", str(st, "path"), runs_stage_state(b) ? runs_stage_state(b) : "-");
+    if (json_is_object(st)) {
+        _cleanup_free_ char *sp = term_escape(str(st, "path"));
+        printf("Stage:       %s (%s)\n", sp ? sp : "?", runs_stage_state(b) ? runs_stage_state(b) : "-");
+    }
 
     printf("\nSafety boundary:\n");
     printf("  %-18s %-12s %-12s %s\n", "DIMENSION", "REQUESTED", "EFFECTIVE", "MECHANISM");

@@ -195,6 +195,14 @@ cells = lambda s: sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c 
 l = sys.stdin.buffer.read().decode().splitlines()[1]
 w = l[:l.rfind(" true")].split()[-1]
 print(w[:3], 39 <= cells(w) <= 40)')" "... True" "list: a long workspace of wide characters is cut to 40 cells (39: none is cut in two)"
+# status and status --review print the workspace and the stage escaped,
+# as list does (they printed a directory's name raw)
+L6="$T/lw4/$(printf 'w\033[2Jx')"
+mkdir -p "$L6"
+(cd "$L6" && XDG_STATE_HOME="$T/lwstate4" "$PVISOR" run --stage "$L6.stage" -- true) >/dev/null 2>&1
+(cd "$L6" && XDG_STATE_HOME="$T/lwstate4" "$PVISOR" status && XDG_STATE_HOME="$T/lwstate4" "$PVISOR" status --review) > st6 2>&1
+eq "$(LC_ALL=C grep -c "$(printf '\033')" st6):$(grep -c '^Workspace: .*/w\\x1b\[2Jx$' st6):$(grep -c '^Stage: .*/w\\x1b\[2Jx\.stage ' st6)" "0:2:2" \
+    "status and status --review: the workspace and the stage path with their escapes as \\xNN"
 # argv is printed for a terminal: escape sequences (C0, the UTF-8 CSI) and
 # invisible characters as \xNN, in status and in list
 "$PVISOR" run -- true "$(printf 'a\033[2J\007b')" "$(printf 'c\302\23331m')" "$(printf 'z\342\200\213w')" >/dev/null 2>&1
