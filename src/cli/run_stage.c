@@ -460,8 +460,24 @@ int run_execute_staged(struct run_context *ctx,
         } else if (!sb.exec_failed) {
             char why[300];
             sandbox_report_error(&sb, why, sizeof why);
-            sandbox_release(&sb);
-            snprintf(msg, sizeof msg, "%s (see 'pvisor doctor')", why);
+            /* the directory pvisor was started in is not in the sandbox's
+             * view (a /tmp/x outside the workspace: the sandbox's /tmp is
+             * its own); nothing 'pvisor doctor' could help with */
+            const char *step = json_string_value(json_object_get(sb.report, "step"));
+            int e = (int)json_integer_value(json_object_get(sb.report, "errno"));
+            bool cwd_unseen =
+                step && strcmp(step, "chdir to the working directory") == 0 && (e == ENOENT || e == ENOTDIR);
+            sandbox_release(&sb); /* frees the report */
+            if (cwd_unseen) {
+                _cleanup_free_ char *c = term_escape(ctx->cwd), *w = term_escape(ctx->workspace);
+                snprintf(msg, sizeof msg,
+                         "the current directory %.300s is not in the sandbox (it shows the workspace, HOME, the "
+                         "system directories and a /tmp of its own): run pvisor from the workspace %.300s or a "
+                         "directory in it",
+                         c ? c : "?", w ? w : "?");
+            } else {
+                snprintf(msg, sizeof msg, "%s (see 'pvisor doctor')", why);
+            }
             return run_fail_setup(ctx, msg);
         } else {
             /* Controls were installed; only exec of the command failed. */

@@ -249,6 +249,15 @@ eq "$(jq -r '.features.sha256.ok' doc.json)" true "doctor: SHA-256 (libcrypto's,
 mkdir -p "$T/safews"
 if "$PVISOR" run --safe --workspace "$T/safews" -- true >/dev/null 2>&1; then safe_works=true; else safe_works=false; fi
 eq "$(jq -r '.executors.host.ready_safe' doc.json)" "$safe_works" "doctor's host --safe readiness matches whether --safe actually runs here"
+# started in a directory the sandbox does not show (outside the workspace,
+# under /tmp, which is the sandbox's own): said so, not a setup failure
+# 'at chdir to the working directory' to take to 'pvisor doctor'
+if $safe_works; then
+    mkdir -p "$T/notws"
+    out=$(cd "$T/notws" && "$PVISOR" run --safe --workspace "$T/safews" -- true 2>&1); rc=$?
+    eq "$rc:$(echo "$out" | grep -c "the current directory $T/notws is not in the sandbox.*: run pvisor from the workspace $T/safews or a directory in it; the command was not run"):$(echo "$out" | grep -c doctor)" \
+        "125:1:0" "--safe started outside the workspace, in a directory the sandbox does not show: the message says so"
+fi
 if "$PVISOR" run --stage "$T/docstage" --workspace "$T/safews" -- true >/dev/null 2>&1; then stage_works=true; else stage_works=false; fi
 eq "$(jq -r '.executors.host.ready_stage' doc.json)" "$stage_works" "doctor's --stage readiness matches whether --stage actually runs here"
 eq "$(jq -r '.executors.oci.implemented, .executors.vm.implemented' doc.json | tr '\n' ' ')" "false false " "doctor: oci and vm are reported as not implemented"
