@@ -109,6 +109,17 @@ static int check_access_rules(const struct run_options *o, const char *workspace
                                    "--allow-write/--access rw:%s overlaps the workspace %s, whose writes are "
                                    "staged; grant a path outside it",
                                    o->access[i].path, workspace);
+        /* a cover over a directory that holds the workspace (or over /dev,
+         * which the sandbox builds inside it) leaves the command nothing to
+         * start in: its setup failed */
+        if (o->access[i].kind == ACCESS_DENY && covers)
+            return cli_usage_error("run", "--access deny:%s would hide the workspace %s, which it holds",
+                                   o->access[i].path, workspace);
+        if (o->access[i].kind == ACCESS_DENY && strcmp(rp, "/dev") == 0)
+            return cli_usage_error("run",
+                                   "--access deny:%s: the sandbox has a /dev of its own (a few device nodes); "
+                                   "deny one of them instead",
+                                   o->access[i].path);
         if (o->access[i].kind == ACCESS_RO && (covers || strcmp(workspace, rp) == 0))
             return cli_usage_error("run", "--access ro:%s would expose the real workspace around the stage",
                                    o->access[i].path);

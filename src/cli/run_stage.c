@@ -465,8 +465,8 @@ int run_execute_staged(struct run_context *ctx,
              * its own); nothing 'pvisor doctor' could help with */
             const char *step = json_string_value(json_object_get(sb.report, "step"));
             int e = (int)json_integer_value(json_object_get(sb.report, "errno"));
-            bool cwd_unseen =
-                step && strcmp(step, "chdir to the working directory") == 0 && (e == ENOENT || e == ENOTDIR);
+            bool cwd_unseen = step && strcmp(step, "chdir to the working directory") == 0 &&
+                              (e == ENOENT || e == ENOTDIR) && !path_within(ctx->cwd, ctx->workspace);
             sandbox_release(&sb); /* frees the report */
             if (cwd_unseen) {
                 _cleanup_free_ char *c = term_escape(ctx->cwd), *w = term_escape(ctx->workspace);

@@ -595,6 +595,13 @@ done
 mkdir -p "$W/sub"
 "$PVISOR" run --safe --workspace "$W" --allow-write "$W/sub" -- true 2>/dev/null; rc2=$?
 eq "$rc $rc2" "2 2" "--allow-write inside the workspace (or missing) is a usage error"
+# a cover over a directory that holds the workspace, or over /dev (the
+# sandbox's own): nothing to start in, a usage error saying so (they failed
+# the setup: 'chdir to the working directory', 'creating /dev')
+out=$("$PVISOR" run --safe --workspace "$W" --access "deny:$(dirname "$W")" -- true 2>&1); rc=$?
+out2=$("$PVISOR" run --safe --workspace "$W" --access deny:/dev -- true 2>&1); rc2=$?
+eq "$rc:$(echo "$out" | grep -c "would hide the workspace $W, which it holds"):$rc2:$(echo "$out2" | grep -c 'has a /dev of its own')" "2:1:2:1" \
+    "--access deny: of a directory holding the workspace, or of /dev, is a usage error"
 # A read-write grant that holds the stage (or lies in it) would hand the
 # command its own stage, around the view: it rewrote meta.json to name an
 # ancestor of the workspace with no run, and apply, run from the workspace,
