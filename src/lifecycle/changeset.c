@@ -193,6 +193,7 @@ static int parse_record(const char *line, struct lc_preimage *rec, bool allow_no
     }
     const char *op = json_string_value(json_object_get(o, "op"));
     snprintf(rec->op, sizeof rec->op, "%s", op ? op : "");
+    rec->changed_during_run = json_is_true(json_object_get(o, "changed_during_run"));
     rec->path = path;
     path = NULL;
     r = 0;
@@ -322,6 +323,7 @@ int lc_journal_load(int stage_dir_fd, struct lc_preimage **ret, size_t *ret_n) {
         p->size = a[i].size;
         p->has_sha = a[i].has_sha;
         memcpy(p->sha, a[i].sha, sizeof p->sha);
+        p->changed_during_run = false; /* what apply wrote, not the host's */
     }
     lc_preimages_free(a, na);
     if (m > n)
@@ -608,6 +610,12 @@ static int set_old(struct walk *w, struct lc_entry *e, int lower_dirfd, const ch
         }
     }
     const struct lc_preimage *p = e->pre;
+    /* a host edit the command's change (a write, a delete) may have undone:
+     * its preimage, taken at that change, holds the edit */
+    if (p && p->changed_during_run && e->kind != LC_ADDED) {
+        e->warnings |= LC_W_CHANGED_DURING_RUN;
+        w->cs->warnings |= LC_W_CHANGED_DURING_RUN;
+    }
     if (e->old_type == LC_NONE)
         e->conflict = p && p->type != LC_NONE ? "deleted in the workspace since the run" : NULL;
     else if (p && p->type == LC_NONE) { /* an earlier apply --path deleted it */

@@ -54,24 +54,25 @@ const char *lc_kind_name(enum lc_kind k);
 #define LC_CH_XATTR (1u << 3)   /* user.* extended attributes */
 
 /* Warnings (review shows them; apply acts on LC_W_SETID and LC_W_SPECIAL). */
-#define LC_W_EXEC (1u << 0)             /* a regular file gains an executable bit */
-#define LC_W_SETID (1u << 1)            /* setuid or setgid bit */
-#define LC_W_GIT_HOOK (1u << 2)         /* below .git/hooks, or core.hooksPath */
-#define LC_W_GIT_CONFIG (1u << 3)       /* a .git/config */
-#define LC_W_SYMLINK_OUTSIDE (1u << 4)  /* a symlink whose target leaves the workspace */
-#define LC_W_LARGE (1u << 5)            /* new content over LC_LARGE_FILE */
-#define LC_W_SPECIAL (1u << 6)          /* device node or socket (never applied) */
-#define LC_W_HARDLINK (1u << 7)         /* several names of one upper file */
-#define LC_W_GIT_WORKTREE (1u << 8)     /* a linked worktree's .git/worktrees/NAME deleted */
-#define LC_W_PY_STARTUP (1u << 9)       /* a .pth or site/usercustomize in site-packages, a pyvenv.cfg */
-#define LC_W_HOME_STARTUP (1u << 10)    /* HOME in the workspace: a file a shell, login or session runs */
-#define LC_W_FIFO (1u << 11)            /* a named pipe (applied: what opens it waits for a writer) */
-#define LC_W_GIT_LOCK (1u << 12)        /* a new *.lock in a .git (a git killed mid-way left it) */
-#define LC_W_NUL_TEXT (1u << 13)        /* text but for NUL bytes: diff shows it as binary */
-#define LC_W_RENAMED_CHANGED (1u << 14) /* renamed (or in a renamed directory) and its content changed */
-#define LC_W_GIT_REDIRECT (1u << 15)    /* a .git file or link, a commondir: where git takes a repository from */
-#define LC_W_WORLD_WRITABLE (1u << 16)  /* gains write permission for every user (o+w) */
-#define LC_W__COUNT 17
+#define LC_W_EXEC (1u << 0)                /* a regular file gains an executable bit */
+#define LC_W_SETID (1u << 1)               /* setuid or setgid bit */
+#define LC_W_GIT_HOOK (1u << 2)            /* below .git/hooks, or core.hooksPath */
+#define LC_W_GIT_CONFIG (1u << 3)          /* a .git/config */
+#define LC_W_SYMLINK_OUTSIDE (1u << 4)     /* a symlink whose target leaves the workspace */
+#define LC_W_LARGE (1u << 5)               /* new content over LC_LARGE_FILE */
+#define LC_W_SPECIAL (1u << 6)             /* device node or socket (never applied) */
+#define LC_W_HARDLINK (1u << 7)            /* several names of one upper file */
+#define LC_W_GIT_WORKTREE (1u << 8)        /* a linked worktree's .git/worktrees/NAME deleted */
+#define LC_W_PY_STARTUP (1u << 9)          /* a .pth or site/usercustomize in site-packages, a pyvenv.cfg */
+#define LC_W_HOME_STARTUP (1u << 10)       /* HOME in the workspace: a file a shell, login or session runs */
+#define LC_W_FIFO (1u << 11)               /* a named pipe (applied: what opens it waits for a writer) */
+#define LC_W_GIT_LOCK (1u << 12)           /* a new *.lock in a .git (a git killed mid-way left it) */
+#define LC_W_NUL_TEXT (1u << 13)           /* text but for NUL bytes: diff shows it as binary */
+#define LC_W_RENAMED_CHANGED (1u << 14)    /* renamed (or in a renamed directory) and its content changed */
+#define LC_W_GIT_REDIRECT (1u << 15)       /* a .git file or link, a commondir: where git takes a repository from */
+#define LC_W_WORLD_WRITABLE (1u << 16)     /* gains write permission for every user (o+w) */
+#define LC_W_CHANGED_DURING_RUN (1u << 17) /* the host changed it during the run, before the agent's first change */
+#define LC_W__COUNT 18
 /* diff shows a file with a NUL byte in its first LC_BINARY_PROBE bytes as
  * binary (as git does) */
 #define LC_BINARY_PROBE 8000
@@ -88,7 +89,8 @@ struct lc_preimage {
     unsigned char sha[32];
     uint64_t ino;
     char op[16];
-    size_t seq; /* position in the journal: of several records of a path, the first is the preimage */
+    size_t seq;              /* position in the journal: of several records of a path, the first is the preimage */
+    bool changed_during_run; /* the host changed it during the run, before the agent's first change */
 };
 
 struct lc_entry {

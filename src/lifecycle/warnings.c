@@ -56,10 +56,10 @@ static const char *const startup_dirs[] = {".config/fish/conf.d",
                                            ".profile.d"};
 
 const char *lc_warning_name(unsigned i) {
-    static const char *const names[] = {"exec",         "setid",         "git_hook", "git_config",   "symlink_outside",
-                                        "large",        "special",       "hardlink", "git_worktree", "python_startup",
-                                        "home_startup", "fifo",          "git_lock", "nul_text",     "renamed_changed",
-                                        "git_redirect", "world_writable"};
+    static const char *const names[] = {
+        "exec",     "setid",    "git_hook",        "git_config",     "symlink_outside", "large",
+        "special",  "hardlink", "git_worktree",    "python_startup", "home_startup",    "fifo",
+        "git_lock", "nul_text", "renamed_changed", "git_redirect",   "world_writable",  "changed_during_run"};
     return i < ARRAY_SIZE(names) ? names[i] : "unknown";
 }
 
@@ -248,7 +248,7 @@ void lc_entry_set_warnings(struct lc_changeset *cs, struct lc_entry *e, const st
             break;
         c = s + 1;
     }
-    e->warnings = wn;
+    e->warnings |= wn;
     cs->warnings |= wn;
 }
 
@@ -478,6 +478,10 @@ const char *lc_warning_message(unsigned bit) {
     case LC_W_GIT_LOCK:
         return "git lock file left by a git that did not finish (the run ended or killed it): applied, git commands "
                "that take this lock fail until it is removed";
+    case LC_W_CHANGED_DURING_RUN:
+        return "changed on the host during the run, before the command first changed it: the stage holds the "
+               "command's version, which may not keep that edit (apply takes the edit for what the command saw; "
+               "compare with 'pvisor diff')";
     case LC_W_WORLD_WRITABLE:
         return "writable by every user of this machine once applied (mode o+w): anyone may change it, or what is "
                "in it";

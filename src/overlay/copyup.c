@@ -352,6 +352,8 @@ static int journal_record(struct ov *ov, const char *relpath, const struct stat 
         .sha256 = sha,
         .ino = lst->st_ino,
         .op = op,
+        .changed_during_run = lst->st_ctim.tv_sec > ov->started.tv_sec ||
+                              (lst->st_ctim.tv_sec == ov->started.tv_sec && lst->st_ctim.tv_nsec > ov->started.tv_nsec),
     };
     return stage_journal_append(ov->stage, &rec);
 }

@@ -295,6 +295,8 @@ int overlay_start(const struct overlay_params *p, struct overlay **ret_ov) {
     ov->max_bytes = p->max_bytes;
     ov->max_inodes = p->max_inodes;
     ov->self_uid = geteuid();
+    /* the clock the kernel stamps ctime with: a change after this reads later */
+    clock_gettime(CLOCK_REALTIME_COARSE, &ov->started);
     ov->self_gid = getgid();
     ov->own_group = p->own_group;
     ov->lower_timeout = p->lower_cache_ms < 0    ? 0.0

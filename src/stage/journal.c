@@ -259,6 +259,8 @@ int stage_journal_append(struct stage *s, const struct stage_preimage *rec) {
         bad |= json_object_set_new(o, "sha256", json_string(rec->sha256));
     bad |= json_object_set_new(o, "ino", json_integer((json_int_t)rec->ino));
     bad |= json_object_set_new(o, "op", json_string(rec->op));
+    if (rec->changed_during_run)
+        bad |= json_object_set_new(o, "changed_during_run", json_true());
     if (bad) {
         json_decref(o);
         return -ENOMEM;

@@ -53,6 +53,9 @@ struct stage_preimage {
     const char *sha256; /* lowercase hex; regular files and symlinks; else NULL */
     uint64_t ino;       /* lower st_ino */
     const char *op;     /* name of the first mutating operation */
+    /* the lower object changed (ctime) after the overlay started: the host
+     * changed it during the run, before this first mutation */
+    bool changed_during_run;
 };
 
 /* Create a stage at path (absent, or an empty directory) or reopen a sealed

@@ -2074,6 +2074,24 @@ eq "$(grep -c '^Ended: *exit status 0$' "$T/ended3.out"):$(grep -c "^Note: *an e
     "1:1:$ended_run true TERM" \
     "review of a later run of the stage notes the earlier run that --timeout stopped (human), and lists the earlier runs (JSON earlier_runs)"
 
+# The host edits files during the run, before the command first changes
+# them: the preimage (taken at that change) holds the edit, so apply's
+# conflict check cannot see it, and the command's version may not keep it.
+# Review warns of each (changed_during_run); not of a file edited before
+# the run, nor of one the command never changed.
+Wd=$T/wsduring Sd=$T/stduring
+mkdir -p "$Wd" && echo orig > "$Wd/f" && echo orig > "$Wd/g" && echo orig > "$Wd/h" && echo orig > "$Wd/k"
+echo before >> "$Wd/g"
+"$P" run --stage "$Sd" --workspace "$Wd" -- sh -c "cd '$Wd' && while [ ! -e '$T/during.go' ]; do sleep 0.05; done; echo agent > f; echo agent > g; rm h" >/dev/null 2>&1 &
+drun=$!
+sleep 1
+echo host >> "$Wd/f"; echo host >> "$Wd/h"; echo host >> "$Wd/k"; touch "$T/during.go"
+wait $drun
+"$P" status --review "$Sd" > "$T/during.out" 2>&1
+"$P" status --review "$Sd" --json > "$T/during.json" 2>&1
+eq "$(grep -c '^  ! f: changed on the host during the run' "$T/during.out"):$(grep -c '^  ! h: changed on the host during the run' "$T/during.out"):$(grep -c '^  ! [gk]: changed' "$T/during.out"):$(jq -r '[.changeset.warnings[] | select(.warning == "changed_during_run") | .path] | join(",")' "$T/during.json")" \
+    "1:1:0:f,h" "review warns of files the host changed during the run before the command changed or deleted them (not of one edited before the run, nor of one the command left alone)"
+
 # A workspace moved away after its run: apply names it as what is gone (it
 # said "cannot open the stage ... or its workspace"), writes nothing, and
 # applies once it is back.
