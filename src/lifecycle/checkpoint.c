@@ -383,7 +383,7 @@ static int write_origin(int sdir, int ddir, int dst_upper, const struct copy *c)
             char dash;
             if (sscanf(line, "%llu %llu", &u, &l) == 2) {
                 const struct ino_link *k = map_find(c, u); /* the index: not a scan per line */
-                if (k && k->dst && !k->multi)
+                if (k && k->dst)
                     fprintf(f, "%llu %llu\n", (unsigned long long)k->dst, l);
             } else if (sscanf(line, "%llu %c", &u, &dash) == 2 && dash == '-') {
                 const struct ino_link *k = map_find(c, u);

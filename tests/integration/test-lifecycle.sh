@@ -1247,6 +1247,19 @@ eq "$(review_json "$S" | jq -r .stage.state)" sealed "a restored stage is sealed
 eq "$rc" 0 "fork of a checkpoint exits 0"
 review_json "$T/st13f" | jq -S .changeset > "$T/cs.fork"
 check "the fork holds the checkpointed changeset" cmp -s "$T/cs.one" "$T/cs.fork"
+# A file copied up from the workspace keeps its inode number after restore
+# and in a fork also when it has several names (a workspace hard link, or
+# one the command made): the copy's origin map left out every upper file
+# with several links, so their numbers changed (st_ino | 1<<63).
+WH=$T/ws13h SH=$T/st13h
+mkdir -p "$WH"; echo a > "$WH/a"; ln "$WH/a" "$WH/b"; echo c > "$WH/c"
+stage_run "$WH" "$SH" 'echo x >> a && ln c d' >/dev/null
+inos13h() { "$P" run --stage "$1" --workspace "$WH" -- sh -c "cd '$WH' && stat -c %i a b c d | tr '\n' ' '" 2>/dev/null; }
+before=$(inos13h "$SH")
+"$P" checkpoint --stage "$SH" --name h >/dev/null && stage_run "$WH" "$SH" 'echo y >> a && echo y >> c' >/dev/null &&
+    "$P" restore h --stage "$SH" >/dev/null && "$P" fork h "$T/st13hf" --stage "$SH" >/dev/null
+eq "$(inos13h "$SH")/$(inos13h "$T/st13hf")" "$before/$before" \
+    "restore and fork keep the inode numbers of hard-linked files copied up from the workspace ($before)"
 "$P" fork one "$T/st13f" --stage "$S" >/dev/null 2>&1; rc=$?
 eq "$rc" 1 "fork into a non-empty directory is refused"
 # a fork inside the workspace (or holding it) is refused, as run refuses
