@@ -610,7 +610,11 @@ int ov_copy_up_entry(struct ov *ov, int pfd, const char *relpath, const char *na
     if (S_ISREG(lst.st_mode) && lst.st_nlink > 1 &&
         (r = ov_alias_link_group(ov, relpath, &lst, have_sha ? sha : NULL, op, tmp)) < 0)
         goto fail;
-    if ((r = stage_origin_add(ov->stage, tst.st_ino, lst.st_ino)) < 0)
+    /* An upper copy of this lower inode exists already (a name the host
+     * linked to the file after another name was copied up, or one the alias
+     * walk missed): this one is another file and keeps its own number. */
+    if (!stage_origin_lower_mapped(ov->stage, lst.st_ino) &&
+        (r = stage_origin_add(ov->stage, tst.st_ino, lst.st_ino)) < 0)
         goto fail;
     if (S_ISREG(lst.st_mode) && lst.st_nlink > 1)
         ov_shared_add(ov, ov_upper_ino(ov, tst.st_ino)); /* the copy's number in the view */

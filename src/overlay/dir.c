@@ -132,8 +132,7 @@ static int read_dir(int dir_fd, bool upper, struct ov *ov, struct dvec *dv) {
             type = st.st_mode & S_IFMT;
             hidden = upper && ov_is_whiteout(&st);
         }
-        if (upper)
-            ino = ov_upper_ino(ov, ino);
+        ino = upper ? ov_upper_ino(ov, ino) : ov_lower_ino(ov, ino);
         int r = dvec_push(dv, de->d_name, ino, type, hidden);
         if (r < 0)
             return r;

@@ -307,6 +307,12 @@ uint64_t ov_upper_ino(struct ov *ov, uint64_t upper_st_ino) {
     return upper_st_ino | OV_UPPER_INO_BIT;
 }
 
+uint64_t ov_lower_ino(struct ov *ov, uint64_t lower_st_ino) {
+    if (stage_origin_lower_mapped(ov->stage, lower_st_ino))
+        return lower_st_ino | OV_TAKEN_INO_BIT;
+    return lower_st_ino;
+}
+
 int ov_node_stat(struct ov *ov, struct ov_node *n, struct stat *ret_st) {
     struct stat st;
     int ufd = ov_node_upper(ov, n);
@@ -328,6 +334,7 @@ int ov_node_stat(struct ov *ov, struct ov_node *n, struct stat *ret_st) {
             return -errno;
         if ((st.st_mode & S_IFMT) != n->type)
             return -ESTALE; /* replaced on the host by another type */
+        st.st_ino = ov_lower_ino(ov, st.st_ino);
     }
     *ret_st = st;
     return 0;
@@ -735,6 +742,7 @@ int ov_fill_entry_resolved(struct ov *ov, struct ov_node *n, const struct ov_ent
             e->attr.st_nlink = 1;
     } else if (res->lower) {
         e->attr = res->lst;
+        e->attr.st_ino = ov_lower_ino(ov, e->attr.st_ino);
     } else {
         return -ENOENT;
     }

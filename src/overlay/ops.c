@@ -198,8 +198,7 @@ void ov_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
         /* unlinked but open: answer from the handle */
         struct ov_fh *fh = (struct ov_fh *)(uintptr_t)fi->fh;
         if (fstat(fh->fd, &st) == 0) {
-            if (fh->upper || fh->switched)
-                st.st_ino = ov_upper_ino(ov, st.st_ino);
+            st.st_ino = fh->upper || fh->switched ? ov_upper_ino(ov, st.st_ino) : ov_lower_ino(ov, st.st_ino);
             r = 0;
         }
     } else if (r < 0 && n->type == S_IFREG && !n->lower) {
@@ -209,9 +208,11 @@ void ov_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
          * the merged view no longer has; or from one switched to its upper
          * copy (a hard-linked file copied up through another name) */
         int o = open_fh_stat(ov, n, &st);
-        if (o == 0 && st.st_nlink > 0)
-            st.st_nlink--;
-        else if (o == 1)
+        if (o == 0) {
+            st.st_ino = ov_lower_ino(ov, st.st_ino);
+            if (st.st_nlink > 0)
+                st.st_nlink--;
+        } else if (o == 1)
             st.st_ino = ov_upper_ino(ov, st.st_ino);
         if (o >= 0)
             r = 0;

@@ -61,6 +61,8 @@
 #include "stage/stage.h"
 
 #define OV_UPPER_INO_BIT (1ULL << 63)
+/* a lower object whose st_ino an upper copy reports already (ov_lower_ino) */
+#define OV_TAKEN_INO_BIT (1ULL << 62)
 #define OV_XATTR_PREFIX "user.overlay."
 #define OV_XATTR_ESCAPED "user.overlay.overlay."
 #define OV_XATTR_OPAQUE "user.overlay.opaque"
@@ -256,6 +258,13 @@ int ov_node_upper(struct ov *ov, struct ov_node *n);
 int ov_lower_open(struct ov *ov, const char *relpath, int flags);
 int ov_node_lower_open(struct ov *ov, struct ov_node *n, int flags);
 uint64_t ov_upper_ino(struct ov *ov, uint64_t upper_st_ino);
+/* The view's st_ino of a lower object of inode number lower_st_ino: that
+ * number, unless an upper copy already reports it (the origin map has a
+ * live copy of that lower inode: a name the host linked to or moved from a
+ * file after the command changed it, or a lower name the alias walk did not
+ * link); then lower_st_ino | OV_TAKEN_INO_BIT, so that two different files
+ * never share a number. */
+uint64_t ov_lower_ino(struct ov *ov, uint64_t lower_st_ino);
 int ov_node_stat(struct ov *ov, struct ov_node *n, struct stat *ret_st);
 bool ov_is_whiteout(const struct stat *st);
 int ov_is_opaque(int dir_fd, const char *name);

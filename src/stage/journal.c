@@ -146,8 +146,11 @@ void stage_maps_free(struct stage *s) {
     free(s->recorded.slots);
     free(s->origins.keys);
     free(s->origins.vals);
+    free(s->lowers.keys);
+    free(s->lowers.vals);
     s->recorded = (struct str_set){0};
     s->origins = (struct ino_map){0};
+    s->lowers = (struct ino_map){0};
 }
 
 static int write_full(int fd, const char *buf, size_t len) {
@@ -303,6 +306,27 @@ out:
 
 /* ---- origin map ---- */
 
+/* Map upper inode u to lower inode l (0: forget u), keeping s->lowers (how
+ * many live upper inodes each lower inode is the origin of) in step.
+ * Under s->lock, or before the FUSE threads start. */
+static int origin_put(struct stage *s, uint64_t u, uint64_t l) {
+    uint64_t old = 0, cnt = 0;
+    if (ino_map_get(&s->origins, u, &old) && old == l)
+        return 0;
+    if (l != 0) {
+        (void)ino_map_get(&s->lowers, l, &cnt);
+        int r = ino_map_put(&s->lowers, l, cnt + 1);
+        if (r < 0)
+            return r;
+    }
+    int r = ino_map_put(&s->origins, u, l);
+    if (r < 0)
+        return r;
+    if (old != 0 && ino_map_get(&s->lowers, old, &cnt))
+        (void)ino_map_put(&s->lowers, old, cnt - 1); /* 0: tombstone, never fails */
+    return 0;
+}
+
 int stage_origin_load(struct stage *s, uint64_t upper_dev) {
     int fd = openat(s->dir_fd, "origin", O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600);
     if (fd < 0)
@@ -348,9 +372,9 @@ int stage_origin_load(struct stage *s, uint64_t upper_dev) {
         char dash;
         int r = 0;
         if (sscanf(line, "%" SCNu64 " %" SCNu64, &u, &l) == 2)
-            r = ino_map_put(&s->origins, u, l);
+            r = origin_put(s, u, l);
         else if (sscanf(line, "%" SCNu64 " %c", &u, &dash) == 2 && dash == '-')
-            r = ino_map_put(&s->origins, u, 0);
+            r = origin_put(s, u, 0);
         if (r < 0 && r != -EINVAL)
             return r;
     }
@@ -364,7 +388,7 @@ static int origin_write(struct stage *s, uint64_t u, uint64_t l, bool forget) {
     if (m < 0 || (size_t)m >= sizeof buf)
         return -EOVERFLOW;
     pthread_mutex_lock(&s->lock);
-    int r = ino_map_put(&s->origins, u, forget ? 0 : l);
+    int r = origin_put(s, u, forget ? 0 : l);
     if (r >= 0)
         r = write_full(s->origin_fd, buf, (size_t)m);
     if (r >= 0 && s->durability == STAGE_DURABILITY_STRICT && fdatasync(s->origin_fd) < 0)
@@ -393,5 +417,13 @@ bool stage_origin_get(struct stage *s, uint64_t upper_ino, uint64_t *ret_lower_i
     pthread_mutex_unlock(&s->lock);
     if (r)
         *ret_lower_ino = v;
+    return r;
+}
+
+bool stage_origin_lower_mapped(struct stage *s, uint64_t lower_ino) {
+    uint64_t v;
+    pthread_mutex_lock(&s->lock);
+    bool r = ino_map_get(&s->lowers, lower_ino, &v);
+    pthread_mutex_unlock(&s->lock);
     return r;
 }

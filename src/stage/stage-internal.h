@@ -39,6 +39,7 @@ struct stage {
     int origin_fd;           /* O_APPEND; writes under lock */
     struct str_set recorded; /* under lock */
     struct ino_map origins;  /* under lock */
+    struct ino_map lowers;   /* under lock: lower inode -> how many live upper inodes origins maps to it */
 };
 
 int stage_journal_load(struct stage *s);

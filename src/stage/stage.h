@@ -94,6 +94,11 @@ int stage_journal_append(struct stage *s, const struct stage_preimage *rec);
 int stage_origin_add(struct stage *s, uint64_t upper_ino, uint64_t lower_ino);
 int stage_origin_forget(struct stage *s, uint64_t upper_ino);
 bool stage_origin_get(struct stage *s, uint64_t upper_ino, uint64_t *ret_lower_ino);
+/* Is lower_ino the origin of a live upper inode (one stage_origin_get
+ * answers for)?  Then that copy reports lower_ino as its st_ino, and a
+ * lower object still having that number (a name of it the host made or
+ * moved there after the copy-up) must not. */
+bool stage_origin_lower_mapped(struct stage *s, uint64_t lower_ino);
 
 /* Make everything durable (upper files and dirs, journal, origin map, and
  * a new stage's layout when it was created unflushed) and publish the

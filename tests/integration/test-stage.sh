@@ -969,7 +969,28 @@ eq "$(echo $out)" "1001:1001 rm=ok mv=ok rw=ok w=refused" \
 eq "$(ls "$D/ws" | tr '\n' ' ')$(cat "$D/ws/rw" "$D/ws/theirs" | tr '\n' ' ')$(stat -c %u:%g "$D/ws/rw")" "moved rw theirs rw agent theirs 1001:1001" \
     "  ... and apply writes that, the changed file still its owner's (as a write in place; it became root's)"
 
-# --- every Bundle of this test validates ---------------------------------------------
+# Two different files never share an inode number, also when the host
+# links to or moves a file between runs after the command changed it: the
+# upper copy reports the lower file's number (origin map), and so did the
+# host's other name of that lower file (a link it made, or the name it
+# moved the original to, as an editor's backup does), and the copy-up of
+# that name mapped a second upper file to the same number.  tar stored the
+# other file as a hard link to the first (its content lost), cp refused
+# "are the same file".
+D="$T/inoalias"; rm -rf "$D"; mkdir -p "$D/ws"
+echo one > "$D/ws/a"; ln "$D/ws/a" "$D/ws/b"; echo orig > "$D/ws/f"
+"$PVISOR" run --stage "$D/st" --workspace "$D/ws" -- sh -c "cd '$D/ws' && echo A >> a && echo agent >> f" >/dev/null 2>&1
+ln "$D/ws/a" "$D/ws/c"; mv "$D/ws/f" "$D/ws/f~"; echo host > "$D/ws/f"
+out=$("$PVISOR" run --stage "$D/st" --workspace "$D/ws" -- sh -c "cd '$D/ws' &&
+    [ \$(stat -c %i a) = \$(stat -c %i b) ] && echo ab=one
+    [ \$(stat -c %i a) != \$(stat -c %i c) ] && echo ac=two
+    [ \$(stat -c %i f) != \$(stat -c %i f~) ] && echo ff=two
+    [ \$(ls -i c | cut -d' ' -f1) = \$(stat -c %i c) ] && echo c-dino
+    tar cf - a b c | tar tvf - | grep -c 'link to'
+    echo C >> c; [ \$(stat -c %i a) != \$(stat -c %i c) ] && echo ac-copied=two
+    cp f~ f && cat f" 2>&1)
+eq "$(echo $out)" "ab=one ac=two ff=two c-dino 1 ac-copied=two orig" \
+    "a name the host linked to or moved from a changed file is another file in the view: its own inode number (stat, readdir), before and after its copy-up"
 check "every Bundle validates against docs/bundle.schema.json" sh -c "$VALIDATE $XDG_STATE_HOME/pvisor/runs/*/bundle.json"
 # the schema describes the launcher's self-check: a wrong one does not pass
 sb=$(grep -l '"sandbox_evidence"' "$XDG_STATE_HOME"/pvisor/runs/*/bundle.json | head -n 1)
