@@ -304,6 +304,8 @@ static void print_entry(const struct lc_entry *e) {
         printf("  (-> %s, was %s)", dn(e->new_target, &k2), dn(e->old_target, &k3));
     if (e->changes & LC_CH_XATTR)
         printf("  (xattrs)");
+    if (e->changes & LC_CH_OWNER)
+        printf("  (owner %u:%u -> %u:%u)", e->old_uid, e->old_gid, e->new_uid, e->new_gid);
     if ((e->kind == LC_ADDED || e->kind == LC_TYPE_CHANGED) && e->new_type == LC_LNK)
         printf("  -> %s", dn(e->new_target, &k3));
     putchar('\n');

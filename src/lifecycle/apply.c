@@ -671,7 +671,11 @@ static int write_temp_reg(struct ctx *c, const struct plan_ent *e, int parent, c
         r = give_owner(c, out, NULL, &ist);
     if (r < 0)
         return r;
-    carry_group(e, parent, out);
+    /* run by root, the group is the stage object's (give_owner): the
+     * workspace file's, which the copy-up kept, or the one the command
+     * gave it (a chgrp, which review lists) */
+    if (!c->keep_owners)
+        carry_group(e, parent, out);
     if (fchmod(out, e->new_mode) < 0)
         return -errno;
     struct timespec ts[2] = {e->atime, e->mtime};

@@ -431,7 +431,8 @@ static uint64_t origin_lookup(const struct ino_pair *v, size_t n, uint64_t upper
 struct walk {
     struct lc_changeset *cs;
     int ws_fd;
-    int stage_fd; /* the stage directory */
+    int stage_fd;     /* the stage directory */
+    bool keep_owners; /* apply run by us gives what it writes the stage's owners (root, apply.c give_owner) */
     size_t visited;
     const struct ino_pair *orig; /* origin map, sorted by upper inode */
     size_t n_orig;
@@ -953,6 +954,11 @@ static int visit(struct walk *w, int upper_dirfd, int lower_dirfd, bool parent_o
             if (differ)
                 ch |= LC_CH_XATTR;
         }
+        /* run by root, apply gives what it rewrites the stage object's
+         * owner (a chown of the command's, a tar x as root): said, with
+         * the change that makes apply rewrite it */
+        if (ch && nt != LC_DIR && w->keep_owners && (ust.st_uid != lst.st_uid || ust.st_gid != lst.st_gid))
+            ch |= LC_CH_OWNER;
     }
     /* A directory over a lower directory with no preimage is normally a
      * parent copied up to hold a new child: the origin map says it was
@@ -975,6 +981,10 @@ static int visit(struct walk *w, int upper_dirfd, int lower_dirfd, bool parent_o
         e->changes = ch;
         e->new_type = nt;
         e->new_mode = ust.st_mode & 07777;
+        e->new_uid = (uint32_t)ust.st_uid;
+        e->new_gid = (uint32_t)ust.st_gid;
+        e->old_uid = have_lower ? (uint32_t)lst.st_uid : 0;
+        e->old_gid = have_lower ? (uint32_t)lst.st_gid : 0;
         e->new_size = (uint64_t)ust.st_size;
         e->new_target = TAKE_PTR(target);
         e->new_atime = ust.st_atim;
@@ -1390,6 +1400,7 @@ int lc_changeset_load(struct lc_stage *st, struct lc_changeset **ret_cs) {
     w->cs = cs;
     w->ws_fd = st->ws_fd;
     w->stage_fd = st->dir_fd;
+    w->keep_owners = geteuid() == 0 && userns_is_initial();
     w->path[0] = '\0';
     r = origin_load(st->dir_fd, st->upper_fd, &orig, &n_orig, &w->origin_usable);
     if (r < 0)
@@ -1473,7 +1484,7 @@ json_t *lc_changeset_to_json(const struct lc_changeset *cs) {
     for (size_t i = 0; i < cs->n; i++) {
         const struct lc_entry *e = &cs->entries[i];
         json_t *chl = json_array();
-        static const char *const chn[] = {"content", "mode", "target", "xattr"};
+        static const char *const chn[] = {"content", "mode", "target", "xattr", "owner"};
         for (unsigned b = 0; b < ARRAY_SIZE(chn); b++)
             if (e->changes & (1u << b))
                 json_array_append_new(chl, json_string(chn[b]));
@@ -1502,6 +1513,12 @@ json_t *lc_changeset_to_json(const struct lc_changeset *cs) {
                                                 : side_json(e->new_type, e->new_mode, e->new_size, e->new_target),
                           "warnings", wl, "conflict", e->conflict ? json_string(e->conflict) : json_null()));
         set_name(co, "renamed_from", e->renamed_from);
+        if (e->changes & LC_CH_OWNER) {
+            json_object_set_new(json_object_get(co, "old"), "owner",
+                                json_pack("[I, I]", (json_int_t)e->old_uid, (json_int_t)e->old_gid));
+            json_object_set_new(json_object_get(co, "new"), "owner",
+                                json_pack("[I, I]", (json_int_t)e->new_uid, (json_int_t)e->new_gid));
+        }
         json_array_append_new(changes, co);
     }
     json_t *summary =

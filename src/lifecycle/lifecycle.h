@@ -52,6 +52,7 @@ const char *lc_kind_name(enum lc_kind k);
 #define LC_CH_MODE (1u << 1)    /* permission bits */
 #define LC_CH_TARGET (1u << 2)  /* symlink target */
 #define LC_CH_XATTR (1u << 3)   /* user.* extended attributes */
+#define LC_CH_OWNER (1u << 4)   /* owner or group, which apply run by root gives (with another change) */
 
 /* Warnings (review shows them; apply acts on LC_W_SETID and LC_W_SPECIAL). */
 #define LC_W_EXEC (1u << 0)                /* a regular file gains an executable bit */
@@ -116,6 +117,7 @@ struct lc_entry {
     uint64_t old_ino; /* lower identity when compared (apply re-checks it) */
     struct timespec old_ctime, old_mtime;
     uint64_t old_nlink;
+    uint32_t old_uid, old_gid, new_uid, new_gid; /* with LC_CH_OWNER */
 };
 
 struct lc_changeset {

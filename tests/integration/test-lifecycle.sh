@@ -2087,6 +2087,21 @@ eq "$(grep -c '^Ended: *exit status 0$' "$T/ended3.out"):$(grep -c "^Note: *an e
     "1:1:$ended_run true TERM" \
     "review of a later run of the stage notes the earlier run that --timeout stopped (human), and lists the earlier runs (JSON earlier_runs)"
 
+# Reviewed by root: a file the command changed and gave another owner (a
+# chown, a tar x as root) is listed with the owner change, which root's
+# apply makes (review said only '(content)'); one it only changed is not.
+if [ "$(id -u)" -eq 0 ]; then
+    Wo=$T/wsowner So=$T/stowner
+    mkdir -p "$Wo" && echo a > "$Wo/f" && echo b > "$Wo/g" && chown 4242:4242 "$Wo/f" "$Wo/g"
+    stage_run "$Wo" "$So" 'echo more >> f && chown 1005:1006 f && echo more >> g' >/dev/null 2>&1
+    eq "$("$P" status --review "$So" | grep -c '^  M f  (content)  (owner 4242:4242 -> 1005:1006)$'):$("$P" status --review "$So" | grep -c '^  M g  (content)$'):$(review_json "$So" | jq -c '[.changeset.changes[] | select(.path == "f") | .changes, .old.owner, .new.owner]')" \
+        '1:1:[["content","owner"],[4242,4242],[1005,1006]]' "review as root lists the owner change root's apply makes (human and JSON), not for a file only written"
+    "$P" apply --stage "$So" >/dev/null 2>&1
+    eq "$?:$(stat -c %u:%g "$Wo/f") $(stat -c %u:%g "$Wo/g")" "0:1005:1006 4242:4242" "  and apply gives it, as review said"
+else
+    skip "review as root lists the owner change root's apply makes" "needs root"
+fi
+
 # The host edits files during the run, before the command first changes
 # them: the preimage (taken at that change) holds the edit, so apply's
 # conflict check cannot see it, and the command's version may not keep it.
