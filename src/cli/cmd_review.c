@@ -30,6 +30,32 @@ char *lc_cli_cwd_below(const char *ws) {
     return *rest ? strdup(rest) : NULL;
 }
 
+/* The newest stage was chosen without a name: other stages of its
+ * workspace that are neither applied nor dropped are said on stderr (a
+ * later trivial run, a mistyped command, made the newest stage; the
+ * agent's would otherwise go unmentioned, and an apply of the empty one
+ * marks it applied as if that were the work). */
+static void note_other_stages(const char *verb, const char *ws, const char *stage) {
+    json_t *others = lc_other_open_stages(ws, stage);
+    size_t n = json_array_size(others);
+    if (n > 0) {
+        fprintf(stderr,
+                "pvisor %s: note: %zu other stage%s of this workspace %s neither applied nor dropped (newest "
+                "first): ",
+                verb, n, n == 1 ? "" : "s", n == 1 ? "is" : "are");
+        for (size_t i = 0; i < n && i < 3; i++) {
+            const json_t *o = json_array_get(others, i);
+            fprintf(stderr, "%s%s (%s)", i ? ", " : "", json_string_value(json_object_get(o, "run")),
+                    json_string_value(json_object_get(o, "state")));
+        }
+        fprintf(stderr,
+                "%s; without a RUN, 'pvisor %s' takes the newest run's stage: name a run for another "
+                "('pvisor list' shows them)\n",
+                n > 3 ? ", ..." : "", verb);
+    }
+    json_decref(others);
+}
+
 int lc_cli_target(const char *verb, const char *run, const char *stage_dir, char **ret_stage, char **ret_run,
                   json_t **ret_bundle) {
     /* "" is a prefix of every run id: `pvisor drop "$RUN"` with RUN unset
@@ -69,6 +95,8 @@ int lc_cli_target(const char *verb, const char *run, const char *stage_dir, char
                     "staged run's workspace\n",
                     verb, wd ? wd : "?", id ? id : "?");
         }
+        if (!run && !stage_dir && ws)
+            note_other_stages(verb, ws, *ret_stage);
         if (ret_bundle)
             *ret_bundle = bundle;
         else

@@ -205,6 +205,11 @@ int lc_resolve_target(const char *run, const char *stage_dir, bool pass_over_sta
  * empty when there is none, NULL only without memory. */
 json_t *lc_stage_runs(const char *stage);
 
+/* The other stages of workspace (as the Bundles name it) than stage that
+ * are sealed or interrupted (neither applied nor dropped), newest first:
+ * an array of {"run", "stage", "state"} (the newest run of each). */
+json_t *lc_other_open_stages(const char *workspace, const char *stage);
+
 /* ---- apply (apply.c) ---- */
 
 struct lc_apply_opts {

@@ -15,6 +15,7 @@
 
 #include "evidence/bundle.h"
 #include "evidence/runstore.h"
+#include "stage/stage.h"
 #include "util/cleanup.h"
 #include "util/util.h"
 
@@ -58,6 +59,37 @@ static json_t *stage_run_bundle(const char *rid, const char *real) {
         return b;
     json_decref(b);
     return NULL;
+}
+
+json_t *lc_other_open_stages(const char *workspace, const char *stage) {
+    _cleanup_free_ char *real = realpath(stage, NULL);
+    json_t *out = json_array();
+    char **ids = NULL;
+    size_t n = 0;
+    if (!real || !out || runs_list_ids(&ids, &n) < 0)
+        return out;
+    json_t *seen = json_object(); /* stage paths listed: a stage of several runs once */
+    for (size_t i = 0; i < n && seen; i++) {
+        json_t *b = NULL;
+        if (runs_load_bundle(ids[i], &b) < 0)
+            continue;
+        const char *ws = json_string_value(json_object_get(b, "workspace"));
+        const char *sp = bundle_stage_path(b);
+        _cleanup_free_ char *spr = sp && ws && strcmp(ws, workspace) == 0 ? realpath(sp, NULL) : NULL;
+        enum stage_state state;
+        if (spr && strcmp(spr, real) != 0 && !json_object_get(seen, spr) && stage_probe_state(spr, &state) == 0 &&
+            (state == STAGE_SEALED || state == STAGE_INTERRUPTED)) {
+            json_object_set_new(seen, spr, json_true());
+            json_array_append_new(
+                out, json_pack("{s:s, s:s, s:s}", "run", ids[i], "stage", spr, "state", stage_state_name(state)));
+        } else if (spr) {
+            json_object_set_new(seen, spr, json_true());
+        }
+        json_decref(b);
+    }
+    json_decref(seen);
+    runs_free_ids(ids);
+    return out;
 }
 
 json_t *lc_stage_runs(const char *stage) {

@@ -2087,6 +2087,21 @@ eq "$(grep -c '^Ended: *exit status 0$' "$T/ended3.out"):$(grep -c "^Note: *an e
     "1:1:$ended_run true TERM" \
     "review of a later run of the stage notes the earlier run that --timeout stopped (human), and lists the earlier runs (JSON earlier_runs)"
 
+# A later run (a trivial one, a mistyped command) made the newest stage of
+# the workspace: the verbs that take it by default say which other stages
+# of the workspace are neither applied nor dropped (the agent's went
+# unmentioned, and an apply of the empty one marked it applied).
+Wn=$T/wsnewest; mkdir -p "$Wn"
+(cd "$Wn" && "$P" run --stage auto -- sh -c 'echo agent > work') >/dev/null 2>&1
+agent_run=$(latest_run)
+(cd "$Wn" && "$P" run --stage auto -- true) >/dev/null 2>&1
+(cd "$Wn" && "$P" status --review >/dev/null 2>"$T/newest1.err"; "$P" diff >/dev/null 2>"$T/newest2.err"; "$P" status --review "$agent_run" >/dev/null 2>"$T/newest3.err")
+eq "$(grep -c "^pvisor status: note: 1 other stage of this workspace is neither applied nor dropped (newest first): $agent_run (sealed);" "$T/newest1.err"):$(grep -c "^pvisor diff: note: 1 other stage" "$T/newest2.err"):$(wc -c < "$T/newest3.err")" \
+    "1:1:0" "review and diff of the newest stage name the workspace's other stages not applied or dropped (not when a run is named)"
+(cd "$Wn" && "$P" drop "$agent_run") >/dev/null 2>&1
+(cd "$Wn" && "$P" status --review >/dev/null 2>"$T/newest4.err")
+eq "$(wc -c < "$T/newest4.err")" "0" "  none once the other stage is dropped"
+
 # Reviewed by root: a file the command changed and gave another owner (a
 # chown, a tar x as root) is listed with the owner change, which root's
 # apply makes (review said only '(content)'); one it only changed is not.
