@@ -57,9 +57,10 @@ static const char *const startup_dirs[] = {".config/fish/conf.d",
 
 const char *lc_warning_name(unsigned i) {
     static const char *const names[] = {
-        "exec",     "setid",    "git_hook",        "git_config",     "symlink_outside", "large",
-        "special",  "hardlink", "git_worktree",    "python_startup", "home_startup",    "fifo",
-        "git_lock", "nul_text", "renamed_changed", "git_redirect",   "world_writable",  "changed_during_run"};
+        "exec",         "setid",          "git_hook",           "git_config",   "symlink_outside",
+        "large",        "special",        "hardlink",           "git_worktree", "python_startup",
+        "home_startup", "fifo",           "git_lock",           "nul_text",     "renamed_changed",
+        "git_redirect", "world_writable", "changed_during_run", "tool_config"};
     return i < ARRAY_SIZE(names) ? names[i] : "unknown";
 }
 
@@ -158,6 +159,43 @@ bool lc_git_pointer_into_git(const char *workspace, const char *path, const char
     return in_git;
 }
 
+/* A file that makes a tool the user runs here run commands of its own
+ * choosing, in the workspace at path (relative; base its last component):
+ * git hook managers (pre-commit, lefthook), direnv, npm/pnpm/yarn's
+ * rc files (script-shell, node-options, yarnPath, a pnpmfile), cargo's
+ * config (a runner, rustc-wrapper), VS Code's tasks (one that runs at
+ * folder open) and settings, and the wrappers of Gradle and Maven, which
+ * download and run the build tool a URL names. */
+static bool tool_config(const char *path, const char *base) {
+    static const char *const names[] = {".pre-commit-config.yaml",
+                                        ".pre-commit-config.yml",
+                                        "lefthook.yml",
+                                        "lefthook.yaml",
+                                        ".lefthook.yml",
+                                        ".lefthook.yaml",
+                                        "lefthook-local.yml",
+                                        "lefthook-local.yaml",
+                                        ".envrc",
+                                        ".npmrc",
+                                        ".yarnrc",
+                                        ".yarnrc.yml",
+                                        ".pnpmfile.cjs",
+                                        "gradle-wrapper.properties",
+                                        "maven-wrapper.properties"};
+    static const char *const tails[] = {".cargo/config", ".cargo/config.toml", ".vscode/tasks.json",
+                                        ".vscode/settings.json", ".mvn/extensions.xml"};
+    for (size_t i = 0; i < ARRAY_SIZE(names); i++)
+        if (strcmp(base, names[i]) == 0)
+            return true;
+    size_t pl = strlen(path);
+    for (size_t i = 0; i < ARRAY_SIZE(tails); i++) {
+        size_t tl = strlen(tails[i]);
+        if (pl >= tl && strcmp(path + pl - tl, tails[i]) == 0 && (pl == tl || path[pl - tl - 1] == '/'))
+            return true;
+    }
+    return false;
+}
+
 void lc_entry_set_warnings(struct lc_changeset *cs, struct lc_entry *e, const struct stat *ust, bool sample_ok,
                            bool into_git) {
     unsigned wn = 0;
@@ -216,6 +254,8 @@ void lc_entry_set_warnings(struct lc_changeset *cs, struct lc_entry *e, const st
      * included, from any directory of the workspace */
     if (e->kind != LC_DELETED && e->new_type != LC_DIR && strcmp(base, ".git") == 0 && !into_git)
         wn |= LC_W_GIT_REDIRECT;
+    if (e->kind != LC_DELETED && e->new_type != LC_DIR && tool_config(p, base))
+        wn |= LC_W_TOOL_CONFIG;
     for (const char *c = p;;) {
         if (strncmp(c, ".git/", 5) == 0) {
             wn = git_dir_warnings(c + 5, sample, into_git, wn);
@@ -478,6 +518,10 @@ const char *lc_warning_message(unsigned bit) {
     case LC_W_GIT_LOCK:
         return "git lock file left by a git that did not finish (the run ended or killed it): applied, git commands "
                "that take this lock fail until it is removed";
+    case LC_W_TOOL_CONFIG:
+        return "configures a tool to run commands (pre-commit or lefthook at your next git commit, direnv, npm, "
+               "yarn or pnpm, cargo, VS Code's tasks, the Gradle or Maven wrapper's download): they run at your "
+               "next use of that tool here";
     case LC_W_CHANGED_DURING_RUN:
         return "changed on the host during the run, before the command first changed it: the stage holds the "
                "command's version, which may not keep that edit (apply takes the edit for what the command saw; "

@@ -1995,6 +1995,20 @@ eq "$(jq -r '[.changeset.warnings[] | select(.warning == "python_startup") | .pa
     "v/lib/dist-packages,v/lib/site-packages/sitecustomize/__init__.py,v/lib/site-packages/usercustomize.pyc,v/pyvenv.cfg" \
     "review warns of sitecustomize as a package, usercustomize as a .pyc, a site-packages made a symlink, a changed pyvenv.cfg"
 
+# Tool configurations that make a tool run commands at the user's next use
+# of it (a git hook manager at the next commit, direnv, npm's script-shell,
+# cargo's runner, VS Code's folder-open task, the Gradle wrapper's
+# download): warned of as tool_config; a deleted one and look-alikes not.
+W=$T/wstool; mkdir -p "$W/sub/.cargo" "$W/.vscode" "$W/gradle/wrapper" && echo 'registry=x' > "$W/.npmrc" && echo keep > "$W/.envrc"
+(cd "$W" && "$P" run --stage auto -- sh -c 'printf "repos: []\n" > .pre-commit-config.yaml && echo "pre-commit: {}" > lefthook.yml &&
+    echo "script-shell=/tmp/x" >> .npmrc && rm .envrc && printf "[build]\nrustc-wrapper = \"/tmp/x\"\n" > sub/.cargo/config.toml &&
+    echo "{}" > .vscode/tasks.json && echo "distributionUrl=http://x" > gradle/wrapper/gradle-wrapper.properties &&
+    echo x > my.npmrc && mkdir -p notcargo && echo x > notcargo/config.toml && echo x > x.cargo') >/dev/null 2>&1
+(cd "$W" && "$P" status --review --json) > "$T/warn3.json"
+eq "$(jq -r '[.changeset.warnings[] | select(.warning == "tool_config") | .path] | sort | join(",")' "$T/warn3.json")" \
+    ".npmrc,.pre-commit-config.yaml,.vscode/tasks.json,gradle/wrapper/gradle-wrapper.properties,lefthook.yml,sub/.cargo/config.toml" \
+    "review warns of tool configurations that run commands (pre-commit, lefthook, npm, cargo, VS Code tasks, Gradle wrapper), not of a deleted one or look-alikes"
+
 # A submodule's hooks and config (.git/modules/NAME/hooks, .../config) and
 # config.worktree run commands as .git/hooks and .git/config do; a symlink
 # escapes through another (a/l1 -> .., a/l2 -> l1/..) or through /WS/..,
