@@ -8,6 +8,24 @@
 #include <stdio.h>
 #include <string.h>
 
+/* "its 2 checkpoints (a, b)", or "" when it has none: what a drop takes
+ * with it (a later 'pvisor restore NAME' is refused).  Names are
+ * [A-Za-z0-9._-] (lc_checkpoint_name_valid): printed as they are. */
+#define NAMES_SHOWN 5
+static void describe_checkpoints(json_t *cps, char *buf, size_t size) {
+    size_t n = json_array_size(cps);
+    buf[0] = '\0';
+    if (n == 0)
+        return;
+    size_t len = (size_t)snprintf(buf, size, "its %zu checkpoint%s (", n, n == 1 ? "" : "s");
+    for (size_t i = 0; i < n && i < NAMES_SHOWN && len < size; i++) {
+        const char *name = json_string_value(json_object_get(json_array_get(cps, i), "name"));
+        len += (size_t)snprintf(buf + len, size - len, "%s%s", i ? ", " : "", name ? name : "?");
+    }
+    if (len < size)
+        snprintf(buf + len, size - len, "%s)", n > NAMES_SHOWN ? ", ..." : "");
+}
+
 int cmd_drop(int argc, char **argv) {
     const char *run = NULL, *stage_dir = NULL;
     bool force = false;
@@ -40,6 +58,12 @@ int cmd_drop(int argc, char **argv) {
     if (rc != 0)
         return rc;
     bool pending = force && lc_apply_pending(stage);
+    /* counted before: the drop removes them (a refused drop prints none) */
+    char cps[512];
+    json_t *cp_list = lc_checkpoints_json(stage);
+    describe_checkpoints(cp_list, cps, sizeof cps);
+    size_t n_cps = json_array_size(cp_list);
+    json_decref(cp_list);
     int r = lc_drop(stage, force);
     if (r == -EBUSY)
         return cli_error(PV_EXIT_FAILURE, "drop",
@@ -54,14 +78,14 @@ int cmd_drop(int argc, char **argv) {
     if (r < 0)
         return cli_error(PV_EXIT_FAILURE, "drop", "cannot drop the stage %s: %s", stage, strerror(-r));
     if (r == 1) {
-        printf("Stage %s was applied: its copy of the changes and its checkpoints are removed; the workspace "
-               "keeps what apply wrote, and the stage still reads 'applied'.\n",
-               stage);
+        printf("Stage %s was applied: its copy of the changes%s%s %s removed; the workspace keeps what apply "
+               "wrote, and the stage still reads 'applied'.\n",
+               stage, n_cps ? " and " : "", cps, n_cps ? "are" : "is");
         return PV_EXIT_OK;
     }
-    printf("Dropped stage %s: its changes are discarded; %s.\n"
+    printf("Dropped stage %s: its changes are discarded%s%s%s; %s.\n"
            "The directory keeps a 'dropped' marker (pvisor status --review shows it); it can be removed.\n",
-           stage,
+           stage, n_cps ? ", and " : "", cps, n_cps ? " with them" : "",
            pending ? "what the interrupted apply had written stays in the workspace (its temp files were removed, "
                      "the modes of read-only directories it had opened put back)"
                    : "drop changes nothing in the workspace (what an earlier 'apply --path' wrote there stays)");

@@ -2179,3 +2179,14 @@ mkdir -p "$W/d" "$W/open" && echo a > "$W/f" && echo b > "$W/was" && chmod 0666 
 stage_run "$W" "$S" 'chmod 0777 d && chmod o+w f && echo n > new && chmod 0666 new && echo c >> was && chmod 0777 open && echo k > keep' >/dev/null 2>&1
 eq "$("$P" status --review --stage "$S" --json | jq -r '[.changeset.warnings[] | select(.warning == "world_writable") | .path] | sort | join(",")')" \
     "d,f,new" "review warns of what becomes writable by every user (world_writable), not of what already was"
+
+# Drop takes the stage's checkpoints with it (a later restore is refused):
+# the message said nothing of them. It says how many, and names them.
+W=$T/wsdropcp; S=$T/stdropcp
+mkdir -p "$W" && echo old > "$W/f"
+stage_run "$W" "$S" 'echo new > f' >/dev/null 2>&1
+"$P" checkpoint --stage "$S" --name one >/dev/null 2>&1
+"$P" checkpoint --stage "$S" --name two >/dev/null 2>&1
+"$P" drop --stage "$S" >"$T/dropcp.out" 2>&1; rc=$?
+eq "$rc:$(grep -c "its changes are discarded, and its 2 checkpoints (one, two) with them;" "$T/dropcp.out")" "0:1" \
+    "drop says how many checkpoints went with the stage, and names them"
