@@ -2,11 +2,14 @@
  * (lifecycle/drop.c; the stage keeps a 'dropped' marker). */
 #include "cli/cli.h"
 #include "lifecycle/lifecycle.h"
+#include "stage/stage.h"
 #include "util/cleanup.h"
+#include "util/util.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* "its 2 checkpoints (a, b)", or "" when it has none: what a drop takes
  * with it (a later 'pvisor restore NAME' is refused).  Names are
@@ -58,6 +61,14 @@ int cmd_drop(int argc, char **argv) {
     if (rc != 0)
         return rc;
     bool pending = force && lc_apply_pending(stage);
+    /* A drop again (of a dropped stage, or of an applied one an earlier
+     * drop emptied) discards nothing: it only removes what a drop cut short
+     * left behind, and says so rather than report a drop again. */
+    enum stage_state before;
+    bool was_dropped = stage_probe_state(stage, &before) == 0 && before == STAGE_DROPPED;
+    _cleanup_free_ char *upper = path_join(stage, "upper");
+    struct stat ust;
+    bool was_emptied = upper && lstat(upper, &ust) < 0 && errno == ENOENT;
     /* counted before: the drop removes them (a refused drop prints none) */
     char cps[512];
     json_t *cp_list = lc_checkpoints_json(stage);
@@ -77,10 +88,20 @@ int cmd_drop(int argc, char **argv) {
                          stage);
     if (r < 0)
         return cli_error(PV_EXIT_FAILURE, "drop", "cannot drop the stage %s: %s", stage, strerror(-r));
+    if (r == 1 && was_emptied) {
+        printf("Stage %s was applied, and an earlier drop already removed its copy of the changes; nothing "
+               "more to remove.\n",
+               stage);
+        return PV_EXIT_OK;
+    }
     if (r == 1) {
         printf("Stage %s was applied: its copy of the changes%s%s %s removed; the workspace keeps what apply "
                "wrote, and the stage still reads 'applied'.\n",
                stage, n_cps ? " and " : "", cps, n_cps ? "are" : "is");
+        return PV_EXIT_OK;
+    }
+    if (was_dropped) {
+        printf("Stage %s was already dropped; nothing was discarded now.\n", stage);
         return PV_EXIT_OK;
     }
     printf("Dropped stage %s: its changes are discarded%s%s%s; %s.\n"

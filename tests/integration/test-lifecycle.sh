@@ -2190,3 +2190,21 @@ stage_run "$W" "$S" 'echo new > f' >/dev/null 2>&1
 "$P" drop --stage "$S" >"$T/dropcp.out" 2>&1; rc=$?
 eq "$rc:$(grep -c "its changes are discarded, and its 2 checkpoints (one, two) with them;" "$T/dropcp.out")" "0:1" \
     "drop says how many checkpoints went with the stage, and names them"
+
+# A drop of a stage already dropped printed "Dropped stage ..." again, as if
+# it had discarded something: it says the stage was already dropped (exit
+# 0: what a drop cut short left is still removed); the same for an applied
+# stage whose copy an earlier drop removed.
+W=$T/wsdrop2; S=$T/stdrop2
+mkdir -p "$W" && echo old > "$W/f"
+stage_run "$W" "$S" 'echo new > f' >/dev/null 2>&1
+"$P" drop --stage "$S" >/dev/null 2>&1
+"$P" drop --stage "$S" >"$T/drop2.out" 2>&1; rc=$?
+eq "$rc:$(grep -c "was already dropped; nothing was discarded now" "$T/drop2.out"):$(grep -c "^Dropped stage" "$T/drop2.out")" \
+    "0:1:0" "drop of a dropped stage says it was already dropped (exit 0)"
+rm -rf "$S"; stage_run "$W" "$S" 'echo new > f' >/dev/null 2>&1
+(cd "$W" && "$P" apply --stage "$S") >/dev/null 2>&1
+"$P" drop --stage "$S" >/dev/null 2>&1
+"$P" drop --stage "$S" >"$T/drop2a.out" 2>&1; rc=$?
+eq "$rc:$(grep -c "an earlier drop already removed its copy of the changes" "$T/drop2a.out")" "0:1" \
+    "  ... and of an applied stage already emptied, that its copy was already removed"
