@@ -3,6 +3,7 @@
  * (lifecycle/apply.c does the work; docs/lifecycle.md documents it). */
 #include "cli/cli.h"
 #include "lifecycle/lifecycle.h"
+#include "stage/stage.h"
 #include "util/cleanup.h"
 #include "util/util.h"
 
@@ -328,7 +329,15 @@ int cmd_apply(int argc, char **argv) {
                           stage);
             break;
         }
-        case -EALREADY: cli_error(st, "apply", "refused: the stage %s was already applied or dropped", stage); break;
+        case -EALREADY: {
+            enum stage_state state = STAGE_SEALED;
+            (void)stage_probe_state(stage, &state);
+            cli_error(st, "apply", "refused: the stage %s was already %s", stage,
+                      state == STAGE_DROPPED   ? "dropped: its changes were discarded"
+                      : state == STAGE_APPLIED ? "applied: its changes are in the workspace"
+                                               : "applied or dropped");
+            break;
+        }
         case -ECANCELED:
             cli_error(st, "apply",
                       "stopped: a file in the workspace changed while apply was writing. "

@@ -2208,3 +2208,16 @@ rm -rf "$S"; stage_run "$W" "$S" 'echo new > f' >/dev/null 2>&1
 "$P" drop --stage "$S" >"$T/drop2a.out" 2>&1; rc=$?
 eq "$rc:$(grep -c "an earlier drop already removed its copy of the changes" "$T/drop2a.out")" "0:1" \
     "  ... and of an applied stage already emptied, that its copy was already removed"
+
+# apply's refusal of a stage that is done said "already applied or
+# dropped": it says which.
+W=$T/wsalready; S=$T/stalready
+mkdir -p "$W" && echo old > "$W/f"
+stage_run "$W" "$S" 'echo new > f' >/dev/null 2>&1
+(cd "$W" && "$P" apply --stage "$S") >/dev/null 2>&1
+(cd "$W" && "$P" apply --stage "$S") >/dev/null 2>"$T/already1.err"; r1=$?
+rm -rf "$S"; stage_run "$W" "$S" 'echo newer > f' >/dev/null 2>&1
+"$P" drop --stage "$S" >/dev/null 2>&1
+(cd "$W" && "$P" apply --stage "$S") >/dev/null 2>"$T/already2.err"; r2=$?
+eq "$r1:$(grep -c "was already applied:" "$T/already1.err"):$r2:$(grep -c "was already dropped:" "$T/already2.err"):$(cat "$T/already1.err" "$T/already2.err" | grep -c "applied or dropped")" \
+    "1:1:1:1:0" "apply of an applied or a dropped stage says which one it was"
