@@ -8,13 +8,103 @@
 #include "util/util.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #define PROGRESS_MIN_OPS 100
+#define APPLY_INTENT "apply-intent" /* lifecycle.h: LC_APPLY_INTENT */
+
+/* A SIGINT, SIGTERM or SIGHUP while apply writes: say what it left, then
+ * die of the signal as before (its exit status is the shell's 130/143).
+ * The intent exists from before the first write until the apply is
+ * complete (apply.c), so it alone tells "half done: apply again completes
+ * it" from "nothing written" or "complete"; a progress step (counted
+ * after the intent is written) tells those two apart.  The messages are
+ * made before the handler is installed: it only reads, stats and writes. */
+static struct {
+    int stage_fd;
+    volatile sig_atomic_t wrote;    /* a step of the plan was taken */
+    volatile sig_atomic_t mid_line; /* a progress line without its \n */
+    char *pending, *done, *nothing; /* the messages */
+} intr = {.stage_fd = -1};
+
+/* util's write_all: write(2) only, async-signal-safe */
+static void say(const char *s) {
+    (void)write_all(STDERR_FILENO, s, strlen(s));
+}
+
+static void on_interrupt(int sig) {
+    int saved = errno;
+    struct stat st;
+    bool intent = intr.stage_fd >= 0 && fstatat(intr.stage_fd, APPLY_INTENT, &st, AT_SYMLINK_NOFOLLOW) == 0;
+    if (intr.mid_line)
+        say("\n");
+    say(intent ? intr.pending : intr.wrote ? intr.done : intr.nothing);
+    errno = saved;
+    raise(sig); /* SA_RESETHAND | SA_NODEFER: the default action, now */
+}
+
+static const int intr_signals[] = {SIGINT, SIGTERM, SIGHUP};
+
+/* Install on_interrupt for the apply of stage (its display name: shown)
+ * into the workspace ws (display name); false when it could not be (the
+ * apply goes on without it). */
+static char *format(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *format(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = NULL;
+    if (vasprintf(&s, fmt, ap) < 0)
+        s = NULL;
+    va_end(ap);
+    return s;
+}
+
+static bool interrupt_arm(const char *stage, const char *shown_stage, const char *shown_ws) {
+    intr.pending = format("pvisor apply: interrupted: the apply of the stage %s into %s is half done (the workspace "
+                          "holds part of it); 'pvisor apply --stage %s' completes it, or 'pvisor drop --force --stage "
+                          "%s' keeps what it wrote and discards the rest\n",
+                          shown_stage, shown_ws, shown_stage, shown_stage);
+    intr.done = format("pvisor apply: interrupted, but only after the apply had completed: the stage %s is written "
+                       "into %s\n",
+                       shown_stage, shown_ws);
+    intr.nothing =
+        format("pvisor apply: interrupted before anything was written: nothing was written into %s\n", shown_ws);
+    intr.stage_fd = open(stage, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (!intr.pending || !intr.done || !intr.nothing || intr.stage_fd < 0)
+        return false;
+    struct sigaction sa = {.sa_handler = on_interrupt, .sa_flags = SA_RESETHAND | SA_NODEFER};
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < ARRAY_SIZE(intr_signals); i++) {
+        struct sigaction old;
+        /* one ignored (nohup, a background job's SIGINT) stays ignored */
+        if (sigaction(intr_signals[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN)
+            sigaction(intr_signals[i], &sa, NULL);
+    }
+    return true;
+}
+
+static void interrupt_disarm(void) {
+    for (size_t i = 0; i < ARRAY_SIZE(intr_signals); i++) {
+        struct sigaction old;
+        if (sigaction(intr_signals[i], NULL, &old) == 0 && old.sa_handler == on_interrupt)
+            signal(intr_signals[i], SIG_DFL);
+    }
+    if (intr.stage_fd >= 0)
+        close(intr.stage_fd);
+    intr.stage_fd = -1;
+    free(intr.pending);
+    free(intr.done);
+    free(intr.nothing);
+    intr.pending = intr.done = intr.nothing = NULL;
+}
 
 struct progress {
     bool tty;
@@ -24,6 +114,8 @@ struct progress {
 
 static void on_progress(size_t done, size_t total, void *ud) {
     struct progress *p = ud;
+    if (done > 0)
+        intr.wrote = 1;
     if (!p->tty || total < PROGRESS_MIN_OPS)
         return;
     struct timespec now;
@@ -32,7 +124,9 @@ static void on_progress(size_t done, size_t total, void *ud) {
     if (done != total && ms < 100)
         return;
     p->last = now;
+    intr.mid_line = 0;
     fprintf(stderr, "\rpvisor apply: %zu/%zu operations%s", done, total, done == total ? "\n" : "");
+    intr.mid_line = done != total;
 }
 
 static void on_op(const char *action, const char *path, void *ud) {
@@ -244,6 +338,9 @@ int cmd_apply(int argc, char **argv) {
                          "discard the rest with 'pvisor drop --force --stage %s'. Nothing was written",
                          other, other_ws, other, other);
     }
+    _cleanup_free_ char *shown_stage = lc_display_name(stage);
+    if (!dry_run && ws_raw)
+        (void)interrupt_arm(stage, shown_stage ? shown_stage : "?", ws_path ? ws_path : "?");
     if (!dry_run && ws_raw) {
         (void)pending_apply_record(stage, ws_raw);
         (void)agent_written_add(ws_raw); /* its links are the agent's from now on */
@@ -267,6 +364,7 @@ int cmd_apply(int argc, char **argv) {
     }
     if (!dry_run)
         pending_apply_clear(stage);
+    interrupt_disarm();
     for (size_t i = 0; paths && i < n_paths; i++)
         free(paths[i]);
     free(paths);

@@ -2221,3 +2221,19 @@ rm -rf "$S"; stage_run "$W" "$S" 'echo newer > f' >/dev/null 2>&1
 (cd "$W" && "$P" apply --stage "$S") >/dev/null 2>"$T/already2.err"; r2=$?
 eq "$r1:$(grep -c "was already applied:" "$T/already1.err"):$r2:$(grep -c "was already dropped:" "$T/already2.err"):$(cat "$T/already1.err" "$T/already2.err" | grep -c "applied or dropped")" \
     "1:1:1:1:0" "apply of an applied or a dropped stage says which one it was"
+
+# Ctrl-C or SIGTERM during apply exited 130/143 without a word, though the
+# workspace was half-written: it says so, and what completes it.
+W=$T/wsintr; S=$T/stintr
+mkdir -p "$W"; i=0; while [ $i -lt 10 ]; do echo "old $i" > "$W/f$i"; i=$((i + 1)); done
+stage_run "$W" "$S" 'for f in f*; do echo new >> $f; done' >/dev/null 2>&1
+for sig in TERM INT; do
+    # a background job's SIGINT is ignored by sh: env puts it back
+    PVISOR_TEST_APPLY_DELAY_US=200000 env --default-signal=INT "$P" apply --stage "$S" >/dev/null 2>"$T/intr.err" &
+    ap=$!; wait_for "$S/apply-intent"; sleep 0.3; kill -$sig $ap; wait $ap; rc=$?
+    eq "$rc:$(grep -c "interrupted: the apply of the stage $S into $W is half done .*'pvisor apply --stage $S' completes it" "$T/intr.err")" \
+        "$([ $sig = TERM ] && echo 143 || echo 130):1" "SIG$sig during apply says the apply is half done and how to complete it"
+done
+"$P" apply --stage "$S" >/dev/null 2>&1; rc=$?
+eq "$rc:$(cat "$W/f9")" "0:old 9
+new" "  ... and the next apply completes it"
