@@ -11,6 +11,7 @@
 #include "evidence/bundle.h"
 #include "evidence/runstore.h"
 #include "exec/exec.h"
+#include "policy/plan_build.h"
 #include "policy/policy.h"
 #include "util/cleanup.h"
 #include "util/util.h"
@@ -120,6 +121,19 @@ static int check_access_rules(const struct run_options *o, const char *workspace
                                    "--access deny:%s: the sandbox has a /dev of its own (a few device nodes); "
                                    "deny one of them instead",
                                    o->access[i].path);
+        /* the agent socket is projected at PLAN_AGENT_SOCKET_PATH, on top
+         * of the grants: its mount point cannot be made in a read-only
+         * projection of the host's /run (the setup failed), and in a
+         * read-write one it was made in the host's /run */
+        if (o->access[i].kind != ACCESS_DENY && path_within(PLAN_AGENT_SOCKET_PATH, rp))
+            return cli_usage_error(
+                "run",
+                "--access %s:%s would hold the sandbox's agent socket, %s, whose mount point %s; grant the directories "
+                "in %s the command needs instead (such as %s:/run/postgresql)",
+                access_kind_name(o->access[i].kind), o->access[i].path, PLAN_AGENT_SOCKET_PATH,
+                o->access[i].kind == ACCESS_RO ? "cannot be made in a read-only projection"
+                                               : "would be made on the host through a read-write projection",
+                rp, access_kind_name(o->access[i].kind));
         if (o->access[i].kind == ACCESS_RO && (covers || strcmp(workspace, rp) == 0))
             return cli_usage_error("run", "--access ro:%s would expose the real workspace around the stage",
                                    o->access[i].path);

@@ -624,6 +624,17 @@ for rule in deny:/ ro:/ "ro:$W" rw:/proc/self ro:/sys deny:/proc/1; do
     eq "$rc" 2 "--access $rule is a usage error (the whole file system, the workspace itself, the sandbox's own /proc, /sys)"
 done
 eq "$(run_count)" "$n0" "... and those refusals record no run"
+# A grant of /run holds /run/pvisor, where the agent socket is projected:
+# ro: failed the setup (125, "creating a projection's mount point:
+# Read-only file system"), rw: made /run/pvisor/agent.sock in the host's /run
+# (as root; EACCES, 125, otherwise). Usage errors that say why.
+n0=$(run_count)
+for rule in ro:/run rw:/run; do
+    out=$("$PVISOR" run --safe --workspace "$W" --access "$rule" -- true 2>&1); rc=$?
+    eq "$rc:$(echo "$out" | grep -c "would hold the sandbox's agent socket, /run/pvisor/agent.sock")" "2:1" \
+        "--access $rule is a usage error that names the agent socket"
+done
+eq "$(run_count)" "$n0" "... and records no run"
 
 # --- the Run-scoped agent socket: reachable, and the only host socket ---------------
 out=$("$PVISOR" run --safe --stage "$T/sag" --workspace "$W" -- sh -c "
