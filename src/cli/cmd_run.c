@@ -116,6 +116,16 @@ static int check_access_rules(const struct run_options *o, const char *workspace
         if (o->access[i].kind == ACCESS_DENY && covers)
             return cli_usage_error("run", "--access deny:%s would hide the workspace %s, which it holds",
                                    o->access[i].path, workspace);
+        /* the host's /dev read-write: the command could create, replace or
+         * delete the host's device nodes (as root, its own), and write any
+         * device its owner may; a grant of one device node stays */
+        if (o->access[i].kind == ACCESS_RW && strcmp(rp, "/dev") == 0)
+            return cli_usage_error("run",
+                                   "--access rw:%s would hand the command the host's /dev read-write: it could "
+                                   "create or delete the host's device nodes, and write any device you may; the "
+                                   "sandbox has a /dev of its own (a few device nodes): grant the devices it needs "
+                                   "one by one (such as rw:/dev/kvm)",
+                                   o->access[i].path);
         if (o->access[i].kind == ACCESS_DENY && strcmp(rp, "/dev") == 0)
             return cli_usage_error("run",
                                    "--access deny:%s: the sandbox has a /dev of its own (a few device nodes); "

@@ -635,6 +635,13 @@ for rule in ro:/run rw:/run; do
         "--access $rule is a usage error that names the agent socket"
 done
 eq "$(run_count)" "$n0" "... and records no run"
+# rw:/dev was a read-write bind of the host's /dev: the command created a
+# file there (as root), and could delete device nodes, while the devices
+# dimension read enforced. A usage error; rw: of one device node stays.
+out=$(cd "$W" && "$PVISOR" run --safe --access rw:/dev -- sh -c 'touch /dev/pvisor-adv-probe' 2>&1); rc=$?
+eq "$rc:$(echo "$out" | grep -c "rw:/dev would hand the command the host's /dev read-write"):$(test -e /dev/pvisor-adv-probe && echo CREATED)" \
+    "2:1:" "--access rw:/dev is a usage error (the host's device nodes stay out of reach)"
+rm -f /dev/pvisor-adv-probe 2>/dev/null
 
 # --- the Run-scoped agent socket: reachable, and the only host socket ---------------
 out=$("$PVISOR" run --safe --stage "$T/sag" --workspace "$W" -- sh -c "
