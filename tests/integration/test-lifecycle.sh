@@ -2237,3 +2237,20 @@ done
 "$P" apply --stage "$S" >/dev/null 2>&1; rc=$?
 eq "$rc:$(cat "$W/f9")" "0:old 9
 new" "  ... and the next apply completes it"
+
+# What the conflict check covers (README, docs/stage-format.md): an edit on
+# the host after the agent's first write to a file is a conflict; one made
+# during the run before that write is what the agent saw (its preimage),
+# and apply writes the agent's version over it without a conflict.
+W=$T/wsduring; S=$T/stduring
+mkdir -p "$W" && echo orig > "$W/f" && echo orig > "$W/g"
+stage_run "$W" "$S" "i=0; while [ ! -e '$T/during1' ] && [ \$i -lt 200 ]; do sleep 0.05; i=\$((i + 1)); done
+    echo agent > f; echo agent > g; touch '$T/during2'
+    i=0; while [ ! -e '$T/during3' ] && [ \$i -lt 200 ]; do sleep 0.05; i=\$((i + 1)); done" >/dev/null 2>&1 &
+sr=$!
+echo "host edit" > "$W/f"; touch "$T/during1"
+wait_for "$T/during2"; echo "host edit" > "$W/g"; touch "$T/during3"
+wait $sr
+(cd "$W" && "$P" apply --stage "$S") >/dev/null 2>"$T/during.err"; rc=$?
+eq "$rc:$(grep -c '^  g:' "$T/during.err"):$(grep -c '^  f:' "$T/during.err")" "1:1:0" \
+    "a host edit after the agent's first write is a conflict; one before it is not (the documented limit)"
