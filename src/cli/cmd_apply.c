@@ -427,15 +427,9 @@ int cmd_apply(int argc, char **argv) {
                           stage);
             break;
         }
-        case -EALREADY: {
-            enum stage_state state = STAGE_SEALED;
-            (void)stage_probe_state(stage, &state);
-            cli_error(st, "apply", "refused: the stage %s was already %s", stage,
-                      state == STAGE_DROPPED   ? "dropped: its changes were discarded"
-                      : state == STAGE_APPLIED ? "applied: its changes are in the workspace"
-                                               : "applied or dropped");
+        case -EALREADY:
+            cli_error(st, "apply", "refused: the stage %s was already %s", stage, stage_done_phrase(stage));
             break;
-        }
         case -ECANCELED:
             cli_error(st, "apply",
                       "stopped: a file in the workspace changed while apply was writing. "

@@ -2,6 +2,7 @@
  * a durable, self-contained copy of a sealed stage (lifecycle/checkpoint.c). */
 #include "cli/cli.h"
 #include "lifecycle/lifecycle.h"
+#include "stage/stage.h"
 #include "util/cleanup.h"
 
 #include <errno.h>
@@ -83,7 +84,8 @@ int cmd_checkpoint(int argc, char **argv) {
     case -EEXIST:
         return cli_error(PV_EXIT_FAILURE, "checkpoint", "a checkpoint named '%s' exists; choose another --name", name);
     case -EALREADY:
-        return cli_error(PV_EXIT_FAILURE, "checkpoint", "refused: the stage %s was applied or dropped", stage);
+        return cli_error(PV_EXIT_FAILURE, "checkpoint", "refused: the stage %s was already %s", stage,
+                         stage_done_phrase(stage));
     case -EINPROGRESS:
         return cli_error(PV_EXIT_FAILURE, "checkpoint",
                          "refused: an interrupted apply of %s must be completed first ('pvisor apply')", stage);

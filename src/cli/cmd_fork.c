@@ -3,6 +3,7 @@
  * (lifecycle/checkpoint.c); the source is not changed. */
 #include "cli/cli.h"
 #include "lifecycle/lifecycle.h"
+#include "stage/stage.h"
 #include "util/cleanup.h"
 #include "util/util.h"
 
@@ -98,7 +99,9 @@ int cmd_fork(int argc, char **argv) {
     case -ESTALE:
         return cli_error(PV_EXIT_FAILURE, "fork", "refused: the stage %s is not sealed; fork one of its checkpoints",
                          stage);
-    case -EALREADY: return cli_error(PV_EXIT_FAILURE, "fork", "refused: the stage %s was applied or dropped", stage);
+    case -EALREADY:
+        return cli_error(PV_EXIT_FAILURE, "fork", "refused: the stage %s was already %s", stage,
+                         stage_done_phrase(stage));
     case -EINPROGRESS:
         return cli_error(PV_EXIT_FAILURE, "fork",
                          "refused: an interrupted apply of %s must be completed first ('pvisor apply')", stage);

@@ -2,6 +2,7 @@
  * stage's content with one of its checkpoints (lifecycle/checkpoint.c). */
 #include "cli/cli.h"
 #include "lifecycle/lifecycle.h"
+#include "stage/stage.h"
 #include "util/cleanup.h"
 
 #include <errno.h>
@@ -56,7 +57,9 @@ int cmd_restore(int argc, char **argv) {
                          "the stage %s has no checkpoint '%s' (see 'pvisor checkpoint --list')", stage, name);
     case -EBUSY:
         return cli_error(PV_EXIT_FAILURE, "restore", "refused: the stage %s is in use; stop its run first", stage);
-    case -EALREADY: return cli_error(PV_EXIT_FAILURE, "restore", "refused: the stage %s was applied or dropped", stage);
+    case -EALREADY:
+        return cli_error(PV_EXIT_FAILURE, "restore", "refused: the stage %s was already %s", stage,
+                         stage_done_phrase(stage));
     case -EINPROGRESS:
         return cli_error(PV_EXIT_FAILURE, "restore",
                          "refused: an interrupted apply of %s must be completed first ('pvisor apply')", stage);

@@ -138,7 +138,9 @@ int run_finish(struct run_context *ctx, int r, const struct exec_result *res) {
         return run_fail_setup(ctx, msg);
     }
     if (res->exec_errno) {
-        fprintf(stderr, "pvisor run: %s: %s\n", ctx->opts->cmd_argv[0],
+        /* the command's name is the caller's bytes: escaped for the terminal */
+        _cleanup_free_ char *shown = term_escape(ctx->opts->cmd_argv[0]);
+        fprintf(stderr, "pvisor run: %s: %s\n", shown ? shown : "?",
                 res->exec_errno == ENOENT ? "command not found" : strerror(res->exec_errno));
         bundle_set_string(ctx->bundle, "state", "exec_failed");
         snprintf(msg, sizeof msg, "cannot execute %s: %s", ctx->opts->cmd_argv[0], strerror(res->exec_errno));

@@ -560,14 +560,16 @@ void sandbox_gather_runtime(const struct run_context *ctx, const char *home, str
             _cleanup_free_ char *ri = realpath(interp, NULL);
             if (ri)
                 shown = add_dir_of(l, home, ri, agents) && shown;
-            if (!shown && !plan_under_system_dir(ri ? ri : interp))
+            if (!shown && !plan_under_system_dir(ri ? ri : interp)) {
+                _cleanup_free_ char *cmd = term_escape(ctx->opts->cmd_argv[0]), *in = term_escape(interp);
                 fprintf(stderr,
                         "pvisor run: warning: %s names the interpreter %s, which the sandbox does not show: a "
                         "command in the workspace (or an earlier run's) is the agent's to write, and its #! line adds "
                         "only toolchains "
                         "(/opt/<name>, a tool's directory in HOME); name the interpreter ('pvisor run --safe -- "
                         "INTERPRETER %s')\n",
-                        ctx->opts->cmd_argv[0], interp, ctx->opts->cmd_argv[0]);
+                        cmd ? cmd : "?", in ? in : "?", cmd ? cmd : "?");
+            }
         }
     }
     const char *path = getenv("PATH");

@@ -271,7 +271,11 @@ static const char *stage_open_hint(int r, const char *stage) {
     switch (r) {
     case -EBUSY: return "another pvisor run is using this stage";
     case -ESTALE: return "the stage was interrupted (its run did not finish); it cannot be continued or applied";
-    case -EALREADY: return "the stage was already applied or dropped";
+    case -EALREADY: {
+        static char done[96];
+        snprintf(done, sizeof done, "the stage was already %s", stage_done_phrase(stage));
+        return done;
+    }
     case -EINPROGRESS: return "an apply of this stage was interrupted; finish it with 'pvisor apply' first";
     case -EXDEV: return "the stage belongs to another workspace";
     case -EINVAL: return "the directory is not empty and is not a pvisor stage";

@@ -473,6 +473,15 @@ int stage_seal(struct stage *s, bool changed) {
     return r;
 }
 
+const char *stage_done_phrase(const char *path) {
+    enum stage_state state = STAGE_SEALED;
+    if (stage_probe_state(path, &state) < 0)
+        return "applied or dropped";
+    return state == STAGE_DROPPED   ? "dropped: its changes were discarded"
+           : state == STAGE_APPLIED ? "applied: its changes are in the workspace"
+                                    : "applied or dropped";
+}
+
 int stage_probe_state(const char *path, enum stage_state *ret_state) {
     _cleanup_close_ int dir_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dir_fd < 0)

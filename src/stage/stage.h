@@ -114,6 +114,11 @@ void stage_free(struct stage *s);
 /* Read-only state probe (for status/list); takes no lasting lock. */
 int stage_probe_state(const char *path, enum stage_state *ret_state);
 
+/* For a refusal of a stage that is done (-EALREADY): "applied: its
+ * changes are in the workspace", "dropped: its changes were discarded",
+ * or "applied or dropped" when the probe cannot tell. */
+const char *stage_done_phrase(const char *path);
+
 /* Of a sealed stage (dir_fd: its directory; the caller holds it, by its
  * lock or as its run): remove what a restore killed before it left
  * 'sealed' (.restore, a whole copy of the checkpoint) or after it sealed

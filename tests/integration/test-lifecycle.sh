@@ -2221,6 +2221,13 @@ rm -rf "$S"; stage_run "$W" "$S" 'echo newer > f' >/dev/null 2>&1
 (cd "$W" && "$P" apply --stage "$S") >/dev/null 2>"$T/already2.err"; r2=$?
 eq "$r1:$(grep -c "was already applied:" "$T/already1.err"):$r2:$(grep -c "was already dropped:" "$T/already2.err"):$(cat "$T/already1.err" "$T/already2.err" | grep -c "applied or dropped")" \
     "1:1:1:1:0" "apply of an applied or a dropped stage says which one it was"
+# and so do checkpoint, fork, restore and a run on it (the stage is dropped)
+"$P" checkpoint --stage "$S" >/dev/null 2>"$T/already3.err"
+"$P" fork --stage "$S" "$T/stalready-fork" >/dev/null 2>>"$T/already3.err"
+"$P" restore --stage "$S" x >/dev/null 2>>"$T/already3.err"
+"$P" run --stage "$S" --workspace "$W" -- true >/dev/null 2>>"$T/already3.err"
+eq "$(grep -c "already dropped: its changes were discarded" "$T/already3.err"):$(grep -c "applied or dropped" "$T/already3.err")" "4:0" \
+    "  checkpoint, fork, restore and run of a dropped stage say it was dropped"
 
 # Ctrl-C or SIGTERM during apply exited 130/143 without a word, though the
 # workspace was half-written: it says so, and what completes it.
@@ -2242,7 +2249,7 @@ new" "  ... and the next apply completes it"
 # the host after the agent's first write to a file is a conflict; one made
 # during the run before that write is what the agent saw (its preimage),
 # and apply writes the agent's version over it without a conflict.
-W=$T/wsduring; S=$T/stduring
+W=$T/wsduring2; S=$T/stduring2
 mkdir -p "$W" && echo orig > "$W/f" && echo orig > "$W/g"
 stage_run "$W" "$S" "i=0; while [ ! -e '$T/during1' ] && [ \$i -lt 200 ]; do sleep 0.05; i=\$((i + 1)); done
     echo agent > f; echo agent > g; touch '$T/during2'

@@ -22,6 +22,10 @@ eq "$(jq -r '.exit.signal_name + " " + (.exit.status|tostring) + " " + (.exit.pv
 "$PVISOR" run -- /nonexistent/cmd 2>err; rc=$?
 eq "$rc" 127 "missing command exits 127"
 check "missing command is explained on stderr" grep -q "command not found" err
+# the command's name is the caller's bytes: escaped on stderr, not raw
+"$PVISOR" run -- "$(printf 'x\033[31m')" 2>err; rc=$?
+eq "$rc:$(grep -c 'x\\x1b\[31m: command not found' err):$(grep -c "$(printf '\033')" err)" "127:1:0" \
+    "a missing command's name with an escape sequence is printed escaped"
 printf '#!/bin/sh\n' > notexec; chmod 0644 notexec
 "$PVISOR" run -- ./notexec 2>err; rc=$?
 eq "$rc" 126 "non-executable command exits 126"
