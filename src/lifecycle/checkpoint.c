@@ -215,6 +215,32 @@ static int copy_reg(struct copy *c, int sdir, int ddir, const char *name, const 
 
 static int copy_dir(struct copy *c, int sdir, int ddir, int depth);
 
+/* Another name of an object copied already (l): a hard link to its first
+ * copied name.  The copy may be in a directory another user can write
+ * (root forking or checkpointing a user's stage), who could swap a
+ * directory of it for a symlink: by its whole path from the copy's root,
+ * linkat() followed that symlink and linked any file of the file system
+ * into the copy.  The first name's directory is resolved beneath the
+ * copy's root without symlinks (openat2, as apply resolves the
+ * workspace), the link made from it by one name, and what was linked
+ * must be the object copied.  A copy changed under us fails: -ELOOP (a
+ * symlink on the way), -EBADMSG (a name gone or another object; not
+ * -ENOENT, which fork reports as "no checkpoint", nor -ECANCELED, a live
+ * checkpoint's "the run is ending"). */
+static int link_again(const struct copy *c, const struct ino_link *l, int ddir, const char *name) {
+    const char *first;
+    _cleanup_close_ int parent = lc_open_parent(c->root_dst, l->dst_path, &first);
+    if (parent < 0)
+        return parent == -ENOENT || parent == -ENOTDIR || parent == -EXDEV ? -EBADMSG : parent;
+    if (linkat(parent, first, ddir, name, 0) < 0)
+        return errno == ENOENT ? -EBADMSG : -errno;
+    _cleanup_close_ int fd = openat(ddir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0)
+        return errno == ENOENT ? -EBADMSG : -errno;
+    return (uint64_t)st.st_ino == l->dst ? 0 : -EBADMSG;
+}
+
 static int copy_entry(struct copy *c, int sdir, int ddir, const char *name, int depth) {
     if (++c->objects > LC_MAX_ENTRIES)
         return -E2BIG;
@@ -228,10 +254,11 @@ static int copy_entry(struct copy *c, int sdir, int ddir, const char *name, int 
         c->path[len] = '/';
     memcpy(c->path + len + (len ? 1 : 0), name, nl + 1);
     int r = 0;
+    uint64_t made_ino = 0; /* a symlink's or special file's inode in the copy */
     if (!S_ISDIR(st.st_mode) && st.st_nlink > 1) {
         struct ino_link *l = map_find(c, (uint64_t)st.st_ino);
         if (l && l->dst_path) {
-            r = linkat(c->root_dst, l->dst_path, ddir, name, 0) < 0 ? -errno : 0;
+            r = link_again(c, l, ddir, name);
             goto out;
         }
     }
@@ -268,9 +295,18 @@ static int copy_entry(struct copy *c, int sdir, int ddir, const char *name, int 
         r = lc_readlink_at(sdir, name, &t);
         if (r == 0 && symlinkat(t, ddir, name) < 0)
             r = -errno;
-        struct timespec ts[2] = {st.st_atim, st.st_mtim};
-        if (r == 0)
-            utimensat(ddir, name, ts, AT_SYMLINK_NOFOLLOW);
+        /* its times through a descriptor of what symlinkat made, as below */
+        _cleanup_close_ int lfd = r == 0 ? openat(ddir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC) : -1;
+        struct stat lst;
+        if (r == 0 && (lfd < 0 || fstat(lfd, &lst) < 0))
+            r = -errno;
+        else if (r == 0 && (!S_ISLNK(lst.st_mode) || lst.st_nlink != 1))
+            r = -EBADMSG;
+        if (r == 0) {
+            struct timespec ts[2] = {st.st_atim, st.st_mtim};
+            utimensat(lfd, "", ts, AT_EMPTY_PATH);
+            made_ino = (uint64_t)lst.st_ino;
+        }
         break;
     }
     case S_IFCHR:
@@ -291,7 +327,9 @@ static int copy_entry(struct copy *c, int sdir, int ddir, const char *name, int 
         if (nfd < 0 || fstat(nfd, &nst) < 0)
             r = -errno;
         else if ((nst.st_mode & S_IFMT) != (st.st_mode & S_IFMT) || nst.st_nlink != 1)
-            r = -ECANCELED;
+            r = -EBADMSG; /* not -ECANCELED: a live checkpoint's "the run is ending" */
+        else
+            made_ino = (uint64_t)nst.st_ino;
         /* the umask took bits away (a fifo made 0777 by the command) */
         if (r == 0)
             r = chmod_fd(nfd, st.st_mode & 07777);
@@ -311,11 +349,8 @@ static int copy_entry(struct copy *c, int sdir, int ddir, const char *name, int 
      * directory entries in the upper) made a checkpoint of 256 MiB and
      * 65,000 inodes, past --stage-max-bytes and the free-space floor,
      * which count what the upper allocates */
-    if (r == 0 && !S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) {
-        struct stat dst;
-        if (fstatat(ddir, name, &dst, AT_SYMLINK_NOFOLLOW) == 0)
-            r = map_add(c, (uint64_t)st.st_ino, (uint64_t)dst.st_ino, st.st_nlink > 1);
-    }
+    if (r == 0 && !S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
+        r = map_add(c, (uint64_t)st.st_ino, made_ino, st.st_nlink > 1);
 out:
     c->path[len] = '\0';
     return r;
@@ -347,7 +382,9 @@ static int copy_small(int sdir, int ddir, const char *name, bool required) {
     _cleanup_close_ int in = openat(sdir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (in < 0)
         return errno == ENOENT && !required ? 0 : -errno;
-    _cleanup_close_ int out = openat(ddir, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    /* O_EXCL: dst is new; a name put there meanwhile (a fifo would block
+     * us) is not ours to open */
+    _cleanup_close_ int out = openat(ddir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (out < 0)
         return -errno;
     return lc_copy_fd(in, out, UINT64_MAX, UINT64_MAX, NULL);
@@ -362,7 +399,7 @@ static int write_origin(int sdir, int ddir, int dst_upper, const struct copy *c)
     if (fstat(dst_upper, &ust) < 0)
         return -errno;
     _cleanup_fclose_ FILE *f = NULL;
-    int fd = openat(ddir, "origin", O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    int fd = openat(ddir, "origin", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0)
         return -errno;
     f = fdopen(fd, "w");

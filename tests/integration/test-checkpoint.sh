@@ -382,6 +382,55 @@ for c in "$S/checkpoints/s1" "$H/fork" "$S"; do
     else not_ok "links: $n takes at most 1 MiB (${kb} KiB)"; fi
 done
 
+# Root forks (or checkpoints, restores) a stage into a directory another
+# user may write.  The copy made a file's later names with linkat() of the
+# first copied name's whole path from the copy's root, which follows a
+# symlink in the middle of that path: had the user swapped a directory of
+# the copy for a symlink, root would have hard-linked any file of the file
+# system into the copy (tested below: a root-only file linked into the
+# user's fork).  Now the first name's directory is resolved beneath the
+# copy's root without symlinks (openat2) and the link made from it, with
+# the inode checked.  The copy's root is root's and 0700 while it is being
+# copied, which by itself keeps the user out today; the test opens it
+# (0711) to check the resolution itself.  strace holds each link back.
+if [ "$(id -u)" -eq 0 ] && command -v strace >/dev/null && command -v setpriv >/dev/null; then
+    HR=$T/hl-race
+    mkdir -p "$HR/u/ws" "$HR/u/fk/new" "$HR/victim"
+    echo secret > "$HR/victim/f"; chmod 600 "$HR/victim/f"
+    chown -R 65534:65534 "$HR/u"
+    setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$HR/u" XDG_STATE_HOME="$HR/u/state" \
+        "$P" run --stage "$HR/u/st" --workspace "$HR/u/ws" -- sh -c \
+        "cd '$HR/u/ws' && mkdir -p d1/a d2/a d3/a d4/a && echo x > d1/a/f && ln d1/a/f d2/a/f && ln d1/a/f d3/a/f && ln d1/a/f d4/a/f" >/dev/null 2>&1
+    HU=$HR/u/fk/new/upper
+    # the test opens the copy's root; the user swaps the "a" of the first
+    # directory copied (the one already theirs) for a symlink to victim
+    (i=0; while [ ! -d "$HU" ] && [ $i -lt 500 ]; do sleep 0.01; i=$((i + 1)); done; chmod 711 "$HU") &
+    opener=$!
+    setpriv --reuid=65534 --regid=65534 --clear-groups sh -c '
+        i=0
+        while [ $i -lt 500 ]; do
+            for d in d1 d2 d3 d4; do
+                [ "$(stat -c %u "$1/$d" 2>/dev/null)" = 65534 ] && [ -d "$1/$d/a" ] && [ ! -L "$1/$d/a" ] &&
+                    mv "$1/$d/a" "$1/$d/a.old" && ln -s "$2" "$1/$d/a" && exit 0
+            done
+            sleep 0.01; i=$((i + 1))
+        done; exit 1' sh "$HU" "$HR/victim" &
+    swapper=$!
+    no_lsan strace -f -o /dev/null -e inject=linkat:delay_enter=1000000 "$P" fork --stage "$HR/u/st" "$HR/u/fk/new" \
+        >/dev/null 2>"$T/hl-race.err"
+    rc=$?
+    wait $opener; wait $swapper
+    eq "$(stat -c %h:%s "$HR/victim/f")" "1:7" \
+        "a directory of a fork swapped for a symlink by the user meanwhile: no file outside is linked into it"
+    eq "$rc:$(grep -c 'symbolic links' "$T/hl-race.err"):$(ls -A "$HR/u/fk/new" | tr '\n' ' ')" "1:1:" \
+        "... the fork fails (a symlink met in the copy) and leaves the new stage empty"
+    # the same fork, not raced: every name of the file linked as it was
+    "$P" fork --stage "$HR/u/st" "$HR/fk2" >/dev/null 2>&1
+    eq "$?:$(stat -c %h "$HR/fk2/upper/d4/a/f")" "0:4" "... and unraced, a fork keeps the hard links (4 names)"
+else
+    skip "a directory of a fork swapped for a symlink by the user meanwhile" "needs root, strace and setpriv"
+fi
+
 # A supervisor killed during a live checkpoint leaves checkpoints/.tmp-NAME
 # (its partial copy): the next checkpoint or restore removes it, whatever
 # its name (only a checkpoint of the same name did: an applied stage kept
