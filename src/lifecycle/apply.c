@@ -22,7 +22,8 @@
  *  - Files are written to a temp name in their own directory
  *    (".pvisor-apply-<id>-<n>"; in small applies an O_TMPFILE named only
  *    just before its rename) with mode, xattrs and times set, made durable
- *    by one syncfs per batch, then renamed over the target: each path is
+ *    by one syncfs per batch, then renamed over the target (exchanged
+ *    with it, and what came out checked: replace_checked): each path is
  *    either old or new, never half-written.  One syncfs of the workspace
  *    makes every rename and directory change durable; then the intent is
  *    renamed to the 'applied' marker.
@@ -423,6 +424,55 @@ static int open_pending(struct ctx *c, size_t idx, const char **ret_name, char t
     return parent;
 }
 
+/* Put the new version (temp name tmp) at name, in place of the object
+ * that was checked there just before (held: hst).  Between that check and
+ * a rename over the path, an editor that saves by rename (a new file
+ * renamed over the old one) could put the user's new version there, and
+ * the rename replaced it (apply reported success; the save was lost).  The
+ * two are exchanged instead (RENAME_EXCHANGE), and what came out at tmp
+ * must be the object checked, not written in place meanwhile either (a
+ * write through a descriptor still open on it after that is lost, as with
+ * a rename).  Then it is unlinked (its blocks are freed when the caller
+ * closes the held descriptor, outside the directory lock, as before);
+ * else the exchange is undone and apply stops (-ECANCELED: the resume
+ * names the conflict).  Each path is still old or new at every moment; a
+ * crash between an exchange and its unlink leaves the old object at the
+ * temp name, which the resume removes with the other temp files.  (The
+ * exchange back is not journaled: a crash just before it leaves the
+ * user's file at the temp name, and the resume removes it too.)
+ * *ret_tmp_ours: false when tmp may hold the user's file (not unlinked
+ * here: our version left the path and another object took it before the
+ * exchange back).  A file system without RENAME_EXCHANGE (EINVAL, or
+ * EXDEV) gets the plain rename. */
+static int replace_checked(int parent, const char *tmp, const char *name, int held, const struct stat *hst,
+                           bool *ret_tmp_ours) {
+    *ret_tmp_ours = true;
+    if (renameat2(parent, tmp, parent, name, RENAME_EXCHANGE) < 0) {
+        if (errno == ENOENT)
+            return -ECANCELED;                 /* the path is gone (moved away by the user) */
+        if (errno != EINVAL && errno != EXDEV) /* EXDEV: overlayfs, for a merged directory */
+            return -errno;
+        return renameat(parent, tmp, parent, name) < 0 ? -errno : 0;
+    }
+    struct stat st, now;
+    /* the same object, and a file not written in place meanwhile (its
+     * mtime or size; the exchange moved its ctime) */
+    if (fstatat(parent, tmp, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_ino == hst->st_ino && st.st_dev == hst->st_dev &&
+        fstat(held, &now) == 0 &&
+        (!S_ISREG(now.st_mode) || (now.st_size == hst->st_size && now.st_mtim.tv_sec == hst->st_mtim.tv_sec &&
+                                   now.st_mtim.tv_nsec == hst->st_mtim.tv_nsec)))
+        return unlinkat(parent, tmp, 0) < 0 && errno != ENOENT ? -errno : 0;
+    /* the user's: back to its name, ours back to tmp (the caller unlinks it) */
+    if (renameat2(parent, tmp, parent, name, RENAME_EXCHANGE) == 0)
+        return -ECANCELED;
+    /* our version left the path meanwhile: the user's goes back if the
+     * path is free, else it stays at tmp */
+    if (renameat2(parent, tmp, parent, name, RENAME_NOREPLACE) == 0)
+        return -ECANCELED;
+    *ret_tmp_ours = false;
+    return -ECANCELED;
+}
+
 /* Rename one written temp file over its target (pending index k). */
 static int rename_pending(struct ctx *c, size_t idx) {
     struct plan_ent *e = &c->p->v[idx];
@@ -439,15 +489,15 @@ static int rename_pending(struct ctx *c, size_t idx) {
      * rename in the directory; with the reference held the blocks are freed
      * by the close() below, outside the lock, as unlink does on its own. */
     _cleanup_close_ int held = -1;
+    struct stat hst;
     if (e->old_type != LC_NONE && e->state == ST_OLD && e->seen_ino) {
-        struct stat st;
         held = openat(parent, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
         if (held < 0)
             r = errno == ENOENT ? -ECANCELED : -errno;
-        else if (fstat(held, &st) < 0)
+        else if (fstat(held, &hst) < 0)
             r = -errno;
         else
-            r = still_same_st(&st, e);
+            r = still_same_st(&hst, e);
     }
     if (r == 0 && e->tmp_fd >= 0) {
         /* the content written with O_TMPFILE (durable since the batch's
@@ -478,6 +528,11 @@ static int rename_pending(struct ctx *c, size_t idx) {
             r = -errno;
         else if (renameat(parent, tmp, parent, name) < 0)
             r = -errno;
+    } else if (r == 0 && held >= 0) {
+        bool tmp_ours = true;
+        r = replace_checked(parent, tmp, name, held, &hst, &tmp_ours);
+        if (!tmp_ours)
+            return r; /* the user's file is at tmp: not to be unlinked */
     } else if (r == 0 && renameat(parent, tmp, parent, name) < 0) {
         r = -errno;
     }

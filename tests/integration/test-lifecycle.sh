@@ -1049,6 +1049,62 @@ else
     skip "a fifo's temp name replaced by a symlink during apply" "needs root, strace and setpriv"
 fi
 
+# 7d''. an editor that saves by rename (writes a new file, renames it over
+# the old one) while apply writes that very file: between apply's re-check
+# of the file (through a descriptor it holds on it) and its rename over the
+# path, the editor's version took the path; apply replaced it and reported
+# success, and the user's save was lost.  Now apply exchanges its new
+# version with what is at the path (RENAME_EXCHANGE) and checks that what
+# came out is the object it checked, not written in place meanwhile
+# either; else it exchanges them back and stops (the next apply names the
+# conflict).  strace holds apply at its renames; the editor saves once
+# apply's temp file has its name (a small apply's O_TMPFILE is named just
+# before its rename; a named temp file exists from its write on, before
+# the re-check, so the editor waits a little there).
+if command -v strace >/dev/null; then
+    for variant in tmpfile named inplace; do
+        W=$T/ws12g-$variant S=$T/st12g-$variant
+        mkdir -p "$W"; echo old > "$W/f"
+        stage_run "$W" "$S" 'echo agent > f' >/dev/null 2>&1
+        pause=0 named= save='echo mine > .f.swp && mv .f.swp f'
+        [ $variant = named ] && pause=0.6 named=1
+        [ $variant = inplace ] && save='echo mine > f'
+        (cd "$W" && i=0
+         while [ $i -lt 600 ]; do
+             for t in .pvisor-apply-*; do
+                 [ -e "$t" ] && { sleep $pause; eval "$save"; exit 0; }
+             done
+             sleep 0.01; i=$((i + 1))
+         done; exit 1) &
+        editor=$!
+        (cd "$W" && PVISOR_TEST_APPLY_NAMED_TEMPS=$named no_lsan strace -f -o /dev/null \
+            -e inject=renameat,renameat2:delay_enter=1500000 "$P" apply --stage "$S") >/dev/null 2>"$T/editor.err"
+        rc=$?
+        wait $editor; saved=$?
+        eq "$saved $rc $(cat "$W/f") $(grep -c 'stopped: a file in the workspace changed' "$T/editor.err")" "0 1 mine 1" \
+            "an editor's save ($variant) while apply renames over that file: kept, apply stops"
+        "$P" apply --stage "$S" >"$T/editor2.out" 2>&1; rc=$?
+        eq "$rc $(cat "$W/f") $(grep -c "^ *f: changed in the workspace since the interrupted apply" "$T/editor2.out") $(ls -A "$W" | tr '\n' ' ')" \
+            "1 mine 1 f " "... and the next apply names it as a conflict, no temp file left"
+    done
+    # killed between an exchange and the unlink of what came out: the old
+    # file is at the temp name, the path new; the resume completes it
+    W=$T/ws12g-kill S=$T/st12g-kill
+    mkdir -p "$W"; echo old > "$W/f"
+    stage_run "$W" "$S" 'echo agent > f' >/dev/null 2>&1
+    (cd "$W" && exec strace -f -o /dev/null -e inject=unlinkat:delay_enter=1000000 \
+        sh -c 'echo $$ > "$1"; exec "$2" apply --stage "$3"' sh "$T/ex.pid" "$P" "$S") >/dev/null 2>&1 &
+    tracer=$!
+    i=0; while [ "$(cat "$W/f")" != agent ] && [ $i -lt 1000 ]; do sleep 0.01; i=$((i + 1)); done
+    kill -9 "$(cat "$T/ex.pid")"; wait $tracer 2>/dev/null
+    mid="$(cat "$W/f") $(cat "$W"/.pvisor-apply-* 2>&1)"
+    "$P" apply --stage "$S" >/dev/null 2>"$T/ex.err"; rc=$?
+    eq "$mid:$rc:$(cat "$W/f"):$(ls -A "$W" | tr '\n' ' ')" "agent old:0:agent:f " \
+        "killed between the exchange and the unlink: the path new, the old file at the temp name; the resume completes"
+else
+    skip "an editor's save while apply renames over that file" "needs strace"
+fi
+
 # 7e. an unprivileged user: the small apply's O_TMPFILE content is linked
 # through /proc/self/fd (no CAP_DAC_READ_SEARCH needed), files stay theirs
 if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
