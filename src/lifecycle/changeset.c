@@ -633,7 +633,8 @@ static int set_old(struct walk *w, struct lc_entry *e, int lower_dirfd, const ch
         e->conflict = "type changed in the workspace since the run";
     else if ((e->old_type == LC_REG || e->old_type == LC_LNK) && (!p->has_sha || memcmp(p->sha, e->old_sha, 32) != 0) &&
              !(e->old_type == LC_REG && p->has_sha && e->old_sha_known &&
-               (e->index_refreshed = lc_git_index_refreshed(w->cs, w->stage_fd, e->path, p->sha))))
+               (e->index_refreshed =
+                    lc_git_index_refreshed(w->stage_fd, lower_dirfd, name, e->path, p->sha, e->old_sha))))
         e->conflict = e->old_type == LC_LNK ? "symlink target changed in the workspace since the run"
                                             : "content changed in the workspace since the run";
     else if (p->mode != e->old_mode && e->old_type != LC_LNK)

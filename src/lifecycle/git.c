@@ -1,9 +1,9 @@
 /* git.c: what the lifecycle asks the workspace's git (docs/lifecycle.md):
  * where its hooks run from (review), and whether a git index the host
- * rewrote since the run holds the same entries (apply's conflict check).
- * git runs as the user, on the workspace's own repository (never the
- * stage's), with a bound on its time: a FIFO for a file it reads, or a
- * file system that does not answer, must not hang a review or an apply. */
+ * rewrote since the run holds the same entries (apply's conflict check:
+ * on copies, in a repository of ours), with a bound on its time: a FIFO
+ * for a file it reads, or a file system that does not answer, must not
+ * hang a review or an apply. */
 #include "lifecycle/lc-internal.h"
 
 #include <errno.h>
@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -92,38 +93,164 @@ int lc_git_run(const char *cwd, const char *const *argv, const char *index_file,
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
 }
 
+/* git reads no file of the workspace for this: a repository's config can
+ * make even 'git ls-files' run a command (a partial clone's lazy fetch of
+ * a sparse index's missing tree runs core.sshCommand; with --git-dir git
+ * checks no owner), and root applying into another user's checkout would
+ * run theirs.  Both indexes are copied into a private repository of ours
+ * (no objects, our config) and read there. */
+#define INDEX_MAX (64u << 20) /* the overlay keeps no larger copy */
+
+struct listing {
+    struct pv_sha256 *md;
+    uint64_t records; /* NUL-terminated records */
+};
+
 static int sink_digest(void *ctx, const char *buf, size_t n) {
-    return pv_sha256_update(ctx, buf, n) < 0 ? -EIO : 0;
+    struct listing *l = ctx;
+    for (size_t i = 0; i < n; i++)
+        l->records += buf[i] == '\0';
+    return pv_sha256_update(l->md, buf, n) < 0 ? -EIO : 0;
 }
 
-/* The SHA-256 of 'git ls-files --stage -z' of the git directory git_dir
- * (absolute) read with the index file index (absolute): its entries'
- * modes, object ids, stages and names, without the stat data git
- * refreshes.  0, or -errno (git failed or is missing). */
-static int index_entries_digest(const char *git_dir, const char *index, unsigned char ret[32]) {
-    _cleanup_free_ char *dir_opt = NULL;
-    if (asprintf(&dir_opt, "--git-dir=%s", git_dir) < 0)
-        return -ENOMEM;
-    /* core.fsmonitor: ls-files refreshes nothing, but git may still start
-     * the user's monitor; safe.directory: the workspace may be another
-     * user's (root applying into a checkout of theirs) */
-    const char *const argv[] = {"git",     dir_opt, "-c", "core.fsmonitor=false", "-c", "safe.directory=*", "ls-files",
-                                "--stage", "-z",    NULL};
+/* Copy the index in (at most INDEX_MAX bytes) to dir/name, which must hash
+ * to sha; its header's entry count in *ret_entries.  0 or -errno. */
+static int copy_index(int in, int dir, const char *name, const unsigned char sha[32], uint64_t *ret_entries) {
+    struct stat st;
+    if (fstat(in, &st) < 0)
+        return -errno;
+    if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size > INDEX_MAX || st.st_size < 12)
+        return -EINVAL;
+    _cleanup_close_ int out = openat(dir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (out < 0)
+        return -errno;
     struct pv_sha256 *md = NULL;
     int r = pv_sha256_begin(&md);
     if (r < 0)
         return r;
-    r = lc_git_run("/", argv, index, sink_digest, md);
-    if (r == 0)
-        r = pv_sha256_end(md, ret) < 0 ? -EIO : 0;
-    else if (r > 0)
-        r = -EPROTO;
+    unsigned char head[12];
+    uint64_t total = 0;
+    char buf[65536];
+    for (;;) {
+        ssize_t n = read(in, buf, sizeof buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            r = -errno;
+            break;
+        }
+        if (n == 0)
+            break;
+        if (total < sizeof head)
+            memcpy(head + total, buf, sizeof head - total < (uint64_t)n ? sizeof head - total : (size_t)n);
+        total += (uint64_t)n;
+        if (total > INDEX_MAX) {
+            r = -EFBIG;
+            break;
+        }
+        if (pv_sha256_update(md, buf, (size_t)n) < 0 || write_all(out, buf, (size_t)n) < 0) {
+            r = -EIO;
+            break;
+        }
+    }
+    unsigned char got[32];
+    if (r == 0 && (pv_sha256_end(md, got) < 0 || memcmp(got, sha, 32) != 0 || total < sizeof head ||
+                   memcmp(head, "DIRC", 4) != 0))
+        r = -EINVAL;
     pv_sha256_free(md);
+    if (r == 0)
+        *ret_entries = (uint64_t)head[8] << 24 | (uint64_t)head[9] << 16 | (uint64_t)head[10] << 8 | head[11];
     return r;
 }
 
-bool lc_git_index_refreshed(const struct lc_changeset *cs, int stage_dir_fd, const char *path,
-                            const unsigned char pre_sha[32]) {
+enum algo { ALGO_UNKNOWN, ALGO_SHA1, ALGO_SHA256 };
+
+/* The hash algorithm of the index dir/name (a copy of ours): SHA-256 when
+ * it ends in the SHA-256 of what precedes it, else SHA-1; unknown when it
+ * ends in zeros (index.skipHash: either).  git reads an index of the other
+ * algorithm without a word (it does not check the checksum), as entries
+ * of garbage that may well agree. */
+static enum algo index_algo(int dir, const char *name) {
+    _cleanup_close_ int fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0 || st.st_size < 12 + 32)
+        return ALGO_UNKNOWN;
+    unsigned char tail[32], got[32];
+    if (pread(fd, tail, sizeof tail, st.st_size - 32) != (ssize_t)sizeof tail)
+        return ALGO_UNKNOWN;
+    static const unsigned char zero[20];
+    if (memcmp(tail + 12, zero, sizeof zero) == 0)
+        return ALGO_UNKNOWN;
+    struct pv_sha256 *md = NULL;
+    if (pv_sha256_begin(&md) < 0)
+        return ALGO_UNKNOWN;
+    char buf[65536];
+    off_t left = st.st_size - 32;
+    bool ok = true;
+    while (ok && left > 0) {
+        ssize_t n = read(fd, buf, left < (off_t)sizeof buf ? (size_t)left : sizeof buf);
+        ok = n > 0 && pv_sha256_update(md, buf, (size_t)n) == 0;
+        left -= n > 0 ? n : 0;
+    }
+    ok = ok && pv_sha256_end(md, got) == 0;
+    pv_sha256_free(md);
+    if (!ok)
+        return ALGO_UNKNOWN;
+    return memcmp(got, tail, 32) == 0 ? ALGO_SHA256 : ALGO_SHA1;
+}
+
+/* The SHA-256 of 'git ls-files --stage -z' of the index file index
+ * (absolute) in the repository git_dir (ours): its entries' modes, object
+ * ids, stages and names, without the stat data git refreshes.  Every entry
+ * the header counts must be listed: git drops a sparse directory it cannot
+ * expand (there are no objects here) without failing.  0, or -errno (git
+ * failed or is missing). */
+static int index_entries_digest(const char *git_dir, const char *index, uint64_t entries, unsigned char ret[32]) {
+    _cleanup_free_ char *dir_opt = NULL;
+    if (asprintf(&dir_opt, "--git-dir=%s", git_dir) < 0)
+        return -ENOMEM;
+    const char *const argv[] = {
+        "git", dir_opt, "-c", "core.fsmonitor=false", "-c", "protocol.allow=never", "ls-files", "--stage", "-z", NULL};
+    struct listing l = {.records = 0};
+    int r = pv_sha256_begin(&l.md);
+    if (r < 0)
+        return r;
+    r = lc_git_run("/", argv, index, sink_digest, &l);
+    if (r == 0 && l.records != entries)
+        r = -EPROTO;
+    else if (r == 0)
+        r = pv_sha256_end(l.md, ret) < 0 ? -EIO : 0;
+    else if (r > 0)
+        r = -EPROTO;
+    pv_sha256_free(l.md);
+    return r;
+}
+
+/* An empty repository of ours at dir (HEAD, objects/, refs/, config) for
+ * the hash algorithm algo. */
+static int make_repo(int dir, enum algo algo) {
+    static const char head[] = "ref: refs/heads/main\n";
+    static const char sha1[] = "[core]\n\trepositoryformatversion = 0\n\tbare = true\n";
+    static const char sha256[] =
+        "[core]\n\trepositoryformatversion = 1\n\tbare = true\n[extensions]\n\tobjectFormat = sha256\n";
+    const char *config = algo == ALGO_SHA256 ? sha256 : sha1;
+    if ((mkdirat(dir, "objects", 0700) < 0 && errno != EEXIST) || (mkdirat(dir, "refs", 0700) < 0 && errno != EEXIST))
+        return -errno;
+    int r = write_file_atomic(dir, "HEAD", head, sizeof head - 1, 0600);
+    return r < 0 ? r : write_file_atomic(dir, "config", config, strlen(config), 0600);
+}
+
+static void remove_repo(const char *path, int dir) {
+    static const char *const files[] = {"HEAD", "config", "before", "now"};
+    for (size_t i = 0; i < ARRAY_SIZE(files); i++)
+        (void)unlinkat(dir, files[i], 0);
+    (void)unlinkat(dir, "objects", AT_REMOVEDIR);
+    (void)unlinkat(dir, "refs", AT_REMOVEDIR);
+    (void)rmdir(path);
+}
+
+bool lc_git_index_refreshed(int stage_dir_fd, int dirfd, const char *name, const char *path,
+                            const unsigned char pre_sha[32], const unsigned char cur_sha[32]) {
     if (!path_is_git_index(path))
         return false;
     char hex[65];
@@ -131,18 +258,30 @@ bool lc_git_index_refreshed(const struct lc_changeset *cs, int stage_dir_fd, con
     _cleanup_free_ char *rel = path_join(LC_PREIMAGES, hex);
     /* the copy the overlay kept of the index as the run first changed it,
      * checked against the journal's digest (a copy cut short by a crash
-     * is not it) */
-    _cleanup_close_ int fd = rel ? openat(stage_dir_fd, rel, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK) : -1;
-    unsigned char kept[32], now[32], before[32];
-    if (fd < 0 || lc_sha256_fd(fd, kept) < 0 || memcmp(kept, pre_sha, 32) != 0)
+     * is not it), and the workspace's, as the changeset hashed it */
+    _cleanup_close_ int kept = rel ? openat(stage_dir_fd, rel, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK) : -1;
+    _cleanup_close_ int cur = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (kept < 0 || cur < 0)
         return false;
-    _cleanup_free_ char *copy = path_join(cs->stage_path, rel);
-    _cleanup_free_ char *cur = path_join(cs->workspace, path);
-    _cleanup_free_ char *git_dir = cur ? strdup(cur) : NULL;
-    char *slash = git_dir ? strrchr(git_dir, '/') : NULL;
-    if (!copy || !slash)
+    char tmpl[] = "/tmp/pvisor-git-XXXXXX"; /* a 0700 directory of ours (TMPDIR may be another's, under sudo) */
+    if (!mkdtemp(tmpl))
         return false;
-    *slash = '\0';
-    return index_entries_digest(git_dir, copy, before) == 0 && index_entries_digest(git_dir, cur, now) == 0 &&
-           memcmp(before, now, 32) == 0;
+    _cleanup_close_ int dir = open(tmpl, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    _cleanup_free_ char *before_path = path_join(tmpl, "before");
+    _cleanup_free_ char *now_path = path_join(tmpl, "now");
+    uint64_t n_before = 0, n_now = 0;
+    bool same = false;
+    if (dir >= 0 && before_path && now_path && copy_index(kept, dir, "before", pre_sha, &n_before) == 0 &&
+        copy_index(cur, dir, "now", cur_sha, &n_now) == 0) {
+        enum algo algo = index_algo(dir, "before");
+        unsigned char before[32], now[32];
+        same = algo != ALGO_UNKNOWN && algo == index_algo(dir, "now") && make_repo(dir, algo) == 0 &&
+               index_entries_digest(tmpl, before_path, n_before, before) == 0 &&
+               index_entries_digest(tmpl, now_path, n_now, now) == 0 && memcmp(before, now, 32) == 0;
+    }
+    if (dir >= 0)
+        remove_repo(tmpl, dir);
+    else
+        (void)rmdir(tmpl);
+    return same;
 }

@@ -63,13 +63,16 @@ int lc_hash_compare_fd(int fd, int other, unsigned char ret_sha[32], bool *ret_e
  * or -ETIMEDOUT, or the sink's or a system error (negative). */
 int lc_git_run(const char *cwd, const char *const *argv, const char *index_file,
                int (*sink)(void *ctx, const char *buf, size_t n), void *ctx);
-/* Is the workspace's git index at path (workspace-relative), which the
- * journal recorded as pre_sha, only refreshed by git since the run (a
- * 'git status' on the host rewrites its stat data): the same entries as
- * the copy the overlay kept of it (STAGE/preimages/<sha>)?  False when
- * that cannot be told (no copy, no git). */
-bool lc_git_index_refreshed(const struct lc_changeset *cs, int stage_dir_fd, const char *path,
-                            const unsigned char pre_sha[32]);
+/* Is the workspace's git index at path (workspace-relative; name in
+ * dirfd, hashing to cur_sha), which the journal recorded as pre_sha, only
+ * refreshed by git since the run (a 'git status' on the host rewrites its
+ * stat data): the same entries as the copy the overlay kept of it
+ * (STAGE/preimages/<sha>)?  Both are read by git as copies in a
+ * repository of ours: no config or file of the workspace's repository is
+ * read.  False when that cannot be told (no copy, no git, a sparse or
+ * split index). */
+bool lc_git_index_refreshed(int stage_dir_fd, int dirfd, const char *name, const char *path,
+                            const unsigned char pre_sha[32], const unsigned char cur_sha[32]);
 
 /* Journal loading (changeset.c): records sorted by path, one per path,
  * the preimages as later subset applies left them (STAGE/apply-written). */

@@ -504,6 +504,30 @@ if command -v git >/dev/null; then
     done
     "$P" drop --stage "$T/stgi-staged" >/dev/null 2>&1
     check "  drop removes the kept copies (preimages/)" test ! -e "$T/stgi-staged/preimages"
+    # The workspace's repository decides nothing of that check: its config
+    # can make even 'git ls-files' run a command (a partial clone's lazy
+    # fetch of a sparse index's missing tree runs core.sshCommand), and
+    # with --git-dir git checks no owner, so root applying into another
+    # user's checkout ran theirs as root.  The indexes are read as copies in
+    # a repository of pvisor's: nothing runs, and a sparse index (whose
+    # directories cannot be expanded there) stays a conflict.
+    W=$T/wsgi-rce S=$T/stgi-rce
+    mkdir -p "$W/d" && (cd "$W" && gitc init -q && echo x > d/f && echo y > top && gitc add . && gitc commit -qm one)
+    stage_run "$W" "$S" 'echo more >> top && git add top && git -c user.name=t -c user.email=t@e commit -qm agent' >/dev/null 2>&1
+    (cd "$W" && git config core.sparseCheckout true && git config core.sparseCheckoutCone true &&
+        git config index.sparse true && git status >/dev/null && git sparse-checkout set --cone other) >/dev/null 2>&1
+    tree=$(cd "$W" && git ls-files --sparse -s 2>/dev/null | awk '$4 == "d/" { print $2 }')
+    if [ -n "$tree" ]; then
+        rm -f "$W/.git/objects/$(echo "$tree" | cut -c1-2)/$(echo "$tree" | cut -c3-)"
+        (cd "$W" && git config core.repositoryformatversion 1 && git config extensions.partialClone origin &&
+            git config remote.origin.url ssh://pvisor.invalid/x && git config remote.origin.promisor true &&
+            git config core.sshCommand "sh -c 'id > $T/gi-rce.ran' #")
+        "$P" apply --stage "$S" >/dev/null 2>"$T/gi-rce.err"; rc=$?
+        eq "$rc:$(test -e "$T/gi-rce.ran" && echo ran):$(grep -c '^  .git/index: content changed in the workspace since the run' "$T/gi-rce.err")" \
+            "1::1" "  apply runs nothing the workspace's repository config names (core.sshCommand of a lazy fetch); a sparse index stays a conflict"
+    else
+        skip "  apply runs nothing the workspace's repository config names" "this git makes no sparse index"
+    fi
 else
     skip "a git index the host's git only refreshed since the run is applied" "git is not installed"
 fi
