@@ -201,7 +201,9 @@ static enum algo index_algo(int dir, const char *name) {
 
 /* The SHA-256 of 'git ls-files --stage -z' of the index file index
  * (absolute) in the repository git_dir (ours): its entries' modes, object
- * ids, stages and names, without the stat data git refreshes.  Every entry
+ * ids, stages and names, and with -v their flags (assume-unchanged,
+ * skip-worktree: the user's, which apply would drop), without the stat
+ * data git refreshes.  Every entry
  * the header counts must be listed: git drops a sparse directory it cannot
  * expand (there are no objects here) without failing.  0, or -errno (git
  * failed or is missing). */
@@ -210,7 +212,8 @@ static int index_entries_digest(const char *git_dir, const char *index, uint64_t
     if (asprintf(&dir_opt, "--git-dir=%s", git_dir) < 0)
         return -ENOMEM;
     const char *const argv[] = {
-        "git", dir_opt, "-c", "core.fsmonitor=false", "-c", "protocol.allow=never", "ls-files", "--stage", "-z", NULL};
+        "git", dir_opt, "-c", "core.fsmonitor=false", "-c", "protocol.allow=never", "ls-files", "--stage",
+        "-v",  "-z",    NULL};
     struct listing l = {.records = 0};
     int r = pv_sha256_begin(&l.md);
     if (r < 0)

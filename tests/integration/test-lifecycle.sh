@@ -483,15 +483,20 @@ eq "$rc:$(grep -c '^  a: content changed in the workspace' "$T/rerunu.err"):$(gr
 # when the run first changed it (the copy the overlay kept), so not a
 # conflict (before: refused for good, 'content changed in the workspace',
 # with no old copy to put back).  An index whose entries the user changed
-# (git add) still is one, and nothing is written.
+# (git add, or a flag: update-index --skip-worktree) still is one, and
+# nothing is written.
 if command -v git >/dev/null; then
     gitc() { git -c user.name=t -c user.email=t@e -c init.defaultBranch=main "$@"; }
-    for case in refreshed staged; do
+    for case in refreshed staged flagged; do
         W=$T/wsgi-$case S=$T/stgi-$case
         mkdir -p "$W" && (cd "$W" && gitc init -q && echo a > a && echo b > b && gitc add . && gitc commit -qm one)
         stage_run "$W" "$S" 'echo more >> a && git add a && git -c user.name=t -c user.email=t@e commit -qm agent' >/dev/null 2>&1
         touch -d '2001-01-01' "$W/b"
-        if [ $case = staged ]; then echo user > "$W/b" && (cd "$W" && gitc add b); else (cd "$W" && gitc status --short >/dev/null); fi
+        case $case in
+        staged) echo user > "$W/b" && (cd "$W" && gitc add b) ;;
+        flagged) (cd "$W" && git update-index --skip-worktree b) ;;
+        *) (cd "$W" && gitc status --short >/dev/null) ;;
+        esac
         pre=$(sha256sum < "$W/.git/index")
         "$P" apply --stage "$S" >/dev/null 2>"$T/gi-$case.err"; rc=$?
         if [ $case = refreshed ]; then
@@ -499,7 +504,7 @@ if command -v git >/dev/null; then
                 "0:agent one 0:1" "a git index the host's git only refreshed since the run is applied (the agent's commit lands, git status clean)"
         else
             eq "$rc:$(grep -c '^  .git/index: content changed in the workspace since the run' "$T/gi-$case.err"):$(sha256sum < "$W/.git/index" | cut -c1-16)" \
-                "1:1:$(echo "$pre" | cut -c1-16)" "  one whose entries the user changed (git add) is still a conflict, nothing written"
+                "1:1:$(echo "$pre" | cut -c1-16)" "  one whose entries the user changed ($case: git add, or an entry's skip-worktree flag) is still a conflict, nothing written"
         fi
     done
     "$P" drop --stage "$T/stgi-staged" >/dev/null 2>&1
