@@ -383,15 +383,23 @@ static void print_quota(const json_t *bundle) {
 
 /* The earlier runs of the stage (lc_stage_runs, less the one described),
  * oldest first: {"run", "exit", "quota_refusals"} each.  What they left
- * cut short is still in the stage when a later run ended well. */
-static json_t *earlier_runs(const char *stage, const char *described) {
+ * cut short is still in the stage when a later run ended well.  A RUN
+ * named to review may be an older one: *ret_before counts those before
+ * it, the rest ran after it. */
+static json_t *earlier_runs(const char *stage, const char *described, size_t *ret_before) {
     json_t *runs = lc_stage_runs(stage), *out = json_array();
+    bool seen = false;
+    *ret_before = 0;
     for (size_t i = 0; out && i < json_array_size(runs); i++) {
         const json_t *e = json_array_get(runs, i);
         const char *rid = json_string_value(json_object_get(e, "run"));
         const json_t *b = json_object_get(e, "bundle");
-        if (!rid || (described && strcmp(rid, described) == 0))
+        if (!rid || (described && strcmp(rid, described) == 0)) {
+            seen = seen || rid;
             continue;
+        }
+        if (!seen)
+            (*ret_before)++;
         const json_t *ex = json_object_get(b, "exit");
         const json_t *qr = json_object_get(json_object_get(b, "stage"), "quota_refusals");
         json_array_append_new(out, json_pack("{s:s, s:O, s:o}", "run", rid, "exit",
@@ -402,8 +410,9 @@ static json_t *earlier_runs(const char *stage, const char *described) {
     return out;
 }
 
-/* A Note: for each earlier run that may have left a file cut short. */
-static void print_earlier(const json_t *earlier) {
+/* A Note: for each other run that may have left a file cut short (the
+ * first before of them ran before the one described). */
+static void print_earlier(const json_t *earlier, size_t before) {
     size_t i;
     const json_t *e;
     json_array_foreach(earlier, i, e) {
@@ -414,7 +423,7 @@ static void print_earlier(const json_t *earlier) {
         long long refused = json_is_integer(qr) ? (long long)json_integer_value(qr) : 0;
         if (!sig && !timed_out && refused <= 0)
             continue;
-        printf("Note:        an earlier run of this stage, %s, ", rid);
+        printf("Note:        %s run of this stage, %s, ", i < before ? "an earlier" : "a later", rid);
         if (timed_out || sig)
             printf("%s%s%s%s", timed_out ? "ran out its --timeout" : "", timed_out && sig ? ", " : "",
                    sig ? "was killed by SIG" : "", sig ? sig : "");
@@ -426,7 +435,8 @@ static void print_earlier(const json_t *earlier) {
 }
 
 static void print_human(const char *stage, const char *state, const char *run, const json_t *bundle,
-                        const json_t *earlier, const struct lc_changeset *cs, bool pending, bool emptied) {
+                        const json_t *earlier, size_t before, const struct lc_changeset *cs, bool pending,
+                        bool emptied) {
     /* paths the user chose, but a directory's name can hold what a
      * terminal acts on: escaped, as list does */
     _cleanup_free_ char *sp = term_escape(stage);
@@ -438,7 +448,7 @@ static void print_human(const char *stage, const char *state, const char *run, c
     printf("Run:         %s\n", run ? run : "-");
     print_ended(bundle);
     print_quota(bundle);
-    print_earlier(earlier);
+    print_earlier(earlier, before);
     if (pending)
         printf("Note:        an apply was interrupted; 'pvisor apply' completes it\n");
     restore_note(stdout, "Note:        ", stage);
@@ -542,7 +552,8 @@ int cmd_review(const char *arg, const char *stage_dir, bool as_json) {
         lc_changeset_mark_home_config(cs, getenv("HOME"));
     }
     bool pending = lc_apply_pending(stage);
-    json_t *earlier = earlier_runs(stage, id);
+    size_t before = 0;
+    json_t *earlier = earlier_runs(stage, id, &before);
     if (as_json) {
         const json_t *qr = json_object_get(json_object_get(bundle, "stage"), "quota_refusals");
         json_t *doc =
@@ -559,7 +570,7 @@ int cmd_review(const char *arg, const char *stage_dir, bool as_json) {
         fputc('\n', stdout);
         json_decref(doc);
     } else {
-        print_human(stage, stage_state_name(state), id, bundle, earlier, cs, pending, emptied);
+        print_human(stage, stage_state_name(state), id, bundle, earlier, before, cs, pending, emptied);
     }
     json_decref(earlier);
     lc_changeset_free(cs);

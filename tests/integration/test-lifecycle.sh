@@ -2185,6 +2185,15 @@ ended_run=$(latest_run)
 eq "$(grep -c '^Ended: *exit status 0$' "$T/ended3.out"):$(grep -c "^Note: *an earlier run of this stage, $ended_run, ran out its --timeout, was killed by SIGTERM: files it was writing may be cut short$" "$T/ended3.out"):$(sed -n '/^{/,$p' "$T/ended3.out" | jq -r '[.earlier_runs[] | "\(.run) \(.exit.timed_out) \(.exit.signal_name)"] | join(",")')" \
     "1:1:$ended_run true TERM" \
     "review of a later run of the stage notes the earlier run that --timeout stopped (human), and lists the earlier runs (JSON earlier_runs)"
+# reviewed by the RUN of an older run of a stage, a newer run that
+# --timeout stopped is not called an earlier one
+(cd "$Wt" && "$P" run --stage auto -- sh -c 'echo done > k') >/dev/null 2>&1
+older_run=$(latest_run)
+(cd "$Wt" && "$P" run --stage "$XDG_STATE_HOME/pvisor/runs/$older_run/stage" --timeout 1 -- sh -c 'echo partial > l; exec sleep 30') >/dev/null 2>&1
+newer_run=$(latest_run)
+"$P" status --review "$older_run" > "$T/ended4.out" 2>&1
+eq "$(grep -c "^Note: *a later run of this stage, $newer_run, ran out its --timeout" "$T/ended4.out"):$(grep -c '^Note: *an earlier run' "$T/ended4.out")" \
+    "1:0" "  reviewed by an older RUN, a newer run that --timeout stopped is called a later one, not an earlier one"
 
 # A later run (a trivial one, a mistyped command) made the newest stage of
 # the workspace: the verbs that take it by default say which other stages
