@@ -165,8 +165,9 @@ bool lc_git_pointer_into_git(const char *workspace, const char *path, const char
  * rc files (script-shell, node-options, yarnPath, a pnpmfile), cargo's
  * config (a runner, rustc-wrapper), VS Code's tasks (one that runs at
  * folder open) and settings, and the wrappers of Gradle and Maven, which
- * download and run the build tool a URL names. */
-static bool tool_config(const char *path, const char *base) {
+ * download and run the build tool a URL names; link: the entry is a
+ * symlink. */
+static bool tool_config(const char *path, const char *base, bool link) {
     static const char *const names[] = {".pre-commit-config.yaml",
                                         ".pre-commit-config.yml",
                                         "lefthook.yml",
@@ -191,6 +192,11 @@ static bool tool_config(const char *path, const char *base) {
     for (size_t i = 0; i < ARRAY_SIZE(tails); i++) {
         size_t tl = strlen(tails[i]);
         if (pl >= tl && strcmp(path + pl - tl, tails[i]) == 0 && (pl == tl || path[pl - tl - 1] == '/'))
+            return true;
+        /* the directory of such a file as a symlink (.vscode -> vs): the
+         * tool reads vs/tasks.json, which matches no name of its own */
+        size_t dl = (size_t)(strchr(tails[i], '/') - tails[i]);
+        if (link && strlen(base) == dl && strncmp(base, tails[i], dl) == 0)
             return true;
     }
     return false;
@@ -254,7 +260,7 @@ void lc_entry_set_warnings(struct lc_changeset *cs, struct lc_entry *e, const st
      * included, from any directory of the workspace */
     if (e->kind != LC_DELETED && e->new_type != LC_DIR && strcmp(base, ".git") == 0 && !into_git)
         wn |= LC_W_GIT_REDIRECT;
-    if (e->kind != LC_DELETED && e->new_type != LC_DIR && tool_config(p, base))
+    if (e->kind != LC_DELETED && e->new_type != LC_DIR && tool_config(p, base, e->new_type == LC_LNK))
         wn |= LC_W_TOOL_CONFIG;
     for (const char *c = p;;) {
         if (strncmp(c, ".git/", 5) == 0) {

@@ -2093,6 +2093,14 @@ W=$T/wstool; mkdir -p "$W/sub/.cargo" "$W/.vscode" "$W/gradle/wrapper" && echo '
 eq "$(jq -r '[.changeset.warnings[] | select(.warning == "tool_config") | .path] | sort | join(",")' "$T/warn3.json")" \
     ".npmrc,.pre-commit-config.yaml,.vscode/tasks.json,gradle/wrapper/gradle-wrapper.properties,lefthook.yml,sub/.cargo/config.toml" \
     "review warns of tool configurations that run commands (pre-commit, lefthook, npm, cargo, VS Code tasks, Gradle wrapper), not of a deleted one or look-alikes"
+# the directory of such a file made a symlink to another (.vscode -> vs):
+# the tool reads vs/tasks.json, a name of no tool, so the link is warned of
+W=$T/wstool2; mkdir -p "$W"
+(cd "$W" && "$P" run --stage auto -- sh -c 'mkdir vs c && echo "{}" > vs/tasks.json && ln -s vs .vscode &&
+    printf "[build]\nrustc-wrapper = \"/tmp/x\"\n" > c/config.toml && ln -s ../c sub.cargo && mkdir sub && ln -s ../c sub/.cargo') >/dev/null 2>&1
+(cd "$W" && "$P" status --review --json) > "$T/warn3b.json"
+eq "$(jq -r '[.changeset.warnings[] | select(.warning == "tool_config") | .path] | sort | join(",")' "$T/warn3b.json")" \
+    ".vscode,sub/.cargo" "  and of the directory of one made a symlink (.vscode -> vs, .cargo -> ../c), not of a look-alike link"
 
 # A submodule's hooks and config (.git/modules/NAME/hooks, .../config) and
 # config.worktree run commands as .git/hooks and .git/config do; a symlink
