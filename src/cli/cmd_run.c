@@ -126,6 +126,15 @@ static int check_access_rules(const struct run_options *o, const char *workspace
                                    "sandbox has a /dev of its own (a few device nodes): grant the devices it needs "
                                    "one by one (such as rw:/dev/kvm)",
                                    o->access[i].path);
+        /* read-only, it shows every disk and partition to read raw (as
+         * root, and to a disk group's member): every file of the host,
+         * every credential the sandbox keeps from the command */
+        if (o->access[i].kind == ACCESS_RO && strcmp(rp, "/dev") == 0)
+            return cli_usage_error("run",
+                                   "--access ro:%s would show the command the host's disks to read raw (every "
+                                   "file on them, credentials included); the sandbox has a /dev of its own: grant "
+                                   "the devices it needs one by one (such as ro:/dev/dri)",
+                                   o->access[i].path);
         if (o->access[i].kind == ACCESS_DENY && strcmp(rp, "/dev") == 0)
             return cli_usage_error("run",
                                    "--access deny:%s: the sandbox has a /dev of its own (a few device nodes); "

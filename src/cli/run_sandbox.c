@@ -171,14 +171,15 @@ static int prepare_ws_mask(struct run_context *ctx, const char *home, const stru
      * another (a fresh HOME that an agent harness or a CI job sets): its
      * credential locations in the workspace (the run in that home, or in
      * a directory that holds it) were readable through the view. */
-    for (size_t i = 0; sb->pw_home && plan_credential_paths[i] && r >= 0; i++) {
-        _cleanup_free_ char *full = path_join(sb->pw_home, plan_credential_paths[i]);
-        if (!full)
-            return -ENOMEM;
-        r = add_ws_mask(sb->ws_sealed, &sb->n_ws_sealed, ws, full);
-        if (r >= 0)
-            r = add_ws_mask(sb->ws_sealed, &sb->n_ws_sealed, ws, sb->pw_cred_real[i]);
-    }
+    for (size_t k = 0; k < PLAN_OTHER_HOMES; k++)
+        for (size_t i = 0; sb->pw_home[k] && plan_credential_paths[i] && r >= 0; i++) {
+            _cleanup_free_ char *full = path_join(sb->pw_home[k], plan_credential_paths[i]);
+            if (!full)
+                return -ENOMEM;
+            r = add_ws_mask(sb->ws_sealed, &sb->n_ws_sealed, ws, full);
+            if (r >= 0)
+                r = add_ws_mask(sb->ws_sealed, &sb->n_ws_sealed, ws, sb->pw_cred_real[k][i]);
+        }
     for (size_t i = 0; sb->cred_moved && sb->cred_moved[i] && r >= 0; i++)
         r = add_ws_mask(sb->ws_sealed, &sb->n_ws_sealed, ws, sb->cred_moved[i]);
     for (size_t i = 0; i < n_rules && r >= 0; i++)
@@ -245,17 +246,36 @@ static void free_credentials(char ***v) {
     *v = NULL;
 }
 
-/* Fill sb->pw_home and sb->pw_cred_real (see run_sandbox.h). */
-static int resolve_pw_home(const char *home, struct sandbox *sb) {
-    struct passwd *pw = getpwuid(getuid());
-    char *pw_home = pw && pw->pw_dir && pw->pw_dir[0] == '/' ? realpath(pw->pw_dir, NULL) : NULL;
-    _cleanup_free_ char *home_real = home ? realpath(home, NULL) : NULL;
-    if (!pw_home || strcmp(pw_home, "/") == 0 || (home_real && strcmp(home_real, pw_home) == 0)) {
-        free(pw_home);
+/* Add uid's home (as /etc/passwd names it) to sb->pw_home unless it is
+ * HOME, "/", or there already. */
+static int add_other_home(uid_t uid, const char *home_real, struct sandbox *sb) {
+    struct passwd *pw = getpwuid(uid);
+    char *h = pw && pw->pw_dir && pw->pw_dir[0] == '/' ? realpath(pw->pw_dir, NULL) : NULL;
+    bool skip = !h || strcmp(h, "/") == 0 || (home_real && strcmp(home_real, h) == 0);
+    size_t k = 0;
+    for (; k < PLAN_OTHER_HOMES && sb->pw_home[k] && !skip; k++)
+        skip = strcmp(sb->pw_home[k], h) == 0;
+    if (skip || k == PLAN_OTHER_HOMES) {
+        free(h);
         return 0;
     }
-    sb->pw_home = pw_home;
-    return resolve_credentials(pw_home, &sb->pw_cred_real);
+    sb->pw_home[k] = h;
+    return resolve_credentials(h, &sb->pw_cred_real[k]);
+}
+
+/* Fill sb->pw_home and sb->pw_cred_real (see run_sandbox.h): the user's
+ * passwd home when HOME names another, and under sudo (run as root) the
+ * caller's, whose home is often the workspace or holds it (sudo sets HOME
+ * to root's).  SUDO_UID only adds what is kept from the command. */
+static int resolve_pw_home(const char *home, struct sandbox *sb) {
+    _cleanup_free_ char *home_real = home ? realpath(home, NULL) : NULL;
+    int r = add_other_home(getuid(), home_real, sb);
+    const char *su = getenv("SUDO_UID");
+    char *end = NULL;
+    unsigned long v = su && *su && getuid() == 0 ? strtoul(su, &end, 10) : 0;
+    if (r >= 0 && end && !*end && v > 0 && v < UINT32_MAX)
+        r = add_other_home((uid_t)v, home_real, sb);
+    return r;
 }
 
 /* HOME as a copy-on-write view: every write the command makes there goes
@@ -660,9 +680,11 @@ int sandbox_prepare(struct run_context *ctx, const struct agent_hooks *hooks, st
         .n_home_files = n_home_files,
         .cred_real = sb.cred_real,
         .cred_moved = sb.cred_moved,
-        .pw_home = sb.pw_home,
-        .pw_cred_real = sb.pw_cred_real,
     };
+    for (size_t k = 0; k < PLAN_OTHER_HOMES; k++) {
+        in.pw_home[k] = sb.pw_home[k];
+        in.pw_cred_real[k] = sb.pw_cred_real[k];
+    }
     r = plan_build(&in, &sb.plan, ret_error);
     dirlist_free(&rt);
     sb.rules = json_array();
@@ -1051,9 +1073,11 @@ void sandbox_release(struct sandbox *sb) {
     json_decref(sb->rules);
     sb->rules = NULL;
     free_credentials(&sb->cred_real);
-    free_credentials(&sb->pw_cred_real);
-    free(sb->pw_home);
-    sb->pw_home = NULL;
+    for (size_t k = 0; k < PLAN_OTHER_HOMES; k++) {
+        free_credentials(&sb->pw_cred_real[k]);
+        free(sb->pw_home[k]);
+        sb->pw_home[k] = NULL;
+    }
     plan_moved_free(sb->cred_moved);
     sb->cred_moved = NULL;
     for (size_t i = 0; i < sb->n_ws_mask; i++)

@@ -14,6 +14,7 @@
 #include "overlay/overlay.h"
 #include "stage/stage.h"
 #include "policy/plan.h"
+#include "policy/plan_build.h"
 #include "resources/cgroup.h"
 #include "resources/limits.h"
 
@@ -78,11 +79,12 @@ struct sandbox {
      * an entry is NULL when it leads nowhere), resolved once for the HOME
      * view and the workspace view alike; NULL when there is no HOME. */
     char **cred_real;
-    /* The user's home as /etc/passwd names it (resolved), when HOME names
-     * another, and cred_real for it; NULL otherwise.  Its credential
-     * locations are kept from the command as HOME's are. */
-    char *pw_home;
-    char **pw_cred_real;
+    /* Other homes whose credential locations are kept from the command as
+     * HOME's are (plan_inputs.pw_home: the user's passwd home when HOME
+     * names another, sudo's caller's), and cred_real for each; NULL when
+     * none. */
+    char *pw_home[PLAN_OTHER_HOMES];
+    char **pw_cred_real[PLAN_OTHER_HOMES];
     /* Credential locations the environment moves elsewhere
      * (plan_moved_credentials). */
     char **cred_moved;

@@ -484,9 +484,13 @@ static int build_env(const struct plan_inputs *in, struct launch_plan *p) {
  * name, where its link leads, or a store the environment moves?  1 with
  * *ret_what naming it for a message (malloc'd), 0, or -ENOMEM. */
 static int in_credential(const struct plan_inputs *in, const char *path, char **ret_what) {
-    const char *homes[2] = {in->home, in->pw_home};
-    char *const *reals[2] = {in->cred_real, in->pw_cred_real};
-    for (int h = 0; h < 2; h++)
+    const char *homes[1 + PLAN_OTHER_HOMES] = {in->home};
+    char *const *reals[1 + PLAN_OTHER_HOMES] = {in->cred_real};
+    for (int k = 0; k < PLAN_OTHER_HOMES; k++) {
+        homes[1 + k] = in->pw_home[k];
+        reals[1 + k] = in->pw_cred_real[k];
+    }
+    for (int h = 0; h < 1 + PLAN_OTHER_HOMES; h++)
         for (size_t c = 0; homes[h] && plan_credential_paths[c]; c++) {
             _cleanup_free_ char *full = path_join(homes[h], plan_credential_paths[c]);
             const char *real = reals[h] ? reals[h][c] : NULL;
@@ -494,7 +498,7 @@ static int in_credential(const struct plan_inputs *in, const char *path, char **
                 return -ENOMEM;
             if (path_within(path, full) || (real && path_within(path, real)))
                 return (h == 0 ? asprintf(ret_what, "~/%s", plan_credential_paths[c])
-                               : asprintf(ret_what, "%s (in your home as /etc/passwd names it; HOME names another)",
+                               : asprintf(ret_what, "%s (in your home as /etc/passwd names it, or sudo's caller's)",
                                           full)) < 0
                            ? -ENOMEM
                            : 1;
@@ -676,26 +680,27 @@ int plan_build(const struct plan_inputs *in, struct launch_plan *ret_plan, char 
      * (e.g. workspace == HOME) are covered by mounts, except those the HOME
      * view's server already masks; those of the user's passwd home (when
      * HOME names another) where the workspace or a grant shows them. */
-    for (const char *const *c = plan_credential_paths; r >= 0 && in->pw_home && *c; c++) {
-        _cleanup_free_ char *full = path_join(in->pw_home, *c);
-        const char *real = in->pw_cred_real ? in->pw_cred_real[c - plan_credential_paths] : NULL;
-        if (!full) {
-            r = -ENOMEM;
-            break;
-        }
-        bool in_ws = path_within(full, in->workspace) && strcmp(full, in->workspace) != 0;
-        bool in_rule = false, real_in_rule = false;
-        for (size_t i = 0; i < in->n_access; i++)
-            if (in->access[i].kind != ACCESS_DENY) {
-                in_rule = in_rule || path_within(full, in->access[i].path);
-                real_in_rule = real_in_rule || (real && strcmp(real, full) != 0 && plan_path_ok(real) &&
-                                                path_within(real, in->access[i].path));
+    for (size_t k = 0; k < PLAN_OTHER_HOMES && r >= 0; k++)
+        for (const char *const *c = plan_credential_paths; r >= 0 && in->pw_home[k] && *c; c++) {
+            _cleanup_free_ char *full = path_join(in->pw_home[k], *c);
+            const char *real = in->pw_cred_real[k] ? in->pw_cred_real[k][c - plan_credential_paths] : NULL;
+            if (!full) {
+                r = -ENOMEM;
+                break;
             }
-        if ((in_ws || in_rule) && !already(&p, full))
-            r = plan_add_mount(&p, PLAN_HIDE, full, 0);
-        if (r >= 0 && real_in_rule && !already(&p, real))
-            r = plan_add_mount(&p, PLAN_HIDE, real, 0);
-    }
+            bool in_ws = path_within(full, in->workspace) && strcmp(full, in->workspace) != 0;
+            bool in_rule = false, real_in_rule = false;
+            for (size_t i = 0; i < in->n_access; i++)
+                if (in->access[i].kind != ACCESS_DENY) {
+                    in_rule = in_rule || path_within(full, in->access[i].path);
+                    real_in_rule = real_in_rule || (real && strcmp(real, full) != 0 && plan_path_ok(real) &&
+                                                    path_within(real, in->access[i].path));
+                }
+            if ((in_ws || in_rule) && !already(&p, full))
+                r = plan_add_mount(&p, PLAN_HIDE, full, 0);
+            if (r >= 0 && real_in_rule && !already(&p, real))
+                r = plan_add_mount(&p, PLAN_HIDE, real, 0);
+        }
     for (const char *const *c = plan_credential_paths; r >= 0 && in->home && *c; c++) {
         char *full = path_join(in->home, *c);
         if (!full) {

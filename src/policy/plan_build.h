@@ -10,6 +10,8 @@
 #include "policy/plan.h"
 #include "policy/policy.h"
 
+#define PLAN_OTHER_HOMES 2 /* plan_inputs.pw_home */
+
 struct plan_inputs {
     const struct run_options *opts;
     char *const *environ;  /* the supervisor's environment */
@@ -49,12 +51,14 @@ struct plan_inputs {
      * workspace holds them, and a grant that reaches into one is refused,
      * as for plan_credential_paths. */
     char *const *cred_moved;
-    /* The user's home as /etc/passwd names it (resolved), when HOME names
-     * another (a fresh HOME an agent harness sets), or NULL; pw_cred_real
-     * as cred_real for it.  Its credential locations are refused as grants
-     * and covered where the workspace or a grant shows them. */
-    const char *pw_home;
-    char *const *pw_cred_real;
+    /* Other homes than HOME whose credential locations are kept from the
+     * command too (resolved; NULL when none): the user's as /etc/passwd
+     * names it when HOME names another (a fresh HOME an agent harness
+     * sets), and under sudo the invoking user's (SUDO_UID); pw_cred_real
+     * as cred_real for each.  Refused as grants, covered where the
+     * workspace or a grant shows them. */
+    const char *pw_home[PLAN_OTHER_HOMES];
+    char *const *pw_cred_real[PLAN_OTHER_HOMES];
     /* Config files under HOME that exist (relative to HOME). */
     const char *const *home_files;
     size_t n_home_files;

@@ -642,6 +642,12 @@ out=$(cd "$W" && "$PVISOR" run --safe --access rw:/dev -- sh -c 'touch /dev/pvis
 eq "$rc:$(echo "$out" | grep -c "rw:/dev would hand the command the host's /dev read-write"):$(test -e /dev/pvisor-adv-probe && echo CREATED)" \
     "2:1:" "--access rw:/dev is a usage error (the host's device nodes stay out of reach)"
 rm -f /dev/pvisor-adv-probe 2>/dev/null
+# ro:/dev showed the host's disks to read raw (as root: every file on them,
+# the credentials the sandbox keeps from the command included): refused too
+disk=$(lsblk -dnpo NAME 2>/dev/null | head -n 1)
+out=$(cd "$W" && "$PVISOR" run --safe --access ro:/dev -- sh -c "head -c 512 '${disk:-/dev/null}' | wc -c" 2>&1); rc=$?
+eq "$rc:$(echo "$out" | grep -c "ro:/dev would show the command the host's disks to read raw")" "2:1" \
+    "--access ro:/dev is a usage error (the host's disks stay out of reach)"
 
 # --- the Run-scoped agent socket: reachable, and the only host socket ---------------
 out=$("$PVISOR" run --safe --stage "$T/sag" --workspace "$W" -- sh -c "

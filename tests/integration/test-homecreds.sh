@@ -291,6 +291,16 @@ if [ "$(id -u)" -eq 0 ] && command -v unshare >/dev/null; then
     out=$(pwgrant "$RH/.ssh" run --safe --stage "$T/st-pwg3" -- cat id_rsa); rc=$?
     eq "$rc:$(echo "$out" | grep -c 'is in the credential location')" "125:1" \
         "--safe: a workspace in the passwd home's .ssh (HOME elsewhere) is refused"
+    # under sudo (root, HOME root's own) the caller's home (SUDO_UID) is kept
+    # the same way: the workspace that is their home showed their keys
+    printf 'pvsudo:x:4321:4321::%s:/bin/sh\n' "$RH" > "$T/passwd2"; cat /etc/passwd >> "$T/passwd2"
+    sudorun() { # SUDO_UID: the command's output, run in $RH as root with HOME=/root
+        unshare -m sh -c 'mount --make-rprivate / && mount --bind "$1" /etc/passwd || exit 77
+            cd "$2" && HOME=/root SUDO_UID="$3" "$4" run --safe --stage "$5" -- sh -c "cat notes; cat .ssh/id_rsa 2>/dev/null || echo absent"' \
+            sh "$T/passwd2" "$RH" "$1" "$P" "$T/st-sudo$1" 2>&1
+    }
+    eq "$(echo $(sudorun ""))" "n REALKEY" "control: as root without SUDO_UID, a workspace that is another user's home shows its keys"
+    eq "$(echo $(sudorun 4321))" "n absent" "--safe under sudo: the caller's home (SUDO_UID) in the workspace has its credential locations absent"
 else
     skip "--safe: the user's passwd home in the workspace, HOME elsewhere" "needs root and unshare (a private /etc/passwd)"
 fi
