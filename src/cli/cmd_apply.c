@@ -56,27 +56,17 @@ static const int intr_signals[] = {SIGINT, SIGTERM, SIGHUP};
 /* Install on_interrupt for the apply of stage (its display name: shown)
  * into the workspace ws (display name); false when it could not be (the
  * apply goes on without it). */
-static char *format(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *format(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    char *s = NULL;
-    if (vasprintf(&s, fmt, ap) < 0)
-        s = NULL;
-    va_end(ap);
-    return s;
-}
-
 static bool interrupt_arm(const char *stage, const char *shown_stage, const char *shown_ws) {
-    intr.pending = format("pvisor apply: interrupted: the apply of the stage %s into %s is half done (the workspace "
-                          "holds part of it); 'pvisor apply --stage %s' completes it, or 'pvisor drop --force --stage "
-                          "%s' keeps what it wrote and discards the rest\n",
-                          shown_stage, shown_ws, shown_stage, shown_stage);
-    intr.done = format("pvisor apply: interrupted, but only after the apply had completed: the stage %s is written "
-                       "into %s\n",
-                       shown_stage, shown_ws);
+    intr.pending =
+        str_printf("pvisor apply: interrupted: the apply of the stage %s into %s is half done (the workspace "
+                   "holds part of it); 'pvisor apply --stage %s' completes it, or 'pvisor drop --force --stage "
+                   "%s' keeps what it wrote and discards the rest\n",
+                   shown_stage, shown_ws, shown_stage, shown_stage);
+    intr.done = str_printf("pvisor apply: interrupted, but only after the apply had completed: the stage %s is written "
+                           "into %s\n",
+                           shown_stage, shown_ws);
     intr.nothing =
-        format("pvisor apply: interrupted before anything was written: nothing was written into %s\n", shown_ws);
+        str_printf("pvisor apply: interrupted before anything was written: nothing was written into %s\n", shown_ws);
     intr.stage_fd = open(stage, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (!intr.pending || !intr.done || !intr.nothing || intr.stage_fd < 0)
         return false;

@@ -512,6 +512,20 @@ static int in_credential(const struct plan_inputs *in, const char *path, char **
     return 0;
 }
 
+/* Is the credential location full inside a read-only or read-write grant
+ * (*ret_in: the real files are projected there by this name), and is
+ * where its link leads (real, when another path) inside one? */
+static void in_grants(const struct plan_inputs *in, const char *full, const char *real, bool *ret_in,
+                      bool *ret_real_in) {
+    *ret_in = *ret_real_in = false;
+    for (size_t i = 0; i < in->n_access; i++)
+        if (in->access[i].kind != ACCESS_DENY) {
+            *ret_in = *ret_in || path_within(full, in->access[i].path);
+            *ret_real_in = *ret_real_in || (real && strcmp(real, full) != 0 && plan_path_ok(real) &&
+                                            path_within(real, in->access[i].path));
+        }
+}
+
 int plan_build(const struct plan_inputs *in, struct launch_plan *ret_plan, char **ret_error) {
     struct launch_plan p = {0};
     const struct run_options *o = in->opts;
@@ -689,13 +703,8 @@ int plan_build(const struct plan_inputs *in, struct launch_plan *ret_plan, char 
                 break;
             }
             bool in_ws = path_within(full, in->workspace) && strcmp(full, in->workspace) != 0;
-            bool in_rule = false, real_in_rule = false;
-            for (size_t i = 0; i < in->n_access; i++)
-                if (in->access[i].kind != ACCESS_DENY) {
-                    in_rule = in_rule || path_within(full, in->access[i].path);
-                    real_in_rule = real_in_rule || (real && strcmp(real, full) != 0 && plan_path_ok(real) &&
-                                                    path_within(real, in->access[i].path));
-                }
+            bool in_rule, real_in_rule;
+            in_grants(in, full, real, &in_rule, &real_in_rule);
             if ((in_ws || in_rule) && !already(&p, full))
                 r = plan_add_mount(&p, PLAN_HIDE, full, 0);
             if (r >= 0 && real_in_rule && !already(&p, real))
@@ -719,13 +728,8 @@ int plan_build(const struct plan_inputs *in, struct launch_plan *ret_plan, char 
         /* inside a read-only or read-write grant: the real files are
          * projected there, by this name and by where a link leads */
         const char *real = in->cred_real ? in->cred_real[c - plan_credential_paths] : NULL;
-        bool in_rule = false, real_in_rule = false;
-        for (size_t i = 0; i < in->n_access; i++)
-            if (in->access[i].kind != ACCESS_DENY) {
-                in_rule = in_rule || path_within(full, in->access[i].path);
-                real_in_rule = real_in_rule || (real && strcmp(real, full) != 0 && plan_path_ok(real) &&
-                                                path_within(real, in->access[i].path));
-            }
+        bool in_rule, real_in_rule;
+        in_grants(in, full, real, &in_rule, &real_in_rule);
         if (in_ws || in_view || in_sys || in_rule)
             r = plan_add_mount(&p, PLAN_HIDE, full, 0);
         if (r >= 0 && real_in_rule && !already(&p, real))

@@ -77,9 +77,7 @@ static int choice(const char *val, const char *const *names) {
 __attribute__((format(printf, 2, 3))) static int fail(char **ret_error, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    char *m = NULL;
-    if (vasprintf(&m, fmt, ap) < 0)
-        m = NULL;
+    char *m = str_vprintf(fmt, ap);
     va_end(ap);
     *ret_error = m;
     return m ? -EINVAL : -ENOMEM;

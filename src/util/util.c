@@ -4,6 +4,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -30,6 +31,19 @@ char *path_join(const char *a, const char *b) {
     if (asprintf(&r, "%.*s%s%s", (int)la, a, (la == 1 && a[0] == '/') ? "" : "/", b) < 0)
         return NULL;
     return r;
+}
+
+char *str_vprintf(const char *fmt, va_list ap) {
+    char *s = NULL;
+    return vasprintf(&s, fmt, ap) < 0 ? NULL : s;
+}
+
+char *str_printf(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = str_vprintf(fmt, ap);
+    va_end(ap);
+    return s;
 }
 
 bool path_within(const char *path, const char *dir) {

@@ -7,12 +7,17 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <dirent.h>
 #include <sys/types.h>
 
 /* Join a and b with one '/', malloc'd. NULL on ENOMEM. */
 char *path_join(const char *a, const char *b);
+
+/* printf into a malloc'd string; NULL on ENOMEM. */
+char *str_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+char *str_vprintf(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
 
 /* Is path equal to dir or below it (component-wise, no resolution)?
  * dir "/" contains every absolute path. */
