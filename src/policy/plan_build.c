@@ -122,6 +122,22 @@ const char *const plan_credential_paths[] = {
     ".ngrok2",
     ".cloudflared",
     ".fly/config.yml",
+    /* found missing by running the agent CLIs: gemini-cli reads
+     * GEMINI_API_KEY from ~/.gemini/.env (trusted folders) and ~/.env
+     * (always), and keeps OAuth tokens, without a keychain, in
+     * gemini-credentials.json (encrypted with a key derived from the host
+     * and user names) and its MCP and A2A servers' in mcp-/a2a-oauth-
+     * tokens.json; claude-code copies ~/.claude.json, API key included,
+     * to ~/.claude/backups/ (older versions to ~/.claude.json.backup);
+     * codex keeps MCP servers' OAuth tokens in ~/.codex/.credentials.json */
+    ".gemini/.env",
+    ".env",
+    ".gemini/gemini-credentials.json",
+    ".gemini/mcp-oauth-tokens.json",
+    ".gemini/a2a-oauth-tokens.json",
+    ".claude/backups",
+    ".claude.json.backup",
+    ".codex/.credentials.json",
     NULL,
 };
 
@@ -231,7 +247,16 @@ static const struct {
     {"ICEAUTHORITY", NULL},
     {"CLAUDE_CONFIG_DIR", ".credentials.json"},
     {"CLAUDE_CONFIG_DIR", ".claude.json"},
+    {"CLAUDE_CONFIG_DIR", "backups"},
     {"CODEX_HOME", "auth.json"},
+    {"CODEX_HOME", ".credentials.json"},
+    /* gemini-cli's home (its .gemini/ and .env inside) */
+    {"GEMINI_CLI_HOME", ".gemini/.env"},
+    {"GEMINI_CLI_HOME", ".env"},
+    {"GEMINI_CLI_HOME", ".gemini/oauth_creds.json"},
+    {"GEMINI_CLI_HOME", ".gemini/gemini-credentials.json"},
+    {"GEMINI_CLI_HOME", ".gemini/mcp-oauth-tokens.json"},
+    {"GEMINI_CLI_HOME", ".gemini/a2a-oauth-tokens.json"},
     {"KAGGLE_CONFIG_DIR", "kaggle.json"},
     {"HF_HOME", "token"},
     {"CARGO_HOME", "credentials"},

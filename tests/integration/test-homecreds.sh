@@ -304,3 +304,24 @@ if [ "$(id -u)" -eq 0 ] && command -v unshare >/dev/null; then
 else
     skip "--safe: the user's passwd home in the workspace, HOME elsewhere" "needs root and unshare (a private /etc/passwd)"
 fi
+
+# The agent CLIs' own stores found readable by running them under --safe:
+# gemini-cli's API key in ~/.gemini/.env and ~/.env, its keychain-less
+# token file and its MCP/A2A servers' tokens; claude-code's copies of
+# ~/.claude.json (API key included) in ~/.claude/backups/ and
+# ~/.claude.json.backup; codex's MCP OAuth tokens. Also where
+# CLAUDE_CONFIG_DIR, CODEX_HOME and GEMINI_CLI_HOME move them. The rest of
+# ~/.gemini and ~/.claude (settings the CLIs need) stays readable.
+H11=$T/home11; mkdir -p "$H11"
+for f in .gemini/.env .env .gemini/gemini-credentials.json .gemini/mcp-oauth-tokens.json .gemini/a2a-oauth-tokens.json \
+    .claude/backups/.claude.json.backup.1796042193813 .claude.json.backup .codex/.credentials.json \
+    cc/backups/.claude.json.backup.1 cx/.credentials.json gh/.env gh/.gemini/.env gh/.gemini/mcp-oauth-tokens.json; do
+    mkdir -p "$(dirname "$H11/$f")"; echo "SECRET:$f" > "$H11/$f"
+done
+echo '{}' > "$H11/.gemini/settings.json"; echo '{}' > "$H11/.claude/settings.json"
+reads11='cd ~ && find . -type f -exec cat {} + 2>/dev/null | grep -c SECRET; cat ~/.gemini/settings.json ~/.claude/settings.json'
+env11="HOME=$H11 CLAUDE_CONFIG_DIR=$H11/cc CODEX_HOME=$H11/cx GEMINI_CLI_HOME=$H11/gh"
+eq "$(cd "$W" && env $env11 "$P" run -- sh -c "$reads11" 2>&1 | tr '\n' ' ')" "13 {} {} " \
+    "control: the agent CLIs' thirteen stores are readable without the sandbox"
+eq "$(cd "$W" && env $env11 "$P" run --safe --stage "$T/st11" -- sh -c "$reads11" 2>&1 | tr '\n' ' ')" "0 {} {} " \
+    "--safe: gemini-cli's .env files and tokens, claude-code's .claude.json backups and codex's MCP tokens are absent (moved ones too); their settings stay"
