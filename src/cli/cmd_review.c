@@ -362,12 +362,21 @@ static void print_ended(const json_t *bundle) {
     const char *sig = json_string_value(json_object_get(ex, "signal_name"));
     const json_t *st = json_object_get(ex, "status");
     bool timed_out = json_is_true(json_object_get(ex, "timed_out"));
+    long long left = json_is_integer(json_object_get(ex, "leftovers_killed"))
+                         ? (long long)json_integer_value(json_object_get(ex, "leftovers_killed"))
+                         : 0;
     if (sig || timed_out)
         printf("Ended:       %s%s%s%s: files it was writing may be cut short\n",
                timed_out ? "its --timeout expired" : "", timed_out && sig ? ", " : "", sig ? "killed by SIG" : "",
                sig ? sig : "");
     else if (json_is_integer(st))
         printf("Ended:       exit status %lld\n", (long long)json_integer_value(st));
+    /* a background job or daemon still alive when the command exited was
+     * killed then, maybe in the middle of a write */
+    if (left > 0)
+        printf("Note:        %lld process%s the command left running %s killed when it exited: files %s "
+               "writing may be cut short\n",
+               left, left == 1 ? "" : "es", left == 1 ? "was" : "were", left == 1 ? "it was" : "they were");
 }
 
 /* Writes the stage's quota (or the file system's reserve) refused: the
@@ -421,7 +430,9 @@ static void print_earlier(const json_t *earlier, size_t before) {
         const char *sig = json_string_value(json_object_get(ex, "signal_name"));
         bool timed_out = json_is_true(json_object_get(ex, "timed_out"));
         long long refused = json_is_integer(qr) ? (long long)json_integer_value(qr) : 0;
-        if (!sig && !timed_out && refused <= 0)
+        const json_t *lk = json_object_get(ex, "leftovers_killed");
+        long long left = json_is_integer(lk) ? (long long)json_integer_value(lk) : 0;
+        if (!sig && !timed_out && refused <= 0 && left <= 0)
             continue;
         printf("Note:        %s run of this stage, %s, ", i < before ? "an earlier" : "a later", rid);
         if (timed_out || sig)
@@ -430,6 +441,9 @@ static void print_earlier(const json_t *earlier, size_t before) {
         if (refused > 0)
             printf("%shad %lld write%s refused by the stage (quota or free-space reserve)",
                    timed_out || sig ? " and " : "", refused, refused == 1 ? "" : "s");
+        if (left > 0)
+            printf("%shad %lld process%s it left running killed", timed_out || sig || refused > 0 ? " and " : "", left,
+                   left == 1 ? "" : "es");
         printf(": files it was writing may be cut short\n");
     }
 }

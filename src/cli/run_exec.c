@@ -164,6 +164,8 @@ int run_finish(struct run_context *ctx, int r, const struct exec_result *res) {
     }
     bundle_set_exit(ctx->bundle, res->exec_errno ? (status << 8) : res->wait_status, status, &ended);
     json_object_set_new(json_object_get(ctx->bundle, "exit"), "timed_out", json_boolean(res->timed_out));
+    json_object_set_new(json_object_get(ctx->bundle, "exit"), "leftovers_killed",
+                        json_integer(res->killed_descendants > 0 ? res->killed_descendants : 0));
     r = bundle_write(ctx->run_dirfd, ctx->bundle, bundle_durable(ctx));
     if (r < 0)
         fprintf(stderr, "pvisor run: warning: cannot write the Run Bundle: %s\n", strerror(-r));

@@ -2203,6 +2203,17 @@ newer_run=$(latest_run)
 eq "$(grep -c "^Note: *a later run of this stage, $newer_run, ran out its --timeout" "$T/ended4.out"):$(grep -c '^Note: *an earlier run' "$T/ended4.out")" \
     "1:0" "  reviewed by an older RUN, a newer run that --timeout stopped is called a later one, not an earlier one"
 
+# processes the command left running (a background job) are killed when
+# it exits, maybe in the middle of a write: the Bundle counts them
+# (exit.leftovers_killed) and review says so
+Wl=$T/wsleft; mkdir -p "$Wl"
+(cd "$Wl" && "$P" run --stage auto -- sh -c '(sleep 30; echo late > late) & echo done > f') >/dev/null 2>&1
+left_run=$(latest_run)
+(cd "$Wl" && "$P" status --review; "$P" status --review --json) > "$T/left.out" 2>&1
+eq "$(jq -r .exit.leftovers_killed "$XDG_STATE_HOME/pvisor/runs/$left_run/bundle.json"):$(grep -c '^Note: *[1-9][0-9]* process\(es\)\{0,1\} the command left running \(was\|were\) killed when it exited' "$T/left.out"):$(sed -n '/^{/,$p' "$T/left.out" | jq -r '.run_exit.leftovers_killed > 0')" \
+    "$(jq -r .exit.leftovers_killed "$XDG_STATE_HOME/pvisor/runs/$left_run/bundle.json" | grep -v '^0$' | head -c 9):1:true" \
+    "review notes the processes the command left running that were killed at its end (Bundle exit.leftovers_killed)"
+
 # A later run (a trivial one, a mistyped command) made the newest stage of
 # the workspace: the verbs that take it by default say which other stages
 # of the workspace are neither applied nor dropped (the agent's went
