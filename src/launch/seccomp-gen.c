@@ -91,6 +91,12 @@ static int build(scmp_filter_ctx ctx, const char **ret_step) {
     }
     if ((r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0)) < 0)
         return r;
+    /* Linux AIO contexts count against fs.aio-max-nr, one limit for the
+     * whole host: a sandboxed command that held them all made every other
+     * program's io_setup fail (EAGAIN: a database, QEMU).  ENOSYS, as on a
+     * kernel without AIO, makes libaio's users fall back to threads. */
+    if ((r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(io_setup), 0)) < 0)
+        return r;
     static const unsigned long ns_flags[] = {CLONE_NEWNS,  CLONE_NEWUSER, CLONE_NEWPID,    CLONE_NEWNET,
                                              CLONE_NEWIPC, CLONE_NEWUTS,  CLONE_NEWCGROUP, CLONE_NEWTIME};
     for (size_t i = 0; i < sizeof ns_flags / sizeof ns_flags[0]; i++)

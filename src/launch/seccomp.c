@@ -7,7 +7,9 @@
  * seccomp for the operations it queues), handle-based opens, tty input
  * injection (TIOCSTI, TIOCLINUX).  clone3 fails with ENOSYS so libc falls
  * back to clone(2), whose flags can be inspected; clone with any namespace
- * flag fails with EPERM.  Every non-native ABI (i386, x32) kills the
+ * flag fails with EPERM.  io_setup fails with ENOSYS: Linux AIO contexts
+ * count against fs.aio-max-nr, a limit shared by the whole host, which
+ * a command could take whole (other programs' io_setup then failed).  Every non-native ABI (i386, x32) kills the
  * process: libseccomp's bad-arch action covers both.
  *
  * The rules are in seccomp-gen.c: libseccomp compiles them at build time

@@ -212,6 +212,10 @@ escape_reach() {
     fi
     attempt "TIOCSTI" tiocsti
     if [ -n "$NOURING" ]; then skip "--safe blocks: io_uring$AS" "$NOURING"; else attempt "io_uring" io_uring; fi
+    # Linux AIO contexts count against fs.aio-max-nr, one limit for the
+    # whole host: a command that held them all made every other program's
+    # io_setup fail (EAGAIN) until the run ended.  ENOSYS, as without AIO.
+    attempt "a Linux AIO context (fs.aio-max-nr is host-wide)" aio
     # AF_VSOCK is not confined by a network namespace: a host listener's port
     # is taken inside too.  The other families: packet, xdp, vsock, ...
     if [ "$(cat "$PORTF.vsock")" = yes ]; then
