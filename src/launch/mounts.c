@@ -561,7 +561,11 @@ static int setup_dev(const char *root, const char **ret_step) {
     int r;
     if ((r = mkdir_p(pts, 0755)) < 0 || (r = mkdir_p(shm, 01777)) < 0)
         return *ret_step = "creating /dev", r;
-    if (mount("devpts", pts, "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=620") < 0)
+    /* max: ptys come from kernel.pty.max, one count for the host (4096 by
+     * default, of which kernel.pty.reserve, 1024, only the host's own
+     * devpts may use): a command that opened them all left every other
+     * devpts, another sandbox's or a container's, without a pty. */
+    if (mount("devpts", pts, "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=620,max=256") < 0)
         return *ret_step = "mounting a private devpts", -errno;
     if (mount("tmpfs", shm, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=67108864") < 0)
         return *ret_step = "mounting /dev/shm", -errno;

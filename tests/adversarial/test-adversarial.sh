@@ -216,6 +216,10 @@ escape_reach() {
     # whole host: a command that held them all made every other program's
     # io_setup fail (EAGAIN) until the run ended.  ENOSYS, as without AIO.
     attempt "a Linux AIO context (fs.aio-max-nr is host-wide)" aio
+    # kernel.pty.max counts every pty of the host: without a cap on the
+    # sandbox's devpts a command took all that the host's own devpts does
+    # not keep in reserve, and another sandbox or a container got none
+    attempt "more ptys than the sandbox's devpts holds (kernel.pty.max is host-wide)" ptys 300
     # AF_VSOCK is not confined by a network namespace: a host listener's port
     # is taken inside too.  The other families: packet, xdp, vsock, ...
     if [ "$(cat "$PORTF.vsock")" = yes ]; then
