@@ -676,6 +676,47 @@ static _Noreturn void become_init(const struct launch_plan *p, int status_fd) {
     _exit(0);
 }
 
+/* inotify's limits count per user, for the host as a whole
+ * (fs.inotify.max_user_instances, 128 by default, and max_user_watches):
+ * the kernel charges the command's instances and watches to every user
+ * namespace up to the initial one, so a command that took them all left
+ * the user's editor, file watchers and `tail -f` outside without any
+ * (EMFILE, ENOSPC) until the run ended.  The run's user namespace gets
+ * half of each host limit as its own (the launcher may set it: it holds
+ * CAP_SYS_RESOURCE there), so the other half stays the host's.  Never in
+ * the initial namespace, where the same file is the host's setting.  A
+ * kernel without the per-namespace limits (before 4.9) is left alone. */
+static int limit_inotify(void) {
+    static const char *const limits[][2] = {
+        {"/proc/sys/fs/inotify/max_user_instances", "/proc/sys/user/max_inotify_instances"},
+        {"/proc/sys/fs/inotify/max_user_watches", "/proc/sys/user/max_inotify_watches"},
+    };
+    char map[64] = "";
+    _cleanup_close_ int mfd = open("/proc/self/uid_map", O_RDONLY | O_CLOEXEC);
+    ssize_t n = mfd < 0 ? -1 : read(mfd, map, sizeof map - 1);
+    if (n <= 0)
+        return mfd < 0 ? -errno : -EIO;
+    map[n] = '\0';
+    unsigned long inside, outside, count;
+    if (sscanf(map, "%lu %lu %lu", &inside, &outside, &count) == 3 && count == 4294967295UL)
+        return -EPERM; /* the initial user namespace: these are the host's */
+    for (size_t i = 0; i < ARRAY_SIZE(limits); i++) {
+        char buf[32] = "";
+        _cleanup_close_ int fd = open(limits[i][0], O_RDONLY | O_CLOEXEC);
+        if (fd < 0 && errno == ENOENT)
+            continue;
+        n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
+        if (n <= 0)
+            return fd < 0 || n < 0 ? -errno : -EIO;
+        long host = strtol(buf, NULL, 10);
+        snprintf(buf, sizeof buf, "%ld\n", host > 1 ? host / 2 : 1);
+        int r = write_string_at(AT_FDCWD, limits[i][1], buf);
+        if (r < 0 && r != -ENOENT)
+            return r;
+    }
+    return 0;
+}
+
 int launch_main(int argc, char **argv) {
     if (argc != 1)
         return 125;
@@ -692,6 +733,8 @@ int launch_main(int argc, char **argv) {
 
     /* The supervisor's views are mounted (see launch.h). */
     await_go(LAUNCH_READY_FD);
+    if ((r = limit_inotify()) < 0)
+        fail("limiting the run's share of the user's inotify instances and watches", r);
 
     int flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | (p.unshare_net ? CLONE_NEWNET : 0);
     if (unshare(flags) < 0)

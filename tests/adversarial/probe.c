@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
@@ -268,6 +269,15 @@ int main(int argc, char **argv) {
                 return blocked("posix_openpt");
             }
         return escaped("opened every pty asked for", NULL);
+    }
+    if (!strcmp(a, "inotify") && argc == 3) { /* N: make N inotify instances (a per-user limit) */
+        int n = atoi(argv[2]);
+        for (int i = 0; i < n; i++)
+            if (inotify_init1(IN_CLOEXEC) < 0) {
+                fprintf(stderr, "made %d\n", i);
+                return blocked("inotify_init1");
+            }
+        return escaped("made every inotify instance asked for", NULL);
     }
     if (!strcmp(a, "userns") && argc == 2) {
         if (unshare(CLONE_NEWUSER) < 0)

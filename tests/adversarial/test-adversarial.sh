@@ -131,6 +131,11 @@ if [ "$(id -u)" -eq 0 ] && [ -f /etc/shadow ] && [ "$(( $(stat -c %#a /etc/shado
     eq "$("$PVISOR" run -- sh -c "$rd" | tr '\n' ' ')" "8 8 8 8 " "control: root reads /proc's root-only files"
     eq "$("$PVISOR" run --safe --stage "$S" --workspace "$W" -- sh -c "$rd" | tr '\n' ' ')" "0 0 0 0 " \
         "--safe as root: /proc's root-only files read empty (covered)"
+    # the run's user namespace (the command's, as root) has half of the
+    # host's inotify limits as its own: the other half stays the host's
+    eq "$("$PVISOR" run --safe --stage "$S" --workspace "$W" -- cat /proc/sys/user/max_inotify_instances /proc/sys/user/max_inotify_watches | tr '\n' ' ')" \
+        "$(( $(cat /proc/sys/fs/inotify/max_user_instances) / 2 )) $(( $(cat /proc/sys/fs/inotify/max_user_watches) / 2 )) " \
+        "--safe as root: the run has half of the user's inotify instances and watches"
     eq "$("$PVISOR" run --filesystem sandbox --stage "$S" --workspace "$W" -- sh -c "$rd" | tr '\n' ' ')" "0 0 0 0 " \
         "--filesystem sandbox as root (the host's network sysctls): the same"
     # the owner may write most sysctls without a capability (kernel.core_pattern
@@ -220,6 +225,11 @@ escape_reach() {
     # sandbox's devpts a command took all that the host's own devpts does
     # not keep in reserve, and another sandbox or a container got none
     attempt "more ptys than the sandbox's devpts holds (kernel.pty.max is host-wide)" ptys 300
+    # inotify instances and watches count per user for the host as a whole:
+    # a command that took them all left the user's editor and file watchers
+    # outside without any until the run ended.  The run gets half of each.
+    attempt "more than half of the user's inotify instances (fs.inotify.max_user_instances)" \
+        inotify $(( $(cat /proc/sys/fs/inotify/max_user_instances) / 2 + 1 ))
     # AF_VSOCK is not confined by a network namespace: a host listener's port
     # is taken inside too.  The other families: packet, xdp, vsock, ...
     if [ "$(cat "$PORTF.vsock")" = yes ]; then
