@@ -442,11 +442,16 @@ static int open_pending(struct ctx *c, size_t idx, const char **ret_name, char t
  * user's file at the temp name, and the resume removes it too.)
  * *ret_tmp_ours: false when tmp may hold the user's file (not unlinked
  * here: our version left the path and another object took it before the
- * exchange back).  A file system without RENAME_EXCHANGE (EINVAL, or
- * EXDEV) gets the plain rename. */
+ * exchange back).  After the exchange back, ours must be what came back
+ * to tmp: a second save by rename in the same window is at tmp instead,
+ * and goes to the path (below).  A file system without RENAME_EXCHANGE
+ * (EINVAL, or EXDEV) gets the plain rename. */
 static int replace_checked(int parent, const char *tmp, const char *name, int held, const struct stat *hst,
                            bool *ret_tmp_ours) {
     *ret_tmp_ours = true;
+    struct stat ours; /* our version's identity: what must come back to tmp if the exchange is undone */
+    if (fstatat(parent, tmp, &ours, AT_SYMLINK_NOFOLLOW) < 0)
+        return errno == ENOENT ? -ECANCELED : -errno;
     if (renameat2(parent, tmp, parent, name, RENAME_EXCHANGE) < 0) {
         if (errno == ENOENT)
             return -ECANCELED;                 /* the path is gone (moved away by the user) */
@@ -457,14 +462,30 @@ static int replace_checked(int parent, const char *tmp, const char *name, int he
     struct stat st, now;
     /* the same object, and a file not written in place meanwhile (its
      * mtime or size; the exchange moved its ctime) */
-    if (fstatat(parent, tmp, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_ino == hst->st_ino && st.st_dev == hst->st_dev &&
-        fstat(held, &now) == 0 &&
+    bool have_st = fstatat(parent, tmp, &st, AT_SYMLINK_NOFOLLOW) == 0;
+    if (have_st && st.st_ino == hst->st_ino && st.st_dev == hst->st_dev && fstat(held, &now) == 0 &&
         (!S_ISREG(now.st_mode) || (now.st_size == hst->st_size && now.st_mtim.tv_sec == hst->st_mtim.tv_sec &&
                                    now.st_mtim.tv_nsec == hst->st_mtim.tv_nsec)))
         return unlinkat(parent, tmp, 0) < 0 && errno != ENOENT ? -errno : 0;
     /* the user's: back to its name, ours back to tmp (the caller unlinks it) */
-    if (renameat2(parent, tmp, parent, name, RENAME_EXCHANGE) == 0)
+    if (renameat2(parent, tmp, parent, name, RENAME_EXCHANGE) == 0) {
+        struct stat back;
+        if (fstatat(parent, tmp, &back, AT_SYMLINK_NOFOLLOW) == 0 && back.st_ino == ours.st_ino &&
+            back.st_dev == ours.st_dev)
+            return -ECANCELED;
+        /* Not ours: a second save by rename replaced our version at the
+         * path before the exchange back, which took that newer save to
+         * tmp and the first one (st) back to the path; the caller's
+         * unlink of tmp lost the user's latest version.  The newer one
+         * goes to the path, the first one, which that save replaced,
+         * comes out (as the save alone would have left it). */
+        if (have_st && renameat2(parent, tmp, parent, name, RENAME_EXCHANGE) == 0 &&
+            fstatat(parent, tmp, &back, AT_SYMLINK_NOFOLLOW) == 0 && back.st_ino == st.st_ino &&
+            back.st_dev == st.st_dev)
+            return -ECANCELED;
+        *ret_tmp_ours = false;
         return -ECANCELED;
+    }
     /* our version left the path meanwhile: the user's goes back if the
      * path is free, else it stays at tmp */
     if (renameat2(parent, tmp, parent, name, RENAME_NOREPLACE) == 0)

@@ -1130,6 +1130,28 @@ if command -v strace >/dev/null; then
     "$P" apply --stage "$S" >/dev/null 2>"$T/ex.err"; rc=$?
     eq "$mid:$rc:$(cat "$W/f"):$(ls -A "$W" | tr '\n' ' ')" "agent old:0:agent:f " \
         "killed between the exchange and the unlink: the path new, the old file at the temp name; the resume completes"
+    # two saves by rename in the window: the first before apply's
+    # exchange (which brings it out), the second before the exchange back
+    # (which then brought that newer save out to the temp name, the first
+    # back to the path): apply unlinked the temp name, the user's latest
+    # save was lost and the path held the older one
+    W=$T/ws12g-twice S=$T/st12g-twice
+    mkdir -p "$W"; echo old > "$W/f"
+    stage_run "$W" "$S" 'echo agent > f' >/dev/null 2>&1
+    (cd "$W" && i=0
+     while [ $i -lt 600 ]; do
+         for t in .pvisor-apply-*; do [ -e "$t" ] && break 2; done
+         sleep 0.01; i=$((i + 1))
+     done
+     echo mine1 > .f.swp && mv .f.swp f
+     i=0; while [ "$(cat f)" != agent ] && [ $i -lt 600 ]; do sleep 0.005; i=$((i + 1)); done
+     echo mine2 > .f.swp && mv .f.swp f) &
+    editor=$!
+    (cd "$W" && no_lsan strace -f -o /dev/null -e inject=renameat2:delay_enter=1500000 "$P" apply --stage "$S") \
+        >/dev/null 2>&1; rc=$?
+    wait $editor
+    eq "$rc $(cat "$W/f") $(ls -A "$W" | tr '\n' ' ')" "1 mine2 f " \
+        "two saves by rename around apply's exchange and its undoing: the latest save kept, apply stops"
 else
     skip "an editor's save while apply renames over that file" "needs strace"
 fi
