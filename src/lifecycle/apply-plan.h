@@ -77,6 +77,10 @@ int lc_intent_write(int stage_dir_fd, const struct plan *p, bool durable);
 int lc_intent_load(int stage_dir_fd, struct plan *p);
 /* Remove the temp files an intent names (its apply id, each entry's index). */
 void lc_intent_remove_temps(int ws_fd, const struct plan *p);
+/* Remove the temp files of an interrupted apply before its resume (or a
+ * drop --force), but a version of the user's that a crash left at one
+ * (apply.c), which goes back to its path (upper_fd: the stage's upper/). */
+void lc_apply_remove_temps_checked(int ws_fd, int upper_fd, const struct plan *p);
 /* Remove intents whose rename a crash lost, and the temp files they name. */
 void lc_intent_remove_lost(int stage_dir_fd, int ws_fd);
 

@@ -242,6 +242,43 @@ static int classify_all(int ws_fd, int upper_fd, struct plan *p, struct lc_apply
     return 0;
 }
 
+/* The temp files of an interrupted apply, removed before it is resumed
+ * (or by drop --force).  One may hold the user's version: killed between
+ * replace_checked()'s exchange that brought out a version the user saved
+ * (by rename) just before it, and the exchange back, an apply left that
+ * version at the temp name and its own at the path.  Removed with the
+ * other temp files, the save was lost, and the resume said "Applied" (the
+ * path was in its final state).  A temp file that is neither the path's
+ * old state (what a checked exchange brings out, before its unlink) nor
+ * ours, while the path holds ours, is such a version: it goes back to the
+ * path, ours comes out and is removed; the resume names the path as a
+ * conflict.  upper_fd < 0: every temp file is only removed. */
+void lc_apply_remove_temps_checked(int ws_fd, int upper_fd, const struct plan *p) {
+    for (size_t i = 0; i < p->n; i++) {
+        const struct plan_ent *e = &p->v[i];
+        const char *name;
+        _cleanup_close_ int parent = lc_open_parent(ws_fd, e->path, &name);
+        if (parent < 0)
+            continue;
+        char tmp[64];
+        lc_plan_tmp_name(p, i, tmp);
+        struct stat tst, nst, back;
+        if (fstatat(parent, tmp, &tst, AT_SYMLINK_NOFOLLOW) < 0)
+            continue;
+        /* only a replacement (replace_checked) exchanges */
+        if (upper_fd >= 0 && e->old_type != LC_NONE && e->new_type != LC_NONE && !passes_absent(e) &&
+            fstatat(parent, name, &nst, AT_SYMLINK_NOFOLLOW) == 0 && matches_old(p, parent, tmp, &tst, e) == 0 &&
+            matches_final(upper_fd, parent, tmp, &tst, e) == 0 && matches_final(upper_fd, parent, name, &nst, e) == 1 &&
+            renameat2(parent, tmp, parent, name, RENAME_EXCHANGE) == 0) {
+            if (fstatat(parent, tmp, &back, AT_SYMLINK_NOFOLLOW) == 0 && back.st_ino == nst.st_ino &&
+                back.st_dev == nst.st_dev)
+                unlinkat(parent, tmp, 0);
+            continue;
+        }
+        unlinkat(parent, tmp, 0);
+    }
+}
+
 /* ---- operations ---- */
 
 struct ctx {
@@ -439,7 +476,8 @@ static int open_pending(struct ctx *c, size_t idx, const char **ret_name, char t
  * crash between an exchange and its unlink leaves the old object at the
  * temp name, which the resume removes with the other temp files.  (The
  * exchange back is not journaled: a crash just before it leaves the
- * user's file at the temp name, and the resume removes it too.)
+ * user's file at the temp name, ours at the path; the resume puts the
+ * user's back, see lc_apply_remove_temps_checked.)
  * *ret_tmp_ours: false when tmp may hold the user's file (not unlinked
  * here: our version left the path and another object took it before the
  * exchange back).  After the exchange back, ours must be what came back
@@ -1402,7 +1440,7 @@ int lc_apply(const char *stage_path, const struct lc_apply_opts *o, struct lc_ap
         rep->resumed = true;
         /* leftovers of the interrupted attempt are ours: remove them first */
         if (!o->dry_run)
-            lc_intent_remove_temps(st->ws_fd, &p);
+            lc_apply_remove_temps_checked(st->ws_fd, st->upper_fd, &p);
         r = classify_all(st->ws_fd, st->upper_fd, &p, rep);
         if (r == 0 && rep->n_conflicts)
             r = -EEXIST;

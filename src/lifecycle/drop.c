@@ -85,7 +85,7 @@ int lc_drop(const char *stage_path, bool force) {
      * an apply whose intent rename a crash lost (see apply.c) */
     struct lc_stage *lst = NULL;
     if (lc_stage_open(stage_path, &lst) == 0) {
-        lc_apply_remove_temps(dir, lst->ws_fd);
+        lc_apply_remove_temps(dir, lst->ws_fd, lst->upper_fd);
         lc_stage_free(lst);
     }
     if (fstatat(dir, LC_DROPPED, &st, AT_SYMLINK_NOFOLLOW) < 0) {

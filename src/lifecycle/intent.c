@@ -395,13 +395,13 @@ void lc_intent_remove_lost(int stage_dir_fd, int ws_fd) {
     closedir(dir);
 }
 
-int lc_apply_remove_temps(int stage_dir_fd, int ws_fd) {
+int lc_apply_remove_temps(int stage_dir_fd, int ws_fd, int upper_fd) {
     struct plan p = {0};
     int r = lc_intent_load(stage_dir_fd, &p);
     lc_intent_remove_lost(stage_dir_fd, ws_fd);
     if (r < 0)
         return r;
-    lc_intent_remove_temps(ws_fd, &p);
+    lc_apply_remove_temps_checked(ws_fd, upper_fd, &p);
     /* the read-only directories the interrupted apply made writable */
     (void)lc_plan_set_unlocked(ws_fd, &p, false, &(const char *){NULL});
     lc_plan_free(&p);

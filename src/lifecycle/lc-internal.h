@@ -82,8 +82,10 @@ const struct lc_preimage *lc_preimage_find(const struct lc_preimage *p, size_t n
 
 /* Remove the temp files an interrupted apply (STAGE/apply-intent) may have
  * left in the workspace, and those of an apply whose intent rename a crash
- * lost (the intent's temp file names them; apply.c). */
-int lc_apply_remove_temps(int stage_dir_fd, int ws_fd);
+ * lost (the intent's temp file names them; apply.c).  A version of the
+ * user's that a crash left at a temp name goes back to its path (upper_fd:
+ * the stage's upper/, to tell it from ours; < 0: only removed). */
+int lc_apply_remove_temps(int stage_dir_fd, int ws_fd, int upper_fd);
 
 /* The stage markers and files this module owns (docs/lifecycle.md). */
 #define LC_APPLY_INTENT "apply-intent"

@@ -1152,6 +1152,39 @@ if command -v strace >/dev/null; then
     wait $editor
     eq "$rc $(cat "$W/f") $(ls -A "$W" | tr '\n' ' ')" "1 mine2 f " \
         "two saves by rename around apply's exchange and its undoing: the latest save kept, apply stops"
+    # killed between an exchange that brought out the user's save and the
+    # exchange back: the save was at the temp name, ours at the path, and
+    # the resume removed the save with the temp files and said "Applied";
+    # it goes back to the path (the resume names the conflict, a drop
+    # --force keeps it)
+    for after in apply drop; do
+        W=$T/ws12g-kx-$after S=$T/st12g-kx-$after
+        mkdir -p "$W"; echo old > "$W/f"
+        stage_run "$W" "$S" 'echo agent > f' >/dev/null 2>&1
+        (cd "$W" && i=0
+         while [ $i -lt 600 ]; do
+             for t in .pvisor-apply-*; do [ -e "$t" ] && break 2; done
+             sleep 0.01; i=$((i + 1))
+         done
+         echo mine > .f.swp && mv .f.swp f) &
+        editor=$!
+        (cd "$W" && exec strace -f -o /dev/null -e inject=renameat2:delay_enter=1500000 \
+            sh -c 'echo $$ > "$1"; exec "$2" apply --stage "$3"' sh "$T/kx.pid" "$P" "$S") >/dev/null 2>&1 &
+        tracer=$!
+        wait $editor
+        i=0; while [ "$(cat "$W/f")" != agent ] && [ $i -lt 600 ]; do sleep 0.005; i=$((i + 1)); done
+        kill -9 "$(cat "$T/kx.pid")"; wait $tracer 2>/dev/null
+        mid="$(cat "$W/f") $(cat "$W"/.pvisor-apply-* 2>&1)"
+        if [ $after = apply ]; then
+            "$P" apply --stage "$S" >"$T/kx.out" 2>&1; rc=$?
+            n=$(grep -c "^ *f: changed in the workspace since the interrupted apply" "$T/kx.out")
+        else
+            "$P" drop --force --stage "$S" >"$T/kx.out" 2>&1; rc=$?; n=1
+        fi
+        eq "$mid:$rc:$(cat "$W/f"):$n:$(ls -A "$W" | tr '\n' ' ')" \
+            "agent mine:$([ $after = apply ] && echo 1 || echo 0):mine:1:f " \
+            "killed between an exchange that brought out the user's save and the exchange back: $after keeps the save"
+    done
 else
     skip "an editor's save while apply renames over that file" "needs strace"
 fi
