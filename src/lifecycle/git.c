@@ -6,14 +6,17 @@
  * hang a review or an apply. */
 #include "lifecycle/lc-internal.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "util/cleanup.h"
@@ -21,6 +24,11 @@
 #include "util/util.h"
 
 #define GIT_TIMEOUT_MS 5000
+
+/* The signals that end a verb (a Ctrl-C, a kill, a closed terminal):
+ * held back while the index check has its directory in /tmp, which
+ * dying of one left behind (lc_git_index_refreshed). */
+static const int held_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 
 int lc_git_run(const char *cwd, const char *const *argv, const char *index_file,
                int (*sink)(void *ctx, const char *buf, size_t n), void *ctx) {
@@ -35,6 +43,12 @@ int lc_git_run(const char *cwd, const char *const *argv, const char *index_file,
         return -e;
     }
     if (pid == 0) {
+        /* the signals lc_git_index_refreshed holds back (see there) */
+        sigset_t held;
+        sigemptyset(&held);
+        for (size_t i = 0; i < ARRAY_SIZE(held_signals); i++)
+            sigaddset(&held, held_signals[i]);
+        sigprocmask(SIG_UNBLOCK, &held, NULL);
         int null = open("/dev/null", O_RDWR | O_CLOEXEC);
         if (null < 0 || dup2(fd[1], STDOUT_FILENO) < 0 || dup2(null, STDERR_FILENO) < 0 ||
             dup2(null, STDIN_FILENO) < 0 || (cwd && chdir(cwd) < 0))
@@ -252,6 +266,36 @@ static void remove_repo(const char *path, int dir) {
     (void)rmdir(path);
 }
 
+#define GIT_TMP_PREFIX "pvisor-git-"
+#define GIT_TMP_STALE_S 600 /* far past the check's bound (two git runs of GIT_TIMEOUT_MS and two copies) */
+
+/* Remove the index check's directories in /tmp that a verb killed by
+ * SIGKILL (or a crash) left: ours (same owner, 0700, what make_repo
+ * makes), older than any check can take.  Each holds copies of a git
+ * index, up to 2 x INDEX_MAX. */
+static void remove_stale_repos(void) {
+    DIR *d = opendir("/tmp");
+    if (!d)
+        return;
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (strncmp(de->d_name, GIT_TMP_PREFIX, strlen(GIT_TMP_PREFIX)) != 0 ||
+            strlen(de->d_name) != strlen(GIT_TMP_PREFIX) + 6)
+            continue;
+        _cleanup_close_ int fd = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 07777) != 0700 ||
+            st.st_mtim.tv_sec > now.tv_sec - GIT_TMP_STALE_S)
+            continue;
+        _cleanup_free_ char *path = path_join("/tmp", de->d_name);
+        if (path)
+            remove_repo(path, fd);
+    }
+    closedir(d);
+}
+
 bool lc_git_index_refreshed(int stage_dir_fd, int dirfd, const char *name, const char *path,
                             const unsigned char pre_sha[32], const unsigned char cur_sha[32]) {
     if (!path_is_git_index(path))
@@ -266,9 +310,22 @@ bool lc_git_index_refreshed(int stage_dir_fd, int dirfd, const char *name, const
     _cleanup_close_ int cur = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
     if (kept < 0 || cur < 0)
         return false;
-    char tmpl[] = "/tmp/pvisor-git-XXXXXX"; /* a 0700 directory of ours (TMPDIR may be another's, under sudo) */
-    if (!mkdtemp(tmpl))
+    /* Until the directory is gone again, a SIGINT, SIGTERM, SIGHUP or
+     * SIGQUIT waits (the git runs are bounded): dying of one left it,
+     * with its copies of the indexes, behind (apply's handler re-raises
+     * the signal, review and diff die of it).  One that came meanwhile is
+     * delivered when this returns. */
+    sigset_t held, old_mask;
+    sigemptyset(&held);
+    for (size_t i = 0; i < ARRAY_SIZE(held_signals); i++)
+        sigaddset(&held, held_signals[i]);
+    remove_stale_repos();
+    char tmpl[] = "/tmp/" GIT_TMP_PREFIX "XXXXXX"; /* a 0700 directory of ours (TMPDIR may be another's, under sudo) */
+    pthread_sigmask(SIG_BLOCK, &held, &old_mask);
+    if (!mkdtemp(tmpl)) {
+        pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
         return false;
+    }
     _cleanup_close_ int dir = open(tmpl, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     _cleanup_free_ char *before_path = path_join(tmpl, "before");
     _cleanup_free_ char *now_path = path_join(tmpl, "now");
@@ -286,5 +343,6 @@ bool lc_git_index_refreshed(int stage_dir_fd, int dirfd, const char *name, const
         remove_repo(tmpl, dir);
     else
         (void)rmdir(tmpl);
+    pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
     return same;
 }

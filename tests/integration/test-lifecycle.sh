@@ -509,6 +509,35 @@ if command -v git >/dev/null; then
     done
     "$P" drop --stage "$T/stgi-staged" >/dev/null 2>&1
     check "  drop removes the kept copies (preimages/)" test ! -e "$T/stgi-staged/preimages"
+    # A SIGTERM (or Ctrl-C) of apply, or of a review, while that check
+    # ran: its directory in /tmp, with a copy of both indexes, was left
+    # behind (the verb died of the signal there); the signal now waits for
+    # its removal.  One that a SIGKILL left is removed by a later check
+    # once stale (ours: same owner, 0700).
+    if command -v strace >/dev/null; then
+        W=$T/wsgi-sig S=$T/stgi-sig
+        mkdir -p "$W" && (cd "$W" && gitc init -q && echo a > a && echo b > b && gitc add . && gitc commit -qm one)
+        stage_run "$W" "$S" 'echo more >> a && git add a && git -c user.name=t -c user.email=t@e commit -qm agent' >/dev/null 2>&1
+        touch -d '2001-01-01' "$W/b" && (cd "$W" && gitc status --short >/dev/null)
+        stale=$(mktemp -d /tmp/pvisor-git-XXXXXX) && touch -d '1 hour ago' "$stale"
+        for verb in apply review; do
+            set -- apply --stage "$S"
+            [ $verb = review ] && set -- status --review --stage "$S"
+            rm -f "$T/gisig.strace"
+            (cd "$W" && exec strace -f -o "$T/gisig.strace" -e trace=mkdir,execve -e inject=execve:delay_enter=400000 \
+                sh -c 'echo $$ > "$1"; shift; exec "$@"' sh "$T/gisig.pid" "$P" "$@") >/dev/null 2>"$T/gisig.err" &
+            tracer=$!
+            i=0; while ! grep -q 'mkdir("/tmp/pvisor-git-' "$T/gisig.strace" 2>/dev/null && [ $i -lt 2000 ]; do sleep 0.01; i=$((i + 1)); done
+            sleep 0.3; kill -TERM "$(cat "$T/gisig.pid")"; wait $tracer; rc=$?
+            left=$(sed -n 's|.*mkdir("\(/tmp/pvisor-git-[^"]*\)".*|\1|p' "$T/gisig.strace")
+            eq "$rc:${left:+made}:$(test -e "${left:-/nonexistent}" && echo left)" "143:made:" \
+                "  a SIGTERM of $verb during the index check leaves no /tmp/pvisor-git-* behind"
+        done
+        eq "$(test -e "$stale" && echo left)" "" "  one a SIGKILL left behind is removed by a later check once stale"
+        rm -rf "$stale"
+    else
+        skip "  a SIGTERM during the index check leaves no /tmp/pvisor-git-* behind" "needs strace"
+    fi
     # The workspace's repository decides nothing of that check: its config
     # can make even 'git ls-files' run a command (a partial clone's lazy
     # fetch of a sparse index's missing tree runs core.sshCommand), and
