@@ -252,7 +252,10 @@ static int classify_all(int ws_fd, int upper_fd, struct plan *p, struct lc_apply
  * old state (what a checked exchange brings out, before its unlink) nor
  * ours, while the path holds ours, is such a version: it goes back to the
  * path, ours comes out and is removed; the resume names the path as a
- * conflict.  upper_fd < 0: every temp file is only removed. */
+ * conflict.  Likewise a deleted path's temp file (delete_checked moves
+ * the object aside) that is not the old state goes back to the path
+ * while that is free.  upper_fd < 0: no replaced path's temp file goes
+ * back. */
 void lc_apply_remove_temps_checked(int ws_fd, int upper_fd, const struct plan *p) {
     for (size_t i = 0; i < p->n; i++) {
         const struct plan_ent *e = &p->v[i];
@@ -264,6 +267,11 @@ void lc_apply_remove_temps_checked(int ws_fd, int upper_fd, const struct plan *p
         lc_plan_tmp_name(p, i, tmp);
         struct stat tst, nst, back;
         if (fstatat(parent, tmp, &tst, AT_SYMLINK_NOFOLLOW) < 0)
+            continue;
+        /* a deletion (delete_checked) moved the user's version aside
+         * back to its path, if that is free (else a newer save replaced it) */
+        if (e->old_type != LC_NONE && e->old_type != LC_DIR && (e->new_type == LC_NONE || passes_absent(e)) &&
+            matches_old(p, parent, tmp, &tst, e) == 0 && renameat2(parent, tmp, parent, name, RENAME_NOREPLACE) == 0)
             continue;
         /* only a replacement (replace_checked) exchanges */
         if (upper_fd >= 0 && e->old_type != LC_NONE && e->new_type != LC_NONE && !passes_absent(e) &&
@@ -433,20 +441,69 @@ static int still_same(int parent, const char *name, const struct plan_ent *e) {
     return still_same_st(&st, e);
 }
 
+/* Delete the non-directory name, checked just before (held: hst).  An
+ * editor's save by rename between that check and an unlink was deleted,
+ * and apply reported success (the first deletion's check came before the
+ * syncfs that makes the intent durable, a window of any length).  The
+ * object is renamed to the temp name (RENAME_NOREPLACE) and what moved
+ * must be the object checked, not written in place meanwhile either (as
+ * in replace_checked); then it is unlinked, else it goes back to its name
+ * (unless a newer save took the name, which replaced it anyway) and
+ * apply stops.  A crash in between leaves it at the temp name, which the
+ * resume puts back when it is not the old state
+ * (lc_apply_remove_temps_checked).  A file system without
+ * RENAME_NOREPLACE gets the plain unlink after the check. */
+static int delete_checked(int parent, const char *tmp, const char *name, int held, const struct stat *hst) {
+    if (renameat2(parent, name, parent, tmp, RENAME_NOREPLACE) < 0) {
+        if (errno == ENOENT)
+            return -ECANCELED; /* the path is gone (moved away by the user) */
+        if (errno != EINVAL)
+            return -errno;
+        return unlinkat(parent, name, 0) < 0 && errno != ENOENT ? -errno : 0;
+    }
+    struct stat st, now;
+    if (fstatat(parent, tmp, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_ino == hst->st_ino && st.st_dev == hst->st_dev &&
+        fstat(held, &now) == 0 &&
+        (!S_ISREG(now.st_mode) || (now.st_size == hst->st_size && now.st_mtim.tv_sec == hst->st_mtim.tv_sec &&
+                                   now.st_mtim.tv_nsec == hst->st_mtim.tv_nsec)))
+        return unlinkat(parent, tmp, 0) < 0 && errno != ENOENT ? -errno : 0;
+    (void)renameat2(parent, tmp, parent, name, RENAME_NOREPLACE);
+    return -ECANCELED;
+}
+
 static int op_delete(struct ctx *c, struct plan_ent *e) {
     const char *name;
     _cleanup_close_ int parent = lc_open_parent(c->ws_fd, e->path, &name);
     if (parent < 0)
         return parent;
+    /* the intent durable first: its syncfs may take long, and the check
+     * must be the last thing before the deletion */
     int r = note_fs(c, parent);
-    if (r == 0)
-        r = still_same(parent, name, e);
     if (r == 0)
         r = ensure_intent_durable(c);
     if (r < 0)
         return r;
-    if (unlinkat(parent, name, e->old_type == LC_DIR ? AT_REMOVEDIR : 0) < 0 && errno != ENOENT)
-        return -errno;
+    if (e->old_type != LC_DIR && e->seen_ino) {
+        _cleanup_close_ int held = openat(parent, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        struct stat hst;
+        if (held < 0)
+            return errno == ENOENT ? -ECANCELED : -errno;
+        if (fstat(held, &hst) < 0)
+            return -errno;
+        r = still_same_st(&hst, e);
+        char tmp[64];
+        lc_plan_tmp_name(c->p, (size_t)(e - c->p->v), tmp);
+        if (r == 0)
+            r = delete_checked(parent, tmp, name, held, &hst);
+        if (r < 0)
+            return r;
+    } else {
+        r = still_same(parent, name, e);
+        if (r < 0)
+            return r;
+        if (unlinkat(parent, name, e->old_type == LC_DIR ? AT_REMOVEDIR : 0) < 0 && errno != ENOENT)
+            return -errno;
+    }
     c->rep->n_deleted++;
     step(c);
     return 0;

@@ -1214,6 +1214,35 @@ if command -v strace >/dev/null; then
             "agent mine:$([ $after = apply ] && echo 1 || echo 0):mine:1:f " \
             "killed between an exchange that brought out the user's save and the exchange back: $after keeps the save"
     done
+    # a file the agent deleted that the user saves (by rename) while apply
+    # runs: between apply's re-check of it and its unlink (the first
+    # deletion's check came before the syncfs that makes the intent
+    # durable, a window of any length) the save was deleted, and apply
+    # said "Applied".  Now it is moved aside, checked, and put back when
+    # it is not the object checked; killed in between, the resume puts it
+    # back.  strace holds apply at that syncfs, then at its renames.
+    for variant in syncfs rename kill; do
+        W=$T/ws12h-$variant S=$T/st12h-$variant
+        mkdir -p "$W"; echo old > "$W/f"; echo x > "$W/g"
+        stage_run "$W" "$S" 'rm f; echo y > g' >/dev/null 2>&1
+        inject=renameat2:delay_enter=1500000
+        [ $variant = syncfs ] && inject=syncfs:delay_enter=1500000:when=1
+        (cd "$W" && exec strace -f -o "$T/del.strace" -e trace=syncfs,renameat2 -e inject=$inject \
+            sh -c 'echo $$ > "$1"; exec "$2" apply --stage "$3"' sh "$T/del.pid" "$P" "$S") >/dev/null 2>&1 &
+        tracer=$!
+        i=0; while ! grep -q "${inject%%:*}(" "$T/del.strace" 2>/dev/null && [ $i -lt 600 ]; do sleep 0.01; i=$((i + 1)); done
+        sleep 0.3; (cd "$W" && echo mine > .f.swp && mv .f.swp f)
+        if [ $variant = kill ]; then
+            i=0; while [ -e "$W/f" ] && [ $i -lt 600 ]; do sleep 0.005; i=$((i + 1)); done
+            kill -9 "$(cat "$T/del.pid")"
+        fi
+        wait $tracer; rc=$?
+        [ $variant = kill ] && rc=$rc:$(cat "$W"/.pvisor-apply-* 2>&1)
+        "$P" apply --stage "$S" >"$T/del2.out" 2>&1; rc2=$?
+        eq "$rc $(cat "$W/f" 2>&1) $rc2 $(grep -c '^ *f: changed in the workspace since the interrupted apply' "$T/del2.out") $(ls -A "$W" | tr '\n' ' ')" \
+            "$([ $variant = kill ] && echo 137:mine || echo 1) mine 1 1 f g " \
+            "a save by rename of a file apply deletes ($variant): kept, the next apply names the conflict"
+    done
 else
     skip "an editor's save while apply renames over that file" "needs strace"
 fi
