@@ -68,6 +68,17 @@ int lc_git_run(const char *cwd, const char *const *argv, const char *index_file,
             unsetenv(repo_env[i]);
         if (index_file && setenv("GIT_INDEX_FILE", index_file, 1) < 0)
             _exit(127);
+        /* reading an index of ours (a copy, in an empty repository of
+         * ours): no config of anyone else's either (under sudo -E HOME is
+         * the user's, whose ~/.gitconfig could name files for root to
+         * write: trace2.eventTarget) */
+        static const char *const config_env[] = {"GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_CONFIG"};
+        for (size_t i = 0; index_file && i < ARRAY_SIZE(config_env); i++)
+            unsetenv(config_env[i]);
+        if (index_file &&
+            (setenv("GIT_CONFIG_NOSYSTEM", "1", 1) < 0 || setenv("GIT_CONFIG_GLOBAL", "/dev/null", 1) < 0 ||
+             setenv("HOME", "/", 1) < 0 || unsetenv("XDG_CONFIG_HOME") < 0))
+            _exit(127);
         execvp("git", (char *const *)argv);
         _exit(127);
     }

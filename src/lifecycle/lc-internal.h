@@ -57,8 +57,9 @@ int lc_copy_fd_cancel(int in, int out, uint64_t size, uint64_t budget, const ato
 int lc_fd_equal(int a, int b);
 int lc_hash_compare_fd(int fd, int other, unsigned char ret_sha[32], bool *ret_equal);
 
-/* git.c: run git (argv, from cwd; with GIT_INDEX_FILE=index_file when
- * not NULL, the repository variables of the environment unset), its
+/* git.c: run git (argv, from cwd; the repository variables of the
+ * environment unset; with GIT_INDEX_FILE=index_file when not NULL, and
+ * then no system, global or environment config either), its
  * output fed to sink, within a bound of time.  git's exit status (0 ok),
  * or -ETIMEDOUT, or the sink's or a system error (negative). */
 int lc_git_run(const char *cwd, const char *const *argv, const char *index_file,

@@ -498,10 +498,13 @@ if command -v git >/dev/null; then
         *) (cd "$W" && gitc status --short >/dev/null) ;;
         esac
         pre=$(sha256sum < "$W/.git/index")
-        "$P" apply --stage "$S" >/dev/null 2>"$T/gi-$case.err"; rc=$?
+        # a HOME whose git config names a file for git to write (as under
+        # sudo -E): the check's git reads no config but its own
+        mkdir -p "$T/gihome" && printf '[trace2]\n\teventTarget = %s\n' "$T/gi-trace" > "$T/gihome/.gitconfig"
+        HOME=$T/gihome GIT_CONFIG_PARAMETERS="'trace2.normalTarget'='$T/gi-trace2'" "$P" apply --stage "$S" >/dev/null 2>"$T/gi-$case.err"; rc=$?
         if [ $case = refreshed ]; then
-            eq "$rc:$(cd "$W" && git log --format=%s | tr '\n' ' ')$(cd "$W" && git status --porcelain | wc -l):$(ls "$S/preimages" | wc -l)" \
-                "0:agent one 0:1" "a git index the host's git only refreshed since the run is applied (the agent's commit lands, git status clean)"
+            eq "$rc:$(cd "$W" && git log --format=%s | tr '\n' ' ')$(cd "$W" && git status --porcelain | wc -l):$(ls "$S/preimages" | wc -l):$(ls "$T" | grep -c '^gi-trace')" \
+                "0:agent one 0:1:0" "a git index the host's git only refreshed since the run is applied (the agent's commit lands, git status clean; the check's git read no config of HOME's or the environment's)"
         else
             eq "$rc:$(grep -c '^  .git/index: content changed in the workspace since the run' "$T/gi-$case.err"):$(sha256sum < "$W/.git/index" | cut -c1-16)" \
                 "1:1:$(echo "$pre" | cut -c1-16)" "  one whose entries the user changed ($case: git add, or an entry's skip-worktree flag) is still a conflict, nothing written"
