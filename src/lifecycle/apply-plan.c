@@ -174,3 +174,11 @@ void lc_plan_announce(const struct plan *p, const struct lc_apply_opts *o) {
         o->on_op(a, e->path, o->userdata);
     }
 }
+
+static bool is_dirish(enum lc_type t) {
+    return t == LC_DIR;
+}
+
+bool lc_plan_passes_absent(const struct plan_ent *e) {
+    return e->old_type != LC_NONE && e->new_type != LC_NONE && is_dirish(e->old_type) != is_dirish(e->new_type);
+}

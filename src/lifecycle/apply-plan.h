@@ -81,6 +81,13 @@ void lc_intent_remove_temps(int ws_fd, const struct plan *p);
  * drop --force), but a version of the user's that a crash left at one
  * (apply.c), which goes back to its path (upper_fd: the stage's upper/). */
 void lc_apply_remove_temps_checked(int ws_fd, int upper_fd, const struct plan *p);
+/* A type change between a directory and a non-directory passes through
+ * "absent" (delete, then create). */
+bool lc_plan_passes_absent(const struct plan_ent *e);
+/* apply-resume.c: the resume classifies every entry of the intent p in
+ * the workspace (old, final, or absent mid-way); conflicts are reported
+ * in rep, nothing is written. */
+int lc_apply_classify(int ws_fd, int upper_fd, struct plan *p, struct lc_apply_report *rep);
 /* Remove intents whose rename a crash lost, and the temp files they name. */
 void lc_intent_remove_lost(int stage_dir_fd, int ws_fd);
 
