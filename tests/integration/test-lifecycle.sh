@@ -41,6 +41,17 @@ manifest() {
 }
 
 # stage_run WS STAGE SCRIPT: a staged run of sh -c SCRIPT in WS
+# wait_apply_temp: until apply's temp file appears in the current
+# directory (at most 6 s)
+wait_apply_temp() {
+    _i=0
+    while [ $_i -lt 600 ]; do
+        for _t in .pvisor-apply-*; do [ -e "$_t" ] && return 0; done
+        sleep 0.01; _i=$((_i + 1))
+    done
+    return 1
+}
+
 stage_run() {
     "$P" run --stage "$2" --workspace "$1" -- sh -c "cd '$1' && $3"
 }
@@ -1170,11 +1181,7 @@ if command -v strace >/dev/null; then
     W=$T/ws12g-twice S=$T/st12g-twice
     mkdir -p "$W"; echo old > "$W/f"
     stage_run "$W" "$S" 'echo agent > f' >/dev/null 2>&1
-    (cd "$W" && i=0
-     while [ $i -lt 600 ]; do
-         for t in .pvisor-apply-*; do [ -e "$t" ] && break 2; done
-         sleep 0.01; i=$((i + 1))
-     done
+    (cd "$W" && wait_apply_temp
      echo mine1 > .f.swp && mv .f.swp f
      i=0; while [ "$(cat f)" != agent ] && [ $i -lt 600 ]; do sleep 0.005; i=$((i + 1)); done
      echo mine2 > .f.swp && mv .f.swp f) &
@@ -1193,11 +1200,7 @@ if command -v strace >/dev/null; then
         W=$T/ws12g-kx-$after S=$T/st12g-kx-$after
         mkdir -p "$W"; echo old > "$W/f"
         stage_run "$W" "$S" 'echo agent > f' >/dev/null 2>&1
-        (cd "$W" && i=0
-         while [ $i -lt 600 ]; do
-             for t in .pvisor-apply-*; do [ -e "$t" ] && break 2; done
-             sleep 0.01; i=$((i + 1))
-         done
+        (cd "$W" && wait_apply_temp
          echo mine > .f.swp && mv .f.swp f) &
         editor=$!
         (cd "$W" && exec strace -f -o /dev/null -e inject=renameat2:delay_enter=1500000 \
