@@ -4,7 +4,8 @@
  * starts as uid 0 with a full capability set it will give up):
  *
  *   L  launcher (exec'd by the supervisor): unshares mount, PID, IPC, UTS
- *      (and network) namespaces; forks I; relays signals; exits as I does
+ *      (and network) namespaces; forks I (in its process group, where the
+ *      supervisor signals: I gets those signals itself); exits as I does
  *   I  init, PID 1 of the new PID namespace: builds the synthetic root and
  *      pivots into it; forks A; relays signals; reaps orphans; when A ends,
  *      I exits and the kernel kills everything left in the namespace
@@ -115,19 +116,19 @@ static void relayed_signals(sigset_t *ret_mask) {
     sigaddset(ret_mask, SIGCHLD);
 }
 
-/* Relay sig to child; group: to its process group, as a plain run signals
- * the command's (the command is a group leader, setsid; its background
- * jobs get a termination signal too, and may clean up, before the end of
- * the PID namespace kills them), or to child alone until it leads one. */
-static void relay(pid_t child, bool group, int sig) {
-    if (!group || kill(-child, sig) < 0)
+/* Relay sig to child's process group, as a plain run signals the
+ * command's (the command is a group leader, setsid; its background jobs
+ * get a termination signal too, and may clean up, before the end of the
+ * PID namespace kills them), or to child alone until it leads one. */
+static void relay(pid_t child, int sig) {
+    if (kill(-child, sig) < 0)
         kill(child, sig);
 }
 
-/* Wait for child, relaying termination signals to it (group: see relay);
+/* Wait for child, relaying termination signals to it (see relay);
  * returns its wait status.  Other children (orphans re-parented to PID 1)
  * are reaped. */
-static int relay_and_wait(pid_t child, bool group) {
+static int relay_and_wait(pid_t child) {
     sigset_t mask;
     relayed_signals(&mask);
     int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
@@ -144,7 +145,7 @@ static int relay_and_wait(pid_t child, bool group) {
         struct signalfd_siginfo si;
         ssize_t n = read(sfd, &si, sizeof si);
         if (n == (ssize_t)sizeof si && si.ssi_signo != SIGCHLD)
-            relay(child, group, (int)si.ssi_signo);
+            relay(child, (int)si.ssi_signo);
         else if (n < 0 && errno != EINTR) {
             close(sfd);
             return 125 << 8;
@@ -307,7 +308,7 @@ static int relay_terminal_and_wait(pid_t child, const struct term *t) {
                 if (ioctl(t->ref, TIOCGWINSZ, &ws) == 0)
                     (void)ioctl(t->master, TIOCSWINSZ, &ws);
             } else if (si.ssi_signo != SIGCHLD) {
-                relay(child, true, (int)si.ssi_signo);
+                relay(child, (int)si.ssi_signo);
             }
         }
         if (pf[1].revents & (POLLIN | POLLHUP | POLLERR)) {
@@ -668,7 +669,7 @@ static _Noreturn void become_init(const struct launch_plan *p, int status_fd) {
     }
     close(LAUNCH_SYNC_FD);
     close(LAUNCH_GO_FD);
-    int st = t.master >= 0 ? relay_terminal_and_wait(a, &t) : relay_and_wait(a, true);
+    int st = t.master >= 0 ? relay_terminal_and_wait(a, &t) : relay_and_wait(a);
     /* before the status: the launcher exits on it, and the supervisor
      * reads this once the launcher is gone */
     dprintf(LAUNCH_END_FD, "leftovers %u\n", count_leftovers());
@@ -756,7 +757,16 @@ int launch_main(int argc, char **argv) {
     close(LAUNCH_SYNC_FD);
     close(LAUNCH_GO_FD);
     close(LAUNCH_END_FD); /* init's alone */
-    int st = relay_and_wait(i, false);
+    /* Not relayed: I is in L's process group, where the supervisor sends
+     * every signal (--timeout's SIGTERM, a forwarded one), so it gets each
+     * once, directly.  Relayed as well, it got them twice and relayed both
+     * to the command's group: a background job's TERM trap ran twice. */
+    int st;
+    while (waitpid(i, &st, 0) < 0)
+        if (errno != EINTR) {
+            st = 125 << 8;
+            break;
+        }
     int cmd_st;
     if (read(sp[0], &cmd_st, sizeof cmd_st) == (ssize_t)sizeof cmd_st)
         st = cmd_st;

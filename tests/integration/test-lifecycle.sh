@@ -538,7 +538,7 @@ if command -v git >/dev/null; then
             set -- apply --stage "$S"
             [ $verb = review ] && set -- status --review --stage "$S"
             rm -f "$T/gisig.strace"
-            (cd "$W" && exec strace -f -o "$T/gisig.strace" -e trace=mkdir,execve -e inject=execve:delay_enter=400000 \
+            (cd "$W" && export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" && exec strace -f -o "$T/gisig.strace" -e trace=mkdir,execve -e inject=execve:delay_enter=400000 \
                 sh -c 'echo $$ > "$1"; shift; exec "$@"' sh "$T/gisig.pid" "$P" "$@") >/dev/null 2>"$T/gisig.err" &
             tracer=$!
             i=0; while ! grep -q 'mkdir("/tmp/pvisor-git-' "$T/gisig.strace" 2>/dev/null && [ $i -lt 2000 ]; do sleep 0.01; i=$((i + 1)); done
@@ -1164,7 +1164,7 @@ if command -v strace >/dev/null; then
     W=$T/ws12g-kill S=$T/st12g-kill
     mkdir -p "$W"; echo old > "$W/f"
     stage_run "$W" "$S" 'echo agent > f' >/dev/null 2>&1
-    (cd "$W" && exec strace -f -o /dev/null -e inject=unlinkat:delay_enter=1000000 \
+    (cd "$W" && export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" && exec strace -f -o /dev/null -e inject=unlinkat:delay_enter=1000000 \
         sh -c 'echo $$ > "$1"; exec "$2" apply --stage "$3"' sh "$T/ex.pid" "$P" "$S") >/dev/null 2>&1 &
     tracer=$!
     i=0; while [ "$(cat "$W/f")" != agent ] && [ $i -lt 1000 ]; do sleep 0.01; i=$((i + 1)); done
@@ -1203,7 +1203,7 @@ if command -v strace >/dev/null; then
         (cd "$W" && wait_apply_temp
          echo mine > .f.swp && mv .f.swp f) &
         editor=$!
-        (cd "$W" && exec strace -f -o /dev/null -e inject=renameat2:delay_enter=1500000 \
+        (cd "$W" && export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" && exec strace -f -o /dev/null -e inject=renameat2:delay_enter=1500000 \
             sh -c 'echo $$ > "$1"; exec "$2" apply --stage "$3"' sh "$T/kx.pid" "$P" "$S") >/dev/null 2>&1 &
         tracer=$!
         wait $editor
@@ -1233,7 +1233,7 @@ if command -v strace >/dev/null; then
         stage_run "$W" "$S" 'rm f; echo y > g' >/dev/null 2>&1
         inject=renameat2:delay_enter=1500000
         [ $variant = syncfs ] && inject=syncfs:delay_enter=1500000:when=1
-        (cd "$W" && exec strace -f -o "$T/del.strace" -e trace=syncfs,renameat2 -e inject=$inject \
+        (cd "$W" && export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" && exec strace -f -o "$T/del.strace" -e trace=syncfs,renameat2 -e inject=$inject \
             sh -c 'echo $$ > "$1"; exec "$2" apply --stage "$3"' sh "$T/del.pid" "$P" "$S") >/dev/null 2>&1 &
         tracer=$!
         i=0; while ! grep -q "${inject%%:*}(" "$T/del.strace" 2>/dev/null && [ $i -lt 600 ]; do sleep 0.01; i=$((i + 1)); done

@@ -498,6 +498,17 @@ for mode in "" --safe; do
     eq "$(cat "$T/tgs$mode/upper/got.txt" 2>/dev/null):$(jq -r '[.warnings[] | select(test("did not stop"))] | length' "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json")" \
         "got:0" "--timeout${mode:+ ($mode)}: the background job gets the SIGTERM too, and its trap runs (no escalation)"
 done
+# under --safe the namespace init relayed --timeout's SIGTERM to the
+# command's group twice (it got it from the supervisor's signal to the
+# launcher's group and again from the launcher's relay; a TERM trap could
+# run twice): once now (strace counts init's relays)
+if [ "$safe_works" = true ] && command -v strace >/dev/null; then
+    mkdir -p "$T/tg2"
+    (cd "$T/tg2" && no_lsan strace -f -o "$T/tg2.strace" -e trace=kill -e signal=none "$PVISOR" run --safe --stage "$T/tg2s" --timeout 1 -- sleep 5) >/dev/null 2>&1
+    eq "$(grep -c 'kill(-2, SIGTERM)' "$T/tg2.strace")" 1 "--timeout (--safe): the SIGTERM reaches the command's group once (init relays it once)"
+else
+    skip "--timeout (--safe): the SIGTERM reaches the command's group once" "needs --safe and strace"
+fi
 PVISOR_KILL_GRACE_MS=200 "$PVISOR" run --timeout 1 -- sh -c "trap '' TERM; sleep 3013"; rc=$?
 eq "$rc" 137 "--timeout kills a command that ignores SIGTERM after the grace period"
 "$PVISOR" run --timeout 0 -- true 2>/dev/null; eq $? 2 "--timeout 0 is a usage error"
