@@ -692,26 +692,19 @@ static int limit_inotify(void) {
         {"/proc/sys/fs/inotify/max_user_instances", "/proc/sys/user/max_inotify_instances"},
         {"/proc/sys/fs/inotify/max_user_watches", "/proc/sys/user/max_inotify_watches"},
     };
-    char map[64] = "";
-    _cleanup_close_ int mfd = open("/proc/self/uid_map", O_RDONLY | O_CLOEXEC);
-    ssize_t n = mfd < 0 ? -1 : read(mfd, map, sizeof map - 1);
-    if (n <= 0)
-        return mfd < 0 ? -errno : -EIO;
-    map[n] = '\0';
-    unsigned long inside, outside, count;
-    if (sscanf(map, "%lu %lu %lu", &inside, &outside, &count) == 3 && count == 4294967295UL)
-        return -EPERM; /* the initial user namespace: these are the host's */
+    if (userns_is_initial())
+        return -EPERM; /* these are the host's settings (or no /proc to tell) */
     for (size_t i = 0; i < ARRAY_SIZE(limits); i++) {
-        char buf[32] = "";
-        _cleanup_close_ int fd = open(limits[i][0], O_RDONLY | O_CLOEXEC);
-        if (fd < 0 && errno == ENOENT)
+        _cleanup_free_ char *buf = NULL;
+        int r = read_file_at(AT_FDCWD, limits[i][0], 64, &buf, NULL);
+        if (r == -ENOENT)
             continue;
-        n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
-        if (n <= 0)
-            return fd < 0 || n < 0 ? -errno : -EIO;
+        if (r < 0)
+            return r;
         long host = strtol(buf, NULL, 10);
-        snprintf(buf, sizeof buf, "%ld\n", host > 1 ? host / 2 : 1);
-        int r = write_string_at(AT_FDCWD, limits[i][1], buf);
+        char half[32];
+        snprintf(half, sizeof half, "%ld\n", host > 1 ? host / 2 : 1);
+        r = write_string_at(AT_FDCWD, limits[i][1], half);
         if (r < 0 && r != -ENOENT)
             return r;
     }
