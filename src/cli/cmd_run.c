@@ -116,30 +116,35 @@ static int check_access_rules(const struct run_options *o, const char *workspace
         if (o->access[i].kind == ACCESS_DENY && covers)
             return cli_usage_error("run", "--access deny:%s would hide the workspace %s, which it holds",
                                    o->access[i].path, workspace);
-        /* the host's /dev read-write: the command could create, replace or
+        /* /dev itself: the sandbox has one of its own (a few device nodes).
+         * The host's read-write: the command could create, replace or
          * delete the host's device nodes (as root, its own), and write any
-         * device its owner may; a grant of one device node stays */
-        if (o->access[i].kind == ACCESS_RW && strcmp(rp, "/dev") == 0)
-            return cli_usage_error("run",
-                                   "--access rw:%s would hand the command the host's /dev read-write: it could "
-                                   "create or delete the host's device nodes, and write any device you may; the "
-                                   "sandbox has a /dev of its own (a few device nodes): grant the devices it needs "
-                                   "one by one (such as rw:/dev/kvm)",
-                                   o->access[i].path);
-        /* read-only, it shows every disk and partition to read raw (as
-         * root, and to a disk group's member): every file of the host,
-         * every credential the sandbox keeps from the command */
-        if (o->access[i].kind == ACCESS_RO && strcmp(rp, "/dev") == 0)
-            return cli_usage_error("run",
-                                   "--access ro:%s would show the command the host's disks to read raw (every "
-                                   "file on them, credentials included); the sandbox has a /dev of its own: grant "
-                                   "the devices it needs one by one (such as ro:/dev/dri)",
-                                   o->access[i].path);
-        if (o->access[i].kind == ACCESS_DENY && strcmp(rp, "/dev") == 0)
-            return cli_usage_error("run",
-                                   "--access deny:%s: the sandbox has a /dev of its own (a few device nodes); "
-                                   "deny one of them instead",
-                                   o->access[i].path);
+         * device its owner may; read-only, it shows every disk and
+         * partition to read raw (as root, and to a disk group's member):
+         * every file of the host, every credential the sandbox keeps from
+         * the command.  A grant of one device node stays. */
+        if (strcmp(rp, "/dev") == 0) {
+            switch (o->access[i].kind) {
+            case ACCESS_RW:
+                return cli_usage_error("run",
+                                       "--access rw:%s would hand the command the host's /dev read-write: it could "
+                                       "create or delete the host's device nodes, and write any device you may; the "
+                                       "sandbox has a /dev of its own (a few device nodes): grant the devices it "
+                                       "needs one by one (such as rw:/dev/kvm)",
+                                       o->access[i].path);
+            case ACCESS_RO:
+                return cli_usage_error("run",
+                                       "--access ro:%s would show the command the host's disks to read raw (every "
+                                       "file on them, credentials included); the sandbox has a /dev of its own: "
+                                       "grant the devices it needs one by one (such as ro:/dev/dri)",
+                                       o->access[i].path);
+            case ACCESS_DENY:
+                return cli_usage_error("run",
+                                       "--access deny:%s: the sandbox has a /dev of its own (a few device nodes); "
+                                       "deny one of them instead",
+                                       o->access[i].path);
+            }
+        }
         /* the agent socket is projected at PLAN_AGENT_SOCKET_PATH, on top
          * of the grants: its mount point cannot be made in a read-only
          * projection of the host's /run (the setup failed), and in a
