@@ -279,6 +279,18 @@ static const char *jstr(const json_t *o, const char *k) {
     return s ? s : "-";
 }
 
+/* o's integer field k, or 0 (absent, null, not a number) */
+static long long jint(const json_t *o, const char *k) {
+    const json_t *v = json_object_get(o, k);
+    return json_is_integer(v) ? (long long)json_integer_value(v) : 0;
+}
+
+/* the stage's quota refusals in Bundle b, a copy for JSON (null without) */
+static json_t *quota_refusals_json(const json_t *b) {
+    const json_t *qr = json_object_get(json_object_get(b, "stage"), "quota_refusals");
+    return json_is_integer(qr) ? json_integer(json_integer_value(qr)) : json_null();
+}
+
 static char kind_letter(const struct lc_entry *e) {
     if (e->renamed_from)
         return 'R';
@@ -362,9 +374,7 @@ static void print_ended(const json_t *bundle) {
     const char *sig = json_string_value(json_object_get(ex, "signal_name"));
     const json_t *st = json_object_get(ex, "status");
     bool timed_out = json_is_true(json_object_get(ex, "timed_out"));
-    long long left = json_is_integer(json_object_get(ex, "leftovers_killed"))
-                         ? (long long)json_integer_value(json_object_get(ex, "leftovers_killed"))
-                         : 0;
+    long long left = jint(ex, "leftovers_killed");
     if (sig || timed_out)
         printf("Ended:       %s%s%s%s: files it was writing may be cut short\n",
                timed_out ? "its --timeout expired" : "", timed_out && sig ? ", " : "", sig ? "killed by SIG" : "",
@@ -383,11 +393,11 @@ static void print_ended(const json_t *bundle) {
  * command may have gone on, even exited 0, leaving a file cut short that
  * the changes show as an ordinary one. */
 static void print_quota(const json_t *bundle) {
-    const json_t *n = json_object_get(json_object_get(bundle, "stage"), "quota_refusals");
-    if (json_is_integer(n) && json_integer_value(n) > 0)
+    long long n = jint(json_object_get(bundle, "stage"), "quota_refusals");
+    if (n > 0)
         printf("Note:        the stage refused %lld write%s (quota or free-space reserve: ENOSPC/EDQUOT): files it "
                "was writing may be cut short\n",
-               (long long)json_integer_value(n), json_integer_value(n) == 1 ? "" : "s");
+               n, n == 1 ? "" : "s");
 }
 
 /* The earlier runs of the stage (lc_stage_runs, less the one described),
@@ -410,10 +420,9 @@ static json_t *earlier_runs(const char *stage, const char *described, size_t *re
         if (!seen)
             (*ret_before)++;
         const json_t *ex = json_object_get(b, "exit");
-        const json_t *qr = json_object_get(json_object_get(b, "stage"), "quota_refusals");
-        json_array_append_new(out, json_pack("{s:s, s:O, s:o}", "run", rid, "exit",
-                                             json_is_object(ex) ? ex : json_null(), "quota_refusals",
-                                             json_is_integer(qr) ? json_integer(json_integer_value(qr)) : json_null()));
+        json_array_append_new(out,
+                              json_pack("{s:s, s:O, s:o}", "run", rid, "exit", json_is_object(ex) ? ex : json_null(),
+                                        "quota_refusals", quota_refusals_json(b)));
     }
     json_decref(runs);
     return out;
@@ -426,12 +435,10 @@ static void print_earlier(const json_t *earlier, size_t before) {
     const json_t *e;
     json_array_foreach(earlier, i, e) {
         const char *rid = json_string_value(json_object_get(e, "run"));
-        const json_t *ex = json_object_get(e, "exit"), *qr = json_object_get(e, "quota_refusals");
+        const json_t *ex = json_object_get(e, "exit");
         const char *sig = json_string_value(json_object_get(ex, "signal_name"));
         bool timed_out = json_is_true(json_object_get(ex, "timed_out"));
-        long long refused = json_is_integer(qr) ? (long long)json_integer_value(qr) : 0;
-        const json_t *lk = json_object_get(ex, "leftovers_killed");
-        long long left = json_is_integer(lk) ? (long long)json_integer_value(lk) : 0;
+        long long refused = jint(e, "quota_refusals"), left = jint(ex, "leftovers_killed");
         if (!sig && !timed_out && refused <= 0 && left <= 0)
             continue;
         printf("Note:        %s run of this stage, %s, ", i < before ? "an earlier" : "a later", rid);
@@ -569,13 +576,11 @@ int cmd_review(const char *arg, const char *stage_dir, bool as_json) {
     size_t before = 0;
     json_t *earlier = earlier_runs(stage, id, &before);
     if (as_json) {
-        const json_t *qr = json_object_get(json_object_get(bundle, "stage"), "quota_refusals");
         json_t *doc =
             json_pack("{s:s, s:{s:s, s:s, s:o, s:b, s:b, s:o, s:o}, s:o, s:O, s:O, s:o, s:o}", "schema",
                       "pvisor.review/1", "stage", "path", stage, "state", stage_state_name(state), "workspace",
                       cs ? json_string(cs->workspace) : json_null(), "apply_pending", pending, "copy_removed", emptied,
-                      "checkpoints", lc_checkpoints_json(stage), "quota_refusals",
-                      json_is_integer(qr) ? json_integer(json_integer_value(qr)) : json_null(), "run",
+                      "checkpoints", lc_checkpoints_json(stage), "quota_refusals", quota_refusals_json(bundle), "run",
                       id ? json_string(id) : json_null(), "run_exit",
                       json_is_object(json_object_get(bundle, "exit")) ? json_object_get(bundle, "exit") : json_null(),
                       "earlier_runs", earlier ? earlier : json_null(), "changeset",
