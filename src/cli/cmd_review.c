@@ -455,6 +455,36 @@ static void print_earlier(const json_t *earlier, size_t before) {
     }
 }
 
+/* What the run's command reached through the egress broker (--allow-net)
+ * and what it tried that was refused: what may have left the machine
+ * belongs beside what it changed. */
+static void print_egress(const json_t *bundle) {
+    const json_t *eg = json_object_get(bundle, "egress");
+    if (!json_is_object(eg))
+        return;
+    const json_t *c = json_object_get(eg, "connections");
+    printf("\nNetwork:     %lld connection%s through the egress broker, %lld refused, %lld failed (allowed: ",
+           jint(c, "allowed"), jint(c, "allowed") == 1 ? "" : "s", jint(c, "refused"), jint(c, "failed"));
+    size_t i;
+    const json_t *v;
+    json_array_foreach(json_object_get(eg, "allow"), i, v) printf("%s%s", i ? ", " : "", json_string_value(v));
+    printf(")\n");
+    json_array_foreach(json_object_get(eg, "destinations"), i, v) {
+        /* the destination as the command asked: printable already */
+        long long n = jint(v, "connections");
+        const char *verdict = jstr(v, "verdict");
+        printf("  %-8s %s: %lld connection%s", verdict, jstr(v, "destination"), n, n == 1 ? "" : "s");
+        if (strcmp(verdict, "allowed") == 0)
+            printf(", %lld bytes sent, %lld received\n", jint(v, "bytes_up"), jint(v, "bytes_down"));
+        else
+            printf(": %s\n", jstr(v, "reason"));
+    }
+    long long dropped = jint(eg, "destinations_dropped");
+    if (dropped > 0)
+        printf("  ... and %lld more connection%s to other destinations (not listed)\n", dropped,
+               dropped == 1 ? "" : "s");
+}
+
 static void print_human(const char *stage, const char *state, const char *run, const json_t *bundle,
                         const json_t *earlier, size_t before, const struct lc_changeset *cs, bool pending,
                         bool emptied) {
@@ -513,6 +543,7 @@ static void print_human(const char *stage, const char *state, const char *run, c
                 }
         }
     }
+    print_egress(bundle);
     printf("\nSafety boundary:\n");
     if (!bundle) {
         printf("  (no Run Bundle found for this stage)\n");
@@ -576,15 +607,16 @@ int cmd_review(const char *arg, const char *stage_dir, bool as_json) {
     size_t before = 0;
     json_t *earlier = earlier_runs(stage, id, &before);
     if (as_json) {
-        json_t *doc =
-            json_pack("{s:s, s:{s:s, s:s, s:o, s:b, s:b, s:o, s:o}, s:o, s:O, s:O, s:o, s:o}", "schema",
-                      "pvisor.review/1", "stage", "path", stage, "state", stage_state_name(state), "workspace",
-                      cs ? json_string(cs->workspace) : json_null(), "apply_pending", pending, "copy_removed", emptied,
-                      "checkpoints", lc_checkpoints_json(stage), "quota_refusals", quota_refusals_json(bundle), "run",
-                      id ? json_string(id) : json_null(), "run_exit",
-                      json_is_object(json_object_get(bundle, "exit")) ? json_object_get(bundle, "exit") : json_null(),
-                      "earlier_runs", earlier ? earlier : json_null(), "changeset",
-                      cs ? lc_changeset_to_json(cs) : json_null(), "safety_boundary", boundary_json(bundle));
+        json_t *doc = json_pack(
+            "{s:s, s:{s:s, s:s, s:o, s:b, s:b, s:o, s:o}, s:o, s:O, s:O, s:o, s:O, s:o}", "schema", "pvisor.review/1",
+            "stage", "path", stage, "state", stage_state_name(state), "workspace",
+            cs ? json_string(cs->workspace) : json_null(), "apply_pending", pending, "copy_removed", emptied,
+            "checkpoints", lc_checkpoints_json(stage), "quota_refusals", quota_refusals_json(bundle), "run",
+            id ? json_string(id) : json_null(), "run_exit",
+            json_is_object(json_object_get(bundle, "exit")) ? json_object_get(bundle, "exit") : json_null(),
+            "earlier_runs", earlier ? earlier : json_null(), "egress",
+            json_is_object(json_object_get(bundle, "egress")) ? json_object_get(bundle, "egress") : json_null(),
+            "changeset", cs ? lc_changeset_to_json(cs) : json_null(), "safety_boundary", boundary_json(bundle));
         json_dumpf(doc, stdout, JSON_INDENT(2));
         fputc('\n', stdout);
         json_decref(doc);

@@ -770,7 +770,9 @@ int sandbox_prepare(struct run_context *ctx, const struct agent_hooks *hooks, st
     }
     sb.go_r = p[0];
     sb.go_w = p[1];
-    if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0) {
+    /* a socket: init hands the egress broker's listening socket over it */
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, p) < 0 ||
+        (fcntl(p[0], F_SETFL, O_NONBLOCK) < 0 && (close(p[0]), close(p[1]), true))) {
         r = -errno;
         sandbox_release(&sb);
         return r;
@@ -988,6 +990,68 @@ void sandbox_restore_tty(struct sandbox *sb) {
     tty_guard_stop(sb);
 }
 
+/* init's "proxy" message on LAUNCH_END_FD (sent before the command was
+ * forked, so before the report): the broker's listening socket. */
+static int receive_proxy_socket(struct sandbox *sb) {
+    char data[16];
+    struct iovec iov = {.iov_base = data, .iov_len = sizeof data};
+    union {
+        struct cmsghdr h;
+        char buf[CMSG_SPACE(sizeof(int))];
+    } ctl;
+    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof ctl.buf};
+    ssize_t n = recvmsg(sb->end_r, &m, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+    if (n < 0)
+        return -errno;
+    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+    int fd = -1;
+    if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int)))
+        memcpy(&fd, CMSG_DATA(c), sizeof fd);
+    if (n != 6 || memcmp(data, "proxy\n", 6) != 0 || (m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || fd < 0) {
+        if (fd >= 0)
+            close(fd);
+        return -EPROTO;
+    }
+    /* it must be what init was to make: a listening TCP socket */
+    int type = 0, acc = 0;
+    socklen_t tl = sizeof type, al = sizeof acc;
+    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) < 0 || type != SOCK_STREAM ||
+        getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &al) < 0 || !acc) {
+        close(fd);
+        return -EPROTO;
+    }
+    return broker_start(fd, sb->ctx->opts->allow_net, (size_t)sb->ctx->opts->n_allow_net, &sb->broker);
+}
+
+void sandbox_finish_egress(struct sandbox *sb) {
+    if (!sb->broker)
+        return;
+    broker_stop(sb->broker);
+    json_t *j = broker_report(sb->broker);
+    unsigned refused = broker_refused(sb->broker);
+    if (j)
+        bundle_set_json(sb->ctx->bundle, "egress", j);
+    if (refused == 0)
+        return;
+    /* the first refusals, as the review shows them */
+    fprintf(stderr, "pvisor run: the egress broker refused %u connection(s):", refused);
+    size_t shown = 0;
+    json_t *d;
+    size_t i;
+    json_array_foreach(json_object_get(j, "destinations"), i, d) {
+        if (strcmp(json_string_value(json_object_get(d, "verdict")), "allowed") == 0)
+            continue;
+        if (shown++ == 3) {
+            fprintf(stderr, " ...");
+            break;
+        }
+        const char *what = json_string_value(json_object_get(d, "destination"));
+        const char *why = json_string_value(json_object_get(d, "reason"));
+        fprintf(stderr, "%s %s (%s)", shown > 1 ? ";" : "", what ? what : "?", why ? why : "?");
+    }
+    fprintf(stderr, "\n");
+}
+
 /* Parent side, once the launcher was exec'd: read its report, record the
  * evidence, decide (--strict) and let the command go or not; then wait for
  * EOF (exec) or an exec failure report. */
@@ -1017,6 +1081,14 @@ void sandbox_read_report(pid_t child, void *userdata) {
     sb->report = line ? json_loads(line, 0, &e) : NULL;
     free(line);
     bool go = false;
+    if (sandbox_report_ok(sb) && !sb->refused && sb->plan.proxy_port) {
+        int pr = receive_proxy_socket(sb);
+        if (pr < 0) {
+            snprintf(sb->refused_why, sizeof sb->refused_why, "cannot start the egress broker for --allow-net: %s",
+                     pr == -EPROTO ? "the sandbox's init did not hand over its listening socket" : strerror(-pr));
+            sb->refused = dimension_name(DIM_NETWORK);
+        }
+    }
     if (sandbox_report_ok(sb) && !sb->refused) {
         sandbox_record(sb->ctx, sb);
         char why[sizeof sb->refused_why - 64];
@@ -1114,6 +1186,8 @@ void sandbox_release(struct sandbox *sb) {
     }
     agent_socket_close(sb->agent);
     sb->agent = NULL;
+    broker_free(sb->broker);
+    sb->broker = NULL;
     release_home_view(sb);
     launch_idmap_close(&sb->plan);
     free(sb->keep);

@@ -11,6 +11,7 @@
 #include "cli/run.h"
 #include "agent/agent_socket.h"
 #include "launch/launch.h"
+#include "net/broker.h"
 #include "overlay/overlay.h"
 #include "stage/stage.h"
 #include "policy/plan.h"
@@ -25,7 +26,7 @@ struct sandbox {
     int plan_fd; /* sealed memfd with the plan JSON */
     int sync_r, sync_w;
     int go_r, go_w;   /* the supervisor's go-ahead after reading the evidence */
-    int end_r, end_w; /* init's count of leftovers (LAUNCH_END_FD), read after the run */
+    int end_r, end_w; /* init's messages (LAUNCH_END_FD): the broker's socket, the count of leftovers */
     int pass[4];      /* {plan_fd, sync_w, go_r, end_w}: the launcher's fd 3, 4, 5, 6 */
     /* As root: the idmapped clones of the read-only projections (their
      * descriptors, in the plan too, inherited by the launcher), or why
@@ -47,6 +48,7 @@ struct sandbox {
     char refused_why[1024]; /* the message for that refusal */
     struct run_context *ctx;
     struct agent_socket *agent; /* the Run-scoped agent socket, or NULL */
+    struct broker *broker;      /* the egress broker (--allow-net), or NULL */
     /* The copy-on-write view of HOME (discarded at exit), or home_fd < 0. */
     int home_fd;
     struct stage *home_stage;
@@ -131,6 +133,11 @@ bool sandbox_report_ok(const struct sandbox *sb);
 const char *sandbox_report_error(const struct sandbox *sb, char *buf, size_t size);
 void sandbox_record(struct run_context *ctx, const struct sandbox *sb);
 void sandbox_release(struct sandbox *sb);
+/* Once the command's tree is gone: stop the egress broker, record what it
+ * brokered in the Bundle ("egress") and say what it refused (no-op
+ * without --allow-net). */
+void sandbox_finish_egress(struct sandbox *sb);
+
 /* Give the user's terminal its modes back (no-op unless it was made raw). */
 void sandbox_restore_tty(struct sandbox *sb);
 

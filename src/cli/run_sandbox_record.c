@@ -287,22 +287,27 @@ void sandbox_record(struct run_context *ctx, const struct sandbox *sb) {
      * refuses no TCP on the run's own loopback (the host's network is out
      * of reach all the same: the namespace) */
     json_int_t handled_net = json_integer_value(json_object_get(ll, "handled_net"));
-    if (sb->plan.unshare_net)
+    if (sb->plan.unshare_net) {
         /* the namespace confines unix, inet, inet6 and netlink only: the
          * other families (vsock: the VM host's ports) are seccomp's */
+        char mech[400];
+        snprintf(mech, sizeof mech,
+                 "private network namespace (%s)%s; no socket families beyond unix, inet, inet6, "
+                 "netlink (seccomp)",
+                 sb->plan.loopback_tcp ? "its own loopback only, TCP allowed there: --network loopback"
+                 : handled_net ? (sb->plan.proxy_port ? "loopback only; TCP only to pvisor's egress broker, Landlock"
+                                                      : "loopback only; no TCP, Landlock")
+                               : "loopback only",
+                 sb->plan.proxy_port ? "; the broker tunnels only to the --allow-net destinations" : "");
         bundle_set_dimension(
-            b, DIM_NETWORK, net && seccomp ? LEVEL_ENFORCED : LEVEL_UNAVAILABLE,
-            sb->plan.loopback_tcp ? "private network namespace (its own loopback only, TCP allowed there: --network "
-                                    "loopback); no socket families beyond unix, inet, inet6, netlink (seccomp)"
-            : handled_net         ? "private network namespace (loopback only; no TCP, Landlock); no socket families "
-                                    "beyond unix, inet, inet6, netlink (seccomp)"
-                                  : "private network namespace (loopback only); no socket families beyond unix, inet, "
-                                    "inet6, netlink (seccomp)",
-            EVID("{s:b, s:I, s:b}", "net_namespace_differs", net, "landlock_handled_net", handled_net,
-                 "socket_families_filtered", seccomp),
+            b, DIM_NETWORK, net && seccomp ? LEVEL_ENFORCED : LEVEL_UNAVAILABLE, mech,
+            EVID("{s:b, s:I, s:b, s:o}", "net_namespace_differs", net, "landlock_handled_net", handled_net,
+                 "socket_families_filtered", seccomp, "egress_broker_port",
+                 sb->plan.proxy_port ? json_integer(sb->plan.proxy_port) : json_null()),
             !sb->plan.loopback_tcp && !handled_net
                 ? "TCP on the sandbox's own loopback is not refused: this kernel's Landlock has no TCP rights (ABI < 4)"
                 : NULL);
+    }
     bundle_set_dimension(
         b, DIM_CHILD_PROCESSES, pid ? LEVEL_ENFORCED : LEVEL_UNAVAILABLE,
         "PID namespace with pvisor's init as PID 1; every process dies with the run",

@@ -65,21 +65,26 @@ json_t *bundle_new(const char *run_id, const struct run_options *o, const struct
                                      l->pids ? json_integer((json_int_t)l->pids) : json_null(), "cpu_seconds",
                                      l->cpu_s ? json_integer((json_int_t)l->cpu_s) : json_null())
                          : json_null();
-    json_t *access = json_array(), *pass_env = json_array();
+    json_t *access = json_array(), *pass_env = json_array(), *allow_net = json_array();
+    for (int i = 0; allow_net && i < o->n_allow_net; i++) {
+        char r[EGRESS_HOST_MAX + 16];
+        egress_rule_format(&o->allow_net[i], r, sizeof r);
+        json_array_append_new(allow_net, json_string(r));
+    }
     for (int i = 0; access && i < o->n_access; i++)
         json_array_append_new(
             access, json_pack("{s:s, s:s}", "kind", access_kind_name(o->access[i].kind), "path", o->access[i].path));
     for (int i = 0; pass_env && i < o->n_pass_env; i++)
         json_array_append_new(pass_env, json_string(o->pass_env[i]));
-    json_t *req =
-        json_pack("{s:b, s:b, s:s, s:s, s:o, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "safe", o->safe, "strict",
-                  o->strict, "filesystem", filesystem_name(o->filesystem), "executor", executor_name(o->executor),
-                  "stage", json_string_or_null(o->stage), "stage_durability", durability_name(o->durability),
-                  "stage_max_bytes", o->stage_max_bytes ? json_integer((json_int_t)o->stage_max_bytes) : json_null(),
-                  "stage_max_inodes", o->stage_max_inodes ? json_integer((json_int_t)o->stage_max_inodes) : json_null(),
-                  "timeout_seconds", o->timeout_ms ? json_integer((json_int_t)(o->timeout_ms / 1000)) : json_null(),
-                  "limits", limits, "access", access, "pass_env", pass_env, "network",
-                  o->safe ? json_string(o->network_loopback ? "loopback" : "none") : json_null());
+    json_t *req = json_pack(
+        "{s:b, s:b, s:s, s:s, s:o, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "safe", o->safe, "strict", o->strict,
+        "filesystem", filesystem_name(o->filesystem), "executor", executor_name(o->executor), "stage",
+        json_string_or_null(o->stage), "stage_durability", durability_name(o->durability), "stage_max_bytes",
+        o->stage_max_bytes ? json_integer((json_int_t)o->stage_max_bytes) : json_null(), "stage_max_inodes",
+        o->stage_max_inodes ? json_integer((json_int_t)o->stage_max_inodes) : json_null(), "timeout_seconds",
+        o->timeout_ms ? json_integer((json_int_t)(o->timeout_ms / 1000)) : json_null(), "limits", limits, "access",
+        access, "pass_env", pass_env, "network",
+        o->safe ? json_string(o->network_loopback ? "loopback" : "none") : json_null(), "allow_net", allow_net);
 
     json_t *dims = json_object();
     for (unsigned d = 0; dims && d < _DIM_MAX; d++)

@@ -2,7 +2,8 @@
  *
  * Negotiates the running kernel's ABI and handles every filesystem right
  * that ABI knows (so nothing is silently left unrestricted), plus, when the
- * network is denied, the ABI 4 TCP rights (no rules: no bind/connect), and
+ * network is denied, the ABI 4 TCP rights (no bind; connect only to the
+ * egress broker's port with --allow-net, otherwise to none), and
  * the ABI 6 scopes (abstract unix sockets and signals limited to the
  * sandbox's own domain).  Rules grant:
  *   read-only projections  -> execute, read file, read dir
@@ -49,6 +50,12 @@ struct pv_ruleset_attr {
     uint64_t handled_access_net;
     uint64_t scoped;
 };
+
+struct pv_net_port_attr {
+    uint64_t allowed_access;
+    uint64_t port;
+} __attribute__((packed));
+#define PV_LL_RULE_NET_PORT 2
 
 struct pv_path_beneath_attr {
     uint64_t allowed_access;
@@ -142,6 +149,13 @@ int launch_landlock(const struct launch_plan *p, int *ret_abi, uint64_t *ret_han
         r = add_rule(rs, "/", LANDLOCK_ACCESS_FS_READ_DIR, h);
     if (r < 0)
         return r;
+    if (p->proxy_port && (attr.handled_access_net & PV_LL_NET_CONNECT_TCP)) {
+        struct pv_net_port_attr np = {.allowed_access = PV_LL_NET_CONNECT_TCP, .port = p->proxy_port};
+        if (syscall(SYS_landlock_add_rule, rs, PV_LL_RULE_NET_PORT, &np, 0) < 0) {
+            *ret_step = "landlock_add_rule (TCP connect to the egress broker)";
+            return -errno;
+        }
+    }
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
         *ret_step = "PR_SET_NO_NEW_PRIVS";
         return -errno;

@@ -31,7 +31,9 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <arpa/inet.h>
 #include <net/if.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -102,6 +104,36 @@ static int loopback_up(void) {
         return -errno;
     ifr.ifr_flags |= IFF_UP;
     if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0)
+        return -errno;
+    return 0;
+}
+
+/* --allow-net: listen on the sandbox's 127.0.0.1:port and hand the socket
+ * to the supervisor, whose egress broker serves it (net/broker.h), over
+ * LAUNCH_END_FD (a SOCK_SEQPACKET socket: one "proxy" message with the
+ * descriptor).  Init keeps no copy: nothing in the sandbox can accept on
+ * it, and the command, which may not bind that port (Landlock), cannot
+ * listen there either. */
+static int hand_over_proxy(uint16_t port) {
+    _cleanup_close_ int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (s < 0)
+        return -errno;
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    if (bind(s, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(s, 128) < 0)
+        return -errno;
+    char data[] = "proxy\n";
+    struct iovec iov = {.iov_base = data, .iov_len = sizeof data - 1};
+    union {
+        struct cmsghdr h;
+        char buf[CMSG_SPACE(sizeof(int))];
+    } ctl = {0};
+    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof ctl.buf};
+    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &s, sizeof s);
+    if (sendmsg(LAUNCH_END_FD, &m, MSG_NOSIGNAL) < 0)
         return -errno;
     return 0;
 }
@@ -653,6 +685,8 @@ static _Noreturn void become_init(const struct launch_plan *p, int status_fd) {
         fail("sethostname", errno);
     if (p->unshare_net && (r = loopback_up()) < 0)
         fail("bringing up loopback in the private network namespace", r);
+    if (p->proxy_port && (r = hand_over_proxy(p->proxy_port)) < 0)
+        fail("listening for the egress broker on the sandbox's loopback", r);
     struct term t = {.master = -1};
     if (p->tty && (r = open_terminal(&t, p->tty_input)) < 0)
         fail("opening a pty for the command", r);
@@ -672,7 +706,9 @@ static _Noreturn void become_init(const struct launch_plan *p, int status_fd) {
     int st = t.master >= 0 ? relay_terminal_and_wait(a, &t) : relay_and_wait(a);
     /* before the status: the launcher exits on it, and the supervisor
      * reads this once the launcher is gone */
-    dprintf(LAUNCH_END_FD, "leftovers %u\n", count_leftovers());
+    char left[32];
+    int ll = snprintf(left, sizeof left, "leftovers %u\n", count_leftovers());
+    (void)!write(LAUNCH_END_FD, left, (size_t)ll); /* one message */
     (void)!write(status_fd, &st, sizeof st);
     _exit(0);
 }

@@ -16,10 +16,12 @@
  * follows.  EOF then means the command was exec'd (the fds are
  * close-on-exec) or the launcher died; no report at all is a setup failure.
  *
- * LAUNCH_END_FD (write end of a pipe the supervisor reads once the
- * launcher is gone): init writes "leftovers N\n" when the command has
- * ended, N the processes still alive in the PID namespace, which its end
- * kills.  Only init holds it (the launcher closes its copy, the command
+ * LAUNCH_END_FD (a SOCK_SEQPACKET socket; the supervisor holds its peer):
+ * with plan.proxy_port, init first sends "proxy\n" with the listening
+ * socket of the egress broker (SCM_RIGHTS), before the command is forked;
+ * then, once the launcher is gone, the supervisor reads "leftovers N\n",
+ * which init writes when the command has ended, N the processes still
+ * alive in the PID namespace, which its end kills.  Only init holds it (the launcher closes its copy, the command
  * closes every descriptor above 2); nothing written means init was killed
  * first (the supervisor's SIGKILL) or set-up failed.
  *

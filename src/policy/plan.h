@@ -55,8 +55,13 @@ struct launch_plan {
     bool unshare_net;  /* private network namespace (deny-all) */
     bool
         loopback_tcp; /* ... in which TCP on its own loopback is allowed (--network loopback): no Landlock TCP rights */
-    bool landlock;    /* install Landlock (required: failure aborts) */
-    bool seccomp;     /* install the seccomp filter (required) */
+    /* The egress broker's port on the sandbox's loopback (--allow-net), or
+     * 0: init listens there and hands the socket to the supervisor over
+     * LAUNCH_END_FD; Landlock admits TCP connect to it (and nothing else,
+     * unless loopback_tcp). */
+    uint16_t proxy_port;
+    bool landlock; /* install Landlock (required: failure aborts) */
+    bool seccomp;  /* install the seccomp filter (required) */
     /* The command gets a pty of the sandbox's own devpts as its controlling
      * terminal, in place of those of fd 0-2 that are the user's terminal;
      * the namespace's init relays between the two (launch.c, struct term). */

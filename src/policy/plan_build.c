@@ -502,6 +502,24 @@ static int build_env(const struct plan_inputs *in, struct launch_plan *p) {
         r = env_push(&p->envp, &n, "PVISOR_AGENT_SOCKET", PLAN_AGENT_SOCKET_PATH);
     if (r >= 0 && !env_get(in->environ, "PATH"))
         r = env_push(&p->envp, &n, "PATH", "/usr/local/bin:/usr/bin:/bin");
+    /* --allow-net: the broker is the way out, for every client that reads
+     * the usual variables (curl, git, pip, npm, Python's and Rust's HTTP
+     * libraries, the agent CLIs; Node 24's fetch with NODE_USE_ENV_PROXY).
+     * Over what the user passed: a host proxy is not reachable from
+     * inside.  Loopback stays direct (--network loopback). */
+    if (p->proxy_port) {
+        char url[40];
+        snprintf(url, sizeof url, "http://127.0.0.1:%u", (unsigned)p->proxy_port);
+        static const char *const proxy_vars[] = {"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"};
+        for (size_t i = 0; i < sizeof proxy_vars / sizeof proxy_vars[0] && r >= 0; i++)
+            r = env_push(&p->envp, &n, proxy_vars[i], url);
+        if (r >= 0)
+            r = env_push(&p->envp, &n, "NO_PROXY", "localhost,127.0.0.1,::1");
+        if (r >= 0)
+            r = env_push(&p->envp, &n, "no_proxy", "localhost,127.0.0.1,::1");
+        if (r >= 0)
+            r = env_push(&p->envp, &n, "NODE_USE_ENV_PROXY", "1");
+    }
     return r;
 }
 
@@ -565,6 +583,7 @@ int plan_build(const struct plan_inputs *in, struct launch_plan *ret_plan, char 
     p.gid = in->gid;
     p.unshare_net = policy_denies_network(o);
     p.loopback_tcp = p.unshare_net && o->network_loopback;
+    p.proxy_port = p.unshare_net && o->n_allow_net > 0 ? EGRESS_PROXY_PORT : 0;
     p.landlock = true;
     p.seccomp = true;
     p.tmp_size = 1ULL << 30;

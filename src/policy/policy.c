@@ -101,6 +101,7 @@ enum opt_id {
     OPT_ALLOW_WRITE,
     OPT_LIMIT,
     OPT_NETWORK,
+    OPT_ALLOW_NET,
 };
 
 static const struct {
@@ -125,6 +126,7 @@ static const struct {
     {"--allow-write", OPT_ALLOW_WRITE, true},
     {"--limit", OPT_LIMIT, true},
     {"--network", OPT_NETWORK, true},
+    {"--allow-net", OPT_ALLOW_NET, true},
 };
 
 int policy_parse_duration(const char *s, uint64_t *ret_ms) {
@@ -255,7 +257,7 @@ int policy_parse_run(int argc, char **argv, struct run_options *ret_opts, char *
 
         enum opt_id id = run_opts[found].id;
         bool single = run_opts[found].has_arg && id != OPT_PASS_ENV && id != OPT_ACCESS && id != OPT_ALLOW_WRITE &&
-                      id != OPT_LIMIT;
+                      id != OPT_LIMIT && id != OPT_ALLOW_NET;
         if (single && (seen & (1u << id)))
             return fail(ret_error, "'%s' given twice", run_opts[found].name);
         seen |= 1u << id;
@@ -289,6 +291,23 @@ int policy_parse_run(int argc, char **argv, struct run_options *ret_opts, char *
                 return fail(ret_error, "--network must be 'none' or 'loopback', not '%s'", val);
             o.network_loopback = k == 1;
             o.network_set = true;
+            break;
+        }
+        case OPT_ALLOW_NET: {
+            if (o.n_allow_net >= EGRESS_MAX_RULES)
+                return fail(ret_error, "at most %d --allow-net rules", EGRESS_MAX_RULES);
+            struct egress_rule rule;
+            if (egress_rule_parse(val, &rule, ret_error) < 0)
+                return -EINVAL;
+            char fa[EGRESS_HOST_MAX + 16], fb[EGRESS_HOST_MAX + 16];
+            egress_rule_format(&rule, fa, sizeof fa);
+            bool dup = false;
+            for (int k = 0; k < o.n_allow_net && !dup; k++) {
+                egress_rule_format(&o.allow_net[k], fb, sizeof fb);
+                dup = strcmp(fa, fb) == 0;
+            }
+            if (!dup)
+                o.allow_net[o.n_allow_net++] = rule;
             break;
         }
         case OPT_STAGE: o.stage = val; break;
@@ -378,6 +397,8 @@ int policy_parse_run(int argc, char **argv, struct run_options *ret_opts, char *
                     "--pass-env only applies to --safe or --filesystem sandbox (other runs inherit the environment)");
     if (o.network_set && !o.safe)
         return fail(ret_error, "--network only applies to --safe (other runs keep the host's network)");
+    if (o.n_allow_net && !o.safe)
+        return fail(ret_error, "--allow-net only applies to --safe (other runs keep the host's network)");
     if (policy_has_limits(&o.limits) && !policy_wants_sandbox(&o))
         return fail(ret_error, "--limit only applies to --safe or --filesystem sandbox");
     if (o.workspace && o.workspace[0] == '\0')

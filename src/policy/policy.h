@@ -11,6 +11,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "net/egress.h"
+
 enum level {
     LEVEL_NONE,        /* not requested */
     LEVEL_UNENFORCED,  /* ambient host access */
@@ -73,11 +75,13 @@ struct run_options {
     const char *workspace; /* NULL: the current directory */
     enum durability durability;
     bool durability_set;
-    uint64_t stage_max_bytes;                     /* 0 = unlimited */
-    uint64_t stage_max_inodes;                    /* 0 = unlimited */
-    uint64_t timeout_ms;                          /* --timeout; 0 = none */
-    bool network_loopback;                        /* --network loopback: TCP on the sandbox's own loopback */
-    bool network_set;                             /* --network given */
+    uint64_t stage_max_bytes;                       /* 0 = unlimited */
+    uint64_t stage_max_inodes;                      /* 0 = unlimited */
+    uint64_t timeout_ms;                            /* --timeout; 0 = none */
+    bool network_loopback;                          /* --network loopback: TCP on the sandbox's own loopback */
+    bool network_set;                               /* --network given */
+    struct egress_rule allow_net[EGRESS_MAX_RULES]; /* --allow-net, in order: the egress broker's allowlist */
+    int n_allow_net;
     struct run_limits limits;                     /* --limit, merged */
     const char *pass_env[POLICY_MAX_PASS_ENV];    /* --pass-env NAME, in order */
     struct access_rule access[POLICY_MAX_ACCESS]; /* --access, --allow-write, in order */

@@ -1,0 +1,579 @@
+/* broker.c: see broker.h.
+ *
+ * Threads: one accepts, one per connection serves it.  b->lock protects
+ * the connection list, the counters and the destinations; the connection
+ * threads take it only to record, to close their descriptors and to mark
+ * themselves done, the accept thread to add and to join the done ones.
+ * broker_stop() shuts every live connection's sockets down under the
+ * lock (a thread blocked in send() or connect() returns), wakes the
+ * threads through stop_fd and joins them all.  No lock is held across a
+ * blocking call.
+ */
+#include "net/broker.h"
+#include "util/cleanup.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define RELAY_BUF (64u << 10)
+#define WHAT_MAX (EGRESS_HOST_MAX + 16)
+
+enum verdict { V_ALLOWED, V_REFUSED, V_FAILED };
+static const char *const verdict_names[] = {"allowed", "refused", "failed"};
+
+struct dest {
+    char what[WHAT_MAX]; /* the destination as asked (normalised when it parsed) */
+    enum verdict verdict;
+    char reason[200]; /* the first refusal's or failure's */
+    unsigned connections;
+    uint64_t bytes_up, bytes_down;
+};
+
+struct conn {
+    struct broker *b;
+    int client, upstream; /* -1 once closed (under b->lock) */
+    pthread_t thread;
+    bool done; /* the thread has finished with everything but its join */
+    struct conn *next;
+};
+
+struct broker {
+    int listen_fd;
+    int stop_fd; /* eventfd: readable once the broker stops */
+    struct egress_rule *rules;
+    size_t n_rules;
+    pthread_t accept_thread;
+    bool started, stopped; /* the owner's */
+    pthread_mutex_t lock;
+    bool stopping; /* under lock: no new connection threads */
+    struct conn *conns;
+    unsigned live;
+    unsigned counts[3];
+    struct dest dests[BROKER_MAX_DESTINATIONS];
+    size_t n_dests;
+    unsigned dests_dropped;
+};
+
+static int64_t now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* what, made printable (a hostile request's bytes go into the Bundle and
+ * onto the user's terminal). */
+static void printable(char *dst, size_t size, const char *src, size_t len) {
+    size_t o = 0;
+    for (size_t i = 0; i < len && o + 1 < size; i++) {
+        unsigned char c = (unsigned char)src[i];
+        dst[o++] = c >= 0x21 && c < 0x7f && c != '"' && c != '\\' ? (char)c : '?';
+    }
+    dst[o] = '\0';
+}
+
+static void record(struct broker *b, const char *what, enum verdict v, const char *reason, uint64_t up, uint64_t down) {
+    pthread_mutex_lock(&b->lock);
+    b->counts[v]++;
+    struct dest *d = NULL;
+    for (size_t i = 0; i < b->n_dests && !d; i++)
+        if (b->dests[i].verdict == v && strcmp(b->dests[i].what, what) == 0)
+            d = &b->dests[i];
+    if (!d && b->n_dests < BROKER_MAX_DESTINATIONS) {
+        d = &b->dests[b->n_dests++];
+        snprintf(d->what, sizeof d->what, "%s", what);
+        d->verdict = v;
+        snprintf(d->reason, sizeof d->reason, "%s", reason ? reason : "");
+    }
+    if (d) {
+        d->connections++;
+        d->bytes_up += up;
+        d->bytes_down += down;
+    } else
+        b->dests_dropped++;
+    pthread_mutex_unlock(&b->lock);
+}
+
+/* Send all of buf (the socket is blocking; broker_stop's shutdown ends a
+ * send that waits). */
+static int send_all(int fd, const char *buf, size_t len) {
+    while (len > 0) {
+        ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -errno;
+        buf += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+static void respond(int fd, const char *status, const char *reason) {
+    char buf[512];
+    int n = snprintf(buf, sizeof buf,
+                     "HTTP/1.1 %s\r\nX-Pvisor-Egress: %s\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n"
+                     "Connection: close\r\n\r\npvisor egress broker: %s\n",
+                     status, reason, strlen(reason) + 23, reason);
+    if (n > 0 && (size_t)n < sizeof buf)
+        (void)send_all(fd, buf, (size_t)n);
+}
+
+/* Wait for fd (events) or the stop, until deadline (ms, 0: none).
+ * 1 ready, 0 timed out, -ECANCELED stopped. */
+static int wait_fd(struct broker *b, int fd, short events, int64_t deadline) {
+    for (;;) {
+        int timeout = -1;
+        if (deadline) {
+            int64_t left = deadline - now_ms();
+            if (left <= 0)
+                return 0;
+            timeout = left > INT32_MAX ? INT32_MAX : (int)left;
+        }
+        struct pollfd p[2] = {{.fd = fd, .events = events}, {.fd = b->stop_fd, .events = POLLIN}};
+        int r = poll(p, 2, timeout);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return -errno;
+        if (p[1].revents)
+            return -ECANCELED;
+        if (r > 0)
+            return 1;
+    }
+}
+
+/* Read the request head into buf (NUL-terminated); *ret_len bytes were
+ * read, *ret_head_len of them are the head (through its blank line). */
+static int read_head(struct broker *b, int fd, char *buf, size_t size, size_t *ret_len, size_t *ret_head_len) {
+    int64_t deadline = now_ms() + BROKER_HEAD_TIMEOUT_MS;
+    size_t len = 0;
+    for (;;) {
+        int r = wait_fd(b, fd, POLLIN, deadline);
+        if (r <= 0)
+            return r == 0 ? -ETIMEDOUT : r;
+        ssize_t n = recv(fd, buf + len, size - 1 - len, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -errno;
+        if (n == 0)
+            return -ECONNRESET;
+        len += (size_t)n;
+        buf[len] = '\0';
+        char *end = strstr(buf, "\r\n\r\n");
+        size_t skip = 4;
+        if (!end) {
+            end = strstr(buf, "\n\n");
+            skip = 2;
+        }
+        if (end) {
+            *ret_len = len;
+            *ret_head_len = (size_t)(end - buf) + skip;
+            return 0;
+        }
+        if (memchr(buf, '\0', len))
+            return -EINVAL;
+        if (len >= size - 1)
+            return -E2BIG;
+    }
+}
+
+/* Connect to one address within the deadline; the socket or -errno. */
+static int connect_one(struct broker *b, const struct sockaddr *sa, socklen_t salen, int64_t deadline) {
+    _cleanup_close_ int s = socket(sa->sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (s < 0)
+        return -errno;
+    if (connect(s, sa, salen) < 0) {
+        if (errno != EINPROGRESS)
+            return -errno;
+        int r = wait_fd(b, s, POLLOUT, deadline);
+        if (r <= 0)
+            return r == 0 ? -ETIMEDOUT : r;
+        int err = 0;
+        socklen_t el = sizeof err;
+        if (getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &el) < 0)
+            return -errno;
+        if (err)
+            return -err;
+    }
+    int fl = fcntl(s, F_GETFL);
+    if (fl < 0 || fcntl(s, F_SETFL, fl & ~O_NONBLOCK) < 0)
+        return -errno;
+    return TAKE_FD(s);
+}
+
+/* Resolve and connect for an admitted request.  The socket, or -errno
+ * with *ret_why saying why (a refused address: -EACCES). */
+static int open_upstream(struct broker *b, const struct egress_rule *rule, const struct egress_rule *req, char *why,
+                         size_t why_size) {
+    int64_t deadline = now_ms() + BROKER_CONNECT_TIMEOUT_MS;
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV};
+    if (req->address)
+        hints.ai_flags |= AI_NUMERICHOST;
+    char port[8];
+    snprintf(port, sizeof port, "%u", (unsigned)req->port);
+    struct addrinfo *res = NULL;
+    int g = getaddrinfo(req->host, port, &hints, &res);
+    if (g != 0) {
+        snprintf(why, why_size, "cannot resolve %s: %s", req->host, gai_strerror(g));
+        return -EHOSTUNREACH;
+    }
+    int r = -EHOSTUNREACH;
+    snprintf(why, why_size, "no address for %s", req->host);
+    bool refused_only = true;
+    for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+        if (ai->ai_family != AF_INET && ai->ai_family != AF_INET6)
+            continue;
+        char addr[INET6_ADDRSTRLEN] = "?";
+        const void *ap = ai->ai_family == AF_INET
+                             ? (const void *)&((struct sockaddr_in *)(void *)ai->ai_addr)->sin_addr
+                             : (const void *)&((struct sockaddr_in6 *)(void *)ai->ai_addr)->sin6_addr;
+        inet_ntop(ai->ai_family, ap, addr, sizeof addr);
+        const char *no = egress_address_refused(rule, ai->ai_addr);
+        if (no) {
+            if (refused_only)
+                snprintf(why, why_size, "%s resolves to %s, %s", req->host, addr, no);
+            r = -EACCES;
+            continue;
+        }
+        refused_only = false;
+        r = connect_one(b, ai->ai_addr, ai->ai_addrlen, deadline);
+        if (r >= 0)
+            break;
+        snprintf(why, why_size, "connecting to %s port %u: %s", addr, (unsigned)req->port, strerror(-r));
+        if (r == -ECANCELED || r == -ETIMEDOUT)
+            break;
+    }
+    freeaddrinfo(res);
+    return r;
+}
+
+/* Relay until both directions are done.  pending: client bytes that came
+ * with the head. */
+static void relay(struct broker *b, int client, int upstream, const char *pending, size_t n_pending, uint64_t *up,
+                  uint64_t *down) {
+    _cleanup_free_ char *buf = malloc(RELAY_BUF);
+    if (!buf)
+        return;
+    if (n_pending) {
+        if (send_all(upstream, pending, n_pending) < 0)
+            return;
+        *up += n_pending;
+    }
+    bool client_open = true, upstream_open = true;
+    while (client_open || upstream_open) {
+        struct pollfd p[3] = {{.fd = client_open ? client : -1, .events = POLLIN},
+                              {.fd = upstream_open ? upstream : -1, .events = POLLIN},
+                              {.fd = b->stop_fd, .events = POLLIN}};
+        if (poll(p, 3, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            return;
+        }
+        if (p[2].revents)
+            return;
+        for (int i = 0; i < 2; i++) {
+            if (!p[i].revents)
+                continue;
+            int from = i == 0 ? client : upstream, to = i == 0 ? upstream : client;
+            ssize_t n = recv(from, buf, RELAY_BUF, 0);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0) {
+                if (n < 0)
+                    return; /* a reset: end both */
+                shutdown(to, SHUT_WR);
+                if (i == 0)
+                    client_open = false;
+                else
+                    upstream_open = false;
+                continue;
+            }
+            if (send_all(to, buf, (size_t)n) < 0)
+                return;
+            *(i == 0 ? up : down) += (uint64_t)n;
+        }
+    }
+}
+
+static void close_conn_fds(struct conn *c) {
+    pthread_mutex_lock(&c->b->lock);
+    if (c->client >= 0)
+        close(c->client);
+    if (c->upstream >= 0)
+        close(c->upstream);
+    c->client = c->upstream = -1;
+    c->done = true;
+    pthread_mutex_unlock(&c->b->lock);
+}
+
+static void *serve(void *arg) {
+    struct conn *c = arg;
+    struct broker *b = c->b;
+    char head[BROKER_HEAD_MAX + 1];
+    size_t len = 0, head_len = 0;
+    int r = read_head(b, c->client, head, sizeof head, &len, &head_len);
+    if (r < 0) {
+        if (r == -E2BIG || r == -EINVAL) {
+            respond(c->client, "400 Bad Request", "the request head is too long or holds a NUL byte");
+            record(b, "(malformed request)", V_REFUSED, "the request head is too long or holds a NUL byte", 0, 0);
+        } else if (r == -ETIMEDOUT) {
+            respond(c->client, "408 Request Timeout", "no complete request head within 10 seconds");
+            record(b, "(incomplete request)", V_REFUSED, "no complete request head within 10 seconds", 0, 0);
+        }
+        close_conn_fds(c);
+        return NULL;
+    }
+    /* "CONNECT authority HTTP/1.x" */
+    char *eol = strpbrk(head, "\r\n");
+    *eol = '\0';
+    char what[WHAT_MAX];
+    char *sp1 = strchr(head, ' '), *sp2 = sp1 ? strchr(sp1 + 1, ' ') : NULL;
+    if (!sp1 || !sp2 || strchr(sp2 + 1, ' ') ||
+        (strcmp(sp2 + 1, "HTTP/1.1") != 0 && strcmp(sp2 + 1, "HTTP/1.0") != 0)) {
+        printable(what, sizeof what, head, strlen(head) > 64 ? 64 : strlen(head));
+        respond(c->client, "400 Bad Request", "not an HTTP/1.x request line");
+        record(b, what, V_REFUSED, "not an HTTP/1.x request line", 0, 0);
+        close_conn_fds(c);
+        return NULL;
+    }
+    *sp1 = *sp2 = '\0';
+    const char *method = head, *target = sp1 + 1;
+    if (strcmp(method, "CONNECT") != 0) {
+        char m[24], t[WHAT_MAX - 32];
+        printable(m, sizeof m, method, strlen(method));
+        printable(t, sizeof t, target, strlen(target));
+        snprintf(what, sizeof what, "%s %s", m, t);
+        respond(c->client, "405 Method Not Allowed",
+                "only CONNECT tunnels are brokered (use https:// URLs; plain http is not relayed)");
+        record(b, what, V_REFUSED, "not a CONNECT request (plain http is not relayed)", 0, 0);
+        close_conn_fds(c);
+        return NULL;
+    }
+    struct egress_rule req;
+    if (egress_parse_authority(target, &req) < 0) {
+        printable(what, sizeof what, target, strlen(target));
+        respond(c->client, "400 Bad Request", "the CONNECT target is not host:port");
+        record(b, what, V_REFUSED, "the CONNECT target is not host:port", 0, 0);
+        close_conn_fds(c);
+        return NULL;
+    }
+    egress_rule_format(&req, what, sizeof what);
+    const struct egress_rule *rule = egress_match(b->rules, b->n_rules, &req);
+    if (!rule) {
+        respond(c->client, "403 Forbidden", "not in the run's --allow-net list");
+        record(b, what, V_REFUSED, "not in the run's --allow-net list", 0, 0);
+        close_conn_fds(c);
+        return NULL;
+    }
+    char why[300];
+    int up_fd = open_upstream(b, rule, &req, why, sizeof why);
+    if (up_fd < 0) {
+        bool refused = up_fd == -EACCES;
+        respond(c->client,
+                refused               ? "403 Forbidden"
+                : up_fd == -ETIMEDOUT ? "504 Gateway Timeout"
+                                      : "502 Bad Gateway",
+                why);
+        record(b, what, refused ? V_REFUSED : V_FAILED, why, 0, 0);
+        close_conn_fds(c);
+        return NULL;
+    }
+    pthread_mutex_lock(&b->lock);
+    c->upstream = up_fd;
+    bool stopping = b->stopping;
+    pthread_mutex_unlock(&b->lock);
+    uint64_t up = 0, down = 0;
+    static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+    if (!stopping && send_all(c->client, ok, sizeof ok - 1) == 0)
+        relay(b, c->client, up_fd, head + head_len, len - head_len, &up, &down);
+    record(b, what, V_ALLOWED, NULL, up, down);
+    close_conn_fds(c);
+    return NULL;
+}
+
+/* Join the connection threads that are done (the accept thread, or the
+ * owner once the accept thread is gone). */
+static void reap(struct broker *b, bool all) {
+    for (;;) {
+        struct conn *found = NULL;
+        pthread_mutex_lock(&b->lock);
+        for (struct conn **pp = &b->conns; *pp; pp = &(*pp)->next)
+            if (all || (*pp)->done) {
+                found = *pp;
+                *pp = found->next;
+                b->live--;
+                break;
+            }
+        pthread_mutex_unlock(&b->lock);
+        if (!found)
+            return;
+        pthread_join(found->thread, NULL);
+        free(found);
+    }
+}
+
+static void *accept_loop(void *arg) {
+    struct broker *b = arg;
+    for (;;) {
+        if (wait_fd(b, b->listen_fd, POLLIN, 0) < 0)
+            return NULL;
+        reap(b, false);
+        int fd = accept4(b->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EINTR || errno == EAGAIN || errno == ECONNABORTED)
+                continue;
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                usleep(10000); /* let connections end */
+                continue;
+            }
+            return NULL;
+        }
+        pthread_mutex_lock(&b->lock);
+        bool full = b->live >= BROKER_MAX_CONNS || b->stopping;
+        pthread_mutex_unlock(&b->lock);
+        struct conn *c = full ? NULL : calloc(1, sizeof *c);
+        if (!c) {
+            /* a client that does not read must not hold the loop up */
+            struct timeval tv = {.tv_usec = 100000};
+            setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+            respond(fd, "503 Service Unavailable", "too many connections at once (64)");
+            record(b, "(over the connection limit)", V_REFUSED, "too many connections at once", 0, 0);
+            close(fd);
+            continue;
+        }
+        *c = (struct conn){.b = b, .client = fd, .upstream = -1};
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setstacksize(&attr, 256u << 10);
+        pthread_mutex_lock(&b->lock);
+        int r = pthread_create(&c->thread, &attr, serve, c);
+        if (r == 0) {
+            c->next = b->conns;
+            b->conns = c;
+            b->live++;
+        }
+        pthread_mutex_unlock(&b->lock);
+        pthread_attr_destroy(&attr);
+        if (r != 0) {
+            respond(fd, "503 Service Unavailable", "cannot start a connection thread");
+            record(b, "(over the connection limit)", V_REFUSED, "cannot start a connection thread", 0, 0);
+            close(fd);
+            free(c);
+        }
+    }
+}
+
+int broker_start(int listen_fd, const struct egress_rule *rules, size_t n_rules, struct broker **ret) {
+    struct broker *b = calloc(1, sizeof *b);
+    if (!b) {
+        close(listen_fd);
+        return -ENOMEM;
+    }
+    b->listen_fd = listen_fd;
+    int fl = fcntl(listen_fd, F_GETFL); /* accept() must not wait for a client that left */
+    if (fl >= 0)
+        fcntl(listen_fd, F_SETFL, fl | O_NONBLOCK);
+    b->stop_fd = eventfd(0, EFD_CLOEXEC);
+    pthread_mutex_init(&b->lock, NULL);
+    b->rules = n_rules ? calloc(n_rules, sizeof *b->rules) : NULL;
+    int r = 0;
+    if (b->stop_fd < 0)
+        r = -errno;
+    else if (n_rules && !b->rules)
+        r = -ENOMEM;
+    if (r == 0) {
+        if (n_rules)
+            memcpy(b->rules, rules, n_rules * sizeof *rules);
+        b->n_rules = n_rules;
+        r = -pthread_create(&b->accept_thread, NULL, accept_loop, b);
+    }
+    if (r < 0) {
+        broker_free(b);
+        return r;
+    }
+    b->started = true;
+    *ret = b;
+    return 0;
+}
+
+void broker_stop(struct broker *b) {
+    if (!b || b->stopped)
+        return;
+    b->stopped = true;
+    pthread_mutex_lock(&b->lock);
+    b->stopping = true;
+    for (struct conn *c = b->conns; c; c = c->next) {
+        if (c->client >= 0)
+            shutdown(c->client, SHUT_RDWR);
+        if (c->upstream >= 0)
+            shutdown(c->upstream, SHUT_RDWR);
+    }
+    pthread_mutex_unlock(&b->lock);
+    if (b->stop_fd >= 0)
+        (void)!write(b->stop_fd, &(uint64_t){1}, sizeof(uint64_t));
+    if (b->started)
+        pthread_join(b->accept_thread, NULL);
+    reap(b, true);
+}
+
+unsigned broker_refused(struct broker *b) {
+    pthread_mutex_lock(&b->lock);
+    unsigned n = b->counts[V_REFUSED] + b->counts[V_FAILED];
+    pthread_mutex_unlock(&b->lock);
+    return n;
+}
+
+json_t *broker_report(struct broker *b) {
+    json_t *allow = json_array(), *dests = json_array();
+    for (size_t i = 0; allow && i < b->n_rules; i++) {
+        char s[WHAT_MAX];
+        egress_rule_format(&b->rules[i], s, sizeof s);
+        json_array_append_new(allow, json_string(s));
+    }
+    pthread_mutex_lock(&b->lock);
+    for (size_t i = 0; dests && i < b->n_dests; i++) {
+        const struct dest *d = &b->dests[i];
+        json_t *o = json_pack("{s:s, s:s, s:I, s:I, s:I}", "destination", d->what, "verdict", verdict_names[d->verdict],
+                              "connections", (json_int_t)d->connections, "bytes_up", (json_int_t)d->bytes_up,
+                              "bytes_down", (json_int_t)d->bytes_down);
+        if (o && d->reason[0])
+            json_object_set_new(o, "reason", json_string(d->reason));
+        json_array_append_new(dests, o);
+    }
+    char proxy[40];
+    snprintf(proxy, sizeof proxy, "http://127.0.0.1:%u", (unsigned)EGRESS_PROXY_PORT);
+    json_t *j = json_pack("{s:s, s:o, s:{s:I, s:I, s:I}, s:o, s:I}", "proxy", proxy, "allow", allow, "connections",
+                          "allowed", (json_int_t)b->counts[V_ALLOWED], "refused", (json_int_t)b->counts[V_REFUSED],
+                          "failed", (json_int_t)b->counts[V_FAILED], "destinations", dests, "destinations_dropped",
+                          (json_int_t)b->dests_dropped);
+    pthread_mutex_unlock(&b->lock);
+    return j;
+}
+
+void broker_free(struct broker *b) {
+    if (!b)
+        return;
+    broker_stop(b);
+    if (b->listen_fd >= 0)
+        close(b->listen_fd);
+    if (b->stop_fd >= 0)
+        close(b->stop_fd);
+    pthread_mutex_destroy(&b->lock);
+    free(b->rules);
+    free(b);
+}

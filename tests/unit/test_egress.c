@@ -1,0 +1,379 @@
+/* Unit tests: the --allow-net rules (net/egress.h) and the egress broker
+ * (net/broker.h) driven in-process over this process's own loopback. */
+#include "net/broker.h"
+#include "net/egress.h"
+#include "tap.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static bool parses(const char *spec, const char *formatted) {
+    struct egress_rule r;
+    char *err = NULL;
+    int rc = egress_rule_parse(spec, &r, &err);
+    free(err);
+    if (rc < 0)
+        return false;
+    char buf[300];
+    egress_rule_format(&r, buf, sizeof buf);
+    if (strcmp(buf, formatted) != 0)
+        printf("#   %s formatted as %s\n", spec, buf);
+    return strcmp(buf, formatted) == 0;
+}
+
+static bool refused_spec(const char *spec, const char *needle) {
+    struct egress_rule r;
+    char *err = NULL;
+    int rc = egress_rule_parse(spec, &r, &err);
+    bool ok = rc == -EINVAL && err && strstr(err, needle);
+    if (!ok)
+        printf("#   %s: rc %d, %s\n", spec, rc, err ? err : "(no message)");
+    free(err);
+    return ok;
+}
+
+static void test_rules(void) {
+    ok(parses("api.openai.com", "api.openai.com:443"), "a name gets port 443");
+    ok(parses("API.OpenAI.com.:8443", "api.openai.com:8443"), "case and the root's dot are normalised");
+    ok(parses("*.googleapis.com", "*.googleapis.com:443"), "a wildcard");
+    ok(parses("127.0.0.1:8080", "127.0.0.1:8080"), "an IPv4 address");
+    ok(parses("[::1]:80", "[::1]:80"), "a bracketed IPv6 address");
+    ok(parses("[2001:DB8:0::1]", "[2001:db8::1]:443"), "an IPv6 address in canonical form");
+    ok(parses("localhost:11434", "localhost:11434"), "localhost");
+    ok(refused_spec("", "needs HOST"), "empty");
+    ok(refused_spec("::1", "brackets"), "IPv6 without brackets");
+    ok(refused_spec("example.com:0", "1 to 65535"), "port 0");
+    ok(refused_spec("example.com:65536", "1 to 65535"), "port 65536");
+    ok(refused_spec("example.com:", "1 to 65535"), "an empty port");
+    ok(refused_spec("example.com:+1", "1 to 65535"), "a signed port");
+    ok(refused_spec("http://example.com", "port"), "a URL");
+    ok(refused_spec("exa mple.com", "not a host name"), "a space");
+    ok(refused_spec("example.com/x", "not a host name"), "a path");
+    ok(refused_spec("user@example.com", "not a host name"), "userinfo");
+    ok(refused_spec("-a.example.com", "not a host name"), "a label starting with a hyphen");
+    ok(refused_spec("a..example.com", "not a host name"), "an empty label");
+    ok(refused_spec("10.0.0", "not a host name"), "a short IPv4 form a resolver would take as an address");
+    ok(refused_spec("0x7f.1", "not a host name"), "a hex address form");
+    ok(refused_spec("*.com", "top-level"), "a wildcard of a top-level domain");
+    ok(refused_spec("*.10.0.0.1", "not a host name"), "a wildcard of an address");
+    ok(refused_spec("a.*.example.com", "not a host name"), "a wildcard inside");
+    ok(refused_spec("[::1", "not HOST[:PORT]"), "an unclosed bracket");
+    ok(refused_spec("[fe80::1%eth0]", "not a host name"), "an IPv6 zone");
+    char longname[300];
+    memset(longname, 'a', 64);
+    strcpy(longname + 64, ".example.com");
+    ok(refused_spec(longname, "not a host name"), "a label of 64 characters");
+}
+
+static bool admits(const char *rules_spec, const char *authority) {
+    struct egress_rule rules[8], req;
+    size_t n = 0;
+    char buf[400];
+    snprintf(buf, sizeof buf, "%s", rules_spec);
+    for (char *tok = strtok(buf, " "); tok && n < 8; tok = strtok(NULL, " ")) {
+        char *err = NULL;
+        if (egress_rule_parse(tok, &rules[n], &err) == 0)
+            n++;
+        free(err);
+    }
+    if (egress_parse_authority(authority, &req) < 0)
+        return false;
+    return egress_match(rules, n, &req) != NULL;
+}
+
+static void test_match(void) {
+    ok(admits("api.example.com", "api.example.com:443"), "exact name and port");
+    ok(admits("api.example.com", "API.EXAMPLE.COM.:443"), "a request in another case, with the root's dot");
+    ok(!admits("api.example.com", "api.example.com:80"), "another port");
+    ok(!admits("api.example.com", "example.com:443"), "the parent");
+    ok(!admits("api.example.com", "x.api.example.com:443"), "a child of an exact rule");
+    ok(!admits("api.example.com", "api.example.com.evil.net:443"), "a suffix trick");
+    ok(admits("*.example.com", "a.b.example.com:443"), "a wildcard admits names below");
+    ok(!admits("*.example.com", "example.com:443"), "a wildcard does not admit the domain itself");
+    ok(!admits("*.example.com", "badexample.com:443"), "a wildcard needs the dot");
+    ok(!admits("api.example.com", "api.example.com"), "a CONNECT target needs a port");
+    ok(admits("127.0.0.1:8080", "127.0.0.1:8080"), "an address rule");
+    ok(!admits("127.0.0.1:8080", "[::ffff:127.0.0.1]:8080"), "the mapped form is another address");
+    ok(!admits("localhost:8080", "127.0.0.1:8080"), "a name rule does not admit its address");
+    ok(!admits("127.0.0.1:8080", "localhost:8080"), "an address rule does not admit a name");
+    ok(admits("[::1]:8080", "[0:0::1]:8080"), "IPv6 addresses compare by value");
+    ok(!admits("a.example.com b.example.com:8443", "b.example.com:443"), "rules keep their own ports");
+    ok(admits("a.example.com b.example.com:8443", "b.example.com:8443"), "the second rule");
+    ok(!admits("a.example.com", "a.example.com:443 HTTP/1.1"), "junk after the authority");
+    ok(!admits("a.example.com", "a.example.com:0443x"), "a port with junk");
+}
+
+static const char *refusal(const char *rule_spec, const char *addr) {
+    struct egress_rule r;
+    char *err = NULL;
+    if (egress_rule_parse(rule_spec, &r, &err) < 0) {
+        free(err);
+        return "(bad rule)";
+    }
+    struct sockaddr_storage ss = {0};
+    if (strchr(addr, ':')) {
+        struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+        s6->sin6_family = AF_INET6;
+        inet_pton(AF_INET6, addr, &s6->sin6_addr);
+    } else {
+        struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+        s4->sin_family = AF_INET;
+        inet_pton(AF_INET, addr, &s4->sin_addr);
+    }
+    return egress_address_refused(&r, (struct sockaddr *)&ss);
+}
+
+static void test_addresses(void) {
+    static const char *const refused[] = {
+        "127.0.0.1",
+        "127.1.2.3",
+        "0.0.0.0",
+        "10.1.2.3",
+        "172.16.0.1",
+        "172.31.255.255",
+        "192.168.1.1",
+        "169.254.169.254",
+        "100.64.0.1",
+        "224.0.0.1",
+        "255.255.255.255",
+        "::1",
+        "::",
+        "fc00::1",
+        "fd12::1",
+        "fe80::1",
+        "ff02::1",
+        "::ffff:127.0.0.1",
+        "::ffff:169.254.169.254",
+        "64:ff9b::a9fe:a9fe",
+        "::127.0.0.1",
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
+        ok(refusal("api.example.com", refused[i]) != NULL, "a name may not lead to %s", refused[i]);
+    static const char *const public[] = {"93.184.216.34", "172.32.0.1",      "100.128.0.1",
+                                         "8.8.8.8",       "2606:4700::1111", "::ffff:8.8.8.8"};
+    for (size_t i = 0; i < sizeof public / sizeof public[0]; i++)
+        ok(refusal("api.example.com", public[i]) == NULL, "a name may lead to %s", public[i]);
+    ok(refusal("10.1.2.3", "10.1.2.3") == NULL, "an address rule leads to its own address");
+    ok(refusal("localhost", "127.0.0.1") == NULL && refusal("localhost", "::1") == NULL, "localhost leads to loopback");
+    ok(refusal("localhost", "8.8.8.8") != NULL && refusal("localhost", "10.0.0.1") != NULL,
+       "localhost leads nowhere else");
+    ok(refusal("*.example.com", "169.254.169.254") != NULL, "a wildcard rule is a name rule");
+}
+
+/* --- the broker, in-process ------------------------------------------ */
+
+static int listen_on(uint16_t *ret_port) {
+    int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t l = sizeof sa;
+    if (s < 0 || bind(s, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(s, 128) < 0 ||
+        getsockname(s, (struct sockaddr *)&sa, &l) < 0)
+        return -1;
+    *ret_port = ntohs(sa.sin_port);
+    return s;
+}
+
+static int dial(uint16_t port) {
+    int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    if (s < 0 || connect(s, (struct sockaddr *)&sa, sizeof sa) < 0)
+        return -1;
+    return s;
+}
+
+/* Read until EOF (or max); the bytes read. */
+static size_t read_all(int fd, char *buf, size_t max) {
+    size_t n = 0;
+    for (;;) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, 5000) <= 0)
+            break;
+        ssize_t r = recv(fd, buf + n, max - n, 0);
+        if (r <= 0)
+            break;
+        n += (size_t)r;
+        if (n == max)
+            break;
+    }
+    return n;
+}
+
+/* The upstream: accepts one connection at a time, reads until EOF, then
+ * answers "echo:" and what it read (a half-close must pass the broker). */
+struct upstream {
+    int fd;
+    int served;
+};
+static void *upstream_loop(void *arg) {
+    struct upstream *u = arg;
+    for (;;) {
+        int c = accept(u->fd, NULL, NULL);
+        if (c < 0)
+            return NULL;
+        static char buf[1 << 20];
+        size_t n = read_all(c, buf, sizeof buf);
+        (void)!send(c, "echo:", 5, MSG_NOSIGNAL);
+        for (size_t o = 0; o < n;) {
+            ssize_t w = send(c, buf + o, n - o, MSG_NOSIGNAL);
+            if (w <= 0)
+                break;
+            o += (size_t)w;
+        }
+        close(c);
+        u->served++;
+    }
+}
+
+/* One exchange with the broker on port bp: send req, half-close, read all. */
+static size_t exchange(uint16_t bp, const char *req, size_t len, char *out, size_t max) {
+    int s = dial(bp);
+    if (s < 0)
+        return 0;
+    (void)!send(s, req, len, MSG_NOSIGNAL);
+    shutdown(s, SHUT_WR);
+    size_t n = read_all(s, out, max - 1);
+    out[n] = '\0';
+    close(s);
+    return n;
+}
+
+static const json_t *dest(const json_t *rep, const char *what, const char *verdict) {
+    size_t i;
+    const json_t *d;
+    json_array_foreach(json_object_get(rep, "destinations"), i, d) {
+        if (strcmp(json_string_value(json_object_get(d, "destination")), what) == 0 &&
+            strcmp(json_string_value(json_object_get(d, "verdict")), verdict) == 0)
+            return d;
+    }
+    return NULL;
+}
+
+static void test_broker(void) {
+    uint16_t up_port, bp;
+    struct upstream u = {.fd = listen_on(&up_port)};
+    int lfd = listen_on(&bp);
+    ok(u.fd >= 0 && lfd >= 0, "listening sockets on loopback");
+    if (u.fd < 0 || lfd < 0)
+        return;
+    pthread_t ut;
+    pthread_create(&ut, NULL, upstream_loop, &u);
+
+    struct egress_rule rules[2];
+    char spec[64], *err = NULL;
+    snprintf(spec, sizeof spec, "127.0.0.1:%u", up_port);
+    egress_rule_parse(spec, &rules[0], &err);
+    snprintf(spec, sizeof spec, "localhost:%u", up_port);
+    egress_rule_parse(spec, &rules[1], &err);
+    struct broker *b = NULL;
+    ok(broker_start(lfd, rules, 2, &b) == 0, "broker_start");
+
+    static char out[1 << 21];
+    char req[512];
+    /* a tunnel, with bytes pipelined behind the head and a half-close */
+    int l = snprintf(req, sizeof req, "CONNECT 127.0.0.1:%u HTTP/1.1\r\nHost: x\r\n\r\nhello", up_port);
+    exchange(bp, req, (size_t)l, out, sizeof out);
+    ok(strcmp(out, "HTTP/1.1 200 Connection established\r\n\r\necho:hello") == 0, "a tunnel relays both ways");
+
+    /* a megabyte through it, byte for byte */
+    size_t big = 1 << 20;
+    char *payload = malloc(big + 128);
+    l = snprintf(payload, 128, "CONNECT localhost:%u HTTP/1.1\r\n\r\n", up_port);
+    for (size_t i = 0; i < big; i++)
+        payload[l + i] = (char)(i * 7 + 3);
+    size_t n = exchange(bp, payload, (size_t)l + big, out, sizeof out);
+    size_t hl = strlen("HTTP/1.1 200 Connection established\r\n\r\necho:");
+    ok(n == hl + big && memcmp(out + hl, payload + l, big) == 0, "a megabyte through a tunnel to localhost (%zu bytes)",
+       n);
+    free(payload);
+
+    l = snprintf(req, sizeof req, "CONNECT 127.0.0.1:%u HTTP/1.1\r\n\r\n", up_port + 1 == 0 ? 1 : up_port + 1);
+    exchange(bp, req, (size_t)l, out, sizeof out);
+    ok(strncmp(out, "HTTP/1.1 403 ", 13) == 0 && strstr(out, "--allow-net"), "another port: 403");
+    l = snprintf(req, sizeof req, "CONNECT [::ffff:127.0.0.1]:%u HTTP/1.1\r\n\r\n", up_port);
+    exchange(bp, req, (size_t)l, out, sizeof out);
+    ok(strncmp(out, "HTTP/1.1 403 ", 13) == 0, "the mapped address form: 403");
+    l = snprintf(req, sizeof req, "GET http://127.0.0.1:%u/ HTTP/1.1\r\n\r\n", up_port);
+    exchange(bp, req, (size_t)l, out, sizeof out);
+    ok(strncmp(out, "HTTP/1.1 405 ", 13) == 0, "plain http: 405");
+    exchange(bp, "CONNECT 127.0.0.1 HTTP/1.1\r\n\r\n", 31, out, sizeof out);
+    ok(strncmp(out, "HTTP/1.1 400 ", 13) == 0, "no port: 400");
+    exchange(bp, "CONNECT a\0b:443 HTTP/1.1\r\n\r\n", 29, out, sizeof out);
+    ok(strncmp(out, "HTTP/1.1 400 ", 13) == 0, "a NUL byte: 400");
+    char *huge = malloc(BROKER_HEAD_MAX + 100);
+    memset(huge, 'A', BROKER_HEAD_MAX + 99);
+    memcpy(huge, "CONNECT ", 8);
+    exchange(bp, huge, BROKER_HEAD_MAX + 99, out, sizeof out);
+    ok(strncmp(out, "HTTP/1.1 400 ", 13) == 0, "a head over the limit: 400");
+    free(huge);
+    exchange(bp, "CONNECT x:1 HTTP/1.1 extra\r\n\r\n", 30, out, sizeof out);
+    ok(strncmp(out, "HTTP/1.1 400 ", 13) == 0, "a malformed request line: 400");
+    exchange(bp, "", 0, out, sizeof out);
+    ok(out[0] == '\0', "a client that closes at once gets nothing");
+
+    /* the limit: BROKER_MAX_CONNS clients that send nothing, then one more */
+    int held[BROKER_MAX_CONNS];
+    for (int i = 0; i < BROKER_MAX_CONNS; i++)
+        held[i] = dial(bp);
+    usleep(200000); /* the broker has taken them all */
+    int extra = dial(bp);
+    n = extra >= 0 ? read_all(extra, out, 200) : 0;
+    out[n] = '\0';
+    ok(strncmp(out, "HTTP/1.1 503 ", 13) == 0, "over %d connections at once: 503", BROKER_MAX_CONNS);
+    if (extra >= 0)
+        close(extra);
+    /* a tunnel left open while the broker stops */
+    int open_t = dial(bp);
+    for (int i = 0; i < BROKER_MAX_CONNS; i++)
+        close(held[i]);
+    usleep(100000);
+    close(open_t);
+    open_t = dial(bp);
+    l = snprintf(req, sizeof req, "CONNECT 127.0.0.1:%u HTTP/1.1\r\n\r\n", up_port);
+    (void)!send(open_t, req, (size_t)l, MSG_NOSIGNAL);
+    n = 0;
+    struct pollfd p = {.fd = open_t, .events = POLLIN};
+    if (poll(&p, 1, 5000) > 0)
+        n = (size_t)recv(open_t, out, 100, 0);
+    ok(n > 12 && strncmp(out, "HTTP/1.1 200 ", 13) == 0, "a tunnel open");
+    broker_stop(b); /* must return: the open tunnel ends */
+    n = read_all(open_t, out, 100);
+    ok(n == 0, "the tunnel is closed by the stop");
+    close(open_t);
+
+    json_t *rep = broker_report(b);
+    const json_t *d;
+    snprintf(spec, sizeof spec, "127.0.0.1:%u", up_port);
+    ok((d = dest(rep, spec, "allowed")) && json_integer_value(json_object_get(d, "bytes_up")) == 5 &&
+           json_integer_value(json_object_get(d, "connections")) == 2,
+       "the report counts the allowed tunnels and their bytes");
+    snprintf(spec, sizeof spec, "localhost:%u", up_port);
+    ok((d = dest(rep, spec, "allowed")) && json_integer_value(json_object_get(d, "bytes_up")) == (json_int_t)big &&
+           json_integer_value(json_object_get(d, "bytes_down")) == (json_int_t)big + 5,
+       "the megabyte is counted both ways");
+    ok(dest(rep, "(over the connection limit)", "refused") != NULL, "the 503 is recorded");
+    ok(json_integer_value(json_object_get(json_object_get(rep, "connections"), "refused")) >= 7,
+       "the refusals are counted");
+    json_decref(rep);
+    broker_free(b);
+    shutdown(u.fd, SHUT_RDWR);
+    close(u.fd);
+    pthread_join(ut, NULL);
+    free(err);
+}
+
+int main(void) {
+    test_rules();
+    test_match();
+    test_addresses();
+    test_broker();
+    return tap_done();
+}
