@@ -608,7 +608,7 @@ int cmd_review(const char *arg, const char *stage_dir, bool as_json) {
     json_t *earlier = earlier_runs(stage, id, &before);
     if (as_json) {
         json_t *doc = json_pack(
-            "{s:s, s:{s:s, s:s, s:o, s:b, s:b, s:o, s:o}, s:o, s:O, s:O, s:o, s:O, s:o}", "schema", "pvisor.review/1",
+            "{s:s, s:{s:s, s:s, s:o, s:b, s:b, s:o, s:o}, s:o, s:O, s:O, s:O, s:o, s:o}", "schema", "pvisor.review/1",
             "stage", "path", stage, "state", stage_state_name(state), "workspace",
             cs ? json_string(cs->workspace) : json_null(), "apply_pending", pending, "copy_removed", emptied,
             "checkpoints", lc_checkpoints_json(stage), "quota_refusals", quota_refusals_json(bundle), "run",

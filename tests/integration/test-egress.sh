@@ -1,0 +1,155 @@
+#!/bin/sh
+# The egress broker (TAP): `pvisor run --safe --allow-net HOST[:PORT]`.
+# Servers run on the host's loopback (tests/helpers/egress-server.py);
+# the command inside the sandbox is tests/helpers/egress-client.py.
+# Every bypass attempt has a control run without the sandbox that must
+# get through (an attempt the control blocks proves nothing), and the
+# host-side servers' logs say what actually reached them.
+# Needs $PVISOR, $PVAGENT, $SRCDIR.
+. "$(dirname "$0")/../lib.sh"
+cd "$T"
+if [ "$(id -u)" -eq 0 ] && [ -c /dev/fuse ]; then
+    chmod 0666 /dev/fuse
+fi
+P=$PVISOR
+SCHEMA="$SRCDIR/docs/bundle.schema.json"
+VALIDATE="/usr/bin/python3 $SRCDIR/tests/validate-bundle.py $SCHEMA"
+W=$T/ws; mkdir -p "$W"
+cp "$SRCDIR/tests/helpers/egress-client.py" "$W/client.py"
+C="python3 $W/client.py"
+
+# host side: a file server (allowed), another (never allowed), an echo server
+mkdir -p "$T/files"
+head -c 3000000 /dev/urandom > "$T/files/big"
+echo small > "$T/files/small"
+BIG_SHA=$(sha256sum < "$T/files/big" | cut -d' ' -f1)
+SMALL_SHA=$(sha256sum < "$T/files/small" | cut -d' ' -f1)
+start_server() { # NAME MODE [DIR]
+    python3 "$SRCDIR/tests/helpers/egress-server.py" "$T/$1.port" "$T/$1.log" "$2" ${3:-} &
+    echo $! > "$T/$1.pid"
+    at_exit "kill $(cat "$T/$1.pid") 2>/dev/null"
+    i=0; while [ ! -s "$T/$1.port" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+    : > "$T/$1.log"
+}
+start_server files files "$T/files"
+start_server secret files "$T/files"
+start_server echo echo
+FP=$(cat "$T/files.port"); SP=$(cat "$T/secret.port"); EP=$(cat "$T/echo.port")
+conns() { grep -c '^conn' "$T/$1.log"; }
+bundle() { echo "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json"; }
+
+# --- usage ----------------------------------------------------------------
+for bad in '::1' 'example.com:0' 'exa mple.com' '*.com' 'http://example.com/' ''; do
+    out=$(cd "$W" && "$P" run --safe --allow-net "$bad" -- true 2>&1); rc=$?
+    eq "$rc:$(echo "$out" | grep -c "allow-net")" "2:1" "--allow-net '$bad' is a usage error naming the option"
+done
+out=$(cd "$W" && "$P" run --allow-net example.com -- true 2>&1); rc=$?
+eq "$rc:$(echo "$out" | grep -c 'only applies to --safe')" "2:1" "--allow-net without --safe is a usage error"
+out=$(cd "$W" && "$P" help run 2>&1)
+eq "$(echo "$out" | grep -c -- '--allow-net HOST\[:PORT\]')" "1" "'pvisor help run' documents --allow-net"
+
+# --- the allowed destination, byte for byte ---------------------------------
+n0=$(conns files)
+out=$(cd "$W" && "$P" run --safe --allow-net "127.0.0.1:$FP" -- $C get "127.0.0.1:$FP" big 2>&1); rc=$?
+eq "$rc:$out" "0:200 $BIG_SHA" "an allowed destination is reached through the broker: 3 MB byte for byte"
+eq "$(( $(conns files) - n0 ))" "1" "... the host's server got exactly that connection"
+B=$(bundle)
+eq "$(jq -r '[.requested_policy.allow_net[0], .egress.connections.allowed, .egress.connections.refused,
+              .egress.destinations[0].destination, .egress.destinations[0].verdict,
+              (.egress.destinations[0].bytes_down >= 3000000), .dimensions.network.effective,
+              (.dimensions.network.mechanism | test("egress broker")),
+              .dimensions.network.evidence.egress_broker_port] | join(" ")' "$B")" \
+    "127.0.0.1:$FP 1 0 127.0.0.1:$FP allowed true enforced true 3128" \
+    "the Bundle records the allowlist, the tunnel and its bytes; network stays enforced"
+check "... and validates against docs/bundle.schema.json" $VALIDATE "$B"
+
+out=$(cd "$W" && HTTPS_PROXY=http://10.9.9.9:1 "$P" run --safe --pass-env HTTPS_PROXY --allow-net "127.0.0.1:$FP" -- \
+    sh -c 'echo "$HTTPS_PROXY $https_proxy $HTTP_PROXY $NO_PROXY"' 2>&1)
+eq "$out" "http://127.0.0.1:3128 http://127.0.0.1:3128 http://127.0.0.1:3128 localhost,127.0.0.1,::1" \
+    "inside, the proxy variables name the broker (over a passed host proxy, unreachable there)"
+out=$(cd "$W" && HTTPS_PROXY=http://10.9.9.9:1 "$P" run --safe -- sh -c 'echo "[${HTTPS_PROXY:-}]"' 2>&1)
+eq "$out" "[]" "without --allow-net there is no proxy variable"
+eq "$(jq -r '[.egress // "none", (.requested_policy.allow_net | length)] | join(" ")' "$(bundle)")" "none 0" \
+    "... and no egress record"
+
+# --- what is refused, and what reaches nothing --------------------------------
+n0=$(conns secret)
+out=$(cd "$W" && "$P" run --safe --allow-net "127.0.0.1:$FP" -- sh -c "
+    $C get 127.0.0.1:$SP small; $C get localhost:$FP small; $C get '[::1]:$FP' small
+    $C get evil.example:443 small; $C raw 'GET http://127.0.0.1:$FP/small HTTP/1.1\r\n\r\n'
+    $C raw 'CONNECT 127.0.0.1 HTTP/1.1\r\n\r\n'" 2>"$T/err"); rc=$?
+eq "$rc:$(echo $out)" "0:403 - 403 - 403 - 403 - HTTP/1.1 405 Method Not Allowed HTTP/1.1 400 Bad Request" \
+    "another port, a name for the allowed address, another address, another host, plain http, a bad target: refused"
+eq "$(( $(conns secret) - n0 ))" "0" "... the server that was not allowed got no connection"
+eq "$(grep -c 'egress broker refused 6 connection' "$T/err")" "1" "... the run's end says what the broker refused"
+B=$(bundle)
+eq "$(jq -r '[.egress.connections.refused, (.egress.destinations | map(select(.verdict == "refused")) | length),
+              (.egress.destinations[] | select(.destination == "evil.example:443") | .reason)] | join("|")' "$B")" \
+    "6|6|not in the run's --allow-net list" "the Bundle records each refusal with its reason"
+rev=$(cd "$W" && "$P" status --review 2>/dev/null)
+eq "$(echo "$rev" | grep -c '^Network: .*0 connections through the egress broker, 6 refused'):$(echo "$rev" | grep -c 'refused  evil.example:443: 1 connection: not in')" \
+    "1:1" "status --review shows what was refused"
+eq "$(cd "$W" && "$P" status --review --json 2>/dev/null | jq -r '.egress.connections.refused')" "6" \
+    "status --review --json carries the egress record"
+
+# Bypass attempts: the host's servers directly (the control, a run without
+# the sandbox, gets through), another loopback port, and binding the
+# broker's port.
+n0=$(conns files)
+out=$(cd "$W" && "$P" run -- $C direct 127.0.0.1 "$FP" 2>&1)
+eq "$out" "connected" "control: without the sandbox a direct connection reaches the host's server"
+eq "$(( $(conns files) - n0 ))" "1" "... which saw it"
+n0=$(conns files)
+out=$(cd "$W" && "$P" run --safe --allow-net "127.0.0.1:$FP" -- sh -c "
+    $C direct 127.0.0.1 $FP; $C direct ::1 $FP; $C direct 127.0.0.1 $SP
+    python3 -c '
+import socket
+s = socket.socket()
+try:
+    s.bind((\"127.0.0.1\", 3129)); print(\"bound\")
+except OSError as e:
+    print(\"bind\", e.errno)
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+try:
+    u.sendto(b\"x\", (\"10.0.0.1\", 53)); print(\"udp sent\")
+except OSError as e:
+    print(\"udp\", e.errno)
+'" 2>&1)
+eq "$(echo $out)" "EACCES EACCES EACCES bind 13 udp 101" \
+    "--safe --allow-net: direct TCP (Landlock: the broker's port only), bind and UDP out (no route) all fail"
+eq "$(( $(conns files) - n0 ))" "0" "... and nothing reached the host's server"
+
+# --network loopback keeps its own loopback, and the broker is still the
+# only way to the host's
+out=$(cd "$W" && "$P" run --safe --network loopback --allow-net "127.0.0.1:$FP" -- sh -c "
+    python3 -c '
+import socket, threading
+s = socket.socket(); s.bind((\"127.0.0.1\", 0)); s.listen(1)
+port = s.getsockname()[1]
+threading.Thread(target=lambda: s.accept()[0].sendall(b\"inside\"), daemon=True).start()
+c = socket.create_connection((\"127.0.0.1\", port)); print(c.recv(10).decode())
+'; $C direct 127.0.0.1 $FP; $C get 127.0.0.1:$FP small" 2>&1)
+eq "$(echo $out)" "inside ECONNREFUSED 200 $SMALL_SHA" \
+    "--network loopback with --allow-net: the sandbox's own loopback works, the host's is reached only by the broker"
+
+# --- a tunnel carries a half-close; many tunnels at once ----------------------
+out=$(cd "$W" && "$P" run --safe --allow-net "127.0.0.1:$EP" -- $C echo "127.0.0.1:$EP" hello 2>&1)
+eq "$out" "200 echo:hello" "a tunnel passes the client's half-close (the server answers after EOF)"
+out=$(cd "$W" && "$P" run --safe --allow-net "127.0.0.1:$FP" -- sh -c "
+    for i in 1 2 3 4 5 6 7 8; do $C get 127.0.0.1:$FP small & done; wait" 2>&1)
+eq "$(echo "$out" | grep -c "^200 $SMALL_SHA\$")" "8" "eight tunnels at once"
+eq "$(jq -r '.egress.destinations[0].connections' "$(bundle)")" "8" "... counted under one destination"
+
+# --- --strict and an ordinary user -------------------------------------------
+out=$(cd "$W" && "$P" run --safe --strict --allow-net "127.0.0.1:$FP" -- $C get "127.0.0.1:$FP" small 2>&1)
+eq "$out" "200 $SMALL_SHA" "--strict runs with --allow-net (network is enforced)"
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
+    U=$T/u; mkdir -p "$U/ws"; cp "$W/client.py" "$U/ws/"; chown -R 65534:65534 "$U"
+    out=$(cd "$U/ws" && setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$U" XDG_STATE_HOME="$U/state" \
+        "$P" run --safe --allow-net "127.0.0.1:$FP" -- sh -c \
+        "python3 client.py get 127.0.0.1:$FP small; python3 client.py get 127.0.0.1:$SP small" 2>/dev/null)
+    eq "$(echo $out)" "200 $SMALL_SHA 403 -" "as an ordinary user: the same broker, the same refusals"
+else
+    skip "--allow-net as an ordinary user" "needs root and setpriv to switch users"
+fi
+check "every Bundle of this file validates" sh -c "$VALIDATE $XDG_STATE_HOME/pvisor/runs/*/bundle.json"
