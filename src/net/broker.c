@@ -459,7 +459,7 @@ static void *accept_loop(void *arg) {
         *c = (struct conn){.b = b, .client = fd, .upstream = -1};
         pthread_attr_t attr;
         pthread_attr_init(&attr);
-        pthread_attr_setstacksize(&attr, 256u << 10);
+        pthread_attr_setstacksize(&attr, 512u << 10); /* getaddrinfo and NSS modules run on it */
         pthread_mutex_lock(&b->lock);
         int r = pthread_create(&c->thread, &attr, serve, c);
         if (r == 0) {

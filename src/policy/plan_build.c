@@ -506,16 +506,20 @@ static int build_env(const struct plan_inputs *in, struct launch_plan *p) {
      * the usual variables (curl, git, pip, npm, Python's and Rust's HTTP
      * libraries, the agent CLIs; Node 24's fetch with NODE_USE_ENV_PROXY).
      * Over what the user passed: a host proxy is not reachable from
-     * inside.  Loopback stays direct (--network loopback). */
+     * inside. */
     if (p->proxy_port) {
         char url[40];
         snprintf(url, sizeof url, "http://127.0.0.1:%u", (unsigned)p->proxy_port);
         static const char *const proxy_vars[] = {"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"};
         for (size_t i = 0; i < sizeof proxy_vars / sizeof proxy_vars[0] && r >= 0; i++)
             r = env_push(&p->envp, &n, proxy_vars[i], url);
-        if (r >= 0)
+        /* --network loopback: the sandbox's own servers stay direct.
+         * Otherwise loopback is the broker's too (TCP there reaches
+         * nothing else): localhost:PORT goes to the host's when a rule
+         * allows it, a clear 403 when not. */
+        if (r >= 0 && p->loopback_tcp)
             r = env_push(&p->envp, &n, "NO_PROXY", "localhost,127.0.0.1,::1");
-        if (r >= 0)
+        if (r >= 0 && p->loopback_tcp)
             r = env_push(&p->envp, &n, "no_proxy", "localhost,127.0.0.1,::1");
         if (r >= 0)
             r = env_push(&p->envp, &n, "NODE_USE_ENV_PROXY", "1");

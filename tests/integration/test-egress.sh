@@ -64,9 +64,11 @@ eq "$(jq -r '[.requested_policy.allow_net[0], .egress.connections.allowed, .egre
 check "... and validates against docs/bundle.schema.json" $VALIDATE "$B"
 
 out=$(cd "$W" && HTTPS_PROXY=http://10.9.9.9:1 "$P" run --safe --pass-env HTTPS_PROXY --allow-net "127.0.0.1:$FP" -- \
-    sh -c 'echo "$HTTPS_PROXY $https_proxy $HTTP_PROXY $NO_PROXY"' 2>&1)
-eq "$out" "http://127.0.0.1:3128 http://127.0.0.1:3128 http://127.0.0.1:3128 localhost,127.0.0.1,::1" \
+    sh -c 'echo "$HTTPS_PROXY $https_proxy $HTTP_PROXY [${NO_PROXY:-}]"' 2>&1)
+eq "$out" "http://127.0.0.1:3128 http://127.0.0.1:3128 http://127.0.0.1:3128 []" \
     "inside, the proxy variables name the broker (over a passed host proxy, unreachable there)"
+out=$(cd "$W" && "$P" run --safe --network loopback --allow-net "127.0.0.1:$FP" -- sh -c 'echo "$NO_PROXY"' 2>&1)
+eq "$out" "localhost,127.0.0.1,::1" "with --network loopback, NO_PROXY keeps the sandbox's own loopback direct"
 out=$(cd "$W" && HTTPS_PROXY=http://10.9.9.9:1 "$P" run --safe -- sh -c 'echo "[${HTTPS_PROXY:-}]"' 2>&1)
 eq "$out" "[]" "without --allow-net there is no proxy variable"
 eq "$(jq -r '[.egress // "none", (.requested_policy.allow_net | length)] | join(" ")' "$(bundle)")" "none 0" \
