@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -321,6 +322,80 @@ static void close_conn_fds(struct conn *c) {
     pthread_mutex_unlock(&c->b->lock);
 }
 
+/* A request method: 1-16 upper-case letters. */
+static bool method_ok(const char *m) {
+    size_t n = strlen(m);
+    if (n == 0 || n > 16)
+        return false;
+    for (; *m; m++)
+        if (*m < 'A' || *m > 'Z')
+            return false;
+    return true;
+}
+
+/* "http://AUTHORITY[/PATH]": AUTHORITY (with ":80" when it has no port)
+ * into auth, *ret_path at the path ("" for none).  No userinfo. */
+static int split_http_url(const char *url, char *auth, size_t size, const char **ret_path) {
+    if (strncasecmp(url, "http://", 7) != 0)
+        return -EINVAL;
+    const char *a = url + 7, *end = strpbrk(a, "/?#");
+    size_t al = end ? (size_t)(end - a) : strlen(a);
+    if (al == 0 || al + 4 >= size || memchr(a, '@', al))
+        return -EINVAL;
+    memcpy(auth, a, al);
+    auth[al] = '\0';
+    const char *close = strrchr(auth, ']');
+    if (!strchr(close ? close : auth, ':'))
+        strcat(auth, ":80");
+    *ret_path = end ? end : "";
+    return 0;
+}
+
+/* Header name h (up to its colon) is one of the hop-by-hop ones a proxy
+ * must not pass on. */
+static bool hop_by_hop(const char *h, size_t len) {
+    static const char *const names[] = {
+        "connection", "proxy-connection", "keep-alive", "proxy-authorization", "proxy-authenticate",
+        "te",         "trailer",          "upgrade"};
+    const char *colon = memchr(h, ':', len);
+    if (!colon)
+        return true; /* not a header: dropped */
+    size_t nl = (size_t)(colon - h);
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strlen(names[i]) == nl && strncasecmp(h, names[i], nl) == 0)
+            return true;
+    return false;
+}
+
+/* The request line in origin form and the header lines of [hdr, end)
+ * less the hop-by-hop ones, with "Connection: close", into out; its
+ * length, 0 when it does not fit. */
+static size_t origin_form(const char *method, const char *path, const char *version, const char *hdr, const char *end,
+                          char *out, size_t size) {
+    int n = snprintf(out, size, "%s %s%s %s\r\n", method, path[0] == '/' ? "" : "/", path, version);
+    if (n < 0 || (size_t)n >= size)
+        return 0;
+    size_t o = (size_t)n;
+    while (hdr < end) {
+        const char *nl = memchr(hdr, '\n', (size_t)(end - hdr));
+        size_t ll = nl ? (size_t)(nl - hdr) : (size_t)(end - hdr);
+        size_t content = ll > 0 && hdr[ll - 1] == '\r' ? ll - 1 : ll;
+        if (content > 0 && !hop_by_hop(hdr, content)) {
+            if (o + content + 2 >= size)
+                return 0;
+            memcpy(out + o, hdr, content);
+            memcpy(out + o + content, "\r\n", 2);
+            o += content + 2;
+        }
+        hdr += ll + (nl ? 1 : 0);
+    }
+    static const char tail[] = "Connection: close\r\n\r\n";
+    if (o + sizeof tail > size)
+        return 0;
+    memcpy(out + o, tail, sizeof tail - 1);
+    return o + sizeof tail - 1;
+}
+
 static void *serve(void *arg) {
     struct conn *c = arg;
     struct broker *b = c->b;
@@ -353,22 +428,24 @@ static void *serve(void *arg) {
     }
     *sp1 = *sp2 = '\0';
     const char *method = head, *target = sp1 + 1;
-    if (strcmp(method, "CONNECT") != 0) {
+    bool tunnel = strcmp(method, "CONNECT") == 0;
+    char auth[WHAT_MAX];
+    const char *path = NULL;
+    struct egress_rule req;
+    if (!tunnel && (!method_ok(method) || split_http_url(target, auth, sizeof auth, &path) < 0)) {
         char m[24], t[WHAT_MAX - 32];
         printable(m, sizeof m, method, strlen(method));
         printable(t, sizeof t, target, strlen(target));
         snprintf(what, sizeof what, "%s %s", m, t);
-        respond(c->client, "405 Method Not Allowed",
-                "only CONNECT tunnels are brokered (use https:// URLs; plain http is not relayed)");
-        record(b, what, V_REFUSED, "not a CONNECT request (plain http is not relayed)", 0, 0);
+        respond(c->client, "400 Bad Request", "not a CONNECT host:port or a request for an absolute http:// URL");
+        record(b, what, V_REFUSED, "not a CONNECT host:port or a request for an absolute http:// URL", 0, 0);
         close_conn_fds(c);
         return NULL;
     }
-    struct egress_rule req;
-    if (egress_parse_authority(target, &req) < 0) {
+    if (egress_parse_authority(tunnel ? target : auth, &req) < 0) {
         printable(what, sizeof what, target, strlen(target));
-        respond(c->client, "400 Bad Request", "the CONNECT target is not host:port");
-        record(b, what, V_REFUSED, "the CONNECT target is not host:port", 0, 0);
+        respond(c->client, "400 Bad Request", "the target is not host:port");
+        record(b, what, V_REFUSED, "the target is not host:port", 0, 0);
         close_conn_fds(c);
         return NULL;
     }
@@ -399,8 +476,21 @@ static void *serve(void *arg) {
     pthread_mutex_unlock(&b->lock);
     uint64_t up = 0, down = 0;
     static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
-    if (!stopping && send_all(c->client, ok, sizeof ok - 1) == 0)
-        relay(b, c->client, up_fd, head + head_len, len - head_len, &up, &down);
+    if (tunnel) {
+        if (!stopping && send_all(c->client, ok, sizeof ok - 1) == 0)
+            relay(b, c->client, up_fd, head + head_len, len - head_len, &up, &down);
+    } else {
+        /* the request in origin form, its hop-by-hop headers replaced by
+         * "Connection: close": the next request on this connection, if
+         * the client sends one, goes to the same destination, never
+         * another */
+        char out[BROKER_HEAD_MAX + 128];
+        size_t ol = origin_form(method, path, sp2 + 1, eol + 1, head + head_len, out, sizeof out);
+        if (!stopping && ol && send_all(up_fd, out, ol) == 0) {
+            up += ol;
+            relay(b, c->client, up_fd, head + head_len, len - head_len, &up, &down);
+        }
+    }
     record(b, what, V_ALLOWED, NULL, up, down);
     close_conn_fds(c);
     return NULL;

@@ -7,11 +7,14 @@
  * from inside arrive here while nothing of the broker runs in the
  * sandbox.  For each connection (a thread, at most BROKER_MAX_CONNS at
  * once): read the request head (at most BROKER_HEAD_MAX bytes, within
- * BROKER_HEAD_TIMEOUT_MS), accept only "CONNECT host:port HTTP/1.x", match
- * the allowlist, resolve a name here (the sandbox has no DNS), refuse
+ * BROKER_HEAD_TIMEOUT_MS), accept "CONNECT host:port HTTP/1.x" or a plain
+ * http request for an absolute "http://host[:port]/..." URL, match the
+ * allowlist, resolve a name here (the sandbox has no DNS), refuse
  * addresses the rule must not lead to, connect (BROKER_CONNECT_TIMEOUT_MS)
- * and relay bytes both ways until both sides are done.  Refusals get a
- * status line the client can show (403, 400, 405, 502, 503, 504) and
+ * and relay bytes both ways until both sides are done (a plain request is
+ * sent on in origin form first, its hop-by-hop headers and proxy
+ * credentials dropped, "Connection: close" added).  Refusals get a
+ * status line the client can show (403, 400, 408, 502, 503, 504) and
  * "X-Pvisor-Egress: REASON".
  *
  * Every request is counted by destination and verdict for the Run Bundle

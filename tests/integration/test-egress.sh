@@ -63,6 +63,10 @@ eq "$(jq -r '[.requested_policy.allow_net[0], .egress.connections.allowed, .egre
     "the Bundle records the allowlist, the tunnel and its bytes; network stays enforced"
 check "... and validates against docs/bundle.schema.json" $VALIDATE "$B"
 
+out=$(cd "$W" && "$P" run --safe --allow-net "127.0.0.1:$FP" -- python3 -c "
+import hashlib, urllib.request
+print(hashlib.sha256(urllib.request.urlopen('http://127.0.0.1:$FP/small').read()).hexdigest())" 2>&1)
+eq "$out" "$SMALL_SHA" "plain http to an allowed destination: Python's urllib through http_proxy"
 out=$(cd "$W" && HTTPS_PROXY=http://10.9.9.9:1 "$P" run --safe --pass-env HTTPS_PROXY --allow-net "127.0.0.1:$FP" -- \
     sh -c 'echo "$HTTPS_PROXY $https_proxy $HTTP_PROXY [${NO_PROXY:-}]"' 2>&1)
 eq "$out" "http://127.0.0.1:3128 http://127.0.0.1:3128 http://127.0.0.1:3128 []" \
@@ -78,16 +82,16 @@ eq "$(jq -r '[.egress // "none", (.requested_policy.allow_net | length)] | join(
 n0=$(conns secret)
 out=$(cd "$W" && "$P" run --safe --allow-net "127.0.0.1:$FP" -- sh -c "
     $C get 127.0.0.1:$SP small; $C get localhost:$FP small; $C get '[::1]:$FP' small
-    $C get evil.example:443 small; $C raw 'GET http://127.0.0.1:$FP/small HTTP/1.1\r\n\r\n'
+    $C get evil.example:443 small; $C raw 'GET http://127.0.0.1:$SP/small HTTP/1.1\r\n\r\n'
     $C raw 'CONNECT 127.0.0.1 HTTP/1.1\r\n\r\n'" 2>"$T/err"); rc=$?
-eq "$rc:$(echo $out)" "0:403 - 403 - 403 - 403 - HTTP/1.1 405 Method Not Allowed HTTP/1.1 400 Bad Request" \
-    "another port, a name for the allowed address, another address, another host, plain http, a bad target: refused"
+eq "$rc:$(echo $out)" "0:403 - 403 - 403 - 403 - HTTP/1.1 403 Forbidden HTTP/1.1 400 Bad Request" \
+    "another port, a name for the allowed address, another address, another host, plain http elsewhere, a bad target: refused"
 eq "$(( $(conns secret) - n0 ))" "0" "... the server that was not allowed got no connection"
 eq "$(grep -c 'egress broker refused 6 connection' "$T/err")" "1" "... the run's end says what the broker refused"
 B=$(bundle)
 eq "$(jq -r '[.egress.connections.refused, (.egress.destinations | map(select(.verdict == "refused")) | length),
               (.egress.destinations[] | select(.destination == "evil.example:443") | .reason)] | join("|")' "$B")" \
-    "6|6|not in the run's --allow-net list" "the Bundle records each refusal with its reason"
+    "6|5|not in the run's --allow-net list" "the Bundle records each refusal with its reason (by destination: the CONNECT and the plain request to the same port are one)"
 rev=$(cd "$W" && "$P" status --review 2>/dev/null)
 eq "$(echo "$rev" | grep -c '^Network: .*0 connections through the egress broker, 6 refused'):$(echo "$rev" | grep -c 'refused  evil.example:443: 1 connection: not in')" \
     "1:1" "status --review shows what was refused"

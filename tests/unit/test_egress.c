@@ -301,12 +301,35 @@ static void test_broker(void) {
     l = snprintf(req, sizeof req, "CONNECT [::ffff:127.0.0.1]:%u HTTP/1.1\r\n\r\n", up_port);
     exchange(bp, req, (size_t)l, out, sizeof out);
     ok(strncmp(out, "HTTP/1.1 403 ", 13) == 0, "the mapped address form: 403");
-    l = snprintf(req, sizeof req, "GET http://127.0.0.1:%u/ HTTP/1.1\r\n\r\n", up_port);
+    /* plain http: forwarded in origin form, hop-by-hop headers replaced
+     * (the echo upstream answers with the request it got) */
+    l = snprintf(req, sizeof req,
+                 "GET http://127.0.0.1:%u/p?q=1 HTTP/1.1\r\nHost: h\r\nProxy-Connection: keep-alive\r\n"
+                 "Connection: keep-alive\r\nProxy-Authorization: Basic eA==\nX-A: b\r\n\r\nbody",
+                 up_port);
     exchange(bp, req, (size_t)l, out, sizeof out);
-    ok(strncmp(out, "HTTP/1.1 405 ", 13) == 0, "plain http: 405");
-    exchange(bp, "CONNECT 127.0.0.1 HTTP/1.1\r\n\r\n", 31, out, sizeof out);
+    static const char fwd1[] = "GET /p?q=1 HTTP/1.1\r\nHost: h\r\nX-A: b\r\nConnection: close\r\n\r\nbody",
+                      fwd2[] = "POST / HTTP/1.0\r\nConnection: close\r\n\r\n";
+    ok(strncmp(out, "echo:", 5) == 0 && strcmp(out + 5, fwd1) == 0,
+       "plain http to an allowed destination: origin form, hop-by-hop headers and proxy credentials dropped");
+    l = snprintf(req, sizeof req, "POST HTTP://LOCALHOST:%u HTTP/1.0\r\n\r\n", up_port);
+    exchange(bp, req, (size_t)l, out, sizeof out);
+    ok(strncmp(out, "echo:", 5) == 0 && strcmp(out + 5, fwd2) == 0, "... a URL without a path");
+    l = snprintf(req, sizeof req, "GET http://127.0.0.1:%u/ HTTP/1.1\r\n\r\n", up_port + 1 == 0 ? 1 : up_port + 1);
+    exchange(bp, req, (size_t)l, out, sizeof out);
+    ok(strncmp(out, "HTTP/1.1 403 ", 13) == 0, "plain http elsewhere: 403");
+    exchange(bp, "GET http://127.0.0.1/ HTTP/1.1\r\n\r\n", sizeof "GET http://127.0.0.1/ HTTP/1.1\r\n\r\n" - 1, out,
+             sizeof out);
+    ok(strncmp(out, "HTTP/1.1 403 ", 13) == 0, "plain http without a port is port 80: 403");
+    exchange(bp, "GET /relative HTTP/1.1\r\n\r\n", sizeof "GET /relative HTTP/1.1\r\n\r\n" - 1, out, sizeof out);
+    ok(strncmp(out, "HTTP/1.1 400 ", 13) == 0, "a request in origin form: 400");
+    l = snprintf(req, sizeof req, "GET http://u@127.0.0.1:%u/ HTTP/1.1\r\n\r\n", up_port);
+    exchange(bp, req, (size_t)l, out, sizeof out);
+    ok(strncmp(out, "HTTP/1.1 400 ", 13) == 0, "a URL with userinfo: 400");
+    exchange(bp, "CONNECT 127.0.0.1 HTTP/1.1\r\n\r\n", sizeof "CONNECT 127.0.0.1 HTTP/1.1\r\n\r\n" - 1, out,
+             sizeof out);
     ok(strncmp(out, "HTTP/1.1 400 ", 13) == 0, "no port: 400");
-    exchange(bp, "CONNECT a\0b:443 HTTP/1.1\r\n\r\n", 29, out, sizeof out);
+    exchange(bp, "CONNECT a\0b:443 HTTP/1.1\r\n\r\n", sizeof "CONNECT a\0b:443 HTTP/1.1\r\n\r\n" - 1, out, sizeof out);
     ok(strncmp(out, "HTTP/1.1 400 ", 13) == 0, "a NUL byte: 400");
     char *huge = malloc(BROKER_HEAD_MAX + 100);
     memset(huge, 'A', BROKER_HEAD_MAX + 99);
@@ -314,9 +337,10 @@ static void test_broker(void) {
     exchange(bp, huge, BROKER_HEAD_MAX + 99, out, sizeof out);
     ok(strncmp(out, "HTTP/1.1 400 ", 13) == 0, "a head over the limit: 400");
     free(huge);
-    exchange(bp, "CONNECT x:1 HTTP/1.1 extra\r\n\r\n", 30, out, sizeof out);
+    exchange(bp, "CONNECT x:1 HTTP/1.1 extra\r\n\r\n", sizeof "CONNECT x:1 HTTP/1.1 extra\r\n\r\n" - 1, out,
+             sizeof out);
     ok(strncmp(out, "HTTP/1.1 400 ", 13) == 0, "a malformed request line: 400");
-    exchange(bp, "", 0, out, sizeof out);
+    exchange(bp, "", sizeof "" - 1, out, sizeof out);
     ok(out[0] == '\0', "a client that closes at once gets nothing");
 
     /* the limit: BROKER_MAX_CONNS clients that send nothing, then one more */
@@ -352,12 +376,14 @@ static void test_broker(void) {
     json_t *rep = broker_report(b);
     const json_t *d;
     snprintf(spec, sizeof spec, "127.0.0.1:%u", up_port);
-    ok((d = dest(rep, spec, "allowed")) && json_integer_value(json_object_get(d, "bytes_up")) == 5 &&
-           json_integer_value(json_object_get(d, "connections")) == 2,
+    ok((d = dest(rep, spec, "allowed")) &&
+           json_integer_value(json_object_get(d, "bytes_up")) == (json_int_t)(5 + sizeof fwd1 - 1) &&
+           json_integer_value(json_object_get(d, "connections")) == 3,
        "the report counts the allowed tunnels and their bytes");
     snprintf(spec, sizeof spec, "localhost:%u", up_port);
-    ok((d = dest(rep, spec, "allowed")) && json_integer_value(json_object_get(d, "bytes_up")) == (json_int_t)big &&
-           json_integer_value(json_object_get(d, "bytes_down")) == (json_int_t)big + 5,
+    ok((d = dest(rep, spec, "allowed")) &&
+           json_integer_value(json_object_get(d, "bytes_up")) == (json_int_t)(big + sizeof fwd2 - 1) &&
+           json_integer_value(json_object_get(d, "bytes_down")) == (json_int_t)(big + 5 + 5 + sizeof fwd2 - 1),
        "the megabyte is counted both ways");
     ok(dest(rep, "(over the connection limit)", "refused") != NULL, "the 503 is recorded");
     ok(json_integer_value(json_object_get(json_object_get(rep, "connections"), "refused")) >= 7,
