@@ -76,6 +76,13 @@ static void print_human(const json_t *b) {
         _cleanup_free_ char *sp = term_escape(str(st, "path"));
         printf("Stage:       %s (%s)\n", sp ? sp : "?", runs_stage_state(b) ? runs_stage_state(b) : "-");
     }
+    const json_t *eg = json_object_get(b, "egress"), *conns = json_object_get(eg, "connections");
+    if (json_is_object(eg))
+        printf("Egress:      %lld allowed, %lld refused, %lld failed through the broker (--allow-net); "
+               "'pvisor status --review' lists them\n",
+               (long long)json_integer_value(json_object_get(conns, "allowed")),
+               (long long)json_integer_value(json_object_get(conns, "refused")),
+               (long long)json_integer_value(json_object_get(conns, "failed")));
 
     printf("\nSafety boundary:\n");
     printf("  %-18s %-12s %-12s %s\n", "DIMENSION", "REQUESTED", "EFFECTIVE", "MECHANISM");

@@ -95,6 +95,8 @@ eq "$(jq -r '[.egress.connections.refused, (.egress.destinations | map(select(.v
 rev=$(cd "$W" && "$P" status --review 2>/dev/null)
 eq "$(echo "$rev" | grep -c '^Network: .*0 connections through the egress broker, 6 refused'):$(echo "$rev" | grep -c 'refused  evil.example:443: 1 connection: not in')" \
     "1:1" "status --review shows what was refused"
+eq "$(cd "$W" && "$P" status 2>/dev/null | grep -c '^Egress: *0 allowed, 6 refused, 0 failed')" "1" \
+    "pvisor status says what the broker refused"
 eq "$(cd "$W" && "$P" status --review --json 2>/dev/null | jq -r '.egress.connections.refused')" "6" \
     "status --review --json carries the egress record"
 
