@@ -10,15 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-__attribute__((format(printf, 2, 3))) static int fail(char **ret_error, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    char *m = str_vprintf(fmt, ap);
-    va_end(ap);
-    *ret_error = m;
-    return m ? -EINVAL : -ENOMEM;
-}
-
 /* A DNS name in the letters-digits-hyphen form (RFC 1123), lower-cased in
  * place: labels of 1-63 characters, no hyphen at either end, at most
  * EGRESS_HOST_MAX in all, and a last label that does not start with a
@@ -116,13 +107,13 @@ int egress_rule_parse(const char *spec, struct egress_rule *ret, char **ret_erro
     char buf[EGRESS_HOST_MAX + 16], *host, *port;
     bool bracketed;
     if (!spec || !*spec)
-        return fail(ret_error, "--allow-net needs HOST[:PORT] (a name like api.example.com, *.example.com, an "
-                               "IPv4 address or [an IPv6 address])");
+        return usage_error(ret_error, "--allow-net needs HOST[:PORT] (a name like api.example.com, *.example.com, an "
+                                      "IPv4 address or [an IPv6 address])");
     if (split_authority(spec, buf, sizeof buf, &host, &port, &bracketed) < 0)
-        return fail(ret_error,
-                    "--allow-net '%s': not HOST[:PORT] (an IPv6 address goes in brackets: [2001:db8::1]:443)", spec);
+        return usage_error(
+            ret_error, "--allow-net '%s': not HOST[:PORT] (an IPv6 address goes in brackets: [2001:db8::1]:443)", spec);
     if (port && parse_port(port, &r.port) < 0)
-        return fail(ret_error, "--allow-net '%s': the port must be a number from 1 to 65535", spec);
+        return usage_error(ret_error, "--allow-net '%s': the port must be a number from 1 to 65535", spec);
     if (!bracketed && strncmp(host, "*.", 2) == 0) {
         r.wildcard = true;
         host += 2;
@@ -131,15 +122,16 @@ int egress_rule_parse(const char *spec, struct egress_rule *ret, char **ret_erro
     if (!bracketed && hl > 1 && host[hl - 1] == '.')
         host[--hl] = '\0'; /* the root's dot: "example.com." is "example.com" */
     if (parse_host(host, bracketed, &r) < 0 || (r.wildcard && r.address))
-        return fail(ret_error,
-                    "--allow-net '%s': '%s' is not a host name (letters, digits, hyphens and dots; a wildcard only "
-                    "as a leading '*.'), an IPv4 address or a bracketed IPv6 address",
-                    spec, host);
+        return usage_error(
+            ret_error,
+            "--allow-net '%s': '%s' is not a host name (letters, digits, hyphens and dots; a wildcard only "
+            "as a leading '*.'), an IPv4 address or a bracketed IPv6 address",
+            spec, host);
     if (r.wildcard && !strchr(r.host, '.'))
-        return fail(ret_error,
-                    "--allow-net '%s': a wildcard needs a domain with a dot ('*.example.com'), not a "
-                    "top-level domain",
-                    spec);
+        return usage_error(ret_error,
+                           "--allow-net '%s': a wildcard needs a domain with a dot ('*.example.com'), not a "
+                           "top-level domain",
+                           spec);
     *ret = r;
     return 0;
 }

@@ -74,15 +74,6 @@ static int choice(const char *val, const char *const *names) {
     return -1;
 }
 
-__attribute__((format(printf, 2, 3))) static int fail(char **ret_error, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    char *m = str_vprintf(fmt, ap);
-    va_end(ap);
-    *ret_error = m;
-    return m ? -EINVAL : -ENOMEM;
-}
-
 /* Options that take a value; `--opt=value` and `--opt value` both work. */
 enum opt_id {
     OPT_HELP,
@@ -162,13 +153,13 @@ int policy_parse_limits(const char *spec, struct run_limits *limits, char **ret_
         size_t len = end ? (size_t)(end - p) : strlen(p);
         const char *eq = memchr(p, '=', len);
         if (len == 0 || !eq || eq == p || (size_t)(eq - p) + 1 == len)
-            return fail(ret_error, "--limit: '%.*s' is not KEY=VALUE %s", (int)len, p, usage);
+            return usage_error(ret_error, "--limit: '%.*s' is not KEY=VALUE %s", (int)len, p, usage);
         size_t klen = (size_t)(eq - p);
         /* A bounded copy of the value: the number parsers need a NUL. */
         char val[32];
         size_t vlen = len - klen - 1;
         if (vlen >= sizeof val)
-            return fail(ret_error, "--limit: the value of '%.*s' is too long", (int)klen, p);
+            return usage_error(ret_error, "--limit: the value of '%.*s' is too long", (int)klen, p);
         memcpy(val, eq + 1, vlen);
         val[vlen] = '\0';
         uint64_t *slot;
@@ -178,26 +169,27 @@ int policy_parse_limits(const char *spec, struct run_limits *limits, char **ret_
             slot = &limits->mem_bytes;
             r = parse_size(val, POLICY_LIMIT_MEM_MIN, POLICY_LIMIT_MEM_MAX, &v);
             if (r < 0)
-                return fail(ret_error, "--limit mem: '%s' is not a size from 1M to 1024T (examples: 512M, 2G)", val);
+                return usage_error(ret_error, "--limit mem: '%s' is not a size from 1M to 1024T (examples: 512M, 2G)",
+                                   val);
         } else if (klen == 4 && strncmp(p, "pids", 4) == 0) {
             slot = &limits->pids;
             r = val[strspn(val, "0123456789")] == '\0' ? parse_size(val, 1, POLICY_LIMIT_PIDS_MAX, &v) : -EINVAL;
             if (r < 0)
-                return fail(ret_error, "--limit pids: '%s' is not a count from 1 to %llu", val,
-                            (unsigned long long)POLICY_LIMIT_PIDS_MAX);
+                return usage_error(ret_error, "--limit pids: '%s' is not a count from 1 to %llu", val,
+                                   (unsigned long long)POLICY_LIMIT_PIDS_MAX);
         } else if (klen == 3 && strncmp(p, "cpu", 3) == 0) {
             slot = &limits->cpu_s;
             uint64_t ms;
             r = policy_parse_duration(val, &ms);
             if (r < 0)
-                return fail(ret_error,
-                            "--limit cpu: '%s' is not a CPU time (examples: 90, 30s, 10m, 2h; at most 7 days)", val);
+                return usage_error(
+                    ret_error, "--limit cpu: '%s' is not a CPU time (examples: 90, 30s, 10m, 2h; at most 7 days)", val);
             v = ms / 1000;
         } else {
-            return fail(ret_error, "--limit: unknown key '%.*s' (known: mem, pids, cpu)", (int)klen, p);
+            return usage_error(ret_error, "--limit: unknown key '%.*s' (known: mem, pids, cpu)", (int)klen, p);
         }
         if (*slot)
-            return fail(ret_error, "--limit: '%.*s' is given twice", (int)klen, p);
+            return usage_error(ret_error, "--limit: '%.*s' is given twice", (int)klen, p);
         *slot = v;
         if (!end)
             return 0;
@@ -228,8 +220,8 @@ int policy_parse_run(int argc, char **argv, struct run_options *ret_opts, char *
             break;
         }
         if (a[0] != '-')
-            return fail(ret_error,
-                        "missing '--' before the command '%s' (use: pvisor run [OPTIONS] -- COMMAND [ARGS...])", a);
+            return usage_error(
+                ret_error, "missing '--' before the command '%s' (use: pvisor run [OPTIONS] -- COMMAND [ARGS...])", a);
 
         const char *eq = strchr(a, '=');
         size_t nlen = eq ? (size_t)(eq - a) : strlen(a);
@@ -238,7 +230,7 @@ int policy_parse_run(int argc, char **argv, struct run_options *ret_opts, char *
             if (strlen(run_opts[k].name) == nlen && strncmp(run_opts[k].name, a, nlen) == 0)
                 found = (int)k;
         if (found < 0)
-            return fail(ret_error, "unknown option '%.*s'", (int)nlen, a);
+            return usage_error(ret_error, "unknown option '%.*s'", (int)nlen, a);
 
         const char *val = NULL;
         if (run_opts[found].has_arg) {
@@ -247,11 +239,11 @@ int policy_parse_run(int argc, char **argv, struct run_options *ret_opts, char *
             else if (i + 1 < argc)
                 val = argv[++i];
             else
-                return fail(ret_error, "option '%s' needs a value", run_opts[found].name);
+                return usage_error(ret_error, "option '%s' needs a value", run_opts[found].name);
             if (val[0] == '\0')
-                return fail(ret_error, "option '%s' needs a non-empty value", run_opts[found].name);
+                return usage_error(ret_error, "option '%s' needs a non-empty value", run_opts[found].name);
         } else if (eq) {
-            return fail(ret_error, "option '%.*s' takes no value", (int)nlen, a);
+            return usage_error(ret_error, "option '%.*s' takes no value", (int)nlen, a);
         }
         i++;
 
@@ -259,7 +251,7 @@ int policy_parse_run(int argc, char **argv, struct run_options *ret_opts, char *
         bool single = run_opts[found].has_arg && id != OPT_PASS_ENV && id != OPT_ACCESS && id != OPT_ALLOW_WRITE &&
                       id != OPT_LIMIT && id != OPT_ALLOW_NET;
         if (single && (seen & (1u << id)))
-            return fail(ret_error, "'%s' given twice", run_opts[found].name);
+            return usage_error(ret_error, "'%s' given twice", run_opts[found].name);
         seen |= 1u << id;
 
         int r;
@@ -273,14 +265,14 @@ int policy_parse_run(int argc, char **argv, struct run_options *ret_opts, char *
             else if (strcmp(val, "sandbox") == 0)
                 o.filesystem = FILESYSTEM_SANDBOX;
             else
-                return fail(ret_error, "--filesystem must be 'host' or 'sandbox', not '%s'", val);
+                return usage_error(ret_error, "--filesystem must be 'host' or 'sandbox', not '%s'", val);
             break;
         case OPT_EXECUTOR: {
             /* in enum executor_kind's order */
             static const char *const names[] = {"auto", "host", "oci", "vm", NULL};
             int k = choice(val, names);
             if (k < 0)
-                return fail(ret_error, "--executor must be one of auto, host, oci, vm; not '%s'", val);
+                return usage_error(ret_error, "--executor must be one of auto, host, oci, vm; not '%s'", val);
             o.executor = (enum executor_kind)k;
             break;
         }
@@ -288,14 +280,14 @@ int policy_parse_run(int argc, char **argv, struct run_options *ret_opts, char *
             static const char *const names[] = {"none", "loopback", NULL};
             int k = choice(val, names);
             if (k < 0)
-                return fail(ret_error, "--network must be 'none' or 'loopback', not '%s'", val);
+                return usage_error(ret_error, "--network must be 'none' or 'loopback', not '%s'", val);
             o.network_loopback = k == 1;
             o.network_set = true;
             break;
         }
         case OPT_ALLOW_NET: {
             if (o.n_allow_net >= EGRESS_MAX_RULES)
-                return fail(ret_error, "at most %d --allow-net rules", EGRESS_MAX_RULES);
+                return usage_error(ret_error, "at most %d --allow-net rules", EGRESS_MAX_RULES);
             struct egress_rule rule;
             if (egress_rule_parse(val, &rule, ret_error) < 0)
                 return -EINVAL;
@@ -316,7 +308,7 @@ int policy_parse_run(int argc, char **argv, struct run_options *ret_opts, char *
             static const char *const names[] = {"checkpoint", "strict", NULL}; /* enum durability's order */
             int k = choice(val, names);
             if (k < 0)
-                return fail(ret_error, "--stage-durability must be 'checkpoint' or 'strict', not '%s'", val);
+                return usage_error(ret_error, "--stage-durability must be 'checkpoint' or 'strict', not '%s'", val);
             o.durability = (enum durability)k;
             o.durability_set = true;
             break;
@@ -324,12 +316,13 @@ int policy_parse_run(int argc, char **argv, struct run_options *ret_opts, char *
         case OPT_MAX_BYTES:
             r = parse_size(val, 1, UINT64_MAX, &o.stage_max_bytes);
             if (r < 0)
-                return fail(ret_error, "--stage-max-bytes: '%s' is not a size (examples: 1048576, 512M, 2G)", val);
+                return usage_error(ret_error, "--stage-max-bytes: '%s' is not a size (examples: 1048576, 512M, 2G)",
+                                   val);
             break;
         case OPT_TIMEOUT:
             if (policy_parse_duration(val, &o.timeout_ms) < 0)
-                return fail(ret_error, "--timeout: '%s' is not a duration (examples: 90, 30s, 10m, 2h; at most 7 days)",
-                            val);
+                return usage_error(
+                    ret_error, "--timeout: '%s' is not a duration (examples: 90, 30s, 10m, 2h; at most 7 days)", val);
             break;
         case OPT_ACCESS:
         case OPT_ALLOW_WRITE: {
@@ -343,12 +336,12 @@ int policy_parse_run(int argc, char **argv, struct run_options *ret_opts, char *
                 else if (strncmp(val, "rw:", 3) == 0)
                     k = ACCESS_RW, path = val + 3;
                 else
-                    return fail(ret_error, "--access must be deny:PATH, ro:PATH or rw:PATH, not '%s'", val);
+                    return usage_error(ret_error, "--access must be deny:PATH, ro:PATH or rw:PATH, not '%s'", val);
             }
             if (path[0] == '\0')
-                return fail(ret_error, "%s needs a path", run_opts[found].name);
+                return usage_error(ret_error, "%s needs a path", run_opts[found].name);
             if (o.n_access >= POLICY_MAX_ACCESS)
-                return fail(ret_error, "at most %d --access/--allow-write rules", POLICY_MAX_ACCESS);
+                return usage_error(ret_error, "at most %d --access/--allow-write rules", POLICY_MAX_ACCESS);
             o.access[o.n_access++] = (struct access_rule){.kind = k, .path = path};
             break;
         }
@@ -358,19 +351,19 @@ int policy_parse_run(int argc, char **argv, struct run_options *ret_opts, char *
             break;
         case OPT_PASS_ENV:
             if (!env_name_ok(val))
-                return fail(ret_error, "--pass-env: '%s' is not an environment variable name", val);
+                return usage_error(ret_error, "--pass-env: '%s' is not an environment variable name", val);
             if (strcmp(val, "HOME") == 0 || strcmp(val, "PWD") == 0 || strcmp(val, "TMPDIR") == 0 ||
                 strcmp(val, "PVISOR_AGENT_SOCKET") == 0)
-                return fail(ret_error,
-                            "--pass-env: %s is set by pvisor inside the sandbox (it names the sandbox's own)", val);
+                return usage_error(
+                    ret_error, "--pass-env: %s is set by pvisor inside the sandbox (it names the sandbox's own)", val);
             if (o.n_pass_env >= POLICY_MAX_PASS_ENV)
-                return fail(ret_error, "--pass-env: at most %d names", POLICY_MAX_PASS_ENV);
+                return usage_error(ret_error, "--pass-env: at most %d names", POLICY_MAX_PASS_ENV);
             o.pass_env[o.n_pass_env++] = val;
             break;
         case OPT_MAX_INODES:
             r = parse_size(val, 1, UINT64_MAX, &o.stage_max_inodes);
             if (r < 0)
-                return fail(ret_error, "--stage-max-inodes: '%s' is not a count (examples: 1000, 100K)", val);
+                return usage_error(ret_error, "--stage-max-inodes: '%s' is not a count (examples: 1000, 100K)", val);
             break;
         }
     }
@@ -380,29 +373,31 @@ int policy_parse_run(int argc, char **argv, struct run_options *ret_opts, char *
         return 0;
     }
     if (!saw_dashdash)
-        return fail(ret_error, "missing '--' and a command (use: pvisor run [OPTIONS] -- COMMAND [ARGS...])");
+        return usage_error(ret_error, "missing '--' and a command (use: pvisor run [OPTIONS] -- COMMAND [ARGS...])");
     if (i >= argc)
-        return fail(ret_error, "missing the command after '--' (use: pvisor run [OPTIONS] -- COMMAND [ARGS...])");
+        return usage_error(ret_error,
+                           "missing the command after '--' (use: pvisor run [OPTIONS] -- COMMAND [ARGS...])");
     if (argv[i][0] == '\0')
-        return fail(ret_error, "the command after '--' is empty");
+        return usage_error(ret_error, "the command after '--' is empty");
 
     bool stage_opts = o.durability_set || o.stage_max_bytes || o.stage_max_inodes;
     if (stage_opts && !policy_wants_stage(&o))
-        return fail(ret_error,
-                    "--stage-durability/--stage-max-* need a stage: add --stage DIR, --stage auto or --safe");
+        return usage_error(ret_error,
+                           "--stage-durability/--stage-max-* need a stage: add --stage DIR, --stage auto or --safe");
     if (o.n_access && !policy_wants_sandbox(&o))
-        return fail(ret_error, "--access/--allow-write only apply to --safe or --filesystem sandbox");
+        return usage_error(ret_error, "--access/--allow-write only apply to --safe or --filesystem sandbox");
     if (o.n_pass_env && !policy_wants_sandbox(&o))
-        return fail(ret_error,
-                    "--pass-env only applies to --safe or --filesystem sandbox (other runs inherit the environment)");
+        return usage_error(
+            ret_error,
+            "--pass-env only applies to --safe or --filesystem sandbox (other runs inherit the environment)");
     if (o.network_set && !o.safe)
-        return fail(ret_error, "--network only applies to --safe (other runs keep the host's network)");
+        return usage_error(ret_error, "--network only applies to --safe (other runs keep the host's network)");
     if (o.n_allow_net && !o.safe)
-        return fail(ret_error, "--allow-net only applies to --safe (other runs keep the host's network)");
+        return usage_error(ret_error, "--allow-net only applies to --safe (other runs keep the host's network)");
     if (policy_has_limits(&o.limits) && !policy_wants_sandbox(&o))
-        return fail(ret_error, "--limit only applies to --safe or --filesystem sandbox");
+        return usage_error(ret_error, "--limit only applies to --safe or --filesystem sandbox");
     if (o.workspace && o.workspace[0] == '\0')
-        return fail(ret_error, "--workspace needs a directory");
+        return usage_error(ret_error, "--workspace needs a directory");
 
     o.cmd_argc = argc - i;
     o.cmd_argv = argv + i;

@@ -38,6 +38,15 @@ char *str_vprintf(const char *fmt, va_list ap) {
     return vasprintf(&s, fmt, ap) < 0 ? NULL : s;
 }
 
+int usage_error(char **ret_error, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    char *m = str_vprintf(fmt, ap);
+    va_end(ap);
+    *ret_error = m;
+    return m ? -EINVAL : -ENOMEM;
+}
+
 char *str_printf(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);

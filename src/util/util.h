@@ -18,6 +18,9 @@ char *path_join(const char *a, const char *b);
 /* printf into a malloc'd string; NULL on ENOMEM. */
 char *str_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 char *str_vprintf(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
+/* A usage error: the message, malloc'd, into *ret_error; -EINVAL (-ENOMEM
+ * when it could not be made, *ret_error NULL). */
+int usage_error(char **ret_error, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Is path equal to dir or below it (component-wise, no resolution)?
  * dir "/" contains every absolute path. */
