@@ -14,6 +14,7 @@
  * warns of is warnings.c's.
  */
 #include "lifecycle/lc-internal.h"
+#include "lifecycle/apply-plan.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -1117,44 +1118,62 @@ static void detect_renames(struct lc_changeset *cs, const struct ino_pair *orig,
     }
 }
 
+static int ours_add(char ***v, size_t *n, size_t *cap, const char *path) {
+    if (*n == *cap) {
+        size_t nc = *cap ? 2 * *cap : 16;
+        char **nv = realloc(*v, nc * sizeof *nv);
+        if (!nv)
+            return -ENOMEM;
+        *v = nv;
+        *cap = nc;
+    }
+    if (!((*v)[*n] = strdup(path)))
+        return -ENOMEM;
+    (*n)++;
+    return 0;
+}
+
 /* STAGE/apply-created: directories earlier `apply --path` runs created
  * (one path per line), so a later apply does not take them for directories
- * the user created. */
+ * the user created.  With them, those an interrupted apply created
+ * (STAGE/apply-intent: new directories), which the resume completes:
+ * review and diff took them for the user's ("exists in the workspace but
+ * the agent never saw it", a conflict), though the resume does not. */
 static int load_ours(int stage_dir_fd, char ***ret, size_t *ret_n) {
     *ret = NULL;
     *ret_n = 0;
     _cleanup_free_ char *buf = NULL;
     size_t len = 0;
     int r = read_file_at(stage_dir_fd, LC_APPLY_CREATED, 64u << 20, &buf, &len);
-    if (r < 0)
-        return r == -ENOENT ? 0 : r;
+    if (r < 0 && r != -ENOENT)
+        return r;
     size_t n = 0, cap = 0;
     char **v = NULL;
     /* NUL-terminated paths; an older file, without a NUL, has one per line */
-    char sep = memchr(buf, '\0', len) ? '\0' : '\n';
-    for (size_t off = 0; off < len;) {
+    char sep = buf && memchr(buf, '\0', len) ? '\0' : '\n';
+    for (size_t off = 0; buf && off < len;) {
         char *line = buf + off;
         char *end = memchr(line, sep, len - off);
         if (!end)
             break; /* cut short: the file is written whole (rename), so never */
         *end = '\0';
         off = (size_t)(end - buf) + 1;
-        if (!lc_path_valid(line))
-            continue;
-        if (n == cap) {
-            cap = cap ? 2 * cap : 16;
-            char **nv = realloc(v, cap * sizeof *nv);
-            if (!nv) {
-                free_names(v, n);
-                return -ENOMEM;
-            }
-            v = nv;
-        }
-        if (!(v[n] = strdup(line))) {
+        if (lc_path_valid(line) && ours_add(&v, &n, &cap, line) < 0) {
             free_names(v, n);
             return -ENOMEM;
         }
-        n++;
+    }
+    /* an intent cut short or invalid: the resume says so; none of it here */
+    struct plan intent = {0};
+    if (lc_intent_load(stage_dir_fd, &intent) == 0) {
+        for (size_t i = 0; i < intent.n; i++)
+            if (intent.v[i].old_type == LC_NONE && intent.v[i].new_type == LC_DIR &&
+                ours_add(&v, &n, &cap, intent.v[i].path) < 0) {
+                lc_plan_free(&intent);
+                free_names(v, n);
+                return -ENOMEM;
+            }
+        lc_plan_free(&intent);
     }
     if (n)
         qsort(v, n, sizeof *v, lc_cmp_strp);

@@ -790,6 +790,20 @@ ap=$!; sleep 0.3; kill -9 $ap; wait $ap 2>/dev/null
 eq "$rc $(review_json "$S" | jq -r .stage.state)" "0 dropped" "drop --force drops a stage with a pending apply"
 check "drop --force removed apply's temp files" sh -c "! find '$W' -name '.pvisor-apply-*' | grep -q ."
 
+# the directories an interrupted apply created are its own, not the
+# user's: review and diff named each a conflict ("exists in the workspace
+# but the agent never saw it", "apply refuses until they are resolved"),
+# though the resume completes the apply without one
+W=$T/ws7ic S=$T/st7ic
+mkdir -p "$W"; for i in 1 2 3 4; do echo "old $i" > "$W/f$i"; done
+stage_run "$W" "$S" 'mkdir nd && echo n > nd/n && for f in f*; do echo new >> $f; done' >/dev/null
+PVISOR_TEST_APPLY_DELAY_US=300000 "$P" apply --stage "$S" >/dev/null 2>&1 &
+ap=$!; wait_for "$W/nd"; kill -9 $ap; wait $ap 2>/dev/null
+eq "$(review_json "$S" | jq -r '[.stage.apply_pending, .changeset.summary.conflicts, ([.changeset.changes[] | select(.conflict)] | length)] | join(" ")'):$("$P" diff --stage "$S" 2>&1 >/dev/null | grep -c 'never saw it')" \
+    "true 0 0:0" "review and diff of a stage whose apply was cut short take the directory it created for its own (no conflict)"
+"$P" apply --stage "$S" >/dev/null 2>&1; rc=$?
+eq "$rc:$(cat "$W/nd/n" "$W/f4" | tr '\n' ' ')" "0:n old 4 new " "  and the resume completes it"
+
 # ... also a directory whose mode the user changed after the crash (the
 # stage changes it 0750 -> 0705; the user made it 0700): the resume took
 # any directory for one in its final state, and gave it 0705 again
