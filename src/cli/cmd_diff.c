@@ -16,6 +16,7 @@
  * a file the diff is diff(1)'s, byte for byte (for patch(1)). */
 #include "cli/cli.h"
 #include "lifecycle/lifecycle.h"
+#include "stage/stage.h"
 #include "util/cleanup.h"
 #include "util/util.h"
 
@@ -489,6 +490,13 @@ int cmd_diff(int argc, char **argv) {
     _cleanup_free_ char *stopped = NULL;
     bool stopped_deleted = false;
     int r = lc_cli_load_changes(stage, &st, &cs, &stopped, &stopped_deleted);
+    enum stage_state state;
+    /* dropped, or applied and then emptied by a drop: said as apply says
+     * it (this said "it holds no changes (dropped?)" of both) */
+    if (r == -ENOENT && stage_probe_state(stage, &state) == 0 && (state == STAGE_DROPPED || state == STAGE_APPLIED))
+        return cli_error(PV_EXIT_FAILURE, "diff", "nothing to show: the stage %s was %s%s", stage,
+                         stage_done_phrase(stage),
+                         state == STAGE_APPLIED ? " ('pvisor drop' removed the stage's copy of them)" : "");
     if (r < 0) {
         cli_error(PV_EXIT_FAILURE, "diff", "cannot read the stage %s: %s", stage,
                   r == -ENOENT                        ? "it holds no changes (dropped?)"

@@ -636,6 +636,9 @@ eq "$(review_json "$S" | jq -r .stage.state)" dropped "after drop the stage show
 check "drop removed upper/ and the journal" sh -c "test ! -e '$S/upper' && test ! -e '$S/journal'"
 "$P" apply --stage "$S" >/dev/null 2>&1; rc=$?
 eq "$rc" 1 "apply of a dropped stage is refused"
+"$P" diff --stage "$S" >/dev/null 2>"$T/dd.err"; rc=$?
+eq "$rc:$(cat "$T/dd.err")" "1:pvisor diff: nothing to show: the stage $S was dropped: its changes were discarded" \
+    "diff of a dropped stage says it was dropped (it guessed: 'it holds no changes (dropped?)')"
 
 # What the agent can leave in a stage, drop removes: a tree deeper than
 # review and apply go (LC_MAX_DEPTH), directories it made unreadable or
@@ -2058,6 +2061,9 @@ eq "$r1:$r2:$r3:$(ls -A "$SAD" | tr '\n' ' ')$(review_json "$SAD" | jq -c '[.sta
     "drop of an applied stage removes its copy of the changes and its checkpoints; it still reads applied"
 eq "$(cd "$W" && find . -type f -exec md5sum {} + | sort | md5sum):$(grep -c "copy of them was removed" "$T/apdrop.st")" "$sum_before:1" \
     "... the workspace keeps what apply wrote, and review says where the changes went"
+(cd "$W" && "$P" diff) >/dev/null 2>"$T/apdrop.diff"; rc=$?
+eq "$rc:$(grep -c "was applied: its changes are in the workspace ('pvisor drop' removed the stage's copy of them)" "$T/apdrop.diff"):$(grep -c 'dropped?' "$T/apdrop.diff")" \
+    "1:1:0" "... and so does diff (it asked whether the applied stage was dropped)"
 
 # Review warnings that matter: a .pth file (or sitecustomize.py) the agent
 # puts in an environment's site-packages runs at every start of Python
