@@ -507,6 +507,17 @@ int cmd_diff(int argc, char **argv) {
         return PV_EXIT_FAILURE;
     }
     (void)lc_cli_override_unreadable(cs);
+    /* An applied stage differs from the workspace only by what was edited
+     * there since the apply (a 'git status' refreshes .git/index), and
+     * what apply never writes: its diff undoes those edits, and no apply is left to refuse them (said
+     * as conflicts "apply refuses", as if the changes were still to come) */
+    bool applied = stage_probe_state(stage, &state) == 0 && state == STAGE_APPLIED;
+    if (applied && cs->n)
+        fprintf(stderr,
+                "pvisor diff: note: the stage %s was applied; this is not still to apply: it is how the stage's "
+                "copy differs from the workspace now (edits made there since the apply, undone; what apply does not "
+                "write: sockets, device nodes, set-id bits)\n",
+                stage);
     for (size_t i = 0; i < cs->n; i++)
         if (selected(cs->entries[i].path, paths, n_paths))
             show_entry(&d, st, &cs->entries[i]);
@@ -515,7 +526,7 @@ int cmd_diff(int argc, char **argv) {
      * (and applied as a patch, would): said, as review and apply do. */
     size_t n_conflicts = 0;
     for (size_t i = 0; i < cs->n; i++)
-        if (cs->entries[i].conflict && selected(cs->entries[i].path, paths, n_paths)) {
+        if (!applied && cs->entries[i].conflict && selected(cs->entries[i].path, paths, n_paths)) {
             if (n_conflicts++ == 0)
                 fprintf(stderr, "pvisor diff: warning: changed in the workspace since the run (conflicts: apply "
                                 "refuses them); their diff is against the workspace as it is now, so it also undoes "

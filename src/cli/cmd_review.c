@@ -505,6 +505,11 @@ static void print_human(const char *stage, const char *state, const char *run, c
     restore_note(stdout, "Note:        ", stage);
     if (emptied)
         printf("\nChanges:     applied; the stage's copy of them was removed ('pvisor drop' after the apply)\n");
+    bool applied = strcmp(state, "applied") == 0;
+    if (cs && applied && cs->n)
+        printf("Note:        applied; what is listed below is not still to apply: it is how the stage's copy differs "
+               "from the workspace now (edits made there since the apply, and what apply does not write: "
+               "sockets, device nodes, set-id bits)\n");
     if (cs) {
         size_t renamed = 0;
         for (size_t i = 0; i < cs->n; i++)
@@ -519,7 +524,7 @@ static void print_human(const char *stage, const char *state, const char *run, c
          * made are used in place of their sources when applied (Python
          * takes a __pycache__ .pyc whose header matches its source's size
          * and mtime) */
-        if (cs->n_binary)
+        if (cs->n_binary && !applied)
             printf("\nNote:        %zu of the files added or changed %s binary: 'pvisor diff' does not show %s; "
                    "build outputs and caches (__pycache__, *.o) may not match their sources: rebuild them after "
                    "the apply\n",
@@ -535,7 +540,9 @@ static void print_human(const char *stage, const char *state, const char *run, c
                     }
         }
         if (cs->n_conflicts) {
-            printf("\nConflicts (apply refuses until they are resolved):\n");
+            printf(applied ? "\nChanged in the workspace since the run (the stage is applied: no apply is left to "
+                             "refuse them):\n"
+                           : "\nConflicts (apply refuses until they are resolved):\n");
             for (size_t i = 0; i < cs->n; i++)
                 if (cs->entries[i].conflict) {
                     _cleanup_free_ char *k = NULL;

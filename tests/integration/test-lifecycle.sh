@@ -2044,6 +2044,23 @@ done
 eq "$(cd "$W" && env "$S1" "$P" status --review --json | jq -r .stage.state):$(cat "$W/a")" "sealed:a" \
     "... and the stage is neither dropped nor applied"
 
+# An applied stage differs from the workspace by the edits made there since
+# the apply (a 'git status' refreshes .git/index): review listed them as
+# its changes under "Conflicts (apply refuses until they are resolved)",
+# with "rebuild them after the apply", and diff warned "apply refuses
+# them", as if they were still to apply; both now say what they are
+W=$T/wsapedit
+mkdir -p "$W"; echo old > "$W/f"; printf 'a\000' > "$W/b"
+(cd "$W" && "$P" run --stage auto -- sh -c 'echo new > f; printf "b\000" > b') >/dev/null 2>&1
+(cd "$W" && "$P" apply) >/dev/null 2>&1
+echo "mine" >> "$W/f"; printf 'c\000' > "$W/b"
+(cd "$W" && "$P" status --review) >"$T/apedit.st" 2>&1
+(cd "$W" && "$P" diff) >/dev/null 2>"$T/apedit.diff"
+eq "$(grep -c '^Note: *applied; what is listed below is not still to apply' "$T/apedit.st"):$(grep -c 'apply refuses\|rebuild them after the apply' "$T/apedit.st"):$(grep -c '^  x f: content changed' "$T/apedit.st")" \
+    "1:0:1" "review of an applied stage edited since: the edits are not changes still to apply, nor conflicts apply refuses"
+eq "$(grep -c 'was applied; this is not still to apply' "$T/apedit.diff"):$(grep -c 'apply refuses' "$T/apedit.diff")" "1:0" \
+    "... nor in diff"
+
 # An applied stage kept its whole copy of the changes (and its checkpoints)
 # for good: drop refused it ("nothing left to discard"). Now drop empties
 # it, the workspace keeps what apply wrote, and it still reads 'applied'.
