@@ -50,6 +50,13 @@ int cmd_checkpoint(int argc, char **argv) {
             "%-32s %s  %lld bytes (%s)\n", json_string_value(json_object_get(v, "name")),
             json_string_value(json_object_get(v, "created")),
             (long long)json_integer_value(json_object_get(v, "bytes")), json_string_value(json_object_get(v, "copy")));
+        /* an empty listing said nothing at all: said on stderr (the
+         * listing, on stdout, stays empty for scripts) */
+        if (json_array_size(arr) == 0)
+            fprintf(stderr,
+                    "pvisor checkpoint: the stage %s has no checkpoints (make one with 'pvisor checkpoint "
+                    "[--name N]' once its run ended, or from inside a --safe run on its agent socket)\n",
+                    stage);
         json_decref(arr);
         return PV_EXIT_OK;
     }

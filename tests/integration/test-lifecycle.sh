@@ -1445,6 +1445,10 @@ fi
 W=$T/ws13 S=$T/st13
 mkdir -p "$W/d"; echo a > "$W/a"; echo b > "$W/d/b"
 stage_run "$W" "$S" 'echo A >> a && mv d d2 && echo n > n && ln n n2 && mkfifo ff && ln -s a sl'
+# an empty listing printed nothing at all
+"$P" checkpoint --list --stage "$S" >"$T/cpl.out" 2>"$T/cpl.err"; rc=$?
+eq "$rc:$(wc -c < "$T/cpl.out"):$(grep -c "^pvisor checkpoint: the stage $S has no checkpoints (make one with 'pvisor checkpoint" "$T/cpl.err")" \
+    "0:0:1" "checkpoint --list of a stage without checkpoints says so on stderr (stdout empty)"
 "$P" checkpoint --stage "$S" --name one >/dev/null; rc=$?
 eq "$rc" 0 "checkpoint of a sealed stage exits 0"
 review_json "$S" | jq -S .changeset > "$T/cs.one"
