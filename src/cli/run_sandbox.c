@@ -771,14 +771,18 @@ int sandbox_prepare(struct run_context *ctx, const struct agent_hooks *hooks, st
     sb.go_r = p[0];
     sb.go_w = p[1];
     /* a socket: init hands the egress broker's listening socket over it */
-    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, p) < 0 ||
-        (fcntl(p[0], F_SETFL, O_NONBLOCK) < 0 && (close(p[0]), close(p[1]), true))) {
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, p) < 0) {
         r = -errno;
         sandbox_release(&sb);
         return r;
     }
     sb.end_r = p[0];
     sb.end_w = p[1];
+    if (fcntl(sb.end_r, F_SETFL, O_NONBLOCK) < 0) {
+        r = -errno;
+        sandbox_release(&sb);
+        return r;
+    }
     sb.pass[0] = sb.plan_fd;
     sb.pass[1] = sb.sync_w;
     sb.pass[2] = sb.go_r;
