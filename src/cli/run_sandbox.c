@@ -1027,23 +1027,20 @@ static int receive_proxy_socket(struct sandbox *sb) {
     return broker_start(fd, sb->ctx->opts->allow_net, (size_t)sb->ctx->opts->n_allow_net, &sb->broker);
 }
 
-void sandbox_finish_egress(struct sandbox *sb) {
-    if (!sb->broker)
+/* One line for the requests of one verdict ("refused": not admitted;
+ * "failed": admitted, but the destination could not be reached), the first
+ * three destinations as the review shows them. */
+static void say_egress(const json_t *report, const char *verdict, const char *head) {
+    json_int_t count = json_integer_value(json_object_get(json_object_get(report, "connections"), verdict));
+    if (count <= 0)
         return;
-    broker_stop(sb->broker);
-    json_t *j = broker_report(sb->broker);
-    unsigned refused = broker_refused(sb->broker);
-    if (j)
-        bundle_set_json(sb->ctx->bundle, "egress", j);
-    if (refused == 0)
-        return;
-    /* the first refusals, as the review shows them */
-    fprintf(stderr, "pvisor run: the egress broker refused %u connection(s):", refused);
+    fprintf(stderr, "pvisor run: %s %lld connection(s):", head, (long long)count);
     size_t shown = 0;
-    json_t *d;
+    const json_t *d;
     size_t i;
-    json_array_foreach(json_object_get(j, "destinations"), i, d) {
-        if (strcmp(json_string_value(json_object_get(d, "verdict")), "allowed") == 0)
+    json_array_foreach(json_object_get(report, "destinations"), i, d) {
+        const char *v = json_string_value(json_object_get(d, "verdict"));
+        if (!v || strcmp(v, verdict) != 0)
             continue;
         if (shown++ == 3) {
             fprintf(stderr, " ...");
@@ -1054,6 +1051,21 @@ void sandbox_finish_egress(struct sandbox *sb) {
         fprintf(stderr, "%s %s (%s)", shown > 1 ? ";" : "", what ? what : "?", why ? why : "?");
     }
     fprintf(stderr, "\n");
+}
+
+void sandbox_finish_egress(struct sandbox *sb) {
+    if (!sb->broker)
+        return;
+    broker_stop(sb->broker);
+    json_t *j = broker_report(sb->broker);
+    if (!j)
+        return;
+    /* apart: a destination the command was allowed to reach but could
+     * not (a name that does not resolve, a refused connection) is not one
+     * for --allow-net, and it must not hide behind refusals listed first */
+    say_egress(j, "refused", "the egress broker refused");
+    say_egress(j, "failed", "the egress broker could not complete");
+    bundle_set_json(sb->ctx->bundle, "egress", j);
 }
 
 /* Parent side, once the launcher was exec'd: read its report, record the

@@ -621,13 +621,6 @@ void broker_stop(struct broker *b) {
     reap(b, true);
 }
 
-unsigned broker_refused(struct broker *b) {
-    pthread_mutex_lock(&b->lock);
-    unsigned n = b->counts[V_REFUSED] + b->counts[V_FAILED];
-    pthread_mutex_unlock(&b->lock);
-    return n;
-}
-
 json_t *broker_report(struct broker *b) {
     json_t *allow = json_array(), *dests = json_array();
     for (size_t i = 0; allow && i < b->n_rules; i++) {

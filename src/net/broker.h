@@ -50,9 +50,6 @@ void broker_stop(struct broker *b);
  * After broker_stop. */
 json_t *broker_report(struct broker *b);
 
-/* Requests refused or failed so far. */
-unsigned broker_refused(struct broker *b);
-
 void broker_free(struct broker *b); /* stops it first; NULL is fine */
 
 #endif

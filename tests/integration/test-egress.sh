@@ -99,6 +99,18 @@ eq "$(cd "$W" && "$P" status 2>/dev/null | grep -c '^Egress: *0 allowed, 6 refus
     "pvisor status says what the broker refused"
 eq "$(cd "$W" && "$P" status --review --json 2>/dev/null | jq -r '.egress.connections.refused')" "6" \
     "status --review --json carries the egress record"
+# An allowed destination that cannot be reached (here: nothing listens; on
+# a real run, a name that does not resolve) is said apart from the
+# refusals: behind four of them it was cut off as "..." and counted as
+# "refused", so the run's end pointed at --allow-net, not at the cause.
+DEAD=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+out=$(cd "$W" && "$P" run --safe --allow-net "127.0.0.1:$DEAD" -- sh -c "
+    for h in a b c d; do $C get \$h.example:443 small; done; $C get 127.0.0.1:$DEAD small" 2>"$T/err")
+eq "$(echo $out)" "403 - 403 - 403 - 403 - 502 -" "four hosts not allowed, then the allowed one that is down"
+eq "$(grep -c '^pvisor run: the egress broker refused 4 connection(s): a.example:443 (not in .*) \.\.\.$' "$T/err")" \
+    "1" "... the run's end lists the refusals"
+eq "$(grep -c "^pvisor run: the egress broker could not complete 1 connection(s): 127.0.0.1:$DEAD (" "$T/err")" "1" \
+    "... and, on a line of its own, the allowed destination it could not reach"
 
 # Bypass attempts: the host's servers directly (the control, a run without
 # the sandbox, gets through), another loopback port, and binding the
