@@ -476,6 +476,32 @@ static const char *env_get(char *const *env, const char *name) {
     return NULL;
 }
 
+/* Set git config key=value for the command, as `git -c` would (over the
+ * config files): the next GIT_CONFIG_KEY_n/GIT_CONFIG_VALUE_n after those
+ * the user passed (--pass-env); a GIT_CONFIG_COUNT that is not a number
+ * is left alone (git refuses to run with it anyway). */
+static int git_config_push(char ***envp, size_t *n, const char *key, const char *value) {
+    const char *count = env_get(*envp, "GIT_CONFIG_COUNT");
+    unsigned long k = 0;
+    if (count) {
+        char *end;
+        errno = 0;
+        k = strtoul(count, &end, 10);
+        if (!*count || *end || errno || k >= 1000000)
+            return 0;
+    }
+    char name[48], num[24];
+    snprintf(name, sizeof name, "GIT_CONFIG_KEY_%lu", k);
+    int r = env_push(envp, n, name, key);
+    snprintf(name, sizeof name, "GIT_CONFIG_VALUE_%lu", k);
+    if (r >= 0)
+        r = env_push(envp, n, name, value);
+    snprintf(num, sizeof num, "%lu", k + 1);
+    if (r >= 0)
+        r = env_push(envp, n, "GIT_CONFIG_COUNT", num);
+    return r;
+}
+
 static int build_env(const struct plan_inputs *in, struct launch_plan *p) {
     size_t n = 0;
     int r = 0;
@@ -523,6 +549,17 @@ static int build_env(const struct plan_inputs *in, struct launch_plan *p) {
             r = env_push(&p->envp, &n, "no_proxy", "localhost,127.0.0.1,::1");
         if (r >= 0)
             r = env_push(&p->envp, &n, "NODE_USE_ENV_PROXY", "1");
+        /* Clients whose own config file, read inside as well (pip.conf,
+         * an npmrc, ~/.gitconfig, Cargo's config.toml), can name a proxy
+         * that wins over the variables above: a host proxy, often a local
+         * one (127.0.0.1:7890), unreachable from inside.  Each has a
+         * variable that wins over its files. */
+        static const char *const config_vars[] = {"PIP_PROXY", "npm_config_proxy", "npm_config_https_proxy",
+                                                  "CARGO_HTTP_PROXY"};
+        for (size_t i = 0; i < sizeof config_vars / sizeof config_vars[0] && r >= 0; i++)
+            r = env_push(&p->envp, &n, config_vars[i], url);
+        if (r >= 0)
+            r = git_config_push(&p->envp, &n, "http.proxy", url);
     }
     return r;
 }

@@ -73,6 +73,46 @@ eq "$out" "http://127.0.0.1:3128 http://127.0.0.1:3128 http://127.0.0.1:3128 []"
     "inside, the proxy variables name the broker (over a passed host proxy, unreachable there)"
 out=$(cd "$W" && "$P" run --safe --network loopback --allow-net "127.0.0.1:$FP" -- sh -c 'echo "$NO_PROXY"' 2>&1)
 eq "$out" "localhost,127.0.0.1,::1" "with --network loopback, NO_PROXY keeps the sandbox's own loopback direct"
+# A client's own config file, read inside too, may name a host proxy (a
+# local one, 127.0.0.1:7890, is common) that wins over HTTPS_PROXY; each
+# such client has a variable that wins over its files, set to the broker.
+# The verdict: the broker saw each client's CONNECT (refused, the hosts
+# are not allowed) instead of a direct connect to the dead proxy.
+H=$T/proxyhome; mkdir -p "$H/.config/pip" "$W/.cargo"
+printf '[http]\n\tproxy = http://127.0.0.1:7890\n' > "$H/.gitconfig"
+printf '[global]\nproxy = http://127.0.0.1:7890\n' > "$H/.config/pip/pip.conf"
+printf 'proxy=http://127.0.0.1:7890\nhttps-proxy=http://127.0.0.1:7890\n' > "$W/.npmrc"
+printf '[http]\nproxy = "http://127.0.0.1:7890"\n' > "$W/.cargo/config.toml"
+tools= want=
+command -v git >/dev/null && tools="$tools git ls-remote https://git.example/r.git;" want="$want git.example:443"
+python3 -m pip --version >/dev/null 2>&1 && want="$want pip.example:443" &&
+    tools="$tools python3 -m pip download -q --retries 0 --no-deps -i https://pip.example/simple -d d x;"
+command -v npm >/dev/null && tools="$tools npm view --fetch-retries=0 --registry https://npm.example/ x;" &&
+    want="$want npm.example:443"
+if [ -n "$want" ]; then
+    (cd "$W" && HOME=$H "$P" run --safe --allow-net "127.0.0.1:$FP" -- sh -c "$tools" >/dev/null 2>&1)
+    eq "$(jq -r '[.egress.destinations[] | select(.verdict == "refused") | .destination] | join(" ")' "$(bundle)")" \
+        "${want# }" "a proxy named in git's, pip's, npm's config file yields to the broker:$want"
+else
+    skip "a proxy in git's, pip's, npm's config file yields to the broker" "none of them here"
+fi
+if command -v git >/dev/null; then
+    out=$(cd "$W" && GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=user.name GIT_CONFIG_VALUE_0=kept "$P" run --safe \
+        --pass-env GIT_CONFIG_COUNT --pass-env GIT_CONFIG_KEY_0 --pass-env GIT_CONFIG_VALUE_0 --allow-net "127.0.0.1:$FP" -- \
+        sh -c 'echo $GIT_CONFIG_COUNT $(git config user.name) $(git config http.proxy)' 2>&1)
+    eq "$out" "2 kept http://127.0.0.1:3128" "git's http.proxy comes after the GIT_CONFIG_* entries passed in, which stay"
+fi
+# Cargo (often a rustup proxy that needs the real HOME): the workspace's
+# .cargo/config.toml names the proxy
+if command -v cargo >/dev/null && cargo --version >/dev/null 2>&1; then
+    (cd "$W" && "$P" run --safe --allow-net "127.0.0.1:$FP" -- \
+        env CARGO_NET_RETRY=0 cargo search --index sparse+https://cargo.example/ x >/dev/null 2>&1)
+    eq "$(jq -r '[.egress.destinations[] | .destination] | join(" ")' "$(bundle)")" "cargo.example:443" \
+        "a proxy named in Cargo's config file yields to the broker"
+else
+    diag "not tested here: a proxy in Cargo's config file (no cargo on this machine)"
+fi
+rm -rf "$W/.npmrc" "$W/.cargo"
 out=$(cd "$W" && HTTPS_PROXY=http://10.9.9.9:1 "$P" run --safe -- sh -c 'echo "[${HTTPS_PROXY:-}]"' 2>&1)
 eq "$out" "[]" "without --allow-net there is no proxy variable"
 eq "$(jq -r '[.egress // "none", (.requested_policy.allow_net | length)] | join(" ")' "$(bundle)")" "none 0" \
