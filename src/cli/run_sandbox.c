@@ -1053,13 +1053,22 @@ static void say_egress(const json_t *report, const char *verdict, const char *he
     fprintf(stderr, "\n");
 }
 
-void sandbox_finish_egress(struct sandbox *sb) {
+void sandbox_finish_egress(struct sandbox *sb, bool command_failed) {
     if (!sb->broker)
         return;
     broker_stop(sb->broker);
     json_t *j = broker_report(sb->broker);
     if (!j)
         return;
+    /* a command that failed without asking the broker for anything may be
+     * a client that ignores the proxy variables (it found no network) */
+    const json_t *c = json_object_get(j, "connections");
+    if (command_failed && json_integer_value(json_object_get(c, "allowed")) +
+                                  json_integer_value(json_object_get(c, "refused")) +
+                                  json_integer_value(json_object_get(c, "failed")) ==
+                              0)
+        fprintf(stderr, "pvisor run: note: the command asked the egress broker for no connection: a client that "
+                        "ignores HTTPS_PROXY (Node 20's fetch, Java, ssh) has no network under --safe\n");
     /* apart: a destination the command was allowed to reach but could
      * not (a name that does not resolve, a refused connection) is not one
      * for --allow-net, and it must not hide behind refusals listed first */

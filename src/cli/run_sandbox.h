@@ -134,9 +134,10 @@ const char *sandbox_report_error(const struct sandbox *sb, char *buf, size_t siz
 void sandbox_record(struct run_context *ctx, const struct sandbox *sb);
 void sandbox_release(struct sandbox *sb);
 /* Once the command's tree is gone: stop the egress broker, record what it
- * brokered in the Bundle ("egress") and say what it refused (no-op
- * without --allow-net). */
-void sandbox_finish_egress(struct sandbox *sb);
+ * brokered in the Bundle ("egress") and say what it refused, and when a
+ * command that failed asked it for nothing, that a client may have
+ * ignored the proxy (no-op without --allow-net). */
+void sandbox_finish_egress(struct sandbox *sb, bool command_failed);
 
 /* Give the user's terminal its modes back (no-op unless it was made raw). */
 void sandbox_restore_tty(struct sandbox *sb);

@@ -393,7 +393,7 @@ int run_execute_staged(struct run_context *ctx,
 #endif
     if (sandbox) {
         sandbox_finish_resources(&sb);
-        sandbox_finish_egress(&sb);
+        sandbox_finish_egress(&sb, r < 0 || exec_exit_status(&res) != 0);
         sandbox_release_home_async(&sb); /* meanwhile, the workspace is sealed */
     }
 

@@ -435,7 +435,7 @@ static void *serve(void *arg) {
     if (!tunnel && (!method_ok(method) || split_http_url(target, auth, sizeof auth, &path) < 0)) {
         char m[24], t[WHAT_MAX - 32];
         printable(m, sizeof m, method, strlen(method));
-        printable(t, sizeof t, target, strlen(target));
+        printable(t, sizeof t, target, strcspn(target, "?#")); /* a query may hold a secret */
         snprintf(what, sizeof what, "%s %s", m, t);
         respond(c->client, "400 Bad Request", "not a CONNECT host:port or a request for an absolute http:// URL");
         record(b, what, V_REFUSED, "not a CONNECT host:port or a request for an absolute http:// URL", 0, 0);

@@ -192,6 +192,13 @@ c = socket.create_connection((\"127.0.0.1\", port)); print(c.recv(10).decode())
 eq "$(echo $out)" "inside ECONNREFUSED 200 $SMALL_SHA" \
     "--network loopback with --allow-net: the sandbox's own loopback works, the host's is reached only by the broker"
 
+out=$(cd "$W" && "$P" run --safe --allow-net "127.0.0.1:$FP" -- sh -c "$C raw 'GET /x?token=SECRET1 HTTP/1.1\r\n\r\n'; exit 3" 2>&1)
+eq "$(echo "$out" | grep -c 'asked the egress broker for no connection'):$(jq -c .egress "$(bundle)" | grep -c SECRET1):$(jq -r .egress.destinations[0].destination "$(bundle)")" "0:0:GET /x" \
+    "a refused request's query string is not recorded (it may hold a secret); a command that used the broker gets no hint"
+out=$(cd "$W" && "$P" run --safe --allow-net "127.0.0.1:$FP" -- sh -c 'exit 3' 2>&1); rc=$?
+eq "$rc:$(echo "$out" | grep -c 'asked the egress broker for no connection')" "3:1" \
+    "a command that failed without asking the broker for anything gets a hint (a client that ignores HTTPS_PROXY)"
+
 # --- a tunnel carries a half-close; many tunnels at once ----------------------
 out=$(cd "$W" && "$P" run --safe --allow-net "127.0.0.1:$EP" -- $C echo "127.0.0.1:$EP" hello 2>&1)
 eq "$out" "200 echo:hello" "a tunnel passes the client's half-close (the server answers after EOF)"
