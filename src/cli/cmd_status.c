@@ -29,7 +29,7 @@ static void print_exit(const json_t *b) {
                str(e, "signal_name"), to, (long long)json_integer_value(json_object_get(e, "pvisor_exit_status")));
     else
         printf("Exit:        status %lld%s\n", (long long)json_integer_value(json_object_get(e, "status")),
-               to[0] ? " (its --timeout expired)" : "");
+               to[0] ? " (its --timeout expired; pvisor exited 124)" : "");
 }
 
 /* s and a newline, with what a terminal would act on (term_char) as \xNN:

@@ -148,9 +148,22 @@ int run_finish(struct run_context *ctx, int r, const struct exec_result *res) {
     } else {
         bundle_set_string(ctx->bundle, "state", "finished");
     }
+    /* A command that exits by itself on --timeout's SIGTERM (many do, some
+     * with 0) would pass for one that finished: `pvisor run ... && pvisor
+     * apply` applied a run cut short.  124, as timeout(1) exits; killed by
+     * the signal, it is 128+N as ever. */
+    bool exited_on_timeout = res->timed_out && !res->exec_errno && WIFEXITED(res->wait_status);
+    if (exited_on_timeout)
+        status = 124;
     if (res->timed_out) {
-        snprintf(msg, sizeof msg, "the run's --timeout of %llu s expired; the command was terminated",
-                 (unsigned long long)(ctx->opts->timeout_ms / 1000));
+        if (exited_on_timeout)
+            snprintf(msg, sizeof msg,
+                     "the run's --timeout of %llu s expired; the command was terminated (it exited with status %d "
+                     "on the SIGTERM: pvisor exits 124, as timeout(1) does)",
+                     (unsigned long long)(ctx->opts->timeout_ms / 1000), WEXITSTATUS(res->wait_status));
+        else
+            snprintf(msg, sizeof msg, "the run's --timeout of %llu s expired; the command was terminated",
+                     (unsigned long long)(ctx->opts->timeout_ms / 1000));
         bundle_add_warning(ctx->bundle, msg);
         /* otherwise the command just stops, its exit status (143, 137) the
          * only sign of why */

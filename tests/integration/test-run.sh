@@ -511,6 +511,11 @@ else
 fi
 PVISOR_KILL_GRACE_MS=200 "$PVISOR" run --timeout 1 -- sh -c "trap '' TERM; sleep 3013"; rc=$?
 eq "$rc" 137 "--timeout kills a command that ignores SIGTERM after the grace period"
+# a command that exits by itself, 0, on the SIGTERM: its 0 would pass for a
+# finished run (`pvisor run ... && pvisor apply` applied a run cut short)
+PVISOR_KILL_GRACE_MS=5000 "$PVISOR" run --timeout 1 -- sh -c "trap 'exit 0' TERM; sleep 3014 & wait" 2>"$T/timeout0.err"; rc=$?
+eq "$rc:$(grep -c 'exited with status 0 on the SIGTERM: pvisor exits 124' "$T/timeout0.err"):$("$PVISOR" status | grep -c '^Exit: *status 0 (its --timeout expired; pvisor exited 124)$'):$(jq -r .exit.pvisor_exit_status "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json")" \
+    "124:1:1:124" "--timeout: a command that exits 0 on the SIGTERM makes pvisor exit 124 (as timeout(1)), and says so"
 "$PVISOR" run --timeout 0 -- true 2>/dev/null; eq $? 2 "--timeout 0 is a usage error"
 "$PVISOR" run --timeout 5x -- true 2>/dev/null; eq $? 2 "--timeout with a bad unit is a usage error"
 "$PVISOR" run --timeout 10 -- true; eq $? 0 "a command that finishes in time is unaffected by --timeout"
