@@ -32,6 +32,7 @@
 
 #define RELAY_BUF (64u << 10)
 #define WHAT_MAX (EGRESS_HOST_MAX + 16)
+#define REASON_MAX 300 /* a refusal's or failure's reason, with its NUL */
 
 enum verdict { V_ALLOWED, V_REFUSED, V_FAILED };
 static const char *const verdict_names[] = {"allowed", "refused", "failed"};
@@ -39,7 +40,7 @@ static const char *const verdict_names[] = {"allowed", "refused", "failed"};
 struct dest {
     char what[WHAT_MAX]; /* the destination as asked (normalised when it parsed) */
     enum verdict verdict;
-    char reason[200]; /* the first refusal's or failure's */
+    char reason[REASON_MAX]; /* the first refusal's or failure's */
     unsigned connections;
     uint64_t bytes_up, bytes_down;
 };
@@ -123,8 +124,10 @@ static int send_all(int fd, const char *buf, size_t len) {
     return 0;
 }
 
+/* A status line and reason (at most REASON_MAX) the client can show.  The
+ * reason is there twice: buf holds two of the longest and the rest. */
 static void respond(int fd, const char *status, const char *reason) {
-    char buf[512];
+    char buf[2 * REASON_MAX + 256];
     int n = snprintf(buf, sizeof buf,
                      "HTTP/1.1 %s\r\nX-Pvisor-Egress: %s\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n"
                      "Connection: close\r\n\r\npvisor egress broker: %s\n",
@@ -457,7 +460,7 @@ static void *serve(void *arg) {
         close_conn_fds(c);
         return NULL;
     }
-    char why[300];
+    char why[REASON_MAX];
     int up_fd = open_upstream(b, rule, &req, why, sizeof why);
     if (up_fd < 0) {
         bool refused = up_fd == -EACCES;

@@ -257,6 +257,8 @@ static const json_t *dest(const json_t *rep, const char *what, const char *verdi
     return NULL;
 }
 
+static const char huge_label[] = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+
 static void test_broker(void) {
     uint16_t up_port, bp;
     struct upstream u = {.fd = listen_on(&up_port)};
@@ -267,14 +269,15 @@ static void test_broker(void) {
     pthread_t ut;
     pthread_create(&ut, NULL, upstream_loop, &u);
 
-    struct egress_rule rules[2];
+    struct egress_rule rules[3];
     char spec[64], *err = NULL;
     snprintf(spec, sizeof spec, "127.0.0.1:%u", up_port);
     egress_rule_parse(spec, &rules[0], &err);
     snprintf(spec, sizeof spec, "localhost:%u", up_port);
     egress_rule_parse(spec, &rules[1], &err);
+    egress_rule_parse("*.pvisor-test.invalid", &rules[2], &err); /* never resolves (RFC 6761) */
     struct broker *b = NULL;
-    ok(broker_start(lfd, rules, 2, &b) == 0, "broker_start");
+    ok(broker_start(lfd, rules, 3, &b) == 0, "broker_start");
 
     static char out[1 << 21];
     char req[512];
@@ -342,6 +345,14 @@ static void test_broker(void) {
     ok(strncmp(out, "HTTP/1.1 400 ", 13) == 0, "a malformed request line: 400");
     exchange(bp, "", sizeof "" - 1, out, sizeof out);
     ok(out[0] == '\0', "a client that closes at once gets nothing");
+    /* an admitted name as long as names go: the reason, which holds it,
+     * still reaches the client (twice: the header and the body) */
+    char name[EGRESS_HOST_MAX + 1];
+    snprintf(name, sizeof name, "%.63s.%.63s.%.63s.pvisor-test.invalid", huge_label, huge_label, huge_label);
+    l = snprintf(req, sizeof req, "CONNECT %s:443 HTTP/1.1\r\n\r\n", name);
+    exchange(bp, req, (size_t)l, out, sizeof out);
+    ok(strncmp(out, "HTTP/1.1 502 ", 13) == 0 && strstr(out, name) && strstr(strstr(out, name) + 1, name),
+       "a %zu-character name that does not resolve: 502 with the reason", strlen(name));
 
     /* the limit: BROKER_MAX_CONNS clients that send nothing, then one more */
     int held[BROKER_MAX_CONNS];
