@@ -469,20 +469,24 @@ static void print_egress(const json_t *bundle) {
     const json_t *v;
     json_array_foreach(json_object_get(eg, "allow"), i, v) printf("%s%s", i ? ", " : "", json_string_value(v));
     printf(")\n");
+    long long up = 0, down = 0; /* the listed tunnels' */
     json_array_foreach(json_object_get(eg, "destinations"), i, v) {
         /* the destination as the command asked: printable already */
         long long n = jint(v, "connections");
         const char *verdict = jstr(v, "verdict");
         printf("  %-8s %s: %lld connection%s", verdict, jstr(v, "destination"), n, n == 1 ? "" : "s");
-        if (strcmp(verdict, "allowed") == 0)
+        if (strcmp(verdict, "allowed") == 0) {
             printf(", %lld bytes sent, %lld received\n", jint(v, "bytes_up"), jint(v, "bytes_down"));
-        else
+            up += jint(v, "bytes_up");
+            down += jint(v, "bytes_down");
+        } else
             printf(": %s\n", jstr(v, "reason"));
     }
     long long dropped = jint(eg, "destinations_dropped");
     if (dropped > 0)
-        printf("  ... and %lld more connection%s to other destinations (not listed)\n", dropped,
-               dropped == 1 ? "" : "s");
+        printf("  ... and %lld more connection%s to other destinations (not listed): %lld bytes sent, %lld "
+               "received\n",
+               dropped, dropped == 1 ? "" : "s", jint(eg, "bytes_up") - up, jint(eg, "bytes_down") - down);
 }
 
 static void print_human(const char *stage, const char *state, const char *run, const json_t *bundle,

@@ -66,8 +66,9 @@ struct broker {
     unsigned live;
     unsigned counts[3];
     struct dest dests[BROKER_MAX_DESTINATIONS];
-    size_t n_dests;
+    size_t n_dests, n_dests_not_allowed;
     unsigned dests_dropped;
+    uint64_t bytes_up, bytes_down; /* every tunnel's, listed or not */
 };
 
 static int64_t now_ms(void) {
@@ -90,11 +91,19 @@ static void printable(char *dst, size_t size, const char *src, size_t len) {
 static void record(struct broker *b, const char *what, enum verdict v, const char *reason, uint64_t up, uint64_t down) {
     pthread_mutex_lock(&b->lock);
     b->counts[v]++;
+    b->bytes_up += up;
+    b->bytes_down += down;
     struct dest *d = NULL;
     for (size_t i = 0; i < b->n_dests && !d; i++)
         if (b->dests[i].verdict == v && strcmp(b->dests[i].what, what) == 0)
             d = &b->dests[i];
-    if (!d && b->n_dests < BROKER_MAX_DESTINATIONS) {
+    /* Refusals and failures take at most half of the table: the rest stays
+     * for the tunnels, what may have left the machine (a command that
+     * asked for 256 other names first must not drop its tunnel from the
+     * list). */
+    if (!d && b->n_dests < BROKER_MAX_DESTINATIONS &&
+        (v == V_ALLOWED || b->n_dests_not_allowed < BROKER_MAX_DESTINATIONS / 2)) {
+        b->n_dests_not_allowed += v != V_ALLOWED;
         d = &b->dests[b->n_dests++];
         snprintf(d->what, sizeof d->what, "%s", what);
         d->verdict = v;
@@ -643,10 +652,11 @@ json_t *broker_report(struct broker *b) {
     }
     char proxy[40];
     snprintf(proxy, sizeof proxy, "http://127.0.0.1:%u", (unsigned)EGRESS_PROXY_PORT);
-    json_t *j = json_pack("{s:s, s:o, s:{s:I, s:I, s:I}, s:o, s:I}", "proxy", proxy, "allow", allow, "connections",
-                          "allowed", (json_int_t)b->counts[V_ALLOWED], "refused", (json_int_t)b->counts[V_REFUSED],
-                          "failed", (json_int_t)b->counts[V_FAILED], "destinations", dests, "destinations_dropped",
-                          (json_int_t)b->dests_dropped);
+    json_t *j = json_pack("{s:s, s:o, s:{s:I, s:I, s:I}, s:o, s:I, s:I, s:I}", "proxy", proxy, "allow", allow,
+                          "connections", "allowed", (json_int_t)b->counts[V_ALLOWED], "refused",
+                          (json_int_t)b->counts[V_REFUSED], "failed", (json_int_t)b->counts[V_FAILED], "destinations",
+                          dests, "destinations_dropped", (json_int_t)b->dests_dropped, "bytes_up",
+                          (json_int_t)b->bytes_up, "bytes_down", (json_int_t)b->bytes_down);
     pthread_mutex_unlock(&b->lock);
     return j;
 }

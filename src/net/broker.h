@@ -46,8 +46,10 @@ int broker_start(int listen_fd, const struct egress_rule *rules, size_t n_rules,
 void broker_stop(struct broker *b);
 
 /* The evidence: {"proxy", "allow": [...], "connections": {"allowed",
- * "refused", "failed"}, "destinations": [...], "destinations_dropped"}.
- * After broker_stop. */
+ * "refused", "failed"}, "destinations": [...], "destinations_dropped",
+ * "bytes_up", "bytes_down"}: at most BROKER_MAX_DESTINATIONS destinations,
+ * half of them kept for allowed ones; the bytes are every tunnel's, listed
+ * or not.  After broker_stop. */
 json_t *broker_report(struct broker *b);
 
 void broker_free(struct broker *b); /* stops it first; NULL is fine */

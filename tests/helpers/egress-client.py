@@ -11,6 +11,9 @@ egress-client.py raw TEXT             send TEXT (\\r\\n escapes) to the
                                       proxy, print its status line
 egress-client.py direct HOST PORT     a direct TCP connect: "connected" or
                                       the errno's name
+egress-client.py others N             CONNECT to N names no rule admits
+                                      (decoyI.example:443), one at a
+                                      time: prints how many got a 403
 """
 import errno
 import hashlib
@@ -69,6 +72,13 @@ elif cmd == "raw":
     s = proxy()
     s.sendall(sys.argv[2].encode().decode("unicode_escape").encode("latin-1"))
     print(read_all(s).split(b"\r\n", 1)[0].decode())
+elif cmd == "others":
+    n = 0
+    for i in range(int(sys.argv[2])):
+        s, code = connect("decoy%d.example:443" % i)
+        s.close()
+        n += code == "403"
+    print(n)
 elif cmd == "direct":
     try:
         socket.create_connection((sys.argv[2], int(sys.argv[3])), timeout=5).close()

@@ -152,6 +152,20 @@ eq "$(grep -c '^pvisor run: the egress broker refused 4 connection(s): a.example
 eq "$(grep -c "^pvisor run: the egress broker could not complete 1 connection(s): 127.0.0.1:$DEAD (" "$T/err")" "1" \
     "... and, on a line of its own, the allowed destination it could not reach"
 
+# A command that first asks for more other names than the record lists
+# does not drop its tunnel from the list: refusals take at most half.
+out=$(cd "$W" && "$P" run --safe --allow-net "127.0.0.1:$FP" -- sh -c "
+    $C others 300; $C get 127.0.0.1:$FP big" 2>/dev/null)
+eq "$(echo $out)" "300 200 $BIG_SHA" "300 other names refused, then a tunnel"
+B=$(bundle)
+eq "$(jq -r '[(.egress.destinations | map(select(.verdict == "allowed")) | .[0].destination),
+              (.egress.bytes_down >= 3000000), (.egress.destinations_dropped > 0)] | join(" ")' "$B")" \
+    "127.0.0.1:$FP true true" "... the tunnel is still listed; the record totals its bytes"
+rev=$(cd "$W" && "$P" status --review 2>/dev/null)
+eq "$(echo "$rev" | grep -c "^  allowed  127.0.0.1:$FP: 1 connection, [0-9]* bytes sent, [0-9]* received")" "1" \
+    "... and status --review shows it"
+check "... the Bundle validates" $VALIDATE "$B"
+
 # Bypass attempts: the host's servers directly (the control, a run without
 # the sandbox, gets through), another loopback port, and binding the
 # broker's port.

@@ -407,10 +407,59 @@ static void test_broker(void) {
     free(err);
 }
 
+/* A command that asks for more other destinations than the report lists
+ * before it opens its tunnel: the tunnel stays listed, with its bytes. */
+static void test_broker_flood(void) {
+    uint16_t up_port, bp;
+    struct upstream u = {.fd = listen_on(&up_port)};
+    int lfd = listen_on(&bp);
+    if (u.fd < 0 || lfd < 0) {
+        ok(false, "listening sockets on loopback");
+        return;
+    }
+    pthread_t ut;
+    pthread_create(&ut, NULL, upstream_loop, &u);
+    struct egress_rule rule;
+    char spec[64], req[128], *err = NULL;
+    snprintf(spec, sizeof spec, "127.0.0.1:%u", up_port);
+    egress_rule_parse(spec, &rule, &err);
+    struct broker *b = NULL;
+    ok(broker_start(lfd, &rule, 1, &b) == 0, "broker_start");
+    static char out[4096];
+    int refused = 0;
+    for (int i = 0; i < BROKER_MAX_DESTINATIONS + 10; i++) {
+        int l = snprintf(req, sizeof req, "CONNECT decoy%d.example:443 HTTP/1.1\r\n\r\n", i);
+        exchange(bp, req, (size_t)l, out, sizeof out);
+        refused += strncmp(out, "HTTP/1.1 403 ", 13) == 0;
+    }
+    ok(refused == BROKER_MAX_DESTINATIONS + 10, "%d other destinations: 403 each", refused);
+    int l = snprintf(req, sizeof req, "CONNECT %s HTTP/1.1\r\n\r\nsecret", spec);
+    exchange(bp, req, (size_t)l, out, sizeof out);
+    ok(strcmp(out, "HTTP/1.1 200 Connection established\r\n\r\necho:secret") == 0, "then the tunnel");
+    broker_stop(b);
+    json_t *rep = broker_report(b);
+    const json_t *d = dest(rep, spec, "allowed");
+    ok(d && json_integer_value(json_object_get(d, "bytes_up")) == 6,
+       "the tunnel is listed with its bytes after %d refused destinations", BROKER_MAX_DESTINATIONS + 10);
+    ok(json_integer_value(json_object_get(rep, "bytes_up")) == 6 &&
+           json_integer_value(json_object_get(rep, "bytes_down")) == 11,
+       "the report totals every tunnel's bytes");
+    ok(json_array_size(json_object_get(rep, "destinations")) <= BROKER_MAX_DESTINATIONS &&
+           json_integer_value(json_object_get(rep, "destinations_dropped")) > 0,
+       "the list stays bounded; the rest are counted as dropped");
+    json_decref(rep);
+    broker_free(b);
+    shutdown(u.fd, SHUT_RDWR);
+    close(u.fd);
+    pthread_join(ut, NULL);
+    free(err);
+}
+
 int main(void) {
     test_rules();
     test_match();
     test_addresses();
     test_broker();
+    test_broker_flood();
     return tap_done();
 }
