@@ -1,9 +1,11 @@
 /* broker.c: see broker.h.
  *
- * Threads: one accepts, one per connection serves it.  b->lock protects
- * the connection list, the counters and the destinations; the connection
- * threads take it only to record, to close their descriptors and to mark
- * themselves done, the accept thread to add and to join the done ones.
+ * Threads: one accepts, one per connection serves it, and a detached one
+ * per name lookup (struct lookup) that holds nothing of the broker.
+ * b->lock protects the connection list, the counters and the
+ * destinations; the connection threads take it only to record, to close
+ * their descriptors and to mark themselves done, the accept thread to add
+ * and to join the done ones.
  * broker_stop() shuts every live connection's sockets down under the
  * lock (a thread blocked in send() or connect() returns), wakes the
  * threads through stop_fd and joins them all.  No lock is held across a
@@ -19,6 +21,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -229,23 +232,104 @@ static int connect_one(struct broker *b, const struct sockaddr *sa, socklen_t sa
     return TAKE_FD(s);
 }
 
+/* A name lookup in a thread of its own.  getaddrinfo() cannot be
+ * interrupted, and with a DNS server that does not answer it takes the
+ * resolver's timeouts, per name and search domain (10 s with the
+ * defaults, minutes with "options timeout:30 attempts:5"): broker_stop()
+ * must not wait for that, nor keep the run from ending.  The connection
+ * thread waits for the lookup or the stop; the lookup holds nothing of
+ * the broker, and whichever of the two threads lets go last frees it. */
+struct lookup {
+    atomic_int refs;
+    int done_fd;      /* eventfd: readable once done */
+    atomic_bool done; /* gai and res are set (release; the reader acquires) */
+    char host[EGRESS_HOST_MAX + 1], port[8];
+    int flags;
+    int gai;
+    struct addrinfo *res;
+};
+
+static void lookup_unref(struct lookup *l) {
+    if (atomic_fetch_sub(&l->refs, 1) != 1)
+        return;
+    if (l->res)
+        freeaddrinfo(l->res);
+    close(l->done_fd);
+    free(l);
+}
+
+static void *lookup_thread(void *arg) {
+    struct lookup *l = arg;
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = l->flags};
+    l->gai = getaddrinfo(l->host, l->port, &hints, &l->res);
+    atomic_store_explicit(&l->done, true, memory_order_release);
+    (void)!write(l->done_fd, &(uint64_t){1}, sizeof(uint64_t));
+    lookup_unref(l);
+    return NULL;
+}
+
+/* getaddrinfo(req) unless the broker stops first: 0 with *ret_gai (and
+ * *ret_res when that is 0), or -ECANCELED, -errno. */
+static int resolve(struct broker *b, const struct egress_rule *req, int flags, int *ret_gai,
+                   struct addrinfo **ret_res) {
+    if (req->address) { /* a numeric host: no lookup, nothing to wait for */
+        struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = flags};
+        char port[8];
+        snprintf(port, sizeof port, "%u", (unsigned)req->port);
+        *ret_gai = getaddrinfo(req->host, port, &hints, ret_res);
+        return 0;
+    }
+    struct lookup *l = calloc(1, sizeof *l);
+    if (!l)
+        return -ENOMEM;
+    l->done_fd = eventfd(0, EFD_CLOEXEC);
+    if (l->done_fd < 0) {
+        int r = -errno;
+        free(l);
+        return r;
+    }
+    snprintf(l->host, sizeof l->host, "%s", req->host);
+    snprintf(l->port, sizeof l->port, "%u", (unsigned)req->port);
+    l->flags = flags;
+    atomic_init(&l->refs, 2);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 256u << 10);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_t t;
+    int r = -pthread_create(&t, &attr, lookup_thread, l);
+    pthread_attr_destroy(&attr);
+    if (r < 0) {
+        close(l->done_fd);
+        free(l);
+        return r;
+    }
+    r = wait_fd(b, l->done_fd, POLLIN, 0);
+    if (r > 0 && atomic_load_explicit(&l->done, memory_order_acquire)) {
+        *ret_gai = l->gai;
+        *ret_res = TAKE_PTR(l->res);
+        r = 0;
+    }
+    lookup_unref(l);
+    return r;
+}
+
 /* Resolve and connect for an admitted request.  The socket, or -errno
  * with *ret_why saying why (a refused address: -EACCES). */
 static int open_upstream(struct broker *b, const struct egress_rule *rule, const struct egress_rule *req, char *why,
                          size_t why_size) {
     int64_t deadline = now_ms() + BROKER_CONNECT_TIMEOUT_MS;
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV};
-    if (req->address)
-        hints.ai_flags |= AI_NUMERICHOST;
-    char port[8];
-    snprintf(port, sizeof port, "%u", (unsigned)req->port);
     struct addrinfo *res = NULL;
-    int g = getaddrinfo(req->host, port, &hints, &res);
+    int g = 0, r = resolve(b, req, AI_NUMERICSERV | (req->address ? AI_NUMERICHOST : 0), &g, &res);
+    if (r < 0) {
+        snprintf(why, why_size, "resolving %s: %s", req->host, r == -ECANCELED ? "the run ended first" : strerror(-r));
+        return r;
+    }
     if (g != 0) {
         snprintf(why, why_size, "cannot resolve %s: %s", req->host, gai_strerror(g));
         return -EHOSTUNREACH;
     }
-    int r = -EHOSTUNREACH;
+    r = -EHOSTUNREACH;
     snprintf(why, why_size, "no address for %s", req->host);
     bool refused_only = true;
     for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {

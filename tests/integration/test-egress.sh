@@ -221,6 +221,36 @@ out=$(cd "$W" && "$P" run --safe --allow-net "127.0.0.1:$FP" -- sh -c "
 eq "$(echo "$out" | grep -c "^200 $SMALL_SHA\$")" "8" "eight tunnels at once"
 eq "$(jq -r '.egress.destinations[0].connections' "$(bundle)")" "8" "... counted under one destination"
 
+# --- name lookups that take their time ---------------------------------------
+# In network and mount namespaces of our own, the host's resolver asks a
+# DNS server that never answers (10 s a name with these options): the run
+# must still end when its command does, not when the lookups give up.
+if [ "$(id -u)" -eq 0 ] && command -v ip >/dev/null && unshare --net --mount true 2>/dev/null; then
+    printf 'nameserver 127.0.0.1\noptions timeout:5 attempts:2\n' > "$T/resolv.conf"
+    took=$(T=$T W=$W P=$P C=$C unshare --net --mount sh -c '
+        ip link set lo up && mount --bind "$T/resolv.conf" /etc/resolv.conf || exit 1
+        python3 -c "
+import socket, sys, time
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.bind((\"127.0.0.1\", 53))
+print(\"listening\", flush=True); time.sleep(60)" > "$T/dns.out" &
+        i=0; while [ ! -s "$T/dns.out" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+        s=$(date +%s)
+        cd "$W" && "$P" run --safe --allow-net "*.pvisor-test.example" -- sh -c "
+            for n in 1 2 3; do
+                timeout 1 $C raw \"CONNECT slow\$n.pvisor-test.example:443 HTTP/1.1\\r\\n\\r\\n\" &
+            done; wait" >/dev/null 2>&1
+        echo $(($(date +%s) - s))
+        kill $!' 2>/dev/null)
+    eq "$([ "${took:-99}" -lt 6 ] && echo prompt || echo "${took:-?} s")" "prompt" \
+        "three name lookups still under way when the command ends do not hold the run up"
+    eq "$(jq -r '[.egress.connections.failed,
+                  ([.egress.destinations[].reason | gsub("slow[0-9]"; "slowN")] | unique | join(","))] | join(" ")' \
+        "$(bundle)")" "3 resolving slowN.pvisor-test.example: the run ended first" \
+        "... the Bundle says they were cut short"
+else
+    skip "name lookups under way at the run's end" "needs root, ip and unshare (a DNS server that never answers)"
+fi
+
 # --- --strict and an ordinary user -------------------------------------------
 out=$(cd "$W" && "$P" run --safe --strict --allow-net "127.0.0.1:$FP" -- $C get "127.0.0.1:$FP" small 2>&1)
 eq "$out" "200 $SMALL_SHA" "--strict runs with --allow-net (network is enforced)"
