@@ -21,6 +21,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <resolv.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -261,7 +262,19 @@ static void lookup_unref(struct lookup *l) {
 static void *lookup_thread(void *arg) {
     struct lookup *l = arg;
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = l->flags};
-    l->gai = getaddrinfo(l->host, l->port, &hints, &l->res);
+    /* The name as asked, never NAME.SEARCH-DOMAIN: the host's resolver
+     * tries a name with dots that does not resolve again below each
+     * "search" domain of resolv.conf, and "x.allowed.example" would lead
+     * to x.allowed.example.corp.example, a host no rule names.  The
+     * resolver state is the thread's own (a single label is left to the
+     * search domains: the user named it so).  Unsure: no lookup. */
+    if (strchr(l->host, '.') && res_init() < 0)
+        l->gai = EAI_FAIL;
+    else {
+        if (strchr(l->host, '.'))
+            _res.options &= ~(unsigned long)(RES_DNSRCH | RES_DEFNAMES);
+        l->gai = getaddrinfo(l->host, l->port, &hints, &l->res);
+    }
     atomic_store_explicit(&l->done, true, memory_order_release);
     (void)!write(l->done_fd, &(uint64_t){1}, sizeof(uint64_t));
     lookup_unref(l);

@@ -2,7 +2,9 @@
 """Host-side servers for tests/integration/test-egress.sh (loopback only).
 
 egress-server.py PORTFILE LOG MODE [DIR]
-  Listens on 127.0.0.1 (an ephemeral port, written to PORTFILE) and
+  Listens on 127.0.0.1 ($EGRESS_SERVER_ADDR instead when set: an address
+  of a network namespace of the test's own) on an ephemeral port, written
+  to PORTFILE, and
   appends one line per connection to LOG.  MODE:
     files DIR  "GET /NAME" answers the bytes of DIR/NAME (HTTP/1.0)
     echo       reads until the client half-closes, then answers
@@ -66,7 +68,7 @@ def serve(c, peer):
 
 s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
 s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("127.0.0.1", 0))
+s.bind((os.environ.get("EGRESS_SERVER_ADDR", "127.0.0.1"), 0))
 s.listen(64)
 with open(portfile + ".tmp", "w") as f:
     f.write(str(s.getsockname()[1]))

@@ -221,34 +221,59 @@ out=$(cd "$W" && "$P" run --safe --allow-net "127.0.0.1:$FP" -- sh -c "
 eq "$(echo "$out" | grep -c "^200 $SMALL_SHA\$")" "8" "eight tunnels at once"
 eq "$(jq -r '.egress.destinations[0].connections' "$(bundle)")" "8" "... counted under one destination"
 
-# --- name lookups that take their time ---------------------------------------
-# In network and mount namespaces of our own, the host's resolver asks a
-# DNS server that never answers (10 s a name with these options): the run
-# must still end when its command does, not when the lookups give up.
+# --- the host's resolver ------------------------------------------------------
+# In network and mount namespaces of our own, the host's resolver asks our
+# DNS server (tests/helpers/egress-dns.py) through the resolv.conf given.
+# in_dns_ns RESOLV_CONF DNS_ARGS SCRIPT: runs SCRIPT (sh) there; the
+# queries are in $T/dns.log.
+in_dns_ns() {
+    rm -f "$T/dns.ready"; : > "$T/dns.log"
+    T=$T W=$W P=$P C=$C SRCDIR=$SRCDIR RC=$1 DNS=$2 unshare --net --mount sh -c '
+        ip link set lo up && mount --bind "$RC" /etc/resolv.conf || exit 1
+        python3 "$SRCDIR/tests/helpers/egress-dns.py" "$T/dns.ready" "$T/dns.log" $DNS >/dev/null 2>&1 &
+        D=$!
+        i=0; while [ ! -s "$T/dns.ready" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+        '"$3"'
+        kill $D'
+}
 if [ "$(id -u)" -eq 0 ] && command -v ip >/dev/null && unshare --net --mount true 2>/dev/null; then
-    printf 'nameserver 127.0.0.1\noptions timeout:5 attempts:2\n' > "$T/resolv.conf"
-    took=$(T=$T W=$W P=$P C=$C unshare --net --mount sh -c '
-        ip link set lo up && mount --bind "$T/resolv.conf" /etc/resolv.conf || exit 1
-        python3 -c "
-import socket, sys, time
-u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.bind((\"127.0.0.1\", 53))
-print(\"listening\", flush=True); time.sleep(60)" > "$T/dns.out" &
-        i=0; while [ ! -s "$T/dns.out" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+    # A server that never answers (10 s a name with these options): the
+    # run must still end when its command does, not when the lookups
+    # give up.
+    printf 'nameserver 127.0.0.1\noptions timeout:5 attempts:2\n' > "$T/resolv.slow"
+    took=$(in_dns_ns "$T/resolv.slow" silent '
         s=$(date +%s)
         cd "$W" && "$P" run --safe --allow-net "*.pvisor-test.example" -- sh -c "
             for n in 1 2 3; do
                 timeout 1 $C raw \"CONNECT slow\$n.pvisor-test.example:443 HTTP/1.1\\r\\n\\r\\n\" &
             done; wait" >/dev/null 2>&1
-        echo $(($(date +%s) - s))
-        kill $!' 2>/dev/null)
+        echo $(($(date +%s) - s))' 2>/dev/null)
     eq "$([ "${took:-99}" -lt 6 ] && echo prompt || echo "${took:-?} s")" "prompt" \
         "three name lookups still under way when the command ends do not hold the run up"
     eq "$(jq -r '[.egress.connections.failed,
                   ([.egress.destinations[].reason | gsub("slow[0-9]"; "slowN")] | unique | join(","))] | join(" ")' \
         "$(bundle)")" "3 resolving slowN.pvisor-test.example: the run ended first" \
         "... the Bundle says they were cut short"
+
+    # A search domain: a name under an allowed wildcard that does not
+    # exist must not lead to NAME.SEARCH-DOMAIN, a host no rule names
+    # (served here on an address of our namespace's loopback).
+    printf 'nameserver 127.0.0.1\nsearch corp.pvisor-test.example\n' > "$T/resolv.search"
+    out=$(in_dns_ns "$T/resolv.search" "answer corp.pvisor-test.example 203.0.113.7" '
+        ip addr add 203.0.113.7/32 dev lo
+        EGRESS_SERVER_ADDR=203.0.113.7 python3 "$SRCDIR/tests/helpers/egress-server.py" "$T/corp.port" \
+            "$T/corp.log" echo >/dev/null 2>&1 & S=$!
+        i=0; while [ ! -s "$T/corp.port" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+        cd "$W" && "$P" run --safe --allow-net "*.pvisor-test.example:$(cat "$T/corp.port")" -- sh -c "
+            $C echo nx.pvisor-test.example:$(cat "$T/corp.port") hi
+            $C echo a.corp.pvisor-test.example:$(cat "$T/corp.port") hi" 2>/dev/null
+        kill $S' 2>/dev/null)
+    eq "$(echo $out)" "502 200 echo:hi" \
+        "a name under an allowed wildcard is not tried below the host's search domain (a name that is, works)"
+    eq "$(grep -c '^nx.pvisor-test.example.corp' "$T/dns.log")" "0" "... the resolver was not asked for it"
 else
-    skip "name lookups under way at the run's end" "needs root, ip and unshare (a DNS server that never answers)"
+    skip "name lookups under way at the run's end" "needs root, ip and unshare (a DNS server of the test's own)"
+    skip "search domains" "needs root, ip and unshare (a DNS server of the test's own)"
 fi
 
 # --- --strict and an ordinary user -------------------------------------------

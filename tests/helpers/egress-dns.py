@@ -1,0 +1,43 @@
+#!/usr/bin/python3
+"""A DNS server on 127.0.0.1:53 for tests/integration/test-egress.sh, run
+in a network namespace of the test's own (with a resolv.conf that names
+it bind-mounted over the host's, in a mount namespace of its own).
+
+egress-dns.py READY LOG silent              never answers
+egress-dns.py READY LOG answer SUFFIX ADDR  A ADDR for the names under
+                                            SUFFIX, no other record;
+                                            NXDOMAIN for the other names
+Writes READY once it listens, and one line per query to LOG ("NAME
+TYPE").  Runs until killed.
+"""
+import socket
+import struct
+import sys
+
+ready, log, mode = sys.argv[1:4]
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+u.bind(("127.0.0.1", 53))
+with open(ready, "w") as f:
+    f.write("listening\n")
+while True:
+    d, peer = u.recvfrom(2048)
+    tid = struct.unpack(">H", d[:2])[0]
+    i, labels = 12, []
+    while d[i]:
+        labels.append(d[i + 1:i + 1 + d[i]].decode("latin-1"))
+        i += 1 + d[i]
+    qtype = struct.unpack(">H", d[i + 1:i + 3])[0]
+    question = d[12:i + 5]
+    name = ".".join(labels)
+    with open(log, "a") as f:
+        f.write("%s %d\n" % (name, qtype))
+    if mode != "answer":
+        continue
+    suffix, addr = sys.argv[4:6]
+    if not name.endswith("." + suffix):
+        u.sendto(struct.pack(">HHHHHH", tid, 0x8183, 1, 0, 0, 0) + question, peer)
+    elif qtype == 1:
+        answer = b"\xc0\x0c" + struct.pack(">HHIH", 1, 1, 60, 4) + socket.inet_aton(addr)
+        u.sendto(struct.pack(">HHHHHH", tid, 0x8180, 1, 1, 0, 0) + question + answer, peer)
+    else:
+        u.sendto(struct.pack(">HHHHHH", tid, 0x8180, 1, 0, 0, 0) + question, peer)
