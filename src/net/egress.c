@@ -206,9 +206,16 @@ static const char *v4_special(const unsigned char *a) {
 static const char *v6_special(const unsigned char *a) {
     static const unsigned char v4mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
     static const unsigned char nat64[12] = {0, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0};
+    static const unsigned char v4translated[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0};
     static const unsigned char zero[16] = {0};
-    if (memcmp(a, v4mapped, 12) == 0 || memcmp(a, nat64, 12) == 0)
+    if (memcmp(a, v4mapped, 12) == 0 || memcmp(a, nat64, 12) == 0 || memcmp(a, v4translated, 12) == 0)
         return v4_special(a + 12); /* the IPv4 address inside */
+    if (a[0] == 0x20 && a[1] == 0x02)
+        return v4_special(a + 2); /* 6to4: a host with a sit tunnel reaches the IPv4 address inside */
+    if (a[0] == 0 && a[1] == 0x64 && a[2] == 0xff && a[3] == 0x9b && a[4] == 0 && a[5] == 1)
+        return "a local-use NAT64 address";
+    if (a[0] == 0xfe && (a[1] & 0xc0) == 0xc0)
+        return "a site-local (deprecated, private) address";
     if (memcmp(a, zero, 15) == 0)
         return a[15] == 1 ? "a loopback address" : "an unspecified address";
     if ((a[0] & 0xfe) == 0xfc)

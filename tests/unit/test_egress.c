@@ -134,6 +134,11 @@ static const char *refusal(const char *rule_spec, const char *addr) {
 
 static void test_addresses(void) {
     static const char *const refused[] = {
+        "2002:7f00:1::1",
+        "2002:a9fe:a9fe::",
+        "64:ff9b:1::8.8.8.8",
+        "fec0::1",
+        "::ffff:0:127.0.0.1",
         "127.0.0.1",
         "127.1.2.3",
         "0.0.0.0",
@@ -158,8 +163,8 @@ static void test_addresses(void) {
     };
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
         ok(refusal("api.example.com", refused[i]) != NULL, "a name may not lead to %s", refused[i]);
-    static const char *const public[] = {"93.184.216.34", "172.32.0.1",      "100.128.0.1",
-                                         "8.8.8.8",       "2606:4700::1111", "::ffff:8.8.8.8"};
+    static const char *const public[] = {"93.184.216.34",   "172.32.0.1",     "100.128.0.1",    "8.8.8.8",
+                                         "2606:4700::1111", "::ffff:8.8.8.8", "2002:808:808::1"};
     for (size_t i = 0; i < sizeof public / sizeof public[0]; i++)
         ok(refusal("api.example.com", public[i]) == NULL, "a name may lead to %s", public[i]);
     ok(refusal("10.1.2.3", "10.1.2.3") == NULL, "an address rule leads to its own address");
