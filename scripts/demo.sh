@@ -22,8 +22,21 @@ step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 step "the workspace: $demo/project"
 ls -l
 
-step "pvisor run --safe -- <agent>: edits, creates, deletes; tries to escape"
-"$PVISOR" run --safe -- sh -c "
+# a stand-in for the agent's API, on this machine's loopback
+mkdir -p "$demo/api"; echo '{"reply": "use a friendlier greeting"}' > "$demo/api/v1"
+python3 -m http.server 0 --bind 127.0.0.1 --directory "$demo/api" > "$demo/api.log" 2>&1 &
+api_pid=$!
+trap 'kill $api_pid 2>/dev/null' EXIT
+port=
+for _ in $(seq 50); do
+    port=$(sed -n 's/.*port \([0-9]*\).*/\1/p' "$demo/api.log" | head -n 1)
+    [ -n "$port" ] && break; sleep 0.1
+done
+
+step "pvisor run --safe --allow-net 127.0.0.1:$port -- <agent>: asks its API, edits, creates, deletes; tries to escape"
+"$PVISOR" run --safe --allow-net "127.0.0.1:$port" -- sh -c "
+    echo \"-- its API (allowed, through pvisor's egress broker): \$(python3 -c 'import urllib.request; print(urllib.request.urlopen(\"http://127.0.0.1:$port/v1\").read().decode().strip())' 2>&1)\"
+    echo \"-- another host (not allowed): \$(python3 -c 'import urllib.request; urllib.request.urlopen(\"https://example.com/\")' 2>&1 | tail -n 1)\"
     printf 'def greet():\n    return \"hello, agent\"\n' > app.py
     echo 'new notes' > notes.txt
     rm README.md
