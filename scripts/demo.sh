@@ -27,6 +27,7 @@ mkdir -p "$demo/api"; echo '{"reply": "use a friendlier greeting"}' > "$demo/api
 python3 -m http.server 0 --bind 127.0.0.1 --directory "$demo/api" > "$demo/api.log" 2>&1 &
 api_pid=$!
 trap 'kill $api_pid 2>/dev/null' EXIT
+trap 'exit 129' HUP PIPE; trap 'exit 130' INT; trap 'exit 143' TERM
 port=
 for _ in $(seq 50); do
     port=$(sed -n 's/.*port \([0-9]*\).*/\1/p' "$demo/api.log" | head -n 1)
