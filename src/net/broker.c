@@ -529,7 +529,8 @@ static void *serve(void *arg) {
     char *sp1 = strchr(head, ' '), *sp2 = sp1 ? strchr(sp1 + 1, ' ') : NULL;
     if (!sp1 || !sp2 || strchr(sp2 + 1, ' ') ||
         (strcmp(sp2 + 1, "HTTP/1.1") != 0 && strcmp(sp2 + 1, "HTTP/1.0") != 0)) {
-        printable(what, sizeof what, head, strlen(head) > 64 ? 64 : strlen(head));
+        size_t hl = strcspn(head, "?#"); /* a query may hold a secret */
+        printable(what, sizeof what, head, hl > 64 ? 64 : hl);
         respond(c->client, "400 Bad Request", "not an HTTP/1.x request line");
         record(b, what, V_REFUSED, "not an HTTP/1.x request line", 0, 0);
         close_conn_fds(c);
@@ -552,7 +553,7 @@ static void *serve(void *arg) {
         return NULL;
     }
     if (egress_parse_authority(tunnel ? target : auth, &req) < 0) {
-        printable(what, sizeof what, target, strlen(target));
+        printable(what, sizeof what, target, strcspn(target, "?#")); /* as above */
         respond(c->client, "400 Bad Request", "the target is not host:port");
         record(b, what, V_REFUSED, "the target is not host:port", 0, 0);
         close_conn_fds(c);

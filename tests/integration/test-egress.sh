@@ -209,6 +209,17 @@ eq "$(echo $out)" "inside ECONNREFUSED 200 $SMALL_SHA" \
 out=$(cd "$W" && "$P" run --safe --allow-net "127.0.0.1:$FP" -- sh -c "$C raw 'GET /x?token=SECRET1 HTTP/1.1\r\n\r\n'; exit 3" 2>&1)
 eq "$(echo "$out" | grep -c 'asked the egress broker for no connection'):$(jq -c .egress "$(bundle)" | grep -c SECRET1):$(jq -r .egress.destinations[0].destination "$(bundle)")" "0:0:GET /x" \
     "a refused request's query string is not recorded (it may hold a secret); a command that used the broker gets no hint"
+# ... nor when the target's host is not a host name (an underscore, a port
+# out of range) or the request line is not HTTP/1.x: those recorded the
+# whole target, query included, and the run's end and the review showed it
+out=$(cd "$W" && "$P" run --safe --allow-net "127.0.0.1:$FP" -- sh -c "
+    $C raw 'GET http://my_svc.internal/v1?api_key=SECRET2 HTTP/1.1\r\n\r\n'
+    $C raw 'GET http://127.0.0.1:99999/x?token=SECRET3 HTTP/1.1\r\n\r\n'
+    $C raw 'GET /v1/x?token=SECRET4 HTTP/2.0\r\n\r\n'" 2>&1)
+rev=$(cd "$W" && "$P" status --review 2>&1)
+eq "$(echo "$out" | grep -c 'HTTP/1.1 400'):$(echo "$out$rev" | grep -c SECRET):$(jq -c .egress "$(bundle)" | grep -c SECRET):$(jq -r '[.egress.destinations[].destination] | join(" ")' "$(bundle)")" \
+    "3:0:0:http://my_svc.internal/v1 http://127.0.0.1:99999/x GET?/v1/x" \
+    "... nor of a target that is not host:port, nor of a request line that is not HTTP/1.x"
 out=$(cd "$W" && "$P" run --safe --allow-net "127.0.0.1:$FP" -- sh -c 'exit 3' 2>&1); rc=$?
 eq "$rc:$(echo "$out" | grep -c 'asked the egress broker for no connection')" "3:1" \
     "a command that failed without asking the broker for anything gets a hint (a client that ignores HTTPS_PROXY)"
