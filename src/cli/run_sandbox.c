@@ -1063,10 +1063,13 @@ void sandbox_finish_egress(struct sandbox *sb, bool command_failed) {
     /* a command that failed without asking the broker for anything may be
      * a client that ignores the proxy variables (it found no network) */
     const json_t *c = json_object_get(j, "connections");
-    if (command_failed && json_integer_value(json_object_get(c, "allowed")) +
-                                  json_integer_value(json_object_get(c, "refused")) +
-                                  json_integer_value(json_object_get(c, "failed")) ==
-                              0)
+    /* only of a command that ran: not one refused before it (--strict),
+     * nor one that could not be executed (its status says why) */
+    bool ran = sandbox_report_ok(sb) && !sb->refused && !sb->exec_failed;
+    if (command_failed && ran &&
+        json_integer_value(json_object_get(c, "allowed")) + json_integer_value(json_object_get(c, "refused")) +
+                json_integer_value(json_object_get(c, "failed")) ==
+            0)
         fprintf(stderr, "pvisor run: note: the command asked the egress broker for no connection: a client that "
                         "ignores HTTPS_PROXY (Node 20's fetch, Java, ssh) has no network under --safe\n");
     /* apart: a destination the command was allowed to reach but could

@@ -223,6 +223,12 @@ eq "$(echo "$out" | grep -c 'HTTP/1.1 400'):$(echo "$out$rev" | grep -c SECRET):
 out=$(cd "$W" && "$P" run --safe --allow-net "127.0.0.1:$FP" -- sh -c 'exit 3' 2>&1); rc=$?
 eq "$rc:$(echo "$out" | grep -c 'asked the egress broker for no connection')" "3:1" \
     "a command that failed without asking the broker for anything gets a hint (a client that ignores HTTPS_PROXY)"
+# ... but only a command that ran: one not found, or not executable, got
+# the hint too, as if it were a client that ignored HTTPS_PROXY
+out=$(cd "$W" && "$P" run --safe --allow-net "127.0.0.1:$FP" -- pvisor-no-such-command 2>&1); rc=$?
+out2=$(cd "$W" && "$P" run --safe --allow-net "127.0.0.1:$FP" -- /etc/passwd 2>&1); rc2=$?
+eq "$rc:$rc2:$(echo "$out$out2" | grep -c 'asked the egress broker for no connection'):$(echo "$out" | grep -c 'command not found')" \
+    "127:126:0:1" "a command that could not be executed gets no such hint (its status says why)"
 
 # --- a tunnel carries a half-close; many tunnels at once ----------------------
 out=$(cd "$W" && "$P" run --safe --allow-net "127.0.0.1:$EP" -- $C echo "127.0.0.1:$EP" hello 2>&1)
