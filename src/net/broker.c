@@ -331,9 +331,11 @@ static int resolve(struct broker *b, const struct egress_rule *req, int flags, i
  * with *ret_why saying why (a refused address: -EACCES). */
 static int open_upstream(struct broker *b, const struct egress_rule *rule, const struct egress_rule *req, char *why,
                          size_t why_size) {
-    int64_t deadline = now_ms() + BROKER_CONNECT_TIMEOUT_MS;
     struct addrinfo *res = NULL;
     int g = 0, r = resolve(b, req, AI_NUMERICSERV | (req->address ? AI_NUMERICHOST : 0), &g, &res);
+    /* from here: a slow lookup (the resolver's own timeouts) must not eat
+     * the connect's time */
+    int64_t deadline = now_ms() + BROKER_CONNECT_TIMEOUT_MS;
     if (r < 0) {
         snprintf(why, why_size, "resolving %s: %s", req->host, r == -ECANCELED ? "the run ended first" : strerror(-r));
         return r;

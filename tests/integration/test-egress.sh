@@ -288,6 +288,20 @@ if [ "$(id -u)" -eq 0 ] && command -v ip >/dev/null && unshare --net --mount tru
     eq "$(echo $out)" "502 200 echo:hi" \
         "a name under an allowed wildcard is not tried below the host's search domain (a name that is, works)"
     eq "$(grep -c '^nx.pvisor-test.example.corp' "$T/dns.log")" "0" "... the resolver was not asked for it"
+
+    # A resolver that is slow but answers: the connect's 10 s were counted
+    # from before the lookup, so a name that took 10 s to resolve got "504
+    # Gateway Timeout" from a server that was up.
+    printf 'nameserver 127.0.0.1\noptions timeout:20 attempts:1\n' > "$T/resolv.delay"
+    out=$(in_dns_ns "$T/resolv.delay" "answer pvisor-test.example 203.0.113.7 10.5" '
+        ip addr add 203.0.113.7/32 dev lo
+        EGRESS_SERVER_ADDR=203.0.113.7 python3 "$SRCDIR/tests/helpers/egress-server.py" "$T/slowdns.port" \
+            "$T/slowdns.log" echo >/dev/null 2>&1 & S=$!
+        i=0; while [ ! -s "$T/slowdns.port" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+        SP=$(cat "$T/slowdns.port")
+        cd "$W" && "$P" run --safe --allow-net "slow.pvisor-test.example:$SP" -- $C echo slow.pvisor-test.example:$SP hi 2>/dev/null
+        kill $S' 2>/dev/null)
+    eq "$out" "200 echo:hi" "a name the resolver took over 10 s to answer still gets its 10 s to connect"
 else
     skip "name lookups under way at the run's end" "needs root, ip and unshare (a DNS server of the test's own)"
     skip "search domains" "needs root, ip and unshare (a DNS server of the test's own)"
