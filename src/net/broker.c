@@ -357,9 +357,12 @@ static int open_upstream(struct broker *b, const struct egress_rule *rule, const
         inet_ntop(ai->ai_family, ap, addr, sizeof addr);
         const char *no = egress_address_refused(rule, ai->ai_addr);
         if (no) {
-            if (refused_only)
+            /* a refusal only while no address was tried: once one
+             * was, its failure is the verdict (502, "failed") */
+            if (refused_only) {
                 snprintf(why, why_size, "%s resolves to %s, %s", req->host, addr, no);
-            r = -EACCES;
+                r = -EACCES;
+            }
             continue;
         }
         refused_only = false;

@@ -5,7 +5,8 @@ it bind-mounted over the host's, in a mount namespace of its own).
 
 egress-dns.py READY LOG silent              never answers
 egress-dns.py READY LOG answer SUFFIX ADDR [DELAY]
-                                            A ADDR for the names under
+                                            A ADDR (ADDR,ADDR...: several)
+                                            for the names under
                                             SUFFIX, no other record;
                                             NXDOMAIN for the other names;
                                             each answer DELAY seconds
@@ -56,7 +57,8 @@ while True:
     if not name.endswith("." + suffix):
         reply(struct.pack(">HHHHHH", tid, 0x8183, 1, 0, 0, 0) + question, peer)
     elif qtype == 1:
-        answer = b"\xc0\x0c" + struct.pack(">HHIH", 1, 1, 60, 4) + socket.inet_aton(addr)
-        reply(struct.pack(">HHHHHH", tid, 0x8180, 1, 1, 0, 0) + question + answer, peer)
+        addrs = addr.split(",")
+        answer = b"".join(b"\xc0\x0c" + struct.pack(">HHIH", 1, 1, 60, 4) + socket.inet_aton(a) for a in addrs)
+        reply(struct.pack(">HHHHHH", tid, 0x8180, 1, len(addrs), 0, 0) + question + answer, peer)
     else:
         reply(struct.pack(">HHHHHH", tid, 0x8180, 1, 0, 0, 0) + question, peer)

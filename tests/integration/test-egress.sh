@@ -302,6 +302,18 @@ if [ "$(id -u)" -eq 0 ] && command -v ip >/dev/null && unshare --net --mount tru
         cd "$W" && "$P" run --safe --allow-net "slow.pvisor-test.example:$SP" -- $C echo slow.pvisor-test.example:$SP hi 2>/dev/null
         kill $S' 2>/dev/null)
     eq "$out" "200 echo:hi" "a name the resolver took over 10 s to answer still gets its 10 s to connect"
+
+    # A name with a public address that cannot be reached and a private
+    # one: the broker tried what it may and failed; it said "403
+    # Forbidden", a refusal (pointing at --allow-net), with the failure's
+    # reason, because the private address came last.
+    printf 'nameserver 127.0.0.1\n' > "$T/resolv.mixed"
+    out=$(in_dns_ns "$T/resolv.mixed" "answer pvisor-test.example 203.0.113.7,10.0.0.5" '
+        ip addr add 203.0.113.7/32 dev lo
+        cd "$W" && "$P" run --safe --allow-net "mixed.pvisor-test.example:9" -- $C get mixed.pvisor-test.example:9 x 2>/dev/null' 2>/dev/null)
+    eq "$out:$(jq -r '.egress.destinations[] | [.verdict, .reason] | join(" ")' "$(bundle)")" \
+        "502 -:failed connecting to 203.0.113.7 port 9: Connection refused" \
+        "a name whose public address cannot be reached and whose other one is private: failed (502), not refused"
 else
     skip "name lookups under way at the run's end" "needs root, ip and unshare (a DNS server of the test's own)"
     skip "search domains" "needs root, ip and unshare (a DNS server of the test's own)"
