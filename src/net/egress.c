@@ -216,6 +216,12 @@ static const char *v6_special(const unsigned char *a) {
         return "a local-use NAT64 address";
     if (a[0] == 0xfe && (a[1] & 0xc0) == 0xc0)
         return "a site-local (deprecated, private) address";
+    if (a[0] == 0x20 && a[1] == 0x01 && a[2] == 0 && a[3] == 0)
+        return "a Teredo address (a tunnel to an IPv4 address)";
+    if (a[0] == 0x20 && a[1] == 0x01 && a[2] == 0x0d && a[3] == 0xb8)
+        return "a documentation address";
+    if (a[0] == 0x01 && a[1] == 0 && memcmp(a + 2, zero + 2, 6) == 0)
+        return "a discard-only address";
     if (memcmp(a, zero, 15) == 0)
         return a[15] == 1 ? "a loopback address" : "an unspecified address";
     if ((a[0] & 0xfe) == 0xfc)
