@@ -92,6 +92,45 @@ static void printable(char *dst, size_t size, const char *src, size_t len) {
     dst[o] = '\0';
 }
 
+/* A refused request's bytes (a request line or a target), made printable
+ * for the record (printable) without what may hold a secret: a query or
+ * fragment (all from the first '?' or '#') and a URL's userinfo
+ * ("user:password@", which Python's urllib sends to a proxy as given).
+ * The authority is taken as URL parsers take it: after "SCHEME:" and any
+ * run of '/' and '\\', or at the word's start (authority form). */
+static void printable_redacted(char *dst, size_t size, const char *src, size_t len) {
+    char buf[BROKER_HEAD_MAX];
+    size_t o = 0;
+    for (size_t k = 0; k < len; k++)
+        if (src[k] == '?' || src[k] == '#')
+            len = k;
+    for (size_t i = 0; i < len && o < sizeof buf;) {
+        size_t end = i, a = i, at = 0;
+        while (end < len && src[end] != ' ')
+            end++;
+        for (size_t k = i; k + 1 < end && !strchr("/\\?#@", src[k]); k++)
+            if (src[k] == ':' && (src[k + 1] == '/' || src[k + 1] == '\\')) {
+                for (a = k + 1; a < end && (src[a] == '/' || src[a] == '\\'); a++)
+                    ;
+                break;
+            }
+        for (size_t k = a; k < end && !strchr("/\\?#", src[k]); k++)
+            if (src[k] == '@')
+                at = k + 1;
+        for (size_t k = i; k < end && o < sizeof buf; k++) {
+            if (at && k == a)
+                k = at;
+            if (k >= end)
+                break;
+            buf[o++] = src[k];
+        }
+        if (end < len && o < sizeof buf)
+            buf[o++] = ' ';
+        i = end + 1;
+    }
+    printable(dst, size, buf, o);
+}
+
 static void record(struct broker *b, const char *what, enum verdict v, const char *reason, uint64_t up, uint64_t down) {
     pthread_mutex_lock(&b->lock);
     b->counts[v]++;
@@ -534,8 +573,7 @@ static void *serve(void *arg) {
     char *sp1 = strchr(head, ' '), *sp2 = sp1 ? strchr(sp1 + 1, ' ') : NULL;
     if (!sp1 || !sp2 || strchr(sp2 + 1, ' ') ||
         (strcmp(sp2 + 1, "HTTP/1.1") != 0 && strcmp(sp2 + 1, "HTTP/1.0") != 0)) {
-        size_t hl = strcspn(head, "?#"); /* a query may hold a secret */
-        printable(what, sizeof what, head, hl > 64 ? 64 : hl);
+        printable_redacted(what, 65, head, strlen(head)); /* its first 64 characters */
         respond(c->client, "400 Bad Request", "not an HTTP/1.x request line");
         record(b, what, V_REFUSED, "not an HTTP/1.x request line", 0, 0);
         close_conn_fds(c);
@@ -550,7 +588,7 @@ static void *serve(void *arg) {
     if (!tunnel && (!method_ok(method) || split_http_url(target, auth, sizeof auth, &path) < 0)) {
         char m[24], t[WHAT_MAX - 32];
         printable(m, sizeof m, method, strlen(method));
-        printable(t, sizeof t, target, strcspn(target, "?#")); /* a query may hold a secret */
+        printable_redacted(t, sizeof t, target, strlen(target));
         snprintf(what, sizeof what, "%s %s", m, t);
         respond(c->client, "400 Bad Request", "not a CONNECT host:port or a request for an absolute http:// URL");
         record(b, what, V_REFUSED, "not a CONNECT host:port or a request for an absolute http:// URL", 0, 0);
@@ -558,7 +596,7 @@ static void *serve(void *arg) {
         return NULL;
     }
     if (egress_parse_authority(tunnel ? target : auth, &req) < 0) {
-        printable(what, sizeof what, target, strcspn(target, "?#")); /* as above */
+        printable_redacted(what, sizeof what, target, strlen(target));
         respond(c->client, "400 Bad Request", "the target is not host:port");
         record(b, what, V_REFUSED, "the target is not host:port", 0, 0);
         close_conn_fds(c);

@@ -220,6 +220,20 @@ rev=$(cd "$W" && "$P" status --review 2>&1)
 eq "$(echo "$out" | grep -c 'HTTP/1.1 400'):$(echo "$out$rev" | grep -c SECRET):$(jq -c .egress "$(bundle)" | grep -c SECRET):$(jq -r '[.egress.destinations[].destination] | join(" ")' "$(bundle)")" \
     "3:0:0:http://my_svc.internal/v1 http://127.0.0.1:99999/x GET?/v1/x" \
     "... nor of a target that is not host:port, nor of a request line that is not HTTP/1.x"
+# Python's urllib sends a URL's password to the proxy as given; a host
+# name with an underscore does not parse: refused, and recorded without
+# the password or the query (the run's end prints the record too).
+out=$(cd "$W" && "$P" run --safe --allow-net "127.0.0.1:$FP" -- python3 -c "
+import urllib.request
+for u in ('http://u:SECRET5@127.0.0.1:$FP/small', 'http://my_svc.example/api?key=SECRET6'):
+    try:
+        urllib.request.urlopen(u)
+    except Exception as e:
+        print(e.code)" 2>&1)
+eq "$(echo $out | grep -o '^400 400'):$(echo "$out" | grep -c SECRET):$(jq -c .egress "$(bundle)" | grep -c SECRET)" \
+    "400 400:0:0" "a refused URL's password or query is neither recorded nor printed"
+eq "$(jq -r '[.egress.destinations[].destination] | join(" ")' "$(bundle)")" \
+    "GET http://127.0.0.1:$FP/small http://my_svc.example/api" "... what is recorded is the rest of it"
 out=$(cd "$W" && "$P" run --safe --allow-net "127.0.0.1:$FP" -- sh -c 'exit 3' 2>&1); rc=$?
 eq "$rc:$(echo "$out" | grep -c 'asked the egress broker for no connection')" "3:1" \
     "a command that failed without asking the broker for anything gets a hint (a client that ignores HTTPS_PROXY)"

@@ -337,6 +337,25 @@ static void test_broker(void) {
     l = snprintf(req, sizeof req, "GET http://u@127.0.0.1:%u/ HTTP/1.1\r\n\r\n", up_port);
     exchange(bp, req, (size_t)l, out, sizeof out);
     ok(strncmp(out, "HTTP/1.1 400 ", 13) == 0, "a URL with userinfo: 400");
+    /* refusals whose record would have held a secret: a URL's password
+     * (Python's urllib sends it to a proxy as given), the query of a URL
+     * whose host does not parse (curl sends "http://my_svc.example/")
+     * and of a request line with one word too many */
+    l = snprintf(req, sizeof req, "GET http://u:SECRET1@127.0.0.1:%u/a?b HTTP/1.1\r\n\r\n", up_port);
+    exchange(bp, req, (size_t)l, out, sizeof out);
+    ok(strncmp(out, "HTTP/1.1 400 ", 13) == 0, "a URL with a password: 400");
+    exchange(bp, "GET http://my_svc.example/api?key=SECRET2 HTTP/1.1\r\n\r\n",
+             sizeof "GET http://my_svc.example/api?key=SECRET2 HTTP/1.1\r\n\r\n" - 1, out, sizeof out);
+    ok(strncmp(out, "HTTP/1.1 400 ", 13) == 0, "a URL whose host is not a DNS name: 400");
+    exchange(bp, "GET http://u:SECRET3@x.example/p?key=SECRET4 HTTP/1.1 x\r\n\r\n",
+             sizeof "GET http://u:SECRET3@x.example/p?key=SECRET4 HTTP/1.1 x\r\n\r\n" - 1, out, sizeof out);
+    ok(strncmp(out, "HTTP/1.1 400 ", 13) == 0, "a request line with a word too many: 400");
+    exchange(bp, "GET http:\\\\u:SECRET5@x.example/ HTTP/1.1\r\n\r\n",
+             sizeof "GET http:\\\\u:SECRET5@x.example/ HTTP/1.1\r\n\r\n" - 1, out, sizeof out);
+    ok(strncmp(out, "HTTP/1.1 400 ", 13) == 0, "a URL with backslashes: 400");
+    exchange(bp, "CONNECT u:SECRET6@x.example:443 HTTP/1.1\r\n\r\n",
+             sizeof "CONNECT u:SECRET6@x.example:443 HTTP/1.1\r\n\r\n" - 1, out, sizeof out);
+    ok(strncmp(out, "HTTP/1.1 400 ", 13) == 0, "a CONNECT target with userinfo: 400");
     exchange(bp, "CONNECT 127.0.0.1 HTTP/1.1\r\n\r\n", sizeof "CONNECT 127.0.0.1 HTTP/1.1\r\n\r\n" - 1, out,
              sizeof out);
     ok(strncmp(out, "HTTP/1.1 400 ", 13) == 0, "no port: 400");
@@ -405,6 +424,14 @@ static void test_broker(void) {
            json_integer_value(json_object_get(d, "bytes_down")) == (json_int_t)(big + 5 + 5 + sizeof fwd2 - 1),
        "the megabyte is counted both ways");
     ok(dest(rep, "(over the connection limit)", "refused") != NULL, "the 503 is recorded");
+    snprintf(spec, sizeof spec, "GET http://127.0.0.1:%u/a", up_port);
+    ok(dest(rep, spec, "refused") && dest(rep, "http://my_svc.example/api", "refused") &&
+           dest(rep, "GET?http://x.example/p", "refused") && dest(rep, "GET http:??x.example/", "refused") &&
+           dest(rep, "x.example:443", "refused"),
+       "refusals are recorded without a URL's password or query");
+    char *dump = json_dumps(rep, 0);
+    ok(dump && !strstr(dump, "SECRET"), "... nothing of them is in the report");
+    free(dump);
     ok(json_integer_value(json_object_get(json_object_get(rep, "connections"), "refused")) >= 7,
        "the refusals are counted");
     json_decref(rep);
