@@ -636,8 +636,12 @@ static void *serve(void *arg) {
         /* the request in origin form, its hop-by-hop headers replaced by
          * "Connection: close": the next request on this connection, if
          * the client sends one, goes to the same destination, never
-         * another */
-        char out[BROKER_HEAD_MAX + 128];
+         * another.  Room for twice the head: a line that ends in a bare
+         * LF gains a CR (at most half again as long: "a:\n"), the request
+         * line at most 3 bytes; too small a buffer sent nothing on a
+         * connection opened and recorded as allowed, and the client got
+         * no answer at all. */
+        char out[2 * BROKER_HEAD_MAX + 128];
         size_t ol = origin_form(method, path, sp2 + 1, eol + 1, head + head_len, out, sizeof out);
         if (!stopping && ol && send_all(up_fd, out, ol) == 0) {
             up += ol;
