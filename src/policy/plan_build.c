@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 /* Runtime hierarchies projected read-only when they exist. */
@@ -558,6 +559,21 @@ static int build_env(const struct plan_inputs *in, struct launch_plan *p) {
                                                   "CARGO_HTTP_PROXY"};
         for (size_t i = 0; i < sizeof config_vars / sizeof config_vars[0] && r >= 0; i++)
             r = env_push(&p->envp, &n, config_vars[i], url);
+        /* The same names in another case, passed in: Python's urllib
+         * reads *_proxy in any case and npm npm_config_* in any case, and
+         * which of two spellings wins depends on their order in the
+         * environment (Http_proxy or NPM_CONFIG_PROXY naming the host
+         * proxy beat the broker's). */
+        for (int i = 0; i < in->opts->n_pass_env && r >= 0; i++) {
+            const char *name = in->opts->pass_env[i];
+            bool proxy = false;
+            for (size_t k = 0; k < sizeof proxy_vars / sizeof proxy_vars[0]; k++)
+                proxy = proxy || strcasecmp(name, proxy_vars[k]) == 0;
+            for (size_t k = 0; k < sizeof config_vars / sizeof config_vars[0]; k++)
+                proxy = proxy || strcasecmp(name, config_vars[k]) == 0;
+            if (proxy && env_get(p->envp, name))
+                r = env_push(&p->envp, &n, name, url);
+        }
         if (r >= 0)
             r = git_config_push(&p->envp, &n, "http.proxy", url);
     }

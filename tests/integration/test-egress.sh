@@ -71,6 +71,17 @@ out=$(cd "$W" && HTTPS_PROXY=http://10.9.9.9:1 "$P" run --safe --pass-env HTTPS_
     sh -c 'echo "$HTTPS_PROXY $https_proxy $HTTP_PROXY [${NO_PROXY:-}]"' 2>&1)
 eq "$out" "http://127.0.0.1:3128 http://127.0.0.1:3128 http://127.0.0.1:3128 []" \
     "inside, the proxy variables name the broker (over a passed host proxy, unreachable there)"
+# Python's urllib reads *_proxy in any case, npm npm_config_* in any
+# case: another spelling passed in names the broker too (it won over the
+# broker's, as the environment's order had it).
+out=$(cd "$W" && Http_proxy=http://10.9.9.9:1 Https_Proxy=http://10.9.9.9:1 NPM_CONFIG_PROXY=http://10.9.9.9:1 \
+    "$P" run --safe --pass-env Http_proxy --pass-env Https_Proxy --pass-env NPM_CONFIG_PROXY \
+    --allow-net "127.0.0.1:$FP" -- python3 -c '
+import os, urllib.request
+p = urllib.request.getproxies()
+print(p["http"], p["https"], os.environ["NPM_CONFIG_PROXY"])' 2>&1)
+eq "$out" "http://127.0.0.1:3128 http://127.0.0.1:3128 http://127.0.0.1:3128" \
+    "... and so does a passed proxy variable spelt in another case"
 out=$(cd "$W" && "$P" run --safe --network loopback --allow-net "127.0.0.1:$FP" -- sh -c 'echo "$NO_PROXY"' 2>&1)
 eq "$out" "localhost,127.0.0.1,::1" "with --network loopback, NO_PROXY keeps the sandbox's own loopback direct"
 # A client's own config file, read inside too, may name a host proxy (a
