@@ -479,16 +479,20 @@ static const char *env_get(char *const *env, const char *name) {
 
 /* Set git config key=value for the command, as `git -c` would (over the
  * config files): the next GIT_CONFIG_KEY_n/GIT_CONFIG_VALUE_n after those
- * the user passed (--pass-env); a GIT_CONFIG_COUNT that is not a number
- * is left alone (git refuses to run with it anyway). */
+ * the user passed (--pass-env; an empty GIT_CONFIG_COUNT is 0 to git); a
+ * GIT_CONFIG_COUNT that is not a number is left alone (git refuses to
+ * run with it anyway).  A passed GIT_CONFIG_PARAMETERS (what `git -c`
+ * hands to the git commands it runs) is read after those and wins: the
+ * pair is appended to it as well, in the "'key=value'" form every git
+ * reads.  key and value hold no quote. */
 static int git_config_push(char ***envp, size_t *n, const char *key, const char *value) {
     const char *count = env_get(*envp, "GIT_CONFIG_COUNT");
     unsigned long k = 0;
-    if (count) {
+    if (count && *count) {
         char *end;
         errno = 0;
         k = strtoul(count, &end, 10);
-        if (!*count || *end || errno || k >= 1000000)
+        if (*end || errno || k >= 1000000)
             return 0;
     }
     char name[48], num[24];
@@ -500,6 +504,13 @@ static int git_config_push(char ***envp, size_t *n, const char *key, const char 
     snprintf(num, sizeof num, "%lu", k + 1);
     if (r >= 0)
         r = env_push(envp, n, "GIT_CONFIG_COUNT", num);
+    const char *params = env_get(*envp, "GIT_CONFIG_PARAMETERS");
+    if (r >= 0 && params) {
+        _cleanup_free_ char *v = NULL;
+        if (asprintf(&v, "%s%s'%s=%s'", params, *params ? " " : "", key, value) < 0)
+            return -ENOMEM;
+        r = env_push(envp, n, "GIT_CONFIG_PARAMETERS", v);
+    }
     return r;
 }
 

@@ -112,6 +112,13 @@ if command -v git >/dev/null; then
         --pass-env GIT_CONFIG_COUNT --pass-env GIT_CONFIG_KEY_0 --pass-env GIT_CONFIG_VALUE_0 --allow-net "127.0.0.1:$FP" -- \
         sh -c 'echo $GIT_CONFIG_COUNT $(git config user.name) $(git config http.proxy)' 2>&1)
     eq "$out" "2 kept http://127.0.0.1:3128" "git's http.proxy comes after the GIT_CONFIG_* entries passed in, which stay"
+    # git reads an empty GIT_CONFIG_COUNT as 0, and GIT_CONFIG_PARAMETERS
+    # (what `git -c` hands on) after the GIT_CONFIG_* entries: a proxy
+    # passed there won over the broker's
+    out=$(cd "$W" && GIT_CONFIG_COUNT= GIT_CONFIG_PARAMETERS="'user.name'='kept' 'http.proxy'='http://10.9.9.9:1'" \
+        "$P" run --safe --pass-env GIT_CONFIG_COUNT --pass-env GIT_CONFIG_PARAMETERS --allow-net "127.0.0.1:$FP" -- \
+        sh -c 'echo $(git config user.name) $(git config http.proxy)' 2>&1)
+    eq "$out" "kept http://127.0.0.1:3128" "... also after an empty GIT_CONFIG_COUNT and a passed GIT_CONFIG_PARAMETERS"
 fi
 # Cargo (often a rustup proxy that needs the real HOME): the workspace's
 # .cargo/config.toml names the proxy
