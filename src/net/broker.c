@@ -230,10 +230,14 @@ static int read_head(struct broker *b, int fd, char *buf, size_t size, size_t *r
             return -ECONNRESET;
         len += (size_t)n;
         buf[len] = '\0';
-        char *end = strstr(buf, "\r\n\r\n");
+        /* the first blank line, CRLF or bare LF: a later one is in the
+         * body (a bare-LF head whose body held a CRLF blank line had its
+         * body's first lines taken for headers, and those without a colon
+         * dropped) */
+        char *end = strstr(buf, "\r\n\r\n"), *lf = strstr(buf, "\n\n");
         size_t skip = 4;
-        if (!end) {
-            end = strstr(buf, "\n\n");
+        if (lf && (!end || lf < end)) {
+            end = lf;
             skip = 2;
         }
         if (end) {
