@@ -254,6 +254,11 @@ static size_t exchange(uint16_t bp, const char *req, size_t len, char *out, size
     return n;
 }
 
+/* exchange() of a string literal (which may hold a NUL) */
+#define EXCHANGE_LIT(lit) exchange(bp, lit, sizeof lit - 1, out, sizeof out)
+#define BAD_REQ(lit, what)                                                                                             \
+    { lit, sizeof lit - 1, what }
+
 static const json_t *dest(const json_t *rep, const char *what, const char *verdict) {
     size_t i;
     const json_t *d;
@@ -352,10 +357,9 @@ static void test_broker(void) {
     l = snprintf(req, sizeof req, "GET http://127.0.0.1:%u/ HTTP/1.1\r\n\r\n", up_port + 1 == 0 ? 1 : up_port + 1);
     exchange(bp, req, (size_t)l, out, sizeof out);
     ok(strncmp(out, "HTTP/1.1 403 ", 13) == 0, "plain http elsewhere: 403");
-    exchange(bp, "GET http://127.0.0.1/ HTTP/1.1\r\n\r\n", sizeof "GET http://127.0.0.1/ HTTP/1.1\r\n\r\n" - 1, out,
-             sizeof out);
+    EXCHANGE_LIT("GET http://127.0.0.1/ HTTP/1.1\r\n\r\n");
     ok(strncmp(out, "HTTP/1.1 403 ", 13) == 0, "plain http without a port is port 80: 403");
-    exchange(bp, "GET /relative HTTP/1.1\r\n\r\n", sizeof "GET /relative HTTP/1.1\r\n\r\n" - 1, out, sizeof out);
+    EXCHANGE_LIT("GET /relative HTTP/1.1\r\n\r\n");
     ok(strncmp(out, "HTTP/1.1 400 ", 13) == 0, "a request in origin form: 400");
     l = snprintf(req, sizeof req, "GET http://u@127.0.0.1:%u/ HTTP/1.1\r\n\r\n", up_port);
     exchange(bp, req, (size_t)l, out, sizeof out);
@@ -367,33 +371,32 @@ static void test_broker(void) {
     l = snprintf(req, sizeof req, "GET http://u:SECRET1@127.0.0.1:%u/a?b HTTP/1.1\r\n\r\n", up_port);
     exchange(bp, req, (size_t)l, out, sizeof out);
     ok(strncmp(out, "HTTP/1.1 400 ", 13) == 0, "a URL with a password: 400");
-    exchange(bp, "GET http://my_svc.example/api?key=SECRET2 HTTP/1.1\r\n\r\n",
-             sizeof "GET http://my_svc.example/api?key=SECRET2 HTTP/1.1\r\n\r\n" - 1, out, sizeof out);
-    ok(strncmp(out, "HTTP/1.1 400 ", 13) == 0, "a URL whose host is not a DNS name: 400");
-    exchange(bp, "GET http://u:SECRET3@x.example/p?key=SECRET4 HTTP/1.1 x\r\n\r\n",
-             sizeof "GET http://u:SECRET3@x.example/p?key=SECRET4 HTTP/1.1 x\r\n\r\n" - 1, out, sizeof out);
-    ok(strncmp(out, "HTTP/1.1 400 ", 13) == 0, "a request line with a word too many: 400");
-    exchange(bp, "GET http:\\\\u:SECRET5@x.example/ HTTP/1.1\r\n\r\n",
-             sizeof "GET http:\\\\u:SECRET5@x.example/ HTTP/1.1\r\n\r\n" - 1, out, sizeof out);
-    ok(strncmp(out, "HTTP/1.1 400 ", 13) == 0, "a URL with backslashes: 400");
-    exchange(bp, "CONNECT u:SECRET6@x.example:443 HTTP/1.1\r\n\r\n",
-             sizeof "CONNECT u:SECRET6@x.example:443 HTTP/1.1\r\n\r\n" - 1, out, sizeof out);
-    ok(strncmp(out, "HTTP/1.1 400 ", 13) == 0, "a CONNECT target with userinfo: 400");
-    exchange(bp, "CONNECT 127.0.0.1 HTTP/1.1\r\n\r\n", sizeof "CONNECT 127.0.0.1 HTTP/1.1\r\n\r\n" - 1, out,
-             sizeof out);
-    ok(strncmp(out, "HTTP/1.1 400 ", 13) == 0, "no port: 400");
-    exchange(bp, "CONNECT a\0b:443 HTTP/1.1\r\n\r\n", sizeof "CONNECT a\0b:443 HTTP/1.1\r\n\r\n" - 1, out, sizeof out);
-    ok(strncmp(out, "HTTP/1.1 400 ", 13) == 0, "a NUL byte: 400");
+    static const struct {
+        const char *req;
+        size_t len;
+        const char *what;
+    } bad[] = {
+        BAD_REQ("GET http://my_svc.example/api?key=SECRET2 HTTP/1.1\r\n\r\n", "a URL whose host is not a DNS name"),
+        BAD_REQ("GET http://u:SECRET3@x.example/p?key=SECRET4 HTTP/1.1 x\r\n\r\n",
+                "a request line with a word too many"),
+        BAD_REQ("GET http:\\\\u:SECRET5@x.example/ HTTP/1.1\r\n\r\n", "a URL with backslashes"),
+        BAD_REQ("CONNECT u:SECRET6@x.example:443 HTTP/1.1\r\n\r\n", "a CONNECT target with userinfo"),
+        BAD_REQ("CONNECT 127.0.0.1 HTTP/1.1\r\n\r\n", "no port"),
+        BAD_REQ("CONNECT a\0b:443 HTTP/1.1\r\n\r\n", "a NUL byte"),
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        exchange(bp, bad[i].req, bad[i].len, out, sizeof out);
+        ok(strncmp(out, "HTTP/1.1 400 ", 13) == 0, "%s: 400", bad[i].what);
+    }
     char *huge = malloc(BROKER_HEAD_MAX + 100);
     memset(huge, 'A', BROKER_HEAD_MAX + 99);
     memcpy(huge, "CONNECT ", 8);
     exchange(bp, huge, BROKER_HEAD_MAX + 99, out, sizeof out);
     ok(strncmp(out, "HTTP/1.1 400 ", 13) == 0, "a head over the limit: 400");
     free(huge);
-    exchange(bp, "CONNECT x:1 HTTP/1.1 extra\r\n\r\n", sizeof "CONNECT x:1 HTTP/1.1 extra\r\n\r\n" - 1, out,
-             sizeof out);
+    EXCHANGE_LIT("CONNECT x:1 HTTP/1.1 extra\r\n\r\n");
     ok(strncmp(out, "HTTP/1.1 400 ", 13) == 0, "a malformed request line: 400");
-    exchange(bp, "", sizeof "" - 1, out, sizeof out);
+    EXCHANGE_LIT("");
     ok(out[0] == '\0', "a client that closes at once gets nothing");
     /* an admitted name as long as names go: the reason, which holds it,
      * still reaches the client (twice: the header and the body) */
