@@ -1,4 +1,7 @@
-/* agent_written.c: the directories agents wrote in with no review between.
+/* agent_written.c: records in the state directory that the next run reads
+ * in one go: the directories agents wrote in with no review between
+ * (STATE/agent-written), and the stages kept outside the state directory
+ * (STATE/stages-elsewhere).
  *
  * A workspace a stage was applied to, and a read-write grant of a sandboxed
  * run (written directly), hold what an agent chose: a link there (an
@@ -19,6 +22,11 @@
  * build at once lose nothing: the second appends to the first's.  When the
  * record cannot be made or read (an unwritable state directory), list
  * answers from the Bundles.
+ *
+ * The stages a user keeps elsewhere (`--stage DIR`, `fork ... DIR`) hold
+ * what agents wrote; a later sandboxed run must not show them to its
+ * command when its HOME or workspace holds them (run_sandbox.c), as it
+ * does not show the state directory.  The same record shape and rules.
  */
 #include "cli/cli.h"
 #include "cli/runs.h"
@@ -38,8 +46,14 @@
 
 #include <jansson.h>
 
-#define AGENT_WRITTEN "agent-written"
-#define AGENT_WRITTEN_MAX (16U << 20)
+#define RECORD_MAX (16U << 20)
+
+struct paths;
+/* A record: its file in STATE, and what a recorded run's Bundle adds. */
+struct record {
+    const char *name;
+    int (*from_run)(struct paths *p, const json_t *bundle);
+};
 
 static int open_state(bool create) {
     _cleanup_free_ char *sd = NULL;
@@ -75,7 +89,7 @@ static int paths_add(struct paths *p, const char *d) {
     if (!d || d[0] != '/' || (p->buf && listed(p->buf, p->len, d)))
         return 0;
     size_t n = strlen(d) + 1;
-    if (n > AGENT_WRITTEN_MAX - p->len)
+    if (n > RECORD_MAX - p->len)
         return -EFBIG;
     if (p->len + n > p->cap) {
         size_t cap = p->cap ? p->cap : 4096;
@@ -116,9 +130,22 @@ static int add_run(struct paths *p, const json_t *b) {
     return r;
 }
 
-/* The directories of every run recorded in the state directory, from
+/* A recorded run's stage, when it is not in the state directory. */
+static int add_stage(struct paths *p, const json_t *b) {
+    const char *st = json_string_value(json_object_get(json_object_get(b, "stage"), "path"));
+    _cleanup_free_ char *sd = NULL;
+    if (!st || state_dir(&sd) < 0)
+        return 0;
+    _cleanup_free_ char *real = realpath(sd, NULL);
+    return path_within(st, sd) || (real && path_within(st, real)) ? 0 : paths_add(p, st);
+}
+
+static const struct record agent_written = {"agent-written", add_run};
+static const struct record stages_elsewhere = {"stages-elsewhere", add_stage};
+
+/* The record's entries of every run recorded in the state directory, from
  * their Bundles (none when there is no runs directory). */
-static int from_bundles(struct paths *p) {
+static int from_bundles(const struct record *k, struct paths *p) {
     char **ids = NULL;
     size_t n = 0;
     if (runs_list_ids(&ids, &n) < 0)
@@ -127,7 +154,7 @@ static int from_bundles(struct paths *p) {
     for (size_t i = 0; i < n && r >= 0; i++) {
         json_t *b = NULL;
         if (runs_load_bundle(ids[i], &b) >= 0)
-            r = add_run(p, b);
+            r = k->from_run(p, b);
         json_decref(b);
     }
     runs_free_ids(ids);
@@ -136,10 +163,10 @@ static int from_bundles(struct paths *p) {
 
 /* Make the record at d from the Bundles when there is none: written under
  * a temporary name, then linked to its own only if that is still free. */
-static int build(int d) {
+static int build(const struct record *k, int d) {
     _cleanup_free_ char *buf = NULL;
     struct paths p = {0};
-    int r = from_bundles(&p);
+    int r = from_bundles(k, &p);
     buf = p.buf;
     if (r < 0)
         return r;
@@ -147,14 +174,14 @@ static int build(int d) {
     uint32_t rnd;
     if (getrandom(&rnd, sizeof rnd, 0) != sizeof rnd)
         return -EIO;
-    snprintf(tmp, sizeof tmp, "." AGENT_WRITTEN ".%08" PRIx32 ".tmp", rnd);
+    snprintf(tmp, sizeof tmp, ".%s.%08" PRIx32 ".tmp", k->name, rnd);
     _cleanup_close_ int fd = openat(d, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0)
         return -errno;
     r = write_all(fd, buf, p.len);
     if (r == 0 && fsync(fd) < 0)
         r = -errno;
-    if (r == 0 && linkat(d, tmp, d, AGENT_WRITTEN, 0) < 0 && errno != EEXIST)
+    if (r == 0 && linkat(d, tmp, d, k->name, 0) < 0 && errno != EEXIST)
         r = -errno;
     unlinkat(d, tmp, 0);
     return r;
@@ -162,33 +189,33 @@ static int build(int d) {
 
 /* The state directory (made when create) and the record's bytes, built
  * first when missing. */
-static int load(bool create, int *ret_dir, char **ret_buf, size_t *ret_len) {
+static int load(const struct record *k, bool create, int *ret_dir, char **ret_buf, size_t *ret_len) {
     *ret_buf = NULL;
     *ret_len = 0;
     _cleanup_close_ int d = open_state(create);
     if (d < 0)
         return d;
-    int r = read_file_at(d, AGENT_WRITTEN, AGENT_WRITTEN_MAX, ret_buf, ret_len);
-    if (r == -ENOENT && (r = build(d)) >= 0)
-        r = read_file_at(d, AGENT_WRITTEN, AGENT_WRITTEN_MAX, ret_buf, ret_len);
+    int r = read_file_at(d, k->name, RECORD_MAX, ret_buf, ret_len);
+    if (r == -ENOENT && (r = build(k, d)) >= 0)
+        r = read_file_at(d, k->name, RECORD_MAX, ret_buf, ret_len);
     if (r < 0)
         return r;
     *ret_dir = TAKE_FD(d);
     return 0;
 }
 
-int agent_written_add(const char *path) {
+static int record_add(const struct record *k, const char *path) {
     if (!path || path[0] != '/')
         return -EINVAL;
     _cleanup_close_ int d = -1;
     _cleanup_free_ char *buf = NULL;
     size_t len = 0;
-    int r = load(true, &d, &buf, &len);
+    int r = load(k, true, &d, &buf, &len);
     if (r < 0)
         return r;
     if (listed(buf, len, path))
         return 0;
-    _cleanup_close_ int fd = openat(d, AGENT_WRITTEN, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+    _cleanup_close_ int fd = openat(d, k->name, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
         return -errno;
     /* One write: appends do not interleave.  After a torn one (a full
@@ -228,17 +255,39 @@ static int split(const char *buf, size_t len, char ***ret, size_t *ret_n) {
     return 0;
 }
 
-int agent_written_list(char ***ret, size_t *ret_n) {
+static int record_list(const struct record *k, char ***ret, size_t *ret_n) {
     *ret = NULL;
     *ret_n = 0;
     _cleanup_close_ int d = -1;
     _cleanup_free_ char *buf = NULL;
     size_t len = 0;
-    if (load(false, &d, &buf, &len) >= 0)
+    if (load(k, false, &d, &buf, &len) >= 0)
         return split(buf, len, ret, ret_n);
     /* no record to be had: the Bundles, read now */
     struct paths p = {0};
-    int r = from_bundles(&p);
+    int r = from_bundles(k, &p);
     _cleanup_free_ char *built = p.buf;
     return r < 0 && r != -EFBIG ? r : split(built, p.len, ret, ret_n);
+}
+
+int agent_written_add(const char *path) {
+    return record_add(&agent_written, path);
+}
+
+int agent_written_list(char ***ret, size_t *ret_n) {
+    return record_list(&agent_written, ret, ret_n);
+}
+
+int stages_elsewhere_add(const char *path) {
+    _cleanup_free_ char *sd = NULL;
+    if (!path || state_dir(&sd) < 0)
+        return -EINVAL;
+    _cleanup_free_ char *real = realpath(sd, NULL);
+    if (path_within(path, sd) || (real && path_within(path, real)))
+        return 0; /* the state directory is hidden as a whole */
+    return record_add(&stages_elsewhere, path);
+}
+
+int stages_elsewhere_list(char ***ret, size_t *ret_n) {
+    return record_list(&stages_elsewhere, ret, ret_n);
 }

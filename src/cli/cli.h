@@ -124,6 +124,11 @@ bool ws_apply_running(const char *workspace);
  * runs' Bundles; list answers from them when no record can be had. */
 int agent_written_add(const char *path);
 int agent_written_list(char ***ret, size_t *ret_n);
+/* The stages kept outside the state directory (agent_written.c): add
+ * records one (a stage in the state directory is not recorded), list as
+ * above. */
+int stages_elsewhere_add(const char *path);
+int stages_elsewhere_list(char ***ret, size_t *ret_n);
 
 /* The table (cli/main.c).  Planned verbs have run == NULL. */
 const struct cli_command *cli_find_command(const char *name);

@@ -85,6 +85,7 @@ int cmd_fork(int argc, char **argv) {
         r = lc_fork(stage, checkpoint, new_stage); /* a failed fork left new_stage empty */
     switch (r) {
     case 0:
+        (void)stages_elsewhere_add(dest); /* hidden from later sandboxed runs (run_sandbox.c) */
         printf("Forked %s%s%s into the new sealed stage %s (use it with 'pvisor run --stage %s')\n", stage,
                checkpoint ? " at checkpoint " : "", checkpoint ? checkpoint : "", new_stage, new_stage);
         return PV_EXIT_OK;

@@ -153,6 +153,8 @@ static int add_ws_mask(char **list, size_t *n, const char *ws, const char *abs) 
  * HOME names them (HOME is or is in the workspace) and where a link leads
  * (a dotfiles repository: ~/.ssh -> dotfiles/ssh); and --access deny:
  * paths in it, sealed: nothing may be created there either. */
+static int mask_stages_elsewhere(struct run_context *ctx, struct sandbox *sb);
+
 static int prepare_ws_mask(struct run_context *ctx, const char *home, const struct access_rule *rules, size_t n_rules,
                            struct sandbox *sb) {
     const char *ws = ctx->workspace;
@@ -192,6 +194,52 @@ static int prepare_ws_mask(struct run_context *ctx, const char *home, const stru
         if (rules[i].kind == ACCESS_DENY && path_within(rules[i].path, sb->home_path) &&
             strcmp(rules[i].path, sb->home_path) != 0)
             r = add_owned_mask(sb, rules[i].path + strlen(sb->home_path) + (strcmp(sb->home_path, "/") != 0));
+    if (r >= 0)
+        r = mask_stages_elsewhere(ctx, sb);
+    return r;
+}
+
+/* The stages kept outside the state directory (another run's, or this
+ * one's: `--stage DIR`, `fork ... DIR`) hold what agents wrote, and a
+ * command saw them through its HOME view or its workspace view when they
+ * lay there (the state directory itself is masked): masked in HOME's view,
+ * masked and sealed in the workspace's (what the agent put there would
+ * meet the stage on apply).  A stage gone since (dropped, moved) is
+ * skipped.  Past the views' mask limits a stage is said in the Bundle,
+ * not hidden. */
+static int mask_stages_elsewhere(struct run_context *ctx, struct sandbox *sb) {
+    char **v = NULL;
+    size_t n = 0;
+    if (stages_elsewhere_list(&v, &n) < 0)
+        return 0; /* no record and no Bundles to read: no stage is known */
+    int r = 0;
+    unsigned over = 0;
+    const char *first_over = NULL;
+    for (size_t i = 0; i < n && r >= 0; i++) {
+        _cleanup_free_ char *real = realpath(v[i], NULL);
+        if (!real)
+            continue;
+        r = add_ws_mask(sb->ws_sealed, &sb->n_ws_sealed, ctx->workspace, real);
+        if (r >= 0 && sb->home_fd >= 0 && path_within(real, sb->home_path) && strcmp(real, sb->home_path) != 0)
+            r = add_owned_mask(sb, real + strlen(sb->home_path) + (strcmp(sb->home_path, "/") != 0));
+        if (r == -E2BIG) {
+            over++;
+            first_over = first_over ? first_over : v[i];
+            r = 0;
+        }
+    }
+    if (over) {
+        char w[600];
+        snprintf(w, sizeof w,
+                 "%u stage(s) kept in HOME or the workspace (%.300s%s) could not be hidden from the command: more "
+                 "than the views can mask; drop old stages ('pvisor drop') or keep them outside HOME",
+                 over, first_over, over > 1 ? ", ..." : "");
+        bundle_add_warning(ctx->bundle, w);
+        fprintf(stderr, "pvisor run: warning: %s\n", w);
+    }
+    for (size_t i = 0; i < n; i++)
+        free(v[i]);
+    free(v);
     return r;
 }
 

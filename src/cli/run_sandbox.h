@@ -59,14 +59,15 @@ struct sandbox {
     /* Credential locations (relative to HOME) the view's server masks, and
      * those below a symlinked parent that the launcher covers with mounts
      * instead. */
-    const char *home_mask[192];
+    const char *home_mask[320];
     size_t n_home_mask;
     const char *home_hide[96];
     size_t n_home_hide;
     /* Masks not from the fixed list, owned (also in home_mask): where a
      * credential location reached through a symlink leads inside HOME, and
-     * pvisor's own state when XDG_STATE_HOME puts it under HOME. */
-    char *home_owned_mask[64];
+     * pvisor's own state when XDG_STATE_HOME puts it under HOME, stages
+     * kept elsewhere in HOME (stages_elsewhere_list). */
+    char *home_owned_mask[192];
     size_t n_home_owned_mask;
     /* Paths (relative to the workspace, owned) the workspace view's server
      * masks (ws_mask: none at present) and seals (masked, and nothing may

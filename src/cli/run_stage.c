@@ -120,6 +120,9 @@ static int open_stage(struct staged *st) {
 #ifdef PVISOR_HAVE_LIFECYCLE
     st->cps.stage = st->stage; /* before the agent socket's thread starts */
 #endif
+    /* a stage outside the state directory: hidden from later sandboxed
+     * runs as that directory is (run_sandbox.c, mask_stages_elsewhere) */
+    (void)stages_elsewhere_add(st->stage_path);
     bool sandbox = st->sb != NULL;
     bundle_set_dimension(ctx->bundle, DIM_WORKSPACE_WRITES, LEVEL_ENFORCED, "FUSE copy-on-write overlay",
                          json_pack("{s:s, s:s, s:b}", "stage", st->stage_path, "mountpoint", ctx->workspace,

@@ -325,3 +325,24 @@ eq "$(cd "$W" && env $env11 "$P" run -- sh -c "$reads11" 2>&1 | tr '\n' ' ')" "1
     "control: the agent CLIs' thirteen stores are readable without the sandbox"
 eq "$(cd "$W" && env $env11 "$P" run --safe --stage "$T/st11" -- sh -c "$reads11" 2>&1 | tr '\n' ' ')" "0 {} {} " \
     "--safe: gemini-cli's .env files and tokens, claude-code's .claude.json backups and codex's MCP tokens are absent (moved ones too); their settings stay"
+
+# A stage the user keeps in HOME (`--stage ~/st`, `fork ... ~/f`) holds
+# what an agent wrote: another run's command read it through its HOME view
+# (pvisor's state directory is masked, a stage elsewhere was not), and
+# through its workspace view when HOME was the workspace. Masked now, and
+# sealed in a workspace; a state directory from before the record is
+# built from its runs' Bundles.
+H12=$T/home12; S12=$T/state12; mkdir -p "$H12/projA" "$H12/projB"; echo a > "$H12/projA/f"
+run12() { (cd "$1" && shift && HOME="$H12" XDG_STATE_HOME="$S12" "$P" run "$@" 2>&1); }
+run12 "$H12/projA" --safe --stage "$H12/st-a" -- sh -c 'echo STAGEDSECRET > g' >/dev/null
+(cd "$H12/projA" && HOME="$H12" XDG_STATE_HOME="$S12" "$P" fork "$H12/forked" --stage "$H12/st-a" >/dev/null 2>&1)
+reads12='cat ~/st-a/upper/g ~/forked/upper/g 2>/dev/null; echo end'
+eq "$(echo $(run12 "$H12/projB" -- sh -c "$reads12"))" "STAGEDSECRET STAGEDSECRET end" \
+    "control: without the sandbox a stage kept in HOME and its fork are readable"
+eq "$(echo $(run12 "$H12/projB" --safe -- sh -c "$reads12"))" "end" \
+    "--safe: another run's stage kept in HOME, and a fork there, are absent from the HOME view"
+eq "$(echo $(run12 "$H12" --safe -- sh -c 'cat st-a/upper/g 2>/dev/null; mkdir st-a forked 2>/dev/null || echo sealed'))" "sealed" \
+    "--safe with HOME the workspace: the stages there are absent and sealed in the workspace view"
+rm -f "$S12/pvisor/stages-elsewhere"
+eq "$(echo $(run12 "$H12/projB" --safe -- sh -c 'cat ~/st-a/upper/g 2>/dev/null; echo end')):$(tr '\0' '\n' < "$S12/pvisor/stages-elsewhere" | grep -c "^$H12/st-a\$")" "end:1" \
+    "... a state directory without the record gets it from its runs' Bundles first (a fork made then is not in them)"
