@@ -199,14 +199,29 @@ static int prepare_ws_mask(struct run_context *ctx, const char *home, const stru
     return r;
 }
 
+/* Is the directory at path (still) a stage: does it hold a stage's
+ * version file?  A recorded stage the user removed leaves its path to
+ * whatever the user puts there next (a project), which is not to be
+ * hidden.  When that cannot be told (unreadable), it is taken for one. */
+static bool still_a_stage(const char *path) {
+    _cleanup_close_ int d = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (d < 0)
+        return errno != ENOTDIR && errno != ENOENT;
+    _cleanup_free_ char *v = NULL;
+    int r = read_file_at(d, "version", 256, &v, NULL);
+    if (r == -ENOENT || r == -EINVAL || r == -ENOTDIR || r == -ELOOP)
+        return false; /* none, or not a regular file */
+    return r < 0 || strncmp(v, "pvisor-stage ", 13) == 0;
+}
+
 /* The stages kept outside the state directory (another run's, or this
  * one's: `--stage DIR`, `fork ... DIR`) hold what agents wrote, and a
  * command saw them through its HOME view or its workspace view when they
  * lay there (the state directory itself is masked): masked in HOME's view,
  * masked and sealed in the workspace's (what the agent put there would
- * meet the stage on apply).  A stage gone since (dropped, moved) is
- * skipped.  Past the views' mask limits a stage is said in the Bundle,
- * not hidden. */
+ * meet the stage on apply).  A stage gone since (removed, moved: no stage
+ * there now, maybe a directory of the user's) is skipped.  Past the views'
+ * mask limits a stage is said in the Bundle, not hidden. */
 static int mask_stages_elsewhere(struct run_context *ctx, struct sandbox *sb) {
     char **v = NULL;
     size_t n = 0;
@@ -217,7 +232,7 @@ static int mask_stages_elsewhere(struct run_context *ctx, struct sandbox *sb) {
     const char *first_over = NULL;
     for (size_t i = 0; i < n && r >= 0; i++) {
         _cleanup_free_ char *real = realpath(v[i], NULL);
-        if (!real)
+        if (!real || !still_a_stage(real))
             continue;
         r = add_ws_mask(sb->ws_sealed, &sb->n_ws_sealed, ctx->workspace, real);
         if (r >= 0 && sb->home_fd >= 0 && path_within(real, sb->home_path) && strcmp(real, sb->home_path) != 0)

@@ -346,3 +346,13 @@ eq "$(echo $(run12 "$H12" --safe -- sh -c 'cat st-a/upper/g 2>/dev/null; mkdir s
 rm -f "$S12/pvisor/stages-elsewhere"
 eq "$(echo $(run12 "$H12/projB" --safe -- sh -c 'cat ~/st-a/upper/g 2>/dev/null; echo end')):$(tr '\0' '\n' < "$S12/pvisor/stages-elsewhere" | grep -c "^$H12/st-a\$")" "end:1" \
     "... a state directory without the record gets it from its runs' Bundles first (a fork made then is not in them)"
+# A recorded stage the user removed leaves its path free: a directory of
+# the user's made there later was hidden from every later run (absent in
+# HOME's view, sealed in a workspace view), with no word why. Only a
+# stage (its version file) is hidden; the fork still is.
+run12 "$H12/projA" --safe --stage "$H12/st-b" -- sh -c 'echo STAGEDSECRET > g' >/dev/null
+rm -rf "$H12/st-a"; mkdir "$H12/st-a"; echo mine > "$H12/st-a/notes"
+eq "$(echo $(run12 "$H12/projB" --safe -- sh -c 'cat ~/st-a/notes ~/st-b/upper/g 2>/dev/null; echo end'))" "mine end" \
+    "--safe: a directory made where a removed stage was is shown in the HOME view; a stage there still is not"
+eq "$(echo $(run12 "$H12" --safe -- sh -c 'cat st-a/notes; touch st-a/new 2>/dev/null && echo made'))" "mine made" \
+    "--safe with HOME the workspace: ... and it is not sealed"
