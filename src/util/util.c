@@ -3,6 +3,7 @@
 #include "util/cleanup.h"
 
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <fcntl.h>
@@ -883,9 +884,10 @@ int userns_enter(int flags, uid_t inner_uid, gid_t inner_gid, const char **ret_s
     return write_string_at(AT_FDCWD, "/proc/self/gid_map", map);
 }
 
-bool pid_dying(pid_t pid) {
-    char path[64], buf[2048];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+/* Is the task at dir (/proc/PID or /proc/PID/task/TID) gone or going? */
+static bool task_dying(const char *dir) {
+    char path[96], buf[2048];
+    snprintf(path, sizeof path, "%s/stat", dir);
     _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
     ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
     if (n <= 0)
@@ -898,7 +900,7 @@ bool pid_dying(pid_t pid) {
         return false;
     if (state == 'Z' || state == 'X' || (flags & 0x4 /* PF_EXITING */))
         return true;
-    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    snprintf(path, sizeof path, "%s/status", dir);
     _cleanup_fclose_ FILE *f = fopen(path, "re");
     unsigned long long mask;
     while (f && fgets(buf, sizeof buf, f))
@@ -906,4 +908,29 @@ bool pid_dying(pid_t pid) {
             (mask & (1ULL << (SIGKILL - 1))))
             return true;
     return false;
+}
+
+bool pid_dying(pid_t pid) {
+    char dir[64];
+    snprintf(dir, sizeof dir, "/proc/%d", (int)pid);
+    if (!task_dying(dir))
+        return false;
+    /* A leader whose own thread exited (SYS_exit, pthread_exit) shows as
+     * a zombie while its other threads go on: the process is alive as
+     * long as one of them is. */
+    char tasks[80];
+    snprintf(tasks, sizeof tasks, "%s/task", dir);
+    _cleanup_closedir_ DIR *d = opendir(tasks);
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        char *end;
+        unsigned long tid = strtoul(de->d_name, &end, 10);
+        if (*end || tid == 0 || tid == (unsigned long)pid || tid > INT_MAX)
+            continue;
+        char t[96];
+        snprintf(t, sizeof t, "%s/%lu", tasks, tid);
+        if (!task_dying(t))
+            return false;
+    }
+    return true;
 }

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <linux/io_uring.h>
 #include <linux/vm_sockets.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -41,6 +42,13 @@ static int escaped(const char *fmt, const char *detail) {
 static int blocked(const char *what) {
     printf("BLOCKED %s (%s)\n", what, strerrorname_np(errno) ? strerrorname_np(errno) : "?");
     return 1;
+}
+
+static void *pauser(void *arg) {
+    (void)arg;
+    for (;;)
+        pause();
+    return NULL;
 }
 
 /* A connection to $PVISOR_AGENT_SOCKET, or -1 (the reason printed). */
@@ -359,6 +367,25 @@ int main(int argc, char **argv) {
         }
         waitpid(c, NULL, 0);
         return escaped("daemon started", NULL);
+    }
+    if (!strcmp(a, "headless") && argc == 2) { /* leave a process behind whose leader thread exited */
+        int p[2];
+        if (pipe(p) < 0)
+            return blocked("pipe");
+        pid_t c = fork();
+        if (c == 0) {
+            setsid();
+            pthread_t t;
+            if (pthread_create(&t, NULL, pauser, NULL) != 0)
+                _exit(1);
+            close(p[1]);          /* the thread runs: say so */
+            syscall(SYS_exit, 0); /* this thread only: /proc shows the process as a zombie */
+        }
+        close(p[1]);
+        char b;
+        (void)!read(p[0], &b, 1);
+        usleep(100000);
+        return escaped("headless process started", NULL);
     }
     if (!strcmp(a, "env") && argc == 3) {
         const char *v = getenv(argv[2]);
