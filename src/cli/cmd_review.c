@@ -379,6 +379,10 @@ static void print_ended(const json_t *bundle) {
         printf("Ended:       %s%s%s%s: files it was writing may be cut short\n",
                timed_out ? "its --timeout expired" : "", timed_out && sig ? ", " : "", sig ? "killed by SIG" : "",
                sig ? sig : "");
+    else if (json_is_integer(st) && json_is_string(json_object_get(ex, "interrupted_by")))
+        printf("Ended:       exit status %lld on SIG%s sent to pvisor (interrupted): files it was writing may be cut "
+               "short\n",
+               (long long)json_integer_value(st), json_string_value(json_object_get(ex, "interrupted_by")));
     else if (json_is_integer(st))
         printf("Ended:       exit status %lld\n", (long long)json_integer_value(st));
     /* a background job or daemon still alive when the command exited was

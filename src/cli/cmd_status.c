@@ -27,6 +27,9 @@ static void print_exit(const json_t *b) {
     if (json_is_integer(sig))
         printf("Exit:        killed by signal %lld (SIG%s)%s; pvisor exited %lld\n", (long long)json_integer_value(sig),
                str(e, "signal_name"), to, (long long)json_integer_value(json_object_get(e, "pvisor_exit_status")));
+    else if (!to[0] && json_is_string(json_object_get(e, "interrupted_by")))
+        printf("Exit:        status %lld (on SIG%s sent to pvisor: the run was interrupted)\n",
+               (long long)json_integer_value(json_object_get(e, "status")), str(e, "interrupted_by"));
     else
         printf("Exit:        status %lld%s\n", (long long)json_integer_value(json_object_get(e, "status")),
                to[0] ? " (its --timeout expired; pvisor exited 124)" : "");

@@ -169,6 +169,19 @@ int run_finish(struct run_context *ctx, int r, const struct exec_result *res) {
          * only sign of why */
         fprintf(stderr, "pvisor run: %s\n", msg);
     }
+    /* A SIGINT, SIGTERM or SIGHUP sent to pvisor (Ctrl-C, a CI job's
+     * cancel) that the command exited on by itself: the command decides
+     * the exit status, 0 included, but the run was cut short, and nothing
+     * said so (the Bundle, status and the review showed a run that
+     * finished). */
+    if (res->interrupted_by && !res->timed_out && !res->exec_errno && WIFEXITED(res->wait_status)) {
+        snprintf(msg, sizeof msg,
+                 "the run was interrupted: pvisor was sent SIG%s and forwarded it; the command exited with status %d "
+                 "on it",
+                 sigabbrev_np(res->interrupted_by), WEXITSTATUS(res->wait_status));
+        bundle_add_warning(ctx->bundle, msg);
+        fprintf(stderr, "pvisor run: %s\n", msg);
+    }
     if (res->escalated)
         bundle_add_warning(ctx->bundle, "the command did not stop after a forwarded termination signal and was killed");
     if (res->killed_descendants > 0) {
@@ -177,6 +190,8 @@ int run_finish(struct run_context *ctx, int r, const struct exec_result *res) {
     }
     bundle_set_exit(ctx->bundle, res->exec_errno ? (status << 8) : res->wait_status, status, &ended);
     json_object_set_new(json_object_get(ctx->bundle, "exit"), "timed_out", json_boolean(res->timed_out));
+    json_object_set_new(json_object_get(ctx->bundle, "exit"), "interrupted_by",
+                        res->interrupted_by ? json_string(sigabbrev_np(res->interrupted_by)) : json_null());
     json_object_set_new(json_object_get(ctx->bundle, "exit"), "leftovers_killed",
                         json_integer(res->killed_descendants > 0 ? res->killed_descendants : 0));
     r = bundle_write(ctx->run_dirfd, ctx->bundle, bundle_durable(ctx));

@@ -386,6 +386,8 @@ int exec_run(const struct exec_spec *s, struct exec_result *ret) {
                 if (si.ssi_signo != SIGQUIT)
                     kill_deadline_ms = monotonic_ms() + s->kill_grace_ms;
             }
+            if (si.ssi_signo != SIGQUIT && !res.interrupted_by)
+                res.interrupted_by = (int)si.ssi_signo;
             continue;
         }
         int st;

@@ -89,6 +89,7 @@ struct exec_result {
     int killed_descendants; /* leftover processes killed after the command exited */
     bool escalated;         /* a termination request was escalated to SIGKILL */
     bool timed_out;         /* the timeout expired and the command was terminated */
+    int interrupted_by;     /* the first SIGINT, SIGTERM or SIGHUP forwarded to the command (0: none) */
     bool limit_killed;      /* watch() reported a limit reached; the command was killed */
 };
 

@@ -471,6 +471,18 @@ pv=$!
 i=0; while [ ! -s "$T/ign" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
 kill -INT $pv; sleep 0.1; kill -INT $pv; wait $pv; rc=$?
 eq "$rc" 137 "a second SIGINT kills a command that ignores the first"
+# a command that exits by itself, 0, on a SIGINT sent to pvisor (Ctrl-C, a
+# CI job's cancel) decides the exit status (above), but the run was cut
+# short: the Bundle, status and the review showed a run that finished
+rm -f "$T/ign"
+mkdir -p "$T/intr"; (cd "$T/intr" && exec "$PVISOR" run --stage "$T/intrs" -- sh -c "trap 'exit 0' INT; echo ready > '$T/ign'; sleep 3015 & wait") 2>"$T/intr.err" &
+pv=$!
+i=0; while [ ! -s "$T/ign" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
+kill -INT $pv; wait $pv; rc=$?
+eq "$rc:$(grep -c 'interrupted: pvisor was sent SIGINT and forwarded it; the command exited with status 0 on it' "$T/intr.err"):$("$PVISOR" status | grep -c '^Exit: *status 0 (on SIGINT sent to pvisor: the run was interrupted)$'):$(jq -r '.exit.interrupted_by, (.warnings | map(test("interrupted")) | any)' "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json" | tr '\n' ' ')" \
+    "0:1:1:INT true " "a command that exits 0 on a SIGINT sent to pvisor: the run says it was interrupted"
+eq "$("$PVISOR" status --review | grep -c '^Ended: *exit status 0 on SIGINT sent to pvisor (interrupted)')" 1 \
+    "... and the review says so"
 
 # --- --timeout --------------------------------------------------------------------
 start=$(date +%s)
