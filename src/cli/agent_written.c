@@ -131,13 +131,20 @@ static int add_run(struct paths *p, const json_t *b) {
 }
 
 /* A recorded run's stage, when it is not in the state directory. */
+/* Is path in the state directory (by its name or where it leads), which
+ * is hidden as a whole?  -errno when there is no state directory. */
+static int in_state_dir(const char *path) {
+    _cleanup_free_ char *sd = NULL;
+    int r = state_dir(&sd);
+    if (r < 0)
+        return r;
+    _cleanup_free_ char *real = realpath(sd, NULL);
+    return path_within(path, sd) || (real && path_within(path, real));
+}
+
 static int add_stage(struct paths *p, const json_t *b) {
     const char *st = json_string_value(json_object_get(json_object_get(b, "stage"), "path"));
-    _cleanup_free_ char *sd = NULL;
-    if (!st || state_dir(&sd) < 0)
-        return 0;
-    _cleanup_free_ char *real = realpath(sd, NULL);
-    return path_within(st, sd) || (real && path_within(st, real)) ? 0 : paths_add(p, st);
+    return st && in_state_dir(st) == 0 ? paths_add(p, st) : 0;
 }
 
 static const struct record agent_written = {"agent-written", add_run};
@@ -279,12 +286,9 @@ int agent_written_list(char ***ret, size_t *ret_n) {
 }
 
 int stages_elsewhere_add(const char *path) {
-    _cleanup_free_ char *sd = NULL;
-    if (!path || state_dir(&sd) < 0)
-        return -EINVAL;
-    _cleanup_free_ char *real = realpath(sd, NULL);
-    if (path_within(path, sd) || (real && path_within(path, real)))
-        return 0; /* the state directory is hidden as a whole */
+    int in = path ? in_state_dir(path) : -EINVAL;
+    if (in != 0)
+        return in < 0 ? in : 0; /* the state directory is hidden as a whole */
     return record_add(&stages_elsewhere, path);
 }
 
