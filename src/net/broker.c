@@ -800,7 +800,7 @@ json_t *broker_report(struct broker *b) {
         json_array_append_new(dests, o);
     }
     char proxy[40];
-    snprintf(proxy, sizeof proxy, "http://127.0.0.1:%u", (unsigned)EGRESS_PROXY_PORT);
+    egress_proxy_url(EGRESS_PROXY_PORT, proxy, sizeof proxy);
     json_t *j = json_pack("{s:s, s:o, s:{s:I, s:I, s:I}, s:o, s:I, s:I, s:I}", "proxy", proxy, "allow", allow,
                           "connections", "allowed", (json_int_t)b->counts[V_ALLOWED], "refused",
                           (json_int_t)b->counts[V_REFUSED], "failed", (json_int_t)b->counts[V_FAILED], "destinations",

@@ -136,6 +136,10 @@ int egress_rule_parse(const char *spec, struct egress_rule *ret, char **ret_erro
     return 0;
 }
 
+void egress_proxy_url(uint16_t port, char *buf, size_t size) {
+    snprintf(buf, size, "http://127.0.0.1:%u", (unsigned)port);
+}
+
 void egress_rule_format(const struct egress_rule *r, char *buf, size_t size) {
     if (r->address && r->family == AF_INET6)
         snprintf(buf, size, "[%s]:%u", r->host, (unsigned)r->port);

@@ -50,6 +50,9 @@ struct egress_rule {
     uint16_t port;
 };
 
+/* The broker's URL inside the sandbox, "http://127.0.0.1:PORT". */
+void egress_proxy_url(uint16_t port, char *buf, size_t size);
+
 /* Parse one rule.  -EINVAL with a malloc'd one-line message in *ret_error
  * (what is wrong and what to write instead); ret is written on success. */
 int egress_rule_parse(const char *spec, struct egress_rule *ret, char **ret_error);

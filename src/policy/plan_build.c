@@ -547,29 +547,29 @@ static int build_env(const struct plan_inputs *in, struct launch_plan *p) {
      * inside. */
     if (p->proxy_port) {
         char url[40];
-        snprintf(url, sizeof url, "http://127.0.0.1:%u", (unsigned)p->proxy_port);
-        static const char *const proxy_vars[] = {"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"};
-        for (size_t i = 0; i < sizeof proxy_vars / sizeof proxy_vars[0] && r >= 0; i++)
-            r = env_push(&p->envp, &n, proxy_vars[i], url);
+        egress_proxy_url(p->proxy_port, url, sizeof url);
+        /* The usual variables, and those that win over a proxy named in a
+         * client's own config file, read inside as well (pip.conf, an
+         * npmrc, Cargo's config.toml): a host proxy, often a local one
+         * (127.0.0.1:7890), unreachable from inside. */
+        static const char *const vars[] = {"HTTPS_PROXY",
+                                           "https_proxy",
+                                           "HTTP_PROXY",
+                                           "http_proxy",
+                                           "PIP_PROXY",
+                                           "npm_config_proxy",
+                                           "npm_config_https_proxy",
+                                           "CARGO_HTTP_PROXY"};
+        for (size_t i = 0; i < sizeof vars / sizeof vars[0] && r >= 0; i++)
+            r = env_push(&p->envp, &n, vars[i], url);
         /* --network loopback: the sandbox's own servers stay direct.
          * Otherwise loopback is the broker's too (TCP there reaches
          * nothing else): localhost:PORT goes to the host's when a rule
          * allows it, a clear 403 when not. */
-        if (r >= 0 && p->loopback_tcp)
-            r = env_push(&p->envp, &n, "NO_PROXY", "localhost,127.0.0.1,::1");
-        if (r >= 0 && p->loopback_tcp)
-            r = env_push(&p->envp, &n, "no_proxy", "localhost,127.0.0.1,::1");
+        for (size_t i = 0; p->loopback_tcp && i < 2 && r >= 0; i++)
+            r = env_push(&p->envp, &n, i ? "no_proxy" : "NO_PROXY", "localhost,127.0.0.1,::1");
         if (r >= 0)
             r = env_push(&p->envp, &n, "NODE_USE_ENV_PROXY", "1");
-        /* Clients whose own config file, read inside as well (pip.conf,
-         * an npmrc, ~/.gitconfig, Cargo's config.toml), can name a proxy
-         * that wins over the variables above: a host proxy, often a local
-         * one (127.0.0.1:7890), unreachable from inside.  Each has a
-         * variable that wins over its files. */
-        static const char *const config_vars[] = {"PIP_PROXY", "npm_config_proxy", "npm_config_https_proxy",
-                                                  "CARGO_HTTP_PROXY"};
-        for (size_t i = 0; i < sizeof config_vars / sizeof config_vars[0] && r >= 0; i++)
-            r = env_push(&p->envp, &n, config_vars[i], url);
         /* The same names in another case, passed in: Python's urllib
          * reads *_proxy in any case and npm npm_config_* in any case, and
          * which of two spellings wins depends on their order in the
@@ -578,10 +578,8 @@ static int build_env(const struct plan_inputs *in, struct launch_plan *p) {
         for (int i = 0; i < in->opts->n_pass_env && r >= 0; i++) {
             const char *name = in->opts->pass_env[i];
             bool proxy = false;
-            for (size_t k = 0; k < sizeof proxy_vars / sizeof proxy_vars[0]; k++)
-                proxy = proxy || strcasecmp(name, proxy_vars[k]) == 0;
-            for (size_t k = 0; k < sizeof config_vars / sizeof config_vars[0]; k++)
-                proxy = proxy || strcasecmp(name, config_vars[k]) == 0;
+            for (size_t k = 0; k < sizeof vars / sizeof vars[0]; k++)
+                proxy = proxy || strcasecmp(name, vars[k]) == 0;
             if (proxy && env_get(p->envp, name))
                 r = env_push(&p->envp, &n, name, url);
         }
