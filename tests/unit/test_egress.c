@@ -241,6 +241,13 @@ static void *upstream_loop(void *arg) {
     }
 }
 
+/* End upstream_loop (accept fails on the shut listening socket). */
+static void upstream_stop(struct upstream *u, pthread_t t) {
+    shutdown(u->fd, SHUT_RDWR);
+    close(u->fd);
+    pthread_join(t, NULL);
+}
+
 /* One exchange with the broker on port bp: send req, half-close, read all. */
 static size_t exchange(uint16_t bp, const char *req, size_t len, char *out, size_t max) {
     int s = dial(bp);
@@ -463,9 +470,7 @@ static void test_broker(void) {
        "the refusals are counted");
     json_decref(rep);
     broker_free(b);
-    shutdown(u.fd, SHUT_RDWR);
-    close(u.fd);
-    pthread_join(ut, NULL);
+    upstream_stop(&u, ut);
     free(err);
 }
 
@@ -511,9 +516,7 @@ static void test_broker_flood(void) {
        "the list stays bounded; the rest are counted as dropped");
     json_decref(rep);
     broker_free(b);
-    shutdown(u.fd, SHUT_RDWR);
-    close(u.fd);
-    pthread_join(ut, NULL);
+    upstream_stop(&u, ut);
     free(err);
 }
 
