@@ -25,6 +25,12 @@
 #define PV_EXIT_NOEXEC 126
 #define PV_EXIT_NOTFOUND 127
 
+/* End pvisor by sig (its default action, unblocked), after stdio is
+ * flushed: a shell that was sent the same Ctrl-C then stops its script too
+ * (it goes on after a child that merely exited 130).  Returns 128+sig only
+ * if the signal did not end the process. */
+int cli_end_by_signal(int sig);
+
 struct cli_command {
     const char *name;
     const char *summary; /* one line for `pvisor help` */

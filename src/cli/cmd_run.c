@@ -296,5 +296,5 @@ int cmd_run(int argc, char **argv) {
     ctx.bundle = bundle;
     int status = run_execute(&ctx);
     json_decref(bundle);
-    return status;
+    return ctx.end_signal ? -ctx.end_signal : status;
 }

@@ -5,6 +5,7 @@
 #include "config.h"
 #include "launch/launch.h"
 
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -272,5 +273,22 @@ int main(int argc, char **argv) {
         fprintf(stderr, "pvisor %s: not available in pvisor %s (planned; see 'pvisor help')\n", verb, PVISOR_VERSION);
         return PV_EXIT_USAGE;
     }
-    return c->run(argc - 1, argv + 1);
+    /* A verb that was interrupted (run: a relayed SIGINT, SIGTERM or
+     * SIGHUP) returns minus the signal, once its work is recorded and its
+     * resources are released. */
+    int status = c->run(argc - 1, argv + 1);
+    return status < 0 ? cli_end_by_signal(-status) : status;
+}
+
+int cli_end_by_signal(int sig) {
+    fflush(NULL);
+    struct sigaction dfl = {.sa_handler = SIG_DFL};
+    sigemptyset(&dfl.sa_mask);
+    sigaction(sig, &dfl, NULL);
+    sigset_t m;
+    sigemptyset(&m);
+    sigaddset(&m, sig);
+    raise(sig);
+    sigprocmask(SIG_UNBLOCK, &m, NULL);
+    return 128 + sig;
 }

@@ -24,6 +24,11 @@ struct run_context {
     int probe_fd; /* -1: none pending */
     int probe_release_fd;
     pid_t probe_pid;
+    /* A run cut short by a SIGINT, SIGTERM or SIGHUP sent to pvisor and
+     * relayed to the command: pvisor ends by that signal once the run is
+     * recorded (cli_end_by_signal), as a program that was interrupted
+     * should, whatever the command exited with on it; 0: none. */
+    int end_signal;
 };
 
 /* Runs the command and returns pvisor's exit status. */

@@ -180,7 +180,16 @@ int run_finish(struct run_context *ctx, int r, const struct exec_result *res) {
                  "on it",
                  sigabbrev_np(res->interrupted_by), WEXITSTATUS(res->wait_status));
         bundle_add_warning(ctx->bundle, msg);
-        fprintf(stderr, "pvisor run: %s\n", msg);
+        fprintf(stderr, "pvisor run: %s (pvisor ends by SIG%s: exit status %d)\n", msg,
+                sigabbrev_np(res->interrupted_by), 128 + res->interrupted_by);
+    }
+    /* Whatever the command exited with on it, 0 included, pvisor was asked
+     * to stop: it ends by the same signal (cmd_run), so that `pvisor run
+     * ... && pvisor apply` or a script's next line does not apply a run
+     * cut short. */
+    if (res->interrupted_by && !res->exec_errno) {
+        ctx->end_signal = res->interrupted_by;
+        status = 128 + res->interrupted_by;
     }
     if (res->escalated)
         bundle_add_warning(ctx->bundle, "the command did not stop after a forwarded termination signal and was killed");

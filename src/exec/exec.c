@@ -35,7 +35,7 @@ static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 
 /* Child side between fork and exec: only async-signal-safe calls. */
 static _Noreturn void child_exec(const struct exec_spec *s, int go_fd, int err_fd, const sigset_t *old_mask,
-                                 pid_t parent) {
+                                 const sigset_t *relayed, pid_t parent) {
     int e;
     setpgid(0, 0);
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
@@ -44,8 +44,13 @@ static _Noreturn void child_exec(const struct exec_spec *s, int go_fd, int err_f
     if (getppid() != parent)
         _exit(PV_CHILD_ORPHANED);
 
+    /* What pvisor relays, the command gets with its default action; what
+     * pvisor was started ignoring (nohup's SIGHUP, the SIGINT of a job a
+     * shell put in the background) it inherits ignored, as it would
+     * without pvisor. */
     for (size_t i = 0; i < ARRAY_SIZE(forwarded); i++)
-        signal(forwarded[i], SIG_DFL);
+        if (sigismember(relayed, forwarded[i]))
+            signal(forwarded[i], SIG_DFL);
     signal(SIGTTOU, SIG_DFL);
     signal(SIGPIPE, SIG_DFL);
 
@@ -220,10 +225,18 @@ int exec_run(const struct exec_spec *s, struct exec_result *ret) {
     if (s->early_exec && s->cwd)
         return -EINVAL;
     struct exec_result res = {0};
-    sigset_t mask, old_mask;
-    sigemptyset(&mask);
-    for (size_t i = 0; i < ARRAY_SIZE(forwarded); i++)
-        sigaddset(&mask, forwarded[i]);
+    /* The signals pvisor relays: those it was not started ignoring.  A
+     * blocked signal is queued even while ignored, so an ignored one in
+     * the signalfd's mask would be relayed: `nohup pvisor run ...` lost
+     * its command when the terminal closed. */
+    sigset_t mask, old_mask, relayed;
+    sigemptyset(&relayed);
+    for (size_t i = 0; i < ARRAY_SIZE(forwarded); i++) {
+        struct sigaction cur;
+        if (sigaction(forwarded[i], NULL, &cur) < 0 || cur.sa_handler != SIG_IGN)
+            sigaddset(&relayed, forwarded[i]);
+    }
+    mask = relayed;
     sigaddset(&mask, SIGCHLD);
     if (sigprocmask(SIG_BLOCK, &mask, &old_mask) < 0)
         return -errno;
@@ -261,7 +274,7 @@ int exec_run(const struct exec_spec *s, struct exec_result *ret) {
     if (pid == 0) {
         close(go[1]);
         close(err[0]);
-        child_exec(s, go[0], err[1], &old_mask, parent);
+        child_exec(s, go[0], err[1], &old_mask, &relayed, parent);
     }
     close(go[0]);
     go[0] = -1;
@@ -446,7 +459,8 @@ out_mask:
          * longer be applied) and the Bundle still saying "running".  They
          * stay blocked; what is pending is dropped when pvisor exits. */
         for (size_t i = 0; i < ARRAY_SIZE(forwarded); i++)
-            sigaddset(&old_mask, forwarded[i]);
+            if (sigismember(&relayed, forwarded[i]))
+                sigaddset(&old_mask, forwarded[i]);
     }
     sigprocmask(SIG_SETMASK, &old_mask, NULL);
     if (r >= 0)

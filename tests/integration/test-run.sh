@@ -89,9 +89,12 @@ eq "$(jq -r '.warnings[] | select(test("leftover"))' "$XDG_STATE_HOME/pvisor/run
    "3 leftover process(es) killed after the command exited" "Bundle counts a subshell and its two jobs in the command's group as three"
 
 # --- signal forwarding -------------------------------------------------------
+# A shell starts a background job with SIGINT ignored, and pvisor does not
+# relay what it was started ignoring (below): the jobs sent a SIGINT here
+# get its default action back first (env --default-signal).
 for sig in TERM INT HUP; do
     rm -f "$T/sig"
-    "$PVISOR" run -- "$PVAGENT" wait-signal "$T/sig" &
+    env --default-signal=INT "$PVISOR" run -- "$PVAGENT" wait-signal "$T/sig" &
     pv=$!
     i=0; while [ "$(cat "$T/sig" 2>/dev/null)" != ready ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
     kill -$sig $pv
@@ -99,7 +102,39 @@ for sig in TERM INT HUP; do
     num=$(kill -l $sig 2>/dev/null || true)
     expect=$( /usr/bin/python3 -c "import signal; print(int(signal.SIG$sig))")
     eq "$(cat "$T/sig")" "$expect" "SIG$sig to pvisor is forwarded to the command"
-    eq "$rc" 0 "command that handled SIG$sig decides the exit status"
+    eq "$rc:$(jq -r '.exit.status' "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json")" "$((128 + expect)):0" \
+        "a command that handled SIG$sig and exited 0: the Bundle has its 0, pvisor ends by SIG$sig ($((128 + expect)))"
+done
+# ... ends BY the signal, not with 128+N: a shell that was sent the same
+# Ctrl-C goes on to a script's next line (pvisor apply) after a child
+# that only exited 130 (bash's wait-and-cooperative-exit)
+rm -f "$T/sig"
+eq "$(/usr/bin/python3 - "$PVISOR" "$PVAGENT" "$T/sig" <<'PYEOF'
+import os, signal, subprocess, sys, time
+p = subprocess.Popen([sys.argv[1], "run", "--", sys.argv[2], "wait-signal", sys.argv[3]])
+for _ in range(100):
+    if os.path.exists(sys.argv[3]) and open(sys.argv[3]).read().strip() == "ready":
+        break
+    time.sleep(0.05)
+p.send_signal(signal.SIGINT)
+print(p.wait())
+PYEOF
+)" -2 "pvisor interrupted by SIGINT dies by SIGINT (its parent sees WIFSIGNALED), after recording the run"
+eq "$(jq -r '.state + " " + .exit.interrupted_by + " " + (.exit.pvisor_exit_status | tostring)' "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json")" \
+    "finished INT 130" "... and the Bundle says so (pvisor_exit_status 130)"
+
+# --- signals pvisor was started ignoring are not relayed -----------------------
+# (nohup's SIGHUP, the SIGINT of a background job of a non-interactive
+# shell): a blocked signal is queued even while ignored, and pvisor
+# relayed it: `nohup pvisor run ...` lost its command when the terminal
+# closed
+for sig in HUP INT; do
+    rm -f "$T/nohup.ready"
+    sh -c "trap '' $sig; exec \"\$0\" run -- sh -c 'echo ready > \"$T/nohup.ready\"; sleep 1; echo survived'" "$PVISOR" > "$T/nohup.out" 2>&1 &
+    pv=$!
+    i=0; while [ ! -s "$T/nohup.ready" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
+    kill -$sig $pv; wait $pv; rc=$?
+    eq "$rc:$(cat "$T/nohup.out")" "0:survived" "pvisor started with SIG$sig ignored: a SIG$sig to it does not reach the command"
 done
 
 # --- usage errors: exit 2, nothing written ----------------------------------
@@ -462,25 +497,27 @@ PVISOR_KILL_GRACE_MS=300 "$PVISOR" run -- sh -c "trap '' TERM; echo ready > '$T/
 pv=$!
 i=0; while [ ! -s "$T/ign" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
 kill -TERM $pv; wait $pv; rc=$?
-eq "$rc" 137 "a command ignoring SIGTERM is SIGKILLed after the grace period"
+eq "$rc:$(jq -r '.exit.signal_name' "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json")" "143:KILL" \
+    "a command ignoring SIGTERM is SIGKILLed after the grace period (pvisor ends by the SIGTERM it was sent)"
 eq "$(jq -r '.warnings | map(test("did not stop")) | any' "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json")" true \
    "the Bundle says the command was killed after not stopping"
 rm -f "$T/ign"
-"$PVISOR" run -- sh -c "trap '' INT; echo ready > '$T/ign'; while :; do sleep 0.05; done" &
+env --default-signal=INT "$PVISOR" run -- sh -c "trap '' INT; echo ready > '$T/ign'; while :; do sleep 0.05; done" &
 pv=$!
 i=0; while [ ! -s "$T/ign" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
 kill -INT $pv; sleep 0.1; kill -INT $pv; wait $pv; rc=$?
-eq "$rc" 137 "a second SIGINT kills a command that ignores the first"
+eq "$rc:$(jq -r '.exit.signal_name' "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json")" "130:KILL" \
+    "a second SIGINT kills a command that ignores the first (pvisor ends by SIGINT)"
 # a command that exits by itself, 0, on a SIGINT sent to pvisor (Ctrl-C, a
 # CI job's cancel) decides the exit status (above), but the run was cut
 # short: the Bundle, status and the review showed a run that finished
 rm -f "$T/ign"
-mkdir -p "$T/intr"; (cd "$T/intr" && exec "$PVISOR" run --stage "$T/intrs" -- sh -c "trap 'exit 0' INT; echo ready > '$T/ign'; sleep 3015 & wait") 2>"$T/intr.err" &
+mkdir -p "$T/intr"; (cd "$T/intr" && exec env --default-signal=INT "$PVISOR" run --stage "$T/intrs" -- sh -c "trap 'exit 0' INT; echo ready > '$T/ign'; sleep 3015 & wait") 2>"$T/intr.err" &
 pv=$!
 i=0; while [ ! -s "$T/ign" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
 kill -INT $pv; wait $pv; rc=$?
 eq "$rc:$(grep -c 'interrupted: pvisor was sent SIGINT and forwarded it; the command exited with status 0 on it' "$T/intr.err"):$("$PVISOR" status | grep -c '^Exit: *status 0 (on SIGINT sent to pvisor: the run was interrupted)$'):$(jq -r '.exit.interrupted_by, (.warnings | map(test("interrupted")) | any)' "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json" | tr '\n' ' ')" \
-    "0:1:1:INT true " "a command that exits 0 on a SIGINT sent to pvisor: the run says it was interrupted"
+    "130:1:1:INT true " "a command that exits 0 on a SIGINT sent to pvisor: the run says it was interrupted, pvisor ends by SIGINT"
 eq "$("$PVISOR" status --review | grep -c '^Ended: *exit status 0 on SIGINT sent to pvisor (interrupted)')" 1 \
     "... and the review says so"
 

@@ -651,7 +651,8 @@ rm -f "$T/t.ready" "$T/t.got"
 pv=$!
 wait_for "$T/t.ready"
 kill -TERM $pv; wait $pv; rc=$?
-eq "$rc:$(cat "$T/t.got" 2>/dev/null)" "0:got-term" "SIGTERM to pvisor reaches the command, which decides the exit status"
+eq "$rc:$(cat "$T/t.got" 2>/dev/null):$(jq -r .exit.status "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json")" "143:got-term:0" \
+    "SIGTERM to pvisor reaches the command (its exit status 0 recorded); pvisor then ends by SIGTERM"
 check "after SIGTERM the stage is sealed" test -e "$S/sealed"
 eq "$(cat "$S/upper/README" 2>/dev/null)" pre-term "after SIGTERM the command's write is staged"
 eq "$("$PVISOR" status --json | jq -r '.stage.state + " " + .display_state')" "sealed finished" "after SIGTERM status shows the stage sealed"

@@ -133,7 +133,7 @@ sleep 1
 st=$(ps -o stat= -p $pv 2>/dev/null | cut -c1)
 kill -TERM $pv 2>/dev/null
 wait $pv; rc=$?
-eq "$st:$rc" "S:137" "no terminal: a stopped command leaves pvisor running, and SIGTERM ends the run (killed after the grace)"
+eq "$st:$rc" "S:143" "no terminal: a stopped command leaves pvisor running, and SIGTERM ends the run (killed after the grace; pvisor ends by SIGTERM)"
 
 # 15. Ctrl-Z, then bg: the shell keeps its terminal while the job finishes
 # (pvisor took it back at the end, and the shell read EOF and exited)
