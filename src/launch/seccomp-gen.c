@@ -6,6 +6,7 @@
  * libseccomp at run time.  What the filter does and why: seccomp.c.
  *   usage: seccomp-gen > seccomp-filter.h */
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/filter.h>
 #include <sched.h>
 #include <seccomp.h>
@@ -127,6 +128,23 @@ static int build(scmp_filter_ctx ctx, const char **ret_step) {
         (r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(prlimit64), 3, core, SCMP_A2(SCMP_CMP_NE, 0, 0),
                               SCMP_A3(SCMP_CMP_NE, 0, 0))) < 0)
         return r;
+    /* A file lease (F_SETLEASE) on a projected host file the user owns (an
+     * --access grant, a toolchain): the host's next open of it for writing
+     * (a read lease) or at all (a write lease), by any process, even root,
+     * blocked for fs.lease-break-time (45 s) while the command was told of
+     * it by SIGIO: host processes stalled, and the user's activity seen.
+     * EINVAL, as on a host with fs.leases-enable = 0 (F_UNLCK still 0). */
+    static const char *const fcntls[] = {"fcntl", "fcntl64"};
+    for (size_t i = 0; i < sizeof fcntls / sizeof fcntls[0]; i++) {
+        int nr = seccomp_syscall_resolve_name(fcntls[i]);
+        if (nr == __NR_SCMP_ERROR)
+            continue; /* not on this architecture */
+        for (unsigned long type = F_RDLCK; type <= F_WRLCK; type++)
+            if ((r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EINVAL), nr, 2,
+                                      SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL, F_SETLEASE),
+                                      SCMP_A2(SCMP_CMP_MASKED_EQ, 0xffffffffUL, type))) < 0)
+                return r;
+    }
     static const unsigned long ioctls[] = {TIOCSTI, TIOCLINUX};
     for (size_t i = 0; i < sizeof ioctls / sizeof ioctls[0]; i++)
         if ((r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,

@@ -10,7 +10,10 @@
  * flag fails with EPERM.  io_setup fails with ENOSYS: Linux AIO contexts
  * count against fs.aio-max-nr, a limit shared by the whole host, which
  * a command could take whole (other programs' io_setup then failed).  Every non-native ABI (i386, x32) kills the
- * process: libseccomp's bad-arch action covers both.
+ * process: libseccomp's bad-arch action covers both.  fcntl(F_SETLEASE)
+ * of a read or write lease fails with EINVAL, as with fs.leases-enable = 0:
+ * a lease on a projected host file the user owns (a grant) held every host
+ * process's open of it back for fs.lease-break-time and told the command.
  *
  * The rules are in seccomp-gen.c: libseccomp compiles them at build time
  * into the BPF program this file installs, and the launcher reports its

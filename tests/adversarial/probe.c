@@ -395,6 +395,24 @@ int main(int argc, char **argv) {
         }
         return escaped("variable present: ", v);
     }
+    if (!strcmp(a, "lease") && argc == 3) { /* PATH: a read lease on a host file, held against its writers */
+        int fd = open(argv[2], O_RDONLY | O_CLOEXEC);
+        sigset_t io;
+        sigemptyset(&io);
+        sigaddset(&io, SIGIO);
+        sigprocmask(SIG_BLOCK, &io, NULL);
+        if (fd < 0 || fcntl(fd, F_SETLEASE, F_RDLCK) < 0)
+            return blocked("F_SETLEASE");
+        printf("ESCAPED read lease held\n");
+        fflush(stdout);
+        /* the host's open for writing waits until the lease goes: 2 s */
+        struct timespec ten = {.tv_sec = 10};
+        if (sigtimedwait(&io, NULL, &ten) == SIGIO)
+            printf("ESCAPED the host opened it for writing\n");
+        fflush(stdout);
+        sleep(2);
+        return 0;
+    }
     if (!strcmp(a, "agent") && argc == 3) { /* REQUEST: one line to $PVISOR_AGENT_SOCKET, print the reply */
         int s = connect_agent();
         if (s < 0)

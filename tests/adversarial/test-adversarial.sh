@@ -1112,6 +1112,25 @@ fi
 attempt "a /dev/shm file of the user's" read "$DEVSHM"
 attempt "a host device the user may open (/dev/fuse)" open /dev/fuse
 attempt "a file in /sys" read /sys/kernel/notes
+# A file lease on a host file the user owns in a grant: the host's next
+# open of it for writing (root's too) waited for the lease to go (up to
+# fs.lease-break-time, 45 s), and the command learnt of it (SIGIO).
+LG="$U/leased"; mkdir -p "$LG"; echo data > "$LG/f"; chown -R "$UU:$UU" "$LG"
+# lease_run OUT [RUN ARGS...]: the probe in the background, then a host write
+lease_run() {
+    o=$1; shift
+    $RUN "$PVISOR" run "$@" -- "$PROBE" lease "$LG/f" > "$o" 2>&1 &
+    lp=$!
+    i=0; while ! grep -q '^[BE]' "$o" && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
+    t0=$(date +%s%N); echo more >> "$LG/f"; t1=$(date +%s%N)
+    wait $lp
+    echo $(( (t1 - t0) / 1000000000 ))
+}
+secs=$(lease_run "$T/lease-ctl")
+eq "$(sed -n 2p "$T/lease-ctl"):$secs" "ESCAPED the host opened it for writing:2" \
+    "control: a read lease on a host file of the user's holds a host write back (2 s) and sees it$AS"
+secs=$(lease_run "$T/lease-safe" --safe --stage "$S" --workspace "$W" --access "ro:$LG")
+eq "$(cut -c1-7 "$T/lease-safe"):$secs" "BLOCKED:0" "--safe blocks: a read lease on a host file of the user's in an ro: grant$AS"
 escape_writes
 # the controls of the two other writes: as the user, a symlink and a hard
 # link in the workspace reach a host file of its own
