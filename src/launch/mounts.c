@@ -523,6 +523,27 @@ static int cover_root_only_proc(const char *root, bool own_net, const char **ret
     return 0;
 }
 
+/* /proc/keys lists every key the caller may view, whatever its keyring:
+ * the user's own keys on the host (an "aws:prod-deploy-token" added to the
+ * user keyring in a host shell) with their types and sizes, and
+ * /proc/key-users every host user's key counts.  The keyctl calls are
+ * denied (seccomp), so nothing in the sandbox needs these: both are
+ * covered with an empty read-only file, as container runtimes mask them. */
+static int cover_proc_keys(const char *root, const char **ret_step) {
+    static const char *const files[] = {"keys", "key-users"};
+    _cleanup_free_ char *procdir = path_join(root, "/proc");
+    _cleanup_close_ int pfd = procdir ? open(procdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    if (pfd < 0)
+        return *ret_step = "opening /proc", procdir ? -errno : -ENOMEM;
+    *ret_step = "covering /proc's key lists";
+    for (size_t i = 0; i < ARRAY_SIZE(files); i++) {
+        int r = cover_rel(pfd, files[i], false, root);
+        if (r < 0)
+            return r;
+    }
+    return 0;
+}
+
 /* Run by root, the command is uid 0: the kernel lets the owner write a
  * sysctl by its mode bits alone (no capability is asked for most of
  * them: kernel.core_pattern would run a host program as root) and
@@ -630,6 +651,8 @@ int launch_build_root(const struct launch_plan *p, const char **ret_step) {
         r = -errno;
         goto out;
     }
+    if ((r = cover_proc_keys(NEWROOT, ret_step)) < 0)
+        goto out;
     if (p->uid == 0 && ((r = cover_root_only_proc(NEWROOT, p->unshare_net, ret_step)) < 0 ||
                         (r = proc_read_only(NEWROOT, ret_step)) < 0))
         goto out;

@@ -395,6 +395,24 @@ int main(int argc, char **argv) {
         }
         return escaped("variable present: ", v);
     }
+    if (!strcmp(a, "add-key") && argc == 3) { /* DESC: a key in the user keyring (5 min), its id printed */
+        long id = syscall(SYS_add_key, "user", argv[2], "KEYPAYLOAD", (size_t)10, -4 /* KEY_SPEC_USER_KEYRING */);
+        if (id < 0 || syscall(SYS_keyctl, 15 /* KEYCTL_SET_TIMEOUT */, id, 300) < 0)
+            return blocked("add_key");
+        printf("%ld\n", id);
+        return 0;
+    }
+    if (!strcmp(a, "drop-key") && argc == 3) /* ID */
+        return syscall(SYS_keyctl, 21 /* KEYCTL_INVALIDATE */, atol(argv[2])) < 0 ? blocked("keyctl") : 0;
+    if (!strcmp(a, "key-listed") && argc == 3) { /* DESC: is it in /proc/keys? */
+        FILE *f = fopen("/proc/keys", "re");
+        char line[512];
+        while (f && fgets(line, sizeof line, f))
+            if (strstr(line, argv[2]))
+                return escaped("listed: ", strtok(line, "\n"));
+        errno = f ? ENOENT : errno;
+        return blocked("/proc/keys");
+    }
     if (!strcmp(a, "lease") && argc == 3) { /* PATH: a read lease on a host file, held against its writers */
         int fd = open(argv[2], O_RDONLY | O_CLOEXEC);
         sigset_t io;

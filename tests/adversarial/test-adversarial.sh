@@ -1112,6 +1112,11 @@ fi
 attempt "a /dev/shm file of the user's" read "$DEVSHM"
 attempt "a host device the user may open (/dev/fuse)" open /dev/fuse
 attempt "a file in /sys" read /sys/kernel/notes
+# /proc/keys lists every key the caller may view: the user's own, added in
+# a host shell, with its description (the payload needs keyctl, denied).
+KEYID=$($RUN "$PROBE" add-key "pvisor-test-hostkey-$$")
+at_exit "$RUN $PROBE drop-key $KEYID"
+attempt "a host key of the user's listed in /proc/keys" key-listed "pvisor-test-hostkey-$$"
 # A file lease on a host file the user owns in a grant: the host's next
 # open of it for writing (root's too) waited for the lease to go (up to
 # fs.lease-break-time, 45 s), and the command learnt of it (SIGIO).
