@@ -1000,4 +1000,14 @@ for mut in '.sandbox_evidence.CapEff = "ffff"' '.sandbox_evidence.landlock.abi =
     [ -n "$sb" ] && jq "$mut" "$sb" > "$T/mut.json" || : > "$T/mut.json"
     check "a Bundle whose sandbox_evidence is altered ($mut) does not validate" sh -c "! $VALIDATE '$T/mut.json' 2>/dev/null && [ -s '$T/mut.json' ]"
 done
+# ... and its exit and stage objects, key by key (before, any key passed:
+# exit.interrupted_by and the stage's counters were described nowhere)
+for mut in '.exit.extra = 1' '.exit.interrupted_by = "USR1"' '.stage.extra = 1' '.stage.state = "applied"' \
+           '.stage.upper_bytes = "1"'; do
+    [ -n "$sb" ] && jq "$mut" "$sb" > "$T/mut.json" || : > "$T/mut.json"
+    check "a Bundle whose exit or stage is altered ($mut) does not validate" sh -c "! $VALIDATE '$T/mut.json' 2>/dev/null && [ -s '$T/mut.json' ]"
+done
+# status --json is the Bundle plus display_state and stage.current_state
+for r in $(ls "$XDG_STATE_HOME/pvisor/runs"); do "$PVISOR" status --json "$r" > "$T/sj-$r.json" 2>/dev/null; done
+check "status --json of every run validates against docs/bundle.schema.json" sh -c "$VALIDATE $T/sj-*.json"
 check "no FUSE mount of any test workspace is left on the host" sh -c "! grep -h '$T' /proc/[0-9]*/mountinfo 2>/dev/null | grep -q fuse"
