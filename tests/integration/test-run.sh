@@ -176,6 +176,13 @@ for v in run status list doctor version help diff apply; do
     check "help $v and $v --help agree and exit 0" sh -c "[ $r1 -eq 0 ] && [ $r2 -eq 0 ] && cmp -s h1 h2 && grep -q Usage h1"
 done
 "$PVISOR" help >/dev/null; eq $? 0 "pvisor help exits 0"
+# the bounds the parser enforces are said in help run (before, only the
+# error message named them)
+"$PVISOR" run --timeout 169h -- true 2>/dev/null; rc=$?
+eq "$rc:$("$PVISOR" help run | grep -c 'at most 7 days')" "2:2" \
+    "a --timeout over 7 days is a usage error, and help run says the bound (--timeout, --limit cpu)"
+eq "$("$PVISOR" help run | grep -Ec '64 (rules|names)')" 3 "help run says --allow-net, --pass-env and --access take 64 each"
+eq "$("$PVISOR" help run | grep -c -- '--safe is sandbox whatever')" 1 "help run says --safe ignores --filesystem host"
 check "version prints the version" sh -c "'$PVISOR' version | grep -Eq '^pvisor [0-9]+\.[0-9]+\.[0-9]+'"
 
 # --- Bundles: schema, content, status, list -------------------------------
