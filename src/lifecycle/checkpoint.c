@@ -789,7 +789,7 @@ int lc_restore(const char *stage_path, const char *name) {
     char t[32], buf[40];
     format_time_utc(&now, t);
     int m = snprintf(buf, sizeof buf, "%s\n", t);
-    r = write_file_atomic(dir, "sealed", buf, (size_t)m, 0644);
+    r = write_file_atomic(dir, "sealed", buf, (size_t)m, 0600);
     if (r < 0)
         return r;
     remove_dir_at(dir, ".restore-old");
@@ -862,10 +862,10 @@ int lc_fork(const char *stage_path, const char *checkpoint, const char *new_stag
     format_time_utc(&now, t);
     int m = snprintf(buf, sizeof buf, "%s\n", t);
     if (r == 0)
-        r = write_file_atomic(dst, "sealed", buf, (size_t)m, 0644);
+        r = write_file_atomic(dst, "sealed", buf, (size_t)m, 0600);
     /* version last: its presence makes the directory a stage */
     if (r == 0)
-        r = write_file_atomic(dst, "version", "pvisor-stage 1\n", 15, 0644);
+        r = write_file_atomic(dst, "version", "pvisor-stage 1\n", 15, 0600);
     if (r < 0)
         (void)remove_tree_contents(dst, LC_MAX_DEPTH + 8); /* it was empty: back to that, so a retry is not refused */
     return r;

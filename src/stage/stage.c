@@ -61,7 +61,7 @@ static int publish_file(int dir_fd, const char *name, const void *buf, size_t le
     int m = snprintf(tmp, sizeof tmp, "%s.tmp", name);
     if (m < 0 || (size_t)m >= sizeof tmp)
         return -ENAMETOOLONG;
-    _cleanup_close_ int fd = openat(dir_fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+    _cleanup_close_ int fd = openat(dir_fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0)
         return -errno;
     int r = write_all(fd, buf, len);

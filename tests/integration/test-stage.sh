@@ -221,6 +221,10 @@ appended" "$L: an appended file is copied up whole, with the appended bytes"
     fi
     check "$L: the stage has version, meta.json, journal and the sealed marker" \
         sh -c "grep -q '^pvisor-stage 1' '$S/version' && jq -e '.workspace == \"$W\"' '$S/meta.json' >/dev/null && test -f '$S/journal' -a -e '$S/sealed'"
+    # stage-format.md: files 0600, directories 0700, but upper/ (before,
+    # meta.json, version and sealed were 0644, less the umask)
+    eq "$(find "$S" -mindepth 1 -maxdepth 1 ! -name upper \( -type f ! -perm 0600 -o -type d ! -perm 0700 \) -printf '%f %m\n')" "" \
+       "$L: every file of the stage directory is 0600 and every directory 0700, but upper/"
 
     # the journal: one record per first-mutated lower object, with the original content's hash
     J="$S/journal"
