@@ -71,6 +71,8 @@ static const struct cli_command commands[] = {
      "\n"
      "Exit status: the command's own status; 128+N when it was killed by signal N;\n"
      "124 when --timeout ended it and it exited by itself on the SIGTERM (as timeout(1));\n"
+     "sent SIGINT, SIGTERM or SIGHUP, pvisor relays it and, the run recorded, ends by\n"
+     "that signal itself (128+N), whatever the command exited with on it;\n"
      "2 for a usage error (nothing done); 125 when pvisor failed before the command\n"
      "ran; 126 command not executable; 127 command not found.\n",
      cmd_run},
