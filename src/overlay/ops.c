@@ -8,7 +8,8 @@
  *
  * Accounting: after each write/truncate/fallocate the upper file's
  * allocation change (st_blocks) is added to the stage size; a write first
- * reserves its growth beyond EOF in full (ov_quota_reserve), a fallocate
+ * reserves what it writes beyond EOF (ov_quota_reserve; a gap it leaves
+ * before that stays a hole, as after a truncate up), a fallocate
  * its length; a write into a hole is held to the file system's reserve
  * (ov_quota_floor) but not to the byte quota, which it may overshoot by
  * its own length.  Concurrent changes of one file through different
@@ -522,7 +523,14 @@ void ov_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off
         goto out;
     }
     uint64_t end = (fi->flags & O_APPEND) ? (uint64_t)before.st_size + len : (uint64_t)off + len;
-    uint64_t growth = end > (uint64_t)before.st_size ? end - (uint64_t)before.st_size : 0;
+    /* What the write can allocate beyond EOF: its own bytes there and the
+     * blocks they straddle, not the gap before them, which stays a hole
+     * (a file system without holes cannot hold a stage: no xattrs).  A
+     * 1-byte pwrite 100 GiB past the end, the usual way to make a sparse
+     * file, was refused with ENOSPC as if it needed 100 GiB. */
+    uint64_t from =
+        (fi->flags & O_APPEND) || (uint64_t)off < (uint64_t)before.st_size ? (uint64_t)before.st_size : (uint64_t)off;
+    uint64_t growth = end > from ? end - from + (from > (uint64_t)before.st_size ? 2 * ov->blksize : 0) : 0;
     res = ov_quota_reserve(ov, growth);
     if (res < 0)
         goto out;

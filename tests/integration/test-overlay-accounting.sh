@@ -101,3 +101,29 @@ for w in range(4):
 print("ok" if all(os.waitpid(p, 0)[1] == 0 for p in pids) else "writer failed")
 PYEOF
 measured names "four writers, each through its own name of one file" ""
+
+# --- a write far past the end leaves the gap a hole -----------------------------
+# (the usual way to make a sparse file): it reserved the whole gap, so a
+# 1-byte pwrite 100 GiB past the end failed with ENOSPC (and the run warned
+# of a quota it never reached)
+cat > "$T/sparse.py" <<'PYEOF'
+import os
+fd = os.open("sparse", os.O_WRONLY | os.O_CREAT, 0o644)
+os.pwrite(fd, b"x", 100 << 30)
+st = os.fstat(fd)
+print("ok" if st.st_size == (100 << 30) + 1 and st.st_blocks <= 64 else "size %d blocks %d" % (st.st_size, st.st_blocks))
+PYEOF
+measured sparse "a 1-byte write 100 GiB past the end fits a 16 MiB quota (the gap before it is a hole)" "" \
+    --stage-max-bytes 16M
+# ... while 32 MiB written there still stop at the quota
+cat > "$T/sparse2.py" <<'PYEOF'
+import os
+fd = os.open("sparse2", os.O_WRONLY | os.O_CREAT, 0o644)
+try:
+    n = os.pwrite(fd, b"y" * (32 << 20), 100 << 30)
+except OSError:
+    n = 0
+print("stopped" if n < (16 << 20) else "wrote %d" % n)
+PYEOF
+"$PVISOR" run --stage "$T/st-sparse2" --workspace "$W" --stage-max-bytes 16M -- sh -c "cd '$W' && exec $PY '$T/sparse2.py'" > "$T/sparse2.out" 2>/dev/null
+eq "$?:$(cat "$T/sparse2.out")" "0:stopped" "  32 MiB written 100 GiB past the end still stop at the 16 MiB quota"
