@@ -61,6 +61,17 @@ static json_t *stage_run_bundle(const char *rid, const char *real) {
     return NULL;
 }
 
+/* A run whose command never ran (refused or failed before it, or not
+ * found): a stage it made is empty, one it reopened is named by an older
+ * run's Bundle too.  Passed over when the newest stage is looked for, and
+ * in the others said beside it: a failed `--safe` start or a mistyped
+ * command made an empty stage the newest, which a bare `pvisor apply`
+ * then took (and marked applied) instead of the agent's. */
+static bool command_never_ran(const json_t *b) {
+    const char *state = json_string_value(json_object_get(b, "state"));
+    return state && (strcmp(state, "setup_failed") == 0 || strcmp(state, "exec_failed") == 0);
+}
+
 json_t *lc_other_open_stages(const char *workspace, const char *stage) {
     _cleanup_free_ char *real = realpath(stage, NULL);
     json_t *out = json_array();
@@ -73,6 +84,10 @@ json_t *lc_other_open_stages(const char *workspace, const char *stage) {
         json_t *b = NULL;
         if (runs_load_bundle(ids[i], &b) < 0)
             continue;
+        if (command_never_ran(b)) {
+            json_decref(b);
+            continue;
+        }
         const char *ws = json_string_value(json_object_get(b, "workspace"));
         const char *sp = bundle_stage_path(b);
         _cleanup_free_ char *spr = sp && ws && strcmp(ws, workspace) == 0 ? realpath(sp, NULL) : NULL;
@@ -297,6 +312,10 @@ int lc_resolve_target(const char *run, const char *stage_dir, bool pass_over_sta
                 }
                 r = starting ? -EINPROGRESS : -ENODATA;
                 goto out;
+            }
+            if (command_never_ran(b)) {
+                json_decref(b);
+                continue;
             }
             const char *ws = json_string_value(json_object_get(b, "workspace"));
             if (bundle_stage_path(b) && cwd && ws && path_within(cwd, ws) && (!match || strlen(ws) > best)) {

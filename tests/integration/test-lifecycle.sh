@@ -2388,6 +2388,21 @@ eq "$(grep -c "^pvisor status: note: 1 other stage of this workspace is neither 
 (cd "$Wn" && "$P" drop "$agent_run") >/dev/null 2>&1
 (cd "$Wn" && "$P" status --review >/dev/null 2>"$T/newest4.err")
 eq "$(wc -c < "$T/newest4.err")" "0" "  none once the other stage is dropped"
+# ... but a run whose command never ran (a --safe start pvisor refused, a
+# command not found) is passed over: its stage is empty (or another run's,
+# reopened), and a bare apply took it (marking it applied) instead of the
+# agent's
+Wf=$T/wsfailed; mkdir -p "$Wf"
+(cd "$Wf" && "$P" run --stage auto -- sh -c 'echo agent > work') >/dev/null 2>&1
+agent_run=$(latest_run)
+(cd "$Wf" && "$P" run --stage auto -- "$T/no-such-command") >/dev/null 2>&1
+nf_run=$(latest_run)
+mkdir -p "$T/outside"; (cd "$T/outside" && "$P" run --safe --workspace "$Wf" -- true) >/dev/null 2>&1
+sf_run=$(latest_run)
+(cd "$Wf" && "$P" status --review --json 2>"$T/failed1.err" | jq -r .run; "$P" apply 2>"$T/failed2.err" >/dev/null; echo "apply=$?")  > "$T/failed.out"
+eq "$(jq -r .state "$XDG_STATE_HOME/pvisor/runs/$nf_run/bundle.json") $(jq -r .state "$XDG_STATE_HOME/pvisor/runs/$sf_run/bundle.json"):$(cat "$T/failed.out" | tr '\n' ' ')$(cat "$Wf/work" 2>&1):$(cat "$T/failed1.err" "$T/failed2.err" | wc -c)" \
+    "exec_failed setup_failed:$agent_run apply=0 agent:0" \
+    "review and apply without a run pass over newer runs whose command never ran (not found, refused): the agent's stage is taken, nothing noted"
 
 # Reviewed by root: a file the command changed and gave another owner (a
 # chown, a tar x as root) is listed with the owner change, which root's
