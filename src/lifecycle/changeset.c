@@ -15,6 +15,7 @@
  */
 #include "lifecycle/lc-internal.h"
 #include "lifecycle/apply-plan.h"
+#include "util/sha256.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -347,6 +348,15 @@ static bool is_whiteout(const struct stat *st) {
     return S_ISCHR(st->st_mode) && st->st_rdev == makedev(0, 0);
 }
 
+/* Do the user xattrs of the workspace's dirfd/name differ from those the
+ * preimage recorded (pv_user_xattrs_sha256)?  Unreadable counts as
+ * changed: apply would replace them unseen. */
+static bool xattrs_changed(int dirfd, const char *name, const unsigned char want[32]) {
+    _cleanup_close_ int fd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    unsigned char got[32];
+    return fd < 0 || pv_user_xattrs_sha256(fd, got) <= 0 || memcmp(got, want, 32) != 0;
+}
+
 static int hash_lower(int dirfd, const char *name, const struct stat *st, unsigned char sha[32]) {
     if (S_ISREG(st->st_mode)) {
         int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
@@ -424,6 +434,9 @@ static int set_old(struct walk *w, struct lc_entry *e, int lower_dirfd, const ch
                                             : "content changed in the workspace since the run";
     else if (p->mode != e->old_mode && e->old_type != LC_LNK)
         e->conflict = "mode changed in the workspace since the run";
+    else if (p->has_xattr_sha && (e->old_type == LC_REG || e->old_type == LC_DIR) &&
+             xattrs_changed(lower_dirfd, name, p->xattr_sha))
+        e->conflict = "extended attributes (user.*) changed in the workspace since the run";
     if (e->conflict)
         w->cs->n_conflicts++;
     if (e->old_type == LC_REG && (e->kind == LC_DELETED || e->kind == LC_TYPE_CHANGED || (e->changes & LC_CH_CONTENT)))

@@ -86,6 +86,12 @@ static int parse_record(const char *line, struct lc_preimage *rec, bool allow_no
             goto out;
         rec->has_sha = true;
     }
+    const char *xsha = json_string_value(json_object_get(o, "xattrs_sha256"));
+    if (xsha) {
+        if (lc_unhex(xsha, rec->xattr_sha, 32) < 0)
+            goto out;
+        rec->has_xattr_sha = true;
+    }
     const char *op = json_string_value(json_object_get(o, "op"));
     snprintf(rec->op, sizeof rec->op, "%s", op ? op : "");
     rec->changed_during_run = json_is_true(json_object_get(o, "changed_during_run"));
@@ -218,6 +224,8 @@ int lc_journal_load(int stage_dir_fd, struct lc_preimage **ret, size_t *ret_n) {
         p->size = a[i].size;
         p->has_sha = a[i].has_sha;
         memcpy(p->sha, a[i].sha, sizeof p->sha);
+        p->has_xattr_sha = a[i].has_xattr_sha;
+        memcpy(p->xattr_sha, a[i].xattr_sha, sizeof p->xattr_sha);
         p->changed_during_run = false; /* what apply wrote, not the host's */
     }
     lc_preimages_free(a, na);

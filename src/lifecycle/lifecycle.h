@@ -93,6 +93,8 @@ struct lc_preimage {
     char op[16];
     size_t seq;              /* position in the journal: of several records of a path, the first is the preimage */
     bool changed_during_run; /* the host changed it during the run, before the agent's first change */
+    bool has_xattr_sha;      /* the digest of its user xattrs was recorded (pv_user_xattrs_sha256) */
+    unsigned char xattr_sha[32];
 };
 
 struct lc_entry {

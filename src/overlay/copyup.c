@@ -153,16 +153,33 @@ static const char *type_name(mode_t m) {
     return "unknown";
 }
 
+static void to_hex(const unsigned char d[32], char out[65]) {
+    for (unsigned i = 0; i < 32; i++)
+        sprintf(out + 2 * i, "%02x", d[i]);
+    out[64] = '\0';
+}
+
 /* Finish md (SHA-256) as 64 hex digits in out. */
 static int finish_digest(struct pv_sha256 *md, char out[65]) {
     unsigned char d[32];
     int r = pv_sha256_end(md, d);
     if (r < 0)
         return r;
-    for (unsigned i = 0; i < 32; i++)
-        sprintf(out + 2 * i, "%02x", d[i]);
-    out[64] = '\0';
+    to_hex(d, out);
     return 0;
+}
+
+/* The preimage's user xattrs (regular files and directories, whose xattrs
+ * apply writes): their digest in out, "" when not taken (another type, a
+ * file system without xattrs, ones the server may not read: then apply
+ * does not compare them, as before the journal had them).  Apply refuses
+ * the path as a conflict when the workspace file's differ: its copy would
+ * put back the ones the copy-up read over the user's change. */
+static void xattrs_digest(int lfd, const struct stat *lst, char out[65]) {
+    out[0] = '\0';
+    unsigned char d[32];
+    if ((S_ISREG(lst->st_mode) || S_ISDIR(lst->st_mode)) && pv_user_xattrs_sha256(lfd, d) > 0)
+        to_hex(d, out);
 }
 
 static int reopen_fd(int opath_fd, int flags) {
@@ -343,7 +360,8 @@ int ov_set_opaque(struct ov *acct, int dir_fd, const char *name) {
 
 /* Append the preimage record of the lower object at lst (fd lfd, O_PATH),
  * with a digest if given.  Returns >= 0 or -errno. */
-static int journal_record(struct ov *ov, const char *relpath, const struct stat *lst, const char *sha, const char *op) {
+static int journal_record(struct ov *ov, const char *relpath, const struct stat *lst, const char *sha, const char *xsha,
+                          const char *op) {
     struct stage_preimage rec = {
         .path = relpath[0] ? relpath : ".",
         .type = type_name(lst->st_mode),
@@ -352,6 +370,7 @@ static int journal_record(struct ov *ov, const char *relpath, const struct stat 
         .sha256 = sha,
         .ino = lst->st_ino,
         .op = op,
+        .xattrs_sha256 = xsha && xsha[0] ? xsha : NULL,
         .changed_during_run = lst->st_ctim.tv_sec > ov->started.tv_sec ||
                               (lst->st_ctim.tv_sec == ov->started.tv_sec && lst->st_ctim.tv_nsec > ov->started.tv_nsec),
     };
@@ -433,12 +452,13 @@ int ov_journal_lower(struct ov *ov, const char *relpath, const char *op) {
     struct stat lst;
     if (fstatat(lfd, "", &lst, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
         return -errno;
-    char sha[65];
+    char sha[65], xsha[65];
+    xattrs_digest(lfd, &lst, xsha);
     int r = digest_lower(lfd, &lst, sha);
     if (r < 0)
         return r;
     bool digest = r > 0;
-    r = journal_record(ov, relpath, &lst, digest ? sha : NULL, op);
+    r = journal_record(ov, relpath, &lst, digest ? sha : NULL, xsha, op);
     if (r > 0 && digest)
         keep_git_index(ov, relpath, lfd, &lst, sha);
     return r;
@@ -504,6 +524,9 @@ int ov_copy_up_entry(struct ov *ov, int pfd, const char *relpath, const char *na
     bool created = false;
     _cleanup_close_ int tfd = -1;
 
+    char xsha[65] = "";
+    if (op && !stage_journal_contains(ov->stage, jpath))
+        xattrs_digest(lfd, &lst, xsha);
     if (want_digest) {
         if ((r = pv_sha256_begin(&md)) < 0)
             goto fail;
@@ -600,7 +623,7 @@ int ov_copy_up_entry(struct ov *ov, int pfd, const char *relpath, const char *na
         goto fail;
     }
     if (op) {
-        r = journal_record(ov, relpath, &lst, have_sha ? sha : NULL, op);
+        r = journal_record(ov, relpath, &lst, have_sha ? sha : NULL, xsha, op);
         if (r < 0)
             goto fail;
         if (r > 0 && have_sha)

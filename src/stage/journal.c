@@ -262,6 +262,8 @@ int stage_journal_append(struct stage *s, const struct stage_preimage *rec) {
         bad |= json_object_set_new(o, "sha256", json_string(rec->sha256));
     bad |= json_object_set_new(o, "ino", json_integer((json_int_t)rec->ino));
     bad |= json_object_set_new(o, "op", json_string(rec->op));
+    if (rec->xattrs_sha256)
+        bad |= json_object_set_new(o, "xattrs_sha256", json_string(rec->xattrs_sha256));
     if (rec->changed_during_run)
         bad |= json_object_set_new(o, "changed_during_run", json_true());
     if (bad) {

@@ -53,6 +53,10 @@ struct stage_preimage {
     const char *sha256; /* lowercase hex; regular files and symlinks; else NULL */
     uint64_t ino;       /* lower st_ino */
     const char *op;     /* name of the first mutating operation */
+    /* regular files and directories: pv_user_xattrs_sha256 of the lower
+     * object, lowercase hex, taken before the copy-up read them; NULL:
+     * not recorded (a stage of an older pvisor, another type) */
+    const char *xattrs_sha256;
     /* the lower object changed (ctime) after the overlay started: the host
      * changed it during the run, before this first mutation */
     bool changed_during_run;

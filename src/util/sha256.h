@@ -23,4 +23,13 @@ void pv_sha256_free(struct pv_sha256 *h); /* NULL is fine */
 /* One buffer. */
 int pv_sha256_buf(const void *data, size_t len, unsigned char ret[32]);
 
+/* The digest of the user.* extended attributes of the object fd refers to
+ * (any fd, O_PATH included: read through /proc/self/fd), as stored: each
+ * "name\0<decimal length>\0value", in name order.  A stage's journal
+ * records it for a preimage, and apply compares it with the workspace
+ * file's own (a change of them since the run is a conflict).  Returns 1,
+ * 0 when the file system keeps no xattrs (ENOTSUP), or -errno (-E2BIG
+ * past 4096 attributes). */
+int pv_user_xattrs_sha256(int fd, unsigned char ret[32]);
+
 #endif

@@ -419,6 +419,26 @@ eq "$(cat "$W/same.txt")" "SAME original" "apply --path left other paths alone"
 eq "$(review_json "$S" | jq -r .stage.state)" sealed "a --path apply does not mark the stage applied"
 "$P" apply --stage "$S" --path nosuch >/dev/null 2>"$T/np.err"; rc=$?
 eq "$rc" 1 "apply --path matching nothing is refused"
+# a change of a file's user xattrs in the workspace since the run (a sync
+# client's or the user's setfattr) is a conflict: apply put back the ones
+# the copy-up read (the journal records their digest); a file whose xattrs
+# only the agent changed, or nobody, applies
+if command -v setfattr >/dev/null && setfattr -n user.t -v 1 "$T" 2>/dev/null; then
+    W=$T/ws2x S=$T/st2x
+    mkdir -p "$W" && echo 1 > "$W/x" && echo 1 > "$W/y" && echo 1 > "$W/z"
+    setfattr -n user.tag -v a "$W/x" "$W/y" "$W/z"
+    stage_run "$W" "$S" 'echo 2 >> x && echo 2 >> y && setfattr -n user.tag -v agent z' >/dev/null 2>&1
+    setfattr -n user.tag -v user "$W/x"
+    "$P" apply --stage "$S" >/dev/null 2>"$T/xa.err"; rc=$?
+    eq "$rc:$(grep -c '^  x: extended attributes (user\.\*) changed in the workspace since the run$' "$T/xa.err"):$(grep -c '^  [yz]:' "$T/xa.err"):$(cat "$W/x" "$W/y" | tr '\n' ' ')$(getfattr --only-values -n user.tag "$W/x")" \
+        "1:1:0:1 1 user" "a user xattr changed in the workspace since the run is a conflict, nothing written (not for files whose xattrs only the agent changed)"
+    eq "$(review_json "$S" | jq -r '[.changeset.changes[] | select(.conflict != null) | .path] | join(" ")')" x "  review names it"
+    setfattr -n user.tag -v a "$W/x"
+    "$P" apply --stage "$S" >/dev/null 2>&1; rc=$?
+    eq "$rc:$(cat "$W/x" "$W/y" | tr '\n' ' ')$(getfattr --only-values -n user.tag "$W/z")" "0:1 2 1 2 agent" "  with the xattr put back, apply writes all three, the agent's xattr too"
+else
+    skip "a user xattr changed in the workspace since the run is a conflict" "no setfattr or no user xattrs on $T"
+fi
 # PATHs are relative to the workspace's top: from a subdirectory, one
 # relative to it (as git takes it) matched nothing, and diff said only "no
 # staged change at or under f", as if the agent had not touched sub/f

@@ -15,6 +15,7 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -144,6 +145,47 @@ int main(void) {
     pv_sha256_free(h);
     ok(hr == 0 && (tohex(d, hex), strcmp(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0") == 0),
        "SHA-256 of a million 'a' in pieces");
+    /* pv_user_xattrs_sha256: user.* only, independent of the order they
+     * were set in, any value change changes it; O_PATH descriptors too */
+    {
+        char xt[] = "/tmp/pvisor-xattr.XXXXXX";
+        char *xd = mkdtemp(xt);
+        char fa[64], fb[64];
+        snprintf(fa, sizeof fa, "%s/a", xd ? xd : "/nonexistent");
+        snprintf(fb, sizeof fb, "%s/b", xd ? xd : "/nonexistent");
+        int a = open(fa, O_RDWR | O_CREAT | O_CLOEXEC, 0600), b = open(fb, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        unsigned char da[32], db[32], dn[32];
+        int r0 = pv_user_xattrs_sha256(a, dn);
+        ok(fsetxattr(a, "user.one", "1", 1, 0) == 0, "user xattrs on /tmp (stages need them)");
+        {
+            fsetxattr(a, "user.two", "22", 2, 0);
+            fsetxattr(b, "user.two", "22", 2, 0);
+            fsetxattr(b, "user.one", "1", 1, 0);
+            ok(r0 == 1 && pv_sha256_buf("", 0, d) == 0 && memcmp(dn, d, 32) == 0,
+               "xattrs digest: none is the empty string's digest");
+            int pa = open(fa, O_PATH | O_CLOEXEC);
+            ok(pv_user_xattrs_sha256(pa, da) == 1 && pv_user_xattrs_sha256(b, db) == 1 && memcmp(da, db, 32) == 0,
+               "xattrs digest: the same attributes set in another order, read through O_PATH too, give one digest");
+            ok(memcmp(da, dn, 32) != 0, "xattrs digest: attributes change it");
+            fsetxattr(b, "user.two", "23", 2, 0);
+            ok(pv_user_xattrs_sha256(b, db) == 1 && memcmp(da, db, 32) != 0,
+               "xattrs digest: a value change changes it");
+            fsetxattr(b, "user.two", "22", 2, 0);
+            (void)fsetxattr(b, "trusted.x", "t", 1, 0); /* root only; ignored either way */
+            ok(pv_user_xattrs_sha256(b, db) == 1 && memcmp(da, db, 32) == 0,
+               "xattrs digest: only user.* attributes count");
+            if (pa >= 0)
+                close(pa);
+        }
+        if (a >= 0)
+            close(a);
+        if (b >= 0)
+            close(b);
+        unlink(fa);
+        unlink(fb);
+        if (xd)
+            rmdir(xd);
+    }
     /* chmod_nofollow_at: a directory's mode, never a symlink's target; also
      * where a seccomp profile answers EPERM for fchmodat2 (a child with
      * such a filter) */
