@@ -396,6 +396,7 @@ int sandbox_start_home(struct sandbox *sb) {
         .mask = sb->home_mask,
         .n_mask = sb->n_home_mask,
         .own_group = !sb->as_root, /* root's namespace maps every id */
+        .hide_stages = true,       /* a stage made in HOME during the run too */
     };
     return overlay_start(&p, &sb->home_ov);
 }

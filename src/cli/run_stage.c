@@ -202,6 +202,7 @@ static int start_overlay(pid_t child, void *userdata) {
              * sandbox's (but root's, which maps every id), and the one a
              * plain run enters without root */
             .own_group = st->sb ? !st->sb->as_root : getuid() != 0,
+            .hide_stages = st->sb != NULL,
         };
         r = overlay_start(&p, &st->ov);
         if (r < 0)

@@ -768,7 +768,7 @@ static int copy_tree_children(struct ov *ov, int dfd, const char *relpath, const
         _cleanup_free_ char *cpath = NULL;
         if (asprintf(&cpath, "%s%s%s", relpath, relpath[0] ? "/" : "", de->d_name) < 0)
             return -ENOMEM;
-        if (ov_masked(ov, cpath))
+        if (ov_masked(ov, cpath) || ov_lower_stage(ov, lfd, de->d_name, 0))
             continue; /* not part of the view: never copied, never merged */
         struct stat ust;
         _cleanup_close_ int cfd = -1;

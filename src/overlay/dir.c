@@ -163,7 +163,7 @@ int ov_dir_list(struct ov *ov, struct ov_node *n, struct ov_dirent **ret, size_t
             /* masked lower entries are not there (ov->mask) */
             size_t w = 0;
             for (size_t k = 0; k < lo.n; k++) {
-                if (ov_masked_child(ov, n, lo.v[k].name)) {
+                if (ov_masked_child(ov, n, lo.v[k].name) || ov_lower_stage(ov, lfd, lo.v[k].name, lo.v[k].type)) {
                     free(lo.v[k].name);
                     continue;
                 }

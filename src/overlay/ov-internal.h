@@ -123,6 +123,7 @@ struct ov {
     uid_t self_uid;                         /* immutable: our euid (file owner when not root) */
     gid_t self_gid;                         /* immutable: our gid, as the clients' namespace maps it */
     bool own_group;                         /* immutable: overlay_params.own_group */
+    bool hide_stages;                       /* immutable: overlay_params.hide_stages */
     bool can_chown;                         /* immutable: CAP_CHOWN in our namespace */
 
     pthread_rwlock_t ns_lock;
@@ -244,6 +245,9 @@ bool ov_masked(const struct ov *ov, const char *relpath);
 /* Is the lower object at parent/name masked?  True also when that cannot
  * be worked out (no memory): fail closed. */
 bool ov_masked_child(struct ov *ov, struct ov_node *parent, const char *name);
+/* Is the lower object dirfd/name a directory that is a pvisor stage, to be
+ * hidden (ov->hide_stages)?  type: its S_IFMT when known, else 0. */
+bool ov_lower_stage(const struct ov *ov, int dirfd, const char *name, mode_t type);
 /* May nothing be created at parent/name (a sealed mask, or below one)?
  * True also when that cannot be worked out: fail closed. */
 bool ov_sealed_child(struct ov *ov, struct ov_node *parent, const char *name);

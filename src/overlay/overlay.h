@@ -49,6 +49,13 @@ struct overlay_params {
      * object we own the owner's bits decide, whatever its group, so
      * nothing the command may do changes. */
     bool own_group;
+    /* Lower directories that are pvisor stages (they hold a regular file
+     * "version" that starts "pvisor-stage ") are not part of the view,
+     * whenever they became one: another run's stage made in HOME while
+     * this run goes on (--stage ~/st, a fork) held that run's staged
+     * files.  Checked at each lookup and listing (the kernel looks names
+     * up again after lower_cache_ms).  For the sandbox's views. */
+    bool hide_stages;
     int lower_cache_ms; /* how long the kernel may cache attributes and names of objects
                                still backed by the lower (host edits show up after at most
                                this long): 0 = default (1000), -1 = never (slow: every stat

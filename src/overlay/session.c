@@ -299,6 +299,7 @@ int overlay_start(const struct overlay_params *p, struct overlay **ret_ov) {
     clock_gettime(CLOCK_REALTIME_COARSE, &ov->started);
     ov->self_gid = getgid();
     ov->own_group = p->own_group;
+    ov->hide_stages = p->hide_stages;
     ov->lower_timeout = p->lower_cache_ms < 0    ? 0.0
                         : p->lower_cache_ms == 0 ? OV_DEFAULT_LOWER_CACHE_MS / 1000.0
                                                  : p->lower_cache_ms / 1000.0;

@@ -356,3 +356,22 @@ eq "$(echo $(run12 "$H12/projB" --safe -- sh -c 'cat ~/st-a/notes ~/st-b/upper/g
     "--safe: a directory made where a removed stage was is shown in the HOME view; a stage there still is not"
 eq "$(echo $(run12 "$H12" --safe -- sh -c 'cat st-a/notes; touch st-a/new 2>/dev/null && echo made'))" "mine made" \
     "--safe with HOME the workspace: ... and it is not sealed"
+# A stage made in HOME while a run goes on (another run's --stage ~/st, a
+# fork), or recorded under another XDG_STATE_HOME, is in no list the run
+# made at its start: the run's command read the other run's staged files
+# through its HOME view. The views hide any lower directory that is a
+# stage (its version file), looked up or listed at any time.
+mkdir -p "$H12/out12"
+(cd "$H12/projB" && HOME="$H12" XDG_STATE_HOME="$S12" "$P" run --safe --allow-write "$H12/out12" -- sh -c '
+    i=0; while [ ! -e ~/st-during/version ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done
+    sleep 1.5
+    { ls -A ~ | tr "\n" " "; cat ~/st-during/upper/g ~/st-other/upper/g 2>/dev/null; echo end; } > ~/out12/seen') >/dev/null 2>&1 &
+pv=$!
+sleep 0.5
+run12 "$H12/projA" --stage "$H12/st-during" -- sh -c 'echo STAGEDSECRET > g' >/dev/null
+(cd "$H12/projA" && HOME="$H12" XDG_STATE_HOME="$T/state12-other" "$P" run --stage "$H12/st-other" -- sh -c 'echo STAGEDSECRET > g' >/dev/null 2>&1)
+wait $pv
+eq "$(cat "$H12/out12/seen" 2>&1)" "out12 projA projB st-a end" \
+    "--safe: a stage made in HOME during the run, and one recorded under another state directory, are absent from the HOME view"
+eq "$(echo $(run12 "$H12/projB" -- sh -c 'cat ~/st-during/upper/g ~/st-other/upper/g'))" "STAGEDSECRET STAGEDSECRET" \
+    "  control: without the sandbox both are readable"
