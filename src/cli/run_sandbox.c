@@ -1058,9 +1058,11 @@ void sandbox_restore_tty(struct sandbox *sb) {
     tty_guard_stop(sb);
 }
 
-/* init's "proxy" message on LAUNCH_END_FD (sent before the command was
- * forked, so before the report): the broker's listening socket. */
-static int receive_proxy_socket(struct sandbox *sb) {
+/* One of init's messages on LAUNCH_END_FD (sent before the command was
+ * forked, so before the report): tag and a socket of the given type,
+ * listening or not, which only init could make in the sandbox's network
+ * namespace.  Returns the descriptor or -errno (-EPROTO: not that). */
+static int receive_socket(struct sandbox *sb, const char *tag, int type, bool listening) {
     char data[16];
     struct iovec iov = {.iov_base = data, .iov_len = sizeof data};
     union {
@@ -1075,19 +1077,23 @@ static int receive_proxy_socket(struct sandbox *sb) {
     int fd = -1;
     if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int)))
         memcpy(&fd, CMSG_DATA(c), sizeof fd);
-    if (n != 6 || memcmp(data, "proxy\n", 6) != 0 || (m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || fd < 0) {
+    int got = 0, acc = 0;
+    socklen_t tl = sizeof got, al = sizeof acc;
+    if ((size_t)n != strlen(tag) || memcmp(data, tag, (size_t)n) != 0 || (m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
+        fd < 0 || getsockopt(fd, SOL_SOCKET, SO_TYPE, &got, &tl) < 0 || got != type ||
+        getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &al) < 0 || !acc != !listening) {
         if (fd >= 0)
             close(fd);
         return -EPROTO;
     }
-    /* it must be what init was to make: a listening TCP socket */
-    int type = 0, acc = 0;
-    socklen_t tl = sizeof type, al = sizeof acc;
-    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) < 0 || type != SOCK_STREAM ||
-        getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &al) < 0 || !acc) {
-        close(fd);
-        return -EPROTO;
-    }
+    return fd;
+}
+
+/* init's "proxy" message: the broker's listening socket. */
+static int receive_proxy_socket(struct sandbox *sb) {
+    int fd = receive_socket(sb, "proxy\n", SOCK_STREAM, true);
+    if (fd < 0)
+        return fd;
     return broker_start(fd, sb->ctx->opts->allow_net, (size_t)sb->ctx->opts->n_allow_net, &sb->broker);
 }
 
@@ -1117,7 +1123,46 @@ static void say_egress(const json_t *report, const char *verdict, const char *he
     fprintf(stderr, "\n");
 }
 
+/* Names the command looked up itself: said, a few (reverse lookups and
+ * localhost are not hosts to allow), the Bundle has them all up to
+ * DNS_MAX_NAMES. */
+static void finish_dns(struct sandbox *sb, bool ran) {
+    if (!sb->dns)
+        return;
+    dns_stub_stop(sb->dns);
+    json_t *j = dns_stub_report(sb->dns);
+    if (!j)
+        return;
+    const json_t *d;
+    size_t i, said = 0, hosts = 0;
+    char list[600] = "";
+    json_array_foreach(json_object_get(j, "names"), i, d) {
+        const char *n = json_string_value(json_object_get(d, "name"));
+        size_t l = n ? strlen(n) : 0;
+        if (!n || (l >= 13 && strcmp(n + l - 13, ".in-addr.arpa") == 0) ||
+            (l >= 9 && strcmp(n + l - 9, ".ip6.arpa") == 0) || strcmp(n, "localhost") == 0 ||
+            (l >= 10 && strcmp(n + l - 10, ".localhost") == 0))
+            continue;
+        hosts++;
+        if (said < 5 && strlen(list) + l + 3 < sizeof list) {
+            _cleanup_free_ char *shown = term_escape(n);
+            strcat(list, said++ ? ", " : "");
+            strcat(list, shown ? shown : "?");
+        }
+    }
+    if (ran && hosts > 0)
+        fprintf(stderr,
+                "pvisor run: the command looked up %zu host name(s), which this run answers 'no such name' (no "
+                "network under --safe): %s%s; %s\n",
+                hosts, list, hosts > said ? ", ..." : "",
+                sb->broker ? "a client that resolves names itself instead of using HTTPS_PROXY (the egress broker) "
+                             "reaches none, --allow-net or not"
+                           : "to let it reach a host through pvisor's egress broker: --allow-net HOST");
+    bundle_set_json(sb->ctx->bundle, "dns", j);
+}
+
 void sandbox_finish_egress(struct sandbox *sb, bool command_failed) {
+    finish_dns(sb, sandbox_report_ok(sb) && !sb->refused && !sb->exec_failed);
     if (!sb->broker)
         return;
     broker_stop(sb->broker);
@@ -1173,6 +1218,15 @@ void sandbox_read_report(pid_t child, void *userdata) {
     sb->report = line ? json_loads(line, 0, &e) : NULL;
     free(line);
     bool go = false;
+    if (sandbox_report_ok(sb) && !sb->refused && sb->plan.dns_stub) {
+        int fd = receive_socket(sb, "dns\n", SOCK_DGRAM, false);
+        int dr = fd < 0 ? fd : dns_stub_start(fd, &sb->dns);
+        if (dr < 0) {
+            snprintf(sb->refused_why, sizeof sb->refused_why, "cannot start the run's name server: %s",
+                     dr == -EPROTO ? "the sandbox's init did not hand over its socket" : strerror(-dr));
+            sb->refused = dimension_name(DIM_NETWORK);
+        }
+    }
     if (sandbox_report_ok(sb) && !sb->refused && sb->plan.proxy_port) {
         int pr = receive_proxy_socket(sb);
         if (pr < 0) {
@@ -1280,6 +1334,8 @@ void sandbox_release(struct sandbox *sb) {
     sb->agent = NULL;
     broker_free(sb->broker);
     sb->broker = NULL;
+    dns_stub_free(sb->dns);
+    sb->dns = NULL;
     release_home_view(sb);
     launch_idmap_close(&sb->plan);
     free(sb->keep);

@@ -12,6 +12,7 @@
 #include "agent/agent_socket.h"
 #include "launch/launch.h"
 #include "net/broker.h"
+#include "net/dns.h"
 #include "overlay/overlay.h"
 #include "stage/stage.h"
 #include "policy/plan.h"
@@ -49,6 +50,7 @@ struct sandbox {
     struct run_context *ctx;
     struct agent_socket *agent; /* the Run-scoped agent socket, or NULL */
     struct broker *broker;      /* the egress broker (--allow-net), or NULL */
+    struct dns_stub *dns;       /* the run's name server (plan.dns_stub), or NULL */
     /* The copy-on-write view of HOME (discarded at exit), or home_fd < 0. */
     int home_fd;
     struct stage *home_stage;
@@ -137,7 +139,8 @@ void sandbox_release(struct sandbox *sb);
 /* Once the command's tree is gone: stop the egress broker, record what it
  * brokered in the Bundle ("egress") and say what it refused, and when a
  * command that failed asked it for nothing, that a client may have
- * ignored the proxy (no-op without --allow-net). */
+ * ignored the proxy (no-op without --allow-net); stop the run's name
+ * server, record the names looked up ("dns") and say which. */
 void sandbox_finish_egress(struct sandbox *sb, bool command_failed);
 
 /* Give the user's terminal its modes back (no-op unless it was made raw). */

@@ -23,6 +23,7 @@
  * Only the sync pipe survives to the exec, and it is close-on-exec.
  */
 #include "launch/launch.h"
+#include "net/dns.h"
 #include "policy/plan.h"
 #include "resources/cgroup.h"
 #include "util/cleanup.h"
@@ -108,21 +109,10 @@ static int loopback_up(void) {
     return 0;
 }
 
-/* --allow-net: listen on the sandbox's 127.0.0.1:port and hand the socket
- * to the supervisor, whose egress broker serves it (net/broker.h), over
- * LAUNCH_END_FD (a SOCK_SEQPACKET socket: one "proxy" message with the
- * descriptor).  Init keeps no copy: nothing in the sandbox can accept on
- * it, and the command, which may not bind that port (Landlock), cannot
- * listen there either. */
-static int hand_over_proxy(uint16_t port) {
-    _cleanup_close_ int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (s < 0)
-        return -errno;
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    if (bind(s, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(s, 128) < 0)
-        return -errno;
-    char data[] = "proxy\n";
-    struct iovec iov = {.iov_base = data, .iov_len = sizeof data - 1};
+/* Send s to the supervisor over LAUNCH_END_FD (a SOCK_SEQPACKET socket:
+ * one message, tag and the descriptor).  Init keeps no copy. */
+static int hand_over(int s, const char *tag) {
+    struct iovec iov = {.iov_base = (void *)tag, .iov_len = strlen(tag)};
     union {
         struct cmsghdr h;
         char buf[CMSG_SPACE(sizeof(int))];
@@ -136,6 +126,35 @@ static int hand_over_proxy(uint16_t port) {
     if (sendmsg(LAUNCH_END_FD, &m, MSG_NOSIGNAL) < 0)
         return -errno;
     return 0;
+}
+
+/* --allow-net: listen on the sandbox's 127.0.0.1:port and hand the socket
+ * to the supervisor, whose egress broker serves it (net/broker.h): nothing
+ * in the sandbox can accept on it, and the command, which may not bind
+ * that port (Landlock), cannot listen there either. */
+static int hand_over_proxy(uint16_t port) {
+    _cleanup_close_ int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (s < 0)
+        return -errno;
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    if (bind(s, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(s, 128) < 0)
+        return -errno;
+    return hand_over(s, "proxy\n");
+}
+
+/* plan.dns_stub: a UDP socket on the sandbox's 127.0.0.1:53 for the run's
+ * name server in the supervisor (net/dns.h).  Bound while init still has
+ * the capabilities of the namespace's owner (port 53 is privileged); the
+ * command gets none, so it cannot bind it first or after. */
+static int hand_over_dns(void) {
+    _cleanup_close_ int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (s < 0)
+        return -errno;
+    struct sockaddr_in sa = {
+        .sin_family = AF_INET, .sin_port = htons(DNS_STUB_PORT), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    if (bind(s, (struct sockaddr *)&sa, sizeof sa) < 0)
+        return -errno;
+    return hand_over(s, "dns\n");
 }
 
 /* The signals L and I relay to their child, plus SIGCHLD. */
@@ -685,6 +704,8 @@ static _Noreturn void become_init(const struct launch_plan *p, int status_fd) {
         fail("sethostname", errno);
     if (p->unshare_net && (r = loopback_up()) < 0)
         fail("bringing up loopback in the private network namespace", r);
+    if (p->dns_stub && (r = hand_over_dns()) < 0)
+        fail("binding the run's name server on the sandbox's loopback", r);
     if (p->proxy_port && (r = hand_over_proxy(p->proxy_port)) < 0)
         fail("listening for the egress broker on the sandbox's loopback", r);
     struct term t = {.master = -1};

@@ -17,8 +17,10 @@
  * close-on-exec) or the launcher died; no report at all is a setup failure.
  *
  * LAUNCH_END_FD (a SOCK_SEQPACKET socket; the supervisor holds its peer):
- * with plan.proxy_port, init first sends "proxy\n" with the listening
- * socket of the egress broker (SCM_RIGHTS), before the command is forked;
+ * with plan.dns_stub, init first sends "dns\n" with the UDP socket of the
+ * run's name server, then with plan.proxy_port "proxy\n" with the
+ * listening socket of the egress broker (SCM_RIGHTS), before the command
+ * is forked;
  * then, once the launcher is gone, the supervisor reads "leftovers N\n",
  * which init writes when the command has ended, N the processes still
  * alive in the PID namespace, which its end kills.  Only init holds it (the launcher closes its copy, the command

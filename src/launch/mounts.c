@@ -607,6 +607,43 @@ static int setup_dev(const char *root, const char **ret_step) {
     return 0;
 }
 
+/* plan.dns_stub: the sandbox's resolver configuration names the run's
+ * name server (net/dns.h) on its own loopback, over whatever file
+ * /etc/resolv.conf leads to inside the new root (a symlink into /run,
+ * not shown there, leads nowhere: resolvers then ask 127.0.0.1 anyway). */
+static int shadow_resolv_conf(const char *root, const char **ret_step) {
+    static const char conf[] = "# pvisor run --safe: this sandbox has no network of its own.  Its name\n"
+                               "# server answers every name 'no such name' and records it (the run's\n"
+                               "# Bundle: dns); 'pvisor run --allow-net HOST' lets the command reach HOST\n"
+                               "# through pvisor's egress broker (HTTPS_PROXY).\n"
+                               "nameserver 127.0.0.1\n";
+    *ret_step = "showing the run's name server in /etc/resolv.conf";
+    _cleanup_close_ int rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (rootfd < 0)
+        return -errno;
+    struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
+    _cleanup_close_ int tfd = (int)syscall(SYS_openat2, rootfd, "etc/resolv.conf", &how, sizeof how);
+    struct stat st;
+    if (tfd < 0)
+        return errno == ENOENT || errno == ENOTDIR ? 0 : -errno;
+    if (fstat(tfd, &st) < 0)
+        return -errno;
+    if (!S_ISREG(st.st_mode))
+        return 0;
+    _cleanup_close_ int fd = openat(rootfd, ".pvisor-resolv.conf", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
+    if (fd < 0)
+        return -errno;
+    int r = write_all(fd, conf, sizeof conf - 1);
+    if (r < 0)
+        return r;
+    _cleanup_close_ int src = sys_open_tree(rootfd, ".pvisor-resolv.conf", OPEN_TREE_CLONE | O_CLOEXEC);
+    struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC};
+    if (src < 0 || sys_mount_setattr(src, "", AT_EMPTY_PATH, &ro) < 0 ||
+        sys_move_mount(src, "", tfd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+        return -errno;
+    return 0;
+}
+
 int launch_build_root(const struct launch_plan *p, const char **ret_step) {
     int r = 0;
     struct source *src = calloc(p->n_mounts ? p->n_mounts : 1, sizeof *src);
@@ -637,6 +674,9 @@ int launch_build_root(const struct launch_plan *p, const char **ret_step) {
 
     /* 3b. Host unix sockets in projected toolchains and grants. */
     if ((r = cover_sockets(p, src, NEWROOT, ret_step)) < 0)
+        goto out;
+
+    if (p->dns_stub && (r = shadow_resolv_conf(NEWROOT, ret_step)) < 0)
         goto out;
 
     /* 4. /dev extras, a fresh /proc for our PID namespace, /tmp. */

@@ -115,13 +115,13 @@ json_t *plan_to_json(const struct launch_plan *p) {
             return NULL;
         }
     return json_pack(
-        "{s:o, s:o, s:o, s:o, s:s, s:I, s:I, s:b, s:b, s:I, s:b, s:b, s:b, s:b, s:I, s:{s:I, s:I, s:I, s:I, s:I}, "
+        "{s:o, s:o, s:o, s:o, s:s, s:I, s:I, s:b, s:b, s:I, s:b, s:b, s:b, s:b, s:b, s:I, s:{s:I, s:I, s:I, s:I, s:I}, "
         "s:o}",
         "argv", strv_to_json(p->argv), "exec_path", bytes_json(p->exec_path), "env", strv_to_json(p->envp), "cwd",
         bytes_json(p->cwd), "hostname", p->hostname, "uid", (json_int_t)p->uid, "gid", (json_int_t)p->gid,
         "unshare_net", p->unshare_net, "loopback_tcp", p->loopback_tcp, "proxy_port", (json_int_t)p->proxy_port,
-        "landlock", p->landlock, "seccomp", p->seccomp, "tty", p->tty, "tty_input", p->tty_input, "tmp_size",
-        (json_int_t)p->tmp_size, "rlimits", "nofile", (json_int_t)p->rlimit_nofile, "fsize",
+        "dns_stub", p->dns_stub, "landlock", p->landlock, "seccomp", p->seccomp, "tty", p->tty, "tty_input",
+        p->tty_input, "tmp_size", (json_int_t)p->tmp_size, "rlimits", "nofile", (json_int_t)p->rlimit_nofile, "fsize",
         (json_int_t)p->rlimit_fsize, "nproc", (json_int_t)p->rlimit_nproc, "as", (json_int_t)p->rlimit_as, "cpu",
         (json_int_t)p->rlimit_cpu, "mounts", mounts);
 }
@@ -210,6 +210,11 @@ int plan_from_json(const json_t *j, struct launch_plan *ret_plan) {
     if (get_u64(j, "proxy_port", &proxy_port) < 0 || proxy_port > UINT16_MAX || (proxy_port && !p.unshare_net))
         goto fail;
     p.proxy_port = (uint16_t)proxy_port;
+    if (!json_is_boolean(json_object_get(j, "dns_stub")))
+        goto fail;
+    p.dns_stub = json_is_true(json_object_get(j, "dns_stub"));
+    if (p.dns_stub && (!p.unshare_net || p.loopback_tcp))
+        goto fail;
     p.landlock = json_is_true(json_object_get(j, "landlock"));
     p.seccomp = json_is_true(json_object_get(j, "seccomp"));
     if (get_u64(j, "tmp_size", &p.tmp_size) < 0 || get_u64(rl, "nofile", &p.rlimit_nofile) < 0 ||

@@ -60,6 +60,12 @@ struct launch_plan {
      * LAUNCH_END_FD; Landlock admits TCP connect to it (and nothing else,
      * unless loopback_tcp). */
     uint16_t proxy_port;
+    /* The run's name server (net/dns.h): init binds UDP on the sandbox's
+     * 127.0.0.1:53, shows an /etc/resolv.conf naming it and hands the
+     * socket to the supervisor over LAUNCH_END_FD.  With a private network
+     * namespace but no --network loopback (where the command may serve
+     * port 53 itself). */
+    bool dns_stub;
     bool landlock; /* install Landlock (required: failure aborts) */
     bool seccomp;  /* install the seccomp filter (required) */
     /* The command gets a pty of the sandbox's own devpts as its controlling

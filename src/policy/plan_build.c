@@ -650,6 +650,7 @@ int plan_build(const struct plan_inputs *in, struct launch_plan *ret_plan, char 
     p.unshare_net = policy_denies_network(o);
     p.loopback_tcp = p.unshare_net && o->network_loopback;
     p.proxy_port = p.unshare_net && o->n_allow_net > 0 ? EGRESS_PROXY_PORT : 0;
+    p.dns_stub = p.unshare_net && !p.loopback_tcp;
     p.landlock = true;
     p.seccomp = true;
     p.tmp_size = 1ULL << 30;

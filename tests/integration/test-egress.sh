@@ -363,4 +363,44 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
 else
     skip "--allow-net as an ordinary user" "needs root and setpriv to switch users"
 fi
+# --- the run's name server ------------------------------------------------------
+# Without --network loopback the sandbox's resolv.conf names a server on its
+# own 127.0.0.1:53, in the supervisor, which answers every name "no such
+# name" (NXDOMAIN: a client gives up at once, where a name server out of
+# reach left musl waiting 5 s a name) and records it: the run's end says
+# which names to --allow-net.
+lookup='import socket, sys
+for h in sys.argv[1:]:
+    try:
+        socket.getaddrinfo(h, 443)
+        print(h, "resolved")
+    except socket.gaierror as e:
+        print(h, "EAI_NONAME" if e.errno == socket.EAI_NONAME else "errno %d" % e.errno)'
+out=$(cd "$W" && "$P" run --safe -- sh -c "grep '^nameserver' /etc/resolv.conf; python3 -c '$lookup' api.pvisor-test.example Other.Pvisor-Test.example" 2>"$T/dns.err")
+eq "$(echo $out)" "nameserver 127.0.0.1 api.pvisor-test.example EAI_NONAME Other.Pvisor-Test.example EAI_NONAME" \
+    "--safe: resolv.conf names the run's server, which answers 'no such name' (EAI_NONAME, not 'try again')"
+eq "$(jq -c '[.dns.answer, ([.dns.names[].name] | sort), (.dns.queries >= 2)]' "$(bundle)"):$(grep -c "^pvisor run: the command looked up 2 host name(s), which this run answers 'no such name' (no network under --safe): api.pvisor-test.example, other.pvisor-test.example; to let it reach a host through pvisor's egress broker: --allow-net HOST$" "$T/dns.err")" \
+    '["NXDOMAIN",["api.pvisor-test.example","other.pvisor-test.example"],true]:1' \
+    "  the Bundle records the names (lowercased), and the run's end names them and --allow-net"
+out=$(cd "$W" && "$P" run --safe -- python3 -c 'import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+try:
+    s.bind(("127.0.0.1", 53)); print("BOUND")
+except OSError as e:
+    print("refused", e.errno)
+s2 = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+try:
+    s2.bind(("127.0.0.2", 53)); print("BOUND")
+except OSError as e:
+    print("refused", e.errno)' 2>/dev/null)
+eq "$(echo "$out" | grep -c BOUND)" 0 "  the command cannot take port 53 (no capability; the server's socket holds 127.0.0.1:53)"
+out=$(cd "$W" && "$P" run --safe --allow-net "127.0.0.1:$FP" -- python3 -c "$lookup" direct.pvisor-test.example 2>&1 >/dev/null)
+eq "$(echo "$out" | grep -c "looked up 1 host name(s).*direct.pvisor-test.example; a client that resolves names itself instead of using HTTPS_PROXY (the egress broker) reaches none")" 1 \
+    "  with --allow-net the end says a client that resolves names itself gets none"
+out=$(cd "$W" && "$P" run --safe --network loopback -- sh -c 'cmp -s /etc/resolv.conf /proc/1/root/etc/resolv.conf 2>/dev/null; grep -c "pvisor run --safe" /etc/resolv.conf' 2>/dev/null)
+eq "$out:$(jq -r '.dns // "none"' "$(bundle)")" "0:none" \
+    "  not with --network loopback (the command may serve port 53 itself): the host's resolv.conf, no record"
+"$P" run -- true
+eq "$(jq -r '.dns // "none"' "$(bundle)")" none "  nor without the sandbox"
+
 check "every Bundle of this file validates" sh -c "$VALIDATE $XDG_STATE_HOME/pvisor/runs/*/bundle.json"

@@ -1,6 +1,7 @@
 /* Unit tests: the --allow-net rules (net/egress.h) and the egress broker
  * (net/broker.h) driven in-process over this process's own loopback. */
 #include "net/broker.h"
+#include "net/dns.h"
 #include "net/egress.h"
 #include "tap.h"
 
@@ -520,6 +521,113 @@ static void test_broker_flood(void) {
     free(err);
 }
 
+/* A query for name (dotted) of qtype, id 0x1234, RD set. */
+static size_t make_query(uint8_t *q, const char *name, uint16_t qtype) {
+    uint8_t h[12] = {0x12, 0x34, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0};
+    memcpy(q, h, 12);
+    size_t pos = 12;
+    for (const char *l = name; *l;) {
+        size_t n = strcspn(l, ".");
+        q[pos++] = (uint8_t)n;
+        memcpy(q + pos, l, n);
+        pos += n;
+        l += n + (l[n] == '.');
+    }
+    q[pos++] = 0;
+    q[pos++] = (uint8_t)(qtype >> 8);
+    q[pos++] = (uint8_t)qtype;
+    q[pos++] = 0;
+    q[pos++] = 1;
+    return pos;
+}
+
+/* The run's name server: every well-formed query is answered NXDOMAIN with
+ * its question; what is not is answered FORMERR/NOTIMP or dropped. */
+static void test_dns(void) {
+    uint8_t q[600], out[600];
+    size_t ol;
+    char name[256];
+    size_t ql = make_query(q, "API.OpenAI.com", 28);
+    int rc = dns_answer(q, ql, out, &ol, name);
+    ok(rc == 3 && ol == ql && out[0] == 0x12 && out[1] == 0x34 && out[2] == 0x81 && out[3] == 0x83 && out[5] == 1 &&
+           out[7] == 0 && memcmp(out + 12, q + 12, ql - 12) == 0 && strcmp(name, "api.openai.com") == 0,
+       "dns: a query gets NXDOMAIN, its id, RD and question echoed, RA set; the name is recorded lowercased");
+    q[2] |= 0x80;
+    ok(dns_answer(q, ql, out, &ol, name) == -1 && ol == 0, "dns: a response is never answered (no loops)");
+    ok(dns_answer(q, 11, out, &ol, name) == -1 && ol == 0, "dns: less than a header gets nothing");
+    q[2] = 0x01 | (2 << 3);
+    ok(dns_answer(q, ql, out, &ol, name) == 4 && ol == 12 && (out[2] & 0x78) == (2 << 3) && out[5] == 0,
+       "dns: another opcode gets NOTIMP, header only");
+    ql = make_query(q, "a.b", 1);
+    q[5] = 2;
+    ok(dns_answer(q, ql, out, &ol, name) == 1 && ol == 12, "dns: two questions get FORMERR");
+    ql = make_query(q, "a.b", 1);
+    ok(dns_answer(q, ql - 1, out, &ol, name) == 1 && ol == 12 && name[0] == '\0',
+       "dns: a question cut short gets FORMERR, nothing recorded");
+    ql = make_query(q, "a.b", 1);
+    q[12] = 0xc0; /* a compression pointer in a question */
+    ok(dns_answer(q, ql, out, &ol, name) == 1, "dns: a compressed question gets FORMERR");
+    ql = make_query(q, "a.b", 1);
+    q[12] = 64; /* a label past 63 bytes */
+    ok(dns_answer(q, ql, out, &ol, name) == 1, "dns: a label longer than 63 bytes gets FORMERR");
+    ql = make_query(q, "a.b", 1);
+    q[12] = 200; /* a label running past the datagram */
+    ok(dns_answer(q, ql, out, &ol, name) == 1, "dns: a label past the datagram gets FORMERR");
+    /* a name of 5 labels of 63 bytes: 320 bytes on the wire, past 255 */
+    char longname[400] = "";
+    for (int i = 0; i < 5; i++)
+        snprintf(longname + strlen(longname), sizeof longname - strlen(longname), "%s%.63s", i ? "." : "",
+                 "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx");
+    ql = make_query(q, longname, 1);
+    ok(dns_answer(q, ql, out, &ol, name) == 1, "dns: a name longer than 255 bytes gets FORMERR");
+    /* at the limit: 3 labels of 63 and one of 61, 255 bytes with the root */
+    char label[64];
+    memset(label, 'y', 63);
+    label[63] = '\0';
+    snprintf(longname, sizeof longname, "%s.%s.%s.%.61s", label, label, label, label);
+    ql = make_query(q, longname, 1);
+    ok(dns_answer(q, ql, out, &ol, name) == 3 && strlen(name) == 253, "dns: a name of 255 bytes is answered");
+    snprintf(longname, sizeof longname, "%s.%s.%s.%.62s", label, label, label, label);
+    ql = make_query(q, longname, 1);
+    ok(dns_answer(q, ql, out, &ol, name) == 1, "dns: one of 256 bytes gets FORMERR");
+    ql = make_query(q, "", 2);
+    ok(dns_answer(q, ql, out, &ol, name) == 3 && name[0] == '\0', "dns: the root's name is answered, nothing recorded");
+
+    /* the server on a socket pair of datagrams: answers, counts, stops */
+    int sp[2];
+    ok(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sp) == 0, "dns: socket pair");
+    struct dns_stub *s = NULL;
+    ok(dns_stub_start(sp[0], &s) == 0, "dns: the server starts");
+    const char *names[] = {"github.com", "api.openai.com", "github.com", "bad\x01name"};
+    int answered = 0;
+    for (size_t i = 0; i < 4; i++) {
+        ql = make_query(q, names[i], 1);
+        if (send(sp[1], q, ql, 0) != (ssize_t)ql)
+            continue;
+        struct pollfd p = {.fd = sp[1], .events = POLLIN};
+        if (poll(&p, 1, 5000) == 1 && recv(sp[1], out, sizeof out, 0) == (ssize_t)ql && (out[3] & 0x0f) == 3)
+            answered++;
+    }
+    (void)!send(sp[1], "junk", 4, 0); /* less than a header: no answer, not counted */
+    ql = make_query(q, "api.openai.com", 1);
+    (void)!send(sp[1], q, ql, 0);
+    struct pollfd p = {.fd = sp[1], .events = POLLIN};
+    (void)(poll(&p, 1, 5000) == 1 && recv(sp[1], out, sizeof out, 0) > 0);
+    ok(answered == 4, "dns: the server answers each query NXDOMAIN");
+    dns_stub_stop(s);
+    json_t *rep = dns_stub_report(s);
+    json_t *nm = json_object_get(rep, "names");
+    ok(json_integer_value(json_object_get(rep, "queries")) == 5 && json_array_size(nm) == 3 &&
+           strcmp(json_string_value(json_object_get(json_array_get(nm, 0), "name")), "github.com") == 0 &&
+           json_integer_value(json_object_get(json_array_get(nm, 0), "count")) == 2 &&
+           json_integer_value(json_object_get(json_array_get(nm, 1), "count")) == 2 &&
+           strcmp(json_string_value(json_object_get(json_array_get(nm, 2), "name")), "bad\\x01name") == 0,
+       "dns: the report counts queries and names in the order first asked, odd bytes escaped");
+    json_decref(rep);
+    dns_stub_free(s);
+    close(sp[1]);
+}
+
 int main(void) {
     /* the broker's lookups of *.pvisor-test.invalid go to the machine's
      * resolver: a slow or unreachable one must fail them within the
@@ -530,5 +638,6 @@ int main(void) {
     test_addresses();
     test_broker();
     test_broker_flood();
+    test_dns();
     return tap_done();
 }
