@@ -222,6 +222,7 @@ struct scan {
     unsigned budget, max_depth, covered;
     bool cut;
     int err;
+    bool list_failed; /* err is a directory listing's */
 };
 
 static bool own_view(const struct scan *sc, int dfd) {
@@ -257,10 +258,8 @@ static void scan_sockets_at(struct scan *sc, int dfd, unsigned depth) {
         sc->cut = true;
         return;
     }
-    struct dirent *de;
-    while (sc->err == 0 && (de = readdir(d))) {
-        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-            continue;
+    struct dirent *de = NULL;
+    while (sc->err == 0 && (de = readdir_no_dots(d))) {
         if (sc->budget == 0) {
             sc->cut = true;
             break;
@@ -282,6 +281,12 @@ static void scan_sockets_at(struct scan *sc, int dfd, unsigned depth) {
             scan_sockets_at(sc, sub, depth + 1);
             close(sub);
         }
+    }
+    /* a listing that failed part way is not the end of the directory: a
+     * socket past that point would stay reachable, not covered */
+    if (!de && errno != 0 && sc->err == 0) {
+        sc->err = -errno;
+        sc->list_failed = true;
     }
     closedir(d);
 }
@@ -350,7 +355,9 @@ static int cover_sockets(const struct launch_plan *p, const struct source *src, 
                 scan_sockets_at(&sc, fd, 1);
         }
         if (sc.err < 0)
-            return *ret_step = "covering a unix socket in a projected tree", sc.err;
+            return *ret_step = sc.list_failed ? "listing a projected tree for unix sockets"
+                                              : "covering a unix socket in a projected tree",
+                   sc.err;
         ls->covered += sc.covered;
         if (tool) {
             if (sc.cut)
@@ -471,12 +478,18 @@ static int cover_root_only_proc(const char *root, bool own_net, const char **ret
         return *ret_step = "reading /proc", r;
     struct dirent *de;
     *ret_step = "covering a root-only file of /proc";
+    /* Every entry is looked at: one that could not be (an error other than
+     * ENOENT, an entry that went away) would stay uncovered while the
+     * Bundle says otherwise, so that ends the setup. */
     while ((de = readdir_no_dots(d))) {
         struct stat st;
         if (de->d_name[0] >= '0' && de->d_name[0] <= '9')
             continue; /* processes */
-        if (fstatat(pfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-            continue;
+        if (fstatat(pfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+            if (errno == ENOENT)
+                continue;
+            return -errno;
+        }
         if (S_ISREG(st.st_mode) && (st.st_mode & S_IRUSR) && !(st.st_mode & S_IROTH) &&
             (r = cover_rel(pfd, de->d_name, false, root)) < 0)
             return r;
@@ -492,17 +505,34 @@ static int cover_root_only_proc(const char *root, bool own_net, const char **ret
         _cleanup_close_ int sub = openat(pfd, de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         _cleanup_closedir_ DIR *sd = NULL;
         struct dirent *se;
-        if (sub < 0 || dup_opendir(sub, &sd) < 0)
+        if (sub < 0 && errno == ENOENT)
             continue;
-        while ((se = readdir_no_dots(sd)))
-            if (fstatat(sub, se->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) &&
-                !(st.st_mode & S_IXOTH) && (r = cover_rel(sub, se->d_name, true, root)) < 0)
+        if (sub < 0)
+            return -errno;
+        if ((r = dup_opendir(sub, &sd)) < 0)
+            return r;
+        while ((se = readdir_no_dots(sd))) {
+            if (fstatat(sub, se->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+                if (errno == ENOENT)
+                    continue;
+                return -errno;
+            }
+            if (S_ISDIR(st.st_mode) && !(st.st_mode & S_IXOTH) && (r = cover_rel(sub, se->d_name, true, root)) < 0)
                 return r;
+        }
+        if (errno != 0)
+            return *ret_step = "reading /proc", -errno;
     }
+    if (errno != 0)
+        return *ret_step = "reading /proc", -errno;
     for (size_t i = 0; i < ARRAY_SIZE(sys); i++) {
         struct stat st;
-        if (fstatat(pfd, sys[i], &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) && !(st.st_mode & S_IROTH) &&
-            (r = cover_rel(pfd, sys[i], false, root)) < 0)
+        if (fstatat(pfd, sys[i], &st, AT_SYMLINK_NOFOLLOW) < 0) {
+            if (errno == ENOENT)
+                continue; /* not in this kernel */
+            return -errno;
+        }
+        if (S_ISREG(st.st_mode) && !(st.st_mode & S_IROTH) && (r = cover_rel(pfd, sys[i], false, root)) < 0)
             return r;
     }
     /* each interface's IPv6 address-generation secret; on the host's
@@ -511,16 +541,23 @@ static int cover_root_only_proc(const char *root, bool own_net, const char **ret
         return cover_rel(pfd, "sys/net/ipv6/conf", true, root);
     _cleanup_close_ int conf = openat(pfd, "sys/net/ipv6/conf", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     _cleanup_closedir_ DIR *cd = NULL;
-    if (conf >= 0 && dup_opendir(conf, &cd) == 0)
-        while ((de = readdir_no_dots(cd))) {
-            char rel[300];
-            struct stat st;
-            snprintf(rel, sizeof rel, "%s/stable_secret", de->d_name);
-            if (fstatat(conf, rel, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) && !(st.st_mode & S_IROTH) &&
-                (r = cover_rel(conf, rel, false, root)) < 0)
-                return r;
+    if (conf < 0)
+        return errno == ENOENT ? 0 : -errno; /* no IPv6 */
+    if ((r = dup_opendir(conf, &cd)) < 0)
+        return r;
+    while ((de = readdir_no_dots(cd))) {
+        char rel[300];
+        struct stat st;
+        snprintf(rel, sizeof rel, "%s/stable_secret", de->d_name);
+        if (fstatat(conf, rel, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+            if (errno == ENOENT || errno == ENOTDIR)
+                continue; /* an interface gone, or an entry that is not one */
+            return -errno;
         }
-    return 0;
+        if (S_ISREG(st.st_mode) && !(st.st_mode & S_IROTH) && (r = cover_rel(conf, rel, false, root)) < 0)
+            return r;
+    }
+    return errno != 0 ? (*ret_step = "reading /proc", -errno) : 0;
 }
 
 /* /proc/keys lists every key the caller may view, whatever its keyring:

@@ -412,6 +412,7 @@ int fd_opendir(int fd, DIR **ret_dir) {
 
 struct dirent *readdir_no_dots(DIR *d) {
     struct dirent *de;
+    errno = 0;
     while ((de = readdir(d)))
         if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
             return de;

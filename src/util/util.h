@@ -130,7 +130,9 @@ int hex_decode(const char *hex, char **ret);
 /* Remove dir_fd/name and, if it is a directory, everything below it. */
 int remove_tree_at(int dir_fd, const char *name, unsigned max_depth);
 
-/* readdir(3) without the "." and ".." entries; errno as readdir leaves it. */
+/* readdir(3) without the "." and ".." entries.  NULL at the end with errno
+ * 0, or on an error with errno set: a caller that must see every entry
+ * (to cover it) tells the two apart. */
 struct dirent *readdir_no_dots(DIR *d);
 
 /* Wrap an open directory descriptor in a DIR stream, taking ownership of

@@ -964,16 +964,18 @@ rm -rf "$HOMEDIR/.claude"
 
 # --- fail closed: a control that cannot be installed stops the run before the command
 : "${SYSDENY:?SYSDENY must point at the built sysdeny helper}"
-failclosed() { # DESCRIPTION EXPECTED-MESSAGE-REGEX SYSCALLS
-    rm -f "$W/ran-$4"
-    out=$("$SYSDENY" 38 "$3" -- "$PVISOR" run --safe --stage "$T/fc-$4" --workspace "$W" -- touch "$W/ran-$4" 2>&1); rc=$?
+failclosed() { # DESCRIPTION EXPECTED-MESSAGE-REGEX SYSCALLS ID [ERRNO [RUN-OPTION...]]
+    fc_what=$1 fc_re=$2 fc_sc=$3 fc_id=$4 fc_err=${5:-38}
+    shift 4; [ $# -gt 0 ] && shift
+    rm -f "$W/ran-$fc_id"
+    out=$("$SYSDENY" "$fc_err" "$fc_sc" -- "$PVISOR" run --safe --stage "$T/fc-$fc_id" --workspace "$W" "$@" -- touch "$W/ran-$fc_id" 2>&1); rc=$?
     lines=$(printf '%s\n' "$out" | grep -c .)
-    if [ $rc -eq 125 ] && [ ! -e "$T/fc-$4/upper/ran-$4" ] && printf '%s' "$out" | grep -Eq "$2" && [ "$lines" -eq 1 ]; then
-        ok "fail closed without $1: exit 125, one message, the command never ran"
+    if [ $rc -eq 125 ] && [ ! -e "$T/fc-$fc_id/upper/ran-$fc_id" ] && printf '%s' "$out" | grep -Eq "$fc_re" && [ "$lines" -eq 1 ]; then
+        ok "fail closed without $fc_what: exit 125, one message, the command never ran"
     else
-        not_ok "fail closed without $1"; diag "status $rc: $out"
+        not_ok "fail closed without $fc_what"; diag "status $rc: $out"
     fi
-    eq "$(jq -r .state "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json")" setup_failed "fail closed without $1: the Bundle says setup_failed"
+    eq "$(jq -r .state "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json")" setup_failed "fail closed without $fc_what: the Bundle says setup_failed"
 }
 failclosed "Landlock" "Landlock" landlock_create_ruleset,landlock_add_rule,landlock_restrict_self ll
 failclosed "seccomp filters" "seccomp" seccomp sc
@@ -983,6 +985,15 @@ failclosed "seccomp filters" "seccomp" seccomp sc
 failclosed "SECCOMP_RET_KILL_PROCESS" "seccomp bad-arch action" seccomp@2 kp
 failclosed "user namespaces" "namespace" unshare ns
 failclosed "mount_setattr (read-only projections)" "mount_setattr|read-only" mount_setattr ms
+# a directory listing that fails part way (getdents64: ENOMEM) is not the
+# end of the directory: what the launcher did not see it could not cover,
+# /proc's root-only files (slabinfo, timer_list: the command read them,
+# every dimension said enforced) or a host service's socket in a grant
+# (the command connected to it, ipc said enforced)
+# (the toolchains projected, a pyenv root, are listed before /proc)
+failclosed "the whole listing of /proc (root-only files covered)" "reading /proc|listing a projected tree" getdents64 gd 12
+failclosed "the whole listing of a grant (host sockets covered)" "listing a projected tree for unix sockets" \
+    getdents64 gds 12 --access "ro:$G"
 
 # --- rename races against the FUSE server, under --safe: a directory swapped for a
 # symlink to a host canary while another process writes through the path.  The
