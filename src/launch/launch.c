@@ -407,9 +407,15 @@ static _Noreturn void exit_like(int st) {
 }
 
 static int drop_capabilities(void) {
+    /* EINVAL is a capability this kernel does not have (headers newer than
+     * it): then PR_CAPBSET_READ does not know it either.  Any other failure
+     * leaves it in the bounding set: the setup stops. */
     for (int c = 0; c <= CAP_LAST_CAP; c++)
-        if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
-            return -errno;
+        if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0) {
+            int e = errno;
+            if (e != EINVAL || prctl(PR_CAPBSET_READ, c, 0, 0, 0) >= 0 || errno != EINVAL)
+                return -e;
+        }
     if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
         return -errno;
     cap_t none = cap_init();

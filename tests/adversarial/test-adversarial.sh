@@ -985,6 +985,10 @@ failclosed "seccomp filters" "seccomp" seccomp sc
 failclosed "SECCOMP_RET_KILL_PROCESS" "seccomp bad-arch action" seccomp@2 kp
 failclosed "user namespaces" "namespace" unshare ns
 failclosed "mount_setattr (read-only projections)" "mount_setattr|read-only" mount_setattr ms
+# a capability the kernel has that PR_CAPBSET_DROP failed to drop (EINVAL,
+# which also means one the kernel does not know) stayed in the bounding set
+# of the command, which ran without a word (the Bundle said unavailable)
+failclosed "clearing the bounding set" "dropping capabilities" prctl@24 cb 22
 # a directory listing that fails part way (getdents64: ENOMEM) is not the
 # end of the directory: what the launcher did not see it could not cover,
 # /proc's root-only files (slabinfo, timer_list: the command read them,
