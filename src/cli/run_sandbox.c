@@ -964,6 +964,34 @@ static bool limits_unavailable(const struct sandbox *sb, char *why, size_t size)
     return true;
 }
 
+/* A requested dimension the Bundle records unavailable after the launcher
+ * reported every step done: its self-check does not show the control
+ * (the capability sets not empty, a namespace not the sandbox's own, no
+ * seccomp filter).  Not run, with or without --strict, as an unavailable
+ * --limit: --safe asked for it, and it would have been a silent
+ * downgrade.  Fills names with them (comma-separated); the first, or
+ * NULL. */
+static const char *dimension_unavailable(const struct sandbox *sb, char *names, size_t size) {
+    json_t *dims = json_object_get(sb->ctx->bundle, "dimensions");
+    const char *first = NULL;
+    size_t len = 0;
+    names[0] = '\0';
+    for (unsigned d = 0; d < _DIM_MAX; d++) {
+        if (sb->ctx->policy->requested[d] == LEVEL_NONE)
+            continue;
+        const char *eff = json_string_value(json_object_get(json_object_get(dims, dimension_name(d)), "effective"));
+        if (!eff || strcmp(eff, level_name(LEVEL_UNAVAILABLE)) != 0)
+            continue;
+        if (!first)
+            first = dimension_name(d);
+        int n = snprintf(names + len, size - len, "%s%s", len ? ", " : "", dimension_name(d));
+        if (n < 0 || (size_t)n >= size - len)
+            break;
+        len += (size_t)n;
+    }
+    return first;
+}
+
 /* The guardian of the user's terminal: a child that waits on a socket from
  * us; at EOF without our 'd' (we were killed: SIGKILL, the OOM killer,
  * where nothing of ours runs) it puts the saved modes back, so the shell
@@ -1239,9 +1267,17 @@ void sandbox_read_report(pid_t child, void *userdata) {
         sandbox_record(sb->ctx, sb);
         char why[sizeof sb->refused_why - 64];
         const char *dim = sb->ctx->opts->strict ? run_strict_violation(sb->ctx, why, sizeof why) : NULL;
+        char names[256];
+        const char *gone = NULL;
         if (limits_unavailable(sb, sb->refused_why, sizeof sb->refused_why))
             sb->refused = dimension_name(DIM_RESOURCES);
-        else if (dim) {
+        else if ((gone = dimension_unavailable(sb, names, sizeof names))) {
+            sb->refused = gone;
+            snprintf(sb->refused_why, sizeof sb->refused_why,
+                     "the sandbox's self-check does not show %s enforced (the Bundle records them unavailable), "
+                     "though every setup step reported success; see the Bundle's sandbox_evidence",
+                     names);
+        } else if (dim) {
             sb->refused = dim;
             /* say why and what to do: the dimension's name alone does not */
             if (strcmp(dim, dimension_name(DIM_HOME_CREDENTIALS)) == 0 && sb->n_grant_missing_creds > 0)
