@@ -1295,6 +1295,10 @@ void sandbox_read_report(pid_t child, void *userdata) {
     if (go)
         tty_raw(sb);
     if (go && write(sb->go_w, "g", 1) != 1) {
+        /* the launcher ends (125) without the go-ahead: the command never
+         * ran, which the run must say, not record as its exit status */
+        snprintf(sb->refused_why, sizeof sb->refused_why, "cannot give the sandbox the go-ahead: %s", strerror(errno));
+        sb->refused = "launch";
         go = false;
         sandbox_restore_tty(sb);
     }

@@ -990,6 +990,10 @@ failclosed "mount_setattr (read-only projections)" "mount_setattr|read-only" mou
 # Bundle said eight dimensions unavailable and the command ran without a
 # word; refused now, with or without --strict
 failclosed "a self-check that shows the controls" "self-check does not show" readlinkat sck 1
+# the go-ahead to the launcher cannot be written (fd 15 is the supervisor's
+# end of that pipe, EPIPE): the run exited 125 without a word and the
+# Bundle said finished, with 125 as the command's exit status
+failclosed "the go-ahead reaching the launcher" "go-ahead" write@15 go 32
 # a capability the kernel has that PR_CAPBSET_DROP failed to drop (EINVAL,
 # which also means one the kernel does not know) stayed in the bounding set
 # of the command, which ran without a word (the Bundle said unavailable)
