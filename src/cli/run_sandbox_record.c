@@ -237,7 +237,8 @@ void sandbox_record(struct run_context *ctx, const struct sandbox *sb) {
                          reads_note);
     if (sb->as_root && sb->idmap_failed) {
         bundle_add_warning(b, idnote + 2);
-        fprintf(stderr, "pvisor run: warning: %s\n", idnote + 2);
+        if (!ctx->opts->strict) /* --strict refuses the run: its one message says why */
+            fprintf(stderr, "pvisor run: warning: %s\n", idnote + 2);
     }
     bundle_set_dimension(b, DIM_SENSITIVE_PATHS, fs_ok ? LEVEL_ENFORCED : LEVEL_UNAVAILABLE,
                          "credential locations are not projected; inside the workspace they are covered",

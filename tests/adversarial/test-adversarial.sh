@@ -994,6 +994,12 @@ failclosed "a self-check that shows the controls" "self-check does not show" rea
 # end of that pipe, EPIPE): the run exited 125 without a word and the
 # Bundle said finished, with 125 as the command's exit status
 failclosed "the go-ahead reaching the launcher" "go-ahead" write@15 go 32
+# as root, the idmapping's user namespace cannot be made (clone with
+# CLONE_VM|CLONE_NEWUSER|SIGCHLD refused): reads is partial, which --strict
+# refuses with one message (the warning for a run without --strict came
+# first, a second line)
+failclosed "idmapped projections (--strict)" "^pvisor run: --strict: requested but not enforced here: reads is partial" \
+    clone@0x10000111 idm 1 --strict
 # a capability the kernel has that PR_CAPBSET_DROP failed to drop (EINVAL,
 # which also means one the kernel does not know) stayed in the bounding set
 # of the command, which ran without a word (the Bundle said unavailable)
