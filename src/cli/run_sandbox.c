@@ -1313,7 +1313,14 @@ void sandbox_read_report(pid_t child, void *userdata) {
         json_decref(sb->report);
         sb->report = x;
         sb->exec_failed = true;
+        return;
     }
+    /* The command runs: the "running" Bundle, written before the evidence
+     * came, said "host, no other isolation" and every dimension
+     * unenforced, which `pvisor status` showed all run long (and for good
+     * once the supervisor was killed).  Now it says what is installed; a
+     * failure leaves the earlier one (the final Bundle is written anyway). */
+    (void)run_write_running(sb->ctx);
 }
 
 int sandbox_read_leftovers(struct sandbox *sb) {

@@ -304,6 +304,21 @@ if $safe_works; then
     eq "$rc:$(echo "$out" | grep -c "the current directory $T/notws is not in the sandbox.*: run pvisor from the workspace $T/safews or a directory in it; the command was not run"):$(echo "$out" | grep -c doctor)" \
         "125:1:0" "--safe started outside the workspace, in a directory the sandbox does not show: the message says so"
 fi
+# the running Bundle of a --safe run says what is installed: `pvisor
+# status` during the run (and for good, once the supervisor is killed)
+# showed "host, no other isolation" and every dimension unenforced
+if $safe_works; then
+    (cd "$T/safews" && exec "$PVISOR" run --safe -- sh -c 'touch sr.started; exec sleep 3023') >/dev/null 2>&1 &
+    pv=$!
+    i=0; while ! (cd "$T/safews" && "$PVISOR" status --review 2>/dev/null | grep -q 'A sr.started') && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+    eq "$("$PVISOR" status --json | jq -r '[.display_state, .dimensions.host_writes.effective, .dimensions.reads.effective, .dimensions.network.effective] | join(" ")')" \
+        "running enforced enforced enforced" "status during a --safe run: the boundary installed, not 'unenforced'"
+    kill -9 $pv; wait $pv 2>/dev/null
+    sleep 0.2
+    eq "$("$PVISOR" status --json | jq -r '[.display_state, .dimensions.host_writes.effective] | join(" ")')" \
+        "interrupted enforced" "status of a --safe run whose supervisor was killed: the boundary it had"
+    "$PVISOR" drop "$(latest_run)" >/dev/null 2>&1
+fi
 if "$PVISOR" run --stage "$T/docstage" --workspace "$T/safews" -- true >/dev/null 2>&1; then stage_works=true; else stage_works=false; fi
 eq "$(jq -r '.executors.host.ready_stage' doc.json)" "$stage_works" "doctor's --stage readiness matches whether --stage actually runs here"
 eq "$(jq -r '.executors.oci.implemented, .executors.vm.implemented' doc.json | tr '\n' ' ')" "false false " "doctor: oci and vm are reported as not implemented"
