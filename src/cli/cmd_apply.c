@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -444,7 +445,11 @@ int cmd_apply(int argc, char **argv) {
             break;
         }
         case -ENOSPC:
-            if (rep.room_need && !lc_apply_pending(stage)) {
+            /* check_room() fills both when it checked, also when the plan
+             * fits: a later ENOSPC (the stage's own file system full when
+             * apply writes its intent there) was told as the workspace's
+             * too small, "need 3 MB, 81 GB available" */
+            if (rep.room_need > rep.room_avail && !lc_apply_pending(stage)) {
                 cli_error(st, "apply",
                           "refused: the staged files need %llu bytes (beyond what apply deletes or replaces), "
                           "the workspace's file system has %llu available (hard-linked files are written once "
@@ -452,6 +457,28 @@ int cmd_apply(int argc, char **argv) {
                           "space, apply a subset with --path, or 'pvisor drop' the stage",
                           (unsigned long long)rep.room_need, (unsigned long long)rep.room_avail);
                 break;
+            }
+            {
+                /* the workspace's file system filled while apply wrote, or
+                 * the stage's, where apply records its intent first: say
+                 * what each has left, not only strerror */
+                bool pending = !dry_run && lc_apply_pending(stage);
+                struct statvfs ssv, wsv;
+                if (ws_raw && statvfs(stage, &ssv) == 0 && statvfs(ws_raw, &wsv) == 0) {
+                    if (rep.failed_path) {
+                        _cleanup_free_ char *d = lc_display_name(rep.failed_path);
+                        fprintf(stderr, "pvisor apply: at %s:\n", d ? d : "?");
+                    }
+                    cli_error(st, "apply",
+                              "failed: no space left: the workspace's file system has %llu bytes available, the "
+                              "stage's (%s, where apply records its progress before it writes) %llu. %s: free space "
+                              "and run 'pvisor apply' again%s",
+                              (unsigned long long)wsv.f_bavail * wsv.f_frsize, shown_stage ? shown_stage : "?",
+                              (unsigned long long)ssv.f_bavail * ssv.f_frsize,
+                              pending ? "Part of it may be written" : "Nothing was written to the workspace",
+                              pending ? ", it resumes the interrupted apply" : "");
+                    break;
+                }
             }
             __attribute__((fallthrough));
         default:

@@ -344,6 +344,22 @@ if [ "$(id -u)" -eq 0 ] && command -v unshare >/dev/null; then
     eq "$(echo "$out" | tr '\n' ' ')" "apply=0 new.bin same " \
         "apply: the room a stage's deletions free counts (a file replaced by another of its size fits)"
     [ -s "$T/del.err" ] && diag "$(cat "$T/del.err")"
+    # The stage's file system full (a small state directory): apply cannot
+    # write its intent there.  It said "the staged files need 3 MB, the
+    # workspace's file system has 81 GB available", which names neither
+    # the file system that is full nor what to do.
+    W=$T/wsf SF=$T/stf
+    mkdir -p "$W" "$SF"; printf 'lower\n' > "$W/keep"
+    out=$(unshare -m sh -c "mount -t tmpfs -o size=4m tmpfs '$SF' &&
+        '$P' run --stage '$SF/s' --workspace '$W' -- sh -c 'cd $W && head -c 1048576 /dev/urandom > new.bin && echo edit >> keep' 2>/dev/null &&
+        head -c 8m /dev/zero > '$SF/filler' 2>/dev/null;
+        '$P' apply --stage '$SF/s' > /dev/null 2> '$T/sf.err'; echo apply=\$?; ls '$W' | tr '\n' ' ';
+        rm '$SF/filler'; '$P' apply --stage '$SF/s' > /dev/null 2>&1; echo again=\$? \$(cmp -s '$W/new.bin' '$SF/s/upper/new.bin' && echo same)" 2>&1)
+    eq "$(echo "$out" | tr '\n' ' ')" "apply=1 keep again=0 same " \
+        "apply with the stage's file system full: refused, nothing written; applied once there is room"
+    eq "$(grep -c "need [0-9]* bytes" "$T/sf.err"):$(grep -c "the workspace's file system has [0-9]* bytes available, the stage's ($SF/s, where apply records its progress before it writes) 0\. Nothing was written to the workspace: free space and run 'pvisor apply' again" "$T/sf.err")" \
+        "0:1" "apply with the stage's file system full: the message names it, not the workspace's, and says what to do"
+    [ -s "$T/sf.err" ] && diag "$(cat "$T/sf.err")"
 else
     skip "apply refuses what does not fit" "needs root and unshare (a private tmpfs mount)"
 fi
