@@ -86,7 +86,23 @@ int run_fail_setup(struct run_context *ctx, const char *reason) {
     run_probe_collect(ctx);
     bundle_set_string(ctx->bundle, "state", "setup_failed");
     bundle_add_warning(ctx->bundle, reason);
-    bundle_write(ctx->run_dirfd, ctx->bundle, bundle_durable(ctx));
+    int w = bundle_write(ctx->run_dirfd, ctx->bundle, bundle_durable(ctx));
+    if (w < 0) {
+        /* Not recorded (the state directory's file system full): a run
+         * directory without a Bundle made every later verb without a RUN
+         * refuse ("its supervisor died while setting it up"), for good.
+         * The command never ran, so the directory holds only what this
+         * run made (its auto stage, empty): removed, as when the first
+         * Bundle cannot be made (cmd_run.c). */
+        bool gone = remove_tree_contents(ctx->run_dirfd, 16) == 0 && rmdir(ctx->run_dir) == 0;
+        return cli_error(PV_EXIT_SETUP, "run",
+                         "%s; the command was not run, and the run could not be recorded in %s: %s%s%s", reason,
+                         ctx->run_dir, strerror(-w),
+                         w == -ENOSPC || w == -EDQUOT
+                             ? " (free space on the state directory's file system, or set XDG_STATE_HOME to another)"
+                             : "",
+                         gone ? "" : "; remove that directory");
+    }
     return cli_error(PV_EXIT_SETUP, "run", "%s; the command was not run (run %s)", reason, ctx->run_id);
 }
 

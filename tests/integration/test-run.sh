@@ -272,6 +272,29 @@ sleep 0.2
 eq "$("$PVISOR" status --json | jq -r .display_state)" interrupted "a run whose supervisor was killed shows as interrupted"
 check "the command died with its supervisor (PDEATHSIG)" sh -c "! pgrep -f '^sleep 3011\$' >/dev/null"
 
+# --- the state directory's file system full -----------------------------------------
+# A run refused because its stage cannot be made there could not write its
+# Bundle either: its run directory, left without one, made every later
+# verb without a RUN refuse ("the newest run has no readable Bundle ...
+# its supervisor died"), the earlier run's stage out of reach by name.
+if [ "$(id -u)" -eq 0 ] && command -v unshare >/dev/null; then
+    FW=$T/fullws FS=$T/fullstate
+    mkdir -p "$FW" "$FS"; echo keep > "$FW/keep"
+    out=$(cd "$FW" && unshare -m sh -c "mount -t tmpfs -o size=1m tmpfs '$FS' &&
+        export XDG_STATE_HOME='$FS/st' &&
+        '$PVISOR' run --stage auto -- sh -c 'echo first > keep' >/dev/null 2>&1; echo first=\$?
+        head -c 2m /dev/zero > '$FS/filler' 2>/dev/null
+        '$PVISOR' run --stage auto -- sh -c 'echo second > keep' >/dev/null 2>'$T/full.err'; echo second=\$?
+        rm '$FS/filler'; ls '$FS/st/pvisor/runs' | wc -l
+        '$PVISOR' status --review 2>&1 | grep -c '^  M keep'" 2>&1)
+    eq "$(echo "$out" | tr '\n' ' ')" "first=0 second=125 1 1 " \
+        "a run refused with the state directory full leaves no run directory without a Bundle; the earlier stage is still the one reviewed"
+    check "the refusal says the state directory's file system is full and what to do" \
+        grep -q "the run could not be recorded in .*: No space left on device (free space on the state directory's file system, or set XDG_STATE_HOME to another)" "$T/full.err"
+else
+    skip "a run refused with the state directory full" "needs root and unshare (a private tmpfs mount)"
+fi
+
 # --- unprivileged user ------------------------------------------------------------
 if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
     U="$T/user"; mkdir -p "$U"; chown 65534:65534 "$U"
