@@ -8,11 +8,26 @@
 #include "util/util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+/* Does dir hold what an unfinished fork leaves (lc_fork: 'lock' first,
+ * 'version' last), with no fork holding its lock now? */
+static bool fork_cut_short(const char *dir) {
+    _cleanup_close_ int d = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    if (d < 0 || fstatat(d, "version", &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT)
+        return false;
+    _cleanup_close_ int lock = openat(d, "lock", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (lock < 0 || fstat(lock, &st) < 0 || !S_ISREG(st.st_mode) || flock(lock, LOCK_SH | LOCK_NB) < 0)
+        return false;
+    return true;
+}
 
 int cmd_fork(int argc, char **argv) {
     const char *run = NULL, *stage_dir = NULL, *pos[3] = {0};
@@ -94,7 +109,18 @@ int cmd_fork(int argc, char **argv) {
         return cli_error(PV_EXIT_FAILURE, "fork", "no checkpoint '%s' in %s (see 'pvisor checkpoint --list')",
                          checkpoint ? checkpoint : "", stage);
     case -ENOTEMPTY:
-    case -EEXIST: return cli_error(PV_EXIT_FAILURE, "fork", "refused: %s exists and is not empty", new_stage);
+    case -EEXIST:
+        /* a fork cut short (killed, a power loss) left its directory
+         * without 'version' (written last): the retry was refused, and
+         * drop and review call it "not a pvisor stage directory", with no
+         * word of what it is or what to do */
+        if (fork_cut_short(new_stage))
+            return cli_error(PV_EXIT_FAILURE, "fork",
+                             "refused: %s holds a fork that was cut short (it has no 'version', which a fork writes "
+                             "last; no fork is writing it now): it is no stage and nothing uses it. Remove it "
+                             "(rm -rf '%s') and fork again",
+                             new_stage, new_stage);
+        return cli_error(PV_EXIT_FAILURE, "fork", "refused: %s exists and is not empty", new_stage);
     case -EBUSY:
         return cli_error(PV_EXIT_FAILURE, "fork", "refused: the stage %s is in use; stop its run first", stage);
     case -ESTALE:

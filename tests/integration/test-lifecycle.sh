@@ -928,6 +928,18 @@ stage_run "$W2" "$S2" 'mkfifo ff && chmod 1777 ff && rm h2 && echo y > h1' >/dev
 "$P" apply --stage "$S2" >/dev/null 2>"$T/m7.err"; rc=$?
 eq "$rc $(stat -c %a "$S2.f/upper/ff") $(stat -c %a "$W2/ff") $(cat "$W2/h1") $(test -e "$W2/h2" && echo h2-left || echo h2-gone)" "0 1777 1777 y h2-gone" \
     "a fifo keeps mode 1777 through fork and apply; deleting one name of a hard link does not stop apply"
+# A fork killed while it copies leaves its directory with 'lock' and part
+# of 'upper', without 'version' (written last).  The retry said only
+# "exists and is not empty" (and drop "not a pvisor stage directory"):
+# now it says what the directory holds and what to do.
+mkdir -p "$S2.cut/upper/d"; : > "$S2.cut/lock"; echo part > "$S2.cut/upper/d/f"
+"$P" fork --stage "$S2.f" "$S2.cut" >/dev/null 2>"$T/cut.err"; rc=$?
+eq "$rc:$(grep -c "refused: $S2.cut holds a fork that was cut short .*Remove it (rm -rf '$S2.cut') and fork again" "$T/cut.err")" "1:1" \
+    "fork into the directory of a fork cut short: refused, saying what it is and what to do"
+rm -rf "$S2.cut"; mkdir -p "$S2.cut"; echo mine > "$S2.cut/notes"
+"$P" fork --stage "$S2.f" "$S2.cut" >/dev/null 2>"$T/cut.err"; rc=$?
+eq "$rc:$(cat "$T/cut.err")" "1:pvisor fork: refused: $S2.cut exists and is not empty" \
+    "fork into another non-empty directory: the plain refusal"
 
 # A stage whose upper/ is gone (or whose lock file is) is refused cleanly
 # (these refusals once read an uninitialised context and crashed)
