@@ -511,6 +511,23 @@ static void print_human(const char *stage, const char *state, const char *run, c
     if (pending)
         printf("Note:        an apply was interrupted; 'pvisor apply' completes it\n");
     restore_note(stdout, "Note:        ", stage);
+    /* a run that died (its supervisor killed, the machine down): the
+     * changes below read like any others, but apply refuses them */
+    _cleanup_free_ char *restoring = NULL;
+    if (strcmp(state, "interrupted") == 0 && !lc_restore_interrupted(stage, &restoring)) {
+        json_t *cps = lc_checkpoints_json(stage);
+        size_t n = json_array_size(cps);
+        const char *last = n ? json_string_value(json_object_get(json_array_get(cps, n - 1), "name")) : NULL;
+        printf("Note:        the stage was never sealed (its run was killed, or the seal could not be written): "
+               "writes may be cut short, and it cannot be applied; ");
+        if (last)
+            printf("'pvisor restore %s --stage %s' puts back its newest checkpoint, which can then be applied "
+                   "('pvisor checkpoint --list --stage %s' lists %zu), or 'pvisor drop' discards it\n",
+                   last, sp ? sp : "?", sp ? sp : "?", n);
+        else
+            printf("'pvisor drop' discards it\n");
+        json_decref(cps);
+    }
     if (emptied)
         printf("\nChanges:     applied; the stage's copy of them was removed ('pvisor drop' after the apply)\n");
     bool applied = strcmp(state, "applied") == 0;

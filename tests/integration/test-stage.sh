@@ -594,6 +594,11 @@ case "$st" in
     *) not_ok "kill -9 of pvisor: status shows the run/stage interrupted"; diag "stage.state display_state: $st";;
 esac
 diag "after kill -9: status --json .stage.state is '$(echo "$sj" | jq -r '.stage.state')', .display_state '$(echo "$sj" | jq -r '.display_state')'"
+# its review listed the changes as any other, with nothing but the state
+# in the Stage line to say that apply refuses them and what to do instead
+"$PVISOR" status --review > "$T/k.review" 2>/dev/null
+eq "$(grep -c "^Note:        the stage was never sealed (its run was killed, or the seal could not be written): writes may be cut short, and it cannot be applied; 'pvisor drop' discards it$" "$T/k.review"):$(grep -c '^  M README' "$T/k.review")" \
+    "1:1" "kill -9 of pvisor: the review of the interrupted stage says it cannot be applied and what to do"
 "$PVISOR" run --stage "$S" --workspace "$W" -- true 2> "$T/k.err"
 eq "$?" 125 "a new run on the interrupted stage is refused (125)"
 check "the refusal says the stage was interrupted" grep -q interrupted "$T/k.err"
