@@ -146,7 +146,9 @@ static bool creds_below(int fd, int depth, int *budget, bool closed) {
         if (sub >= 0 && (holds_credentials_at(sub, false) || creds_below(sub, depth - 1, budget, closed)))
             return true;
     }
-    return false;
+    /* a listing that failed part way is not its end: what it did not show
+     * may hold anything */
+    return errno != 0 && closed;
 }
 
 /* Is dir a home, or a parent of homes: does it hold a credential location
