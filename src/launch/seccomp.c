@@ -56,7 +56,7 @@ int launch_seccomp(const char **ret_step) {
     uint32_t kill_process = SECCOMP_RET_KILL_PROCESS;
     *ret_step = "seccomp bad-arch action";
     if (syscall(SYS_seccomp, SECCOMP_GET_ACTION_AVAIL, 0, &kill_process) < 0)
-        return -EOPNOTSUPP; /* doctor: seccomp.actions.kill_process false */
+        return -errno; /* EOPNOTSUPP: the kernel lacks it (doctor: seccomp.actions.kill_process false) */
     struct sock_fprog prog = {
         .len = (unsigned short)(sizeof launch_seccomp_prog / sizeof launch_seccomp_prog[0]),
         .filter = (struct sock_filter *)launch_seccomp_prog,
