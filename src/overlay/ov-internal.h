@@ -119,7 +119,7 @@ struct ov {
     uint64_t reserve_bytes, reserve_inodes; /* immutable: kept free on the stage's file system */
     uint64_t blksize;                       /* immutable: the upper's block size (byte quota estimates) */
     double lower_timeout;                   /* immutable: kernel attr/entry cache (s) for lower-backed objects */
-    struct timespec started;                /* immutable: CLOCK_REALTIME_COARSE when the overlay started */
+    struct timespec started;                /* immutable: CLOCK_REALTIME when the overlay started */
     uid_t self_uid;                         /* immutable: our euid (file owner when not root) */
     gid_t self_gid;                         /* immutable: our gid, as the clients' namespace maps it */
     bool own_group;                         /* immutable: overlay_params.own_group */

@@ -295,8 +295,12 @@ int overlay_start(const struct overlay_params *p, struct overlay **ret_ov) {
     ov->max_bytes = p->max_bytes;
     ov->max_inodes = p->max_inodes;
     ov->self_uid = geteuid();
-    /* the clock the kernel stamps ctime with: a change after this reads later */
-    clock_gettime(CLOCK_REALTIME_COARSE, &ov->started);
+    /* The fine clock: since Linux 6.13 (multigrain timestamps) a ctime may
+     * be finer than the coarse clock, which lags it by up to a tick, so a
+     * file written a millisecond before the run read as changed during it
+     * (a false changed_during_run).  A change in the first tick of the run
+     * on a file system stamping coarse times may read as before it. */
+    clock_gettime(CLOCK_REALTIME, &ov->started);
     ov->self_gid = getgid();
     ov->own_group = p->own_group;
     ov->hide_stages = p->hide_stages;
