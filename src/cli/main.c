@@ -253,7 +253,7 @@ void cli_print_overview(FILE *f) {
     fprintf(f, "Usage: pvisor VERB [OPTIONS]\n\nVerbs:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  %-11s %s\n", commands[i].name, commands[i].summary);
-    fprintf(f, "\nRun 'pvisor help VERB' or 'pvisor VERB --help' for details.\n");
+    fprintf(f, "\nRun 'pvisor help VERB' or 'pvisor VERB --help' for details, 'pvisor --version'\nfor the version.\n");
 }
 
 int main(int argc, char **argv) {
