@@ -69,7 +69,7 @@ void lc_plan_tmp_name(const struct plan *p, size_t i, char buf[64]);
 
 /* Append what a subset apply left at each of its paths to
  * STAGE/apply-written (intent.c). */
-int lc_applied_record(int stage_dir_fd, int upper_fd, const struct plan *p);
+int lc_applied_record(int stage_dir_fd, int upper_fd, int ws_fd, const struct plan *p);
 /* Publish the intent (see intent.c for what is durable when). */
 int lc_intent_write(int stage_dir_fd, const struct plan *p, bool durable);
 /* Load and validate STAGE/apply-intent: -ENODATA when it is cut short (not

@@ -1359,7 +1359,7 @@ int lc_apply(const char *stage_path, const struct lc_apply_opts *o, struct lc_ap
     /* a subset: what it wrote is the workspace's state for a later run
      * over this stage (before the intent goes: a crash between the two
      * resumes, and records the same again) */
-    if (!full && (r = lc_applied_record(st->dir_fd, st->upper_fd, &p)) < 0)
+    if (!full && (r = lc_applied_record(st->dir_fd, st->upper_fd, st->ws_fd, &p)) < 0)
         goto out;
     if (full) {
         r = mark_applied(st->dir_fd);

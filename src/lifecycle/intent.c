@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "util/cleanup.h"
+#include "util/sha256.h"
 #include "util/util.h"
 
 #define INTENT_MAX (1u << 30)
@@ -176,8 +177,11 @@ int lc_intent_write(int stage_dir_fd, const struct plan *p, bool durable) {
  * the next changeset (lc_journal_load): without them, a later run over
  * the same stage that changed such a path again made the full apply
  * refuse it, as changed in the workspace since the run, by the subset's
- * own write. */
-int lc_applied_record(int stage_dir_fd, int upper_fd, const struct plan *p) {
+ * own write.  With the digest of the user xattrs the path has in ws_fd
+ * now (what apply wrote, files and directories): without it the record
+ * replaced the journal's, and a later apply wrote the stage's xattrs over
+ * a change the user made after the subset, unseen. */
+int lc_applied_record(int stage_dir_fd, int upper_fd, int ws_fd, const struct plan *p) {
     char *txt = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&txt, &len);
@@ -205,6 +209,12 @@ int lc_applied_record(int stage_dir_fd, int upper_fd, const struct plan *p) {
         }
         if (r < 0)
             break;
+        unsigned char xsha[32];
+        bool has_xsha = false;
+        if (e->new_type == LC_REG || e->new_type == LC_DIR) {
+            _cleanup_close_ int fd = lc_open_beneath(ws_fd, e->path, O_PATH | O_NOFOLLOW, 0);
+            has_xsha = fd >= 0 && pv_user_xattrs_sha256(fd, xsha) > 0;
+        }
         fputc('{', f);
         put_name(f, "path", e->path);
         fprintf(f, ",\"type\":\"%s\",\"mode\":%u", lc_type_name(e->new_type),
@@ -213,6 +223,11 @@ int lc_applied_record(int stage_dir_fd, int upper_fd, const struct plan *p) {
             char hex[65];
             lc_hex(sha, hex);
             fprintf(f, ",\"sha256\":\"%s\"", hex);
+        }
+        if (has_xsha) {
+            char hex[65];
+            lc_hex(xsha, hex);
+            fprintf(f, ",\"xattrs_sha256\":\"%s\"", hex);
         }
         fputs("}\n", f);
     }

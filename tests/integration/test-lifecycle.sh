@@ -452,6 +452,18 @@ if command -v setfattr >/dev/null && setfattr -n user.t -v 1 "$T" 2>/dev/null; t
     setfattr -n user.tag -v a "$W/x"
     "$P" apply --stage "$S" >/dev/null 2>&1; rc=$?
     eq "$rc:$(cat "$W/x" "$W/y" | tr '\n' ' ')$(getfattr --only-values -n user.tag "$W/z")" "0:1 2 1 2 agent" "  with the xattr put back, apply writes all three, the agent's xattr too"
+    # after a subset (apply --path), what it wrote replaces the preimage
+    # (apply-written): that record had no xattr digest, so a change of
+    # the user's xattrs after the subset was written over by the full apply
+    W=$T/ws2xp S=$T/st2xp
+    mkdir -p "$W" && echo 1 > "$W/x" && echo 1 > "$W/y"
+    setfattr -n user.tag -v a "$W/x"
+    stage_run "$W" "$S" 'echo 2 >> x && echo 2 >> y' >/dev/null 2>&1
+    "$P" apply --stage "$S" --path x >/dev/null 2>&1
+    setfattr -n user.tag -v user "$W/x"
+    "$P" apply --stage "$S" >/dev/null 2>"$T/xp.err"; rc=$?
+    eq "$rc:$(grep -c '^  x: extended attributes (user\.\*) changed in the workspace since the run$' "$T/xp.err"):$(cat "$W/y")$(getfattr --only-values -n user.tag "$W/x")" \
+        "1:1:1user" "  a user xattr changed after an 'apply --path' of the file is a conflict too, the user's kept"
 else
     skip "a user xattr changed in the workspace since the run is a conflict" "no setfattr or no user xattrs on $T"
 fi
