@@ -62,14 +62,28 @@ static json_t *stage_run_bundle(const char *rid, const char *real) {
 }
 
 /* A run whose command never ran (refused or failed before it, or not
- * found): a stage it made is empty, one it reopened is named by an older
- * run's Bundle too.  Passed over when the newest stage is looked for, and
- * in the others said beside it: a failed `--safe` start or a mistyped
- * command made an empty stage the newest, which a bare `pvisor apply`
- * then took (and marked applied) instead of the agent's. */
-static bool command_never_ran(const json_t *b) {
+ * found) on a stage it made itself (the first run its meta.json names; or
+ * none is there): that stage is empty.  Passed over when the newest stage
+ * is looked for, and in the others said beside it: a failed `--safe` start
+ * or a mistyped command made an empty stage the newest, which a bare
+ * `pvisor apply` then took (and marked applied) instead of the agent's.
+ * One it reopened (`--stage DIR` again, a fork) holds earlier work: a fork
+ * is named by no other run's Bundle, so passed over, the bare verbs took
+ * the stage it was forked from (the work the fork was made to leave out),
+ * and named the fork nowhere. */
+static bool command_never_ran(const char *rid, const json_t *b) {
     const char *state = json_string_value(json_object_get(b, "state"));
-    return state && (strcmp(state, "setup_failed") == 0 || strcmp(state, "exec_failed") == 0);
+    if (!state || (strcmp(state, "setup_failed") != 0 && strcmp(state, "exec_failed") != 0))
+        return false;
+    const char *sp = bundle_stage_path(b);
+    _cleanup_close_ int fd = sp ? open(sp, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    if (fd < 0)
+        return true; /* never made, or gone */
+    json_t *runs = stage_meta_runs(fd);
+    const char *first = json_string_value(json_array_get(runs, 0));
+    bool own = !first || strcmp(first, rid) == 0;
+    json_decref(runs);
+    return own;
 }
 
 json_t *lc_other_open_stages(const char *workspace, const char *stage) {
@@ -84,7 +98,7 @@ json_t *lc_other_open_stages(const char *workspace, const char *stage) {
         json_t *b = NULL;
         if (runs_load_bundle(ids[i], &b) < 0)
             continue;
-        if (command_never_ran(b)) {
+        if (command_never_ran(ids[i], b)) {
             json_decref(b);
             continue;
         }
@@ -313,7 +327,7 @@ int lc_resolve_target(const char *run, const char *stage_dir, bool pass_over_sta
                 r = starting ? -EINPROGRESS : -ENODATA;
                 goto out;
             }
-            if (command_never_ran(b)) {
+            if (command_never_ran(ids[i], b)) {
                 json_decref(b);
                 continue;
             }

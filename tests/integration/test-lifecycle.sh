@@ -2463,6 +2463,20 @@ sf_run=$(latest_run)
 eq "$(jq -r .state "$XDG_STATE_HOME/pvisor/runs/$nf_run/bundle.json") $(jq -r .state "$XDG_STATE_HOME/pvisor/runs/$sf_run/bundle.json"):$(cat "$T/failed.out" | tr '\n' ' ')$(cat "$Wf/work" 2>&1):$(cat "$T/failed1.err" "$T/failed2.err" | wc -c)" \
     "exec_failed setup_failed:$agent_run apply=0 agent:0" \
     "review and apply without a run pass over newer runs whose command never ran (not found, refused): the agent's stage is taken, nothing noted"
+# ... but not one that reopened a stage holding work (--stage DIR again, a
+# fork): a fork is named by no other run's Bundle, so passed over, review
+# and apply took the stage it was forked from (the work the fork was made
+# to leave out), and no note named the fork
+Wk=$T/wsforkfail; mkdir -p "$Wk"
+(cd "$Wk" && "$P" run --stage auto -- sh -c 'echo agent > work') >/dev/null 2>&1
+src_run=$(latest_run)
+(cd "$Wk" && "$P" fork "$T/forkfail") >/dev/null 2>&1
+(cd "$Wk" && "$P" run --stage "$T/forkfail" -- "$T/no-such-command") >/dev/null 2>&1
+ff_run=$(latest_run)
+(cd "$Wk" && "$P" status --review --json 2>/dev/null | jq -r .run; "$P" apply >/dev/null 2>&1; echo "apply=$?") > "$T/forkfail.out"
+eq "$(jq -r .state "$XDG_STATE_HOME/pvisor/runs/$ff_run/bundle.json"):$(tr '\n' ' ' < "$T/forkfail.out")$(cat "$T/forkfail/applied" >/dev/null 2>&1 && echo fork-applied)" \
+    "exec_failed:$ff_run apply=0 fork-applied" \
+    "  a run whose command never ran on a fork it reopened is not passed over: the fork is taken, not its source"
 
 # Reviewed by root: a file the command changed and gave another owner (a
 # chown, a tar x as root) is listed with the owner change, which root's
