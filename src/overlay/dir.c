@@ -160,9 +160,16 @@ int ov_dir_list(struct ov *ov, struct ov_node *n, struct ov_dirent **ret, size_t
             r = read_dir(lfd, false, ov, &lo);
             if (r < 0)
                 goto done;
-            /* masked lower entries are not there (ov->mask) */
+            /* masked lower entries are not there (ov->mask), nor stages,
+             * nor anything of a directory that became one while the
+             * command held it */
             size_t w = 0;
+            bool in_stage = ov_lower_stage(ov, lfd, ".", S_IFDIR);
             for (size_t k = 0; k < lo.n; k++) {
+                if (in_stage) {
+                    free(lo.v[k].name);
+                    continue;
+                }
                 if (ov_masked_child(ov, n, lo.v[k].name) || ov_lower_stage(ov, lfd, lo.v[k].name, lo.v[k].type)) {
                     free(lo.v[k].name);
                     continue;

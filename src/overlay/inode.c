@@ -381,8 +381,11 @@ int ov_resolve_in(struct ov *ov, struct ov_node *parent, int lower_pfd, const ch
         _cleanup_close_ int own = lower_pfd < 0 ? ov_node_lower_open(ov, parent, O_PATH | O_DIRECTORY) : -1;
         int lp = lower_pfd < 0 ? own : lower_pfd;
         if (lp >= 0) {
+            /* a stage, or anything in one: the command may hold the
+             * directory (its cwd) from before it became a stage */
             if (fstatat(lp, name, &e.lst, AT_SYMLINK_NOFOLLOW) == 0)
-                e.lower_present = !ov_lower_stage(ov, lp, name, e.lst.st_mode & S_IFMT);
+                e.lower_present =
+                    !ov_lower_stage(ov, lp, name, e.lst.st_mode & S_IFMT) && !ov_lower_stage(ov, lp, ".", S_IFDIR);
             else if (errno != ENOENT && errno != ENOTDIR)
                 return -errno;
         } else if (lp != -ENOENT && lp != -ENOTDIR) {

@@ -375,3 +375,19 @@ eq "$(cat "$H12/out12/seen" 2>&1)" "out12 projA projB st-a end" \
     "--safe: a stage made in HOME during the run, and one recorded under another state directory, are absent from the HOME view"
 eq "$(echo $(run12 "$H12/projB" -- sh -c 'cat ~/st-during/upper/g ~/st-other/upper/g'))" "STAGEDSECRET STAGEDSECRET" \
     "  control: without the sandbox both are readable"
+# ... also through a directory the command held (its cwd) from before it
+# became a stage: its names are looked up, and listed, in the stage
+mkdir -p "$H12/st-held"
+(cd "$H12/projB" && HOME="$H12" XDG_STATE_HOME="$S12" "$P" run --safe --allow-write "$H12/out12" -- sh -c '
+    cd ~/st-held || exit 9
+    i=0; while [ ! -e ~/out12/held.go ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done
+    sleep 1.5
+    { ls -A | tr "\n" " "; cat upper/g 2>/dev/null; echo end; } > ~/out12/held') >/dev/null 2>&1 &
+pv=$!
+sleep 0.5
+run12 "$H12/projA" --stage "$H12/st-held" -- sh -c 'echo STAGEDSECRET > g' >/dev/null
+touch "$H12/out12/held.go"
+wait $pv
+eq "$(cat "$H12/out12/held" 2>&1)" "end" \
+    "--safe: a directory the command holds (its cwd) that becomes another run's stage shows nothing of it"
+eq "$(cat "$H12/st-held/upper/g")" STAGEDSECRET "  control: the stage holds the file"
