@@ -990,10 +990,6 @@ failclosed "mount_setattr (read-only projections)" "mount_setattr|read-only" mou
 # Bundle said eight dimensions unavailable and the command ran without a
 # word; refused now, with or without --strict
 failclosed "a self-check that shows the controls" "self-check does not show" readlinkat sck 1
-# the go-ahead to the launcher cannot be written (fd 15 is the supervisor's
-# end of that pipe, EPIPE): the run exited 125 without a word and the
-# Bundle said finished, with 125 as the command's exit status
-failclosed "the go-ahead reaching the launcher" "go-ahead" write@15 go 32
 # as root, the idmapping's user namespace cannot be made (clone with
 # CLONE_VM|CLONE_NEWUSER|SIGCHLD refused): reads is partial, which --strict
 # refuses with one message (the warning for a run without --strict came
