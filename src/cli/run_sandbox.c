@@ -1172,10 +1172,13 @@ static void finish_dns(struct sandbox *sb, bool ran) {
             (l >= 10 && strcmp(n + l - 10, ".localhost") == 0))
             continue;
         hosts++;
+        /* n is shown as it is, safe for a terminal: dns_stub_report wrote
+         * every byte outside printable ASCII, and a backslash, as \xHH.
+         * (term_escape made each of those backslashes \x5c again: longer
+         * than l, past the end of list, and not what the Bundle says.) */
         if (said < 5 && strlen(list) + l + 3 < sizeof list) {
-            _cleanup_free_ char *shown = term_escape(n);
             strcat(list, said++ ? ", " : "");
-            strcat(list, shown ? shown : "?");
+            strcat(list, n);
         }
     }
     if (ran && hosts > 0)

@@ -382,6 +382,23 @@ eq "$(echo $out)" "nameserver 127.0.0.1 api.pvisor-test.example EAI_NONAME Other
 eq "$(jq -c '[.dns.answer, ([.dns.names[].name] | sort), (.dns.queries >= 2)]' "$(bundle)"):$(grep -c "^pvisor run: the command looked up 2 host name(s), which this run answers 'no such name' (no network under --safe): api.pvisor-test.example, other.pvisor-test.example; to let it reach a host through pvisor's egress broker: --allow-net HOST$" "$T/dns.err")" \
     '["NXDOMAIN",["api.pvisor-test.example","other.pvisor-test.example"],true]:1' \
     "  the Bundle records the names (lowercased), and the run's end names them and --allow-net"
+# Names are the command's bytes: a control byte (ESC) is \xHH in the Bundle
+# and on the terminal alike, once; escaped a second time for the terminal
+# (\x5cx1b, 7 bytes where the check counted 4) a long one ran past the end
+# of the message's buffer, and the supervisor crashed at the run's end.
+odd='import socket, struct
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.settimeout(2)
+for i in range(5):
+    name = b"".join(bytes([49]) + bytes([27 + i]) * 49 for _ in range(3)) + b"\0"
+    s.sendto(struct.pack(">6H", i, 0x100, 1, 0, 0, 0) + name + struct.pack(">HH", 1, 1), ("127.0.0.1", 53))
+    s.recv(512)
+print("asked")'
+out=$(cd "$W" && "$P" run --safe -- python3 -c "$odd" 2>"$T/dns.err"; echo "rc=$?")
+first=$(python3 -c 'print(".".join(["\\x1b" * 49] * 3))')
+eq "$(echo $out):$(grep -cF "looked up 5 host name(s), which this run answers 'no such name' (no network under --safe): $first, ...; to" "$T/dns.err"):$(grep -c "$(printf '\033')" "$T/dns.err")" \
+    "asked rc=0:1:0" "  names of control bytes: the run ends as the command did, the end shows them escaped once, no raw escape"
+eq "$(jq -r '.dns.names[0].name' "$(bundle)")" "$first" "  ... as the Bundle does"
 out=$(cd "$W" && "$P" run --safe -- python3 -c 'import socket
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 try:
