@@ -40,7 +40,7 @@ int dns_answer(const uint8_t *q, size_t qlen, uint8_t *out, size_t *ret_len, cha
     size_t pos = 12, nl = 0;
     for (;;) {
         if (pos >= qlen)
-            return header_answer(q, out, ret_len, RCODE_FORMERR);
+            goto formerr;
         size_t len = q[pos];
         if (len == 0) {
             pos++;
@@ -49,7 +49,7 @@ int dns_answer(const uint8_t *q, size_t qlen, uint8_t *out, size_t *ret_len, cha
         /* no compression in a question, labels of at most 63 bytes, a
          * name of at most 255 on the wire, its final zero included */
         if (len > 63 || pos + 1 + len > qlen || pos + 1 + len - 12 + 1 > 255)
-            return header_answer(q, out, ret_len, RCODE_FORMERR);
+            goto formerr;
         if (nl)
             name[nl++] = '.';
         for (size_t i = 0; i < len; i++) {
@@ -58,16 +58,20 @@ int dns_answer(const uint8_t *q, size_t qlen, uint8_t *out, size_t *ret_len, cha
         }
         pos += 1 + len;
     }
+    if (pos + 4 > qlen)
+        goto formerr;
     name[nl] = '\0';
-    if (pos + 4 > qlen) {
-        name[0] = '\0';
-        return header_answer(q, out, ret_len, RCODE_FORMERR);
-    }
     header_answer(q, out, ret_len, RCODE_NXDOMAIN);
     out[5] = 1; /* the question, echoed */
     memcpy(out + 12, q + 12, pos + 4 - 12);
     *ret_len = pos + 4;
     return RCODE_NXDOMAIN;
+
+formerr:
+    /* nothing recorded: the labels read so far are in name, unterminated
+     * (what followed them there was the previous query's name) */
+    name[0] = '\0';
+    return header_answer(q, out, ret_len, RCODE_FORMERR);
 }
 
 /* ---- the server ---------------------------------------------------------- */

@@ -573,6 +573,19 @@ static void test_dns(void) {
     ql = make_query(q, "a.b", 1);
     q[12] = 200; /* a label running past the datagram */
     ok(dns_answer(q, ql, out, &ol, name) == 1, "dns: a label past the datagram gets FORMERR");
+    /* one after a good label: its name is not recorded, nor joined to what
+     * an earlier query left in the buffer ("example.com", then "zzz" and a
+     * bad label read as "zzzmple.com") */
+    ql = make_query(q, "example.com", 1);
+    ok(dns_answer(q, ql, out, &ol, name) == 3 && strcmp(name, "example.com") == 0, "dns: example.com answered");
+    ql = make_query(q, "zzz.b", 1);
+    q[16] = 200;
+    ok(dns_answer(q, ql, out, &ol, name) == 1 && name[0] == '\0',
+       "dns: a label past the datagram after a good one gets FORMERR, nothing recorded");
+    ql = make_query(q, "zzz.b", 1);
+    q[16] = 0xc0;
+    ok(dns_answer(q, ql, out, &ol, name) == 1 && name[0] == '\0',
+       "dns: a compression pointer after a good label gets FORMERR, nothing recorded");
     /* a name of 5 labels of 63 bytes: 320 bytes on the wire, past 255 */
     char longname[400] = "";
     for (int i = 0; i < 5; i++)
