@@ -1181,11 +1181,20 @@ static void finish_dns(struct sandbox *sb, bool ran) {
             strcat(list, n);
         }
     }
-    if (ran && hosts > 0)
+    /* past DNS_MAX_NAMES names are only counted: said too, also when
+     * every name recorded was one not shown (64 reverse lookups first) */
+    json_int_t more = json_integer_value(json_object_get(j, "unrecorded_queries"));
+    char past[128] = "";
+    if (more > 0)
+        snprintf(past, sizeof past, " and names past the %d recorded (%lld queries)", DNS_MAX_NAMES, (long long)more);
+    if (ran && (hosts > 0 || more > 0))
         fprintf(stderr,
-                "pvisor run: the command looked up %zu host name(s), which this run answers 'no such name' (no "
+                "pvisor run: the command looked up %zu host name(s)%s, which this run answers 'no such name' (no "
                 "network under --safe): %s%s; %s\n",
-                hosts, list, hosts > said ? ", ..." : "",
+                hosts, past, list,
+                !said          ? "..."
+                : hosts > said ? ", ..."
+                               : "",
                 sb->broker ? "a client that resolves names itself instead of using HTTPS_PROXY (the egress broker) "
                              "reaches none, --allow-net or not"
                            : "to let it reach a host through pvisor's egress broker: --allow-net HOST");

@@ -47,7 +47,7 @@ int dns_stub_start(int fd, struct dns_stub **ret);
 void dns_stub_stop(struct dns_stub *s);
 
 /* {"address": "127.0.0.1:53", "answer": "NXDOMAIN", "queries": N,
- * "names": [{"name", "count"}] (first asked first), "names_not_recorded":
+ * "names": [{"name", "count"}] (first asked first), "unrecorded_queries":
  * M}.  After dns_stub_stop. */
 json_t *dns_stub_report(struct dns_stub *s);
 

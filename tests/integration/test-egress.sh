@@ -399,6 +399,18 @@ first=$(python3 -c 'print(".".join(["\\x1b" * 49] * 3))')
 eq "$(echo $out):$(grep -cF "looked up 5 host name(s), which this run answers 'no such name' (no network under --safe): $first, ...; to" "$T/dns.err"):$(grep -c "$(printf '\033')" "$T/dns.err")" \
     "asked rc=0:1:0" "  names of control bytes: the run ends as the command did, the end shows them escaped once, no raw escape"
 eq "$(jq -r '.dns.names[0].name' "$(bundle)")" "$first" "  ... as the Bundle does"
+# Past 64 names the server only counts: the end says so, also when the 64
+# recorded were reverse lookups, which it does not show (it said nothing:
+# the host looked up after them went unmentioned).
+rev='import socket, struct
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.settimeout(2)
+for i, n in enumerate(["%d.0.0.10.in-addr.arpa" % i for i in range(64)] + ["api.past.example"]):
+    s.sendto(struct.pack(">6H", i, 0x100, 1, 0, 0, 0) + b"".join(bytes([len(l)]) + l for l in n.encode().split(b".")) + b"\0\0\1\0\1", ("127.0.0.1", 53))
+    s.recv(512)'
+(cd "$W" && "$P" run --safe -- python3 -c "$rev" 2>"$T/dns.err")
+eq "$(jq -c '[(.dns.names | length), .dns.unrecorded_queries]' "$(bundle)"):$(grep -c "looked up 0 host name(s) and names past the 64 recorded (1 queries)" "$T/dns.err")" \
+    "[64,1]:1" "  names past the 64 recorded: the end says so, after 64 reverse lookups too"
 out=$(cd "$W" && "$P" run --safe -- python3 -c 'import socket
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 try:
