@@ -661,8 +661,11 @@ static int shadow_resolv_conf(const char *root, const char **ret_step) {
     struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
     _cleanup_close_ int tfd = (int)syscall(SYS_openat2, rootfd, "etc/resolv.conf", &how, sizeof how);
     struct stat st;
+    /* none there (missing, a loop, out of reach): resolvers ask 127.0.0.1
+     * then, the server's address; only convenience is at stake here (the
+     * host's name server is out of the namespace's reach either way) */
     if (tfd < 0)
-        return errno == ENOENT || errno == ENOTDIR ? 0 : -errno;
+        return 0;
     if (fstat(tfd, &st) < 0)
         return -errno;
     if (!S_ISREG(st.st_mode))

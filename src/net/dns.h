@@ -27,7 +27,7 @@
 
 #define DNS_STUB_PORT 53
 #define DNS_MAX_NAMES 64   /* distinct names recorded; more are only counted */
-#define DNS_MAX_QUERY 4096 /* datagrams beyond this are truncated (then FORMERR) */
+#define DNS_MAX_QUERY 4096 /* read of a datagram; past it, answered from its first bytes */
 
 /* The answer to the query q (qlen bytes) in out (room for max(qlen, 12)
  * bytes: an answer is never longer than its query), its length in
