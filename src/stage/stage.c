@@ -248,6 +248,45 @@ void stage_free(struct stage *s) {
     free(s);
 }
 
+/* The seal's marker takes room (an inode, a block) when the run ends, and
+ * other programs may have filled the file system by then: the seal failed
+ * with ENOSPC, and the stage stayed interrupted for good, its finished work
+ * out of apply's reach.  So its file is made when the stage opens,
+ * "sealed.tmp", MARKER_ROOM bytes; the seal writes into it and renames it
+ * (publish_marker).  Best effort: without it the seal makes the file. */
+#define MARKER_ROOM 64
+static void reserve_marker(int dir_fd) {
+    _cleanup_close_ int fd =
+        openat(dir_fd, "sealed.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
+    if (fd < 0)
+        return;
+    char pad[MARKER_ROOM];
+    memset(pad, ' ', sizeof pad - 1);
+    pad[sizeof pad - 1] = '\n';
+    if (write_all(fd, pad, sizeof pad) < 0)
+        (void)unlinkat(dir_fd, "sealed.tmp", 0);
+}
+
+/* Write the marker into the reserved "sealed.tmp" (overwritten in place,
+ * then cut to len: nothing new to allocate) and rename it to "sealed";
+ * without one, as any other file (publish_file). */
+static int publish_marker(int dir_fd, const char *buf, size_t len, bool sync_name) {
+    _cleanup_close_ int fd = openat(dir_fd, "sealed.tmp", O_WRONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size < len)
+        return publish_file(dir_fd, "sealed", buf, len, false, sync_name);
+    ssize_t w = pwrite(fd, buf, len, 0);
+    if (w != (ssize_t)len)
+        return w < 0 ? -errno : -EIO;
+    if (ftruncate(fd, (off_t)len) < 0)
+        return -errno;
+    if (renameat(dir_fd, "sealed.tmp", dir_fd, "sealed") < 0)
+        return -errno;
+    if (sync_name && fsync(dir_fd) < 0)
+        return -errno;
+    return 0;
+}
+
 static int stage_open_impl(struct stage *s, const char *path, const char *workspace_abs, const char *run_id) {
     s->dir_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (s->dir_fd < 0 && errno == ENOENT) {
@@ -365,6 +404,7 @@ static int stage_open_impl(struct stage *s, const char *path, const char *worksp
     s->journal_fd = openat(s->dir_fd, "journal", O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (s->journal_fd < 0)
         return -errno;
+    reserve_marker(s->dir_fd);
     return 0;
 }
 
@@ -467,7 +507,7 @@ int stage_seal(struct stage *s, bool changed) {
      * lose, so nothing of it is flushed: lost, it reads as an empty
      * interrupted stage (or none), which `drop` removes. */
     bool sync_marker = sync && (changed || !s->layout_unsynced);
-    r = publish_file(s->dir_fd, "sealed", buf, (size_t)m, false, sync_marker);
+    r = publish_marker(s->dir_fd, buf, (size_t)m, sync_marker);
     if (r == 0 && sync_content)
         s->layout_unsynced = false;
     return r;

@@ -1001,6 +1001,32 @@ out=$("$PVISOR" run --stage "$D/st" --workspace "$D/ws" -- sh -c "cd '$D/ws' &&
     cp f~ f && cat f" 2>&1)
 eq "$(echo $out)" "ab=one ac=two ff=two c-dino 1 ac-copied=two orig" \
     "a name the host linked to or moved from a changed file is another file in the view: its own inode number (stat, readdir), before and after its copy-up"
+# --- the seal when another program filled the stage's file system -------------------
+# The marker's file took an inode and a block at the run's end: with the
+# file system full by then (the host's programs; here the command, which a
+# plain --stage run does not keep from the state directory), the seal
+# failed with ENOSPC and the stage stayed interrupted for good, its work out
+# of apply's reach.  The marker's room is taken when the stage opens.
+if [ "$(id -u)" -eq 0 ]; then
+    SM=$T/small-state; mkdir -p "$SM"
+    if mount -t tmpfs -o size=4m pvisor-test "$SM"; then
+        at_exit "umount '$SM' 2>/dev/null"
+        next_stage
+        XDG_STATE_HOME="$SM" "$PVISOR" run --stage "$SM/st" --workspace "$W" -- sh -c "echo finished-work > '$W/sealed-full'; dd if=/dev/zero of='$SM/fill' bs=64k 2>/dev/null; true" >/dev/null 2>"$T/full.err"
+        rc=$?
+        eq "$rc:$(test -e "$SM/st/sealed" && echo sealed):$(grep -c 'could not be sealed' "$T/full.err")" "0:sealed:0" \
+            "a file system the command filled before its end: the stage is sealed all the same (its marker's room was taken at open)"
+        rm -f "$SM/fill"
+        XDG_STATE_HOME="$SM" "$PVISOR" apply --stage "$SM/st" >/dev/null 2>&1
+        eq "$?:$(cat "$W/sealed-full" 2>&1)" "0:finished-work" "  and, room made again, it applies"
+        rm -f "$W/sealed-full"
+    else
+        skip "the seal when another program filled the stage's file system" "cannot mount a tmpfs"
+    fi
+else
+    skip "the seal when another program filled the stage's file system" "needs root to mount a small tmpfs"
+fi
+
 check "every Bundle validates against docs/bundle.schema.json" sh -c "$VALIDATE $XDG_STATE_HOME/pvisor/runs/*/bundle.json"
 # the schema describes the launcher's self-check: a wrong one does not pass
 sb=$(grep -l '"sandbox_evidence"' "$XDG_STATE_HOME"/pvisor/runs/*/bundle.json | head -n 1)
