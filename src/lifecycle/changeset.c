@@ -348,6 +348,16 @@ static bool is_whiteout(const struct stat *st) {
     return S_ISCHR(st->st_mode) && st->st_rdev == makedev(0, 0);
 }
 
+/* Does dirfd/name start as a stage's version file does?  A sandbox's views
+ * hide a directory that holds one (overlay.h, hide_stages): an agent that
+ * writes it makes the directory vanish from later runs' commands. */
+static bool stage_marker_at(int dirfd, const char *name) {
+    static const char magic[] = "pvisor-stage ";
+    _cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    char buf[sizeof magic - 1];
+    return fd >= 0 && read(fd, buf, sizeof buf) == (ssize_t)sizeof buf && memcmp(buf, magic, sizeof buf) == 0;
+}
+
 /* Do the user xattrs of the workspace's dirfd/name differ from those the
  * preimage recorded (pv_user_xattrs_sha256)?  Unreadable counts as
  * changed: apply would replace them unseen. */
@@ -801,6 +811,10 @@ static int visit(struct walk *w, int upper_dirfd, int lower_dirfd, bool parent_o
         bool sample_ok = kind == LC_ADDED && nt == LC_REG && nl > 7 && strcmp(name + nl - 7, ".sample") == 0 &&
                          !dir_links_to(upper_dirfd, name) && !dir_links_to(lower_dirfd, name);
         lc_entry_set_warnings(w->cs, e, &ust, sample_ok, git_pointer_into_git(w, upper_dirfd, name, e));
+        if (nt == LC_REG && strcmp(name, "version") == 0 && stage_marker_at(upper_dirfd, name)) {
+            e->warnings |= LC_W_STAGE_MARKER;
+            w->cs->warnings |= LC_W_STAGE_MARKER;
+        }
         bool binary = false;
         if (nt == LC_REG && (kind != LC_MODIFIED || (ch & LC_CH_CONTENT)) &&
             hides_from_diff(upper_dirfd, lower_dirfd, name, kind, &binary)) {

@@ -60,7 +60,7 @@ const char *lc_warning_name(unsigned i) {
         "exec",         "setid",          "git_hook",           "git_config",   "symlink_outside",
         "large",        "special",        "hardlink",           "git_worktree", "python_startup",
         "home_startup", "fifo",           "git_lock",           "nul_text",     "renamed_changed",
-        "git_redirect", "world_writable", "changed_during_run", "tool_config"};
+        "git_redirect", "world_writable", "changed_during_run", "tool_config",  "stage_marker"};
     return i < ARRAY_SIZE(names) ? names[i] : "unknown";
 }
 
@@ -524,6 +524,9 @@ const char *lc_warning_message(unsigned bit) {
     case LC_W_GIT_LOCK:
         return "git lock file left by a git that did not finish (the run ended or killed it): applied, git commands "
                "that take this lock fail until it is removed";
+    case LC_W_STAGE_MARKER:
+        return "makes its directory look like a pvisor stage (a 'version' file that starts 'pvisor-stage '): once "
+               "applied, later sandboxed runs' commands do not see that directory";
     case LC_W_TOOL_CONFIG:
         return "configures a tool to run commands (pre-commit or lefthook at your next git commit, direnv, npm, "
                "yarn or pnpm, cargo, VS Code's tasks, the Gradle or Maven wrapper's download): they run at your "

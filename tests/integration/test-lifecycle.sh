@@ -2322,6 +2322,19 @@ W=$T/wstool2; mkdir -p "$W"
 eq "$(jq -r '[.changeset.warnings[] | select(.warning == "tool_config") | .path] | sort | join(",")' "$T/warn3b.json")" \
     ".vscode,sub/.cargo" "  and of the directory of one made a symlink (.vscode -> vs, .cargo -> ../c), not of a look-alike link"
 
+# A "version" file that starts as a stage's does makes a sandbox's views
+# hide its directory (a stage made during a run must not be read): an agent
+# that writes one hides that directory from later runs' commands once
+# applied; warned of (stage_marker), not a project's own version file
+W=$T/wsmarker; mkdir -p "$W/src" && echo x > "$W/src/a.c"
+(cd "$W" && "$P" run --stage auto -- sh -c 'printf "pvisor-stage 1\n" > src/version && echo 1.0 > version') >/dev/null 2>&1
+(cd "$W" && "$P" status --review --json) > "$T/warn4.json"
+eq "$(jq -r '[.changeset.warnings[] | select(.warning == "stage_marker") | .path] | join(",")' "$T/warn4.json")" "src/version" \
+    "review warns of a file that makes its directory look like a stage (stage_marker), not of another version file"
+(cd "$W" && "$P" apply >/dev/null 2>&1)
+eq "$(cd "$W" && "$P" run --safe -- sh -c 'ls src 2>&1 >/dev/null | grep -c "No such file"' 2>/dev/null)" 1 \
+    "  applied, a sandboxed run's command does not see that directory (what the warning says)"
+
 # A submodule's hooks and config (.git/modules/NAME/hooks, .../config) and
 # config.worktree run commands as .git/hooks and .git/config do; a symlink
 # escapes through another (a/l1 -> .., a/l2 -> l1/..) or through /WS/..,
