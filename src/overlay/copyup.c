@@ -511,8 +511,8 @@ int ov_copy_up_entry(struct ov *ov, int pfd, const char *relpath, const char *na
 
     struct timespec pmtime = ov_dir_mtime(pfd); /* before the aliases' links too */
     const char *jpath = relpath[0] ? relpath : ".";
-    bool want_digest =
-        op && !stage_journal_contains(ov->stage, jpath) && (S_ISREG(lst.st_mode) || S_ISLNK(lst.st_mode));
+    bool first = op && !stage_journal_contains(ov->stage, jpath); /* its preimage is journaled */
+    bool want_digest = first && (S_ISREG(lst.st_mode) || S_ISLNK(lst.st_mode));
     char tmp[32];
     if ((r = ov_tmp_name(ov, tmp)) < 0) {
         ov_quota_release(ov, charge);
@@ -525,7 +525,7 @@ int ov_copy_up_entry(struct ov *ov, int pfd, const char *relpath, const char *na
     _cleanup_close_ int tfd = -1;
 
     char xsha[65] = "";
-    if (op && !stage_journal_contains(ov->stage, jpath))
+    if (first)
         xattrs_digest(lfd, &lst, xsha);
     if (want_digest) {
         if ((r = pv_sha256_begin(&md)) < 0)
