@@ -15,6 +15,7 @@
  */
 #include "lifecycle/lc-internal.h"
 #include "lifecycle/apply-plan.h"
+#include "stage/stage.h"
 #include "util/sha256.h"
 
 #include <dirent.h>
@@ -346,16 +347,6 @@ static void free_names(char **v, size_t n) {
 
 static bool is_whiteout(const struct stat *st) {
     return S_ISCHR(st->st_mode) && st->st_rdev == makedev(0, 0);
-}
-
-/* Does dirfd/name start as a stage's version file does?  A sandbox's views
- * hide a directory that holds one (overlay.h, hide_stages): an agent that
- * writes it makes the directory vanish from later runs' commands. */
-static bool stage_marker_at(int dirfd, const char *name) {
-    static const char magic[] = "pvisor-stage ";
-    _cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-    char buf[sizeof magic - 1];
-    return fd >= 0 && read(fd, buf, sizeof buf) == (ssize_t)sizeof buf && memcmp(buf, magic, sizeof buf) == 0;
 }
 
 /* Do the user xattrs of the workspace's dirfd/name differ from those the
@@ -811,7 +802,10 @@ static int visit(struct walk *w, int upper_dirfd, int lower_dirfd, bool parent_o
         bool sample_ok = kind == LC_ADDED && nt == LC_REG && nl > 7 && strcmp(name + nl - 7, ".sample") == 0 &&
                          !dir_links_to(upper_dirfd, name) && !dir_links_to(lower_dirfd, name);
         lc_entry_set_warnings(w->cs, e, &ust, sample_ok, git_pointer_into_git(w, upper_dirfd, name, e));
-        if (nt == LC_REG && strcmp(name, "version") == 0 && stage_marker_at(upper_dirfd, name)) {
+        /* a sandbox's views hide a directory that holds a stage's version
+         * file (overlay.h, hide_stages): one the agent wrote makes its
+         * directory vanish from later runs' commands */
+        if (nt == LC_REG && strcmp(name, "version") == 0 && stage_version_magic_at(upper_dirfd, name) == 1) {
             e->warnings |= LC_W_STAGE_MARKER;
             w->cs->warnings |= LC_W_STAGE_MARKER;
         }

@@ -134,18 +134,14 @@ bool ov_lower_stage(const struct ov *ov, int dirfd, const char *name, mode_t typ
     if (!ov->hide_stages || (type && type != S_IFDIR))
         return false;
     /* what stage.c writes last, making the directory a stage */
-    static const char magic[] = "pvisor-stage ";
     char path[NAME_MAX + 16];
     snprintf(path, sizeof path, "%s/version", name);
     struct stat st;
     if (fstatat(dirfd, path, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode) ||
-        st.st_size < (off_t)sizeof magic - 1)
+        st.st_size < 13 /* shorter than "pvisor-stage " */)
         return false;
-    /* not opened for reading: a fifo or a lock could not make it wait;
-     * unreadable to the server, it is taken for a stage (fail closed) */
-    _cleanup_close_ int fd = openat(dirfd, path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-    char buf[sizeof magic - 1];
-    return fd < 0 || read(fd, buf, sizeof buf) != (ssize_t)sizeof buf || memcmp(buf, magic, sizeof buf) == 0;
+    /* unreadable to the server, it is taken for a stage (fail closed) */
+    return stage_version_magic_at(dirfd, path) != 0;
 }
 
 bool ov_masked_child(struct ov *ov, struct ov_node *parent, const char *name) {

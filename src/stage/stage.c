@@ -522,6 +522,23 @@ const char *stage_done_phrase(const char *path) {
                                     : "applied or dropped";
 }
 
+int stage_version_magic_at(int dirfd, const char *path) {
+    static const char magic[] = "pvisor-stage ";
+    _cleanup_close_ int fd = openat(dirfd, path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0)
+        return -errno;
+    if (!S_ISREG(st.st_mode))
+        return 0;
+    char buf[sizeof magic - 1];
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n < 0)
+        return -errno;
+    if (n != (ssize_t)sizeof buf)
+        return -EIO;
+    return memcmp(buf, magic, sizeof buf) == 0;
+}
+
 int stage_probe_state(const char *path, enum stage_state *ret_state) {
     _cleanup_close_ int dir_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dir_fd < 0)

@@ -118,6 +118,12 @@ void stage_free(struct stage *s);
 /* Read-only state probe (for status/list); takes no lasting lock. */
 int stage_probe_state(const char *path, enum stage_state *ret_state);
 
+/* Does dirfd/path start as a stage's version file ("pvisor-stage ", which
+ * makes a directory a stage)?  1 yes; 0 no, or not a regular file; -errno
+ * when it cannot be read (-EIO: shorter than that).  Never waits: opened
+ * non-blocking, a fifo is not read. */
+int stage_version_magic_at(int dirfd, const char *path);
+
 /* For a refusal of a stage that is done (-EALREADY): "applied: its
  * changes are in the workspace", "dropped: its changes were discarded",
  * or "applied or dropped" when the probe cannot tell. */
