@@ -28,12 +28,26 @@
 #include "util/util.h"
 
 #define OV_MAX_DIR_ENTRIES (1u << 24)
+/* What the listings held by open directory handles may take together
+ * (ov->dirh_bytes).  Each handle keeps its own snapshot, so without a
+ * bound a command that opened one large directory many times (a listing
+ * per handle, 65,536 handles a process) made the supervisor, which no
+ * limit of the sandbox's counts, take memory without end.  Past it, the
+ * least recently read snapshots of other handles are dropped: a handle
+ * whose snapshot was dropped takes a new one at its next READDIR and goes
+ * on after the cookie it got, which means the same in every snapshot. */
+#define OV_DIRH_BUDGET (64u << 20)
 
 struct ov_dirh {
-    pthread_mutex_t lock; /* protects the fields below */
+    pthread_mutex_t lock; /* protects ents, n and loaded */
     struct ov_dirent *ents;
     size_t n;
     bool loaded;
+    size_t bytes; /* dirh_lock: what ents takes (counted in ov->dirh_bytes) */
+    /* dirh_lock: on ov's list of handles holding a snapshot, most recently
+     * read first */
+    bool listed;
+    struct ov_dirh *prev, *next;
 };
 
 void ov_dirents_free(struct ov_dirent *d, size_t n) {
@@ -42,6 +56,71 @@ void ov_dirents_free(struct ov_dirent *d, size_t n) {
     for (size_t i = 0; i < n; i++)
         free(d[i].name);
     free(d);
+}
+
+static size_t dirents_bytes(const struct ov_dirent *d, size_t n) {
+    size_t b = n * sizeof(*d);
+    for (size_t i = 0; i < n; i++)
+        b += strlen(d[i].name) + 1 + 2 * sizeof(void *); /* the allocator's overhead */
+    return b;
+}
+
+/* Take h off the list of snapshots (dirh_lock held). */
+static void dirh_unlist(struct ov *ov, struct ov_dirh *h) {
+    if (!h->listed)
+        return;
+    if (h->prev)
+        h->prev->next = h->next;
+    else
+        ov->dirh_head = h->next;
+    if (h->next)
+        h->next->prev = h->prev;
+    else
+        ov->dirh_tail = h->prev;
+    h->prev = h->next = NULL;
+    h->listed = false;
+    ov->dirh_bytes -= h->bytes;
+    h->bytes = 0;
+}
+
+/* h (its lock held) was just read: put it first on the list, counting its
+ * snapshot if it is new, and drop other handles' snapshots, least recently
+ * read first, while they take more than OV_DIRH_BUDGET together.  A handle
+ * being read now (its lock taken) keeps its own. */
+static void dirh_touch(struct ov *ov, struct ov_dirh *h) {
+    pthread_mutex_lock(&ov->dirh_lock);
+    if (!h->listed) {
+        h->bytes = dirents_bytes(h->ents, h->n);
+        ov->dirh_bytes += h->bytes;
+    } else if (ov->dirh_head == h) {
+        pthread_mutex_unlock(&ov->dirh_lock);
+        return;
+    } else {
+        size_t b = h->bytes;
+        dirh_unlist(ov, h);
+        h->bytes = b;
+        ov->dirh_bytes += b;
+    }
+    h->listed = true;
+    h->prev = NULL;
+    h->next = ov->dirh_head;
+    if (ov->dirh_head)
+        ov->dirh_head->prev = h;
+    ov->dirh_head = h;
+    if (!ov->dirh_tail)
+        ov->dirh_tail = h;
+    for (struct ov_dirh *v = ov->dirh_tail, *prev; v && v != h && ov->dirh_bytes > OV_DIRH_BUDGET; v = prev) {
+        prev = v->prev;
+        if (pthread_mutex_trylock(&v->lock) != 0)
+            continue;
+        dirh_unlist(ov, v);
+        ov_dirents_free(v->ents, v->n);
+        v->ents = NULL;
+        v->n = 0;
+        v->loaded = false;
+        pthread_mutex_unlock(&v->lock);
+    }
+    pthread_mutex_unlock(&ov->dirh_lock);
 }
 
 struct dvec {
@@ -339,6 +418,9 @@ static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
     ov_rdlock(ov);
     pthread_mutex_lock(&h->lock);
     if (off == 0 || !h->loaded) {
+        pthread_mutex_lock(&ov->dirh_lock);
+        dirh_unlist(ov, h);
+        pthread_mutex_unlock(&ov->dirh_lock);
         ov_dirents_free(h->ents, h->n);
         h->ents = NULL;
         h->n = 0;
@@ -347,6 +429,8 @@ static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
         if (r >= 0)
             h->loaded = true;
     }
+    if (r >= 0)
+        dirh_touch(ov, h);
     struct stat self = {0}, par = {0};
     if (r >= 0 && off < 2) {
         r = ov_node_stat(ov, n, &self);
@@ -419,6 +503,10 @@ void ov_op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, s
 void ov_op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
     struct ov_dirh *h = (struct ov_dirh *)(uintptr_t)fi->fh;
     if (h) {
+        struct ov *ov = ov_from_req(req);
+        pthread_mutex_lock(&ov->dirh_lock);
+        dirh_unlist(ov, h);
+        pthread_mutex_unlock(&ov->dirh_lock);
         ov_dirents_free(h->ents, h->n);
         pthread_mutex_destroy(&h->lock);
         free(h);

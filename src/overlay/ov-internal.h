@@ -29,6 +29,9 @@
  *      the journal or the origin map is in flight or can start; and by
  *      (remove|set)xattr of a file, to measure what the xattr allocates.
  *   2. dir handle mutex (ov_dirh.lock).
+ *   2a. ov->dirh_lock (mutex): the list of directory handles that hold a
+ *      snapshot and the bytes they take; under it, another handle's mutex
+ *      is only tried (pthread_mutex_trylock), never waited for.
  *   2b. ov->data_stripe[] (mutexes, one chosen by the upper file's st_ino,
  *      ov_data_stripe): held around the "measure, change, measure again"
  *      of an upper file's data (write_buf, fallocate, truncate), so that
@@ -149,6 +152,12 @@ struct ov {
     size_t cap_shared;
     _Atomic size_t n_shared;     /* read without the lock: 0 skips it */
     atomic_bool shared_overflow; /* the set is full: every regular file is uncached */
+
+    /* dirh_lock: open directory handles holding a listing, most recently
+     * read first, and what their listings take (dir.c, OV_DIRH_BUDGET) */
+    pthread_mutex_t dirh_lock;
+    struct ov_dirh *dirh_head, *dirh_tail;
+    size_t dirh_bytes;
 
     struct ov_alias *aliases;      /* ns write lock: sorted by ino once built */
     size_t n_aliases, cap_aliases; /* ns write lock */

@@ -213,6 +213,7 @@ static void ov_release(struct overlay *o, struct overlay_stats *ret_stats) {
     for (size_t i = 0; i < OV_DATA_STRIPES; i++)
         pthread_mutex_destroy(&ov->data_stripe[i]);
     pthread_mutex_destroy(&ov->shared_lock);
+    pthread_mutex_destroy(&ov->dirh_lock);
     free(ov->shared_ino);
     pthread_mutex_destroy(&ov->thread_lock);
     free(o);
@@ -269,6 +270,7 @@ int overlay_start(const struct overlay_params *p, struct overlay **ret_ov) {
     for (size_t i = 0; i < OV_DATA_STRIPES; i++)
         pthread_mutex_init(&ov->data_stripe[i], NULL);
     pthread_mutex_init(&ov->shared_lock, NULL);
+    pthread_mutex_init(&ov->dirh_lock, NULL);
     pthread_mutex_init(&ov->thread_lock, NULL);
     ov->lower_fd = p->lower_fd;
     ov->stage = p->stage;

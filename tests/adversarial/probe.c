@@ -34,6 +34,13 @@
 #include <termios.h>
 #include <unistd.h>
 
+struct dirent64_hdr { /* linux_dirent64, before its name */
+    unsigned long long ino;
+    long long off;
+    unsigned short reclen;
+    unsigned char type;
+};
+
 static int escaped(const char *fmt, const char *detail) {
     printf("ESCAPED %s%s\n", fmt, detail ? detail : "");
     return 0;
@@ -286,6 +293,55 @@ int main(int argc, char **argv) {
                 return blocked("inotify_init1");
             }
         return escaped("made every inotify instance asked for", NULL);
+    }
+    if (!strcmp(a, "mkfiles") && argc == 4) { /* DIR N: N empty files with 250-byte names */
+        int n = atoi(argv[3]);
+        if (mkdir(argv[2], 0755) < 0 && errno != EEXIST)
+            return blocked("mkdir");
+        int d = open(argv[2], O_RDONLY | O_DIRECTORY);
+        char name[256];
+        for (int i = 0; d >= 0 && i < n; i++) {
+            snprintf(name, sizeof name, "%0250d", i);
+            int fd = openat(d, name, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+            if (fd < 0)
+                return blocked("openat");
+            close(fd);
+        }
+        return d < 0 ? blocked("open") : escaped("made every file asked for", NULL);
+    }
+    if (!strcmp(a, "dirhold") && argc == 5) {
+        /* DIR N SECONDS: N handles of DIR, each read once, held; then each
+         * read to its end: the fewest and most names one listed */
+        int n = atoi(argv[3]);
+        int *fds = calloc((size_t)n, sizeof(int));
+        char buf[4096];
+        for (int i = 0; fds && i < n; i++) {
+            fds[i] = open(argv[2], O_RDONLY | O_DIRECTORY);
+            /* a seek past the kernel's cached listing: the server lists
+             * (after cookie 5 + i: from its first name on) */
+            if (fds[i] < 0 || lseek(fds[i], 5 + i, SEEK_SET) < 0 ||
+                syscall(SYS_getdents64, fds[i], buf, sizeof buf) < 0) {
+                fprintf(stderr, "held %d\n", i);
+                return blocked("open/getdents64");
+            }
+        }
+        printf("HELD %d\n", n);
+        fflush(stdout);
+        sleep((unsigned)atoi(argv[4]));
+        long lo = -1, hi = -1;
+        for (int i = 0; i < n; i++) {
+            long names = 0, r;
+            lseek(fds[i], 5 + i, SEEK_SET);
+            while ((r = syscall(SYS_getdents64, fds[i], buf, sizeof buf)) > 0)
+                for (long o = 0; o < r; o += ((struct dirent64_hdr *)(buf + o))->reclen)
+                    names++;
+            if (r < 0)
+                return blocked("getdents64");
+            lo = lo < 0 || names < lo ? names : lo;
+            hi = names > hi ? names : hi;
+        }
+        printf("LISTED %ld %ld\n", lo, hi);
+        return 0;
     }
     if (!strcmp(a, "userns") && argc == 2) {
         if (unshare(CLONE_NEWUSER) < 0)
