@@ -335,28 +335,14 @@ static int sink_capture(void *ctx, const char *buf, size_t n) {
     return 0;
 }
 
-/* The directory git runs the workspace's hooks from, as git itself names
- * it from the workspace ('git rev-parse --git-path hooks': core.hooksPath
- * when set, from any config git reads, else the .git's hooks), as
- * workspace-relative prefixes in pre[0..1] (malloc'd; NULL when none lies
- * inside the workspace, outside a .git, or git cannot tell).  pre[1] is
- * husky's: with core.hooksPath '.husky/_', its stubs run the hooks in
- * '.husky/'. */
-static void hooks_path_in_workspace(const char *workspace, char *pre[2]) {
-    pre[0] = pre[1] = NULL;
-    struct capture c = {.len = 0};
-    static const char *const argv[] = {"git", "rev-parse", "--git-path", "hooks", NULL};
-    /* git blocks where the workspace's repository has a FIFO for a file it
-     * reads (HEAD, config: an apply writes FIFOs), or a file system does
-     * not answer: the review goes on without it (lc_git_run's bound) */
-    int r = lc_git_run(workspace, argv, NULL, sink_capture, &c);
-    char *out = c.buf;
-    size_t len = c.len;
-    out[len] = '\0';
-    if (r != 0 || len == 0 || out[len - 1] != '\n')
-        return;
-    out[len - 1] = '\0';
-    _cleanup_free_ char *abs = out[0] == '/' ? strdup(out) : path_join(workspace, out);
+/* The hooks directory dir (absolute or workspace-relative, as
+ * core.hooksPath or 'git rev-parse --git-path hooks' name it) as
+ * workspace-relative prefixes in pre[0..1] (malloc'd; left NULL when it
+ * does not lie inside the workspace, outside a .git, or cannot be told).
+ * pre[1] is husky's: with core.hooksPath '.husky/_', its stubs run the
+ * hooks in '.husky/'. */
+static void hooks_prefixes(const char *workspace, const char *dir_in, char *pre[2]) {
+    _cleanup_free_ char *abs = dir_in[0] == '/' ? strdup(dir_in) : path_join(workspace, dir_in);
     _cleanup_free_ char *dir = NULL, *ws = realpath(workspace, NULL);
     if (!abs || !ws || path_resolve(abs, &dir) <= 0)
         return;
@@ -376,6 +362,62 @@ static void hooks_path_in_workspace(const char *workspace, char *pre[2]) {
     size_t rl = strlen(rel);
     if (rl > 2 && strcmp(rel + rl - 2, "/_") == 0)
         pre[1] = strndup(rel, rl - 2);
+}
+
+/* The directory git runs the workspace's hooks from, as git itself names
+ * it from the workspace ('git rev-parse --git-path hooks': core.hooksPath
+ * when set, from any config git reads, else the .git's hooks), as
+ * hooks_prefixes gives it. */
+static void hooks_path_in_workspace(const char *workspace, char *pre[2]) {
+    pre[0] = pre[1] = NULL;
+    struct capture c = {.len = 0};
+    static const char *const argv[] = {"git", "rev-parse", "--git-path", "hooks", NULL};
+    /* git blocks where the workspace's repository has a FIFO for a file it
+     * reads (HEAD, config: an apply writes FIFOs), or a file system does
+     * not answer: the review goes on without it (lc_git_run's bound) */
+    int r = lc_git_run(workspace, argv, NULL, sink_capture, &c);
+    char *out = c.buf;
+    size_t len = c.len;
+    out[len] = '\0';
+    if (r != 0 || len == 0 || out[len - 1] != '\n')
+        return;
+    out[len - 1] = '\0';
+    hooks_prefixes(workspace, out, pre);
+}
+
+/* The core.hooksPath that the stage's own .git/config sets, when the stage
+ * adds or changes that file (git config reading only that file, from a
+ * descriptor opened beneath upper/ without following a symlink), as
+ * hooks_prefixes gives it: once applied, git runs the hooks from there,
+ * which the workspace's git does not say yet (tested: the agent's 'git
+ * config core.hooksPath .githooks' and an edit of the tracked
+ * .githooks/pre-commit were no git_hook, only the config's git_config). */
+static void hooks_path_in_stage(const struct lc_changeset *cs, char *pre[2]) {
+    pre[0] = pre[1] = NULL;
+    bool changed = false;
+    for (size_t i = 0; i < cs->n && !changed; i++)
+        changed = cs->entries[i].kind != LC_DELETED && cs->entries[i].new_type == LC_REG &&
+                  strcmp(cs->entries[i].path, ".git/config") == 0;
+    if (!changed)
+        return;
+    _cleanup_free_ char *upper = path_join(cs->stage_path, "upper");
+    _cleanup_close_ int ufd = upper ? open(upper, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+    _cleanup_close_ int cfd = ufd < 0 ? -1 : lc_open_beneath(ufd, ".git/config", O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
+    struct stat st;
+    if (cfd < 0 || fstat(cfd, &st) < 0 || !S_ISREG(st.st_mode) || fcntl(cfd, F_SETFD, 0) < 0)
+        return; /* (not close-on-exec: the git below reads it as /dev/fd/N) */
+    char file[32];
+    snprintf(file, sizeof file, "/dev/fd/%d", cfd);
+    const char *const argv[] = {"git", "config", "--file", file, "--get", "core.hooksPath", NULL};
+    struct capture c = {.len = 0};
+    int r = lc_git_run("/", argv, NULL, sink_capture, &c);
+    char *out = c.buf;
+    size_t len = c.len;
+    out[len] = '\0';
+    if (r != 0 || len < 2 || out[len - 1] != '\n' || out[0] == '~')
+        return;
+    out[len - 1] = '\0';
+    hooks_prefixes(cs->workspace, out, pre);
 }
 
 /* The names git runs as hooks (githooks(5)). */
@@ -417,30 +459,33 @@ static bool git_hook_name(const char *name) {
 void lc_changeset_mark_hooks_path(struct lc_changeset *cs) {
     if (!cs->n)
         return;
-    char *pre[2];
+    /* the hooks directory git names now, and the one the stage's own
+     * .git/config names (husky's each second) */
+    char *pre[4];
     hooks_path_in_workspace(cs->workspace, pre);
-    for (size_t i = 0; i < cs->n && pre[0]; i++) {
+    hooks_path_in_stage(cs, pre + 2);
+    for (size_t i = 0; i < cs->n; i++) {
         struct lc_entry *e = &cs->entries[i];
-        if (!pre[0][0]) { /* the workspace's top: its files with a hook's name */
-            if (!strchr(e->path, '/') && git_hook_name(e->path)) {
-                e->warnings |= LC_W_GIT_HOOK;
-                cs->warnings |= LC_W_GIT_HOOK;
+        for (size_t k = 0; k < 4; k++) {
+            if (!pre[k])
+                continue;
+            bool hook;
+            if (!pre[k][0]) { /* the workspace's top: its files with a hook's name */
+                hook = !strchr(e->path, '/') && git_hook_name(e->path);
+            } else {
+                size_t pl = strlen(pre[k]);
+                /* husky's own directory: its hooks are its direct files */
+                hook = strncmp(e->path, pre[k], pl) == 0 &&
+                       (e->path[pl] == '\0' || (e->path[pl] == '/' && (k % 2 == 0 || !strchr(e->path + pl + 1, '/'))));
             }
-            continue;
-        }
-        for (size_t k = 0; k < 2; k++) {
-            size_t pl = pre[k] ? strlen(pre[k]) : 0;
-            /* husky's own directory: its hooks are its direct files */
-            bool below = pre[k] && strncmp(e->path, pre[k], pl) == 0 &&
-                         (e->path[pl] == '\0' || (e->path[pl] == '/' && (k == 0 || !strchr(e->path + pl + 1, '/'))));
-            if (below) {
+            if (hook) {
                 e->warnings |= LC_W_GIT_HOOK;
                 cs->warnings |= LC_W_GIT_HOOK;
             }
         }
     }
-    free(pre[0]);
-    free(pre[1]);
+    for (size_t k = 0; k < 4; k++)
+        free(pre[k]);
 }
 
 /* Is rel (HOME-relative) such a file, or one in such a directory? */

