@@ -125,6 +125,8 @@ int lc_plan_from_changeset(const struct lc_changeset *cs, const struct lc_apply_
             pe->old_mode = e->pre->mode;
             pe->old_has_sha = e->pre->has_sha;
             memcpy(pe->old_sha, e->index_refreshed ? e->old_sha : e->pre->sha, 32);
+            pe->old_has_xsha = e->pre->has_xattr_sha && (pe->old_type == LC_REG || pe->old_type == LC_DIR);
+            memcpy(pe->old_xsha, e->pre->xattr_sha, 32);
             pe->seen_ino = e->old_ino;
             pe->seen_ctime = e->old_ctime;
             pe->seen_mtime = e->old_mtime;

@@ -17,6 +17,10 @@ struct plan_ent {
     uint32_t old_mode;
     bool old_has_sha;
     unsigned char old_sha[32];
+    /* the digest of its user xattrs (pv_user_xattrs_sha256) that the
+     * conflict check verified: the journal's (files and directories) */
+    bool old_has_xsha;
+    unsigned char old_xsha[32];
     enum lc_type new_type;
     uint32_t new_mode;
     char *new_target;

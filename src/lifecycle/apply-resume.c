@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "util/cleanup.h"
+#include "util/sha256.h"
 #include "util/util.h"
 
 #include "lifecycle/apply-plan.h"
@@ -29,8 +30,65 @@ static bool unlocked_as(const struct plan *p, const char *path, uint32_t old_mod
     return false;
 }
 
-/* Is the lower object at e->path in the entry's old state? 1/0/-errno. */
-static int matches_old(const struct plan *p, int parent, const char *name, const struct stat *st,
+/* Are the user xattrs of the workspace object fd those the interrupted
+ * apply's conflict check verified (the intent's old digest)?  1/0/-errno.
+ * Without a digest (an intent of an older pvisor, a preimage without
+ * one) they are not compared.  Unreadable counts as changed, as in the
+ * conflict check. */
+static int xattrs_old(int fd, const struct plan_ent *e) {
+    if (!e->old_has_xsha)
+        return 1;
+    unsigned char x[32];
+    int r = pv_user_xattrs_sha256(fd, x);
+    if (r < 0)
+        return r;
+    return r > 0 && memcmp(x, e->old_xsha, 32) == 0;
+}
+
+/* Are the user xattrs of the workspace directory fd those the stage
+ * gives it (op_dir_meta set them, and the crash came before its chmod)?
+ * 1/0/-errno. */
+static int xattrs_as_upper(int fd, int upper_fd, const char *path) {
+    if (upper_fd < 0)
+        return 0;
+    _cleanup_close_ int u = lc_open_beneath(upper_fd, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
+    if (u < 0)
+        return u == -ENOENT || u == -ENOTDIR ? 0 : u;
+    struct lc_xattrs xu, xw;
+    int r = lc_xattrs_read(u, true, &xu);
+    if (r < 0)
+        return r;
+    r = lc_xattrs_read(fd, false, &xw);
+    if (r == 0) {
+        r = lc_xattrs_equal(&xu, &xw);
+        lc_xattrs_free(&xw);
+    }
+    lc_xattrs_free(&xu);
+    return r;
+}
+
+/* A directory's user xattrs, for both its old and its final state:
+ * those the conflict check verified or, where the stage keeps it a
+ * directory, the stage's (apply gives a directory its xattrs and then its
+ * mode, op_dir_meta: a crash in between leaves one of each, and a
+ * directory's old and final states differ in neither else).  Anything
+ * else is the user's change since the crash, which op_dir_meta would
+ * replace unseen: before, the resume never compared them. */
+static int dir_xattrs_ours(int upper_fd, int parent, const char *name, const struct plan_ent *e) {
+    if (!e->old_has_xsha)
+        return 1;
+    _cleanup_close_ int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    int r = xattrs_old(fd, e);
+    if (r == 0 && e->new_type == LC_DIR)
+        r = xattrs_as_upper(fd, upper_fd, e->path);
+    return r;
+}
+
+/* Is the lower object at e->path in the entry's old state (its user
+ * xattrs too: xattrs_old)? 1/0/-errno. */
+static int matches_old(const struct plan *p, int upper_fd, int parent, const char *name, const struct stat *st,
                        const struct plan_ent *e) {
     if (e->old_type == LC_NONE)
         return st == NULL;
@@ -48,6 +106,9 @@ static int matches_old(const struct plan *p, int parent, const char *name, const
             _cleanup_close_ int fd = openat(parent, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
             if (fd < 0)
                 return -errno;
+            r = xattrs_old(fd, e);
+            if (r <= 0)
+                return r;
             r = lc_sha256_fd(fd, sha);
         } else {
             _cleanup_free_ char *t = NULL;
@@ -59,6 +120,8 @@ static int matches_old(const struct plan *p, int parent, const char *name, const
             return r;
         return memcmp(sha, e->old_sha, 32) == 0;
     }
+    if (e->old_type == LC_DIR)
+        return dir_xattrs_ours(upper_fd, parent, name, e);
     return 1;
 }
 
@@ -93,6 +156,8 @@ static int matches_final(int upper_fd, int parent, const char *name, const struc
             return r;
         return strcmp(t, e->new_target) == 0;
     }
+    if (e->new_type == LC_DIR && e->old_type == LC_DIR)
+        return dir_xattrs_ours(upper_fd, parent, name, e);
     return 1;
 }
 
@@ -132,7 +197,7 @@ int lc_apply_classify(int ws_fd, int upper_fd, struct plan *p, struct lc_apply_r
                 close(parent);
             return r;
         }
-        int m = parent >= 0 ? matches_old(p, parent, name, exists ? &st : NULL, e) : e->old_type == LC_NONE;
+        int m = parent >= 0 ? matches_old(p, upper_fd, parent, name, exists ? &st : NULL, e) : e->old_type == LC_NONE;
         if (m == 1)
             e->state = ST_OLD;
         else if (m == 0 && (parent >= 0 ? (m = matches_final(upper_fd, parent, name, exists ? &st : NULL, e))
@@ -190,12 +255,14 @@ void lc_apply_remove_temps_checked(int ws_fd, int upper_fd, const struct plan *p
         /* a deletion (delete_checked) moved the user's version aside
          * back to its path, if that is free (else a newer save replaced it) */
         if (e->old_type != LC_NONE && e->old_type != LC_DIR && (e->new_type == LC_NONE || lc_plan_passes_absent(e)) &&
-            matches_old(p, parent, tmp, &tst, e) == 0 && renameat2(parent, tmp, parent, name, RENAME_NOREPLACE) == 0)
+            matches_old(p, upper_fd, parent, tmp, &tst, e) == 0 &&
+            renameat2(parent, tmp, parent, name, RENAME_NOREPLACE) == 0)
             continue;
         /* only a replacement (replace_checked) exchanges */
         if (upper_fd >= 0 && e->old_type != LC_NONE && e->new_type != LC_NONE && !lc_plan_passes_absent(e) &&
-            fstatat(parent, name, &nst, AT_SYMLINK_NOFOLLOW) == 0 && matches_old(p, parent, tmp, &tst, e) == 0 &&
-            matches_final(upper_fd, parent, tmp, &tst, e) == 0 && matches_final(upper_fd, parent, name, &nst, e) == 1 &&
+            fstatat(parent, name, &nst, AT_SYMLINK_NOFOLLOW) == 0 &&
+            matches_old(p, upper_fd, parent, tmp, &tst, e) == 0 && matches_final(upper_fd, parent, tmp, &tst, e) == 0 &&
+            matches_final(upper_fd, parent, name, &nst, e) == 1 &&
             renameat2(parent, tmp, parent, name, RENAME_EXCHANGE) == 0) {
             if (fstatat(parent, tmp, &back, AT_SYMLINK_NOFOLLOW) == 0 && back.st_ino == nst.st_ino &&
                 back.st_dev == nst.st_dev)

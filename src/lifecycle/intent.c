@@ -130,6 +130,11 @@ int lc_intent_write(int stage_dir_fd, const struct plan *p, bool durable) {
                 lc_hex(e->old_sha, hex);
                 fprintf(f, ",\"sha256\":\"%s\"", hex);
             }
+            if (e->old_has_xsha) {
+                char hex[65];
+                lc_hex(e->old_xsha, hex);
+                fprintf(f, ",\"xattrs_sha256\":\"%s\"", hex);
+            }
             fputc('}', f);
         }
         fputs(",\"new\":", f);
@@ -317,9 +322,12 @@ static int intent_load_at(int stage_dir_fd, const char *name, struct plan *p) {
             e->old_type = lc_type_parse(json_string_value(json_object_get(old, "type")));
             e->old_mode = (uint32_t)json_integer_value(json_object_get(old, "mode")) & 07777;
             const char *sha = json_string_value(json_object_get(old, "sha256"));
-            if (e->old_type == LC_NONE || (sha && lc_unhex(sha, e->old_sha, 32) < 0))
+            const char *xsha = json_string_value(json_object_get(old, "xattrs_sha256"));
+            if (e->old_type == LC_NONE || (sha && lc_unhex(sha, e->old_sha, 32) < 0) ||
+                (xsha && lc_unhex(xsha, e->old_xsha, 32) < 0))
                 goto out;
             e->old_has_sha = sha != NULL;
+            e->old_has_xsha = xsha != NULL;
         }
         if (json_is_object(nw)) {
             e->new_type = lc_type_parse(json_string_value(json_object_get(nw, "type")));
