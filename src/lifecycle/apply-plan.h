@@ -92,6 +92,11 @@ bool lc_plan_passes_absent(const struct plan_ent *e);
  * the workspace (old, final, or absent mid-way); conflicts are reported
  * in rep, nothing is written. */
 int lc_apply_classify(int ws_fd, int upper_fd, struct plan *p, struct lc_apply_report *rep);
+/* Is the workspace directory fd of entry e (a directory the stage keeps
+ * one) still the one the conflict check (or the resume) verified: the
+ * same inode, its mode and user xattrs its old or final ones?  1/0/-errno
+ * (apply-resume.c). */
+int lc_apply_dir_unchanged(int upper_fd, int fd, const struct plan_ent *e);
 /* Remove intents whose rename a crash lost, and the temp files they name. */
 void lc_intent_remove_lost(int stage_dir_fd, int ws_fd);
 

@@ -74,16 +74,31 @@ static int xattrs_as_upper(int fd, int upper_fd, const char *path) {
  * directory's old and final states differ in neither else).  Anything
  * else is the user's change since the crash, which op_dir_meta would
  * replace unseen: before, the resume never compared them. */
+static int dir_xattrs_ours_fd(int upper_fd, int fd, const struct plan_ent *e) {
+    int r = xattrs_old(fd, e);
+    if (r == 0 && e->new_type == LC_DIR)
+        r = xattrs_as_upper(fd, upper_fd, e->path);
+    return r;
+}
+
 static int dir_xattrs_ours(int upper_fd, int parent, const char *name, const struct plan_ent *e) {
     if (!e->old_has_xsha)
         return 1;
     _cleanup_close_ int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
         return -errno;
-    int r = xattrs_old(fd, e);
-    if (r == 0 && e->new_type == LC_DIR)
-        r = xattrs_as_upper(fd, upper_fd, e->path);
-    return r;
+    return dir_xattrs_ours_fd(upper_fd, fd, e);
+}
+
+int lc_apply_dir_unchanged(int upper_fd, int fd, const struct plan_ent *e) {
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return -errno;
+    uint32_t m = st.st_mode & 07777;
+    if (!S_ISDIR(st.st_mode) || (e->seen_ino && (uint64_t)st.st_ino != e->seen_ino) ||
+        (m != e->old_mode && (m & 01777) != (e->new_mode & 01777)))
+        return 0;
+    return e->old_has_xsha ? dir_xattrs_ours_fd(upper_fd, fd, e) : 1;
 }
 
 /* Is the lower object at e->path in the entry's old state (its user

@@ -888,7 +888,13 @@ static int op_put(struct ctx *c, size_t idx) {
     return 0;
 }
 
-/* Directory metadata, deepest first (children change a directory's mtime). */
+/* Directory metadata, deepest first (children change a directory's mtime).
+ * A directory of the workspace is re-checked first, as a file is before
+ * its rename: the conflict check came before every write of this apply,
+ * and a chmod or setfattr the user made meanwhile (a directory made
+ * private: 0700) was replaced by the stage's, and apply reported success.
+ * Its ctime is no witness (this apply's own renames in it move it): its
+ * inode, mode and user xattrs are (-ECANCELED: the resume names it). */
 static int op_dir_meta(struct ctx *c, struct plan_ent *e) {
     _cleanup_close_ int d = lc_open_beneath(c->ws_fd, e->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
     if (d < 0)
@@ -896,6 +902,11 @@ static int op_dir_meta(struct ctx *c, struct plan_ent *e) {
     int nr = note_fs(c, d);
     if (nr < 0)
         return nr;
+    if (e->old_type == LC_DIR) {
+        int ur = lc_apply_dir_unchanged(c->upper_fd, d, e);
+        if (ur <= 0)
+            return ur < 0 ? ur : -ECANCELED;
+    }
     _cleanup_close_ int u = lc_open_beneath(c->upper_fd, e->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
     if (u >= 0 && e->old_type != LC_DIR) { /* a directory apply made: the stage's owner */
         struct stat ust;

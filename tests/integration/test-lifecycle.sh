@@ -1033,6 +1033,38 @@ eq "$rc $(tail -n 1 "$W/h") $(tail -n 1 "$W/h2")" "1 USER EDIT USER EDIT" \
 check "the resume reports it and keeps the user's edit" \
     sh -c "[ $rc -eq 1 ] && grep -q '^  h:' '$T/hl2.err' && [ \"\$(cat '$W/h')\" = 'user v1
 USER EDIT' ]"
+
+# The same for a directory whose mode (and user xattrs) the stage changes,
+# changed by the user after the conflict check: apply gave every directory
+# the stage's mode and xattrs at its end, re-checking nothing, so a
+# directory the user made private (0700) meanwhile was opened again (0705)
+# and apply reported success
+W=$T/ws7dm S=$T/st7dm
+mkdir -p "$W/dm"; chmod 0750 "$W/dm"
+i=0; while [ $i -lt 6 ]; do echo "old $i" > "$W/a$i"; i=$((i + 1)); done
+stage_run "$W" "$S" 'for f in a*; do echo new >> $f; done; chmod 0705 dm' >/dev/null
+PVISOR_TEST_APPLY_DELAY_US=200000 "$P" apply --stage "$S" >/dev/null 2>"$T/dmr.err" &
+ap=$!
+wait_for "$S/apply-intent"; chmod 0700 "$W/dm" # past the conflict check
+wait $ap; rc=$?
+eq "$rc $(stat -c %a "$W/dm")" "1 700" "apply stops rather than give the stage's mode to a directory the user chmod'ed meanwhile"
+"$P" apply --stage "$S" >/dev/null 2>"$T/dmr2.err"; rc=$?
+eq "$rc:$(grep -c '^  dm:' "$T/dmr2.err"):$(stat -c %a "$W/dm")" "1:1:700" "  the resume names it, the user's mode kept"
+chmod 0750 "$W/dm"
+"$P" apply --stage "$S" >/dev/null 2>&1; rc=$?
+eq "$rc $(stat -c %a "$W/dm") $(tail -n 1 "$W/a5")" "0 705 new" "  its old mode back, the resume completes"
+if $have_xattr && setfattr -n user.t -v 1 "$T" 2>/dev/null; then
+    rm -rf "$W" "$S"; mkdir -p "$W/dm"
+    i=0; while [ $i -lt 6 ]; do echo "old $i" > "$W/a$i"; i=$((i + 1)); done
+    setfattr -n user.tag -v a "$W/dm"
+    stage_run "$W" "$S" 'for f in a*; do echo new >> $f; done; setfattr -n user.tag -v agent dm' >/dev/null
+    PVISOR_TEST_APPLY_DELAY_US=200000 "$P" apply --stage "$S" >/dev/null 2>&1 &
+    ap=$!
+    wait_for "$S/apply-intent"; setfattr -n user.tag -v user "$W/dm"
+    wait $ap; rc=$?
+    eq "$rc $(getfattr --only-values -n user.tag "$W/dm")" "1 user" \
+        "apply stops rather than write the stage's xattrs over a directory's the user set meanwhile"
+fi
 W=$T/ws7s S=$T/st7s
 
 # The marker's rename is flushed before apply reports success.
