@@ -565,6 +565,8 @@ static int carry_acl(struct ctx *c, const struct plan_ent *e, int out) {
         return 0; /* gone, or unreadable: nothing to carry */
     char acl[65536];
     ssize_t n = fgetxattr(old, "system.posix_acl_access", acl, sizeof acl);
+    if (n < 0 && errno != ENODATA && errno != ENOTSUP)
+        return -errno; /* not "no ACL": the replacement would drop it */
     if (n <= 0)
         return 0;
     if (fsetxattr(out, "system.posix_acl_access", acl, (size_t)n, 0) < 0 && errno != ENOTSUP)
@@ -917,12 +919,12 @@ static int op_dir_meta(struct ctx *c, struct plan_ent *e) {
     if (u >= 0) {
         struct lc_xattrs x;
         int r = lc_xattrs_read(u, true, &x);
-        if (r == 0) {
-            r = lc_xattrs_apply(d, &x);
-            lc_xattrs_free(&x);
-            if (r < 0 && r != -ENOTSUP && r != -EPERM)
-                return r;
-        }
+        if (r < 0) /* not an xattr-less directory: apply stops */
+            return r;
+        r = lc_xattrs_apply(d, &x);
+        lc_xattrs_free(&x);
+        if (r < 0 && r != -ENOTSUP && r != -EPERM)
+            return r;
     }
     if (fchmod(d, e->new_mode) < 0)
         return -errno;

@@ -569,10 +569,14 @@ static int xattrs_differ(int ufd_dir, const char *name, int lower_dirfd, bool *r
     return xattrs_differ_fd(u, l, ret);
 }
 
-static bool dir_is_opaque(int dirfd) {
+/* Is the upper directory opaque (hiding the workspace's children)?  An
+ * error reading the marker is one: taken for "not opaque", the review
+ * left out and apply kept every workspace child the stage deletes. */
+static int dir_is_opaque(int dirfd, bool *ret) {
     char v[4];
     ssize_t n = fgetxattr(dirfd, "user.overlay.opaque", v, sizeof v);
-    return n == 1 && v[0] == 'y';
+    *ret = n == 1 && v[0] == 'y';
+    return n < 0 && errno != ENODATA && errno != ENOTSUP && errno != ERANGE ? -errno : 0;
 }
 
 /* Does the regular file name in dirfd hold text with NUL bytes in it?
@@ -690,7 +694,9 @@ static int visit(struct walk *w, int upper_dirfd, int lower_dirfd, bool parent_o
         usub = lc_open_beneath(upper_dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
         if (usub < 0)
             return usub;
-        opaque = dir_is_opaque(usub);
+        int r = dir_is_opaque(usub, &opaque);
+        if (r < 0)
+            return r;
     }
     enum lc_kind kind;
     unsigned char lower_sha[32];

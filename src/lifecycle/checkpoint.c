@@ -162,8 +162,11 @@ static int copy_xattrs_raw(int src, int dst) {
             continue;
         char val[65536];
         ssize_t vl = fgetxattr(src, name, val, sizeof val);
-        if (vl < 0)
-            continue;
+        if (vl < 0) {
+            if (errno == ENODATA)
+                continue;  /* removed since the listing */
+            return -errno; /* not skipped: the copy would lack it (an opaque marker, the agent's) */
+        }
         if (fsetxattr(dst, name, val, (size_t)vl, 0) < 0)
             return -errno;
     }

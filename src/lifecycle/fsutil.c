@@ -242,8 +242,15 @@ int lc_xattrs_read(int fd, bool from_upper, struct lc_xattrs *ret) {
         }
         char val[65536];
         ssize_t vl = fgetxattr(fd, name, val, sizeof val);
-        if (vl < 0)
-            continue;
+        if (vl < 0) {
+            /* removed since the listing; any other error is one: taken
+             * for an absent attribute, apply wrote the file without it */
+            if (errno == ENODATA)
+                continue;
+            int r = -errno;
+            lc_xattrs_free(ret);
+            return r;
+        }
         if (ret->n == cap) {
             cap = cap ? 2 * cap : 8;
             if (cap > 4096) {

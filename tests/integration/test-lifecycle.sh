@@ -464,6 +464,22 @@ if command -v setfattr >/dev/null && setfattr -n user.t -v 1 "$T" 2>/dev/null; t
     "$P" apply --stage "$S" >/dev/null 2>"$T/xp.err"; rc=$?
     eq "$rc:$(grep -c '^  x: extended attributes (user\.\*) changed in the workspace since the run$' "$T/xp.err"):$(cat "$W/y")$(getfattr --only-values -n user.tag "$W/x")" \
         "1:1:1user" "  a user xattr changed after an 'apply --path' of the file is a conflict too, the user's kept"
+    # an error reading an attribute (EIO) is an error: taken for an absent
+    # one, apply wrote the agent's file without its xattrs and kept the
+    # workspace children of a directory the agent made anew (its opaque
+    # marker unread), and reported success
+    if [ -n "${SYSDENY:-}" ]; then
+        W=$T/ws2xe S=$T/st2xe
+        mkdir -p "$W/od" && echo old > "$W/xa" && echo c > "$W/od/child"
+        setfattr -n user.c -v blue "$W/xa"
+        stage_run "$W" "$S" 'echo new > xa && setfattr -n user.c -v red xa && rm -r od && mkdir od && echo n > od/new' >/dev/null 2>&1
+        (cd "$W" && "$SYSDENY" 5 fgetxattr -- "$P" apply --stage "$S") >/dev/null 2>"$T/xe.err"; rc=$?
+        eq "$rc:$(cat "$W/xa")$(getfattr --only-values -n user.c "$W/xa"):$(ls "$W/od" | tr '\n' ' ')" "1:oldblue:child " \
+            "  an xattr the stage holds that cannot be read (EIO) fails the apply, nothing written"
+        "$P" apply --stage "$S" >/dev/null 2>&1; rc=$?
+        eq "$rc:$(cat "$W/xa")$(getfattr --only-values -n user.c "$W/xa"):$(ls "$W/od" | tr '\n' ' ')" "0:newred:new " \
+            "  readable again, apply writes the file with its xattr and the directory as the agent made it"
+    fi
 else
     skip "a user xattr changed in the workspace since the run is a conflict" "no setfattr or no user xattrs on $T"
 fi
