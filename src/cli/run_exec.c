@@ -56,8 +56,11 @@ const char *run_strict_violation(const struct run_context *ctx, char *why, size_
         const char *note = json_string_value(json_array_get(json_object_get(dim, "notes"), 0));
         if (len + 1 >= size)
             continue; /* full: the rest is cut */
-        int n = snprintf(why + len, size - len, "%s%s is %s%s%.300s", len ? "; " : "", dimension_name(d),
-                         eff ? eff : "not recorded", note ? ": " : "", note ? note : "");
+        /* a long note is cut where it says so ("...", not mid-word) */
+        int cut = note && strlen(note) > 400 ? 397 : 400;
+        int n = snprintf(why + len, size - len, "%s%s is %s%s%.*s%s", len ? "; " : "", dimension_name(d),
+                         eff ? eff : "not recorded", note ? ": " : "", cut, note ? note : "",
+                         note && strlen(note) > 400 ? "..." : "");
         len += n > 0 ? (size_t)n : 0;
     }
     if (size)
