@@ -63,6 +63,7 @@ static const char *const denied[] = {
     "reboot",
     "syslog",
     "quotactl",
+    "quotactl_fd",
     "lookup_dcookie",
     "vhangup",
     "iopl",

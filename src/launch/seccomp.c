@@ -3,7 +3,7 @@
  * Default allow, with a deny list of the kernel interfaces an agent has no
  * business using and that widen the attack surface or cross the boundary:
  * process inspection (ptrace, process_vm_*), mounts and namespaces, kernel
- * loading, BPF, perf, userfaultfd, keyrings, io_uring (which bypasses
+ * loading, BPF, perf, userfaultfd, keyrings, quotas, io_uring (which bypasses
  * seccomp for the operations it queues), handle-based opens, tty input
  * injection (TIOCSTI, TIOCLINUX).  clone3 fails with ENOSYS so libc falls
  * back to clone(2), whose flags can be inspected; clone with any namespace

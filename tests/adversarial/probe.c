@@ -397,6 +397,14 @@ int main(int argc, char **argv) {
             return blocked("x32 syscall returned an error");
         return escaped("x32 syscall ran", NULL);
     }
+    if (!strcmp(a, "quotactl-fd") && argc == 3) { /* DIR: quotactl_fd (443, Linux 5.14), Q_SYNC */
+        int fd = open(argv[2], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+            return blocked("open");
+        if (syscall(443, fd, (0x800001L /* Q_SYNC */ << 8) | 0 /* USRQUOTA */, 0L, NULL) < 0)
+            return blocked("quotactl_fd");
+        return escaped("quotactl_fd reached the quota code of ", argv[2]);
+    }
     if (!strcmp(a, "i386") && argc == 2) {
 #if defined(__x86_64__)
         long r;
