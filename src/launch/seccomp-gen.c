@@ -4,14 +4,28 @@
  * the compiled program as it is, without building it at every start
  * (libseccomp took 0.25-0.35 ms of each --safe start) and without
  * libseccomp at run time.  What the filter does and why: seccomp.c.
+ *
+ * The filter allows by default, so it fails closed for syscalls nobody
+ * reviewed by a guard this file puts in front of libseccomp's program:
+ * a native syscall number above the last one reviewed here (file_setattr,
+ * Linux 6.17; Linux 6.18 has none newer) or in a hole of the table below
+ * it (x86_64: 337-423) returns ENOSYS, as a kernel without it does.  The
+ * numbers libseccomp names up to that one are reviewed by the deny list
+ * below; the ones it may not name (libseccomp 2.5.4 knows none past
+ * futex_requeue, Linux 6.7, and skips a name it does not know) are in
+ * newer[] with their numbers.
  *   usage: seccomp-gen > seccomp-filter.h */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
 #include <sched.h>
 #include <seccomp.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -77,7 +91,123 @@ static const char *const denied[] = {
     "fanotify_init",
 };
 
-static int build(scmp_filter_ctx ctx, const char **ret_step) {
+/* The syscalls since Linux 6.5, each reviewed (errno 0: allowed), by their
+ * number in the table every architecture shares from pidfd_send_signal
+ * (424) on: alpha's and mips's add an offset, which pidfd_send_signal's
+ * number there gives.  libseccomp 2.5.4 names none past futex_requeue. */
+struct newer_syscall {
+    const char *name;
+    int nr;
+    int err;
+};
+static const struct newer_syscall newer[] = {
+    {"cachestat", 451, 0},          /* page-cache state of a file it has open, as mincore(2) of a mapping */
+    {"fchmodat2", 452, 0},          /* chmod with AT_SYMLINK_NOFOLLOW (glibc's lchmod): chmod's checks */
+    {"map_shadow_stack", 453, 0},   /* a shadow stack for a thread of its own (glibc with CET) */
+    {"futex_wake", 454, 0},         /* futex2: the process's own synchronisation, as futex(2) */
+    {"futex_wait", 455, 0},         /* futex2 */
+    {"futex_requeue", 456, 0},      /* futex2 */
+    {"statmount", 457, ENOSYS},     /* the mount family (queries, other mount namespaces' too): as before 6.8, */
+    {"listmount", 458, ENOSYS},     /* libmount and systemd fall back to /proc/self/mountinfo */
+    {"lsm_get_self_attr", 459, 0},  /* its own LSM labels, as /proc/self/attr shows them */
+    {"lsm_set_self_attr", 460, 0},  /* as a write to /proc/self/attr, which the LSM itself decides */
+    {"lsm_list_modules", 461, 0},   /* the names of the active LSMs */
+    {"mseal", 462, 0},              /* seals mappings of its own against change */
+    {"setxattrat", 463, 0},         /* the xattr calls by directory fd and flags: the checks of the */
+    {"getxattrat", 464, 0},         /* setxattr, getxattr, listxattr and removexattr it may use */
+    {"listxattrat", 465, 0},        /* (the same VFS calls, read-only mounts, the stage's own xattrs) */
+    {"removexattrat", 466, 0},      /* ditto */
+    {"open_tree_attr", 467, EPERM}, /* open_tree that also changes the mount's attributes: the mount family */
+    {"file_getattr", 468, 0},       /* FS_IOC_FSGETXATTR by path: ioctl(2) does it on any fd it has */
+    {"file_setattr", 469, 0},       /* FS_IOC_FSSETXATTR by path: the ioctl's checks (owner, read-only mounts) */
+};
+/* x86_64's own, below the shared table.  Only the kernel's uprobe
+ * trampolines may call them (SIGILL, ENXIO from anywhere else), the kernel
+ * lets both through seccomp unfiltered, and a filter that stopped them
+ * would crash a process a host uprobe is set in. */
+static const struct newer_syscall newer_x86_64[] = {
+    {"uretprobe", 335, 0}, /* Linux 6.11: a uretprobe's return trampoline */
+    {"uprobe", 336, 0},    /* Linux 6.18: an optimised uprobe's trampoline */
+};
+/* The last number reviewed (file_setattr), in the shared table. */
+#define NEWER_LAST 469
+
+/* The native number of e (-errno if libseccomp numbers it otherwise). */
+static int newer_nr(const struct newer_syscall *e, int shared_base) {
+    int nr = e->nr >= 424 ? shared_base + e->nr : e->nr;
+    int named = seccomp_syscall_resolve_name(e->name);
+    return named == __NR_SCMP_ERROR || named == nr ? nr : -EINVAL;
+}
+
+/* Whether the native syscall nr was reviewed here: libseccomp names it (the
+ * rules above are by name) or newer[] has it. */
+static bool reviewed(uint32_t nr, uint32_t arch, int shared_base) {
+    for (size_t i = 0; i < sizeof newer / sizeof newer[0]; i++)
+        if (newer_nr(&newer[i], shared_base) == (int)nr)
+            return true;
+    for (size_t i = 0; arch == SCMP_ARCH_X86_64 && i < sizeof newer_x86_64 / sizeof newer_x86_64[0]; i++)
+        if (newer_nr(&newer_x86_64[i], shared_base) == (int)nr)
+            return true;
+    char *name = seccomp_syscall_resolve_num_arch(arch, (int)nr);
+    free(name);
+    return name != NULL;
+}
+
+/* out[*at], and *at on: a statement, or a jump to the instructions jt and
+ * jf (absolute, after *at). */
+static void emit(struct sock_filter *out, size_t *at, uint16_t code, uint32_t k, size_t jt, size_t jf) {
+    const size_t i = (*at)++;
+    const bool jump = BPF_CLASS(code) == BPF_JMP;
+    out[i] = (struct sock_filter){
+        .code = code, .jt = jump ? (uint8_t)(jt - i - 1) : 0, .jf = jump ? (uint8_t)(jf - i - 1) : 0, .k = k};
+}
+
+/* The guard that goes in front of libseccomp's program (whose jumps are
+ * relative: it runs unchanged behind it), into out[max]: a native syscall
+ * whose number was not reviewed returns ENOSYS, as on a kernel without it,
+ * whatever the kernel has; every other one goes on to libseccomp's
+ * program, and so do a foreign architecture and, on x86_64, x32's numbers
+ * (bit 30), which that program kills.  Only loads of nr and arch,
+ * constant jumps and a constant return: the kernel's action cache still
+ * sees every allowed syscall as allowed.  Returns its length or -errno. */
+static int guard(struct sock_filter *out, size_t max, uint32_t arch, int shared_base) {
+    enum { max_holes = 16 };
+    uint32_t lo[max_holes], hi[max_holes];
+    size_t holes = 0;
+    const uint32_t last = (uint32_t)(shared_base + NEWER_LAST);
+    for (uint32_t nr = 0; nr <= last + 1; nr++) {
+        if (nr <= last && reviewed(nr, arch, shared_base))
+            continue;
+        if (holes > 0 && hi[holes - 1] == nr - 1) {
+            hi[holes - 1] = nr;
+            continue;
+        }
+        if (holes == max_holes)
+            return -E2BIG;
+        lo[holes] = hi[holes] = nr;
+        holes++;
+    }
+    hi[holes - 1] = UINT32_MAX; /* from last + 1 on, all */
+    const bool x32 = arch == SCMP_ARCH_X86_64;
+    const size_t n = 3 + x32 + 2 * holes + 1, enosys = n - 1, next = n;
+    if (n > max || n > 255) /* a jump goes 255 instructions ahead at most */
+        return -E2BIG;
+    size_t i = 0;
+    emit(out, &i, BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch), 0, 0);
+    emit(out, &i, BPF_JMP | BPF_JEQ | BPF_K, arch, i + 1, next);
+    emit(out, &i, BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr), 0, 0);
+    if (x32)
+        emit(out, &i, BPF_JMP | BPF_JGE | BPF_K, 0x40000000U /* __X32_SYSCALL_BIT */, next, i + 1);
+    for (size_t h = 0; h < holes; h++) {
+        /* below this hole and above the ones before: reviewed */
+        emit(out, &i, BPF_JMP | BPF_JGE | BPF_K, lo[h], i + 1, next);
+        emit(out, &i, BPF_JMP | BPF_JGT | BPF_K, hi[h], h + 1 < holes ? i + 1 : next, enosys);
+    }
+    emit(out, &i, BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS, 0, 0);
+    return (int)i;
+}
+
+static int build(scmp_filter_ctx ctx, int shared_base, const char **ret_step) {
     int r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
     if (r < 0) {
         *ret_step = "seccomp bad-arch action";
@@ -87,10 +217,22 @@ static int build(scmp_filter_ctx ctx, const char **ret_step) {
     for (size_t i = 0; i < sizeof denied / sizeof denied[0]; i++) {
         int nr = seccomp_syscall_resolve_name(denied[i]);
         if (nr == __NR_SCMP_ERROR)
-            continue; /* not on this architecture */
+            continue; /* not on this architecture (the guard has the ones it does not know) */
         if ((r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0)) < 0)
             return r;
     }
+    *ret_step = "seccomp rule by number (libseccomp numbers it otherwise)";
+    for (size_t i = 0; i < sizeof newer / sizeof newer[0]; i++) {
+        int nr = newer_nr(&newer[i], shared_base);
+        if (nr < 0)
+            return nr;
+        if (newer[i].err && (r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(newer[i].err), nr, 0)) < 0)
+            return r;
+    }
+    for (size_t i = 0; i < sizeof newer_x86_64 / sizeof newer_x86_64[0]; i++)
+        if (seccomp_arch_native() == SCMP_ARCH_X86_64 && newer_nr(&newer_x86_64[i], shared_base) < 0)
+            return -EINVAL;
+    *ret_step = "seccomp rule";
     if ((r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0)) < 0)
         return r;
     /* Linux AIO contexts count against fs.aio-max-nr, one limit for the
@@ -155,18 +297,32 @@ static int build(scmp_filter_ctx ctx, const char **ret_step) {
 }
 
 int main(void) {
-    const char *step = "seccomp_init";
-    scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
-    int r = ctx ? build(ctx, &step) : -ENOMEM;
-    int fd = -1;
+    const char *step = "libseccomp has no pidfd_send_signal here (the shared table's first)";
+    const uint32_t arch = seccomp_arch_native();
+    const int first_shared = seccomp_syscall_resolve_name("pidfd_send_signal");
+    const int shared_base = first_shared - 424;
+    scmp_filter_ctx ctx = NULL;
+    int r = first_shared == __NR_SCMP_ERROR ? -ENOSYS : 0;
     if (r == 0) {
+        step = "seccomp_init";
+        ctx = seccomp_init(SCMP_ACT_ALLOW);
+        r = ctx ? build(ctx, shared_base, &step) : -ENOMEM;
+    }
+    static struct sock_filter prog[BPF_MAXINSNS];
+    int head = 0;
+    if (r == 0) {
+        step = "the guard of unreviewed numbers";
+        r = head = guard(prog, sizeof prog / sizeof prog[0], arch, shared_base);
+    }
+    int fd = -1;
+    if (r >= 0) {
         step = "seccomp_export_bpf";
         fd = memfd_create("seccomp-bpf", MFD_CLOEXEC);
         r = fd < 0 ? -errno : seccomp_export_bpf(ctx, fd);
     }
-    static struct sock_filter prog[BPF_MAXINSNS];
-    ssize_t n = r == 0 ? pread(fd, prog, sizeof prog, 0) : -1;
-    if (r == 0 && (n <= 0 || n % (ssize_t)sizeof prog[0] != 0 || n == (ssize_t)sizeof prog)) {
+    const size_t room = sizeof prog - (size_t)head * sizeof prog[0];
+    ssize_t n = r == 0 ? pread(fd, prog + head, room, 0) : -1;
+    if (r == 0 && (n <= 0 || n % (ssize_t)sizeof prog[0] != 0 || n == (ssize_t)room)) {
         step = "reading the exported program";
         r = -EIO;
     }
@@ -175,10 +331,11 @@ int main(void) {
         fprintf(stderr, "seccomp-gen: %s: error %d\n", step, r);
         return 1;
     }
+    n = head + n / (ssize_t)sizeof prog[0];
     printf("/* Generated by seccomp-gen (src/launch/seccomp-gen.c) with libseccomp %u.%u.%u; do not edit. */\n",
            seccomp_version()->major, seccomp_version()->minor, seccomp_version()->micro);
     printf("static const struct sock_filter launch_seccomp_prog[] = {\n");
-    for (ssize_t i = 0; i < n / (ssize_t)sizeof prog[0]; i++)
+    for (ssize_t i = 0; i < n; i++)
         printf("    {0x%04x, %u, %u, 0x%08x},\n", prog[i].code, prog[i].jt, prog[i].jf, prog[i].k);
     printf("};\n");
     return ferror(stdout) || fflush(stdout) != 0;
