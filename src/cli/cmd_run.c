@@ -53,12 +53,15 @@ static int resolve_workspace(const struct run_options *o, char **ret_path) {
         free(real);
         return cli_usage_error("run", "--workspace '%s' is not a directory", w);
     }
-    if (!run_path_recordable(real)) {
+    /* A staged run's workspace is looked up by name (the Bundle, the
+     * stage's meta.json); a plain run's is the current directory, never
+     * looked up, which its Bundle gives as cwd_hex (workspace null). */
+    if (policy_wants_stage(o) && !run_path_recordable(real)) {
         _cleanup_free_ char *d = term_escape(real);
         free(real);
         return cli_usage_error("run",
                                "the workspace %s is not valid UTF-8, which the Bundle and the stage cannot record; "
-                               "rename it, or give --workspace",
+                               "rename it, or give --workspace a directory above it",
                                d ? d : "?");
     }
     *ret_path = real;

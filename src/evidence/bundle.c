@@ -57,6 +57,11 @@ json_t *bundle_new(const char *run_id, const struct run_options *o, const struct
         }
     }
     json_t *cwd_hex = NULL, *cwd_j = cwd ? string_or_hex(cwd, &cwd_hex) : json_null();
+    /* only a plain run's may be other than UTF-8 (cmd_run.c): null, its
+     * bytes in cwd_hex (the current directory, which it is) */
+    json_t *ws_j = workspace ? json_string(workspace) : NULL;
+    if (!ws_j)
+        ws_j = json_null();
 
     const struct run_limits *l = &o->limits;
     json_t *limits = policy_has_limits(l)
@@ -93,15 +98,14 @@ json_t *bundle_new(const char *run_id, const struct run_options *o, const struct
                                       "effective", level_name(LEVEL_UNENFORCED), "mechanism", "none", "evidence",
                                       "notes"));
 
-    json_t *b =
-        json_pack("{s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:{s:i, s:i, s:i}, s:o, s:{s:s, s:s, s:s}, s:o, s:o, s:[], s:o, "
-                  "s:o, s:o, s:o}",
-                  "schema", BUNDLE_SCHEMA, "pvisor_version", PVISOR_VERSION, "run_id", run_id, "state", "starting",
-                  "command", cmd, "cwd", cwd_j, "workspace", json_string_or_null(workspace), "user", "uid",
-                  (int)getuid(), "gid", (int)getgid(), "supervisor_pid", (int)getpid(), "requested_policy", req,
-                  "executor", "requested", executor_name(o->executor), "effective", "host", "mechanism", "none",
-                  "dimensions", dims, "kernel_features", json_object(), "warnings", "started_at", time_json(started),
-                  "ended_at", json_null(), "exit", json_null(), "stage", json_null());
+    json_t *b = json_pack(
+        "{s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:{s:i, s:i, s:i}, s:o, s:{s:s, s:s, s:s}, s:o, s:o, s:[], s:o, "
+        "s:o, s:o, s:o}",
+        "schema", BUNDLE_SCHEMA, "pvisor_version", PVISOR_VERSION, "run_id", run_id, "state", "starting", "command",
+        cmd, "cwd", cwd_j, "workspace", ws_j, "user", "uid", (int)getuid(), "gid", (int)getgid(), "supervisor_pid",
+        (int)getpid(), "requested_policy", req, "executor", "requested", executor_name(o->executor), "effective",
+        "host", "mechanism", "none", "dimensions", dims, "kernel_features", json_object(), "warnings", "started_at",
+        time_json(started), "ended_at", json_null(), "exit", json_null(), "stage", json_null());
     if (!b) {
         json_decref(cmd_hex);
         json_decref(cwd_hex);

@@ -398,6 +398,13 @@ int policy_parse_run(int argc, char **argv, struct run_options *ret_opts, char *
         return usage_error(ret_error, "--limit only applies to --safe or --filesystem sandbox");
     if (o.workspace && o.workspace[0] == '\0')
         return usage_error(ret_error, "--workspace needs a directory");
+    /* A plain run stages nothing and runs the command in the current
+     * directory over the real files: a --workspace there only changed the
+     * directory its Bundle named, which a user took for a staged one. */
+    if (o.workspace && !policy_wants_stage(&o))
+        return usage_error(ret_error,
+                           "--workspace names the directory to stage: add --stage DIR, --stage auto or --safe (a "
+                           "plain run stages nothing; it runs the command in the current directory)");
 
     o.cmd_argc = argc - i;
     o.cmd_argv = argv + i;

@@ -1008,7 +1008,7 @@ fi
 # pvisor's own state kept under HOME elsewhere than ~/.local/state
 # (XDG_STATE_HOME): other runs' Bundles and stages, and this run's own
 # HOME view, are not part of the view.
-out=$(XDG_STATE_HOME="$HOMEDIR/xstate" "$PVISOR" run --workspace "$W" -- sh -c "ls '$HOMEDIR/xstate/pvisor/runs' | wc -l" 2>&1)
+out=$(XDG_STATE_HOME="$HOMEDIR/xstate" "$PVISOR" run -- sh -c "ls '$HOMEDIR/xstate/pvisor/runs' | wc -l" 2>&1)
 check "control: runs under a HOME-relative XDG_STATE_HOME are listable" test "$out" -ge 1
 out=$(XDG_STATE_HOME="$HOMEDIR/xstate" "$PVISOR" run --safe --stage "$T/xst" --workspace "$W" -- sh -c '
     ls ~/xstate/pvisor 2>/dev/null | wc -l; ls -A ~/xstate | wc -l' 2>&1)
@@ -1021,7 +1021,7 @@ eq "$(echo $out)" "0 0" "HOME view: pvisor's state under HOME (XDG_STATE_HOME) i
 H6="$T/home6"; mkdir -p "$H6/dotfiles/ssh" "$H6/.gnupg"
 echo WSKEY > "$H6/dotfiles/ssh/id"; echo WSNETRC > "$H6/dotfiles/netrc"; echo WSGPG > "$H6/.gnupg/k"
 ln -s "$H6/dotfiles/ssh" "$H6/.ssh"; ln -s "$H6/dotfiles/netrc" "$H6/.netrc"
-out=$(cd "$H6" && HOME="$H6" "$PVISOR" run --workspace "$H6" -- sh -c 'cat ~/.ssh/id ~/.netrc ~/.gnupg/k' 2>&1)
+out=$(cd "$H6" && HOME="$H6" "$PVISOR" run -- sh -c 'cat ~/.ssh/id ~/.netrc ~/.gnupg/k' 2>&1)
 eq "$(echo $out)" "WSKEY WSNETRC WSGPG" "control: credentials in a HOME that is the workspace are readable"
 out=$(cd "$H6" && HOME="$H6" "$PVISOR" run --safe --stage "$T/h6st" --workspace "$H6" -- sh -c '
     cat ~/.ssh/id ~/dotfiles/ssh/id ~/.netrc ~/dotfiles/netrc ~/.gnupg/k 2>/dev/null; echo ran' 2>&1); rc=$?

@@ -145,7 +145,8 @@ for args in "--bogus -- true" "true" "--" "--stage" "--stage $T/afile -- true" \
             "--executor bogus -- true" "--stage-max-bytes 12Q --stage x -- true" \
             "--stage-max-bytes 1M -- true" "--safe=yes -- true" \
             "--timeout 5 --timeout 6 -- true" "--workspace $T --workspace=/ -- true" \
-            "--stage auto --stage $T/st2 -- true" "--safe --network loopback --network none -- true"; do
+            "--stage auto --stage $T/st2 -- true" "--safe --network loopback --network none -- true" \
+            "--workspace $T -- true"; do
     # shellcheck disable=SC2086
     "$PVISOR" run $args >out 2>err; rc=$?
     eq "$rc" 2 "usage error exits 2: run $args"
@@ -153,6 +154,12 @@ for args in "--bogus -- true" "true" "--" "--stage" "--stage $T/afile -- true" \
     check "usage error is one line plus a hint: run $args" sh -c "[ $lines -eq 2 ] && head -n1 err | grep -q '^pvisor run: '"
 done
 check "usage errors created no state directory" sh -c "[ ! -e '$XDG_STATE_HOME' ]"
+# --workspace names the directory to stage: a plain run stages nothing and
+# runs the command in the current directory, so it only changed the
+# directory the Bundle named
+"$PVISOR" run --workspace "$T" -- true 2>err; rc=$?
+eq "$rc:$(grep -c 'add --stage DIR, --stage auto or --safe' err)" "2:1" \
+    "--workspace without a stage is a usage error that says what to add"
 "$PVISOR" frobnicate >/dev/null 2>&1; eq $? 2 "unknown verb exits 2"
 "$PVISOR" >/dev/null 2>&1; eq $? 2 "no verb exits 2"
 planned=$("$PVISOR" help | awk '/\(planned\)/ {print $1; exit}')
@@ -670,13 +677,18 @@ check "such a Bundle is valid" $VALIDATE "$b"
 eq "$("$PVISOR" status | grep '^Command:')" "Command:     $PVAGENT exit 0 B\\xff x" "status prints it escaped"
 eq "$("$PVISOR" list | head -2 | tail -1 | sed 's/.* exit 0 //')" 'B\xff x' "list prints it escaped"
 mkdir -p "$T/odd/$bad"
-(cd "$T/odd/$bad" && "$PVISOR" run --workspace "$T/odd" -- "$PVAGENT" exit 0 >/dev/null 2>&1); rc=$?
+(cd "$T/odd/$bad" && "$PVISOR" run -- "$PVAGENT" exit 0 >/dev/null 2>&1); rc=$?
 b="$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json"
-eq "$rc $(jq -r '.cwd, .cwd_hex' "$b" | tr '\n' ' ')" "0 null $(printf '%s' "$T/odd/$bad" | od -An -tx1 | tr -d ' \n') " \
-    "a cwd that is not UTF-8 runs, and the Bundle gives it as cwd_hex"
+eq "$rc $(jq -r '.cwd, .cwd_hex, .workspace' "$b" | tr '\n' ' ')" "0 null $(printf '%s' "$T/odd/$bad" | od -An -tx1 | tr -d ' \n') null " \
+    "a plain run in a cwd that is not UTF-8 runs, and the Bundle gives it as cwd_hex (its workspace null: never looked up)"
+check "  such a Bundle is valid" $VALIDATE "$b"
+(cd "$T/odd/$bad" && "$PVISOR" run --stage auto --workspace "$T/odd" -- "$PVAGENT" exit 0 >/dev/null 2>&1); rc=$?
+b="$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json"
+eq "$rc $(jq -r '.cwd, .cwd_hex, .workspace' "$b" | tr '\n' ' ')" "0 null $(printf '%s' "$T/odd/$bad" | od -An -tx1 | tr -d ' \n') $T/odd " \
+    "a staged run in a cwd that is not UTF-8, its workspace a directory above it, runs"
 n=$(run_count)
-(cd "$T/odd/$bad" && "$PVISOR" run -- true) 2>err; rc=$?
-eq "$rc $(run_count) $(grep -c . err)" "2 $n 2" "a workspace that is not UTF-8 is a usage error, nothing written"
+(cd "$T/odd/$bad" && "$PVISOR" run --stage auto -- true) 2>err; rc=$?
+eq "$rc $(run_count) $(grep -c . err)" "2 $n 2" "a staged workspace that is not UTF-8 is a usage error, nothing written"
 check "  and the message says why" grep -q 'is not valid UTF-8' err
 "$PVISOR" run --stage "$T/st$bad" -- true 2>/dev/null; rc=$?
 eq "$rc $(run_count)" "2 $n" "a --stage path that is not UTF-8 is a usage error, nothing written"
