@@ -289,6 +289,14 @@ static const char *stage_open_hint(int r, const char *stage) {
     }
 }
 
+/* A failure before the stage was opened: the Bundle names none (its
+ * "running" stage, set for the agent socket's status, was never made or
+ * never used: status and list showed a running stage). */
+static int fail_before_stage(struct run_context *ctx, const char *msg) {
+    bundle_set_json(ctx->bundle, "stage", json_null());
+    return run_fail_setup(ctx, msg);
+}
+
 int run_execute_staged(struct run_context *ctx,
                        int (*run_command)(struct run_context *, struct exec_spec *, struct exec_result *)) {
     char msg[1100];
@@ -325,7 +333,7 @@ int run_execute_staged(struct run_context *ctx,
         if (r < 0) {
             close(st.lower_fd);
             snprintf(msg, sizeof msg, "cannot plan the sandbox: %s", perr ? perr : strerror(-r));
-            return run_fail_setup(ctx, msg);
+            return fail_before_stage(ctx, msg);
         }
         st.sb = &sb;
     }
@@ -339,7 +347,7 @@ int run_execute_staged(struct run_context *ctx,
                  "cannot create a private mount namespace (%s: %s); "
                  "check 'pvisor doctor' (user namespaces must be enabled: sysctl kernel.unprivileged_userns_clone=1)",
                  what, strerror(-r));
-        return run_fail_setup(ctx, msg);
+        return fail_before_stage(ctx, msg);
     }
     /* Without a sandbox the stage is opened now; with one, after the fork
      * (start_overlay), while the launcher is exec'd. */
@@ -347,9 +355,8 @@ int run_execute_staged(struct run_context *ctx,
     st.durability = ctx->opts->durability == DURABILITY_STRICT ? STAGE_DURABILITY_STRICT : STAGE_DURABILITY_CHECKPOINT;
     if (!sandbox && open_stage(&st) < 0) {
         close(st.lower_fd);
-        bundle_set_json(ctx->bundle, "stage", json_null()); /* as before it was opened */
         snprintf(msg, sizeof msg, "cannot use the stage %s: %s", sp, stage_open_hint(st.stage_error, sp));
-        return run_fail_setup(ctx, msg);
+        return fail_before_stage(ctx, msg);
     }
     bundle_set_executor(ctx->bundle, "host", "private mount namespace + FUSE overlay, no other isolation");
 

@@ -715,6 +715,14 @@ mkdir -p "$T/wsbig"
 # shellcheck disable=SC2086
 out=$(cd "$T/wsbig" && "$PVISOR" run --safe -- true $A $A $A $A $A $A $A $A $A $A $A $A 2>&1); rc=$?
 eq "$rc:$(echo "$out" | grep -c 'launch plan, which holds at most 1048576')" "125:1" "--safe with 1.2 MB of arguments is refused, saying why"
+# refused before its stage was made: the Bundle names no stage (it said
+# one was running, which status and list showed, the stage "missing")
+b="$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json"
+eq "$(jq -r '[.state, (.stage | type)] | join(" ")' "$b")" "setup_failed null" \
+    "  its Bundle says setup_failed, with no stage (none was made)"
+check "  that Bundle validates" $VALIDATE "$b"
+eq "$("$PVISOR" list --json | jq -r '.[0] | [.state, (.stage | type), (.stage_state | type)] | join(" ")')" \
+    "setup_failed null null" "  list shows no stage for it"
 out=$(cd "$T/wsbig" && "$PVISOR" run --safe -- sh -c 'echo $#:${#9}' x $A $A $A $A $A $A $A $A $A 2>&1); rc=$?
 eq "$rc:$out" "0:9:100000" "--safe with 0.9 MB of arguments runs them whole"
 
