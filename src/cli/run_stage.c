@@ -421,8 +421,11 @@ int run_execute_staged(struct run_context *ctx,
     test_seal_wait();
     int seal_r = 0;
     if (st.stage) {
-        seal_r = r >= 0 || st.start_error || st.cgroup_error || st.home_error ? stage_seal(st.stage, stats.mutated)
-                                                                              : -ECANCELED;
+        /* Also when the command never started (pvisor failed before):
+         * nothing of it is left, and a stage it reopened keeps the earlier
+         * runs' work appliable (left unsealed, it was interrupted for
+         * good, with a second message that its seal "failed"). */
+        seal_r = stage_seal(st.stage, stats.mutated);
         stage_free(st.stage);
         json_t *stage_j = json_object_get(ctx->bundle, "stage");
         json_object_set_new(stage_j, "state", json_string(seal_r >= 0 ? "sealed" : "interrupted"));

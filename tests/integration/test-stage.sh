@@ -686,6 +686,23 @@ eq "$(jq -r '.state + " " + .stage.state + " " + (.exit.status | tostring)' "$XD
     "finished sealed 3" "... the Bundle records the finished run"
 eq "$(cat "$S/upper/README" 2>/dev/null)" done-work "... and its write is staged"
 
+# --- pvisor fails to start the command, or to wait for it ----------------------------
+# Starting it failed (signalfd here; fork or pipe2 under a process or
+# descriptor limit): a stage the run reopened was left unsealed, so the
+# earlier run's work could no longer be applied, and two messages said so
+# (the seal "failed: Operation canceled").
+: "${SYSDENY:?SYSDENY must point at the built sysdeny helper}"
+W9="$T/ws-fail"; mkdir -p "$W9"
+next_stage
+"$PVISOR" run --stage "$S" --workspace "$W9" -- sh -c "echo earlier-work > '$W9/earlier'"
+"$SYSDENY" 5 signalfd4 -- "$PVISOR" run --stage "$S" --workspace "$W9" -- touch "$W9/ran" 2> "$T/fs.err"; rc=$?
+eq "$rc:$(grep -c . "$T/fs.err"):$(grep -c 'cannot start the command' "$T/fs.err")" "125:1:1" \
+    "pvisor cannot start the command on a reopened stage: 125, one message"
+eq "$(jq -r '.state + " " + .stage.state' "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json"):$(ls "$S/upper")" \
+    "setup_failed sealed:earlier" "  the Bundle says setup_failed, the stage is sealed, the command did not run"
+"$PVISOR" apply --stage "$S" >/dev/null 2>&1; rc=$?
+eq "$rc:$(cat "$W9/earlier" 2>/dev/null)" "0:earlier-work" "  the earlier run's work is applied"
+
 # --- the user edits the lower while a run is live --------------------------------------
 L2="$T/ws-live"; mkdir -p "$L2"
 printf 'v1\n' > "$L2/edit.txt"
