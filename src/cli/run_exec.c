@@ -188,6 +188,14 @@ int run_finish(struct run_context *ctx, int r, const struct exec_result *res) {
          * only sign of why */
         fprintf(stderr, "pvisor run: %s\n", msg);
     }
+    if (res->watch_errno) {
+        snprintf(msg, sizeof msg,
+                 "pvisor could no longer wait for the command (%s) and ended the run: the command was killed "
+                 "unless it had exited",
+                 strerror(res->watch_errno));
+        bundle_add_warning(ctx->bundle, msg);
+        fprintf(stderr, "pvisor run: %s\n", msg);
+    }
     /* A SIGINT, SIGTERM or SIGHUP sent to pvisor (Ctrl-C, a CI job's
      * cancel) that the command exited on by itself: the command decides
      * the exit status, 0 included, but the run was cut short, and nothing

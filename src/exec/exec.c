@@ -383,10 +383,19 @@ int exec_run(const struct exec_spec *s, struct exec_result *ret) {
         if (got < 0 && errno == EINTR)
             continue;
         if (got != (ssize_t)sizeof si) {
-            r = got < 0 ? -errno : -EIO;
+            /* pvisor can no longer relay signals or see the command end:
+             * it is killed and waited for here.  It was started, so this
+             * is its result (killed), not a failure to start it: the
+             * caller said "cannot start the command" of a command that
+             * had run, and left its stage unsealed. */
+            res.watch_errno = got < 0 ? errno : EIO;
             begin_terminating(s, &terminating);
             kill(-pid, SIGKILL);
-            /* fall through to the reap below */
+            int st = SIGKILL; /* as a status: killed by it */
+            while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+                ;
+            res.wait_status = st;
+            break;
         } else if (si.ssi_signo != SIGCHLD) {
             if (si.ssi_signo != SIGQUIT)
                 begin_terminating(s, &terminating);
@@ -419,7 +428,7 @@ int exec_run(const struct exec_spec *s, struct exec_result *ret) {
                 res.wait_status = st;
                 done = true;
             }
-        if (done || r < 0)
+        if (done)
             break;
     }
 

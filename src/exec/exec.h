@@ -91,6 +91,7 @@ struct exec_result {
     bool timed_out;         /* the timeout expired and the command was terminated */
     int interrupted_by;     /* the first SIGINT, SIGTERM or SIGHUP forwarded to the command (0: none) */
     bool limit_killed;      /* watch() reported a limit reached; the command was killed */
+    int watch_errno;        /* > 0: waiting for the command failed (errno); it was killed */
 };
 
 /* Returns 0 when the command was started (or failed to exec, see

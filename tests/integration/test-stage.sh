@@ -702,6 +702,16 @@ eq "$(jq -r '.state + " " + .stage.state' "$XDG_STATE_HOME/pvisor/runs/$(latest_
     "setup_failed sealed:earlier" "  the Bundle says setup_failed, the stage is sealed, the command did not run"
 "$PVISOR" apply --stage "$S" >/dev/null 2>&1; rc=$?
 eq "$rc:$(cat "$W9/earlier" 2>/dev/null)" "0:earlier-work" "  the earlier run's work is applied"
+# Waiting for it failed (poll): pvisor killed it, and said "cannot start
+# the command" of a command that had run, with the seal's message too.
+next_stage
+"$SYSDENY" 5 poll -- "$PVISOR" run --stage "$S" --workspace "$W9" -- true 2> "$T/fp.err"
+eq "$(grep -c . "$T/fp.err"):$(grep -c 'could no longer wait for the command' "$T/fp.err")" "1:1" \
+    "poll failing while pvisor waits for the command: one message, which says so"
+b="$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json"
+eq "$(jq -r '[.state, .stage.state, (.warnings | map(select(test("could no longer wait"))) | length)] | map(tostring) | join(" ")' "$b")" \
+    "finished sealed 1" "  the Bundle: the command ran, its stage sealed, the warning recorded"
+check "  that Bundle validates" $VALIDATE "$b"
 
 # --- the user edits the lower while a run is live --------------------------------------
 L2="$T/ws-live"; mkdir -p "$L2"
