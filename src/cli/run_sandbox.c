@@ -200,18 +200,19 @@ static int prepare_ws_mask(struct run_context *ctx, const char *home, const stru
 }
 
 /* Is the directory at path (still) a stage: does it hold a stage's
- * version file?  A recorded stage the user removed leaves its path to
- * whatever the user puts there next (a project), which is not to be
+ * version file (as the views' own check: stage_version_magic_at)?  A
+ * recorded stage the user removed leaves its path to whatever the user
+ * puts there next (a project, maybe with a 'version' file of its own,
+ * which was taken for a stage when over 256 bytes), which is not to be
  * hidden.  When that cannot be told (unreadable), it is taken for one. */
 static bool still_a_stage(const char *path) {
     _cleanup_close_ int d = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (d < 0)
         return errno != ENOTDIR && errno != ENOENT;
-    _cleanup_free_ char *v = NULL;
-    int r = read_file_at(d, "version", 256, &v, NULL);
-    if (r == -ENOENT || r == -EINVAL || r == -ENOTDIR || r == -ELOOP)
-        return false; /* none, or not a regular file */
-    return r < 0 || strncmp(v, "pvisor-stage ", 13) == 0;
+    int r = stage_version_magic_at(d, "version");
+    if (r == -ENOENT || r == -ENOTDIR || r == -ELOOP)
+        return false; /* none, or a symlink */
+    return r != 0;
 }
 
 /* The stages kept outside the state directory (another run's, or this

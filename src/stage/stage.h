@@ -119,9 +119,10 @@ void stage_free(struct stage *s);
 int stage_probe_state(const char *path, enum stage_state *ret_state);
 
 /* Does dirfd/path start as a stage's version file ("pvisor-stage ", which
- * makes a directory a stage)?  1 yes; 0 no, or not a regular file; -errno
- * when it cannot be read (-EIO: shorter than that).  Never waits: opened
- * non-blocking, a fifo is not read. */
+ * makes a directory a stage)?  1 yes; 0 no (shorter than that too), or not
+ * a regular file; -errno when it cannot be opened or read (-ELOOP: a
+ * symlink).  Only its first bytes are read, whatever its size.  Never
+ * waits: opened non-blocking, a fifo is not read. */
 int stage_version_magic_at(int dirfd, const char *path);
 
 /* For a refusal of a stage that is done (-EALREADY): "applied: its

@@ -356,6 +356,16 @@ eq "$(echo $(run12 "$H12/projB" --safe -- sh -c 'cat ~/st-a/notes ~/st-b/upper/g
     "--safe: a directory made where a removed stage was is shown in the HOME view; a stage there still is not"
 eq "$(echo $(run12 "$H12" --safe -- sh -c 'cat st-a/notes; touch st-a/new 2>/dev/null && echo made'))" "mine made" \
     "--safe with HOME the workspace: ... and it is not sealed"
+# ... also when it holds a 'version' file of its own over 256 bytes (the
+# record's check read at most that much, and took a larger one for a
+# stage's); a short one, and one that starts as a stage's, are told apart
+head -c 300 /dev/zero | tr '\0' 'v' > "$H12/st-a/version"
+eq "$(echo $(run12 "$H12/projB" --safe -- sh -c 'cat ~/st-a/notes 2>/dev/null; echo end'))" "mine end" \
+    "--safe: ... also with a 'version' file of its own over 256 bytes"
+echo 1.0 > "$H12/st-a/version"
+eq "$(echo $(run12 "$H12/projB" --safe -- sh -c 'cat ~/st-a/notes 2>/dev/null; echo end'))" "mine end" \
+    "--safe: ... and with a short one"
+rm "$H12/st-a/version"
 # A stage made in HOME while a run goes on (another run's --stage ~/st, a
 # fork), or recorded under another XDG_STATE_HOME, is in no list the run
 # made at its start: the run's command read the other run's staged files
