@@ -385,6 +385,9 @@ static void print_ended(const json_t *bundle) {
                (long long)json_integer_value(st), json_string_value(json_object_get(ex, "interrupted_by")));
     else if (json_is_integer(st))
         printf("Ended:       exit status %lld\n", (long long)json_integer_value(st));
+    else if (json_is_string(json_object_get(ex, "interrupted_by")))
+        printf("Ended:       never started: SIG%s was sent to pvisor before it (interrupted)\n",
+               json_string_value(json_object_get(ex, "interrupted_by")));
     /* a background job or daemon still alive when the command exited was
      * killed then, maybe in the middle of a write */
     if (left > 0)

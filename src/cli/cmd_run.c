@@ -269,7 +269,13 @@ int cmd_run(int argc, char **argv) {
                          "the rest with 'pvisor drop --force --stage %s'; nothing was run",
                          pend, pend_ws, pend, pend);
 
-    /* From here on, things are written: the run directory and its Bundle. */
+    /* From here on, things are written: the run directory and its Bundle.
+     * A SIGINT, SIGTERM or SIGHUP meanwhile waits for the run to record it
+     * (run_interrupted, or relayed to the command): its default action
+     * killed pvisor half-way, which left a run directory without a Bundle
+     * (every bare verb then refused: "the newest run has no readable
+     * Bundle") and the run's agent socket. */
+    run_hold_signals(&ctx);
     _cleanup_free_ char *runs_created = NULL;
     r = runs_dir(true, &runs_created);
     if (r < 0)

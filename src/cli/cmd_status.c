@@ -24,7 +24,10 @@ static void print_exit(const json_t *b) {
     }
     const json_t *sig = json_object_get(e, "signal");
     const char *to = json_is_true(json_object_get(e, "timed_out")) ? " after its --timeout expired" : "";
-    if (json_is_integer(sig))
+    if (!json_is_integer(sig) && !json_is_integer(json_object_get(e, "status")))
+        printf("Exit:        none: the command never ran (SIG%s sent before it started); pvisor exited %lld\n",
+               str(e, "interrupted_by"), (long long)json_integer_value(json_object_get(e, "pvisor_exit_status")));
+    else if (json_is_integer(sig))
         printf("Exit:        killed by signal %lld (SIG%s)%s; pvisor exited %lld\n", (long long)json_integer_value(sig),
                str(e, "signal_name"), to, (long long)json_integer_value(json_object_get(e, "pvisor_exit_status")));
     else if (!to[0] && json_is_string(json_object_get(e, "interrupted_by")))

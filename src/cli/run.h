@@ -5,6 +5,7 @@
 #define PVISOR_CLI_RUN_H
 
 #include <jansson.h>
+#include <signal.h>
 #include <stdbool.h>
 
 #include "policy/policy.h"
@@ -29,6 +30,13 @@ struct run_context {
      * recorded (cli_end_by_signal), as a program that was interrupted
      * should, whatever the command exited with on it; 0: none. */
     int end_signal;
+    /* From the run directory's creation, the SIGINT, SIGTERM and SIGHUP
+     * pvisor relays are held back (blocked) until the command runs: one
+     * that came before is this run's end (run_interrupted), not pvisor's
+     * death half-way.  child_sigmask: the mask before, the command's. */
+    sigset_t child_sigmask;
+    bool held_signals;
+    int start_interrupted; /* pending when the command was to start */
 };
 
 /* Runs the command and returns pvisor's exit status. */
@@ -47,6 +55,17 @@ void run_warn(json_t *bundle, const char *fmt, ...) __attribute__((format(printf
 /* Record a failure before the command ran (state setup_failed), print it,
  * return 125. */
 int run_fail_setup(struct run_context *ctx, const char *reason);
+
+/* Hold back the SIGINT, SIGTERM and SIGHUP pvisor relays (not one it was
+ * started ignoring) from now on (ctx->held_signals); which of them is
+ * pending (the first), or 0. */
+void run_hold_signals(struct run_context *ctx);
+int run_pending_interrupt(void);
+
+/* The run was interrupted by sig before its command started: recorded
+ * (state interrupted, exit.interrupted_by), said once; returns 128+sig and
+ * sets ctx->end_signal, so pvisor ends by it. */
+int run_interrupted(struct run_context *ctx, int sig);
 
 /* Write the Bundle that says "running" (a sandboxed run: once the
  * launcher was exec'd, before the command may start). */

@@ -109,9 +109,66 @@ int run_fail_setup(struct run_context *ctx, const char *reason) {
     return cli_error(PV_EXIT_SETUP, "run", "%s; the command was not run (run %s)", reason, ctx->run_id);
 }
 
+static const int held[] = {SIGINT, SIGTERM, SIGHUP};
+
+static bool held_signal(int sig) {
+    struct sigaction cur;
+    /* one pvisor was started ignoring is neither relayed nor queued for
+     * it (exec.c): a blocked one is queued even while ignored */
+    return sigaction(sig, NULL, &cur) == 0 && cur.sa_handler != SIG_IGN;
+}
+
+void run_hold_signals(struct run_context *ctx) {
+    sigset_t m;
+    sigemptyset(&m);
+    for (size_t i = 0; i < ARRAY_SIZE(held); i++)
+        if (held_signal(held[i]))
+            sigaddset(&m, held[i]);
+    ctx->held_signals = sigprocmask(SIG_BLOCK, &m, &ctx->child_sigmask) == 0;
+}
+
+int run_pending_interrupt(void) {
+    sigset_t p;
+    if (sigpending(&p) < 0)
+        return 0;
+    for (size_t i = 0; i < ARRAY_SIZE(held); i++)
+        if (sigismember(&p, held[i]) && held_signal(held[i]))
+            return held[i];
+    return 0;
+}
+
+int run_interrupted(struct run_context *ctx, int sig) {
+    char msg[200];
+    run_probe_collect(ctx);
+    struct timespec ended;
+    clock_gettime(CLOCK_REALTIME, &ended);
+    snprintf(msg, sizeof msg, "the run was interrupted by SIG%s before the command started; the command was not run",
+             sigabbrev_np(sig));
+    bundle_set_string(ctx->bundle, "state", "interrupted");
+    bundle_add_warning(ctx->bundle, msg);
+    bundle_set_exit(ctx->bundle, 0, 128 + sig, &ended);
+    json_t *e = json_object_get(ctx->bundle, "exit");
+    json_object_set_new(e, "status", json_null()); /* the command has none */
+    json_object_set_new(e, "timed_out", json_false());
+    json_object_set_new(e, "interrupted_by", json_string(sigabbrev_np(sig)));
+    json_object_set_new(e, "leftovers_killed", json_integer(0));
+    int w = bundle_write(ctx->run_dirfd, ctx->bundle, bundle_durable(ctx));
+    fprintf(stderr, "pvisor run: %s (run %s)\n", msg, ctx->run_id);
+    if (w < 0)
+        fprintf(stderr, "pvisor run: warning: cannot write the Run Bundle: %s\n", strerror(-w));
+    ctx->end_signal = sig;
+    return 128 + sig;
+}
+
 /* Start the command (after --strict is checked and the Bundle says
  * "running"); fills res. */
 static int run_command(struct run_context *ctx, struct exec_spec *spec, struct exec_result *res) {
+    /* Interrupted while the run was set up: the command is not started
+     * (it would be, and then sent the signal: one that ignores it ran) */
+    if ((ctx->start_interrupted = run_pending_interrupt()))
+        return -EINTR;
+    if (ctx->held_signals)
+        spec->child_sigmask = &ctx->child_sigmask;
     /* A sandboxed run is checked by the supervisor when the launcher's
      * evidence arrives, before the command is allowed to exec. */
     if (ctx->opts->strict && !policy_wants_sandbox(ctx->opts)) {
@@ -141,6 +198,8 @@ int run_write_running(struct run_context *ctx) {
 
 int run_finish(struct run_context *ctx, int r, const struct exec_result *res) {
     char msg[256];
+    if (r == -EINTR && ctx->start_interrupted)
+        return run_interrupted(ctx, ctx->start_interrupted);
     run_probe_collect(ctx);
     if (r == -EPERM && ctx->opts->strict)
         return run_fail_setup(ctx, "--strict: a requested dimension cannot be enforced here");

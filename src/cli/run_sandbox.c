@@ -1230,6 +1230,24 @@ void sandbox_finish_egress(struct sandbox *sb, bool command_failed) {
     bundle_set_json(sb->ctx->bundle, "egress", j);
 }
 
+/* The go-ahead to the command, which waits for it; one that died (a
+ * Ctrl-C at the terminal reached it) gives EPIPE, not a SIGPIPE that
+ * killed pvisor with the Bundle saying "running". */
+static int write_go(int fd) {
+    sigset_t pipe_set, old;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+    int r = write(fd, "g", 1) == 1 ? 0 : -errno;
+    if (r == -EPIPE) {
+        struct timespec zero = {0, 0};
+        while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR)
+            ;
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return r;
+}
+
 /* Parent side, once the launcher was exec'd: read its report, record the
  * evidence, decide (--strict) and let the command go or not; then wait for
  * EOF (exec) or an exec failure report. */
@@ -1305,12 +1323,19 @@ void sandbox_read_report(pid_t child, void *userdata) {
         } else
             go = true;
     }
+    /* A SIGINT, SIGTERM or SIGHUP came while the sandbox was set up (held
+     * back: run_hold_signals): the command is not let go, only to be sent
+     * it (one that ignores it would run) */
+    if (go && (sb->interrupted = run_pending_interrupt()))
+        go = false;
     if (go)
         tty_raw(sb);
-    if (go && write(sb->go_w, "g", 1) != 1) {
+    int gr = go ? write_go(sb->go_w) : 0;
+    sb->go_given = go && gr == 0;
+    if (gr < 0) {
         /* the launcher ends (125) without the go-ahead: the command never
          * ran, which the run must say, not record as its exit status */
-        snprintf(sb->refused_why, sizeof sb->refused_why, "cannot give the sandbox the go-ahead: %s", strerror(errno));
+        snprintf(sb->refused_why, sizeof sb->refused_why, "cannot give the sandbox the go-ahead: %s", strerror(-gr));
         sb->refused = "launch";
         go = false;
         sandbox_restore_tty(sb);

@@ -46,6 +46,8 @@ struct sandbox {
     bool reof;
     bool exec_failed;       /* controls were installed but exec of the command failed */
     const char *refused;    /* set when the supervisor refused to let the command run */
+    int interrupted;        /* the go-ahead was not given: this signal was pending (run_interrupted) */
+    bool go_given;          /* the command was let go (its exec may still fail) */
     char refused_why[1024]; /* the message for that refusal */
     struct run_context *ctx;
     struct agent_socket *agent; /* the Run-scoped agent socket, or NULL */

@@ -46,6 +46,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 struct staged {
@@ -470,6 +471,21 @@ int run_execute_staged(struct run_context *ctx,
         return run_fail_setup(ctx, msg);
     }
     if (sandbox && r >= 0 && !st.start_error) {
+        /* Ended by a SIGINT, SIGTERM or SIGHUP before the command was let
+         * go: pvisor's own (the go-ahead then not given), or the
+         * launcher's, which a Ctrl-C at the terminal reaches (its process
+         * group is the foreground one): not a setup failure ("ended
+         * without a report (see 'pvisor doctor')", "cannot give the
+         * sandbox the go-ahead: Broken pipe", 125). */
+        int isig = sb.interrupted;
+        if (!isig && !sb.go_given && WIFSIGNALED(res.wait_status) &&
+            (WTERMSIG(res.wait_status) == SIGINT || WTERMSIG(res.wait_status) == SIGTERM ||
+             WTERMSIG(res.wait_status) == SIGHUP))
+            isig = WTERMSIG(res.wait_status);
+        if (isig) {
+            sandbox_release(&sb);
+            return run_interrupted(ctx, isig);
+        }
         if (sb.refused) {
             snprintf(msg, sizeof msg, "%s", sb.refused_why);
             sandbox_release(&sb);

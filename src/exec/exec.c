@@ -274,7 +274,7 @@ int exec_run(const struct exec_spec *s, struct exec_result *ret) {
     if (pid == 0) {
         close(go[1]);
         close(err[0]);
-        child_exec(s, go[0], err[1], &old_mask, &relayed, parent);
+        child_exec(s, go[0], err[1], s->child_sigmask ? s->child_sigmask : &old_mask, &relayed, parent);
     }
     close(go[0]);
     go[0] = -1;

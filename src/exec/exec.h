@@ -35,6 +35,7 @@
 #ifndef PVISOR_EXEC_EXEC_H
 #define PVISOR_EXEC_EXEC_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/resource.h>
@@ -80,6 +81,9 @@ struct exec_spec {
      * overlay, and a process in a FUSE request dies only once it is
      * answered). */
     void (*on_terminate)(void *userdata);
+    /* The signal mask the command starts with; NULL: pvisor's when
+     * exec_run was called (the caller may hold signals back meanwhile). */
+    const sigset_t *child_sigmask;
 };
 
 struct exec_result {

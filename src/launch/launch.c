@@ -810,6 +810,17 @@ int launch_main(int argc, char **argv) {
         become_init(&p, sp[1]);
     }
     close(sp[1]);
+    /* A signal sent to our process group before I existed (a Ctrl-C at
+     * the terminal as the run starts: the group is its foreground one)
+     * waits here, blocked, where nothing relays it, and I does not
+     * inherit it: the command ran on as if it had not come.  I, which
+     * relays to the command (or whose command dies of it before its
+     * report: the run was interrupted), gets it. */
+    sigset_t pending;
+    if (sigpending(&pending) == 0)
+        for (int sig = 1; sig < NSIG; sig++)
+            if (sig != SIGCHLD && sigismember(&mask, sig) && sigismember(&pending, sig))
+                kill(i, sig);
     close(LAUNCH_SYNC_FD);
     close(LAUNCH_GO_FD);
     close(LAUNCH_END_FD); /* init's alone */

@@ -73,7 +73,8 @@ static json_t *stage_run_bundle(const char *rid, const char *real) {
  * and named the fork nowhere. */
 static bool command_never_ran(const char *rid, const json_t *b) {
     const char *state = json_string_value(json_object_get(b, "state"));
-    if (!state || (strcmp(state, "setup_failed") != 0 && strcmp(state, "exec_failed") != 0))
+    if (!state ||
+        (strcmp(state, "setup_failed") != 0 && strcmp(state, "exec_failed") != 0 && strcmp(state, "interrupted") != 0))
         return false;
     const char *sp = bundle_stage_path(b);
     _cleanup_close_ int fd = sp ? open(sp, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;

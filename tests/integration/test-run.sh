@@ -726,6 +726,57 @@ eq "$("$PVISOR" list --json | jq -r '.[0] | [.state, (.stage | type), (.stage_st
 out=$(cd "$T/wsbig" && "$PVISOR" run --safe -- sh -c 'echo $#:${#9}' x $A $A $A $A $A $A $A $A $A 2>&1); rc=$?
 eq "$rc:$out" "0:9:100000" "--safe with 0.9 MB of arguments runs them whole"
 
+# --- a SIGINT in the first milliseconds of a --safe start ------------------------
+# Sent to pvisor before the command started, it killed pvisor half-way (a
+# run directory without a Bundle, which every bare verb then refused, and
+# the run's agent socket left); a Ctrl-C at a terminal, which reaches the
+# launcher's process group, gave a setup failure (125, "the sandbox
+# launcher ended without a report (see 'pvisor doctor')").  Either way the
+# run now ends by the signal (130): its Bundle says interrupted (the
+# command never ran), or the command had started and was sent it.  Sent at
+# a few points of the start: only that the outcome is one of those is
+# checked, not which.
+# outcome RC BUNDLE: "ok" when consistent, else what was seen
+outcome() {
+    if [ ! -f "$2" ]; then echo "rc=$1 no Bundle"; return; fi
+    o=$(jq -r '[.state, (.exit.status | tostring), (.exit.signal_name | tostring), (.exit.interrupted_by | tostring)] | join(" ")' "$2")
+    case "$1 $o" in
+    "130 interrupted null null INT" | "130 finished null INT "* | "130 finished "*" INT") echo ok ;;
+    *) echo "rc=$1 $o" ;;
+    esac
+}
+if $safe_works && env --default-signal=INT true 2>/dev/null; then
+    IS="$T/intstate"; mkdir -p "$T/intws"
+    seen=""
+    for d in 0 0.002 0.005 0.01 0.015 0.02 0.03 0.05; do
+        # SIGINT at its default, not ignored as in a background job
+        (cd "$T/intws" && XDG_STATE_HOME="$IS" exec env --default-signal=INT "$PVISOR" run --safe -- sleep 5) 2>/dev/null &
+        pv=$!
+        i=0; while [ -z "$(ls "$IS/pvisor/runs" 2>/dev/null)" ] && [ $i -lt 500 ]; do sleep 0.01; i=$((i + 1)); done
+        sleep $d; kill -INT $pv; wait $pv; rc=$?
+        r=$(ls "$IS/pvisor/runs"); b="$IS/pvisor/runs/$r/bundle.json"
+        o=$(outcome $rc "$b")
+        [ "$o" = ok ] && ! $VALIDATE "$b" >/dev/null 2>&1 && o="invalid Bundle"
+        left=$(ls -A "$IS/pvisor/runs/$r" | grep -v -x -e bundle.json -e stage | tr '\n' ' ')
+        [ -z "$left" ] || o="$o; left: $left"
+        [ "$o" = ok ] || seen="$seen [after ${d}s: $o]"
+        rm -rf "$IS"
+    done
+    eq "$seen" "" "--safe: SIGINT to pvisor as it starts ends it by the signal, its Bundle interrupted (or the command's run cut short)"
+    seen=""
+    for d in 0.01 0.02 0.03 0.04 0.05; do
+        out=$(cd "$T/intws" && XDG_STATE_HOME="$IS" /usr/bin/python3 "$SRCDIR/tests/helpers/ptyrun.py" pause=$d 'send=\x03' -- "$PVISOR" run --safe -- sleep 5 2>&1)
+        rc=$(echo "$out" | sed -n 's/^## status \([0-9]*\).*/\1/p')
+        o=$(outcome "$rc" "$IS/pvisor/runs/$(ls "$IS/pvisor/runs")/bundle.json")
+        [ "$o" = ok ] || seen="$seen [after ${d}s: $o]"
+        rm -rf "$IS"
+    done
+    eq "$seen" "" "--safe on a terminal: a Ctrl-C as it starts ends it by SIGINT, never as a setup failure"
+else
+    skip "--safe: SIGINT to pvisor as it starts" "--safe does not run here, or env lacks --default-signal"
+    skip "--safe on a terminal: a Ctrl-C as it starts" "--safe does not run here, or env lacks --default-signal"
+fi
+
 # A workspace that is a linked git worktree (its .git a file naming a
 # repository outside it) gets a warning before the command runs: the
 # sandbox does not show that repository, so git fails there.  Not when a
