@@ -85,8 +85,24 @@ void run_warn(json_t *bundle, const char *fmt, ...) {
     fprintf(stderr, "pvisor run: warning: %s\n", w);
 }
 
+/* The command never ran: a stage this run made in its own directory
+ * ('auto', --safe's default) holds nothing anyone needs (no command wrote
+ * to it), and goes with the Bundle's entry, which status and list showed
+ * as a sealed stage of a run that never started.  A stage the user named
+ * (--stage DIR, maybe reopened with earlier work) stays theirs.  By then
+ * it is closed and unmounted (run_stage.c). */
+static void drop_unused_auto_stage(struct run_context *ctx) {
+    const char *s = ctx->opts->stage;
+    if (!policy_wants_stage(ctx->opts) || (s && strcmp(s, "auto") != 0))
+        return;
+    int r = remove_tree_at(ctx->run_dirfd, "stage", 16);
+    if (r == 0 || r == -ENOENT)
+        bundle_set_json(ctx->bundle, "stage", json_null());
+}
+
 int run_fail_setup(struct run_context *ctx, const char *reason) {
     run_probe_collect(ctx);
+    drop_unused_auto_stage(ctx);
     bundle_set_string(ctx->bundle, "state", "setup_failed");
     bundle_add_warning(ctx->bundle, reason);
     int w = bundle_write(ctx->run_dirfd, ctx->bundle, bundle_durable(ctx));
@@ -146,6 +162,7 @@ int run_interrupted(struct run_context *ctx, int sig) {
              sigabbrev_np(sig));
     bundle_set_string(ctx->bundle, "state", "interrupted");
     bundle_add_warning(ctx->bundle, msg);
+    drop_unused_auto_stage(ctx);
     bundle_set_exit(ctx->bundle, 0, 128 + sig, &ended);
     json_t *e = json_object_get(ctx->bundle, "exit");
     json_object_set_new(e, "status", json_null()); /* the command has none */

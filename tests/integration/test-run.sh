@@ -333,6 +333,12 @@ if $safe_works; then
     out=$(cd "$T/notws" && "$PVISOR" run --safe --workspace "$T/safews" -- true 2>&1); rc=$?
     eq "$rc:$(echo "$out" | grep -c "the current directory $T/notws is not in the sandbox.*: run pvisor from the workspace $T/safews or a directory in it; the command was not run"):$(echo "$out" | grep -c doctor)" \
         "125:1:0" "--safe started outside the workspace, in a directory the sandbox does not show: the message says so"
+    # its stage was made ('auto', in the run directory) before the refusal,
+    # and nothing wrote to it: it goes, and the Bundle names none (status
+    # and list showed a sealed stage of a run that never started)
+    r=$(latest_run)
+    eq "$(jq -r '[.state, (.stage | type)] | join(" ")' "$XDG_STATE_HOME/pvisor/runs/$r/bundle.json"):$(ls -A "$XDG_STATE_HOME/pvisor/runs/$r" | tr '\n' ' ')" \
+        "setup_failed null:bundle.json " "  the empty stage it made is removed, the Bundle names none; the Bundle stays"
 fi
 # the running Bundle of a --safe run says what is installed: `pvisor
 # status` during the run (and for good, once the supervisor is killed)
