@@ -1,11 +1,19 @@
 /* dir.c: merged directory listing, emptiness checks, dir handles.
  *
- * A listing is a snapshot taken at a handle's first READDIR (and again on
- * rewind to offset 0): upper entries (whiteouts hidden, but they also hide
- * the lower name), then, unless the upper directory is opaque, lower
- * entries not present in the upper; free of duplicates; "." and ".." come
- * first.  d_ino equals the st_ino that lookup/getattr report for the same
- * entry (ov_upper_ino / lower st_ino).
+ * A handle reads a snapshot of the listing, taken at its first READDIR
+ * (and again on rewind to offset 0): upper entries (whiteouts hidden, but
+ * they also hide the lower name), then, unless the upper directory is
+ * opaque, lower entries not present in the upper; free of duplicates; "."
+ * and ".." come first.  d_ino equals the st_ino that lookup/getattr report
+ * for the same entry (ov_upper_ino / ov_lower_ino).
+ *
+ * Reading a directory costs the server far more than an open and a seek
+ * cost the command (1,000 opens of a directory of 5,000 names: 3.4 s of
+ * the supervisor's CPU, which no limit of the sandbox counts, against
+ * 0.06 s), so a snapshot is shared (struct ov_listing): the directory's
+ * next opens take the same one while neither of its directories changed
+ * (listing_fits), as the close-to-open promise allows: a host edit of the
+ * lower shows at the next open.
  *
  * Offsets (d_off) are not positions in one snapshot but a cookie derived
  * from the entry's name (dir_cookie), and a listing is ordered by cookie,
@@ -28,26 +36,52 @@
 #include "util/util.h"
 
 #define OV_MAX_DIR_ENTRIES (1u << 24)
-/* What the listings held by open directory handles may take together
- * (ov->dirh_bytes).  Each handle keeps its own snapshot, so without a
- * bound a command that opened one large directory many times (a listing
- * per handle, 65,536 handles a process) made the supervisor, which no
- * limit of the sandbox's counts, take memory without end.  Past it, the
- * least recently read snapshots of other handles are dropped: a handle
- * whose snapshot was dropped takes a new one at its next READDIR and goes
- * on after the cookie it got, which means the same in every snapshot. */
+/* What the listings take together (ov->dirh_bytes).  Without a bound a
+ * command that opened one large directory many times, changing it in
+ * between, made the supervisor, which no limit of the sandbox's counts,
+ * take memory without end (a listing per handle, 65,536 handles a
+ * process).  Past it, the least recently read listings are dropped,
+ * whoever holds them: a handle whose listing was dropped takes one again
+ * at its next READDIR and goes on after the cookie it got, which means
+ * the same in every snapshot. */
 #define OV_DIRH_BUDGET (64u << 20)
+/* How many listings are kept for reuse (ov->ltab): OV_LTAB_WAYS in each
+ * of its 1 << OV_LTAB_BITS buckets, chosen by the directory's node. */
+#define OV_LTAB_WAYS 4
+/* A directory changed less than this long (seconds) before it was read is
+ * not taken as unchanged on its timestamps: a later change may have got
+ * the same ones (a file system's timestamps are as coarse as a second,
+ * its clock as a scheduler tick). */
+#define OV_LISTING_QUIET 2
 
-struct ov_dirh {
-    pthread_mutex_t lock; /* protects ents, n and loaded */
+/* A snapshot of a directory's merged listing, shared: by every handle
+ * reading it and, while it is the directory's latest (cached), by the
+ * directory's next opens.  The listing is taken before the masks, the
+ * stages and the inode numbers' translation are applied, which the
+ * reader applies to what it returns: it depends only on the two
+ * directories' contents, which the key pins. */
+struct ov_listing {
+    /* immutable: the key */
+    const struct ov_node *node; /* whose; only compared (it may be freed) */
+    struct ov_stamp stamp[2];   /* upper, lower directory, taken before they were read */
+    bool lower;                 /* the node's lower was part of it */
+    bool racy[2];               /* that directory had changed within OV_LISTING_QUIET */
+    uint64_t gen;               /* ov->ns_gen when read */
+    size_t bytes;               /* what it takes while listed */
+    /* dirh_lock; ents and n are read without it while busy (they are
+     * only freed, when dropped, while not busy) */
     struct ov_dirent *ents;
     size_t n;
-    bool loaded;
-    size_t bytes; /* dirh_lock: what ents takes (counted in ov->dirh_bytes) */
-    /* dirh_lock: on ov's list of handles holding a snapshot, most recently
-     * read first */
-    bool listed;
-    struct ov_dirh *prev, *next;
+    unsigned refs; /* handles holding it (and ov_dir_is_empty while it reads) */
+    unsigned busy; /* readers of ents now: not dropped meanwhile */
+    bool cached;   /* in ov->ltab: found by the node's next opens */
+    bool listed;   /* holds ents, counted in ov->dirh_bytes, on the LRU list */
+    struct ov_listing *hnext, *prev, *next;
+};
+
+struct ov_dirh {
+    pthread_mutex_t lock;  /* protects ls */
+    struct ov_listing *ls; /* a reference, or NULL before the first READDIR */
 };
 
 void ov_dirents_free(struct ov_dirent *d, size_t n) {
@@ -65,62 +99,97 @@ static size_t dirents_bytes(const struct ov_dirent *d, size_t n) {
     return b;
 }
 
-/* Take h off the list of snapshots (dirh_lock held). */
-static void dirh_unlist(struct ov *ov, struct ov_dirh *h) {
-    if (!h->listed)
-        return;
-    if (h->prev)
-        h->prev->next = h->next;
-    else
-        ov->dirh_head = h->next;
-    if (h->next)
-        h->next->prev = h->prev;
-    else
-        ov->dirh_tail = h->prev;
-    h->prev = h->next = NULL;
-    h->listed = false;
-    ov->dirh_bytes -= h->bytes;
-    h->bytes = 0;
+static struct ov_listing **ltab_bucket(struct ov *ov, const struct ov_node *n) {
+    uint64_t h = (uint64_t)(uintptr_t)n * 0x9E3779B97F4A7C15ULL;
+    return &ov->ltab[h >> (64 - OV_LTAB_BITS)];
 }
 
-/* h (its lock held) was just read: put it first on the list, counting its
- * snapshot if it is new, and drop other handles' snapshots, least recently
- * read first, while they take more than OV_DIRH_BUDGET together.  A handle
- * being read now (its lock taken) keeps its own. */
-static void dirh_touch(struct ov *ov, struct ov_dirh *h) {
-    pthread_mutex_lock(&ov->dirh_lock);
-    if (!h->listed) {
-        h->bytes = dirents_bytes(h->ents, h->n);
-        ov->dirh_bytes += h->bytes;
-    } else if (ov->dirh_head == h) {
-        pthread_mutex_unlock(&ov->dirh_lock);
+/* dirh_lock held: take l out of ov->ltab (it is no longer found). */
+static void listing_uncache(struct ov *ov, struct ov_listing *l) {
+    if (!l->cached)
         return;
-    } else {
-        size_t b = h->bytes;
-        dirh_unlist(ov, h);
-        h->bytes = b;
-        ov->dirh_bytes += b;
+    for (struct ov_listing **pp = ltab_bucket(ov, l->node); *pp; pp = &(*pp)->hnext)
+        if (*pp == l) {
+            *pp = l->hnext;
+            break;
+        }
+    l->hnext = NULL;
+    l->cached = false;
+}
+
+/* dirh_lock held: take l off the LRU list and free its entries. */
+static void listing_unlist(struct ov *ov, struct ov_listing *l) {
+    if (!l->listed)
+        return;
+    if (l->prev)
+        l->prev->next = l->next;
+    else
+        ov->dirh_head = l->next;
+    if (l->next)
+        l->next->prev = l->prev;
+    else
+        ov->dirh_tail = l->prev;
+    l->prev = l->next = NULL;
+    l->listed = false;
+    ov->dirh_bytes -= l->bytes;
+    ov_dirents_free(l->ents, l->n);
+    l->ents = NULL;
+    l->n = 0;
+}
+
+/* dirh_lock held: l (not busy) is no longer needed by ov->ltab or by the
+ * LRU list; free it once nobody holds it. */
+static void listing_drop(struct ov *ov, struct ov_listing *l) {
+    listing_uncache(ov, l);
+    listing_unlist(ov, l);
+    if (!l->refs)
+        free(l);
+}
+
+/* dirh_lock held: a holder lets go of l (not busy for it any more). */
+static void listing_put(struct ov *ov, struct ov_listing *l) {
+    if (l && --l->refs == 0 && !l->cached)
+        listing_drop(ov, l);
+}
+
+/* dirh_lock held: l was just read: first on the LRU list (counted, if it
+ * is new there); then drop the least recently read others while all take
+ * more than OV_DIRH_BUDGET (not those being read now). */
+static void listing_touch(struct ov *ov, struct ov_listing *l) {
+    if (!l->listed) {
+        l->listed = true;
+        ov->dirh_bytes += l->bytes;
+        l->prev = NULL;
+        l->next = ov->dirh_head;
+        if (ov->dirh_head)
+            ov->dirh_head->prev = l;
+        ov->dirh_head = l;
+        if (!ov->dirh_tail)
+            ov->dirh_tail = l;
+    } else if (ov->dirh_head != l) {
+        l->prev->next = l->next;
+        if (l->next)
+            l->next->prev = l->prev;
+        else
+            ov->dirh_tail = l->prev;
+        l->prev = NULL;
+        l->next = ov->dirh_head;
+        ov->dirh_head->prev = l;
+        ov->dirh_head = l;
     }
-    h->listed = true;
-    h->prev = NULL;
-    h->next = ov->dirh_head;
-    if (ov->dirh_head)
-        ov->dirh_head->prev = h;
-    ov->dirh_head = h;
-    if (!ov->dirh_tail)
-        ov->dirh_tail = h;
-    for (struct ov_dirh *v = ov->dirh_tail, *prev; v && v != h && ov->dirh_bytes > OV_DIRH_BUDGET; v = prev) {
+    for (struct ov_listing *v = ov->dirh_tail, *prev; v && ov->dirh_bytes > OV_DIRH_BUDGET; v = prev) {
         prev = v->prev;
-        if (pthread_mutex_trylock(&v->lock) != 0)
-            continue;
-        dirh_unlist(ov, v);
-        ov_dirents_free(v->ents, v->n);
-        v->ents = NULL;
-        v->n = 0;
-        v->loaded = false;
-        pthread_mutex_unlock(&v->lock);
+        if (v != l && !v->busy)
+            listing_drop(ov, v);
     }
-    pthread_mutex_unlock(&ov->dirh_lock);
+}
+
+void ov_listings_free(struct ov *ov) {
+    while (ov->dirh_head) {
+        struct ov_listing *l = ov->dirh_head;
+        l->refs = 0; /* handles the kernel never released */
+        listing_drop(ov, l);
+    }
 }
 
 struct dvec {
@@ -190,7 +259,10 @@ static mode_t dtype_to_mode(unsigned char t) {
     return 0;
 }
 
-static int read_dir(int dir_fd, bool upper, struct ov *ov, struct dvec *dv) {
+/* The entries of dir_fd, with their inode numbers as that layer has them
+ * (the view's are worked out as they are returned: ov_upper_ino and
+ * ov_lower_ino depend on the origin map, which copy-ups elsewhere change). */
+static int read_dir(int dir_fd, bool upper, struct dvec *dv) {
     _cleanup_closedir_ DIR *d = NULL;
     int rd = opendir_at(dir_fd, ".", &d);
     if (rd < 0)
@@ -199,7 +271,6 @@ static int read_dir(int dir_fd, bool upper, struct ov *ov, struct dvec *dv) {
     errno = 0;
     while ((de = readdir_no_dots(d))) {
         mode_t type = dtype_to_mode(de->d_type);
-        uint64_t ino = de->d_ino;
         bool hidden = false;
         if (type == 0 || type == S_IFCHR) {
             struct stat st;
@@ -211,22 +282,27 @@ static int read_dir(int dir_fd, bool upper, struct ov *ov, struct dvec *dv) {
             type = st.st_mode & S_IFMT;
             hidden = upper && ov_is_whiteout(&st);
         }
-        ino = upper ? ov_upper_ino(ov, ino) : ov_lower_ino(ov, ino);
-        int r = dvec_push(dv, de->d_name, ino, type, hidden);
+        int r = dvec_push(dv, de->d_name, de->d_ino, type, hidden);
         if (r < 0)
             return r;
+        dv->v[dv->n - 1].upper = upper;
         errno = 0;
     }
     return errno ? -errno : 0;
 }
 
-/* Merged listing of directory node n, without "." and "..". */
-int ov_dir_list(struct ov *ov, struct ov_node *n, struct ov_dirent **ret, size_t *ret_n) {
+/* Merged listing of directory node n, without "." and "..", from its upper
+ * directory ufd (or -ENOENT: none) and, when n->lower, its lower directory
+ * lfd (or -errno: not listed, an error only without an upper): upper
+ * entries (whiteouts hidden, but they also hide the lower name), then
+ * lower entries not in the upper.  Masked lower names, lower stages and
+ * the lower entries of a directory that is a stage are still there: the
+ * reader leaves them out (entry_hidden). */
+static int dir_build(struct ov_node *n, int ufd, int lfd, struct ov_dirent **ret, size_t *ret_n) {
     struct dvec up = {0}, lo = {0}, out = {0};
     int r = 0;
-    int ufd = ov_node_upper(ov, n);
     if (ufd >= 0) {
-        r = read_dir(ufd, true, ov, &up);
+        r = read_dir(ufd, true, &up);
         if (r < 0)
             goto done;
     } else if (ufd != -ENOENT) {
@@ -234,29 +310,10 @@ int ov_dir_list(struct ov *ov, struct ov_node *n, struct ov_dirent **ret, size_t
         goto done;
     }
     if (n->lower) {
-        _cleanup_close_ int lfd = ov_node_lower_open(ov, n, O_PATH | O_DIRECTORY);
         if (lfd >= 0) {
-            r = read_dir(lfd, false, ov, &lo);
+            r = read_dir(lfd, false, &lo);
             if (r < 0)
                 goto done;
-            /* masked lower entries are not there (ov->mask), nor stages,
-             * nor anything of a directory that became one while the
-             * command held it */
-            size_t w = 0;
-            bool in_stage = ov_lower_stage(ov, lfd, ".", S_IFDIR);
-            for (size_t k = 0; k < lo.n; k++) {
-                if (in_stage) {
-                    free(lo.v[k].name);
-                    continue;
-                }
-                if (ov_masked_child(ov, n, lo.v[k].name) || ov_lower_stage(ov, lfd, lo.v[k].name, lo.v[k].type)) {
-                    free(lo.v[k].name);
-                    continue;
-                }
-                lo.v[w] = lo.v[k];
-                lo.hidden[w++] = lo.hidden[k];
-            }
-            lo.n = w;
         } else if (ufd < 0) {
             r = lfd == -ENOENT ? -ESTALE : lfd;
             goto done;
@@ -287,6 +344,7 @@ int ov_dir_list(struct ov *ov, struct ov_node *n, struct ov_dirent **ret, size_t
             r = dvec_push(&out, pick->name, pick->ino, pick->type, false);
             if (r < 0)
                 goto done;
+            out.v[out.n - 1].upper = pick->upper;
         }
     }
     /* cookie order; the rare colliding names get the next free cookies
@@ -310,14 +368,148 @@ done:
     return r;
 }
 
+/* May l, read before, stand for node n's directories, in the state now[]
+ * (taken now), with n->lower as lower and ov->ns_gen at gen?  The same
+ * directories (objects); the lower unchanged (its stamp: a host edit
+ * changes its ctime at least, unless within the tick l was read in, which
+ * racy[1] rules out); the upper unchanged too, and either read when it
+ * had not changed for OV_LISTING_QUIET or nothing changed through the
+ * server since (every change of upper/ takes the ns lock for writing,
+ * ov_wrlock, which counts them). */
+static bool listing_fits(const struct ov_listing *l, const struct ov_stamp now[2], bool lower, uint64_t gen) {
+    if (l->lower != lower || !ov_stamp_eq(&l->stamp[0], &now[0]) || !ov_stamp_eq(&l->stamp[1], &now[1]))
+        return false;
+    return !l->racy[1] && (l->gen == gen || !l->racy[0]);
+}
+
+static bool stamp_racy(const struct ov_stamp *s, const struct timespec *t0) {
+    if (!s->present)
+        return false;
+    /* the ctime: every change of a directory's entries sets it, and no
+     * one can set it back (the mtime the command may set at will) */
+    time_t quiet = t0->tv_sec - OV_LISTING_QUIET;
+    return s->ctime.tv_sec > quiet || (s->ctime.tv_sec == quiet && s->ctime.tv_nsec >= t0->tv_nsec);
+}
+
+/* A listing of directory node n as it is now, held (a reference, and busy:
+ * its entries stay until listing_done): the one the node's last listing
+ * left if that still fits (listing_fits), else one read now (and kept for
+ * the next).  ns lock held (read or write). */
+static int listing_get(struct ov *ov, struct ov_node *n, struct ov_listing **ret) {
+    struct timespec t0;
+    clock_gettime(CLOCK_REALTIME, &t0);
+    bool lower = n->lower;
+    int ufd = ov_node_upper(ov, n);
+    _cleanup_close_ int lfd = lower ? ov_node_lower_open(ov, n, O_PATH | O_DIRECTORY) : -ENOENT;
+    struct ov_stamp now[2];
+    ov_stamp_take(ufd, &now[0]);
+    ov_stamp_take(lfd, &now[1]);
+    uint64_t gen = atomic_load_explicit(&ov->ns_gen, memory_order_relaxed);
+    struct ov_listing **bucket = ltab_bucket(ov, n);
+    pthread_mutex_lock(&ov->dirh_lock);
+    for (struct ov_listing *l = *bucket; l; l = l->hnext)
+        if (l->node == n) {
+            if (!listing_fits(l, now, lower, gen))
+                break;
+            l->refs++;
+            l->busy++;
+            listing_touch(ov, l);
+            pthread_mutex_unlock(&ov->dirh_lock);
+            *ret = l;
+            return 0;
+        }
+    pthread_mutex_unlock(&ov->dirh_lock);
+
+    struct ov_listing *nl = calloc(1, sizeof(*nl));
+    if (!nl)
+        return -ENOMEM;
+    *nl = (struct ov_listing){.node = n, .stamp = {now[0], now[1]}, .lower = lower, .gen = gen};
+    nl->racy[0] = stamp_racy(&now[0], &t0);
+    nl->racy[1] = stamp_racy(&now[1], &t0);
+    int r = dir_build(n, ufd, lfd, &nl->ents, &nl->n);
+    if (r < 0) {
+        free(nl);
+        return r;
+    }
+    atomic_fetch_add_explicit(&ov->dir_listings, 1, memory_order_relaxed);
+    nl->bytes = sizeof(*nl) + dirents_bytes(nl->ents, nl->n);
+    nl->refs = 1;
+    nl->busy = 1;
+    pthread_mutex_lock(&ov->dirh_lock);
+    /* the node's latest, in place of the one before; a bucket keeps the
+     * OV_LTAB_WAYS most recently read */
+    size_t ways = 0;
+    for (struct ov_listing **pp = bucket, *l; (l = *pp);) {
+        if (l->node == n || ++ways >= OV_LTAB_WAYS) {
+            *pp = l->hnext;
+            l->hnext = NULL;
+            l->cached = false;
+            if (!l->refs)
+                listing_drop(ov, l);
+        } else {
+            pp = &l->hnext;
+        }
+    }
+    nl->hnext = *bucket;
+    *bucket = nl;
+    nl->cached = true;
+    listing_touch(ov, nl);
+    pthread_mutex_unlock(&ov->dirh_lock);
+    *ret = nl;
+    return 0;
+}
+
+/* The holder of l (from listing_get) has read it, and lets go of it too
+ * when release. */
+static void listing_done(struct ov *ov, struct ov_listing *l, bool release) {
+    pthread_mutex_lock(&ov->dirh_lock);
+    l->busy--;
+    if (release)
+        listing_put(ov, l);
+    pthread_mutex_unlock(&ov->dirh_lock);
+}
+
+/* Is entry e of directory node n's listing left out of the view?  A lower
+ * name: when masked (ov->mask), when it is a stage, or when the lower
+ * directory is one (lower_hidden); lower_dfd: n's lower directory, or
+ * -errno.  The view's inode number of a shown one is put in *ret_ino. */
+static bool entry_hidden(struct ov *ov, struct ov_node *n, int lower_dfd, bool lower_hidden, const struct ov_dirent *e,
+                         uint64_t *ret_ino) {
+    if (e->upper) {
+        *ret_ino = ov_upper_ino(ov, e->ino);
+        return false;
+    }
+    if (lower_hidden || ov_masked_child(ov, n, e->name))
+        return true;
+    if (ov->hide_stages && (lower_dfd < 0 || ov_lower_stage(ov, lower_dfd, e->name, e->type)))
+        return true;
+    *ret_ino = ov_lower_ino(ov, e->ino);
+    return false;
+}
+
+/* Is n's lower directory lower_dfd (or -errno) a stage: nothing of it is
+ * shown, whenever it became one. */
+static bool lower_dir_hidden(struct ov *ov, int lower_dfd) {
+    return ov->hide_stages && (lower_dfd < 0 || ov_lower_stage(ov, lower_dfd, ".", S_IFDIR));
+}
+
 int ov_dir_is_empty(struct ov *ov, struct ov_node *n) {
-    struct ov_dirent *d = NULL;
-    size_t cnt = 0;
-    int r = ov_dir_list(ov, n, &d, &cnt);
+    struct ov_listing *l = NULL;
+    int r = listing_get(ov, n, &l);
     if (r < 0)
         return r;
-    ov_dirents_free(d, cnt);
-    return cnt == 0;
+    _cleanup_close_ int lfd = ov->hide_stages && n->lower ? ov_node_lower_open(ov, n, O_PATH | O_DIRECTORY) : -1;
+    if (ov->hide_stages && n->lower && lfd < 0 && lfd != -ENOENT) {
+        listing_done(ov, l, true);
+        return lfd; /* not taken for empty: its lower names could not be checked */
+    }
+    bool lower_hidden = lower_dir_hidden(ov, lfd);
+    bool empty = true;
+    uint64_t ino;
+    for (size_t i = 0; i < l->n && empty; i++)
+        empty = entry_hidden(ov, n, lfd, lower_hidden, &l->ents[i], &ino);
+    listing_done(ov, l, true);
+    return empty;
 }
 
 /* Remove the whiteouts in the upper dir dir_fd/name; -ENOTEMPTY if it holds
@@ -417,20 +609,27 @@ static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
     size_t used = 0;
     ov_rdlock(ov);
     pthread_mutex_lock(&h->lock);
-    if (off == 0 || !h->loaded) {
-        pthread_mutex_lock(&ov->dirh_lock);
-        dirh_unlist(ov, h);
-        pthread_mutex_unlock(&ov->dirh_lock);
-        ov_dirents_free(h->ents, h->n);
-        h->ents = NULL;
-        h->n = 0;
-        h->loaded = false;
-        r = ov_dir_list(ov, n, &h->ents, &h->n);
-        if (r >= 0)
-            h->loaded = true;
+    /* the handle's listing, unless this is its first READDIR, a rewind, or
+     * the listing was dropped (OV_DIRH_BUDGET): then the directory's as
+     * it is now */
+    struct ov_listing *l = h->ls;
+    bool fresh = off == 0 || !l;
+    pthread_mutex_lock(&ov->dirh_lock);
+    if (!fresh && l->listed) {
+        l->busy++;
+        listing_touch(ov, l);
+    } else {
+        fresh = true;
+        listing_put(ov, l);
+        h->ls = l = NULL;
     }
-    if (r >= 0)
-        dirh_touch(ov, h);
+    pthread_mutex_unlock(&ov->dirh_lock);
+    if (fresh) {
+        r = listing_get(ov, n, &l);
+        if (r >= 0)
+            h->ls = l;
+    }
+    bool held = r >= 0;
     struct stat self = {0}, par = {0};
     if (r >= 0 && off < 2) {
         r = ov_node_stat(ov, n, &self);
@@ -440,24 +639,27 @@ static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
         if (r >= 0 && ov_node_stat(ov, p, &par) < 0)
             par = self;
     }
-    /* plus mode resolves every name: open the lower directory once */
-    _cleanup_close_ int lower_dfd = plus && r >= 0 ? ov_node_lower_open(ov, n, O_PATH | O_DIRECTORY) : -1;
+    /* plus mode resolves every name, and lower names are checked for
+     * stages: open the lower directory once */
+    _cleanup_close_ int lower_dfd =
+        r >= 0 && (plus || (ov->hide_stages && n->lower)) ? ov_node_lower_open(ov, n, O_PATH | O_DIRECTORY) : -1;
+    bool lower_hidden = n->lower && lower_dir_hidden(ov, lower_dfd);
     /* where to go on: 0, 1, 2 are the positions before ".", ".." and the
      * first entry; any other offset is the cookie of the last entry the
      * reader got, which need not be in this snapshot */
     size_t start = off >= 0 && off <= 2 ? (size_t)off : 2;
     if (r >= 0 && off > 2) {
-        size_t lo = 0, hi = h->n;
+        size_t lo = 0, hi = l->n;
         while (lo < hi) {
             size_t mid = lo + (hi - lo) / 2;
-            if (h->ents[mid].off <= (uint64_t)off)
+            if (l->ents[mid].off <= (uint64_t)off)
                 lo = mid + 1;
             else
                 hi = mid;
         }
         start = 2 + lo;
     }
-    for (size_t i = start; r >= 0 && i < h->n + 2; i++) {
+    for (size_t i = start; r >= 0 && i < l->n + 2; i++) {
         struct stat st = {0};
         const char *name;
         if (i == 0) {
@@ -469,18 +671,23 @@ static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
             st.st_ino = par.st_ino;
             st.st_mode = S_IFDIR;
         } else {
-            struct ov_dirent *e = &h->ents[i - 2];
+            struct ov_dirent *e = &l->ents[i - 2];
+            uint64_t d_ino;
+            if (entry_hidden(ov, n, lower_dfd, lower_hidden, e, &d_ino))
+                continue;
             name = e->name;
-            st.st_ino = e->ino;
+            st.st_ino = d_ino;
             st.st_mode = e->type;
         }
-        off_t next = i < 2 ? (off_t)i + 1 : (off_t)h->ents[i - 2].off;
+        off_t next = i < 2 ? (off_t)i + 1 : (off_t)l->ents[i - 2].off;
         size_t need = plus ? add_plus(ov, req, buf + used, size - used, n, lower_dfd, name, &st, next)
                            : fuse_add_direntry(req, buf + used, size - used, name, &st, next);
         if (need > size - used)
             break;
         used += need;
     }
+    if (held)
+        listing_done(ov, l, false);
     pthread_mutex_unlock(&h->lock);
     ov_unlock(ov);
     if (r < 0)
@@ -505,9 +712,8 @@ void ov_op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
     if (h) {
         struct ov *ov = ov_from_req(req);
         pthread_mutex_lock(&ov->dirh_lock);
-        dirh_unlist(ov, h);
+        listing_put(ov, h->ls);
         pthread_mutex_unlock(&ov->dirh_lock);
-        ov_dirents_free(h->ents, h->n);
         pthread_mutex_destroy(&h->lock);
         free(h);
     }

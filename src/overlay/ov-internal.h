@@ -29,9 +29,9 @@
  *      the journal or the origin map is in flight or can start; and by
  *      (remove|set)xattr of a file, to measure what the xattr allocates.
  *   2. dir handle mutex (ov_dirh.lock).
- *   2a. ov->dirh_lock (mutex): the list of directory handles that hold a
- *      snapshot and the bytes they take; under it, another handle's mutex
- *      is only tried (pthread_mutex_trylock), never waited for.
+ *   2a. ov->dirh_lock (mutex, leaf): the directories' listings (dir.c,
+ *      struct ov_listing): those kept for reuse (ov->ltab), the LRU list
+ *      of those holding entries and the bytes they take, their holders.
  *   2b. ov->data_stripe[] (mutexes, one chosen by the upper file's st_ino,
  *      ov_data_stripe): held around the "measure, change, measure again"
  *      of an upper file's data (write_buf, fallocate, truncate), so that
@@ -104,6 +104,7 @@ struct ov_alias {
 };
 
 #define OV_DATA_STRIPES 64 /* ov->data_stripe */
+#define OV_LTAB_BITS 10    /* ov->ltab: buckets of kept directory listings */
 #define OV_FH_BUCKET_BITS 8
 #define OV_FH_BUCKETS (1u << OV_FH_BUCKET_BITS)
 
@@ -153,11 +154,18 @@ struct ov {
     _Atomic size_t n_shared;     /* read without the lock: 0 skips it */
     atomic_bool shared_overflow; /* the set is full: every regular file is uncached */
 
-    /* dirh_lock: open directory handles holding a listing, most recently
-     * read first, and what their listings take (dir.c, OV_DIRH_BUDGET) */
+    /* dirh_lock: the listings holding entries, most recently read first,
+     * and what they take (dir.c, OV_DIRH_BUDGET); the latest listings of
+     * directories, kept for their next opens, by node (OV_LTAB_WAYS a
+     * bucket) */
     pthread_mutex_t dirh_lock;
-    struct ov_dirh *dirh_head, *dirh_tail;
+    struct ov_listing *dirh_head, *dirh_tail;
     size_t dirh_bytes;
+    struct ov_listing *ltab[1u << OV_LTAB_BITS];
+    /* operations that took the ns lock for writing (ov_wrlock): none
+     * since a listing was read, none changed its upper directory */
+    atomic_uint_fast64_t ns_gen;
+    atomic_uint_fast64_t dir_listings; /* listings read from the directories (not reused) */
 
     struct ov_alias *aliases;      /* ns write lock: sorted by ino once built */
     size_t n_aliases, cap_aliases; /* ns write lock */
@@ -384,10 +392,13 @@ struct ov_dirent {
     char *name;
     uint64_t ino;
     mode_t type;
-    uint64_t off; /* d_off cookie (dir.c); ov_dir_list returns them in increasing order */
+    uint64_t off; /* d_off cookie (dir.c); a listing is in increasing order of them */
+    bool upper;   /* an upper entry (ino: the upper st_ino), else a lower one (the lower st_ino) */
 };
-int ov_dir_list(struct ov *ov, struct ov_node *n, struct ov_dirent **ret, size_t *ret_n);
 void ov_dirents_free(struct ov_dirent *d, size_t n);
+/* At the end: free every listing (the handles the kernel never released
+ * hold some). */
+void ov_listings_free(struct ov *ov);
 int ov_dir_is_empty(struct ov *ov, struct ov_node *n);
 int ov_upper_clear_whiteouts(struct ov *ov, int dir_fd, const char *name);
 void ov_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
@@ -443,6 +454,7 @@ void ov_evict_upper_fds(struct ov *ov);
  * for file data, data_lock shared), so taking it marks the run mutated. */
 static inline void ov_wrlock(struct ov *ov) {
     pthread_rwlock_wrlock(&ov->ns_lock);
+    atomic_fetch_add_explicit(&ov->ns_gen, 1, memory_order_relaxed);
     atomic_store_explicit(&ov->mutated, true, memory_order_relaxed);
     if (atomic_load_explicit(&ov->n_upper_fds, memory_order_relaxed) > ov->upper_fd_budget)
         ov_evict_upper_fds(ov);

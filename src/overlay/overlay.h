@@ -94,6 +94,7 @@ struct overlay_stats {
     uint64_t copy_ups;       /* objects copied up from the lower this run */
     uint64_t whiteouts;      /* whiteouts created this run */
     uint64_t quota_refusals; /* operations refused by the stage quota or the file system's reserve */
+    uint64_t dir_listings;   /* directory listings read from the layers (not a kept one reused) */
     uint64_t upper_bytes;    /* bytes allocated in upper (tracked) */
     uint64_t upper_inodes;   /* inodes in upper (tracked) */
     bool mutated;            /* false: nothing of the stage can have changed this run */

@@ -190,6 +190,9 @@ static void ov_release(struct overlay *o, struct overlay_stats *ret_stats) {
     if (ov->se)
         fuse_session_destroy(ov->se);
     ov_fh_free_all(ov); /* the handles the kernel never released */
+    pthread_mutex_lock(&ov->dirh_lock);
+    ov_listings_free(ov);
+    pthread_mutex_unlock(&ov->dirh_lock);
     if (ret_stats)
         overlay_get_stats(o, ret_stats);
     pthread_mutex_lock(&ov->tree_lock);
@@ -443,6 +446,7 @@ void overlay_get_stats(struct overlay *o, struct overlay_stats *ret_stats) {
         .copy_ups = atomic_load(&ov->copy_ups),
         .whiteouts = atomic_load(&ov->whiteouts),
         .quota_refusals = atomic_load(&ov->quota_refusals),
+        .dir_listings = atomic_load(&ov->dir_listings),
         .upper_bytes = b > 0 ? (uint64_t)b : 0,
         .upper_inodes = i > 0 ? (uint64_t)i : 0,
         .mutated = atomic_load(&ov->mutated),

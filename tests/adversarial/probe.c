@@ -343,6 +343,20 @@ int main(int argc, char **argv) {
         printf("LISTED %ld %ld\n", lo, hi);
         return 0;
     }
+    if (!strcmp(a, "dirseek") && argc == 4) {
+        /* DIR N: N rounds of open, a seek past the kernel's cached listing
+         * (so the server lists), one getdents64, close */
+        int n = atoi(argv[3]);
+        char buf[4096];
+        for (int i = 0; i < n; i++) {
+            int fd = open(argv[2], O_RDONLY | O_DIRECTORY);
+            if (fd < 0 || lseek(fd, 5 + i, SEEK_SET) < 0 || syscall(SYS_getdents64, fd, buf, sizeof buf) <= 0)
+                return blocked("open/lseek/getdents64");
+            close(fd);
+        }
+        printf("LISTED %d\n", n);
+        return 0;
+    }
     if (!strcmp(a, "userns") && argc == 2) {
         if (unshare(CLONE_NEWUSER) < 0)
             return blocked("unshare(CLONE_NEWUSER)");

@@ -503,6 +503,41 @@ remove-while-listing up 0 0
 host-edit-while-listing 0 0
 True"
 
+# A directory's listing is kept and reused by its next opens while neither
+# of its directories changed: on the stamps (object, size, mtime, ctime)
+# once it had been quiet for 2 s before it was read.  Changes right after
+# such a listing, by the command in the directory or by the host in its
+# lower, show at the next listing; a change elsewhere leaves it as it was.
+new_case dirreuse
+mkdir "$L/q"
+for i in $(seq 1 300); do : > "$L/q/lower-$i"; done
+rm -f "$C/ready" "$C/go"
+"$OVRUN" "$L" "$S" -- $(py 'import os, sys, time
+C = sys.argv[1]
+ls = lambda d: sorted(os.listdir(d))
+os.mkdir("u"); [open("u/f%d" % i, "w").close() for i in range(300)]
+time.sleep(2.5)
+for d in ("q", "u"):
+    base = ls(d); ls(d)
+    open(d + "/new", "w").close(); a = ls(d)
+    os.unlink(d + "/new"); b = ls(d)
+    os.rename(d + "/" + base[0], d + "/renamed"); c = ls(d)
+    open("elsewhere-" + d, "w").close(); e = ls(d)
+    print(d, a == sorted(base + ["new"]), b == base, c == sorted(base[1:] + ["renamed"]), e == c)
+time.sleep(2.5)
+base = ls("q"); ls("q")
+open(C + "/ready", "w").close()
+while not os.path.exists(C + "/go"): time.sleep(0.05)
+print("host", ls("q") == sorted(base + ["0-added-on-host"]))') "$C" > "$C/out" 2> "$C/err" &
+dr_pid=$!
+for _ in $(seq 200); do [ -e "$C/ready" ] && break; sleep 0.05; done
+: > "$L/q/0-added-on-host"
+touch "$C/go"
+wait $dr_pid
+expect "readdir: a kept listing is not reused once its directory changed (by the command, by the host)" "$C/out" "q True True True True
+u True True True True
+host True"
+
 # Four processes create, write, link, rename, remove and list one small
 # tree at once (READDIRPLUS lookups racing namespace changes and FORGETs);
 # the server must survive it (the sanitizer build checks its memory), and
