@@ -5,7 +5,8 @@
 # and cgroup2 at /sys/fs/cgroup with every controller the kernel has; then
 # switches to that root and runs /tmp/vm-job.sh under bash (which reaps the
 # job's orphans as init must).  The job's output goes to the second serial
-# port, its status last ("VM-EXIT N"); then the VM powers off.
+# port, its status last ("VM-EXIT N"), its errors to the console (the
+# first); then the VM powers off.
 /bin/busybox --install -s /bin
 export PATH=/bin
 mount -t proc proc /proc
@@ -29,5 +30,5 @@ mkdir -p $r/run/host
 mount -o bind $r $r/run/host
 mount -t ext4 /dev/vda $r/tmp || echo "vm init: scratch disk mount failed"
 chmod 1777 $r/tmp
-exec switch_root $r /bin/bash -c 'stty -F /dev/ttyS1 raw -echo; /bin/bash /tmp/vm-job.sh >/dev/ttyS1 2>&1 </dev/null & wait $!
+exec switch_root $r /bin/bash -c 'PATH=/usr/sbin:/usr/bin:/sbin:/bin; stty -F /dev/ttyS1 raw -echo; /bin/bash /tmp/vm-job.sh >/dev/ttyS1 2>/dev/ttyS0 </dev/null & wait $!
 echo "VM-EXIT $?" >/dev/ttyS1; echo o >/proc/sysrq-trigger; sleep 60'

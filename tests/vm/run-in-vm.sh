@@ -70,8 +70,9 @@ mkdir "$W/disk"
 mkfs.ext4 -q -F -d "$W/disk" "$W/scratch.img" 3G >/dev/null 2>&1 || {
     echo "run-in-vm: mkfs.ext4 -d failed" >&2; exit 1; }
 
-# Its output: the job's on the second serial port (stdout here), the
-# kernel's console in a file shown when the job did not end normally.
+# Its output: the job's on the second serial port (stdout here: TAP); its
+# errors and the kernel's messages on the console, a file, shown on stderr
+# after (meson keeps them in the log, apart from the TAP).
 timeout "${PVISOR_VM_TIMEOUT:-1500}" qemu-system-x86_64 -nodefaults -display none -no-reboot \
     -m 2048 -smp 2 -accel tcg,thread=multi -cpu max \
     -kernel "$VM/vmlinuz" -initrd "$W/initrd" -append "console=ttyS0 panic=-1 loglevel=4" \
@@ -81,9 +82,10 @@ timeout "${PVISOR_VM_TIMEOUT:-1500}" qemu-system-x86_64 -nodefaults -display non
 qrc=$?
 rc=$(sed -n 's/^VM-EXIT \([0-9]*\).*/\1/p' "$W/out" | tail -n 1)
 grep -v '^VM-EXIT ' "$W/out"
+tr -d '\r' <"$W/console" >&2
+cat "$W/qemu.err" >&2
 if [ -z "$rc" ]; then
-    echo "# run-in-vm: the VM ended without the job's status (qemu exit $qrc); its console:"
-    sed 's/^/#   /' "$W/console" "$W/qemu.err" | tail -n 40
+    echo "not ok - run-in-vm: the VM ended without the job's status (qemu exit $qrc; its console is on stderr)"
     exit 1
 fi
 exit "$rc"
