@@ -366,16 +366,31 @@ void sandbox_record(struct run_context *ctx, const struct sandbox *sb) {
                                               "ones were not"
                                             : "",
                  given[0] ? "; the --access rw: grants handed these sockets over as asked: " : "", given);
-    bundle_set_dimension(
-        b, DIM_IPC,
-        !ipc_ok           ? LEVEL_UNAVAILABLE
-        : sockets_partial ? LEVEL_PARTIAL
-                          : LEVEL_ENFORCED,
-        "IPC + PID namespaces; no host sockets projected (those in projected trees covered); Landlock scopes "
-        "(abstract unix, signals)",
-        EVID("{s:b, s:b, s:b, s:O?}", "ipc_namespace_differs", ipc, "landlock_scoped", scoped, "net_namespace_differs",
-             net, "host_unix_sockets", hs),
-        ipc_note[0] ? ipc_note : NULL);
+    /* Landlock's scopes exist from ABI 6 (Linux 6.12): before it, only a
+     * network namespace of the run's own keeps the host's abstract unix
+     * sockets out of reach (signals: the PID namespace), and the
+     * mechanism names what was installed, not what this kernel lacks. */
+    char ipc_mech[320];
+    snprintf(ipc_mech, sizeof ipc_mech,
+             "IPC + PID namespaces; no host sockets projected (those in projected trees covered); %s",
+             scoped ? "Landlock scopes (abstract unix, signals)"
+             : net  ? "abstract unix sockets: the run's own network namespace (no Landlock scopes here: ABI < 6)"
+                    : "no Landlock scopes here (ABI < 6) and the host's network namespace: the host's abstract unix "
+                      "sockets are reachable");
+    if (!scoped && !net && ipc && pid)
+        snprintf(ipc_note + strlen(ipc_note), sizeof ipc_note - strlen(ipc_note),
+                 "%sthis kernel's Landlock (ABI %lld) has no scopes (ABI 6, Linux 6.12), and the command stays in the "
+                 "host's network namespace, where it could connect to the host's abstract unix sockets: --safe "
+                 "gives it a network namespace of its own",
+                 ipc_note[0] ? "; " : "", (long long)json_integer_value(json_object_get(ll, "abi")));
+    bundle_set_dimension(b, DIM_IPC,
+                         !ipc_ok           ? LEVEL_UNAVAILABLE
+                         : sockets_partial ? LEVEL_PARTIAL
+                                           : LEVEL_ENFORCED,
+                         ipc_mech,
+                         EVID("{s:b, s:b, s:b, s:O?}", "ipc_namespace_differs", ipc, "landlock_scoped", scoped,
+                              "net_namespace_differs", net, "host_unix_sockets", hs),
+                         ipc_note[0] ? ipc_note : NULL);
     record_resources(ctx, sb, ev, user);
 #undef EVID
     bundle_set_executor(b, "host",

@@ -102,6 +102,14 @@ attempt() {
 rm -rf "$S"
 "$PVISOR" run --safe --stage "$S" --workspace "$W" -- true
 eq $? 0 "a --safe run starts (stage created)"
+# this kernel's Landlock ABI: scopes (abstract unix sockets, signals) from 6
+LLABI=$(jq -r '.sandbox_evidence.landlock.abi // 0' "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json")
+# ipc's mechanism names what was installed: before ABI 6 the run's own
+# network namespace keeps the host's abstract unix sockets out of reach
+if [ "$LLABI" -ge 6 ]; then e="; Landlock scopes (abstract unix, signals)"
+else e="; abstract unix sockets: the run's own network namespace (no Landlock scopes here: ABI < 6)"; fi
+eq "$(jq -r --arg e "$e" '"\(.dimensions.ipc.effective) \(.dimensions.ipc.mechanism | endswith($e))"' "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json")" \
+    "enforced true" "--safe on Landlock ABI $LLABI: ipc is enforced, by the controls its mechanism names"
 
 # Reads outside the workspace, through /proc of a host process, credentials.
 escape_reads() {
