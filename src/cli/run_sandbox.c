@@ -993,6 +993,26 @@ static const char *dimension_unavailable(const struct sandbox *sb, char *names, 
     return first;
 }
 
+/* Is ipc unavailable only for want of Landlock's scopes (ABI 6), the
+ * command being in the host's network namespace (--filesystem sandbox)?
+ * Foreseeable on such a kernel, not a self-check surprise: returns the
+ * Landlock ABI then, to say so, and -1 otherwise. */
+static int ipc_lacks_scopes(const struct sandbox *sb) {
+    const json_t *dims = json_object_get(sb->ctx->bundle, "dimensions");
+    const json_t *ipc = json_object_get(dims, dimension_name(DIM_IPC));
+    const json_t *ev = json_object_get(ipc, "evidence");
+    const char *eff = json_string_value(json_object_get(ipc, "effective"));
+    const char *pid =
+        json_string_value(json_object_get(json_object_get(dims, dimension_name(DIM_CHILD_PROCESSES)), "effective"));
+    if (!eff || strcmp(eff, level_name(LEVEL_UNAVAILABLE)) != 0 || !pid ||
+        strcmp(pid, level_name(LEVEL_ENFORCED)) != 0 || !json_is_true(json_object_get(ev, "ipc_namespace_differs")) ||
+        !json_is_false(json_object_get(ev, "landlock_scoped")) ||
+        !json_is_false(json_object_get(ev, "net_namespace_differs")))
+        return -1;
+    const json_t *ll = json_object_get(json_object_get(sb->report, "evidence"), "landlock");
+    return (int)json_integer_value(json_object_get(ll, "abi"));
+}
+
 /* The guardian of the user's terminal: a child that waits on a socket from
  * us; at EOF without our 'd' (we were killed: SIGKILL, the OOM killer,
  * where nothing of ours runs) it puts the saved modes back, so the shell
@@ -1304,10 +1324,19 @@ void sandbox_read_report(pid_t child, void *userdata) {
             sb->refused = dimension_name(DIM_RESOURCES);
         else if ((gone = dimension_unavailable(sb, names, sizeof names))) {
             sb->refused = gone;
-            snprintf(sb->refused_why, sizeof sb->refused_why,
-                     "the sandbox's self-check does not show %s enforced (the Bundle records them unavailable), "
-                     "though every setup step reported success; see the Bundle's sandbox_evidence",
-                     names);
+            int abi = strcmp(names, dimension_name(DIM_IPC)) == 0 ? ipc_lacks_scopes(sb) : -1;
+            if (abi >= 0)
+                snprintf(sb->refused_why, sizeof sb->refused_why,
+                         "ipc is unavailable on this kernel: its Landlock (ABI %d) has no scopes for abstract unix "
+                         "sockets and signals (ABI 6, Linux 6.12), and --filesystem sandbox keeps the host's network "
+                         "namespace, where the command could connect to the host's abstract unix sockets; use --safe "
+                         "(a network namespace of its own; --allow-net HOST for what the command must reach)",
+                         abi);
+            else
+                snprintf(sb->refused_why, sizeof sb->refused_why,
+                         "the sandbox's self-check does not show %s enforced (the Bundle records them unavailable), "
+                         "though every setup step reported success; see the Bundle's sandbox_evidence",
+                         names);
         } else if (dim) {
             sb->refused = dim;
             /* say why and what to do: the dimension's name alone does not */
