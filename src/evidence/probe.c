@@ -1092,6 +1092,13 @@ void executor_readiness_compute(const struct host_probe *p, enum probe_executor 
         }
         if (!p->cgroup.delegated.ok)
             note_add(r, "no delegated cgroup v2 with memory and pids: --limit mem/pids fall back to rlimits here");
+        /* what an older Landlock leaves out, said before a run records it */
+        if (p->landlock.usable.ok && p->landlock.abi < 4)
+            note_add(r, "Landlock ABI < 4 (Linux 6.7) has no TCP rights: --safe does not refuse TCP on the "
+                        "sandbox's own loopback (the host's network stays out of reach: its namespace)");
+        if (p->landlock.usable.ok && p->landlock.abi < 6)
+            note_add(r, "Landlock ABI < 6 (Linux 6.12) has no scopes: --filesystem sandbox is refused (ipc: in the "
+                        "host's network namespace the host's abstract unix sockets would be reachable); --safe is not");
         break;
 
     case PROBE_EXECUTOR_OCI:

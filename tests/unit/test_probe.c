@@ -222,6 +222,17 @@ static void test_readiness(void) {
     executor_readiness_compute(&p, PROBE_EXECUTOR_HOST, &r);
     ok(r.host_features_ready && r.n_notes == 1, "no cgroup delegation => a note, not a blocker");
 
+    /* An older Landlock: what it leaves out is said, blocking nothing. */
+    perfect_host(&p);
+    p.landlock.abi = 5;
+    executor_readiness_compute(&p, PROBE_EXECUTOR_HOST, &r);
+    ok(r.host_features_ready && r.n_notes == 1 && strstr(r.notes[0], "no scopes: --filesystem sandbox is refused"),
+       "Landlock ABI 5 => a note: no scopes, --filesystem sandbox refused");
+    p.landlock.abi = 2; /* Debian 12's 6.1 */
+    executor_readiness_compute(&p, PROBE_EXECUTOR_HOST, &r);
+    ok(r.host_features_ready && r.n_notes == 2 && strstr(r.notes[0], "no TCP rights"),
+       "Landlock ABI 2 => notes: no TCP rights, no scopes");
+
     /* oci. */
     perfect_host(&p);
     executor_readiness_compute(&p, PROBE_EXECUTOR_OCI, &r);
