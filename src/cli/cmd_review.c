@@ -95,6 +95,34 @@ int lc_cli_target(const char *verb, const char *run, const char *stage_dir, char
                     "staged run's workspace\n",
                     verb, wd ? wd : "?", id ? id : "?");
         }
+        /* The newest run here never ran its command (a refused --safe
+         * start, a Ctrl-C as it started, a mistyped command), so the stage
+         * is an earlier run's, which holds its work: said; and drop, which
+         * discards it, wants it named (the user meant the run that failed,
+         * which left nothing to drop). */
+        const char *id = ret_run && *ret_run ? *ret_run : NULL;
+        json_t *skipped = !run && !stage_dir && ws && id ? lc_newer_never_ran(id, ws) : NULL;
+        if (skipped) {
+            const char *sid = json_string_value(json_object_get(skipped, "run"));
+            const char *sst = json_string_value(json_object_get(skipped, "state"));
+            if (strcmp(verb, "drop") == 0) {
+                cli_error(PV_EXIT_FAILURE, verb,
+                          "the newest run here, %s, never ran its command (%s) and left nothing to drop; the "
+                          "newest stage is run %s's, with its work: to drop that, name it ('pvisor drop %s')",
+                          sid, sst ? sst : "?", id, id);
+                json_decref(skipped);
+                json_decref(bundle);
+                free(*ret_stage);
+                *ret_stage = NULL;
+                free(*ret_run);
+                *ret_run = NULL;
+                return PV_EXIT_FAILURE;
+            }
+            fprintf(stderr,
+                    "pvisor %s: note: the newest run here, %s, never ran its command (%s): this is run %s's stage\n",
+                    verb, sid, sst ? sst : "?", id);
+            json_decref(skipped);
+        }
         if (!run && !stage_dir && ws)
             note_other_stages(verb, ws, *ret_stage);
         if (ret_bundle)

@@ -203,6 +203,11 @@ json_t *lc_changeset_to_json(const struct lc_changeset *cs);
 int lc_resolve_target(const char *run, const char *stage_dir, bool pass_over_starting, char **ret_stage_path,
                       char **ret_run_id, json_t **ret_bundle);
 
+/* The newest run newer than run_id, of workspace (or none recorded), whose
+ * command never ran on a stage of its own (passed over by
+ * lc_resolve_target without a RUN): {"run", "state"}, or NULL. */
+json_t *lc_newer_never_ran(const char *run_id, const char *workspace);
+
 /* The runs whose Bundles name the stage at path stage, oldest first (its
  * meta.json's list, less the runs whose Bundle is gone or names another
  * directory: a forked stage's): an array of {"run": ID, "bundle": {...}};

@@ -122,6 +122,25 @@ json_t *lc_other_open_stages(const char *workspace, const char *stage) {
     return out;
 }
 
+json_t *lc_newer_never_ran(const char *run_id, const char *workspace) {
+    char **ids = NULL;
+    size_t n = 0;
+    json_t *out = NULL;
+    if (!run_id || !workspace || runs_list_ids(&ids, &n) < 0)
+        return NULL;
+    for (size_t i = 0; i < n && !out && strcmp(ids[i], run_id) != 0; i++) {
+        json_t *b = NULL;
+        if (runs_load_bundle(ids[i], &b) < 0)
+            continue;
+        const char *ws = json_string_value(json_object_get(b, "workspace"));
+        if (command_never_ran(ids[i], b) && (!ws || strcmp(ws, workspace) == 0))
+            out = json_pack("{s:s, s:s?}", "run", ids[i], "state", json_string_value(json_object_get(b, "state")));
+        json_decref(b);
+    }
+    runs_free_ids(ids);
+    return out;
+}
+
 json_t *lc_stage_runs(const char *stage) {
     _cleanup_free_ char *real = realpath(stage, NULL);
     _cleanup_close_ int fd = real ? open(real, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;

@@ -2581,9 +2581,22 @@ nf_run=$(latest_run)
 mkdir -p "$T/outside"; (cd "$T/outside" && "$P" run --safe --workspace "$Wf" -- true) >/dev/null 2>&1
 sf_run=$(latest_run)
 (cd "$Wf" && "$P" status --review --json 2>"$T/failed1.err" | jq -r .run; "$P" apply 2>"$T/failed2.err" >/dev/null; echo "apply=$?")  > "$T/failed.out"
-eq "$(jq -r .state "$XDG_STATE_HOME/pvisor/runs/$nf_run/bundle.json") $(jq -r .state "$XDG_STATE_HOME/pvisor/runs/$sf_run/bundle.json"):$(cat "$T/failed.out" | tr '\n' ' ')$(cat "$Wf/work" 2>&1):$(cat "$T/failed1.err" "$T/failed2.err" | wc -c)" \
-    "exec_failed setup_failed:$agent_run apply=0 agent:0" \
-    "review and apply without a run pass over newer runs whose command never ran (not found, refused): the agent's stage is taken, nothing noted"
+eq "$(jq -r .state "$XDG_STATE_HOME/pvisor/runs/$nf_run/bundle.json") $(jq -r .state "$XDG_STATE_HOME/pvisor/runs/$sf_run/bundle.json"):$(cat "$T/failed.out" | tr '\n' ' ')$(cat "$Wf/work" 2>&1):$(cat "$T/failed1.err" "$T/failed2.err" | grep -c "note: the newest run here, $sf_run, never ran its command (setup_failed): this is run $agent_run's stage")" \
+    "exec_failed setup_failed:$agent_run apply=0 agent:2" \
+    "review and apply without a run pass over newer runs whose command never ran (not found, refused): the agent's stage is taken, and each says so"
+# ... but a bare drop, which discards the stage, refuses: the user meant
+# the run that failed (which left nothing to drop), and it dropped the
+# agent's work before it
+Wd=$T/wsdropfailed; mkdir -p "$Wd"
+(cd "$Wd" && "$P" run --stage auto -- sh -c 'echo agent > work') >/dev/null 2>&1
+agent_run=$(latest_run)
+(cd "$Wd" && "$P" run --stage auto -- "$T/no-such-command") >/dev/null 2>&1
+nf_run=$(latest_run)
+(cd "$Wd" && "$P" drop) >/dev/null 2>"$T/dropfailed.err"; rc=$?
+eq "$rc:$(grep -c "the newest run here, $nf_run, never ran its command (exec_failed) and left nothing to drop; the newest stage is run $agent_run's, with its work: to drop that, name it ('pvisor drop $agent_run')" "$T/dropfailed.err"):$(cd "$Wd" && "$P" status "$agent_run" --json | jq -r '.stage.current_state')" \
+    "1:1:sealed" "  a bare drop refuses then, naming both runs; the agent's stage is kept"
+(cd "$Wd" && "$P" drop "$agent_run") >/dev/null 2>&1; rc=$?
+eq "$rc:$(cd "$Wd" && "$P" status "$agent_run" --json | jq -r '.stage.current_state')" "0:dropped" "  named, it is dropped"
 # ... but not one that reopened a stage holding work (--stage DIR again, a
 # fork): a fork is named by no other run's Bundle, so passed over, review
 # and apply took the stage it was forked from (the work the fork was made
