@@ -309,6 +309,35 @@ void sandbox_record(struct run_context *ctx, const struct sandbox *sb) {
                 ? "TCP on the sandbox's own loopback is not refused: this kernel's Landlock has no TCP rights (ABI < 4)"
                 : NULL);
     }
+    /* --network loopback sets NO_PROXY=localhost,127.0.0.1,::1 (plan_build.c):
+     * a rule for the host's loopback by one of those names is then reached
+     * only by a client that ignores NO_PROXY; curl, Python, git and npm
+     * connect to the sandbox's own loopback instead, and the run's end said
+     * only that the command asked the broker for nothing */
+    if (sb->plan.loopback_tcp && sb->plan.proxy_port) {
+        char rules[300] = "";
+        size_t len = 0;
+        for (int i = 0; i < ctx->opts->n_allow_net; i++) {
+            const struct egress_rule *r = &ctx->opts->allow_net[i];
+            if (r->wildcard ||
+                (strcmp(r->host, "localhost") != 0 && strcmp(r->host, "127.0.0.1") != 0 && strcmp(r->host, "::1") != 0))
+                continue;
+            char f[EGRESS_HOST_MAX + 16];
+            egress_rule_format(r, f, sizeof f);
+            if (len < sizeof rules)
+                len += (size_t)snprintf(rules + len, sizeof rules - len, "%s%s", len ? ", " : "", f);
+        }
+        if (len) {
+            char w[700];
+            snprintf(w, sizeof w,
+                     "--allow-net %s: with --network loopback, NO_PROXY keeps localhost, 127.0.0.1 and ::1 direct, "
+                     "on the sandbox's own loopback: clients that honour it (curl, Python, git, npm) do not reach "
+                     "the host's there through the broker; without --network loopback they do",
+                     rules);
+            bundle_add_warning(b, w);
+            fprintf(stderr, "pvisor run: warning: %s\n", w);
+        }
+    }
     bundle_set_dimension(
         b, DIM_CHILD_PROCESSES, pid ? LEVEL_ENFORCED : LEVEL_UNAVAILABLE,
         "PID namespace with pvisor's init as PID 1; every process dies with the run",

@@ -82,8 +82,21 @@ p = urllib.request.getproxies()
 print(p["http"], p["https"], os.environ["NPM_CONFIG_PROXY"])' 2>&1)
 eq "$out" "http://127.0.0.1:3128 http://127.0.0.1:3128 http://127.0.0.1:3128" \
     "... and so does a passed proxy variable spelt in another case"
-out=$(cd "$W" && "$P" run --safe --network loopback --allow-net "127.0.0.1:$FP" -- sh -c 'echo "$NO_PROXY"' 2>&1)
+out=$(cd "$W" && "$P" run --safe --network loopback --allow-net "127.0.0.1:$FP" -- sh -c 'echo "$NO_PROXY"' 2>"$T/err")
 eq "$out" "localhost,127.0.0.1,::1" "with --network loopback, NO_PROXY keeps the sandbox's own loopback direct"
+GET='import sys, urllib.request
+try: print(urllib.request.urlopen(sys.argv[1], timeout=20).status)
+except OSError: print("failed")'
+# ... so a rule for the host's loopback by one of those names is taken only
+# by a client that ignores NO_PROXY: Python's urllib (as curl) went direct
+# to the sandbox's own loopback, and the run's end said only that it asked
+# the broker for nothing
+out=$(cd "$W" && "$P" run --safe --network loopback --allow-net "127.0.0.1:$FP" --allow-net "localhost:$FP" \
+    --allow-net "127.0.0.2:$FP" -- python3 -c "$GET" "http://127.0.0.1:$FP/small" 2>"$T/err")
+eq "$out:$(grep -c "warning: --allow-net 127.0.0.1:$FP, localhost:$FP: with --network loopback, NO_PROXY keeps" "$T/err"):$(jq '[.warnings[] | select(test("NO_PROXY keeps"))] | length' "$(bundle)")" \
+    "failed:1:1" "... and such a rule is warned of, on stderr and in the Bundle (127.0.0.2, not in NO_PROXY, is not)"
+out=$(cd "$W" && "$P" run --safe --allow-net "127.0.0.1:$FP" -- python3 -c "$GET" "http://127.0.0.1:$FP/small" 2>"$T/err")
+eq "$out:$(grep -c 'NO_PROXY' "$T/err")" "200:0" "... not without --network loopback, where urllib takes the rule through the broker"
 # A client's own config file, read inside too, may name a host proxy (a
 # local one, 127.0.0.1:7890, is common) that wins over HTTPS_PROXY; each
 # such client has a variable that wins over its files, set to the broker.
@@ -229,7 +242,7 @@ s = socket.socket(); s.bind((\"127.0.0.1\", 0)); s.listen(1)
 port = s.getsockname()[1]
 threading.Thread(target=lambda: s.accept()[0].sendall(b\"inside\"), daemon=True).start()
 c = socket.create_connection((\"127.0.0.1\", port)); print(c.recv(10).decode())
-'; $C direct 127.0.0.1 $FP; $C get 127.0.0.1:$FP small" 2>&1)
+'; $C direct 127.0.0.1 $FP; $C get 127.0.0.1:$FP small" 2>&1 | grep -v 'warning: --allow-net 127.0.0.1:.*NO_PROXY')
 eq "$(echo $out)" "inside ECONNREFUSED 200 $SMALL_SHA" \
     "--network loopback with --allow-net: the sandbox's own loopback works, the host's is reached only by the broker"
 
