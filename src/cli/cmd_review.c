@@ -182,10 +182,30 @@ int lc_cli_target(const char *verb, const char *run, const char *stage_dir, char
                                "no runs recorded yet (start one with 'pvisor run --stage auto -- CMD')");
     if (r == -ENOTUNIQ)
         return cli_error(PV_EXIT_FAILURE, verb, "'%s' matches more than one run; give more of the id", run);
+    if (r == -ENOMEDIUM && run) {
+        /* a staged run whose command never started has no stage either
+         * (none was opened, or the empty one it made is gone): not one
+         * that "was not staged" */
+        const char *state = json_string_value(json_object_get(bundle, "state"));
+        const json_t *req = json_object_get(bundle, "requested_policy");
+        const char *fs = json_string_value(json_object_get(req, "filesystem"));
+        bool staged = json_is_true(json_object_get(req, "safe")) || json_is_string(json_object_get(req, "stage")) ||
+                      (fs && strcmp(fs, "sandbox") == 0);
+        bool never_ran = state && (strcmp(state, "interrupted") == 0 || strcmp(state, "setup_failed") == 0 ||
+                                   strcmp(state, "exec_failed") == 0);
+        if (staged && never_ran)
+            cli_error(PV_EXIT_FAILURE, verb,
+                      "run '%s' has no stage: its command never ran (%s), so nothing was staged (see 'pvisor status "
+                      "%s')",
+                      run, state, run);
+        else
+            cli_error(PV_EXIT_FAILURE, verb, "run '%s' was not staged: it has no stage", run);
+        json_decref(bundle);
+        return PV_EXIT_FAILURE;
+    }
     if (r == -ENOMEDIUM)
-        return run ? cli_error(PV_EXIT_FAILURE, verb, "run '%s' was not staged: it has no stage", run)
-                   : cli_error(PV_EXIT_FAILURE, verb,
-                               "no recorded run has a stage (use 'pvisor run --stage auto -- CMD', or --stage DIR)");
+        return cli_error(PV_EXIT_FAILURE, verb,
+                         "no recorded run has a stage (use 'pvisor run --stage auto -- CMD', or --stage DIR)");
     return cli_error(PV_EXIT_FAILURE, verb, "cannot find the stage: %s", strerror(-r));
 }
 

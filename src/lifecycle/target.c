@@ -299,6 +299,10 @@ int lc_resolve_target(const char *run, const char *stage_dir, bool pass_over_sta
         }
         if (!bundle_stage_path(bundle)) {
             r = -ENOMEDIUM;
+            if (ret_bundle) { /* the caller tells why: unstaged, or its command never ran */
+                *ret_bundle = bundle;
+                bundle = NULL;
+            }
             goto out;
         }
     } else if (run) { /* latest: the newest run, which must have a stage */
@@ -312,6 +316,10 @@ int lc_resolve_target(const char *run, const char *stage_dir, bool pass_over_sta
         }
         if (!bundle_stage_path(bundle)) {
             r = -ENOMEDIUM;
+            if (ret_bundle) { /* the caller tells why: unstaged, or its command never ran */
+                *ret_bundle = bundle;
+                bundle = NULL;
+            }
             goto out;
         }
     } else {

@@ -339,6 +339,13 @@ if $safe_works; then
     r=$(latest_run)
     eq "$(jq -r '[.state, (.stage | type)] | join(" ")' "$XDG_STATE_HOME/pvisor/runs/$r/bundle.json"):$(ls -A "$XDG_STATE_HOME/pvisor/runs/$r" | tr '\n' ' ')" \
         "setup_failed null:bundle.json " "  the empty stage it made is removed, the Bundle names none; the Bundle stays"
+    # ... and the verbs that take a stage say so when that run is named
+    # (they said it "was not staged", of a --safe run)
+    out=$("$PVISOR" diff "$r" 2>&1); rc=$?
+    eq "$rc:$out" "1:pvisor diff: run '$r' has no stage: its command never ran (setup_failed), so nothing was staged (see 'pvisor status $r')" \
+        "  diff of that run says its command never ran"
+    out=$("$PVISOR" run -- true >/dev/null 2>&1; "$PVISOR" diff latest 2>&1); rc=$?
+    eq "$rc:$out" "1:pvisor diff: run 'latest' was not staged: it has no stage" "  of a plain run, that it was not staged"
 fi
 # the running Bundle of a --safe run says what is installed: `pvisor
 # status` during the run (and for good, once the supervisor is killed)
