@@ -623,6 +623,10 @@ eq "$(jq -r '[.dimensions | to_entries[] | select(.value.effective != "enforced"
    "resources:none" "--safe Bundle: every requested dimension enforced (resources not requested)"
 eq "$(jq -r '.sandbox_evidence | [.NoNewPrivs, .Seccomp, .CapEff, .CapBnd] | join(" ")' "$b")" \
    "1 2 0000000000000000 0000000000000000" "--safe Bundle: self-check shows no_new_privs, seccomp, no capabilities"
+# its note says what the filter does with what nobody reviewed (it named
+# only the deny list, as if any call it did not name were allowed)
+eq "$(jq -r '.dimensions.syscalls.notes[0]' "$b" | grep -c 'syscall numbers this build did not review, newer calls included, ENOSYS')" \
+   "1" "--safe Bundle: the syscalls note names the ENOSYS of unreviewed numbers"
 # The filter is compiled when pvisor is built (src/launch/seccomp-gen.c):
 # the evidence names the program installed, as the build made it (the
 # generated header, packed as struct sock_filter), and pvisor does not
