@@ -321,8 +321,9 @@ int policy_parse_run(int argc, char **argv, struct run_options *ret_opts, char *
             break;
         case OPT_TIMEOUT:
             if (policy_parse_duration(val, &o.timeout_ms) < 0)
-                return usage_error(
-                    ret_error, "--timeout: '%s' is not a duration (examples: 90, 30s, 10m, 2h; at most 7 days)", val);
+                return usage_error(ret_error,
+                                   "--timeout: '%s' is not a duration from 1 s to 7 days (examples: 90, 30s, 10m, 2h)",
+                                   val);
             break;
         case OPT_ACCESS:
         case OPT_ALLOW_WRITE: {

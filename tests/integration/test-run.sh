@@ -188,6 +188,11 @@ done
 "$PVISOR" run --timeout 169h -- true 2>/dev/null; rc=$?
 eq "$rc:$("$PVISOR" help run | grep -c 'at most 7 days')" "2:2" \
     "a --timeout over 7 days is a usage error, and help run says the bound (--timeout, --limit cpu)"
+# 0 is a duration, refused for being under the bound ("'0' is not a
+# duration" did not say so)
+eq "$("$PVISOR" run --timeout 0 -- true 2>&1 | head -n 1)" \
+    "pvisor run: --timeout: '0' is not a duration from 1 s to 7 days (examples: 90, 30s, 10m, 2h)" \
+    "--timeout 0: the usage error names both bounds"
 eq "$("$PVISOR" help run | grep -Ec '64 (rules|names)')" 3 "help run says --allow-net, --pass-env and --access take 64 each"
 eq "$("$PVISOR" help run | grep -c -- '--safe is sandbox whatever')" 1 "help run says --safe ignores --filesystem host"
 check "version prints the version" sh -c "'$PVISOR' version | grep -Eq '^pvisor [0-9]+\.[0-9]+\.[0-9]+'"
