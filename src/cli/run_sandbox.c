@@ -663,6 +663,7 @@ int sandbox_prepare(struct run_context *ctx, const struct agent_hooks *hooks, st
             for (int k = 0; k < i; k++)
                 free(resolved[k]);
             dirlist_free(&rt);
+            sandbox_release(&sb); /* HOME's view, the masks */
             return r;
         }
         rules[n_rules++] = (struct access_rule){.kind = ctx->opts->access[i].kind, .path = resolved[i]};
@@ -800,7 +801,7 @@ int sandbox_prepare(struct run_context *ctx, const struct agent_hooks *hooks, st
     _cleanup_free_ char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
     json_decref(j);
     if (!s) {
-        plan_free(&sb.plan);
+        sandbox_release(&sb); /* the agent socket, HOME's view, the plan */
         return -ENOMEM;
     }
     size_t len = strlen(s);
