@@ -385,15 +385,57 @@ static void hooks_path_in_workspace(const char *workspace, char *pre[2]) {
     hooks_prefixes(workspace, out, pre);
 }
 
+/* The config file .git/config beneath dir_fd (a regular file, no symlink
+ * followed), opened for a git that reads it as /dev/fd/N (not
+ * close-on-exec), or -1. */
+static int open_git_config(int dir_fd) {
+    int cfd = dir_fd < 0 ? -1 : lc_open_beneath(dir_fd, ".git/config", O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
+    struct stat st;
+    if (cfd >= 0 && (fstat(cfd, &st) < 0 || !S_ISREG(st.st_mode) || fcntl(cfd, F_SETFD, 0) < 0)) {
+        close(cfd);
+        return -1;
+    }
+    return cfd;
+}
+
+/* 'git config --file /dev/fd/cfd' with args, its output captured (c->buf,
+ * NUL-terminated); git's exit status or -errno. */
+static int git_config_fd(int cfd, const char *a1, const char *a2, const char *a3, struct capture *c) {
+    char file[32];
+    snprintf(file, sizeof file, "/dev/fd/%d", cfd);
+    const char *const argv[] = {"git", "config", "--file", file, a1, a2, a3, NULL};
+    c->len = 0;
+    int r = lc_git_run("/", argv, NULL, sink_capture, c);
+    c->buf[c->len] = '\0';
+    return r;
+}
+
+/* Does the config cfd include other files (include.path, includeIf)?
+ * What those set is not read here (a relative path is resolved against
+ * the including file's directory, which /dev/fd/N is not): an agent's
+ * 'include.path = ../x' with 'core.hooksPath' in x named a hooks
+ * directory the review did not see. */
+static bool config_includes(int cfd) {
+    struct capture c = {.len = 0};
+    if (cfd < 0)
+        return false;
+    int r = git_config_fd(cfd, "--name-only", "--get-regexp", "^include", &c);
+    return r == 0 ? c.len > 0 : r == -E2BIG; /* more than a buffer of them: some */
+}
+
 /* The core.hooksPath that the stage's own .git/config sets, when the stage
- * adds or changes that file (git config reading only that file, from a
- * descriptor opened beneath upper/ without following a symlink), as
- * hooks_prefixes gives it: once applied, git runs the hooks from there,
- * which the workspace's git does not say yet (tested: the agent's 'git
- * config core.hooksPath .githooks' and an edit of the tracked
- * .githooks/pre-commit were no git_hook, only the config's git_config). */
-static void hooks_path_in_stage(const struct lc_changeset *cs, char *pre[2]) {
+ * adds or changes that file, as hooks_prefixes gives it: once applied, git
+ * runs the hooks from there, which the workspace's git does not say yet
+ * (tested: the agent's 'git config core.hooksPath .githooks' and an edit
+ * of the tracked .githooks/pre-commit were no git_hook, only the config's
+ * git_config).  *ret_unknown: the stage's or the workspace's config
+ * includes other files, whose hooksPath is not read (config_includes). */
+static void hooks_path_in_stage(const struct lc_changeset *cs, char *pre[2], bool *ret_unknown) {
     pre[0] = pre[1] = NULL;
+    *ret_unknown = false;
+    _cleanup_close_ int wfd = open(cs->workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    _cleanup_close_ int wcfd = open_git_config(wfd);
+    *ret_unknown = config_includes(wcfd);
     bool changed = false;
     for (size_t i = 0; i < cs->n && !changed; i++)
         changed = cs->entries[i].kind != LC_DELETED && cs->entries[i].new_type == LC_REG &&
@@ -402,18 +444,15 @@ static void hooks_path_in_stage(const struct lc_changeset *cs, char *pre[2]) {
         return;
     _cleanup_free_ char *upper = path_join(cs->stage_path, "upper");
     _cleanup_close_ int ufd = upper ? open(upper, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
-    _cleanup_close_ int cfd = ufd < 0 ? -1 : lc_open_beneath(ufd, ".git/config", O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
-    struct stat st;
-    if (cfd < 0 || fstat(cfd, &st) < 0 || !S_ISREG(st.st_mode) || fcntl(cfd, F_SETFD, 0) < 0)
-        return; /* (not close-on-exec: the git below reads it as /dev/fd/N) */
-    char file[32];
-    snprintf(file, sizeof file, "/dev/fd/%d", cfd);
-    const char *const argv[] = {"git", "config", "--file", file, "--get", "core.hooksPath", NULL};
+    _cleanup_close_ int cfd = open_git_config(ufd);
+    if (cfd < 0)
+        return;
+    if (config_includes(cfd))
+        *ret_unknown = true;
     struct capture c = {.len = 0};
-    int r = lc_git_run("/", argv, NULL, sink_capture, &c);
+    int r = git_config_fd(cfd, "--get", "core.hooksPath", NULL, &c);
     char *out = c.buf;
     size_t len = c.len;
-    out[len] = '\0';
     if (r != 0 || len < 2 || out[len - 1] != '\n' || out[0] == '~')
         return;
     out[len - 1] = '\0';
@@ -463,9 +502,17 @@ void lc_changeset_mark_hooks_path(struct lc_changeset *cs) {
      * .git/config names (husky's each second) */
     char *pre[4];
     hooks_path_in_workspace(cs->workspace, pre);
-    hooks_path_in_stage(cs, pre + 2);
+    bool unknown;
+    hooks_path_in_stage(cs, pre + 2, &unknown);
     for (size_t i = 0; i < cs->n; i++) {
         struct lc_entry *e = &cs->entries[i];
+        /* a config that includes others may name any hooks directory: a
+         * file with a hook's name anywhere may be one */
+        const char *base = strrchr(e->path, '/');
+        if (unknown && e->kind != LC_DELETED && git_hook_name(base ? base + 1 : e->path)) {
+            e->warnings |= LC_W_GIT_HOOK;
+            cs->warnings |= LC_W_GIT_HOOK;
+        }
         for (size_t k = 0; k < 4; k++) {
             if (!pre[k])
                 continue;

