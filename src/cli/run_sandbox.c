@@ -1251,24 +1251,6 @@ void sandbox_finish_egress(struct sandbox *sb, bool command_failed) {
     bundle_set_json(sb->ctx->bundle, "egress", j);
 }
 
-/* The go-ahead to the command, which waits for it; one that died (a
- * Ctrl-C at the terminal reached it) gives EPIPE, not a SIGPIPE that
- * killed pvisor with the Bundle saying "running". */
-static int write_go(int fd) {
-    sigset_t pipe_set, old;
-    sigemptyset(&pipe_set);
-    sigaddset(&pipe_set, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
-    int r = write(fd, "g", 1) == 1 ? 0 : -errno;
-    if (r == -EPIPE) {
-        struct timespec zero = {0, 0};
-        while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR)
-            ;
-    }
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    return r;
-}
-
 /* Parent side, once the launcher was exec'd: read its report, record the
  * evidence, decide (--strict) and let the command go or not; then wait for
  * EOF (exec) or an exec failure report. */
@@ -1360,7 +1342,7 @@ void sandbox_read_report(pid_t child, void *userdata) {
         go = false;
     if (go)
         tty_raw(sb);
-    int gr = go ? write_go(sb->go_w) : 0;
+    int gr = go ? write_byte_no_sigpipe(sb->go_w, 'g') : 0;
     sb->go_given = go && gr == 0;
     if (gr < 0) {
         /* the launcher ends (125) without the go-ahead: the command never

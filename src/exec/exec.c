@@ -180,23 +180,6 @@ static int reap_descendants(const pid_t *known, size_t n_known) {
     }
 }
 
-/* Write the go byte; a reader that is gone (an early_exec child whose exec
- * failed) gives -EPIPE, without a SIGPIPE for the supervisor. */
-static int write_go(int fd) {
-    sigset_t pipe_set, old;
-    sigemptyset(&pipe_set);
-    sigaddset(&pipe_set, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
-    int r = write(fd, "g", 1) == 1 ? 0 : -errno;
-    if (r == -EPIPE) {
-        struct timespec zero = {0, 0};
-        while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR)
-            ;
-    }
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    return r;
-}
-
 /* The command, given the terminal, was stopped (Ctrl-Z, SIGSTOP): stop
  * pvisor with it, so that the shell sees the job stopped and gets its
  * terminal back, instead of waiting for pvisor forever.  When the shell
@@ -301,7 +284,7 @@ int exec_run(const struct exec_spec *s, struct exec_result *ret) {
     }
     /* early_exec: a child whose exec failed has closed its end already;
      * its report is read from err[] below. */
-    r = write_go(go[1]);
+    r = write_byte_no_sigpipe(go[1], 'g');
     if (r == -EPIPE && s->early_exec)
         r = 0;
     if (r < 0) {

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
 #include <pwd.h>
 #include <sched.h>
 #include <signal.h>
@@ -443,6 +444,21 @@ int write_string_at(int dirfd, const char *path, const char *text) {
     size_t len = strlen(text);
     ssize_t n = write(fd, text, len);
     return n == (ssize_t)len ? 0 : n < 0 ? -errno : -EIO;
+}
+
+int write_byte_no_sigpipe(int fd, char c) {
+    sigset_t pipe_set, old;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+    int r = write(fd, &c, 1) == 1 ? 0 : -errno;
+    if (r == -EPIPE) {
+        struct timespec zero = {0, 0};
+        while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR)
+            ;
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return r;
 }
 
 int write_all(int fd, const void *buf, size_t len) {

@@ -144,6 +144,10 @@ int64_t monotonic_ms(void);
 
 /* write(2) all of buf, retrying short writes and EINTR. */
 int write_all(int fd, const void *buf, size_t len);
+/* write(2) the one byte c to a pipe whose reader may be gone: -EPIPE then,
+ * without the SIGPIPE that would kill the caller (blocked in this thread
+ * for the write, and a pending one taken back).  0, or -errno. */
+int write_byte_no_sigpipe(int fd, char c);
 /* Write text to dirfd/path (AT_FDCWD: a path) in one write(2), as /proc's
  * id maps and setgroups need: 0, or -errno (-EIO for a short write). */
 int write_string_at(int dirfd, const char *path, const char *text);
