@@ -1,11 +1,12 @@
 /* dir.c: merged directory listing, emptiness checks, dir handles.
  *
  * A handle reads a snapshot of the listing, taken at its first READDIR
- * (and again on rewind to offset 0): upper entries (whiteouts hidden, but
- * they also hide the lower name), then, unless the upper directory is
- * opaque, lower entries not present in the upper; free of duplicates; "."
- * and ".." come first.  d_ino equals the st_ino that lookup/getattr report
- * for the same entry (ov_upper_ino / ov_lower_ino).
+ * (and again on rewind to offset 0, or once its directories changed:
+ * readdir_common): upper entries (whiteouts hidden, but they also hide the
+ * lower name), then, unless the upper directory is opaque, lower entries
+ * not present in the upper; free of duplicates; "." and ".." come first.
+ * d_ino equals the st_ino that lookup/getattr report for the same entry
+ * (ov_upper_ino / ov_lower_ino).
  *
  * Reading a directory costs the server far more than an open and a seek
  * cost the command (1,000 opens of a directory of 5,000 names: 3.4 s of
@@ -392,10 +393,11 @@ static bool stamp_racy(const struct ov_stamp *s, const struct timespec *t0) {
 }
 
 /* A listing of directory node n as it is now, held (a reference, and busy:
- * its entries stay until listing_done): the one the node's last listing
- * left if that still fits (listing_fits), else one read now (and kept for
- * the next).  ns lock held (read or write). */
-static int listing_get(struct ov *ov, struct ov_node *n, struct ov_listing **ret) {
+ * its entries stay until listing_done): mine (the handle's, held and busy
+ * already; or NULL) if its directories did not change since, else the one
+ * the node's last listing left if that still fits (listing_fits), else one
+ * read now (and kept for the next).  ns lock held (read or write). */
+static int listing_get(struct ov *ov, struct ov_node *n, struct ov_listing *mine, struct ov_listing **ret) {
     struct timespec t0;
     clock_gettime(CLOCK_REALTIME, &t0);
     bool lower = n->lower;
@@ -405,6 +407,14 @@ static int listing_get(struct ov *ov, struct ov_node *n, struct ov_listing **ret
     ov_stamp_take(ufd, &now[0]);
     ov_stamp_take(lfd, &now[1]);
     uint64_t gen = atomic_load_explicit(&ov->ns_gen, memory_order_relaxed);
+    /* mine: on the stamps alone (not re-read at every READDIR while a
+     * directory is changing; a change within a timestamp's granularity
+     * of its reading shows at the next open, as a listing's always did) */
+    if (mine && mine->lower == lower && ov_stamp_eq(&mine->stamp[0], &now[0]) &&
+        ov_stamp_eq(&mine->stamp[1], &now[1])) {
+        *ret = mine;
+        return 0;
+    }
     struct ov_listing **bucket = ltab_bucket(ov, n);
     pthread_mutex_lock(&ov->dirh_lock);
     for (struct ov_listing *l = *bucket; l; l = l->hnext)
@@ -495,7 +505,7 @@ static bool lower_dir_hidden(struct ov *ov, int lower_dfd) {
 
 int ov_dir_is_empty(struct ov *ov, struct ov_node *n) {
     struct ov_listing *l = NULL;
-    int r = listing_get(ov, n, &l);
+    int r = listing_get(ov, n, NULL, &l);
     if (r < 0)
         return r;
     _cleanup_close_ int lfd = ov->hide_stages && n->lower ? ov_node_lower_open(ov, n, O_PATH | O_DIRECTORY) : -1;
@@ -609,26 +619,34 @@ static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
     size_t used = 0;
     ov_rdlock(ov);
     pthread_mutex_lock(&h->lock);
-    /* the handle's listing, unless this is its first READDIR, a rewind, or
-     * the listing was dropped (OV_DIRH_BUDGET): then the directory's as
-     * it is now */
-    struct ov_listing *l = h->ls;
-    bool fresh = off == 0 || !l;
+    /* the handle's listing while it still fits the directories, unless
+     * this is its first READDIR, a rewind, or the listing was dropped
+     * (OV_DIRH_BUDGET): else the directory's as it is now.  Not an older
+     * one: the kernel adds what a handle reads to the directory's listing
+     * cache, which later opens keep (ov_op_opendir) while the directories
+     * are as they were at the last open; a handle opened before a change
+     * that went on from its older listing where a newer open's reading
+     * had stopped left that change out of every later listing (the
+     * command's own new file too).  Cookies mean the same in every
+     * listing, so the handle goes on after its cookie as before. */
+    struct ov_listing *l = h->ls, *mine = NULL;
     pthread_mutex_lock(&ov->dirh_lock);
-    if (!fresh && l->listed) {
+    if (off != 0 && l && l->listed) {
         l->busy++;
         listing_touch(ov, l);
+        mine = l;
     } else {
-        fresh = true;
         listing_put(ov, l);
-        h->ls = l = NULL;
+        h->ls = NULL;
     }
     pthread_mutex_unlock(&ov->dirh_lock);
-    if (fresh) {
-        r = listing_get(ov, n, &l);
-        if (r >= 0)
-            h->ls = l;
+    r = listing_get(ov, n, mine, &l);
+    if (mine && (r < 0 || l != mine)) {
+        listing_done(ov, mine, true);
+        h->ls = NULL;
     }
+    if (r >= 0)
+        h->ls = l;
     bool held = r >= 0;
     struct stat self = {0}, par = {0};
     if (r >= 0 && off < 2) {

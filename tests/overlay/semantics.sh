@@ -538,6 +538,53 @@ expect "readdir: a kept listing is not reused once its directory changed (by the
 u True True True True
 host True"
 
+# The kernel adds what any handle reads to the directory's listing cache,
+# which later opens keep while the directories are as they were at the
+# last open.  A handle opened before a change (the command's own create,
+# a host edit) and going on from where a newer open's reading stopped
+# must not fill that cache from its older listing: every later listing,
+# by any process, then left the change out (a host edit: when it left
+# the directory's mtime as it was, which the kernel checks too).
+new_case dirmix
+mkdir "$L/m" "$L/h"
+for i in $(seq 1 20); do : > "$L/m/e$i"; : > "$L/h/e$i"; done
+touch -d '2001-02-03 04:05:06' "$L/h"
+rm -f "$C/ready" "$C/go"
+"$OVRUN" "$L" "$S" -- $(py 'import ctypes, os, platform, subprocess, sys, time
+C = sys.argv[1]
+libc = ctypes.CDLL(None, use_errno=True)
+NR = {"x86_64": 217, "aarch64": 61, "riscv64": 61}[platform.machine()]
+def gd(fd, size):  # one getdents64 of at most size bytes: the names
+    buf = ctypes.create_string_buffer(size)
+    n, p, names = libc.syscall(NR, fd, buf, size), 0, []
+    while p < n:
+        reclen = int.from_bytes(buf.raw[p + 16:p + 18], "little")
+        names.append(buf.raw[p + 19:p + reclen].split(b"\0")[0].decode())
+        p += reclen
+    return names
+def mixed(d, change):
+    o = lambda: os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+    h1 = o(); gd(h1, 48)            # ".", "..": the kernel caches more
+    os.listdir(d)                   # completes the cache
+    change()
+    h2 = o(); gd(h2, 24)            # refills the cache up to ".."
+    while gd(h1, 65536): pass       # goes on from there
+    os.close(h1); os.close(h2)
+    return "new" in os.listdir(d), "new" in subprocess.run(["ls", d], capture_output=True, text=True).stdout.split()
+def host():
+    open(C + "/ready", "w").close()
+    while not os.path.exists(C + "/go"): time.sleep(0.05)
+print("own", *mixed("m", lambda: open("m/new", "w").close()))
+print("host", *mixed("h", host))') "$C" > "$C/out" 2> "$C/err" &
+dm_pid=$!
+for _ in $(seq 200); do [ -e "$C/ready" ] && break; sleep 0.05; done
+: > "$L/h/new"
+touch -d '2001-02-03 04:05:06' "$L/h" # the kernel's own mtime check misses it
+touch "$C/go"
+wait $dm_pid
+expect "readdir: a handle going on from an older listing does not hide a later change from later listings (own, host)" "$C/out" "own True True
+host True True"
+
 # Four processes create, write, link, rename, remove and list one small
 # tree at once (READDIRPLUS lookups racing namespace changes and FORGETs);
 # the server must survive it (the sanitizer build checks its memory), and
