@@ -21,19 +21,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/mount.h>
-#include <pthread.h>
-#include <sched.h>
-#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #ifndef OPEN_TREE_CLONE
@@ -42,59 +36,8 @@
 
 /* The id that root's files show as (the kernel's overflow id, "nobody"). */
 #define IDMAP_ROOT_AS "65534"
-
-/* The holder of the idmapping's user namespace: it only sleeps until the
- * SIGKILL that ends it (every other signal is blocked), or dies with the
- * supervisor (a copy of whose descriptors it holds, the run directory's
- * lock among them: runstore.h), if that is killed in the microseconds
- * before it kills the holder.  It shares the supervisor's memory
- * (CLONE_VM), so it touches nothing: raw system calls that cannot fail
- * (no errno), no libc state. */
-static int idmap_holder(void *arg) {
-    syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-    if (syscall(SYS_getppid) != (long)(intptr_t)arg) /* the supervisor is gone already */
-        syscall(SYS_exit, 0);
-    for (;;)
-        syscall(SYS_pause);
-    return 0;
-}
-
-/* A user namespace that maps 0 to IDMAP_ROOT_AS, held by a child made in it
- * (clone with CLONE_NEWUSER: the namespace exists when clone returns, so
- * the maps are written without waiting for the child to run; CLONE_VM:
- * no copy of the supervisor's page tables); its descriptor, or -errno. */
-static int idmap_userns(void) {
-    const size_t stack_size = 64 * 1024;
-    void *stack = mmap(NULL, stack_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-    if (stack == MAP_FAILED)
-        return -errno;
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old); /* the child starts with all blocked */
-    pid_t pid =
-        clone(idmap_holder, (char *)stack + stack_size, CLONE_VM | CLONE_NEWUSER | SIGCHLD, (void *)(intptr_t)getpid());
-    int r = pid < 0 ? -errno : 0;
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    int nsfd = -1;
-    if (r == 0) {
-        char dir[64];
-        snprintf(dir, sizeof dir, "/proc/%d", (int)pid);
-        _cleanup_close_ int d = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (d < 0 || (r = write_string_at(d, "uid_map", "0 " IDMAP_ROOT_AS " 1\n")) < 0 ||
-            (r = write_string_at(d, "setgroups", "deny")) < 0 ||
-            (r = write_string_at(d, "gid_map", "0 " IDMAP_ROOT_AS " 1\n")) < 0)
-            r = r < 0 ? r : -errno;
-        else if ((nsfd = openat(d, "ns/user", O_RDONLY | O_CLOEXEC)) < 0)
-            r = -errno;
-    }
-    if (pid > 0) {
-        kill(pid, SIGKILL);
-        while (waitpid(pid, NULL, __WALL) < 0 && errno == EINTR)
-            ;
-    }
-    munmap(stack, stack_size);
-    return r < 0 ? r : nsfd;
-}
+/* The idmapping's user namespace: 0 inside is IDMAP_ROOT_AS outside, no other id. */
+#define IDMAP_MAP "0 " IDMAP_ROOT_AS " 1\n"
 
 int launch_idmap_projections(struct launch_plan *p, const char *home, int *ret_failed, char *why, size_t why_size) {
     int n = 0, failed = 0;
@@ -110,7 +53,7 @@ int launch_idmap_projections(struct launch_plan *p, const char *home, int *ret_f
         if (m->kind != PLAN_BIND_RO || m->fd >= 0 || strncmp(src, "/dev/", 5) == 0 ||
             (exempt_home && path_within(src, home)) || lstat(src, &st) < 0 || S_ISLNK(st.st_mode))
             continue; /* the launcher's as before: devices, HOME's, missing, replicated symlinks */
-        if (ns < 0 && !ns_err && (ns = idmap_userns()) < 0) {
+        if (ns < 0 && !ns_err && (ns = userns_with_maps(IDMAP_MAP, IDMAP_MAP, true)) < 0) {
             ns_err = -ns;
             snprintf(why, why_size, "cannot make the idmapping's user namespace: %s", strerror(ns_err));
         }

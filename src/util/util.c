@@ -6,6 +6,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -16,6 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -828,68 +832,81 @@ bool userns_is_initial(void) {
     return sscanf(map, "%lu %lu %lu", &inner, &outer, &count) == 3 && inner == 0 && outer == 0 && count == 4294967295UL;
 }
 
-/* Root's maps of every id as it is (but -1, so that they are not the
- * initial namespace's: userns_is_initial), written into pid's namespace
- * by a child left in ours: a map of more than one id needs CAP_SETUID and
- * CAP_SETGID where the namespace was made, which the process that made it
- * no longer has.  Returns the child, reading 'g' on *ret_go to write. */
-static pid_t identity_map_writer(pid_t pid, int *ret_go) {
-    int p[2];
-    if (pipe2(p, O_CLOEXEC) < 0)
-        return -1;
-    pid_t c = fork();
-    if (c == 0) {
-        close(p[1]);
-        char b;
-        if (read(p[0], &b, 1) != 1 || b != 'g')
-            _exit(2);
-        char path[64];
-        static const char map[] = "0 0 4294967294\n";
-        snprintf(path, sizeof path, "/proc/%d/uid_map", (int)pid);
-        if (write_string_at(AT_FDCWD, path, map) < 0)
-            _exit(1);
-        snprintf(path, sizeof path, "/proc/%d/gid_map", (int)pid);
-        _exit(write_string_at(AT_FDCWD, path, map) < 0 ? 1 : 0);
+/* The holder of a user namespace made by userns_with_maps: it only sleeps
+ * until the SIGKILL that ends it (every other signal is blocked), or dies
+ * with its parent (a copy of whose descriptors it holds), if that is killed
+ * in the microseconds before it kills the holder.  It shares its parent's
+ * memory (CLONE_VM), so it touches nothing: raw system calls that cannot
+ * fail (no errno), no libc state. */
+static int userns_holder(void *arg) {
+    syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+    if (syscall(SYS_getppid) != (long)(intptr_t)arg) /* the parent is gone already */
+        syscall(SYS_exit, 0);
+    for (;;)
+        syscall(SYS_pause);
+    return 0;
+}
+
+int userns_with_maps(const char *uid_map, const char *gid_map, bool deny_setgroups) {
+    const size_t stack_size = 64 * 1024;
+    void *stack = mmap(NULL, stack_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    if (stack == MAP_FAILED)
+        return -errno;
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old); /* the child starts with all blocked */
+    pid_t pid = clone(userns_holder, (char *)stack + stack_size, CLONE_VM | CLONE_NEWUSER | SIGCHLD,
+                      (void *)(intptr_t)getpid());
+    int r = pid < 0 ? -errno : 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    int nsfd = -1;
+    if (r == 0) {
+        char dir[64];
+        snprintf(dir, sizeof dir, "/proc/%d", (int)pid);
+        _cleanup_close_ int d = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (d < 0 || (r = write_string_at(d, "uid_map", uid_map)) < 0 ||
+            (deny_setgroups && (r = write_string_at(d, "setgroups", "deny")) < 0) ||
+            (r = write_string_at(d, "gid_map", gid_map)) < 0)
+            r = r < 0 ? r : -errno;
+        else if ((nsfd = openat(d, "ns/user", O_RDONLY | O_CLOEXEC)) < 0)
+            r = -errno;
     }
-    close(p[0]);
-    if (c < 0) {
-        close(p[1]);
-        return -1;
+    if (pid > 0) {
+        kill(pid, SIGKILL);
+        while (waitpid(pid, NULL, __WALL) < 0 && errno == EINTR)
+            ;
     }
-    *ret_go = p[1];
-    return c;
+    munmap(stack, stack_size);
+    return r < 0 ? r : nsfd;
 }
 
 int userns_enter(int flags, uid_t inner_uid, gid_t inner_gid, const char **ret_step) {
     uid_t uid = getuid();
     gid_t gid = getgid();
-    /* root mapping root: every id as it is, so that the files of other
-     * users keep their owners inside instead of becoming unmapped ones,
-     * which the kernel lets nobody write, remove or rename */
-    int go = -1;
-    pid_t writer = uid == 0 && gid == 0 && inner_uid == 0 && inner_gid == 0 ? identity_map_writer(getpid(), &go) : -1;
-    *ret_step = "unshare(CLONE_NEWUSER)";
-    if (unshare(CLONE_NEWUSER | flags) < 0) {
-        int e = errno;
-        if (writer > 0) {
-            close(go);
-            while (waitpid(writer, NULL, 0) < 0 && errno == EINTR)
-                ;
+    /* Root mapping root: every id as it is (but -1, so that the namespace
+     * is not the initial one: userns_is_initial), so that the files of
+     * other users keep their owners inside instead of becoming unmapped
+     * ones, which the kernel lets nobody write, remove or rename.  A map
+     * of more than one id needs CAP_SETUID and CAP_SETGID where the
+     * namespace was made, which a process that unshared it no longer has:
+     * the namespace is made by a child (userns_with_maps, no fork of our
+     * memory), its maps written by us from here, then entered. */
+    if (uid == 0 && gid == 0 && inner_uid == 0 && inner_gid == 0) {
+        static const char map[] = "0 0 4294967294\n";
+        _cleanup_close_ int ns = userns_with_maps(map, map, false);
+        if (ns >= 0) {
+            *ret_step = "setns(CLONE_NEWUSER)";
+            if (setns(ns, CLONE_NEWUSER) < 0)
+                return -errno;
+            *ret_step = "unshare(CLONE_NEWNS)";
+            return flags && unshare(flags) < 0 ? -errno : 0;
         }
-        return -e;
+        /* none made: one that maps root alone, as for any user, below */
     }
+    *ret_step = "unshare(CLONE_NEWUSER)";
+    if (unshare(CLONE_NEWUSER | flags) < 0)
+        return -errno;
     *ret_step = "writing the user namespace id maps";
-    if (writer > 0) {
-        int st = -1;
-        bool sent = write(go, "g", 1) == 1;
-        close(go);
-        while (waitpid(writer, &st, 0) < 0 && errno == EINTR)
-            ;
-        if (sent && WIFEXITED(st) && WEXITSTATUS(st) == 0)
-            return 0;
-        /* nothing written (or only the uid map: the gid map below fails
-         * then, and so does this) */
-    }
     int r = write_string_at(AT_FDCWD, "/proc/self/setgroups", "deny");
     if (r < 0 && r != -ENOENT)
         return r;

@@ -152,9 +152,17 @@ int write_byte_no_sigpipe(int fd, char c);
  * id maps and setgroups need: 0, or -errno (-EIO for a short write). */
 int write_string_at(int dirfd, const char *path, const char *text);
 
+/* A new user namespace (a child of ours) with these maps, written by us
+ * (setgroups denied first when deny_setgroups): its descriptor, or -errno.
+ * Made by a child cloned into it (CLONE_VM: no copy of our page tables;
+ * the namespace exists when clone returns, so nothing waits for the child
+ * to run), killed and reaped before this returns. */
+int userns_with_maps(const char *uid_map, const char *gid_map, bool deny_setgroups);
+
 /* unshare(CLONE_NEWUSER | flags), then map inner_uid/inner_gid to the
  * caller's uid and gid (setgroups denied, as an unprivileged map needs);
- * root mapping 0 to 0 maps every id to itself (but -1).
+ * root mapping 0 to 0 maps every id to itself (but -1): that namespace is
+ * made with its maps (userns_with_maps) and entered, then flags unshared.
  * The process has every capability in the new namespace, DAC override
  * included over files its own ids own.  *ret_step names the step that
  * failed.  Single-threaded callers only. */

@@ -352,6 +352,14 @@ if $safe_works; then
     out=$("$PVISOR" run -- true >/dev/null 2>&1; "$PVISOR" diff latest 2>&1); rc=$?
     eq "$rc:$out" "1:pvisor diff: run 'latest' was not staged: it has no stage" "  of a plain run, that it was not staged"
 fi
+# as root the run's user namespace maps every id to itself (but -1: not
+# the initial namespace) and allows setgroups, so other users' files keep
+# their owners inside; root's own projected files show as nobody (idmapped)
+if $safe_works && [ "$(id -u)" -eq 0 ]; then
+    out=$(cd "$T/safews" && "$PVISOR" run --safe -- sh -c 'cat /proc/self/uid_map /proc/self/gid_map /proc/self/setgroups; stat -c %u:%g /etc/passwd' 2>&1)
+    eq "$(echo $out)" "0 0 4294967294 0 0 4294967294 allow 65534:65534" \
+        "--safe as root: the run's user namespace maps every id but -1, setgroups allowed; /etc is idmapped"
+fi
 # the running Bundle of a --safe run says what is installed: `pvisor
 # status` during the run (and for good, once the supervisor is killed)
 # showed "host, no other isolation" and every dimension unenforced
