@@ -382,8 +382,7 @@ int sandbox_start_home(struct sandbox *sb) {
         return 0;
     if (mkdir(sb->home_view, 0700) < 0)
         return -errno;
-    int r =
-        stage_open_for_run(sb->home_stage_path, sb->home_path, sb->ctx->run_id, STAGE_DURABILITY_NONE, &sb->home_stage);
+    int r = stage_open_throwaway(sb->home_stage_path, &sb->home_stage);
     if (r < 0)
         return r;
     struct overlay_params p = {

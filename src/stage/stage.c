@@ -443,6 +443,45 @@ int stage_open_for_run(const char *path, const char *workspace_abs, const char *
     return 0;
 }
 
+static int throwaway_open_impl(struct stage *s, const char *path) {
+    if (mkdir(path, 0700) < 0)
+        return -errno;
+    s->dir_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    if (s->dir_fd < 0)
+        return -errno;
+    if (mkdirat(s->dir_fd, "upper", 0755) < 0 || mkdirat(s->dir_fd, "work", 0700) < 0)
+        return -errno;
+    s->upper_fd = openat(s->dir_fd, "upper", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    s->work_fd = openat(s->dir_fd, "work", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    if (s->upper_fd < 0 || s->work_fd < 0)
+        return -errno;
+    struct stat ust;
+    if (fstat(s->upper_fd, &ust) < 0)
+        return -errno;
+    s->journal_fd = openat(s->dir_fd, "journal", O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (s->journal_fd < 0)
+        return -errno;
+    return stage_origin_load(s, (uint64_t)ust.st_dev);
+}
+
+int stage_open_throwaway(const char *path, struct stage **ret_stage) {
+    if (!path || !ret_stage)
+        return -EINVAL;
+    struct stage *s = calloc(1, sizeof(*s));
+    if (!s)
+        return -ENOMEM;
+    s->dir_fd = s->upper_fd = s->work_fd = s->lock_fd = s->journal_fd = s->origin_fd = -1;
+    s->durability = STAGE_DURABILITY_NONE;
+    pthread_mutex_init(&s->lock, NULL);
+    int r = throwaway_open_impl(s, path);
+    if (r < 0) {
+        stage_free(s);
+        return r;
+    }
+    *ret_stage = s;
+    return 0;
+}
+
 /* fsync every directory and regular file below fd (syncfs covers data on
  * most file systems, but fsync per object is what POSIX promises), down to
  * SYNC_TREE_DEPTH levels: the walk holds two descriptors per level, and an

@@ -76,6 +76,15 @@ struct stage_preimage {
 int stage_open_for_run(const char *path, const char *workspace_abs, const char *run_id, enum stage_durability d,
                        struct stage **ret_stage);
 
+/* A throwaway stage for one run's view whose writes are discarded (the
+ * HOME view): a new directory at path (-EEXIST if anything is there), with
+ * only what the overlay uses (upper/, work/, the journal and the origin
+ * map), no run lock, meta.json, version or seal marker: never a stage
+ * another run, apply or review can open (stage_open_for_run calls it not
+ * a stage).  Durability none.  The caller removes the directory after
+ * stage_free. */
+int stage_open_throwaway(const char *path, struct stage **ret_stage);
+
 /* O_DIRECTORY fds owned by the stage (valid until stage_free). */
 int stage_upper_fd(const struct stage *s);
 int stage_work_fd(const struct stage *s); /* scratch dir on the upper's fs */
