@@ -834,14 +834,14 @@ check "HOME view: its throwaway stage and mount point are removed at exit" sh -c
 # while the run goes on, the throwaway stage holds what the overlay uses
 # and nothing that makes it a stage (no version, meta.json or run lock):
 # another run cannot take it as its --stage
-("$PVISOR" run --safe --stage "$T/sh2" --workspace "$W" -- sh -c 'touch hs.started; sleep 2' >/dev/null 2>&1 &)
+("$PVISOR" run --safe --stage "$T/sh2" --workspace "$W" -- sh -c 'touch hs.started; sleep 6' >/dev/null 2>&1 &)
 i=0; while [ ! -e "$T/sh2/upper/hs.started" ] && [ $i -lt 200 ]; do sleep 0.02; i=$((i + 1)); done
 rd="$XDG_STATE_HOME/pvisor/runs/$(latest_run)"
 hs_list=$(ls -A "$rd/home-stage" 2>&1 | tr '\n' ' ')
 out=$("$PVISOR" run --stage "$rd/home-stage" --workspace "$HOMEDIR" -- true 2>&1); rc=$?
 eq "$hs_list:$rc:$(echo "$out" | grep -c 'not a pvisor stage')" "journal origin upper work :125:1" \
     "HOME view: its throwaway stage holds upper, work, the journal and the origin map only, and no run takes it as its stage"
-i=0; while [ -e "$rd/home-stage" ] && [ $i -lt 300 ]; do sleep 0.02; i=$((i + 1)); done
+i=0; while [ -e "$rd/home-stage" ] && [ $i -lt 1000 ]; do sleep 0.02; i=$((i + 1)); done
 check "  and it is removed at the end of that run" test ! -e "$rd/home-stage"
 
 # --- credentials the host creates in HOME while the run goes on stay absent
