@@ -23,7 +23,7 @@ static const struct cli_command commands[] = {
      "  --stage DIR|auto          Stage every workspace write in DIR (created, or a sealed\n"
      "                            stage reopened); 'auto' makes one in the run directory.\n"
      "  --workspace PATH          The workspace to stage (default: the current directory);\n"
-     "                            needs --stage or --safe.\n"
+     "                            needs --stage, --safe or --filesystem sandbox.\n"
      "  --stage-durability MODE   checkpoint (default) or strict.\n"
      "  --stage-max-bytes SIZE    Stage size quota (e.g. 512M): blocks of files, directories,\n"
      "                            symlinks; writes and creates past it fail ENOSPC.\n"

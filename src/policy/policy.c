@@ -404,7 +404,8 @@ int policy_parse_run(int argc, char **argv, struct run_options *ret_opts, char *
      * directory its Bundle named, which a user took for a staged one. */
     if (o.workspace && !policy_wants_stage(&o))
         return usage_error(ret_error,
-                           "--workspace names the directory to stage: add --stage DIR, --stage auto or --safe (a "
+                           "--workspace names the directory to stage: add --stage DIR, --stage auto, --safe or "
+                           "--filesystem sandbox (a "
                            "plain run stages nothing; it runs the command in the current directory)");
 
     o.cmd_argc = argc - i;

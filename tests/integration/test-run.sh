@@ -158,7 +158,7 @@ check "usage errors created no state directory" sh -c "[ ! -e '$XDG_STATE_HOME' 
 # runs the command in the current directory, so it only changed the
 # directory the Bundle named
 "$PVISOR" run --workspace "$T" -- true 2>err; rc=$?
-eq "$rc:$(grep -c 'add --stage DIR, --stage auto or --safe' err)" "2:1" \
+eq "$rc:$(grep -c 'add --stage DIR, --stage auto, --safe or --filesystem sandbox' err)" "2:1" \
     "--workspace without a stage is a usage error that says what to add"
 "$PVISOR" frobnicate >/dev/null 2>&1; eq $? 2 "unknown verb exits 2"
 "$PVISOR" >/dev/null 2>&1; eq $? 2 "no verb exits 2"

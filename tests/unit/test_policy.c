@@ -105,7 +105,8 @@ int main(void) {
     r = PARSE(&o, &err, "--pass-env", "GH_TOKEN", "--", "x");
     expect_error("--pass-env without a sandbox", r, err, "only applies");
     r = PARSE(&o, &err, "--workspace", "/tmp", "--", "x");
-    expect_error("--workspace without a stage", r, err, "add --stage DIR, --stage auto or --safe");
+    expect_error("--workspace without a stage", r, err,
+                 "add --stage DIR, --stage auto, --safe or --filesystem sandbox");
     r = PARSE(&o, &err, "--workspace", "/tmp", "--stage", "auto", "--", "x");
     ok(r == 0 && strcmp(o.workspace, "/tmp") == 0, "--workspace with --stage is taken");
     r = PARSE(&o, &err, "--safe", "--pass-env", "PVISOR_AGENT_SOCKET", "--", "x");
