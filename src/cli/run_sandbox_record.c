@@ -211,9 +211,10 @@ void sandbox_record(struct run_context *ctx, const struct sandbox *sb) {
     char idnote[512] = "";
     if (sb->as_root && sb->idmap_failed)
         snprintf(idnote, sizeof idnote,
-                 "; as root, %d projection%s could not be idmapped (%s): files only root may read there are "
+                 "; as root, %d projection%s could not be idmapped (%s%s): files only root may read there are "
                  "readable by the command; run pvisor as an ordinary user",
-                 sb->idmap_failed, sb->idmap_failed == 1 ? "" : "s", sb->idmap_why);
+                 sb->idmap_failed, sb->idmap_failed == 1 ? "" : "s",
+                 sb->idmap_failed == 1 ? "" : "the first: ", sb->idmap_why);
     else if (sb->as_root)
         snprintf(idnote, sizeof idnote,
                  "; as root, the projections outside HOME are idmapped (root's files show as uid 65534): "
