@@ -424,16 +424,24 @@ void stage_remove_leftovers(int dir_fd) {
     }
 }
 
+/* A stage with nothing open yet (stage_free frees it as it is). */
+static struct stage *stage_new(enum stage_durability d) {
+    struct stage *s = calloc(1, sizeof(*s));
+    if (!s)
+        return NULL;
+    s->dir_fd = s->upper_fd = s->work_fd = s->lock_fd = s->journal_fd = s->origin_fd = -1;
+    s->durability = d;
+    pthread_mutex_init(&s->lock, NULL);
+    return s;
+}
+
 int stage_open_for_run(const char *path, const char *workspace_abs, const char *run_id, enum stage_durability d,
                        struct stage **ret_stage) {
     if (!path || !workspace_abs || workspace_abs[0] != '/' || !run_id || !ret_stage)
         return -EINVAL;
-    struct stage *s = calloc(1, sizeof(*s));
+    struct stage *s = stage_new(d);
     if (!s)
         return -ENOMEM;
-    s->dir_fd = s->upper_fd = s->work_fd = s->lock_fd = s->journal_fd = s->origin_fd = -1;
-    s->durability = d;
-    pthread_mutex_init(&s->lock, NULL);
     int r = stage_open_impl(s, path, workspace_abs, run_id);
     if (r < 0) {
         stage_free(s);
@@ -467,12 +475,9 @@ static int throwaway_open_impl(struct stage *s, const char *path) {
 int stage_open_throwaway(const char *path, struct stage **ret_stage) {
     if (!path || !ret_stage)
         return -EINVAL;
-    struct stage *s = calloc(1, sizeof(*s));
+    struct stage *s = stage_new(STAGE_DURABILITY_NONE);
     if (!s)
         return -ENOMEM;
-    s->dir_fd = s->upper_fd = s->work_fd = s->lock_fd = s->journal_fd = s->origin_fd = -1;
-    s->durability = STAGE_DURABILITY_NONE;
-    pthread_mutex_init(&s->lock, NULL);
     int r = throwaway_open_impl(s, path);
     if (r < 0) {
         stage_free(s);
