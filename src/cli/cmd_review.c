@@ -56,6 +56,18 @@ static void note_other_stages(const char *verb, const char *ws, const char *stag
     json_decref(others);
 }
 
+/* A target found but refused (the message said why): nothing handed back. */
+static int target_refused(json_t *bundle, char **ret_stage, char **ret_run) {
+    json_decref(bundle);
+    free(*ret_stage);
+    *ret_stage = NULL;
+    if (ret_run) {
+        free(*ret_run);
+        *ret_run = NULL;
+    }
+    return PV_EXIT_FAILURE;
+}
+
 int lc_cli_target(const char *verb, const char *run, const char *stage_dir, char **ret_stage, char **ret_run,
                   json_t **ret_bundle) {
     /* "" is a prefix of every run id: `pvisor drop "$RUN"` with RUN unset
@@ -81,14 +93,7 @@ int lc_cli_target(const char *verb, const char *run, const char *stage_dir, char
                           "%s): name it ('pvisor %s%s %s') or run this there",
                           wd ? wd : "?", id ? id : "?", verb, strcmp(verb, "restore") == 0 ? " NAME" : "",
                           id ? id : "RUN");
-                json_decref(bundle);
-                free(*ret_stage);
-                *ret_stage = NULL;
-                if (ret_run) {
-                    free(*ret_run);
-                    *ret_run = NULL;
-                }
-                return PV_EXIT_FAILURE;
+                return target_refused(bundle, ret_stage, ret_run);
             }
             fprintf(stderr,
                     "pvisor %s: the newest stage, of workspace %s (run %s): the current directory is in no "
@@ -111,12 +116,7 @@ int lc_cli_target(const char *verb, const char *run, const char *stage_dir, char
                           "newest stage is run %s's, with its work: to drop that, name it ('pvisor drop %s')",
                           sid, sst ? sst : "?", id, id);
                 json_decref(skipped);
-                json_decref(bundle);
-                free(*ret_stage);
-                *ret_stage = NULL;
-                free(*ret_run);
-                *ret_run = NULL;
-                return PV_EXIT_FAILURE;
+                return target_refused(bundle, ret_stage, ret_run);
             }
             fprintf(stderr,
                     "pvisor %s: note: the newest run here, %s, never ran its command (%s): this is run %s's stage\n",
