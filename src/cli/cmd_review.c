@@ -399,6 +399,40 @@ static void print_entry(const struct lc_entry *e) {
     putchar('\n');
 }
 
+/* More warnings than this and the review sums them up by kind after the
+ * list: the agent chooses how many there are and their paths' order, and
+ * thousands of 'exec' lines (a tree of new scripts) buried the one
+ * 'git_hook' the list held (tested: 6,000 lines, the hook in their middle,
+ * the last screen all 'exec'). */
+#define WARN_SUMMARY_AFTER 10
+#define WARN_SUMMARY_PATHS 3
+
+/* The warnings by kind, the rarest first (each with its first paths). */
+static void print_warning_summary(const struct lc_changeset *cs, const size_t per_kind[LC_W__COUNT], size_t total) {
+    unsigned order[LC_W__COUNT], n = 0;
+    for (unsigned b = 0; b < LC_W__COUNT; b++)
+        if (per_kind[b])
+            order[n++] = b;
+    for (unsigned i = 1; i < n; i++) /* insertion sort, stable: by count */
+        for (unsigned j = i; j > 0 && per_kind[order[j]] < per_kind[order[j - 1]]; j--) {
+            unsigned t = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = t;
+        }
+    printf("\nWarnings by kind (%zu in all, the rarest first):\n", total);
+    for (unsigned i = 0; i < n; i++) {
+        unsigned b = order[i];
+        printf("  %-18s %7zu  ", lc_warning_name(b), per_kind[b]);
+        size_t shown = 0;
+        for (size_t k = 0; k < cs->n && shown < WARN_SUMMARY_PATHS; k++)
+            if (cs->entries[k].warnings & (1u << b)) {
+                _cleanup_free_ char *d = NULL;
+                printf("%s%s", shown++ ? ", " : "", dn(cs->entries[k].path, &d));
+            }
+        printf("%s\n", per_kind[b] > WARN_SUMMARY_PATHS ? ", ..." : "");
+    }
+}
+
 /* An interrupted restore reads 'interrupted' (its upper/ may even be
  * missing): the way out is the restore again, never the drop that an
  * interrupted run calls for (it would discard the checkpoints too). */
@@ -607,13 +641,18 @@ static void print_human(const char *stage, const char *state, const char *run, c
                    cs->n_binary, cs->n_binary == 1 ? "is" : "are", cs->n_binary == 1 ? "its content" : "theirs");
         if (cs->warnings) {
             printf("\nWarnings:\n");
+            size_t per_kind[LC_W__COUNT] = {0}, total = 0;
             for (size_t i = 0; i < cs->n; i++)
                 for (unsigned b = 0; b < LC_W__COUNT; b++)
                     if (cs->entries[i].warnings & (1u << b)) {
                         _cleanup_free_ char *k = NULL;
                         printf("  ! %s: %s (%s)\n", dn(cs->entries[i].path, &k), lc_warning_message(b),
                                lc_warning_name(b));
+                        per_kind[b]++;
+                        total++;
                     }
+            if (total > WARN_SUMMARY_AFTER)
+                print_warning_summary(cs, per_kind, total);
         }
         if (cs->n_conflicts) {
             printf(applied ? "\nChanged in the workspace since the run (the stage is applied: no apply is left to "

@@ -2423,6 +2423,23 @@ eq "$(jq -r '[.changeset.warnings[] | select(.warning == "stage_marker") | .path
 eq "$(cd "$W" && "$P" run --safe -- sh -c 'ls src 2>&1 >/dev/null | grep -c "No such file"' 2>/dev/null)" 1 \
     "  applied, a sandboxed run's command does not see that directory (what the warning says)"
 
+# The agent chooses how many warnings there are and where its paths sort:
+# a hook among thousands of new scripts was one line in the middle of
+# thousands of 'exec' lines.  More than 10, and the review sums them up by
+# kind after the list, the rarest first, with their first paths.
+W=$T/wsbury; mkdir -p "$W/.git/hooks"
+(cd "$W" && "$P" run --stage auto -- sh -c 'mkdir ./-a zz && for i in 1 2 3 4 5 6 7 8 9 10 11 12; do
+    echo x > ./-a/s$i && echo x > zz/s$i; done && chmod +x ./-a/* zz/* &&
+    printf "#!/bin/sh\n" > .git/hooks/post-checkout') >/dev/null 2>&1
+(cd "$W" && "$P" status --review) > "$T/bury.out"
+eq "$(sed -n '/^Warnings by kind/,/^$/p' "$T/bury.out")" "Warnings by kind (25 in all, the rarest first):
+  git_hook                 1  .git/hooks/post-checkout
+  exec                    24  -a/s1, -a/s10, -a/s11, ..." "review sums many warnings up by kind after the list, the rarest first (a hook among 24 new scripts)"
+W=$T/wsbury2; mkdir -p "$W/.git/hooks"
+(cd "$W" && "$P" run --stage auto -- sh -c 'printf "#!/bin/sh\n" > .git/hooks/post-checkout && chmod +x .git/hooks/post-checkout') >/dev/null 2>&1
+(cd "$W" && "$P" status --review) > "$T/bury2.out"
+eq "$(grep -c '^  ! ' "$T/bury2.out"):$(grep -c '^Warnings by kind' "$T/bury2.out")" "2:0" "  ... not a few (10 or less)"
+
 # A submodule's hooks and config (.git/modules/NAME/hooks, .../config) and
 # config.worktree run commands as .git/hooks and .git/config do; a symlink
 # escapes through another (a/l1 -> .., a/l2 -> l1/..) or through /WS/..,
