@@ -385,6 +385,19 @@ static void show_entry(struct diffctx *d, const struct lc_stage *st, const struc
     if (same_kind) {
         if (ot == LC_DIR)
             return; /* git does not show directories */
+        /* Only its user xattrs differ (or its owner): nothing a patch
+         * holds.  A "diff --git" line with nothing after it made git apply
+         * refuse the whole diff ("bad git-diff - expected /dev/null"); on
+         * a terminal it is said in words instead. */
+        if (!(e->changes & (LC_CH_MODE | LC_CH_CONTENT | LC_CH_TARGET))) {
+            if (d->stat)
+                add_stat(d, p, 0, 0, false, 0, 0);
+            else if (d->escape)
+                printf("diff --git %s %s\nOnly its extended attributes (user.*) differ: not shown here ('pvisor "
+                       "status --review' lists the path)\n",
+                       ga, gb);
+            return;
+        }
         if (!d->stat)
             printf("diff --git %s %s\n", ga, gb);
         if ((e->changes & LC_CH_MODE) && !d->stat)

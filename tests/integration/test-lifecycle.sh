@@ -1981,6 +1981,24 @@ eq "$rp:$rg:$ra:$(diff -r "$W" "$T/wsq.patch" >/dev/null 2>&1; echo $?):$(diff -
 check "... a name with a space ends in a tab on --- and +++, a tab is quoted as git quotes it" \
     sh -c "grep -q '^+++ b/my file.txt	\$' '$T/q.diff' && grep -q '^diff --git \"a/tab\\\\there\" \"b/tab\\\\there\"\$' '$T/q.diff'"
 
+# A file whose only change is its user xattrs holds nothing a patch can
+# say: its bare "diff --git" line made git apply refuse the whole diff
+# ("bad git-diff - expected /dev/null, got x", with a new file after it);
+# into a pipe it is left out, on a
+# terminal said in words.
+if $have_xattr; then
+    W=$T/wsxo; mkdir -p "$W" && echo o > "$W/a" && echo o > "$W/x" && cp -a "$W" "$T/wsxo.git"
+    (cd "$W" && "$P" run --stage auto -- sh -c 'echo n >> a && setfattr -n user.k -v v x && echo y > y') >/dev/null 2>&1
+    (cd "$W" && "$P" diff) >"$T/xo.diff" 2>/dev/null
+    (cd "$T/wsxo.git" && git apply "$T/xo.diff") >/dev/null 2>&1; rg=$?
+    eq "$rg:$(grep -c '^diff --git' "$T/xo.diff"):$(cat "$T/wsxo.git/a" "$T/wsxo.git/y" | tr '\n' ' ')" "0:2:o n y " \
+        "diff leaves out a file whose only change is its xattrs: git apply takes the rest"
+    /usr/bin/python3 "$SRCDIR/tests/helpers/ptyrun.py" -- sh -c "cd '$W' && '$P' diff x" >"$T/xo.tty" 2>&1
+    eq "$(tr -d '\r' <"$T/xo.tty" | grep -c '^Only its extended attributes (user.\*) differ')" 1 "  ... on a terminal it says so"
+else
+    skip "diff of an xattr-only change" "no setfattr"
+fi
+
 # apply --path drops setuid/setgid bits; the full apply after it finds
 # those paths written already (no conflict) and completes the stage.
 W=$T/wssu
