@@ -165,8 +165,13 @@ bool lc_git_pointer_into_git(const char *workspace, const char *path, const char
  * rc files (script-shell, node-options, yarnPath, a pnpmfile), cargo's
  * config (a runner, rustc-wrapper), VS Code's tasks (one that runs at
  * folder open) and settings, and the wrappers of Gradle and Maven, which
- * download and run the build tool a URL names; link: the entry is a
- * symlink. */
+ * download and run the build tool a URL names; rustup's toolchain file
+ * (its 'path' makes every cargo and rustc here, rust-analyzer's at
+ * folder open included, run the programs of a directory it names), mise's
+ * config (its hooks and env._.source run at each cd of a shell that
+ * activates mise), a dev container's (its initializeCommand runs on the
+ * host when the editor opens the folder in the container); link: the
+ * entry is a symlink. */
 static bool tool_config(const char *path, const char *base, bool link) {
     static const char *const names[] = {".pre-commit-config.yaml",
                                         ".pre-commit-config.yml",
@@ -182,9 +187,18 @@ static bool tool_config(const char *path, const char *base, bool link) {
                                         ".yarnrc.yml",
                                         ".pnpmfile.cjs",
                                         "gradle-wrapper.properties",
-                                        "maven-wrapper.properties"};
-    static const char *const tails[] = {".cargo/config", ".cargo/config.toml", ".vscode/tasks.json",
-                                        ".vscode/settings.json", ".mvn/extensions.xml"};
+                                        "maven-wrapper.properties",
+                                        "rust-toolchain",
+                                        "rust-toolchain.toml",
+                                        "mise.toml",
+                                        ".mise.toml",
+                                        "mise.local.toml",
+                                        ".mise.local.toml",
+                                        ".devcontainer.json"};
+    static const char *const tails[] = {
+        ".cargo/config",         ".cargo/config.toml",       ".vscode/tasks.json",
+        ".vscode/settings.json", ".mvn/extensions.xml",      ".mise/config.toml",
+        ".config/mise.toml",     ".config/mise/config.toml", ".devcontainer/devcontainer.json"};
     for (size_t i = 0; i < ARRAY_SIZE(names); i++)
         if (strcmp(base, names[i]) == 0)
             return true;
@@ -621,8 +635,8 @@ const char *lc_warning_message(unsigned bit) {
                "applied, later sandboxed runs' commands do not see that directory";
     case LC_W_TOOL_CONFIG:
         return "configures a tool to run commands (pre-commit or lefthook at your next git commit, direnv, npm, "
-               "yarn or pnpm, cargo, VS Code's tasks, the Gradle or Maven wrapper's download): they run at your "
-               "next use of that tool here";
+               "yarn or pnpm, cargo, rustup's toolchain path, mise, VS Code's tasks, a dev container, the Gradle "
+               "or Maven wrapper's download): they run at your next use of that tool here";
     case LC_W_CHANGED_DURING_RUN:
         return "changed on the host during the run, before the command first changed it: the stage holds the "
                "command's version, which may not keep that edit (apply takes the edit for what the command saw; "

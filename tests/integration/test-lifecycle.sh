@@ -2419,6 +2419,18 @@ W=$T/wstool; mkdir -p "$W/sub/.cargo" "$W/.vscode" "$W/gradle/wrapper" && echo '
 eq "$(jq -r '[.changeset.warnings[] | select(.warning == "tool_config") | .path] | sort | join(",")' "$T/warn3.json")" \
     ".npmrc,.pre-commit-config.yaml,.vscode/tasks.json,gradle/wrapper/gradle-wrapper.properties,lefthook.yml,sub/.cargo/config.toml" \
     "review warns of tool configurations that run commands (pre-commit, lefthook, npm, cargo, VS Code tasks, Gradle wrapper), not of a deleted one or look-alikes"
+# rustup's toolchain file (a 'path' runs a directory's cargo and rustc),
+# mise's config (hooks at each cd), a dev container's (initializeCommand on
+# the host): the same; a deleted one and look-alikes not
+W=$T/wstool1; mkdir -p "$W/.devcontainer" "$W/svc" && echo '{}' > "$W/.devcontainer/devcontainer.json"
+(cd "$W" && "$P" run --stage auto -- sh -c 'printf "[toolchain]\npath = \"tc\"\n" > rust-toolchain.toml &&
+    printf "[hooks]\nenter = \"x\"\n" > svc/.mise.toml && mkdir -p .config/mise && echo x > .config/mise/config.toml &&
+    rm .devcontainer/devcontainer.json && echo "{}" > svc/.devcontainer.json && echo x > mise.toml.bak &&
+    echo x > rust-toolchain.txt') >/dev/null 2>&1
+(cd "$W" && "$P" status --review --json) > "$T/warn3a.json"
+eq "$(jq -r '[.changeset.warnings[] | select(.warning == "tool_config") | .path] | sort | join(",")' "$T/warn3a.json")" \
+    ".config/mise/config.toml,rust-toolchain.toml,svc/.devcontainer.json,svc/.mise.toml" \
+    "  and of rustup's toolchain file, mise's config, a dev container's, not of a deleted one or look-alikes"
 # the directory of such a file made a symlink to another (.vscode -> vs):
 # the tool reads vs/tasks.json, a name of no tool, so the link is warned of
 W=$T/wstool2; mkdir -p "$W"
