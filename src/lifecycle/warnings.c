@@ -57,10 +57,10 @@ static const char *const startup_dirs[] = {".config/fish/conf.d",
 
 const char *lc_warning_name(unsigned i) {
     static const char *const names[] = {
-        "exec",         "setid",          "git_hook",           "git_config",   "symlink_outside",
-        "large",        "special",        "hardlink",           "git_worktree", "python_startup",
-        "home_startup", "fifo",           "git_lock",           "nul_text",     "renamed_changed",
-        "git_redirect", "world_writable", "changed_during_run", "tool_config",  "stage_marker"};
+        "exec",        "setid",        "git_hook",        "git_config",     "symlink_outside", "large",
+        "special",     "hardlink",     "git_worktree",    "python_startup", "home_startup",    "fifo",
+        "git_lock",    "nul_text",     "renamed_changed", "git_redirect",   "world_writable",  "changed_during_run",
+        "tool_config", "stage_marker", "ci_config"};
     return i < ARRAY_SIZE(names) ? names[i] : "unknown";
 }
 
@@ -216,6 +216,37 @@ static bool tool_config(const char *path, const char *base, bool link) {
     return false;
 }
 
+/* A CI service's pipeline definition, in the workspace at path (relative;
+ * base its last component): what it names runs on the service's machines
+ * at the next push, with the secrets the repository gives its jobs
+ * (deploy keys, registry and cloud tokens): GitHub's, Gitea's and
+ * Forgejo's workflows and GitHub's local actions, GitLab's, CircleCI's,
+ * Jenkins', Travis', Azure Pipelines', Bitbucket's, Buildkite's, Drone's,
+ * Woodpecker's, AppVeyor's, Cirrus', Google Cloud Build's. */
+static bool ci_config(const char *path, const char *base) {
+    static const char *const names[] = {
+        ".gitlab-ci.yml",          "Jenkinsfile", ".travis.yml",     "azure-pipelines.yml", "azure-pipelines.yaml",
+        "bitbucket-pipelines.yml", ".drone.yml",  ".woodpecker.yml", ".woodpecker.yaml",    "appveyor.yml",
+        ".appveyor.yml",           ".cirrus.yml", "cloudbuild.yaml", "cloudbuild.yml"};
+    /* every file below these directories */
+    static const char *const dirs[] = {".github/workflows/", ".gitea/workflows/", ".forgejo/workflows/", ".circleci/",
+                                       ".buildkite/",        ".woodpecker/",      ".azure-pipelines/",   ".gitlab/ci/"};
+    for (size_t i = 0; i < ARRAY_SIZE(names); i++)
+        if (strcmp(base, names[i]) == 0)
+            return true;
+    /* a local action a workflow uses (uses: ./.github/actions/x) */
+    if ((strcmp(base, "action.yml") == 0 || strcmp(base, "action.yaml") == 0) &&
+        (strncmp(path, ".github/", 8) == 0 || strstr(path, "/.github/")))
+        return true;
+    for (size_t i = 0; i < ARRAY_SIZE(dirs); i++) {
+        size_t dl = strlen(dirs[i]);
+        for (const char *c = path; c; c = strchr(c, '/'), c = c ? c + 1 : NULL)
+            if (strncmp(c, dirs[i], dl) == 0 && c[dl])
+                return true;
+    }
+    return false;
+}
+
 void lc_entry_set_warnings(struct lc_changeset *cs, struct lc_entry *e, const struct stat *ust, bool sample_ok,
                            bool into_git) {
     unsigned wn = 0;
@@ -276,6 +307,8 @@ void lc_entry_set_warnings(struct lc_changeset *cs, struct lc_entry *e, const st
         wn |= LC_W_GIT_REDIRECT;
     if (e->kind != LC_DELETED && e->new_type != LC_DIR && tool_config(p, base, e->new_type == LC_LNK))
         wn |= LC_W_TOOL_CONFIG;
+    if (e->kind != LC_DELETED && e->new_type != LC_DIR && ci_config(p, base))
+        wn |= LC_W_CI_CONFIG;
     for (const char *c = p;;) {
         if (strncmp(c, ".git/", 5) == 0) {
             wn = git_dir_warnings(c + 5, sample, into_git, wn);
@@ -630,6 +663,9 @@ const char *lc_warning_message(unsigned bit) {
     case LC_W_GIT_LOCK:
         return "git lock file left by a git that did not finish (the run ended or killed it): applied, git commands "
                "that take this lock fail until it is removed";
+    case LC_W_CI_CONFIG:
+        return "defines a CI pipeline (a workflow, .gitlab-ci.yml, ...): what it names runs on the CI service at your "
+               "next push, with the secrets the repository gives its jobs";
     case LC_W_STAGE_MARKER:
         return "makes its directory look like a pvisor stage (a 'version' file that starts 'pvisor-stage '): once "
                "applied, later sandboxed runs' commands do not see that directory";

@@ -2440,6 +2440,22 @@ W=$T/wstool2; mkdir -p "$W"
 eq "$(jq -r '[.changeset.warnings[] | select(.warning == "tool_config") | .path] | sort | join(",")' "$T/warn3b.json")" \
     ".vscode,sub/.cargo" "  and of the directory of one made a symlink (.vscode -> vs, .cargo -> ../c), not of a look-alike link"
 
+# A CI pipeline's definition runs on the CI service at the next push, with
+# the repository's secrets: warned of as ci_config (GitHub's workflows and
+# local actions, GitLab's, CircleCI's, Jenkins'); a deleted one and
+# look-alikes not
+W=$T/wsci; mkdir -p "$W/.github/workflows" "$W/docs" && echo 'on: push' > "$W/.github/workflows/old.yml"
+(cd "$W" && "$P" run --stage auto -- sh -c 'printf "on: push\njobs: {}\n" > .github/workflows/ci.yml && rm .github/workflows/old.yml &&
+    mkdir -p .github/actions/setup .circleci sub && echo x > .github/actions/setup/action.yml && echo x > .gitlab-ci.yml &&
+    echo x > .circleci/config.yml && echo x > sub/Jenkinsfile && echo x > docs/action.yml && echo x > docs/workflows.yml &&
+    echo x > .gitlab-ci.yml.orig && mkdir -p .github/workflows2 && echo x > .github/workflows2/a.yml') >/dev/null 2>&1
+(cd "$W" && "$P" status --review --json) > "$T/warn3c.json"
+eq "$(jq -r '[.changeset.warnings[] | select(.warning == "ci_config") | .path] | sort | join(",")' "$T/warn3c.json")" \
+    ".circleci/config.yml,.github/actions/setup/action.yml,.github/workflows/ci.yml,.gitlab-ci.yml,sub/Jenkinsfile" \
+    "review warns of CI pipeline definitions (ci_config), not of a deleted one or look-alikes"
+eq "$(cd "$W" && "$P" status --review | grep -c '^  ! .github/workflows/ci.yml: defines a CI pipeline .*(ci_config)$')" 1 \
+    "  and says so in the human review"
+
 # A "version" file that starts as a stage's does makes a sandbox's views
 # hide its directory (a stage made during a run must not be read): an agent
 # that writes one hides that directory from later runs' commands once
