@@ -34,6 +34,10 @@ int cmd_checkpoint(int argc, char **argv) {
         return cli_usage_error("checkpoint", "give a RUN or --stage DIR, not both");
     if (list && name)
         return cli_usage_error("checkpoint", "--list takes no --name");
+    /* a usage error before the stage is looked up: it was reported after
+     * the lookup's notes, or not at all when that failed (exit 1) */
+    if (name && !lc_checkpoint_name_valid(name))
+        return cli_usage_error("checkpoint", "bad --name '%s' (letters, digits, '.', '_', '-'; at most 64)", name);
     if (run && lc_cli_arg_is_stage(run)) {
         stage_dir = run;
         run = NULL;
@@ -71,8 +75,6 @@ int cmd_checkpoint(int argc, char **argv) {
     case 0:
         printf("Checkpoint %s of stage %s (restore with 'pvisor restore %s --stage %s')\n", made, stage, made, stage);
         return PV_EXIT_OK;
-    case -EINVAL:
-        return cli_usage_error("checkpoint", "bad --name '%s' (letters, digits, '.', '_', '-'; at most 64)", name);
     case -EBUSY:
         return cli_error(PV_EXIT_FAILURE, "checkpoint",
                          "refused: the stage %s is in use (a run or an apply holds it); checkpoint it after the run "

@@ -55,6 +55,11 @@ int cmd_fork(int argc, char **argv) {
     if (run && stage_dir)
         return cli_usage_error("fork", "give --run RUN or --stage DIR, not both");
     const char *checkpoint = npos == 2 ? pos[0] : NULL, *new_stage = pos[npos - 1];
+    /* a usage error before the stage is looked up: it was reported after
+     * the lookup's notes, or not at all when that failed (exit 1) */
+    if (checkpoint && !lc_checkpoint_name_valid(checkpoint))
+        return cli_usage_error("fork", "bad checkpoint name '%s' (letters, digits, '.', '_', '-'; at most 64)",
+                               checkpoint);
     _cleanup_free_ char *stage = NULL, *id = NULL;
     int rc = lc_cli_target("fork", run, stage_dir, &stage, &id, NULL);
     if (rc != 0)
@@ -104,7 +109,6 @@ int cmd_fork(int argc, char **argv) {
         printf("Forked %s%s%s into the new sealed stage %s (use it with 'pvisor run --stage %s')\n", stage,
                checkpoint ? " at checkpoint " : "", checkpoint ? checkpoint : "", new_stage, new_stage);
         return PV_EXIT_OK;
-    case -EINVAL: return cli_usage_error("fork", "bad checkpoint name '%s'", checkpoint ? checkpoint : "");
     case -ENOENT:
         return cli_error(PV_EXIT_FAILURE, "fork", "no checkpoint '%s' in %s (see 'pvisor checkpoint --list')",
                          checkpoint ? checkpoint : "", stage);

@@ -34,6 +34,11 @@ int cmd_restore(int argc, char **argv) {
         return cli_usage_error("restore", "which checkpoint? (see 'pvisor checkpoint --list')");
     if (run && stage_dir)
         return cli_usage_error("restore", "give a RUN or --stage DIR, not both");
+    /* a usage error before the stage is looked up: it was reported after
+     * the lookup's notes, or not at all when that failed (exit 1) */
+    if (!lc_checkpoint_name_valid(name))
+        return cli_usage_error("restore", "bad checkpoint name '%s' (letters, digits, '.', '_', '-'; at most 64)",
+                               name);
     if (run && lc_cli_arg_is_stage(run)) {
         stage_dir = run;
         run = NULL;
@@ -51,7 +56,6 @@ int cmd_restore(int argc, char **argv) {
         r = lc_restore(stage, name); /* a failed restore left the stage as it was */
     switch (r) {
     case 0: printf("Restored stage %s from checkpoint %s; it is sealed\n", stage, name); return PV_EXIT_OK;
-    case -EINVAL: return cli_usage_error("restore", "bad checkpoint name '%s'", name);
     case -ENOENT:
         return cli_error(PV_EXIT_FAILURE, "restore",
                          "the stage %s has no checkpoint '%s' (see 'pvisor checkpoint --list')", stage, name);

@@ -1782,6 +1782,17 @@ for args in "apply --bogus" "apply --path" "apply a b" "diff --bogus" "drop --st
 done
 "$P" apply --stage "$T/ws1" >/dev/null 2>"$T/ns.err"; rc=$?
 eq "$rc" 1 "apply --stage of a directory that is not a stage exits 1"
+# A bad checkpoint name is a usage error whatever the stage lookup finds:
+# it was checked only after the lookup, so with no run recorded it was
+# "no runs recorded yet" (exit 1), and otherwise it came after the
+# lookup's notes (three lines)
+mkdir -p "$T/nostate"
+for args in "checkpoint --name ../x" "restore ../x" "fork ../x $T/fk-bad"; do
+    # shellcheck disable=SC2086
+    (cd "$T/ws1" && XDG_STATE_HOME="$T/nostate" "$P" $args) >/dev/null 2>"$T/u.err"; rc=$?
+    eq "$rc:$(wc -l < "$T/u.err"):$(grep -c "bad .*'\.\./x'" "$T/u.err")" "2:2:1" \
+        "a bad checkpoint name is a usage error before any stage is looked up: $args"
+done
 
 # A stage's Bundle is found through the runs its meta.json names (newest
 # last), whatever newer runs used other stages; a meta.json naming
