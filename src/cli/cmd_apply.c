@@ -155,6 +155,16 @@ static int normalize_path(const char *in, const char *ws, char **ret) {
     return 0;
 }
 
+/* lc_stage_open() failed with r: is it the workspace that fails to open
+ * that way, while the stage directory itself opens? */
+static bool workspace_fails(const char *stage, const char *ws, int r) {
+    _cleanup_close_ int sd = open(stage, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (sd < 0)
+        return false;
+    _cleanup_close_ int wd = open(ws, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    return wd < 0 && errno == -r;
+}
+
 int cmd_apply(int argc, char **argv) {
     const char *run = NULL, *stage_dir = NULL;
     bool dry_run = false, keep_special = false;
@@ -238,9 +248,6 @@ int cmd_apply(int argc, char **argv) {
             rc = cli_error(PV_EXIT_FAILURE, "apply",
                            "refused: the stage %s names the workspace %s but its run %s ran in %s", stage,
                            st->workspace, id, bws);
-        else if (r < 0 && r != -ENOENT)
-            rc = cli_error(PV_EXIT_FAILURE, "apply", "cannot open the stage %s: %s", stage,
-                           r == -EINVAL ? "not a pvisor stage" : strerror(-r));
         else if (r == -ENOENT && bws && access(stage, F_OK) == 0) {
             /* the stage is there: its workspace is what is gone */
             _cleanup_free_ char *e = lc_display_name(bws);
@@ -248,7 +255,18 @@ int cmd_apply(int argc, char **argv) {
                            "the workspace %s of the stage %s is gone (moved or removed since the run?); nothing was "
                            "written: put it back at that path to apply the stage",
                            e ? e : "?", stage);
-        } else if (r == -ENOENT)
+        } else if (r < 0 && r != -ENOENT && bws && workspace_fails(stage, bws, r)) {
+            /* the stage opens: its workspace is what failed (a file put
+             * at its path, a directory made unreadable), which read as
+             * "cannot open the stage S: Not a directory" */
+            _cleanup_free_ char *e = lc_display_name(bws);
+            rc = cli_error(PV_EXIT_FAILURE, "apply",
+                           "cannot open the workspace %s of the stage %s: %s%s; nothing was written", e ? e : "?",
+                           stage, strerror(-r), r == -ENOTDIR ? " (replaced by a file since the run?)" : "");
+        } else if (r < 0 && r != -ENOENT)
+            rc = cli_error(PV_EXIT_FAILURE, "apply", "cannot open the stage %s: %s", stage,
+                           r == -EINVAL ? "not a pvisor stage" : strerror(-r));
+        else if (r == -ENOENT)
             rc = cli_error(PV_EXIT_FAILURE, "apply", "cannot open the stage %s or its workspace: %s", stage,
                            strerror(-r));
         lc_stage_free(st);

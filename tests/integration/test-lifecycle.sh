@@ -2752,6 +2752,13 @@ mv "$W" "$W.away"
 "$P" apply "$mrun" 2>"$T/moved.err"; rc=$?
 eq "$rc:$(grep -c "the workspace $W of the stage .* is gone (moved or removed since the run?); nothing was written" "$T/moved.err")" \
     "1:1" "apply of a stage whose workspace was moved says the workspace is gone"
+# ... and a file put at its path is named as the workspace's failure, not
+# the stage's ("cannot open the stage ...: Not a directory")
+touch "$W"
+"$P" apply "$mrun" 2>"$T/moved.err"; rc=$?
+eq "$rc:$(grep -c "cannot open the workspace $W of the stage .*: Not a directory (replaced by a file since the run?); nothing was written" "$T/moved.err"):$(grep -c 'cannot open the stage' "$T/moved.err")" \
+    "1:1:0" "apply of a stage whose workspace is now a file says the workspace is not a directory"
+rm "$W"
 mv "$W.away" "$W"
 "$P" apply "$mrun" >/dev/null 2>&1; rc=$?
 eq "$rc:$(cat "$W/f")" "0:new" "  ... and applies once it is back"
