@@ -212,6 +212,14 @@ short=$(echo "$id" | cut -c1-22)
 "$PVISOR" status "$id" > st; rc=$?
 check "status RUN shows the Safety boundary" sh -c "[ $rc -eq 0 ] && grep -q 'Safety boundary' st && grep -q 'host_writes' st"
 "$PVISOR" status no-such-run 2>err; eq $? 1 "status of an unknown run exits 1"
+# a runs directory that cannot be read is named (a misplaced XDG_STATE_HOME
+# said only "cannot read the runs directory: Not a directory")
+mkdir -p "$T/badstate/pvisor"; : > "$T/badstate/pvisor/runs"
+for v in status list; do
+    XDG_STATE_HOME="$T/badstate" "$PVISOR" $v >/dev/null 2>err; rc=$?
+    eq "$rc:$(grep -c "^pvisor $v: cannot read the runs directory $T/badstate/pvisor/runs: Not a directory" err)" "1:1" \
+        "$v names the runs directory it cannot read"
+done
 n=$("$PVISOR" list --json | jq length)
 eq "$n" "$(run_count)" "list --json has one entry per run"
 eq "$("$PVISOR" list --json | jq -r '.[0].run_id')" "$id" "list is newest first"
