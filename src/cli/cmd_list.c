@@ -104,16 +104,6 @@ static void print_command(const json_t *cmd, const json_t *cmd_hex) {
     putchar('\n');
 }
 
-/* The runs directory could not be read: which one (XDG_STATE_HOME, or
- * HOME's; a misplaced one said only "Permission denied"). */
-static int runs_dir_error(const char *verb, int r) {
-    _cleanup_free_ char *dir = NULL;
-    (void)runs_dir(false, &dir);
-    _cleanup_free_ char *shown = dir ? term_escape(dir) : NULL;
-    return cli_error(PV_EXIT_FAILURE, verb, "cannot read the runs directory %s: %s (set XDG_STATE_HOME to yours)",
-                     shown ? shown : "?", strerror(-r));
-}
-
 int cmd_list(int argc, char **argv) {
     bool as_json = false;
     for (int i = 1; i < argc; i++) {

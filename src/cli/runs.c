@@ -1,5 +1,6 @@
 /* runs.c: see runs.h. */
 #include "cli/runs.h"
+#include "cli/cli.h"
 #include "evidence/bundle.h"
 #include "util/cleanup.h"
 #include "util/util.h"
@@ -109,4 +110,12 @@ const char *runs_stage_state(const json_t *bundle) {
 #else
     return recorded;
 #endif
+}
+
+int runs_dir_error(const char *verb, int r) {
+    _cleanup_free_ char *dir = NULL;
+    (void)runs_dir(false, &dir);
+    _cleanup_free_ char *shown = dir ? term_escape(dir) : NULL;
+    return cli_error(PV_EXIT_FAILURE, verb, "cannot read the runs directory %s: %s (set XDG_STATE_HOME to yours)",
+                     shown ? shown : "?", strerror(-r));
 }

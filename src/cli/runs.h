@@ -23,4 +23,9 @@ const char *runs_stage_state(const json_t *bundle);
  * when the Bundle has no such argument or out of memory. */
 char *runs_command_arg_display(const json_t *bundle_command, const json_t *bundle_command_hex, size_t i);
 
+/* Report (cli_error, for verb) that the runs directory could not be read
+ * (-r an errno), naming which one (XDG_STATE_HOME's or HOME's): a
+ * misplaced one said only "Permission denied".  Returns the exit status. */
+int runs_dir_error(const char *verb, int r);
+
 #endif
