@@ -125,13 +125,20 @@ static int open_stage(struct staged *st) {
      * runs as that directory is (run_sandbox.c, mask_stages_elsewhere) */
     (void)stages_elsewhere_add(st->stage_path);
     bool sandbox = st->sb != NULL;
-    bundle_set_dimension(ctx->bundle, DIM_WORKSPACE_WRITES, LEVEL_ENFORCED, "FUSE copy-on-write overlay",
+    /* Without the sandbox the command keeps other ways to the real
+     * workspace: a bind mount or another path to it, a descriptor it
+     * inherited, another process's /proc/PID/cwd (tested): the overlay
+     * holds only while the command writes through the workspace's path,
+     * which is what cooperative means (--strict refuses it). */
+    bundle_set_dimension(ctx->bundle, DIM_WORKSPACE_WRITES, sandbox ? LEVEL_ENFORCED : LEVEL_COOPERATIVE,
+                         "FUSE copy-on-write overlay",
                          json_pack("{s:s, s:s, s:b}", "stage", st->stage_path, "mountpoint", ctx->workspace,
                                    "user_namespace", getuid() != 0),
                          sandbox ? "every write to the workspace lands in the stage; the real workspace is not "
                                    "reachable from inside the sandbox"
                                  : "writes through the workspace path land in the stage; other paths to the same "
-                                   "files (aliases) are not covered without --filesystem sandbox");
+                                   "files (aliases, another process's /proc/PID/cwd, an inherited descriptor) are not "
+                                   "covered without --filesystem sandbox");
     return 0;
 }
 

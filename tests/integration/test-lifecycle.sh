@@ -147,7 +147,7 @@ eq "$(jq -r '.changeset.changes[] | select(.path=="f2d") | "\(.kind) \(.old.type
    "type_changed reg dir" "review: file -> directory is a type change"
 eq "$(jq -r '.changeset.changes[] | select(.path=="d2f/x/c") | .kind' "$T/r1.json")" "deleted" \
    "review: children of a directory replaced by a file are deleted"
-eq "$(jq -r '.safety_boundary.workspace_writes.effective' "$T/r1.json")" "enforced" "review: safety boundary from the Bundle"
+eq "$(jq -r '.safety_boundary.workspace_writes.effective' "$T/r1.json")" "cooperative" "review: safety boundary from the Bundle (--stage alone: cooperative)"
 eq "$(jq -r '.safety_boundary | keys | length' "$T/r1.json")" "11" "review: all eleven dimensions"
 if $have_xattr; then
     eq "$(jq -r '.changeset.changes[] | select(.path=="keep.txt") | .changes | join(",")' "$T/r1.json")" "xattr" "review: xattr change"

@@ -248,8 +248,8 @@ appended" "$L: an appended file is copied up whole, with the appended bytes"
     check "$L: the Bundle validates against the schema" sh -c "$VALIDATE '$b'"
     sj=$(XDG_STATE_HOME="$ST" "$PVISOR" status --json)
     eq "$(echo "$sj" | jq -r '[.dimensions.workspace_writes.effective, .dimensions.host_writes.effective, .dimensions.reads.effective, .stage.path, .stage.state, .display_state, (.exit.status|tostring)] | join(" ")')" \
-       "enforced unenforced unenforced $S sealed finished 7" \
-       "$L: status --json: workspace_writes enforced, host_writes and reads unenforced, stage sealed"
+       "cooperative unenforced unenforced $S sealed finished 7" \
+       "$L: status --json: workspace_writes cooperative (no sandbox), host_writes and reads unenforced, stage sealed"
 
     # the oracle: kernel overlayfs over the sealed stage shows the same tree
     oracle "$S" "$W" "$B/view1.manifest" "$L run 1"
@@ -556,6 +556,26 @@ for f in version meta.json journal origin; do
     timeout 60 "$PVISOR" run --stage "$T/fifostage-$f" --workspace "$W" -- true 2> "$T/err"
     eq "$?:$(grep -c 'is not a pvisor stage' "$T/err")" "125:1" "a stage whose $f is a FIFO is refused (125), not waited on"
 done
+
+# --- --stage alone is cooperative: the command keeps other ways to the lower -------
+# Another process's /proc/PID/cwd (a host process in the workspace) leads to
+# the real workspace: a write through it is not staged.  So the Bundle says
+# cooperative, not enforced, and --strict refuses --stage without the
+# sandbox (it ran, and the Bundle claimed enforced).
+next_stage
+echo orig > "$W/alias.txt"
+(cd "$W" && exec sleep 3079) &
+hostpid=$!
+"$PVISOR" run --stage "$S" --workspace "$W" -- sh -c "echo via-proc > /proc/$hostpid/cwd/alias.txt" 2>/dev/null
+eq "$?:$(cat "$W/alias.txt"):$(jq -r .dimensions.workspace_writes.effective "$(bundle_of "$XDG_STATE_HOME")")" \
+    "0:via-proc:cooperative" "--stage alone: a write through another process's /proc/PID/cwd reaches the workspace, and the Bundle says cooperative"
+echo orig > "$W/alias.txt"
+before=$(cat "$W/alias.txt")
+"$PVISOR" run --stage auto --strict --workspace "$W" -- sh -c "echo strict-ran > /proc/$hostpid/cwd/alias.txt" 2> "$T/err"
+eq "$?:$(cat "$W/alias.txt"):$(grep -c 'workspace_writes is cooperative: .*--filesystem sandbox' "$T/err")" "125:$before:1" \
+    "--stage --strict is refused (125) before the command runs, naming --filesystem sandbox"
+kill $hostpid; wait $hostpid 2>/dev/null
+rm -f "$W/alias.txt"
 
 # --- a second concurrent run on the same stage -> 125 --------------------------------
 next_stage
