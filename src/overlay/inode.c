@@ -258,13 +258,18 @@ void ov_close_deferred(void) {
 
 void ov_evict_upper_fds(struct ov *ov) {
     pthread_mutex_lock(&ov->tree_lock);
+    long kept = 0;
     for (struct ov_node *n = ov->all; n; n = n->all_next) {
-        if (n->upper_fd >= 0) {
-            close(n->upper_fd);
-            n->upper_fd = -1;
+        if (n->upper_fd < 0)
+            continue;
+        if (!n->hashed) {
+            kept++; /* detached: nothing could reopen it (ov_node_keep_upper) */
+            continue;
         }
+        close(n->upper_fd);
+        n->upper_fd = -1;
     }
-    atomic_store(&ov->n_upper_fds, 0);
+    atomic_store(&ov->n_upper_fds, kept);
     pthread_mutex_unlock(&ov->tree_lock);
 }
 
@@ -595,6 +600,22 @@ void ov_node_detach(struct ov *ov, struct ov_node *n) {
         n->lower = false;
         try_free(ov, p);
         try_free(ov, n);
+    }
+    pthread_mutex_unlock(&ov->tree_lock);
+}
+
+void ov_node_keep_upper(struct ov *ov, struct ov_node *parent, int pfd, const char *name) {
+    pthread_mutex_lock(&ov->tree_lock);
+    struct ov_node *n = table_find(ov, parent, name);
+    if (n && n->upper_fd < 0) {
+        int fd = openat(pfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        struct stat st;
+        if (fd >= 0 && fstat(fd, &st) == 0 && !ov_is_whiteout(&st) && (st.st_mode & S_IFMT) == n->type) {
+            n->upper_fd = fd;
+            atomic_fetch_add(&ov->n_upper_fds, 1);
+        } else if (fd >= 0) {
+            close(fd);
+        }
     }
     pthread_mutex_unlock(&ov->tree_lock);
 }

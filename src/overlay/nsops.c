@@ -404,6 +404,8 @@ static int do_remove(struct ov *ov, struct ov_node *p, const char *name, bool di
     }
     if (e.upper && dir && (r = ov_upper_clear_whiteouts(ov, pfd, name)) < 0)
         goto out;
+    if (e.upper)
+        ov_node_keep_upper(ov, p, pfd, name);
     struct ov_mark pm = ov_mark(pfd);
     if (e.lower_present)
         r = ov_make_whiteout(ov, pfd, name);
@@ -549,6 +551,8 @@ static int do_rename(struct ov *ov, struct ov_node *p, const char *name, struct 
         dpm = ov_mark(dpfd);
     struct stat old;
     bool replaced = !exch && de.upper && fstatat(dpfd, newname, &old, AT_SYMLINK_NOFOLLOW) == 0;
+    if (replaced)
+        ov_node_keep_upper(ov, np, dpfd, newname);
     bool need_wo = !exch && se.lower_present;
     struct stat wst = {.st_mode = S_IFCHR};
     if (exch) {

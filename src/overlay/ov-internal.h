@@ -448,6 +448,12 @@ void ov_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
 extern _Thread_local size_t ov_n_deferred;
 void ov_close_deferred(void);
 void ov_evict_upper_fds(struct ov *ov);
+/* The upper object at parent/name (pfd: parent's upper directory) is about
+ * to lose that name (unlink, rename over it; ns write lock held): its node,
+ * if the kernel has one, caches an O_PATH fd to it whatever the budget, and
+ * eviction spares it, since once detached the node has no path to reopen
+ * (fstat, fchmod, ftruncate, xattrs of the file still open). */
+void ov_node_keep_upper(struct ov *ov, struct ov_node *parent, int pfd, const char *name);
 
 #define ov_rdlock(ov) pthread_rwlock_rdlock(&(ov)->ns_lock)
 /* Every operation that may change the stage takes the write lock (or,

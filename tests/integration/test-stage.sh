@@ -801,6 +801,45 @@ out=$(prlimit --nofile=512:512 "$PVISOR" run --stage "$S" --workspace "$E" -- sh
 eq "$?:$out" "0:bad=0" "1,600 files copied up, read back and listed under a 512-descriptor limit: no EMFILE"
 eq "$(cat "$S/upper/d/f400" 2>/dev/null):$(find "$S/upper" -type f | wc -l):$(cat "$E/d/f400" | wc -c)" "x:1600:0" \
     "all 1,600 copies are staged; the lower files are untouched"
+# A file removed while open (unlinked, or renamed over; created in the run,
+# or a lower file copied up) is reachable only through the node's cached
+# descriptor: past the budget (the server closes every cached one, or
+# caches none) fstat, ftruncate, fchmod, utimens and xattrs through the
+# open descriptor failed with ESTALE, as a filesystem never does.
+cat > "$T/orphans.py" <<'EOF'
+import os
+fds = []
+for name, how in (("new-unlinked", "unlink"), ("new-replaced", "rename"), ("a/f1", "unlink"), ("b/f1", "rename")):
+    if name.startswith("new"):
+        open(name, "w").write("x" * 1000)
+    fd = os.open(name, os.O_RDWR)
+    os.pwrite(fd, b"y" * 1000, 0)
+    if how == "unlink":
+        os.unlink(name)
+    else:
+        open("over", "w").write("o")
+        os.rename("over", name)
+    fds.append((name, fd))
+for i in range(300):  # more upper objects than the budget (prlimit below)
+    open("c/new%d" % i, "w").write("n")
+for name, fd in fds:
+    res = []
+    for what, op in (("fstat", lambda: os.fstat(fd).st_size == 1000 or 1 / 0),
+                     ("ftruncate", lambda: os.ftruncate(fd, 10)),
+                     ("fchmod", lambda: os.fchmod(fd, 0o600)),
+                     ("futimens", lambda: os.utime(fd, (1, 2))),
+                     ("fsetxattr", lambda: os.setxattr(fd, "user.k", b"v")),
+                     ("fstat-again", lambda: os.fstat(fd).st_size == 10 or 1 / 0)):
+        try:
+            op()
+        except Exception as e:
+            res.append("%s: %s" % (what, e))
+    print(name, "; ".join(res) or "ok")
+EOF
+next_stage
+out=$(prlimit --nofile=512:512 "$PVISOR" run --stage "$S" --workspace "$E" -- sh -c "cd '$E' && $PY '$T/orphans.py'" 2>&1)
+eq "$?:$(echo "$out" | tr '\n' ' ')" "0:new-unlinked ok new-replaced ok a/f1 ok b/f1 ok " \
+    "files removed while open, then more upper objects than the descriptor budget: fstat, ftruncate, fchmod, utimens, fsetxattr through the descriptor work"
 
 # --- disk exhaustion: the agent cannot fill the stage's file system ---------------------
 # The overlay keeps 2% of it free (at most 128 MiB): on a 32 MiB tmpfs that
