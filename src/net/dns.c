@@ -28,7 +28,7 @@ static int header_answer(const uint8_t *q, uint8_t *out, size_t *ret_len, int rc
     return rcode;
 }
 
-int dns_answer(const uint8_t *q, size_t qlen, uint8_t *out, size_t *ret_len, char name[static 256]) {
+int dns_answer(const uint8_t *q, size_t qlen, uint8_t *out, size_t *ret_len, char name[static DNS_NAME_MAX]) {
     name[0] = '\0';
     *ret_len = 0;
     if (qlen < 12 || (q[2] & 0x80))
@@ -54,7 +54,12 @@ int dns_answer(const uint8_t *q, size_t qlen, uint8_t *out, size_t *ret_len, cha
             name[nl++] = '.';
         for (size_t i = 0; i < len; i++) {
             uint8_t c = q[pos + 1 + i];
-            name[nl++] = (char)(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+            if (c >= 'A' && c <= 'Z')
+                c = (uint8_t)(c - 'A' + 'a');
+            if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_')
+                name[nl++] = (char)c;
+            else
+                nl += (size_t)snprintf(name + nl, DNS_NAME_MAX - nl, "\\x%02x", c);
         }
         pos += 1 + len;
     }
@@ -77,7 +82,7 @@ formerr:
 /* ---- the server ---------------------------------------------------------- */
 
 struct dns_name {
-    char name[256];
+    char name[DNS_NAME_MAX];
     uint64_t count;
 };
 
@@ -128,7 +133,7 @@ static void *serve(void *arg) {
             continue; /* EAGAIN, or an error queued by an earlier send */
         /* truncated: the question may be cut; answered from what came */
         size_t len = (size_t)n < sizeof q ? (size_t)n : sizeof q, olen;
-        char name[256];
+        char name[DNS_NAME_MAX];
         if (dns_answer(q, len, out, &olen, name) < 0)
             continue;
         record(s, name);
@@ -172,20 +177,9 @@ void dns_stub_stop(struct dns_stub *s) {
 
 json_t *dns_stub_report(struct dns_stub *s) {
     json_t *names = json_array();
-    for (size_t i = 0; names && i < s->n_names; i++) {
-        /* bytes the command chose: JSON needs UTF-8, so others go as
-         * \xHH (json_string would refuse them) */
-        char shown[256 * 4 + 1];
-        size_t o = 0;
-        for (const unsigned char *c = (const unsigned char *)s->names[i].name; *c; c++) {
-            if (*c >= 0x20 && *c < 0x7f && *c != '\\')
-                shown[o++] = (char)*c;
-            else
-                o += (size_t)snprintf(shown + o, sizeof shown - o, "\\x%02x", *c);
-        }
-        shown[o] = '\0';
-        json_array_append_new(names, json_pack("{s:s, s:I}", "name", shown, "count", (json_int_t)s->names[i].count));
-    }
+    for (size_t i = 0; names && i < s->n_names; i++) /* escaped by dns_answer: ASCII */
+        json_array_append_new(
+            names, json_pack("{s:s, s:I}", "name", s->names[i].name, "count", (json_int_t)s->names[i].count));
     return json_pack("{s:s, s:s, s:I, s:o, s:I}", "address", "127.0.0.1:53", "answer", "NXDOMAIN", "queries",
                      (json_int_t)s->queries, "names", names ? names : json_array(), "unrecorded_queries",
                      (json_int_t)s->unrecorded);

@@ -28,14 +28,18 @@
 #define DNS_STUB_PORT 53
 #define DNS_MAX_NAMES 64   /* distinct names recorded; more are only counted */
 #define DNS_MAX_QUERY 4096 /* read of a datagram; past it, answered from its first bytes */
+#define DNS_NAME_MAX 1024  /* a question's name as dns_answer writes it (255 bytes, each at most 4) */
 
 /* The answer to the query q (qlen bytes) in out (room for max(qlen, 12)
  * bytes: an answer is never longer than its query), its length in
- * *ret_len (0: none, drop it).  name (256 bytes) gets the question's name, lowercased,
- * without the final dot, "" when there is none; bytes outside printable
- * ASCII are kept as they are (the caller escapes them for a terminal).
- * Returns the response code (0-15), or -1 when nothing is to be sent. */
-int dns_answer(const uint8_t *q, size_t qlen, uint8_t *out, size_t *ret_len, char name[static 256]);
+ * *ret_len (0: none, drop it).  name gets the question's name, lowercased,
+ * its labels joined by dots, without the final one, "" when there is
+ * none; a byte of a label that is not a letter, a digit, '-' or '_' is
+ * written "\xHH" (a space, a NUL, a '.' inside a label, a backslash: the
+ * command chose them, and the name goes to a terminal and into JSON as it
+ * is).  Returns the response code (0-15), or -1 when nothing is to be
+ * sent. */
+int dns_answer(const uint8_t *q, size_t qlen, uint8_t *out, size_t *ret_len, char name[static DNS_NAME_MAX]);
 
 struct dns_stub;
 

@@ -421,6 +421,21 @@ first=$(python3 -c 'print(".".join(["\\x1b" * 49] * 3))')
 eq "$(echo $out):$(grep -cF "looked up 5 host name(s), which this run answers 'no such name' (no network under --safe): $first, ...; to" "$T/dns.err"):$(grep -c "$(printf '\033')" "$T/dns.err")" \
     "asked rc=0:1:0" "  names of control bytes: the run ends as the command did, the end shows them escaped once, no raw escape"
 eq "$(jq -r '.dns.names[0].name' "$(bundle)")" "$first" "  ... as the Bundle does"
+# ... and so are a label's spaces, dots and NULs: they were shown as they
+# were, so a label "com; to let it reach a host through pvisor's egress
+# broker:" wrote pvisor's own advice onto the terminal, and a NUL cut the
+# name short ("api.openai.com\0.evil.example" recorded as api.openai.com)
+spoof='import socket, struct
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.settimeout(2)
+for i, labels in enumerate([[b"api", b"openai", b"com; to let it reach a host:", b"--allow-net *", b"evil", b"example"],
+                            [b"api", b"openai", b"com\0", b"evil", b"example"]]):
+    s.sendto(struct.pack(">6H", i, 0x100, 1, 0, 0, 0) + b"".join(bytes([len(l)]) + l for l in labels) + b"\0\0\1\0\1", ("127.0.0.1", 53))
+    s.recv(512)'
+(cd "$W" && "$P" run --safe -- python3 -c "$spoof" 2>"$T/dns.err")
+eq "$(grep -c 'to let it reach a host:' "$T/dns.err"):$(grep -cF 'api.openai.com\x3b\x20to\x20let\x20it\x20reach\x20a\x20host\x3a.--allow-net\x20\x2a.evil.example, api.openai.com\x00.evil.example; to' "$T/dns.err")" \
+    "0:1" "  a label's spaces and punctuation are \\xHH on the terminal, a NUL does not cut the name short"
+eq "$(jq -r '.dns.names[1].name' "$(bundle)")" 'api.openai.com\x00.evil.example' "  ... as in the Bundle"
 # Past 64 names the server only counts: the end says so, also when the 64
 # recorded were reverse lookups, which it does not show (it said nothing:
 # the host looked up after them went unmentioned).
