@@ -162,14 +162,19 @@ static void record(struct broker *b, const char *what, enum verdict v, const cha
 }
 
 /* Send all of buf (the socket is blocking; broker_stop's shutdown ends a
- * send that waits). */
-static int send_all(int fd, const char *buf, size_t len) {
+ * send that waits).  *sent (NULL: not counted) gains what the socket
+ * took, also when it fails later: bytes it took go out (a chunk cut
+ * short by the run's end still reached the destination, and went
+ * uncounted). */
+static int send_all(int fd, const char *buf, size_t len, uint64_t *sent) {
     while (len > 0) {
         ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
             return -errno;
+        if (sent)
+            *sent += (uint64_t)n;
         buf += n;
         len -= (size_t)n;
     }
@@ -185,7 +190,7 @@ static void respond(int fd, const char *status, const char *reason) {
                      "Connection: close\r\n\r\npvisor egress broker: %s\n",
                      status, reason, strlen(reason) + 23, reason);
     if (n > 0 && (size_t)n < sizeof buf)
-        (void)send_all(fd, buf, (size_t)n);
+        (void)send_all(fd, buf, (size_t)n, NULL);
 }
 
 /* Wait for fd (events) or the stop, until deadline (ms, 0: none).
@@ -427,11 +432,8 @@ static void relay(struct broker *b, int client, int upstream, const char *pendin
     _cleanup_free_ char *buf = malloc(RELAY_BUF);
     if (!buf)
         return;
-    if (n_pending) {
-        if (send_all(upstream, pending, n_pending) < 0)
-            return;
-        *up += n_pending;
-    }
+    if (n_pending && send_all(upstream, pending, n_pending, up) < 0)
+        return;
     bool client_open = true, upstream_open = true;
     while (client_open || upstream_open) {
         struct pollfd p[3] = {{.fd = client_open ? client : -1, .events = POLLIN},
@@ -461,9 +463,8 @@ static void relay(struct broker *b, int client, int upstream, const char *pendin
                     upstream_open = false;
                 continue;
             }
-            if (send_all(to, buf, (size_t)n) < 0)
+            if (send_all(to, buf, (size_t)n, i == 0 ? up : down) < 0)
                 return;
-            *(i == 0 ? up : down) += (uint64_t)n;
         }
     }
 }
@@ -634,7 +635,7 @@ static void *serve(void *arg) {
     uint64_t up = 0, down = 0;
     static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
     if (tunnel) {
-        if (!stopping && send_all(c->client, ok, sizeof ok - 1) == 0)
+        if (!stopping && send_all(c->client, ok, sizeof ok - 1, NULL) == 0)
             relay(b, c->client, up_fd, head + head_len, len - head_len, &up, &down);
     } else {
         /* the request in origin form, its hop-by-hop headers replaced by
@@ -647,10 +648,8 @@ static void *serve(void *arg) {
          * no answer at all. */
         char out[2 * BROKER_HEAD_MAX + 128];
         size_t ol = origin_form(method, path, sp2 + 1, eol + 1, head + head_len, out, sizeof out);
-        if (!stopping && ol && send_all(up_fd, out, ol) == 0) {
-            up += ol;
+        if (!stopping && ol && send_all(up_fd, out, ol, &up) == 0)
             relay(b, c->client, up_fd, head + head_len, len - head_len, &up, &down);
-        }
     }
     record(b, what, V_ALLOWED, NULL, up, down);
     close_conn_fds(c);

@@ -521,6 +521,63 @@ static void test_broker_flood(void) {
     free(err);
 }
 
+/* A tunnel whose destination stops reading while the command keeps
+ * sending, when the run ends: what the destination gets is what the
+ * report says it got.  The chunk the broker was sending was cut short,
+ * and the bytes of it the socket had taken (and sent on) went uncounted. */
+static void *push_until_closed(void *arg) {
+    int fd = *(int *)arg;
+    static char chunk[1 << 20];
+    memset(chunk, 'x', sizeof chunk);
+    for (int i = 0; i < 64; i++)
+        if (send(fd, chunk, sizeof chunk, MSG_NOSIGNAL) <= 0)
+            break;
+    return NULL;
+}
+
+static void test_broker_cut_short(void) {
+    uint16_t up_port, bp;
+    int ufd = listen_on(&up_port), lfd = listen_on(&bp);
+    if (ufd < 0 || lfd < 0) {
+        ok(false, "listening sockets on loopback");
+        return;
+    }
+    struct egress_rule rule;
+    char spec[64], req[128], *err = NULL;
+    snprintf(spec, sizeof spec, "127.0.0.1:%u", up_port);
+    egress_rule_parse(spec, &rule, &err);
+    struct broker *b = NULL;
+    ok(broker_start(lfd, &rule, 1, &b) == 0, "broker_start");
+    int c = dial(bp);
+    int l = snprintf(req, sizeof req, "CONNECT %s HTTP/1.1\r\n\r\n", spec);
+    (void)!send(c, req, (size_t)l, MSG_NOSIGNAL);
+    int u = accept(ufd, NULL, NULL); /* and does not read, for now */
+    char head[64];
+    size_t hl = sizeof "HTTP/1.1 200 Connection established\r\n\r\n" - 1;
+    ok(recv(c, head, hl, MSG_WAITALL) == (ssize_t)hl && strncmp(head, "HTTP/1.1 200 ", 13) == 0, "a tunnel");
+    pthread_t t;
+    pthread_create(&t, NULL, push_until_closed, &c);
+    usleep(500000); /* the broker waits in a send to u */
+    broker_stop(b);
+    uint64_t got = 0;
+    char buf[65536];
+    for (ssize_t n; (n = recv(u, buf, sizeof buf, 0)) > 0;)
+        got += (uint64_t)n;
+    json_t *rep = broker_report(b);
+    json_int_t up = json_integer_value(json_object_get(rep, "bytes_up"));
+    ok(got > 0 && up == (json_int_t)got,
+       "a tunnel cut short by the stop: the destination got %llu bytes, the report says %lld", (unsigned long long)got,
+       (long long)up);
+    json_decref(rep);
+    shutdown(c, SHUT_RDWR);
+    pthread_join(t, NULL);
+    close(c);
+    close(u);
+    close(ufd);
+    broker_free(b);
+    free(err);
+}
+
 /* A query for name (dotted) of qtype, id 0x1234, RD set. */
 static size_t make_query(uint8_t *q, const char *name, uint16_t qtype) {
     uint8_t h[12] = {0x12, 0x34, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0};
@@ -673,6 +730,7 @@ int main(void) {
     test_addresses();
     test_broker();
     test_broker_flood();
+    test_broker_cut_short();
     test_dns();
     return tap_done();
 }
