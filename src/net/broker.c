@@ -17,6 +17,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -375,6 +376,42 @@ static int resolve(struct broker *b, const struct egress_rule *req, int flags, i
     return r;
 }
 
+/* The IPv4 address inside an IPv4-mapped IPv6 one (or sa's own), for
+ * comparing. */
+static bool v4_of(const struct sockaddr *sa, unsigned char out[4]) {
+    static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    if (sa->sa_family == AF_INET) {
+        memcpy(out, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, 4);
+        return true;
+    }
+    const unsigned char *a = ((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr.s6_addr;
+    if (memcmp(a, mapped, 12) != 0)
+        return false;
+    memcpy(out, a + 12, 4);
+    return true;
+}
+
+/* sa is an address of one of this machine's interfaces (ifs: getifaddrs).
+ * A connection to it reaches the machine's own services, those that
+ * listen on every address (0.0.0.0, ::) included: a name rule must not
+ * lead there whatever kind of address it is (a public IPv4 address on
+ * the interface, a global IPv6 one: the ranges of egress.c do not say). */
+static bool machine_address(const struct ifaddrs *ifs, const struct sockaddr *sa) {
+    unsigned char v4[4], own4[4];
+    bool is_v4 = v4_of(sa, v4);
+    for (const struct ifaddrs *i = ifs; i; i = i->ifa_next) {
+        const struct sockaddr *own = i->ifa_addr;
+        if (!own || (own->sa_family != AF_INET && own->sa_family != AF_INET6))
+            continue;
+        if (is_v4 ? v4_of(own, own4) && memcmp(v4, own4, 4) == 0
+                  : own->sa_family == AF_INET6 &&
+                        memcmp(&((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr,
+                               &((const struct sockaddr_in6 *)(const void *)own)->sin6_addr, 16) == 0)
+            return true;
+    }
+    return false;
+}
+
 /* Resolve and connect for an admitted request.  The socket, or -errno
  * with *ret_why saying why (a refused address: -EACCES). */
 static int open_upstream(struct broker *b, const struct egress_rule *rule, const struct egress_rule *req, char *why,
@@ -394,6 +431,16 @@ static int open_upstream(struct broker *b, const struct egress_rule *rule, const
     }
     r = -EHOSTUNREACH;
     snprintf(why, why_size, "no address for %s", req->host);
+    /* a name rule's addresses must not be this machine's own (see
+     * machine_address); "localhost" leads to loopback ones only, which
+     * egress_address_refused sees to.  No list of them: refuse all. */
+    struct ifaddrs *ifs = NULL;
+    bool own_checked = rule->address || strcmp(rule->host, "localhost") == 0;
+    if (!own_checked && getifaddrs(&ifs) < 0) {
+        snprintf(why, why_size, "cannot list this machine's addresses to rule them out: %s", strerror(errno));
+        freeaddrinfo(res);
+        return -EACCES;
+    }
     bool refused_only = true;
     for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
         if (ai->ai_family != AF_INET && ai->ai_family != AF_INET6)
@@ -404,6 +451,8 @@ static int open_upstream(struct broker *b, const struct egress_rule *rule, const
                              : (const void *)&((struct sockaddr_in6 *)(void *)ai->ai_addr)->sin6_addr;
         inet_ntop(ai->ai_family, ap, addr, sizeof addr);
         const char *no = egress_address_refused(rule, ai->ai_addr);
+        if (!no && !own_checked && machine_address(ifs, ai->ai_addr))
+            no = "an address of this machine";
         if (no) {
             /* a refusal only while no address was tried: once one
              * was, its failure is the verdict (502, "failed") */
@@ -422,6 +471,8 @@ static int open_upstream(struct broker *b, const struct egress_rule *rule, const
             break;
     }
     freeaddrinfo(res);
+    if (ifs)
+        freeifaddrs(ifs);
     return r;
 }
 

@@ -10,7 +10,8 @@
  * BROKER_HEAD_TIMEOUT_MS), accept "CONNECT host:port HTTP/1.x" or a plain
  * http request for an absolute "http://host[:port]/..." URL, match the
  * allowlist, resolve a name here (the sandbox has no DNS), refuse
- * addresses the rule must not lead to, connect (BROKER_CONNECT_TIMEOUT_MS)
+ * addresses the rule must not lead to (egress_address_refused, and for a
+ * name rule every address of this machine's interfaces), connect (BROKER_CONNECT_TIMEOUT_MS)
  * and relay bytes both ways until both sides are done (a plain request is
  * sent on in origin form first, its hop-by-hop headers and proxy
  * credentials dropped, "Connection: close" added).  Refusals get a
