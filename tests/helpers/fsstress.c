@@ -83,7 +83,7 @@ static unsigned rn(unsigned n) {
     return (unsigned)(rnd() % n);
 }
 
-static void bad(const char *fmt, ...) {
+__attribute__((format(printf, 1, 2))) static void bad(const char *fmt, ...) {
     char buf[512];
     va_list ap;
     va_start(ap, fmt);
@@ -98,7 +98,7 @@ static void bad(const char *fmt, ...) {
     nbad++;
 }
 
-static char *P(const char *fmt, ...) {
+__attribute__((format(printf, 1, 2))) static char *P(const char *fmt, ...) {
     static char bufs[4][512];
     static int i;
     char *b = bufs[i++ & 3];
