@@ -235,8 +235,23 @@ int run_finish(struct run_context *ctx, int r, const struct exec_result *res) {
     if (res->exec_errno) {
         /* the command's name is the caller's bytes: escaped for the terminal */
         _cleanup_free_ char *shown = term_escape(ctx->opts->cmd_argv[0]);
-        fprintf(stderr, "pvisor run: %s: %s\n", shown ? shown : "?",
-                res->exec_errno == ENOENT ? "command not found" : strerror(res->exec_errno));
+        /* A command the host has where the sandbox shows nothing (a
+         * script in /tmp, whose /tmp is the sandbox's own): "command not
+         * found" for a file the user can see */
+        _cleanup_free_ char *host = res->exec_errno == ENOENT && policy_wants_sandbox(ctx->opts)
+                                        ? find_in_path(ctx->opts->cmd_argv[0], ctx->cwd)
+                                        : NULL;
+        _cleanup_free_ char *host_shown = host && access(host, X_OK) == 0 ? term_escape(host) : NULL;
+        if (host_shown)
+            fprintf(stderr,
+                    "pvisor run: %s: not found in the sandbox, although the host has it (%s): the sandbox does not "
+                    "show that directory (it shows the workspace, HOME's view, the system's directories and the "
+                    "command's toolchain; /tmp is its own); grant it with '--access ro:%s', or put it in the "
+                    "workspace\n",
+                    shown ? shown : "?", host_shown, host_shown);
+        else
+            fprintf(stderr, "pvisor run: %s: %s\n", shown ? shown : "?",
+                    res->exec_errno == ENOENT ? "command not found" : strerror(res->exec_errno));
         bundle_set_string(ctx->bundle, "state", "exec_failed");
         snprintf(msg, sizeof msg, "cannot execute %s: %s", ctx->opts->cmd_argv[0], strerror(res->exec_errno));
         bundle_add_warning(ctx->bundle, msg);

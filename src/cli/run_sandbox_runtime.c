@@ -270,28 +270,6 @@ static bool add_dir_of(struct dirlist *l, const char *home, const char *file, co
     return add_runtime_dir(l, home, c, agent);
 }
 
-/* Find the command as execvp would, on the host PATH. */
-static char *which(const char *cmd, const char *cwd) {
-    if (strchr(cmd, '/'))
-        return cmd[0] == '/' ? strdup(cmd) : path_join(cwd, cmd);
-    const char *path = getenv("PATH");
-    if (!path)
-        path = "/usr/local/bin:/usr/bin:/bin";
-    _cleanup_free_ char *copy = strdup(path);
-    if (!copy)
-        return NULL;
-    char *save = NULL;
-    for (char *d = strtok_r(copy, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
-        if (d[0] != '/')
-            continue;
-        char *f = path_join(d, cmd);
-        if (f && access(f, X_OK) == 0)
-            return f;
-        free(f);
-    }
-    return NULL;
-}
-
 /* The interpreter of a #! script, if any.  Only a regular file is read,
  * without waiting: the command may be a FIFO the agent left in the
  * workspace, which no exec would run anyway. */
@@ -539,7 +517,7 @@ static void add_env_tool_roots(struct dirlist *l, const char *home, const struct
 void sandbox_gather_runtime(const struct run_context *ctx, const char *home, struct dirlist *l) {
     add_logical_link(l, getenv("HOME"));
     add_logical_link(l, getenv("PWD"));
-    _cleanup_free_ char *exe = which(ctx->opts->cmd_argv[0], ctx->cwd);
+    _cleanup_free_ char *exe = find_in_path(ctx->opts->cmd_argv[0], ctx->cwd);
     _cleanup_free_ char *real = exe ? realpath(exe, NULL) : NULL;
     /* A command in the workspace (or in an earlier run's, or a grant) is
      * the agent's to write (an applied script, a link it made): its #! line

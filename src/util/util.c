@@ -39,6 +39,27 @@ char *path_join(const char *a, const char *b) {
     return r;
 }
 
+char *find_in_path(const char *cmd, const char *cwd) {
+    if (strchr(cmd, '/'))
+        return cmd[0] == '/' ? strdup(cmd) : path_join(cwd, cmd);
+    const char *path = getenv("PATH");
+    if (!path)
+        path = "/usr/local/bin:/usr/bin:/bin";
+    _cleanup_free_ char *copy = strdup(path);
+    if (!copy)
+        return NULL;
+    char *save = NULL;
+    for (char *d = strtok_r(copy, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+        if (d[0] != '/')
+            continue;
+        char *f = path_join(d, cmd);
+        if (f && access(f, X_OK) == 0)
+            return f;
+        free(f);
+    }
+    return NULL;
+}
+
 char *str_vprintf(const char *fmt, va_list ap) {
     char *s = NULL;
     return vasprintf(&s, fmt, ap) < 0 ? NULL : s;

@@ -14,6 +14,11 @@
 
 /* Join a and b with one '/', malloc'd. NULL on ENOMEM. */
 char *path_join(const char *a, const char *b);
+/* Where execvp would find cmd on this process's PATH: cmd itself when it
+ * holds a '/' (relative ones joined to cwd), else the first PATH entry
+ * (absolute ones only) where it is executable.  malloc'd; NULL when not
+ * found or out of memory. */
+char *find_in_path(const char *cmd, const char *cwd);
 
 /* printf into a malloc'd string; NULL on ENOMEM. */
 char *str_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -338,6 +338,22 @@ eq "$(jq -r '.features.sha256.ok' doc.json)" true "doctor: SHA-256 (libcrypto's,
 mkdir -p "$T/safews"
 if "$PVISOR" run --safe --workspace "$T/safews" -- true >/dev/null 2>&1; then safe_works=true; else safe_works=false; fi
 eq "$(jq -r '.executors.host.ready_safe' doc.json)" "$safe_works" "doctor's host --safe readiness matches whether --safe actually runs here"
+# a command the host has in a directory the sandbox does not show (a script
+# in /tmp, which is the sandbox's own): "command not found" for a file the
+# user can see; now it says where it is and how to grant it
+if $safe_works; then
+    # directly in /tmp: its directory is the sandbox's own /tmp (one in a
+    # directory of its own there is projected with that directory)
+    x=$(mktemp /tmp/pvisor-test-cmd.XXXXXX); at_exit "rm -f '$x'"
+    printf '#!/bin/sh\necho ran\n' > "$x"; chmod 0755 "$x" # readable by all: as root, grants show root's files as 65534's
+    out=$(cd "$T/safews" && "$PVISOR" run --safe -- "$x" 2>&1); rc=$?
+    eq "$rc:$(echo "$out" | grep -c "$x: not found in the sandbox, although the host has it ($x).*--access ro:$x")" \
+        "127:1" "--safe: a command the host has where the sandbox shows nothing is named with the way to grant it (127)"
+    out=$(cd "$T/safews" && "$PVISOR" run --safe --access "ro:$x" -- "$x" 2>&1); rc=$?
+    eq "$rc:$out" "0:ran" "  and the grant it names makes it run"
+    out=$(cd "$T/safews" && "$PVISOR" run --safe -- "$x.none" 2>&1); rc=$?
+    eq "$rc:$(echo "$out" | grep -c '\.none: command not found')" "127:1" "  a command the host does not have either: command not found"
+fi
 # started in a directory the sandbox does not show (outside the workspace,
 # under /tmp, which is the sandbox's own): said so, not a setup failure
 # 'at chdir to the working directory' to take to 'pvisor doctor'
