@@ -629,7 +629,8 @@ int sandbox_prepare(struct run_context *ctx, const struct agent_hooks *hooks, st
         return r;
     }
     if (home && ((r = resolve_credentials(home, &sb.cred_real)) < 0 || (r = prepare_home_view(ctx, home, &sb)) < 0)) {
-        if (asprintf(ret_error, "cannot prepare the copy-on-write view of HOME (%s): %s", home, strerror(-r)) < 0)
+        if (asprintf(ret_error, "cannot prepare the copy-on-write view of HOME (%s): %s%s", home, strerror(-r),
+                     r == -EACCES ? " (HOME names a directory you cannot read: set HOME to your own home)" : "") < 0)
             *ret_error = NULL;
         sandbox_release(&sb);
         return r;
@@ -1193,8 +1194,8 @@ static void finish_dns(struct sandbox *sb, bool ran) {
             (l >= 10 && strcmp(n + l - 10, ".localhost") == 0))
             continue;
         hosts++;
-        /* n is shown as it is, safe for a terminal: dns_stub_report wrote
-         * every byte outside printable ASCII, and a backslash, as \xHH.
+        /* n is shown as it is, safe for a terminal: dns_answer wrote
+         * every label byte but a letter, digit, '-' and '_' as \xHH.
          * (term_escape made each of those backslashes \x5c again: longer
          * than l, past the end of list, and not what the Bundle says.) */
         if (said < 5 && strlen(list) + l + 3 < sizeof list) {
