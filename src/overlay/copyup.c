@@ -666,6 +666,46 @@ fail:
     return r;
 }
 
+/* Directory n, lower-only, lost its name in the view while the kernel held
+ * it (the command's cwd, a descriptor; kfd: the lower directory kept,
+ * ov_node_keep_lower).  A change of its mode, owner, times or xattrs, which
+ * natively goes to the removed directory and shows through the descriptors
+ * still open on it, goes to a copy that has no name either: made in work/,
+ * removed there at once, and n's upper object from then on.  The stage does
+ * not change: nothing is journaled (its removal was) or counted. */
+static int copy_up_removed_dir(struct ov *ov, struct ov_node *n, int kfd) {
+    struct stat lst;
+    if (fstatat(kfd, "", &lst, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+        return -errno;
+    char tmp[32];
+    int r = ov_tmp_name(ov, tmp);
+    if (r < 0)
+        return r;
+    if (mkdirat(ov->work_fd, tmp, 0700) < 0)
+        return -errno;
+    _cleanup_close_ int tfd = openat(ov->work_fd, tmp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (tfd < 0)
+        r = -errno;
+    /* as ov_copy_up_entry: owner first (chown clears set-id bits) */
+    if (r >= 0 && fchownat(tfd, "", lst.st_uid, lst.st_gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0 &&
+        errno != EPERM && errno != EINVAL)
+        r = -errno;
+    if (r >= 0)
+        r = ov_copy_xattrs(kfd, tfd, true);
+    if (r >= 0 && fchmodat(ov->work_fd, tmp, lst.st_mode & 07777, 0) < 0)
+        r = -errno;
+    struct timespec ts[2] = {lst.st_atim, lst.st_mtim};
+    if (r >= 0 && utimensat(ov->work_fd, tmp, ts, AT_SYMLINK_NOFOLLOW) < 0)
+        r = -errno;
+    if (unlinkat(ov->work_fd, tmp, AT_REMOVEDIR) < 0 && r >= 0)
+        r = -errno;
+    if (r < 0)
+        return r;
+    ov_node_set_upper(ov, n, TAKE_FD(tfd));
+    ov_node_drop_kept_lower(ov, n);
+    return 0;
+}
+
 int ov_copy_up(struct ov *ov, struct ov_node *n, const char *op) {
     int ufd = ov_node_upper(ov, n);
     if (ufd >= 0) {
@@ -683,8 +723,13 @@ int ov_copy_up(struct ov *ov, struct ov_node *n, const char *op) {
     }
     if (ufd != -ENOENT)
         return ufd;
-    if (!n->lower)
-        return -ESTALE;
+    if (!n->lower) {
+        /* detached: a removed lower-only directory can still be changed
+         * (a removed file, kept too, cannot: it would take a copy of its
+         * data that the stage's accounting does not provide for) */
+        int kfd = ov_node_kept_lower(ov, n);
+        return kfd >= 0 && n->type == S_IFDIR ? copy_up_removed_dir(ov, n, kfd) : -ESTALE;
+    }
     pthread_mutex_lock(&ov->tree_lock);
     struct ov_node *parent = n->hashed ? n->parent : NULL;
     pthread_mutex_unlock(&ov->tree_lock);

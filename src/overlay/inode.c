@@ -217,9 +217,24 @@ int ov_lower_open(struct ov *ov, const char *relpath, int flags) {
     return (int)fd;
 }
 
+/* Open the object fd (O_PATH) refers to anew, with flags: O_PATH, or
+ * reading a regular file or a directory (nothing that could block). */
+static int reopen_kept(int fd, int flags) {
+    struct stat st;
+    if (!(flags & O_PATH) && (fstat(fd, &st) < 0 || !(S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))))
+        return -EIO;
+    char pp[40];
+    if (ov_proc_path(fd, pp) < 0)
+        return -EOVERFLOW;
+    int r = open(pp, (flags & ~O_NOFOLLOW) | O_CLOEXEC);
+    return r < 0 ? -errno : r;
+}
+
 int ov_node_lower_open(struct ov *ov, struct ov_node *n, int flags) {
-    if (!n->lower)
-        return -ENOENT;
+    if (!n->lower) {
+        int kfd = ov_node_kept_lower(ov, n);
+        return kfd >= 0 ? reopen_kept(kfd, flags) : -ENOENT;
+    }
     _cleanup_free_ char *path = NULL;
     int r = ov_node_path(ov, n, &path);
     if (r < 0)
@@ -260,6 +275,8 @@ void ov_evict_upper_fds(struct ov *ov) {
     pthread_mutex_lock(&ov->tree_lock);
     long kept = 0;
     for (struct ov_node *n = ov->all; n; n = n->all_next) {
+        if (n->kept_lower_fd >= 0)
+            kept++; /* detached too (ov_node_keep_lower) */
         if (n->upper_fd < 0)
             continue;
         if (!n->hashed) {
@@ -334,7 +351,7 @@ uint64_t ov_lower_ino(struct ov *ov, uint64_t lower_st_ino) {
 
 int ov_node_stat(struct ov *ov, struct ov_node *n, struct stat *ret_st) {
     struct stat st;
-    int ufd = ov_node_upper(ov, n);
+    int ufd = ov_node_upper(ov, n), kfd;
     if (ufd >= 0) {
         if (fstatat(ufd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
             return -errno;
@@ -343,9 +360,16 @@ int ov_node_stat(struct ov *ov, struct ov_node *n, struct stat *ret_st) {
          * layers; report 1 ("unknown", as kernel overlayfs and btrfs do). */
         if (S_ISDIR(st.st_mode) && n->lower)
             st.st_nlink = 1;
+    } else if (ufd != -ENOENT) {
+        return ufd;
+    } else if ((kfd = ov_node_kept_lower(ov, n)) >= 0) {
+        /* removed from the view while the kernel held it: gone, as
+         * natively (the lower object keeps its names on the host) */
+        if (fstatat(kfd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+            return -errno;
+        st.st_nlink = 0;
+        st.st_ino = ov_lower_ino(ov, st.st_ino);
     } else {
-        if (ufd != -ENOENT)
-            return ufd;
         _cleanup_close_ int lfd = ov_node_lower_open(ov, n, O_PATH);
         if (lfd < 0)
             return lfd == -ENOENT ? -ESTALE : lfd;
@@ -489,6 +513,10 @@ static void node_free(struct ov *ov, struct ov_node *n) {
         close(n->upper_fd);
         atomic_fetch_sub(&ov->n_upper_fds, 1);
     }
+    if (n->kept_lower_fd >= 0) {
+        close(n->kept_lower_fd);
+        atomic_fetch_sub(&ov->n_upper_fds, 1);
+    }
     free(n->name);
     free(n);
 }
@@ -540,6 +568,7 @@ struct ov_node *ov_node_get(struct ov *ov, struct ov_node *parent, const char *n
     n->name = nm;
     n->parent = parent;
     n->upper_fd = -1;
+    n->kept_lower_fd = -1;
     n->lower = e->lower;
     n->type = type;
     n->nlookup = 1;
@@ -618,6 +647,48 @@ void ov_node_keep_upper(struct ov *ov, struct ov_node *parent, int pfd, const ch
         }
     }
     pthread_mutex_unlock(&ov->tree_lock);
+}
+
+void ov_node_keep_lower(struct ov *ov, struct ov_node *parent, const char *name, const char *relpath) {
+    /* the lower is as it was: only the view lost the name */
+    int fd = ov_lower_open(ov, relpath, O_PATH);
+    struct stat st;
+    if (fd < 0)
+        return;
+    if (fstat(fd, &st) < 0) {
+        close(fd);
+        return;
+    }
+    pthread_mutex_lock(&ov->tree_lock);
+    struct ov_node *n = table_find(ov, parent, name);
+    if (n && n->upper_fd < 0 && n->kept_lower_fd < 0 && (st.st_mode & S_IFMT) == n->type) {
+        n->kept_lower_fd = fd;
+        atomic_fetch_add(&ov->n_upper_fds, 1);
+        fd = -1;
+    }
+    pthread_mutex_unlock(&ov->tree_lock);
+    if (fd >= 0)
+        close(fd);
+}
+
+void ov_node_drop_kept_lower(struct ov *ov, struct ov_node *n) {
+    pthread_mutex_lock(&ov->tree_lock);
+    int fd = n->kept_lower_fd;
+    n->kept_lower_fd = -1;
+    if (fd >= 0)
+        atomic_fetch_sub(&ov->n_upper_fds, 1);
+    pthread_mutex_unlock(&ov->tree_lock);
+    if (fd >= 0)
+        close(fd);
+}
+
+int ov_node_kept_lower(struct ov *ov, struct ov_node *n) {
+    if (n == ov->root)
+        return -1;
+    pthread_mutex_lock(&ov->tree_lock);
+    int fd = n->hashed ? -1 : n->kept_lower_fd;
+    pthread_mutex_unlock(&ov->tree_lock);
+    return fd;
 }
 
 int ov_node_move(struct ov *ov, struct ov_node *n, struct ov_node *newparent, const char *newname) {

@@ -412,6 +412,8 @@ static int do_remove(struct ov *ov, struct ov_node *p, const char *name, bool di
     else
         r = remove_upper(ov, pfd, name, dir);
     ov_account_mark(ov, &pm);
+    if (r >= 0 && !e.upper)
+        ov_node_keep_lower(ov, p, name, path);
     if (r >= 0)
         ov_node_detach_at(ov, p, name);
 out:
@@ -610,6 +612,8 @@ static int do_rename(struct ov *ov, struct ov_node *p, const char *name, struct 
             r = ov_node_move(ov, dn, p, name);
         ov_nodes_clear_lower_below(ov, dn);
     } else {
+        if (dn && !de.upper)
+            ov_node_keep_lower(ov, np, newname, dpath);
         if (dn)
             ov_node_detach(ov, dn);
         r = ov_node_move(ov, sn, np, newname);

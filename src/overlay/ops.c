@@ -455,6 +455,8 @@ void ov_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
             r = ov_node_path(ov, n, &path);
             if (r >= 0 && n->lower)
                 r = fd = ov_lower_open(ov, path, flags & ~O_APPEND);
+            else if (r == -ENOENT && ov_node_kept_lower(ov, n) >= 0)
+                r = fd = ov_node_lower_open(ov, n, flags & ~O_APPEND); /* removed, open (/proc/PID/fd) */
             else if (r >= 0 || r == -ENOENT)
                 r = -ESTALE; /* detached since the lookup: the kernel looks the name up again */
             if (fd >= 0) {

@@ -7,9 +7,11 @@
  * both zero; the root is pinned.  A node never caches a lower fd: the lower
  * object is re-resolved by path (openat2 RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS
  * from the workspace fd) on every use, so edits made by the user on the host
- * stay visible until the agent first mutates the object.  Once an object has
- * an upper copy, the node caches an O_PATH fd to it (upper objects change
- * only through us).
+ * stay visible until the agent first mutates the object (a node detached
+ * when its lower-only object was removed from the view keeps one, as it
+ * has no path left: ov_node_keep_lower).  Once an object has an upper
+ * copy, the node caches an O_PATH fd to it (upper objects change only
+ * through us).
  *
  * Inode numbers (st_ino and d_ino agree): an object with an upper copy
  * reports the origin lower st_ino recorded in the stage's origin map, or
@@ -96,6 +98,12 @@ struct ov_node {
     /* the object of that open (stamp[0]), for reads without the tree_lock */
     _Atomic uint64_t pc_dev, pc_ino;
     atomic_bool pc_foreign_read; /* read since that open through a descriptor of another object */
+    /* ns write lock (and tree_lock): an O_PATH fd of the lower object of a
+     * lower-only node that lost its name in the view while the kernel held
+     * it (unlink, rmdir, renamed over; ov_node_keep_lower), the node then
+     * detached: nothing else reaches that object.  Closed when a copy takes
+     * over (ov_copy_up), or with the node.  Else -1. */
+    int kept_lower_fd;
 };
 
 struct ov_alias {
@@ -174,7 +182,7 @@ struct ov {
     atomic_uint_fast64_t copy_ups, whiteouts, tmp_seq;
     atomic_uint_fast64_t quota_refusals; /* operations refused ENOSPC/EDQUOT by the quota or the reserve */
     atomic_bool mutated;                 /* a stage-changing operation ran (ov_wrlock, data writes) */
-    atomic_long n_upper_fds;             /* node->upper_fd values cached (root excluded) */
+    atomic_long n_upper_fds;             /* node->upper_fd and ->kept_lower_fd values (root excluded) */
     long upper_fd_budget;                /* immutable: how many may be cached */
     /* upper_bytes: st_blocks * 512 summed over upper/ (its root too), plus
      * the reservations of operations under way (ov_quota_reserve) */
@@ -454,6 +462,17 @@ void ov_evict_upper_fds(struct ov *ov);
  * eviction spares it, since once detached the node has no path to reopen
  * (fstat, fchmod, ftruncate, xattrs of the file still open). */
 void ov_node_keep_upper(struct ov *ov, struct ov_node *parent, int pfd, const char *name);
+/* The lower-only object at parent/name (relpath: its path) has just lost
+ * that name (a whiteout hides it, or a rename put another object there; ns
+ * write lock held) and its node, if the kernel has one, is detached next:
+ * the node keeps an O_PATH fd to the lower object, so that the command's
+ * descriptors of it (its cwd) still answer fstat (st_nlink 0), listings
+ * (empty), xattr reads and reopening for reading, as natively. */
+void ov_node_keep_lower(struct ov *ov, struct ov_node *parent, const char *name, const char *relpath);
+/* The O_PATH fd kept for detached node n (ov_node_keep_lower), or -1;
+ * closing it (ns write lock held), when an upper copy took over. */
+int ov_node_kept_lower(struct ov *ov, struct ov_node *n);
+void ov_node_drop_kept_lower(struct ov *ov, struct ov_node *n);
 
 #define ov_rdlock(ov) pthread_rwlock_rdlock(&(ov)->ns_lock)
 /* Every operation that may change the stage takes the write lock (or,

@@ -328,6 +328,7 @@ int overlay_start(const struct overlay_params *p, struct overlay **ret_ov) {
     ov->root->type = S_IFDIR;
     ov->root->lower = true;
     ov->root->upper_fd = -1;
+    ov->root->kept_lower_fd = -1;
     ov->root->nlookup = 1;
     ov->root->hashed = true;
 

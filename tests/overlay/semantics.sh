@@ -717,6 +717,38 @@ print(os.fstat(fd2).st_nlink, os.read(fd2, 100).decode().strip())')"
 expect "fstat of an open workspace file after unlink, or after a rename over it: nlink 0, its size, still readable" "$C/out" "0 10 b-content
 0 hello"
 
+# A workspace directory removed while the command holds it (its cwd: a
+# shell in build/ while `make clean` removes it; a descriptor: a watcher),
+# by rmdir or by a rename over it, without a copy in the stage: fstat,
+# listing it and its xattrs answered ESTALE, where a file system shows a
+# directory with no links and no entries, whose mode, times and xattrs can
+# still be changed (and go nowhere).  A removed workspace file still opens
+# for reading through /proc/PID/fd, as natively.
+new_case dirgone
+setfattr -n user.held -v yes "$L/emptydir" "$L/keep"
+manifest "$L" > "$C/manifest.before"
+run "cd emptydir && rmdir ../emptydir && ls -a && stat -c '%h %a' . && getfattr --only-values -n user.held . && echo && cd .. && $(py 'import os
+fd = os.open("keep", os.O_RDONLY | os.O_DIRECTORY)
+ino = os.fstat(fd).st_ino
+os.mkdir("new")
+os.rename("new", "keep")
+st = os.fstat(fd)
+print(st.st_nlink, st.st_ino == ino, os.listdir(fd), os.listxattr(fd))
+os.fchmod(fd, 0o700)
+os.setxattr(fd, "user.k", b"v")
+os.utime(fd, (1, 2))
+st = os.fstat(fd)
+print(oct(st.st_mode & 0o7777), int(st.st_mtime), os.getxattr(fd, "user.k").decode(), os.listdir("keep"))
+f = os.open("b", os.O_RDONLY)
+os.unlink("b")
+print(os.fstat(f).st_nlink, os.read(os.open("/proc/self/fd/%d" % f, os.O_RDONLY), 20).decode().strip())')"
+expect "a workspace directory removed (rmdir, renamed over) while it is the cwd or open: no links, no entries, its xattrs; changes to it go nowhere" "$C/out" "0 755
+yes
+0 True [] ['user.held']
+0o700 2 v []
+0 b-content"
+check "... the lower unchanged, the stage holds whiteouts and the new keep only" bash -c "$(declare -f manifest lower_unchanged); C=$C L=$L lower_unchanged && [ \"\$(ls -A $S/upper | tr '\n' ' ')\" = 'b emptydir keep ' ] && [ -z \"\$(ls -A $S/upper/keep)\" ] && [ \"\$(stat -c %a $S/upper/keep)\" = 755 ] && ! getfattr --absolute-names -n user.k $S/upper/keep >/dev/null 2>&1"
+
 # A writer replaces each of N workspace files once (write a temp file,
 # rename it over the file) while a reader keeps opening them: natively no
 # open fails; the overlay answered a node replaced since the kernel's
