@@ -379,6 +379,12 @@ int ov_node_stat(struct ov *ov, struct ov_node *n, struct stat *ret_st) {
             return -ESTALE; /* replaced on the host by another type */
         st.st_ino = ov_lower_ino(ov, st.st_ino);
     }
+    /* a removed object keeps the number it had (st_ino does not change
+     * under an open descriptor) */
+    pthread_mutex_lock(&ov->tree_lock);
+    if (!n->hashed && n->gone_ino)
+        st.st_ino = n->gone_ino;
+    pthread_mutex_unlock(&ov->tree_lock);
     *ret_st = st;
     return 0;
 }
@@ -646,6 +652,9 @@ void ov_node_keep_upper(struct ov *ov, struct ov_node *parent, int pfd, const ch
             close(fd);
         }
     }
+    struct stat st;
+    if (n && n->upper_fd >= 0 && fstat(n->upper_fd, &st) == 0)
+        n->gone_ino = ov_upper_ino(ov, st.st_ino); /* before its origin is forgotten */
     pthread_mutex_unlock(&ov->tree_lock);
 }
 
@@ -659,10 +668,12 @@ void ov_node_keep_lower(struct ov *ov, struct ov_node *parent, const char *name,
         close(fd);
         return;
     }
+    uint64_t ino = ov_lower_ino(ov, st.st_ino);
     pthread_mutex_lock(&ov->tree_lock);
     struct ov_node *n = table_find(ov, parent, name);
     if (n && n->upper_fd < 0 && n->kept_lower_fd < 0 && (st.st_mode & S_IFMT) == n->type) {
         n->kept_lower_fd = fd;
+        n->gone_ino = ino;
         atomic_fetch_add(&ov->n_upper_fds, 1);
         fd = -1;
     }

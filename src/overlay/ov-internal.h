@@ -98,12 +98,16 @@ struct ov_node {
     /* the object of that open (stamp[0]), for reads without the tree_lock */
     _Atomic uint64_t pc_dev, pc_ino;
     atomic_bool pc_foreign_read; /* read since that open through a descriptor of another object */
-    /* ns write lock (and tree_lock): an O_PATH fd of the lower object of a
-     * lower-only node that lost its name in the view while the kernel held
-     * it (unlink, rmdir, renamed over; ov_node_keep_lower), the node then
-     * detached: nothing else reaches that object.  Closed when a copy takes
-     * over (ov_copy_up), or with the node.  Else -1. */
+    /* ns write lock (and tree_lock): the object lost its name in the view
+     * while the kernel held the node (unlink, rmdir, renamed over), and the
+     * node was detached (ov_node_keep_upper, ov_node_keep_lower):
+     * kept_lower_fd, an O_PATH fd of the lower object of a lower-only node
+     * (nothing else reaches it then; closed when a copy takes over, see
+     * ov_copy_up, or with the node), else -1; gone_ino, the st_ino the view
+     * showed for it then (0: none), which a detached node keeps reporting
+     * (its upper copy's origin is forgotten with its name) */
     int kept_lower_fd;
+    uint64_t gone_ino;
 };
 
 struct ov_alias {
@@ -460,7 +464,8 @@ void ov_evict_upper_fds(struct ov *ov);
  * to lose that name (unlink, rename over it; ns write lock held): its node,
  * if the kernel has one, caches an O_PATH fd to it whatever the budget, and
  * eviction spares it, since once detached the node has no path to reopen
- * (fstat, fchmod, ftruncate, xattrs of the file still open). */
+ * (fstat, fchmod, ftruncate, xattrs of the file still open); and the
+ * st_ino the view shows for it (gone_ino). */
 void ov_node_keep_upper(struct ov *ov, struct ov_node *parent, int pfd, const char *name);
 /* The lower-only object at parent/name (relpath: its path) has just lost
  * that name (a whiteout hides it, or a rename put another object there; ns

@@ -749,6 +749,24 @@ yes
 0 b-content"
 check "... the lower unchanged, the stage holds whiteouts and the new keep only" bash -c "$(declare -f manifest lower_unchanged); C=$C L=$L lower_unchanged && [ \"\$(ls -A $S/upper | tr '\n' ' ')\" = 'b emptydir keep ' ] && [ -z \"\$(ls -A $S/upper/keep)\" ] && [ \"\$(stat -c %a $S/upper/keep)\" = 755 ] && ! getfattr --absolute-names -n user.k $S/upper/keep >/dev/null 2>&1"
 
+# A workspace file or directory copied up (a write, a chmod, removing what
+# it held) and then removed while open: fstat's st_ino changed under the
+# descriptor (the copy's origin is forgotten with its name), where it never
+# does natively.
+new_case inogone
+run "$(py 'import os
+fds = []
+for name, flags in (("b", os.O_RDWR), ("d/sub/deep", os.O_RDONLY | os.O_DIRECTORY), ("keep", os.O_RDONLY | os.O_DIRECTORY)):
+    fd = os.open(name, flags)
+    fds.append((name, fd, os.fstat(fd).st_ino))
+os.chmod("keep", 0o700)
+os.unlink("b")
+os.unlink("d/sub/deep/x")
+os.rmdir("d/sub/deep")
+os.rmdir("keep")
+print(" ".join("%s:%s" % (n, os.fstat(fd).st_ino == ino) for n, fd, ino in fds))')"
+expect "a copied-up file and directories removed while open keep their st_ino" "$C/out" "b:True d/sub/deep:True keep:True"
+
 # A writer replaces each of N workspace files once (write a temp file,
 # rename it over the file) while a reader keeps opening them: natively no
 # open fails; the overlay answered a node replaced since the kernel's
