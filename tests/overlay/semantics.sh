@@ -854,6 +854,11 @@ try:
     os.open(".", os.O_TMPFILE | os.O_RDWR, 0o600); print("created")
 except OSError as e: print(e.strerror)')"
 expect "O_TMPFILE: not supported by libfuse 3.14, fails cleanly (documented)" "$C/out" "Operation not supported"
+run "$(py 'import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+r = libc.renameat2(-100, b"a", -100, b"a2", 4)  # RENAME_WHITEOUT
+print("renamed" if r == 0 else os.strerror(ctypes.get_errno()), os.path.exists("a"), os.path.exists("a2"))')"
+expect "renameat2(RENAME_WHITEOUT): EINVAL, nothing moved (documented)" "$C/out" "Invalid argument True False"
 
 # --- sanitizer builds: no reports in any run --------------------------------------------
 if grep -l -E "Sanitizer|runtime error:" "$T"/*/err > "$T/san.txt" 2>/dev/null; then
