@@ -367,17 +367,6 @@ int run_execute_staged(struct run_context *ctx,
         return fail_before_stage(ctx, msg);
     }
     bundle_set_executor(ctx->bundle, "host", "private mount namespace + FUSE overlay, no other isolation");
-    /* --workspace W from a directory outside W: the command starts where
-     * pvisor did, and what it writes by relative paths there is not
-     * staged (--safe refuses to start there) */
-    if (!sandbox && !path_within(ctx->cwd, ctx->workspace)) {
-        _cleanup_free_ char *c = term_escape(ctx->cwd), *w = term_escape(ctx->workspace);
-        snprintf(msg, sizeof msg,
-                 "the command starts in %.300s, outside the workspace %.300s: what it writes there (relative paths "
-                 "included) is not staged; run pvisor from the workspace to stage it",
-                 c ? c : "?", w ? w : "?");
-        run_warn(ctx->bundle, "%s", msg);
-    }
 
     /* The FUSE server keeps a descriptor per inode it serves: raise our
      * soft limit to the hard one; the command gets the original back. */

@@ -576,16 +576,6 @@ eq "$?:$(cat "$W/alias.txt"):$(grep -c 'workspace_writes is cooperative: .*--fil
     "--stage --strict is refused (125) before the command runs, naming --filesystem sandbox"
 kill $hostpid; wait $hostpid 2>/dev/null
 rm -f "$W/alias.txt"
-# --workspace W from a directory outside W: the command starts there, and
-# its relative writes are not staged: said (stderr, Bundle), not silent
-next_stage
-mkdir -p "$T/outside"
-(cd "$T/outside" && "$PVISOR" run --stage "$S" --workspace "$W" -- sh -c 'echo rel > rel.txt') 2> "$T/err"
-eq "$?:$(cat "$T/outside/rel.txt"):$(grep -c "^pvisor run: warning: the command starts in $T/outside, outside the workspace $W: what it writes there .*is not staged" "$T/err"):$(jq -r '.warnings | map(select(test("outside the workspace"))) | length' "$(bundle_of "$XDG_STATE_HOME")")" \
-    "0:rel:1:1" "--stage --workspace W started outside W: the unstaged start directory is warned of (stderr, Bundle)"
-(cd "$W" && "$PVISOR" run --stage "$S" --workspace "$W" -- true) 2> "$T/err"
-eq "$?:$(grep -c 'outside the workspace' "$T/err")" "0:0" "  not when started in the workspace"
-rm -rf "$T/outside"
 
 # --- a second concurrent run on the same stage -> 125 --------------------------------
 next_stage
