@@ -76,7 +76,8 @@ const char *lc_kind_name(enum lc_kind k);
 #define LC_W_TOOL_CONFIG (1u << 18)  /* a tool's configuration that makes it run commands (pre-commit, .envrc, ...) */
 #define LC_W_STAGE_MARKER (1u << 19) /* a file "version" that makes its directory look like a pvisor stage */
 #define LC_W_CI_CONFIG (1u << 20)    /* a CI pipeline's definition (.github/workflows/..., .gitlab-ci.yml, ...) */
-#define LC_W__COUNT 21
+#define LC_W_GIT_HIDES (1u << 21)    /* .git/info/exclude or attributes: hides changes from git status/diff */
+#define LC_W__COUNT 22
 /* diff shows a file with a NUL byte in its first LC_BINARY_PROBE bytes as
  * binary (as git does) */
 #define LC_BINARY_PROBE 8000

@@ -60,7 +60,7 @@ const char *lc_warning_name(unsigned i) {
         "exec",        "setid",        "git_hook",        "git_config",     "symlink_outside", "large",
         "special",     "hardlink",     "git_worktree",    "python_startup", "home_startup",    "fifo",
         "git_lock",    "nul_text",     "renamed_changed", "git_redirect",   "world_writable",  "changed_during_run",
-        "tool_config", "stage_marker", "ci_config"};
+        "tool_config", "stage_marker", "ci_config",       "git_hides"};
     return i < ARRAY_SIZE(names) ? names[i] : "unknown";
 }
 
@@ -99,6 +99,14 @@ static unsigned git_dir_warnings(const char *rest, bool sample, bool into_git, u
      * named .git): as a config change */
     if (strcmp(base, "commondir") == 0 && !into_git)
         wn |= LC_W_GIT_REDIRECT;
+    /* info/exclude hides files from git status, info/attributes can make
+     * a file's changes binary or not diffed (-diff) in git diff: neither
+     * is a file git shows, so after the apply git hides what the agent
+     * chose */
+    size_t rl = strlen(rest);
+    if ((rl >= 12 && strcmp(rest + rl - 12, "info/exclude") == 0 && (rl == 12 || rest[rl - 13] == '/')) ||
+        (rl >= 15 && strcmp(rest + rl - 15, "info/attributes") == 0 && (rl == 15 || rest[rl - 16] == '/')))
+        wn |= LC_W_GIT_HIDES;
     for (const char *c = rest;;) {
         if (strcmp(c, "hooks") == 0)
             wn |= LC_W_GIT_HOOK;
@@ -341,6 +349,8 @@ void lc_entry_set_warnings(struct lc_changeset *cs, struct lc_entry *e, const st
             break;
         c = s + 1;
     }
+    if (e->kind == LC_DELETED || e->new_type == LC_DIR) /* a deleted exclude hides nothing */
+        wn &= ~LC_W_GIT_HIDES;
     e->warnings |= wn;
     cs->warnings |= wn;
 }
@@ -663,6 +673,9 @@ const char *lc_warning_message(unsigned bit) {
     case LC_W_GIT_LOCK:
         return "git lock file left by a git that did not finish (the run ended or killed it): applied, git commands "
                "that take this lock fail until it is removed";
+    case LC_W_GIT_HIDES:
+        return "changes what git shows (info/exclude hides files from git status; info/attributes can make "
+               "changes binary or undiffed in git diff): after the apply, git may hide what the agent chose";
     case LC_W_CI_CONFIG:
         return "defines a CI pipeline (a workflow, .gitlab-ci.yml, ...): what it names runs on the CI service at your "
                "next push, with the secrets the repository gives its jobs";

@@ -2467,6 +2467,18 @@ eq "$(jq -r '[.changeset.warnings[] | select(.warning == "ci_config") | .path] |
 eq "$(cd "$W" && "$P" status --review | grep -c '^  ! .github/workflows/ci.yml: defines a CI pipeline .*(ci_config)$')" 1 \
     "  and says so in the human review"
 
+# .git/info/exclude hides files from git status and .git/info/attributes
+# can make a file's changes binary (-diff) in git diff, after the apply:
+# warned of as git_hides (a submodule's too); a deleted one and a tracked
+# .gitattributes (diff shows it) not
+W=$T/wshides; mkdir -p "$W/.git/info" "$W/.git/modules/m/info" && echo '# keep' > "$W/.git/info/attributes"
+(cd "$W" && "$P" run --stage auto -- sh -c 'echo secret.sh >> .git/info/exclude && rm .git/info/attributes &&
+    echo "* -diff" > .git/modules/m/info/attributes && echo "x -diff" > .gitattributes && mkdir -p info && echo x > info/exclude') >/dev/null 2>&1
+(cd "$W" && "$P" status --review --json) > "$T/warn3d.json"
+eq "$(jq -r '[.changeset.warnings[] | select(.warning == "git_hides") | .path] | sort | join(",")' "$T/warn3d.json")" \
+    ".git/info/exclude,.git/modules/m/info/attributes" \
+    "review warns of .git/info/exclude and info/attributes (git_hides), not of a deleted one, .gitattributes or look-alikes"
+
 # A "version" file that starts as a stage's does makes a sandbox's views
 # hide its directory (a stage made during a run must not be read): an agent
 # that writes one hides that directory from later runs' commands once
