@@ -9,17 +9,19 @@
  * Threads: workers each loop fuse_session_receive_buf/process_buf; one
  * starts with the mount, and the worker that takes a request while no other
  * waits for one starts another, up to n (so an idle view costs one thread
- * and a busy one gets its n without a setting).  They
- * are cancellable only while blocked receiving a request, so overlay_stop
- * can stop them even if some process still holds files open on the
- * (lazily unmounted) file system; closing /dev/fuse then aborts the
- * connection for those holders (ENOTCONN).
+ * and a busy one gets its n without a setting).  overlay_stop wakes those
+ * waiting for a request with a signal (their read fails with EINTR), so it
+ * can stop them even if the file system lives on (a process holding a file
+ * of the lazily unmounted view open, another mount namespace still holding
+ * the view); closing /dev/fuse then aborts the connection for those
+ * holders (ENOTCONN).
  *
  * All server state hangs off struct ov (fuse_req_userdata); no globals.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +29,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "overlay/ov-internal.h"
@@ -36,6 +39,8 @@
 #define OV_DEFAULT_THREADS 4
 #define OV_MAX_THREADS 64
 #define OV_DEFAULT_LOWER_CACHE_MS 1000
+/* overlay_stop wakes a worker again after this long */
+#define OV_WAKE_AGAIN_MS 2
 /* kept free on the stage's file system: 2%, at most 128 MiB and 10,000
  * inodes (room for the seal, the Bundle and the user's other programs) */
 #define OV_RESERVE_PERCENT 2
@@ -91,6 +96,24 @@ static void free_buf(void *p) {
 
 static void *worker(void *arg);
 
+/* The signal that wakes a worker waiting for a request (overlay_stop): its
+ * handler does nothing, and restarts nothing.  Not pthread_cancel(): its
+ * first call loads libgcc_s (a dlopen), and each cancelled worker unwinds,
+ * at the end of every run. */
+static int ov_wake_signal(void) {
+    return SIGRTMIN + 1;
+}
+
+static void ov_wake(int sig) {
+    (void)sig;
+}
+
+static void install_wake(void) {
+    struct sigaction sa = {.sa_handler = ov_wake};
+    sigemptyset(&sa.sa_mask);
+    sigaction(ov_wake_signal(), &sa, NULL);
+}
+
 /* Start one more worker unless there are n_threads already or the overlay
  * is stopping.  Returns 0 or -errno. */
 static int spawn_worker(struct ov *ov) {
@@ -110,14 +133,9 @@ static int spawn_worker(struct ov *ov) {
 static void *worker(void *arg) {
     struct ov *ov = arg;
     struct fuse_buf buf = {0};
-    int old;
-    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
-    pthread_cleanup_push(free_buf, &buf);
     while (!fuse_session_exited(ov->se)) {
         atomic_fetch_add(&ov->idle_workers, 1);
-        pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, &old);
         int res = fuse_session_receive_buf(ov->se, &buf);
-        pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
         /* The last idle worker took a request: have another one wait for
          * the next (a failure only means fewer workers). */
         if (atomic_fetch_sub(&ov->idle_workers, 1) == 1 && res > 0)
@@ -130,7 +148,7 @@ static void *worker(void *arg) {
         }
         fuse_session_process_buf(ov->se, &buf);
     }
-    pthread_cleanup_pop(1);
+    free_buf(&buf);
     return NULL;
 }
 
@@ -378,6 +396,8 @@ int overlay_start(const struct overlay_params *p, struct overlay **ret_ov) {
         r = -EIO;
         goto fail;
     }
+    static pthread_once_t wake_once = PTHREAD_ONCE_INIT;
+    pthread_once(&wake_once, install_wake);
     r = spawn_worker(ov);
     /* under the lock: that worker may already be starting another */
     pthread_mutex_lock(&ov->thread_lock);
@@ -409,10 +429,26 @@ int overlay_stop_stats(struct overlay *o, struct overlay_stats *ret_stats) {
     pthread_mutex_lock(&ov->thread_lock);
     ov->stopping = true; /* from here on, n_started does not change */
     pthread_mutex_unlock(&ov->thread_lock);
+    /* A worker waiting for a request is woken by the signal (its read
+     * fails with EINTR) and sees the session exited, or has seen the
+     * connection end (ENODEV: the view's last mount went above).  One that
+     * got the signal just before its read is sent it again. */
     for (unsigned i = 0; i < ov->n_started; i++)
-        pthread_cancel(ov->threads[i]);
-    for (unsigned i = 0; i < ov->n_started; i++)
-        pthread_join(ov->threads[i], NULL);
+        pthread_kill(ov->threads[i], ov_wake_signal());
+    for (unsigned i = 0; i < ov->n_started; i++) {
+        for (;;) {
+            struct timespec deadline;
+            clock_gettime(CLOCK_REALTIME, &deadline);
+            deadline.tv_nsec += OV_WAKE_AGAIN_MS * 1000000L;
+            if (deadline.tv_nsec >= 1000000000L) {
+                deadline.tv_sec++;
+                deadline.tv_nsec -= 1000000000L;
+            }
+            if (pthread_timedjoin_np(ov->threads[i], NULL, &deadline) != ETIMEDOUT)
+                break;
+            pthread_kill(ov->threads[i], ov_wake_signal());
+        }
+    }
     ov_release(o, ret_stats);
     return r;
 }
