@@ -1342,6 +1342,10 @@ void sandbox_read_report(pid_t child, void *userdata) {
         go = false;
     if (go)
         tty_raw(sb);
+    /* init's sockets are in: from now on the messages come with their
+     * senders' credentials (the launcher's "end", read_end_messages) */
+    int on = 1;
+    sb->end_creds = go && setsockopt(sb->end_r, SOL_SOCKET, SO_PASSCRED, &on, sizeof on) == 0;
     int gr = go ? write_byte_no_sigpipe(sb->go_w, 'g') : 0;
     sb->go_given = go && gr == 0;
     if (gr < 0) {
@@ -1373,14 +1377,65 @@ void sandbox_read_report(pid_t child, void *userdata) {
     (void)run_write_running(sb->ctx);
 }
 
+/* The messages waiting on LAUNCH_END_FD after the command ran: init's
+ * "leftovers N" is kept; true when the launcher's "end S" came (S into
+ * *ret_wait_status), taken only from the process launcher (its
+ * credentials: neither init nor the command, whose PID namespace it
+ * ends, may say it).  Descriptors sent along are closed. */
+static bool read_end_messages(struct sandbox *sb, pid_t launcher, int *ret_wait_status) {
+    while (sb->end_r >= 0) {
+        char buf[64];
+        struct iovec iov = {.iov_base = buf, .iov_len = sizeof buf - 1};
+        union {
+            struct cmsghdr h;
+            char buf[CMSG_SPACE(sizeof(struct ucred)) + CMSG_SPACE(4 * sizeof(int))];
+        } ctl;
+        struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof ctl.buf};
+        ssize_t n = recvmsg(sb->end_r, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return false; /* none (yet), or all of them: init and the launcher are gone */
+        buf[n] = '\0';
+        pid_t from = 0;
+        for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
+            if (c->cmsg_level != SOL_SOCKET)
+                continue;
+            if (c->cmsg_type == SCM_CREDENTIALS && c->cmsg_len == CMSG_LEN(sizeof(struct ucred))) {
+                struct ucred u;
+                memcpy(&u, CMSG_DATA(c), sizeof u);
+                from = u.pid;
+            } else if (c->cmsg_type == SCM_RIGHTS) {
+                size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+                for (size_t i = 0; i < k; i++) {
+                    int fd;
+                    memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+                    close(fd);
+                }
+            }
+        }
+        unsigned v;
+        int st;
+        if (sb->leftovers < 0 && sscanf(buf, "leftovers %u\n", &v) == 1 && v <= INT_MAX)
+            sb->leftovers = (int)v;
+        else if (sb->end_creds && from == launcher && launcher > 0 && !(m.msg_flags & MSG_CTRUNC) &&
+                 sscanf(buf, "end %d\n", &st) == 1) {
+            *ret_wait_status = st;
+            return true;
+        }
+    }
+    return false;
+}
+
+bool sandbox_end_ready(struct sandbox *sb, pid_t launcher, int *ret_wait_status) {
+    return read_end_messages(sb, launcher, ret_wait_status);
+}
+
 int sandbox_read_leftovers(struct sandbox *sb) {
-    char buf[64];
-    ssize_t n = sb->end_r >= 0 ? read(sb->end_r, buf, sizeof buf - 1) : -1;
-    unsigned v;
-    if (n <= 0)
-        return 0; /* init was killed before it counted, or never ran */
-    buf[n] = '\0';
-    return sscanf(buf, "leftovers %u\n", &v) == 1 && v <= INT_MAX ? (int)v : 0;
+    int st;
+    if (sb->leftovers < 0)
+        (void)read_end_messages(sb, 0, &st);
+    return sb->leftovers > 0 ? sb->leftovers : 0; /* none: init was killed before it counted, or never ran */
 }
 
 void sandbox_release(struct sandbox *sb) {

@@ -28,6 +28,8 @@ struct sandbox {
     int sync_r, sync_w;
     int go_r, go_w;   /* the supervisor's go-ahead after reading the evidence */
     int end_r, end_w; /* init's messages (LAUNCH_END_FD): the broker's socket, the count of leftovers */
+    int leftovers;    /* init's count of them, once read (-1 before) */
+    bool end_creds;   /* end_r passes the senders' credentials (the launcher's "end") */
     int pass[4];      /* {plan_fd, sync_w, go_r, end_w}: the launcher's fd 3, 4, 5, 6 */
     /* As root: the idmapped clones of the read-only projections (their
      * descriptors, in the plan too, inherited by the launcher), or why
@@ -125,12 +127,15 @@ struct sandbox {
 #define SANDBOX_EMPTY(c)                                                                                               \
     (struct sandbox) {                                                                                                 \
         .plan_fd = -1, .sync_r = -1, .sync_w = -1, .go_r = -1, .go_w = -1, .end_r = -1, .end_w = -1, .ctx = (c),       \
-        .home_fd = -1                                                                                                  \
+        .home_fd = -1, .leftovers = -1                                                                                 \
     }
 
 /* After the run: how many processes init found alive in the PID namespace
  * when the command ended (killed by its end); 0 when it could not count. */
 int sandbox_read_leftovers(struct sandbox *sb);
+/* exec_spec.end_ready: has the launcher (pid launcher) said the run's end
+ * on LAUNCH_END_FD?  Then true, with its wait status. */
+bool sandbox_end_ready(struct sandbox *sb, pid_t launcher, int *ret_wait_status);
 /* hooks (may be NULL): what the agent socket does for checkpoint requests. */
 int sandbox_prepare(struct run_context *ctx, const struct agent_hooks *hooks, struct sandbox *ret_sb, char **ret_error);
 void sandbox_read_report(pid_t child, void *userdata);

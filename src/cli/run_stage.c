@@ -65,6 +65,7 @@ struct staged {
     int stage_error;        /* opening the stage failed (stage_open_for_run) */
     char sealed_clash[512]; /* a sealed path the stage's upper already holds, or "" (start_error is then set) */
     int home_error;         /* the HOME view could not be prepared or mounted */
+    pid_t launcher;         /* a sandbox's launcher, exec_run's child */
 };
 
 /* A private mount namespace; as non-root, or for a sandbox, inside a new
@@ -174,6 +175,7 @@ static void *start_home_thread(void *arg) {
 
 static int start_overlay(pid_t child, void *userdata) {
     struct staged *st = userdata;
+    st->launcher = child;
     const struct run_options *o = st->ctx->opts;
     /* The launcher is not running yet: every process of the run starts
      * inside the leaf. */
@@ -240,6 +242,13 @@ static int start_overlay(pid_t child, void *userdata) {
     if (r >= 0 && st->sb && st->sb->agent && (r = agent_socket_start(st->sb->agent)) < 0)
         st->start_error = r;
     return r;
+}
+
+/* The launcher said the end: the command's tree is gone, its PID
+ * namespace empty; the launcher is still exiting (exec_reap). */
+static bool launcher_said_end(void *userdata, int *ret_wait_status) {
+    struct staged *st = userdata;
+    return st->sb && sandbox_end_ready(st->sb, st->launcher, ret_wait_status);
 }
 
 /* pvisor starts ending the run (a signal, the timeout, a limit): a live
@@ -396,8 +405,10 @@ int run_execute_staged(struct run_context *ctx,
         .watch = sandbox && sb.cg ? sandbox_cpu_watch : NULL,
         .watch_userdata = &sb,
         .on_terminate = sandbox ? cancel_checkpoints : NULL,
+        .end_fd = sandbox ? sb.end_r : -1,
+        .end_ready = sandbox ? launcher_said_end : NULL,
     };
-    struct exec_result res;
+    struct exec_result res = {0};
     r = run_command(ctx, &spec, &res);
     if (sandbox)
         sandbox_restore_tty(&sb); /* before anything is printed */
@@ -411,6 +422,8 @@ int run_execute_staged(struct run_context *ctx,
     atomic_store(&st.cps.cancel, true);
 #endif
     if (sandbox) {
+        if (sb.cg) /* the launcher leaves the run's cgroup as it exits */
+            exec_reap(&res);
         sandbox_finish_resources(&sb);
         sandbox_finish_egress(&sb, r < 0 || exec_exit_status(&res) != 0);
         sandbox_release_home_async(&sb); /* meanwhile, the workspace is sealed */
@@ -457,6 +470,9 @@ int run_execute_staged(struct run_context *ctx,
     } else {
         bundle_set_json(ctx->bundle, "stage", json_null()); /* never opened */
     }
+    /* The launcher, exiting since it said the end, is gone before pvisor
+     * records the run as ended (and before pvisor exits). */
+    exec_reap(&res);
     close(st.lower_fd);
     if (stop_r < 0) {
         snprintf(msg, sizeof msg, "stopping the overlay failed: %s", strerror(-stop_r));

@@ -149,6 +149,16 @@ static size_t live_children(pid_t *pids, size_t max) {
     return k;
 }
 
+/* Reap the children that have exited already; -ECHILD when there is no
+ * child left at all, 0 when some are still running. */
+static int reap_exited(void) {
+    pid_t w;
+    int st;
+    while ((w = waitpid(-1, &st, WNOHANG)) > 0 || (w < 0 && errno == EINTR))
+        ;
+    return w < 0 ? -errno : 0;
+}
+
 /* Kill and reap everything still below us.  Returns how many were killed
  * that were alive when seen and are not among known[] (counted already);
  * what is going already (a cgroup kill of the run's tree, the group kill
@@ -319,6 +329,7 @@ int exec_run(const struct exec_spec *s, struct exec_result *ret) {
     int64_t watch_deadline_ms = s->watch && !res.exec_errno && !res.chdir_errno ? monotonic_ms() : -1;
     bool watch_due = watch_deadline_ms >= 0;
     bool terminating = false; /* on_terminate was called */
+    bool watch_end = s->end_ready && !res.exec_errno && !res.chdir_errno;
     for (;;) {
         if (watch_due) {
             int64_t w = s->watch(s->watch_userdata);
@@ -339,10 +350,22 @@ int exec_run(const struct exec_spec *s, struct exec_result *ret) {
             int64_t left = next - monotonic_ms();
             timeout = left > 0 ? (left > INT32_MAX ? INT32_MAX : (int)left) : 0;
         }
-        struct pollfd pfd = {.fd = sfd, .events = POLLIN};
-        int pr = poll(&pfd, 1, timeout);
+        struct pollfd pfd[2] = {{.fd = sfd, .events = POLLIN}, {.fd = s->end_fd, .events = POLLIN}};
+        int pr = poll(pfd, watch_end ? 2 : 1, timeout);
         if (pr < 0 && errno == EINTR)
             continue;
+        if (pr > 0 && watch_end && pfd[1].revents) {
+            int st;
+            if (s->end_ready(s->userdata, &st)) {
+                res.wait_status = st;
+                res.reap_pending = true;
+                break;
+            }
+            if (pfd[1].revents & (POLLHUP | POLLERR | POLLNVAL))
+                watch_end = false; /* read to its end: the child's exit says the rest */
+            if (!(pfd[0].revents & POLLIN))
+                continue;
+        }
         if (pr == 0 && next_is_watch) {
             watch_due = true; /* the watch's turn, at the top of the loop */
             continue;
@@ -419,10 +442,20 @@ int exec_run(const struct exec_spec *s, struct exec_result *ret) {
      * not what a kill of the whole tree (a cgroup's) has already doomed */
     if (s->before_reap) /* first: its child is not a leftover */
         s->before_reap(s->userdata);
-    pid_t left[256];
-    size_t n_left = live_children(left, ARRAY_SIZE(left));
-    kill(-pid, SIGKILL);
-    res.killed_descendants = (int)n_left + reap_descendants(left, n_left);
+    res.child = pid;
+    if (res.reap_pending) /* the child still ends: exec_reap() */
+        goto out_tty;
+    /* No child at all (the usual end: the command's tree ended with it, or
+     * a sandbox's PID namespace took it): with none, nothing can be
+     * reparented to us either, and there is nothing to look for in /proc. */
+    if (reap_exited() == -ECHILD) {
+        kill(-pid, SIGKILL);
+    } else {
+        pid_t left[256];
+        size_t n_left = live_children(left, ARRAY_SIZE(left));
+        kill(-pid, SIGKILL);
+        res.killed_descendants = (int)n_left + reap_descendants(left, n_left);
+    }
 
 out_tty:
     /* the terminal back, unless the shell has it already (the job was
@@ -458,6 +491,24 @@ out_mask:
     if (r >= 0)
         *ret = res;
     return r;
+}
+
+void exec_reap(struct exec_result *r) {
+    if (!r->reap_pending)
+        return;
+    r->reap_pending = false;
+    /* It said the end and has nothing left to do but exit: killed, it
+     * cannot stop on the way (a Ctrl-Z at the terminal, whose foreground
+     * group it leads). */
+    kill(-r->child, SIGKILL);
+    kill(r->child, SIGKILL);
+    while (waitpid(r->child, NULL, 0) < 0 && errno == EINTR)
+        ;
+    if (reap_exited() == -ECHILD)
+        return;
+    pid_t left[256];
+    size_t n_left = live_children(left, ARRAY_SIZE(left));
+    r->killed_descendants += (int)n_left + reap_descendants(left, n_left);
 }
 
 int exec_exit_status(const struct exec_result *r) {

@@ -17,7 +17,9 @@
  *    ones are dropped at exit);
  *  - pvisor is a child subreaper: when the command exits, its process group
  *    and then every remaining descendant (double-forked, setsid'd daemons
- *    included, since they are reparented to us) are SIGKILLed and reaped;
+ *    included, since they are reparented to us) are SIGKILLed and reaped
+ *    (when end_ready said the end first: by exec_reap(), which the caller
+ *    calls later);
  *  - the child dies with SIGKILL if the supervisor dies (PR_SET_PDEATHSIG),
  *    so fork only from the main thread;
  *  - the child does not exec until after_fork() (run in the parent) returned
@@ -84,6 +86,15 @@ struct exec_spec {
     /* The signal mask the command starts with; NULL: pvisor's when
      * exec_run was called (the caller may hold signals back meanwhile). */
     const sigset_t *child_sigmask;
+    /* If end_ready is set: end_fd becomes readable when the command's end
+     * may be known before the child's own (a sandbox's launcher says so
+     * once nothing of the run is left but itself, then tears down its
+     * namespaces).  end_ready (in the parent, with userdata) reads it and
+     * returns true with the wait status the child ends with; exec_run then
+     * returns without waiting for the child (ret->reap_pending): the
+     * caller must call exec_reap() before it exits. */
+    int end_fd;
+    bool (*end_ready)(void *userdata, int *ret_wait_status);
 };
 
 struct exec_result {
@@ -96,11 +107,17 @@ struct exec_result {
     int interrupted_by;     /* the first SIGINT, SIGTERM or SIGHUP forwarded to the command (0: none) */
     bool limit_killed;      /* watch() reported a limit reached; the command was killed */
     int watch_errno;        /* > 0: waiting for the command failed (errno); it was killed */
+    pid_t child;            /* the child exec_run started */
+    bool reap_pending;      /* end_ready() said the end: exec_reap() must follow */
 };
 
 /* Returns 0 when the command was started (or failed to exec, see
  * ret->exec_errno), -errno when pvisor itself failed before the exec. */
 int exec_run(const struct exec_spec *s, struct exec_result *ret);
+
+/* After exec_run returned with ret->reap_pending: kill and reap the child,
+ * then every remaining descendant, counted in ret->killed_descendants. */
+void exec_reap(struct exec_result *ret);
 
 /* Map a result to the exit status pvisor reports (see cli.h). */
 int exec_exit_status(const struct exec_result *r);

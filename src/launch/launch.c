@@ -390,6 +390,13 @@ static int relay_terminal_and_wait(pid_t child, const struct term *t) {
     return st;
 }
 
+/* The wait status the supervisor sees of this process after exit_like(st). */
+static int like_status(int st) {
+    if (WIFSIGNALED(st))
+        return WTERMSIG(st);
+    return WIFEXITED(st) ? st & 0xff00 : 125 << 8;
+}
+
 /* Die the way the child died, so the supervisor sees the same status. */
 static _Noreturn void exit_like(int st) {
     if (WIFSIGNALED(st)) {
@@ -823,20 +830,29 @@ int launch_main(int argc, char **argv) {
                 kill(i, sig);
     close(LAUNCH_SYNC_FD);
     close(LAUNCH_GO_FD);
-    close(LAUNCH_END_FD); /* init's alone */
     /* Not relayed: I is in L's process group, where the supervisor sends
      * every signal (--timeout's SIGTERM, a forwarded one), so it gets each
      * once, directly.  Relayed as well, it got them twice and relayed both
      * to the command's group: a background job's TERM trap ran twice. */
     int st;
+    bool init_gone = true;
     while (waitpid(i, &st, 0) < 0)
         if (errno != EINTR) {
             st = 125 << 8;
+            init_gone = false;
             break;
         }
     int cmd_st;
     if (read(sp[0], &cmd_st, sizeof cmd_st) == (ssize_t)sizeof cmd_st)
         st = cmd_st;
+    /* Init is gone, and its end waited for every process of its PID
+     * namespace: the supervisor may stop the views and seal the stage now,
+     * while the kernel tears down this process's namespaces (launch.h). */
+    if (init_gone) {
+        char end[32];
+        int el = snprintf(end, sizeof end, "end %d\n", like_status(st));
+        (void)!send(LAUNCH_END_FD, end, (size_t)el, MSG_NOSIGNAL);
+    }
     plan_free(&p);
     exit_like(st);
 }

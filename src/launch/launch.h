@@ -21,11 +21,16 @@
  * run's name server, then with plan.proxy_port "proxy\n" with the
  * listening socket of the egress broker (SCM_RIGHTS), before the command
  * is forked;
- * then, once the launcher is gone, the supervisor reads "leftovers N\n",
- * which init writes when the command has ended, N the processes still
- * alive in the PID namespace, which its end kills.  Only init holds it (the launcher closes its copy, the command
- * closes every descriptor above 2); nothing written means init was killed
- * first (the supervisor's SIGKILL) or set-up failed.
+ * then "leftovers N\n", which init writes when the command has ended, N
+ * the processes still alive in the PID namespace, which its end kills;
+ * then the launcher, once init is gone (and with it every process of the
+ * PID namespace), writes "end S\n", S the wait status it exits with:
+ * the supervisor stops the views and seals the stage while the kernel
+ * tears down the launcher's namespaces, and reaps it only after.  Init
+ * and the launcher hold it (the command closes every descriptor above 2);
+ * the supervisor takes "end" from the launcher alone (SCM_CREDENTIALS).
+ * Nothing written means init or the launcher was killed first (the
+ * supervisor's SIGKILL) or set-up failed.
  *
  * The launcher is exec'd while the supervisor still mounts the workspace
  * and HOME views (exec_spec.early_exec); LAUNCH_READY_FD carries one byte

@@ -554,6 +554,16 @@ escape_daemons() { # MARK (starting with "pvisor-")
     $RUN "$PVISOR" run --safe --stage "$S" --workspace "$W" -- sh -c 'sleep 0.1 & wait' >/dev/null 2>&1
     eq "$(jq -r '[.warnings[] | select(test("leftover"))] | length' "$st/$(ls -1 "$st" | sort | tail -n 1)/bundle.json")" \
        0 "--safe: a command that waited for its jobs leaves none$AS"
+    # one still writing when the command ends: the stage is sealed after
+    # its last write (the launcher says the end only once the PID
+    # namespace is empty, and the supervisor seals while it exits), and
+    # nothing changes it after pvisor returned
+    $RUN "$PVISOR" run --safe --stage "$S-late" --workspace "$W" -- sh -c '
+        (while :; do echo x >> late.txt; done) & sleep 0.2; exit 0' >/dev/null 2>&1
+    lw=$(stat -c %.9Y "$S-late/upper/late.txt" | tr -d .); sealed=$(stat -c %.9Y "$S-late/sealed" | tr -d .)
+    sleep 0.2
+    eq "$(stat -c %.9Y "$S-late/upper/late.txt" | tr -d .):$(expr "$lw" \<= "$sealed")" "$lw:1" \
+       "--safe: a job writing as the command ends: its last write is before the seal, none after$AS"
 }
 escape_daemons "pvisor-daemon-$$"
 
