@@ -133,6 +133,13 @@ static int spawn_worker(struct ov *ov) {
 static void *worker(void *arg) {
     struct ov *ov = arg;
     struct fuse_buf buf = {0};
+    /* the wake signal gets through whatever mask the thread inherited
+     * (pvisor's parent may have started it with that signal blocked: the
+     * stop waited for good wherever the view outlived the unmount) */
+    sigset_t wake;
+    sigemptyset(&wake);
+    sigaddset(&wake, ov_wake_signal());
+    pthread_sigmask(SIG_UNBLOCK, &wake, NULL);
     while (!fuse_session_exited(ov->se)) {
         atomic_fetch_add(&ov->idle_workers, 1);
         int res = fuse_session_receive_buf(ov->se, &buf);

@@ -577,6 +577,29 @@ eq "$?:$(cat "$W/alias.txt"):$(grep -c 'workspace_writes is cooperative: .*--fil
 kill $hostpid; wait $hostpid 2>/dev/null
 rm -f "$W/alias.txt"
 
+# --- the view outlives its unmount: the run still ends ------------------------
+# A host process holding a file of the view open (here through the
+# command's /proc/PID/cwd) keeps the FUSE connection alive past the
+# unmount, so only the wake signal stops the view's workers; pvisor started
+# with that signal blocked (a parent's mask is inherited) waited for them
+# for good, deaf to SIGTERM.  The holder's descriptor ends ENOTCONN.
+if [ "$(id -u)" -eq 0 ]; then
+    next_stage; rm -f "$W/go" "$T/hold.pid"
+    (cd "$W" && exec timeout -s KILL 60 python3 -c 'import signal,os,sys; signal.pthread_sigmask(signal.SIG_BLOCK,[signal.SIGRTMIN+1]); os.execv(sys.argv[1], sys.argv[1:])' \
+        "$PVISOR" run --stage "$S" -- sh -c "echo \$\$ > '$T/hold.pid'; while [ ! -e go ]; do sleep 0.05; done") &
+    pv=$!
+    i=0; while [ ! -s "$T/hold.pid" ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i + 1)); done
+    sleep 3078 < "/proc/$(cat "$T/hold.pid")/cwd/README" &
+    holder=$!
+    touch "$W/go"
+    wait $pv; rc=$?
+    held=$(cat "/proc/$holder/fd/0" 2>&1)
+    kill $holder; wait $holder 2>/dev/null
+    eq "$rc:$(echo "$held" | grep -c 'not connected')" "0:1" \
+        "a run whose view a host process holds past the unmount ends (pvisor started with the views' wake signal blocked); the holder gets ENOTCONN"
+    rm -f "$W/go"
+fi
+
 # --- a second concurrent run on the same stage -> 125 --------------------------------
 next_stage
 rm -f "$T/c.started" "$T/c.go"
