@@ -1,5 +1,5 @@
 /* cmd_apply.c: `pvisor apply [RUN|--stage DIR] [--path P]... [--dry-run]
- * [--keep-special-modes]`: write a sealed stage into its workspace
+ * [--keep-special-modes] [--expect ID]`: write a sealed stage into its workspace
  * (lifecycle/apply.c does the work; docs/lifecycle.md documents it). */
 #include "cli/cli.h"
 #include "lifecycle/lifecycle.h"
@@ -167,6 +167,7 @@ static bool workspace_fails(const char *stage, const char *ws, int r) {
 
 int cmd_apply(int argc, char **argv) {
     const char *run = NULL, *stage_dir = NULL;
+    char *expect = NULL;
     bool dry_run = false, keep_special = false;
     const char **raw_paths = calloc((size_t)argc + 1, sizeof *raw_paths);
     if (!raw_paths)
@@ -185,6 +186,20 @@ int cmd_apply(int argc, char **argv) {
             int t = cli_take_value("apply", argc, argv, &i, &stage_dir);
             if (t)
                 rc = t;
+        } else if (strcmp(a, "--expect") == 0) {
+            /* the whole ID, never a prefix: one a stage could be made to
+             * share with another is no binding (docs/lifecycle.md) */
+            if (i + 1 >= argc)
+                rc = cli_usage_error("apply", "%s needs a value", a);
+            else if (expect)
+                rc = cli_usage_error("apply", "--expect is given once");
+            else if (!lc_changeset_id_valid(argv[i + 1]))
+                rc = cli_usage_error("apply",
+                                     "--expect '%s' is not a changeset ID (" LC_CHANGESET_ID_LEN_TEXT
+                                     " hex digits, as 'pvisor status --review' prints it)",
+                                     argv[i + 1]);
+            else
+                expect = argv[++i];
         } else if (strcmp(a, "--path") == 0) {
             if (i + 1 >= argc || argv[i + 1][0] == '\0')
                 rc = cli_usage_error("apply", "%s needs a value", a);
@@ -320,6 +335,7 @@ int cmd_apply(int argc, char **argv) {
         .progress = on_progress,
         .on_op = dry_run ? on_op : NULL,
         .userdata = &prog,
+        .expect_id = expect,
         .test_delay_us = (unsigned)delay_us,
         .test_named_temps = getenv("PVISOR_TEST_APPLY_NAMED_TEMPS") != NULL,
     };
@@ -414,6 +430,32 @@ int cmd_apply(int argc, char **argv) {
     if (r < 0) {
         int st = PV_EXIT_FAILURE;
         switch (r) {
+        case -EKEYREJECTED:
+            if (!rep.changeset_id[0]) {
+                /* lc_changeset_id's check: a file changed while it was
+                 * read, under the lock: not pvisor's doing */
+                cli_error(st, "apply",
+                          "refused: a file of the stage %s changed while apply read it to check --expect "
+                          "(something other than pvisor writes the stage); nothing was written",
+                          stage);
+                break;
+            }
+            cli_error(st, "apply",
+                      "refused: the changes of the stage %s are not the changeset %s that --expect names: they "
+                      "are changeset %s now (the stage was written since that review: a run on it, a restore; or "
+                      "the workspace changed under a staged path; or the review was not run by the user who "
+                      "applies: root's ID also covers the owners root's apply gives). Nothing was written. Review "
+                      "them again ('pvisor status --review', 'pvisor diff') and apply the ID that review prints",
+                      stage, expect, rep.changeset_id);
+            break;
+        case -EINPROGRESS:
+            cli_error(st, "apply",
+                      "refused: an interrupted apply of the stage %s is pending; completing it writes what that "
+                      "apply recorded, for which --expect cannot vouch. Nothing was written. Complete it with "
+                      "'pvisor apply --stage %s' (without --expect), or keep what it wrote and discard the rest "
+                      "with 'pvisor drop --force --stage %s'",
+                      stage, stage, stage);
+            break;
         case -EBUSY:
             cli_error(st, "apply",
                       "refused: the stage %s is in use (its run is still going, or another apply "
@@ -518,10 +560,14 @@ int cmd_apply(int argc, char **argv) {
     }
     if (dry_run) {
         printf("%s", rep.resumed ? "(an interrupted apply would be resumed)\n" : "");
+        if (expect)
+            printf("Changeset %s: the one --expect named.\n", rep.changeset_id);
     } else {
         printf("Applied stage %s to %s%s: %zu written (%llu bytes), %zu deleted, %zu directories created.\n", stage,
                ws_path ? ws_path : "the workspace", rep.resumed ? " (resumed an interrupted apply)" : "", rep.n_written,
                (unsigned long long)rep.bytes_written, rep.n_deleted, rep.n_dirs);
+        if (expect)
+            printf("Changeset %s: the one --expect named.\n", rep.changeset_id);
     }
     if (rep.n_setid_dropped)
         fprintf(stderr, "pvisor apply: %s setuid/setgid bits on %zu file%s (--keep-special-modes keeps them)\n",

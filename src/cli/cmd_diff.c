@@ -534,6 +534,27 @@ int cmd_diff(int argc, char **argv) {
     for (size_t i = 0; i < cs->n; i++)
         if (selected(cs->entries[i].path, paths, n_paths))
             show_entry(&d, st, &cs->entries[i]);
+    /* The changeset ID, as the review prints it: on a terminal (after the
+     * patch) and with --stat (before its lines: its summary stays the last
+     * line); a diff into a pipe or a file stays diff(1)'s, for patch(1).
+     * Of a whole sealed stage (with PATHs it would bind changes this diff
+     * did not show).  Read after every file the diff read: each is checked
+     * to be unchanged since the changeset was read, so the diff showed
+     * the bytes the ID covers. */
+    char cid[LC_CHANGESET_ID_LEN + 1] = "";
+    if ((d.stat || d.escape) && n_paths == 0 && st->sealed && !applied && !lc_apply_pending(stage)) {
+        r = lc_stage_changeset_id(st, cs, cid);
+        if (r == -EACCES && lc_cli_own_files_override(r))
+            r = lc_stage_changeset_id(st, cs, cid);
+        if (r < 0) {
+            cid[0] = '\0';
+            fprintf(stderr, "pvisor diff: no changeset ID: %s\n",
+                    r == -ESTALE ? "the stage changed while it was read (a run reopened it, or a restore): "
+                                   "what this diff shows may be part of each; run it again"
+                                 : strerror(-r));
+            d.failed = 1;
+        }
+    }
     /* A path changed in the workspace since the run: its diff is against
      * the workspace now, so it reads as if the agent undid the user's edit
      * (and applied as a patch, would): said, as review and apply do. */
@@ -580,6 +601,8 @@ int cmd_diff(int argc, char **argv) {
         }
     }
     if (d.stat) {
+        if (cid[0])
+            printf("Changeset %s (to apply exactly these changes: 'pvisor apply --expect %s')\n", cid, cid);
         size_t w = 0;
         long tp = 0, tm = 0;
         for (size_t i = 0; i < d.n_lines; i++) {
@@ -611,6 +634,8 @@ int cmd_diff(int argc, char **argv) {
                tp == 1 ? "" : "s", tm, tm == 1 ? "" : "s");
         free(d.lines);
     }
+    if (cid[0] && !d.stat)
+        printf("\nChangeset %s (to apply exactly these changes: 'pvisor apply --expect %s')\n", cid, cid);
     lc_changeset_free(cs);
     lc_stage_free(st);
     fflush(stdout);

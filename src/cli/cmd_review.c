@@ -254,6 +254,25 @@ int lc_cli_load_changes(const char *stage, struct lc_stage **ret_st, struct lc_c
     }
 }
 
+/* The changeset ID review and diff show (lc_stage_changeset_id), into
+ * id; "" with *ret_why saying why there is none.  A file the agent made
+ * unreadable is read as the load reads it: once more with the user's
+ * override of their own files. */
+static int changeset_id(const struct lc_stage *st, const struct lc_changeset *cs, char id[LC_CHANGESET_ID_LEN + 1],
+                        const char **ret_why) {
+    id[0] = '\0';
+    int r = lc_stage_changeset_id(st, cs, id);
+    if (r == -EACCES && lc_cli_own_files_override(r))
+        r = lc_stage_changeset_id(st, cs, id);
+    if (r < 0) {
+        id[0] = '\0';
+        *ret_why = r == -ESTALE
+                       ? "the stage changed while it was read (a run reopened it, or a restore): review it again"
+                       : strerror(-r);
+    }
+    return r;
+}
+
 const char *lc_cli_bound_reason(int r, const char *stopped) {
     if (r == -ENAMETOOLONG)
         return "it holds a path longer than " LC_MAX_PATH_TEXT " bytes (review, diff and apply stop there)";
@@ -579,8 +598,8 @@ static void print_egress(const json_t *bundle) {
 }
 
 static void print_human(const char *stage, const char *state, const char *run, const json_t *bundle,
-                        const json_t *earlier, size_t before, const struct lc_changeset *cs, bool pending,
-                        bool emptied) {
+                        const json_t *earlier, size_t before, const struct lc_changeset *cs, bool pending, bool emptied,
+                        const char *id, const char *id_why) {
     /* paths the user chose, but a directory's name can hold what a
      * terminal acts on: escaped, as list does */
     _cleanup_free_ char *sp = term_escape(stage);
@@ -664,6 +683,15 @@ static void print_human(const char *stage, const char *state, const char *run, c
                     printf("  x %s: %s\n", dn(cs->entries[i].path, &k), cs->entries[i].conflict);
                 }
         }
+        /* what binds this review to the apply: an apply --expect of
+         * another changeset (the stage written again since) refuses */
+        if (id && id[0])
+            printf("\nChangeset:   %s (to apply exactly these changes: 'pvisor apply --expect %s')\n", id, id);
+        else if (id_why)
+            printf("\nChangeset:   unknown: %s\n", id_why);
+        else if (pending && strcmp(state, "sealed") == 0)
+            printf("\nChangeset:   none while the interrupted apply is pending (it completes what that apply "
+                   "recorded; 'pvisor apply --expect' refuses it)\n");
     }
     print_egress(bundle);
     printf("\nSafety boundary:\n");
@@ -726,6 +754,13 @@ int cmd_review(const char *arg, const char *stage_dir, bool as_json) {
         lc_changeset_mark_home_config(cs, getenv("HOME"));
     }
     bool pending = lc_apply_pending(stage);
+    /* of a sealed stage only: what apply can apply; not while an
+     * interrupted apply is pending, whose resume writes what its intent
+     * recorded (apply --expect refuses it) */
+    char cid[LC_CHANGESET_ID_LEN + 1] = "";
+    const char *cid_why = NULL;
+    if (cs && state == STAGE_SEALED && !pending)
+        (void)changeset_id(st, cs, cid, &cid_why);
     size_t before = 0;
     json_t *earlier = earlier_runs(stage, id, &before);
     if (as_json) {
@@ -739,11 +774,14 @@ int cmd_review(const char *arg, const char *stage_dir, bool as_json) {
             "earlier_runs", earlier ? earlier : json_null(), "egress",
             json_is_object(json_object_get(bundle, "egress")) ? json_object_get(bundle, "egress") : json_null(),
             "changeset", cs ? lc_changeset_to_json(cs) : json_null(), "safety_boundary", boundary_json(bundle));
+        json_t *jcs = json_object_get(doc, "changeset");
+        if (json_is_object(jcs))
+            json_object_set_new(jcs, "id", cid[0] ? json_string(cid) : json_null());
         json_dumpf(doc, stdout, JSON_INDENT(2));
         fputc('\n', stdout);
         json_decref(doc);
     } else {
-        print_human(stage, stage_state_name(state), id, bundle, earlier, before, cs, pending, emptied);
+        print_human(stage, stage_state_name(state), id, bundle, earlier, before, cs, pending, emptied, cid, cid_why);
     }
     json_decref(earlier);
     lc_changeset_free(cs);

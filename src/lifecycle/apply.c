@@ -1293,6 +1293,13 @@ int lc_apply(const char *stage_path, const struct lc_apply_opts *o, struct lc_ap
                      .fs_lock = PTHREAD_MUTEX_INITIALIZER};
     bool full = !o->paths;
     bool resume = exists_at(st->dir_fd, LC_APPLY_INTENT);
+    /* An ID binds a changeset; a resume writes what its intent recorded,
+     * which the changeset no longer says (part of it is written), and
+     * which an apply without an ID may have recorded. */
+    if (resume && o->expect_id) {
+        r = -EINPROGRESS;
+        goto out;
+    }
     if (resume) {
         r = lc_intent_load(st->dir_fd, &p);
         if (r == -ENODATA) {
@@ -1332,6 +1339,24 @@ int lc_apply(const char *stage_path, const struct lc_apply_opts *o, struct lc_ap
         }
         if (r < 0)
             goto out;
+        /* The changeset the plan is made of must be the one reviewed:
+         * read under the lock, so no run can change the stage between this
+         * and the last write (docs/lifecycle.md, "The changeset ID").
+         * Before the conflicts: they are this changeset's, maybe not the
+         * reviewed one's. */
+        if (o->expect_id) {
+            r = lc_changeset_id(cs, st->upper_fd, rep->changeset_id);
+            if (r < 0) {
+                rep->changeset_id[0] = '\0';
+                if (r == -ESTALE) /* written meanwhile, past the lock */
+                    r = -EKEYREJECTED;
+                goto out;
+            }
+            if (strcmp(rep->changeset_id, o->expect_id) != 0) {
+                r = -EKEYREJECTED;
+                goto out;
+            }
+        }
         r = lc_plan_from_changeset(cs, o, &p, rep);
         if (r < 0)
             goto out;

@@ -124,6 +124,7 @@ struct lc_entry {
     struct timespec old_ctime, old_mtime;
     uint64_t old_nlink;
     uint32_t old_uid, old_gid, new_uid, new_gid; /* with LC_CH_OWNER */
+    struct timespec new_ctime;                   /* of the upper object when read (lc_changeset_id checks it) */
 };
 
 struct lc_changeset {
@@ -139,6 +140,7 @@ struct lc_changeset {
     uint64_t bytes_old; /* bytes of lower regular files replaced or deleted */
     size_t n_binary;    /* regular files added or changed that diff shows as binary */
     unsigned warnings;  /* union of entry warnings */
+    bool keep_owners;   /* read by root: apply gives what it writes the stage's owners (and the ID covers them) */
 };
 
 /* An opened stage: its directory, upper/ and the workspace it belongs to
@@ -157,6 +159,11 @@ struct lc_stage {
      * (a whiteout, an opaque or type-changed directory over them): they are
      * not in the stage, so only removing them from the workspace helps */
     bool stopped_deleted;
+    /* the 'sealed' marker when the stage was opened (its identity: a run
+     * that reopens the stage removes it, and seals with a new one) */
+    bool sealed;
+    uint64_t seal_ino;
+    struct timespec seal_ctime;
 };
 int lc_stage_open(const char *path, struct lc_stage **ret_stage);
 void lc_stage_free(struct lc_stage *st);
@@ -186,6 +193,32 @@ void lc_changeset_mark_hooks_path(struct lc_changeset *cs);
  * environment.d) get LC_W_HOME_STARTUP, also where a link in HOME
  * leads into the workspace (~/.bashrc -> dotfiles/bashrc). */
 void lc_changeset_mark_home_config(struct lc_changeset *cs, const char *home);
+
+/* The changeset's ID (docs/lifecycle.md, "The changeset ID"): the first
+ * LC_CHANGESET_ID_LEN hex digits of a SHA-256 over every entry in order
+ * (path, kind, workspace type, the preimage apply checks, and the new
+ * object: type, mode, owner and group when cs->keep_owners, a symlink's target,
+ * the content and user xattrs of a regular file, the user xattrs of a
+ * directory) and the workspace.  Times, warnings and renames are not in
+ * it.  The content and xattrs are read here from upper_fd (the stage's
+ * upper/, the one cs was read from), each object checked to be the one
+ * the walk saw (inode, type, size, ctime) before and after it is read:
+ * -ESTALE when one changed since, so the ID never covers bytes other than
+ * those of the objects the changeset describes.  -EACCES an unreadable
+ * file; other -errno from the file system. */
+#define LC_CHANGESET_ID_LEN 32        /* hex digits: 128 bits, collisions out of reach */
+#define LC_CHANGESET_ID_LEN_TEXT "32" /* the same, for messages */
+_Static_assert(LC_CHANGESET_ID_LEN == 32, "LC_CHANGESET_ID_LEN_TEXT must say LC_CHANGESET_ID_LEN");
+int lc_changeset_id(const struct lc_changeset *cs, int upper_fd, char ret_id[LC_CHANGESET_ID_LEN + 1]);
+/* The ID of cs, read from st, as review and diff show it: only of a stage
+ * that was sealed when st was opened (-ENOMEDIUM: it was not) and still
+ * is, by the same seal (-ESTALE: a run reopened it, or a restore replaced
+ * its content, since: the changeset may mix two states). */
+int lc_stage_changeset_id(const struct lc_stage *st, const struct lc_changeset *cs,
+                          char ret_id[LC_CHANGESET_ID_LEN + 1]);
+/* Is s an ID as lc_changeset_id writes it (LC_CHANGESET_ID_LEN hex
+ * digits; upper case is taken, and lowered in place)? */
+bool lc_changeset_id_valid(char *s);
 
 /* The changeset (and the warnings) as the documented JSON object. */
 json_t *lc_changeset_to_json(const struct lc_changeset *cs);
@@ -233,6 +266,9 @@ struct lc_apply_opts {
      * "mkfifo"), in order; called for dry runs too (may be NULL) */
     void (*on_op)(const char *action, const char *path, void *userdata);
     void *userdata;
+    /* an ID (lc_changeset_id) the changeset must have: any other, and
+     * apply refuses (-EKEYREJECTED) before it writes anything; NULL: none */
+    const char *expect_id;
     unsigned test_delay_us; /* tests only: pause after each workspace operation */
     bool test_named_temps;  /* tests only: named temp files instead of O_TMPFILE */
 };
@@ -254,6 +290,8 @@ struct lc_apply_report {
     /* -ENOSPC before anything was written: the bytes the plan's files take
      * and what the workspace's file system has available */
     uint64_t room_need, room_avail;
+    /* the changeset's ID when apply computed it (o->expect_id), else "" */
+    char changeset_id[LC_CHANGESET_ID_LEN + 1];
 };
 void lc_apply_report_clear(struct lc_apply_report *r);
 
@@ -262,7 +300,13 @@ void lc_apply_report_clear(struct lc_apply_report *r);
  * interrupted, -EALREADY when applied or dropped), resumes an interrupted
  * apply first.  On conflicts returns -EEXIST with the report filled and
  * nothing written; -ENOSPC with room_need/room_avail set and nothing
- * written when the files would not fit in the workspace's file system.  -ENOENT: a --path matched nothing. */
+ * written when the files would not fit in the workspace's file system.  -ENOENT: a --path matched nothing.
+ * With o->expect_id: -EKEYREJECTED when the changeset's ID is another
+ * (rep->changeset_id says which; also with o->paths, the ID is the whole
+ * changeset's), or when a file of the stage changed while it was read
+ * (rep->changeset_id ""); -EINPROGRESS when an interrupted apply is pending (its
+ * intent, not the changeset, decides what the resume writes, and no ID
+ * vouches for it); nothing written either way. */
 int lc_apply(const char *stage_path, const struct lc_apply_opts *o, struct lc_apply_report *ret_report);
 
 /* True when the stage holds an unfinished apply's intent journal. */

@@ -2872,3 +2872,92 @@ wait $sr
 (cd "$W" && "$P" apply --stage "$S") >/dev/null 2>"$T/during.err"; rc=$?
 eq "$rc:$(grep -c '^  g:' "$T/during.err"):$(grep -c '^  f:' "$T/during.err")" "1:1:0" \
     "a host edit after the agent's first write is a conflict; one before it is not (the documented limit)"
+
+# ---------------------------------------------------------------------------
+# The changeset ID binds what was reviewed to what apply does
+# (docs/lifecycle.md, "The changeset ID"): before, apply re-read the stage,
+# and a run on it after the review (a harness's, a second terminal's) had
+# apply write changes no one reviewed, silently.
+
+# review_id STAGE: the ID the review's JSON gives (null: none)
+review_id() {
+    "$P" status --review --stage "$1" --json 2>/dev/null |
+        sed -n 's/^    "id": \(null\|"\([0-9a-f]*\)"\),*$/\1/p' | tr -d '"'
+}
+W=$T/wsid; S=$T/stid
+mkdir -p "$W/src" && echo "line one" > "$W/src/a.c" && echo keep > "$W/b" && echo gone > "$W/old"
+stage_run "$W" "$S" 'echo "line two" >> src/a.c && rm old && mkdir new && echo fresh > new/n && ln -s src/a.c link && chmod 0750 b' >/dev/null 2>&1
+id1=$(review_id "$S"); id2=$(review_id "$S")
+eq "$(printf %s "$id1" | grep -c '^[0-9a-f]\{32\}$'):$id2" "1:$id1" "the review's JSON gives a changeset ID of 32 hex digits, the same twice"
+"$P" status --review --stage "$S" > "$T/id.review"
+"$P" diff --stat --stage "$S" > "$T/id.stat"
+script -qec "'$P' diff --stage '$S'" /dev/null > "$T/id.tty" 2>&1
+"$P" diff --stage "$S" > "$T/id.pipe"
+eq "$(grep -c "^Changeset:   $id1 (to apply exactly these changes: 'pvisor apply --expect $id1')" "$T/id.review"):$(grep -c "^Changeset $id1 " "$T/id.stat"):$(tr -d '\r' < "$T/id.tty" | grep -c "^Changeset $id1 "):$(grep -c Changeset "$T/id.pipe")" \
+    "1:1:1:0" "  the human review, diff --stat and diff on a terminal show the same ID; a diff into a pipe stays diff(1)'s"
+# stable whatever order the names were made in (and wherever the stage is)
+W2=$T/wsord; rm -rf "$W2"; mkdir -p "$W2"
+stage_run "$W2" "$T/stord1" 'for f in a b c d e f g h; do echo $f > $f; done' >/dev/null 2>&1
+stage_run "$W2" "$T/stord2" 'for f in h g f e d c b a; do echo $f > $f; done' >/dev/null 2>&1
+eq "$(review_id "$T/stord1")" "$(review_id "$T/stord2")" "  the same changes made in another order, in another stage, have the same ID"
+
+# each change of what apply would write gives another ID
+fork_id() { # fork_id NAME SCRIPT: the ID of a fork of $S after a run of SCRIPT on it
+    "$P" fork --stage "$S" "$T/stid-$1" >/dev/null 2>&1 && (cd "$W" && stage_run "$W" "$T/stid-$1" "$2") >/dev/null 2>&1
+    (cd "$W" && review_id "$T/stid-$1")
+}
+idb=$(fork_id byte "printf 'line onE\nline two\n' > src/a.c")
+idm=$(fork_id mode "chmod 0755 b")
+idl=$(fork_id link "ln -sfn b link")
+ids=$(fork_id same "cat src/a.c > /dev/null")
+idt=$(fork_id touch "touch -d 2001-01-01 src/a.c new/n")
+eq "$([ "$idb" != "$id1" ] && [ -n "$idb" ] && echo y):$([ "$idm" != "$id1" ] && [ -n "$idm" ] && echo y):$([ "$idl" != "$id1" ] && [ -n "$idl" ] && echo y):$ids:$idt" \
+    "y:y:y:$id1:$id1" "  a byte of a file, a mode, a symlink target changed in the stage: another ID; a run that changes nothing, or only times: the same"
+if $have_xattr && setfattr -n user.t -v 1 "$T" 2>/dev/null; then
+    idx=$(fork_id xattr "setfattr -n user.note -v x new/n")
+    eq "$([ "$idx" != "$id1" ] && [ -n "$idx" ] && echo y)" "y" "  a user xattr set in the stage: another ID"
+else
+    skip "  a user xattr set in the stage: another ID" "no user xattrs here"
+fi
+
+# apply --expect: a bad ID is a usage error; a stale one refuses and writes nothing
+before=$(manifest "$W")
+for bad in 1234 "$id1"0 "g$(printf %s "$id1" | cut -c2-)" ""; do
+    (cd "$W" && "$P" apply --stage "$S" --expect "$bad") >/dev/null 2>"$T/id.bad"; rc=$?
+    eq "$rc:$(grep -c "is not a changeset ID (32 hex digits" "$T/id.bad")" "2:1" "  apply --expect '$bad' is a usage error"
+done
+stage_run "$W" "$S" 'echo "not reviewed" >> src/a.c' >/dev/null 2>&1
+id3=$(review_id "$S")
+(cd "$W" && "$P" apply --stage "$S" --expect "$id1") >"$T/id.out" 2>"$T/id.err"; rc=$?
+eq "$rc:$(grep -c "refused: the changes of the stage $S are not the changeset $id1 that --expect names: they are changeset $id3 now" "$T/id.err"):$(grep -c "Nothing was written" "$T/id.err")" \
+    "1:1:1" "apply --expect of the ID reviewed before another run on the stage refuses, naming both IDs"
+eq "$(manifest "$W")" "$before" "  ... and writes nothing"
+eq "$(cat "$S/sealed" >/dev/null 2>&1 && echo sealed):$(ls "$S" | grep -c 'applied\|apply-intent')" "sealed:0" "  ... and the stage stays sealed"
+(cd "$W" && "$P" apply --stage "$S" --expect "$id1" --dry-run) >/dev/null 2>&1; rc=$?
+eq "$rc" 1 "  ... a dry run refuses it too"
+# --path: the ID is the whole changeset's, as the review printed it
+(cd "$W" && "$P" apply --stage "$S" --expect "$id1" --path new) >/dev/null 2>&1; rc=$?
+eq "$rc:$([ -e "$W/new" ] && echo y)" "1:" "  ... so does an apply --path of a part the second run left alone"
+(cd "$W" && "$P" apply --stage "$S" --expect "$(printf %s "$id3" | tr a-f A-F)" --path new) >"$T/id.out" 2>&1; rc=$?
+eq "$rc:$(cat "$W/new/n"):$(grep -c "^Changeset $id3: the one --expect named" "$T/id.out")" "0:fresh:1" \
+    "apply --path with the whole changeset's ID (in upper case too) applies that path, and says the ID"
+id4=$(review_id "$S")
+(cd "$W" && "$P" apply --stage "$S" --expect "$id4") >"$T/id.out" 2>&1; rc=$?
+eq "$rc:$([ "$id4" != "$id3" ] && echo y):$(tail -n 1 "$W/src/a.c"):$(readlink "$W/link"):$([ -e "$W/old" ] || echo gone)" \
+    "0:y:not reviewed:src/a.c:gone" "  ... the rest has an ID of its own, which the review after it gives, and apply --expect of it applies"
+eq "$(review_id "$S")" "null" "  an applied stage has no ID"
+# an interrupted apply: its resume writes its intent's plan, no ID vouches for it
+W=$T/wsidr; S=$T/stidr
+mkdir -p "$W"; i=0; while [ $i -lt 6 ]; do echo "old $i" > "$W/f$i"; i=$((i + 1)); done
+stage_run "$W" "$S" 'for f in f*; do echo new >> $f; done' >/dev/null 2>&1
+idr=$(review_id "$S")
+PVISOR_TEST_APPLY_DELAY_US=200000 "$P" apply --stage "$S" --expect "$idr" >/dev/null 2>&1 &
+ap=$!; wait_for "$S/apply-intent"; sleep 0.3; kill -KILL $ap; wait $ap 2>/dev/null
+eq "$(review_id "$S"):$("$P" status --review --stage "$S" | grep -c '^Changeset:   none while the interrupted apply is pending')" "null:1" \
+    "a stage whose apply was interrupted has no ID: its resume writes what the intent recorded"
+"$P" apply --stage "$S" --expect "$idr" >/dev/null 2>"$T/idr.err"; rc=$?
+eq "$rc:$(grep -c "an interrupted apply of the stage $S is pending; completing it writes what that apply recorded, for which --expect cannot vouch" "$T/idr.err")" \
+    "1:1" "apply --expect of a stage whose apply was interrupted refuses (the intent decides the resume)"
+"$P" apply --stage "$S" >/dev/null 2>&1; rc=$?
+eq "$rc:$(cat "$W/f5")" "0:old 5
+new" "  ... and apply without it completes the resume"
