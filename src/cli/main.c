@@ -127,6 +127,7 @@ static const struct cli_command commands[] = {
      LC_RUN(cmd_diff)},
     {"apply", LC_SUM("Apply a sealed stage to the workspace"),
      "Usage: pvisor apply [RUN|--stage DIR] [--path P]... [--dry-run] [--keep-special-modes]\n"
+     "                    [--expect ID]\n"
      "\n"
      "Writes the changes staged by RUN (default: the newest staged run of the workspace\n"
      "you are in) into the real workspace. Every path the agent changed must still be what the\n"
@@ -142,8 +143,13 @@ static const struct cli_command commands[] = {
      "                         the stage is then not marked applied).\n"
      "  -n, --dry-run          List what would be done; write nothing.\n"
      "  --keep-special-modes   Keep setuid/setgid bits of files (dropped by default).\n"
+     "  --expect ID            Apply only the changeset with this ID, the one 'pvisor\n"
+     "                         status --review' and 'pvisor diff' print; refuse, writing\n"
+     "                         nothing, when the stage changed since (with --path too:\n"
+     "                         the ID is the whole changeset's).\n"
      "\n"
-     "Exit status: 0 applied, 1 refused (conflict, stage state) or failed, 2 usage.\n",
+     "Exit status: 0 applied, 1 refused (conflict, stage state, another changeset)\n"
+     "or failed, 2 usage.\n",
      LC_RUN(cmd_apply)},
     {"drop", LC_SUM("Discard a stage"),
      "Usage: pvisor drop [RUN|--stage DIR] [--force]\n"
