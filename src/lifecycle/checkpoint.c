@@ -30,6 +30,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/fs.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -491,11 +492,16 @@ bool lc_checkpoint_name_valid(const char *n) {
     return strspn(n, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == l;
 }
 
+/* Remove dirfd/name and everything below it, at any depth: .restore-old
+ * holds the stage's upper as the agent left it, which the overlay lets
+ * nest far deeper than the lifecycle's bound (OV_MAX_DEPTH); removed
+ * only down to LC_MAX_DEPTH + 8, it stayed, and every later restore,
+ * which removes it first, failed with ELOOP. */
 static int remove_dir_at(int dirfd, const char *name) {
     _cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
         return errno == ENOENT ? 0 : -errno;
-    int r = remove_tree_contents(fd, LC_MAX_DEPTH + 8);
+    int r = remove_tree_contents(fd, UINT_MAX);
     if (r < 0)
         return r;
     return unlinkat(dirfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT ? -errno : 0;

@@ -528,3 +528,23 @@ EOF2
 else
     skip "restore of a 0555 upper as an unprivileged user" "needs root, setpriv and unshare"
 fi
+
+# ---------------------------------------------------------------------------
+# Restore over an upper nested deeper than the lifecycle's bound (the
+# overlay allows 4096 levels; review and checkpoint stop at 256): restoring
+# an earlier checkpoint is the way back from it.  The restore moved that
+# upper to .restore-old and removed it only 264 levels deep: it stayed, and
+# every later restore, which removes .restore-old first, failed with ELOOP.
+B=$T/deep W=$B/ws S=$B/st
+mkdir -p "$W"
+echo a > "$W/a"
+(cd "$W" && "$P" run --stage "$S" --workspace "$W" -- sh -c 'echo b > b') >/dev/null 2>&1
+"$P" checkpoint --name c1 --stage "$S" >/dev/null 2>&1
+(cd "$W" && "$P" run --stage "$S" --workspace "$W" -- sh -c \
+    'mkdir x && cd x && i=0; while [ $i -lt 300 ]; do mkdir d && cd d || exit 9; i=$((i + 1)); done; echo f > f') \
+    >/dev/null 2>&1; rc=$?
+"$P" restore c1 --stage "$S" >/dev/null 2>"$B/r1.err"; r1=$?
+"$P" restore c1 --stage "$S" >/dev/null 2>"$B/r2.err"; r2=$?
+eq "$rc:$r1:$r2:$(ls -A "$S" | grep '^\.' | tr '\n' ' ')$(ls "$S/upper")" "0:0:0:b" \
+    "deep: restores over an upper 300 directories deep succeed, again too, and leave no .restore-old"
+[ $r2 -eq 0 ] || diag "$(cat "$B/r2.err")"
