@@ -717,6 +717,40 @@ static int open_checkpoint(int dir, const char *name) {
     return TAKE_FD(src);
 }
 
+/* The new 'sealed' of a restore: made in dir (.restore) before the copy,
+ * MARKER_ROOM bytes; written in place with the time (nothing new to
+ * allocate) and renamed into the stage once the swap is done, as the
+ * seal publishes its reserved marker (stage.c). */
+#define MARKER_ROOM 64
+static int reserve_marker(int dir) {
+    _cleanup_close_ int fd = openat(dir, "sealed", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return -errno;
+    char pad[MARKER_ROOM];
+    memset(pad, ' ', sizeof pad - 1);
+    pad[sizeof pad - 1] = '\n';
+    return write_all(fd, pad, sizeof pad);
+}
+
+static int publish_marker(int from, int dir) {
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    char t[32], buf[40];
+    format_time_utc(&now, t);
+    int m = snprintf(buf, sizeof buf, "%s\n", t);
+    _cleanup_close_ int fd = openat(from, "sealed", O_WRONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0)
+        return -errno;
+    ssize_t w = pwrite(fd, buf, (size_t)m, 0);
+    if (w != m)
+        return w < 0 ? -errno : -EIO;
+    if (ftruncate(fd, m) < 0 || fsync(fd) < 0)
+        return -errno;
+    if (renameat(from, "sealed", dir, "sealed") < 0 || fsync(dir) < 0)
+        return -errno;
+    return 0;
+}
+
 int lc_restore(const char *stage_path, const char *name) {
     if (!lc_checkpoint_name_valid(name))
         return -EINVAL;
@@ -747,10 +781,23 @@ int lc_restore(const char *stage_path, const char *name) {
      * reads 'interrupted' and the way out is this restore again, not a
      * drop (lc_restore_interrupted); made durable by the copy's syncfs */
     r = write_file_atomic(tmp, "checkpoint", name, strlen(name), 0600);
+    /* Whatever the steps after the copy need on disk is made before it:
+     * .restore-old and the new 'sealed' (.restore/sealed, with room for
+     * the time, published in step 4 by a rename).  Made once 'sealed' was
+     * gone, a file system the copy had filled refused them (ENOSPC, or no
+     * inode left): the stage was left interrupted, and the retry, which
+     * needs room for a whole copy again beside the one swapped in, failed
+     * the same way. */
+    if (r == 0 && mkdirat(dir, ".restore-old", 0700) < 0)
+        r = -errno;
+    if (r == 0)
+        r = reserve_marker(tmp);
     if (r == 0)
         r = copy_stage_content(src, tmp, false, true, 0, NULL, NULL, NULL);
     if (r < 0) {
-        remove_dir_at(dir, ".restore"); /* the stage is untouched: no partial copy of the checkpoint kept */
+        /* the stage is untouched: no partial copy of the checkpoint kept */
+        remove_dir_at(dir, ".restore");
+        remove_dir_at(dir, ".restore-old");
         return r;
     }
     /* Moving a directory to another parent needs write permission on it
@@ -776,8 +823,6 @@ int lc_restore(const char *stage_path, const char *name) {
             (void)fchmod(oup, 0700);
     }
     /* 3. swap upper/journal/origin (old ones to .restore-old) */
-    if (mkdirat(dir, ".restore-old", 0700) < 0)
-        return -errno;
     _cleanup_close_ int old = openat(dir, ".restore-old", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (old < 0)
         return -errno;
@@ -792,13 +837,8 @@ int lc_restore(const char *stage_path, const char *name) {
         return -errno;
     if (fsync(dir) < 0)
         return -errno;
-    /* 4. publish 'sealed', then clean up */
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    char t[32], buf[40];
-    format_time_utc(&now, t);
-    int m = snprintf(buf, sizeof buf, "%s\n", t);
-    r = write_file_atomic(dir, "sealed", buf, (size_t)m, 0600);
+    /* 4. publish 'sealed' (made in step 1), then clean up */
+    r = publish_marker(tmp, dir);
     if (r < 0)
         return r;
     remove_dir_at(dir, ".restore-old");

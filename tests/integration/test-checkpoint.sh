@@ -548,3 +548,40 @@ echo a > "$W/a"
 eq "$rc:$r1:$r2:$(ls -A "$S" | grep '^\.' | tr '\n' ' ')$(ls "$S/upper")" "0:0:0:b" \
     "deep: restores over an upper 300 directories deep succeed, again too, and leave no .restore-old"
 [ $r2 -eq 0 ] || diag "$(cat "$B/r2.err")"
+
+# ---------------------------------------------------------------------------
+# Restore on a full file system (a private tmpfs of 400 inodes), freeing one
+# inode more per try: each restore either completes or fails leaving the
+# stage as it was (sealed, its own content, nothing beside it).  The restore
+# made .restore-old and the new 'sealed' only after the copy and the
+# removal of 'sealed': with room for the copy alone it failed there, the
+# stage was left interrupted, and the retry (which needs room for a whole
+# copy beside the one swapped in) failed the same way.
+if [ "$(id -u)" -eq 0 ] && command -v unshare >/dev/null; then
+    B=$T/full W=$B/ws SF=$B/fs
+    mkdir -p "$W" "$SF"
+    echo a > "$W/a"
+    cat > "$B/full.sh" <<'EOF2'
+P=$1 W=$2 SF=$3
+mount -t tmpfs -o size=16m,nr_inodes=400 tmpfs "$SF" || exit 90
+S=$SF/st
+cd "$W" || exit 91
+"$P" run --stage "$S" --workspace "$W" -- sh -c 'mkdir m && for i in $(seq 1 100); do echo $i > m/f$i; done' >/dev/null 2>&1 || exit 92
+"$P" checkpoint --name c1 --stage "$S" >/dev/null 2>&1 || exit 93
+"$P" run --stage "$S" --workspace "$W" -- sh -c 'rm -r m && echo q > q' >/dev/null 2>&1 || exit 94
+mkdir "$SF/fill"; i=0; while touch "$SF/fill/$i" 2>/dev/null; do i=$((i + 1)); done
+i=0; while [ $i -lt 90 ]; do rm "$SF/fill/$i"; i=$((i + 1)); done
+while [ $i -lt 140 ]; do
+    "$P" restore c1 --stage "$S" >"$SF/out" 2>&1; rc=$?
+    echo "$rc $("$P" status --review "$S" --json 2>/dev/null | jq -r .stage.state) $(ls -A "$S" | grep '^\.' | tr '\n' ' ')$(ls "$S/upper" | tr '\n' ' ')"
+    [ $rc -eq 0 ] && break
+    rm "$SF/fill/$i"; i=$((i + 1))
+done
+EOF2
+    unshare -m sh "$B/full.sh" "$P" "$W" "$B/fs" > "$B/full.out" 2>&1; rc=$?
+    eq "$rc:$(sort "$B/full.out" | uniq -c | awk '{$1 = ""; print}' | tr '\n' ',')" "0: 0 sealed m, 1 sealed q," \
+        "full file system: each restore completes or fails with the stage as it was (sealed, unchanged, nothing left)"
+    [ $rc -eq 0 ] || diag "$(cat "$B/full.out")"
+else
+    skip "restore on a full file system" "needs root and unshare (a private tmpfs mount)"
+fi
