@@ -766,6 +766,9 @@ int lc_restore(const char *stage_path, const char *name) {
         if (cps >= 0)
             (void)remove_stale_tmps(cps); /* a crash's leftovers; failing to remove them is no reason to refuse */
     }
+    /* and a temp file of 'sealed' a killed restore left beside a sealed
+     * stage (an interrupted one's leftovers are this restore's to finish) */
+    stage_remove_leftovers(dir);
     /* 1. build the new content beside the stage */
     r = remove_dir_at(dir, ".restore");
     if (r == 0)

@@ -585,3 +585,14 @@ EOF2
 else
     skip "restore on a full file system" "needs root and unshare (a private tmpfs mount)"
 fi
+
+# A temp file of 'sealed' that a killed restore left (write_file_atomic's,
+# before restores published a marker made before the copy) beside a sealed
+# stage: lifecycle.md says the next restore removes it; it was kept.
+B=$T/stray W=$B/ws S=$B/st
+mkdir -p "$W"
+(cd "$W" && "$P" run --stage "$S" --workspace "$W" -- sh -c 'echo b > b') >/dev/null 2>&1
+"$P" checkpoint --name c1 --stage "$S" >/dev/null 2>&1
+echo 2026-01-01T00:00:00Z > "$S/.sealed.0123abcd.tmp"
+"$P" restore c1 --stage "$S" >/dev/null 2>&1; rc=$?
+eq "$rc:$(ls -A "$S" | grep '^\.' | tr '\n' ' ')" "0:" "a restore removes a stray temp file of 'sealed' a killed restore left"
