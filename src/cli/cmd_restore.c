@@ -74,9 +74,17 @@ int cmd_restore(int argc, char **argv) {
                          "To restore it anyway: chmod -R u+rwX '%s/checkpoints/%s/upper' (the modes this leaves "
                          "are restored), or run restore as root",
                          stage, name);
-    default:
-        return cli_error(PV_EXIT_FAILURE, "restore",
-                         "failed: %s (the stage reads 'interrupted' if the swap was cut short; run restore again)",
-                         strerror(-r));
+    default: {
+        /* which of the two: "run restore again" also where the stage was
+         * left as it was (a copy that failed for want of space: the retry
+         * fails the same way until room is made) */
+        _cleanup_free_ char *cp = NULL;
+        if (lc_restore_interrupted(stage, &cp))
+            return cli_error(PV_EXIT_FAILURE, "restore",
+                             "failed: %s; the swap was cut short and the stage reads 'interrupted' until 'pvisor "
+                             "restore %s --stage %s' completes it (do not drop it: that discards its checkpoints too)",
+                             strerror(-r), cp ? cp : name, stage);
+        return cli_error(PV_EXIT_FAILURE, "restore", "failed: %s; the stage %s is unchanged", strerror(-r), stage);
+    }
     }
 }

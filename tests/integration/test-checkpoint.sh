@@ -573,6 +573,7 @@ mkdir "$SF/fill"; i=0; while touch "$SF/fill/$i" 2>/dev/null; do i=$((i + 1)); d
 i=0; while [ $i -lt 90 ]; do rm "$SF/fill/$i"; i=$((i + 1)); done
 while [ $i -lt 140 ]; do
     "$P" restore c1 --stage "$S" >"$SF/out" 2>&1; rc=$?
+    [ $rc -eq 0 ] || cp "$SF/out" "$SF/../failed.out"
     echo "$rc $("$P" status --review "$S" --json 2>/dev/null | jq -r .stage.state) $(ls -A "$S" | grep '^\.' | tr '\n' ' ')$(ls "$S/upper" | tr '\n' ' ')"
     [ $rc -eq 0 ] && break
     rm "$SF/fill/$i"; i=$((i + 1))
@@ -582,6 +583,27 @@ EOF2
     eq "$rc:$(sort "$B/full.out" | uniq -c | awk '{$1 = ""; print}' | tr '\n' ',')" "0: 0 sealed m, 1 sealed q," \
         "full file system: each restore completes or fails with the stage as it was (sealed, unchanged, nothing left)"
     [ $rc -eq 0 ] || diag "$(cat "$B/full.out")"
+    # it said "the stage reads 'interrupted' if the swap was cut short; run
+    # restore again", which fails the same way until room is made
+    eq "$(cat "$B/failed.out" 2>/dev/null)" \
+        "pvisor restore: failed: No space left on device; the stage $SF/st is unchanged" \
+        "full file system: the failed restore says the stage is unchanged"
+    # a swap cut short (strace fails the rename of the new journal into place)
+    # is named as such, with the restore that completes it
+    if command -v strace >/dev/null; then
+        S=$B/st2
+        (cd "$W" && "$P" run --stage "$S" --workspace "$W" -- sh -c 'echo b > b') >/dev/null 2>&1
+        "$P" checkpoint --name c1 --stage "$S" >/dev/null 2>&1
+        no_lsan strace -f -o /dev/null -e trace=renameat -e inject=renameat:error=EIO:when=5 \
+            "$P" restore c1 --stage "$S" >/dev/null 2>"$B/cut.err"
+        eq "$?:$("$P" status --review "$S" --json 2>/dev/null | jq -r .stage.state):$(cat "$B/cut.err")" \
+            "1:interrupted:pvisor restore: failed: Input/output error; the swap was cut short and the stage reads 'interrupted' until 'pvisor restore c1 --stage $S' completes it (do not drop it: that discards its checkpoints too)" \
+            "a restore whose swap was cut short says so, and which restore completes it"
+        "$P" restore c1 --stage "$S" >/dev/null 2>&1
+        eq "$?:$("$P" status --review "$S" --json 2>/dev/null | jq -r .stage.state):$(ls "$S/upper")" "0:sealed:b" "... which it does"
+    else
+        skip "a restore whose swap was cut short says so" "needs strace"
+    fi
 else
     skip "restore on a full file system" "needs root and unshare (a private tmpfs mount)"
 fi
