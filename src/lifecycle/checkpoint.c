@@ -151,7 +151,22 @@ static int map_add(struct copy *c, uint64_t src, uint64_t dst, bool multi) {
     return 0;
 }
 
-/* user.* xattrs copied verbatim (no unescaping: this is stage to stage). */
+/* Is xattr name one a copy keeps: user.* (the overlay's metadata, the
+ * agent's), POSIX ACLs and file capabilities, which a copy-up carries
+ * from the workspace and a plain --stage run by root may set; a copy of
+ * user.* alone gave a restored stage or a fork a view without them (a
+ * file an ACL let another user write, a setcap'd tool).  Other security.*
+ * and trusted.* attributes stay out, as in apply. */
+static bool xattr_kept(const char *name, bool *ret_user) {
+    *ret_user = strncmp(name, "user.", 5) == 0;
+    return *ret_user || strcmp(name, "system.posix_acl_access") == 0 || strcmp(name, "system.posix_acl_default") == 0 ||
+           strcmp(name, "security.capability") == 0;
+}
+
+/* The kept xattrs copied verbatim (no unescaping: this is stage to stage).
+ * An ACL or a capability that this process may not read or set (an
+ * ordinary user's file capability; an id its user namespace cannot map)
+ * is skipped, as a copy-up skips it (ov_copy_xattrs); user.* never is. */
 static int copy_xattrs_raw(int src, int dst) {
     char list[65536];
     ssize_t len = flistxattr(src, list, sizeof list);
@@ -159,17 +174,24 @@ static int copy_xattrs_raw(int src, int dst) {
         return errno == ENOTSUP ? 0 : -errno;
     for (ssize_t off = 0; off < len; off += (ssize_t)strlen(list + off) + 1) {
         const char *name = list + off;
-        if (strncmp(name, "user.", 5) != 0)
+        bool user;
+        if (!xattr_kept(name, &user))
             continue;
         char val[65536];
         ssize_t vl = fgetxattr(src, name, val, sizeof val);
         if (vl < 0) {
             if (errno == ENODATA)
-                continue;  /* removed since the listing */
+                continue; /* removed since the listing */
+            if (!user && (errno == EOVERFLOW || errno == EINVAL))
+                continue;
             return -errno; /* not skipped: the copy would lack it (an opaque marker, the agent's) */
         }
-        if (fsetxattr(dst, name, val, (size_t)vl, 0) < 0)
+        if (fsetxattr(dst, name, val, (size_t)vl, 0) < 0) {
+            if (!user && (errno == EPERM || errno == EACCES || errno == ENOTSUP || errno == EOPNOTSUPP ||
+                          errno == EINVAL || errno == EOVERFLOW))
+                continue;
             return -errno;
+        }
     }
     return 0;
 }
@@ -201,11 +223,12 @@ static int copy_reg(struct copy *c, int sdir, int ddir, const char *name, const 
             return r;
     }
     c->bytes += (uint64_t)st->st_size;
+    /* the owner before the xattrs: a chown drops a file capability */
+    if (geteuid() == 0)
+        (void)!fchown(out, st->st_uid, st->st_gid);
     int r = copy_xattrs_raw(in, out);
     if (r < 0)
         return r;
-    if (geteuid() == 0)
-        (void)!fchown(out, st->st_uid, st->st_gid);
     if (fchmod(out, st->st_mode & 07777) < 0)
         return -errno;
     struct timespec ts[2] = {st->st_atim, st->st_mtim};

@@ -618,3 +618,34 @@ mkdir -p "$W"
 echo 2026-01-01T00:00:00Z > "$S/.sealed.0123abcd.tmp"
 "$P" restore c1 --stage "$S" >/dev/null 2>&1; rc=$?
 eq "$rc:$(ls -A "$S" | grep '^\.' | tr '\n' ' ')" "0:" "a restore removes a stray temp file of 'sealed' a killed restore left"
+
+# POSIX ACLs and file capabilities in the upper (a copy-up carries a
+# workspace file's ACL along; a plain --stage run by root may set both):
+# checkpoints, forks and restores copied user.* attributes only, so the
+# view of a restored stage or a fork lost them (a file the ACL let another
+# user read or write no longer did; a setcap'd tool lost its capability).
+if [ "$(id -u)" -eq 0 ] && command -v setfacl >/dev/null && command -v setcap >/dev/null &&
+    command -v getfattr >/dev/null; then
+    B=$T/acl W=$B/ws S=$B/st
+    mkdir -p "$W/d"
+    echo a > "$W/a"
+    setfacl -m u:65534:rw "$W/a"
+    (cd "$W" && "$P" run --stage "$S" --workspace "$W" -- sh -c \
+        'echo more >> a && echo c > c && setcap cap_net_raw+ep c && setfacl -d -m u:65534:rx d && echo x > d/x') \
+        >/dev/null 2>&1
+    xa() { (cd "$1" && getfattr -h -d -m - a c d d/x 2>/dev/null | grep -v '^user\.overlay'); }
+    xa "$S/upper" > "$B/stage.x"
+    "$P" checkpoint --name c1 --stage "$S" >/dev/null 2>&1
+    "$P" fork c1 "$B/fork" --stage "$S" >/dev/null 2>&1
+    (cd "$W" && "$P" run --stage "$S" --workspace "$W" -- sh -c 'echo later > later') >/dev/null 2>&1
+    "$P" restore c1 --stage "$S" >/dev/null 2>&1
+    eq "$(grep -c 'posix_acl_access\|posix_acl_default\|security.capability' "$B/stage.x")" 4 \
+        "acl: the stage holds two ACLs, a default ACL and a file capability"
+    for c in "$S/checkpoints/c1" "$B/fork" "$S"; do
+        xa "$c/upper" > "$B/copy.x"
+        if cmp -s "$B/stage.x" "$B/copy.x"; then ok "acl: ${c#"$B/"} keeps the ACLs and the file capability"
+        else not_ok "acl: ${c#"$B/"} keeps the ACLs and the file capability"; diff "$B/stage.x" "$B/copy.x" | sed 's/^/# /'; fi
+    done
+else
+    skip "acl: checkpoints keep ACLs and file capabilities" "needs root, setfacl, setcap and getfattr"
+fi
