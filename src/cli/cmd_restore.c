@@ -77,12 +77,13 @@ int cmd_restore(int argc, char **argv) {
     default: {
         /* which of the two: "run restore again" also where the stage was
          * left as it was (a copy that failed for want of space: the retry
-         * fails the same way until room is made) */
+         * fails the same way until room is made); an interrupted stage (a
+         * swap cut short, or a run's) keeps the name of the restore */
         _cleanup_free_ char *cp = NULL;
         if (lc_restore_interrupted(stage, &cp))
             return cli_error(PV_EXIT_FAILURE, "restore",
-                             "failed: %s; the swap was cut short and the stage reads 'interrupted' until 'pvisor "
-                             "restore %s --stage %s' completes it (do not drop it: that discards its checkpoints too)",
+                             "failed: %s; the stage reads 'interrupted' until 'pvisor restore %s --stage %s' "
+                             "completes it (do not drop it: that discards its checkpoints too)",
                              strerror(-r), cp ? cp : name, stage);
         return cli_error(PV_EXIT_FAILURE, "restore", "failed: %s; the stage %s is unchanged", strerror(-r), stage);
     }

@@ -821,8 +821,20 @@ int lc_restore(const char *stage_path, const char *name) {
     if (r == 0)
         r = copy_stage_content(src, tmp, false, true, 0, NULL, NULL, NULL);
     if (r < 0) {
-        /* the stage is untouched: no partial copy of the checkpoint kept */
-        remove_dir_at(dir, ".restore");
+        /* the stage is untouched: no partial copy of the checkpoint kept.
+         * An interrupted one keeps .restore/checkpoint: it may be a
+         * restore cut short in its swap (what it left removed above), and
+         * without that name a retry that failed here left the stage
+         * reading as a run that did not finish, the drop suggested, and
+         * the restore that completes it unnamed. */
+        if (is_sealed(dir)) {
+            remove_dir_at(dir, ".restore");
+        } else {
+            static const char *const copied[] = {"journal", "meta.json", "origin", "sealed"};
+            (void)remove_dir_at(tmp, "upper");
+            for (size_t i = 0; i < ARRAY_SIZE(copied); i++)
+                (void)unlinkat(tmp, copied[i], 0);
+        }
         remove_dir_at(dir, ".restore-old");
         return r;
     }

@@ -597,8 +597,14 @@ EOF2
         no_lsan strace -f -o /dev/null -e trace=renameat -e inject=renameat:error=EIO:when=5 \
             "$P" restore c1 --stage "$S" >/dev/null 2>"$B/cut.err"
         eq "$?:$("$P" status --review "$S" --json 2>/dev/null | jq -r .stage.state):$(cat "$B/cut.err")" \
-            "1:interrupted:pvisor restore: failed: Input/output error; the swap was cut short and the stage reads 'interrupted' until 'pvisor restore c1 --stage $S' completes it (do not drop it: that discards its checkpoints too)" \
+            "1:interrupted:pvisor restore: failed: Input/output error; the stage reads 'interrupted' until 'pvisor restore c1 --stage $S' completes it (do not drop it: that discards its checkpoints too)" \
             "a restore whose swap was cut short says so, and which restore completes it"
+        # a retry that fails too (strace: no space for its copy) kept no
+        # word of the restore: the stage read as a run that did not finish
+        no_lsan strace -f -o /dev/null -e trace=syncfs -e inject=syncfs:error=ENOSPC:when=1 \
+            "$P" restore c1 --stage "$S" >/dev/null 2>"$B/cut2.err"
+        eq "$?:$("$P" status --review "$S" 2>&1 | grep -c "a 'pvisor restore' of this stage was interrupted; 'pvisor restore c1")" \
+            "1:1" "... a retry that fails in its copy leaves the stage named as a restore cut short, with its checkpoint"
         "$P" restore c1 --stage "$S" >/dev/null 2>&1
         eq "$?:$("$P" status --review "$S" --json 2>/dev/null | jq -r .stage.state):$(ls "$S/upper")" "0:sealed:b" "... which it does"
     else
