@@ -241,7 +241,15 @@ int run_finish(struct run_context *ctx, int r, const struct exec_result *res) {
         _cleanup_free_ char *host = res->exec_errno == ENOENT && policy_wants_sandbox(ctx->opts)
                                         ? find_in_path(ctx->opts->cmd_argv[0], ctx->cwd)
                                         : NULL;
-        _cleanup_free_ char *host_shown = host && access(host, X_OK) == 0 ? term_escape(host) : NULL;
+        _cleanup_free_ char *real = host && access(host, X_OK) == 0 ? realpath(host, NULL) : NULL;
+        /* in the workspace or HOME the sandbox shows it (HOME's view: but
+         * for its credential locations): what it did not find is its #!
+         * interpreter, warned of before it ran */
+        const char *h = getenv("HOME");
+        _cleanup_free_ char *home = real && h && h[0] == '/' ? realpath(h, NULL) : NULL;
+        bool shown_there = real && ((ctx->workspace && path_within(real, ctx->workspace)) ||
+                                    (home && strcmp(home, "/") != 0 && path_within(real, home)));
+        _cleanup_free_ char *host_shown = real && !shown_there ? term_escape(host) : NULL;
         if (host_shown)
             fprintf(stderr,
                     "pvisor run: %s: not found in the sandbox, although the host has it (%s): the sandbox does not "
