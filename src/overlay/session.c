@@ -99,9 +99,14 @@ static void *worker(void *arg);
 /* The signal that wakes a worker waiting for a request (overlay_stop): its
  * handler does nothing, and restarts nothing.  Not pthread_cancel(): its
  * first call loads libgcc_s (a dlopen), and each cancelled worker unwinds,
- * at the end of every run. */
+ * at the end of every run.  A standard signal, not a real-time one: sent
+ * again every OV_WAKE_AGAIN_MS to a worker that does not wake (one in a
+ * long write), it stays one pending signal, where real-time ones queue up
+ * to the user's RLIMIT_SIGPENDING (seen: timer_create failing with EAGAIN
+ * in the user's other programs).  SIGURG: nothing in the supervisor uses
+ * it, and it is ignored by default in the programs it starts. */
 static int ov_wake_signal(void) {
-    return SIGRTMIN + 1;
+    return SIGURG;
 }
 
 static void ov_wake(int sig) {

@@ -585,7 +585,7 @@ rm -f "$W/alias.txt"
 # for good, deaf to SIGTERM.  The holder's descriptor ends ENOTCONN.
 if [ "$(id -u)" -eq 0 ]; then
     next_stage; rm -f "$W/go" "$T/hold.pid"
-    (cd "$W" && exec timeout -s KILL 60 python3 -c 'import signal,os,sys; signal.pthread_sigmask(signal.SIG_BLOCK,[signal.SIGRTMIN+1]); os.execv(sys.argv[1], sys.argv[1:])' \
+    (cd "$W" && exec timeout -s KILL 60 python3 -c 'import signal,os,sys; signal.pthread_sigmask(signal.SIG_BLOCK,[signal.SIGURG]); os.execv(sys.argv[1], sys.argv[1:])' \
         "$PVISOR" run --stage "$S" -- sh -c "echo \$\$ > '$T/hold.pid'; while [ ! -e go ]; do sleep 0.05; done") &
     pv=$!
     i=0; while [ ! -s "$T/hold.pid" ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i + 1)); done
