@@ -1347,14 +1347,18 @@ static int id_xattrs(struct idh *x, int fd) {
     return 0;
 }
 
-/* The content of the regular file fd (size bytes): its data segments, each
- * as offset, length and bytes, then UINT64_MAX.  A hole is not read (apply
- * copies none either: a sparse file of any size costs the agent nothing,
- * and must not cost the review a read of it); it reads as zeros, so a
- * record still names one content.  A file with as many blocks as bytes
- * has no hole: one segment, without an lseek. */
+/* The content of the regular file fd (size bytes): its size, then its
+ * data segments, each as offset, length and bytes, then UINT64_MAX.  A
+ * hole is not read (apply copies none either: a sparse file of any size
+ * costs the agent nothing, and must not cost the review a read of it); it
+ * reads as zeros, so a record still names one content.  The size first:
+ * a hole at the end is no segment, and without it a file reviewed at 4096
+ * bytes and one truncated to 100 MB after the review (the same data
+ * segment, zeros after it) had the same ID.  A file with as many blocks
+ * as bytes has no hole: one segment, without an lseek. */
 static int id_content(struct idh *x, int fd, const struct stat *st, unsigned char *buf, size_t buf_size) {
     uint64_t size = (uint64_t)st->st_size;
+    id_u64(x, size);
     bool dense = (uint64_t)st->st_blocks * 512 >= size;
     for (uint64_t off = 0; off < size;) {
         uint64_t end = size;

@@ -2913,6 +2913,13 @@ ids=$(fork_id same "cat src/a.c > /dev/null")
 idt=$(fork_id touch "touch -d 2001-01-01 src/a.c new/n")
 eq "$([ "$idb" != "$id1" ] && [ -n "$idb" ] && echo y):$([ "$idm" != "$id1" ] && [ -n "$idm" ] && echo y):$([ "$idl" != "$id1" ] && [ -n "$idl" ] && echo y):$ids:$idt" \
     "y:y:y:$id1:$id1" "  a byte of a file, a mode, a symlink target changed in the stage: another ID; a run that changes nothing, or only times: the same"
+# a hole at the end is no data segment: the size must be in the ID (a
+# file of one full block reviewed, then truncated far beyond it by a run
+# after the review, applied as a 1 MiB file under the reviewed ID)
+idf=$(fork_id block "head -c 4096 /dev/zero | tr '\\0' x > new/n")
+idh=$(fork_id blockhole "head -c 4096 /dev/zero | tr '\\0' x > new/n && truncate -s 1M new/n")
+eq "$([ -n "$idf" ] && [ "$idf" != "$idh" ] && echo y):$(stat -c %s "$T/stid-blockhole/upper/new/n")" "y:1048576" \
+    "  a file extended by a hole at its end (its data the same): another ID"
 if $have_xattr && setfattr -n user.t -v 1 "$T" 2>/dev/null; then
     idx=$(fork_id xattr "setfattr -n user.note -v x new/n")
     eq "$([ "$idx" != "$id1" ] && [ -n "$idx" ] && echo y)" "y" "  a user xattr set in the stage: another ID"
