@@ -1343,7 +1343,7 @@ void sandbox_read_report(pid_t child, void *userdata) {
     if (go)
         tty_raw(sb);
     /* init's sockets are in: from now on the messages come with their
-     * senders' credentials (the launcher's "end", read_end_messages) */
+     * senders' credentials (the launcher's "end", sandbox_end_ready) */
     int on = 1;
     sb->end_creds = go && setsockopt(sb->end_r, SOL_SOCKET, SO_PASSCRED, &on, sizeof on) == 0;
     int gr = go ? write_byte_no_sigpipe(sb->go_w, 'g') : 0;
@@ -1382,7 +1382,7 @@ void sandbox_read_report(pid_t child, void *userdata) {
  * *ret_wait_status), taken only from the process launcher (its
  * credentials: neither init nor the command, whose PID namespace it
  * ends, may say it).  Descriptors sent along are closed. */
-static bool read_end_messages(struct sandbox *sb, pid_t launcher, int *ret_wait_status) {
+bool sandbox_end_ready(struct sandbox *sb, pid_t launcher, int *ret_wait_status) {
     while (sb->end_r >= 0) {
         char buf[64];
         struct iovec iov = {.iov_base = buf, .iov_len = sizeof buf - 1};
@@ -1427,14 +1427,10 @@ static bool read_end_messages(struct sandbox *sb, pid_t launcher, int *ret_wait_
     return false;
 }
 
-bool sandbox_end_ready(struct sandbox *sb, pid_t launcher, int *ret_wait_status) {
-    return read_end_messages(sb, launcher, ret_wait_status);
-}
-
 int sandbox_read_leftovers(struct sandbox *sb) {
     int st;
     if (sb->leftovers < 0)
-        (void)read_end_messages(sb, 0, &st);
+        (void)sandbox_end_ready(sb, 0, &st);
     return sb->leftovers > 0 ? sb->leftovers : 0; /* none: init was killed before it counted, or never ran */
 }
 

@@ -159,6 +159,25 @@ static int reap_exited(void) {
     return w < 0 ? -errno : 0;
 }
 
+static int reap_descendants(const pid_t *known, size_t n_known);
+
+/* The command's end (its child, pid, leads the process group): SIGKILL the
+ * group, then kill and reap every other descendant left (reparented to us,
+ * the subreaper); how many were alive.  No child at all (the usual end: the
+ * command's tree ended with it, or a sandbox's PID namespace took it): with
+ * none, nothing can be reparented to us either, and there is nothing to
+ * look for in /proc. */
+static int kill_leftovers(pid_t pid) {
+    if (reap_exited() == -ECHILD) {
+        kill(-pid, SIGKILL);
+        return 0;
+    }
+    pid_t left[256];
+    size_t n_left = live_children(left, ARRAY_SIZE(left));
+    kill(-pid, SIGKILL);
+    return (int)n_left + reap_descendants(left, n_left);
+}
+
 /* Kill and reap everything still below us.  Returns how many were killed
  * that were alive when seen and are not among known[] (counted already);
  * what is going already (a cgroup kill of the run's tree, the group kill
@@ -445,17 +464,7 @@ int exec_run(const struct exec_spec *s, struct exec_result *ret) {
     res.child = pid;
     if (res.reap_pending) /* the child still ends: exec_reap() */
         goto out_tty;
-    /* No child at all (the usual end: the command's tree ended with it, or
-     * a sandbox's PID namespace took it): with none, nothing can be
-     * reparented to us either, and there is nothing to look for in /proc. */
-    if (reap_exited() == -ECHILD) {
-        kill(-pid, SIGKILL);
-    } else {
-        pid_t left[256];
-        size_t n_left = live_children(left, ARRAY_SIZE(left));
-        kill(-pid, SIGKILL);
-        res.killed_descendants = (int)n_left + reap_descendants(left, n_left);
-    }
+    res.killed_descendants = kill_leftovers(pid);
 
 out_tty:
     /* the terminal back, unless the shell has it already (the job was
@@ -504,11 +513,7 @@ void exec_reap(struct exec_result *r) {
     kill(r->child, SIGKILL);
     while (waitpid(r->child, NULL, 0) < 0 && errno == EINTR)
         ;
-    if (reap_exited() == -ECHILD)
-        return;
-    pid_t left[256];
-    size_t n_left = live_children(left, ARRAY_SIZE(left));
-    r->killed_descendants += (int)n_left + reap_descendants(left, n_left);
+    r->killed_descendants += kill_leftovers(r->child);
 }
 
 int exec_exit_status(const struct exec_result *r) {
