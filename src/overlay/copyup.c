@@ -362,6 +362,11 @@ int ov_set_opaque(struct ov *acct, int dir_fd, const char *name) {
  * with a digest if given.  Returns >= 0 or -errno. */
 static int journal_record(struct ov *ov, const char *relpath, const struct stat *lst, const char *sha, const char *xsha,
                           const char *op) {
+    /* Review and apply read no path longer than a path may be (4095
+     * bytes): a longer one would make the journal unreadable to them, so
+     * such a lower object can be read (ov_lower_open) but not changed. */
+    if (strlen(relpath) >= PATH_MAX)
+        return -ENAMETOOLONG;
     struct stage_preimage rec = {
         .path = relpath[0] ? relpath : ".",
         .type = type_name(lst->st_mode),

@@ -15,6 +15,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -211,7 +212,34 @@ int ov_lower_open(struct ov *ov, const char *relpath, int flags) {
         .flags = (uint64_t)(flags | O_CLOEXEC | O_NOFOLLOW),
         .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
     };
-    long fd = syscall(SYS_openat2, ov->lower_fd, relpath[0] ? relpath : ".", &how, sizeof how);
+    const char *rest = relpath[0] ? relpath : ".";
+    _cleanup_close_ int dfd = -1;
+    /* A path of PATH_MAX bytes or more, which the kernel refuses whole
+     * (ENAMETOOLONG, where a plain file system lets the command go on
+     * below it with descriptors): its directories a piece shorter than
+     * PATH_MAX at a time, each resolved beneath the one before. */
+    while (strlen(rest) >= PATH_MAX) {
+        const char *cut = rest + PATH_MAX - 1;
+        while (cut > rest && *cut != '/')
+            cut--;
+        if (cut == rest)
+            return -ENAMETOOLONG;
+        char piece[PATH_MAX];
+        memcpy(piece, rest, (size_t)(cut - rest));
+        piece[cut - rest] = '\0';
+        struct open_how dhow = {
+            .flags = O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW,
+            .resolve = how.resolve,
+        };
+        long nfd = syscall(SYS_openat2, dfd >= 0 ? dfd : ov->lower_fd, piece, &dhow, sizeof dhow);
+        if (nfd < 0)
+            return -errno;
+        if (dfd >= 0)
+            close(dfd);
+        dfd = (int)nfd;
+        rest = cut + 1;
+    }
+    long fd = syscall(SYS_openat2, dfd >= 0 ? dfd : ov->lower_fd, rest, &how, sizeof how);
     if (fd < 0)
         return -errno;
     return (int)fd;
