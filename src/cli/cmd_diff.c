@@ -1,4 +1,4 @@
-/* cmd_diff.c: `pvisor diff [--stat] [RUN|--stage DIR] [PATH...]`: the
+/* cmd_diff.c: `pvisor diff [--stat] [--binary] [RUN|--stage DIR] [PATH...]`: the
  * staged changes as a unified diff against the current workspace.
  *
  * The diff algorithm is diff(1)'s: for each changed regular file or
@@ -13,8 +13,11 @@
  * sparse file costs the agent nothing).  The content is the agent's: on a
  * terminal, its control bytes are printed escaped (\xNN), so that cursor
  * movements or erased lines cannot hide a line of the diff; into a pipe or
- * a file the diff is diff(1)'s, byte for byte (for patch(1)). */
+ * a file the diff is diff(1)'s, byte for byte (for patch(1)); with --binary
+ * a binary file is git's binary patch there (diff_binary.c, for git
+ * apply). */
 #include "cli/cli.h"
+#include "cli/diff_binary.h"
 #include "lifecycle/lifecycle.h"
 #include "stage/stage.h"
 #include "util/cleanup.h"
@@ -43,6 +46,7 @@ struct stat_line {
 
 struct diffctx {
     bool stat;
+    bool binary; /* --binary: binary files as git's binary patch (diff_binary.c) */
     bool escape; /* stdout is a terminal: control bytes of the content escaped */
     struct stat_line *lines;
     size_t n_lines;
@@ -292,7 +296,13 @@ static void content_diff(struct diffctx *d, const struct lc_stage *st, const cha
     if (looks_binary(a) || looks_binary(b)) {
         if (d->stat)
             add_stat(d, label, 0, 0, true, os, ns);
-        else
+        else if (d->binary && !d->escape) {
+            int r = diff_git_binary(stdout, a, b, LC_DIFF_MAX);
+            if (r < 0) {
+                fprintf(stderr, "pvisor diff: cannot read %s: %s\n", label, strerror(-r));
+                d->failed = 1;
+            }
+        } else
             printf("Binary files %s and %s differ\n", ba, bb);
         return;
     }
@@ -472,6 +482,8 @@ int cmd_diff(int argc, char **argv) {
             dashdash = true;
         else if (!dashdash && strcmp(a, "--stat") == 0)
             d.stat = true;
+        else if (!dashdash && strcmp(a, "--binary") == 0)
+            d.binary = true;
         else if (!dashdash && strcmp(a, "--stage") == 0) {
             int rc = cli_take_value("diff", argc, argv, &i, &stage_dir);
             if (rc)
