@@ -79,8 +79,9 @@ int cmd_fork(int argc, char **argv) {
     if (!dest_parent)
         return cli_error(PV_EXIT_FAILURE, "fork", "out of memory");
     *strrchr(dest_parent, '/') = '\0';
-    struct stat dst;
-    const char *need = lstat(dest, &dst) == 0 ? dest : dest_parent[0] ? dest_parent : "/";
+    /* the parent, also when the new stage's directory exists: the fork
+     * is built beside it and renamed over it (lc_fork) */
+    const char *need = dest_parent[0] ? dest_parent : "/";
     if (access(need, W_OK | X_OK) < 0)
         return cli_error(PV_EXIT_FAILURE, "fork", "cannot create the new stage %s: %s", dest, strerror(errno));
     /* nor inside the stage it copies: in its upper/ the new directory was
@@ -100,12 +101,15 @@ int cmd_fork(int argc, char **argv) {
         return rc;
     }
     lc_stage_free(src);
-    r = lc_fork(stage, checkpoint, new_stage);
+    /* hidden from later sandboxed runs (run_sandbox.c) before it exists:
+     * recorded after the copy, a fork killed between the two was a stage
+     * no record named (a path that never becomes a stage is passed over) */
+    (void)stages_elsewhere_add(dest);
+    r = lc_fork(stage, checkpoint, dest);
     if (lc_cli_own_files_override(r))
-        r = lc_fork(stage, checkpoint, new_stage); /* a failed fork left new_stage empty */
+        r = lc_fork(stage, checkpoint, dest); /* a failed fork left nothing at dest */
     switch (r) {
     case 0:
-        (void)stages_elsewhere_add(dest); /* hidden from later sandboxed runs (run_sandbox.c) */
         printf("Forked %s%s%s into the new sealed stage %s (use it with 'pvisor run --stage %s')\n", stage,
                checkpoint ? " at checkpoint " : "", checkpoint ? checkpoint : "", new_stage, new_stage);
         return PV_EXIT_OK;
@@ -124,7 +128,16 @@ int cmd_fork(int argc, char **argv) {
                              "last; no fork is writing it now): it is no stage and nothing uses it. Remove it "
                              "(rm -rf '%s') and fork again",
                              new_stage, new_stage);
-        return cli_error(PV_EXIT_FAILURE, "fork", "refused: %s exists and is not empty", new_stage);
+        return cli_error(PV_EXIT_FAILURE, "fork", "refused: %s exists and is not an empty directory", new_stage);
+    case -EAGAIN:
+        return cli_error(PV_EXIT_FAILURE, "fork",
+                         "refused: another 'pvisor fork' into %s is under way; wait for it, or choose another place",
+                         new_stage);
+    case -EXDEV:
+        return cli_error(PV_EXIT_FAILURE, "fork",
+                         "failed: the new stage could not be put in place at %s (a mount point?); choose another "
+                         "place",
+                         new_stage);
     case -EBUSY:
         return cli_error(PV_EXIT_FAILURE, "fork", "refused: the stage %s is in use; stop its run first", stage);
     case -ESTALE:
@@ -137,12 +150,13 @@ int cmd_fork(int argc, char **argv) {
         return cli_error(PV_EXIT_FAILURE, "fork",
                          "refused: an interrupted apply of %s must be completed first ('pvisor apply')", stage);
     case -EACCES:
-        return cli_error(PV_EXIT_FAILURE, "fork",
-                         "failed: the %s holds a file or directory without read permission (the agent's modes; a "
-                         "live checkpoint is copied with the run's privileges); %s is left empty. To fork it anyway: "
-                         "chmod -R u+rwX '%s%s%s/upper' (the modes this leaves are copied), or fork as root",
-                         checkpoint ? "checkpoint" : "stage", new_stage, stage, checkpoint ? "/checkpoints/" : "",
-                         checkpoint ? checkpoint : "");
+        return cli_error(
+            PV_EXIT_FAILURE, "fork",
+            "failed: the %s holds a file or directory without read permission (the agent's modes; a "
+            "live checkpoint is copied with the run's privileges); nothing was made at %s. To fork it anyway: "
+            "chmod -R u+rwX '%s%s%s/upper' (the modes this leaves are copied), or fork as root",
+            checkpoint ? "checkpoint" : "stage", new_stage, stage, checkpoint ? "/checkpoints/" : "",
+            checkpoint ? checkpoint : "");
     default: return cli_error(PV_EXIT_FAILURE, "fork", "failed: %s", strerror(-r));
     }
 }

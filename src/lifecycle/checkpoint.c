@@ -904,6 +904,58 @@ bool lc_restore_interrupted(const char *stage_path, char **ret_name) {
     return true;
 }
 
+/* The new stage is built under a temporary name beside it, then put in
+ * place by one rename: built at its own name, a fork killed during the
+ * copy (or a power loss) left a half-copied directory there, which every
+ * verb then called "not a pvisor stage directory", a retry refused, and a
+ * run refused to use; and its name was not made durable (no fsync of the
+ * parent), so a power loss after "Forked" could lose the new stage
+ * whole.  The temporary name is fixed per new stage (a digest of its
+ * name: a retry finds what a killed fork left, and removes it unless a
+ * fork holds its lock). */
+static int fork_tmp_name(const char *base, char ret[static 32]) {
+    unsigned char sha[32];
+    char hex[65];
+    int r = lc_sha256_buf(base, strlen(base), sha);
+    if (r < 0)
+        return r;
+    lc_hex(sha, hex);
+    snprintf(ret, 32, ".pvisor-fork-%.16s", hex);
+    return 0;
+}
+
+/* Remove parent/tmp, left by a fork cut short; -EAGAIN while a fork is
+ * building it (it holds its lock). */
+static int remove_stale_fork(int parent, const char *tmp) {
+    _cleanup_close_ int d = openat(parent, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (d < 0)
+        return errno == ENOENT ? 0 : -errno;
+    _cleanup_close_ int lock = openat(d, "lock", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (lock >= 0 && flock(lock, LOCK_EX | LOCK_NB) < 0)
+        return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+    return remove_dir_at(parent, tmp);
+}
+
+/* Build the new stage's content in dst (empty, ours, locked). */
+static int fork_build(int src, int dst) {
+    int r = copy_stage_content(src, dst, false, true, 0, NULL, NULL, NULL);
+    if (r == 0 && mkdirat(dst, "work", 0700) < 0)
+        r = -errno;
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    char t[32], buf[40];
+    format_time_utc(&now, t);
+    int m = snprintf(buf, sizeof buf, "%s\n", t);
+    if (r == 0)
+        r = write_file_atomic(dst, "sealed", buf, (size_t)m, 0600);
+    /* version last: its presence makes the directory a stage */
+    if (r == 0)
+        r = write_file_atomic(dst, "version", "pvisor-stage 1\n", 15, 0600);
+    if (r == 0 && fsync(dst) < 0)
+        r = -errno;
+    return r;
+}
+
 int lc_fork(const char *stage_path, const char *checkpoint, const char *new_stage) {
     if (checkpoint && !lc_checkpoint_name_valid(checkpoint))
         return -EINVAL;
@@ -922,40 +974,74 @@ int lc_fork(const char *stage_path, const char *checkpoint, const char *new_stag
     }
     if (src < 0)
         return -errno;
-    /* the new stage: an absent or empty directory */
-    if (mkdir(new_stage, 0700) < 0 && errno != EEXIST)
+    /* the new stage's parent and last name ("a/b/" is "a" and "b") */
+    _cleanup_free_ char *copy = strdup(new_stage);
+    if (!copy)
+        return -ENOMEM;
+    size_t l = strlen(copy);
+    while (l > 1 && copy[l - 1] == '/')
+        copy[--l] = '\0';
+    char *slash = strrchr(copy, '/');
+    const char *base = slash ? slash + 1 : copy;
+    if (!*base || strcmp(base, ".") == 0 || strcmp(base, "..") == 0)
+        return -EINVAL;
+    if (slash)
+        *slash = '\0';
+    _cleanup_close_ int parent = open(slash ? (slash == copy ? "/" : copy) : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (parent < 0)
         return -errno;
-    _cleanup_close_ int dst = open(new_stage, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (dst < 0)
+    /* the new stage: an absent or empty directory (its mode and, for root,
+     * owner are kept: the rename below replaces it) */
+    struct stat dst_st;
+    bool exists = fstatat(parent, base, &dst_st, AT_SYMLINK_NOFOLLOW) == 0;
+    if (!exists && errno != ENOENT)
         return -errno;
-    {
+    if (exists) {
+        if (!S_ISDIR(dst_st.st_mode))
+            return -EEXIST;
         _cleanup_closedir_ DIR *d = NULL;
-        int rd = dup_opendir(dst, &d);
+        int rd = opendir_at(parent, base, &d);
         if (rd < 0)
             return rd;
         if (readdir_no_dots(d))
             return -ENOTEMPTY;
     }
-    /* hold the new stage's lock while it is built */
+    char tmp[32];
+    r = fork_tmp_name(base, tmp);
+    if (r == 0)
+        r = remove_stale_fork(parent, tmp);
+    if (r < 0)
+        return r;
+    if (mkdirat(parent, tmp, 0700) < 0)
+        return -errno;
+    _cleanup_close_ int dst = openat(parent, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dst < 0) {
+        r = -errno;
+        (void)remove_dir_at(parent, tmp);
+        return r;
+    }
+    /* hold the new stage's lock while it is built (and renamed) */
     _cleanup_close_ int nlock = openat(dst, "lock", O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (nlock < 0 || flock(nlock, LOCK_EX | LOCK_NB) < 0)
-        return -errno;
-    r = copy_stage_content(src, dst, false, true, 0, NULL, NULL, NULL);
-    if (r == 0 && mkdirat(dst, "work", 0700) < 0)
         r = -errno;
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    char t[32], buf[40];
-    format_time_utc(&now, t);
-    int m = snprintf(buf, sizeof buf, "%s\n", t);
     if (r == 0)
-        r = write_file_atomic(dst, "sealed", buf, (size_t)m, 0600);
-    /* version last: its presence makes the directory a stage */
-    if (r == 0)
-        r = write_file_atomic(dst, "version", "pvisor-stage 1\n", 15, 0600);
-    if (r < 0)
-        (void)remove_tree_contents(dst, LC_MAX_DEPTH + 8); /* it was empty: back to that, so a retry is not refused */
-    return r;
+        r = fork_build(src, dst);
+    if (r == 0 && exists && geteuid() == 0 && (dst_st.st_uid != 0 || dst_st.st_gid != 0) &&
+        fchown(dst, dst_st.st_uid, dst_st.st_gid) < 0)
+        r = -errno;
+    if (r == 0 && exists && fchmod(dst, dst_st.st_mode & 07777) < 0)
+        r = -errno;
+    /* in place: over the empty directory, or where there was none (one
+     * made meanwhile, not empty, is not replaced) */
+    if (r == 0 && renameat(parent, tmp, parent, base) < 0)
+        r = errno == EBUSY ? -EXDEV : errno == ENOTDIR ? -EEXIST : -errno; /* -EBUSY: a stage in use */
+    if (r < 0) {
+        (void)remove_dir_at(parent, tmp);
+        return r;
+    }
+    if (fsync(parent) < 0)
+        return -errno;
+    return 0;
 }
 
 static int cmp_created(const void *a, const void *b) {

@@ -401,17 +401,21 @@ if [ "$(id -u)" -eq 0 ] && command -v strace >/dev/null && command -v setpriv >/
     setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$HR/u" XDG_STATE_HOME="$HR/u/state" \
         "$P" run --stage "$HR/u/st" --workspace "$HR/u/ws" -- sh -c \
         "cd '$HR/u/ws' && mkdir -p d1/a d2/a d3/a d4/a && echo x > d1/a/f && ln d1/a/f d2/a/f && ln d1/a/f d3/a/f && ln d1/a/f d4/a/f" >/dev/null 2>&1
-    HU=$HR/u/fk/new/upper
+    # the fork is built beside NEW_STAGE (fk/.pvisor-fork-*, then renamed)
+    HU="$HR/u/fk/.pvisor-fork-*/upper"
     # the test opens the copy's root; the user swaps the "a" of the first
     # directory copied (the one already theirs) for a symlink to victim
-    (i=0; while [ ! -d "$HU" ] && [ $i -lt 500 ]; do sleep 0.01; i=$((i + 1)); done; chmod 711 "$HU") &
+    # (and the temporary directory, root's and 0700 too)
+    (i=0; while ! [ -d $HU ] && [ $i -lt 500 ]; do sleep 0.01; i=$((i + 1)); done; chmod 711 $HU $HU/..) 2>/dev/null &
     opener=$!
     setpriv --reuid=65534 --regid=65534 --clear-groups sh -c '
         i=0
         while [ $i -lt 500 ]; do
-            for d in d1 d2 d3 d4; do
-                [ "$(stat -c %u "$1/$d" 2>/dev/null)" = 65534 ] && [ -d "$1/$d/a" ] && [ ! -L "$1/$d/a" ] &&
-                    mv "$1/$d/a" "$1/$d/a.old" && ln -s "$2" "$1/$d/a" && exit 0
+            for u in $1; do
+                for d in d1 d2 d3 d4; do
+                    [ "$(stat -c %u "$u/$d" 2>/dev/null)" = 65534 ] && [ -d "$u/$d/a" ] && [ ! -L "$u/$d/a" ] &&
+                        mv "$u/$d/a" "$u/$d/a.old" && ln -s "$2" "$u/$d/a" && exit 0
+                done
             done
             sleep 0.01; i=$((i + 1))
         done; exit 1' sh "$HU" "$HR/victim" &
@@ -422,8 +426,8 @@ if [ "$(id -u)" -eq 0 ] && command -v strace >/dev/null && command -v setpriv >/
     wait $opener; wait $swapper
     eq "$(stat -c %h:%s "$HR/victim/f")" "1:7" \
         "a directory of a fork swapped for a symlink by the user meanwhile: no file outside is linked into it"
-    eq "$rc:$(grep -c 'symbolic links' "$T/hl-race.err"):$(ls -A "$HR/u/fk/new" | tr '\n' ' ')" "1:1:" \
-        "... the fork fails (a symlink met in the copy) and leaves the new stage empty"
+    eq "$rc:$(grep -c 'symbolic links' "$T/hl-race.err"):$(ls -A "$HR/u/fk/new" | tr '\n' ' '):$(ls -A "$HR/u/fk")" "1:1::new" \
+        "... the fork fails (a symlink met in the copy) and leaves the new stage empty, no copy beside it"
     # the same fork, not raced: every name of the file linked as it was
     "$P" fork --stage "$HR/u/st" "$HR/fk2" >/dev/null 2>&1
     eq "$?:$(stat -c %h "$HR/fk2/upper/d4/a/f")" "0:4" "... and unraced, a fork keeps the hard links (4 names)"

@@ -1,0 +1,64 @@
+#!/bin/sh
+# Integration tests for the lifecycle verbs' edges (docs/lifecycle.md):
+# what checkpoint, fork, restore, diff, drop, status and list say and
+# leave when the input is wrong or the stage is busy, cut short or gone.
+# Every refusal is one line on stderr with exit status 1 (2: usage).
+# Needs $PVISOR.  TAP.
+. "$(dirname "$0")/../lib.sh"
+cd "$T"
+LC_ALL=C; export LC_ALL
+P=$PVISOR
+RUNS=$XDG_STATE_HOME/pvisor/runs
+
+# A stage of 20,000 small files (a fork or restore of it takes a moment:
+# long enough to be caught half-way), made by a staged run.
+W=$T/ws
+mkdir -p "$W"
+echo base > "$W/a"
+"$P" run --stage "$T/big" --workspace "$W" -- sh -c \
+    'cd "$1" && echo changed > a && mkdir d && i=0 && while [ $i -lt 20000 ]; do echo $i > d/f$i; i=$((i + 1)); done' \
+    sh "$W" >/dev/null 2>&1
+eq "$?:$(ls "$T/big/upper/d" | wc -l)" "0:20000" "setup: a staged run made a stage of 20,000 files"
+RUN=$(latest_run)
+
+# wait_glob PATTERN: until a path matches (at most 4 s)
+wait_glob() {
+    i=0
+    while [ $i -lt 400 ]; do
+        for f in $1; do [ -e "$f" ] && return 0; done
+        sleep 0.01; i=$((i + 1))
+    done
+    return 1
+}
+
+# ---------------------------------------------------------------------------
+# A fork killed half-way leaves no directory at NEW_STAGE: built there, it
+# left a half-copied one (no 'version') that review, drop and run called
+# "not a pvisor stage", and a retry refused.
+"$P" fork "$T/fk" --stage "$T/big" >/dev/null 2>&1 &
+pid=$!
+wait_glob "$T/.pvisor-fork-*/upper/d/f1 $T/fk/upper/d/f1"
+kill -9 $pid 2>/dev/null
+wait $pid 2>/dev/null
+if [ -e "$T/fk/version" ]; then
+    skip "fork: killed half-way, it leaves nothing at NEW_STAGE" "the fork finished before it was killed"
+else
+    eq "$(ls -A "$T/fk" 2>&1 | head -1)" "ls: cannot access '$T/fk': No such file or directory" \
+        "fork: killed half-way, it leaves nothing at NEW_STAGE"
+fi
+"$P" fork "$T/fk" --stage "$T/big" >/dev/null 2>"$T/fk.err"
+eq "$?:$(ls "$T/fk/upper/d" 2>/dev/null | wc -l):$(cat "$T/fk/version" 2>/dev/null)" "0:20000:pvisor-stage 1" \
+    "fork: the retry succeeds, a whole stage"
+eq "$(ls -A "$T" | grep -c pvisor-fork)" 0 "fork: the retry removed what the killed fork left"
+
+# into an existing empty directory: its mode is kept
+mkdir -m 0750 "$T/empty"
+"$P" fork "$T/empty" --stage "$T/big" >/dev/null 2>&1
+eq "$?:$(stat -c %a "$T/empty"):$(cat "$T/empty/version" 2>/dev/null)" "0:750:pvisor-stage 1" \
+    "fork: into an empty directory, which keeps its mode"
+# onto a file, into a non-empty directory: refused, left alone
+echo keep > "$T/afile"
+"$P" fork "$T/afile" --stage "$T/big" >/dev/null 2>"$T/err"; rc=$?
+eq "$rc:$(cat "$T/afile"):$(wc -l < "$T/err")" "1:keep:1" "fork: onto a file: refused in one line, the file kept"
+
+exit $((_failed > 0))
