@@ -1047,6 +1047,12 @@ int lc_fork(const char *stage_path, const char *checkpoint, const char *new_stag
 static int cmp_created(const void *a, const void *b) {
     const char *x = json_string_value(json_object_get(*(json_t *const *)a, "created"));
     const char *y = json_string_value(json_object_get(*(json_t *const *)b, "created"));
+    int c = strcmp(x ? x : "", y ? y : "");
+    if (c)
+        return c;
+    /* the same millisecond: by name, not in directory order */
+    x = json_string_value(json_object_get(*(json_t *const *)a, "name"));
+    y = json_string_value(json_object_get(*(json_t *const *)b, "name"));
     return strcmp(x ? x : "", y ? y : "");
 }
 
@@ -1058,10 +1064,12 @@ json_t *lc_checkpoints_json(const char *stage_path) {
     _cleanup_closedir_ DIR *d = NULL;
     if (opendir_at(dir, LC_CHECKPOINTS, &d) < 0)
         return arr;
-    json_t *items[4096];
-    size_t n = 0;
+    /* every one (a fixed 4,096 stopped the listing there, silently; so
+     * did drop's count of what it discards) */
+    _cleanup_free_ json_t **items = NULL;
+    size_t n = 0, cap = 0;
     struct dirent *de;
-    while ((de = readdir(d)) && n < ARRAY_SIZE(items)) {
+    while ((de = readdir(d))) {
         if (!lc_checkpoint_name_valid(de->d_name))
             continue;
         _cleanup_close_ int cd = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -1072,6 +1080,16 @@ json_t *lc_checkpoints_json(const char *stage_path) {
         if (!json_is_object(o)) {
             json_decref(o);
             continue;
+        }
+        if (n == cap) {
+            size_t nc = cap ? 2 * cap : 64;
+            json_t **ni = realloc(items, nc * sizeof *ni);
+            if (!ni) {
+                json_decref(o);
+                break;
+            }
+            items = ni;
+            cap = nc;
         }
         json_object_set_new(o, "name", json_string(de->d_name));
         json_object_del(o, "format");

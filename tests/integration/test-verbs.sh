@@ -61,4 +61,22 @@ echo keep > "$T/afile"
 "$P" fork "$T/afile" --stage "$T/big" >/dev/null 2>"$T/err"; rc=$?
 eq "$rc:$(cat "$T/afile"):$(wc -l < "$T/err")" "1:keep:1" "fork: onto a file: refused in one line, the file kept"
 
+# ---------------------------------------------------------------------------
+# A restore holds the stage's lock: the verbs refused meanwhile said
+# "stop its run first", of a stage no run was using.
+"$P" checkpoint --name b1 --stage "$T/big" >/dev/null 2>&1
+"$P" restore b1 --stage "$T/big" >/dev/null 2>&1 &
+pid=$!
+wait_glob "$T/big/.restore/upper/d/f1"
+"$P" checkpoint --stage "$T/big" >/dev/null 2>"$T/cp.err"; r1=$?
+"$P" fork "$T/f2" --stage "$T/big" >/dev/null 2>"$T/fork.err"; r2=$?
+wait $pid
+if grep -q "in use" "$T/cp.err"; then
+    eq "$r1:$r2:$(grep -c "a 'pvisor restore' (pid" "$T/cp.err" "$T/fork.err" | tr '\n' ' ')$(grep -c 'run first' "$T/cp.err" "$T/fork.err" | tr '\n' ' ')" \
+        "1:1:$T/cp.err:1 $T/fork.err:1 $T/cp.err:0 $T/fork.err:0 " \
+        "busy: during a restore, checkpoint and fork name the restore, not a run"
+else
+    skip "busy: during a restore, checkpoint and fork name the restore, not a run" "the restore ended first"
+fi
+
 exit $((_failed > 0))
