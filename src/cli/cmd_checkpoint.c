@@ -1,6 +1,7 @@
 /* cmd_checkpoint.c: `pvisor checkpoint [--name N] [--list] [RUN|--stage DIR]`:
  * a durable, self-contained copy of a sealed stage (lifecycle/checkpoint.c). */
 #include "cli/cli.h"
+#include "cli/runs.h"
 #include "lifecycle/lifecycle.h"
 #include "stage/stage.h"
 #include "util/cleanup.h"
@@ -76,10 +77,9 @@ int cmd_checkpoint(int argc, char **argv) {
         printf("Checkpoint %s of stage %s (restore with 'pvisor restore %s --stage %s')\n", made, stage, made, stage);
         return PV_EXIT_OK;
     case -EBUSY:
-        return cli_error(PV_EXIT_FAILURE, "checkpoint",
-                         "refused: the stage %s is in use (a run or an apply holds it); checkpoint it after the run "
-                         "ends, or from inside a --safe run with 'checkpoint [NAME]' on its agent socket",
-                         stage);
+        return runs_stage_busy_error("checkpoint", stage,
+                                     "checkpoint it after the run ends, or from inside a --safe run with "
+                                     "'checkpoint [NAME]' on its agent socket");
     case -ESTALE: {
         _cleanup_free_ char *cp = NULL;
         if (lc_restore_interrupted(stage, &cp))

@@ -1,6 +1,7 @@
 /* cmd_drop.c: `pvisor drop [RUN|--stage DIR]`: discard a stage's changes
  * (lifecycle/drop.c; the stage keeps a 'dropped' marker). */
 #include "cli/cli.h"
+#include "cli/runs.h"
 #include "lifecycle/lifecycle.h"
 #include "stage/stage.h"
 #include "util/cleanup.h"
@@ -77,10 +78,7 @@ int cmd_drop(int argc, char **argv) {
     json_decref(cp_list);
     int r = lc_drop(stage, force);
     if (r == -EBUSY)
-        return cli_error(PV_EXIT_FAILURE, "drop",
-                         "refused: the stage %s is in use (its run is still going, or an apply holds it); "
-                         "stop the run first",
-                         stage);
+        return runs_stage_busy_error("drop", stage, "stop the run first");
     if (r == -EINPROGRESS)
         return cli_error(PV_EXIT_FAILURE, "drop",
                          "refused: an apply of %s was interrupted, so the workspace holds part of it; complete it "

@@ -2,6 +2,7 @@
  * a new sealed stage from a checkpoint or from a sealed stage
  * (lifecycle/checkpoint.c); the source is not changed. */
 #include "cli/cli.h"
+#include "cli/runs.h"
 #include "lifecycle/lifecycle.h"
 #include "stage/stage.h"
 #include "util/cleanup.h"
@@ -139,7 +140,8 @@ int cmd_fork(int argc, char **argv) {
                          "place",
                          new_stage);
     case -EBUSY:
-        return cli_error(PV_EXIT_FAILURE, "fork", "refused: the stage %s is in use; stop its run first", stage);
+        return runs_stage_busy_error("fork", stage,
+                                     "stop the run first, or fork one of its checkpoints once the run has ended");
     case -ESTALE:
         return cli_error(PV_EXIT_FAILURE, "fork", "refused: the stage %s is not sealed; fork one of its checkpoints",
                          stage);

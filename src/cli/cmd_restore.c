@@ -1,6 +1,7 @@
 /* cmd_restore.c: `pvisor restore NAME [RUN|--stage DIR]`: replace a stopped
  * stage's content with one of its checkpoints (lifecycle/checkpoint.c). */
 #include "cli/cli.h"
+#include "cli/runs.h"
 #include "lifecycle/lifecycle.h"
 #include "stage/stage.h"
 #include "util/cleanup.h"
@@ -59,8 +60,7 @@ int cmd_restore(int argc, char **argv) {
     case -ENOENT:
         return cli_error(PV_EXIT_FAILURE, "restore",
                          "the stage %s has no checkpoint '%s' (see 'pvisor checkpoint --list')", stage, name);
-    case -EBUSY:
-        return cli_error(PV_EXIT_FAILURE, "restore", "refused: the stage %s is in use; stop its run first", stage);
+    case -EBUSY: return runs_stage_busy_error("restore", stage, "stop the run first");
     case -EALREADY:
         return cli_error(PV_EXIT_FAILURE, "restore", "refused: the stage %s was already %s", stage,
                          stage_done_phrase(stage));

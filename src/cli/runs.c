@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 int runs_resolve(const char *query, char **ret_id) {
@@ -118,4 +120,78 @@ int runs_dir_error(const char *verb, int r) {
     _cleanup_free_ char *shown = dir ? term_escape(dir) : NULL;
     return cli_error(PV_EXIT_FAILURE, verb, "cannot read the runs directory %s: %s (set XDG_STATE_HOME to yours)",
                      shown ? shown : "?", strerror(-r));
+}
+
+/* The pid of the process whose flock(2) is on the file st describes, from
+ * /proc/locks ("N: FLOCK ADVISORY WRITE PID MAJ:MIN:INO 0 EOF", numbers of
+ * the device in hex; a waiter's line has "->"), or 0. */
+static pid_t flock_holder(const struct stat *st) {
+    _cleanup_fclose_ FILE *f = fopen("/proc/locks", "re");
+    char line[256];
+    while (f && fgets(line, sizeof line, f)) {
+        int pid;
+        unsigned maj, min;
+        unsigned long long ino;
+        if (strstr(line, "->") || !strstr(line, " FLOCK "))
+            continue;
+        const char *p = strstr(line, " FLOCK ");
+        if (sscanf(p, " FLOCK %*s %*s %d %x:%x:%llu", &pid, &maj, &min, &ino) == 4 && pid > 0 &&
+            maj == major(st->st_dev) && min == minor(st->st_dev) && ino == (unsigned long long)st->st_ino)
+            return (pid_t)pid;
+    }
+    return 0;
+}
+
+char *runs_stage_lock_holder(const char *stage_path, bool *ret_run) {
+    *ret_run = false;
+    _cleanup_free_ char *lock = path_join(stage_path, "lock");
+    struct stat st;
+    if (!lock || lstat(lock, &st) < 0 || !S_ISREG(st.st_mode))
+        return NULL;
+    pid_t pid = flock_holder(&st);
+    if (pid <= 0)
+        return NULL;
+    /* its command line: "pvisor VERB ..." (argv[0] as it was run) */
+    char path[64], args[256] = "";
+    snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
+    _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, args, sizeof args - 1) : -1;
+    args[n > 0 ? n : 0] = '\0';
+    const char *base = strrchr(args, '/') ? strrchr(args, '/') + 1 : args;
+    const char *verb = n > 0 && (size_t)(strlen(args) + 1) < (size_t)n ? args + strlen(args) + 1 : "";
+    char *out = NULL;
+    if (strncmp(base, "pvisor", 6) == 0 && strcmp(verb, "run") == 0) {
+        *ret_run = true;
+        if (asprintf(&out, "its run (pid %d)", (int)pid) < 0)
+            out = NULL;
+    } else if (strncmp(base, "pvisor", 6) == 0 && *verb && strspn(verb, "abcdefghijklmnopqrstuvwxyz") == strlen(verb)) {
+        if (asprintf(&out, "a 'pvisor %s' (pid %d)", verb, (int)pid) < 0)
+            out = NULL;
+    } else {
+        char comm[32] = "?";
+        snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
+        _cleanup_fclose_ FILE *c = fopen(path, "re");
+        if (c && fgets(comm, sizeof comm, c))
+            comm[strcspn(comm, "\n")] = '\0';
+        _cleanup_free_ char *shown = term_escape(comm);
+        if (asprintf(&out, "process %d (%s)", (int)pid, shown ? shown : "?") < 0)
+            out = NULL;
+    }
+    return out;
+}
+
+int runs_stage_busy_error(const char *verb, const char *stage_path, const char *run_advice) {
+    bool run;
+    _cleanup_free_ char *holder = runs_stage_lock_holder(stage_path, &run);
+    if (holder && run)
+        return cli_error(PV_EXIT_FAILURE, verb, "refused: the stage %s is in use by %s; %s", stage_path, holder,
+                         run_advice);
+    if (holder)
+        return cli_error(PV_EXIT_FAILURE, verb,
+                         "refused: the stage %s is in use by %s; run this again once it has finished", stage_path,
+                         holder);
+    return cli_error(PV_EXIT_FAILURE, verb,
+                     "refused: the stage %s is in use (by its run, or a restore, fork, checkpoint, drop or apply of "
+                     "it); if a run, %s; otherwise run this again once that has finished",
+                     stage_path, run_advice);
 }

@@ -3,6 +3,7 @@
 #define PVISOR_CLI_RUNS_H
 
 #include <jansson.h>
+#include <stdbool.h>
 
 #include "evidence/runstore.h"
 
@@ -27,5 +28,18 @@ char *runs_command_arg_display(const json_t *bundle_command, const json_t *bundl
  * (-r an errno), naming which one (XDG_STATE_HOME's or HOME's): a
  * misplaced one said only "Permission denied".  Returns the exit status. */
 int runs_dir_error(const char *verb, int r);
+
+/* Who holds the lock of the stage at stage_path now, for a message: "its
+ * run (pid N)", "a 'pvisor restore' (pid N)", "process N (COMM)"; NULL
+ * when that cannot be told (no such lock in /proc/locks: another PID
+ * namespace, a file system whose inodes it names otherwise).  *ret_run:
+ * the holder is a run.  malloc'd. */
+char *runs_stage_lock_holder(const char *stage_path, bool *ret_run);
+
+/* Report (cli_error, for verb) that the stage's lock is held, naming what
+ * holds it (runs_stage_lock_holder): a run, with run_advice ("stop the run
+ * first"); another verb (a restore, a fork), to be waited for; "stop its
+ * run first" was said of a restore too.  Returns the exit status. */
+int runs_stage_busy_error(const char *verb, const char *stage_path, const char *run_advice);
 
 #endif

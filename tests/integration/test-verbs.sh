@@ -79,4 +79,17 @@ else
     skip "busy: during a restore, checkpoint and fork name the restore, not a run" "the restore ended first"
 fi
 
+# ---------------------------------------------------------------------------
+# checkpoint --list lists every checkpoint: it stopped at 4,096, silently.
+S=$T/big
+"$P" checkpoint --name real --stage "$S" >/dev/null 2>&1
+i=0
+while [ $i -lt 4100 ]; do
+    mkdir "$S/checkpoints/m$i" && echo '{"format":1,"created":"2026-01-01T00:00:00.000Z","bytes":0,"copy":"copy"}' \
+        > "$S/checkpoints/m$i/checkpoint.json"
+    i=$((i + 1))
+done
+eq "$("$P" checkpoint --list --stage "$S" 2>/dev/null | wc -l)" 4101 "list: checkpoint --list shows all 4,101 checkpoints"
+rm -rf "$S"/checkpoints/m* "$S/checkpoints/real"
+
 exit $((_failed > 0))
