@@ -92,4 +92,13 @@ done
 eq "$("$P" checkpoint --list --stage "$S" 2>/dev/null | wc -l)" 4101 "list: checkpoint --list shows all 4,101 checkpoints"
 rm -rf "$S"/checkpoints/m* "$S/checkpoints/real"
 
+# ---------------------------------------------------------------------------
+# diff of a stage whose workspace is gone: "it holds no changes
+# (dropped?)" was said of a stage that holds them.
+mv "$W" "$T/ws.moved"
+"$P" diff "$RUN" >/dev/null 2>"$T/err"; rc=$?
+eq "$rc:$(grep -c 'dropped?' "$T/err"):$(grep -c "workspace $W is gone" "$T/err")" "1:0:1" \
+    "diff: a workspace gone is said as such"
+mv "$T/ws.moved" "$W"
+
 exit $((_failed > 0))
