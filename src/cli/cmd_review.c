@@ -4,6 +4,7 @@
  * The JSON document (schema pvisor.review/1) is documented in
  * docs/lifecycle.md and only ever gains fields. */
 #include "cli/cli.h"
+#include "evidence/bundle.h"
 #include "lifecycle/lifecycle.h"
 #include "policy/policy.h"
 #include "stage/stage.h"
@@ -155,6 +156,28 @@ int lc_cli_target(const char *verb, const char *run, const char *stage_dir, char
                       "loss lost it), so which stage is newest is unknown; name the run or the stage (see 'pvisor "
                       "list'), or remove that run's directory",
                       id ? id : "?");
+        if (ret_run) {
+            free(*ret_run);
+            *ret_run = NULL;
+        }
+        return PV_EXIT_FAILURE;
+    }
+    if (r == -EPROTONOSUPPORT) {
+        /* a newer pvisor's run: its stage may well be there (never "remove
+         * that run's directory", which holds a --stage auto run's stage) */
+        const char *id = ret_run && *ret_run ? *ret_run : unreadable;
+        if (run)
+            cli_error(PV_EXIT_FAILURE, verb,
+                      "run %s was recorded by another pvisor: its Bundle is of a schema this one (%s) does not "
+                      "read, so nothing here says which stage it has; use the pvisor that recorded it, or name "
+                      "the stage directory",
+                      id ? id : "?", BUNDLE_SCHEMA);
+        else
+            cli_error(PV_EXIT_FAILURE, verb,
+                      "the newest run %s was recorded by another pvisor: its Bundle is of a schema this one (%s) "
+                      "does not read, so which stage is newest is unknown; use the pvisor that recorded it, or "
+                      "name the run or the stage (see 'pvisor list')",
+                      id ? id : "?", BUNDLE_SCHEMA);
         if (ret_run) {
             free(*ret_run);
             *ret_run = NULL;

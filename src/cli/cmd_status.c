@@ -4,6 +4,7 @@
 #include "cli/cli.h"
 #include "util/util.h"
 #include "cli/runs.h"
+#include "evidence/bundle.h"
 #include "policy/policy.h"
 #include "util/cleanup.h"
 
@@ -162,9 +163,15 @@ int cmd_status(int argc, char **argv) {
 
     json_t *b = NULL;
     r = runs_load_bundle(id, &b);
+    _cleanup_free_ char *schema = r == -EPROTO ? runs_bundle_other_schema(id) : NULL;
+    if (schema)
+        return cli_error(PV_EXIT_FAILURE, "status",
+                         "run %s was recorded by another pvisor: its Bundle is of schema %s, which this one (%s) "
+                         "does not read; use the pvisor that recorded it",
+                         id, schema, BUNDLE_SCHEMA);
     if (r < 0)
         return cli_error(PV_EXIT_FAILURE, "status", "run %s has no readable Bundle: %s", id,
-                         r == -EPROTO ? "not a pvisor bundle of a known schema" : strerror(-r));
+                         r == -EPROTO ? "it is damaged (not the JSON of a pvisor Bundle)" : strerror(-r));
     if (as_json) {
         /* The Bundle as recorded, with the derived display state beside it. */
         json_object_set_new(b, "display_state", json_string(runs_display_state(b)));

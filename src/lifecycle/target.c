@@ -32,6 +32,32 @@ static bool plain_run_id(const char *s) {
     return true;
 }
 
+/* Is the Bundle of run id one of another schema than ours ("schema":
+ * "pvisor.bundle/2": a newer pvisor recorded the run)?  Its stage may
+ * well be there: said as a supervisor that died (runs_load_bundle's
+ * -EPROTO), the verbs told the user to remove the run's directory, which
+ * holds the stage of a `--stage auto` run. */
+static bool bundle_other_schema(const char *id) {
+    _cleanup_free_ char *dir = NULL, *txt = NULL;
+    if (runs_dir(false, &dir) < 0)
+        return false;
+    _cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    _cleanup_close_ int rd = fd >= 0 ? openat(fd, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+    if (rd < 0 || read_file_at(rd, BUNDLE_FILE, 16u << 20, &txt, NULL) < 0)
+        return false;
+    json_t *b = json_loads(txt, 0, NULL);
+    const char *schema = json_string_value(json_object_get(b, "schema"));
+    bool other = schema && strncmp(schema, "pvisor.bundle/", 14) == 0 && strcmp(schema, BUNDLE_SCHEMA) != 0;
+    json_decref(b);
+    return other;
+}
+
+/* Why run id has no Bundle to read: -EPROTONOSUPPORT (another schema:
+ * bundle_other_schema), -EINPROGRESS (still starting), else -ENODATA. */
+static int no_bundle_reason(const char *id) {
+    return bundle_other_schema(id) ? -EPROTONOSUPPORT : runs_starting(id) ? -EINPROGRESS : -ENODATA;
+}
+
 static const char *bundle_stage_path(const json_t *b) {
     return json_string_value(json_object_get(json_object_get(b, "stage"), "path"));
 }
@@ -292,7 +318,7 @@ int lc_resolve_target(const char *run, const char *stage_dir, bool pass_over_sta
         }
         r = runs_load_bundle(match, &bundle);
         if (r < 0) { /* a run directory without a Bundle: say which */
-            r = runs_starting(match) ? -EINPROGRESS : -ENODATA;
+            r = no_bundle_reason(match);
             if (ret_run_id && !(*ret_run_id = strdup(match)))
                 r = -ENOMEM;
             goto out;
@@ -309,7 +335,7 @@ int lc_resolve_target(const char *run, const char *stage_dir, bool pass_over_sta
         match = ids[0];
         r = runs_load_bundle(match, &bundle);
         if (r < 0) { /* a run directory without a Bundle: say which */
-            r = runs_starting(match) ? -EINPROGRESS : -ENODATA;
+            r = no_bundle_reason(match);
             if (ret_run_id && !(*ret_run_id = strdup(match)))
                 r = -ENOMEM;
             goto out;
@@ -352,7 +378,7 @@ int lc_resolve_target(const char *run, const char *stage_dir, bool pass_over_sta
                     r = -ENOMEM;
                     goto out;
                 }
-                r = starting ? -EINPROGRESS : -ENODATA;
+                r = starting ? -EINPROGRESS : no_bundle_reason(ids[i]);
                 goto out;
             }
             if (command_never_ran(ids[i], b)) {

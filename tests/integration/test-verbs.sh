@@ -101,4 +101,24 @@ eq "$rc:$(grep -c 'dropped?' "$T/err"):$(grep -c "workspace $W is gone" "$T/err"
     "diff: a workspace gone is said as such"
 mv "$T/ws.moved" "$W"
 
+# A Bundle of another (newer) schema: said as "its supervisor died ... or
+# a power loss", with the advice to remove the run's directory, which
+# holds the stage of a --stage auto run.
+(cd "$W" && "$P" run --stage auto -- sh -c 'echo new > n') >/dev/null 2>&1
+RUN2=$(latest_run)
+B=$RUNS/$RUN2/bundle.json
+cp "$B" "$T/bundle.saved"
+sed 's|"schema": *"pvisor.bundle/1"|"schema": "pvisor.bundle/9"|' "$T/bundle.saved" > "$B"
+for v in "status" "status --review" "diff" "drop"; do
+    # shellcheck disable=SC2086
+    "$P" $v "$RUN2" >/dev/null 2>"$T/err"; rc=$?
+    eq "$rc:$(grep -c 'supervisor died\|remove that run' "$T/err"):$(grep -c 'another pvisor' "$T/err"):$(wc -l < "$T/err")" \
+        "1:0:1:1" "schema: '$v RUN' of a newer pvisor's run says so"
+done
+(cd "$W" && "$P" diff >/dev/null 2>"$T/err"); rc=$?
+eq "$rc:$(grep -c 'supervisor died\|remove that run' "$T/err"):$(grep -c 'another pvisor' "$T/err")" "1:0:1" \
+    "schema: 'diff' past a newer pvisor's newest run says so"
+eq "$(ls "$RUNS/$RUN2/stage/upper")" n "schema: the run's stage is untouched"
+cp "$T/bundle.saved" "$B"
+
 exit $((_failed > 0))
