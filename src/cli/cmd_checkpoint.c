@@ -5,8 +5,10 @@
 #include "lifecycle/lifecycle.h"
 #include "stage/stage.h"
 #include "util/cleanup.h"
+#include "util/util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -48,6 +50,13 @@ int cmd_checkpoint(int argc, char **argv) {
     if (rc != 0)
         return rc;
     if (list) {
+        /* a checkpoints directory that cannot be read lists as none:
+         * said, rather than "has no checkpoints" (exit 0) */
+        _cleanup_free_ char *cps = path_join(stage, "checkpoints");
+        _cleanup_close_ int cfd = cps ? open(cps, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+        if (cps && cfd < 0 && errno != ENOENT)
+            return cli_error(PV_EXIT_FAILURE, "checkpoint", "cannot list the checkpoints: cannot read %s: %s", cps,
+                             strerror(errno));
         json_t *arr = lc_checkpoints_json(stage);
         size_t i;
         json_t *v;

@@ -92,6 +92,14 @@ done
 eq "$("$P" checkpoint --list --stage "$S" 2>/dev/null | wc -l)" 4101 "list: checkpoint --list shows all 4,101 checkpoints"
 rm -rf "$S"/checkpoints/m* "$S/checkpoints/real"
 
+# A checkpoints directory that cannot be read listed as "no checkpoints"
+# with exit status 0 (here: not a directory).
+mv "$S/checkpoints" "$T/cps.saved" && echo x > "$S/checkpoints"
+"$P" checkpoint --list --stage "$S" >"$T/out" 2>"$T/err"; rc=$?
+eq "$rc:$(wc -l < "$T/out"):$(wc -l < "$T/err"):$(grep -c 'has no checkpoints' "$T/err")" "1:0:1:0" \
+    "list: an unreadable checkpoints directory is an error, not an empty list"
+rm "$S/checkpoints" && mv "$T/cps.saved" "$S/checkpoints"
+
 # ---------------------------------------------------------------------------
 # diff of a stage whose workspace is gone: "it holds no changes
 # (dropped?)" was said of a stage that holds them.
