@@ -152,12 +152,17 @@ int cmd_status(int argc, char **argv) {
         return cli_usage_error("status", "an empty RUN names nothing");
     _cleanup_free_ char *id = NULL;
     int r = runs_resolve(query, &id);
+    /* as typed, but escaped: a newline in it split the message in two,
+     * and a terminal acted on an escape sequence */
+    _cleanup_free_ char *shown = query ? term_escape(query) : NULL;
+    if (query && !shown)
+        return cli_error(PV_EXIT_FAILURE, "status", "out of memory");
     if (r == -ENOENT)
         return query
-                   ? cli_error(PV_EXIT_FAILURE, "status", "no run matches '%s' (see 'pvisor list')", query)
+                   ? cli_error(PV_EXIT_FAILURE, "status", "no run matches '%s' (see 'pvisor list')", shown)
                    : cli_error(PV_EXIT_FAILURE, "status", "no runs recorded yet (start one with 'pvisor run -- CMD')");
     if (r == -ENOTUNIQ)
-        return cli_error(PV_EXIT_FAILURE, "status", "'%s' matches more than one run; give more of the id", query);
+        return cli_error(PV_EXIT_FAILURE, "status", "'%s' matches more than one run; give more of the id", shown);
     if (r < 0)
         return runs_dir_error("status", r);
 
