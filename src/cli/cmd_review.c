@@ -4,6 +4,7 @@
  * The JSON document (schema pvisor.review/1) is documented in
  * docs/lifecycle.md and only ever gains fields. */
 #include "cli/cli.h"
+#include "cli/runs.h"
 #include "evidence/bundle.h"
 #include "lifecycle/lifecycle.h"
 #include "policy/policy.h"
@@ -229,6 +230,10 @@ int lc_cli_target(const char *verb, const char *run, const char *stage_dir, char
     if (r == -ENOMEDIUM)
         return cli_error(PV_EXIT_FAILURE, verb,
                          "no recorded run has a stage (use 'pvisor run --stage auto -- CMD', or --stage DIR)");
+    /* no stage named: the runs directory could not be read (another
+     * user's XDG_STATE_HOME), said naming it, as status and list do */
+    if (!stage_dir && (r == -EACCES || r == -EPERM || r == -ENOTDIR))
+        return runs_dir_error(verb, r);
     return cli_error(PV_EXIT_FAILURE, verb, "cannot find the stage: %s", strerror(-r));
 }
 

@@ -136,4 +136,18 @@ cp "$T/bundle.saved" "$B"
 "$P" status "$(printf 'a\nb\033[31m')" >/dev/null 2>"$T/err"; rc=$?
 eq "$rc:$(wc -l < "$T/err"):$(grep -c 'a\\x0ab\\x1b\[31m' "$T/err")" "1:1:1" "status: a RUN with a newline and an escape is shown escaped"
 
+# A runs directory the user cannot read: the lifecycle verbs said "cannot
+# find the stage: Permission denied", naming no directory (status and
+# list name it, and XDG_STATE_HOME).
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
+    for v in diff drop "checkpoint --list"; do
+        # shellcheck disable=SC2086
+        setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$T" "$P" $v >/dev/null 2>"$T/err"; rc=$?
+        eq "$rc:$(grep -c "cannot read the runs directory $RUNS: Permission denied" "$T/err")" "1:1" \
+            "runs dir: '$v' of an unreadable runs directory names it"
+    done
+else
+    skip "runs dir: the verbs name an unreadable runs directory" "needs root and setpriv"
+fi
+
 exit $((_failed > 0))
