@@ -448,6 +448,36 @@ int cmd_apply(int argc, char **argv) {
                       "them again ('pvisor status --review', 'pvisor diff') and apply the ID that review prints",
                       stage, expect, rep.changeset_id);
             break;
+        case -EKEYREVOKED:
+            if (rep.reviewed_other_user)
+                cli_error(st, "apply",
+                          "refused: the last review of the stage %s was run by %s, whose changeset ID %s the "
+                          "owners root's apply gives, so it does not vouch for this apply. Nothing was written. "
+                          "Review it again as the user who applies ('pvisor status --review'), then apply",
+                          stage, geteuid() == 0 ? "another user than root" : "root",
+                          geteuid() == 0 ? "leaves out" : "covers");
+            else if (!rep.reviewed_id[0])
+                cli_error(st, "apply",
+                          "refused: the last review of the stage %s could not name its changeset (the stage "
+                          "changed while it was read), or its record %s/" LC_REVIEWED_NAME " is unreadable. "
+                          "Nothing was written. Review it again ('pvisor status --review', 'pvisor diff'), then "
+                          "apply",
+                          stage, stage);
+            else if (!rep.changeset_id[0])
+                cli_error(st, "apply",
+                          "refused: a file of the stage %s changed while apply read it to compare it with its last "
+                          "review (something other than pvisor writes the stage); nothing was written",
+                          stage);
+            else
+                cli_error(st, "apply",
+                          "refused: the stage %s changed since its last review, which showed changeset %s: it is "
+                          "changeset %s now (a run on the stage or a restore since that review, or the workspace "
+                          "changed under a staged path). Nothing was written. Review it again ('pvisor status "
+                          "--review', or 'pvisor diff' on a terminal or with --stat: into a pipe it shows no ID, "
+                          "and records none), then apply; or apply it as it is now with 'pvisor apply "
+                          "--stage %s --expect %s'",
+                          stage, rep.reviewed_id, rep.changeset_id, stage, rep.changeset_id);
+            break;
         case -EINPROGRESS:
             cli_error(st, "apply",
                       "refused: an interrupted apply of the stage %s is pending; completing it writes what that "

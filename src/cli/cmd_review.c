@@ -286,12 +286,21 @@ int lc_cli_load_changes(const char *stage, struct lc_stage **ret_st, struct lc_c
  * id; "" with *ret_why saying why there is none.  A file the agent made
  * unreadable is read as the load reads it: once more with the user's
  * override of their own files. */
-static int changeset_id(const struct lc_stage *st, const struct lc_changeset *cs, char id[LC_CHANGESET_ID_LEN + 1],
+static int changeset_id(struct lc_stage *st, const struct lc_changeset *cs, char id[LC_CHANGESET_ID_LEN + 1],
                         const char **ret_why) {
     id[0] = '\0';
     int r = lc_stage_changeset_id(st, cs, id);
     if (r == -EACCES && lc_cli_own_files_override(r))
         r = lc_stage_changeset_id(st, cs, id);
+    /* the record a plain apply checks (lc_stage_changeset_id): one that
+     * could not be written (a stage of another user's, a read-only file
+     * system) leaves apply comparing with an older review, or with none */
+    if (st->review_record_error < 0)
+        fprintf(stderr,
+                "pvisor status: note: this review could not be recorded in the stage (%s/" LC_REVIEWED_NAME
+                ": %s): a plain 'pvisor apply' does not compare the stage with it; apply with --expect ID to apply "
+                "exactly what it shows\n",
+                st->path, strerror(-st->review_record_error));
     if (r < 0) {
         id[0] = '\0';
         *ret_why = r == -ESTALE

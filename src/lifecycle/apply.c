@@ -1213,6 +1213,52 @@ static int mark_applied(int dir_fd) {
     return 0;
 }
 
+/* Without --expect, a stage whose changeset ID a review or diff showed
+ * (STAGE/reviewed) is applied only while it has the last ID shown: a run
+ * on it, a restore, since the review made apply write changes no one
+ * reviewed (docs/lifecycle.md, "The changeset ID").  0: never reviewed,
+ * or the one reviewed; *ret_checked: it was compared. */
+static int check_reviewed(const struct lc_stage *st, const struct lc_changeset *cs, struct lc_apply_report *rep,
+                          bool *ret_checked) {
+    *ret_checked = false;
+    bool owners = false;
+    int r = lc_review_record_read(st->dir_fd, rep->reviewed_id, &owners);
+    if (r == -ENOENT)
+        return 0;
+    rep->reviewed = true;
+    if (r < 0) {
+        rep->reviewed_id[0] = '\0';
+        return r == -EBADMSG ? -EKEYREVOKED : r;
+    }
+    if (!rep->reviewed_id[0])
+        return -EKEYREVOKED;
+    if (owners != cs->keep_owners) {
+        rep->reviewed_other_user = true;
+        return -EKEYREVOKED;
+    }
+    r = lc_changeset_id(cs, st->upper_fd, rep->changeset_id);
+    if (r < 0) {
+        rep->changeset_id[0] = '\0';
+        return r == -ESTALE ? -EKEYREVOKED : r;
+    }
+    if (strcmp(rep->changeset_id, rep->reviewed_id) != 0)
+        return -EKEYREVOKED;
+    *ret_checked = true;
+    return 0;
+}
+
+/* After a subset apply of the changeset the last review showed, what is
+ * left of it is recorded as reviewed: part of what that review showed
+ * (the stage unchanged under the lock), with an ID of its own.  Best
+ * effort: without it, the next plain apply refuses and asks for a review. */
+static void record_rest_reviewed(struct lc_stage *st) {
+    struct lc_changeset *rest = NULL;
+    char id[LC_CHANGESET_ID_LEN + 1];
+    if (lc_changeset_load(st, &rest) == 0 && lc_changeset_id(rest, st->upper_fd, id) == 0)
+        (void)lc_review_record_write(st->dir_fd, id, rest->keep_owners);
+    lc_changeset_free(rest);
+}
+
 int lc_apply(const char *stage_path, const struct lc_apply_opts *o, struct lc_apply_report *rep) {
     *rep = (struct lc_apply_report){0};
     enum stage_state state;
@@ -1293,6 +1339,7 @@ int lc_apply(const char *stage_path, const struct lc_apply_opts *o, struct lc_ap
                      .fs_lock = PTHREAD_MUTEX_INITIALIZER};
     bool full = !o->paths;
     bool resume = exists_at(st->dir_fd, LC_APPLY_INTENT);
+    bool review_checked = false; /* the changeset is the one the last review showed */
     /* An ID binds a changeset; a resume writes what its intent recorded,
      * which the changeset no longer says (part of it is written), and
      * which an apply without an ID may have recorded. */
@@ -1356,6 +1403,10 @@ int lc_apply(const char *stage_path, const struct lc_apply_opts *o, struct lc_ap
                 r = -EKEYREJECTED;
                 goto out;
             }
+        } else {
+            r = check_reviewed(st, cs, rep, &review_checked);
+            if (r < 0)
+                goto out;
         }
         r = lc_plan_from_changeset(cs, o, &p, rep);
         if (r < 0)
@@ -1401,13 +1452,20 @@ int lc_apply(const char *stage_path, const struct lc_apply_opts *o, struct lc_ap
         goto out;
     if (full) {
         r = mark_applied(st->dir_fd);
+        /* nothing is left to apply: no review to hold it to */
+        if (r == 0)
+            (void)unlinkat(st->dir_fd, LC_REVIEWED, 0);
         goto out;
     }
     /* After a subset apply the intent's removal is made durable (a lost
      * one would make the next apply roll forward an apply that is already
      * complete, and report any later edit of its paths as a conflict). */
-    if (unlinkat(st->dir_fd, LC_APPLY_INTENT, 0) < 0 || fsync(st->dir_fd) < 0)
+    if (unlinkat(st->dir_fd, LC_APPLY_INTENT, 0) < 0 || fsync(st->dir_fd) < 0) {
         r = -errno;
+        goto out;
+    }
+    if (review_checked || (o->expect_id && exists_at(st->dir_fd, LC_REVIEWED)))
+        record_rest_reviewed(st);
 out:
     ctx_release_fs(&c);
     lc_plan_free(&p);

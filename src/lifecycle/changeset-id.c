@@ -290,8 +290,49 @@ int lc_changeset_id(const struct lc_changeset *cs, int upper_fd, char ret_id[LC_
     return 0;
 }
 
-int lc_stage_changeset_id(const struct lc_stage *st, const struct lc_changeset *cs,
-                          char ret_id[LC_CHANGESET_ID_LEN + 1]) {
+/* STAGE/reviewed: "pvisor-reviewed 1 ID OWNERS\n", ID the 32 hex digits
+ * or "unknown", OWNERS 1 when the ID covers owners (cs->keep_owners). */
+#define REVIEWED_MAGIC "pvisor-reviewed 1 "
+
+int lc_review_record_write(int dir_fd, const char *id, bool keep_owners) {
+    char buf[96];
+    int n = snprintf(buf, sizeof buf, REVIEWED_MAGIC "%s %d\n", id && id[0] ? id : "unknown", keep_owners ? 1 : 0);
+    if (n < 0 || (size_t)n >= sizeof buf)
+        return -EINVAL;
+    /* 0644 in the stage's 0700 directory: an apply by another user than
+     * the reviewer's (root's review, the user's apply) reads it, and is
+     * refused, rather than taking an unreadable record for none; its own
+     * bytes first, then its name: a record lost to a crash would let a
+     * plain apply through unchecked */
+    return write_file_atomic_as(dir_fd, LC_REVIEWED, buf, (size_t)n, 0644, WRITE_SYNC_FILE_AND_DIR);
+}
+
+int lc_review_record_read(int dir_fd, char ret_id[LC_CHANGESET_ID_LEN + 1], bool *ret_keep_owners) {
+    ret_id[0] = '\0';
+    *ret_keep_owners = false;
+    _cleanup_free_ char *buf = NULL;
+    size_t len = 0;
+    int r = read_file_at(dir_fd, LC_REVIEWED, 128, &buf, &len);
+    if (r < 0)
+        return r == -EINVAL || r == -EFBIG ? -EBADMSG : r;
+    const size_t m = strlen(REVIEWED_MAGIC);
+    if (len < m || memcmp(buf, REVIEWED_MAGIC, m) != 0)
+        return -EBADMSG;
+    char *id = buf + m, *sp = strchr(id, ' ');
+    if (!sp || (strcmp(sp, " 0\n") != 0 && strcmp(sp, " 1\n") != 0))
+        return -EBADMSG;
+    *ret_keep_owners = sp[1] == '1';
+    *sp = '\0';
+    if (strcmp(id, "unknown") == 0)
+        return 0;
+    if (strlen(id) != LC_CHANGESET_ID_LEN || !lc_changeset_id_valid(id))
+        return -EBADMSG;
+    memcpy(ret_id, id, LC_CHANGESET_ID_LEN + 1);
+    return 0;
+}
+
+static int stage_changeset_id(const struct lc_stage *st, const struct lc_changeset *cs,
+                              char ret_id[LC_CHANGESET_ID_LEN + 1]) {
     if (!st->sealed)
         return -ENOMEDIUM;
     int r = lc_changeset_id(cs, st->upper_fd, ret_id);
@@ -306,6 +347,19 @@ int lc_stage_changeset_id(const struct lc_stage *st, const struct lc_changeset *
         !same_time(sst.st_ctim, st->seal_ctime))
         return -ESTALE;
     return 0;
+}
+
+int lc_stage_changeset_id(struct lc_stage *st, const struct lc_changeset *cs, char ret_id[LC_CHANGESET_ID_LEN + 1]) {
+    st->review_record_error = 0;
+    int r = stage_changeset_id(st, cs, ret_id);
+    /* What review and diff show is what a plain apply must find: the ID,
+     * or, when the stage changed while it was read (a review that showed
+     * a mix of two states), none, which apply refuses until a review
+     * again.  Other errors record nothing (a file the agent made
+     * unreadable: the caller tries again with the user's override). */
+    if (r == 0 || r == -ESTALE)
+        st->review_record_error = lc_review_record_write(st->dir_fd, r == 0 ? ret_id : NULL, cs->keep_owners);
+    return r;
 }
 
 bool lc_changeset_id_valid(char *s) {

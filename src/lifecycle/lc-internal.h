@@ -96,5 +96,12 @@ int lc_apply_remove_temps(int stage_dir_fd, int ws_fd, int upper_fd);
 #define LC_PREIMAGES "preimages" /* copies of git indexes as the run first changed them (the overlay's) */
 #define LC_DROPPED "dropped"
 #define LC_CHECKPOINTS "checkpoints"
+#define LC_REVIEWED LC_REVIEWED_NAME /* the ID the last review or diff showed (changeset-id.c) */
+
+/* STAGE/reviewed: write id (NULL or "": the review could tell none) and
+ * whether it covers owners; read it back into ret_id ("" for none):
+ * -ENOENT no record, -EBADMSG a malformed one. */
+int lc_review_record_write(int dir_fd, const char *id, bool keep_owners);
+int lc_review_record_read(int dir_fd, char ret_id[LC_CHANGESET_ID_LEN + 1], bool *ret_keep_owners);
 
 #endif

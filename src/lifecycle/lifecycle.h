@@ -164,6 +164,9 @@ struct lc_stage {
     bool sealed;
     uint64_t seal_ino;
     struct timespec seal_ctime;
+    /* lc_stage_changeset_id's record of the ID it gave (STAGE/reviewed):
+     * 0, or why it could not be written */
+    int review_record_error;
 };
 int lc_stage_open(const char *path, struct lc_stage **ret_stage);
 void lc_stage_free(struct lc_stage *st);
@@ -213,9 +216,12 @@ int lc_changeset_id(const struct lc_changeset *cs, int upper_fd, char ret_id[LC_
 /* The ID of cs, read from st, as review and diff show it: only of a stage
  * that was sealed when st was opened (-ENOMEDIUM: it was not) and still
  * is, by the same seal (-ESTALE: a run reopened it, or a restore replaced
- * its content, since: the changeset may mix two states). */
-int lc_stage_changeset_id(const struct lc_stage *st, const struct lc_changeset *cs,
-                          char ret_id[LC_CHANGESET_ID_LEN + 1]);
+ * its content, since: the changeset may mix two states).  Called only to
+ * show the ID: it is recorded as the stage's last reviewed (STAGE/reviewed,
+ * "unknown" on -ESTALE), which a plain apply must find the stage's
+ * (docs/lifecycle.md, "The changeset ID"); st->review_record_error says
+ * when that record could not be written. */
+int lc_stage_changeset_id(struct lc_stage *st, const struct lc_changeset *cs, char ret_id[LC_CHANGESET_ID_LEN + 1]);
 /* Is s an ID as lc_changeset_id writes it (LC_CHANGESET_ID_LEN hex
  * digits; upper case is taken, and lowered in place)? */
 bool lc_changeset_id_valid(char *s);
@@ -290,8 +296,17 @@ struct lc_apply_report {
     /* -ENOSPC before anything was written: the bytes the plan's files take
      * and what the workspace's file system has available */
     uint64_t room_need, room_avail;
-    /* the changeset's ID when apply computed it (o->expect_id), else "" */
+    /* the changeset's ID when apply computed it (o->expect_id, or the
+     * stage's review record), else "" */
     char changeset_id[LC_CHANGESET_ID_LEN + 1];
+    /* without o->expect_id: the stage has a review record (STAGE/reviewed),
+     * the ID the last review showed ("" none: it could not tell one, or the
+     * record is unreadable), and whether it was run by another kind of user
+     * (root and not root: IDs over owners, or not) */
+    bool reviewed;
+#define LC_REVIEWED_NAME "reviewed" /* STAGE/reviewed, for messages */
+    char reviewed_id[LC_CHANGESET_ID_LEN + 1];
+    bool reviewed_other_user;
 };
 void lc_apply_report_clear(struct lc_apply_report *r);
 
@@ -306,7 +321,14 @@ void lc_apply_report_clear(struct lc_apply_report *r);
  * changeset's), or when a file of the stage changed while it was read
  * (rep->changeset_id ""); -EINPROGRESS when an interrupted apply is pending (its
  * intent, not the changeset, decides what the resume writes, and no ID
- * vouches for it); nothing written either way. */
+ * vouches for it); nothing written either way.  Without o->expect_id, a
+ * stage whose ID a review or diff showed (lc_stage_changeset_id's record)
+ * must still have the last one shown: -EKEYREVOKED when it has another
+ * (rep->reviewed_id and rep->changeset_id say which), when that review could
+ * not tell one, or its record is unreadable (rep->reviewed_id ""), or it was
+ * run by another kind of user (rep->reviewed_other_user), and when a file
+ * changed while it was read (rep->changeset_id ""); a resume is not
+ * checked (the apply it completes was). */
 int lc_apply(const char *stage_path, const struct lc_apply_opts *o, struct lc_apply_report *ret_report);
 
 /* True when the stage holds an unfinished apply's intent journal. */

@@ -2968,3 +2968,66 @@ eq "$rc:$(grep -c "an interrupted apply of the stage $S is pending; completing i
 "$P" apply --stage "$S" >/dev/null 2>&1; rc=$?
 eq "$rc:$(cat "$W/f5")" "0:old 5
 new" "  ... and apply without it completes the resume"
+
+# ---------------------------------------------------------------------------
+# A plain apply (no --expect) of a reviewed stage applies only what the last
+# review showed (docs/lifecycle.md, "The changeset ID"): before, a run on the
+# stage after the review, or a restore, had a plain apply write changes no
+# one reviewed, silently.
+W=$T/wsrv; S=$T/strv
+mkdir -p "$W" && echo orig > "$W/f" && echo keep > "$W/k"
+stage_run "$W" "$S" 'echo reviewed > f' >/dev/null 2>&1
+stage_run "$W" "$S" 'echo second > g' >/dev/null 2>&1
+(cd "$W" && "$P" apply --stage "$S" --dry-run) >/dev/null 2>&1; rc=$?
+eq "$rc:$(ls "$S" | grep -c '^reviewed$')" "0:0" "a stage never reviewed has no review record, and applies as it is (two runs, no review between)"
+rv1=$(review_id "$S")
+eq "$(cat "$S/reviewed" 2>/dev/null):$(stat -c %a "$S/reviewed" 2>/dev/null)" "pvisor-reviewed 1 $rv1 $([ "$(id -u)" -eq 0 ] && echo 1 || echo 0):644" \
+    "the review records the ID it showed in the stage directory (outside anything the command can write)"
+# a run after the review, which also tries to remove or forge the record
+# (--safe: a run with --stage alone confines nothing, see "Trust")
+"$P" run --safe --stage "$S" --workspace "$W" -- sh -c "cd '$W' && echo unreviewed > f; rm -f '$S/reviewed'; echo forged > '$S/reviewed'" >/dev/null 2>&1
+eq "$(cut -d' ' -f3 "$S/reviewed")" "$rv1" "  the command of a later run can neither remove nor rewrite the record"
+before=$(manifest "$W")
+(cd "$W" && "$P" apply --stage "$S") >"$T/rv.out" 2>"$T/rv.err"; rc=$?
+rv2=$(sed -n 's/.* it is changeset \([0-9a-f]*\) now .*/\1/p' "$T/rv.err")
+eq "$rc:$(grep -c "refused: the stage $S changed since its last review, which showed changeset $rv1: it is changeset $rv2 now" "$T/rv.err"):$(grep -c "Nothing was written. Review it again" "$T/rv.err"):$(grep -c -- "--expect $rv2'" "$T/rv.err"):$([ "$rv2" != "$rv1" ] && echo y)" \
+    "1:1:1:1:y" "a plain apply of a stage run again after its review refuses, naming both IDs"
+eq "$(manifest "$W"):$(ls "$S" | grep -c 'applied\|apply-intent')" "$before:0" "  ... and writes nothing"
+(cd "$W" && "$P" apply --stage "$S" --dry-run) >/dev/null 2>&1; rc=$?
+eq "$rc" 1 "  ... a dry run refuses it too"
+(cd "$W" && "$P" apply --stage "$S" --path g) >/dev/null 2>&1; rc=$?
+eq "$rc:$([ -e "$W/g" ] && echo y)" "1:" "  ... so does an apply --path of a part the review saw (the ID is the whole stage's)"
+# a diff into a pipe shows no ID, and records none; on a terminal it does
+"$P" diff --stage "$S" >/dev/null 2>&1
+(cd "$W" && "$P" apply --stage "$S" --dry-run) >/dev/null 2>&1; rc=$?
+eq "$rc" 1 "  a diff into a pipe (no ID shown) does not count as a review"
+script -qec "'$P' diff --stage '$S'" /dev/null >/dev/null 2>&1
+eq "$(cut -d' ' -f3 "$S/reviewed")" "$rv2" "  a diff on a terminal records the ID it shows"
+# a subset apply of the reviewed changeset leaves the rest reviewed
+(cd "$W" && "$P" apply --stage "$S" --path g) >/dev/null 2>"$T/rv.err"; rc=$?
+eq "$rc:$(cat "$W/g")" "0:second" "after the review again, a plain apply --path applies"
+(cd "$W" && "$P" apply --stage "$S") >/dev/null 2>"$T/rv.err"; rc=$?
+eq "$rc:$(cat "$W/f"):$(ls "$S" | grep -c '^reviewed$')" "0:unreviewed:0" \
+    "  ... and a plain apply of the rest too (part of what was reviewed); the applied stage keeps no record"
+# a restore after the review
+W=$T/wsrr; S=$T/strr
+mkdir -p "$W" && echo orig > "$W/f"
+stage_run "$W" "$S" 'echo one > f' >/dev/null 2>&1
+"$P" checkpoint --stage "$S" --name one >/dev/null 2>&1
+stage_run "$W" "$S" 'echo two > f' >/dev/null 2>&1
+rr=$(review_id "$S")
+"$P" restore one --stage "$S" >/dev/null 2>&1
+(cd "$W" && "$P" apply --stage "$S") >/dev/null 2>"$T/rr.err"; rc=$?
+eq "$rc:$(cat "$W/f"):$(grep -c "changed since its last review, which showed changeset $rr" "$T/rr.err")" "1:orig:1" \
+    "a plain apply of a stage restored after its review refuses"
+"$P" status --review --stage "$S" >/dev/null 2>&1
+(cd "$W" && "$P" apply --stage "$S") >/dev/null 2>&1; rc=$?
+eq "$rc:$(cat "$W/f")" "0:one" "  ... and applies once reviewed again"
+# a record that is not one (a crash never leaves one: temp + rename)
+W=$T/wsrb; S=$T/strb
+mkdir -p "$W" && echo orig > "$W/f"
+stage_run "$W" "$S" 'echo one > f' >/dev/null 2>&1
+printf 'pvisor-reviewed 1 xyz 1\n' > "$S/reviewed"
+(cd "$W" && "$P" apply --stage "$S") >/dev/null 2>"$T/rb.err"; rc=$?
+eq "$rc:$(cat "$W/f"):$(grep -c "could not name its changeset (the stage changed while it was read), or its record $S/reviewed is unreadable" "$T/rb.err")" \
+    "1:orig:1" "a malformed review record refuses a plain apply, saying to review again"
