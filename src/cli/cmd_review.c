@@ -455,6 +455,25 @@ static void print_entry(const struct lc_entry *e) {
     putchar('\n');
 }
 
+/* The entries a git index the stage writes hides from git that the
+ * workspace's did not (LC_W_GIT_HIDES), the first of them by name. */
+static void print_index_hides(const struct lc_entry *e) {
+    if (e->index_hides_unread) {
+        printf("      not read: larger than %d MiB; its skip-worktree and assume-unchanged entries are unknown\n",
+               LC_GIT_INDEX_READ_MAX_MIB);
+        return;
+    }
+    if (!e->index_hides)
+        return;
+    printf("      %zu entr%s that git status and git diff skip (skip-worktree, assume-unchanged): ", e->index_hides,
+           e->index_hides == 1 ? "y" : "ies");
+    for (size_t k = 0; k < e->n_index_hides_names; k++) {
+        _cleanup_free_ char *d = NULL;
+        printf("%s%s", k ? ", " : "", dn(e->index_hides_names[k], &d));
+    }
+    printf("%s\n", e->index_hides > e->n_index_hides_names ? ", ..." : "");
+}
+
 /* More warnings than this and the review sums them up by kind after the
  * list: the agent chooses how many there are and their paths' order, and
  * thousands of 'exec' lines (a tree of new scripts) buried the one
@@ -704,6 +723,8 @@ static void print_human(const char *stage, const char *state, const char *run, c
                         _cleanup_free_ char *k = NULL;
                         printf("  ! %s: %s (%s)\n", dn(cs->entries[i].path, &k), lc_warning_message(b),
                                lc_warning_name(b));
+                        if ((1u << b) == LC_W_GIT_HIDES)
+                            print_index_hides(&cs->entries[i]);
                         per_kind[b]++;
                         total++;
                     }

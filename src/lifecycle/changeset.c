@@ -256,6 +256,9 @@ void lc_changeset_free(struct lc_changeset *cs) {
         free(e->old_target);
         free(e->new_target);
         free(e->renamed_from);
+        for (size_t k = 0; k < e->n_index_hides_names; k++)
+            free(e->index_hides_names[k]);
+        free(e->index_hides_names);
     }
     free(cs->entries);
     lc_preimages_free(cs->pre, cs->n_pre);
@@ -667,6 +670,28 @@ static bool git_pointer_into_git(const struct walk *w, int upper_dirfd, const ch
     return ptr[0] && lc_git_pointer_into_git(w->cs->workspace, e->path, ptr);
 }
 
+/* A git index the stage adds or changes, whose entries newly carry the
+ * skip-worktree or assume-unchanged bit: git status and git diff skip
+ * those files after the apply (their changes, the agent's or later ones,
+ * never show), as .git/info/exclude hides new ones (LC_W_GIT_HIDES).
+ * Read by lc_git_index_hides, never by git (the stage's config can make
+ * it run commands).  An index too large to read is warned of. */
+static int index_hides(struct walk *w, struct lc_entry *e, int upper_dirfd, int lower_dirfd, const char *name) {
+    int r = lc_git_index_hides(upper_dirfd, lower_dirfd, name, &e->index_hides, &e->index_hides_names,
+                               &e->n_index_hides_names);
+    if (r == -EFBIG)
+        e->index_hides_unread = true;
+    else if (r == -ENOMEM)
+        return r;
+    /* unreadable (the agent's mode 0): what the walk reads elsewhere
+     * fails on it too, or the override reads it */
+    if (e->index_hides || e->index_hides_unread) {
+        e->warnings |= LC_W_GIT_HIDES;
+        w->cs->warnings |= LC_W_GIT_HIDES;
+    }
+    return 0;
+}
+
 /* One upper object name in upper_dirfd (lower_dirfd: the lower directory of
  * the same path, or -1). */
 static int visit(struct walk *w, int upper_dirfd, int lower_dirfd, bool parent_opaque, const char *name, int depth) {
@@ -815,6 +840,11 @@ static int visit(struct walk *w, int upper_dirfd, int lower_dirfd, bool parent_o
         bool sample_ok = kind == LC_ADDED && nt == LC_REG && nl > 7 && strcmp(name + nl - 7, ".sample") == 0 &&
                          !dir_links_to(upper_dirfd, name) && !dir_links_to(lower_dirfd, name);
         lc_entry_set_warnings(w->cs, e, &ust, sample_ok, git_pointer_into_git(w, upper_dirfd, name, e));
+        if (nt == LC_REG && (kind != LC_MODIFIED || (ch & LC_CH_CONTENT)) && path_is_git_index(w->path)) {
+            r = index_hides(w, e, upper_dirfd, have_lower && ot == LC_REG ? lower_dirfd : -1, name);
+            if (r < 0)
+                return r;
+        }
         /* a sandbox's views hide a directory that holds a stage's version
          * file (overlay.h, hide_stages): one the agent wrote makes its
          * directory vanish from later runs' commands */
@@ -1335,6 +1365,18 @@ json_t *lc_changeset_to_json(const struct lc_changeset *cs) {
                 set_name(wo, "path", e->path);
                 json_object_update_new(
                     wo, json_pack("{s:s, s:s}", "warning", lc_warning_name(b), "message", lc_warning_message(b)));
+                /* the index's hidden entries, their first names */
+                if ((1u << b) == LC_W_GIT_HIDES && (e->index_hides || e->index_hides_unread)) {
+                    json_t *hp = json_array();
+                    for (size_t k = 0; k < e->n_index_hides_names; k++) {
+                        json_t *one = json_object(); /* {"path"}, or {"path_hex"} as elsewhere */
+                        set_name(one, "path", e->index_hides_names[k]);
+                        json_array_append_new(hp, one);
+                    }
+                    json_object_set_new(wo, "index_hides",
+                                        json_pack("{s:I, s:o, s:b}", "count", (json_int_t)e->index_hides, "paths", hp,
+                                                  "unread", e->index_hides_unread));
+                }
                 json_array_append_new(warnings, wo);
             }
         if (e->renamed_from)

@@ -357,3 +357,354 @@ bool lc_git_index_refreshed(int stage_dir_fd, int dirfd, const char *name, const
     pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
     return same;
 }
+
+/* ---- the index's hidden entries (lc_git_index_hides) ----
+ *
+ * Read here, never by git: the stage's repository's config can make git
+ * run commands.  The format as git's read-cache.c reads it (versions 2 to
+ * 4): a 12-byte header ("DIRC", version, entry count), the entries, the
+ * extensions (signature and big-endian size each), the hash.  An entry:
+ * 40 bytes of stat data, the object name (20 bytes, or 32 in a SHA-256
+ * repository, which the index does not say: both are tried), 16 bits of
+ * flags (0x8000 assume-valid, 0x4000 extended, 0x0fff the name's length,
+ * 0x0fff meaning "up to the NUL"), 16 bits of extended flags when
+ * extended (0x4000 skip-worktree, 0x2000 intent-to-add; git dies on any
+ * other), then the name: NUL-padded to a multiple of 8 bytes in versions
+ * 2 and 3; in version 4 a varint of the bytes to take off the end of the
+ * previous name, then the rest of the name and a NUL.  Every offset is
+ * checked against the buffer, each entry takes at least 40 + 20 + 2
+ * bytes, and a name is never longer than the file: a hostile index costs
+ * a read of it, no more. */
+
+#define IDX_FLAG_VALID 0x8000u
+#define IDX_FLAG_EXTENDED 0x4000u
+#define IDX_NAMEMASK 0x0fffu
+#define IDX_EXT_SKIP_WORKTREE 0x4000u
+#define IDX_EXT_KNOWN 0x6000u /* skip-worktree, intent-to-add */
+
+static uint32_t be32(const unsigned char *p) {
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static unsigned be16(const unsigned char *p) {
+    return (unsigned)p[0] << 8 | p[1];
+}
+
+/* git's decode_varint (varint.c), bounded by end: -1 past it or on overflow */
+static int idx_varint(const unsigned char **pp, const unsigned char *end, uint64_t *ret) {
+    const unsigned char *p = *pp;
+    if (p >= end)
+        return -1;
+    unsigned char c = *p++;
+    uint64_t val = c & 127;
+    while (c & 128) {
+        if (p >= end || val + 1 > (UINT64_MAX >> 7))
+            return -1;
+        val += 1;
+        c = *p++;
+        val = (val << 7) + (c & 127);
+    }
+    *pp = p;
+    *ret = val;
+    return 0;
+}
+
+/* One parse of the index in buf with object names of hsz bytes: hidden
+ * is called for each entry with either bit; 0 when git would read it
+ * whole this way (the entries and the extensions' chain fit; no flag git
+ * dies on), -EBADMSG when not (then what hidden was told is void). */
+static int idx_parse(const unsigned char *buf, size_t len, size_t hsz,
+                     int (*hidden)(void *ctx, const char *name, size_t n), void *ctx) {
+    if (len < 12 + hsz || memcmp(buf, "DIRC", 4) != 0)
+        return -EBADMSG;
+    uint32_t version = be32(buf + 4), count = be32(buf + 8);
+    if (version < 2 || version > 4)
+        return -EBADMSG;
+    const size_t end = len - hsz; /* the entries and extensions end before the hash */
+    size_t off = 12;
+    _cleanup_free_ char *name = NULL; /* version 4: the previous name, prefix of the next */
+    size_t name_len = 0, name_cap = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        size_t fixed = 40 + hsz + 2;
+        if (off > end || end - off < fixed)
+            return -EBADMSG;
+        const unsigned char *e = buf + off;
+        unsigned flags = be16(e + 40 + hsz), ext = 0;
+        if (flags & IDX_FLAG_EXTENDED) {
+            if (end - off < fixed + 2)
+                return -EBADMSG;
+            ext = be16(e + fixed);
+            if (ext & ~IDX_EXT_KNOWN)
+                return -EBADMSG;
+            fixed += 2;
+        }
+        size_t nlen = flags & IDX_NAMEMASK;
+        const unsigned char *p = e + fixed, *lim = buf + end;
+        size_t ent_size;
+        if (version == 4) {
+            uint64_t strip;
+            if (idx_varint(&p, lim, &strip) < 0)
+                return -EBADMSG;
+            size_t copy = 0;
+            if (i > 0) {
+                if (strip > name_len)
+                    return -EBADMSG;
+                copy = name_len - (size_t)strip;
+            }
+            if (nlen == IDX_NAMEMASK) {
+                const unsigned char *nul = memchr(p, '\0', (size_t)(lim - p));
+                if (!nul)
+                    return -EBADMSG;
+                nlen = (size_t)(nul - p) + copy;
+            }
+            /* git copies nlen - copy bytes and the one after them */
+            if (nlen < copy || (size_t)(lim - p) < nlen - copy + 1)
+                return -EBADMSG;
+            if (nlen + 1 > name_cap) {
+                size_t cap = nlen + 1 > 2 * name_cap ? nlen + 1 : 2 * name_cap;
+                char *nn = realloc(name, cap);
+                if (!nn)
+                    return -ENOMEM;
+                name = nn;
+                name_cap = cap;
+            }
+            memcpy(name + copy, p, nlen - copy);
+            name[nlen] = '\0';
+            name_len = nlen;
+            ent_size = (size_t)(p - e) + nlen - copy + 1;
+        } else {
+            if (nlen == IDX_NAMEMASK) {
+                const unsigned char *nul = memchr(p, '\0', (size_t)(lim - p));
+                if (!nul)
+                    return -EBADMSG;
+                nlen = (size_t)(nul - p);
+            }
+            ent_size = (fixed + nlen + 8) & ~(size_t)7;
+            if (end - off < ent_size)
+                return -EBADMSG;
+        }
+        if (end - off < ent_size)
+            return -EBADMSG;
+        if ((flags & IDX_FLAG_VALID) || (ext & IDX_EXT_SKIP_WORKTREE)) {
+            int r = version == 4 ? hidden(ctx, name, nlen) : hidden(ctx, (const char *)p, nlen);
+            if (r < 0)
+                return r;
+        }
+        off += ent_size;
+    }
+    /* the extensions, as git reads them: while 8 bytes fit before the
+     * hash; one git does not know whose signature is not upper case ends
+     * the read ("index file corrupt"), as does one past the end here */
+    while (off <= end && end - off >= 8) {
+        const unsigned char *x = buf + off;
+        uint32_t xs = be32(x + 4);
+        bool known = memcmp(x, "link", 4) == 0 || memcmp(x, "sdir", 4) == 0;
+        if (!known && !(x[0] >= 'A' && x[0] <= 'Z'))
+            return -EBADMSG;
+        if (end - off - 8 < xs)
+            return -EBADMSG;
+        off += 8 + (size_t)xs;
+    }
+    return 0;
+}
+
+/* The hidden names of one index, sorted (for the old one: what it hid
+ * already), or the count and the first few of those another does not
+ * (for the new one). */
+struct idx_hidden {
+    char **names; /* old: all of them (up to a bound); new: the first LC_GIT_HIDES_NAMES */
+    size_t n, cap;
+    size_t bytes;                 /* of names, bounded */
+    const struct idx_hidden *old; /* new: those not to count */
+    size_t max_old_len;
+    size_t count; /* new: hidden and not in old */
+};
+
+#define IDX_HIDDEN_BYTES (64u << 20)
+
+static int idx_name_cmp(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The length of a name git reads as n bytes: cut at a NUL (as every use
+ * of it by git is); one longer than any path of a workspace (no file apply
+ * writes) is not looked into, so that a version 4 index of ever longer
+ * names costs no more than its size. */
+static size_t idx_name_len(const char *name, size_t n) {
+    return n > LC_MAX_PATH ? n : strnlen(name, n);
+}
+
+static int idx_count_nothing(void *ctx, const char *name, size_t n) {
+    (void)ctx;
+    (void)name;
+    (void)n;
+    return 0;
+}
+
+static int idx_collect_old(void *ctx, const char *name, size_t n) {
+    struct idx_hidden *h = ctx;
+    size_t l = idx_name_len(name, n);
+    if (l > LC_MAX_PATH || h->bytes + l + 1 > IDX_HIDDEN_BYTES)
+        return 0; /* past the bound: the rest counts as not hidden before */
+    if (h->n == h->cap) {
+        size_t cap = h->cap ? 2 * h->cap : 64;
+        char **nn = realloc(h->names, cap * sizeof *nn);
+        if (!nn)
+            return -ENOMEM;
+        h->names = nn;
+        h->cap = cap;
+    }
+    char *s = strndup(name, l);
+    if (!s)
+        return -ENOMEM;
+    h->names[h->n++] = s;
+    h->bytes += l + 1;
+    if (l > h->max_old_len)
+        h->max_old_len = l;
+    return 0;
+}
+
+static int idx_collect_new(void *ctx, const char *name, size_t n) {
+    struct idx_hidden *h = ctx;
+    size_t l = idx_name_len(name, n);
+    if (h->old && h->old->n && l <= h->old->max_old_len) {
+        char key[LC_MAX_PATH + 1];
+        if (l < sizeof key) {
+            memcpy(key, name, l);
+            key[l] = '\0';
+            const char *kp = key;
+            if (bsearch(&kp, h->old->names, h->old->n, sizeof *h->old->names, idx_name_cmp))
+                return 0;
+        }
+    }
+    /* the same name twice (two stages of a conflict, or two parses) once */
+    for (size_t i = 0; i < h->n && l <= LC_MAX_PATH; i++)
+        if (strlen(h->names[i]) == l && memcmp(h->names[i], name, l) == 0)
+            return 0;
+    h->count++;
+    if (h->n < LC_GIT_HIDES_NAMES) {
+        char *s = strndup(name, l > LC_MAX_PATH ? LC_MAX_PATH : l);
+        if (!s)
+            return -ENOMEM;
+        h->names[h->n++] = s;
+    }
+    return 0;
+}
+
+static void idx_hidden_free(struct idx_hidden *h) {
+    for (size_t i = 0; i < h->n; i++)
+        free(h->names[i]);
+    free(h->names);
+    *h = (struct idx_hidden){0};
+}
+
+/* Every parse git could make of buf (SHA-1 names, SHA-256 names) that
+ * reads whole, each entry with a hidden bit told to fn.  -EBADMSG: none
+ * reads whole (git refuses the index: it hides nothing). */
+static int idx_parse_any(const unsigned char *buf, size_t len, int (*fn)(void *ctx, const char *name, size_t n),
+                         void *ctx) {
+    static const size_t sizes[] = {20, 32};
+    int best = -EBADMSG;
+    for (size_t k = 0; k < ARRAY_SIZE(sizes); k++) {
+        /* a dry parse first: what a parse that fails half-way told fn
+         * would count names of another reading */
+        int r = idx_parse(buf, len, sizes[k], idx_count_nothing, NULL);
+        if (r == -ENOMEM)
+            return r;
+        if (r < 0)
+            continue;
+        r = idx_parse(buf, len, sizes[k], fn, ctx);
+        if (r < 0)
+            return r;
+        best = 0;
+    }
+    return best;
+}
+
+int lc_git_index_hides_buf(const unsigned char *new_buf, size_t new_len, const unsigned char *old_buf, size_t old_len,
+                           size_t *ret_count, char ***ret_names, size_t *ret_n) {
+    *ret_count = 0;
+    *ret_names = NULL;
+    *ret_n = 0;
+    struct idx_hidden old = {0}, cur = {0};
+    int r = 0;
+    if (old_buf) {
+        r = idx_parse_any(old_buf, old_len, idx_collect_old, &old);
+        if (r == -ENOMEM)
+            goto out;
+        if (r < 0) { /* an old index git could not read hid nothing */
+            idx_hidden_free(&old);
+            r = 0;
+        }
+        if (old.n)
+            qsort(old.names, old.n, sizeof *old.names, idx_name_cmp);
+    }
+    cur.names = calloc(LC_GIT_HIDES_NAMES, sizeof *cur.names);
+    if (!cur.names) {
+        r = -ENOMEM;
+        goto out;
+    }
+    cur.old = &old;
+    r = idx_parse_any(new_buf, new_len, idx_collect_new, &cur);
+    if (r == -EBADMSG)
+        r = 0; /* git refuses it: every git command fails, nothing is hidden */
+    if (r < 0)
+        goto out;
+    *ret_count = cur.count;
+    *ret_n = cur.n;
+    *ret_names = TAKE_PTR(cur.names);
+    cur.n = 0;
+out:
+    idx_hidden_free(&old);
+    idx_hidden_free(&cur);
+    return r;
+}
+
+/* name in dirfd, a regular file read whole (up to max bytes): -EFBIG
+ * past it */
+static int idx_read(int dirfd, const char *name, size_t max, unsigned char **ret, size_t *ret_len) {
+    _cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    struct stat st;
+    if (fd < 0)
+        return -errno;
+    if (fstat(fd, &st) < 0)
+        return -errno;
+    if (!S_ISREG(st.st_mode))
+        return -EINVAL;
+    if ((uint64_t)st.st_size > max)
+        return -EFBIG;
+    size_t cap = (size_t)st.st_size, len = 0;
+    _cleanup_free_ unsigned char *b = malloc(cap ? cap : 1);
+    if (!b)
+        return -ENOMEM;
+    while (len < cap) { /* no more than fstat said: a file growing now is read as it was */
+        ssize_t n = read(fd, b + len, cap - len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -errno;
+        if (n == 0)
+            break;
+        len += (size_t)n;
+    }
+    *ret = TAKE_PTR(b);
+    *ret_len = len;
+    return 0;
+}
+
+int lc_git_index_hides(int upper_dirfd, int lower_dirfd, const char *name, size_t *ret_count, char ***ret_names,
+                       size_t *ret_n) {
+    *ret_count = 0;
+    *ret_names = NULL;
+    *ret_n = 0;
+    _cleanup_free_ unsigned char *nb = NULL, *ob = NULL;
+    size_t nl = 0, ol = 0;
+    int r = idx_read(upper_dirfd, name, LC_GIT_INDEX_READ_MAX, &nb, &nl);
+    if (r < 0)
+        return r;
+    if (lower_dirfd >= 0 && idx_read(lower_dirfd, name, LC_GIT_INDEX_READ_MAX, &ob, &ol) < 0) {
+        free(ob);
+        ob = NULL; /* none, or unreadable: every hidden entry is new */
+    }
+    return lc_git_index_hides_buf(nb, nl, ob, ol, ret_count, ret_names, ret_n);
+}

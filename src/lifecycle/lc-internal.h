@@ -75,6 +75,22 @@ int lc_git_run(const char *cwd, const char *const *argv, const char *index_file,
 bool lc_git_index_refreshed(int stage_dir_fd, int dirfd, const char *name, const char *path,
                             const unsigned char pre_sha[32], const unsigned char cur_sha[32]);
 
+/* The entries a git index hides from git (skip-worktree, assume-unchanged)
+ * that another does not: name in upper_dirfd (the stage's) against the
+ * same name in lower_dirfd (the workspace's; -1 or absent: none hidden
+ * before).  Parsed here (git.c), git never run: versions 2 to 4, SHA-1 or
+ * SHA-256 object names, bounded; an index git could not read hides
+ * nothing.  *ret_count: how many, *ret_names the first LC_GIT_HIDES_NAMES
+ * (*ret_n of them, malloc'd, as git names them: check before printing).
+ * -EFBIG: larger than LC_GIT_INDEX_READ_MAX, not read. */
+#define LC_GIT_HIDES_NAMES 5
+#define LC_GIT_INDEX_READ_MAX ((size_t)LC_GIT_INDEX_READ_MAX_MIB << 20)
+int lc_git_index_hides(int upper_dirfd, int lower_dirfd, const char *name, size_t *ret_count, char ***ret_names,
+                       size_t *ret_n);
+/* The same over two buffers (old_buf NULL: none); for tests. */
+int lc_git_index_hides_buf(const unsigned char *new_buf, size_t new_len, const unsigned char *old_buf, size_t old_len,
+                           size_t *ret_count, char ***ret_names, size_t *ret_n);
+
 /* Journal loading (changeset.c): records sorted by path, one per path,
  * the preimages as later subset applies left them (STAGE/apply-written). */
 int lc_journal_load(int stage_dir_fd, struct lc_preimage **ret, size_t *ret_n);

@@ -125,6 +125,16 @@ struct lc_entry {
     uint64_t old_nlink;
     uint32_t old_uid, old_gid, new_uid, new_gid; /* with LC_CH_OWNER */
     struct timespec new_ctime;                   /* of the upper object when read (lc_changeset_id checks it) */
+    /* a git index (path_is_git_index) added or changed whose entries hide
+     * files from git that the workspace's did not (skip-worktree,
+     * assume-unchanged; LC_W_GIT_HIDES): how many, and the names of the
+     * first n_index_hides_names (as git names them: escape to print);
+     * index_hides_unread: too large to read (warned of all the same) */
+    size_t index_hides;
+#define LC_GIT_INDEX_READ_MAX_MIB 256
+    char **index_hides_names;
+    size_t n_index_hides_names;
+    bool index_hides_unread;
 };
 
 struct lc_changeset {

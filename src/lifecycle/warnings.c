@@ -675,7 +675,8 @@ const char *lc_warning_message(unsigned bit) {
                "that take this lock fail until it is removed";
     case LC_W_GIT_HIDES:
         return "changes what git shows (info/exclude hides files from git status; info/attributes can make "
-               "changes binary or undiffed in git diff): after the apply, git may hide what the agent chose";
+               "changes binary or undiffed in git diff; an index's skip-worktree and assume-unchanged entries "
+               "hide their files' changes from both): after the apply, git may hide what the agent chose";
     case LC_W_CI_CONFIG:
         return "defines a CI pipeline (a workflow, .gitlab-ci.yml, ...): what it names runs on the CI service at your "
                "next push, with the secrets the repository gives its jobs";

@@ -2479,6 +2479,53 @@ eq "$(jq -r '[.changeset.warnings[] | select(.warning == "git_hides") | .path] |
     ".git/info/exclude,.git/modules/m/info/attributes" \
     "review warns of .git/info/exclude and info/attributes (git_hides), not of a deleted one, .gitattributes or look-alikes"
 
+# The index's skip-worktree and assume-unchanged bits hide a file's changes
+# from git status and git diff, as info/exclude does: an index the stage
+# writes with entries that carry them where the workspace's did not is
+# warned of (git_hides), naming them; read by pvisor itself (versions 2 to
+# 4; SHA-1 and SHA-256), git is never run on the stage's repository.  A
+# git status that only refreshes the index, or a bit the workspace's index
+# had already, is not.
+if command -v git >/dev/null; then
+    for fmt in sha1 sha256; do
+        for v in 2 4; do
+            W=$T/wsidx-$fmt-$v; mkdir -p "$W"
+            if ! (cd "$W" && git init -q --object-format=$fmt 2>/dev/null && mkdir d && echo a > a && echo b > d/b &&
+                echo p > pre && git add . && git -c user.name=t -c user.email=t@t commit -qm i &&
+                git update-index --index-version $v && git update-index --assume-unchanged pre); then
+                skip "index v$v ($fmt): skip-worktree and assume-unchanged entries warned of" "git cannot make it"
+                continue
+            fi
+            (cd "$W" && "$P" run --stage "$T/stidx-$fmt-$v" -- sh -c 'git status >/dev/null && echo c > c &&
+                git update-index --skip-worktree a && git update-index --assume-unchanged d/b && echo evil >> a') >/dev/null 2>&1
+            (cd "$W" && "$P" status --review --stage "$T/stidx-$fmt-$v" --json) > "$T/idx.json"
+            eq "$(jq -r '[.changeset.warnings[] | select(.warning == "git_hides") | .path, .index_hides.count, (.index_hides.paths[] | .path)] | join(",")' "$T/idx.json")" \
+                ".git/index,2,a,d/b" "index v$v ($fmt) with new skip-worktree and assume-unchanged entries: git_hides, naming them (not one the workspace had)"
+            eq "$(cd "$W" && "$P" status --review --stage "$T/stidx-$fmt-$v" | grep -c '^      2 entries that git status and git diff skip (skip-worktree, assume-unchanged): a, d/b$')" 1 \
+                "  ... in the human review too"
+        done
+    done
+    W=$T/wsidx-plain; mkdir -p "$W"
+    (cd "$W" && git init -q && echo a > a && git add . && git -c user.name=t -c user.email=t@t commit -qm i && git update-index --skip-worktree a)
+    (cd "$W" && "$P" run --stage "$T/stidx-plain" -- sh -c 'echo n > n && git add n && git status >/dev/null') >/dev/null 2>&1
+    eq "$(cd "$W" && "$P" status --review --stage "$T/stidx-plain" --json | jq -r '.changeset.changes[] | select(.path == ".git/index") | .warnings | join(",")')" \
+        "" "an index changed by git add and git status, its skip-worktree entry the workspace's: no git_hides"
+    # a hostile index: truncated, garbage, and a huge entry count; the review ends
+    W=$T/wsidx-bad; mkdir -p "$W/.git"
+    for bad in trunc garbage count; do
+        (cd "$W" && "$P" run --stage "$T/stidx-$bad" -- sh -c "case $bad in
+            trunc) printf 'DIRC\\0\\0\\0\\2\\0\\0\\0\\5abc' > .git/index;;
+            garbage) head -c 65536 /dev/urandom > .git/index;;
+            count) { printf 'DIRC\\0\\0\\0\\4\\377\\377\\377\\377'; head -c 100000 /dev/zero; } > .git/index;;
+            esac") >/dev/null 2>&1
+        timeout 30 "$P" status --review --stage "$T/stidx-$bad" --json > "$T/idxbad.json" 2>/dev/null; rc=$?
+        eq "$rc:$(jq -r '.changeset.changes[] | select(.path == ".git/index") | .kind' "$T/idxbad.json")" "0:added" \
+            "a hostile .git/index ($bad) is reviewed, no crash, no hang"
+    done
+else
+    skip "index skip-worktree and assume-unchanged entries warned of (git_hides)" "no git"
+fi
+
 # A "version" file that starts as a stage's does makes a sandbox's views
 # hide its directory (a stage made during a run must not be read): an agent
 # that writes one hides that directory from later runs' commands once

@@ -8,8 +8,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static int write_journal(int dirfd, const char *text) {
@@ -24,6 +26,215 @@ static int write_journal(int dirfd, const char *text) {
 #define REC(p)                                                                                                         \
     "{\"path\":\"" p "\",\"type\":\"reg\",\"mode\":420,\"size\":1,\"sha256\":\""                                       \
     "0000000000000000000000000000000000000000000000000000000000000001\",\"ino\":7,\"op\":\"open\"}\n"
+
+/* ---- git index (lc_git_index_hides_buf) ---- */
+
+struct ibuf {
+    unsigned char *b;
+    size_t n, cap;
+};
+
+static void ib_put(struct ibuf *x, const void *p, size_t n) {
+    if (x->n + n > x->cap) {
+        x->cap = (x->n + n) * 2 + 64;
+        x->b = realloc(x->b, x->cap);
+        if (!x->b)
+            abort();
+    }
+    memcpy(x->b + x->n, p, n);
+    x->n += n;
+}
+
+static void ib_be(struct ibuf *x, uint32_t v, int bytes) {
+    unsigned char b[4];
+    for (int i = 0; i < bytes; i++)
+        b[i] = (unsigned char)(v >> (8 * (bytes - 1 - i)));
+    ib_put(x, b, (size_t)bytes);
+}
+
+/* git's encode_varint */
+static void ib_varint(struct ibuf *x, uint64_t value) {
+    unsigned char varint[16];
+    unsigned pos = sizeof(varint) - 1;
+    varint[pos] = value & 127;
+    while (value >>= 7)
+        varint[--pos] = 128 | (--value & 127);
+    ib_put(x, varint + pos, sizeof varint - pos);
+}
+
+struct ient {
+    const char *name;
+    bool valid, skip;
+};
+
+/* An index of version v (2, 3, 4) with object names of hsz bytes: the
+ * entries, a TREE extension of 3 bytes, a hash of zeros. */
+static struct ibuf make_index(unsigned v, size_t hsz, const struct ient *e, size_t n) {
+    struct ibuf x = {0};
+    ib_put(&x, "DIRC", 4);
+    ib_be(&x, v, 4);
+    ib_be(&x, (uint32_t)n, 4);
+    const char *prev = "";
+    for (size_t i = 0; i < n; i++) {
+        size_t start = x.n, len = strlen(e[i].name);
+        unsigned char zero[64] = {0};
+        ib_put(&x, zero, 24);
+        ib_be(&x, 0100644, 4);
+        ib_put(&x, zero, 12);
+        ib_put(&x, zero, hsz);
+        bool ext = e[i].skip;
+        ib_be(&x, (e[i].valid ? 0x8000u : 0) | (ext ? 0x4000u : 0) | (len < 0xfff ? (unsigned)len : 0xfffu), 2);
+        if (ext)
+            ib_be(&x, 0x4000, 2);
+        if (v == 4) {
+            size_t common = 0, pl = strlen(prev);
+            while (common < pl && common < len && prev[common] == e[i].name[common])
+                common++;
+            ib_varint(&x, pl - common);
+            ib_put(&x, e[i].name + common, len - common + 1);
+        } else {
+            ib_put(&x, e[i].name, len);
+            size_t size = (x.n - start + 8) & ~(size_t)7;
+            ib_put(&x, zero, size - (x.n - start));
+        }
+        prev = e[i].name;
+    }
+    ib_put(&x, "TREE", 4);
+    ib_be(&x, 3, 4);
+    ib_put(&x, "abc", 3);
+    unsigned char h[32] = {0};
+    ib_put(&x, h, hsz);
+    return x;
+}
+
+static size_t hides(const struct ibuf *nw, const struct ibuf *old, char ***names, size_t *n_names) {
+    size_t count = 99;
+    int r = lc_git_index_hides_buf(nw->b, nw->n, old ? old->b : NULL, old ? old->n : 0, &count, names, n_names);
+    return r < 0 ? (size_t)-1 : count;
+}
+
+static void free_names(char **names, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+}
+
+static void test_git_index(void) {
+    static const struct ient plain[] = {{"a", false, false}, {"dir/b", false, false}, {"dir/c", false, false}};
+    static const struct ient hid[] = {{"a", false, true}, {"dir/b", true, false}, {"dir/c", false, false}};
+    for (unsigned v = 2; v <= 4; v++)
+        for (size_t hsz = 20; hsz <= 32; hsz += 12) {
+            struct ibuf o = make_index(v, hsz, plain, 3), nw = make_index(v == 2 ? 3 : v, hsz, hid, 3);
+            char **names = NULL;
+            size_t nn = 0;
+            size_t c = hides(&nw, &o, &names, &nn);
+            ok(c == 2 && nn == 2 && strcmp(names[0], "a") == 0 && strcmp(names[1], "dir/b") == 0,
+               "index v%u, %zu-byte names: the skip-worktree and assume-unchanged entries the old one did not have "
+               "are named",
+               v == 2 ? 3 : v, hsz);
+            free_names(names, nn);
+            c = hides(&nw, &nw, &names, &nn);
+            ok(c == 0, "  ... none when the workspace's index hid them already");
+            free_names(names, nn);
+            c = hides(&nw, NULL, &names, &nn);
+            ok(c == 2, "  ... both when the workspace has no index");
+            free_names(names, nn);
+            c = hides(&o, NULL, &names, &nn);
+            ok(c == 0, "  ... none in an index without those bits");
+            free_names(names, nn);
+            /* every truncation and many byte changes: no crash, no hang */
+            bool fine = true;
+            for (size_t cut = 0; cut < nw.n; cut++) {
+                size_t cc = 0;
+                char **nm = NULL;
+                size_t k = 0;
+                int r = lc_git_index_hides_buf(nw.b, cut, o.b, o.n, &cc, &nm, &k);
+                fine = fine && r == 0 && k <= LC_GIT_HIDES_NAMES;
+                free_names(nm, k);
+            }
+            unsigned seed = 7 * v + (unsigned)hsz;
+            for (int t = 0; t < 3000; t++) {
+                struct ibuf m = {malloc(nw.n), nw.n, nw.n};
+                memcpy(m.b, nw.b, nw.n);
+                for (int f = 0; f < 1 + t % 4; f++) {
+                    seed = seed * 1103515245 + 12345;
+                    m.b[(seed >> 8) % m.n] = (unsigned char)(seed >> 20);
+                }
+                size_t cc = 0;
+                char **nm = NULL;
+                size_t k = 0;
+                int r = lc_git_index_hides_buf(m.b, m.n, m.b, m.n / 2, &cc, &nm, &k);
+                fine = fine && r == 0 && k <= LC_GIT_HIDES_NAMES;
+                free_names(nm, k);
+                free(m.b);
+            }
+            ok(fine, "  ... every truncation of it, and 3000 with bytes changed, read without a crash");
+            free(o.b);
+            free(nw.b);
+        }
+    /* hostile: an entry count far past the file; a name length past it;
+     * unknown extended flags (git dies: nothing hidden); an unknown
+     * lower-case extension (git dies too) */
+    static const struct ient one[] = {{"x", true, false}};
+    struct ibuf x = make_index(2, 20, one, 1);
+    char **names = NULL;
+    size_t nn = 0;
+    x.b[8] = x.b[9] = x.b[10] = x.b[11] = 0xff;
+    ok(hides(&x, NULL, &names, &nn) == 0, "an entry count past the file's end: not read whole, nothing hidden");
+    free_names(names, nn);
+    free(x.b);
+    x = make_index(2, 20, one, 1);
+    x.b[12 + 60] = 0x8f;
+    x.b[12 + 61] = 0xfe;
+    ok(hides(&x, NULL, &names, &nn) == 0, "a name length past the file's end: nothing read past it");
+    free_names(names, nn);
+    free(x.b);
+    static const struct ient sk[] = {{"x", false, true}};
+    x = make_index(3, 20, sk, 1);
+    x.b[12 + 62] = 0x40 | 0x10;
+    ok(hides(&x, NULL, &names, &nn) == 0, "unknown extended flags (git refuses the index): nothing hidden");
+    free_names(names, nn);
+    free(x.b);
+    x = make_index(2, 20, one, 1);
+    memcpy(x.b + x.n - 20 - 11, "tree", 4);
+    ok(hides(&x, NULL, &names, &nn) == 0, "an extension git does not know, not upper case (git refuses it)");
+    free_names(names, nn);
+    free(x.b);
+    /* version 4: a strip longer than the previous name */
+    static const struct ient two[] = {{"ab", false, false}, {"ac", true, false}};
+    x = make_index(4, 20, two, 2);
+    size_t second = 12 + 62 + 1 + 3; /* the first entry: its varint, "ab", NUL */
+    ok(x.b[second + 62] == 1, "(the second entry's strip is where it is expected)");
+    x.b[second + 62] = 5;
+    ok(hides(&x, NULL, &names, &nn) == 0, "index v4: a strip past the previous name (git dies): nothing hidden");
+    free_names(names, nn);
+    free(x.b);
+    /* version 4, names that each keep the previous one and add a byte,
+     * all hidden: the names grow to the file's size; reading it costs a
+     * pass, not one per entry (was quadratic) */
+    struct ibuf g = {0};
+    ib_put(&g, "DIRC", 4);
+    ib_be(&g, 4, 4);
+    const uint32_t n_grow = 120000;
+    ib_be(&g, n_grow, 4);
+    unsigned char zero[64] = {0};
+    for (uint32_t i = 0; i < n_grow; i++) {
+        ib_put(&g, zero, 60);
+        ib_be(&g, 0x8000u | 0xfffu, 2);
+        ib_varint(&g, 0);
+        ib_put(&g, "a", 2);
+    }
+    ib_put(&g, zero, 20);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    size_t gc = hides(&g, &g, &names, &nn);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    ok(gc != (size_t)-1 && secs < 5, "index v4 of %u ever longer hidden names (%zu bytes) read in %.2f s", n_grow, g.n,
+       secs);
+    free_names(names, nn);
+    free(g.b);
+}
 
 int main(void) {
     ok(lc_path_valid("a"), "plain name");
@@ -217,5 +428,6 @@ int main(void) {
         is_str(d, disp[i].out, "lc_display_name: %s", disp[i].what);
         free(d);
     }
+    test_git_index();
     return tap_done();
 }
