@@ -417,6 +417,12 @@ int cmd_apply(int argc, char **argv) {
                     ew ? ew : "?", es ? es : "?");
         /* completing an interrupted apply: its intent decides the paths
          * (--path is not taken) and a plain drop refuses a pending one */
+        if (r == -EEXIST && rep.reviewed && rep.reviewed_id[0] && rep.changeset_id[0] &&
+            strcmp(rep.reviewed_id, rep.changeset_id) != 0)
+            fprintf(stderr,
+                    "The stage's changes are also not the changeset %s its last review showed (they are %s now): "
+                    "review them again once the conflicts are resolved.\n",
+                    rep.reviewed_id, rep.changeset_id);
         if (r == -EEXIST && rep.resumed)
             fprintf(stderr, "Put each of those paths back to its version before the apply or to the stage's "
                             "(compare with 'pvisor diff') and run 'pvisor apply' again to complete it, or keep "

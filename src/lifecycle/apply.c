@@ -1340,6 +1340,7 @@ int lc_apply(const char *stage_path, const struct lc_apply_opts *o, struct lc_ap
     bool full = !o->paths;
     bool resume = exists_at(st->dir_fd, LC_APPLY_INTENT);
     bool review_checked = false; /* the changeset is the one the last review showed */
+    bool review_stale = false;   /* it is not, and it has conflicts (said first) */
     /* An ID binds a changeset; a resume writes what its intent recorded,
      * which the changeset no longer says (part of it is written), and
      * which an apply without an ID may have recorded. */
@@ -1405,10 +1406,20 @@ int lc_apply(const char *stage_path, const struct lc_apply_opts *o, struct lc_ap
             }
         } else {
             r = check_reviewed(st, cs, rep, &review_checked);
+            /* another changeset than the one reviewed, with conflicts:
+             * the workspace changed under staged paths (a file replaced
+             * by a directory, one added in a deleted directory), which
+             * the conflicts say; refused all the same, before any write */
+            if (r == -EKEYREVOKED && rep->changeset_id[0] && cs->n_conflicts) {
+                review_stale = true;
+                r = 0;
+            }
             if (r < 0)
                 goto out;
         }
         r = lc_plan_from_changeset(cs, o, &p, rep);
+        if (r == 0 && review_stale)
+            r = -EKEYREVOKED;
         if (r < 0)
             goto out;
         lc_plan_announce(&p, o);

@@ -3070,6 +3070,21 @@ eq "$rc:$(cat "$W/f"):$(grep -c "changed since its last review, which showed cha
 "$P" status --review --stage "$S" >/dev/null 2>&1
 (cd "$W" && "$P" apply --stage "$S") >/dev/null 2>&1; rc=$?
 eq "$rc:$(cat "$W/f")" "0:one" "  ... and applies once reviewed again"
+# the workspace changed under staged paths since the review (a file the
+# stage changes replaced by a directory, a file added in a directory it
+# deletes): the conflicts are said, and the ID besides; a --path of a part
+# without conflicts is refused by the ID
+W=$T/wsrc; S=$T/strc
+mkdir -p "$W/d" && echo a > "$W/d/a" && echo f > "$W/f"
+stage_run "$W" "$S" 'rm -rf d && echo new > f && echo later > y' >/dev/null 2>&1
+"$P" status --review --stage "$S" >/dev/null 2>&1
+echo user > "$W/d/new"; rm "$W/f"; mkdir "$W/f"
+(cd "$W" && "$P" apply --stage "$S") >/dev/null 2>"$T/rc.err"; rc=$?
+eq "$rc:$(grep -c '^  f: type changed in the workspace since the run' "$T/rc.err"):$(grep -c '^  d/new: exists in the workspace' "$T/rc.err"):$(grep -c "^The stage's changes are also not the changeset [0-9a-f]* its last review showed" "$T/rc.err")" \
+    "1:1:1:1" "a reviewed stage whose workspace changed under staged paths: apply names the conflicts, and the changed ID"
+(cd "$W" && "$P" apply --stage "$S" --path y) >/dev/null 2>"$T/rc.err"; rc=$?
+eq "$rc:$([ -e "$W/y" ] && echo y):$(grep -c 'changed since its last review' "$T/rc.err")" "1::1" \
+    "  ... and an apply --path of a part without conflicts is refused by the ID"
 # a record that is not one (a crash never leaves one: temp + rename)
 W=$T/wsrb; S=$T/strb
 mkdir -p "$W" && echo orig > "$W/f"
