@@ -1006,7 +1006,7 @@ eq "$rc:$(grep -c "refused: $S2.cut holds a fork that was cut short .*Remove it 
     "fork into the directory of a fork cut short: refused, saying what it is and what to do"
 rm -rf "$S2.cut"; mkdir -p "$S2.cut"; echo mine > "$S2.cut/notes"
 "$P" fork --stage "$S2.f" "$S2.cut" >/dev/null 2>"$T/cut.err"; rc=$?
-eq "$rc:$(cat "$T/cut.err")" "1:pvisor fork: refused: $S2.cut exists and is not empty" \
+eq "$rc:$(cat "$T/cut.err")" "1:pvisor fork: refused: $S2.cut exists and is not an empty directory" \
     "fork into another non-empty directory: the plain refusal"
 
 # A stage whose upper/ is gone (or whose lock file is) is refused cleanly
