@@ -496,7 +496,17 @@ out_mask:
             if (sigismember(&relayed, forwarded[i]))
                 sigaddset(&old_mask, forwarded[i]);
     }
-    sigprocmask(SIG_SETMASK, &old_mask, NULL);
+    /* Unblocked: only what was blocked here, not the whole mask as it was
+     * (SIG_SETMASK): what the callbacks blocked meanwhile stays so (the
+     * views' wake signal, which overlay_start blocks in this thread: set
+     * back, any SIGURG sent to pvisor interrupted the end of the run, the
+     * stage's seal and the Bundle's write). */
+    sigset_t unblock;
+    sigemptyset(&unblock);
+    for (int sig = 1; sig < NSIG; sig++)
+        if (sigismember(&mask, sig) == 1 && !sigismember(&old_mask, sig))
+            sigaddset(&unblock, sig);
+    sigprocmask(SIG_UNBLOCK, &unblock, NULL);
     if (r >= 0)
         *ret = res;
     return r;

@@ -104,7 +104,18 @@ static void *worker(void *arg);
  * long write), it stays one pending signal, where real-time ones queue up
  * to the user's RLIMIT_SIGPENDING (seen: timer_create failing with EAGAIN
  * in the user's other programs).  SIGURG: nothing in the supervisor uses
- * it, and it is ignored by default in the programs it starts. */
+ * it, and it is ignored by default in the programs it starts.
+ *
+ * Anyone of the user's may send it to pvisor (kill -URG, a storm of them):
+ * a process-directed signal goes to any thread that does not block it, and
+ * with the handler (which restarts nothing) it would interrupt that
+ * thread's wait (the run's poll and waitpid, the launcher's report, the
+ * broker's and the agent socket's) with EINTR.  So only the workers take
+ * it: overlay_start and overlay_stop block it in the calling thread (and
+ * so in every thread that one starts later: the broker's, the agent
+ * socket's, the home view's teardown); and the handler is installed only
+ * at the first stop, when it is needed: until then the signal, ignored by
+ * default, interrupts nothing anywhere. */
 static int ov_wake_signal(void) {
     return SIGURG;
 }
@@ -117,6 +128,14 @@ static void install_wake(void) {
     struct sigaction sa = {.sa_handler = ov_wake};
     sigemptyset(&sa.sa_mask);
     sigaction(ov_wake_signal(), &sa, NULL);
+}
+
+/* The wake signal blocked in the calling thread (see ov_wake_signal). */
+static void block_wake_here(void) {
+    sigset_t wake;
+    sigemptyset(&wake);
+    sigaddset(&wake, ov_wake_signal());
+    pthread_sigmask(SIG_BLOCK, &wake, NULL);
 }
 
 /* Start one more worker unless there are n_threads already or the overlay
@@ -145,6 +164,8 @@ static void *worker(void *arg) {
     sigemptyset(&wake);
     sigaddset(&wake, ov_wake_signal());
     pthread_sigmask(SIG_UNBLOCK, &wake, NULL);
+    /* told apart from the supervisor's other threads (ps -L, /proc) */
+    pthread_setname_np(pthread_self(), "pvisor-view");
     while (!fuse_session_exited(ov->se)) {
         atomic_fetch_add(&ov->idle_workers, 1);
         int res = fuse_session_receive_buf(ov->se, &buf);
@@ -286,6 +307,7 @@ static int copy_mask(struct ov *ov, const char *const *mask, size_t n_mask, cons
 int overlay_start(const struct overlay_params *p, struct overlay **ret_ov) {
     if (!p || !p->stage || !p->mountpoint || p->mountpoint[0] != '/' || p->lower_fd < 0 || !ret_ov)
         return -EINVAL;
+    block_wake_here(); /* before any worker: see ov_wake_signal */
     struct overlay *o = calloc(1, sizeof(*o));
     if (!o)
         return -ENOMEM;
@@ -408,8 +430,6 @@ int overlay_start(const struct overlay_params *p, struct overlay **ret_ov) {
         r = -EIO;
         goto fail;
     }
-    static pthread_once_t wake_once = PTHREAD_ONCE_INIT;
-    pthread_once(&wake_once, install_wake);
     r = spawn_worker(ov);
     /* under the lock: that worker may already be starting another */
     pthread_mutex_lock(&ov->thread_lock);
@@ -435,6 +455,9 @@ int overlay_stop_stats(struct overlay *o, struct overlay_stats *ret_stats) {
         return 0;
     struct ov *ov = &o->ov;
     int r = 0;
+    block_wake_here();
+    static pthread_once_t wake_once = PTHREAD_ONCE_INIT;
+    pthread_once(&wake_once, install_wake);
     if (umount2(ov->mountpoint, MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT)
         r = -errno;
     fuse_session_exit(ov->se);

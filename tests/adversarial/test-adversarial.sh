@@ -708,6 +708,30 @@ check "kill -9 of the supervisor: no process of the sandbox survives" \
 check "kill -9 of the supervisor: no FUSE mount is left on the host" sh -c "! grep -q ' fuse' /proc/self/mountinfo"
 check "kill -9 of the supervisor: the stage is not sealed (interrupted)" test ! -e "$T/stage9/sealed"
 
+# --- SIGURG sent to pvisor from outside: only the views' workers take it -----------
+# It is the FUSE workers' wake signal (a handler that restarts nothing):
+# taken by another thread it interrupted that thread's wait (EINTR).  Every
+# other thread blocks it; the command and the launcher start without it
+# blocked (a Go program's preemption signal).
+"$PVISOR" run --safe --stage "$T/stageu" --workspace "$W" -- sh -c \
+    'grep SigBlk /proc/self/status; grep SigBlk /proc/$PPID/status; sleep 2; echo end' > "$T/urg.out" 2>&1 &
+pv=$!
+i=0; while [ "$(wc -l < "$T/urg.out")" -lt 2 ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+threads=0; taking=""
+for t in /proc/$pv/task/*; do
+    threads=$((threads + 1))
+    [ "$(cat "$t/comm" 2>/dev/null)" = pvisor-view ] && continue
+    blk=$(awk '/^SigBlk:/ { print $2 }' "$t/status" 2>/dev/null) || continue
+    [ -n "$blk" ] && [ $(( (0x$blk >> 22) & 1 )) -eq 0 ] && taking="$taking ${t##*/}"
+done
+eq "$((threads > 1)):${taking:-none}" "1:none" "a run's threads but the views' workers block SIGURG"
+i=0; while [ $i -lt 3000 ] && kill -URG $pv 2>/dev/null; do i=$((i + 1)); done
+wait $pv; rc=$?
+cmd=$(awk '/^SigBlk:/ { print $2; exit }' "$T/urg.out")
+init=$(awk '/^SigBlk:/ { b = $2 } END { print b }' "$T/urg.out")
+eq "$rc:$(tail -n 1 "$T/urg.out"):$cmd:$(( (0x${init:-400000} >> 22) & 1 ))" "0:end:0000000000000000:0" \
+    "a storm of SIGURG to pvisor: the run ends well; the command starts with no signal blocked, its init without SIGURG"
+
 # --- --access and --allow-write ----------------------------------------------------
 mkdir -p "$H/data" "$H/out"; echo readable > "$H/data/in.txt"; echo "API_KEY=x" > "$W/.env"
 out=$("$PVISOR" run --safe --stage "$T/sa" --workspace "$W" --access "ro:$H/data" -- sh -c "cat '$H/data/in.txt'; (echo x > '$H/data/new') 2>/dev/null && echo wrote || echo refused" 2>&1)
