@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/filter.h>
+#include <linux/netlink.h>
 #include <linux/seccomp.h>
 #include <stddef.h>
 #include <sched.h>
@@ -263,6 +264,30 @@ static int build(scmp_filter_ctx ctx, int shared_base, const char **ret_step) {
         (r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socketpair), 1,
                               SCMP_A0(SCMP_CMP_GE, 64, 0))) < 0)
         return r;
+    /* netlink: only the protocols an agent uses, both confined to the
+     * run's network namespace: NETLINK_ROUTE (getifaddrs, if_nameindex,
+     * `ip addr`: its own loopback) and NETLINK_SOCK_DIAG (`ss`: its own
+     * sockets).  The others are host interfaces or attack surface it has
+     * no use for: NETLINK_KOBJECT_UEVENT (the host's device events: a USB
+     * key plugged in; before Linux 4.18 every network namespace got
+     * them), audit, the proc connector (every host process's fork and
+     * exec), netfilter (nf_tables), xfrm, generic netlink (dozens of
+     * families, some loaded as modules on demand), and a protocol the
+     * kernel does not have yet, which socket() asks modprobe to load
+     * (net-pf-16-proto-N) on the host.  EPROTONOSUPPORT, the kernel's own
+     * answer for a netlink protocol it lacks: libaudit's users
+     * (shadow's useradd and passwd, sudo) go on without audit on it,
+     * where EACCES or EPERM ends them ("Cannot open audit interface -
+     * aborting").  The comparisons are of the whole register: high bits
+     * the kernel ignores make the protocol above 4, refused. */
+    const struct scmp_arg_cmp netlink = SCMP_A0(SCMP_CMP_EQ, AF_NETLINK, 0);
+    if ((r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPROTONOSUPPORT), SCMP_SYS(socket), 2, netlink,
+                              SCMP_A2(SCMP_CMP_GT, NETLINK_SOCK_DIAG, 0))) < 0)
+        return r;
+    for (scmp_datum_t proto = NETLINK_ROUTE + 1; proto < NETLINK_SOCK_DIAG; proto++)
+        if ((r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPROTONOSUPPORT), SCMP_SYS(socket), 2, netlink,
+                                  SCMP_A2(SCMP_CMP_EQ, proto, 0))) < 0)
+            return r;
     const struct scmp_arg_cmp core = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL, RLIMIT_CORE);
     if ((r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(0), SCMP_SYS(setrlimit), 1,
                               SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffUL, RLIMIT_CORE))) < 0 ||

@@ -29,7 +29,11 @@
  * namespace confines (unix, inet, inet6, netlink); every other one fails
  * with EAFNOSUPPORT, as on a kernel without it.  AF_VSOCK (the channel
  * between a VM and its host) is not confined by a network namespace: its
- * ports are the host's.
+ * ports are the host's.  Of netlink, only NETLINK_ROUTE and
+ * NETLINK_SOCK_DIAG (the run's own interfaces and sockets); every other
+ * protocol (uevents, audit, the proc connector, netfilter, xfrm, generic
+ * netlink, one the kernel would load as a module) fails with
+ * EPROTONOSUPPORT, as for a protocol the kernel lacks.
  *
  * RLIMIT_CORE stays at 1 (launch.c: the one value that keeps core dumps
  * from a host pipe helper as well as from files): setrlimit and prlimit64

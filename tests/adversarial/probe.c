@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/io_uring.h>
+#include <linux/netlink.h>
 #include <linux/vm_sockets.h>
 #include <pthread.h>
 #include <sched.h>
@@ -678,6 +679,40 @@ int main(int argc, char **argv) {
         if (!got[0])
             return blocked("socket() of every other family");
         return escaped("sockets of families:", got);
+    }
+    if (!strcmp(a, "netlink") && argc == 2) { /* every netlink protocol but route and sock_diag */
+        char got[512] = "";
+        for (long p = 0; p < 34; p++) {
+            /* 32: uevents again, with high bits the kernel ignores (an int) */
+            long proto = p == 32 ? (long)(0x100000000L | NETLINK_KOBJECT_UEVENT) : p == 33 ? 255 : p;
+            if (proto == NETLINK_ROUTE || proto == NETLINK_SOCK_DIAG)
+                continue;
+            long s = syscall(SYS_socket, (long)AF_NETLINK, (long)(SOCK_RAW | SOCK_CLOEXEC), proto);
+            if (s < 0)
+                continue;
+            /* the host's device events: a listener of their group */
+            struct sockaddr_nl sa = {.nl_family = AF_NETLINK, .nl_groups = 1};
+            int listens = (int)proto == NETLINK_KOBJECT_UEVENT && bind((int)s, (struct sockaddr *)&sa, sizeof sa) == 0;
+            close((int)s);
+            if (p == 32)
+                snprintf(got + strlen(got), sizeof got - strlen(got), " 0x10000000f%s", listens ? "(uevents)" : "");
+            else
+                snprintf(got + strlen(got), sizeof got - strlen(got), " %ld%s", proto, listens ? "(uevents)" : "");
+        }
+        if (!got[0])
+            return blocked("socket(AF_NETLINK) of every protocol but route and sock_diag");
+        return escaped("netlink protocols:", got);
+    }
+    if (!strcmp(a, "netlink-allowed") && argc == 2) { /* the run's own interfaces and sockets */
+        static const int protos[] = {NETLINK_ROUTE, NETLINK_SOCK_DIAG};
+        for (size_t i = 0; i < 2; i++) {
+            int s = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, protos[i]);
+            if (s < 0)
+                return blocked(i ? "socket(NETLINK_SOCK_DIAG)" : "socket(NETLINK_ROUTE)");
+            close(s);
+        }
+        printf("ALLOWED route sock_diag\n");
+        return 0;
     }
     fprintf(stderr, "probe: unknown attempt '%s'\n", a);
     return 64;

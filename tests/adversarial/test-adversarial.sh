@@ -269,6 +269,13 @@ escape_reach() {
         skip "AF_VSOCK to the VM host's port table$AS" "no vsock here ($(cat "$PORTF.vsock"))"
     fi
     attempt "sockets of families other than unix, inet, inet6, netlink" families
+    # Of netlink only route and sock_diag, both the run's own network
+    # namespace's: not the host's device events (uevents), audit, the proc
+    # connector, netfilter, xfrm, generic netlink, nor a protocol the kernel
+    # would load a module for.  EPROTONOSUPPORT, as without the protocol.
+    attempt "netlink protocols but route and sock_diag (uevents, audit, netfilter, generic, ...)" netlink
+    eq "$(safe netlink-allowed)" "ALLOWED route sock_diag" \
+        "--safe keeps NETLINK_ROUTE and NETLINK_SOCK_DIAG (getifaddrs, ip addr, ss)$AS"
     attempt "nested user namespace (unshare)" userns
     attempt "nested user namespace (clone)" clone-userns
     attempt "i386 syscall ABI" i386
