@@ -13,12 +13,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #define CG_FILE_LIMIT (64u << 10)
 #define CG_DRAIN_MS 5000 /* how long the end waits for the killed leaf to empty */
+/* A leaf younger than this is never taken for a dead run's: a pvisor that
+ * does not lock its leaf (before this file did) leaves it empty between
+ * creating it and moving its launcher in. */
+#define CG_STALE_AFTER_S 60
 
 struct cgroup_run {
     int parent_fd;          /* C */
@@ -269,6 +274,33 @@ static bool other_children(struct cgroup_run *run) {
     return others;
 }
 
+/* Remove the leaves that supervisors killed before their end (kill -9,
+ * the OOM killer) left in C: a run's leaf is flock'ed by its supervisor
+ * for as long as it lives (cgroup_run_create), so one that is unlocked is
+ * a dead run's, and rmdir refuses it while a process is still in it.
+ * Only our names ("pvisor-<run>", and "-supervisor" siblings, which hold
+ * a live supervisor), and only those not changed for CG_STALE_AFTER_S
+ * (see there). */
+static void remove_stale_leaves(int parent_fd) {
+    _cleanup_closedir_ DIR *d = NULL;
+    if (dup_opendir(parent_fd, &d) < 0)
+        return;
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    struct dirent *de;
+    while ((de = readdir_no_dots(d))) {
+        if (de->d_type != DT_DIR || strncmp(de->d_name, "pvisor-", 7) != 0)
+            continue;
+        _cleanup_close_ int fd = openat(parent_fd, de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) < 0 || now.tv_sec - st.st_mtim.tv_sec < CG_STALE_AFTER_S)
+            continue;
+        if (flock(fd, LOCK_EX | LOCK_NB) < 0)
+            continue; /* a live run's */
+        (void)unlinkat(parent_fd, de->d_name, AT_REMOVEDIR);
+    }
+}
+
 /* Undo the supervisor's move and the controllers we enabled (reverse
  * order).  Controllers stay enabled while another child of C may use them
  * (a concurrent run), and always in the hierarchy's root (disabling there
@@ -352,6 +384,8 @@ int cgroup_run_create(const struct cgroup_where *w, const struct run_limits *wan
             *c = '-';
     snprintf(run->leaf, sizeof run->leaf, "pvisor-%s", id);
 
+    remove_stale_leaves(run->parent_fd);
+
     bool mem = want->mem_bytes && w->memory, pids = want->pids && w->pids;
     char why[200] = "";
     bool no_mem = want->mem_bytes && !w->memory, no_pids = want->pids && !w->pids;
@@ -413,6 +447,9 @@ int cgroup_run_create(const struct cgroup_where *w, const struct run_limits *wan
         run_free(run);
         return 0;
     }
+    /* held until the end (leaf_fd): the leaf is a live run's (see
+     * remove_stale_leaves) */
+    (void)flock(run->leaf_fd, LOCK_EX | LOCK_NB);
     say(run->path, sizeof run->path, "%s/%s", w->dir, run->leaf);
 
     char num[32];

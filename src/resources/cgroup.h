@@ -20,8 +20,10 @@
  * fails with EBUSY when other processes share C: the supervisor moves back.
  * At the end everything is undone in reverse order: cgroup.kill, wait until
  * the leaf is empty, rmdir, controllers we enabled disabled, the supervisor
- * back in C.  If the supervisor is killed, an empty leaf may remain (it is
- * removed with the delegating scope).
+ * back in C.  If the supervisor is killed, an empty leaf may remain: the
+ * supervisor holds a flock(2) on its leaf for the run's life, and the next
+ * run in C removes the leaves nobody holds that are empty and older than a
+ * minute (as does the delegating scope's end).
  *
  * The leaf also holds pvisor's launcher and the PID namespace's init (two
  * small single-threaded processes): pids.max is the request plus

@@ -243,6 +243,40 @@ print(resource.getrlimit(resource.RLIMIT_NPROC))' 2>/dev/null)
         case "$leaf" in "$D"/pvisor-*) ok "  the leaf is a child of the delegated cgroup";; *) not_ok "  the leaf is a child of the delegated cgroup"; diag "$leaf";; esac
         eq "$(jq -r .dimensions.resources.effective "$b")" enforced "  resources enforced (cpu in the leaf, pids in the run's user namespace)"
         eq "$(find "$D" -mindepth 1 -type d | wc -l)" 0 "  nothing is left in the delegated cgroup (leaf removed; no controller needed, so the supervisor never moved)"
+        # kill -9 of the supervisor: its launcher and command die with it
+        # (PR_SET_PDEATHSIG), its leaf stayed behind, empty, one per killed
+        # run.  The next run removes the leaves of runs that are gone (not
+        # locked by a live supervisor, empty, a minute old), not a live
+        # run's, not another's directory.
+        sh -c "echo \$\$ > '$D/cgroup.procs'; exec setpriv --reuid=65534 --regid=65534 --clear-groups \
+               env HOME='$U' XDG_STATE_HOME='$U/state' sh -c 'cd $U/ws && exec $PVISOR run --safe --limit cpu=60s -- sleep 300'" \
+            >/dev/null 2>&1 &
+        pv=$!
+        i=0; while [ -z "$(cat "$D"/pvisor-*/cgroup.procs 2>/dev/null)" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+        kill -9 $pv; wait $pv 2>/dev/null
+        i=0; while [ -n "$(cat "$D"/pvisor-*/cgroup.procs 2>/dev/null)" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+        dead=$(find "$D" -mindepth 1 -maxdepth 1 -type d -name 'pvisor-*')
+        eq "$(echo "$dead" | grep -c .):$(cat "$dead/cgroup.procs" 2>/dev/null | wc -l)" "1:0" \
+            "  (setup) kill -9 of the supervisor left its leaf, empty"
+        mkdir "$D/pvisor-young" "$D/other"  # an empty leaf of a run just starting; a directory not ours
+        touch -m -d '2 minutes ago' "$dead" "$D/other"
+        # a live run (its leaf older than a minute too) while the next one starts
+        sh -c "echo \$\$ > '$D/cgroup.procs'; exec setpriv --reuid=65534 --regid=65534 --clear-groups \
+               env HOME='$U' XDG_STATE_HOME='$U/state' sh -c 'cd $U/ws && exec $PVISOR run --safe --limit cpu=60s -- sleep 2'" \
+            >/dev/null 2>&1 &
+        live=$!
+        leaf=""
+        i=0; while [ -z "$leaf" ] && [ $i -lt 200 ]; do
+            for l in "$D"/pvisor-2*; do [ "$l" != "$dead" ] && [ -n "$(cat "$l/cgroup.procs" 2>/dev/null)" ] && leaf=$l; done
+            sleep 0.05; i=$((i + 1))
+        done
+        touch -m -d '2 minutes ago' "$leaf"
+        indelegated "--limit cpu=60s -- true" >/dev/null 2>&1; rc=$?
+        left=$(cd "$D" && find . -mindepth 1 -maxdepth 1 -type d | sort | tr '\n' ' ')
+        wait $live; lrc=$?
+        eq "$rc:$lrc:$([ -d "$dead" ] && echo kept || echo removed):$(echo "$left" | wc -w)" "0:0:removed:3" \
+            "  the next run removed the dead run's leaf, left the live run's, a young one and another's ($left)"
+        rmdir "$D/pvisor-young" "$D/other"
         # mem and pids in the delegated cgroup: the supervisor moves itself
         # to a sibling leaf so the delegated cgroup may distribute them
         if grep -qw memory "$D/cgroup.controllers" && grep -qw pids "$D/cgroup.controllers"; then
