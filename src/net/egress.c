@@ -202,6 +202,14 @@ static const char *v4_special(const unsigned char *a) {
         return "an IETF protocol address";
     if (a[0] == 198 && (a[1] & 0xfe) == 18)
         return "a benchmarking address";
+    /* TEST-NET-1, -2 and -3 (RFC 5737): never routed on the Internet, so
+     * a name that leads there leads into a network that took them for its
+     * own (as 2001:db8::/32 below) */
+    if ((a[0] == 192 && a[1] == 0 && a[2] == 2) || (a[0] == 198 && a[1] == 51 && a[2] == 100) ||
+        (a[0] == 203 && a[1] == 0 && a[2] == 113))
+        return "a documentation address";
+    if (a[0] == 192 && a[1] == 88 && a[2] == 99)
+        return "a deprecated 6to4 relay anycast address";
     if (a[0] >= 224)
         return "a multicast, reserved or broadcast address";
     return NULL;
@@ -222,8 +230,15 @@ static const char *v6_special(const unsigned char *a) {
         return "a site-local (deprecated, private) address";
     if (a[0] == 0x20 && a[1] == 0x01 && a[2] == 0 && a[3] == 0)
         return "a Teredo address (a tunnel to an IPv4 address)";
-    if (a[0] == 0x20 && a[1] == 0x01 && a[2] == 0x0d && a[3] == 0xb8)
-        return "a documentation address";
+    if ((a[0] == 0x20 && a[1] == 0x01 && a[2] == 0x0d && a[3] == 0xb8) ||
+        (a[0] == 0x3f && a[1] == 0xff && (a[2] & 0xf0) == 0))
+        return "a documentation address"; /* 2001:db8::/32, 3fff::/20 (RFC 9637) */
+    if (a[0] == 0x20 && a[1] == 0x01 && a[2] == 0 && a[3] == 0x02 && a[4] == 0 && a[5] == 0)
+        return "a benchmarking address"; /* 2001:2::/48 */
+    if (a[0] == 0x5f && a[1] == 0)
+        return "a segment routing (SRv6) address"; /* 5f00::/16 (RFC 9602) */
+    if (a[0] == 0x01 && a[1] == 0 && memcmp(a + 2, zero + 2, 5) == 0 && a[7] == 1)
+        return "a dummy-prefix address"; /* 100:0:0:1::/64 (RFC 9780) */
     if (a[0] == 0x01 && a[1] == 0 && memcmp(a + 2, zero + 2, 6) == 0)
         return "a discard-only address";
     if (memcmp(a, zero, 15) == 0)
@@ -236,6 +251,10 @@ static const char *v6_special(const unsigned char *a) {
         return "a multicast address";
     if (memcmp(a, zero, 12) == 0)
         return "an IPv4-compatible (deprecated) address";
+    /* every public unicast address is in 2000::/3; the rest is reserved
+     * (a network may use it as its own, as the ranges above) */
+    if ((a[0] & 0xe0) != 0x20)
+        return "a reserved address (outside 2000::/3)";
     return NULL;
 }
 

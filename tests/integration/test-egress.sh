@@ -298,12 +298,13 @@ eq "$(jq -r '.egress.destinations[0].connections' "$(bundle)")" "8" "... counted
 # in_dns_ns RESOLV_CONF DNS_ARGS SCRIPT: runs SCRIPT (sh) there; the
 # queries are in $T/dns.log.  In SCRIPT, "remote NAME [MODE]" starts
 # tests/helpers/egress-server.py NAME MODE (none: no server) on
-# 203.0.113.7, a host of its own: a network namespace behind a veth pair
-# (an address of the broker's own machine is refused to a name), S its
-# pid.
+# $RADDR (default 1.2.3.7: a public address, outside every range refused to
+# a name, reached only here), a host of its own: a network namespace behind
+# a veth pair (an address of the broker's own machine is refused to a
+# name), S its pid.
 in_dns_ns() {
     rm -f "$T/dns.ready"; : > "$T/dns.log"
-    T=$T W=$W P=$P C=$C SRCDIR=$SRCDIR RC=$1 DNS=$2 unshare --net --mount sh -c '
+    T=$T W=$W P=$P C=$C SRCDIR=$SRCDIR RC=$1 DNS=$2 RADDR=${RADDR:-1.2.3.7} unshare --net --mount sh -c '
         ip link set lo up && mount --bind "$RC" /etc/resolv.conf || exit 1
         python3 "$SRCDIR/tests/helpers/egress-dns.py" "$T/dns.ready" "$T/dns.log" $DNS >/dev/null 2>&1 &
         D=$!
@@ -311,15 +312,15 @@ in_dns_ns() {
         remote() {
             rm -f "$T/$1.port" "$T/$1.ns" "$T/$1.link"
             unshare --net sh -c "echo \$\$ > \"$T/$1.ns\"; while [ ! -e \"$T/$1.link\" ]; do sleep 0.05; done
-                ip link set lo up; ip link set v1 up; ip addr add 203.0.113.7/24 dev v1
+                ip link set lo up; ip link set v1 up; ip addr add $RADDR/24 dev v1
                 if [ -n \"$2\" ]; then
-                    EGRESS_SERVER_ADDR=203.0.113.7 exec python3 \"$SRCDIR/tests/helpers/egress-server.py\" \"$T/$1.port\" \"$T/$1.log\" $2
+                    EGRESS_SERVER_ADDR=$RADDR exec python3 \"$SRCDIR/tests/helpers/egress-server.py\" \"$T/$1.port\" \"$T/$1.log\" $2
                 fi
                 exec sleep 120" >/dev/null 2>&1 &
             S=$!
             i=0; while [ ! -s "$T/$1.ns" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
             ip link add v0 type veth peer name v1 netns "$(cat "$T/$1.ns")" && ip link set v0 up &&
-                ip addr add 203.0.113.1/24 dev v0
+                ip addr add "${RADDR%.*}.1/24" dev v0
             : > "$T/$1.link"
             i=0; while [ -n "$2" ] && [ ! -s "$T/$1.port" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
         }
@@ -350,7 +351,7 @@ if [ "$(id -u)" -eq 0 ] && command -v ip >/dev/null && unshare --net --mount tru
     # exist must not lead to NAME.SEARCH-DOMAIN, a host no rule names
     # (served here on an address of our namespace's loopback).
     printf 'nameserver 127.0.0.1\nsearch corp.pvisor-test.example\n' > "$T/resolv.search"
-    out=$(in_dns_ns "$T/resolv.search" "answer corp.pvisor-test.example 203.0.113.7" '
+    out=$(in_dns_ns "$T/resolv.search" "answer corp.pvisor-test.example 1.2.3.7" '
         remote corp echo
         cd "$W" && "$P" run --safe --allow-net "*.pvisor-test.example:$(cat "$T/corp.port")" -- sh -c "
             $C echo nx.pvisor-test.example:$(cat "$T/corp.port") hi
@@ -364,7 +365,7 @@ if [ "$(id -u)" -eq 0 ] && command -v ip >/dev/null && unshare --net --mount tru
     # from before the lookup, so a name that took 10 s to resolve got "504
     # Gateway Timeout" from a server that was up.
     printf 'nameserver 127.0.0.1\noptions timeout:20 attempts:1\n' > "$T/resolv.delay"
-    out=$(in_dns_ns "$T/resolv.delay" "answer pvisor-test.example 203.0.113.7 10.5" '
+    out=$(in_dns_ns "$T/resolv.delay" "answer pvisor-test.example 1.2.3.7 10.5" '
         remote slowdns echo
         SP=$(cat "$T/slowdns.port")
         cd "$W" && "$P" run --safe --allow-net "slow.pvisor-test.example:$SP" -- $C echo slow.pvisor-test.example:$SP hi 2>/dev/null
@@ -376,24 +377,24 @@ if [ "$(id -u)" -eq 0 ] && command -v ip >/dev/null && unshare --net --mount tru
     # Forbidden", a refusal (pointing at --allow-net), with the failure's
     # reason, because the private address came last.
     printf 'nameserver 127.0.0.1\n' > "$T/resolv.mixed"
-    out=$(in_dns_ns "$T/resolv.mixed" "answer pvisor-test.example 203.0.113.7,10.0.0.5" '
+    out=$(in_dns_ns "$T/resolv.mixed" "answer pvisor-test.example 1.2.3.7,10.0.0.5" '
         remote mixed
         cd "$W" && "$P" run --safe --allow-net "mixed.pvisor-test.example:9" -- $C get mixed.pvisor-test.example:9 x 2>/dev/null
         kill $S' 2>/dev/null)
     eq "$out:$(jq -r '.egress.destinations[] | [.verdict, .reason] | join(" ")' "$(bundle)")" \
-        "502 -:failed connecting to 203.0.113.7 port 9: Connection refused" \
+        "502 -:failed connecting to 1.2.3.7 port 9: Connection refused" \
         "a name whose public address cannot be reached and whose other one is private: failed (502), not refused"
 
     # A name whose DNS points at an address of the broker's own machine,
     # one no range rules out (a public IPv4 address on its interface, a
     # global IPv6 one; the command can learn it from what an allowed
     # server sees): the machine's own services, those listening on every
-    # address included, were reached.  Here 198.51.100.9 on the
+    # address included, were reached.  Here 1.2.4.9 on the
     # namespace's loopback and a server on 0.0.0.0 (names that lead to a
     # remote host's address get through: above).
     printf 'nameserver 127.0.0.1\n' > "$T/resolv.own"; : > "$T/own.log"
-    out=$(in_dns_ns "$T/resolv.own" "answer own.pvisor-test.example 198.51.100.9" '
-        ip addr add 198.51.100.9/32 dev lo
+    out=$(in_dns_ns "$T/resolv.own" "answer own.pvisor-test.example 1.2.4.9" '
+        ip addr add 1.2.4.9/32 dev lo
         EGRESS_SERVER_ADDR=0.0.0.0 python3 "$SRCDIR/tests/helpers/egress-server.py" "$T/own.port" "$T/own.log" echo \
             >/dev/null 2>&1 & O=$!
         i=0; while [ ! -s "$T/own.port" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
@@ -401,8 +402,22 @@ if [ "$(id -u)" -eq 0 ] && command -v ip >/dev/null && unshare --net --mount tru
         cd "$W" && "$P" run --safe --allow-net "*.pvisor-test.example:$OP" -- $C echo db.own.pvisor-test.example:$OP hi 2>/dev/null
         kill $O' 2>/dev/null)
     eq "$out:$(grep -c conn "$T/own.log"):$(jq -r '.egress.destinations[] | [.verdict, .reason] | join(" ")' "$(bundle)")" \
-        "403:0:refused db.own.pvisor-test.example resolves to 198.51.100.9, an address of this machine" \
+        "403:0:refused db.own.pvisor-test.example resolves to 1.2.4.9, an address of this machine" \
         "a name that resolves to an address of the broker's own machine is refused; its service got nothing"
+
+    # The documentation ranges (TEST-NET-1, -2, -3) are never routed on the
+    # Internet: a name that led there reached a network that took one for
+    # its own, as 2001:db8::/32 was already refused.  Here a host at
+    # 192.0.2.7 with a server; the control is the same run with the address
+    # as the rule (the user named it).
+    out=$(RADDR=192.0.2.7 in_dns_ns "$T/resolv.own" "answer doc.pvisor-test.example 192.0.2.7" '
+        remote doc echo
+        DP=$(cat "$T/doc.port")
+        cd "$W" && "$P" run --safe --allow-net "*.pvisor-test.example:$DP" -- $C echo www.doc.pvisor-test.example:$DP hi 2>/dev/null
+        cd "$W" && "$P" run --safe --allow-net "192.0.2.7:$DP" -- $C echo 192.0.2.7:$DP hi 2>/dev/null
+        kill $S' 2>/dev/null)
+    eq "$(echo $out):$(grep -c conn "$T/doc.log")" "403 200 echo:hi:1" \
+        "a name that resolves to a documentation address (192.0.2.7) is refused; the address as the rule gets through"
 else
     skip "name lookups under way at the run's end" "needs root, ip and unshare (a DNS server of the test's own)"
     skip "search domains" "needs root, ip and unshare (a DNS server of the test's own)"

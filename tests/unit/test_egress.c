@@ -164,11 +164,25 @@ static void test_addresses(void) {
         "::ffff:169.254.169.254",
         "64:ff9b::a9fe:a9fe",
         "::127.0.0.1",
+        "192.0.2.1",
+        "198.51.100.9",
+        "203.0.113.7",
+        "::ffff:203.0.113.7",
+        "2002:cb00:7107::1",
+        "192.88.99.1",
+        "3fff::1",
+        "3fff:fff:ffff::1",
+        "2001:2::1",
+        "5f00::1",
+        "100:0:0:1::1",
+        "4000::1",
+        "e000::1",
     };
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
         ok(refusal("api.example.com", refused[i]) != NULL, "a name may not lead to %s", refused[i]);
-    static const char *const public[] = {"93.184.216.34",   "172.32.0.1",     "100.128.0.1",    "8.8.8.8",
-                                         "2606:4700::1111", "::ffff:8.8.8.8", "2002:808:808::1"};
+    static const char *const public[] = {"93.184.216.34",   "172.32.0.1",      "100.128.0.1",     "8.8.8.8",
+                                         "2606:4700::1111", "::ffff:8.8.8.8",  "2002:808:808::1", "192.0.3.1",
+                                         "203.0.114.1",     "2001:4860::8888", "3fff:1000::1",    "2001:3::1"};
     for (size_t i = 0; i < sizeof public / sizeof public[0]; i++)
         ok(refusal("api.example.com", public[i]) == NULL, "a name may lead to %s", public[i]);
     ok(refusal("10.1.2.3", "10.1.2.3") == NULL, "an address rule leads to its own address");
