@@ -314,10 +314,11 @@ int policy_parse_run(int argc, char **argv, struct run_options *ret_opts, char *
             break;
         }
         case OPT_MAX_BYTES:
-            r = parse_size(val, 1, UINT64_MAX, &o.stage_max_bytes);
+            r = parse_size(val, 1, POLICY_STAGE_QUOTA_MAX, &o.stage_max_bytes);
             if (r < 0)
-                return usage_error(ret_error, "--stage-max-bytes: '%s' is not a size (examples: 1048576, 512M, 2G)",
-                                   val);
+                return usage_error(
+                    ret_error, "--stage-max-bytes: '%s' is not a size from 1 to 1024T (examples: 1048576, 512M, 2G)",
+                    val);
             break;
         case OPT_TIMEOUT:
             if (policy_parse_duration(val, &o.timeout_ms) < 0)
@@ -362,9 +363,10 @@ int policy_parse_run(int argc, char **argv, struct run_options *ret_opts, char *
             o.pass_env[o.n_pass_env++] = val;
             break;
         case OPT_MAX_INODES:
-            r = parse_size(val, 1, UINT64_MAX, &o.stage_max_inodes);
+            r = parse_size(val, 1, POLICY_STAGE_QUOTA_MAX, &o.stage_max_inodes);
             if (r < 0)
-                return usage_error(ret_error, "--stage-max-inodes: '%s' is not a count (examples: 1000, 100K)", val);
+                return usage_error(
+                    ret_error, "--stage-max-inodes: '%s' is not a count from 1 to 1024T (examples: 1000, 100K)", val);
             break;
         }
     }

@@ -51,6 +51,11 @@ struct access_rule {
 };
 enum executor_kind { EXECUTOR_AUTO, EXECUTOR_HOST, EXECUTOR_OCI, EXECUTOR_VM };
 
+/* --stage-max-bytes and --stage-max-inodes: at most 1024T each.  The launch
+ * plan and the Bundle carry them as JSON integers (int64): a larger value
+ * was accepted, then recorded as negative and refused by the launcher. */
+#define POLICY_STAGE_QUOTA_MAX (1ULL << 50)
+
 /* --limit: resource limits for the command's whole process tree (0 = not
  * requested).  How each is installed (a cgroup v2 leaf, or a weaker
  * per-process rlimit) is decided by the supervisor and recorded per limit. */
