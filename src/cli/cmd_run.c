@@ -84,88 +84,109 @@ static int check_stage_arg(const struct run_options *o) {
     return 0;
 }
 
-/* --access / --allow-write paths must exist, and a read-write grant must
- * not overlap the workspace (its writes are staged; a grant would bypass
- * the stage).  Usage errors: checked before anything is written. */
-static int check_access_rules(const struct run_options *o, const char *workspace) {
-    for (int i = 0; i < o->n_access; i++) {
-        _cleanup_free_ char *rp = realpath(o->access[i].path, NULL);
-        if (!rp)
-            return cli_usage_error("run", "--access/--allow-write '%s': %s", o->access[i].path, strerror(errno));
-        if (!run_path_recordable(o->access[i].path) || !run_path_recordable(rp)) {
-            _cleanup_free_ char *d = term_escape(o->access[i].path);
-            return cli_usage_error(
-                "run", "--access/--allow-write %s is not valid UTF-8, which the Bundle cannot record", d ? d : "?");
-        }
-        if (strcmp(rp, "/") == 0)
-            return cli_usage_error("run", "--access %s:%s names the whole file system; name what to %s",
-                                   access_kind_name(o->access[i].kind), o->access[i].path,
-                                   o->access[i].kind == ACCESS_DENY ? "hide" : "grant");
-        /* the sandbox has a /proc of its own and no /sys: a rule there
-         * would be hidden by the first, or expose the host's devices */
-        if (path_within(rp, "/proc") || path_within(rp, "/sys"))
-            return cli_usage_error("run", "--access %s:%s: the sandbox has a /proc of its own and no /sys",
-                                   access_kind_name(o->access[i].kind), o->access[i].path);
-        bool inside = path_within(rp, workspace);
-        bool covers = path_within(workspace, rp) && strcmp(workspace, rp) != 0;
-        if (o->access[i].kind == ACCESS_RW && (inside || covers))
-            return cli_usage_error("run",
-                                   "--allow-write/--access rw:%s overlaps the workspace %s, whose writes are "
-                                   "staged; grant a path outside it",
-                                   o->access[i].path, workspace);
-        /* a cover over a directory that holds the workspace (or over /dev,
-         * which the sandbox builds inside it) leaves the command nothing to
-         * start in: its setup failed */
-        if (o->access[i].kind == ACCESS_DENY && covers)
-            return cli_usage_error("run", "--access deny:%s would hide the workspace %s, which it holds",
-                                   o->access[i].path, workspace);
-        /* /dev itself: the sandbox has one of its own (a few device nodes).
-         * The host's read-write: the command could create, replace or
-         * delete the host's device nodes (as root, its own), and write any
-         * device its owner may; read-only, it shows every disk and
-         * partition to read raw (as root, and to a disk group's member):
-         * every file of the host, every credential the sandbox keeps from
-         * the command.  A grant of one device node stays. */
-        if (strcmp(rp, "/dev") == 0) {
-            switch (o->access[i].kind) {
-            case ACCESS_RW:
-                return cli_usage_error("run",
-                                       "--access rw:%s would hand the command the host's /dev read-write: it could "
-                                       "create or delete the host's device nodes, and write any device you may; the "
-                                       "sandbox has a /dev of its own (a few device nodes): grant the devices it "
-                                       "needs one by one (such as rw:/dev/kvm)",
-                                       o->access[i].path);
-            case ACCESS_RO:
-                return cli_usage_error("run",
-                                       "--access ro:%s would show the command the host's disks to read raw (every "
-                                       "file on them, credentials included); the sandbox has a /dev of its own: "
-                                       "grant the devices it needs one by one (such as ro:/dev/dri)",
-                                       o->access[i].path);
-            case ACCESS_DENY:
-                return cli_usage_error("run",
-                                       "--access deny:%s: the sandbox has a /dev of its own (a few device nodes); "
-                                       "deny one of them instead",
-                                       o->access[i].path);
-            }
-        }
-        /* the agent socket is projected at PLAN_AGENT_SOCKET_PATH, on top
-         * of the grants: its mount point cannot be made in a read-only
-         * projection of the host's /run (the setup failed), and in a
-         * read-write one it was made in the host's /run */
-        if (o->access[i].kind != ACCESS_DENY && path_within(PLAN_AGENT_SOCKET_PATH, rp))
-            return cli_usage_error(
-                "run",
-                "--access %s:%s would hold the sandbox's agent socket, %s, whose mount point %s; grant the directories "
-                "in %s the command needs instead (such as %s:/run/postgresql)",
-                access_kind_name(o->access[i].kind), o->access[i].path, PLAN_AGENT_SOCKET_PATH,
-                o->access[i].kind == ACCESS_RO ? "cannot be made in a read-only projection"
-                                               : "would be made on the host through a read-write projection",
-                rp, access_kind_name(o->access[i].kind));
-        if (o->access[i].kind == ACCESS_RO && (covers || strcmp(workspace, rp) == 0))
-            return cli_usage_error("run", "--access ro:%s would expose the real workspace around the stage",
-                                   o->access[i].path);
+/* --access / --allow-write rule i's path must exist, and a read-write grant
+ * must not overlap the workspace (its writes are staged; a grant would
+ * bypass the stage).  Usage errors: checked before anything is written.
+ * seen: the resolved paths of the rules before i; *ret_real: rule i's. */
+static int check_access_rule(const struct run_options *o, int i, const char *workspace, char *const *seen,
+                             char **ret_real) {
+    _cleanup_free_ char *rp = realpath(o->access[i].path, NULL);
+    if (!rp)
+        return cli_usage_error("run", "--access/--allow-write '%s': %s", o->access[i].path, strerror(errno));
+    if (!run_path_recordable(o->access[i].path) || !run_path_recordable(rp)) {
+        _cleanup_free_ char *d = term_escape(o->access[i].path);
+        return cli_usage_error("run", "--access/--allow-write %s is not valid UTF-8, which the Bundle cannot record",
+                               d ? d : "?");
     }
+    /* Two rules of different kinds for one path (by its name or
+     * another: a symlink, a relative path): the mounts stack, so
+     * rw: won over ro: and deny: over both, whatever their order,
+     * silently; which one the user meant, pvisor cannot tell. */
+    for (int j = 0; j < i; j++)
+        if (o->access[j].kind != o->access[i].kind && strcmp(seen[j], rp) == 0)
+            return cli_usage_error("run",
+                                   "--access %s:%s and --access %s:%s name the same path %s; give one rule for it",
+                                   access_kind_name(o->access[j].kind), o->access[j].path,
+                                   access_kind_name(o->access[i].kind), o->access[i].path, rp);
+    if (strcmp(rp, "/") == 0)
+        return cli_usage_error("run", "--access %s:%s names the whole file system; name what to %s",
+                               access_kind_name(o->access[i].kind), o->access[i].path,
+                               o->access[i].kind == ACCESS_DENY ? "hide" : "grant");
+    /* the sandbox has a /proc of its own and no /sys: a rule there
+     * would be hidden by the first, or expose the host's devices */
+    if (path_within(rp, "/proc") || path_within(rp, "/sys"))
+        return cli_usage_error("run", "--access %s:%s: the sandbox has a /proc of its own and no /sys",
+                               access_kind_name(o->access[i].kind), o->access[i].path);
+    bool inside = path_within(rp, workspace);
+    bool covers = path_within(workspace, rp) && strcmp(workspace, rp) != 0;
+    if (o->access[i].kind == ACCESS_RW && (inside || covers))
+        return cli_usage_error("run",
+                               "--allow-write/--access rw:%s overlaps the workspace %s, whose writes are "
+                               "staged; grant a path outside it",
+                               o->access[i].path, workspace);
+    /* a cover over a directory that holds the workspace (or over /dev,
+     * which the sandbox builds inside it) leaves the command nothing to
+     * start in: its setup failed */
+    if (o->access[i].kind == ACCESS_DENY && covers)
+        return cli_usage_error("run", "--access deny:%s would hide the workspace %s, which it holds", o->access[i].path,
+                               workspace);
+    /* /dev itself: the sandbox has one of its own (a few device nodes).
+     * The host's read-write: the command could create, replace or
+     * delete the host's device nodes (as root, its own), and write any
+     * device its owner may; read-only, it shows every disk and
+     * partition to read raw (as root, and to a disk group's member):
+     * every file of the host, every credential the sandbox keeps from
+     * the command.  A grant of one device node stays. */
+    if (strcmp(rp, "/dev") == 0) {
+        switch (o->access[i].kind) {
+        case ACCESS_RW:
+            return cli_usage_error("run",
+                                   "--access rw:%s would hand the command the host's /dev read-write: it could "
+                                   "create or delete the host's device nodes, and write any device you may; the "
+                                   "sandbox has a /dev of its own (a few device nodes): grant the devices it "
+                                   "needs one by one (such as rw:/dev/kvm)",
+                                   o->access[i].path);
+        case ACCESS_RO:
+            return cli_usage_error("run",
+                                   "--access ro:%s would show the command the host's disks to read raw (every "
+                                   "file on them, credentials included); the sandbox has a /dev of its own: "
+                                   "grant the devices it needs one by one (such as ro:/dev/dri)",
+                                   o->access[i].path);
+        case ACCESS_DENY:
+            return cli_usage_error("run",
+                                   "--access deny:%s: the sandbox has a /dev of its own (a few device nodes); "
+                                   "deny one of them instead",
+                                   o->access[i].path);
+        }
+    }
+    /* the agent socket is projected at PLAN_AGENT_SOCKET_PATH, on top
+     * of the grants: its mount point cannot be made in a read-only
+     * projection of the host's /run (the setup failed), and in a
+     * read-write one it was made in the host's /run */
+    if (o->access[i].kind != ACCESS_DENY && path_within(PLAN_AGENT_SOCKET_PATH, rp))
+        return cli_usage_error(
+            "run",
+            "--access %s:%s would hold the sandbox's agent socket, %s, whose mount point %s; grant the directories "
+            "in %s the command needs instead (such as %s:/run/postgresql)",
+            access_kind_name(o->access[i].kind), o->access[i].path, PLAN_AGENT_SOCKET_PATH,
+            o->access[i].kind == ACCESS_RO ? "cannot be made in a read-only projection"
+                                           : "would be made on the host through a read-write projection",
+            rp, access_kind_name(o->access[i].kind));
+    if (o->access[i].kind == ACCESS_RO && (covers || strcmp(workspace, rp) == 0))
+        return cli_usage_error("run", "--access ro:%s would expose the real workspace around the stage",
+                               o->access[i].path);
+    *ret_real = TAKE_PTR(rp);
     return 0;
+}
+
+static int check_access_rules(const struct run_options *o, const char *workspace) {
+    char *seen[POLICY_MAX_ACCESS] = {NULL}; /* the rules' resolved paths so far */
+    int r = 0;
+    for (int i = 0; i < o->n_access && r == 0; i++)
+        r = check_access_rule(o, i, workspace, seen, &seen[i]);
+    for (int i = 0; i < o->n_access; i++)
+        free(seen[i]);
+    return r;
 }
 
 int cmd_run(int argc, char **argv) {

@@ -36,3 +36,23 @@ eq "$(usage --stage auto --stage-max-bytes 1024T --stage-max-inodes 1024T -- tru
     "the largest stage quotas are accepted"
 eq "$(jq -c '[.requested_policy.stage_max_bytes, .requested_policy.stage_max_inodes]' "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json")" \
     "[1125899906842624,1125899906842624]" "... and recorded as given"
+
+# --- two --access rules of different kinds for one path -------------------------
+# The mounts stack: rw: won over ro: and deny: over both, whatever the order,
+# silently (a write landed on the host with "ro:D" given); which one was meant
+# pvisor cannot tell: a usage error naming both, also when the two name the
+# path differently (a symlink, a relative path, a trailing slash)
+mkdir "$T/grant"
+ln -s grant "$T/grant-link"
+for pair in "ro:$T/grant rw:$T/grant" "rw:$T/grant ro:$T/grant/" "ro:../grant rw:$T/grant-link" \
+            "deny:$T/grant rw:$T/grant"; do
+    set -- $pair
+    eq "$(usage --safe --access "$1" --access "$2" -- sh -c "echo w > $T/grant/w")" "2 2 0" \
+        "--access $1 --access $2: a usage error, nothing run or written"
+    check "... which names both rules and the path" \
+        grep -qF "pvisor run: --access $1 and --access $2 name the same path $T/grant;" "$T/err1"
+done
+check "... nothing was written in the grant" test ! -e "$T/grant/w"
+mkdir "$T/grant/sub"
+eq "$(usage --safe --allow-write "$T/grant" --access "rw:$T/grant-link" --access "ro:$T/grant/sub" -- true)" "0 0 1" \
+    "the same rule twice, and rules for a path and one below it, are accepted"
