@@ -72,12 +72,36 @@ static int resolve_workspace(const struct run_options *o, char **ret_path) {
 static int check_stage_arg(const struct run_options *o) {
     if (!o->stage || strcmp(o->stage, "auto") == 0)
         return 0;
+    /* the stage is made or opened by its name in its parent: '/', '.',
+     * '..' (with trailing slashes or not) have none ("Invalid argument") */
+    size_t l = strlen(o->stage);
+    while (l > 1 && o->stage[l - 1] == '/')
+        l--;
+    size_t b = l;
+    while (b > 0 && o->stage[b - 1] != '/')
+        b--;
+    const char *base = o->stage + b;
+    size_t bl = l - b;
+    if (bl == 0 || (bl == 1 && base[0] == '.') || (bl == 2 && strncmp(base, "..", 2) == 0))
+        return cli_usage_error("run",
+                               "--stage '%s' names no directory of its own; give the stage's path by its name "
+                               "(such as ../NAME), or --stage auto",
+                               o->stage);
+    /* a link, also with a trailing '/' (which lstat follows) */
+    _cleanup_free_ char *name = strndup(o->stage, l);
+    if (!name)
+        return cli_error(PV_EXIT_SETUP, "run", "out of memory");
     struct stat st;
-    if (lstat(o->stage, &st) < 0) {
+    if (lstat(name, &st) < 0) {
         if (errno == ENOENT)
             return 0;
         return cli_usage_error("run", "--stage '%s': %s", o->stage, strerror(errno));
     }
+    if (S_ISLNK(st.st_mode))
+        return cli_usage_error("run",
+                               "--stage '%s' is a symbolic link, which a stage is never opened through (pvisor "
+                               "apply, diff, drop refuse it); give the directory it leads to, or a new path",
+                               o->stage);
     if (!S_ISDIR(st.st_mode))
         return cli_usage_error(
             "run", "--stage '%s' exists and is not a directory; choose a new path or an existing stage", o->stage);

@@ -56,3 +56,21 @@ check "... nothing was written in the grant" test ! -e "$T/grant/w"
 mkdir "$T/grant/sub"
 eq "$(usage --safe --allow-write "$T/grant" --access "rw:$T/grant-link" --access "ro:$T/grant/sub" -- true)" "0 0 1" \
     "the same rule twice, and rules for a path and one below it, are accepted"
+
+# --- --stage that names no directory, or a symlink ---------------------------------
+# '.', '..', '/' said "--stage '.': Invalid argument"; a symlink to a stage
+# directory "exists and is not a directory", and with a trailing '/' it was
+# used (the Bundle naming the link, which 'pvisor apply --stage' refuses)
+mkdir "$T/realstage"
+ln -s realstage "$T/stage-link"
+for s in . .. / ./ ../. "$T/."; do
+    eq "$(usage --stage "$s" -- true)" "2 2 0" "--stage '$s': a usage error, nothing written"
+    check "... which says it names no directory and what to give" \
+        grep -qF "pvisor run: --stage '$s' names no directory of its own; give the stage's path by its name" "$T/err1"
+done
+for s in "$T/stage-link" "$T/stage-link/"; do
+    eq "$(usage --stage "$s" -- true)" "2 2 0" "--stage '$s' (a symlink to a directory): a usage error, nothing written"
+    check "... which says it is a symlink" grep -qF "pvisor run: --stage '$s' is a symbolic link" "$T/err1"
+done
+check "... nothing was made in the directory it leads to" sh -c "[ -z \"\$(ls -A '$T/realstage')\" ]"
+eq "$(usage --stage "$T/realstage/" -- true)" "0 0 1" "--stage DIR/ (an empty directory) is accepted"
