@@ -53,6 +53,15 @@ static int resolve_workspace(const struct run_options *o, char **ret_path) {
         free(real);
         return cli_usage_error("run", "--workspace '%s' is not a directory", w);
     }
+    /* Every stage would lie in it ("choose --stage outside the workspace",
+     * which nothing is) */
+    if (policy_wants_stage(o) && strcmp(real, "/") == 0) {
+        free(real);
+        return cli_usage_error("run",
+                               "the workspace is / (%s), which cannot be staged: run pvisor in your project's "
+                               "directory, or give it with --workspace DIR",
+                               o->workspace ? "--workspace" : "the current directory");
+    }
     /* A staged run's workspace is looked up by name (the Bundle, the
      * stage's meta.json); a plain run's is the current directory, never
      * looked up, which its Bundle gives as cwd_hex (workspace null). */

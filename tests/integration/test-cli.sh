@@ -74,3 +74,15 @@ for s in "$T/stage-link" "$T/stage-link/"; do
 done
 check "... nothing was made in the directory it leads to" sh -c "[ -z \"\$(ls -A '$T/realstage')\" ]"
 eq "$(usage --stage "$T/realstage/" -- true)" "0 0 1" "--stage DIR/ (an empty directory) is accepted"
+
+# --- the workspace is / ----------------------------------------------------------
+# its stage is always inside it: the error said "choose --stage outside the
+# workspace (or set XDG_STATE_HOME outside it)", which nothing is
+for how in "--safe" "--stage $T/st-root" "--filesystem sandbox"; do
+    # shellcheck disable=SC2086
+    eq "$(cd / && usage $how -- true)" "2 2 0" "run $how in /: a usage error, nothing written"
+    check "... which says / cannot be staged and what to do" \
+        grep -qF "pvisor run: the workspace is / (the current directory), which cannot be staged: run pvisor in your project's directory" "$T/err1"
+done
+eq "$(usage --safe --workspace /tmp/.. -- true)" "2 2 0" "run --safe --workspace /tmp/..: a usage error"
+check "... which names --workspace" grep -qF "the workspace is / (--workspace)" "$T/err1"
