@@ -278,28 +278,37 @@ int cmd_run(int argc, char **argv) {
         .workspace = workspace,
         .cwd = cwd,
     };
-    if (policy_wants_stage(&o)) {
-        _cleanup_free_ char *msg = NULL;
-        if (run_check_stage_location(&ctx, &msg) < 0)
-            return cli_usage_error("run", "%s", msg ? msg : "invalid stage location");
-    }
-
     /* pvisor's own state inside a sandboxed run's workspace (XDG_STATE_HOME
      * there, or HOME the workspace): the command would read other runs'
      * Bundles and stages through the view and could stage a forged run
      * that apply writes into the real state; and the agent socket, in the
      * run directory, would be reached through the view (not a socket
-     * there).  Refused before anything is written. */
+     * there).  Refused before anything is written, and before the stage's
+     * location: a --stage auto there is inside the workspace too, which
+     * said to "choose --stage outside the workspace" to a --safe run that
+     * gave none, where HOME is the workspace. */
     if (policy_wants_sandbox(&o)) {
         _cleanup_free_ char *real = NULL;
         if (path_resolve(runs, &real) < 0)
             return cli_error(PV_EXIT_SETUP, "run", "out of memory");
+        /* a relative XDG_STATE_HOME is ignored (XDG): say so, or the
+         * advice reads as wrong to one who set it */
+        const char *x = getenv("XDG_STATE_HOME");
+        bool x_ignored = x && x[0] && x[0] != '/';
         if (path_within(runs, workspace) || (real && path_within(real, workspace)))
             return cli_usage_error("run",
                                    "pvisor's state directory %s is inside the workspace %s: the sandboxed command "
                                    "would see other runs' Bundles and stages there; set XDG_STATE_HOME to a "
-                                   "directory outside the workspace",
-                                   real ? real : runs, workspace);
+                                   "directory outside the workspace%s%s%s",
+                                   real ? real : runs, workspace,
+                                   x_ignored ? " (an absolute path: XDG_STATE_HOME=" : "", x_ignored ? x : "",
+                                   x_ignored ? " is relative, which is ignored)" : "");
+    }
+
+    if (policy_wants_stage(&o)) {
+        _cleanup_free_ char *msg = NULL;
+        if (run_check_stage_location(&ctx, &msg) < 0)
+            return cli_usage_error("run", "%s", msg ? msg : "invalid stage location");
     }
 
     /* An apply into this workspace cut short: the command would work on a

@@ -86,3 +86,14 @@ for how in "--safe" "--stage $T/st-root" "--filesystem sandbox"; do
 done
 eq "$(usage --safe --workspace /tmp/.. -- true)" "2 2 0" "run --safe --workspace /tmp/..: a usage error"
 check "... which names --workspace" grep -qF "the workspace is / (--workspace)" "$T/err1"
+
+# --- pvisor's state directory inside a --safe run's workspace (HOME) --------------
+# said "the stage .../runs/ID/stage and the workspace must not contain each
+# other; choose --stage outside the workspace", to a run that gave no --stage
+mkdir "$T/home"
+eq "$(cd "$T/home" && env -u XDG_STATE_HOME HOME="$T/home" "$PVISOR" run --safe -- true 2>&1 >/dev/null | head -n 1)" \
+    "pvisor run: pvisor's state directory $T/home/.local/state/pvisor/runs is inside the workspace $T/home: the sandboxed command would see other runs' Bundles and stages there; set XDG_STATE_HOME to a directory outside the workspace" \
+    "--safe in HOME (the state directory there): the error says to set XDG_STATE_HOME"
+eq "$(cd "$T/home" && env XDG_STATE_HOME=rel HOME="$T/home" "$PVISOR" run --safe -- true 2>&1 >/dev/null | grep -c 'XDG_STATE_HOME=rel is relative, which is ignored')" \
+    1 "... and that a relative XDG_STATE_HOME is ignored"
+check "... nothing was written there" test ! -e "$T/home/.local"
