@@ -9,11 +9,15 @@
 #include "cli/cli.h"
 #include "config.h"
 #include "evidence/probe.h"
+#include "util/cleanup.h"
+#include "util/util.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static const char *status_word(const struct probe_status *s) {
     if (s->ok)
@@ -62,6 +66,51 @@ static void print_features(const struct host_probe *p) {
         p->no_new_privs < 0 ? "unknown"
         : p->no_new_privs   ? "already set on pvisor"
                             : "not set (settable)");
+}
+
+/* Where runs are recorded, and whether this uid can record one there:
+ * every run (plain ones too) writes its Bundle there first, and failed
+ * with 125 where the features above said nothing was missing.  Nothing
+ * is created: the nearest existing directory on the way is checked. */
+static void print_state_dir(void) {
+    _cleanup_free_ char *runs = NULL;
+    int r = runs_dir(false, &runs);
+    const char *x = getenv("XDG_STATE_HOME");
+    const char *ignored = x && x[0] && x[0] != '/' ? " (XDG_STATE_HOME is relative, so ignored)" : "";
+    if (r < 0) {
+        printf("State:  missing: no state directory (%s): set XDG_STATE_HOME or HOME to an absolute path%s\n",
+               strerror(-r), ignored);
+        return;
+    }
+    _cleanup_free_ char *at = strdup(runs);
+    if (!at) {
+        printf("State:  %s: out of memory\n", runs);
+        return;
+    }
+    struct stat st;
+    int e = 0;
+    for (;;) {
+        if (stat(at, &st) == 0) {
+            e = !S_ISDIR(st.st_mode) ? ENOTDIR : access(at, W_OK | X_OK) < 0 ? errno : 0;
+            break;
+        }
+        char *slash = strrchr(at, '/');
+        if (errno != ENOENT || !slash) {
+            e = errno;
+            break;
+        }
+        if (slash == at)
+            slash[1] = '\0';
+        else
+            *slash = '\0';
+    }
+    _cleanup_free_ char *shown = term_escape(runs), *shown_at = term_escape(at);
+    if (e == 0)
+        printf("State:  %s (runs are recorded there)%s\n", shown ? shown : "?", ignored);
+    else
+        printf("State:  missing: runs cannot be recorded in %s (%s: %s): every run fails; set XDG_STATE_HOME to a "
+               "directory you can write%s\n",
+               shown ? shown : "?", shown_at ? shown_at : "?", strerror(e), ignored);
 }
 
 static void print_executor(const struct executor_readiness *r) {
@@ -131,6 +180,8 @@ int cmd_doctor(int argc, char **argv) {
         r = print_json(p);
     } else {
         print_features(p);
+        printf("\n");
+        print_state_dir();
         printf("\nExecutors (this build: pvisor %s)\n", PVISOR_VERSION);
         for (int k = 0; k < PROBE_EXECUTOR_COUNT; k++) {
             struct executor_readiness er;

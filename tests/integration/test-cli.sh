@@ -97,3 +97,17 @@ eq "$(cd "$T/home" && env -u XDG_STATE_HOME HOME="$T/home" "$PVISOR" run --safe 
 eq "$(cd "$T/home" && env XDG_STATE_HOME=rel HOME="$T/home" "$PVISOR" run --safe -- true 2>&1 >/dev/null | grep -c 'XDG_STATE_HOME=rel is relative, which is ignored')" \
     1 "... and that a relative XDG_STATE_HOME is ignored"
 check "... nothing was written there" test ! -e "$T/home/.local"
+
+# --- doctor: where runs are recorded -------------------------------------------
+# every run writes its Bundle in the state directory first; one that cannot
+# be made failed every run with 125 while doctor said all was ready
+eq "$("$PVISOR" doctor | grep '^State:')" "State:  $XDG_STATE_HOME/pvisor/runs (runs are recorded there)" \
+    "doctor names the state directory runs are recorded in"
+touch "$T/not-a-dir"
+XDG_STATE_HOME="$T/not-a-dir" "$PVISOR" run -- true 2>/dev/null; rc=$?
+eq "$rc:$(XDG_STATE_HOME="$T/not-a-dir" "$PVISOR" doctor | grep -c "^State:  missing: runs cannot be recorded in $T/not-a-dir/pvisor/runs .*: every run fails; set XDG_STATE_HOME to a directory you can write")" \
+    "125:1" "XDG_STATE_HOME a file: a run fails with 125, and doctor says so and what to set"
+eq "$(XDG_STATE_HOME=rel HOME="$T/home" "$PVISOR" doctor | grep '^State:')" \
+    "State:  $T/home/.local/state/pvisor/runs (runs are recorded there) (XDG_STATE_HOME is relative, so ignored)" \
+    "doctor says a relative XDG_STATE_HOME is ignored"
+check "doctor created nothing" test ! -e "$T/home/.local"
