@@ -2,13 +2,17 @@
 #include "cli/cli.h"
 #include "config.h"
 
+#include <errno.h>
 #include <stdio.h>
+#include <string.h>
 
 int cmd_version(int argc, char **argv) {
     if (cli_wants_help(argc, argv))
         return cli_print_help(cli_find_command("version"));
     if (argc > 1)
         return cli_usage_error("version", "takes no arguments");
-    printf("pvisor %s\n", PVISOR_VERSION);
+    /* the version reached stdout, or exit 1 (version > /dev/full exited 0) */
+    if (printf("pvisor %s\n", PVISOR_VERSION) < 0 || fflush(stdout) == EOF)
+        return cli_error(PV_EXIT_FAILURE, "version", "cannot write the version: %s", strerror(errno));
     return PV_EXIT_OK;
 }

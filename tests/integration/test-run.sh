@@ -196,6 +196,20 @@ eq "$("$PVISOR" run --timeout 0 -- true 2>&1 | head -n 1)" \
 eq "$("$PVISOR" help run | grep -Ec '64 (rules|names)')" 3 "help run says --allow-net, --pass-env and --access take 64 each"
 eq "$("$PVISOR" help run | grep -c -- '--safe is sandbox whatever')" 1 "help run says --safe ignores --filesystem host"
 check "version prints the version" sh -c "'$PVISOR' version | grep -Eq '^pvisor [0-9]+\.[0-9]+\.[0-9]+'"
+# output that could not be written is a failure (it exited 0: 'pvisor
+# version > /dev/full && ...' went on without one)
+if [ -w /dev/full ]; then
+    for a in help "help run" --help version --version; do
+        # shellcheck disable=SC2086
+        "$PVISOR" $a >/dev/full 2>err; rc=$?
+        eq "$rc:$(grep -c 'cannot write' err)" "1:1" "pvisor $a with stdout full exits 1 and says so"
+    done
+else
+    skip "help and version with stdout full" "/dev/full is not writable"
+fi
+# the verbs are listed by 'pvisor help', not by 'pvisor help help'
+"$PVISOR" help nope 2>err; rc=$?
+eq "$rc:$(tail -n 1 err)" "2:Try 'pvisor help' for the list of verbs." "help of an unknown verb exits 2 and points to the list of verbs"
 
 # --- Bundles: schema, content, status, list -------------------------------
 "$PVISOR" run -- "$PVAGENT" exit 7
