@@ -111,3 +111,19 @@ eq "$(XDG_STATE_HOME=rel HOME="$T/home" "$PVISOR" doctor | grep '^State:')" \
     "State:  $T/home/.local/state/pvisor/runs (runs are recorded there) (XDG_STATE_HOME is relative, so ignored)" \
     "doctor says a relative XDG_STATE_HOME is ignored"
 check "doctor created nothing" test ! -e "$T/home/.local"
+
+# --- help run says what the options do beyond their name ----------------------------
+# --stage-max-bytes is also the sandboxed command's RLIMIT_FSIZE: a bigger
+# file anywhere (its /tmp too) kills its writer with SIGXFSZ, not ENOSPC,
+# which was all help said; --workspace does not move the command there;
+# PVISOR_AGENT_SOCKET is refused by --pass-env too
+"$PVISOR" run --safe --stage-max-bytes 1M -- sh -c 'head -c 2000000 /dev/zero > /tmp/big' 2>/dev/null; rc=$?
+eq "$rc:$("$PVISOR" help run | grep -c 'in /tmp too, gets SIGXFSZ')" "153:1" \
+    "a file in the sandbox's /tmp past --stage-max-bytes gets SIGXFSZ (128+25), as help run says"
+mkdir -p "$T/parent/proj"
+out=$(cd "$T/parent" && "$PVISOR" run --safe --workspace proj -- pwd 2>/dev/null)
+eq "$out:$("$PVISOR" help run | grep -c 'in the current directory all the same')" "$T/parent:1" \
+    "--workspace DIR: the command starts in the current directory, as help run says"
+"$PVISOR" run --safe --pass-env PVISOR_AGENT_SOCKET -- true 2>/dev/null; rc=$?
+eq "$rc:$("$PVISOR" help run | grep -c 'PVISOR_AGENT_SOCKET, which pvisor sets')" "2:1" \
+    "--pass-env PVISOR_AGENT_SOCKET is refused, as help run says"
