@@ -109,6 +109,13 @@ int egress_rule_parse(const char *spec, struct egress_rule *ret, char **ret_erro
     if (!spec || !*spec)
         return usage_error(ret_error, "--allow-net needs HOST[:PORT] (a name like api.example.com, *.example.com, an "
                                       "IPv4 address or [an IPv6 address])");
+    const char *scheme = strstr(spec, "://");
+    if (scheme && scheme > spec &&
+        strspn(spec, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-") == (size_t)(scheme - spec))
+        return usage_error(ret_error,
+                           "--allow-net '%s': a URL; give the server as HOST[:PORT] (for https://api.example.com/v1: "
+                           "api.example.com, port 443 by default)",
+                           spec);
     if (split_authority(spec, buf, sizeof buf, &host, &port, &bracketed) < 0)
         return usage_error(
             ret_error, "--allow-net '%s': not HOST[:PORT] (an IPv6 address goes in brackets: [2001:db8::1]:443)", spec);
@@ -127,6 +134,15 @@ int egress_rule_parse(const char *spec, struct egress_rule *ret, char **ret_erro
             "--allow-net '%s': '%s' is not a host name (letters, digits, hyphens and dots; a wildcard only "
             "as a leading '*.'), an IPv4 address or a bracketed IPv6 address",
             spec, host);
+    /* 0.0.0.0 and [::] name no server: the broker's connect to them
+     * reaches this machine's own services (as 127.0.0.1 would, which the
+     * user can name if that is what is meant) */
+    static const unsigned char zero[16];
+    if (r.address && memcmp(r.addr, zero, r.family == AF_INET ? 4 : 16) == 0)
+        return usage_error(ret_error,
+                           "--allow-net '%s': the unspecified address %s names no server (a connection to it reaches "
+                           "this machine's own services); give the server's name or address",
+                           spec, r.host);
     if (r.wildcard && !strchr(r.host, '.'))
         return usage_error(ret_error,
                            "--allow-net '%s': a wildcard needs a domain with a dot ('*.example.com'), not a "

@@ -56,7 +56,13 @@ static void test_rules(void) {
     ok(refused_spec("example.com:65536", "1 to 65535"), "port 65536");
     ok(refused_spec("example.com:", "1 to 65535"), "an empty port");
     ok(refused_spec("example.com:+1", "1 to 65535"), "a signed port");
-    ok(refused_spec("http://example.com", "port"), "a URL");
+    ok(refused_spec("http://example.com", "a URL; give the server as HOST[:PORT]"), "a URL");
+    ok(refused_spec("https://api.example.com:8443/v1", "a URL"), "a URL with a port and a path");
+    ok(refused_spec("0.0.0.0", "unspecified address 0.0.0.0"), "0.0.0.0 (it reaches the host's own services)");
+    ok(refused_spec("0.0.0.0:8080", "unspecified address"), "0.0.0.0 with a port");
+    ok(refused_spec("[::]:80", "unspecified address ::"), "[::]");
+    ok(refused_spec("[0:0::0]", "unspecified address"), "[::] written otherwise");
+    ok(parses("0.0.0.1:80", "0.0.0.1:80"), "an address next to 0.0.0.0 is an address (the broker decides)");
     ok(refused_spec("exa mple.com", "not a host name"), "a space");
     ok(refused_spec("example.com/x", "not a host name"), "a path");
     ok(refused_spec("user@example.com", "not a host name"), "userinfo");
