@@ -150,4 +150,22 @@ else
     skip "runs dir: the verbs name an unreadable runs directory" "needs root and setpriv"
 fi
 
+# ---------------------------------------------------------------------------
+# A review that cannot record the changeset ID it shows (STAGE/reviewed,
+# which a plain apply compares with) says so, in diff as in status --review;
+# and apply, finding no readable record, refuses rather than apply unchecked.
+W5=$T/ws5
+mkdir -p "$W5"
+echo base > "$W5/a"
+"$P" run --stage "$T/s5" --workspace "$W5" -- sh -c "echo changed > '$W5/a'" >/dev/null 2>&1
+mkdir -p "$T/s5/reviewed/in-the-way"
+(cd "$W5" && "$P" diff --stat --stage "$T/s5") >/dev/null 2>"$T/err"
+eq "$(grep -c "pvisor diff: note: this review could not be recorded in the stage" "$T/err")" 1 \
+    "diff --stat whose review cannot be recorded says so"
+(cd "$W5" && "$P" status --review --stage "$T/s5") >/dev/null 2>"$T/err"
+eq "$(grep -c "pvisor status: note: this review could not be recorded in the stage" "$T/err")" 1 \
+    "status --review whose review cannot be recorded says so"
+(cd "$W5" && "$P" apply --stage "$T/s5") >/dev/null 2>"$T/err"; rc=$?
+eq "$rc:$(cat "$W5/a")" "1:base" "apply with an unreadable review record refuses and writes nothing"
+
 exit $((_failed > 0))
