@@ -185,27 +185,32 @@ int lc_cli_target(const char *verb, const char *run, const char *stage_dir, char
         }
         return PV_EXIT_FAILURE;
     }
+    /* as typed, but escaped (a newline split the message in two, and a
+     * terminal acted on an escape sequence in it) */
+    _cleanup_free_ char *run_e = run ? term_escape(run) : NULL;
+    _cleanup_free_ char *dir_e = stage_dir ? term_escape(stage_dir) : NULL;
+    const char *run_shown = run_e ? run_e : "?", *dir_shown = dir_e ? dir_e : "?";
     if (stage_dir && r == -ELOOP)
         return cli_error(
             PV_EXIT_FAILURE, verb,
             "'%s' is or goes through a symlink: name the stage directory itself (a link in a workspace may be one "
             "the agent made, pointing at another project's stage)",
-            stage_dir);
+            dir_shown);
     if (stage_dir)
-        return cli_error(PV_EXIT_FAILURE, verb, "'%s' is not a pvisor stage directory%s%s", stage_dir,
+        return cli_error(PV_EXIT_FAILURE, verb, "'%s' is not a pvisor stage directory%s%s", dir_shown,
                          r == -EINVAL ? "" : ": ", r == -EINVAL ? "" : strerror(-r));
     struct stat dst;
     if (r == -ENOENT && run && strcmp(run, "latest") != 0 && stat(run, &dst) == 0 && S_ISDIR(dst.st_mode))
         return cli_error(PV_EXIT_FAILURE, verb,
                          "no run matches '%s' (see 'pvisor list'); for the stage directory of that name, write "
                          "./%s",
-                         run, run);
+                         run_shown, run_shown);
     if (r == -ENOENT)
-        return run ? cli_error(PV_EXIT_FAILURE, verb, "no run matches '%s' (see 'pvisor list')", run)
+        return run ? cli_error(PV_EXIT_FAILURE, verb, "no run matches '%s' (see 'pvisor list')", run_shown)
                    : cli_error(PV_EXIT_FAILURE, verb,
                                "no runs recorded yet (start one with 'pvisor run --stage auto -- CMD')");
     if (r == -ENOTUNIQ)
-        return cli_error(PV_EXIT_FAILURE, verb, "'%s' matches more than one run; give more of the id", run);
+        return cli_error(PV_EXIT_FAILURE, verb, "'%s' matches more than one run; give more of the id", run_shown);
     if (r == -ENOMEDIUM && run) {
         /* a staged run whose command never started has no stage either
          * (none was opened, or the empty one it made is gone): not one

@@ -135,6 +135,15 @@ cp "$T/bundle.saved" "$B"
 # line: status printed it raw (two lines; the terminal acted on it).
 "$P" status "$(printf 'a\nb\033[31m')" >/dev/null 2>"$T/err"; rc=$?
 eq "$rc:$(wc -l < "$T/err"):$(grep -c 'a\\x0ab\\x1b\[31m' "$T/err")" "1:1:1" "status: a RUN with a newline and an escape is shown escaped"
+# and so do the verbs that take a RUN or a stage directory (lc_cli_target)
+for v in drop checkpoint apply; do # (diff takes such an argument for a PATH)
+    "$P" $v "$(printf 'a\nb\033[31m')" >/dev/null 2>"$T/err"; rc=$?
+    eq "$rc:$(wc -l < "$T/err"):$(grep -c 'a\\x0ab\\x1b\[31m' "$T/err")" "1:1:1" "$v: a RUN with a newline and an escape is shown escaped"
+done
+mkdir -p "$T/$(printf 'not\033[2Jstage')"
+"$P" diff --stage "$T/$(printf 'not\033[2Jstage')" >/dev/null 2>"$T/err"; rc=$?
+eq "$rc:$(grep -c 'not\\x1b\[2Jstage' "$T/err"):$(grep -c "$(printf '\033')" "$T/err")" "1:1:0" \
+    "diff --stage: a stage directory's name with an escape is shown escaped"
 
 # A runs directory the user cannot read: the lifecycle verbs said "cannot
 # find the stage: Permission denied", naming no directory (status and
