@@ -575,9 +575,10 @@ static void probe_cgroup(struct probe_cgroup *c) {
         status_fail(&c->delegated, r, "%s", w->reason);
     else if (!w->memory || !w->pids)
         status_fail(&c->delegated, -ENOENT,
-                    "%s lacks %s%s%s (bound to cgroup v1, or not delegated): --limit mem/pids use rlimits; remedy: "
+                    "%s lacks %s%s%s (bound to cgroup v1, or not delegated): --limit mem/pids use rlimits%s; remedy: "
                     "a cgroup-v2-only host and a delegated scope",
-                    w->dir, w->memory ? "" : "memory", !w->memory && !w->pids ? " and " : "", w->pids ? "" : "pids");
+                    w->dir, w->memory ? "" : "memory", !w->memory && !w->pids ? " and " : "", w->pids ? "" : "pids",
+                    geteuid() == 0 && !w->pids ? " (pids: none for root, refused)" : "");
     else
         status_ok(&c->delegated, "%s is writable with memory and pids%s: --limit is tree-wide", w->dir,
                   w->cpu ? " (and cpu)" : "");
@@ -1090,8 +1091,13 @@ void executor_readiness_compute(const struct host_probe *p, enum probe_executor 
             remedy_add(&c.rm, "this pvisor's SHA-256 (OpenSSL's libcrypto, linked in) does not work: rebuild it "
                               "against a working libssl-dev; staging records and checks content by SHA-256");
         }
-        if (!p->cgroup.delegated.ok)
-            note_add(r, "no delegated cgroup v2 with memory and pids: --limit mem/pids fall back to rlimits here");
+        /* as limits_decide() has it: RLIMIT_NPROC does not hold root */
+        if (!p->cgroup.delegated.ok && p->uid == 0)
+            note_add(r, "no delegated cgroup v2 with memory and pids: --limit mem falls back to a per-process "
+                        "RLIMIT_AS here, and --limit pids is refused (RLIMIT_NPROC does not apply to root)");
+        else if (!p->cgroup.delegated.ok)
+            note_add(r, "no delegated cgroup v2 with memory and pids: --limit mem falls back to a per-process "
+                        "RLIMIT_AS here, --limit pids to RLIMIT_NPROC in the run's user namespace");
         /* what an older Landlock leaves out, said before a run records it */
         if (p->landlock.usable.ok && p->landlock.abi < 4)
             note_add(r, "Landlock ABI < 4 (Linux 6.7) has no TCP rights: --safe does not refuse TCP on the "

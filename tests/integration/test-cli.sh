@@ -127,3 +127,21 @@ eq "$out:$("$PVISOR" help run | grep -c 'in the current directory all the same')
 "$PVISOR" run --safe --pass-env PVISOR_AGENT_SOCKET -- true 2>/dev/null; rc=$?
 eq "$rc:$("$PVISOR" help run | grep -c 'PVISOR_AGENT_SOCKET, which pvisor sets')" "2:1" \
     "--pass-env PVISOR_AGENT_SOCKET is refused, as help run says"
+
+# --- doctor: what --limit falls back to, as a run has it ------------------------
+# Without a delegated cgroup v2 with the pids controller, doctor said "--limit
+# mem/pids fall back to rlimits here" also to root, whose run refuses
+# --limit pids (RLIMIT_NPROC does not hold root).
+NOTES=$("$PVISOR" doctor --json | jq -r '.executors.host.notes[]?')
+if printf '%s\n' "$NOTES" | grep -q 'no delegated cgroup v2'; then
+    "$PVISOR" run --stage auto --filesystem sandbox --limit pids=50 -- true > /dev/null 2>&1; rc=$?
+    if [ "$(id -u)" -eq 0 ]; then
+        eq "$rc:$(printf '%s\n' "$NOTES" | grep -c 'limit pids is refused')" "125:1" \
+            "doctor says --limit pids is refused for root where a run refuses it"
+    else
+        eq "$rc:$(printf '%s\n' "$NOTES" | grep -c 'limit pids to RLIMIT_NPROC')" "0:1" \
+            "doctor says --limit pids falls back to RLIMIT_NPROC where a run uses it"
+    fi
+else
+    diag "doctor's fallback note: this host delegates a cgroup v2 with memory and pids (nothing to compare)"
+fi
