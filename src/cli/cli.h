@@ -82,6 +82,10 @@ bool lc_cli_own_files_override(int r);
  * *ret_stopped_deleted (when not NULL) its stopped_deleted. */
 struct lc_stage;
 struct lc_changeset;
+/* After a review that showed a changeset ID (lc_stage_changeset_id): when
+ * the record a plain apply compares with could not be written, say so on
+ * stderr for verb (its ID is then not the one apply checks). */
+void lc_cli_note_review_record(const char *verb, const struct lc_stage *st);
 int lc_cli_load_changes(const char *stage, struct lc_stage **ret_st, struct lc_changeset **ret_cs, char **ret_stopped,
                         bool *ret_stopped_deleted);
 /* Why the stage could not be read, for r = -ELOOP or -ENAMETOOLONG;

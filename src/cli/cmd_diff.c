@@ -587,14 +587,7 @@ int cmd_diff(int argc, char **argv) {
         r = lc_stage_changeset_id(st, cs, cid);
         if (r == -EACCES && lc_cli_own_files_override(r))
             r = lc_stage_changeset_id(st, cs, cid);
-        /* as the review says it (cmd_review.c): the ID shown is not the
-         * one a plain apply compares with */
-        if (st->review_record_error < 0)
-            fprintf(stderr,
-                    "pvisor diff: note: this review could not be recorded in the stage (%s/" LC_REVIEWED_NAME
-                    ": %s): a plain 'pvisor apply' does not compare the stage with it; apply with --expect ID to "
-                    "apply exactly what it shows\n",
-                    st->path, strerror(-st->review_record_error));
+        lc_cli_note_review_record("diff", st); /* as the review says it */
         if (r < 0) {
             cid[0] = '\0';
             fprintf(stderr, "pvisor diff: no changeset ID: %s\n",

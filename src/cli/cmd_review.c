@@ -70,6 +70,18 @@ static int target_refused(json_t *bundle, char **ret_stage, char **ret_run) {
     return PV_EXIT_FAILURE;
 }
 
+/* The record a plain apply checks (lc_stage_changeset_id): one that could
+ * not be written (a stage of another user's, a read-only file system)
+ * leaves apply comparing with an older review, or refusing. */
+void lc_cli_note_review_record(const char *verb, const struct lc_stage *st) {
+    if (st->review_record_error < 0)
+        fprintf(stderr,
+                "pvisor %s: note: this review could not be recorded in the stage (%s/" LC_REVIEWED_NAME
+                ": %s): a plain 'pvisor apply' does not compare the stage with it; apply with --expect ID to apply "
+                "exactly what it shows\n",
+                verb, st->path, strerror(-st->review_record_error));
+}
+
 int lc_cli_target(const char *verb, const char *run, const char *stage_dir, char **ret_stage, char **ret_run,
                   json_t **ret_bundle) {
     /* "" is a prefix of every run id: `pvisor drop "$RUN"` with RUN unset
@@ -297,15 +309,7 @@ static int changeset_id(struct lc_stage *st, const struct lc_changeset *cs, char
     int r = lc_stage_changeset_id(st, cs, id);
     if (r == -EACCES && lc_cli_own_files_override(r))
         r = lc_stage_changeset_id(st, cs, id);
-    /* the record a plain apply checks (lc_stage_changeset_id): one that
-     * could not be written (a stage of another user's, a read-only file
-     * system) leaves apply comparing with an older review, or with none */
-    if (st->review_record_error < 0)
-        fprintf(stderr,
-                "pvisor status: note: this review could not be recorded in the stage (%s/" LC_REVIEWED_NAME
-                ": %s): a plain 'pvisor apply' does not compare the stage with it; apply with --expect ID to apply "
-                "exactly what it shows\n",
-                st->path, strerror(-st->review_record_error));
+    lc_cli_note_review_record("status", st);
     if (r < 0) {
         id[0] = '\0';
         *ret_why = r == -ESTALE

@@ -168,12 +168,13 @@ int cmd_status(int argc, char **argv) {
 
     json_t *b = NULL;
     r = runs_load_bundle(id, &b);
-    _cleanup_free_ char *schema = r == -EPROTO ? runs_bundle_other_schema(id) : NULL;
-    if (schema)
+    _cleanup_free_ char *raw_schema = r == -EPROTO ? runs_bundle_other_schema(id) : NULL;
+    _cleanup_free_ char *schema = raw_schema ? term_escape(raw_schema) : NULL; /* the Bundle's, as it is */
+    if (raw_schema)
         return cli_error(PV_EXIT_FAILURE, "status",
                          "run %s was recorded by another pvisor: its Bundle is of schema %s, which this one (%s) "
                          "does not read; use the pvisor that recorded it",
-                         id, schema, BUNDLE_SCHEMA);
+                         id, schema ? schema : "?", BUNDLE_SCHEMA);
     if (r < 0)
         return cli_error(PV_EXIT_FAILURE, "status", "run %s has no readable Bundle: %s", id,
                          r == -EPROTO ? "it is damaged (not the JSON of a pvisor Bundle)" : strerror(-r));

@@ -29,10 +29,6 @@ char *runs_command_arg_display(const json_t *bundle_command, const json_t *bundl
  * misplaced one said only "Permission denied".  Returns the exit status. */
 int runs_dir_error(const char *verb, int r);
 
-/* The "schema" of run id's Bundle when it is another than this pvisor
- * reads (a newer pvisor recorded the run), else NULL.  malloc'd. */
-char *runs_bundle_other_schema(const char *id);
-
 /* Who holds the lock of the stage at stage_path now, for a message: "its
  * run (pid N)", "a 'pvisor restore' (pid N)", "process N (COMM)"; NULL
  * when that cannot be told (no such lock in /proc/locks: another PID

@@ -113,3 +113,20 @@ int runs_load_bundle(const char *id, json_t **ret_bundle) {
         return -errno;
     return bundle_read(fd, ret_bundle);
 }
+
+char *runs_bundle_other_schema(const char *id) {
+    _cleanup_free_ char *dir = NULL, *txt = NULL;
+    if (runs_dir(false, &dir) < 0)
+        return NULL;
+    _cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    _cleanup_close_ int rd = fd >= 0 ? openat(fd, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+    if (rd < 0 || read_file_at(rd, BUNDLE_FILE, 16u << 20, &txt, NULL) < 0)
+        return NULL;
+    json_t *b = json_loads(txt, 0, NULL);
+    const char *schema = json_string_value(json_object_get(b, "schema"));
+    char *out = schema && strncmp(schema, "pvisor.bundle/", 14) == 0 && strcmp(schema, BUNDLE_SCHEMA) != 0
+                    ? strdup(schema)
+                    : NULL;
+    json_decref(b);
+    return out;
+}

@@ -21,4 +21,10 @@ int runs_load_bundle(const char *id, json_t **ret_bundle);
 int runs_hold(int run_dirfd);
 bool runs_starting(const char *id);
 
+/* The "schema" of run id's Bundle when it is another than this pvisor
+ * reads ("pvisor.bundle/2": a newer pvisor recorded the run; its stage may
+ * well be there), else NULL.  As the Bundle has it (not escaped);
+ * malloc'd. */
+char *runs_bundle_other_schema(const char *id);
+
 #endif

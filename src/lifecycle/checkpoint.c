@@ -978,16 +978,10 @@ int lc_fork(const char *stage_path, const char *checkpoint, const char *new_stag
     _cleanup_free_ char *copy = strdup(new_stage);
     if (!copy)
         return -ENOMEM;
-    size_t l = strlen(copy);
-    while (l > 1 && copy[l - 1] == '/')
-        copy[--l] = '\0';
-    char *slash = strrchr(copy, '/');
-    const char *base = slash ? slash + 1 : copy;
-    if (!*base || strcmp(base, ".") == 0 || strcmp(base, "..") == 0)
-        return -EINVAL;
-    if (slash)
-        *slash = '\0';
-    _cleanup_close_ int parent = open(slash ? (slash == copy ? "/" : copy) : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    const char *parent_path, *base;
+    if ((r = path_split_last(copy, &parent_path, &base)) < 0)
+        return r;
+    _cleanup_close_ int parent = open(parent_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (parent < 0)
         return -errno;
     /* the new stage: an absent or empty directory (its mode and, for root,

@@ -32,24 +32,14 @@ static bool plain_run_id(const char *s) {
     return true;
 }
 
-/* Is the Bundle of run id one of another schema than ours ("schema":
- * "pvisor.bundle/2": a newer pvisor recorded the run)?  Its stage may
- * well be there: said as a supervisor that died (runs_load_bundle's
- * -EPROTO), the verbs told the user to remove the run's directory, which
- * holds the stage of a `--stage auto` run. */
+/* Is the Bundle of run id one of another schema than ours (a newer
+ * pvisor recorded the run)?  Its stage may well be there: said as a
+ * supervisor that died (runs_load_bundle's -EPROTO), the verbs told the
+ * user to remove the run's directory, which holds the stage of a `--stage
+ * auto` run. */
 static bool bundle_other_schema(const char *id) {
-    _cleanup_free_ char *dir = NULL, *txt = NULL;
-    if (runs_dir(false, &dir) < 0)
-        return false;
-    _cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    _cleanup_close_ int rd = fd >= 0 ? openat(fd, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
-    if (rd < 0 || read_file_at(rd, BUNDLE_FILE, 16u << 20, &txt, NULL) < 0)
-        return false;
-    json_t *b = json_loads(txt, 0, NULL);
-    const char *schema = json_string_value(json_object_get(b, "schema"));
-    bool other = schema && strncmp(schema, "pvisor.bundle/", 14) == 0 && strcmp(schema, BUNDLE_SCHEMA) != 0;
-    json_decref(b);
-    return other;
+    _cleanup_free_ char *schema = runs_bundle_other_schema(id);
+    return schema != NULL;
 }
 
 /* Why run id has no Bundle to read: -EPROTONOSUPPORT (another schema:

@@ -103,20 +103,29 @@ bool path_is_git_index(const char *relpath) {
     return false;
 }
 
+int path_split_last(char *path, const char **ret_parent, const char **ret_base) {
+    size_t l = strlen(path);
+    while (l > 1 && path[l - 1] == '/')
+        path[--l] = '\0';
+    char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    if (strcmp(base, ".") == 0 || strcmp(base, "..") == 0 || base[0] == '\0')
+        return -EINVAL;
+    *ret_parent = slash ? (slash == path ? "/" : path) : ".";
+    if (slash)
+        *slash = '\0';
+    *ret_base = base;
+    return 0;
+}
+
 int path_abs_parent(const char *path, char **ret_path) {
     _cleanup_free_ char *copy = strdup(path);
     if (!copy)
         return -ENOMEM;
-    size_t l = strlen(copy);
-    while (l > 1 && copy[l - 1] == '/')
-        copy[--l] = '\0';
-    char *slash = strrchr(copy, '/');
-    const char *base = slash ? slash + 1 : copy;
-    const char *parent = slash ? (slash == copy ? "/" : copy) : ".";
-    if (slash)
-        *slash = '\0';
-    if (strcmp(base, ".") == 0 || strcmp(base, "..") == 0 || base[0] == '\0')
-        return -EINVAL;
+    const char *parent, *base;
+    int r = path_split_last(copy, &parent, &base);
+    if (r < 0)
+        return r;
     _cleanup_free_ char *rp = realpath(parent, NULL);
     if (!rp)
         return -errno;

@@ -41,6 +41,10 @@ bool path_is_git_index(const char *relpath);
  * resolved (it must exist: -errno otherwise), its last component as given
  * (-EINVAL for "", "." or "..").  malloc'd. */
 int path_abs_parent(const char *path, char **ret_path);
+/* Split path (modified: trailing slashes and its last '/' cut) into its
+ * parent ("/" or "." when it has none) and last component; -EINVAL when
+ * that is "", "." or "..".  Both point into path (or are literals). */
+int path_split_last(char *path, const char **ret_parent, const char **ret_base);
 
 /* The absolute path path (absolute) leads to, symlinks resolved, whether
  * or not it exists yet: when it does not, its deepest existing ancestor
