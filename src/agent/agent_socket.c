@@ -17,10 +17,21 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+/* Replies waiting to be sent are bounded: once AGENT_OUT_HIGH bytes wait,
+ * no further request of that client is served (nor read) until the client
+ * has read them.  Sending them in one piece matters too: a unix socket
+ * charges every send its own buffer (several hundred bytes however short
+ * the reply), so replying line by line filled the socket's send buffer
+ * after some 280 pipelined pings, and a client that was reading was
+ * dropped with its replies lost. */
+#define AGENT_OUT_HIGH 16384
+
 struct client {
     int fd;
     size_t len;
     char buf[AGENT_LINE_MAX];
+    char *out; /* replies not yet sent: out_len bytes from out_off */
+    size_t out_off, out_len, out_cap;
 };
 
 struct agent_socket {
@@ -115,22 +126,52 @@ fail:
 
 static void drop_client(struct client *c) {
     close(c->fd);
-    c->fd = -1;
-    c->len = 0;
+    free(c->out);
+    *c = (struct client){.fd = -1};
 }
 
-/* Read what is available; answer every complete line. */
-static void serve_client(struct agent_socket *a, struct client *c) {
-    ssize_t n = read(c->fd, c->buf + c->len, sizeof c->buf - c->len);
-    if (n < 0 && (errno == EAGAIN || errno == EINTR))
-        return;
-    if (n <= 0) {
-        drop_client(c);
-        return;
+/* Queue one reply line after those waiting.  Returns false when out of
+ * memory. */
+static bool queue_reply(struct client *c, const char *reply, size_t len) {
+    if (c->out_len + len + 1 > c->out_cap) {
+        size_t cap = c->out_len + len + 1 > 2 * c->out_cap ? c->out_len + len + 1 : 2 * c->out_cap;
+        char *n = realloc(c->out, cap);
+        if (!n)
+            return false;
+        c->out = n;
+        c->out_cap = cap;
     }
-    c->len += (size_t)n;
+    memcpy(c->out + c->out_len, reply, len);
+    c->out[c->out_len + len] = '\n';
+    c->out_len += len + 1;
+    return true;
+}
+
+/* Send what the socket takes now.  Returns false when the client is gone. */
+static bool flush_client(struct client *c) {
+    while (c->out_off < c->out_len) {
+        ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EAGAIN)
+            return true;
+        if (n <= 0)
+            return false;
+        c->out_off += (size_t)n;
+    }
+    c->out_off = c->out_len = 0;
+    return true;
+}
+
+static size_t pending(const struct client *c) {
+    return c->out_len - c->out_off;
+}
+
+/* Answer the complete lines read so far, while fewer than AGENT_OUT_HIGH
+ * bytes of replies wait.  Returns false when the client is to be dropped. */
+static bool answer_lines(struct agent_socket *a, struct client *c) {
     char *nl;
-    while (!atomic_load(&a->stopping) && (nl = memchr(c->buf, '\n', c->len))) {
+    while (!atomic_load(&a->stopping) && pending(c) < AGENT_OUT_HIGH && (nl = memchr(c->buf, '\n', c->len))) {
         /* A NUL inside the line would cut what the parser sees: such a
          * request is answered as unknown, never acted on. */
         bool has_nul = memchr(c->buf, '\0', (size_t)(nl - c->buf)) != NULL;
@@ -142,6 +183,8 @@ static void serve_client(struct agent_socket *a, struct client *c) {
         if (has_nul) {
             reply = agent_socket_reply("", a->status_json);
         } else if (agent_request_parse(c->buf, &arg) == AGENT_REQ_CHECKPOINT && a->hooks.checkpoint) {
+            if (!flush_client(c)) /* the replies before it do not wait for the copy */
+                return false;
             out[0] = '\0';
             a->hooks.checkpoint(a->hooks.userdata, arg, out, sizeof out);
             out[AGENT_LINE_MAX] = '\0';
@@ -149,20 +192,39 @@ static void serve_client(struct agent_socket *a, struct client *c) {
             reply = agent_socket_reply(c->buf, a->status_json); /* the status may be longer than a line */
         }
         atomic_fetch_add(&a->requests, 1);
-        size_t rl = strcspn(reply, "\n"); /* one line, whatever the hook wrote */
-        struct iovec iov[2] = {{.iov_base = (void *)reply, .iov_len = rl}, {.iov_base = "\n", .iov_len = 1}};
-        struct msghdr msg = {.msg_iov = iov, .msg_iovlen = 2};
-        /* Replies are small; a client that does not read them is dropped. */
-        if (sendmsg(c->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)rl + 1) {
-            drop_client(c);
-            return;
-        }
         size_t used = (size_t)(nl - c->buf) + 1;
         memmove(c->buf, nl + 1, c->len - used);
         c->len -= used;
+        /* one line, whatever the hook wrote */
+        if (!queue_reply(c, reply, strcspn(reply, "\n")))
+            return false;
     }
-    if (c->len == sizeof c->buf) /* an over-long line */
-        drop_client(c);
+    /* an over-long line (a full buffer of answered-later lines is not) */
+    return !(c->len == sizeof c->buf && !memchr(c->buf, '\n', c->len));
+}
+
+/* The client's socket is ready (revents): send what waits, read more only
+ * when nothing does; answer what was read, in rounds of at most
+ * AGENT_OUT_HIGH bytes of replies, while the socket takes them. */
+static void serve_client(struct agent_socket *a, struct client *c, short revents) {
+    if (!pending(c) && (revents & (POLLIN | POLLHUP | POLLERR))) {
+        ssize_t n = read(c->fd, c->buf + c->len, sizeof c->buf - c->len);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+            return;
+        if (n <= 0) { /* no reply waits, no complete line is left */
+            drop_client(c);
+            return;
+        }
+        c->len += (size_t)n;
+    }
+    for (;;) {
+        if (!flush_client(c) || (!pending(c) && (!answer_lines(a, c) || !flush_client(c)))) {
+            drop_client(c);
+            return;
+        }
+        if (pending(c) || atomic_load(&a->stopping) || !memchr(c->buf, '\n', c->len))
+            return;
+    }
 }
 
 static void *serve(void *arg) {
@@ -176,7 +238,8 @@ static void *serve(void *arg) {
         for (int i = 0; i < AGENT_MAX_CLIENTS; i++)
             if (a->clients[i].fd >= 0) {
                 map[n] = i;
-                p[n++] = (struct pollfd){.fd = a->clients[i].fd, .events = POLLIN};
+                /* replies waiting: nothing more is read until they are sent */
+                p[n++] = (struct pollfd){.fd = a->clients[i].fd, .events = pending(&a->clients[i]) ? POLLOUT : POLLIN};
             }
         if (poll(p, n, -1) < 0) {
             if (errno == EINTR)
@@ -200,7 +263,7 @@ static void *serve(void *arg) {
         }
         for (nfds_t k = 2; k < n && !atomic_load(&a->stopping); k++)
             if (p[k].revents)
-                serve_client(a, &a->clients[map[k]]);
+                serve_client(a, &a->clients[map[k]], p[k].revents);
     }
     return NULL;
 }
@@ -238,7 +301,7 @@ void agent_socket_close(struct agent_socket *a) {
     agent_socket_stop(a);
     for (int i = 0; i < AGENT_MAX_CLIENTS; i++)
         if (a->clients[i].fd >= 0)
-            close(a->clients[i].fd);
+            drop_client(&a->clients[i]);
     if (a->listen_fd >= 0)
         close(a->listen_fd);
     if (a->bound)

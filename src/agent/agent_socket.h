@@ -9,7 +9,9 @@
  *   checkpoint [NAME]  -> whatever the checkpoint hook replies ("ok checkpoint
  *                         NAME" or "error ..."); without a hook: error unsupported
  *   anything else      -> error unknown request
- * A client that sends an over-long line is disconnected.  At most
+ * A client that sends an over-long line is disconnected.  Replies wait in
+ * a bounded buffer per client: while it is full the client is not read
+ * from (never dropped for reading its replies late).  At most
  * AGENT_MAX_CLIENTS connections are served at once; requests are handled
  * in a single thread, which never blocks on one client (non-blocking I/O);
  * a checkpoint request occupies that thread until the hook returns, so

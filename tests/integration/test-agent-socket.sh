@@ -1,0 +1,58 @@
+#!/bin/sh
+# Integration tests for the Run-scoped agent socket's server
+# (docs/agent-socket.md): what an agent can make the supervisor do over it.
+# The supervisor runs outside every limit of the run, so the socket must
+# not lose replies, spin or tell the sandbox where the host keeps its
+# state.  Live checkpoints are tested in test-checkpoint.sh.  TAP.  Needs
+# $PVISOR.
+. "$(dirname "$0")/../lib.sh"
+cd "$T"
+if [ "$(id -u)" -eq 0 ] && [ -c /dev/fuse ]; then
+    chmod 0666 /dev/fuse
+fi
+P=$PVISOR
+W=$T/ws
+mkdir -p "$W"
+echo data > "$W/file.txt"
+
+# client.py MODE ...: the agent's side, run in the sandbox.
+cat > "$W/client.py" <<'PYEOF'
+import os, socket, sys, time
+mode = sys.argv[1]
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(20)
+def replies(n):
+    got = b""
+    try:
+        while got.count(b"\n") < n:
+            d = s.recv(1 << 20)
+            if not d:
+                break
+            got += d
+    except OSError:
+        pass
+    return got.split(b"\n")[:-1]
+if mode == "pipeline":  # N REQUEST [DELAY]: N requests in one write, replies read after DELAY s
+    n, req = int(sys.argv[2]), sys.argv[3].encode() + b"\n"
+    s.connect(os.environ["PVISOR_AGENT_SOCKET"])
+    s.sendall(req * n)
+    time.sleep(float(sys.argv[4]) if len(sys.argv) > 4 else 0)
+    r = replies(n)
+    print(len(r), len(set(r)))
+    try:
+        s.sendall(b"ping\n")
+    except OSError:
+        pass
+    print(b" ".join(replies(1)).decode() or "dropped")
+PYEOF
+
+# --- pipelined requests: every one answered --------------------------------
+# Replies were sent one send(2) each, and a unix socket charges each its
+# own buffer (some 768 bytes for "pong"): ~280 pipelined pings filled the
+# send buffer while the client was reading, and the client was dropped.
+out=$(cd "$W" && "$P" run --safe --stage "$T/s1" --workspace "$W" -- python3 client.py pipeline 1000 ping 2>&1)
+eq "$(echo $out)" "1000 1 pong" "agent socket: 1000 pipelined pings in one write are all answered, the client stays"
+# A client that reads its replies late is not dropped either: the server
+# stops reading it while 16 KiB of replies wait, and goes on once it reads.
+out=$(cd "$W" && "$P" run --safe --stage "$T/s2" --workspace "$W" -- python3 client.py pipeline 3000 status 1 2>&1)
+eq "$(echo $out)" "3000 1 pong" "agent socket: 3000 pipelined status requests read a second later are all answered"
