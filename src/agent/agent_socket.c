@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Replies waiting to be sent are bounded: once AGENT_OUT_HIGH bytes wait,
@@ -25,6 +26,13 @@
  * after some 280 pipelined pings, and a client that was reading was
  * dropped with its replies lost. */
 #define AGENT_OUT_HIGH 16384
+
+/* After an accept that failed for want of resources (EMFILE: the command
+ * can exhaust the supervisor's descriptors through the overlay), the
+ * listening socket is left alone this long: it stays readable while the
+ * connection waits, so polling it again at once spins a CPU outside every
+ * limit of the run.  There is no event for a descriptor becoming free. */
+#define AGENT_ACCEPT_BACKOFF_MS 100
 
 struct client {
     int fd;
@@ -227,21 +235,36 @@ static void serve_client(struct agent_socket *a, struct client *c, short revents
     }
 }
 
+static int64_t now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 static void *serve(void *arg) {
     struct agent_socket *a = arg;
+    int64_t accept_after = 0; /* AGENT_ACCEPT_BACKOFF_MS: no accept before */
     for (;;) {
         struct pollfd p[2 + AGENT_MAX_CLIENTS];
         int map[2 + AGENT_MAX_CLIENTS];
         nfds_t n = 0;
+        int timeout = -1;
+        if (accept_after) {
+            int64_t left = accept_after - now_ms();
+            if (left > 0)
+                timeout = (int)left;
+            else
+                accept_after = 0;
+        }
         p[n++] = (struct pollfd){.fd = a->stop_fd, .events = POLLIN};
-        p[n++] = (struct pollfd){.fd = a->listen_fd, .events = POLLIN};
+        p[n++] = (struct pollfd){.fd = accept_after ? -1 : a->listen_fd, .events = POLLIN};
         for (int i = 0; i < AGENT_MAX_CLIENTS; i++)
             if (a->clients[i].fd >= 0) {
                 map[n] = i;
                 /* replies waiting: nothing more is read until they are sent */
                 p[n++] = (struct pollfd){.fd = a->clients[i].fd, .events = pending(&a->clients[i]) ? POLLOUT : POLLIN};
             }
-        if (poll(p, n, -1) < 0) {
+        if (poll(p, n, timeout) < 0) {
             if (errno == EINTR)
                 continue;
             break;
@@ -259,6 +282,8 @@ static void *serve(void *arg) {
                     close(fd); /* too many clients */
                 else
                     a->clients[slot] = (struct client){.fd = fd};
+            } else if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED) {
+                accept_after = now_ms() + AGENT_ACCEPT_BACKOFF_MS; /* EMFILE, ENFILE, ENOBUFS, ENOMEM */
             }
         }
         for (nfds_t k = 2; k < n && !atomic_load(&a->stopping); k++)

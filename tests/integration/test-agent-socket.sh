@@ -44,6 +44,34 @@ if mode == "pipeline":  # N REQUEST [DELAY]: N requests in one write, replies re
     except OSError:
         pass
     print(b" ".join(replies(1)).decode() or "dropped")
+elif mode == "emfile":  # NPROC: exhaust the server's descriptors, connect meanwhile
+    nproc = int(sys.argv[2])
+    rd, wr = os.pipe()
+    kids = []
+    for k in range(nproc):
+        pid = os.fork()
+        if pid == 0:
+            fds = []
+            try:
+                while True:
+                    fds.append(os.open("file.txt", os.O_RDONLY))
+            except OSError:
+                pass
+            os.write(wr, b".")
+            time.sleep(3)
+            os._exit(0)
+        kids.append(pid)
+    got = b""
+    while len(got) < nproc:
+        got += os.read(rd, 16)
+    try:
+        s.connect(os.environ["PVISOR_AGENT_SOCKET"])
+        s.sendall(b"ping\n")
+        print(b" ".join(replies(1)).decode() or "dropped")
+    except OSError as e:
+        print("error", e.strerror)
+    for k in kids:
+        os.waitpid(k, 0)
 PYEOF
 
 # --- pipelined requests: every one answered --------------------------------
@@ -56,3 +84,24 @@ eq "$(echo $out)" "1000 1 pong" "agent socket: 1000 pipelined pings in one write
 # stops reading it while 16 KiB of replies wait, and goes on once it reads.
 out=$(cd "$W" && "$P" run --safe --stage "$T/s2" --workspace "$W" -- python3 client.py pipeline 3000 status 1 2>&1)
 eq "$(echo $out)" "3000 1 pong" "agent socket: 3000 pipelined status requests read a second later are all answered"
+
+# --- the supervisor's descriptors exhausted ---------------------------------
+# The command can exhaust the supervisor's descriptors through the overlay
+# (one per open file); a connection waiting to be accepted then kept the
+# listening socket readable and accept failing with EMFILE: the server
+# spun a CPU, outside any limit of the run, for as long as the command
+# held its files.  Total CPU of pvisor and the command (which sleeps 3 s).
+if command -v prlimit >/dev/null 2>&1; then
+    cpu=$(cd "$W" && python3 - "$P" "$T/s3" "$W" <<'PYEOF'
+import resource, subprocess, sys
+p = subprocess.run(["prlimit", "--nofile=400:400", sys.argv[1], "run", "--safe", "--stage", sys.argv[2],
+                    "--workspace", sys.argv[3], "--", "python3", "client.py", "emfile", "3"],
+                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(p.stdout.decode().strip(), "busy" if ru.ru_utime + ru.ru_stime > 1.0 else "idle")
+PYEOF
+)
+    eq "$cpu" "pong idle" "agent socket: while the command holds the supervisor's descriptors, a waiting client is served later and the server does not spin"
+else
+    skip "agent socket: the server does not spin when its descriptors are exhausted" "no prlimit"
+fi
