@@ -90,12 +90,41 @@ const char *agent_socket_reply(const char *line, const char *status_json) {
     return "error unknown request (try: ping, status, checkpoint [NAME])";
 }
 
+/* The address the socket is bound at: its name under a descriptor of its
+ * directory, "/proc/self/fd/N/agent.sock", so that a run directory of any
+ * length gets a socket (an address holds 108 bytes); a client reading it
+ * with getpeername(2) gets that, not a host path.  Without /proc, the path
+ * itself (ret_dir_fd -1), if it fits. */
+static int socket_address(const char *path, struct sockaddr_un *sa, int *ret_dir_fd) {
+    *ret_dir_fd = -1;
+    const char *slash = strrchr(path, '/');
+    if (slash && slash[1] && access("/proc/self/fd", X_OK) == 0) {
+        _cleanup_free_ char *dir = slash == path ? strdup("/") : strndup(path, (size_t)(slash - path));
+        if (!dir)
+            return -ENOMEM;
+        int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+            return -errno;
+        int n = snprintf(sa->sun_path, sizeof sa->sun_path, "/proc/self/fd/%d/%s", fd, slash + 1);
+        if (n > 0 && (size_t)n < sizeof sa->sun_path) {
+            *ret_dir_fd = fd;
+            return 0;
+        }
+        close(fd);
+    }
+    if (strlen(path) >= sizeof sa->sun_path)
+        return -ENAMETOOLONG;
+    strcpy(sa->sun_path, path);
+    return 0;
+}
+
 int agent_socket_open(const char *path, const char *status_json, const struct agent_hooks *hooks,
                       struct agent_socket **ret) {
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    if (strlen(path) >= sizeof sa.sun_path)
-        return -ENAMETOOLONG;
-    strcpy(sa.sun_path, path);
+    _cleanup_close_ int dir_fd = -1;
+    int r = socket_address(path, &sa, &dir_fd);
+    if (r < 0)
+        return r;
     struct agent_socket *a = calloc(1, sizeof *a);
     if (!a)
         return -ENOMEM;
@@ -104,7 +133,7 @@ int agent_socket_open(const char *path, const char *status_json, const struct ag
         a->hooks = *hooks;
     for (int i = 0; i < AGENT_MAX_CLIENTS; i++)
         a->clients[i].fd = -1;
-    int r = -ENOMEM;
+    r = -ENOMEM;
     if (!(a->path = strdup(path)) || !(a->status_json = strdup(status_json)))
         goto fail;
     a->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);

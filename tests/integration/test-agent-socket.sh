@@ -72,6 +72,11 @@ elif mode == "emfile":  # NPROC: exhaust the server's descriptors, connect meanw
         print("error", e.strerror)
     for k in kids:
         os.waitpid(k, 0)
+elif mode == "peer":
+    s.connect(os.environ["PVISOR_AGENT_SOCKET"])
+    print(s.getpeername())
+    s.sendall(b"ping\n")
+    print(b" ".join(replies(1)).decode() or "dropped")
 PYEOF
 
 # --- pipelined requests: every one answered --------------------------------
@@ -105,3 +110,18 @@ PYEOF
 else
     skip "agent socket: the server does not spin when its descriptors are exhausted" "no prlimit"
 fi
+
+# --- the socket's address --------------------------------------------------
+# It was the host path $XDG_STATE_HOME/pvisor/runs/ID/agent.sock: a state
+# directory longer than a socket address holds (108 bytes with the run's
+# part) left the run without a socket.  It is now bound through a
+# descriptor of the run directory, and getpeername(2) in the sandbox gets
+# /proc/self/fd/N/agent.sock, not a host path.
+out=$(cd "$W" && "$P" run --safe --stage "$T/s4" --workspace "$W" -- python3 client.py peer 2>&1)
+eq "$(echo "$out" | grep -c "$XDG_STATE_HOME")" 0 "agent socket: its address (getpeername) is not the host path of the run directory"
+eq "$(echo "$out" | tail -n 1)" pong "agent socket: the client gets pong"
+LONG=$T/$(printf 'long-state-directory-%.0s' 1 2 3 4 5)
+mkdir -p "$LONG"
+out=$(cd "$W" && XDG_STATE_HOME=$LONG "$P" run --safe --stage "$T/s5" --workspace "$W" -- python3 client.py peer 2>&1)
+eq "$(echo "$out" | tail -n 1):$(ls "$LONG/pvisor/runs/"*/agent.sock 2>/dev/null | wc -l)" "pong:0" \
+    "agent socket: a state directory longer than a socket address still gets one, removed after the run"
