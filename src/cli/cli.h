@@ -36,6 +36,10 @@ struct cli_command {
     const char *summary; /* one line for `pvisor help` */
     const char *help;    /* full text for `pvisor help VERB` / `pvisor VERB --help` */
     int (*run)(int argc, char **argv);
+    /* The options that take a value, which may then be given as
+     * "--OPT=VALUE" too (main splits it in two); NULL-terminated, or NULL
+     * (run parses its own, policy.c). */
+    const char *const *value_opts;
 };
 
 int cmd_run(int argc, char **argv);

@@ -4,7 +4,9 @@
 #include "cli/cli.h"
 #include "config.h"
 #include "launch/launch.h"
+#include "util/cleanup.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -80,7 +82,7 @@ static const struct cli_command commands[] = {
      "that signal itself (128+N), whatever the command exited with on it;\n"
      "2 for a usage error (nothing done); 125 when pvisor failed before the command\n"
      "ran; 126 command not executable; 127 command not found.\n",
-     cmd_run},
+     cmd_run, NULL},
     {"status", "Show a run's Bundle (the most recent by default)",
      "Usage: pvisor status [RUN] [--json]\n"
      "       pvisor status --review [RUN|STAGE|--stage DIR] [--json]\n"
@@ -93,14 +95,14 @@ static const struct cli_command commands[] = {
      "             workspace...) and the Safety boundary (docs/lifecycle.md).\n"
      "             STAGE is a stage directory, given as a path (./NAME for one here),\n"
      "             or as --stage DIR (as diff, apply and drop take it).\n",
-     cmd_status},
+     cmd_status, (const char *const[]){"--stage", NULL}},
     {"list", "List runs",
      "Usage: pvisor list [--json]\n"
      "\n"
      "Lists recorded runs, newest first: id, state, exit status, the stage's state, start\n"
      "time, workspace (~ for HOME; a long one keeps its end) and command.\n"
      "  --json     A JSON array of run summaries (docs/bundle.md).\n",
-     cmd_list},
+     cmd_list, NULL},
     {"doctor", "Check what this host can enforce",
      "Usage: pvisor doctor [--json]\n"
      "\n"
@@ -108,9 +110,9 @@ static const struct cli_command commands[] = {
      "cgroup v2, OCI runtimes, QEMU/KVM) and says, per executor, whether it can run\n"
      "here and what to change when it cannot.\n"
      "  --json     Machine-readable output.\n",
-     cmd_doctor},
-    {"version", "Print the version", "Usage: pvisor version\n", cmd_version},
-    {"help", "Show help for pvisor or one verb", "Usage: pvisor help [VERB]\n", cmd_help},
+     cmd_doctor, NULL},
+    {"version", "Print the version", "Usage: pvisor version\n", cmd_version, NULL},
+    {"help", "Show help for pvisor or one verb", "Usage: pvisor help [VERB]\n", cmd_help, NULL},
 #ifdef PVISOR_HAVE_LIFECYCLE
 #define LC_RUN(f) f
 #define LC_SUM(s) s
@@ -130,7 +132,7 @@ static const struct cli_command commands[] = {
      "  --stat        A per-file summary of inserted and deleted lines.\n"
      "  --binary      Binary files as git's binary patch (their bytes, deflated), so that\n"
      "                'git apply' writes them too; not on a terminal.\n",
-     LC_RUN(cmd_diff)},
+     LC_RUN(cmd_diff), (const char *const[]){"--stage", NULL}},
     {"apply", LC_SUM("Apply a sealed stage to the workspace"),
      "Usage: pvisor apply [RUN|--stage DIR] [--path P]... [--dry-run] [--keep-special-modes]\n"
      "                    [--expect ID]\n"
@@ -159,7 +161,7 @@ static const struct cli_command commands[] = {
      "\n"
      "Exit status: 0 applied, 1 refused (conflict, stage state, another changeset)\n"
      "or failed, 2 usage.\n",
-     LC_RUN(cmd_apply)},
+     LC_RUN(cmd_apply), (const char *const[]){"--stage", "--expect", "--path", NULL}},
     {"drop", LC_SUM("Discard a stage"),
      "Usage: pvisor drop [RUN|--stage DIR] [--force]\n"
      "\n"
@@ -172,7 +174,7 @@ static const struct cli_command commands[] = {
      "                such as ./NAME, is one too).\n"
      "  --force       Drop even though an interrupted apply is pending (the part\n"
      "                already written stays in the workspace).\n",
-     LC_RUN(cmd_drop)},
+     LC_RUN(cmd_drop), (const char *const[]){"--stage", NULL}},
     {"checkpoint", LC_SUM("Checkpoint a stage"),
      "Usage: pvisor checkpoint [--name N] [RUN|--stage DIR]\n"
      "       pvisor checkpoint --list [RUN|--stage DIR]\n"
@@ -186,7 +188,7 @@ static const struct cli_command commands[] = {
      "  --list        List the stage's checkpoints.\n"
      "  --stage DIR   The stage (instead of a RUN; default: the newest staged run\n"
      "                of the workspace you are in).\n",
-     LC_RUN(cmd_checkpoint)},
+     LC_RUN(cmd_checkpoint), (const char *const[]){"--stage", "--name", NULL}},
     {"restore", LC_SUM("Restore a stage from a checkpoint"),
      "Usage: pvisor restore NAME [RUN|--stage DIR]\n"
      "\n"
@@ -194,7 +196,7 @@ static const struct cli_command commands[] = {
      "checkpoint NAME; the stage is sealed afterwards.\n"
      "  --stage DIR   The stage (instead of a RUN; default: the newest staged run\n"
      "                of the workspace you are in).\n",
-     LC_RUN(cmd_restore)},
+     LC_RUN(cmd_restore), (const char *const[]){"--stage", NULL}},
     {"fork", LC_SUM("Fork a new stage from a checkpoint"),
      "Usage: pvisor fork [CHECKPOINT] NEW_STAGE [--run RUN|--stage DIR]\n"
      "\n"
@@ -204,7 +206,7 @@ static const struct cli_command commands[] = {
      "                the workspace you are in).\n"
      "  --stage DIR   The source stage directory.\n"
      "NEW_STAGE must lie outside the workspace; the fork is applied from inside it.\n",
-     LC_RUN(cmd_fork)},
+     LC_RUN(cmd_fork), (const char *const[]){"--stage", "--run", NULL}},
 };
 
 const struct cli_command *cli_commands(unsigned *ret_n) {
@@ -272,6 +274,41 @@ void cli_print_overview(FILE *f) {
     fprintf(f, "\nRun 'pvisor help VERB' or 'pvisor VERB --help' for details, 'pvisor --version'\nfor the version.\n");
 }
 
+/* argv[0..*argc) with each "--OPT=VALUE" of opts (before a "--") made two
+ * arguments, into *ret (malloc'd, NULL-terminated; the strings are
+ * argv's, a VALUE a suffix of its argument), *argc updated; *ret NULL when
+ * there is none. */
+static int split_value_opts(const char *const *opts, int *argc, char **argv, char ***ret) {
+    *ret = NULL;
+    int extra = 0;
+    for (int i = 0; i < *argc && strcmp(argv[i], "--") != 0; i++)
+        for (const char *const *o = opts; *o; o++)
+            if (strncmp(argv[i], *o, strlen(*o)) == 0 && argv[i][strlen(*o)] == '=')
+                extra++;
+    if (!extra)
+        return 0;
+    char **v = calloc((size_t)*argc + (size_t)extra + 1, sizeof *v);
+    if (!v)
+        return -ENOMEM;
+    int n = 0;
+    bool done = false;
+    for (int i = 0; i < *argc; i++) {
+        const char *const *o = opts;
+        done = done || strcmp(argv[i], "--") == 0;
+        while (!done && *o && !(strncmp(argv[i], *o, strlen(*o)) == 0 && argv[i][strlen(*o)] == '='))
+            o++;
+        if (!done && *o) {
+            argv[i][strlen(*o)] = '\0'; /* "--stage" */
+            v[n++] = argv[i];
+            v[n++] = argv[i] + strlen(*o) + 1;
+        } else
+            v[n++] = argv[i];
+    }
+    *argc = n;
+    *ret = v;
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         cli_print_overview(stderr);
@@ -296,10 +333,17 @@ int main(int argc, char **argv) {
         fprintf(stderr, "pvisor %s: not available in pvisor %s (planned; see 'pvisor help')\n", verb, PVISOR_VERSION);
         return PV_EXIT_USAGE;
     }
+    /* "--stage=DIR" as "--stage DIR" (run takes both itself) */
+    _cleanup_free_ char **split = NULL;
+    int n = argc - 1;
+    if (c->value_opts && split_value_opts(c->value_opts, &n, argv + 1, &split) < 0) {
+        fprintf(stderr, "pvisor %s: out of memory\n", verb);
+        return PV_EXIT_FAILURE;
+    }
     /* A verb that was interrupted (run: a relayed SIGINT, SIGTERM or
      * SIGHUP) returns minus the signal, once its work is recorded and its
      * resources are released. */
-    int status = c->run(argc - 1, argv + 1);
+    int status = c->run(n, split ? split : argv + 1);
     return status < 0 ? cli_end_by_signal(-status) : status;
 }
 

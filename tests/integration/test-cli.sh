@@ -145,3 +145,23 @@ if printf '%s\n' "$NOTES" | grep -q 'no delegated cgroup v2'; then
 else
     diag "doctor's fallback note: this host delegates a cgroup v2 with memory and pids (nothing to compare)"
 fi
+
+# --- "--OPT=VALUE" for the lifecycle verbs, as run takes it ---------------------
+# Only run took it: 'apply --expect=ID' said "unknown option '--expect=ID'",
+# naming an option that exists.
+WE=$T/eqws
+mkdir -p "$WE"
+echo one > "$WE/f"
+"$PVISOR" run --stage "$T/eqstage" --workspace "$WE" -- sh -c "echo two > '$WE/f'" > /dev/null 2>&1
+eq "$?" 0 "--OPT=VALUE: a staged run to work on"
+"$PVISOR" checkpoint --stage="$T/eqstage" --name=eqcp > /dev/null 2>&1
+eq "$?:$(ls "$T/eqstage/checkpoints")" "0:eqcp" "checkpoint --stage=DIR --name=NAME"
+(cd "$WE" && "$PVISOR" diff --stat --stage="$T/eqstage") > "$T/eq.out" 2>&1
+eq "$?:$(grep -c '^ f ' "$T/eq.out")" "0:1" "diff --stage=DIR"
+ID=$(cd "$WE" && "$PVISOR" status --review --stage="$T/eqstage" --json | jq -r .changeset.id)
+(cd "$WE" && "$PVISOR" apply --expect=0123 --stage="$T/eqstage") > /dev/null 2> "$T/eq.err"
+eq "$?:$(grep -c "expect '0123' is not a changeset ID" "$T/eq.err")" "2:1" "apply --expect=VALUE is read as --expect VALUE"
+(cd "$WE" && "$PVISOR" apply --stage="$T/eqstage" --expect="$ID") > /dev/null 2>&1
+eq "$?:$(cat "$WE/f")" "0:two" "apply --stage=DIR --expect=ID applies"
+"$PVISOR" status --json=1 > /dev/null 2> "$T/eq.err"
+eq "$?:$(grep -c "unknown option '--json=1'" "$T/eq.err")" "2:1" "a flag with a value is still an unknown option"
