@@ -17,7 +17,8 @@ cd "$demo/project"
 printf 'def greet():\n    return "hello"\n' > app.py
 printf '# Demo project\n' > README.md
 printf 'secret\n' > "$demo/outside.txt"
-step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+# bold headings on a terminal only (a log gets plain text)
+if [ -t 1 ]; then step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }; else step() { printf '\n== %s\n' "$*"; }; fi
 
 step "the workspace: $demo/project"
 ls -l
@@ -58,13 +59,14 @@ step "the real workspace is untouched so far"
 ls -l; cat "$demo/outside.txt"
 
 step "pvisor status --review: what changed, and what boundary held"
-"$PVISOR" status --review
+"$PVISOR" status --review | tee "$demo/review.txt"
+id=$(sed -n 's/^Changeset: *\([0-9a-f]*\).*/\1/p' "$demo/review.txt" | head -n 1)
 
 step "pvisor diff"
 "$PVISOR" diff || true
 
-step "pvisor apply"
-"$PVISOR" apply
+step "pvisor apply --expect $id: exactly the changeset reviewed"
+"$PVISOR" apply --expect "$id"
 ls -l; cat app.py
 
 echo
