@@ -5,10 +5,16 @@
  * (lifecycle/checkpoint.c), with the FUSE overlay held at a quiescent point
  * for the copy:
  *
- *   1. validate the name; create the temp directory;
- *   2. overlay_quiesce: wait until no operation that changes upper/, the
- *      journal or the origin map is in flight, hold new ones back; check
- *      the limits (below) now, on what the copy will see;
+ *   1. validate the name; refuse what is known without the stage (the
+ *      per-run cap, a spent budget) or with one lookup (the name taken);
+ *      pause as in 2 and check the limits (below), nothing written: a
+ *      refusal costs no temp directory and no copy, and a spent budget
+ *      is seen without a system call (within_limits);
+ *   2. create the temp directory; overlay_quiesce: wait until no
+ *      operation that changes upper/, the journal or the origin map is in
+ *      flight, hold new ones back; check the limits again, on what the
+ *      copy will see (from here the attempt counts toward the cap,
+ *      committed or not);
  *   3. copy upper/, journal, origin, meta.json (page cache reads: data
  *      written through the agent's open descriptors went through the
  *      server into the upper files before its write returned, since the
@@ -18,21 +24,25 @@
  *      Only then does the agent get "ok checkpoint NAME".
  *
  * Deadlock freedom: this runs on the agent socket's thread, which holds no
- * overlay lock except between 2 and 4, and touches the stage only through
- * the stage's own directory fd, opened before the overlay was mounted (the
- * stage is never below the workspace: run_check_stage_location), so it
- * never calls into the FUSE mount it has quiesced.  The owner stops this
+ * overlay lock except in the pause of 1 and between 2 and 4, and touches
+ * the stage only through the stage's own directory fd, opened before the
+ * overlay was mounted (the stage is never below the workspace:
+ * run_check_stage_location), so it never calls into the FUSE mount it has
+ * quiesced.  The owner stops this
  * thread (agent_socket_stop) before it stops the overlay or seals.
  *
- * Limits (the agent is untrusted): names as lc_checkpoint_name_valid (no
- * '/', no leading '.', at most 64 bytes); at most RUN_LIVE_CHECKPOINTS_MAX
- * per run; with --stage-max-bytes B the checkpoints of one run copy at
- * most B bytes together (each counted as the larger of the upper's
- * allocation while quiesced and what the copy wrote); a checkpoint is refused unless the stage's file system
- * keeps 5% of its size (and of its inodes) free after a full (non-reflink)
- * copy; and the copy
- * itself stops with ENOSPC before it writes more file data than either
- * bound leaves (holes stay holes, so a sparse file costs what it holds).
+ * Limits (the agent is untrusted, and the supervisor runs outside every
+ * limit of the run, so a refusal must cost it little however often the
+ * agent asks): names as lc_checkpoint_name_valid (no '/', no leading '.',
+ * at most 64 bytes); at most RUN_LIVE_CHECKPOINTS_MAX per run, counting
+ * every attempt that got to step 2; with --stage-max-bytes B the
+ * checkpoints of one run copy at most B bytes together (each counted as
+ * the larger of the upper's allocation while quiesced and what the copy
+ * wrote); a checkpoint is refused unless the stage's file system keeps 5%
+ * of its size (and of its inodes) free after a full (non-reflink) copy;
+ * and the copy itself stops with ENOSPC before it writes more file data
+ * than either bound leaves (holes stay holes, so a sparse file costs what
+ * it holds).
  */
 #include "cli/run_checkpoint.h"
 #include "lifecycle/lifecycle.h"
@@ -56,14 +66,33 @@ static int64_t ms_between(const struct timespec *a, const struct timespec *b) {
 static uint64_t copy_estimate(struct run_checkpoints *cp) {
     struct overlay_stats stats;
     overlay_get_stats(cp->ov, &stats);
-    uint64_t est = stats.upper_bytes;
+    uint64_t est = stats.upper_bytes, logs = 0;
     static const char *const files[] = {"journal", "origin", "meta.json"};
     for (size_t i = 0; i < ARRAY_SIZE(files); i++) {
         struct stat st;
-        if (fstatat(stage_dir_fd(cp->stage), files[i], &st, AT_SYMLINK_NOFOLLOW) == 0)
+        if (fstatat(stage_dir_fd(cp->stage), files[i], &st, AT_SYMLINK_NOFOLLOW) == 0) {
             est += (uint64_t)st.st_size;
+            if (i < 2)
+                logs += (uint64_t)st.st_size;
+        }
     }
+    cp->log_bytes = logs;
     return est;
+}
+
+static void budget_refusal(const struct run_checkpoints *cp, char *reply, size_t size) {
+    snprintf(reply, size,
+             "error limit: the checkpoints of this run would copy more than --stage-max-bytes (%llu bytes)",
+             (unsigned long long)cp->max_bytes);
+}
+
+/* Whether the stage has a checkpoint (or anything else) named name: one
+ * lookup in the stage's own directory, never the FUSE mount. */
+static bool checkpoint_exists(const struct run_checkpoints *cp, const char *name) {
+    char path[96];
+    struct stat st;
+    snprintf(path, sizeof path, "checkpoints/%s", name);
+    return fstatat(stage_dir_fd(cp->stage), path, &st, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
 /* The limits (see the top of the file), checked while the overlay is
@@ -76,12 +105,22 @@ static bool within_limits(struct run_checkpoints *cp, uint64_t *ret_est, uint64_
      * reflinked copy takes less at first but keeps the old extents once
      * the agent rewrites them, so the budget counts it in full).  limit:
      * what the copy may write, whatever the estimate said. */
+    if (cp->max_bytes) {
+        /* first without a system call: the upper's allocation now plus
+         * the journal and origin map as last seen (appended to only, so
+         * no larger than they are now) is at most est below; a refusal
+         * repeated as fast as the agent can ask costs two lock cycles */
+        struct overlay_stats stats;
+        overlay_get_stats(cp->ov, &stats);
+        if (cp->bytes >= cp->max_bytes || stats.upper_bytes + cp->log_bytes > cp->max_bytes - cp->bytes) {
+            budget_refusal(cp, reply, size);
+            return false;
+        }
+    }
     uint64_t est = copy_estimate(cp), limit = UINT64_MAX;
     if (cp->max_bytes) {
         if (cp->bytes >= cp->max_bytes || est > cp->max_bytes - cp->bytes) {
-            snprintf(reply, size,
-                     "error limit: the checkpoints of this run would copy more than --stage-max-bytes (%llu bytes)",
-                     (unsigned long long)cp->max_bytes);
+            budget_refusal(cp, reply, size);
             return false;
         }
         limit = cp->max_bytes - cp->bytes;
@@ -113,12 +152,17 @@ static bool within_limits(struct run_checkpoints *cp, uint64_t *ret_est, uint64_
     return true;
 }
 
+/* name: NULL for the default */
 static void take(struct run_checkpoints *cp, const char *name, char *reply, size_t size) {
-    if (!lc_checkpoint_name_valid(name)) {
+    /* What can be known without touching the stage or pausing the overlay
+     * comes first (each stays true for the rest of the run): the agent can
+     * ask as often as it likes, and a refusal costs the supervisor, outside
+     * every limit of the run. */
+    if (name && !lc_checkpoint_name_valid(name)) {
         snprintf(reply, size, "error invalid name: 1-64 bytes of [A-Za-z0-9._-], not starting with '.' or '-'");
         return;
     }
-    if (cp->taken >= RUN_LIVE_CHECKPOINTS_MAX) {
+    if (cp->copies >= RUN_LIVE_CHECKPOINTS_MAX) {
         snprintf(reply, size, "error limit: at most %d checkpoints per run", RUN_LIVE_CHECKPOINTS_MAX);
         return;
     }
@@ -126,16 +170,46 @@ static void take(struct run_checkpoints *cp, const char *name, char *reply, size
         snprintf(reply, size, "error cancelled: the run is ending");
         return;
     }
+    if (cp->max_bytes && cp->bytes >= cp->max_bytes) {
+        budget_refusal(cp, reply, size);
+        return;
+    }
+    char gen[64];
+    if (!name) {
+        lc_checkpoint_default_name(gen);
+        name = gen;
+    }
+    if (checkpoint_exists(cp, name)) {
+        snprintf(reply, size, "error exists: the stage already has a checkpoint named %s", name);
+        return;
+    }
+    /* The limits, on what a copy would see now: a brief pause, nothing
+     * written.  Checked again in the pause of the copy (the agent can grow
+     * the upper in between). */
+    struct timespec t0, t1;
+    uint64_t est = 0, limit = 0;
+    int64_t paused_ms = 0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    overlay_quiesce(cp->ov);
+    bool refused = !within_limits(cp, &est, &limit, reply, size);
+    overlay_resume(cp->ov);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (refused)
+        return;
+    paused_ms = ms_between(&t0, &t1);
     struct lc_checkpoint_tx *tx = NULL;
     int r = lc_checkpoint_begin(stage_dir_fd(cp->stage), name, &tx);
     if (r == -EEXIST) {
         snprintf(reply, size, "error exists: the stage already has a checkpoint named %s", name);
         return;
     }
-    struct timespec t0, t1;
-    uint64_t est = 0, limit = 0;
-    bool refused = false;
+    /* From here a refusal or failure has cost a temporary directory and
+     * maybe a copy: it counts toward RUN_LIVE_CHECKPOINTS_MAX like a
+     * committed checkpoint, so an agent cannot make the supervisor repeat
+     * that work without bound (a copy that fails for a lifecycle bound
+     * fails again). */
     if (r == 0) {
+        cp->copies++;
         clock_gettime(CLOCK_MONOTONIC, &t0);
         overlay_quiesce(cp->ov);
         refused = !within_limits(cp, &est, &limit, reply, size);
@@ -143,6 +217,7 @@ static void take(struct run_checkpoints *cp, const char *name, char *reply, size
             r = lc_checkpoint_copy(tx, false, limit, &cp->cancel);
         overlay_resume(cp->ov);
         clock_gettime(CLOCK_MONOTONIC, &t1);
+        paused_ms += ms_between(&t0, &t1);
     }
     uint64_t bytes = 0;
     if (r == 0 && !refused)
@@ -167,17 +242,12 @@ static void take(struct run_checkpoints *cp, const char *name, char *reply, size
     if (!cp->taken_json)
         cp->taken_json = json_array();
     json_array_append_new(cp->taken_json, json_pack("{s:s, s:I, s:I}", "name", name, "bytes", (json_int_t)bytes,
-                                                    "paused_ms", (json_int_t)ms_between(&t0, &t1)));
+                                                    "paused_ms", (json_int_t)paused_ms));
     snprintf(reply, size, "ok checkpoint %s", name);
 }
 
 void run_checkpoint_hook(void *userdata, const char *name, char *reply, size_t size) {
     struct run_checkpoints *cp = userdata;
-    char gen[64];
-    if (!name) {
-        lc_checkpoint_default_name(gen);
-        name = gen;
-    }
     reply[0] = '\0';
     if (!cp->ov || !cp->stage)
         snprintf(reply, size, "error unsupported: the overlay is not running");

@@ -10,7 +10,7 @@
 #include "overlay/overlay.h"
 #include "stage/stage.h"
 
-#define RUN_LIVE_CHECKPOINTS_MAX 16 /* committed live checkpoints per run */
+#define RUN_LIVE_CHECKPOINTS_MAX 16 /* live checkpoints per run (committed or failed once begun) */
 
 struct run_checkpoints {
     /* Set before the agent socket's thread starts, then read-only. */
@@ -23,7 +23,9 @@ struct run_checkpoints {
     atomic_bool cancel;
     /* The agent socket's thread only (read by the owner after it stopped). */
     unsigned taken, refused;
+    unsigned copies;    /* checkpoints that got as far as a temporary directory (the per-run cap) */
     uint64_t bytes;     /* what the committed ones took (the --stage-max-bytes budget) */
+    uint64_t log_bytes; /* the journal and origin map at the last check (they only grow during a run) */
     json_t *taken_json; /* [{"name","bytes","copy","paused_ms"}] */
 };
 

@@ -125,3 +125,60 @@ mkdir -p "$LONG"
 out=$(cd "$W" && XDG_STATE_HOME=$LONG "$P" run --safe --stage "$T/s5" --workspace "$W" -- python3 client.py peer 2>&1)
 eq "$(echo "$out" | tail -n 1):$(ls "$LONG/pvisor/runs/"*/agent.sock 2>/dev/null | wc -l)" "pong:0" \
     "agent socket: a state directory longer than a socket address still gets one, removed after the run"
+
+# --- refused checkpoints: what they cost the supervisor ---------------------
+# Once the --stage-max-bytes budget left is smaller than the stage, each
+# refused `checkpoint` still made a temporary directory, paused the
+# overlay, measured the stage and removed the directory: 0.1 ms of the
+# supervisor's CPU (outside every limit of the run) per request, three
+# times what the command spent asking.  Such a refusal is now seen in a
+# pause without a system call, and nothing is written.  Total CPU of pvisor
+# and the command for 40,000 refusals (4.6 s before, 0.37 s after, on a
+# 2-CPU VM).
+head -c 700000 /dev/urandom > "$W/big.bin"
+cat > "$W/flood.py" <<'PYEOF'
+import os, socket, sys
+# flood N REQUEST [FIRST...]: each FIRST alone, then N REQUEST in writes of 200
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(60)
+s.connect(os.environ["PVISOR_AGENT_SOCKET"])
+buf = b""
+def replies(n):
+    global buf
+    while buf.count(b"\n") < n:
+        d = s.recv(1 << 20)
+        if not d:
+            break
+        buf += d
+    got = buf.split(b"\n")
+    buf = b"\n".join(got[n:])
+    return [r.decode() for r in got[:n]]
+kinds = {}
+for f in sys.argv[3:]:
+    s.sendall(f.encode() + b"\n")
+    r = replies(1)[0].split(":")[0]
+    kinds[r] = kinds.get(r, 0) + 1
+n, req = int(sys.argv[1]), sys.argv[2].encode() + b"\n"
+while n > 0:
+    k = min(n, 200)
+    s.sendall(req * k)
+    for r in replies(k):
+        r = r.split(":")[0]
+        kinds[r] = kinds.get(r, 0) + 1
+    n -= k
+print(",".join("%s=%d" % kv for kv in sorted(kinds.items())))
+PYEOF
+cpu=$(cd "$W" && python3 - "$P" "$T/s6" "$W" <<'PYEOF'
+import resource, subprocess, sys
+p = subprocess.run([sys.argv[1], "run", "--safe", "--stage-max-bytes", "1000000", "--stage", sys.argv[2],
+                    "--workspace", sys.argv[3], "--", "sh", "-c",
+                    "cp big.bin big2.bin && python3 flood.py 40000 checkpoint 'checkpoint c1'"],
+                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+t = ru.ru_utime + ru.ru_stime
+print(p.stdout.decode().strip(), "busy" if t > 1.2 else "idle", "%.2f" % t)
+PYEOF
+)
+eq "${cpu% *}" "error limit=40000,ok checkpoint c1=1 idle" \
+    "agent socket: 40,000 checkpoints refused by --stage-max-bytes cost the supervisor little (${cpu##* } s of CPU in all)"
+eq "$(ls -A "$T/s6/checkpoints" | tr '\n' ' ')" "c1 " "agent socket: the refusals left nothing in the stage"

@@ -659,3 +659,26 @@ if [ "$(id -u)" -eq 0 ] && command -v setfacl >/dev/null && command -v setcap >/
 else
     skip "acl: checkpoints keep ACLs and file capabilities" "needs root, setfacl, setcap and getfattr"
 fi
+
+# ---------------------------------------------------------------------------
+# A live checkpoint whose copy fails (here a directory nested deeper than
+# the lifecycle's bound, which the overlay allows) fails again on every
+# request, after copying whatever came before it: the failures did not
+# count toward the 16 per run, and 60 requests over 64 MiB of files cost
+# the supervisor 7 s of system time (and as many copies written and
+# removed) for 0.06 s of the command's.  An attempt that got as far as a
+# temporary directory now counts.
+B=$T/failcap W=$B/ws S=$B/st
+mkdir -p "$W"
+echo a > "$W/a"
+cat > "$B/deep.sh" <<EOF
+mkdir x && cd x || exit 8
+i=0; while [ \$i -lt 300 ]; do mkdir d && cd d || exit 9; i=\$((i + 1)); done
+for i in \$(seq 1 20); do "$BIN/pvagent" agent checkpoint; done
+EOF
+(cd "$W" && "$P" run --safe --stage "$S" --workspace "$W" --access "ro:$BIN" --access "ro:$B/deep.sh" -- \
+    sh "$B/deep.sh" > "$B/replies" 2>"$B/err")
+eq "$(sed 's/:.*//' "$B/replies" | sort | uniq -c | awk '{ print $2 " " $3 "=" $1 }' | tr '\n' ',')" \
+    "error checkpoint=16,error limit=4," \
+    "a live checkpoint that fails counts toward the 16 per run: 16 copies fail, then the requests are refused"
+eq "$(ls -A "$S/checkpoints" 2>/dev/null | wc -l)" 0 "... and the failures left nothing in the stage"
