@@ -174,9 +174,15 @@ static void take(struct run_checkpoints *cp, const char *name, char *reply, size
         budget_refusal(cp, reply, size);
         return;
     }
-    char gen[64];
+    char gen[80];
     if (!name) {
-        lc_checkpoint_default_name(gen);
+        /* cp-<ms>, made unique: a second request within the millisecond
+         * (or a checkpoint of that name from an earlier run) gets -2, -3, ... */
+        char base[64];
+        lc_checkpoint_default_name(base);
+        snprintf(gen, sizeof gen, "%s", base);
+        for (unsigned k = 2; k <= RUN_LIVE_CHECKPOINTS_MAX + 1 && checkpoint_exists(cp, gen); k++)
+            snprintf(gen, sizeof gen, "%s-%u", base, k);
         name = gen;
     }
     if (checkpoint_exists(cp, name)) {

@@ -682,3 +682,26 @@ eq "$(sed 's/:.*//' "$B/replies" | sort | uniq -c | awk '{ print $2 " " $3 "=" $
     "error checkpoint=16,error limit=4," \
     "a live checkpoint that fails counts toward the 16 per run: 16 copies fail, then the requests are refused"
 eq "$(ls -A "$S/checkpoints" 2>/dev/null | wc -l)" 0 "... and the failures left nothing in the stage"
+
+# The default name cp-<UTC time with milliseconds> was taken twice within a
+# millisecond when a checkpoint commits that fast (a stage on a tmpfs):
+# the second got `error exists`.  16 pipelined `checkpoint` requests now
+# get 16 checkpoints, the later ones of a millisecond named cp-<time>-2, ...
+if [ "$(id -u)" -eq 0 ] && command -v unshare >/dev/null; then
+    B=$T/defname W=$B/ws SF=$B/fs
+    mkdir -p "$W" "$SF"
+    echo a > "$W/a"
+    cat > "$B/names.sh" <<EOF
+mount -t tmpfs -o size=16m tmpfs "$SF" || exit 90
+cd "$W" && "$P" run --safe --stage "$SF/st" --workspace "$W" --access "ro:$BIN" -- \
+    "$BIN/pvagent" agent checkpoint checkpoint checkpoint checkpoint checkpoint checkpoint checkpoint checkpoint \
+    checkpoint checkpoint checkpoint checkpoint checkpoint checkpoint checkpoint checkpoint > "$B/names.reply"
+ls "$SF/st/checkpoints" > "$B/names.ls"
+EOF
+    unshare -m sh "$B/names.sh" > "$B/names.out" 2>&1; rc=$?
+    eq "$rc:$(grep -c '^ok checkpoint cp-' "$B/names.reply"):$(sort -u "$B/names.reply" | wc -l):$(wc -l < "$B/names.ls")" \
+        "0:16:16:16" "16 live checkpoints asked for without a name at once get 16 distinct names"
+    [ "$(grep -c '^ok' "$B/names.reply")" = 16 ] || diag "$(sort "$B/names.reply" | uniq -c | head -5)"
+else
+    skip "16 live checkpoints asked for without a name at once get 16 distinct names" "needs root and unshare (a private tmpfs mount)"
+fi
