@@ -136,9 +136,12 @@ int egress_rule_parse(const char *spec, struct egress_rule *ret, char **ret_erro
             spec, host);
     /* 0.0.0.0 and [::] name no server: the broker's connect to them
      * reaches this machine's own services (as 127.0.0.1 would, which the
-     * user can name if that is what is meant) */
-    static const unsigned char zero[16];
-    if (r.address && memcmp(r.addr, zero, r.family == AF_INET ? 4 : 16) == 0)
+     * user can name if that is what is meant); so does 0.0.0.0 written as
+     * an IPv4-mapped address, [::ffff:0.0.0.0], which the broker's IPv6
+     * socket connects to as 0.0.0.0 */
+    static const unsigned char zero[16], mapped_zero[16] = {[10] = 0xff, [11] = 0xff};
+    if (r.address && (memcmp(r.addr, zero, r.family == AF_INET ? 4 : 16) == 0 ||
+                      (r.family == AF_INET6 && memcmp(r.addr, mapped_zero, 16) == 0)))
         return usage_error(ret_error,
                            "--allow-net '%s': the unspecified address %s names no server (a connection to it reaches "
                            "this machine's own services); give the server's name or address",

@@ -62,6 +62,9 @@ static void test_rules(void) {
     ok(refused_spec("0.0.0.0:8080", "unspecified address"), "0.0.0.0 with a port");
     ok(refused_spec("[::]:80", "unspecified address ::"), "[::]");
     ok(refused_spec("[0:0::0]", "unspecified address"), "[::] written otherwise");
+    ok(refused_spec("[::ffff:0.0.0.0]:80", "unspecified address ::ffff:0.0.0.0"),
+       "0.0.0.0 as an IPv4-mapped IPv6 address (the broker's connect to it reached the host's services too)");
+    ok(refused_spec("[::ffff:0:0]", "unspecified address"), "the IPv4-mapped 0.0.0.0 written otherwise");
     ok(parses("0.0.0.1:80", "0.0.0.1:80"), "an address next to 0.0.0.0 is an address (the broker decides)");
     ok(refused_spec("exa mple.com", "not a host name"), "a space");
     ok(refused_spec("example.com/x", "not a host name"), "a path");
