@@ -468,8 +468,9 @@ static void print_entry(const struct lc_entry *e) {
  * workspace's did not (LC_W_GIT_HIDES), the first of them by name. */
 static void print_index_hides(const struct lc_entry *e) {
     if (e->index_hides_unread) {
-        printf("      not read: larger than %d MiB; its skip-worktree and assume-unchanged entries are unknown\n",
-               LC_GIT_INDEX_READ_MAX_MIB);
+        printf("      not read: larger than %d MiB, or past the %d MiB of git indexes one review reads; its "
+               "skip-worktree and assume-unchanged entries are unknown\n",
+               LC_GIT_INDEX_READ_MAX_MIB, LC_GIT_INDEX_READ_TOTAL_MIB);
         return;
     }
     if (!e->index_hides)

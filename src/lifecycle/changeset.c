@@ -236,6 +236,7 @@ struct walk {
     char stopped[LC_MAX_PATH + 2]; /* where a bound stopped the walk (lc_stage.stopped_at) */
     bool stopped_deleted;          /* lc_stage.stopped_deleted */
     unsigned in_deleted;           /* > 0: walking lower objects the stage deletes */
+    uint64_t index_budget;         /* of LC_GIT_INDEX_READ_TOTAL, the bytes of git indexes left to read */
 };
 
 /* A bound stops the walk at w->path: remember where, for the message. */
@@ -677,7 +678,7 @@ static bool git_pointer_into_git(const struct walk *w, int upper_dirfd, const ch
  * Read by lc_git_index_hides, never by git (the stage's config can make
  * it run commands).  An index too large to read is warned of. */
 static int index_hides(struct walk *w, struct lc_entry *e, int upper_dirfd, int lower_dirfd, const char *name) {
-    int r = lc_git_index_hides(upper_dirfd, lower_dirfd, name, &e->index_hides, &e->index_hides_names,
+    int r = lc_git_index_hides(upper_dirfd, lower_dirfd, name, &w->index_budget, &e->index_hides, &e->index_hides_names,
                                &e->n_index_hides_names);
     if (r == -EFBIG)
         e->index_hides_unread = true;
@@ -1270,6 +1271,7 @@ int lc_changeset_load(struct lc_stage *st, struct lc_changeset **ret_cs) {
     w->stage_fd = st->dir_fd;
     w->keep_owners = geteuid() == 0 && userns_is_initial();
     cs->keep_owners = w->keep_owners;
+    w->index_budget = LC_GIT_INDEX_READ_TOTAL;
     w->path[0] = '\0';
     r = origin_load(st->dir_fd, st->upper_fd, &orig, &n_orig, &w->origin_usable);
     if (r < 0)

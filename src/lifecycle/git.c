@@ -660,9 +660,14 @@ out:
     return r;
 }
 
-/* name in dirfd, a regular file read whole (up to max bytes): -EFBIG
- * past it */
-static int idx_read(int dirfd, const char *name, size_t max, unsigned char **ret, size_t *ret_len) {
+/* name in dirfd, a regular file read whole (up to max bytes, and what is
+ * left of *budget, which its size is taken from): -EFBIG past max,
+ * -EDQUOT past the budget.
+ * The budget counts the size, not what the file holds: a sparse index
+ * costs the agent no block of its quota, and its holes are read as
+ * zeros all the same (thousands of them made every review, diff and apply
+ * read hundreds of GiB). */
+static int idx_read(int dirfd, const char *name, size_t max, uint64_t *budget, unsigned char **ret, size_t *ret_len) {
     _cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     struct stat st;
     if (fd < 0)
@@ -673,6 +678,9 @@ static int idx_read(int dirfd, const char *name, size_t max, unsigned char **ret
         return -EINVAL;
     if ((uint64_t)st.st_size > max)
         return -EFBIG;
+    if ((uint64_t)st.st_size > *budget)
+        return -EDQUOT;
+    *budget -= (uint64_t)st.st_size;
     size_t cap = (size_t)st.st_size, len = 0;
     _cleanup_free_ unsigned char *b = malloc(cap ? cap : 1);
     if (!b)
@@ -692,17 +700,19 @@ static int idx_read(int dirfd, const char *name, size_t max, unsigned char **ret
     return 0;
 }
 
-int lc_git_index_hides(int upper_dirfd, int lower_dirfd, const char *name, size_t *ret_count, char ***ret_names,
-                       size_t *ret_n) {
+int lc_git_index_hides(int upper_dirfd, int lower_dirfd, const char *name, uint64_t *budget, size_t *ret_count,
+                       char ***ret_names, size_t *ret_n) {
     *ret_count = 0;
     *ret_names = NULL;
     *ret_n = 0;
     _cleanup_free_ unsigned char *nb = NULL, *ob = NULL;
     size_t nl = 0, ol = 0;
-    int r = idx_read(upper_dirfd, name, LC_GIT_INDEX_READ_MAX, &nb, &nl);
+    int r = idx_read(upper_dirfd, name, LC_GIT_INDEX_READ_MAX, budget, &nb, &nl);
     if (r < 0)
-        return r;
-    if (lower_dirfd >= 0 && idx_read(lower_dirfd, name, LC_GIT_INDEX_READ_MAX, &ob, &ol) < 0) {
+        return r == -EDQUOT ? -EFBIG : r;
+    if (lower_dirfd >= 0 && (r = idx_read(lower_dirfd, name, LC_GIT_INDEX_READ_MAX, budget, &ob, &ol)) < 0) {
+        if (r == -EDQUOT)
+            return -EFBIG; /* past the walk's budget: unknown, not "none hidden before" */
         free(ob);
         ob = NULL; /* none, or unreadable: every hidden entry is new */
     }

@@ -82,11 +82,14 @@ bool lc_git_index_refreshed(int stage_dir_fd, int dirfd, const char *name, const
  * SHA-256 object names, bounded; an index git could not read hides
  * nothing.  *ret_count: how many, *ret_names the first LC_GIT_HIDES_NAMES
  * (*ret_n of them, malloc'd, as git names them: check before printing).
- * -EFBIG: larger than LC_GIT_INDEX_READ_MAX, not read. */
+ * -EFBIG: larger than LC_GIT_INDEX_READ_MAX, or than what is *budget
+ * left of the bytes of git indexes a walk reads in all (each read takes
+ * its size from it), not read. */
 #define LC_GIT_HIDES_NAMES 5
 #define LC_GIT_INDEX_READ_MAX ((size_t)LC_GIT_INDEX_READ_MAX_MIB << 20)
-int lc_git_index_hides(int upper_dirfd, int lower_dirfd, const char *name, size_t *ret_count, char ***ret_names,
-                       size_t *ret_n);
+#define LC_GIT_INDEX_READ_TOTAL ((uint64_t)LC_GIT_INDEX_READ_TOTAL_MIB << 20)
+int lc_git_index_hides(int upper_dirfd, int lower_dirfd, const char *name, uint64_t *budget, size_t *ret_count,
+                       char ***ret_names, size_t *ret_n);
 /* The same over two buffers (old_buf NULL: none); for tests. */
 int lc_git_index_hides_buf(const unsigned char *new_buf, size_t new_len, const unsigned char *old_buf, size_t old_len,
                            size_t *ret_count, char ***ret_names, size_t *ret_n);

@@ -129,9 +129,11 @@ struct lc_entry {
      * files from git that the workspace's did not (skip-worktree,
      * assume-unchanged; LC_W_GIT_HIDES): how many, and the names of the
      * first n_index_hides_names (as git names them: escape to print);
-     * index_hides_unread: too large to read (warned of all the same) */
+     * index_hides_unread: too large to read, or past what one walk reads
+     * of git indexes in all (warned of all the same) */
     size_t index_hides;
 #define LC_GIT_INDEX_READ_MAX_MIB 256
+#define LC_GIT_INDEX_READ_TOTAL_MIB 1024
     char **index_hides_names;
     size_t n_index_hides_names;
     bool index_hides_unread;

@@ -2522,6 +2522,15 @@ if command -v git >/dev/null; then
         eq "$rc:$(jq -r '.changeset.changes[] | select(.path == ".git/index") | .kind' "$T/idxbad.json")" "0:added" \
             "a hostile .git/index ($bad) is reviewed, no crash, no hang"
     done
+    # sparse indexes: their size costs the agent no block of the stage's
+    # quota, and each was read whole (holes as zeros) by every review, diff
+    # and apply; a walk reads 1 GiB of git indexes in all, the rest is
+    # warned of as not read
+    W=$T/wsidx-sparse; mkdir -p "$W/.git"
+    stage_run "$W" "$T/stidx-sparse" 'for i in 1 2 3 4 5; do mkdir -p .git/s$i && truncate -s 256M .git/s$i/index; done' >/dev/null 2>&1
+    "$P" status --review --stage "$T/stidx-sparse" --json > "$T/idxsp.json" 2>/dev/null; rc=$?
+    eq "$rc:$(jq -r '[.changeset.warnings[] | select(.warning == "git_hides" and .index_hides.unread)] | length' "$T/idxsp.json")" "0:1" \
+        "five sparse 256 MiB indexes: four are read, the fifth, past 1 GiB of git indexes, is warned of as not read"
 else
     skip "index skip-worktree and assume-unchanged entries warned of (git_hides)" "no git"
 fi
