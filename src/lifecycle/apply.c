@@ -1475,7 +1475,12 @@ int lc_apply(const char *stage_path, const struct lc_apply_opts *o, struct lc_ap
         r = -errno;
         goto out;
     }
-    if (review_checked || (o->expect_id && exists_at(st->dir_fd, LC_REVIEWED)))
+    /* also after the resume of an interrupted subset apply: the apply it
+     * completes was held to the record (or to --expect), and nothing can
+     * change the stage while its intent is there (a run, a restore, a
+     * review's record all wait for it); else the rest, part of what was
+     * reviewed, was refused as "changed since its last review" */
+    if (review_checked || ((o->expect_id || resume) && exists_at(st->dir_fd, LC_REVIEWED)))
         record_rest_reviewed(st);
 out:
     ctx_release_fs(&c);

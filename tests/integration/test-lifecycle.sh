@@ -3065,6 +3065,19 @@ eq "$rc:$(cat "$W/g")" "0:second" "after the review again, a plain apply --path 
 (cd "$W" && "$P" apply --stage "$S") >/dev/null 2>"$T/rv.err"; rc=$?
 eq "$rc:$(cat "$W/f"):$(ls "$S" | grep -c '^reviewed$')" "0:unreviewed:0" \
     "  ... and a plain apply of the rest too (part of what was reviewed); the applied stage keeps no record"
+# an interrupted subset apply of the reviewed changeset, completed by its
+# resume, leaves the rest reviewed too (it was refused as "changed since
+# its last review", which nothing had)
+W=$T/wsrvi; S=$T/strvi
+mkdir -p "$W/a" "$W/b"; i=0; while [ $i -lt 6 ]; do echo old > "$W/a/f$i"; echo old > "$W/b/g$i"; i=$((i + 1)); done
+stage_run "$W" "$S" 'for f in a/* b/*; do echo new >> $f; done' >/dev/null 2>&1
+"$P" status --review --stage "$S" >/dev/null 2>&1
+(cd "$W" && PVISOR_TEST_APPLY_DELAY_US=200000 exec "$P" apply --stage "$S" --path a) >/dev/null 2>&1 &
+ap=$!; wait_for "$S/apply-intent"; sleep 0.3; kill -KILL $ap; wait $ap 2>/dev/null
+(cd "$W" && "$P" apply --stage "$S") >/dev/null 2>&1; rc=$?
+(cd "$W" && "$P" apply --stage "$S") >/dev/null 2>"$T/rvi.err"; rc2=$?
+eq "$rc:$rc2:$(cat "$W/a/f5" "$W/b/g5" | tr '\n' ' '):$(grep -c 'changed since its last review' "$T/rvi.err")" "0:0:old new old new :0" \
+    "  ... and after an interrupted apply --path completed by its resume, a plain apply of the rest"
 # a restore after the review
 W=$T/wsrr; S=$T/strr
 mkdir -p "$W" && echo orig > "$W/f"
