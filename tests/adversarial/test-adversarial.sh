@@ -720,10 +720,16 @@ check "kill -9 of the supervisor: the stage is not sealed (interrupted)" test ! 
 # taken by another thread it interrupted that thread's wait (EINTR).  Every
 # other thread blocks it; the command and the launcher start without it
 # blocked (a Go program's preemption signal).
+# The command waits in a sleep the test ends, not for a fixed time.
 "$PVISOR" run --safe --stage "$T/stageu" --workspace "$W" -- sh -c \
-    'grep SigBlk /proc/self/status; grep SigBlk /proc/$PPID/status; sleep 2; echo end' > "$T/urg.out" 2>&1 &
+    'grep SigBlk /proc/self/status; grep SigBlk /proc/$PPID/status; sleep 3015; echo end' > "$T/urg.out" 2>&1 &
 pv=$!
-i=0; while [ "$(wc -l < "$T/urg.out")" -lt 2 ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+# (urg.out may not exist yet: the shell that redirects into it runs in the
+# background; "wc -l < missing" was an empty number, which ended this wait
+# at once, and the threads were looked at while pvisor was planning)
+lines() { cat "$T/urg.out" 2>/dev/null | wc -l; }
+i=0; while [ "$(lines)" -lt 2 ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i + 1)); done
+check "(setup) the command runs: it printed its signal masks" [ "$(lines)" -ge 2 ]
 threads=0; taking=""
 for t in /proc/$pv/task/*; do
     threads=$((threads + 1))
@@ -733,6 +739,10 @@ for t in /proc/$pv/task/*; do
 done
 eq "$((threads > 1)):${taking:-none}" "1:none" "a run's threads but the views' workers block SIGURG"
 i=0; while [ $i -lt 3000 ] && kill -URG $pv 2>/dev/null; do i=$((i + 1)); done
+i=0; while kill -0 $pv 2>/dev/null && ! pgrep -f '^sleep 3015$' >/dev/null && [ $i -lt 1200 ]; do
+    sleep 0.05; i=$((i + 1))
+done
+pkill -f '^sleep 3015$'
 wait $pv; rc=$?
 cmd=$(awk '/^SigBlk:/ { print $2; exit }' "$T/urg.out")
 init=$(awk '/^SigBlk:/ { b = $2 } END { print b }' "$T/urg.out")
