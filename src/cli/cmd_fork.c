@@ -130,10 +130,6 @@ int cmd_fork(int argc, char **argv) {
                              "(rm -rf '%s') and fork again",
                              new_stage, new_stage);
         return cli_error(PV_EXIT_FAILURE, "fork", "refused: %s exists and is not an empty directory", new_stage);
-    case -EAGAIN:
-        return cli_error(PV_EXIT_FAILURE, "fork",
-                         "refused: another 'pvisor fork' into %s is under way; wait for it, or choose another place",
-                         new_stage);
     case -EXDEV:
         return cli_error(PV_EXIT_FAILURE, "fork",
                          "failed: the new stage could not be put in place at %s (a mount point?); choose another "

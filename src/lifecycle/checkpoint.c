@@ -37,6 +37,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/ioctl.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
@@ -913,7 +914,9 @@ bool lc_restore_interrupted(const char *stage_path, char **ret_name) {
  * whole.  The temporary name is fixed per new stage (a digest of its
  * name: a retry finds what a killed fork left, and removes it unless a
  * fork holds its lock). */
-static int fork_tmp_name(const char *base, char ret[static 32]) {
+/* ".pvisor-fork-" and 16 hex digits of a digest of base: what every
+ * temporary directory of a fork to that name starts with (ret: 30 bytes). */
+static int fork_tmp_prefix(const char *base, char ret[static 32]) {
     unsigned char sha[32];
     char hex[65];
     int r = lc_sha256_buf(base, strlen(base), sha);
@@ -924,16 +927,38 @@ static int fork_tmp_name(const char *base, char ret[static 32]) {
     return 0;
 }
 
-/* Remove parent/tmp, left by a fork cut short; -EAGAIN while a fork is
- * building it (it holds its lock). */
-static int remove_stale_fork(int parent, const char *tmp) {
-    _cleanup_close_ int d = openat(parent, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (d < 0)
-        return errno == ENOENT ? 0 : -errno;
-    _cleanup_close_ int lock = openat(d, "lock", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    if (lock >= 0 && flock(lock, LOCK_EX | LOCK_NB) < 0)
-        return errno == EWOULDBLOCK ? -EAGAIN : -errno;
-    return remove_dir_at(parent, tmp);
+/* A lockless temporary directory younger than this may be a fork's that
+ * has made it and not yet its lock. */
+#define FORK_TMP_YOUNG_S 60
+
+/* Remove the temporary directories in parent that forks to the same name
+ * (prefix) left when they were cut short: each fork builds in one of its
+ * own (prefix, its pid, a random number), so two forks at once never
+ * share one, and holds its lock until the rename; one whose lock nobody
+ * holds is a dead fork's.  One without a lock yet is left alone while it
+ * is young (its fork may be between the mkdir and the lock: removed
+ * then, its copy would go on into a half-removed directory, renamed into
+ * place as a stage with files missing). */
+static void remove_stale_forks(int parent, const char *prefix) {
+    _cleanup_closedir_ DIR *dir = NULL;
+    if (dup_opendir(parent, &dir) < 0)
+        return;
+    size_t pl = strlen(prefix);
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    struct dirent *de;
+    while ((de = readdir_no_dots(dir))) {
+        if (strncmp(de->d_name, prefix, pl) != 0 || (de->d_name[pl] != '\0' && de->d_name[pl] != '-'))
+            continue;
+        _cleanup_close_ int d = openat(parent, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        struct stat st;
+        if (d < 0 || fstat(d, &st) < 0)
+            continue;
+        _cleanup_close_ int lock = openat(d, "lock", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (lock < 0 ? now.tv_sec - st.st_mtim.tv_sec < FORK_TMP_YOUNG_S : flock(lock, LOCK_EX | LOCK_NB) < 0)
+            continue; /* a live fork's, or maybe one */
+        (void)remove_dir_at(parent, de->d_name);
+    }
 }
 
 /* Build the new stage's content in dst (empty, ours, locked). */
@@ -1000,12 +1025,14 @@ int lc_fork(const char *stage_path, const char *checkpoint, const char *new_stag
         if (readdir_no_dots(d))
             return -ENOTEMPTY;
     }
-    char tmp[32];
-    r = fork_tmp_name(base, tmp);
-    if (r == 0)
-        r = remove_stale_fork(parent, tmp);
-    if (r < 0)
+    char prefix[32], tmp[64];
+    uint32_t rnd = 0;
+    if ((r = fork_tmp_prefix(base, prefix)) < 0)
         return r;
+    remove_stale_forks(parent, prefix);
+    if (getrandom(&rnd, sizeof rnd, 0) != sizeof rnd)
+        return -EIO;
+    snprintf(tmp, sizeof tmp, "%s-%d-%08x", prefix, (int)getpid(), rnd);
     if (mkdirat(parent, tmp, 0700) < 0)
         return -errno;
     _cleanup_close_ int dst = openat(parent, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

@@ -51,6 +51,22 @@ eq "$?:$(ls "$T/fk/upper/d" 2>/dev/null | wc -l):$(cat "$T/fk/version" 2>/dev/nu
     "fork: the retry succeeds, a whole stage"
 eq "$(ls -A "$T" | grep -c pvisor-fork)" 0 "fork: the retry removed what the killed fork left"
 
+# Each fork builds in a temporary directory of its own: a directory with
+# that name's prefix and no lock yet may be a fork's between its mkdir and
+# its lock, and is left alone while it is young (removed then, that fork's
+# copy went on into a half-removed directory and was renamed into place
+# with files missing); an old one is a leftover, removed.
+pre=.pvisor-fork-$(printf %s fk2 | sha256sum | cut -c1-16)
+mkdir "$T/$pre" "$T/$pre-1-0000abcd"
+echo in-use > "$T/$pre/marker"; echo in-use > "$T/$pre-1-0000abcd/marker"
+mkdir "$T/$pre-2-old"; touch -d '5 minutes ago' "$T/$pre-2-old"
+"$P" fork "$T/fk2" --stage "$T/big" >/dev/null 2>&1
+eq "$?:$(cat "$T/$pre/marker" "$T/$pre-1-0000abcd/marker" 2>&1 | tr '\n' ' '):$(test -e "$T/$pre-2-old" && echo kept || echo removed)" \
+    "0:in-use in-use :removed" "fork: a young lockless temp directory of the same name is left alone, an old one removed"
+eq "$(ls "$T/fk2/upper/d" | wc -l):$(ls -A "$T" | grep -c "^$pre-[0-9]*-[0-9a-f]*\$")" "20000:1" \
+    "fork: the new stage is whole, and its own temp directory is gone"
+rm -rf "$T/$pre" "$T/$pre-1-0000abcd"
+
 # into an existing empty directory: its mode is kept
 mkdir -m 0750 "$T/empty"
 "$P" fork "$T/empty" --stage "$T/big" >/dev/null 2>&1
