@@ -62,6 +62,19 @@ static int resolve_workspace(const struct run_options *o, char **ret_path) {
                                "directory, or give it with --workspace DIR",
                                o->workspace ? "--workspace" : "the current directory");
     }
+    /* The sandbox has a /dev, /proc and /sys of its own, over which no
+     * projection can show: a workspace there would not be found inside
+     * (it failed at "chdir to the working directory") */
+    static const char *const own[] = {"/dev", "/proc", "/sys"};
+    for (size_t i = 0; policy_wants_sandbox(o) && i < ARRAY_SIZE(own); i++)
+        if (path_within(real, own[i])) {
+            _cleanup_free_ char *e = term_escape(real);
+            free(real);
+            return cli_usage_error("run",
+                                   "the workspace %s is under %s, which the sandbox replaces with its own: use a "
+                                   "workspace elsewhere (a copy under /tmp, /var/tmp or your home)",
+                                   e ? e : "?", own[i]);
+        }
     /* A staged run's workspace is looked up by name (the Bundle, the
      * stage's meta.json); a plain run's is the current directory, never
      * looked up, which its Bundle gives as cwd_hex (workspace null). */

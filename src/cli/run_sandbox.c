@@ -590,20 +590,8 @@ static void grant_missing_creds(const char *home, struct sandbox *sb, const char
 int sandbox_prepare(struct run_context *ctx, const struct agent_hooks *hooks, struct sandbox *ret_sb,
                     char **ret_error) {
     struct sandbox sb = SANDBOX_EMPTY(ctx);
-    /* The sandbox has a /dev, /proc and /sys of its own over which no
-     * projection can show: a workspace there would not be found inside
-     * (it failed later, at "chdir to the working directory") */
-    static const char *const own[] = {"/dev", "/proc", "/sys"};
-    for (size_t i = 0; i < ARRAY_SIZE(own); i++)
-        if (path_within(ctx->workspace, own[i])) {
-            _cleanup_free_ char *e = term_escape(ctx->workspace);
-            if (asprintf(ret_error,
-                         "the workspace %s is under %s, which the sandbox replaces with its own: use a workspace "
-                         "elsewhere (a copy under /tmp, /var/tmp or your home)",
-                         e ? e : "?", own[i]) < 0)
-                *ret_error = NULL;
-            return -EINVAL;
-        }
+    /* (a workspace under the sandbox's own /dev, /proc or /sys is a usage
+     * error before the run is recorded: cmd_run.c, resolve_workspace) */
     _cleanup_free_ char *home = NULL;
     const char *h = getenv("HOME");
     if (h && h[0] == '/')

@@ -448,9 +448,10 @@ fi
 if [ "$safe_works" = true ] && [ -d /dev/shm ] && DS=$(mktemp -d /dev/shm/pvisor-test.XXXXXX); then
     # the sandbox's own /dev hides a workspace there: refused up front, saying why
     at_exit "rm -rf '$DS'"
+    before=$(run_count)
     (cd "$DS" && "$PVISOR" run --safe -- true) 2>"$T/devws.err"; rc=$?
-    eq "$rc:$(grep -c "the workspace $DS is under /dev, which the sandbox replaces with its own: use a workspace elsewhere" "$T/devws.err"):$(grep -c chdir "$T/devws.err")" \
-        "125:1:0" "--safe: a workspace under /dev/shm is refused up front, saying why (it failed at 'chdir' inside)"
+    eq "$rc:$(grep -c "the workspace $DS is under /dev, which the sandbox replaces with its own: use a workspace elsewhere" "$T/devws.err"):$(grep -c chdir "$T/devws.err"):$(( $(run_count) - before ))" \
+        "2:1:0:0" "--safe: a workspace under /dev/shm is a usage error, saying why, and records no run (it failed at 'chdir' inside, then was refused with 125 and a run record)"
 fi
 if [ "$safe_works" = true ]; then
     mkdir -p "$T/pathws/.venv" "$T/pathsecret/a/b" "$T/pathtool/bin"
