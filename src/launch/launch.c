@@ -72,24 +72,17 @@ static int read_plan(struct launch_plan *ret) {
     if (!buf)
         return -ENOMEM;
     size_t len = 0;
-    for (;;) {
-        ssize_t n = read(LAUNCH_PLAN_FD, buf + len, PLAN_MAX_BYTES + 1 - len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return -errno;
-        if (n == 0)
-            break;
-        len += (size_t)n;
-        if (len > PLAN_MAX_BYTES)
-            return -E2BIG;
-    }
+    int r = read_full(LAUNCH_PLAN_FD, buf, PLAN_MAX_BYTES + 1, &len);
+    if (r < 0)
+        return r;
+    if (len > PLAN_MAX_BYTES)
+        return -E2BIG;
     close(LAUNCH_PLAN_FD);
     json_error_t e;
     json_t *j = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &e);
     if (!j)
         return -EINVAL;
-    int r = plan_from_json(j, ret);
+    r = plan_from_json(j, ret);
     json_decref(j);
     return r;
 }

@@ -685,16 +685,10 @@ static int idx_read(int dirfd, const char *name, size_t max, uint64_t *budget, u
     _cleanup_free_ unsigned char *b = malloc(cap ? cap : 1);
     if (!b)
         return -ENOMEM;
-    while (len < cap) { /* no more than fstat said: a file growing now is read as it was */
-        ssize_t n = read(fd, b + len, cap - len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return -errno;
-        if (n == 0)
-            break;
-        len += (size_t)n;
-    }
+    /* no more than fstat said: a file growing now is read as it was */
+    int r = read_full(fd, b, cap, &len);
+    if (r < 0)
+        return r;
     *ret = TAKE_PTR(b);
     *ret_len = len;
     return 0;
