@@ -24,10 +24,21 @@
  * does not lock its leaf (before this file did) leaves it empty between
  * creating it and moving its launcher in. */
 #define CG_STALE_AFTER_S 60
+/* When the leaf's CPU usage cannot be read, it is read again this soon
+ * (ms), not when the whole budget could have been spent. */
+#define CG_CPU_RETRY_MS 100
 
 struct cgroup_run {
-    int parent_fd;          /* C */
-    int leaf_fd;            /* C/<leaf> */
+    int parent_fd; /* C */
+    int leaf_fd;   /* C/<leaf> */
+    /* C/<leaf>/cpu.stat (with a CPU budget) and C/<leaf>/cgroup.kill (when
+     * the kernel has it), opened when the leaf was made, or -1.  Kept
+     * open: the command can use up the supervisor's descriptors (one per
+     * file it holds open in the views), and the budget's check and the
+     * kill must not then need a new one (opened anew each time, both
+     * failed at EMFILE: the budget was never enforced nor the tree
+     * killed). */
+    int cpu_stat_fd, kill_fd;
     char leaf[96];          /* "pvisor-<run>" */
     char sup[112];          /* "pvisor-<run>-supervisor", "" when not moved */
     char enabled[32];       /* controllers we enabled in C ("memory pids"), "" none */
@@ -347,6 +358,10 @@ static bool only_us(int dirfd) {
 static void run_free(struct cgroup_run *run) {
     if (!run)
         return;
+    if (run->cpu_stat_fd >= 0)
+        close(run->cpu_stat_fd);
+    if (run->kill_fd >= 0)
+        close(run->kill_fd);
     if (run->leaf_fd >= 0)
         close(run->leaf_fd);
     if (run->parent_fd >= 0)
@@ -367,7 +382,7 @@ int cgroup_run_create(const struct cgroup_where *w, const struct run_limits *wan
     struct cgroup_run *run = calloc(1, sizeof *run);
     if (!run)
         return -ENOMEM;
-    run->leaf_fd = -1;
+    run->leaf_fd = run->cpu_stat_fd = run->kill_fd = -1;
     run->is_root = w->is_root;
     run->parent_fd = open(w->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (run->parent_fd < 0) {
@@ -451,6 +466,7 @@ int cgroup_run_create(const struct cgroup_where *w, const struct run_limits *wan
      * remove_stale_leaves) */
     (void)flock(run->leaf_fd, LOCK_EX | LOCK_NB);
     say(run->path, sizeof run->path, "%s/%s", w->dir, run->leaf);
+    run->kill_fd = openat(run->leaf_fd, "cgroup.kill", O_WRONLY | O_CLOEXEC | O_NOFOLLOW); /* -1 before 5.14 */
 
     char num[32];
     int r = 0;
@@ -474,6 +490,8 @@ int cgroup_run_create(const struct cgroup_where *w, const struct run_limits *wan
     }
     int64_t usage;
     bool cpu = want->cpu_s && cg_read_value(run->leaf_fd, "cpu.stat", "usage_usec", &usage) == 0;
+    if (cpu && (run->cpu_stat_fd = openat(run->leaf_fd, "cpu.stat", O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0)
+        cpu = false;
     if (want->cpu_s && !cpu && !why[0])
         say(why, sizeof why, "%s/cpu.stat has no usage_usec", run->path);
     if (r < 0) {
@@ -508,6 +526,8 @@ int cgroup_run_attach(struct cgroup_run *run, pid_t pid) {
  * process listed in cgroup.procs (a fork racing this is caught by the
  * caller's retry: the leaf must end empty before it can be removed). */
 static void kill_leaf(struct cgroup_run *run) {
+    if (run->kill_fd >= 0 && write(run->kill_fd, "1", 1) == 1)
+        return;
     if (cg_write(run->leaf_fd, "cgroup.kill", "1") == 0)
         return;
     _cleanup_free_ char *procs = NULL;
@@ -520,14 +540,29 @@ static void kill_leaf(struct cgroup_run *run) {
     }
 }
 
+/* The leaf's usage_usec, through the descriptor kept for it. */
+static int read_cpu_usage(struct cgroup_run *run, int64_t *ret) {
+    if (run->cpu_stat_fd < 0)
+        return cg_read_value(run->leaf_fd, "cpu.stat", "usage_usec", ret);
+    char buf[4096];
+    ssize_t n;
+    do
+        n = pread(run->cpu_stat_fd, buf, sizeof buf - 1, 0); /* offset 0: the kernel makes the text anew */
+    while (n < 0 && errno == EINTR);
+    if (n < 0)
+        return -errno;
+    buf[n] = '\0';
+    return cgroup_keyed_value(buf, "usage_usec", ret);
+}
+
 int64_t cgroup_run_cpu_watch(struct cgroup_run *run) {
     if (!run || !run->cpu_budget_us)
         return -1;
     if (run->killed_by_budget)
         return -1;
     int64_t used;
-    if (cg_read_value(run->leaf_fd, "cpu.stat", "usage_usec", &used) < 0)
-        used = 0; /* cannot read: check again soon */
+    if (read_cpu_usage(run, &used) < 0)
+        return CG_CPU_RETRY_MS; /* cannot read: check again soon */
     if ((uint64_t)used >= run->cpu_budget_us) {
         run->killed_by_budget = true;
         kill_leaf(run);
@@ -572,7 +607,7 @@ int cgroup_run_finish(struct cgroup_run *run, struct cgroup_stats *ret_stats) {
         (void)cg_read_value(run->leaf_fd, "memory.events", "oom_kill", &s.oom_kill_events);
         (void)cg_read_value(run->leaf_fd, "pids.peak", NULL, &s.pids_peak);
         (void)cg_read_value(run->leaf_fd, "pids.events", "max", &s.pids_max_events);
-        (void)cg_read_value(run->leaf_fd, "cpu.stat", "usage_usec", &s.cpu_usage_usec);
+        (void)read_cpu_usage(run, &s.cpu_usage_usec);
         *ret_stats = s;
     }
     int r = 0;

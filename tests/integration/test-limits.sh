@@ -97,6 +97,42 @@ if [ "$(id -u)" -eq 0 ]; then
     esac
     check "  and the run ended well before the spinners' 60 s (took ${took}s)" test "$took" -lt 40
 
+    # The budget holds when the command has used up the supervisor's
+    # descriptors (one per file it holds open in the view): the watch read
+    # cpu.stat, and the kill wrote cgroup.kill, through new descriptors,
+    # and at EMFILE the check waited for the whole budget's time and found
+    # nothing spent: a tree holding 1,000 opens spun on unchecked.
+    if [ "$(mech cpu)" = cgroup ]; then
+        echo x > "$W/held"
+        start=$(date +%s)
+        (ulimit -n 512 && safe --limit cpu=2s -- /usr/bin/python3 -c '
+import os, time
+r, w = os.pipe()
+for _ in range(2):
+    if os.fork() == 0:
+        fds = []
+        try:
+            while True:
+                fds.append(os.open("held", os.O_RDONLY))
+        except OSError:
+            pass
+        os.write(w, b"%d\n" % len(fds))
+        time.sleep(120)
+        os._exit(0)
+rf = os.fdopen(r)
+print("held", sum(int(rf.readline()) for _ in range(2)), flush=True)
+end = time.time() + 30
+while time.time() < end:
+    pass
+print("spun")
+' >out 2>err); rc=$?
+        took=$(( $(date +%s) - start ))
+        b=$(bundle)
+        eq "$rc:$(jq .dimensions.resources.evidence.observed.cpu_budget_exhausted "$b")" "137:true" \
+           "cpu=2s: the tree is killed at its budget while it holds every descriptor the supervisor may open ($(tr "\n" " " <out))"
+        check "  well before the spinner's 30 s (took ${took}s)" test "$took" -lt 25
+    fi
+
     # pids as root: RLIMIT_NPROC never applies to host uid 0.  A limit
     # nothing here can install is refused, never dropped.
     out=$(safe --limit pids=20 -- "$PVAGENT" forks 40 10 2>err); rc=$?
