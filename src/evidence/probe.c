@@ -567,7 +567,18 @@ static void probe_cgroup(struct probe_cgroup *c) {
     status_ok(&c->v2, "cgroup2 at %s, own cgroup %s%s%s%s", w->mount, w->path,
               w->memory || w->pids || w->cpu ? ";" : "; no memory/pids/cpu controller", w->memory ? " memory" : "",
               w->pids ? " pids" : "");
-    if (r == -EACCES && !w->writable)
+    /* Delegation hands down only what the hierarchy has: on a hybrid host
+     * (memory and pids bound to cgroup v1) its root offers neither, and a
+     * delegated scope would not give --limit them either. */
+    bool root_memory = false, root_pids = false, root_cpu = false;
+    read_controllers(w->mount, "cgroup.controllers", &root_memory, &root_pids, &root_cpu);
+    if (r == -EACCES && !w->writable && !w->memory && !w->pids && (!root_memory || !root_pids))
+        status_fail(&c->delegated, r,
+                    "%s not writable by uid %u; its hierarchy has no %s%s%s (bound to cgroup v1), so delegation "
+                    "alone gives --limit mem/pids nothing; remedy: a cgroup-v2-only host and a delegated scope",
+                    w->dir, (unsigned)geteuid(), root_memory ? "" : "memory", !root_memory && !root_pids ? " or " : "",
+                    root_pids ? "" : "pids");
+    else if (r == -EACCES && !w->writable)
         status_fail(&c->delegated, r,
                     "%s not writable by uid %u; remedy: systemd-run --user --scope -p Delegate=yes pvisor run ...",
                     w->dir, (unsigned)geteuid());
@@ -1091,13 +1102,24 @@ void executor_readiness_compute(const struct host_probe *p, enum probe_executor 
             remedy_add(&c.rm, "this pvisor's SHA-256 (OpenSSL's libcrypto, linked in) does not work: rebuild it "
                               "against a working libssl-dev; staging records and checks content by SHA-256");
         }
-        /* as limits_decide() has it: RLIMIT_NPROC does not hold root */
+        /* as limits_decide() has it: RLIMIT_NPROC does not hold root; cpu=
+         * needs no controller, only a leaf (its cpu.stat): tree-wide wherever
+         * the own cgroup is writable, as root's on a hybrid host */
+        bool cpu_leaf = p->cgroup.dir_writable && p->cgroup.procs_writable;
         if (!p->cgroup.delegated.ok && p->uid == 0)
-            note_add(r, "no delegated cgroup v2 with memory and pids: --limit mem falls back to a per-process "
-                        "RLIMIT_AS here, and --limit pids is refused (RLIMIT_NPROC does not apply to root)");
+            note_add(r, cpu_leaf ? "no delegated cgroup v2 with memory and pids: --limit mem falls back to a "
+                                   "per-process RLIMIT_AS here, and --limit pids is refused (RLIMIT_NPROC does not "
+                                   "apply to root); --limit cpu stays tree-wide (the run's cgroup leaf counts it)"
+                                 : "no delegated cgroup v2 with memory and pids: --limit mem falls back to a "
+                                   "per-process RLIMIT_AS here, and --limit pids is refused (RLIMIT_NPROC does not "
+                                   "apply to root); --limit cpu to a per-process RLIMIT_CPU");
         else if (!p->cgroup.delegated.ok)
-            note_add(r, "no delegated cgroup v2 with memory and pids: --limit mem falls back to a per-process "
-                        "RLIMIT_AS here, --limit pids to RLIMIT_NPROC in the run's user namespace");
+            note_add(r, cpu_leaf ? "no delegated cgroup v2 with memory and pids: --limit mem falls back to a "
+                                   "per-process RLIMIT_AS here, --limit pids to RLIMIT_NPROC in the run's user "
+                                   "namespace; --limit cpu stays tree-wide (the run's cgroup leaf counts it)"
+                                 : "no delegated cgroup v2 with memory and pids: --limit mem falls back to a "
+                                   "per-process RLIMIT_AS here, --limit pids to RLIMIT_NPROC in the run's user "
+                                   "namespace, --limit cpu to a per-process RLIMIT_CPU");
         /* what an older Landlock leaves out, said before a run records it */
         if (p->landlock.usable.ok && p->landlock.abi < 4)
             note_add(r, "Landlock ABI < 4 (Linux 6.7) has no TCP rights: --safe does not refuse TCP on the "

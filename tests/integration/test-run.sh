@@ -352,6 +352,40 @@ eq "$(jq -r '.features.sha256.ok' doc.json)" true "doctor: SHA-256 (libcrypto's,
 mkdir -p "$T/safews"
 if "$PVISOR" run --safe --workspace "$T/safews" -- true >/dev/null 2>&1; then safe_works=true; else safe_works=false; fi
 eq "$(jq -r '.executors.host.ready_safe' doc.json)" "$safe_works" "doctor's host --safe readiness matches whether --safe actually runs here"
+# doctor's --limit fallback note, for root and for an ordinary user: it
+# named mem and pids but not cpu, which is root's cgroup leaf (cpu.stat,
+# no controller needed) and a user's per-process RLIMIT_CPU on a hybrid
+# host; and there it told the user to delegate (systemd-run ... -p
+# Delegate=yes), which cannot give --limit mem/pids a cgroup when the
+# cgroup v2 hierarchy has neither controller (bound to cgroup v1)
+if $safe_works; then
+    for who in self user; do
+        if [ $who = user ]; then
+            [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null || continue
+            mkdir -p "$U/ws" "$U/home"; chown 65534:65534 "$U/ws" "$U/home"
+            as() { (cd "$U/ws" && HOME="$U/home" XDG_STATE_HOME="$U/state" setpriv --reuid=65534 --regid=65534 --clear-groups "$@"); }
+        else
+            as() { (cd "$T/safews" && "$@"); }
+        fi
+        as "$PVISOR" doctor --json > "$T/doc-$who.json"
+        note=$(jq -r '.executors.host.notes[]? | select(test("no delegated cgroup v2"))' "$T/doc-$who.json")
+        [ -n "$note" ] || continue
+        as "$PVISOR" run --safe --limit cpu=600 -- true > /dev/null 2>&1
+        tw=$(as sh -c 'jq -r .dimensions.resources.evidence.limits.cpu.tree_wide "$XDG_STATE_HOME"/pvisor/runs/$(ls "$XDG_STATE_HOME"/pvisor/runs | tail -n1)/bundle.json' 2>/dev/null)
+        case $tw in
+        true) said=$(printf '%s\n' "$note" | grep -c 'limit cpu stays tree-wide') ;;
+        false) said=$(printf '%s\n' "$note" | grep -c 'limit cpu to a per-process RLIMIT_CPU') ;;
+        *) said="no Bundle with a cpu limit" ;;
+        esac
+        eq "$said" 1 "doctor ($who) says what --limit cpu falls back to, as a run has it (tree-wide: $tw)"
+        mnt=$(jq -r '.features.cgroup_v2.mount // empty' "$T/doc-$who.json")
+        if [ -n "$mnt" ] && ! grep -qw memory "$mnt/cgroup.controllers" 2>/dev/null &&
+            [ "$(jq -r '.features.cgroup_v2.delegated.error' "$T/doc-$who.json")" = EACCES ]; then
+            eq "$(jq -r '.features.cgroup_v2.delegated.detail' "$T/doc-$who.json" | grep -c 'bound to cgroup v1), so delegation alone gives --limit mem/pids nothing; remedy: a cgroup-v2-only host')" 1 \
+                "doctor ($who): a hierarchy without the memory controller is not one delegation would help"
+        fi
+    done
+fi
 # a command the host has in a directory the sandbox does not show (a script
 # in /tmp, which is the sandbox's own): "command not found" for a file the
 # user can see; now it says where it is and how to grant it
