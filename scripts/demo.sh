@@ -4,13 +4,19 @@
 # user reviews (status --review, diff) and applies.
 set -eu
 cd "$(dirname "$0")/.."
-./scripts/install-deps.sh
-if [ "$(id -u)" -eq 0 ] && [ -c /dev/fuse ]; then chmod 0666 /dev/fuse; fi
-[ -f build/build.ninja ] || meson setup build >/dev/null
-ninja -C build >/dev/null
-PVISOR="$PWD/build/src/cli/pvisor"
+if [ -n "${PVISOR:-}" ]; then
+    # the suite's check of this script (tests/integration/test-run.sh):
+    # the pvisor it built, no install or build here
+    PVISOR=$(realpath "$PVISOR")
+else
+    ./scripts/install-deps.sh
+    if [ "$(id -u)" -eq 0 ] && [ -c /dev/fuse ]; then chmod 0666 /dev/fuse; fi
+    [ -f build/build.ninja ] || meson setup build >/dev/null
+    ninja -C build >/dev/null
+    PVISOR="$PWD/build/src/cli/pvisor"
+fi
 
-demo=$(mktemp -d /tmp/pvisor-demo.XXXXXX)
+demo=$(mktemp -d "${TMPDIR:-/tmp}/pvisor-demo.XXXXXX")
 export XDG_STATE_HOME="$demo/state"
 mkdir -p "$demo/project"
 cd "$demo/project"
@@ -25,7 +31,7 @@ ls -l
 
 # a stand-in for the agent's API, on this machine's loopback
 mkdir -p "$demo/api"; echo '{"reply": "use a friendlier greeting"}' > "$demo/api/v1"
-python3 -m http.server 0 --bind 127.0.0.1 --directory "$demo/api" > "$demo/api.log" 2>&1 &
+python3 -u -m http.server 0 --bind 127.0.0.1 --directory "$demo/api" > "$demo/api.log" 2>&1 &
 api_pid=$!
 trap 'kill $api_pid 2>/dev/null' EXIT
 trap 'exit 129' HUP PIPE; trap 'exit 130' INT; trap 'exit 143' TERM

@@ -970,3 +970,18 @@ EOS
 else
     skip "--safe in a linked worktree: a warning" "--safe does not run here"
 fi
+
+# The README's first command: scripts/demo.sh, with the pvisor built here
+# (PVISOR set: no install, no build) and Python's output buffered as in a
+# user's shell (its API stand-in's port line was never read without
+# PYTHONUNBUFFERED: the demo stopped at "--allow-net '127.0.0.1:'").
+if [ "$safe_works" = true ]; then
+    mkdir "$T/demo"
+    out=$(cd "$SRCDIR" && env -u PYTHONUNBUFFERED TMPDIR="$T/demo" PVISOR="$PVISOR" sh scripts/demo.sh </dev/null 2>&1); rc=$?
+    demo=$(echo "$T"/demo/pvisor-demo.*)
+    eq "$rc:$(cat "$demo/project/app.py" 2>&1 | tail -n 1)" '0:    return "hello, agent"' "scripts/demo.sh runs to its apply (Python's output buffered)"
+    eq "$(printf '%s\n' "$out" | grep -c "its API .allowed.*use a friendlier greeting"):$(cat "$demo/outside.txt" 2>&1)" "1:secret" \
+        "  its agent reached the API stand-in, and the file outside stayed"
+else
+    skip "scripts/demo.sh" "--safe does not run here"
+fi
