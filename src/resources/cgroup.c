@@ -243,9 +243,19 @@ int cgroup_locate(struct cgroup_where *ret) {
     w.writable =
         writable_at(dfd, ".") && writable_at(dfd, "cgroup.procs") && writable_at(dfd, "cgroup.subtree_control");
     if (!w.writable) {
+        /* on a hybrid host (memory and pids bound to cgroup v1) the
+         * hierarchy's root has neither: delegating it would not help, and
+         * saying "not delegated" alone sends the user to try (as doctor) */
+        _cleanup_close_ int mfd = open(w.mount, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        _cleanup_free_ char *top = NULL;
+        bool hybrid = !w.memory && !w.pids && mfd >= 0 &&
+                      read_file_at(mfd, "cgroup.controllers", CG_FILE_LIMIT, &top, NULL) >= 0 &&
+                      (!cgroup_list_has(top, "memory") || !cgroup_list_has(top, "pids"));
         say(w.reason, sizeof w.reason,
-            "%s is not delegated to uid %u (it or its cgroup.procs/subtree_control "
-            "is not writable)",
+            hybrid ? "%s is not delegated to uid %u, and its hierarchy has no memory or pids controller (bound to "
+                     "cgroup v1): delegation would not give them to the run"
+                   : "%s is not delegated to uid %u (it or its cgroup.procs/subtree_control "
+                     "is not writable)",
             w.dir, (unsigned)geteuid());
         *ret = w;
         return -EACCES;

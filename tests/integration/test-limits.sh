@@ -236,6 +236,20 @@ print(resource.getrlimit(resource.RLIMIT_NPROC))' 2>/dev/null)
     *) not_ok "uid 65534 cpu=1s has a mechanism (got '$(umech cpu)')";;
     esac
 
+    # Not delegated: the warning says whether delegating would help (on a
+    # hybrid host the hierarchy has no memory or pids controller at all).
+    out=$(as "$PVISOR" run --safe --limit mem=64M -- true 2>&1 >/dev/null)
+    if [ "$(umech mem)" != cgroup ]; then
+        cg2=$(findmnt -n -t cgroup2 -o TARGET | head -n 1)
+        own="$cg2$(sed -n 's/^0:://p' /proc/self/cgroup)"
+        top=$(cat "$cg2/cgroup.controllers" 2>/dev/null); mine=$(cat "$own/cgroup.controllers" 2>/dev/null)
+        case " $mine " in *" memory "*|*" pids "*) hybrid=no ;;
+        *) case " $top " in *" memory "*" pids "*|*" pids "*" memory "*) hybrid=no ;; *) hybrid=yes ;; esac ;; esac
+        eq "$(printf '%s' "$out" | grep -c 'is not delegated'):$(printf '%s' "$out" | grep -c 'bound to cgroup v1')" \
+           "1:$([ $hybrid = yes ] && echo 1 || echo 0)" \
+           "uid 65534, mem without a delegated cgroup: the warning says so, and that delegation would not help on a hybrid host ($hybrid here)"
+    fi
+
     # mem without a cgroup: RLIMIT_AS.
     out=$(as "$PVISOR" run --safe --limit mem=64M -- "$PVAGENT" alloc 256 2>/dev/null); rc=$?
     case "$(umech mem)" in
