@@ -8,6 +8,9 @@
  */
 #include "cli/cli.h"
 #include "cli/run.h"
+#ifdef PVISOR_HAVE_OVERLAY
+#include "cli/run_sandbox.h"
+#endif
 #include "evidence/bundle.h"
 #include "evidence/runstore.h"
 #include "exec/exec.h"
@@ -323,6 +326,16 @@ int cmd_run(int argc, char **argv) {
         if (run_check_stage_location(&ctx, &msg) < 0)
             return cli_usage_error("run", "%s", msg ? msg : "invalid stage location");
     }
+#ifdef PVISOR_HAVE_OVERLAY
+    /* A grant that reaches a credential location, a workspace in one: the
+     * planning refuses them, which needs HOME's credential locations
+     * resolved; a usage error, so before anything is written. */
+    if (policy_wants_sandbox(&o)) {
+        _cleanup_free_ char *msg = NULL;
+        if (sandbox_check_credentials(&o, workspace, cwd, &msg) < 0)
+            return cli_usage_error("run", "%s", msg);
+    }
+#endif
 
     /* An apply into this workspace cut short: the command would work on a
      * half-written tree, and the resume could not finish after it

@@ -587,16 +587,27 @@ static void grant_missing_creds(const char *home, struct sandbox *sb, const char
             note_missing(sb, sb->cred_moved[i]);
 }
 
-int sandbox_prepare(struct run_context *ctx, const struct agent_hooks *hooks, struct sandbox *ret_sb,
-                    char **ret_error) {
-    struct sandbox sb = SANDBOX_EMPTY(ctx);
-    /* (a workspace under the sandbox's own /dev, /proc or /sys is a usage
-     * error before the run is recorded: cmd_run.c, resolve_workspace) */
-    _cleanup_free_ char *home = NULL;
+/* The credential locations sb->cred_moved, pw_home, pw_cred_real and
+ * cred_real name (filled by resolve_home_credentials). */
+static void release_credentials(struct sandbox *sb) {
+    free_credentials(&sb->cred_real);
+    for (size_t k = 0; k < PLAN_OTHER_HOMES; k++) {
+        free_credentials(&sb->pw_cred_real[k]);
+        free(sb->pw_home[k]);
+        sb->pw_home[k] = NULL;
+    }
+    plan_moved_free(sb->cred_moved);
+    sb->cred_moved = NULL;
+}
+
+/* HOME (resolved, or NULL) in *ret_home, and the credential locations the
+ * sandbox keeps from the command into sb: where the environment moves
+ * them, the other homes', where HOME's lead now.  On failure, what went
+ * wrong in *ret_error (or NULL); sb holds what was resolved so far. */
+static int resolve_home_credentials(const char *cwd, struct sandbox *sb, char **ret_home, char **ret_error) {
     const char *h = getenv("HOME");
-    if (h && h[0] == '/')
-        home = realpath(h, NULL);
-    int r = plan_moved_credentials(home, ctx->cwd, &sb.cred_moved);
+    *ret_home = h && h[0] == '/' ? realpath(h, NULL) : NULL;
+    int r = plan_moved_credentials(*ret_home, cwd, &sb->cred_moved);
     if (r < 0) {
         if ((r == -E2BIG ? asprintf(ret_error,
                                     "the environment moves more than %d credential locations (KUBECONFIG, say, "
@@ -607,13 +618,79 @@ int sandbox_prepare(struct run_context *ctx, const struct agent_hooks *hooks, st
             *ret_error = NULL;
         return r;
     }
-    if ((r = resolve_pw_home(home, &sb)) < 0) {
+    if ((r = resolve_pw_home(*ret_home, sb)) < 0) {
         if (asprintf(ret_error, "cannot resolve the credential locations of your home: %s", strerror(-r)) < 0)
             *ret_error = NULL;
+        return r;
+    }
+    if (*ret_home && (r = resolve_credentials(*ret_home, &sb->cred_real)) < 0) {
+        if (asprintf(ret_error, "cannot prepare the copy-on-write view of HOME (%s): %s", *ret_home, strerror(-r)) < 0)
+            *ret_error = NULL;
+        return r;
+    }
+    return 0;
+}
+
+int sandbox_check_credentials(const struct run_options *o, const char *workspace, const char *cwd, char **ret_error) {
+    *ret_error = NULL;
+    struct sandbox sb = SANDBOX_EMPTY(NULL);
+    _cleanup_free_ char *home = NULL, *ignored = NULL;
+    struct access_rule rules[POLICY_MAX_ACCESS];
+    char *resolved[POLICY_MAX_ACCESS] = {0};
+    size_t n_rules = 0;
+    int r = resolve_home_credentials(cwd, &sb, &home, &ignored);
+    for (int i = 0; r >= 0 && i < o->n_access; i++)
+        if ((resolved[i] = realpath(o->access[i].path, NULL)))
+            rules[n_rules++] = (struct access_rule){.kind = o->access[i].kind, .path = resolved[i]};
+    if (r >= 0) {
+        /* the refusals plan_build makes of them, and only those: its
+         * other inputs are the real planning's concern */
+        struct plan_inputs in = {
+            .access = rules,
+            .n_access = n_rules,
+            .opts = o,
+            .environ = environ,
+            .home = home,
+            .workspace = workspace,
+            .cwd = cwd,
+            .uid = (uint32_t)getuid(),
+            .gid = (uint32_t)getgid(),
+            .cred_real = sb.cred_real,
+            .cred_moved = sb.cred_moved,
+        };
+        for (size_t k = 0; k < PLAN_OTHER_HOMES; k++) {
+            in.pw_home[k] = sb.pw_home[k];
+            in.pw_cred_real[k] = sb.pw_cred_real[k];
+        }
+        struct launch_plan plan;
+        _cleanup_free_ char *err = NULL;
+        r = plan_build(&in, &plan, &err);
+        if (r >= 0)
+            plan_free(&plan);
+        else if (r == -EPERM && err)
+            *ret_error = TAKE_PTR(err);
+        else
+            r = 0;
+    }
+    for (size_t k = 0; k < n_rules; k++)
+        free(resolved[k]);
+    release_credentials(&sb);
+    return r == -EPERM && *ret_error ? -EPERM : 0;
+}
+
+int sandbox_prepare(struct run_context *ctx, const struct agent_hooks *hooks, struct sandbox *ret_sb,
+                    char **ret_error) {
+    struct sandbox sb = SANDBOX_EMPTY(ctx);
+    /* (a workspace under the sandbox's own /dev, /proc or /sys is a usage
+     * error before the run is recorded: cmd_run.c, resolve_workspace; so
+     * is a grant of a credential location: sandbox_check_credentials) */
+    _cleanup_free_ char *home = NULL;
+    int r = resolve_home_credentials(ctx->cwd, &sb, &home, ret_error);
+    if (r < 0) {
         sandbox_release(&sb);
         return r;
     }
-    if (home && ((r = resolve_credentials(home, &sb.cred_real)) < 0 || (r = prepare_home_view(ctx, home, &sb)) < 0)) {
+    if (home && (r = prepare_home_view(ctx, home, &sb)) < 0) {
         if (asprintf(ret_error, "cannot prepare the copy-on-write view of HOME (%s): %s%s", home, strerror(-r),
                      r == -EACCES ? " (HOME names a directory you cannot read: set HOME to your own home)" : "") < 0)
             *ret_error = NULL;
@@ -898,14 +975,7 @@ void sandbox_release(struct sandbox *sb) {
     sandbox_restore_tty(sb);
     json_decref(sb->rules);
     sb->rules = NULL;
-    free_credentials(&sb->cred_real);
-    for (size_t k = 0; k < PLAN_OTHER_HOMES; k++) {
-        free_credentials(&sb->pw_cred_real[k]);
-        free(sb->pw_home[k]);
-        sb->pw_home[k] = NULL;
-    }
-    plan_moved_free(sb->cred_moved);
-    sb->cred_moved = NULL;
+    release_credentials(sb);
     for (size_t i = 0; i < sb->n_ws_mask; i++)
         free(sb->ws_mask[i]);
     for (size_t i = 0; i < sb->n_ws_sealed; i++)

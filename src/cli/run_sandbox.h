@@ -137,6 +137,11 @@ int sandbox_read_leftovers(struct sandbox *sb);
  * on LAUNCH_END_FD?  Then true, with its wait status. */
 bool sandbox_end_ready(struct sandbox *sb, pid_t launcher, int *ret_wait_status);
 /* hooks (may be NULL): what the agent socket does for checkpoint requests. */
+/* Before the run is recorded: does o reach a credential location the
+ * sandbox keeps from the command (a grant of one, a workspace in one)?
+ * -EPERM and the message plan_build gives (*ret_error), else 0: what
+ * could not be resolved here is the planning's to report. */
+int sandbox_check_credentials(const struct run_options *o, const char *workspace, const char *cwd, char **ret_error);
 int sandbox_prepare(struct run_context *ctx, const struct agent_hooks *hooks, struct sandbox *ret_sb, char **ret_error);
 void sandbox_read_report(pid_t child, void *userdata);
 bool sandbox_report_ok(const struct sandbox *sb);

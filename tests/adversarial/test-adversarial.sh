@@ -1034,9 +1034,9 @@ HOME="$H7" "$PVISOR" run --safe --stage "$T/g7a" --workspace "$W" --allow-write 
 out=$(HOME="$H7" "$PVISOR" run --safe --stage "$T/g7b" --workspace "$W" --allow-write "$O7/cache" -- \
     sh -c "cat '$H7/.ssh/id_rsa'; echo planted > '$H7/.ssh/authorized_keys'" 2>&1); rc=$?
 eq "$rc:$(echo "$out" | grep -c SSHKEY7):$(echo "$out" | grep -c 'reaches the credential location ~/.ssh'):$(ls -A "$H7/.ssh" | tr '\n' ' ')" \
-    "125:0:1:id_rsa " "a grant that resolves into ~/.ssh (a symlink the agent planted) is refused before the command runs"
+    "2:0:1:id_rsa " "a grant that resolves into ~/.ssh (a symlink the agent planted) is refused before the run is recorded (usage, 2)"
 out=$(HOME="$H7" "$PVISOR" run --safe --stage "$T/g7c" --workspace "$W" --access "ro:$H7/.aws/credentials" -- cat "$H7/.aws/credentials" 2>&1); rc=$?
-eq "$rc:$(echo "$out" | grep -c AWS7)" "125:0" "a read-only grant of a credential file is refused"
+eq "$rc:$(echo "$out" | grep -c AWS7)" "2:0" "a read-only grant of a credential file is refused"
 out=$(HOME="$H7" "$PVISOR" run --safe --stage "$T/g7d" --workspace "$W" --access "ro:$H7/.config" -- \
     sh -c "cat '$H7/.config/gh/hosts.yml' 2>/dev/null || echo absent; cat '$H7/.config/tool/x'" 2>&1)
 # such a grant holds credential locations that do not exist yet (partial: the run says so)

@@ -112,7 +112,7 @@ eq "$rc:$(echo $out)" "0:notes end" "--safe: stores moved by XDG_CONFIG_HOME, GN
 eq "$(jq '.dimensions.home_credentials.evidence.moved_credential_locations > 3' "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json")" true \
     "... and the Bundle counts the moved locations"
 out=$(cd "$W3" && moved "$P" run --safe --access "ro:$D3/kube/config" -- true 2>&1); rc=$?
-eq "$rc:$(echo "$out" | grep -c 'moved there by the environment: KUBECONFIG names it')" "125:1" "a grant of a moved store is refused, naming the variable that moved it"
+eq "$rc:$(echo "$out" | grep -c 'moved there by the environment: KUBECONFIG names it')" "2:1" "a grant of a moved store is refused (usage), naming the variable that moved it"
 out=$(cd "$H3" && moved "$P" run --safe --stage "$T/st5" -- sh -c 'cat .xdgconf/gh/hosts.yml cargo/credentials.toml .xdgconf/notes 2>/dev/null; (echo x > .xdgconf/gh/planted) 2>/dev/null; echo end' 2>&1); rc=$?
 eq "$rc:$(echo $out):$(ls "$T/st5/upper/.xdgconf/gh" 2>/dev/null)" "0:notes end:" \
     "--safe with HOME the workspace: the moved stores are absent there too, and nothing can be planted in them"
@@ -177,14 +177,26 @@ H5=$T/home5
 mkdir -p "$H5/.ssh" "$H5/dotfiles/gnupg" "$H5/gpg2/sub"
 echo SSHKEY > "$H5/.ssh/id_ed25519"; echo DOTGPG > "$H5/dotfiles/gnupg/k"; echo GPG2 > "$H5/gpg2/sub/k"
 ln -s dotfiles/gnupg "$H5/.gnupg"
+n5=$(run_count)
 out=$(cd "$H5/.ssh" && HOME="$H5" "$P" run --safe --stage "$T/st7" -- sh -c 'cat id_ed25519; echo k >> authorized_keys' 2>&1); rc=$?
-eq "$rc:$(echo "$out" | grep -c SSHKEY):$(echo "$out" | grep -c 'is in the credential location ~/.ssh')" "125:0:1" \
-    "--safe in ~/.ssh is refused"
+eq "$rc:$(echo "$out" | grep -c SSHKEY):$(echo "$out" | grep -c 'is in the credential location ~/.ssh')" "2:0:1" \
+    "--safe in ~/.ssh is refused (usage)"
 out=$(cd "$H5/dotfiles/gnupg" && HOME="$H5" "$P" run --safe -- cat k 2>&1); rc=$?
-eq "$rc:$(echo "$out" | grep -c DOTGPG)" "125:0" "--safe in the directory ~/.gnupg links to is refused"
+eq "$rc:$(echo "$out" | grep -c DOTGPG)" "2:0" "--safe in the directory ~/.gnupg links to is refused"
 out=$(cd "$H5/gpg2/sub" && HOME="$H5" GNUPGHOME="$H5/gpg2" "$P" run --filesystem sandbox -- cat k 2>&1); rc=$?
-eq "$rc:$(echo "$out" | grep -c GPG2):$(echo "$out" | grep -c 'moved there by the environment: GNUPGHOME names it')" "125:0:1" \
+eq "$rc:$(echo "$out" | grep -c GPG2):$(echo "$out" | grep -c 'moved there by the environment: GNUPGHOME names it')" "2:0:1" \
     "--filesystem sandbox in GNUPGHOME is refused"
+# a grant of one (as named, or through a link) is a usage error too: it
+# was refused with 125 by the planning and left a run directory behind
+# ("cannot plan the sandbox"); nothing is recorded now, nor a stage made
+out=$(cd "$W" && HOME="$H5" "$P" run --safe --stage "$T/st7b" --access "ro:$H5/.ssh" -- true 2>&1); rc=$?
+eq "$rc:$(echo "$out" | grep -c 'reaches the credential location ~/.ssh'):$(echo "$out" | grep -c 'cannot plan')" "2:1:0" \
+    "--access ro: of ~/.ssh is a usage error (2) naming the credential location"
+out=$(cd "$W" && HOME="$H5" "$P" run --safe --allow-write "$H5/dotfiles/gnupg" -- true 2>&1); rc=$?
+eq "$rc:$(echo "$out" | grep -c 'reaches the credential location ~/.gnupg')" "2:1" \
+    "--allow-write of the directory ~/.gnupg links to is a usage error (2)"
+eq "$(run_count):$(ls -A "$T/st7" "$T/st7b" 2>/dev/null | wc -l)" "$n5:0" \
+    "... and none of these refusals recorded a run or made a stage"
 eq "$(ls -A "$H5/.ssh" | tr '\n' ' ')" "id_ed25519 " "... nothing reached ~/.ssh"
 out=$(cd "$H5/dotfiles" && HOME="$H5" "$P" run --safe -- sh -c 'cat gnupg/k 2>/dev/null; echo end' 2>&1); rc=$?
 eq "$rc:$out" "0:end" "--safe in the dotfiles repository that holds it runs, the store absent"
@@ -286,10 +298,10 @@ if [ "$(id -u)" -eq 0 ] && command -v unshare >/dev/null; then
     eq "$(echo $(pwgrant "$T/pwws" run --safe --stage "$T/st-pwg" --access "ro:$RH" -- sh -c "cat '$RH/notes'; cat '$RH/.ssh/id_rsa' 2>/dev/null || echo covered"))" \
         "n covered" "--safe: a grant of the user's passwd home (HOME elsewhere) shows its files, not its keys"
     out=$(pwgrant "$T/pwws" run --safe --stage "$T/st-pwg2" --access "ro:$RH/.ssh" -- cat "$RH/.ssh/id_rsa"); rc=$?
-    eq "$rc:$(echo "$out" | grep -c 'reaches the credential location .*/.ssh (in your home as /etc/passwd names it')" "125:1" \
+    eq "$rc:$(echo "$out" | grep -c 'reaches the credential location .*/.ssh (in your home as /etc/passwd names it')" "2:1" \
         "--safe: a grant of the passwd home's .ssh (HOME elsewhere) is refused, naming it"
     out=$(pwgrant "$RH/.ssh" run --safe --stage "$T/st-pwg3" -- cat id_rsa); rc=$?
-    eq "$rc:$(echo "$out" | grep -c 'is in the credential location')" "125:1" \
+    eq "$rc:$(echo "$out" | grep -c 'is in the credential location')" "2:1" \
         "--safe: a workspace in the passwd home's .ssh (HOME elsewhere) is refused"
     # under sudo (root, HOME root's own) the caller's home (SUDO_UID) is kept
     # the same way: the workspace that is their home showed their keys
