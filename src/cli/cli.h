@@ -15,6 +15,7 @@
 #ifndef PVISOR_CLI_CLI_H
 #define PVISOR_CLI_CLI_H
 
+#include <locale.h>
 #include <stdbool.h>
 #include <stdio.h>
 
@@ -30,6 +31,18 @@
  * (it goes on after a child that merely exited 130).  Returns 128+sig only
  * if the signal did not end the process. */
 int cli_end_by_signal(int sig);
+
+/* Terminal cells of s, decoded as UTF-8 (utf8: a C.UTF-8 locale, or 0
+ * when there is none: a cell per character then): wide (CJK) characters
+ * take two, combining ones none.  What term_escape leaves is valid and
+ * printable UTF-8, but a character wcwidth does not know (unassigned in
+ * the C library's Unicode, a newer emoji) is -1 there: a terminal shows
+ * it in a cell, so one is counted; so is each byte that is not UTF-8. */
+size_t cli_columns(const char *s, locale_t utf8);
+/* s (not yet escaped: no escape is cut in two) cut in place to at most max
+ * cells, never inside a character: its start (head cells at most), "...",
+ * and its end ("...project/sub" with head 0). */
+void cli_cut(char *s, size_t max, size_t head, locale_t utf8);
 
 struct cli_command {
     const char *name;

@@ -41,35 +41,6 @@ static json_t *summary(const char *id, const json_t *b) {
     return s;
 }
 
-/* Terminal cells of s, decoded as UTF-8 (utf8: a C.UTF-8 locale, or 0
- * when there is none: a cell per character then): wide (CJK) characters
- * take two, combining ones none.  What term_escape left is valid and
- * printable UTF-8, but a character wcwidth does not know (unassigned in
- * the C library's Unicode, a newer emoji) is -1 there: a terminal shows
- * it in a cell, so one is counted. */
-static size_t columns(const char *s, locale_t utf8) {
-    locale_t old = utf8 ? uselocale(utf8) : (locale_t)0;
-    size_t n = 0;
-    mbstate_t st;
-    memset(&st, 0, sizeof st);
-    while (*s) {
-        wchar_t wc;
-        size_t k = utf8 ? mbrtowc(&wc, s, strlen(s), &st) : 1;
-        if (!utf8 || k == (size_t)-1 || k == (size_t)-2 || k == 0) {
-            n += !utf8 ? (*s & 0xc0) != 0x80 : 1;
-            s++;
-            memset(&st, 0, sizeof st);
-            continue;
-        }
-        int w = wcwidth(wc);
-        n += w >= 0 ? (size_t)w : 1;
-        s += k;
-    }
-    if (utf8)
-        uselocale(old);
-    return n;
-}
-
 /* The command on one line: what a terminal would act on escaped
  * (term_escape), long commands cut at 72 bytes, never inside a character
  * or an escape (the full argv is in `list --json`). */
@@ -152,18 +123,10 @@ int cmd_list(int argc, char **argv) {
             }
             /* cut before escaping, so no escape is cut in two; by
              * terminal cells (a CJK name's characters take two each) */
-            if (t && columns(t, utf8) > LIST_WS_MAX) {
-                const char *c = t;
-                while (*c && columns(c, utf8) > LIST_WS_MAX - 3) {
-                    c++;
-                    while ((*c & 0xc0) == 0x80) /* not inside a character */
-                        c++;
-                }
-                memmove(t + 3, c, strlen(c) + 1);
-                memcpy(t, "...", 3);
-            }
+            if (t)
+                cli_cut(t, LIST_WS_MAX, 0, utf8);
             ws[i] = t ? term_escape(t) : NULL;
-            size_t l = ws[i] ? columns(ws[i], utf8) : 1;
+            size_t l = ws[i] ? cli_columns(ws[i], utf8) : 1;
             wsw = l > wsw ? l : wsw;
         }
         printf("%-29s %-12s %-5s %-12s %-24s %-*s %s\n", "RUN", "STATE", "EXIT", "STAGE", "STARTED", (int)wsw,
@@ -181,7 +144,7 @@ int cmd_list(int argc, char **argv) {
             const char *w = ws && ws[i] ? ws[i] : "-";
             printf("%-29s %-12s %-5s %-12s %-24s %s%*s", json_string_value(json_object_get(s, "run_id")),
                    json_string_value(json_object_get(s, "state")), exitbuf, sst ? sst : "-", started ? started : "-", w,
-                   (int)(wsw - columns(w, utf8)), ""); /* padded by cells, not bytes */
+                   (int)(wsw - cli_columns(w, utf8)), ""); /* padded by cells, not bytes */
             print_command(json_object_get(s, "command"), json_object_get(s, "command_hex"));
         }
         for (size_t i = 0; ws && i < n_rows; i++)

@@ -464,6 +464,11 @@ static void print_entry(const struct lc_entry *e) {
     putchar('\n');
 }
 
+/* The widest name print_index_hides shows (a longer one keeps its start
+ * and its end, which tell names apart; the JSON has them whole): five
+ * names of 4,000 bytes the agent chose took a screen and more. */
+#define INDEX_HIDES_NAME_MAX 80
+
 /* The entries a git index the stage writes hides from git that the
  * workspace's did not (LC_W_GIT_HIDES), the first of them by name. */
 static void print_index_hides(const struct lc_entry *e) {
@@ -477,10 +482,15 @@ static void print_index_hides(const struct lc_entry *e) {
         return;
     printf("      %zu entr%s that git status and git diff skip (skip-worktree, assume-unchanged): ", e->index_hides,
            e->index_hides == 1 ? "y" : "ies");
+    locale_t utf8 = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
     for (size_t k = 0; k < e->n_index_hides_names; k++) {
-        _cleanup_free_ char *d = NULL;
-        printf("%s%s", k ? ", " : "", dn(e->index_hides_names[k], &d));
+        _cleanup_free_ char *d = NULL, *cut = strdup(e->index_hides_names[k]);
+        if (cut)
+            cli_cut(cut, INDEX_HIDES_NAME_MAX, INDEX_HIDES_NAME_MAX / 2 - 2, utf8); /* before dn escapes */
+        printf("%s%s", k ? ", " : "", dn(cut, &d));
     }
+    if (utf8)
+        freelocale(utf8);
     printf("%s\n", e->index_hides > e->n_index_hides_names ? ", ..." : "");
 }
 

@@ -7,11 +7,13 @@
 #include "util/cleanup.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <wchar.h>
 
 static const struct cli_command commands[] = {
     {"run", "Run a command (optionally over a staged workspace)",
@@ -239,6 +241,64 @@ int cli_take_value(const char *verb, int argc, char **argv, int *i, const char *
         return cli_usage_error(verb, "%s given twice", opt);
     *dst = argv[++*i];
     return 0;
+}
+
+/* The cells of the character at *s, *s moved past it (see cli_columns);
+ * in the locale utf8, when there is one. */
+static size_t char_cells(const char **s, mbstate_t *st, bool utf8) {
+    wchar_t wc;
+    size_t k = utf8 ? mbrtowc(&wc, *s, strnlen(*s, MB_LEN_MAX), st) : 1;
+    if (!utf8 || k == (size_t)-1 || k == (size_t)-2 || k == 0) {
+        (*s)++;
+        while (!utf8 && (**s & 0xc0) == 0x80) /* a cell per character */
+            (*s)++;
+        memset(st, 0, sizeof *st);
+        return 1;
+    }
+    *s += k;
+    int w = wcwidth(wc);
+    return w >= 0 ? (size_t)w : 1;
+}
+
+size_t cli_columns(const char *s, locale_t utf8) {
+    locale_t old = utf8 ? uselocale(utf8) : (locale_t)0;
+    size_t n = 0;
+    mbstate_t st;
+    memset(&st, 0, sizeof st);
+    while (*s)
+        n += char_cells(&s, &st, utf8);
+    if (utf8)
+        uselocale(old);
+    return n;
+}
+
+void cli_cut(char *s, size_t max, size_t head, locale_t utf8) {
+    size_t n = cli_columns(s, utf8);
+    if (n <= max || max < 4 || head > max - 3)
+        return;
+    locale_t old = utf8 ? uselocale(utf8) : (locale_t)0;
+    mbstate_t st; /* initial between whole characters (char_cells) */
+    memset(&st, 0, sizeof st);
+    char *h = s; /* after the start kept: whole characters, head cells at most */
+    size_t kept = 0;
+    for (const char *c = h; *c;) {
+        size_t w = char_cells(&c, &st, utf8);
+        if (kept + w > head)
+            break;
+        kept += w;
+        h = s + (c - s);
+    }
+    memset(&st, 0, sizeof st);
+    const char *c = h;
+    size_t rest = n - kept;
+    while (*c && kept + 3 + rest > max) /* at least 4 cells go: as many bytes at least */
+        rest -= char_cells(&c, &st, utf8);
+    if (utf8)
+        uselocale(old);
+    if (c - h >= 3) {
+        memmove(h + 3, c, strlen(c) + 1);
+        memcpy(h, "...", 3);
+    }
 }
 
 int cli_error(int status, const char *verb, const char *fmt, ...) {

@@ -2510,6 +2510,19 @@ if command -v git >/dev/null; then
     (cd "$W" && "$P" run --stage "$T/stidx-plain" -- sh -c 'echo n > n && git add n && git status >/dev/null') >/dev/null 2>&1
     eq "$(cd "$W" && "$P" status --review --stage "$T/stidx-plain" --json | jq -r '.changeset.changes[] | select(.path == ".git/index") | .warnings | join(",")')" \
         "" "an index changed by git add and git status, its skip-worktree entry the workspace's: no git_hides"
+    # five long names (3,858 bytes each) hidden by the index: the human
+    # review printed them whole, some 19 kB on one line; it shows each cut
+    # to 80 cells, its start and its end, the JSON has them whole
+    W=$T/wsidx-long; mkdir -p "$W"
+    (cd "$W" && git init -q && echo a > a && git add . && git -c user.name=t -c user.email=t@t commit -qm i)
+    (cd "$W" && "$P" run --stage "$T/stidx-long" -- sh -c 'b=$(git hash-object -w a); for i in 1 2 3 4 5; do
+        n=d$i; for k in $(seq 200); do n=${n}x; done; n=$n/$n/$n/$n/$n/$n/$n/$n/$n/$n/$n/$n/$n/$n/$n/$n/$n/$n/$n/f
+        git update-index --add --cacheinfo 100644,$b,$n && git update-index --skip-worktree $n || exit 1; done') >/dev/null 2>&1
+    line=$(cd "$W" && "$P" status --review --stage "$T/stidx-long" | grep 'entries that git status and git diff skip')
+    eq "$(($(echo "$line" | wc -c) < 600)):$(echo "$line" | grep -o 'd[1-5]x*\.\.\.x*/f' | awk '{ printf "%s:%d ", substr($0, 1, 2), length($0) }')" \
+        "1:d1:80 d2:80 d3:80 d4:80 d5:80 " "  long names hidden by the index: the human review cuts each to its start and end, 80 cells"
+    eq "$(cd "$W" && "$P" status --review --stage "$T/stidx-long" --json | jq -r '[.changeset.warnings[] | select(.warning == "git_hides") | .index_hides.paths[].path | length] | map(tostring) | join(",")')" \
+        "3858,3858,3858,3858,3858" "  ... and --json gives them whole"
     # a hostile index: truncated, garbage, and a huge entry count; the review ends
     W=$T/wsidx-bad; mkdir -p "$W/.git"
     for bad in trunc garbage count; do
