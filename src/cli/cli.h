@@ -70,6 +70,13 @@ int cmd_drop(int argc, char **argv);
 int cmd_checkpoint(int argc, char **argv);
 int cmd_restore(int argc, char **argv);
 int cmd_fork(int argc, char **argv);
+/* A name for a checkpoint not named, of the stage whose directory is
+ * stage_dir_fd (cmd_checkpoint.c): "cp-<UTC ms>", or with -2, -3, ... when
+ * the stage has a checkpoint (or anything else) by that name, one made
+ * within the millisecond, an earlier run's; at most tries names are
+ * looked at, the last of them is *buf then. */
+#define LC_CLI_CHECKPOINT_NAME_MAX 80
+void lc_cli_checkpoint_default_name(int stage_dir_fd, unsigned tries, char buf[static LC_CLI_CHECKPOINT_NAME_MAX]);
 /* `pvisor status --review [RUN|STAGE] [--json]` */
 /* stage_dir: --stage DIR (then arg is NULL) */
 int cmd_review(const char *arg, const char *stage_dir, bool as_json);

@@ -11,6 +11,47 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* The default names a sealed stage's checkpoint tries (no run's cap). */
+#define CHECKPOINT_DEFAULT_TRIES 100
+
+void lc_cli_checkpoint_default_name(int stage_dir_fd, unsigned tries, char buf[static LC_CLI_CHECKPOINT_NAME_MAX]) {
+    char base[64];
+    lc_checkpoint_default_name(base);
+    snprintf(buf, LC_CLI_CHECKPOINT_NAME_MAX, "%s", base);
+    for (unsigned k = 2; k <= tries; k++) {
+        /* one lookup in the stage's own directory (never a FUSE mount) */
+        char path[LC_CLI_CHECKPOINT_NAME_MAX + 16];
+        struct stat st;
+        snprintf(path, sizeof path, "checkpoints/%s", buf);
+        if (fstatat(stage_dir_fd, path, &st, AT_SYMLINK_NOFOLLOW) < 0)
+            return;
+        snprintf(buf, LC_CLI_CHECKPOINT_NAME_MAX, "%s-%u", base, k);
+    }
+}
+
+/* lc_checkpoint of the stage; a checkpoint not named gets a default name
+ * made unique as a live one's is (lc_cli_checkpoint_default_name), once
+ * more if another pvisor took that name between the look and its copy
+ * (two in one millisecond).  *tried: the name made, or the last tried. */
+static int make_checkpoint(const char *stage, const char *name, char **ret_made,
+                           char tried[static LC_CLI_CHECKPOINT_NAME_MAX]) {
+    int r = -EEXIST;
+    for (int attempt = 0; r == -EEXIST && attempt < (name ? 1 : 3); attempt++) {
+        if (name) {
+            snprintf(tried, LC_CLI_CHECKPOINT_NAME_MAX, "%s", name);
+        } else {
+            _cleanup_close_ int dir = open(stage, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+            if (dir < 0)
+                return -errno;
+            lc_cli_checkpoint_default_name(dir, CHECKPOINT_DEFAULT_TRIES, tried);
+        }
+        r = lc_checkpoint(stage, tried, ret_made);
+    }
+    return r;
+}
 
 int cmd_checkpoint(int argc, char **argv) {
     const char *run = NULL, *stage_dir = NULL, *name = NULL;
@@ -75,11 +116,12 @@ int cmd_checkpoint(int argc, char **argv) {
         return PV_EXIT_OK;
     }
     _cleanup_free_ char *made = NULL;
-    int r = lc_checkpoint(stage, name, &made);
+    char tried[LC_CLI_CHECKPOINT_NAME_MAX];
+    int r = make_checkpoint(stage, name, &made, tried);
     if (lc_cli_own_files_override(r)) { /* a failed copy left nothing */
         free(made);
         made = NULL;
-        r = lc_checkpoint(stage, name, &made);
+        r = make_checkpoint(stage, name, &made, tried);
     }
     switch (r) {
     case 0:
@@ -100,7 +142,7 @@ int cmd_checkpoint(int argc, char **argv) {
                          "refused: the stage %s is not sealed (interrupted); restore a checkpoint or drop it", stage);
     }
     case -EEXIST:
-        return cli_error(PV_EXIT_FAILURE, "checkpoint", "a checkpoint named '%s' exists; choose another --name", name);
+        return cli_error(PV_EXIT_FAILURE, "checkpoint", "a checkpoint named '%s' exists; choose another --name", tried);
     case -EALREADY:
         return cli_error(PV_EXIT_FAILURE, "checkpoint", "refused: the stage %s was already %s", stage,
                          stage_done_phrase(stage));

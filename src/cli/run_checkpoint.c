@@ -45,6 +45,7 @@
  * it holds).
  */
 #include "cli/run_checkpoint.h"
+#include "cli/cli.h"
 #include "lifecycle/lifecycle.h"
 #include "util/cleanup.h"
 #include "util/util.h"
@@ -174,15 +175,11 @@ static void take(struct run_checkpoints *cp, const char *name, char *reply, size
         budget_refusal(cp, reply, size);
         return;
     }
-    char gen[80];
+    char gen[LC_CLI_CHECKPOINT_NAME_MAX];
     if (!name) {
         /* cp-<ms>, made unique: a second request within the millisecond
          * (or a checkpoint of that name from an earlier run) gets -2, -3, ... */
-        char base[64];
-        lc_checkpoint_default_name(base);
-        snprintf(gen, sizeof gen, "%s", base);
-        for (unsigned k = 2; k <= RUN_LIVE_CHECKPOINTS_MAX + 1 && checkpoint_exists(cp, gen); k++)
-            snprintf(gen, sizeof gen, "%s-%u", base, k);
+        lc_cli_checkpoint_default_name(stage_dir_fd(cp->stage), RUN_LIVE_CHECKPOINTS_MAX + 1, gen);
         name = gen;
     }
     if (checkpoint_exists(cp, name)) {

@@ -705,3 +705,21 @@ EOF
 else
     skip "16 live checkpoints asked for without a name at once get 16 distinct names" "needs root and unshare (a private tmpfs mount)"
 fi
+# ... and so does `pvisor checkpoint` of a sealed stage: its default name
+# was cp-<time> alone, and one taken (another pvisor's in that millisecond,
+# an earlier run's) refused it with "a checkpoint named '(null)' exists;
+# choose another --name".  Here every name of the next 5 s is taken.
+B=$T/defsealed W=$B/ws
+mkdir -p "$W" && echo a > "$W/a"
+(cd "$W" && "$P" run --stage "$B/st" -- sh -c 'echo b > b') >/dev/null 2>&1
+python3 -c '
+import datetime, os, sys
+t = datetime.datetime.now(datetime.timezone.utc)
+for i in range(5000):
+    u = t + datetime.timedelta(milliseconds=i)
+    os.makedirs(sys.argv[1] + "/cp-" + u.strftime("%Y%m%dT%H%M%S.") + "%03dZ" % (u.microsecond // 1000))
+' "$B/st/checkpoints"
+out=$("$P" checkpoint --stage "$B/st" 2>&1); rc=$?
+made=$(echo "$out" | sed -n "s/^Checkpoint \(cp-[0-9TZ.]*-2\) of stage .*/\1/p")
+eq "$rc:$(echo "$out" | grep -c null):${made:+made}:$(cat "$B/st/checkpoints/$made/upper/b" 2>/dev/null)" "0:0:made:b" \
+    "pvisor checkpoint of a sealed stage whose default name is taken makes cp-<time>-2"
