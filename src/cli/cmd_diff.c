@@ -106,6 +106,11 @@ static pid_t spawn_diff(int a, int b, const char *la, const char *lb, int out_fd
             dup2(nb, 4) < 0)
             _exit(2);
         close_all_fds_except(5, NULL, 0);
+        /* SIGPIPE's default action, and no signal blocked that pvisor was
+         * started with blocked (as git's: lc_git_run) */
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
         signal(SIGPIPE, SIG_DFL);
         execlp("diff", "diff", "-u", "--label", la, "--label", lb, "/dev/fd/3", "/dev/fd/4", (char *)NULL);
         _exit(127);

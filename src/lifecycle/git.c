@@ -43,12 +43,16 @@ int lc_git_run(const char *cwd, const char *const *argv, const char *index_file,
         return -e;
     }
     if (pid == 0) {
-        /* the signals lc_git_index_refreshed holds back (see there) */
-        sigset_t held;
-        sigemptyset(&held);
-        for (size_t i = 0; i < ARRAY_SIZE(held_signals); i++)
-            sigaddset(&held, held_signals[i]);
-        sigprocmask(SIG_UNBLOCK, &held, NULL);
+        /* no signal blocked: those lc_git_index_refreshed holds back (see
+         * there), and whatever pvisor was started with blocked (a parent's
+         * SIGURG, say: the supervisor's views block it), which git would
+         * pass on to what it runs; SIGPIPE's default action, as the
+         * command's and diff(1)'s (what pvisor was started ignoring else
+         * stays ignored: nohup's SIGHUP) */
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        signal(SIGPIPE, SIG_DFL);
         int null = open("/dev/null", O_RDWR | O_CLOEXEC);
         if (null < 0 || dup2(fd[1], STDOUT_FILENO) < 0 || dup2(null, STDERR_FILENO) < 0 ||
             dup2(null, STDIN_FILENO) < 0 || (cwd && chdir(cwd) < 0))

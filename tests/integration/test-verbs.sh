@@ -193,4 +193,40 @@ eq "$(grep -c "pvisor status: note: this review could not be recorded in the sta
 (cd "$W5" && "$P" apply --stage "$T/s5") >/dev/null 2>"$T/err"; rc=$?
 eq "$rc:$(cat "$W5/a")" "1:base" "apply with an unreadable review record refuses and writes nothing"
 
+# ---------------------------------------------------------------------------
+# The helper programs the verbs start (git for the review, diff(1) for
+# diff) start with no signal blocked and SIGPIPE's default action, whatever
+# pvisor was started with: a SIGURG blocked (the supervisor's views block
+# it) or SIGPIPE ignored reached git, and what git runs.  A wrapper of each
+# (perl: a shell resets its mask) records its masks.
+W6=$T/ws6 F6=$T/fake6
+if command -v git >/dev/null && command -v perl >/dev/null && env --block-signal=URG true 2>/dev/null; then
+    mkdir -p "$W6" "$F6"
+    (cd "$W6" && git init -q && echo a > a && git add a && git -c user.name=t -c user.email=t@t commit -qm i)
+    "$P" run --stage "$T/s6" --workspace "$W6" -- sh -c "echo b > '$W6/a'" >/dev/null 2>&1
+    for tool in git diff; do
+        real=$(command -v $tool)
+        cat > "$F6/$tool" <<EOF
+#!/usr/bin/perl
+open(my \$s, "<", "/proc/self/status"); open(my \$o, ">>", "$T/masks");
+while (<\$s>) { print \$o "$tool \$1 \$2\n" if /^(SigBlk|SigIgn):\s*(\S+)/ }
+close(\$o); exec("$real", @ARGV) or exit 127;
+EOF
+        chmod +x "$F6/$tool"
+    done
+    (cd "$W6" && PATH="$F6:$PATH" env --block-signal=URG --ignore-signal=PIPE "$P" status --review --stage "$T/s6" &&
+        PATH="$F6:$PATH" env --block-signal=URG --ignore-signal=PIPE "$P" diff --stage "$T/s6") >/dev/null 2>&1
+    # (perl itself ignores SIGFPE: only SIGPIPE's bit, 13, is looked at)
+    bad=$(while read -r tool what mask; do
+        case $what in
+        SigBlk) [ "$mask" = 0000000000000000 ] || echo "$tool blocks $mask" ;;
+        SigIgn) [ $(((0x$mask >> 12) & 1)) -eq 0 ] || echo "$tool ignores SIGPIPE" ;;
+        esac
+    done < "$T/masks" | sort -u | tr '\n' ' ')
+    eq "$(grep -c '^git SigBlk' "$T/masks" | awk '{ print ($1 > 0) }'):$(grep -c '^diff SigBlk' "$T/masks"):$bad" \
+        "1:1:" "the review's git and diff's diff(1) start with no signal blocked, SIGPIPE not ignored (pvisor started with SIGURG blocked, SIGPIPE ignored)"
+else
+    skip "the review's git and diff's diff(1) start with no signal blocked" "needs git, perl and env --block-signal"
+fi
+
 exit $((_failed > 0))
