@@ -465,9 +465,10 @@ int cmd_apply(int argc, char **argv) {
             else if (!rep.reviewed_id[0])
                 cli_error(st, "apply",
                           "refused: the last review of the stage %s could not name its changeset (the stage "
-                          "changed while it was read), or its record %s/" LC_REVIEWED_NAME " is unreadable. "
-                          "Nothing was written. Review it again ('pvisor status --review', 'pvisor diff'), then "
-                          "apply",
+                          "changed while it was read, or a file of it could not be read), or its record "
+                          "%s/" LC_REVIEWED_NAME " is unreadable. Nothing was written. Review it again ('pvisor "
+                          "status --review', 'pvisor diff'), then apply, or apply with --expect ID the changeset "
+                          "a review showed",
                           stage, stage);
             else if (!rep.changeset_id[0])
                 cli_error(st, "apply",

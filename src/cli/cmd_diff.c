@@ -595,10 +595,11 @@ int cmd_diff(int argc, char **argv) {
         lc_cli_note_review_record("diff", st); /* as the review says it */
         if (r < 0) {
             cid[0] = '\0';
-            fprintf(stderr, "pvisor diff: no changeset ID: %s\n",
+            fprintf(stderr, "pvisor diff: no changeset ID: %s%s\n",
                     r == -ESTALE ? "the stage changed while it was read (a run reopened it, or a restore): "
                                    "what this diff shows may be part of each; run it again"
-                                 : strerror(-r));
+                                 : strerror(-r),
+                    r == -ESTALE ? "" : " (a plain 'pvisor apply' refuses until a review names it)");
             d.failed = 1;
         }
     }

@@ -312,9 +312,11 @@ static int changeset_id(struct lc_stage *st, const struct lc_changeset *cs, char
     lc_cli_note_review_record("status", st);
     if (r < 0) {
         id[0] = '\0';
+        static char why[160];
+        snprintf(why, sizeof why, "%s (a plain 'pvisor apply' refuses until a review names it)", strerror(-r));
         *ret_why = r == -ESTALE
                        ? "the stage changed while it was read (a run reopened it, or a restore): review it again"
-                       : strerror(-r);
+                       : why;
     }
     return r;
 }

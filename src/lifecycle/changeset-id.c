@@ -353,11 +353,15 @@ int lc_stage_changeset_id(struct lc_stage *st, const struct lc_changeset *cs, ch
     st->review_record_error = 0;
     int r = stage_changeset_id(st, cs, ret_id);
     /* What review and diff show is what a plain apply must find: the ID,
-     * or, when the stage changed while it was read (a review that showed
-     * a mix of two states), none, which apply refuses until a review
-     * again.  Other errors record nothing (a file the agent made
-     * unreadable: the caller tries again with the user's override). */
-    if (r == 0 || r == -ESTALE)
+     * or, when there is none (the stage changed while it was read: a
+     * review that showed a mix of two states; a file of it could not be
+     * read), "unknown", which apply refuses until a review names one, or
+     * --expect.  Recording nothing left a stage never reviewed before
+     * unchecked: a run on it after this review, and a plain apply wrote
+     * what no review showed.  (A file the agent made unreadable: the
+     * caller tries again with the user's override, which records the ID.)
+     * Not of a stage that is not sealed: nothing to vouch for. */
+    if (r != -ENOMEDIUM)
         st->review_record_error = lc_review_record_write(st->dir_fd, r == 0 ? ret_id : NULL, cs->keep_owners);
     return r;
 }

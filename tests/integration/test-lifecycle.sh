@@ -3126,5 +3126,5 @@ mkdir -p "$W" && echo orig > "$W/f"
 stage_run "$W" "$S" 'echo one > f' >/dev/null 2>&1
 printf 'pvisor-reviewed 1 xyz 1\n' > "$S/reviewed"
 (cd "$W" && "$P" apply --stage "$S") >/dev/null 2>"$T/rb.err"; rc=$?
-eq "$rc:$(cat "$W/f"):$(grep -c "could not name its changeset (the stage changed while it was read), or its record $S/reviewed is unreadable" "$T/rb.err")" \
+eq "$rc:$(cat "$W/f"):$(grep -c "could not name its changeset (the stage changed while it was read, or a file of it could not be read), or its record $S/reviewed is unreadable" "$T/rb.err")" \
     "1:orig:1" "a malformed review record refuses a plain apply, saying to review again"

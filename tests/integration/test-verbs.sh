@@ -193,6 +193,29 @@ eq "$(grep -c "pvisor status: note: this review could not be recorded in the sta
 (cd "$W5" && "$P" apply --stage "$T/s5") >/dev/null 2>"$T/err"; rc=$?
 eq "$rc:$(cat "$W5/a")" "1:base" "apply with an unreadable review record refuses and writes nothing"
 
+# A review that could not compute the changeset ID (a read of the stage
+# failed: here lseek, which the ID's read of a sparse file takes) recorded
+# nothing: a stage never reviewed before stayed unchecked, and after a run
+# on it a plain apply wrote what no review showed.  It records "unknown"
+# now, which a plain apply refuses until a review names the changeset.
+if [ -n "${SYSDENY:-}" ]; then
+    W7=$T/ws7
+    mkdir -p "$W7"
+    echo base > "$W7/a"
+    "$P" run --stage "$T/s7" --workspace "$W7" -- sh -c "echo changed > '$W7/a'; truncate -s 1M '$W7/sparse'" >/dev/null 2>&1
+    out=$(cd "$W7" && "$SYSDENY" 5 lseek -- "$P" status --review --stage "$T/s7" 2>&1)
+    eq "$(echo "$out" | grep -c "^Changeset:   unknown: Input/output error (a plain 'pvisor apply' refuses until a review names it)"):$(cut -d' ' -f3 "$T/s7/reviewed" 2>/dev/null)" \
+        "1:unknown" "a review whose changeset ID fails (EIO) says so and records that it has none"
+    "$P" run --stage "$T/s7" --workspace "$W7" -- sh -c "echo unreviewed > '$W7/a'" >/dev/null 2>&1
+    (cd "$W7" && "$P" apply --stage "$T/s7") >/dev/null 2>"$T/err"; rc=$?
+    eq "$rc:$(cat "$W7/a"):$(grep -c 'could not name its changeset .*or apply with --expect ID' "$T/err")" "1:base:1" \
+        "... a run on the stage after it, then a plain apply: refused, nothing written, --expect named"
+    (cd "$W7" && "$P" status --review --stage "$T/s7" && "$P" apply --stage "$T/s7") >/dev/null 2>&1; rc=$?
+    eq "$rc:$(cat "$W7/a")" "0:unreviewed" "... reviewed again, it applies"
+else
+    skip "a review whose changeset ID fails records that it has none" "needs \$SYSDENY"
+fi
+
 # ---------------------------------------------------------------------------
 # The helper programs the verbs start (git for the review, diff(1) for
 # diff) start with no signal blocked and SIGPIPE's default action, whatever
