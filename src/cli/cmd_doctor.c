@@ -9,14 +9,19 @@
 #include "cli/cli.h"
 #include "config.h"
 #include "evidence/probe.h"
+#include "resources/cgroup.h"
 #include "util/cleanup.h"
 #include "util/util.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static const char *status_word(const struct probe_status *s) {
@@ -113,6 +118,72 @@ static void print_state_dir(void) {
                shown ? shown : "?", shown_at ? shown_at : "?", strerror(e), ignored);
 }
 
+/* A leaf is taken for a dead run's (as resources/cgroup.c,
+ * remove_stale_leaves, takes it) once unchanged for this long. */
+#define DOCTOR_LEAF_STALE_S 60
+#define DOCTOR_LEAVES_MAX 64
+
+/* The leaves of runs whose supervisor died (kill -9, the OOM killer) in
+ * pvisor's cgroup, as the next run with --limit there finds them: named
+ * "pvisor-*", unchanged for a minute, not flock'ed by a live supervisor
+ * (each holds its leaf's lock for the run's life); an empty one that run
+ * removes, one still holding processes (a live run's "-supervisor" sibling
+ * is not one) it cannot.  Doctor removes none.  A JSON array of
+ * {"path", "populated"}; NULL when pvisor has no cgroup v2 directory. */
+static json_t *stale_leaves(void) {
+    struct cgroup_where *w = calloc(1, sizeof *w); /* large: off the stack */
+    if (!w)
+        return NULL;
+    int r = cgroup_locate(w);
+    _cleanup_close_ int dfd = r == 0 || r == -EACCES ? open(w->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    _cleanup_closedir_ DIR *d = NULL;
+    json_t *found = dfd >= 0 && dup_opendir(dfd, &d) == 0 ? json_array() : NULL;
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    struct dirent *de;
+    while (found && json_array_size(found) < DOCTOR_LEAVES_MAX && (de = readdir_no_dots(d))) {
+        if (de->d_type != DT_DIR || strncmp(de->d_name, "pvisor-", 7) != 0)
+            continue;
+        _cleanup_close_ int fd = openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) < 0 || now.tv_sec - st.st_mtim.tv_sec < DOCTOR_LEAF_STALE_S)
+            continue;
+        if (flock(fd, LOCK_EX | LOCK_NB) < 0)
+            continue; /* a live run's (the lock goes with fd) */
+        _cleanup_free_ char *events = NULL;
+        bool populated = read_file_at(fd, "cgroup.events", 4096, &events, NULL) < 0 || strstr(events, "populated 1");
+        size_t n = strlen(de->d_name);
+        if (populated && n > 11 && strcmp(de->d_name + n - 11, "-supervisor") == 0)
+            continue; /* a live supervisor moved there */
+        _cleanup_free_ char *path = path_join(w->dir, de->d_name);
+        json_array_append_new(found, json_pack("{s:s, s:b}", "path", path ? path : de->d_name, "populated", populated));
+    }
+    free(w);
+    return found;
+}
+
+static void print_stale_leaves(const json_t *leaves) {
+    size_t n = json_array_size(leaves), n_empty = 0;
+    if (!n)
+        return;
+    printf("Cgroup: %zu%s cgroup %s of runs whose supervisor died (kill -9, the OOM killer):\n", n,
+           n == DOCTOR_LEAVES_MAX ? " or more" : "", n == 1 ? "leaf" : "leaves");
+    for (size_t i = 0; i < n; i++) {
+        const json_t *l = json_array_get(leaves, i);
+        _cleanup_free_ char *e = term_escape(json_string_value(json_object_get(l, "path")));
+        bool populated = json_is_true(json_object_get(l, "populated"));
+        n_empty += !populated;
+        if (populated)
+            printf("  %s: processes of that run are still in it; end them with 'echo 1 > %s/cgroup.kill', then "
+                   "rmdir it\n",
+                   e ? e : "?", e ? e : "?");
+        else
+            printf("  %s: empty\n", e ? e : "?");
+    }
+    if (n_empty)
+        printf("  (the next run with --limit started in this cgroup removes the empty ones; or rmdir them)\n");
+}
+
 static void print_executor(const struct executor_readiness *r) {
     char label[16];
     (void)snprintf(label, sizeof label, "%s:", r->name);
@@ -145,8 +216,9 @@ static int print_json(const struct host_probe *p) {
         json_decref(executors);
         return -ENOMEM;
     }
-    json_t *o =
-        json_pack("{s:s, s:o, s:o}", "pvisor_version", PVISOR_VERSION, "features", features, "executors", executors);
+    json_t *leaves = stale_leaves();
+    json_t *o = json_pack("{s:s, s:o, s:o, s:o}", "pvisor_version", PVISOR_VERSION, "features", features, "executors",
+                          executors, "stale_cgroup_leaves", leaves ? leaves : json_array());
     if (!o)
         return -ENOMEM;
     int r = json_dumpf(o, stdout, JSON_INDENT(2)) < 0 ? -EIO : 0;
@@ -182,6 +254,9 @@ int cmd_doctor(int argc, char **argv) {
         print_features(p);
         printf("\n");
         print_state_dir();
+        json_t *leaves = stale_leaves();
+        print_stale_leaves(leaves);
+        json_decref(leaves);
         printf("\nExecutors (this build: pvisor %s)\n", PVISOR_VERSION);
         for (int k = 0; k < PROBE_EXECUTOR_COUNT; k++) {
             struct executor_readiness er;
