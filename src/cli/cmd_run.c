@@ -238,6 +238,12 @@ static int check_access_rules(const struct run_options *o, const char *workspace
     return r;
 }
 
+#ifdef PVISOR_HAVE_OVERLAY
+static void creds_freep(struct sandbox_creds **c) {
+    sandbox_creds_free(*c);
+}
+#endif
+
 int cmd_run(int argc, char **argv) {
     struct run_options o;
     _cleanup_free_ char *err = NULL;
@@ -330,10 +336,12 @@ int cmd_run(int argc, char **argv) {
     /* A grant that reaches a credential location, a workspace in one: the
      * planning refuses them, which needs HOME's credential locations
      * resolved; a usage error, so before anything is written. */
+    _cleanup_(creds_freep) struct sandbox_creds *creds = NULL;
     if (policy_wants_sandbox(&o)) {
         _cleanup_free_ char *msg = NULL;
-        if (sandbox_check_credentials(&o, workspace, cwd, &msg) < 0)
+        if (sandbox_check_credentials(&o, workspace, cwd, &creds, &msg) < 0)
             return cli_usage_error("run", "%s", msg);
+        ctx.creds = creds;
     }
 #endif
 

@@ -10,6 +10,8 @@
 
 #include "policy/policy.h"
 
+struct sandbox_creds;
+
 struct run_context {
     const struct run_options *opts;
     const struct policy *policy;
@@ -18,7 +20,10 @@ struct run_context {
     int run_dirfd;
     const char *workspace; /* absolute, resolved */
     const char *cwd;       /* absolute */
-    json_t *bundle;        /* borrowed; updated and rewritten as the run goes */
+    /* A sandboxed run: HOME's credential locations as resolved before the
+     * run was recorded, taken by the planning (sandbox_prepare); or NULL. */
+    struct sandbox_creds *creds;
+    json_t *bundle; /* borrowed; updated and rewritten as the run goes */
     /* The host probes run in a child while the run is set up; their JSON
      * arrives on probe_fd and goes into the Bundle (run_probe_collect),
      * which first closes probe_release_fd: the child exits only then. */

@@ -631,51 +631,90 @@ static int resolve_home_credentials(const char *cwd, struct sandbox *sb, char **
     return 0;
 }
 
-int sandbox_check_credentials(const struct run_options *o, const char *workspace, const char *cwd, char **ret_error) {
+/* Moves the credential locations sandbox_check_credentials resolved from
+ * sb into c (to_sb false) or back from c into sb (to_sb true). */
+static void move_credentials(struct sandbox_creds *c, struct sandbox *sb, bool to_sb) {
+#define MOVE(a, b) ((a) = (b), (b) = NULL)
+    if (to_sb) {
+        MOVE(sb->cred_real, c->cred_real);
+        MOVE(sb->cred_moved, c->cred_moved);
+        for (size_t k = 0; k < PLAN_OTHER_HOMES; k++) {
+            MOVE(sb->pw_home[k], c->pw_home[k]);
+            MOVE(sb->pw_cred_real[k], c->pw_cred_real[k]);
+        }
+    } else {
+        MOVE(c->cred_real, sb->cred_real);
+        MOVE(c->cred_moved, sb->cred_moved);
+        for (size_t k = 0; k < PLAN_OTHER_HOMES; k++) {
+            MOVE(c->pw_home[k], sb->pw_home[k]);
+            MOVE(c->pw_cred_real[k], sb->pw_cred_real[k]);
+        }
+    }
+#undef MOVE
+}
+
+void sandbox_creds_free(struct sandbox_creds *c) {
+    if (!c)
+        return;
+    struct sandbox sb = SANDBOX_EMPTY(NULL);
+    move_credentials(c, &sb, true);
+    release_credentials(&sb);
+    free(c->home);
+    free(c);
+}
+
+int sandbox_check_credentials(const struct run_options *o, const char *workspace, const char *cwd,
+                              struct sandbox_creds **ret_creds, char **ret_error) {
+    *ret_creds = NULL;
     *ret_error = NULL;
     struct sandbox sb = SANDBOX_EMPTY(NULL);
     _cleanup_free_ char *home = NULL, *ignored = NULL;
+    int r = resolve_home_credentials(cwd, &sb, &home, &ignored);
+    if (r < 0) {
+        /* the planning resolves them again, and says what failed */
+        release_credentials(&sb);
+        return 0;
+    }
     struct access_rule rules[POLICY_MAX_ACCESS];
     char *resolved[POLICY_MAX_ACCESS] = {0};
     size_t n_rules = 0;
-    int r = resolve_home_credentials(cwd, &sb, &home, &ignored);
-    for (int i = 0; r >= 0 && i < o->n_access; i++)
-        if ((resolved[i] = realpath(o->access[i].path, NULL)))
-            rules[n_rules++] = (struct access_rule){.kind = o->access[i].kind, .path = resolved[i]};
-    if (r >= 0) {
-        /* the refusals plan_build makes of them, and only those: its
-         * other inputs are the real planning's concern */
-        struct plan_inputs in = {
-            .access = rules,
-            .n_access = n_rules,
-            .opts = o,
-            .environ = environ,
-            .home = home,
-            .workspace = workspace,
-            .cwd = cwd,
-            .uid = (uint32_t)getuid(),
-            .gid = (uint32_t)getgid(),
-            .cred_real = sb.cred_real,
-            .cred_moved = sb.cred_moved,
-        };
-        for (size_t k = 0; k < PLAN_OTHER_HOMES; k++) {
-            in.pw_home[k] = sb.pw_home[k];
-            in.pw_cred_real[k] = sb.pw_cred_real[k];
-        }
-        struct launch_plan plan;
-        _cleanup_free_ char *err = NULL;
-        r = plan_build(&in, &plan, &err);
-        if (r >= 0)
-            plan_free(&plan);
-        else if (r == -EPERM && err)
-            *ret_error = TAKE_PTR(err);
-        else
-            r = 0;
+    for (int i = 0; i < o->n_access && i < POLICY_MAX_ACCESS; i++)
+        if ((resolved[n_rules] = realpath(o->access[i].path, NULL)))
+            rules[n_rules] = (struct access_rule){.kind = o->access[i].kind, .path = resolved[n_rules]}, n_rules++;
+    struct plan_inputs in = {
+        .access = rules,
+        .n_access = n_rules,
+        .home = home,
+        .workspace = workspace,
+        .cwd = cwd,
+        .cred_real = sb.cred_real,
+        .cred_moved = sb.cred_moved,
+    };
+    for (size_t k = 0; k < PLAN_OTHER_HOMES; k++) {
+        in.pw_home[k] = sb.pw_home[k];
+        in.pw_cred_real[k] = sb.pw_cred_real[k];
     }
+    /* plan_build's own refusals of them (the planning makes them again,
+     * with the same resolution: the host may change in between) */
+    _cleanup_free_ char *err = NULL;
+    r = plan_refuse_credentials(&in, &err);
     for (size_t k = 0; k < n_rules; k++)
         free(resolved[k]);
+    if (r == -EPERM && err) {
+        release_credentials(&sb);
+        *ret_error = TAKE_PTR(err);
+        return -EPERM;
+    }
+    /* kept for the planning, which would resolve the same again (the
+     * credential locations are most of its time) */
+    struct sandbox_creds *c = calloc(1, sizeof *c);
+    if (c) {
+        c->home = TAKE_PTR(home);
+        move_credentials(c, &sb, false);
+        *ret_creds = c;
+    }
     release_credentials(&sb);
-    return r == -EPERM && *ret_error ? -EPERM : 0;
+    return 0;
 }
 
 int sandbox_prepare(struct run_context *ctx, const struct agent_hooks *hooks, struct sandbox *ret_sb,
@@ -685,8 +724,13 @@ int sandbox_prepare(struct run_context *ctx, const struct agent_hooks *hooks, st
      * error before the run is recorded: cmd_run.c, resolve_workspace; so
      * is a grant of a credential location: sandbox_check_credentials) */
     _cleanup_free_ char *home = NULL;
-    int r = resolve_home_credentials(ctx->cwd, &sb, &home, ret_error);
-    if (r < 0) {
+    int r = 0;
+    if (ctx->creds) {
+        /* resolved before the run was recorded (sandbox_check_credentials) */
+        home = TAKE_PTR(ctx->creds->home);
+        move_credentials(ctx->creds, &sb, true);
+        ctx->creds = NULL;
+    } else if ((r = resolve_home_credentials(ctx->cwd, &sb, &home, ret_error)) < 0) {
         sandbox_release(&sb);
         return r;
     }

@@ -137,11 +137,23 @@ int sandbox_read_leftovers(struct sandbox *sb);
  * on LAUNCH_END_FD?  Then true, with its wait status. */
 bool sandbox_end_ready(struct sandbox *sb, pid_t launcher, int *ret_wait_status);
 /* hooks (may be NULL): what the agent socket does for checkpoint requests. */
+/* HOME (resolved) and its credential locations, resolved once before the
+ * run is recorded and handed to the planning (run_context.creds). */
+struct sandbox_creds {
+    char *home;
+    char **cred_real;
+    char *pw_home[PLAN_OTHER_HOMES];
+    char **pw_cred_real[PLAN_OTHER_HOMES];
+    char **cred_moved;
+};
+void sandbox_creds_free(struct sandbox_creds *c);
 /* Before the run is recorded: does o reach a credential location the
  * sandbox keeps from the command (a grant of one, a workspace in one)?
- * -EPERM and the message plan_build gives (*ret_error), else 0: what
- * could not be resolved here is the planning's to report. */
-int sandbox_check_credentials(const struct run_options *o, const char *workspace, const char *cwd, char **ret_error);
+ * -EPERM and the message plan_build gives (*ret_error), else 0 and what
+ * was resolved in *ret_creds (NULL when it could not be: the planning
+ * resolves it again and reports what failed). */
+int sandbox_check_credentials(const struct run_options *o, const char *workspace, const char *cwd,
+                              struct sandbox_creds **ret_creds, char **ret_error);
 int sandbox_prepare(struct run_context *ctx, const struct agent_hooks *hooks, struct sandbox *ret_sb, char **ret_error);
 void sandbox_read_report(pid_t child, void *userdata);
 bool sandbox_report_ok(const struct sandbox *sb);

@@ -621,6 +621,44 @@ static int in_credential(const struct plan_inputs *in, const char *path, char **
     return 0;
 }
 
+/* A workspace that is or lies in a credential location: -EPERM and why
+ * (*ret_error), else 0 (or another error). */
+static int refuse_workspace_credential(const struct plan_inputs *in, char **ret_error) {
+    _cleanup_free_ char *what = NULL;
+    int r = in_credential(in, in->workspace, &what);
+    if (r <= 0)
+        return r;
+    if (asprintf(ret_error,
+                 "the workspace %s is in the credential location %s, which the sandbox keeps from the command; "
+                 "run it in a directory that is not a credential location",
+                 in->workspace, what) < 0)
+        *ret_error = NULL;
+    return -EPERM;
+}
+
+/* A grant (not a deny) that is or lies in a credential location: as
+ * refuse_workspace_credential. */
+static int refuse_grant_credential(const struct plan_inputs *in, const struct access_rule *a, char **ret_error) {
+    _cleanup_free_ char *what = NULL;
+    int r = a->kind != ACCESS_DENY ? in_credential(in, a->path, &what) : 0;
+    if (r <= 0)
+        return r;
+    if (asprintf(ret_error,
+                 "--access %s:%s reaches the credential location %s, which the sandbox keeps from the command; "
+                 "grant a path that is not a credential location (hand over a token with --pass-env)",
+                 access_kind_name(a->kind), a->path, what) < 0)
+        *ret_error = NULL;
+    return -EPERM;
+}
+
+int plan_refuse_credentials(const struct plan_inputs *in, char **ret_error) {
+    *ret_error = NULL;
+    int r = refuse_workspace_credential(in, ret_error);
+    for (size_t i = 0; i < in->n_access && r >= 0; i++)
+        r = refuse_grant_credential(in, &in->access[i], ret_error);
+    return r;
+}
+
 /* Is the credential location full inside a read-only or read-write grant
  * (*ret_in: the real files are projected there by this name), and is
  * where its link leads (real, when another path) inside one? */
@@ -737,20 +775,8 @@ int plan_build(const struct plan_inputs *in, struct launch_plan *ret_plan, char 
      * what lies below the workspace, and what the agent writes there (an
      * authorized_keys) would reach the real store on apply: refused, as a
      * grant of one is. */
-    if (r >= 0) {
-        _cleanup_free_ char *what = NULL;
-        r = in_credential(in, in->workspace, &what);
-        if (r > 0) {
-            r = -EPERM;
-            if (asprintf(ret_error,
-                         "the workspace %s is in the credential location %s, which the sandbox keeps from the "
-                         "command; run it in a directory that is not a credential location",
-                         in->workspace, what) < 0)
-                *ret_error = NULL;
-        }
-        if (r < 0)
-            goto fail;
-    }
+    if (r >= 0 && (r = refuse_workspace_credential(in, ret_error)) < 0)
+        goto fail;
     /* User rules.  A read-write grant inside the workspace would bypass the
      * stage, and one covering it would expose the real workspace: refused. */
     for (size_t i = 0; i < in->n_access && r >= 0; i++) {
@@ -781,18 +807,7 @@ int plan_build(const struct plan_inputs *in, struct launch_plan *ret_plan, char 
          * made a symlink into ~/.ssh before the user granted it) would
          * hand the credential over: refused.  One that holds credential
          * locations gets them covered (below). */
-        _cleanup_free_ char *what = NULL;
-        r = a->kind != ACCESS_DENY ? in_credential(in, a->path, &what) : 0;
-        if (r > 0) {
-            r = -EPERM;
-            if (asprintf(ret_error,
-                         "--access %s:%s reaches the credential location %s, which the sandbox keeps from the "
-                         "command; grant a path that is not a credential location (hand over a token with "
-                         "--pass-env)",
-                         access_kind_name(a->kind), a->path, what) < 0)
-                *ret_error = NULL;
-        }
-        if (r < 0)
+        if ((r = refuse_grant_credential(in, a, ret_error)) < 0)
             goto fail;
         enum plan_mount_kind k = a->kind == ACCESS_DENY ? PLAN_HIDE
                                  : a->kind == ACCESS_RO ? PLAN_BIND_RO

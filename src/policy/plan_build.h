@@ -108,5 +108,11 @@ const char *plan_home_runtime_root(const char *home, const char *path, char *ret
 #define PLAN_AGENT_SOCKET_PATH "/run/pvisor/agent.sock"
 
 int plan_build(const struct plan_inputs *in, struct launch_plan *ret_plan, char **ret_error);
+/* The refusals of plan_build that need HOME's credential locations
+ * resolved (in->home, cred_real, pw_home, pw_cred_real, cred_moved,
+ * workspace, access), and only those: a workspace in a credential location,
+ * a grant of one.  -EPERM and plan_build's message (*ret_error), -ENOMEM,
+ * or 0.  For a usage error before the run is recorded. */
+int plan_refuse_credentials(const struct plan_inputs *in, char **ret_error);
 
 #endif
