@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -387,6 +388,67 @@ static int hash_lower(int dirfd, const char *name, const struct stat *st, unsign
     return -EINVAL;
 }
 
+/* Why apply cannot carry out e in the workspace, whatever the stage holds,
+ * or NULL.  name is the workspace object in lower_dirfd (exists: there is
+ * one; lower_dirfd -1: its directory is one apply creates).  The view lets
+ * the agent change what the kernel keeps the user from changing (its
+ * writes go to the stage, as kernel overlayfs's go to its upper), so the
+ * kernel would refuse the change only when apply makes it, after apply
+ * has deleted and replaced other paths: EBUSY for a mount point it
+ * removes or renames over (a tmpfs node_modules the agent deleted),
+ * EPERM for an immutable or append-only object or directory (chattr +i,
+ * +a), EROFS on a read-only mount (a read-only bind mount of vendored
+ * code).  The resume of such an apply fails the same way, for good.  A
+ * conflict instead: review names it, and apply refuses before it writes. */
+static const char *unappliable(int lower_dirfd, const char *name, const struct lc_entry *e, bool exists) {
+    if (e->kind != LC_DELETED && lc_type_special(e->new_type))
+        return NULL; /* never applied: what is there stays */
+    /* a directory's mode and xattrs change in place; everything else
+     * adds, removes or renames a name in the directory that holds it */
+    bool in_place = exists && e->kind == LC_MODIFIED && e->new_type == LC_DIR;
+    bool mount_root = false;
+    struct statx sx;
+    if (exists && statx(lower_dirfd, name, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT, 0, &sx) == 0) {
+        uint64_t a = sx.stx_attributes & sx.stx_attributes_mask;
+        if (a & STATX_ATTR_IMMUTABLE)
+            return "immutable in the workspace (chattr +i): apply cannot change, replace or delete it; 'chattr -i' "
+                   "it, or apply the rest with --path";
+        if (a & STATX_ATTR_APPEND)
+            return "append-only in the workspace (chattr +a): apply cannot change, replace or delete it; 'chattr "
+                   "-a' it, or apply the rest with --path";
+        mount_root = a & STATX_ATTR_MOUNT_ROOT;
+        if (mount_root && !in_place)
+            return "a mount point in the workspace (another file system is mounted here): apply cannot delete or "
+                   "replace it; unmount it, or apply the rest with --path";
+    }
+    if (lower_dirfd < 0)
+        return NULL;
+    struct statvfs sv;
+    if (mount_root) { /* in place, on the file system mounted here */
+        _cleanup_close_ int fd = openat(lower_dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        if (fd >= 0 && fstatvfs(fd, &sv) == 0 && (sv.f_flag & ST_RDONLY))
+            return "on a read-only mount in the workspace: apply cannot change it; remount it read-write, or "
+                   "apply the rest with --path";
+        return NULL;
+    }
+    if (fstatvfs(lower_dirfd, &sv) == 0 && (sv.f_flag & ST_RDONLY))
+        return "on a read-only mount in the workspace: apply cannot write there; remount it read-write, or apply "
+               "the rest with --path";
+    if (in_place || statx(lower_dirfd, "", AT_EMPTY_PATH, 0, &sx) != 0)
+        return NULL;
+    uint64_t a = sx.stx_attributes & sx.stx_attributes_mask;
+    if (a & STATX_ATTR_IMMUTABLE)
+        return "in an immutable directory of the workspace (chattr +i): apply cannot add, replace or delete "
+               "anything there; 'chattr -i' the directory, or apply the rest with --path";
+    /* apply writes every non-directory to a temp name and renames it into
+     * place, which takes a name out of the directory, as a deletion does */
+    if ((a & STATX_ATTR_APPEND) && !(e->kind == LC_ADDED && e->new_type == LC_DIR))
+        return "in an append-only directory of the workspace (chattr +a): apply cannot replace or delete "
+               "anything there, nor rename a new file into place; 'chattr -a' the directory, or apply the rest "
+               "with --path";
+    return NULL;
+}
+
 /* Fill the old_* side and the conflict of e from the lower object.
  * lower_sha: the lower file's SHA-256 when the caller already read it
  * (NULL: read it here when a preimage needs it). */
@@ -448,6 +510,8 @@ static int set_old(struct walk *w, struct lc_entry *e, int lower_dirfd, const ch
     else if (p->has_xattr_sha && (e->old_type == LC_REG || e->old_type == LC_DIR) &&
              xattrs_changed(lower_dirfd, name, p->xattr_sha))
         e->conflict = "extended attributes (user.*) changed in the workspace since the run";
+    if (!e->conflict)
+        e->conflict = unappliable(lower_dirfd, name, e, lst != NULL);
     if (e->conflict)
         w->cs->n_conflicts++;
     if (e->old_type == LC_REG && (e->kind == LC_DELETED || e->kind == LC_TYPE_CHANGED || (e->changes & LC_CH_CONTENT)))

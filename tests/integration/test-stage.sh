@@ -1136,6 +1136,51 @@ else
     skip "the seal when another program filled the stage's file system" "needs root to mount a small tmpfs"
 fi
 
+# What the user's kernel keeps from change, the view lets the command change
+# (its writes go to the stage, as kernel overlayfs's go to its upper): a
+# tmpfs mounted on node_modules it deletes, a read-only bind mount it writes
+# in, an immutable file (chattr +i) it edits, a file it deletes in an
+# immutable directory.  Apply met each refusal (EBUSY, EROFS, EPERM) only
+# after it had deleted other paths: the tmpfs's files were gone, the rest
+# never applied, the stage half-applied for good (its resume failed the
+# same way), and an EBUSY read "the stage is in use ... wait for it".  Each
+# is a conflict now: review names it, apply writes nothing.
+if [ "$(id -u)" -eq 0 ]; then
+    D=$T/unappliable; mkdir -p "$D/ws/nm" "$D/ws/ro" "$D/ws/imm" "$D/rosrc"
+    echo top > "$D/ws/top"; echo v > "$D/rosrc/lib.c"; echo f > "$D/ws/imm/f"; echo i > "$D/ws/ifile"
+    if mount -t tmpfs pvisor-test "$D/ws/nm" && mount --bind "$D/rosrc" "$D/ws/ro" &&
+        mount -o remount,bind,ro "$D/ws/ro"; then
+        at_exit "umount '$D/ws/nm' '$D/ws/ro' 2>/dev/null"
+        echo nm > "$D/ws/nm/pkg.js"
+        imm=false
+        if command -v chattr >/dev/null && chattr +i "$D/ws/ifile" "$D/ws/imm" 2>/dev/null; then
+            imm=true
+            at_exit "chattr -i '$D/ws/ifile' '$D/ws/imm' 2>/dev/null"
+        fi
+        (cd "$D/ws" && "$PVISOR" run --stage "$D/st" -- sh -c \
+            'rm -rf nm && echo x >> ro/lib.c && echo w >> ifile && rm imm/f && echo t2 >> top') >/dev/null 2>&1
+        eq "$?" 0 "a workspace with a tmpfs, a read-only bind mount and immutable objects: the command changes them in its view"
+        "$PVISOR" status --review "$D/st" > "$D/review" 2>&1
+        (cd "$D/ws" && "$PVISOR" apply --stage "$D/st") >/dev/null 2>"$D/apply.err"; rc=$?
+        eq "$rc:$(cat "$D/ws/nm/pkg.js" "$D/ws/ro/lib.c" "$D/ws/top" | tr '\n' ' '):$(test -e "$D/st/apply-intent" && echo pending)" \
+            "1:nm v top :" "  apply refuses it before it writes anything (the tmpfs keeps its files; no half-applied stage)"
+        eq "$(grep -c '^  x nm: a mount point in the workspace' "$D/review"):$(grep -c '^  x ro/lib.c: on a read-only mount' "$D/review"):$(grep -c '^  nm: a mount point in the workspace (another file system is mounted here): apply cannot delete or replace it; unmount it' "$D/apply.err"):$(grep -c 'in use' "$D/apply.err")" \
+            "1:1:1:0" "  review and apply name the mount point and the read-only mount, and what to do"
+        if $imm; then
+            eq "$(grep -c '^  ifile: immutable in the workspace (chattr +i)' "$D/apply.err"):$(grep -c '^  imm/f: in an immutable directory' "$D/apply.err"):$(cat "$D/ws/ifile" "$D/ws/imm/f" | tr '\n' ' ')" \
+                "1:1:i f " "  ... and the immutable file and the file in an immutable directory"
+        else
+            skip "apply's conflict for immutable objects" "chattr +i unsupported here"
+        fi
+        (cd "$D/ws" && "$PVISOR" apply --stage "$D/st" --path top) >/dev/null 2>&1; rc=$?
+        eq "$rc:$(cat "$D/ws/top" | tr '\n' ' ')" "0:top t2 " "  the rest applies with --path"
+    else
+        skip "apply of changes to a mount point or a read-only mount in the workspace" "cannot mount a tmpfs or a bind mount"
+    fi
+else
+    skip "apply of changes to a mount point or a read-only mount in the workspace" "needs root to mount"
+fi
+
 check "every Bundle validates against docs/bundle.schema.json" sh -c "$VALIDATE $XDG_STATE_HOME/pvisor/runs/*/bundle.json"
 # the schema describes the launcher's self-check: a wrong one does not pass
 sb=$(grep -l '"sandbox_evidence"' "$XDG_STATE_HOME"/pvisor/runs/*/bundle.json | head -n 1)
