@@ -220,6 +220,18 @@ static uint64_t origin_lookup(const struct ino_pair *v, size_t n, uint64_t upper
     return p ? p->lower : 0;
 }
 
+/* Is lower the origin of some upper object?  The map keys the lower by
+ * inode number alone, and the overlay records a copy-up's origin only
+ * when no other copy-up took that number (copyup.c): where two file
+ * systems are mounted in the workspace (two tmpfs, both with root inode
+ * 1), the second directory copied up gets none. */
+static bool origin_lower_taken(const struct ino_pair *v, size_t n, uint64_t lower) {
+    for (size_t i = 0; i < n; i++)
+        if (v[i].lower == lower)
+            return true;
+    return false;
+}
+
 /* ---- walk ---- */
 
 struct walk {
@@ -867,11 +879,15 @@ static int visit(struct walk *w, int upper_dirfd, int lower_dirfd, bool parent_o
      * copied from the lower.  If the agent created it instead (no origin,
      * or opaque), the lower directory appeared after the run:
      * a path the agent created exists in the workspace now, a conflict --
-     * unless an earlier `apply --path` of this stage created it. */
+     * unless an earlier `apply --path` of this stage created it.  No
+     * origin where the lower's inode number is another copy-up's origin
+     * is the overlay's (it records one origin per number, across the file
+     * systems mounted in the workspace), not the agent's. */
     bool created_twice = false;
     if (kind == LC_MODIFIED && nt == LC_DIR && w->origin_usable &&
         !lc_preimage_find(w->cs->pre, w->cs->n_pre, w->path) &&
-        (opaque || origin_lookup(w->orig, w->n_orig, (uint64_t)ust.st_ino) == 0) &&
+        (opaque || (origin_lookup(w->orig, w->n_orig, (uint64_t)ust.st_ino) == 0 &&
+                    !origin_lower_taken(w->orig, w->n_orig, (uint64_t)lst.st_ino))) &&
         !(w->n_ours && bsearch(&(const char *){w->path}, w->ours, w->n_ours, sizeof *w->ours, lc_cmp_strp))) {
         created_twice = true;
         kind = LC_ADDED;

@@ -1180,6 +1180,28 @@ if [ "$(id -u)" -eq 0 ]; then
 else
     skip "apply of changes to a mount point or a read-only mount in the workspace" "needs root to mount"
 fi
+# Two file systems mounted in the workspace (two tmpfs: both roots are
+# inode 1).  The origin map keys the lower by inode number, and the
+# overlay records one origin per number: the second root the command
+# copied up (to add a file in it) got none, so review took it for a
+# directory the command created that the workspace now also has, a
+# conflict, and apply refused the run's work for good.
+if [ "$(id -u)" -eq 0 ]; then
+    D=$T/twomounts; mkdir -p "$D/ws/a" "$D/ws/b"
+    if mount -t tmpfs pvisor-test "$D/ws/a" && mount -t tmpfs pvisor-test "$D/ws/b"; then
+        at_exit "umount '$D/ws/a' '$D/ws/b' 2>/dev/null"
+        echo g > "$D/ws/b/g"
+        (cd "$D/ws" && "$PVISOR" run --stage "$D/st" -- sh -c 'rm b/g && echo n > a/new') >/dev/null 2>&1
+        "$PVISOR" status --review "$D/st" > "$D/review" 2>&1
+        (cd "$D/ws" && "$PVISOR" apply --stage "$D/st") >/dev/null 2>"$D/apply.err"; rc=$?
+        eq "$rc:$(grep -c '^Conflicts' "$D/review"):$(cat "$D/ws/a/new"):$(ls "$D/ws/b" | wc -l)" "0:0:n:0" \
+            "two tmpfs mounted in the workspace (the same inode numbers): a file added in one after a deletion in the other is no conflict, and applies"
+    else
+        skip "two file systems mounted in the workspace" "cannot mount a tmpfs"
+    fi
+else
+    skip "two file systems mounted in the workspace" "needs root to mount"
+fi
 
 check "every Bundle validates against docs/bundle.schema.json" sh -c "$VALIDATE $XDG_STATE_HOME/pvisor/runs/*/bundle.json"
 # the schema describes the launcher's self-check: a wrong one does not pass
