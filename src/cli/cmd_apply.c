@@ -494,6 +494,11 @@ int cmd_apply(int argc, char **argv) {
                       stage, stage, stage);
             break;
         case -EBUSY:
+            /* the stage's lock; an EBUSY at a path is the workspace's (a
+             * mount point the changeset's check did not see, mounted
+             * since the review) */
+            if (rep.failed_path)
+                goto failed;
             cli_error(st, "apply",
                       "refused: the stage %s is in use (its run is still going, or another apply "
                       "holds it); wait for it to finish",

@@ -1203,6 +1203,16 @@ else
     skip "two file systems mounted in the workspace" "needs root to mount"
 fi
 
+# An EBUSY at a path while apply writes (a mount point mounted there since
+# the review, which the changeset's check could not see) is the
+# workspace's, not the stage's lock: it read "the stage is in use ...; wait
+# for it to finish", a wait that never ends.
+W10="$T/ws-ebusy"; mkdir -p "$W10"; echo a > "$W10/gone"
+"$PVISOR" run --stage "$T/st-ebusy" --workspace "$W10" -- rm "$W10/gone" >/dev/null 2>&1
+(cd "$W10" && "$SYSDENY" 16 unlinkat -- "$PVISOR" apply --stage "$T/st-ebusy") >/dev/null 2>"$T/eb.err"; rc=$?
+eq "$rc:$(grep -c 'at gone:' "$T/eb.err"):$(grep -c 'Device or resource busy' "$T/eb.err"):$(grep -c 'in use' "$T/eb.err")" \
+    "1:1:1:0" "apply: an EBUSY from the workspace at a path is named as a failure there, not as the stage in use"
+
 check "every Bundle validates against docs/bundle.schema.json" sh -c "$VALIDATE $XDG_STATE_HOME/pvisor/runs/*/bundle.json"
 # the schema describes the launcher's self-check: a wrong one does not pass
 sb=$(grep -l '"sandbox_evidence"' "$XDG_STATE_HOME"/pvisor/runs/*/bundle.json | head -n 1)
