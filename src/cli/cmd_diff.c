@@ -610,9 +610,9 @@ int cmd_diff(int argc, char **argv) {
     for (size_t i = 0; i < cs->n; i++)
         if (!applied && cs->entries[i].conflict && selected(cs->entries[i].path, paths, n_paths)) {
             if (n_conflicts++ == 0)
-                fprintf(stderr, "pvisor diff: warning: changed in the workspace since the run (conflicts: apply "
-                                "refuses them); their diff is against the workspace as it is now, so it also undoes "
-                                "those edits:\n");
+                fprintf(stderr, "pvisor diff: warning: conflicts, which apply refuses (each says why); where the "
+                                "workspace changed since the run, the diff is against it as it is now, so it also "
+                                "undoes those edits:\n");
             if (n_conflicts <= 10) {
                 _cleanup_free_ char *e = lc_display_name(cs->entries[i].path);
                 fprintf(stderr, "  x %s: %s\n", e ? e : "?", cs->entries[i].conflict);

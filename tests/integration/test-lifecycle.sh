@@ -423,7 +423,7 @@ eq "$("$P" status --review --stage "$S" --json | jq -r '.changeset.summary.confl
 # diff of a conflicting path is against the workspace now: it reads as if
 # the agent undid the user's edit, so diff warns (stderr), naming each
 "$P" diff --stage "$S" >/dev/null 2>"$T/dc.err"; rc=$?
-eq "$rc:$(grep -c '^pvisor diff: warning: changed in the workspace since the run' "$T/dc.err"):$(grep -c '^  x ' "$T/dc.err"):$(grep -c '^  x same.txt: content changed' "$T/dc.err")" \
+eq "$rc:$(grep -c '^pvisor diff: warning: conflicts, which apply refuses' "$T/dc.err"):$(grep -c '^  x ' "$T/dc.err"):$(grep -c '^  x same.txt: content changed' "$T/dc.err")" \
     "0:1:5:1" "diff warns of the paths changed in the workspace since the run (its diff would undo those edits)"
 "$P" diff --stage "$S" untouched.txt >/dev/null 2>"$T/dc2.err"
 eq "$(wc -c < "$T/dc2.err")" 0 "  not for a clean path asked for alone"
