@@ -976,7 +976,20 @@ static json_t *stat_json(int64_t v) {
     return v < 0 ? json_null() : json_integer(v);
 }
 
-void sandbox_finish_resources(struct sandbox *sb) {
+void sandbox_finish_resources(struct sandbox *sb, int wait_status) {
+    /* --limit cpu as RLIMIT_CPU (no cgroup leaf: an ordinary user's on most
+     * hosts): the command killed by SIGXCPU was told of by root's cgroup
+     * budget only, and the user saw a bare exit status 152 */
+    if (sb->limits.mech[LIMIT_CPU] == LIMIT_MECH_RLIMIT_PROCESS && WIFSIGNALED(wait_status) &&
+        WTERMSIG(wait_status) == SIGXCPU) {
+        char w[192];
+        snprintf(w, sizeof w,
+                 "the command used up its CPU time (--limit cpu=%llus, per process here: RLIMIT_CPU) and was "
+                 "killed by SIGXCPU",
+                 (unsigned long long)sb->ctx->opts->limits.cpu_s);
+        bundle_add_warning(sb->ctx->bundle, w);
+        fprintf(stderr, "pvisor run: %s\n", w);
+    }
     if (!sb->cg)
         return;
     struct cgroup_stats st;

@@ -185,8 +185,9 @@ int sandbox_attach_cgroup(struct sandbox *sb, pid_t child);
 int64_t sandbox_cpu_watch(void *userdata);
 
 /* Once the command's tree is gone: read the leaf's counters into the
- * resources evidence, kill what is left, remove the leaf. */
-void sandbox_finish_resources(struct sandbox *sb);
+ * resources evidence, kill what is left, remove the leaf; and say a
+ * per-process CPU limit's end (wait_status: the command's, or 0). */
+void sandbox_finish_resources(struct sandbox *sb, int wait_status);
 
 /* run_sandbox_runtime.c: the host directories the command needs projected
  * (toolchains outside the system's), into l (free with dirlist_free). */

@@ -424,7 +424,7 @@ int run_execute_staged(struct run_context *ctx,
     if (sandbox) {
         if (sb.cg) /* the launcher leaves the run's cgroup as it exits */
             exec_reap(&res);
-        sandbox_finish_resources(&sb);
+        sandbox_finish_resources(&sb, r >= 0 && !res.exec_errno && !res.chdir_errno ? res.wait_status : 0);
         sandbox_finish_egress(&sb, r < 0 || exec_exit_status(&res) != 0);
         sandbox_release_home_async(&sb); /* meanwhile, the workspace is sealed */
     }

@@ -221,11 +221,13 @@ print(resource.getrlimit(resource.RLIMIT_NPROC))' 2>/dev/null)
     fi
 
     # cpu without a cgroup: RLIMIT_CPU, per process, partial; --strict refuses.
-    as "$PVISOR" run --safe --limit cpu=1s -- "$PVAGENT" spin 60 2>/dev/null; rc=$?
+    as "$PVISOR" run --safe --limit cpu=1s -- "$PVAGENT" spin 60 2>"$T/ucpu.err"; rc=$?
     b=$(ubundle)
     case "$(umech cpu)" in
     rlimit-per-process)
         eq "$rc" 152 "uid 65534, cpu=1s (RLIMIT_CPU): the spinner gets SIGXCPU"
+        eq "$(grep -c 'used up its CPU time (--limit cpu=1s, per process here' "$T/ucpu.err"):$(jq '[.warnings[] | select(test("used up its CPU time"))] | length' "$b")" \
+           "1:1" "  and is told why, on stderr and in the Bundle (it was a bare 152)"
         eq "$(jq -r .exit.signal_name "$b")" XCPU "  the Bundle records SIGXCPU"
         eq "$(jq -r .dimensions.resources.effective "$b")" partial "  resources partial (per process, not the tree)"
         eq "$(jq -r .dimensions.resources.evidence.rlimits_inside.cpu.soft "$b"):$(jq -r .dimensions.resources.evidence.rlimits_inside.cpu.hard "$b")" \
