@@ -7,6 +7,7 @@
 #include "cli/runs.h"
 #include "evidence/bundle.h"
 #include "lifecycle/lifecycle.h"
+#include "net/dns.h"
 #include "policy/policy.h"
 #include "stage/stage.h"
 #include "util/cleanup.h"
@@ -675,6 +676,51 @@ static void print_egress(const json_t *bundle) {
                dropped, dropped == 1 ? "" : "s", jint(eg, "bytes_up") - up, jint(eg, "bytes_down") - down);
 }
 
+/* Does s hold a byte a terminal may act on (a control byte, DEL, or not
+ * ASCII)? */
+static bool raw_bytes(const char *s) {
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || (unsigned char)*s >= 0x7f)
+            return true;
+    return false;
+}
+
+/* The host names the command looked up itself (the run's name server
+ * answers each "no such name"): what to --allow-net, said at the run's
+ * end and kept in the Bundle, belongs beside what it reached. */
+static void print_dns(const json_t *bundle) {
+    const json_t *dns = json_object_get(bundle, "dns");
+    if (!json_is_object(dns))
+        return;
+    size_t i, hosts = 0;
+    const json_t *d;
+    json_array_foreach(json_object_get(dns, "names"), i, d) hosts +=
+        dns_name_is_host(json_string_value(json_object_get(d, "name")));
+    long long more = jint(dns, "unrecorded_queries");
+    if (!hosts && more <= 0)
+        return;
+    printf("\nLooked up:   %zu host name%s, each answered 'no such name' (%s):", hosts, hosts == 1 ? "" : "s",
+           json_is_object(json_object_get(bundle, "egress"))
+               ? "a client that resolves names itself reaches none; one using HTTPS_PROXY goes through the egress "
+                 "broker"
+               : "to let the command reach a host through pvisor's egress broker: --allow-net HOST");
+    size_t shown = 0;
+    json_array_foreach(json_object_get(dns, "names"), i, d) {
+        const char *n = json_string_value(json_object_get(d, "name"));
+        if (!dns_name_is_host(n) || shown++ >= 10)
+            continue;
+        /* the server wrote every byte of a label but a letter, digit, '-'
+         * and '_' as \xHH: escaped again only if the record says otherwise */
+        _cleanup_free_ char *e = raw_bytes(n) ? term_escape(n) : NULL;
+        printf("\n  %s", e ? e : n);
+    }
+    if (shown > 10)
+        printf("\n  ... and %zu more ('pvisor status --json' has them)", shown - 10);
+    if (more > 0)
+        printf("\n  ... and names past the %d recorded (%lld queries)", DNS_MAX_NAMES, more);
+    printf("\n");
+}
+
 static void print_human(const char *stage, const char *state, const char *run, const json_t *bundle,
                         const json_t *earlier, size_t before, const struct lc_changeset *cs, bool pending, bool emptied,
                         const char *id, const char *id_why) {
@@ -774,6 +820,7 @@ static void print_human(const char *stage, const char *state, const char *run, c
                    "recorded; 'pvisor apply --expect' refuses it)\n");
     }
     print_egress(bundle);
+    print_dns(bundle);
     printf("\nSafety boundary:\n");
     if (!bundle) {
         printf("  (no Run Bundle found for this stage)\n");
@@ -845,15 +892,16 @@ int cmd_review(const char *arg, const char *stage_dir, bool as_json) {
     json_t *earlier = earlier_runs(stage, id, &before);
     if (as_json) {
         json_t *doc = json_pack(
-            "{s:s, s:{s:s, s:s, s:o, s:b, s:b, s:o, s:o}, s:o, s:O, s:O, s:O, s:o, s:o}", "schema", "pvisor.review/1",
-            "stage", "path", stage, "state", stage_state_name(state), "workspace",
+            "{s:s, s:{s:s, s:s, s:o, s:b, s:b, s:o, s:o}, s:o, s:O, s:O, s:O, s:O, s:o, s:o}", "schema",
+            "pvisor.review/1", "stage", "path", stage, "state", stage_state_name(state), "workspace",
             cs ? json_string(cs->workspace) : json_null(), "apply_pending", pending, "copy_removed", emptied,
             "checkpoints", lc_checkpoints_json(stage), "quota_refusals", quota_refusals_json(bundle), "run",
             id ? json_string(id) : json_null(), "run_exit",
             json_is_object(json_object_get(bundle, "exit")) ? json_object_get(bundle, "exit") : json_null(),
             "earlier_runs", earlier ? earlier : json_null(), "egress",
-            json_is_object(json_object_get(bundle, "egress")) ? json_object_get(bundle, "egress") : json_null(),
-            "changeset", cs ? lc_changeset_to_json(cs) : json_null(), "safety_boundary", boundary_json(bundle));
+            json_is_object(json_object_get(bundle, "egress")) ? json_object_get(bundle, "egress") : json_null(), "dns",
+            json_is_object(json_object_get(bundle, "dns")) ? json_object_get(bundle, "dns") : json_null(), "changeset",
+            cs ? lc_changeset_to_json(cs) : json_null(), "safety_boundary", boundary_json(bundle));
         json_t *jcs = json_object_get(doc, "changeset");
         if (json_is_object(jcs))
             json_object_set_new(jcs, "id", cid[0] ? json_string(cid) : json_null());

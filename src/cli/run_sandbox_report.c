@@ -308,11 +308,9 @@ static void finish_dns(struct sandbox *sb, bool ran) {
     char list[600] = "";
     json_array_foreach(json_object_get(j, "names"), i, d) {
         const char *n = json_string_value(json_object_get(d, "name"));
-        size_t l = n ? strlen(n) : 0;
-        if (!n || (l >= 13 && strcmp(n + l - 13, ".in-addr.arpa") == 0) ||
-            (l >= 9 && strcmp(n + l - 9, ".ip6.arpa") == 0) || strcmp(n, "localhost") == 0 ||
-            (l >= 10 && strcmp(n + l - 10, ".localhost") == 0))
+        if (!dns_name_is_host(n))
             continue;
+        size_t l = strlen(n);
         hosts++;
         /* n is shown as it is, safe for a terminal: dns_answer wrote
          * every label byte but a letter, digit, '-' and '_' as \xHH.

@@ -195,3 +195,10 @@ void dns_stub_free(struct dns_stub *s) {
         close(s->stop_fd);
     free(s);
 }
+
+bool dns_name_is_host(const char *n) {
+    size_t l = n ? strlen(n) : 0;
+    return l && !(l >= 13 && strcmp(n + l - 13, ".in-addr.arpa") == 0) &&
+           !(l >= 9 && strcmp(n + l - 9, ".ip6.arpa") == 0) && strcmp(n, "localhost") != 0 &&
+           !(l >= 10 && strcmp(n + l - 10, ".localhost") == 0);
+}

@@ -22,6 +22,7 @@
 #define PVISOR_NET_DNS_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -56,5 +57,9 @@ void dns_stub_stop(struct dns_stub *s);
 json_t *dns_stub_report(struct dns_stub *s);
 
 void dns_stub_free(struct dns_stub *s); /* stops it first; NULL is fine */
+
+/* Is n (a recorded name) a host one could --allow-net?  Not a reverse
+ * lookup (in-addr.arpa, ip6.arpa), localhost or the root. */
+bool dns_name_is_host(const char *n);
 
 #endif

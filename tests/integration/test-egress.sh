@@ -454,6 +454,11 @@ eq "$(echo $out)" "nameserver 127.0.0.1 api.pvisor-test.example EAI_NONAME Other
 eq "$(jq -c '[.dns.answer, ([.dns.names[].name] | sort), (.dns.queries >= 2)]' "$(bundle)"):$(grep -c "^pvisor run: the command looked up 2 host name(s), which this run answers 'no such name' (no network under --safe): api.pvisor-test.example, other.pvisor-test.example; to let it reach a host through pvisor's egress broker: --allow-net HOST$" "$T/dns.err")" \
     '["NXDOMAIN",["api.pvisor-test.example","other.pvisor-test.example"],true]:1' \
     "  the Bundle records the names (lowercased), and the run's end names them and --allow-net"
+# ... and so does the review, beside what the run changed
+rv=$(cd "$W" && "$P" status --review 2>&1)
+eq "$(printf '%s\n' "$rv" | sed -n '/^Looked up: /,/^$/p' | tr '\n' '|'):$(cd "$W" && "$P" status --review --json | jq -c '[.dns.names[].name] | sort')" \
+    "Looked up:   2 host names, each answered 'no such name' (to let the command reach a host through pvisor's egress broker: --allow-net HOST):|  api.pvisor-test.example|  other.pvisor-test.example||:[\"api.pvisor-test.example\",\"other.pvisor-test.example\"]" \
+    "  status --review lists them under 'Looked up:', its --json has the Bundle's dns"
 # Names are the command's bytes: a control byte (ESC) is \xHH in the Bundle
 # and on the terminal alike, once; escaped a second time for the terminal
 # (\x5cx1b, 7 bytes where the check counted 4) a long one ran past the end
