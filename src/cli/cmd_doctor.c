@@ -118,9 +118,6 @@ static void print_state_dir(void) {
                shown ? shown : "?", shown_at ? shown_at : "?", strerror(e), ignored);
 }
 
-/* A leaf is taken for a dead run's (as resources/cgroup.c,
- * remove_stale_leaves, takes it) once unchanged for this long. */
-#define DOCTOR_LEAF_STALE_S 60
 #define DOCTOR_LEAVES_MAX 64
 
 /* The leaves of runs whose supervisor died (kill -9, the OOM killer) in
@@ -138,18 +135,11 @@ static json_t *stale_leaves(void) {
     _cleanup_close_ int dfd = r == 0 || r == -EACCES ? open(w->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
     _cleanup_closedir_ DIR *d = NULL;
     json_t *found = dfd >= 0 && dup_opendir(dfd, &d) == 0 ? json_array() : NULL;
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
     struct dirent *de;
     while (found && json_array_size(found) < DOCTOR_LEAVES_MAX && (de = readdir_no_dots(d))) {
-        if (de->d_type != DT_DIR || strncmp(de->d_name, "pvisor-", 7) != 0)
+        _cleanup_close_ int fd = cgroup_stale_leaf_open(dfd, de);
+        if (fd < 0)
             continue;
-        _cleanup_close_ int fd = openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-        struct stat st;
-        if (fd < 0 || fstat(fd, &st) < 0 || now.tv_sec - st.st_mtim.tv_sec < DOCTOR_LEAF_STALE_S)
-            continue;
-        if (flock(fd, LOCK_EX | LOCK_NB) < 0)
-            continue; /* a live run's (the lock goes with fd) */
         _cleanup_free_ char *events = NULL;
         bool populated = read_file_at(fd, "cgroup.events", 4096, &events, NULL) < 0 || strstr(events, "populated 1");
         size_t n = strlen(de->d_name);

@@ -302,23 +302,29 @@ static bool other_children(struct cgroup_run *run) {
  * Only our names ("pvisor-<run>", and "-supervisor" siblings, which hold
  * a live supervisor), and only those not changed for CG_STALE_AFTER_S
  * (see there). */
+int cgroup_stale_leaf_open(int parent_fd, const struct dirent *de) {
+    if (de->d_type != DT_DIR || strncmp(de->d_name, "pvisor-", 7) != 0)
+        return -1;
+    _cleanup_close_ int fd = openat(parent_fd, de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    struct stat st;
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    if (fd < 0 || fstat(fd, &st) < 0 || now.tv_sec - st.st_mtim.tv_sec < CG_STALE_AFTER_S)
+        return -1;
+    if (flock(fd, LOCK_EX | LOCK_NB) < 0)
+        return -1; /* a live run's */
+    return TAKE_FD(fd);
+}
+
 static void remove_stale_leaves(int parent_fd) {
     _cleanup_closedir_ DIR *d = NULL;
     if (dup_opendir(parent_fd, &d) < 0)
         return;
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
     struct dirent *de;
     while ((de = readdir_no_dots(d))) {
-        if (de->d_type != DT_DIR || strncmp(de->d_name, "pvisor-", 7) != 0)
-            continue;
-        _cleanup_close_ int fd = openat(parent_fd, de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-        struct stat st;
-        if (fd < 0 || fstat(fd, &st) < 0 || now.tv_sec - st.st_mtim.tv_sec < CG_STALE_AFTER_S)
-            continue;
-        if (flock(fd, LOCK_EX | LOCK_NB) < 0)
-            continue; /* a live run's */
-        (void)unlinkat(parent_fd, de->d_name, AT_REMOVEDIR);
+        _cleanup_close_ int fd = cgroup_stale_leaf_open(parent_fd, de);
+        if (fd >= 0)
+            (void)unlinkat(parent_fd, de->d_name, AT_REMOVEDIR);
     }
 }
 

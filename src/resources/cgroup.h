@@ -74,6 +74,13 @@ int cgroup_run_create(const struct cgroup_where *w, const struct run_limits *wan
 /* Move pid (not yet exec'd; its children follow it) into the leaf. */
 int cgroup_run_attach(struct cgroup_run *run, pid_t pid);
 
+struct dirent;
+/* Is de (read from the directory parent_fd) a leaf a dead run left: a
+ * "pvisor-*" directory not changed for a minute, that no live supervisor
+ * holds locked (each flocks its leaf for the run's life)?  Then a
+ * descriptor of it, locked (the lock goes with it), else -1. */
+int cgroup_stale_leaf_open(int parent_fd, const struct dirent *de);
+
 /* The CPU time budget (cpu=): milliseconds until it could next be used up,
  * or 0 when it is, in which case the leaf was killed (cgroup.kill).  -1:
  * no budget. */
