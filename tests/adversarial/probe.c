@@ -637,6 +637,39 @@ int main(int argc, char **argv) {
         printf("%s fds=%d\n", reply, n < 0 ? 0 : n);
         return 0;
     }
+    if (!strcmp(a, "peer-pidfd") && (argc == 2 || argc == 3)) {
+        /* [PATH]: a pidfd of the process serving PATH (the agent socket when
+         * not given: the supervisor), by SO_PEERPIDFD (Linux 6.5), and what
+         * it gives: a signal, its details (PIDFD_GET_INFO, 6.13), its
+         * network namespace (PIDFD_GET_NET_NAMESPACE, 6.11) */
+        int s = argc == 3 ? socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0) : connect_agent();
+        if (argc == 3) {
+            struct sockaddr_un sa = {.sun_family = AF_UNIX};
+            strncpy(sa.sun_path, argv[2], sizeof sa.sun_path - 1);
+            if (connect(s, (struct sockaddr *)&sa, sizeof sa) < 0)
+                return blocked("connect");
+        }
+        if (s < 0)
+            return 1;
+        int pidfd = -1;
+        socklen_t len = sizeof pidfd;
+        if (getsockopt(s, SOL_SOCKET, 77 /* SO_PEERPIDFD */, &pidfd, &len) < 0)
+            return blocked("SO_PEERPIDFD");
+        struct {
+            unsigned long long mask, cgroupid;
+            unsigned pid, tgid, ppid, ids[9];
+            int exit_code;
+            unsigned coredump_mask, pad;
+        } info = {.mask = 1 /* PIDFD_INFO_PID */};
+        if (ioctl(pidfd, _IOWR(0xFF, 11, info), &info) == 0 && info.pid > 0)
+            return escaped("PIDFD_GET_INFO names the peer's pid", NULL);
+        int ns = ioctl(pidfd, _IO(0xFF, 4) /* PIDFD_GET_NET_NAMESPACE */);
+        if (ns >= 0)
+            return escaped("the peer's network namespace", NULL);
+        if (syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) == 0)
+            return escaped("signal 0 to the peer", NULL);
+        return blocked("signal to the peer by its pidfd");
+    }
     if (!strcmp(a, "socketpair") && argc == 2) {
         int sv[2];
         if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0)

@@ -862,6 +862,18 @@ eq "$(jq -r '.agent_socket.requests' "$XDG_STATE_HOME/pvisor/runs/$id/bundle.jso
 out=$("$PVISOR" run --safe --stage "$T/sag2" --workspace "$W" -- sh -c "./probe-bin agent-fds; ./probe-bin agent-fds; ./probe-bin agent ping" 2>&1)
 eq "$(echo $out)" "pong fds=0 pong fds=0 pong" "agent socket: descriptors sent with a request are dropped, none is handed back"
 check "the agent socket is gone after the run" test ! -e "$XDG_STATE_HOME/pvisor/runs/$id/agent.sock"
+# the agent socket's peer is the supervisor: SO_PEERPIDFD (Linux 6.5) hands
+# the command a pidfd of it, outside the run's PID namespace and Landlock
+# domain, which gives no signal, no details (PIDFD_GET_INFO) and no
+# namespace (PIDFD_GET_NET_NAMESPACE); the control's pidfd of a host
+# service's process gives them
+c=$(control peer-pidfd "$H/host.sock")
+s=$("$PVISOR" run --safe --stage "$T/sag2" --workspace "$W" -- ./probe-bin peer-pidfd 2>&1)
+case "$c" in
+    ESCAPED*) eq "$(echo "$s" | cut -d' ' -f1)" BLOCKED \
+        "--safe: a pidfd of the supervisor (SO_PEERPIDFD on the agent socket) gives no signal, details or namespace";;
+    *) skip "--safe: a pidfd of the supervisor gives no signal, details or namespace" "no SO_PEERPIDFD here ($c)";;
+esac
 # the socket is a host inode (in the run directory) that the command owns:
 # a read-write mount let it chmod it 0777 and set its times; read-only, a
 # connect still works
