@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/filter.h>
+#include <netinet/in.h>
 #include <linux/netlink.h>
 #include <linux/seccomp.h>
 #include <stddef.h>
@@ -90,6 +91,9 @@ static const char *const denied[] = {
     "uselib",
     "nfsservctl",
     "fanotify_init",
+    /* the x86 local descriptor table: 16-bit segments, old attack surface
+     * (CVE-2015-5157, -8830); only DOS emulators and old Wine use it */
+    "modify_ldt",
 };
 
 /* The syscalls since Linux 6.5, each reviewed (errno 0: allowed), by their
@@ -288,6 +292,30 @@ static int build(scmp_filter_ctx ctx, int shared_base, const char **ret_step) {
         if ((r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPROTONOSUPPORT), SCMP_SYS(socket), 2, netlink,
                                   SCMP_A2(SCMP_CMP_EQ, proto, 0))) < 0)
             return r;
+    /* inet and inet6: the protocols an agent uses (0: the type's own, TCP,
+     * UDP, UDP-Lite, ICMP and ICMPv6 echo sockets, MPTCP).  Another one the
+     * kernel does not have yet makes socket() ask modprobe to load it
+     * (net-pf-2-proto-132: SCTP, DCCP, L2TP, SMC) on the host, as root,
+     * from inside the run: each a module whose bugs were ways out of
+     * unprivileged sandboxes (CVE-2017-6074 in DCCP).  EPROTONOSUPPORT, the
+     * kernel's answer for a protocol it lacks; a raw socket's protocol
+     * (root's on the host) goes the same way.  Whole-register
+     * comparisons: high bits the kernel ignores are above 262, refused. */
+    static const scmp_datum_t inet_ok[] = {0,  IPPROTO_ICMP, IPPROTO_TCP, IPPROTO_UDP, IPPROTO_ICMPV6, IPPROTO_UDPLITE,
+                                           262 /* IPPROTO_MPTCP */};
+    const size_t n_ok = sizeof inet_ok / sizeof inet_ok[0];
+    static const int inets[] = {AF_INET, AF_INET6};
+    for (size_t f = 0; f < 2; f++) {
+        const struct scmp_arg_cmp fam = SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)inets[f], 0);
+        if ((r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPROTONOSUPPORT), SCMP_SYS(socket), 2, fam,
+                                  SCMP_A2(SCMP_CMP_GT, inet_ok[n_ok - 1], 0))) < 0)
+            return r;
+        for (size_t k = 0; k + 1 < n_ok; k++)
+            for (scmp_datum_t proto = inet_ok[k] + 1; proto < inet_ok[k + 1]; proto++)
+                if ((r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPROTONOSUPPORT), SCMP_SYS(socket), 2, fam,
+                                          SCMP_A2(SCMP_CMP_EQ, proto, 0))) < 0)
+                    return r;
+    }
     const struct scmp_arg_cmp core = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL, RLIMIT_CORE);
     if ((r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(0), SCMP_SYS(setrlimit), 1,
                               SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffUL, RLIMIT_CORE))) < 0 ||
@@ -313,7 +341,11 @@ static int build(scmp_filter_ctx ctx, int shared_base, const char **ret_step) {
                                       SCMP_A2(SCMP_CMP_MASKED_EQ, 0xffffffffUL, type))) < 0)
                 return r;
     }
-    static const unsigned long ioctls[] = {TIOCSTI, TIOCLINUX};
+    /* TIOCSETD: a line discipline the kernel has not loaded is a module
+     * it asks modprobe for (tty-ldisc-N; dev.tty.ldisc_autoload), on the
+     * host, from inside the run, as a protocol is; EPERM, the kernel's
+     * answer with autoload off.  A terminal keeps its own (N_TTY). */
+    static const unsigned long ioctls[] = {TIOCSTI, TIOCLINUX, TIOCSETD};
     for (size_t i = 0; i < sizeof ioctls / sizeof ioctls[0]; i++)
         if ((r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
                                   SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL, ioctls[i]))) < 0)

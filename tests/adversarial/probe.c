@@ -747,6 +747,52 @@ int main(int argc, char **argv) {
         printf("ALLOWED route sock_diag\n");
         return 0;
     }
+    if (!strcmp(a, "modify-ldt") && argc == 2) { /* read the LDT: 0 bytes natively, no entry needed */
+#ifdef SYS_modify_ldt
+        char ldt[16];
+        if (syscall(SYS_modify_ldt, 0, ldt, sizeof ldt) >= 0)
+            return escaped("modify_ldt reached the LDT code", NULL);
+#else
+        errno = ENOSYS;
+#endif
+        return blocked("modify_ldt");
+    }
+    if (!strcmp(a, "ldisc") && argc == 2) { /* set a pty's line discipline (N_TTY: no module needed) */
+        int m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+        if (m < 0 || grantpt(m) < 0 || unlockpt(m) < 0)
+            return blocked("a pty to set the line discipline of");
+        int sl = open(ptsname(m), O_RDWR | O_NOCTTY | O_CLOEXEC), ld = 0 /* N_TTY */;
+        if (sl >= 0 && ioctl(sl, TIOCSETD, &ld) == 0)
+            return escaped("TIOCSETD reached the line disciplines (a missing one is loaded as a module)", NULL);
+        return blocked("ioctl(TIOCSETD)");
+    }
+    if (!strcmp(a, "inet-protos") && argc == 2) { /* which (type, protocol) pairs socket() takes or says why not */
+        static const struct {
+            int family, type, proto;
+            const char *name;
+        } cases[] = {
+            {AF_INET, SOCK_STREAM, 0, "tcp0"},         {AF_INET, SOCK_STREAM, IPPROTO_TCP, "tcp"},
+            {AF_INET, SOCK_DGRAM, IPPROTO_UDP, "udp"}, {AF_INET, SOCK_DGRAM, IPPROTO_UDPLITE, "udplite"},
+            {AF_INET6, SOCK_STREAM, 0, "tcp6"},        {AF_INET, SOCK_STREAM, 132, "sctp"},
+            {AF_INET6, SOCK_SEQPACKET, 132, "sctp6"},  {AF_INET, SOCK_DCCP, 33, "dccp"},
+            {AF_INET, SOCK_DGRAM, 115, "l2tp"},        {AF_INET, SOCK_STREAM, 256, "smc"},
+            {AF_INET, SOCK_RAW, 132, "raw132"},        {AF_INET, SOCK_STREAM, 255, "255"},
+        };
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            long fd =
+                syscall(SYS_socket, (long)cases[i].family, (long)(cases[i].type | SOCK_CLOEXEC), (long)cases[i].proto);
+            const char *e = fd < 0 ? strerrorname_np(errno) : NULL;
+            printf("%s%s=%s", i ? " " : "", cases[i].name, fd >= 0 ? "ok" : e ? e : "?");
+            if (fd >= 0)
+                close((int)fd);
+        }
+        /* high bits of the protocol, which the kernel ignores (an int) */
+        long fd = syscall(SYS_socket, (long)AF_INET, (long)(SOCK_STREAM | SOCK_CLOEXEC), 0x100000000L | IPPROTO_TCP);
+        printf(" tcp+high=%s\n", fd >= 0 ? "ok" : strerrorname_np(errno));
+        if (fd >= 0)
+            close((int)fd);
+        return 0;
+    }
     fprintf(stderr, "probe: unknown attempt '%s'\n", a);
     return 64;
 }
