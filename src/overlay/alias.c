@@ -224,6 +224,7 @@ int ov_alias_link_group(struct ov *ov, const char *relpath, const struct stat *l
         r = linkat(ov->work_fd, tmp, pfd, slash ? slash + 1 : hit->path, 0) < 0 ? -errno : 0;
         ov_account_mark(ov, &pm);
         ov_dir_mtime_restore(pfd, pmtime);
+        ov_dir_changed(ov, pfd, slash ? slash + 1 : hit->path);
         if (r < 0)
             return r;
     }

@@ -351,8 +351,10 @@ int ov_set_opaque(struct ov *acct, int dir_fd, const char *name) {
     /* usually kept in the inode; an xattr block when the inode is full */
     struct ov_mark m = ov_mark(acct ? target : -1);
     int r = setxattr(p, OV_XATTR_OPAQUE, "y", 1, 0) < 0 ? -errno : 0;
-    if (acct)
+    if (acct) {
         ov_account_mark(acct, &m);
+        ov_dir_changed(acct, target, NULL); /* no longer merged */
+    }
     return r;
 }
 
@@ -654,6 +656,7 @@ int ov_copy_up_entry(struct ov *ov, int pfd, const char *relpath, const char *na
         goto fail;
     }
     ov_dir_mtime_restore(pfd, pmtime);
+    ov_dir_changed(ov, pfd, name);
     pv_sha256_free(md);
     ov_account_added(ov, &tst);
     ov_quota_release(ov, charge);
@@ -782,6 +785,7 @@ static int make_self_contained(struct ov *ov, int dfd) {
             r = -errno;
             break;
         }
+        ov_dir_changed(ov, dfd, de->d_name);
         ov_account_removed(ov, &st);
     }
     ov_account_mark(ov, &m);
@@ -802,6 +806,7 @@ static int copy_tree_rec(struct ov *ov, int dfd, const char *relpath, const char
     if (r == 0)
         r = make_self_contained(ov, dfd);
     ov_dir_mtime_restore(dfd, mtime);
+    ov_dir_changed(ov, dfd, NULL);
     return r;
 }
 
@@ -888,8 +893,10 @@ int ov_make_whiteout(struct ov *ov, int dir_fd, const char *name) {
     struct stat old;
     bool had = fstatat(dir_fd, name, &old, AT_SYMLINK_NOFOLLOW) == 0;
     if (had && S_ISDIR(old.st_mode)) {
-        if (renameat2(ov->work_fd, tmp, dir_fd, name, RENAME_EXCHANGE) < 0 ||
-            unlinkat(ov->work_fd, tmp, AT_REMOVEDIR) < 0) {
+        bool swapped = renameat2(ov->work_fd, tmp, dir_fd, name, RENAME_EXCHANGE) == 0;
+        if (swapped)
+            ov_dir_changed(ov, dir_fd, name);
+        if (!swapped || unlinkat(ov->work_fd, tmp, AT_REMOVEDIR) < 0) {
             r = -errno;
             unlinkat(ov->work_fd, tmp, 0);
             return r;
@@ -898,6 +905,8 @@ int ov_make_whiteout(struct ov *ov, int dir_fd, const char *name) {
         r = -errno;
         unlinkat(ov->work_fd, tmp, 0);
         return r;
+    } else {
+        ov_dir_changed(ov, dir_fd, name);
     }
     if (had) {
         if (S_ISDIR(old.st_mode) || old.st_nlink <= 1)

@@ -14,7 +14,9 @@
  * 0.06 s), so a snapshot is shared (struct ov_listing): the directory's
  * next opens take the same one while neither of its directories changed
  * (listing_fits), as the close-to-open promise allows: a host edit of the
- * lower shows at the next open.
+ * lower shows at the next open.  A change the server made itself to the
+ * upper directory is patched into a new snapshot, by name, instead of
+ * reading the directory again (struct ov_listing, listing_patch).
  *
  * Offsets (d_off) are not positions in one snapshot but a cookie derived
  * from the entry's name (dir_cookie), and a listing is ordered by cookie,
@@ -54,30 +56,90 @@
  * the same ones (a file system's timestamps are as coarse as a second,
  * its clock as a scheduler tick). */
 #define OV_LISTING_QUIET 2
+/* The names a kept listing collects (ov_dir_changed) before it is given
+ * up instead: this many, or an eighth of its entries; past that, patching
+ * costs about what reading the directory again does (and the names kept
+ * are bounded by the listing's size). */
+#define OV_PEND_MIN 64
+/* A patched listing's names are in its own struct ov_names and those of
+ * the listings it was patched from; past this many, they are copied into
+ * one again (names that left the directory are not kept for long). */
+#define OV_NAMES_DEPTH 16
+
+/* Names of listings' entries, shared: a listing patched from another
+ * (listing_patch) keeps the other's names and adds its new ones in a
+ * struct ov_names of its own, whose parent is the other's. */
+struct ov_names {
+    struct ov_names *parent; /* a reference */
+    atomic_uint refs;        /* listings, and the children */
+    unsigned depth;          /* 1 + the parent's */
+    size_t chain;            /* what this and its parents take */
+    char data[];
+};
+
+static void names_put(struct ov_names *a) {
+    while (a && atomic_fetch_sub_explicit(&a->refs, 1, memory_order_acq_rel) == 1) {
+        struct ov_names *p = a->parent;
+        free(a);
+        a = p;
+    }
+}
+
+/* A new struct ov_names of size bytes, over parent (a reference taken). */
+static struct ov_names *names_new(struct ov_names *parent, size_t size) {
+    struct ov_names *a = malloc(sizeof(*a) + size);
+    if (!a)
+        return NULL;
+    a->parent = parent;
+    atomic_init(&a->refs, 1);
+    a->depth = parent ? parent->depth + 1 : 1;
+    a->chain = sizeof(*a) + size + 2 * sizeof(void *) + (parent ? parent->chain : 0);
+    if (parent)
+        atomic_fetch_add_explicit(&parent->refs, 1, memory_order_relaxed);
+    return a;
+}
 
 /* A snapshot of a directory's merged listing, shared: by every handle
  * reading it and, while it is the directory's latest (cached), by the
  * directory's next opens.  The listing is taken before the masks, the
  * stages and the inode numbers' translation are applied, which the
  * reader applies to what it returns: it depends only on the two
- * directories' contents, which the key pins. */
+ * directories' contents, which the key pins.
+ *
+ * The upper directory changes only through this server, which tells the
+ * directory's latest listing which names it changed there (ov_dir_changed,
+ * under the ns write lock, after the change): the next reader makes a new
+ * listing from it by looking up those names only (listing_patch), in O(n)
+ * copying, where reading the directories again, merging and sorting cost
+ * far more: a command that listed a large directory a few entries at a
+ * time, creating and removing a file in between, made the supervisor read
+ * all of it at every READDIR.  What the server did not change (a host edit
+ * of the lower, a stamp the notes do not account for) is read again. */
 struct ov_listing {
-    /* immutable: the key */
+    /* immutable: the key (but, under dirh_lock and the ns write lock,
+     * stamp[0] and racy[0] move on while cached: ov_dir_touched) */
     const struct ov_node *node; /* whose; only compared (it may be freed) */
     struct ov_stamp stamp[2];   /* upper, lower directory, taken before they were read */
     bool lower;                 /* the node's lower was part of it */
     bool racy[2];               /* that directory had changed within OV_LISTING_QUIET */
-    uint64_t gen;               /* ov->ns_gen when read */
     size_t bytes;               /* what it takes while listed */
-    /* dirh_lock; ents and n are read without it while busy (they are
-     * only freed, when dropped, while not busy) */
+    /* dirh_lock; ents, names and n are read without it while busy (they
+     * are only freed, when dropped, while not busy) */
     struct ov_dirent *ents;
+    struct ov_names *names;
     size_t n;
     unsigned refs; /* handles holding it (and ov_dir_is_empty while it reads) */
     unsigned busy; /* readers of ents now: not dropped meanwhile */
     bool cached;   /* in ov->ltab: found by the node's next opens */
     bool listed;   /* holds ents, counted in ov->dirh_bytes, on the LRU list */
-    struct ov_listing *hnext, *prev, *next;
+    /* dirh_lock, changed under the ns write lock only (so stable for a
+     * reader holding the ns lock): while cached, the names the server
+     * changed in the upper directory since (ov_dir_changed), and the upper
+     * directory's stamp after the last of those changes */
+    char **pend;
+    size_t npend, cap_pend;
+    struct ov_stamp pend_after;
+    struct ov_listing *hnext, *unext, *prev, *next;
 };
 
 struct ov_dirh {
@@ -85,24 +147,30 @@ struct ov_dirh {
     struct ov_listing *ls; /* a reference, or NULL before the first READDIR */
 };
 
-void ov_dirents_free(struct ov_dirent *d, size_t n) {
-    if (!d)
-        return;
-    for (size_t i = 0; i < n; i++)
-        free(d[i].name);
-    free(d);
-}
-
-static size_t dirents_bytes(const struct ov_dirent *d, size_t n) {
-    size_t b = n * sizeof(*d);
-    for (size_t i = 0; i < n; i++)
-        b += strlen(d[i].name) + 1 + 2 * sizeof(void *); /* the allocator's overhead */
-    return b;
-}
-
 static struct ov_listing **ltab_bucket(struct ov *ov, const struct ov_node *n) {
     uint64_t h = (uint64_t)(uintptr_t)n * 0x9E3779B97F4A7C15ULL;
     return &ov->ltab[h >> (64 - OV_LTAB_BITS)];
+}
+
+/* ov->utab: the cached listings by their upper directory (dev, ino) */
+static struct ov_listing **utab_bucket(struct ov *ov, dev_t dev, ino_t ino) {
+    uint64_t h = ((uint64_t)ino ^ ((uint64_t)dev << 40)) * 0x9E3779B97F4A7C15ULL;
+    return &ov->utab[h >> (64 - OV_LTAB_BITS)];
+}
+
+/* dirh_lock held: forget l's collected names */
+static void listing_pend_clear(struct ov *ov, struct ov_listing *l) {
+    size_t b = 0;
+    for (size_t i = 0; i < l->npend; i++) {
+        b += strlen(l->pend[i]) + 1 + 2 * sizeof(void *) + sizeof(char *);
+        free(l->pend[i]);
+    }
+    free(l->pend);
+    l->pend = NULL;
+    l->npend = l->cap_pend = 0;
+    l->bytes -= b;
+    if (l->listed)
+        ov->dirh_bytes -= b;
 }
 
 /* dirh_lock held: take l out of ov->ltab (it is no longer found). */
@@ -114,12 +182,19 @@ static void listing_uncache(struct ov *ov, struct ov_listing *l) {
             *pp = l->hnext;
             break;
         }
-    l->hnext = NULL;
+    if (l->stamp[0].present)
+        for (struct ov_listing **pp = utab_bucket(ov, l->stamp[0].dev, l->stamp[0].ino); *pp; pp = &(*pp)->unext)
+            if (*pp == l) {
+                *pp = l->unext;
+                break;
+            }
+    l->hnext = l->unext = NULL;
     l->cached = false;
 }
 
 /* dirh_lock held: take l off the LRU list and free its entries. */
 static void listing_unlist(struct ov *ov, struct ov_listing *l) {
+    listing_pend_clear(ov, l);
     if (!l->listed)
         return;
     if (l->prev)
@@ -133,8 +208,10 @@ static void listing_unlist(struct ov *ov, struct ov_listing *l) {
     l->prev = l->next = NULL;
     l->listed = false;
     ov->dirh_bytes -= l->bytes;
-    ov_dirents_free(l->ents, l->n);
+    free(l->ents);
+    names_put(l->names);
     l->ents = NULL;
+    l->names = NULL;
     l->n = 0;
 }
 
@@ -193,50 +270,10 @@ void ov_listings_free(struct ov *ov) {
     }
 }
 
-struct dvec {
-    struct ov_dirent *v;
-    size_t n, cap;
-    bool *hidden; /* parallel: whiteout marker (upper pass) */
-};
-
-static int dvec_push(struct dvec *dv, const char *name, uint64_t ino, mode_t type, bool hidden) {
-    if (dv->n == dv->cap) {
-        size_t nc = dv->cap ? dv->cap * 2 : 64;
-        if (nc > OV_MAX_DIR_ENTRIES)
-            return -EFBIG;
-        struct ov_dirent *nv = realloc(dv->v, nc * sizeof(*nv));
-        if (!nv)
-            return -ENOMEM;
-        dv->v = nv;
-        bool *nh = realloc(dv->hidden, nc * sizeof(bool));
-        if (!nh)
-            return -ENOMEM;
-        dv->hidden = nh;
-        dv->cap = nc;
-    }
-    char *nm = strdup(name);
-    if (!nm)
-        return -ENOMEM;
-    dv->v[dv->n] = (struct ov_dirent){.name = nm, .ino = ino, .type = type};
-    dv->hidden[dv->n] = hidden;
-    dv->n++;
-    return 0;
-}
-
-static int cmp_dirent(const void *a, const void *b) {
-    return strcmp(((const struct ov_dirent *)a)->name, ((const struct ov_dirent *)b)->name);
-}
-
-static int cmp_dirent_off(const void *a, const void *b) {
-    const struct ov_dirent *x = a, *y = b;
-    if (x->off != y->off)
-        return x->off < y->off ? -1 : 1;
-    return strcmp(x->name, y->name);
-}
-
 /* The d_off cookie of a name: FNV-1a with a final mix, in [3, 2^62 + 2]
  * (0, 1 and 2 are the positions before ".", ".." and the first entry).
- * Names colliding in one listing are moved apart (ov_dir_list). */
+ * A listing is ordered by (cookie, name); names colliding in one listing
+ * are moved apart (cookies_assign). */
 static uint64_t dir_cookie(const char *name) {
     uint64_t h = 0xcbf29ce484222325ULL;
     for (const unsigned char *p = (const unsigned char *)name; *p; p++)
@@ -245,6 +282,83 @@ static uint64_t dir_cookie(const char *name) {
     h *= 0xff51afd7ed558ccdULL;
     h ^= h >> 33;
     return (h >> 2) + 3;
+}
+
+static int cmp_key(uint64_t ha, const char *a, uint64_t hb, const char *b) {
+    if (ha != hb)
+        return ha < hb ? -1 : 1;
+    return strcmp(a, b);
+}
+
+static int cmp_dirent(const void *a, const void *b) {
+    const struct ov_dirent *x = a, *y = b;
+    return cmp_key(x->hash, x->name, y->hash, y->name);
+}
+
+/* The offsets of entries in (cookie, name) order: its cookie, or the one
+ * after the previous entry's when that is not below it (the rare
+ * collision; at most 2^24 entries: no overflow of off_t).  The same
+ * entries get the same offsets however the listing was made. */
+static void cookies_assign(struct ov_dirent *v, size_t n) {
+    for (size_t k = 0; k < n; k++)
+        v[k].off = k && v[k].hash <= v[k - 1].off ? v[k - 1].off + 1 : v[k].hash;
+}
+
+/* Entries being read, their names one after another in buf (an entry's
+ * name is its offset there, in name_at, until the reading is done). */
+struct dvec {
+    struct ov_dirent *v;
+    size_t *name_at;
+    bool *hidden; /* whiteout (upper pass) */
+    size_t n, cap;
+    char *buf;
+    size_t len, bcap;
+};
+
+static void dvec_free(struct dvec *dv) {
+    free(dv->v);
+    free(dv->name_at);
+    free(dv->hidden);
+    free(dv->buf);
+}
+
+static int dvec_push(struct dvec *dv, const char *name, uint64_t ino, mode_t type, bool upper, bool hidden) {
+    if (dv->n == dv->cap) {
+        size_t nc = dv->cap ? dv->cap * 2 : 64;
+        if (nc > OV_MAX_DIR_ENTRIES)
+            return -EFBIG;
+        struct ov_dirent *nv = realloc(dv->v, nc * sizeof(*nv));
+        if (!nv)
+            return -ENOMEM;
+        dv->v = nv;
+        size_t *na = realloc(dv->name_at, nc * sizeof(*na));
+        if (!na)
+            return -ENOMEM;
+        dv->name_at = na;
+        bool *nh = realloc(dv->hidden, nc * sizeof(*nh));
+        if (!nh)
+            return -ENOMEM;
+        dv->hidden = nh;
+        dv->cap = nc;
+    }
+    size_t len = strlen(name) + 1;
+    if (dv->bcap - dv->len < len) {
+        size_t nb = dv->bcap ? dv->bcap * 2 : 4096;
+        while (nb - dv->len < len)
+            nb *= 2;
+        char *b = realloc(dv->buf, nb);
+        if (!b)
+            return -ENOMEM;
+        dv->buf = b;
+        dv->bcap = nb;
+    }
+    memcpy(dv->buf + dv->len, name, len);
+    dv->name_at[dv->n] = dv->len;
+    dv->len += len;
+    dv->v[dv->n] = (struct ov_dirent){.ino = ino, .type = type, .upper = upper};
+    dv->hidden[dv->n] = hidden;
+    dv->n++;
+    return 0;
 }
 
 static mode_t dtype_to_mode(unsigned char t) {
@@ -262,7 +376,8 @@ static mode_t dtype_to_mode(unsigned char t) {
 
 /* The entries of dir_fd, with their inode numbers as that layer has them
  * (the view's are worked out as they are returned: ov_upper_ino and
- * ov_lower_ino depend on the origin map, which copy-ups elsewhere change). */
+ * ov_lower_ino depend on the origin map, which copy-ups elsewhere change),
+ * sorted by (cookie, name). */
 static int read_dir(int dir_fd, bool upper, struct dvec *dv) {
     _cleanup_closedir_ DIR *d = NULL;
     int rd = opendir_at(dir_fd, ".", &d);
@@ -283,24 +398,36 @@ static int read_dir(int dir_fd, bool upper, struct dvec *dv) {
             type = st.st_mode & S_IFMT;
             hidden = upper && ov_is_whiteout(&st);
         }
-        int r = dvec_push(dv, de->d_name, de->d_ino, type, hidden);
+        int r = dvec_push(dv, de->d_name, de->d_ino, type, upper, hidden);
         if (r < 0)
             return r;
-        dv->v[dv->n - 1].upper = upper;
         errno = 0;
     }
-    return errno ? -errno : 0;
+    if (errno)
+        return -errno;
+    /* the names have their places now; the hidden flags travel in off */
+    for (size_t i = 0; i < dv->n; i++) {
+        dv->v[i].name = dv->buf + dv->name_at[i];
+        dv->v[i].hash = dir_cookie(dv->v[i].name);
+        dv->v[i].off = dv->hidden[i];
+    }
+    if (dv->n)
+        qsort(dv->v, dv->n, sizeof(*dv->v), cmp_dirent);
+    return 0;
 }
 
 /* Merged listing of directory node n, without "." and "..", from its upper
  * directory ufd (or -ENOENT: none) and, when n->lower, its lower directory
  * lfd (or -errno: not listed, an error only without an upper): upper
  * entries (whiteouts hidden, but they also hide the lower name), then
- * lower entries not in the upper.  Masked lower names, lower stages and
- * the lower entries of a directory that is a stage are still there: the
- * reader leaves them out (entry_hidden). */
-static int dir_build(struct ov_node *n, int ufd, int lfd, struct ov_dirent **ret, size_t *ret_n) {
-    struct dvec up = {0}, lo = {0}, out = {0};
+ * lower entries not in the upper, in (cookie, name) order, with their
+ * names in *ret_names.  Masked lower names, lower stages and the lower
+ * entries of a directory that is a stage are still there: the reader
+ * leaves them out (entry_hidden). */
+static int dir_build(struct ov_node *n, int ufd, int lfd, struct ov_dirent **ret, size_t *ret_n,
+                     struct ov_names **ret_names) {
+    struct dvec up = {0}, lo = {0};
+    _cleanup_free_ struct ov_dirent *out = NULL;
     int r = 0;
     if (ufd >= 0) {
         r = read_dir(ufd, true, &up);
@@ -320,20 +447,18 @@ static int dir_build(struct ov_node *n, int ufd, int lfd, struct ov_dirent **ret
             goto done;
         }
     }
-    /* sort both (keeping the hidden flags aligned: sort indices) */
-    for (size_t i = 0; i < up.n; i++)
-        if (up.hidden[i])
-            up.v[i].type |= 0x80000000u; /* temporarily tag whiteouts */
-    if (up.n)
-        qsort(up.v, up.n, sizeof(*up.v), cmp_dirent);
-    if (lo.n)
-        qsort(lo.v, lo.n, sizeof(*lo.v), cmp_dirent);
-    size_t i = 0, j = 0;
+    /* merge the two by (cookie, name): a name in both is the upper's */
+    out = malloc((up.n + lo.n ? up.n + lo.n : 1) * sizeof(*out));
+    if (!out) {
+        r = -ENOMEM;
+        goto done;
+    }
+    size_t i = 0, j = 0, k = 0, size = 0;
     while (i < up.n || j < lo.n) {
-        int c = i >= up.n ? 1 : j >= lo.n ? -1 : strcmp(up.v[i].name, lo.v[j].name);
-        struct ov_dirent *pick = NULL;
+        int c = i >= up.n ? 1 : j >= lo.n ? -1 : cmp_dirent(&up.v[i], &lo.v[j]);
+        const struct ov_dirent *pick = NULL;
         if (c <= 0) {
-            if (!(up.v[i].type & 0x80000000u))
+            if (!up.v[i].off)
                 pick = &up.v[i];
             i++;
             if (c == 0)
@@ -342,45 +467,203 @@ static int dir_build(struct ov_node *n, int ufd, int lfd, struct ov_dirent **ret
             pick = &lo.v[j++];
         }
         if (pick) {
-            r = dvec_push(&out, pick->name, pick->ino, pick->type, false);
-            if (r < 0)
-                goto done;
-            out.v[out.n - 1].upper = pick->upper;
+            out[k++] = *pick;
+            size += strlen(pick->name) + 1;
         }
     }
-    /* cookie order; the rare colliding names get the next free cookies
-     * (at most 2^24 entries: no overflow of off_t) */
-    for (size_t k = 0; k < out.n; k++)
-        out.v[k].off = dir_cookie(out.v[k].name);
-    if (out.n)
-        qsort(out.v, out.n, sizeof(*out.v), cmp_dirent_off);
-    for (size_t k = 1; k < out.n; k++)
-        if (out.v[k].off <= out.v[k - 1].off)
-            out.v[k].off = out.v[k - 1].off + 1;
-    *ret = TAKE_PTR(out.v);
-    *ret_n = out.n;
+    struct ov_names *names = names_new(NULL, size);
+    if (!names) {
+        r = -ENOMEM;
+        goto done;
+    }
+    char *p = names->data;
+    for (size_t m = 0; m < k; m++) {
+        size_t len = strlen(out[m].name) + 1;
+        memcpy(p, out[m].name, len);
+        out[m].name = p;
+        p += len;
+    }
+    cookies_assign(out, k);
+    *ret = TAKE_PTR(out);
+    *ret_n = k;
+    *ret_names = names;
 done:
-    ov_dirents_free(up.v, up.n);
-    ov_dirents_free(lo.v, lo.n);
-    ov_dirents_free(out.v, out.n);
-    free(up.hidden);
-    free(lo.hidden);
-    free(out.hidden);
+    dvec_free(&up);
+    dvec_free(&lo);
     return r;
 }
 
+/* One name the server changed in the upper directory, as it is now. */
+struct patch_ent {
+    const char *name;
+    uint64_t hash;
+    bool present; /* e: its entry; else it has none now */
+    struct ov_dirent e;
+    size_t at;    /* its place in the base listing */
+    bool in_base; /* base has an entry of that name there */
+};
+
+static int cmp_patch(const void *a, const void *b) {
+    const struct patch_ent *x = a, *y = b;
+    return cmp_key(x->hash, x->name, y->hash, y->name);
+}
+
+/* The entry of name in node n's directories (upper ufd, lower lfd when
+ * lower): what dir_build would list for it. */
+static int patch_lookup(int ufd, int lfd, bool lower, struct patch_ent *p) {
+    struct stat st;
+    p->present = false;
+    if (fstatat(ufd, p->name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        if (ov_is_whiteout(&st))
+            return 0;
+        p->e = (struct ov_dirent){.ino = st.st_ino, .type = st.st_mode & S_IFMT, .upper = true};
+    } else if (errno != ENOENT) {
+        return -errno;
+    } else if (!lower || lfd < 0) {
+        return 0;
+    } else if (fstatat(lfd, p->name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        p->e = (struct ov_dirent){.ino = st.st_ino, .type = st.st_mode & S_IFMT, .upper = false};
+    } else {
+        return errno == ENOENT ? 0 : -errno;
+    }
+    p->present = true;
+    return 0;
+}
+
+/* Copy the names of v (n entries) into one new struct ov_names. */
+static int names_flatten(struct ov_dirent *v, size_t n, struct ov_names **ret) {
+    size_t size = 0;
+    for (size_t m = 0; m < n; m++)
+        size += strlen(v[m].name) + 1;
+    struct ov_names *a = names_new(NULL, size);
+    if (!a)
+        return -ENOMEM;
+    char *p = a->data;
+    for (size_t m = 0; m < n; m++) {
+        size_t len = strlen(v[m].name) + 1;
+        memcpy(p, v[m].name, len);
+        v[m].name = p;
+        p += len;
+    }
+    *ret = a;
+    return 0;
+}
+
+/* The listing of node n's directories now, made from base, which was
+ * right before the server changed the names base->pend in the upper (ufd;
+ * lower: lfd, unchanged since base), by looking up those names: base's
+ * entries copied, those names' entries replaced, added or left out.
+ * Shares base's names.  ns lock held (base->pend is stable), base busy. */
+static int listing_patch(const struct ov_listing *base, int ufd, int lfd, struct ov_dirent **ret, size_t *ret_n,
+                         struct ov_names **ret_names) {
+    size_t np = base->npend;
+    _cleanup_free_ struct patch_ent *pv = calloc(np ? np : 1, sizeof(*pv));
+    if (!pv)
+        return -ENOMEM;
+    for (size_t i = 0; i < np; i++)
+        pv[i] = (struct patch_ent){.name = base->pend[i], .hash = dir_cookie(base->pend[i])};
+    qsort(pv, np, sizeof(*pv), cmp_patch);
+    size_t u = 0;
+    for (size_t i = 0; i < np; i++)
+        if (u == 0 || cmp_patch(&pv[u - 1], &pv[i]) != 0)
+            pv[u++] = pv[i];
+    np = u;
+    /* where each goes in base, and what its entry is now */
+    size_t added = 0, size = 0, at = 0;
+    for (size_t i = 0; i < np; i++) {
+        int r = patch_lookup(ufd, lfd, base->lower, &pv[i]);
+        if (r < 0)
+            return r;
+        size_t lo = at, hi = base->n;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (cmp_key(base->ents[mid].hash, base->ents[mid].name, pv[i].hash, pv[i].name) < 0)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        at = pv[i].at = lo;
+        pv[i].in_base = lo < base->n && strcmp(base->ents[lo].name, pv[i].name) == 0;
+        if (pv[i].present && !pv[i].in_base) {
+            added++;
+            size += strlen(pv[i].name) + 1;
+        }
+    }
+    if (base->n + added > OV_MAX_DIR_ENTRIES)
+        return -EFBIG;
+    _cleanup_free_ struct ov_dirent *out = malloc((base->n + added ? base->n + added : 1) * sizeof(*out));
+    if (!out)
+        return -ENOMEM;
+    /* the new names in a struct ov_names of this listing's own, over base's */
+    struct ov_names *names = base->names;
+    if (size) {
+        if (!(names = names_new(base->names, size)))
+            return -ENOMEM;
+    } else {
+        atomic_fetch_add_explicit(&names->refs, 1, memory_order_relaxed);
+    }
+    /* base's runs between the changed names copied as they are */
+    char *p = names->data;
+    size_t k = 0;
+    at = 0;
+    for (size_t i = 0; i < np; i++) {
+        memcpy(out + k, base->ents + at, (pv[i].at - at) * sizeof(*out));
+        k += pv[i].at - at;
+        at = pv[i].at;
+        const char *name = NULL;
+        if (pv[i].in_base)
+            name = base->ents[at++].name;
+        if (!pv[i].present)
+            continue;
+        if (!name) {
+            size_t len = strlen(pv[i].name) + 1;
+            memcpy(p, pv[i].name, len);
+            name = p;
+            p += len;
+        }
+        out[k] = pv[i].e;
+        out[k].name = name;
+        out[k].hash = pv[i].hash;
+        k++;
+    }
+    memcpy(out + k, base->ents + at, (base->n - at) * sizeof(*out));
+    k += base->n - at;
+    if (names->depth > OV_NAMES_DEPTH) {
+        struct ov_names *flat = NULL;
+        int r = names_flatten(out, k, &flat);
+        names_put(names);
+        if (r < 0)
+            return r;
+        names = flat;
+    }
+    cookies_assign(out, k);
+    *ret = TAKE_PTR(out);
+    *ret_n = k;
+    *ret_names = names;
+    return 0;
+}
+
 /* May l, read before, stand for node n's directories, in the state now[]
- * (taken now), with n->lower as lower and ov->ns_gen at gen?  The same
- * directories (objects); the lower unchanged (its stamp: a host edit
- * changes its ctime at least, unless within the tick l was read in, which
- * racy[1] rules out); the upper unchanged too, and either read when it
- * had not changed for OV_LISTING_QUIET or nothing changed through the
- * server since (every change of upper/ takes the ns lock for writing,
- * ov_wrlock, which counts them). */
-static bool listing_fits(const struct ov_listing *l, const struct ov_stamp now[2], bool lower, uint64_t gen) {
+ * (taken now), with n->lower as lower?  The same directories (objects);
+ * the lower unchanged (its stamp: a host edit changes its ctime at least,
+ * unless within the tick l was read in, which racy[1] rules out); the
+ * upper unchanged too: its stamp, and no change through the server since
+ * (l is cached and collected none: every change of upper/ is the
+ * server's, and tells the directory's cached listing, ov_dir_changed; a
+ * listing no longer cached hears of none, and stands only when it was
+ * read once the upper had not changed for OV_LISTING_QUIET). */
+static bool listing_fits(const struct ov_listing *l, const struct ov_stamp now[2], bool lower) {
     if (l->lower != lower || !ov_stamp_eq(&l->stamp[0], &now[0]) || !ov_stamp_eq(&l->stamp[1], &now[1]))
         return false;
-    return !l->racy[1] && (l->gen == gen || !l->racy[0]);
+    return !l->racy[1] && (l->cached ? l->npend == 0 : !l->racy[0]);
+}
+
+/* May l be patched (listing_patch) into n's listing now?  As
+ * listing_fits, but the upper changed, through the server only: as it
+ * was after the last change l heard of. */
+static bool listing_patchable(const struct ov_listing *l, const struct ov_stamp now[2], bool lower) {
+    return l->cached && l->npend && l->lower == lower && !l->racy[1] && ov_stamp_eq(&l->stamp[1], &now[1]) &&
+           l->stamp[0].present && ov_stamp_eq(&l->pend_after, &now[0]);
 }
 
 static bool stamp_racy(const struct ov_stamp *s, const struct timespec *t0) {
@@ -392,11 +675,22 @@ static bool stamp_racy(const struct ov_stamp *s, const struct timespec *t0) {
     return s->ctime.tv_sec > quiet || (s->ctime.tv_sec == quiet && s->ctime.tv_nsec >= t0->tv_nsec);
 }
 
+/* The holder of l (from listing_get) has read it, and lets go of it too
+ * when release. */
+static void listing_done(struct ov *ov, struct ov_listing *l, bool release) {
+    pthread_mutex_lock(&ov->dirh_lock);
+    l->busy--;
+    if (release)
+        listing_put(ov, l);
+    pthread_mutex_unlock(&ov->dirh_lock);
+}
+
 /* A listing of directory node n as it is now, held (a reference, and busy:
  * its entries stay until listing_done): mine (the handle's, held and busy
- * already; or NULL) if its directories did not change since, else the one
- * the node's last listing left if that still fits (listing_fits), else one
- * read now (and kept for the next).  ns lock held (read or write). */
+ * already; or NULL) if it still fits, else the one the node's last listing
+ * left if that still fits (listing_fits), else one patched from that one
+ * (listing_patchable) or read now, and kept for the next.  ns lock held
+ * (read or write). */
 static int listing_get(struct ov *ov, struct ov_node *n, struct ov_listing *mine, struct ov_listing **ret) {
     struct timespec t0;
     clock_gettime(CLOCK_REALTIME, &t0);
@@ -406,20 +700,27 @@ static int listing_get(struct ov *ov, struct ov_node *n, struct ov_listing *mine
     struct ov_stamp now[2];
     ov_stamp_take(ufd, &now[0]);
     ov_stamp_take(lfd, &now[1]);
-    uint64_t gen = atomic_load_explicit(&ov->ns_gen, memory_order_relaxed);
-    /* mine: on the stamps alone (not re-read at every READDIR while a
-     * directory is changing; a change within a timestamp's granularity
-     * of its reading shows at the next open, as a listing's always did) */
+    struct ov_listing **bucket = ltab_bucket(ov, n), *base = NULL;
+    pthread_mutex_lock(&ov->dirh_lock);
+    /* mine: also within the lower's tick (not re-read at every READDIR
+     * while the host changes a directory; a host edit within a
+     * timestamp's granularity of its reading shows at the next open, as a
+     * listing's always did) */
     if (mine && mine->lower == lower && ov_stamp_eq(&mine->stamp[0], &now[0]) &&
-        ov_stamp_eq(&mine->stamp[1], &now[1])) {
+        ov_stamp_eq(&mine->stamp[1], &now[1]) && (mine->cached ? mine->npend == 0 : !mine->racy[0])) {
+        pthread_mutex_unlock(&ov->dirh_lock);
         *ret = mine;
         return 0;
     }
-    struct ov_listing **bucket = ltab_bucket(ov, n);
-    pthread_mutex_lock(&ov->dirh_lock);
     for (struct ov_listing *l = *bucket; l; l = l->hnext)
         if (l->node == n) {
-            if (!listing_fits(l, now, lower, gen))
+            if (listing_patchable(l, now, lower)) {
+                base = l;
+                base->refs++;
+                base->busy++;
+                break;
+            }
+            if (!listing_fits(l, now, lower))
                 break;
             l->refs++;
             l->busy++;
@@ -431,18 +732,27 @@ static int listing_get(struct ov *ov, struct ov_node *n, struct ov_listing *mine
     pthread_mutex_unlock(&ov->dirh_lock);
 
     struct ov_listing *nl = calloc(1, sizeof(*nl));
-    if (!nl)
+    if (!nl) {
+        if (base)
+            listing_done(ov, base, true);
         return -ENOMEM;
-    *nl = (struct ov_listing){.node = n, .stamp = {now[0], now[1]}, .lower = lower, .gen = gen};
+    }
+    *nl = (struct ov_listing){.node = n, .stamp = {now[0], now[1]}, .lower = lower};
     nl->racy[0] = stamp_racy(&now[0], &t0);
     nl->racy[1] = stamp_racy(&now[1], &t0);
-    int r = dir_build(n, ufd, lfd, &nl->ents, &nl->n);
+    int r = base ? listing_patch(base, ufd, lfd, &nl->ents, &nl->n, &nl->names) : -EAGAIN;
+    if (base)
+        listing_done(ov, base, true);
     if (r < 0) {
-        free(nl);
-        return r;
+        /* not patched (an error looking a name up): read, which reports it */
+        r = dir_build(n, ufd, lfd, &nl->ents, &nl->n, &nl->names);
+        if (r < 0) {
+            free(nl);
+            return r;
+        }
+        atomic_fetch_add_explicit(&ov->dir_listings, 1, memory_order_relaxed);
     }
-    atomic_fetch_add_explicit(&ov->dir_listings, 1, memory_order_relaxed);
-    nl->bytes = sizeof(*nl) + dirents_bytes(nl->ents, nl->n);
+    nl->bytes = sizeof(*nl) + nl->n * sizeof(*nl->ents) + nl->names->chain;
     nl->refs = 1;
     nl->busy = 1;
     pthread_mutex_lock(&ov->dirh_lock);
@@ -451,9 +761,7 @@ static int listing_get(struct ov *ov, struct ov_node *n, struct ov_listing *mine
     size_t ways = 0;
     for (struct ov_listing **pp = bucket, *l; (l = *pp);) {
         if (l->node == n || ++ways >= OV_LTAB_WAYS) {
-            *pp = l->hnext;
-            l->hnext = NULL;
-            l->cached = false;
+            listing_uncache(ov, l); /* takes it out of the bucket: *pp is the next */
             if (!l->refs)
                 listing_drop(ov, l);
         } else {
@@ -462,6 +770,11 @@ static int listing_get(struct ov *ov, struct ov_node *n, struct ov_listing *mine
     }
     nl->hnext = *bucket;
     *bucket = nl;
+    if (nl->stamp[0].present) {
+        struct ov_listing **ub = utab_bucket(ov, nl->stamp[0].dev, nl->stamp[0].ino);
+        nl->unext = *ub;
+        *ub = nl;
+    }
     nl->cached = true;
     listing_touch(ov, nl);
     pthread_mutex_unlock(&ov->dirh_lock);
@@ -469,14 +782,63 @@ static int listing_get(struct ov *ov, struct ov_node *n, struct ov_listing *mine
     return 0;
 }
 
-/* The holder of l (from listing_get) has read it, and lets go of it too
- * when release. */
-static void listing_done(struct ov *ov, struct ov_listing *l, bool release) {
+/* What ov_dir_changed and ov_dir_touched tell dfd's cached listings:
+ * name changed (NULL: they are read again), or nothing but the stamp
+ * (touched). */
+static void dir_note(struct ov *ov, int dfd, const char *name, bool touched) {
+    struct ov_stamp after;
+    ov_stamp_take(dfd, &after);
+    if (!after.present)
+        return;
     pthread_mutex_lock(&ov->dirh_lock);
-    l->busy--;
-    if (release)
-        listing_put(ov, l);
+    for (struct ov_listing *l = *utab_bucket(ov, after.dev, after.ino), *next; l; l = next) {
+        next = l->unext;
+        if (l->stamp[0].dev != after.dev || l->stamp[0].ino != after.ino)
+            continue;
+        bool keep = touched || (name && l->npend < (l->n / 8 > OV_PEND_MIN ? l->n / 8 : OV_PEND_MIN));
+        if (!touched && keep && (l->npend == 0 || strcmp(l->pend[l->npend - 1], name) != 0)) {
+            if (l->npend == l->cap_pend) {
+                size_t nc = l->cap_pend ? l->cap_pend * 2 : 8;
+                char **np = realloc(l->pend, nc * sizeof(*np));
+                keep = np != NULL;
+                if (np) {
+                    l->pend = np;
+                    l->cap_pend = nc;
+                }
+            }
+            char *s = keep ? strdup(name) : NULL;
+            keep = s != NULL;
+            if (s) {
+                l->pend[l->npend++] = s;
+                size_t b = strlen(s) + 1 + 2 * sizeof(void *) + sizeof(char *);
+                l->bytes += b;
+                if (l->listed)
+                    ov->dirh_bytes += b;
+            }
+        }
+        if (!keep) {
+            /* read again next time */
+            listing_uncache(ov, l);
+            if (!l->refs)
+                listing_drop(ov, l);
+        } else if (l->npend) {
+            l->pend_after = after;
+        } else {
+            /* its entries as they were: the stamp moves on (should the
+             * listing stop being cached, the stamp is a recent one) */
+            l->stamp[0] = after;
+            l->racy[0] = true;
+        }
+    }
     pthread_mutex_unlock(&ov->dirh_lock);
+}
+
+void ov_dir_changed(struct ov *ov, int dfd, const char *name) {
+    dir_note(ov, dfd, name, false);
+}
+
+void ov_dir_touched(struct ov *ov, int dfd) {
+    dir_note(ov, dfd, NULL, true);
 }
 
 /* Is entry e of directory node n's listing left out of the view?  A lower
@@ -538,6 +900,7 @@ int ov_upper_clear_whiteouts(struct ov *ov, int dir_fd, const char *name) {
             return -ENOTEMPTY;
         if (unlinkat(dirfd(d), de->d_name, 0) < 0)
             return -errno;
+        ov_dir_changed(ov, dirfd(d), de->d_name);
         ov_account_removed(ov, &st);
     }
     return 0;

@@ -31,6 +31,7 @@ struct mk {
     int dir_fd;    /* where the object is being built (pfd or work) */
     char tmp[32];
     const char *bname; /* name under dir_fd */
+    const char *name;  /* the new name in pfd */
     uint64_t charge;   /* bytes reserved (ov_quota_reserve) */
     struct ov_mark pm; /* pfd's allocation before the name was added (mk_mark) */
 };
@@ -57,6 +58,7 @@ static int mk_prepare(struct ov *ov, struct ov_node *parent, const char *name, u
     mk->pfd = ov_node_upper(ov, parent);
     if (mk->pfd < 0)
         return mk->pfd;
+    mk->name = name;
     mk->whiteout = e.whiteout;
     if (mk->whiteout) {
         if ((r = ov_tmp_name(ov, mk->tmp)) < 0)
@@ -81,10 +83,12 @@ static void mk_mark(struct mk *mk) {
     mk->pm = ov_mark(mk->pfd);
 }
 
-/* Account pfd's growth and give the reservation back, whatever the outcome
- * (after mk_finish, which accounts the object itself). */
+/* Account pfd's growth, tell its listing, and give the reservation back,
+ * whatever the outcome (after mk_finish, which accounts the object
+ * itself). */
 static void mk_end(struct ov *ov, struct mk *mk) {
     ov_account_mark(ov, &mk->pm);
+    ov_dir_changed(ov, mk->pfd, mk->name);
     ov_quota_release(ov, mk->charge);
 }
 
@@ -338,6 +342,7 @@ static int remove_upper(struct ov *ov, int pfd, const char *name, bool dir) {
         return -errno;
     if (unlinkat(pfd, name, dir ? AT_REMOVEDIR : 0) < 0)
         return -errno;
+    ov_dir_changed(ov, pfd, name);
     if (dir || st.st_nlink <= 1)
         stage_origin_forget(ov->stage, st.st_ino);
     ov_account_removed(ov, &st);
@@ -492,6 +497,7 @@ static int do_rename(struct ov *ov, struct ov_node *p, const char *name, struct 
     _cleanup_free_ char *dpath = NULL;
     uint64_t charge = 0; /* reserved */
     struct ov_mark spm = {.fd = -1}, dpm = {.fd = -1};
+    int spfd = -1, dpfd = -1; /* the upper parents, once renaming in them */
     struct ov_node *sn = ov_node_get(ov, p, name, &se, &r), *dn = NULL;
     if (!sn)
         return r;
@@ -533,11 +539,13 @@ static int do_rename(struct ov *ov, struct ov_node *p, const char *name, struct 
         goto out;
     if ((r = ov_copy_up(ov, np, NULL)) < 0)
         goto out;
-    int spfd = ov_node_upper(ov, p), dpfd = ov_node_upper(ov, np);
-    if (spfd < 0 || dpfd < 0) {
-        r = spfd < 0 ? spfd : dpfd;
+    int sfd = ov_node_upper(ov, p), dfd = ov_node_upper(ov, np);
+    if (sfd < 0 || dfd < 0) {
+        r = sfd < 0 ? sfd : dfd;
         goto out;
     }
+    spfd = sfd;
+    dpfd = dfd;
     if (dn && !exch && de.upper && S_ISDIR(dm) && (r = ov_upper_clear_whiteouts(ov, dpfd, newname)) < 0)
         goto out;
     /* A directory landing where the lower may have an entry must not merge
@@ -622,6 +630,10 @@ static int do_rename(struct ov *ov, struct ov_node *p, const char *name, struct 
 out:
     ov_account_mark(ov, &spm);
     ov_account_mark(ov, &dpm);
+    if (spfd >= 0) {
+        ov_dir_changed(ov, spfd, name);
+        ov_dir_changed(ov, dpfd, newname);
+    }
     ov_quota_release(ov, charge);
     if (dn)
         ov_node_forget(ov, dn, 1);

@@ -339,6 +339,8 @@ void ov_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set
     r = ov_node_stat(ov, n, &st);
     t = r == 0 ? ov_attr_timeout(ov, n, &st) : 0;
 out:
+    if (ufd >= 0 && n->type == S_IFDIR)
+        ov_dir_touched(ov, ufd);
     ov_unlock(ov);
     if (r < 0) {
         fuse_reply_err(req, -r);

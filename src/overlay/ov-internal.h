@@ -32,8 +32,9 @@
  *      (remove|set)xattr of a file, to measure what the xattr allocates.
  *   2. dir handle mutex (ov_dirh.lock).
  *   2a. ov->dirh_lock (mutex, leaf): the directories' listings (dir.c,
- *      struct ov_listing): those kept for reuse (ov->ltab), the LRU list
- *      of those holding entries and the bytes they take, their holders.
+ *      struct ov_listing): those kept for reuse (ov->ltab, ov->utab)
+ *      and the names changed since (ov_dir_changed), the LRU list of
+ *      those holding entries and the bytes they take, their holders.
  *   2b. ov->data_stripe[] (mutexes, one chosen by the upper file's st_ino,
  *      ov_data_stripe): held around the "measure, change, measure again"
  *      of an upper file's data (write_buf, fallocate, truncate), so that
@@ -174,10 +175,8 @@ struct ov {
     struct ov_listing *dirh_head, *dirh_tail;
     size_t dirh_bytes;
     struct ov_listing *ltab[1u << OV_LTAB_BITS];
-    /* operations that took the ns lock for writing (ov_wrlock): none
-     * since a listing was read, none changed its upper directory */
-    atomic_uint_fast64_t ns_gen;
-    atomic_uint_fast64_t dir_listings; /* listings read from the directories (not reused) */
+    struct ov_listing *utab[1u << OV_LTAB_BITS]; /* the same, by upper directory (ov_dir_changed) */
+    atomic_uint_fast64_t dir_listings;           /* listings read from the directories (not reused) */
 
     struct ov_alias *aliases;      /* ns write lock: sorted by ino once built */
     size_t n_aliases, cap_aliases; /* ns write lock */
@@ -401,13 +400,22 @@ void ov_aliases_free(struct ov *ov);
 
 /* dir.c */
 struct ov_dirent {
-    char *name;
+    const char *name; /* in the listing's struct ov_names */
     uint64_t ino;
+    uint64_t hash; /* the name's cookie (dir.c); a listing is in (hash, name) order */
+    uint64_t off;  /* d_off: hash, or past the previous entry's on a collision; increasing */
     mode_t type;
-    uint64_t off; /* d_off cookie (dir.c); a listing is in increasing order of them */
-    bool upper;   /* an upper entry (ino: the upper st_ino), else a lower one (the lower st_ino) */
+    bool upper; /* an upper entry (ino: the upper st_ino), else a lower one (the lower st_ino) */
 };
-void ov_dirents_free(struct ov_dirent *d, size_t n);
+/* The server changed the entry name (NULL: any entry, or how the
+ * directory merges with its lower) of the upper directory dfd: the
+ * directory's kept listing is patched for it at its next reading, or read
+ * again (dir.c).  Called after the change, by every path that changes an
+ * upper directory's entries, under the ns write lock. */
+void ov_dir_changed(struct ov *ov, int dfd, const char *name);
+/* The server changed the upper directory dfd's attributes (mode, owner,
+ * times, xattrs), not its entries: its kept listing still stands. */
+void ov_dir_touched(struct ov *ov, int dfd);
 /* At the end: free every listing (the handles the kernel never released
  * hold some). */
 void ov_listings_free(struct ov *ov);
@@ -484,7 +492,6 @@ void ov_node_drop_kept_lower(struct ov *ov, struct ov_node *n);
  * for file data, data_lock shared), so taking it marks the run mutated. */
 static inline void ov_wrlock(struct ov *ov) {
     pthread_rwlock_wrlock(&ov->ns_lock);
-    atomic_fetch_add_explicit(&ov->ns_gen, 1, memory_order_relaxed);
     atomic_store_explicit(&ov->mutated, true, memory_order_relaxed);
     if (atomic_load_explicit(&ov->n_upper_fds, memory_order_relaxed) > ov->upper_fd_budget)
         ov_evict_upper_fds(ov);

@@ -190,6 +190,8 @@ static int modify_xattr(struct ov *ov, struct ov_node *n, const char *name, cons
     struct ov_mark m = ov_mark(ufd);
     r = (remove ? removexattr(pp, uname) : setxattr(pp, uname, value, size, flags)) < 0 ? -errno : 0;
     ov_account_mark(ov, &m);
+    if (n->type == S_IFDIR)
+        ov_dir_touched(ov, ufd);
     if (file)
         pthread_rwlock_unlock(&ov->data_lock);
     ov_quota_release(ov, charge);
