@@ -916,6 +916,12 @@ int ov_upper_clear_whiteouts(struct ov *ov, int dir_fd, const char *name) {
 void ov_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
     struct ov *ov = ov_from_req(req);
     struct ov_node *n = ov_node_of(ov, ino);
+    /* a handle holds no descriptor, but each READDIR takes some for a
+     * while (ov_fd_room) */
+    if (!ov_fd_room(ov)) {
+        fuse_reply_err(req, EMFILE);
+        return;
+    }
     struct ov_dirh *h = calloc(1, sizeof(*h));
     if (!h) {
         fuse_reply_err(req, ENOMEM);

@@ -328,6 +328,14 @@ void ov_node_set_upper(struct ov *ov, struct ov_node *n, int fd) {
         close(old);
 }
 
+bool ov_fd_room(struct ov *ov) {
+    int fd = fcntl(ov->upper_fd, F_DUPFD_CLOEXEC, 0);
+    if (fd < 0)
+        return false;
+    close(fd);
+    return ov_fd_below_reserve(ov, fd);
+}
+
 /* Borrowed O_PATH fd of n's upper object, or -ENOENT. */
 int ov_node_upper(struct ov *ov, struct ov_node *n) {
     if (n == ov->root)
@@ -673,7 +681,10 @@ void ov_node_keep_upper(struct ov *ov, struct ov_node *parent, int pfd, const ch
     if (n && n->upper_fd < 0) {
         int fd = openat(pfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
         struct stat st;
-        if (fd >= 0 && fstat(fd, &st) == 0 && !ov_is_whiteout(&st) && (st.st_mode & S_IFMT) == n->type) {
+        /* not into the reserve: a command holding many removed files
+         * through O_PATH descriptors (no OPEN) would take it */
+        if (ov_fd_below_reserve(ov, fd) && fstat(fd, &st) == 0 && !ov_is_whiteout(&st) &&
+            (st.st_mode & S_IFMT) == n->type) {
             n->upper_fd = fd;
             atomic_fetch_add(&ov->n_upper_fds, 1);
         } else if (fd >= 0) {
@@ -692,7 +703,7 @@ void ov_node_keep_lower(struct ov *ov, struct ov_node *parent, const char *name,
     struct stat st;
     if (fd < 0)
         return;
-    if (fstat(fd, &st) < 0) {
+    if (!ov_fd_below_reserve(ov, fd) || fstat(fd, &st) < 0) { /* as ov_node_keep_upper */
         close(fd);
         return;
     }

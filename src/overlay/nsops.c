@@ -251,8 +251,9 @@ void ov_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
     struct ov_node *p = ov_node_of(ov, parent);
     struct fuse_entry_param fe;
     struct ov_fh *fh = calloc(1, sizeof(*fh));
-    if (!fh) {
-        fuse_reply_err(req, ENOMEM);
+    if (!fh || !ov_fd_room(ov)) { /* before anything is created */
+        free(fh);
+        fuse_reply_err(req, fh ? EMFILE : ENOMEM);
         return;
     }
     int flags = (fi->flags & ~(O_CREAT | O_EXCL | O_NOCTTY | O_DIRECT)) | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW;

@@ -420,6 +420,11 @@ void ov_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
     int r, fd = -1;
     fh->fd = -1;
     fh->flags = flags; /* before the handle is listed (ov_fh_track_lower) */
+    if (!ov_fd_room(ov)) {
+        free(fh);
+        fuse_reply_err(req, EMFILE);
+        return;
+    }
     if (wr) {
         ov_wrlock(ov);
         r = ov_copy_up(ov, n, (flags & O_TRUNC) ? "truncate" : "open");

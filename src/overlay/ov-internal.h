@@ -187,6 +187,7 @@ struct ov {
     atomic_bool mutated;                 /* a stage-changing operation ran (ov_wrlock, data writes) */
     atomic_long n_upper_fds;             /* node->upper_fd and ->kept_lower_fd values (root excluded) */
     long upper_fd_budget;                /* immutable: how many may be cached */
+    long fd_limit;                       /* immutable: our RLIMIT_NOFILE when the overlay started */
     /* upper_bytes: st_blocks * 512 summed over upper/ (its root too), plus
      * the reservations of operations under way (ov_quota_reserve) */
     atomic_int_fast64_t upper_bytes, upper_inodes;
@@ -460,6 +461,24 @@ void ov_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char
 void ov_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size);
 void ov_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
 void ov_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
+
+/* The supervisor's descriptors kept from the command (ov_fd_room): its
+ * own work (checkpoints, the egress broker's connects, the launcher's
+ * exec in the view, cgroup files, this server's lookups and listings)
+ * needs some while the command holds every file it can open. */
+#define OV_FD_RESERVE 64
+/* May the command's OPEN, CREATE or OPENDIR take a descriptor of ours?
+ * Not when fewer than OV_FD_RESERVE would be left: every open file of the
+ * command in a view holds one of the supervisor's, and the command's
+ * processes together could otherwise take them all (EMFILE for the
+ * supervisor's own work).  Descriptors are allocated lowest first: the
+ * lowest free one, k, says that k are in use at least. */
+bool ov_fd_room(struct ov *ov);
+/* Is fd, just opened to be kept for a node the command holds, below the
+ * reserve?  (Else it is not kept.) */
+static inline bool ov_fd_below_reserve(const struct ov *ov, int fd) {
+    return fd >= 0 && (long)fd + OV_FD_RESERVE < ov->fd_limit;
+}
 
 /* Cached upper fds are bounded (ov->upper_fd_budget, from RLIMIT_NOFILE):
  * past the budget ov_node_upper hands out an fd that is closed when this

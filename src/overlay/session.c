@@ -336,6 +336,7 @@ int overlay_start(const struct overlay_params *p, struct overlay **ret_ov) {
     long lim =
         getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY ? (long)nofile.rlim_cur : 1024;
     ov->upper_fd_budget = lim > 256 ? (lim - 128) / 2 : 64;
+    ov->fd_limit = lim;
     struct statvfs sv;
     ov->blksize = 4096;
     if (fstatvfs(ov->upper_fd, &sv) == 0) {

@@ -10,6 +10,9 @@
  *                                the directories A and B, which start out
  *                                identical (A a view, B a plain copy), with
  *                                listings between them (below)
+ *   dirops holdfds DIR N         opens DIR/f* (made by fill) until N are
+ *                                open or an open fails; prints "held K ERRNO"
+ *                                and keeps them open until its input ends
  *
  * verify: every operation's result (errno) must be the same in A and B.
  * After each operation, each tree's open directory handles go on one small
@@ -110,6 +113,30 @@ static int do_thrash(const char *dir, long rounds) {
         }
     }
     printf("thrash %ld %.2f\n", rounds, cpu_self());
+    return 0;
+}
+
+static int do_holdfds(const char *dir, long n) {
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0) {
+        perror(dir);
+        return 1;
+    }
+    long k = 0;
+    int err = 0;
+    for (; k < n; k++) {
+        char name[32];
+        snprintf(name, sizeof name, "f%06ld", k);
+        if (openat(dfd, name, O_RDONLY | O_CLOEXEC) < 0) {
+            err = errno;
+            break;
+        }
+    }
+    printf("held %ld %s\n", k, err ? strerrorname_np(err) : "0");
+    fflush(stdout);
+    char c;
+    while (read(0, &c, 1) > 0) /* holds them until its input ends */
+        ;
     return 0;
 }
 
@@ -442,8 +469,10 @@ int main(int argc, char **argv) {
         return do_fill(argv[2], strtol(argv[3], NULL, 10));
     if (argc == 4 && strcmp(argv[1], "thrash") == 0)
         return do_thrash(argv[2], strtol(argv[3], NULL, 10));
+    if (argc == 4 && strcmp(argv[1], "holdfds") == 0)
+        return do_holdfds(argv[2], strtol(argv[3], NULL, 10));
     if (argc == 6 && strcmp(argv[1], "verify") == 0)
         return do_verify(strtoull(argv[2], NULL, 10), strtol(argv[3], NULL, 10), argv[4], argv[5]);
-    fprintf(stderr, "usage: dirops fill|thrash DIR N | verify SEED NOPS A B\n");
+    fprintf(stderr, "usage: dirops fill|thrash|holdfds DIR N | verify SEED NOPS A B\n");
     return 64;
 }
