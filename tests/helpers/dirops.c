@@ -40,6 +40,7 @@
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -153,9 +154,12 @@ static uint64_t rnd(uint64_t n) {
     return n ? z % n : 0;
 }
 
-static void fail(const char *fmt, const char *a, const char *b) {
+__attribute__((format(printf, 1, 2))) static void fail(const char *fmt, ...) {
     printf("dirops: MISMATCH at op %ld: ", g_op);
-    printf(fmt, a, b);
+    va_list ap;
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
     printf("\ndirops: FAILED seed=%" PRIu64 "\n", g_seed);
     fflush(stdout);
     exit(1);
@@ -258,9 +262,7 @@ static void compare_full(const char *dir) {
     for (size_t i = 0; i < b.n && strlen(lb) < sizeof lb - 300; i++)
         snprintf(lb + strlen(lb), sizeof lb - strlen(lb), "%s ", b.v[i]);
     if (strcmp(la, lb) != 0) {
-        char msg[64];
-        snprintf(msg, sizeof msg, "listing of %s differs:\n  view:  %%s\n  plain: %%s", dir);
-        fail(msg, la, lb);
+        fail("listing of %s differs:\n  view:  %s\n  plain: %s", dir, la, lb);
     }
     set_free(&a);
     set_free(&b);
