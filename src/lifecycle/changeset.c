@@ -249,6 +249,7 @@ struct walk {
     char stopped[LC_MAX_PATH + 2]; /* where a bound stopped the walk (lc_stage.stopped_at) */
     bool stopped_deleted;          /* lc_stage.stopped_deleted */
     unsigned in_deleted;           /* > 0: walking lower objects the stage deletes */
+    dev_t ws_dev;                  /* the workspace's file system (its root's st_dev) */
     uint64_t index_budget;         /* of LC_GIT_INDEX_READ_TOTAL, the bytes of git indexes left to read */
 };
 
@@ -882,12 +883,16 @@ static int visit(struct walk *w, int upper_dirfd, int lower_dirfd, bool parent_o
      * unless an earlier `apply --path` of this stage created it.  No
      * origin where the lower's inode number is another copy-up's origin
      * is the overlay's (it records one origin per number, across the file
-     * systems mounted in the workspace), not the agent's. */
+     * systems mounted in the workspace), not the agent's: only on another
+     * file system than the workspace's, where numbers repeat.  On the
+     * workspace's own, a number is one object's, and a directory the user
+     * made after the run may well have the number of a file the agent
+     * copied up and the user then deleted (tested: the conflict stays). */
     bool created_twice = false;
     if (kind == LC_MODIFIED && nt == LC_DIR && w->origin_usable &&
         !lc_preimage_find(w->cs->pre, w->cs->n_pre, w->path) &&
         (opaque || (origin_lookup(w->orig, w->n_orig, (uint64_t)ust.st_ino) == 0 &&
-                    !origin_lower_taken(w->orig, w->n_orig, (uint64_t)lst.st_ino))) &&
+                    !(lst.st_dev != w->ws_dev && origin_lower_taken(w->orig, w->n_orig, (uint64_t)lst.st_ino)))) &&
         !(w->n_ours && bsearch(&(const char *){w->path}, w->ours, w->n_ours, sizeof *w->ours, lc_cmp_strp))) {
         created_twice = true;
         kind = LC_ADDED;
@@ -1348,6 +1353,8 @@ int lc_changeset_load(struct lc_stage *st, struct lc_changeset **ret_cs) {
         goto fail;
     w->cs = cs;
     w->ws_fd = st->ws_fd;
+    struct stat wst;
+    w->ws_dev = fstat(st->ws_fd, &wst) == 0 ? wst.st_dev : 0;
     w->stage_fd = st->dir_fd;
     w->keep_owners = geteuid() == 0 && userns_is_initial();
     cs->keep_owners = w->keep_owners;

@@ -1203,6 +1203,19 @@ else
     skip "two file systems mounted in the workspace" "needs root to mount"
 fi
 
+# ... but on the workspace's own file system an inode number is one
+# object's: a directory the user made after the run that has the number of
+# a file the agent copied up (freed by the user since, and reused) is not
+# a copied-up parent.  The reuse, which the file system may or may not do,
+# is made certain here by the origin map's line for that number.
+W11="$T/ws-reuse"; mkdir -p "$W11"; echo a > "$W11/keep.txt"
+"$PVISOR" run --stage "$T/st-reuse" --workspace "$W11" -- sh -c "echo agent > '$W11/keep.txt'; mkdir '$W11/newdir'; echo f > '$W11/newdir/f'" >/dev/null 2>&1
+mkdir "$W11/newdir"
+echo "987654321 $(stat -c %i "$W11/newdir")" >> "$T/st-reuse/origin"
+"$PVISOR" status --review --stage "$T/st-reuse" --json > "$T/reuse.json" 2>/dev/null
+eq "$(jq -r '.changeset.changes[] | select(.path == "newdir") | .conflict // "none"' "$T/reuse.json" | grep -c 'exists in the workspace')" 1 \
+    "review: a directory the user made after the run is a conflict, also when its inode number is a copied-up file's origin"
+
 # An EBUSY at a path while apply writes (a mount point mounted there since
 # the review, which the changeset's check could not see) is the
 # workspace's, not the stage's lock: it read "the stage is in use ...; wait
