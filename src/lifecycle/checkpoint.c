@@ -423,6 +423,14 @@ static int write_origin(int sdir, int ddir, int dst_upper, const struct copy *c)
     _cleanup_free_ char *txt = NULL;
     size_t len = 0;
     int r = read_file_at(sdir, "origin", 256u << 20, &txt, &len);
+    /* no map (a stage without copy-ups), or one the review does not read
+     * either (EFBIG): the copy gets an empty one.  Any other error fails
+     * the copy: an I/O error read as "no map" made a checkpoint, a fork
+     * or a restored stage without it, reported as done, whose apply then
+     * refused every directory the agent added files to ("the agent never
+     * saw it") and whose review lost its renames */
+    if (r < 0 && r != -ENOENT && r != -EFBIG)
+        return r;
     struct stat ust;
     if (fstat(dst_upper, &ust) < 0)
         return -errno;

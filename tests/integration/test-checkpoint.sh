@@ -723,3 +723,42 @@ out=$("$P" checkpoint --stage "$B/st" 2>&1); rc=$?
 made=$(echo "$out" | sed -n "s/^Checkpoint \(cp-[0-9TZ.]*-2\) of stage .*/\1/p")
 eq "$rc:$(echo "$out" | grep -c null):${made:+made}:$(cat "$B/st/checkpoints/$made/upper/b" 2>/dev/null)" "0:0:made:b" \
     "pvisor checkpoint of a sealed stage whose default name is taken makes cp-<time>-2"
+
+# An error reading the stage's origin map (strace: EIO at the open of
+# 'origin') fails the copy.  It was read as "no map": fork and checkpoint
+# reported success with an empty one, and the fork's apply (a restore's
+# from that checkpoint) refused the directory the agent added a file to,
+# "exists in the workspace but the agent never saw it".  The open to fail
+# is found in a trace of the same verb first (its n-th openat).
+if command -v strace >/dev/null; then
+    B=$T/originerr W=$B/ws S=$B/st
+    mkdir -p "$W/sub" && echo keep > "$W/sub/keep"
+    (cd "$W" && "$P" run --stage "$S" --workspace "$W" -- sh -c 'echo n > sub/n') >/dev/null 2>&1
+    # nth_origin_open TRACE: which openat of the traced verb opened 'origin' to read it
+    nth_origin_open() { awk '/ openat\(/ { n++ } / openat\([^,]*, "origin", O_RDONLY/ { print n; exit }' "$1"; }
+    for verb in fork checkpoint; do
+        if [ $verb = fork ]; then
+            probe="fork --stage $S $B/probe-fork" args="fork --stage $S $B/fk"
+        else
+            probe="checkpoint --name probe --stage $S" args="checkpoint --name c1 --stage $S"
+        fi
+        # shellcheck disable=SC2086
+        (cd "$W" && no_lsan strace -f -o "$B/$verb.trace" -e trace=openat "$P" $probe) >/dev/null 2>&1
+        n=$(nth_origin_open "$B/$verb.trace")
+        # shellcheck disable=SC2086
+        (cd "$W" && no_lsan strace -f -o /dev/null -e trace=openat -e inject=openat:error=EIO:when="${n:-1}" "$P" $args) \
+            >/dev/null 2>"$B/$verb.err"
+        rc=$?
+        made=none
+        [ -e "$B/fk/version" ] && made=fork
+        [ -e "$S/checkpoints/c1/checkpoint.json" ] && made=checkpoint
+        eq "$rc:$made:$(cat "$B/$verb.err")" "1:none:pvisor $verb: failed: Input/output error" \
+            "$verb: an I/O error reading the origin map fails it (was: done, with an empty map)"
+    done
+    # and without the error both keep the map: the fork applies
+    "$P" fork --stage "$S" "$B/fk" >/dev/null 2>&1
+    (cd "$W" && "$P" apply --stage "$B/fk") >/dev/null 2>"$B/apply.err"
+    eq "$?:$(cat "$W/sub/n" 2>/dev/null):$(cat "$B/apply.err")" "0:n:" "... and a fork made without it applies"
+else
+    skip "fork and checkpoint: an I/O error reading the origin map fails them" "needs strace"
+fi
