@@ -7,9 +7,22 @@
 #include "util/cleanup.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+/* The inode of the stage's 'sealed' marker (0: none).  A restore makes
+ * its new marker before it removes the old one, so another inode after a
+ * failed restore says it published its own: the stage holds the
+ * checkpoint. */
+static uint64_t sealed_ino(const char *stage) {
+    _cleanup_close_ int d = open(stage, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    struct stat st;
+    return d >= 0 && fstatat(d, "sealed", &st, AT_SYMLINK_NOFOLLOW) == 0 ? (uint64_t)st.st_ino : 0;
+}
 
 int cmd_restore(int argc, char **argv) {
     const char *run = NULL, *stage_dir = NULL, *name = NULL;
@@ -52,6 +65,7 @@ int cmd_restore(int argc, char **argv) {
      * unreadable checkpoint (below) */
     if (access(stage, W_OK | X_OK) < 0)
         return cli_error(PV_EXIT_FAILURE, "restore", "cannot write the stage %s: %s", stage, strerror(errno));
+    uint64_t ino_before = sealed_ino(stage);
     int r = lc_restore(stage, name);
     if (lc_cli_own_files_override(r))
         r = lc_restore(stage, name); /* a failed restore left the stage as it was */
@@ -79,6 +93,16 @@ int cmd_restore(int argc, char **argv) {
          * left as it was (a copy that failed for want of space: the retry
          * fails the same way until room is made); an interrupted stage (a
          * swap cut short, or a run's) keeps the name of the restore */
+        /* an error after the swap, in the flush of the published marker
+         * or of the cleanup: the stage is the checkpoint's, and was said
+         * to be "unchanged" (a user then applied, or dropped, what they
+         * believed was the work done after the checkpoint) */
+        uint64_t ino_after = sealed_ino(stage);
+        if (ino_after && ino_after != ino_before)
+            return cli_error(PV_EXIT_FAILURE, "restore",
+                             "the stage %s was restored from checkpoint %s, but making that durable failed: %s "
+                             "(after a crash it may read 'interrupted': 'pvisor restore %s --stage %s' completes it)",
+                             stage, name, strerror(-r), name, stage);
         _cleanup_free_ char *cp = NULL;
         if (lc_restore_interrupted(stage, &cp))
             return cli_error(PV_EXIT_FAILURE, "restore",

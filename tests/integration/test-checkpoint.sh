@@ -762,3 +762,25 @@ if command -v strace >/dev/null; then
 else
     skip "fork and checkpoint: an I/O error reading the origin map fails them" "needs strace"
 fi
+
+# A restore that fails after it published its 'sealed' (strace: EIO at
+# the flush of the stage directory after that rename, the last fsync but
+# one) said "the stage is unchanged": the stage held the checkpoint.
+if command -v strace >/dev/null; then
+    B=$T/restoreflush W=$B/ws S=$B/st
+    mkdir -p "$W" && echo a > "$W/a"
+    (cd "$W" && "$P" run --stage "$S" --workspace "$W" -- sh -c 'echo b > b') >/dev/null 2>&1
+    "$P" checkpoint --name c1 --stage "$S" >/dev/null 2>&1
+    (cd "$W" && "$P" run --stage "$S" --workspace "$W" -- sh -c 'echo later > later') >/dev/null 2>&1
+    no_lsan strace -f -o "$B/r.trace" -e trace=fsync "$P" restore c1 --stage "$S" >/dev/null 2>&1
+    nf=$(grep -c ' fsync(' "$B/r.trace")
+    # the same again, the flush after the marker's rename failing
+    (cd "$W" && "$P" run --stage "$S" --workspace "$W" -- sh -c 'echo later > later') >/dev/null 2>&1
+    no_lsan strace -f -o /dev/null -e trace=fsync -e inject=fsync:error=EIO:when=$((nf - 1)) \
+        "$P" restore c1 --stage "$S" >/dev/null 2>"$B/r.err"
+    eq "$?:$("$P" status --review "$S" --json 2>/dev/null | jq -r .stage.state):$(ls "$S/upper" | tr '\n' ' '):$(cat "$B/r.err")" \
+        "1:sealed:b :pvisor restore: the stage $S was restored from checkpoint c1, but making that durable failed: Input/output error (after a crash it may read 'interrupted': 'pvisor restore c1 --stage $S' completes it)" \
+        "a restore that fails after its swap says the stage holds the checkpoint (was: 'the stage is unchanged')"
+else
+    skip "a restore that fails after its swap says the stage holds the checkpoint" "needs strace"
+fi
