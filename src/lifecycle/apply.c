@@ -910,6 +910,11 @@ static int op_dir_meta(struct ctx *c, struct plan_ent *e) {
             return ur < 0 ? ur : -ECANCELED;
     }
     _cleanup_close_ int u = lc_open_beneath(c->upper_fd, e->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
+    /* only a directory the stage does not hold is passed over: an I/O
+     * error there skipped its user xattrs (and, as root, its owner), and
+     * apply marked the stage applied and reported success */
+    if (u < 0 && u != -ENOENT && u != -ENOTDIR)
+        return u;
     if (u >= 0 && e->old_type != LC_DIR) { /* a directory apply made: the stage's owner */
         struct stat ust;
         int r = fstat(u, &ust) < 0 ? -errno : give_owner(c, d, NULL, &ust);
