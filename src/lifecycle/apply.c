@@ -1213,8 +1213,18 @@ static bool exists_at(int dirfd, const char *name) {
  * on working, the intent's roll-forward would redo a path the user had
  * since put back to its old content. */
 static int mark_applied(int dir_fd) {
-    if (renameat(dir_fd, LC_APPLY_INTENT, dir_fd, LC_APPLIED) < 0 || fsync(dir_fd) < 0)
+    if (renameat(dir_fd, LC_APPLY_INTENT, dir_fd, LC_APPLIED) < 0)
         return -errno;
+    if (fsync(dir_fd) < 0) {
+        /* the marker is not known to be durable: the intent goes back,
+         * and the stage reads as an apply to complete (the next one finds
+         * every path in its final state and marks it).  Left as it was,
+         * no intent made the failure read "Nothing was written to the
+         * workspace", after every change was written. */
+        int r = -errno;
+        (void)renameat(dir_fd, LC_APPLIED, dir_fd, LC_APPLY_INTENT);
+        return r;
+    }
     return 0;
 }
 
@@ -1476,8 +1486,16 @@ int lc_apply(const char *stage_path, const struct lc_apply_opts *o, struct lc_ap
     /* After a subset apply the intent's removal is made durable (a lost
      * one would make the next apply roll forward an apply that is already
      * complete, and report any later edit of its paths as a conflict). */
-    if (unlinkat(st->dir_fd, LC_APPLY_INTENT, 0) < 0 || fsync(st->dir_fd) < 0) {
+    if (unlinkat(st->dir_fd, LC_APPLY_INTENT, 0) < 0) {
         r = -errno;
+        goto out;
+    }
+    if (fsync(st->dir_fd) < 0) {
+        /* the removal is not known to be durable: the intent is written
+         * again (as in mark_applied), else the failure read "Nothing was
+         * written" after the whole subset was */
+        r = -errno;
+        (void)lc_intent_write(st->dir_fd, &p, false);
         goto out;
     }
     /* also after the resume of an interrupted subset apply: the apply it

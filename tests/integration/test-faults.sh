@@ -125,3 +125,26 @@ eq "$rc:$([ -e "$S/applied" ] && echo applied):$(getfattr -h --only-values -n us
 (cd "$W" && "$P" apply --stage "$S") >/dev/null 2>&1
 full "$W" > "$B/got"
 check "... and the next apply completes it" cmp -s "$B/want" "$B/got"
+
+# An I/O error flushing the stage directory after the 'applied' marker's
+# rename (a full apply's last fsync), or after the intent's removal (a
+# subset's), left no intent, and the failure said "Nothing was written to
+# the workspace" after every change was written.  The intent is put back:
+# the stage reads as an apply to complete, and the next apply completes it.
+for how in full subset; do
+    set -- --stage "$S"
+    [ $how = subset ] && set -- --stage "$S" --path sub --path mod
+    reset
+    (cd "$W" && no_lsan strace -f -qq -o "$B/fs.trace" -e trace=fsync "$P" apply "$@") >/dev/null 2>&1
+    n=$(grep -c ' fsync(' "$B/fs.trace")
+    reset
+    (cd "$W" && no_lsan strace -f -qq -o /dev/null -e trace=fsync -e inject=fsync:error=EIO:when="$n" \
+        "$P" apply "$@") >/dev/null 2>"$B/fs.err"
+    rc=$?
+    eq "$rc:$([ -e "$S/apply-intent" ] && echo pending):$(tail -n 1 "$B/fs.err")" \
+        "1:pending:pvisor apply: failed: Input/output error. Part of it may be written: run 'pvisor apply' again, it resumes the interrupted apply" \
+        "$how apply: an I/O error flushing its end says part may be written, not nothing (its intent kept)"
+    (cd "$W" && "$P" apply --stage "$S") >/dev/null 2>"$B/fs2.err"
+    eq "$?:$([ -e "$S/apply-intent" ] && echo pending):$(cat "$W/sub/n"):$(tail -n 1 "$W/mod")" "0::subnew:modified" \
+        "... and the next apply completes it"
+done
