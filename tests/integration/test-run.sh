@@ -875,7 +875,10 @@ if $safe_works && env --default-signal=INT true 2>/dev/null; then
     for d in 0.01 0.02 0.03 0.04 0.05; do
         out=$(cd "$T/intws" && XDG_STATE_HOME="$IS" /usr/bin/python3 "$SRCDIR/tests/helpers/ptyrun.py" pause=$d 'send=\x03' -- "$PVISOR" run --safe -- sleep 5 2>&1)
         rc=$(echo "$out" | sed -n 's/^## status \([0-9]*\).*/\1/p')
-        o=$(outcome "$rc" "$IS/pvisor/runs/$(ls "$IS/pvisor/runs")/bundle.json")
+        r=$(ls "$IS/pvisor/runs" 2>/dev/null)
+        # before the run directory was made (a slow start: the sanitizers),
+        # nothing is recorded and pvisor ends by the signal: as it should
+        if [ -z "$r" ] && [ "$rc" = 130 ]; then o=ok; else o=$(outcome "$rc" "$IS/pvisor/runs/$r/bundle.json"); fi
         [ "$o" = ok ] || seen="$seen [after ${d}s: $o]"
         rm -rf "$IS"
     done
