@@ -31,7 +31,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <pthread.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "overlay/ov-internal.h"
@@ -270,18 +273,80 @@ void ov_listings_free(struct ov *ov) {
     }
 }
 
-/* The d_off cookie of a name: FNV-1a with a final mix, in [3, 2^62 + 2]
+/* The key of dir_cookie: random, the same for the whole run (a cookie
+ * must mean the same in every snapshot).  A name's cookie was an unkeyed
+ * hash (FNV-1a), whose collisions anyone can compute beforehand (two
+ * 12-character names: a minute of one CPU): the second of two colliding
+ * names gets the cookie after the first's (cookies_assign), so its cookie
+ * changed with the other's presence, and a handle that had read up to
+ * one of them skipped the other when the first was removed, or returned
+ * it twice when the first was made, in the middle of its stream.  Keyed
+ * (SipHash-2-4), a collision is as unlikely as it is for any other 62-bit
+ * hash of names the command cannot choose for it. */
+static uint64_t cookie_key[2];
+static pthread_once_t cookie_once = PTHREAD_ONCE_INIT;
+
+static void cookie_key_init(void) {
+    if (getrandom(cookie_key, sizeof cookie_key, 0) != (ssize_t)sizeof cookie_key) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        cookie_key[0] = (uint64_t)ts.tv_nsec * 0x9E3779B97F4A7C15ULL ^ (uint64_t)getpid();
+        cookie_key[1] = (uint64_t)ts.tv_sec ^ (uint64_t)(uintptr_t)&ts;
+    }
+}
+
+#define ROTL64(x, b) (((x) << (b)) | ((x) >> (64 - (b))))
+#define SIPROUND(v0, v1, v2, v3)                                                                                       \
+    do {                                                                                                               \
+        v0 += v1;                                                                                                      \
+        v1 = ROTL64(v1, 13);                                                                                           \
+        v1 ^= v0;                                                                                                      \
+        v0 = ROTL64(v0, 32);                                                                                           \
+        v2 += v3;                                                                                                      \
+        v3 = ROTL64(v3, 16);                                                                                           \
+        v3 ^= v2;                                                                                                      \
+        v0 += v3;                                                                                                      \
+        v3 = ROTL64(v3, 21);                                                                                           \
+        v3 ^= v0;                                                                                                      \
+        v2 += v1;                                                                                                      \
+        v1 = ROTL64(v1, 17);                                                                                           \
+        v1 ^= v2;                                                                                                      \
+        v2 = ROTL64(v2, 32);                                                                                           \
+    } while (0)
+
+static uint64_t siphash24(const uint64_t k[2], const unsigned char *in, size_t len) {
+    uint64_t v0 = 0x736f6d6570736575ULL ^ k[0], v1 = 0x646f72616e646f6dULL ^ k[1];
+    uint64_t v2 = 0x6c7967656e657261ULL ^ k[0], v3 = 0x7465646279746573ULL ^ k[1];
+    size_t full = len & ~(size_t)7;
+    for (size_t i = 0; i < full; i += 8) {
+        uint64_t m = 0;
+        for (int j = 7; j >= 0; j--)
+            m = m << 8 | in[i + (size_t)j];
+        v3 ^= m;
+        SIPROUND(v0, v1, v2, v3);
+        SIPROUND(v0, v1, v2, v3);
+        v0 ^= m;
+    }
+    uint64_t b = (uint64_t)len << 56;
+    for (size_t j = 0; j < (len & 7); j++)
+        b |= (uint64_t)in[full + j] << (8 * j);
+    v3 ^= b;
+    SIPROUND(v0, v1, v2, v3);
+    SIPROUND(v0, v1, v2, v3);
+    v0 ^= b;
+    v2 ^= 0xff;
+    for (int r = 0; r < 4; r++)
+        SIPROUND(v0, v1, v2, v3);
+    return v0 ^ v1 ^ v2 ^ v3;
+}
+
+/* The d_off cookie of a name: its keyed hash (cookie_key), in [3, 2^62 + 2]
  * (0, 1 and 2 are the positions before ".", ".." and the first entry).
  * A listing is ordered by (cookie, name); names colliding in one listing
- * are moved apart (cookies_assign). */
+ * (by chance only) are moved apart (cookies_assign). */
 static uint64_t dir_cookie(const char *name) {
-    uint64_t h = 0xcbf29ce484222325ULL;
-    for (const unsigned char *p = (const unsigned char *)name; *p; p++)
-        h = (h ^ *p) * 0x100000001b3ULL;
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdULL;
-    h ^= h >> 33;
-    return (h >> 2) + 3;
+    pthread_once(&cookie_once, cookie_key_init);
+    return (siphash24(cookie_key, (const unsigned char *)name, strlen(name)) >> 2) + 3;
 }
 
 static int cmp_key(uint64_t ha, const char *a, uint64_t hb, const char *b) {

@@ -10,6 +10,12 @@
  *                                the directories A and B, which start out
  *                                identical (A a view, B a plain copy), with
  *                                listings between them (below)
+ *   dirops collide DIR           two names whose d_off cookies collided
+ *                                (the unkeyed FNV-1a of dir.c): a handle
+ *                                that read one of them, which is then
+ *                                removed (or the other made), must go on
+ *                                to return the other exactly once; prints
+ *                                "collide ok" or the failure, exit 0 or 1
  *   dirops holdfds DIR N         opens DIR/f* (made by fill) until N are
  *                                open or an open fails; prints "held K ERRNO"
  *                                and keeps them open until its input ends
@@ -139,6 +145,104 @@ static int do_holdfds(const char *dir, long n) {
     while (read(0, &c, 1) > 0) /* holds them until its input ends */
         ;
     return 0;
+}
+
+/* ---- collide ---- */
+
+/* Read one entry of fd (the buffer holds one); "" at the end. */
+static bool read_one(int fd, char *name, size_t size) {
+    char buf[40];
+    long n = getdents(fd, buf, sizeof buf);
+    if (n <= 0) {
+        name[0] = '\0';
+        return false;
+    }
+    snprintf(name, size, "%s", ((struct ld64 *)buf)->d_name);
+    return true;
+}
+
+/* Handle h read until it returned one of a and b: which (0, 1), or -1. */
+static int read_until(int h, const char *a, const char *b) {
+    char name[256];
+    while (read_one(h, name, sizeof name))
+        if (strcmp(name, a) == 0 || strcmp(name, b) == 0)
+            return strcmp(name, a) == 0 ? 0 : 1;
+    return -1;
+}
+
+/* How many times the rest of h's stream returns name. */
+static int count_rest(int h, const char *name) {
+    char got[256];
+    int c = 0;
+    while (read_one(h, got, sizeof got))
+        c += strcmp(got, name) == 0;
+    return c;
+}
+
+static void list_new(const char *dir) {
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    char buf[4096];
+    while (fd >= 0 && getdents(fd, buf, sizeof buf) > 0)
+        ;
+    if (fd >= 0)
+        close(fd);
+}
+
+static int do_collide(const char *dir) {
+    /* FNV-1a with dir.c's final mix gave both 2979388178175329981 */
+    const char *pair[2] = {"c4620W6DPuxA", "cb-HfjZd__DB"};
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0) {
+        perror(dir);
+        return 1;
+    }
+    int bad = 0;
+    /* both there; a handle read one, which goes: the other must come */
+    for (int k = 0; k < 2; k++) {
+        close(openat(dfd, pair[k], O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+    }
+    int h = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int first = read_until(h, pair[0], pair[1]);
+    if (first < 0) {
+        printf("collide: a new handle returned neither %s nor %s\n", pair[0], pair[1]);
+        return 1;
+    }
+    unlinkat(dfd, pair[first], 0);
+    list_new(dir); /* a new open notices the change: the kernel's cache is reset */
+    int c = count_rest(h, pair[!first]);
+    close(h);
+    if (c != 1) {
+        printf("collide: %s, there throughout, returned %d times after %s was read and removed\n", pair[!first], c,
+               pair[first]);
+        bad = 1;
+    }
+    /* one there, read; the other made: the first must not come again */
+    for (int k = 0; k < 2; k++) {
+        unlinkat(dfd, pair[0], 0);
+        unlinkat(dfd, pair[1], 0);
+        close(openat(dfd, pair[k], O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+        list_new(dir);
+        h = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (read_until(h, pair[0], pair[1]) != k) {
+            printf("collide: a new handle did not return %s\n", pair[k]);
+            return 1;
+        }
+        close(openat(dfd, pair[!k], O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+        list_new(dir);
+        c = count_rest(h, pair[k]);
+        close(h);
+        if (c != 0) {
+            printf("collide: %s returned again (%d) by a handle that had read it, after %s was made\n", pair[k], c,
+                   pair[!k]);
+            bad = 1;
+        }
+    }
+    unlinkat(dfd, pair[0], 0);
+    unlinkat(dfd, pair[1], 0);
+    close(dfd);
+    if (!bad)
+        printf("collide ok\n");
+    return bad;
 }
 
 /* ---- verify ---- */
@@ -473,8 +577,10 @@ int main(int argc, char **argv) {
         return do_thrash(argv[2], strtol(argv[3], NULL, 10));
     if (argc == 4 && strcmp(argv[1], "holdfds") == 0)
         return do_holdfds(argv[2], strtol(argv[3], NULL, 10));
+    if (argc == 3 && strcmp(argv[1], "collide") == 0)
+        return do_collide(argv[2]);
     if (argc == 6 && strcmp(argv[1], "verify") == 0)
         return do_verify(strtoull(argv[2], NULL, 10), strtol(argv[3], NULL, 10), argv[4], argv[5]);
-    fprintf(stderr, "usage: dirops fill|thrash|holdfds DIR N | verify SEED NOPS A B\n");
+    fprintf(stderr, "usage: dirops fill|thrash|holdfds DIR N | collide DIR | verify SEED NOPS A B\n");
     return 64;
 }

@@ -201,4 +201,16 @@ for seed in 1 2 $(od -An -N4 -tu4 /dev/urandom | tr -d ' '); do
     [ $rc -eq 0 ] || echo "$out" | tail -n 6 | sed 's/^/# /'
 done
 
+# Cookies (d_off) are a hash of the name: two names whose hashes collide
+# share it, and the second got the one after it, so its cookie depended on
+# the other's presence.  The hash was unkeyed (FNV-1a): a handle that had
+# read one of a colliding pair the command chose skipped the other when
+# the first was removed, or returned it twice when the first was made.
+rm -rf "$T/dwc" "$T/dws.st"
+mkdir -p "$T/dwc"
+out=$("$DIROPS" collide "$T/dwc" 2>&1)
+eq "$out" "collide ok" "natively, a handle reading a colliding pair of names returns each once"
+out=$(timeout 60 "$PVISOR" run --stage "$T/dws.st" --workspace "$DW" -- "$DIROPS" collide "$DW/d1" 2>&1 | tail -n 2)
+eq "$out" "collide ok" "in a view, a handle reading two names whose unkeyed cookies collide returns each once, whichever goes or comes"
+
 check "no FUSE mount of the workspace is left on the host" sh -c "! grep -q ' $W ' /proc/self/mountinfo"
