@@ -6,7 +6,8 @@
  *                                handle of DIR kept open (rewound at its
  *                                end), then create and unlink DIR/zz; prints
  *                                "thrash ROUNDS user+sys-seconds" (its own)
- *   dirops verify SEED NOPS A B  the same pseudo-random changes (seeded) to
+ *   dirops verify SEED NOPS A B [LOWER]
+ *                                the same pseudo-random changes (seeded) to
  *                                the directories A and B, which start out
  *                                identical (A a view, B a plain copy), with
  *                                listings between them (below)
@@ -32,7 +33,10 @@
  * (in a directory, across, over an existing object, RENAME_EXCHANGE), a
  * write to an existing file (a copy-up in a view), chmod; the names come
  * from a small set so that they collide, over lower files (whiteouts,
- * opaque directories where a removed directory is made again).  Exit 0
+ * opaque directories where a removed directory is made again).  With
+ * LOWER (A's lower directory, reached where the view does not cover it),
+ * now and then a host edit of the lower (h0..h2 made, removed, renamed in
+ * directories the changes keep merged) goes to LOWER and to B.  Exit 0
  * when A and B agreed throughout, else 1 with the first difference.
  *
  * Built standalone: cc -std=c17 -D_GNU_SOURCE -O2 [-static].
@@ -341,7 +345,7 @@ static void list_full(struct tree *t, int at, const char *dir, struct nameset *s
                 continue;
             if (set_has(s, d->d_name))
                 fail("%s: %s listed twice by a new handle", t->root, d->d_name);
-            if (check_ino) {
+            if (check_ino && d->d_name[0] != 'h') { /* host names: the kernel may cache a lookup */
                 struct stat st;
                 if (fstatat(fd, d->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
                     fail("%s: %s listed but lstat fails", t->root, d->d_name);
@@ -510,10 +514,39 @@ static int one(struct tree *t, int op, const char *p, const char *q) {
     return r < 0 ? errno : 0;
 }
 
+/* A host edit of the lower (lfd) and the same change to tree b (hfd): names
+ * h0..h2 in directories the command never removes, renames or makes
+ * opaque, so the view shows them as the plain copy does. */
+static const char *const hdirs[] = {".", "d0", "d1", "big"};
+
+static void host_op(int lfd, int hfd, const char *p, const char *q) {
+    int op = (int)rnd(5);
+    int fds[2] = {lfd, hfd};
+    for (int k = 0; k < 2; k++) {
+        int at = fds[k], fd;
+        switch (op) {
+        case 0:
+            fd = openat(at, p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+            if (fd >= 0)
+                close(fd);
+            break;
+        case 1: unlinkat(at, p, 0); break;
+        case 2: mkdirat(at, p, 0755); break;
+        case 3: unlinkat(at, p, AT_REMOVEDIR); break;
+        case 4: renameat(at, p, at, q); break;
+        }
+    }
+}
+
 static const char *const opnames[] = {"create", "mkfifo", "mkdir",    "symlink", "link", "unlink",
                                       "rmdir",  "rename", "exchange", "write",   "chmod"};
 
-static int do_verify(uint64_t seed, long nops, const char *a, const char *b) {
+static int do_verify(uint64_t seed, long nops, const char *a, const char *b, const char *lower) {
+    int lfd = lower ? open(lower, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    if (lower && lfd < 0) {
+        perror(lower);
+        return 1;
+    }
     g_seed = rng_state = seed;
     ta.root = a;
     tb.root = b;
@@ -527,6 +560,23 @@ static int do_verify(uint64_t seed, long nops, const char *a, const char *b) {
         ta.h[i].fd = tb.h[i].fd = -1;
     long done[11] = {0};
     for (g_op = 0; g_op < nops; g_op++) {
+        if (lfd >= 0 && rnd(6) == 0) {
+            /* a host edit: the handles may or may not see its names */
+            char hp[64], hq[64];
+            const char *d = hdirs[rnd(4)];
+            snprintf(hp, sizeof hp, "%s/h%d", d, (int)rnd(3));
+            snprintf(hq, sizeof hq, "%s/h%d", d, (int)rnd(3));
+            struct gone hg[4];
+            gone_take(&ta, hp, &hg[0]);
+            gone_take(&ta, hq, &hg[1]);
+            gone_take(&tb, hp, &hg[2]);
+            gone_take(&tb, hq, &hg[3]);
+            host_op(lfd, tb.rfd, hp, hq);
+            gone_apply(&ta, &hg[0]);
+            gone_apply(&ta, &hg[1]);
+            gone_apply(&tb, &hg[2]);
+            gone_apply(&tb, &hg[3]);
+        }
         int op = (int)rnd(11);
         char p[128], q[128];
         rand_path(p, sizeof p);
@@ -579,8 +629,9 @@ int main(int argc, char **argv) {
         return do_holdfds(argv[2], strtol(argv[3], NULL, 10));
     if (argc == 3 && strcmp(argv[1], "collide") == 0)
         return do_collide(argv[2]);
-    if (argc == 6 && strcmp(argv[1], "verify") == 0)
-        return do_verify(strtoull(argv[2], NULL, 10), strtol(argv[3], NULL, 10), argv[4], argv[5]);
+    if ((argc == 6 || argc == 7) && strcmp(argv[1], "verify") == 0)
+        return do_verify(strtoull(argv[2], NULL, 10), strtol(argv[3], NULL, 10), argv[4], argv[5],
+                         argc == 7 ? argv[6] : NULL);
     fprintf(stderr, "usage: dirops fill|thrash|holdfds DIR N | collide DIR | verify SEED NOPS A B\n");
     return 64;
 }
