@@ -50,8 +50,9 @@ static int remove_entry(int dir_fd, const char *name) {
  * copies (checkpoints; .restore and .restore-old, what a failed or
  * interrupted restore left). */
 static int remove_content(int dir) {
-    static const char *const names[] = {"upper",          "work",       "journal",      "origin",   LC_APPLY_CREATED,
-                                        LC_APPLY_WRITTEN, LC_PREIMAGES, LC_CHECKPOINTS, ".restore", ".restore-old"};
+    static const char *const names[] = {"upper",          "work",           "journal",    "origin",
+                                        LC_APPLY_CREATED, LC_APPLY_WRITTEN, LC_PREIMAGES, LC_CHECKPOINTS,
+                                        ".restore",       ".restore-old",   "cookie-key"};
     for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
         int r = remove_entry(dir, names[i]);
         if (r < 0)

@@ -39,6 +39,7 @@
 
 #include "overlay/ov-internal.h"
 #include "util/cleanup.h"
+#include "util/sha256.h"
 #include "util/util.h"
 
 #define OV_MAX_DIR_ENTRIES (1u << 24)
@@ -273,80 +274,58 @@ void ov_listings_free(struct ov *ov) {
     }
 }
 
-/* The key of dir_cookie: random, the same for the whole run (a cookie
- * must mean the same in every snapshot).  A name's cookie was an unkeyed
- * hash (FNV-1a), whose collisions anyone can compute beforehand (two
- * 12-character names: a minute of one CPU): the second of two colliding
- * names gets the cookie after the first's (cookies_assign), so its cookie
- * changed with the other's presence, and a handle that had read up to
- * one of them skipped the other when the first was removed, or returned
- * it twice when the first was made, in the middle of its stream.  Keyed
- * (SipHash-2-4), a collision is as unlikely as it is for any other 62-bit
- * hash of names the command cannot choose for it. */
-static uint64_t cookie_key[2];
-static pthread_once_t cookie_once = PTHREAD_ONCE_INIT;
+/* The key of dir_cookie (ov->cookie_key): random, the same for the whole
+ * run (a cookie must mean the same in every snapshot) and kept in the
+ * stage (STAGE/cookie-key), so that a stage's directories list in the
+ * same order in every run, as a file system's do.  A name's cookie was an
+ * unkeyed hash (FNV-1a), whose collisions anyone can compute beforehand
+ * (two 12-character names: a minute of one CPU): the second of two
+ * colliding names gets the cookie after the first's (cookies_assign), so
+ * its cookie changed with the other's presence, and a handle that had
+ * read up to one of them skipped the other when the first was removed, or
+ * returned it twice when the first was made, in the middle of its stream.
+ * Keyed (SHA-256 of the key and the name, libcrypto's), a collision is as
+ * unlikely as it is for any other 62-bit hash of names the command cannot
+ * choose for it (what getdents shows of it, the cookies of names it made,
+ * gives the key away no more than SHA-256 does). */
+#define OV_COOKIE_KEY "cookie-key"
 
-static void cookie_key_init(void) {
-    if (getrandom(cookie_key, sizeof cookie_key, 0) != (ssize_t)sizeof cookie_key) {
+void ov_cookie_key_init(struct ov *ov) {
+    int sfd = ov->stage ? stage_dir_fd(ov->stage) : -1;
+    _cleanup_close_ int fd = sfd >= 0 ? openat(sfd, OV_COOKIE_KEY, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) : -1;
+    if (fd >= 0 && read(fd, ov->cookie_key, sizeof ov->cookie_key) == (ssize_t)sizeof ov->cookie_key) {
+        atomic_store(&ov->cookie_key_kept, true);
+        return;
+    }
+    if (getrandom(ov->cookie_key, sizeof ov->cookie_key, 0) != (ssize_t)sizeof ov->cookie_key) {
+        /* no getrandom (before 3.17): the time and pid, which the command
+         * cannot know to the nanosecond */
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
-        cookie_key[0] = (uint64_t)ts.tv_nsec * 0x9E3779B97F4A7C15ULL ^ (uint64_t)getpid();
-        cookie_key[1] = (uint64_t)ts.tv_sec ^ (uint64_t)(uintptr_t)&ts;
+        uint64_t k[2] = {(uint64_t)ts.tv_nsec ^ (uint64_t)getpid() << 32, (uint64_t)ts.tv_sec};
+        memcpy(ov->cookie_key, k, sizeof ov->cookie_key);
     }
 }
 
-#define ROTL64(x, b) (((x) << (b)) | ((x) >> (64 - (b))))
-#define SIPROUND(v0, v1, v2, v3)                                                                                       \
-    do {                                                                                                               \
-        v0 += v1;                                                                                                      \
-        v1 = ROTL64(v1, 13);                                                                                           \
-        v1 ^= v0;                                                                                                      \
-        v0 = ROTL64(v0, 32);                                                                                           \
-        v2 += v3;                                                                                                      \
-        v3 = ROTL64(v3, 16);                                                                                           \
-        v3 ^= v2;                                                                                                      \
-        v0 += v3;                                                                                                      \
-        v3 = ROTL64(v3, 21);                                                                                           \
-        v3 ^= v0;                                                                                                      \
-        v2 += v1;                                                                                                      \
-        v1 = ROTL64(v1, 17);                                                                                           \
-        v1 ^= v2;                                                                                                      \
-        v2 = ROTL64(v2, 32);                                                                                           \
-    } while (0)
-
-static uint64_t siphash24(const uint64_t k[2], const unsigned char *in, size_t len) {
-    uint64_t v0 = 0x736f6d6570736575ULL ^ k[0], v1 = 0x646f72616e646f6dULL ^ k[1];
-    uint64_t v2 = 0x6c7967656e657261ULL ^ k[0], v3 = 0x7465646279746573ULL ^ k[1];
-    size_t full = len & ~(size_t)7;
-    for (size_t i = 0; i < full; i += 8) {
-        uint64_t m = 0;
-        for (int j = 7; j >= 0; j--)
-            m = m << 8 | in[i + (size_t)j];
-        v3 ^= m;
-        SIPROUND(v0, v1, v2, v3);
-        SIPROUND(v0, v1, v2, v3);
-        v0 ^= m;
-    }
-    uint64_t b = (uint64_t)len << 56;
-    for (size_t j = 0; j < (len & 7); j++)
-        b |= (uint64_t)in[full + j] << (8 * j);
-    v3 ^= b;
-    SIPROUND(v0, v1, v2, v3);
-    SIPROUND(v0, v1, v2, v3);
-    v0 ^= b;
-    v2 ^= 0xff;
-    for (int r = 0; r < 4; r++)
-        SIPROUND(v0, v1, v2, v3);
-    return v0 ^ v1 ^ v2 ^ v3;
+/* The key into the stage, at the first listing (not at the start: a run
+ * that lists nothing writes nothing for it).  A stage that cannot keep it
+ * lists in another order next time, nothing worse. */
+static void cookie_key_keep(struct ov *ov) {
+    if (atomic_load(&ov->cookie_key_kept) || atomic_exchange(&ov->cookie_key_kept, true))
+        return;
+    int sfd = ov->stage ? stage_dir_fd(ov->stage) : -1;
+    _cleanup_close_ int fd =
+        sfd >= 0 ? openat(sfd, OV_COOKIE_KEY, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600) : -1;
+    if (fd >= 0 && write(fd, ov->cookie_key, sizeof ov->cookie_key) != (ssize_t)sizeof ov->cookie_key)
+        (void)unlinkat(sfd, OV_COOKIE_KEY, 0);
 }
 
-/* The d_off cookie of a name: its keyed hash (cookie_key), in [3, 2^62 + 2]
- * (0, 1 and 2 are the positions before ".", ".." and the first entry).
- * A listing is ordered by (cookie, name); names colliding in one listing
- * (by chance only) are moved apart (cookies_assign). */
-static uint64_t dir_cookie(const char *name) {
-    pthread_once(&cookie_once, cookie_key_init);
-    return (siphash24(cookie_key, (const unsigned char *)name, strlen(name)) >> 2) + 3;
+/* The d_off cookie of a name: its keyed hash (key: ov->cookie_key), in
+ * [3, 2^62 + 2] (0, 1 and 2 are the positions before ".", ".." and the
+ * first entry).  A listing is ordered by (cookie, name); names colliding
+ * in one listing (by chance only) are moved apart (cookies_assign). */
+static uint64_t dir_cookie(const unsigned char *key, const char *name) {
+    return (pv_sha256_keyed64(key, name, strlen(name)) >> 2) + 3;
 }
 
 static int cmp_key(uint64_t ha, const char *a, uint64_t hb, const char *b) {
@@ -443,7 +422,7 @@ static mode_t dtype_to_mode(unsigned char t) {
  * (the view's are worked out as they are returned: ov_upper_ino and
  * ov_lower_ino depend on the origin map, which copy-ups elsewhere change),
  * sorted by (cookie, name). */
-static int read_dir(int dir_fd, bool upper, struct dvec *dv) {
+static int read_dir(const unsigned char *key, int dir_fd, bool upper, struct dvec *dv) {
     _cleanup_closedir_ DIR *d = NULL;
     int rd = opendir_at(dir_fd, ".", &d);
     if (rd < 0)
@@ -473,7 +452,7 @@ static int read_dir(int dir_fd, bool upper, struct dvec *dv) {
     /* the names have their places now; the hidden flags travel in off */
     for (size_t i = 0; i < dv->n; i++) {
         dv->v[i].name = dv->buf + dv->name_at[i];
-        dv->v[i].hash = dir_cookie(dv->v[i].name);
+        dv->v[i].hash = dir_cookie(key, dv->v[i].name);
         dv->v[i].off = dv->hidden[i];
     }
     if (dv->n)
@@ -489,13 +468,13 @@ static int read_dir(int dir_fd, bool upper, struct dvec *dv) {
  * names in *ret_names.  Masked lower names, lower stages and the lower
  * entries of a directory that is a stage are still there: the reader
  * leaves them out (entry_hidden). */
-static int dir_build(struct ov_node *n, int ufd, int lfd, struct ov_dirent **ret, size_t *ret_n,
-                     struct ov_names **ret_names) {
+static int dir_build(const unsigned char *key, struct ov_node *n, int ufd, int lfd, struct ov_dirent **ret,
+                     size_t *ret_n, struct ov_names **ret_names) {
     struct dvec up = {0}, lo = {0};
     _cleanup_free_ struct ov_dirent *out = NULL;
     int r = 0;
     if (ufd >= 0) {
-        r = read_dir(ufd, true, &up);
+        r = read_dir(key, ufd, true, &up);
         if (r < 0)
             goto done;
     } else if (ufd != -ENOENT) {
@@ -504,7 +483,7 @@ static int dir_build(struct ov_node *n, int ufd, int lfd, struct ov_dirent **ret
     }
     if (n->lower) {
         if (lfd >= 0) {
-            r = read_dir(lfd, false, &lo);
+            r = read_dir(key, lfd, false, &lo);
             if (r < 0)
                 goto done;
         } else if (ufd < 0) {
@@ -619,14 +598,14 @@ static int names_flatten(struct ov_dirent *v, size_t n, struct ov_names **ret) {
  * lower: lfd, unchanged since base), by looking up those names: base's
  * entries copied, those names' entries replaced, added or left out.
  * Shares base's names.  ns lock held (base->pend is stable), base busy. */
-static int listing_patch(const struct ov_listing *base, int ufd, int lfd, struct ov_dirent **ret, size_t *ret_n,
-                         struct ov_names **ret_names) {
+static int listing_patch(const unsigned char *key, const struct ov_listing *base, int ufd, int lfd,
+                         struct ov_dirent **ret, size_t *ret_n, struct ov_names **ret_names) {
     size_t np = base->npend;
     _cleanup_free_ struct patch_ent *pv = calloc(np ? np : 1, sizeof(*pv));
     if (!pv)
         return -ENOMEM;
     for (size_t i = 0; i < np; i++)
-        pv[i] = (struct patch_ent){.name = base->pend[i], .hash = dir_cookie(base->pend[i])};
+        pv[i] = (struct patch_ent){.name = base->pend[i], .hash = dir_cookie(key, base->pend[i])};
     qsort(pv, np, sizeof(*pv), cmp_patch);
     size_t u = 0;
     for (size_t i = 0; i < np; i++)
@@ -805,12 +784,13 @@ static int listing_get(struct ov *ov, struct ov_node *n, struct ov_listing *mine
     *nl = (struct ov_listing){.node = n, .stamp = {now[0], now[1]}, .lower = lower};
     nl->racy[0] = stamp_racy(&now[0], &t0);
     nl->racy[1] = stamp_racy(&now[1], &t0);
-    int r = base ? listing_patch(base, ufd, lfd, &nl->ents, &nl->n, &nl->names) : -EAGAIN;
+    cookie_key_keep(ov);
+    int r = base ? listing_patch(ov->cookie_key, base, ufd, lfd, &nl->ents, &nl->n, &nl->names) : -EAGAIN;
     if (base)
         listing_done(ov, base, true);
     if (r < 0) {
         /* not patched (an error looking a name up): read, which reports it */
-        r = dir_build(n, ufd, lfd, &nl->ents, &nl->n, &nl->names);
+        r = dir_build(ov->cookie_key, n, ufd, lfd, &nl->ents, &nl->n, &nl->names);
         if (r < 0) {
             free(nl);
             return r;

@@ -171,6 +171,10 @@ struct ov {
      * and what they take (dir.c, OV_DIRH_BUDGET); the latest listings of
      * directories, kept for their next opens, by node (OV_LTAB_WAYS a
      * bucket) */
+    /* dir_cookie's key (dir.c): random, kept in the stage from the first
+     * listing on (cookie_key_kept), so every run lists a directory alike */
+    unsigned char cookie_key[16];
+    atomic_bool cookie_key_kept;
     pthread_mutex_t dirh_lock;
     struct ov_listing *dirh_head, *dirh_tail;
     size_t dirh_bytes;
@@ -420,6 +424,8 @@ void ov_dir_touched(struct ov *ov, int dfd);
 /* At the end: free every listing (the handles the kernel never released
  * hold some). */
 void ov_listings_free(struct ov *ov);
+/* ov->cookie_key from the stage, or a new one (dir.c). */
+void ov_cookie_key_init(struct ov *ov);
 int ov_dir_is_empty(struct ov *ov, struct ov_node *n);
 int ov_upper_clear_whiteouts(struct ov *ov, int dir_fd, const char *name);
 void ov_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);

@@ -385,6 +385,7 @@ int overlay_start(const struct overlay_params *p, struct overlay **ret_ov) {
     ov->root->nlookup = 1;
     ov->root->hashed = true;
 
+    ov_cookie_key_init(ov);
     if ((r = init_root(ov)) < 0)
         goto fail;
     struct stat rst; /* the root directory's blocks count too: they grow with it */

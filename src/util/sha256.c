@@ -44,6 +44,17 @@ void pv_sha256_free(struct pv_sha256 *h) {
     free(h);
 }
 
+uint64_t pv_sha256_keyed64(const unsigned char key[16], const void *data, size_t len) {
+    SHA256_CTX ctx;
+    unsigned char d[32];
+    uint64_t v = 0;
+    /* (libcrypto's SHA-256 cannot fail on a context on the stack) */
+    if (SHA256_Init(&ctx) == 1 && SHA256_Update(&ctx, key, 16) == 1 && SHA256_Update(&ctx, data, len) == 1 &&
+        SHA256_Final(d, &ctx) == 1)
+        memcpy(&v, d, sizeof v);
+    return v;
+}
+
 int pv_sha256_buf(const void *data, size_t len, unsigned char ret[32]) {
     struct pv_sha256 *h = NULL;
     int r = pv_sha256_begin(&h);

@@ -11,6 +11,7 @@
 #define PVISOR_UTIL_SHA256_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct pv_sha256;
 
@@ -22,6 +23,11 @@ void pv_sha256_free(struct pv_sha256 *h); /* NULL is fine */
 
 /* One buffer. */
 int pv_sha256_buf(const void *data, size_t len, unsigned char ret[32]);
+
+/* The first 8 bytes of SHA-256(key || data): a hash of data whose
+ * collisions nobody without the key can find (a 16-byte random key), no
+ * allocation.  For the overlay's directory cookies. */
+uint64_t pv_sha256_keyed64(const unsigned char key[16], const void *data, size_t len);
 
 /* The digest of the user.* extended attributes of the object fd refers to
  * (any fd, O_PATH included: read through /proc/self/fd), as stored: each

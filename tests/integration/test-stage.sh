@@ -85,8 +85,11 @@ find . -type d -printf '%y %m %U:%G %p\n'
 } | LC_ALL=C sort
 find . -type f -exec sha256sum {} + | LC_ALL=C sort -k2
 if command -v getfattr >/dev/null; then
+    # one line per attribute, sorted: getfattr -R walks in readdir order,
+    # which is the view's (its keyed cookies) or the kernel's
     getfattr -R -h -d -m '^user\.' -e hex . 2>/dev/null |
-        awk '/^# file:/ { hdr = $0; next } /^user\.overlay\./ { next } /^user\./ { if (hdr != "") { print hdr; hdr = "" } print }'
+        awk '/^# file:/ { hdr = substr($0, 9); next } /^user\.overlay\./ { next } /^user\./ { print hdr ": " $0 }' |
+        LC_ALL=C sort
 fi
 EOF
 
