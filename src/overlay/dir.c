@@ -308,14 +308,16 @@ void ov_cookie_key_init(struct ov *ov) {
 }
 
 /* The key into the stage, at the first listing (not at the start: a run
- * that lists nothing writes nothing for it).  A stage that cannot keep it
- * lists in another order next time, nothing worse. */
+ * that lists nothing writes nothing for it); over a short one a crash
+ * left (the run holds the stage's lock: no other view writes it).  A
+ * stage that cannot keep it lists in another order next time, nothing
+ * worse. */
 static void cookie_key_keep(struct ov *ov) {
     if (atomic_load(&ov->cookie_key_kept) || atomic_exchange(&ov->cookie_key_kept, true))
         return;
     int sfd = ov->stage ? stage_dir_fd(ov->stage) : -1;
     _cleanup_close_ int fd =
-        sfd >= 0 ? openat(sfd, OV_COOKIE_KEY, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600) : -1;
+        sfd >= 0 ? openat(sfd, OV_COOKIE_KEY, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600) : -1;
     if (fd >= 0 && write(fd, ov->cookie_key, sizeof ov->cookie_key) != (ssize_t)sizeof ov->cookie_key)
         (void)unlinkat(sfd, OV_COOKIE_KEY, 0);
 }

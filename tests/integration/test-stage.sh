@@ -1219,6 +1219,18 @@ echo "987654321 $(stat -c %i "$W11/newdir")" >> "$T/st-reuse/origin"
 eq "$(jq -r '.changeset.changes[] | select(.path == "newdir") | .conflict // "none"' "$T/reuse.json" | grep -c 'exists in the workspace')" 1 \
     "review: a directory the user made after the run is a conflict, also when its inode number is a copied-up file's origin"
 
+# The cookies' key is kept in the stage: its directories list in the same
+# order in every run; a key a crash left empty is written again.
+W12="$T/ws-order"; mkdir -p "$W12"; for f in a b c d e f g h; do : > "$W12/$f"; done
+"$PVISOR" run --stage "$T/st-order" --workspace "$W12" -- ls -f "$W12" > "$T/order1" 2>/dev/null
+"$PVISOR" run --stage "$T/st-order" --workspace "$W12" -- ls -f "$W12" > "$T/order2" 2>/dev/null
+k1=$(wc -c < "$T/st-order/cookie-key"); : > "$T/st-order/cookie-key"
+"$PVISOR" run --stage "$T/st-order" --workspace "$W12" -- ls -f "$W12" >/dev/null 2>&1
+"$PVISOR" run --stage "$T/st-order" --workspace "$W12" -- ls -f "$W12" > "$T/order3" 2>/dev/null
+"$PVISOR" run --stage "$T/st-order" --workspace "$W12" -- ls -f "$W12" > "$T/order4" 2>/dev/null
+eq "$k1:$(cmp -s "$T/order1" "$T/order2" && echo same):$(wc -c < "$T/st-order/cookie-key"):$(cmp -s "$T/order3" "$T/order4" && echo same):$(wc -l < "$T/order1")" \
+    "16:same:16:same:10" "a stage's directories list in the same order in every run (STAGE/cookie-key); an empty key is written again"
+
 # An EBUSY at a path while apply writes (a mount point mounted there since
 # the review, which the changeset's check could not see) is the
 # workspace's, not the stage's lock: it read "the stage is in use ...; wait
