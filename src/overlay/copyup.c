@@ -153,6 +153,94 @@ static const char *type_name(mode_t m) {
     return "unknown";
 }
 
+/* ---- protection attributes ---- */
+
+/* The statx attributes of fd (O_PATH) as OV_PROT_*. */
+static unsigned fd_prot(int fd) {
+    struct statx stx;
+    if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW | AT_STATX_DONT_SYNC, 0, &stx) < 0)
+        return 0;
+    return ((stx.stx_attributes & STATX_ATTR_IMMUTABLE) ? OV_PROT_IMMUTABLE : 0) |
+           ((stx.stx_attributes & STATX_ATTR_APPEND) ? OV_PROT_APPEND : 0) |
+           ((stx.stx_attributes & STATX_ATTR_MOUNT_ROOT) ? OV_PROT_MOUNT : 0);
+}
+
+/* The protattr of the upper object fd (O_PATH, not a symlink). */
+static unsigned upper_prot(int fd) {
+    char pp[40], v[8];
+    if (ov_proc_path(fd, pp) < 0)
+        return 0;
+    ssize_t n = getxattr(pp, OV_XATTR_PROTATTR, v, sizeof v);
+    unsigned p = 0;
+    for (ssize_t i = 0; i < n; i++)
+        p |= v[i] == 'a' ? OV_PROT_APPEND : v[i] == 'i' ? OV_PROT_IMMUTABLE : 0;
+    return p;
+}
+
+/* Give the copy being built at fd (O_PATH) its lower object's +a/+i. */
+static int set_protattr(int fd, unsigned prot) {
+    char pp[40], v[3];
+    size_t n = 0;
+    if (prot & OV_PROT_APPEND)
+        v[n++] = 'a';
+    if (prot & OV_PROT_IMMUTABLE)
+        v[n++] = 'i';
+    if (!n)
+        return 0;
+    if (ov_proc_path(fd, pp) < 0)
+        return -EOVERFLOW;
+    return setxattr(pp, OV_XATTR_PROTATTR, v, n, 0) < 0 ? -errno : 0;
+}
+
+void ov_node_prot(struct ov *ov, struct ov_node *n, unsigned *ret) {
+    *ret = 0;
+    if (n == ov->root) {
+        *ret = fd_prot(ov->lower_fd) & (OV_PROT_IMMUTABLE | OV_PROT_APPEND);
+        return;
+    }
+    int ufd = ov_node_upper(ov, n), kfd;
+    if (ufd >= 0) {
+        if (n->type != S_IFLNK)
+            *ret = upper_prot(ufd);
+    } else if (ufd != -ENOENT) {
+        return;
+    } else if ((kfd = ov_node_kept_lower(ov, n)) >= 0) {
+        *ret = fd_prot(kfd) & (OV_PROT_IMMUTABLE | OV_PROT_APPEND);
+    } else {
+        _cleanup_close_ int lfd = ov_node_lower_open(ov, n, O_PATH);
+        if (lfd >= 0)
+            *ret = fd_prot(lfd) & (OV_PROT_IMMUTABLE | OV_PROT_APPEND);
+    }
+}
+
+void ov_entry_prot(struct ov *ov, struct ov_node *parent, const char *name, const struct ov_entry *e, unsigned *ret) {
+    *ret = 0;
+    if (e->upper && !S_ISLNK(e->ust.st_mode)) {
+        int pfd = ov_node_upper(ov, parent);
+        _cleanup_close_ int fd = pfd < 0 ? -1 : openat(pfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        if (fd >= 0)
+            *ret = upper_prot(fd);
+    }
+    if (!e->lower) /* the lower object is not part of it */
+        return;
+    _cleanup_free_ char *path = NULL;
+    if (ov_child_path(ov, parent, name, &path) < 0)
+        return;
+    _cleanup_close_ int lfd = ov_lower_open(ov, path, O_PATH);
+    if (lfd < 0)
+        return;
+    /* a merged directory: its upper copy has the lower's +a/+i (and a
+     * stage of an older pvisor none); a mount root is the lower's */
+    unsigned l = fd_prot(lfd);
+    *ret |= e->upper ? (l & OV_PROT_MOUNT) : l;
+}
+
+int ov_prot_check(struct ov *ov, struct ov_node *n, bool append_ok) {
+    unsigned p;
+    ov_node_prot(ov, n, &p);
+    return (p & OV_PROT_IMMUTABLE) || ((p & OV_PROT_APPEND) && !append_ok) ? -EPERM : 0;
+}
+
 static void to_hex(const unsigned char d[32], char out[65]) {
     for (unsigned i = 0; i < 32; i++)
         sprintf(out + 2 * i, "%02x", d[i]);
@@ -613,6 +701,10 @@ int ov_copy_up_entry(struct ov *ov, int pfd, const char *relpath, const char *na
     if (!S_ISLNK(lst.st_mode)) {
         r = ov_copy_xattrs(lfd, tfd, true);
         if (r < 0)
+            goto fail;
+        /* the copy stays append-only or immutable in the view (a file
+         * appended to, a directory moved with its parent) */
+        if ((r = set_protattr(tfd, fd_prot(lfd) & (OV_PROT_IMMUTABLE | OV_PROT_APPEND))) < 0)
             goto fail;
         if (fchmodat(ov->work_fd, tmp, lst.st_mode & 07777, 0) < 0) {
             r = -errno;

@@ -51,6 +51,9 @@ static int mk_prepare(struct ov *ov, struct ov_node *parent, const char *name, u
         return -EEXIST;
     if (parent->type != S_IFDIR)
         return -ENOTDIR;
+    /* nothing is added to a directory immutable on the host (may_create) */
+    if ((r = ov_prot_check(ov, parent, true)) < 0)
+        return r;
     if ((r = ov_copy_up(ov, parent, NULL)) < 0)
         return r;
     if ((r = ov_quota_inode(ov)) < 0)
@@ -307,6 +310,9 @@ void ov_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char
     bool prepared = false;
     if (r >= 0)
         prepared = (r = mk_prepare(ov, np, newname, ov_entry_charge(ov, S_IFREG, 0), &mk)) >= 0;
+    /* may_linkat: not to an immutable or append-only file */
+    if (r >= 0)
+        r = ov_prot_check(ov, n, false);
     if (r >= 0)
         r = ov_copy_up(ov, n, "link");
     int ufd = r < 0 ? r : ov_node_upper(ov, n);
@@ -350,6 +356,21 @@ static int remove_upper(struct ov *ov, int pfd, const char *name, bool dir) {
     return 0;
 }
 
+/* may_delete, for the host's attributes the kernel does not see in the
+ * view: the name e at parent/name may not go (unlink, rmdir, a rename from
+ * or over it) when parent is immutable or append-only, or the object itself
+ * is (-EPERM, before the type checks, as natively); nor when it is a mount
+ * root in the workspace (-EBUSY; the caller checks that after the types). */
+static int may_delete(struct ov *ov, struct ov_node *parent, const char *name, const struct ov_entry *e,
+                      unsigned *ret_prot) {
+    unsigned pp;
+    ov_node_prot(ov, parent, &pp);
+    ov_entry_prot(ov, parent, name, e, ret_prot);
+    if (pp || (*ret_prot & (OV_PROT_IMMUTABLE | OV_PROT_APPEND)))
+        return -EPERM;
+    return 0;
+}
+
 static int do_remove(struct ov *ov, struct ov_node *p, const char *name, bool dir) {
     struct ov_entry e;
     int r = ov_resolve(ov, p, name, &e);
@@ -357,11 +378,16 @@ static int do_remove(struct ov *ov, struct ov_node *p, const char *name, bool di
         return r;
     if (!ov_entry_exists(&e))
         return -ENOENT;
+    unsigned prot;
+    if ((r = may_delete(ov, p, name, &e, &prot)) < 0)
+        return r;
     mode_t m = e.upper ? e.ust.st_mode : e.lst.st_mode;
     if (dir && !S_ISDIR(m))
         return -ENOTDIR;
     if (!dir && S_ISDIR(m))
         return -EISDIR;
+    if (prot & OV_PROT_MOUNT)
+        return -EBUSY; /* a file system is mounted on it */
     struct ov_node *n = NULL;
     _cleanup_free_ char *path = NULL;
     uint64_t charge = 0; /* reserved */
@@ -469,6 +495,16 @@ static int do_rename(struct ov *ov, struct ov_node *p, const char *name, struct 
         return -EEXIST;
     if (p == np && strcmp(name, newname) == 0)
         return 0;
+    /* vfs_rename: the source goes from its directory, the destination's
+     * name is created or, when it exists, goes too (both, exchanging) */
+    unsigned sprot, dprot = 0, npprot;
+    if ((r = may_delete(ov, p, name, &se, &sprot)) < 0)
+        return r;
+    if (dexists && (r = may_delete(ov, np, newname, &de, &dprot)) < 0)
+        return r;
+    ov_node_prot(ov, np, &npprot);
+    if (npprot & OV_PROT_IMMUTABLE)
+        return -EPERM;
     mode_t sm = se.upper ? se.ust.st_mode : se.lst.st_mode;
     mode_t dm = de.upper ? de.ust.st_mode : de.lst.st_mode;
     /* Nothing may reach a sealed path: not as what is moved there, nor
@@ -495,6 +531,8 @@ static int do_rename(struct ov *ov, struct ov_node *p, const char *name, struct 
             se.lst.st_dev == de.lst.st_dev)
             return 0;
     }
+    if ((sprot | dprot) & OV_PROT_MOUNT)
+        return -EBUSY; /* a file system is mounted on one of them */
     _cleanup_free_ char *dpath = NULL;
     uint64_t charge = 0; /* reserved */
     struct ov_mark spm = {.fd = -1}, dpm = {.fd = -1};

@@ -253,8 +253,17 @@ void ov_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set
                                                                           : "utimens";
     struct stat st;
     double t = 0;
+    /* As the host's kernel would (notify_change, do_truncate): a file
+     * immutable there takes no change, an append-only one only a utimes
+     * to the current time. */
+    bool set_times = ((to_set & FUSE_SET_ATTR_ATIME) && !(to_set & FUSE_SET_ATTR_ATIME_NOW)) ||
+                     ((to_set & FUSE_SET_ATTR_MTIME) && !(to_set & FUSE_SET_ATTR_MTIME_NOW));
+    bool append_ok =
+        !(to_set & (FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) && !set_times;
     ov_wrlock(ov);
-    int r = ov_copy_up(ov, n, op);
+    int r = ov_prot_check(ov, n, append_ok);
+    if (r >= 0)
+        r = ov_copy_up(ov, n, op);
     int ufd = r < 0 ? r : ov_node_upper(ov, n);
     char pp[40];
     if (ufd < 0) {
@@ -427,7 +436,10 @@ void ov_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
     }
     if (wr) {
         ov_wrlock(ov);
-        r = ov_copy_up(ov, n, (flags & O_TRUNC) ? "truncate" : "open");
+        /* an append-only file opens for appending only (may_open) */
+        r = ov_prot_check(ov, n, (flags & O_APPEND) && !(flags & O_TRUNC));
+        if (r >= 0)
+            r = ov_copy_up(ov, n, (flags & O_TRUNC) ? "truncate" : "open");
         int ufd = r < 0 ? r : ov_node_upper(ov, n);
         if (ufd < 0) {
             r = ufd;

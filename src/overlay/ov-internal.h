@@ -72,6 +72,9 @@
 #define OV_XATTR_PREFIX "user.overlay."
 #define OV_XATTR_ESCAPED "user.overlay.overlay."
 #define OV_XATTR_OPAQUE "user.overlay.opaque"
+/* The lower object's chattr +a/+i, kept on its upper copy (kernel
+ * overlayfs's protattr: 'a' append-only, 'i' immutable, in that order) */
+#define OV_XATTR_PROTATTR "user.overlay.protattr"
 #define OV_MAX_XATTR (64 * 1024)
 
 struct ov_node {
@@ -342,6 +345,24 @@ void ov_table_free(struct ov *ov);
 int ov_proc_path(int fd, char buf[static 40]);
 
 /* copyup.c */
+/* Protection attributes of a view object: the host's chattr +i and +a
+ * (which the view enforces, as kernel overlayfs does: the kernel does not
+ * know them for a FUSE inode), and a lower mount root (rmdir and rename
+ * fail EBUSY). */
+#define OV_PROT_IMMUTABLE 1u
+#define OV_PROT_APPEND 2u
+#define OV_PROT_MOUNT 4u
+/* Node n's: its upper copy's protattr (taken from the lower at copy-up),
+ * else the lower object's statx attributes; the root's are the workspace
+ * root's.  *ret 0 when they cannot be read (the operation's own error
+ * follows). */
+void ov_node_prot(struct ov *ov, struct ov_node *n, unsigned *ret);
+/* The same for the object e that ov_resolve found at parent/name. */
+void ov_entry_prot(struct ov *ov, struct ov_node *parent, const char *name, const struct ov_entry *e, unsigned *ret);
+/* -EPERM if node n may not be changed: immutable, or append-only and the
+ * change is not an append (append_ok: an O_APPEND open, a utimes to the
+ * current time); else 0. */
+int ov_prot_check(struct ov *ov, struct ov_node *n, bool append_ok);
 int ov_copy_up(struct ov *ov, struct ov_node *n, const char *op);
 int ov_copy_up_tree(struct ov *ov, struct ov_node *n, const char *op);
 int ov_journal_lower(struct ov *ov, const char *relpath, const char *op);

@@ -160,6 +160,9 @@ static int modify_xattr(struct ov *ov, struct ov_node *n, const char *name, cons
         return r;
     if (n->type == S_IFLNK)
         return -EPERM;
+    /* xattr_permission: not of an immutable or append-only object */
+    if ((r = ov_prot_check(ov, n, false)) < 0)
+        return r;
     if (remove && ov_node_upper(ov, n) == -ENOENT) {
         /* nothing to remove on a lower-only object: no copy-up */
         char pp2[40];
