@@ -721,6 +721,17 @@ int ov_copy_up_entry(struct ov *ov, int pfd, const char *relpath, const char *na
         r = -errno;
         goto fail;
     }
+    /* the owner the chown above could not give (an ordinary user's run)
+     * is shown all the same, and the kernel's checks follow it; then the
+     * copy's allocation, with that xattr, is measured again */
+    if (!S_ISLNK(lst.st_mode) && (tst.st_uid != lst.st_uid || tst.st_gid != lst.st_gid)) {
+        if ((r = ov_owner_keep(tfd, &tst, lst.st_uid, lst.st_gid)) < 0)
+            goto fail;
+        if (fstatat(tfd, "", &tst, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0) {
+            r = -errno;
+            goto fail;
+        }
+    }
     if (op) {
         r = journal_record(ov, relpath, &lst, have_sha ? sha : NULL, xsha, op);
         if (r < 0)
@@ -792,6 +803,9 @@ static int copy_up_removed_dir(struct ov *ov, struct ov_node *n, int kfd) {
         r = -errno;
     if (r >= 0)
         r = ov_copy_xattrs(kfd, tfd, true);
+    struct stat tst;
+    if (r >= 0 && fstatat(tfd, "", &tst, AT_EMPTY_PATH) == 0)
+        r = ov_owner_keep(tfd, &tst, lst.st_uid, lst.st_gid);
     if (r >= 0 && fchmodat(ov->work_fd, tmp, lst.st_mode & 07777, 0) < 0)
         r = -errno;
     struct timespec ts[2] = {lst.st_atim, lst.st_mtim};

@@ -322,6 +322,7 @@ void ov_node_set_upper(struct ov *ov, struct ov_node *n, int fd) {
     pthread_mutex_lock(&ov->tree_lock);
     int old = n->upper_fd;
     n->upper_fd = fd;
+    n->owner_state = 0; /* another object, maybe */
     atomic_fetch_add(&ov->n_upper_fds, (fd >= 0) - (old >= 0));
     pthread_mutex_unlock(&ov->tree_lock);
     if (old >= 0 && old != fd)
@@ -385,6 +386,77 @@ uint64_t ov_lower_ino(struct ov *ov, uint64_t lower_st_ino) {
     return lower_st_ino;
 }
 
+/* ---- owners a copy-up could not give ---- */
+
+int ov_owner_keep(int fd, const struct stat *st, uid_t uid, gid_t gid) {
+    if (st->st_uid == uid && st->st_gid == gid)
+        return 0;
+    char pp[40], v[32];
+    int m = snprintf(v, sizeof v, "%u:%u", (unsigned)uid, (unsigned)gid);
+    if (ov_proc_path(fd, pp) < 0 || m < 0 || (size_t)m >= sizeof v)
+        return -EOVERFLOW;
+    return setxattr(pp, OV_XATTR_OWNER, v, (size_t)m, 0) < 0 ? -errno : 0;
+}
+
+void ov_owner_shown(struct ov *ov, struct ov_node *n, int ufd, struct stat *st) {
+    /* only a copy owned by us may hold one (a run that can chown makes
+     * none); symlinks take no user xattrs */
+    if (ov->can_chown || st->st_uid != ov->self_uid || S_ISLNK(st->st_mode))
+        return;
+    pthread_mutex_lock(&ov->tree_lock);
+    unsigned char state = n->owner_state;
+    uid_t uid = n->owner_uid;
+    gid_t gid = n->owner_gid;
+    pthread_mutex_unlock(&ov->tree_lock);
+    if (!state) {
+        char pp[40], v[32];
+        ssize_t len = ov_proc_path(ufd, pp) < 0 ? -1 : getxattr(pp, OV_XATTR_OWNER, v, sizeof v - 1);
+        unsigned u, g;
+        state = 1;
+        if (len > 0) {
+            v[len] = '\0';
+            if (sscanf(v, "%u:%u", &u, &g) == 2) {
+                state = 2;
+                uid = u;
+                gid = g;
+            }
+        } else if (len < 0 && errno != ENODATA) {
+            return; /* not known: read again next time */
+        }
+        pthread_mutex_lock(&ov->tree_lock);
+        n->owner_state = state;
+        n->owner_uid = uid;
+        n->owner_gid = gid;
+        pthread_mutex_unlock(&ov->tree_lock);
+    }
+    if (state == 2) {
+        st->st_uid = uid;
+        st->st_gid = gid;
+    }
+}
+
+int ov_owner_changed(struct ov *ov, struct ov_node *n, int ufd, const struct stat *shown, uid_t uid, gid_t gid) {
+    struct stat st;
+    if (ov->can_chown || S_ISLNK(shown->st_mode) || fstatat(ufd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+        return 0;
+    uid_t want_uid = uid == (uid_t)-1 ? shown->st_uid : uid;
+    gid_t want_gid = gid == (gid_t)-1 ? shown->st_gid : gid;
+    char pp[40];
+    if (ov_proc_path(ufd, pp) < 0)
+        return -EOVERFLOW;
+    int r = 0;
+    if (st.st_uid == want_uid && st.st_gid == want_gid) {
+        if (removexattr(pp, OV_XATTR_OWNER) < 0 && errno != ENODATA)
+            r = -errno;
+    } else {
+        r = ov_owner_keep(ufd, &st, want_uid, want_gid);
+    }
+    pthread_mutex_lock(&ov->tree_lock);
+    n->owner_state = 0; /* read again */
+    pthread_mutex_unlock(&ov->tree_lock);
+    return r;
+}
+
 int ov_node_stat(struct ov *ov, struct ov_node *n, struct stat *ret_st) {
     struct stat st;
     int ufd = ov_node_upper(ov, n), kfd;
@@ -392,6 +464,7 @@ int ov_node_stat(struct ov *ov, struct ov_node *n, struct stat *ret_st) {
         if (fstatat(ufd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
             return -errno;
         st.st_ino = ov_upper_ino(ov, st.st_ino);
+        ov_owner_shown(ov, n, ufd, &st);
         /* A merged directory's link count is unknown without listing both
          * layers; report 1 ("unknown", as kernel overlayfs and btrfs do). */
         if (S_ISDIR(st.st_mode) && n->lower)
@@ -896,6 +969,11 @@ int ov_fill_entry_resolved(struct ov *ov, struct ov_node *n, const struct ov_ent
     if (res->upper) {
         e->attr = res->ust;
         e->attr.st_ino = ov_upper_ino(ov, e->attr.st_ino);
+        if (!ov->can_chown && e->attr.st_uid == ov->self_uid) {
+            int ufd = ov_node_upper(ov, n);
+            if (ufd >= 0)
+                ov_owner_shown(ov, n, ufd, &e->attr);
+        }
         /* as ov_node_stat: a merged directory's link count is unknown */
         if (S_ISDIR(e->attr.st_mode) && n->lower)
             e->attr.st_nlink = 1;

@@ -158,6 +158,9 @@ static int mk_finish(struct ov *ov, struct ov_node *parent, const char *name, in
     }
     ov_node_set_upper(ov, n, fd);
     n->lower = false;
+    pthread_mutex_lock(&ov->tree_lock);
+    n->owner_state = 1; /* new: it holds no OV_XATTR_OWNER (no read for it) */
+    pthread_mutex_unlock(&ov->tree_lock);
     r = ov_fill_entry(ov, n, fe);
     if (r < 0)
         ov_node_forget(ov, n, 1);

@@ -285,8 +285,15 @@ void ov_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set
     if (to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) {
         uid_t u = (to_set & FUSE_SET_ATTR_UID) ? attr->st_uid : (uid_t)-1;
         gid_t g = (to_set & FUSE_SET_ATTR_GID) ? attr->st_gid : (gid_t)-1;
-        if (fchownat(ufd, "", u, g, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0) {
+        struct stat shown;
+        if (fstatat(ufd, "", &shown, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0) {
             r = -errno;
+            goto out;
+        }
+        ov_owner_shown(ov, n, ufd, &shown);
+        if (fchownat(ufd, "", u, g, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0 ||
+            (r = ov_owner_changed(ov, n, ufd, &shown, u, g)) < 0) {
+            r = r < 0 ? r : -errno;
             goto out;
         }
     }

@@ -75,6 +75,11 @@
 /* The lower object's chattr +a/+i, kept on its upper copy (kernel
  * overlayfs's protattr: 'a' append-only, 'i' immutable, in that order) */
 #define OV_XATTR_PROTATTR "user.overlay.protattr"
+/* "UID:GID": the owner of the lower object that a copy-up, without the
+ * right to chown (an ordinary user's run), could not give its copy: the
+ * view shows it, as it showed the lower object, and the kernel's
+ * permission checks (default_permissions) follow it */
+#define OV_XATTR_OWNER "user.overlay.owner"
 #define OV_MAX_XATTR (64 * 1024)
 
 struct ov_node {
@@ -112,6 +117,13 @@ struct ov_node {
      * (its upper copy's origin is forgotten with its name) */
     int kept_lower_fd;
     uint64_t gone_ino;
+    /* tree_lock: the owner shown for the upper object (reset when it
+     * changes: ov_node_set_upper): 0 not read yet, 1 the upper's own, 2
+     * owner_uid:owner_gid, its lower object's, which the copy-up could not
+     * give it (OV_XATTR_OWNER) */
+    unsigned char owner_state;
+    uid_t owner_uid;
+    gid_t owner_gid;
 };
 
 struct ov_alias {
@@ -306,6 +318,16 @@ uint64_t ov_upper_ino(struct ov *ov, uint64_t upper_st_ino);
  * never share a number. */
 uint64_t ov_lower_ino(struct ov *ov, uint64_t lower_st_ino);
 int ov_node_stat(struct ov *ov, struct ov_node *n, struct stat *ret_st);
+/* The copy being built at fd (O_PATH, not a symlink; st: its attributes
+ * now) of a lower object owned by uid:gid: when it is owned by another,
+ * record that owner (OV_XATTR_OWNER). */
+int ov_owner_keep(int fd, const struct stat *st, uid_t uid, gid_t gid);
+/* st, the attributes of n's upper object ufd: the owner shown (ufd's, or
+ * the one recorded, OV_XATTR_OWNER). */
+void ov_owner_shown(struct ov *ov, struct ov_node *n, int ufd, struct stat *st);
+/* n's upper object ufd was given the owner uid:gid ((uid_t)-1, (gid_t)-1:
+ * unchanged) from shown (as ov_owner_shown): keep the record in step. */
+int ov_owner_changed(struct ov *ov, struct ov_node *n, int ufd, const struct stat *shown, uid_t uid, gid_t gid);
 bool ov_is_whiteout(const struct stat *st);
 int ov_is_opaque(int dir_fd, const char *name);
 int ov_check_name(const char *name);

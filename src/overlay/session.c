@@ -213,6 +213,14 @@ static void account_tree(struct ov *ov, int dir_fd, unsigned depth) {
 
 /* First run on a fresh stage: the upper root takes the workspace root's
  * owner, mode, times and xattrs, and its inode number. */
+/* Does /proc/self/MAP map every id as itself (the initial namespace's
+ * "0 0 4294967295")? */
+static bool maps_every_id(const char *map) {
+    _cleanup_fclose_ FILE *f = fopen(map, "re");
+    unsigned long in, out, count;
+    return f && fscanf(f, "%lu %lu %lu", &in, &out, &count) == 3 && in == 0 && out == 0 && count == 4294967295UL;
+}
+
 static int init_root(struct ov *ov) {
     struct stat ust, lst;
     if (fstat(ov->upper_fd, &ust) < 0 || fstat(ov->lower_fd, &lst) < 0)
@@ -222,10 +230,19 @@ static int init_root(struct ov *ov) {
         return 0;
     if (fchown(ov->upper_fd, lst.st_uid, lst.st_gid) < 0 && errno != EPERM && errno != EINVAL)
         return -errno;
+    /* not permitted (an ordinary user's run): the root shows the workspace
+     * root's owner all the same (as root, mode 0755: nothing can be created
+     * at the top, as on the host) */
+    struct stat now;
+    if (fstat(ov->upper_fd, &now) < 0)
+        return -errno;
+    int r = ov_owner_keep(ov->upper_fd, &now, lst.st_uid, lst.st_gid);
+    if (r < 0)
+        return r;
     _cleanup_close_ int lp = openat(ov->lower_fd, ".", O_PATH | O_CLOEXEC);
     if (lp < 0)
         return -errno;
-    int r = ov_copy_xattrs(lp, ov->upper_fd, true);
+    r = ov_copy_xattrs(lp, ov->upper_fd, true);
     if (r < 0)
         return r;
     if (fchmod(ov->upper_fd, lst.st_mode & 07777) < 0)
@@ -353,6 +370,10 @@ int overlay_start(const struct overlay_params *p, struct overlay **ret_ov) {
     ov->max_bytes = p->max_bytes;
     ov->max_inodes = p->max_inodes;
     ov->self_uid = geteuid();
+    /* root with every id mapped gives each copy its owner; any other run
+     * keeps the owners it cannot give in an xattr (OV_XATTR_OWNER), which
+     * its getattr reads */
+    ov->can_chown = ov->self_uid == 0 && maps_every_id("/proc/self/uid_map") && maps_every_id("/proc/self/gid_map");
     /* The fine clock: since Linux 6.13 (multigrain timestamps) a ctime may
      * be finer than the coarse clock, which lags it by up to a tick, so a
      * file written a millisecond before the run read as changed during it

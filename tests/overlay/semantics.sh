@@ -840,6 +840,30 @@ more
 .wh.foo a abs-sym d emptydir hl keep2 run.sh sparse sym "
 check "unprivileged: lower unchanged and stage sealed" bash -c "$(declare -f manifest lower_unchanged); C=$C L=$L lower_unchanged && [ \"\$($OVRUN --probe $S)\" == sealed ]"
 
+# An ordinary user's run cannot chown a copy: the workspace root (upper/)
+# and a directory copied up to hold a changed child showed as the user's
+# own, so the command could create entries at the top of root's workspace
+# (mode 0755) and in root's directories, which apply then failed to write
+# (EACCES).  They show the lower's owner (65534: unmapped) and the kernel
+# refuses as on the host.  (uid 4242: not the overflow uid 65534 itself.)
+new_case unpriv-owner
+chmod 0755 "$L"; mkdir -p "$L/other/mine"; echo f > "$L/other/mine/f"
+chown -R 4242:4242 "$L/other/mine"; chown 4242:4242 "$C"
+manifest "$L" > "$C/manifest.before"
+# a second run on the stage: what the first copied up, with no attributes
+# the kernel cached from the lower
+setpriv --reuid=4242 --regid=4242 --clear-groups -- "$OVRUN" "$L" "$S" -- sh -c 'echo w >> other/mine/f' &&
+setpriv --reuid=4242 --regid=4242 --clear-groups -- "$OVRUN" "$L" "$S" -- sh -c 'touch new other/new 2>&1; stat -c "%n %u:%g %a" . other other/mine other/mine/f; chmod 700 other 2>&1; chgrp 4242 other/mine/f && stat -c "%n %u:%g" other/mine/f' > "$C/out" 2> "$C/err"
+expect "unprivileged: the workspace root and a copied-up directory of root's show its owner; nothing can be made in them" "$C/out" "touch: cannot touch 'new': Permission denied
+touch: cannot touch 'other/new': Permission denied
+. 65534:65534 755
+other 65534:65534 755
+other/mine 4242:4242 755
+other/mine/f 4242:4242 644
+chmod: changing permissions of 'other': Value too large for defined data type
+other/mine/f 4242:4242"
+check "unprivileged owners: lower unchanged, nothing new staged, the copies' owners recorded" bash -c "$(declare -f manifest lower_unchanged); C=$C L=$L lower_unchanged && [ \"\$(ls -A $S/upper | tr '\n' ' ')\" = 'other ' ] && [ \"\$(getfattr --only-values -n user.overlay.owner $S/upper/other)\" = 65534:65534 ] && ! getfattr -n user.overlay.owner $S/upper/other/mine/f >/dev/null 2>&1"
+
 # --- 18. stage refusals and O_TMPFILE ------------------------------------------------------
 new_case stageerr
 touch "$C/afile"
