@@ -373,13 +373,30 @@ static bool is_whiteout(const struct stat *st) {
     return S_ISCHR(st->st_mode) && st->st_rdev == makedev(0, 0);
 }
 
-/* Do the user xattrs of the workspace's dirfd/name differ from those the
- * preimage recorded (pv_user_xattrs_sha256)?  Unreadable counts as
- * changed: apply would replace them unseen. */
-static bool xattrs_changed(int dirfd, const char *name, const unsigned char want[32]) {
+/* Why the user xattrs of the workspace's dirfd/name are a conflict: they
+ * differ from those the preimage recorded (pv_user_xattrs_sha256), or
+ * they cannot be read, which counts as a conflict too (apply would
+ * replace them unseen) but is not said to be a change; NULL when they are
+ * the recorded ones. */
+static const char *xattrs_conflict(int dirfd, const char *name, const unsigned char want[32]) {
     _cleanup_close_ int fd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
     unsigned char got[32];
-    return fd < 0 || pv_user_xattrs_sha256(fd, got) <= 0 || memcmp(got, want, 32) != 0;
+    int r = fd < 0 ? -errno : pv_user_xattrs_sha256(fd, got);
+    if (r > 0)
+        return memcmp(got, want, 32) != 0 ? "extended attributes (user.*) changed in the workspace since the run"
+                                          : NULL;
+    if (r == 0)
+        return "extended attributes (user.*) not kept by the workspace's file system now (it kept them at the run): "
+               "apply cannot tell whether they changed; apply the rest with --path";
+    if (r == -EACCES || r == -EPERM)
+        return "extended attributes (user.*) could not be read in the workspace (permission denied), so whether they "
+               "changed since the run is unknown: make the file readable to you, then try again";
+    if (r == -EIO)
+        return "extended attributes (user.*) could not be read in the workspace (Input/output error), so whether "
+               "they changed since the run is unknown: check the file system (dmesg, 'getfattr -d' the path), then "
+               "try again";
+    return "extended attributes (user.*) could not be read in the workspace, so whether they changed since the run "
+           "is unknown: check the path ('getfattr -d' it), then try again";
 }
 
 static int hash_lower(int dirfd, const char *name, const struct stat *st, unsigned char sha[32]) {
@@ -520,9 +537,8 @@ static int set_old(struct walk *w, struct lc_entry *e, int lower_dirfd, const ch
                                             : "content changed in the workspace since the run";
     else if (p->mode != e->old_mode && e->old_type != LC_LNK)
         e->conflict = "mode changed in the workspace since the run";
-    else if (p->has_xattr_sha && (e->old_type == LC_REG || e->old_type == LC_DIR) &&
-             xattrs_changed(lower_dirfd, name, p->xattr_sha))
-        e->conflict = "extended attributes (user.*) changed in the workspace since the run";
+    else if (p->has_xattr_sha && (e->old_type == LC_REG || e->old_type == LC_DIR))
+        e->conflict = xattrs_conflict(lower_dirfd, name, p->xattr_sha);
     if (!e->conflict)
         e->conflict = unappliable(lower_dirfd, name, e, lst != NULL);
     if (e->conflict)

@@ -148,3 +148,13 @@ for how in full subset; do
     eq "$?:$([ -e "$S/apply-intent" ] && echo pending):$(cat "$W/sub/n"):$(tail -n 1 "$W/mod")" "0::subnew:modified" \
         "... and the next apply completes it"
 done
+
+# An I/O error reading a workspace file's user xattrs (to compare them
+# with the run's) is a conflict, on purpose: apply would replace them
+# unseen.  Review said they "changed in the workspace since the run",
+# which nobody did; it says they could not be read.
+reset
+(cd "$W" && no_lsan strace -f -qq -o /dev/null -e trace=listxattr -e inject=listxattr:error=EIO \
+    "$P" status --review --stage "$S") >"$B/xa.out" 2>&1
+eq "$(grep -c 'changed in the workspace since' "$B/xa.out"):$(grep -c '^  x xa: extended attributes (user.\*) could not be read in the workspace (Input/output error)' "$B/xa.out")" \
+    "0:1" "an I/O error reading a file's xattrs: review says they could not be read (was: changed since the run)"
