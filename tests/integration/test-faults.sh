@@ -158,3 +158,20 @@ reset
     "$P" status --review --stage "$S") >"$B/xa.out" 2>&1
 eq "$(grep -c 'changed in the workspace since' "$B/xa.out"):$(grep -c '^  x xa: extended attributes (user.\*) could not be read in the workspace (Input/output error)' "$B/xa.out")" \
     "0:1" "an I/O error reading a file's xattrs: review says they could not be read (was: changed since the run)"
+
+# An I/O error opening the stage directory named (lc_resolve_target takes
+# any failure there for "no stage": EINVAL) said "'...' is not a pvisor
+# stage directory": the real error is named; one that went away when
+# looked at again is said to have, not "no stage".
+reset
+for v in "status --review" drop; do
+    # shellcheck disable=SC2086
+    (cd "$W" && no_lsan strace -f -qq -o /dev/null -P "$S" -e trace=openat -e inject=openat:error=EIO \
+        "$P" $v --stage "$S") >/dev/null 2>"$B/sd.err"
+    eq "$?:$(cat "$B/sd.err")" "1:pvisor ${v% *}: cannot read the stage directory '$S': Input/output error" \
+        "$v: an I/O error opening the stage directory is named (was: not a pvisor stage directory)"
+done
+(cd "$W" && no_lsan strace -f -qq -o /dev/null -P "$S" -e trace=openat -e inject=openat:error=EIO:when=1 \
+    "$P" drop --stage "$S") >/dev/null 2>"$B/sd.err"
+eq "$?:$(grep -c 'could not be read a moment ago, and can now: run this again' "$B/sd.err"):$([ -e "$S/dropped" ] && echo dropped)" \
+    "1:1:" "... one that goes away: drop says so, and drops nothing"

@@ -174,6 +174,19 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
 else
     skip "runs dir: the verbs name an unreadable runs directory" "needs root and setpriv"
 fi
+# A stage directory the user cannot open (root's, mode 0700) was "not a
+# pvisor stage directory" (lc_resolve_target's EINVAL for any failure to
+# open it): the error is named.
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
+    for v in "status --review" drop; do
+        # shellcheck disable=SC2086
+        setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$T" "$P" $v --stage "$T/big" >/dev/null 2>"$T/err"
+        eq "$?:$(grep -c "cannot read the stage directory '$T/big': Permission denied" "$T/err")" "1:1" \
+            "$v --stage of another user's stage names the error, not 'not a pvisor stage directory'"
+    done
+else
+    skip "another user's stage directory: its error is named" "needs root and setpriv"
+fi
 
 # ---------------------------------------------------------------------------
 # A review that cannot record the changeset ID it shows (STAGE/reviewed,
