@@ -53,6 +53,19 @@ static int make_checkpoint(const char *stage, const char *name, char **ret_made,
     return r;
 }
 
+/* Was checkpoint name of the stage published (lc_checkpoint_commit: its
+ * 'checkpoint.json' is written before the rename that names it)?  Asked
+ * after a failure: one after the rename, in the flush of the directories
+ * that name it, left it there, complete (the stage lock keeps any other
+ * checkpoint from making that name meanwhile). */
+static bool checkpoint_published(const char *stage, const char *name) {
+    _cleanup_close_ int d = open(stage, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    char path[LC_CLI_CHECKPOINT_NAME_MAX + 40];
+    struct stat st;
+    snprintf(path, sizeof path, "checkpoints/%s/checkpoint.json", name);
+    return d >= 0 && fstatat(d, path, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
+}
+
 int cmd_checkpoint(int argc, char **argv) {
     const char *run = NULL, *stage_dir = NULL, *name = NULL;
     bool list = false;
@@ -150,6 +163,14 @@ int cmd_checkpoint(int argc, char **argv) {
         return cli_error(PV_EXIT_FAILURE, "checkpoint",
                          "refused: an interrupted apply of %s must be completed first ('pvisor apply')", stage);
     default:
+        /* the checkpoint exists, complete, and was said to have "failed"
+         * (a user then made another, or did without one) */
+        if (checkpoint_published(stage, tried))
+            return cli_error(PV_EXIT_FAILURE, "checkpoint",
+                             "checkpoint %s of stage %s was made, complete (restore with 'pvisor restore %s --stage "
+                             "%s'), but making its name durable failed: %s (after a crash it may be gone: make it "
+                             "again then)",
+                             tried, stage, tried, stage, strerror(-r));
         cli_error(PV_EXIT_FAILURE, "checkpoint", "failed: %s", strerror(-r));
         lc_cli_unreadable_hint(r, stage, false);
         return PV_EXIT_FAILURE;

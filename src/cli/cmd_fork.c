@@ -30,6 +30,16 @@ static bool fork_cut_short(const char *dir) {
     return true;
 }
 
+/* Was the fork published at dir (lc_fork renames the built stage, with
+ * its 'version', over an absent or empty directory)?  Asked after a
+ * failure: one after the rename, in the flush of its parent, left it
+ * there, complete. */
+static bool fork_published(const char *dir) {
+    _cleanup_close_ int d = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    return d >= 0 && fstatat(d, "version", &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
 int cmd_fork(int argc, char **argv) {
     const char *run = NULL, *stage_dir = NULL, *pos[3] = {0};
     int npos = 0;
@@ -155,6 +165,14 @@ int cmd_fork(int argc, char **argv) {
             "chmod -R u+rwX '%s%s%s/upper' (the modes this leaves are copied), or fork as root",
             checkpoint ? "checkpoint" : "stage", new_stage, stage, checkpoint ? "/checkpoints/" : "",
             checkpoint ? checkpoint : "");
-    default: return cli_error(PV_EXIT_FAILURE, "fork", "failed: %s", strerror(-r));
+    default:
+        /* the new stage exists, complete, and was said to have "failed" */
+        if (fork_published(dest))
+            return cli_error(PV_EXIT_FAILURE, "fork",
+                             "forked %s%s%s into the new sealed stage %s, but making its name durable failed: %s "
+                             "(after a crash it may be gone: fork again then)",
+                             stage, checkpoint ? " at checkpoint " : "", checkpoint ? checkpoint : "", new_stage,
+                             strerror(-r));
+        return cli_error(PV_EXIT_FAILURE, "fork", "failed: %s", strerror(-r));
     }
 }

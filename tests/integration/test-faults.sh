@@ -175,3 +175,28 @@ done
     "$P" drop --stage "$S") >/dev/null 2>"$B/sd.err"
 eq "$?:$(grep -c 'could not be read a moment ago, and can now: run this again' "$B/sd.err"):$([ -e "$S/dropped" ] && echo dropped)" \
     "1:1:" "... one that goes away: drop says so, and drops nothing"
+
+# An I/O error flushing the directories after a checkpoint or a fork is
+# published by its rename (their last fsync) said only "failed: ...",
+# while the checkpoint or new stage was there, complete: they say it was
+# made, and that its name may not survive a crash.
+reset
+"$P" checkpoint --name cp0 --stage "$S" >/dev/null 2>&1
+(cd "$W" && no_lsan strace -f -qq -o "$B/cp.trace" -e trace=fsync "$P" checkpoint --name cp1 --stage "$S") >/dev/null 2>&1
+n=$(grep -c ' fsync(' "$B/cp.trace")
+(cd "$W" && no_lsan strace -f -qq -o /dev/null -e trace=fsync -e inject=fsync:error=EIO:when="$n" \
+    "$P" checkpoint --name cp2 --stage "$S") >/dev/null 2>"$B/cp.err"
+eq "$?:$("$P" checkpoint --list --stage "$S" 2>/dev/null | grep -c '^cp2 '):$(cat "$B/cp.err")" \
+    "1:1:pvisor checkpoint: checkpoint cp2 of stage $S was made, complete (restore with 'pvisor restore cp2 --stage $S'), but making its name durable failed: Input/output error (after a crash it may be gone: make it again then)" \
+    "checkpoint: an I/O error after it is published says it was made (was: failed)"
+(cd "$W" && no_lsan strace -f -qq -o "$B/fk.trace" -e trace=fsync "$P" fork cp0 "$B/fk0" --stage "$S") >/dev/null 2>&1
+n=$(grep -c ' fsync(' "$B/fk.trace")
+(cd "$W" && no_lsan strace -f -qq -o /dev/null -e trace=fsync -e inject=fsync:error=EIO:when="$n" \
+    "$P" fork cp0 "$B/fk1" --stage "$S") >/dev/null 2>"$B/fk.err"
+eq "$?:$(cat "$B/fk1/version" 2>/dev/null):$(cat "$B/fk.err")" \
+    "1:pvisor-stage 1:pvisor fork: forked $S at checkpoint cp0 into the new sealed stage $B/fk1, but making its name durable failed: Input/output error (after a crash it may be gone: fork again then)" \
+    "fork: an I/O error after it is published says it was made (was: failed)"
+(cd "$W" && no_lsan strace -f -qq -o /dev/null -e trace=fsync -e inject=fsync:error=EIO:when="$((n - 1))" \
+    "$P" fork cp0 "$B/fk2" --stage "$S") >/dev/null 2>"$B/fk.err"
+eq "$?:$([ -e "$B/fk2" ] && echo exists):$(cat "$B/fk.err")" "1::pvisor fork: failed: Input/output error" \
+    "... one before it is published still says failed, and leaves nothing"
