@@ -7,6 +7,8 @@
  * Exit statuses (documented in README.md):
  *   0..124   the command's own status (pvisor run), or success/failure of a verb
  *   2        usage error: nothing was done, nothing was written
+ *   3        a lifecycle verb did its work (apply applied, drop dropped...)
+ *            but its report could not be written to stdout
  *   125      pvisor failed before the command ran (setup, refused policy)
  *   126      the command was found but could not be executed
  *   127      the command was not found
@@ -22,6 +24,7 @@
 #define PV_EXIT_OK 0
 #define PV_EXIT_FAILURE 1
 #define PV_EXIT_USAGE 2
+#define PV_EXIT_UNREPORTED 3
 #define PV_EXIT_SETUP 125
 #define PV_EXIT_NOEXEC 126
 #define PV_EXIT_NOTFOUND 127
@@ -174,12 +177,32 @@ int cli_usage_error(const char *verb, const char *fmt, ...) __attribute__((forma
  * argument (*i advanced), or a usage error when it is missing, empty or
  * the option was given before (*dst set).  Returns 0, or the exit status. */
 int cli_take_value(const char *verb, int argc, char **argv, int *i, const char **dst);
+/* After a verb wrote its output to stdout: flush it; PV_EXIT_OK when all of
+ * it got there, else "pvisor VERB: cannot write the output: ERROR" on
+ * stderr and PV_EXIT_FAILURE (a program whose output was lost failed: a
+ * script's 'pvisor status --json > f && ...' goes on with an empty f).
+ * main checks every verb that returns PV_EXIT_OK this way (run aside: its
+ * status is the command's). */
+int cli_output_written(const char *verb);
+/* fflush(stdout), keeping the error of a write that fails for
+ * cli_output_written and cli_report_written to name (a verb flushes
+ * stdout before diff(1) writes to it, or before an error on stderr). */
+void cli_flush_stdout(void);
+/* The same after a verb that did its work (applied, dropped, made a
+ * checkpoint) printed its report: a lost report must not read as a
+ * failure of the work (a script would retry, or drop, an applied stage),
+ * so it says what was done (the message, as "the stage %s was applied")
+ * and returns PV_EXIT_UNREPORTED. */
+int cli_report_written(const char *verb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Print "pvisor VERB: MESSAGE" to stderr; returns status. */
 int cli_error(int status, const char *verb, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Print the list of verbs. */
 void cli_print_overview(FILE *f);
 
-/* Print the help of a verb to stdout; returns 0. */
+/* Print text to stdout, then cli_output_written(verb). */
+int cli_write_text(const char *verb, const char *text);
+/* Print the help of a verb to stdout; returns 0, or 1 when it could not be
+ * written (cli_output_written). */
 int cli_print_help(const struct cli_command *c);
 /* True when argv[1..] is exactly "--help" or "-h" (a verb's help request). */
 bool cli_wants_help(int argc, char **argv);

@@ -393,7 +393,7 @@ int cmd_apply(int argc, char **argv) {
     for (size_t i = 0; paths && i < n_paths; i++)
         free(paths[i]);
     free(paths);
-    fflush(stdout);
+    cli_flush_stdout();
 
     if (r == -EEXIST || r == -ENOENT) {
         if (r == -ENOENT)
@@ -619,5 +619,7 @@ int cmd_apply(int argc, char **argv) {
                 dry_run ? "would skip" : "skipped", rep.n_skipped_special, rep.n_skipped_special == 1 ? "" : "s",
                 rep.n_skipped_special == 1 ? "" : "s");
     lc_apply_report_clear(&rep);
-    return PV_EXIT_OK;
+    if (dry_run)
+        return PV_EXIT_OK; /* its output lost: exit 1 (main) */
+    return cli_report_written("apply", "the stage %s was applied to %s", stage, ws_path ? ws_path : "the workspace");
 }

@@ -139,7 +139,7 @@ int cmd_checkpoint(int argc, char **argv) {
     switch (r) {
     case 0:
         printf("Checkpoint %s of stage %s (restore with 'pvisor restore %s --stage %s')\n", made, stage, made, stage);
-        return PV_EXIT_OK;
+        return cli_report_written("checkpoint", "checkpoint %s of stage %s was made", made, stage);
     case -EBUSY:
         return runs_stage_busy_error("checkpoint", stage,
                                      "checkpoint it after the run ends, or from inside a --safe run with "

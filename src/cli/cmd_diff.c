@@ -95,7 +95,7 @@ static bool looks_binary(int fd) {
 
 /* Start diff(1) on the two fds (-1: /dev/null) writing to out_fd. */
 static pid_t spawn_diff(int a, int b, const char *la, const char *lb, int out_fd) {
-    fflush(stdout);
+    cli_flush_stdout();
     pid_t pid = fork();
     if (pid < 0)
         return -errno;
@@ -686,6 +686,5 @@ int cmd_diff(int argc, char **argv) {
         printf("\nChangeset %s (to apply exactly these changes: 'pvisor apply --expect %s')\n", cid, cid);
     lc_changeset_free(cs);
     lc_stage_free(st);
-    fflush(stdout);
-    return d.failed ? PV_EXIT_FAILURE : PV_EXIT_OK;
+    return d.failed ? PV_EXIT_FAILURE : PV_EXIT_OK; /* its output lost: exit 1 (main) */
 }

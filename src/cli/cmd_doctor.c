@@ -253,12 +253,14 @@ int cmd_doctor(int argc, char **argv) {
             executor_readiness_compute(p, (enum probe_executor)k, &er);
             print_executor(&er);
         }
-        r = fflush(stdout) == EOF ? -EIO : 0;
+        r = 0; /* its output lost: exit 1 (main), with the error */
     }
     free(p);
 
     if (probe_r < 0)
         return cli_error(PV_EXIT_FAILURE, "doctor", "probing failed: %s", strerror(-probe_r));
+    if (r == -EIO) /* a write to stdout failed: its error */
+        return cli_output_written("doctor");
     if (r < 0)
         return cli_error(PV_EXIT_FAILURE, "doctor", "cannot write the report: %s", strerror(-r));
     return PV_EXIT_OK;

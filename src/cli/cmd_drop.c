@@ -90,13 +90,13 @@ int cmd_drop(int argc, char **argv) {
         printf("Stage %s was applied, and an earlier drop already removed its copy of the changes; nothing "
                "more to remove.\n",
                stage);
-        return PV_EXIT_OK;
+        return PV_EXIT_OK; /* nothing done: its output lost is exit 1 (main) */
     }
     if (r == 1) {
         printf("Stage %s was applied: its copy of the changes%s%s %s removed; the workspace keeps what apply "
                "wrote, and the stage still reads 'applied'.\n",
                stage, n_cps ? " and " : "", cps, n_cps ? "are" : "is");
-        return PV_EXIT_OK;
+        return cli_report_written("drop", "the applied stage %s's copy of the changes was removed", stage);
     }
     if (was_dropped) {
         printf("Stage %s was already dropped; nothing was discarded now.\n", stage);
@@ -108,5 +108,5 @@ int cmd_drop(int argc, char **argv) {
            pending ? "what the interrupted apply had written stays in the workspace (its temp files were removed, "
                      "the modes of read-only directories it had opened put back)"
                    : "drop changes nothing in the workspace (what an earlier 'apply --path' wrote there stays)");
-    return PV_EXIT_OK;
+    return cli_report_written("drop", "the stage %s was dropped", stage);
 }

@@ -123,7 +123,7 @@ int cmd_fork(int argc, char **argv) {
     case 0:
         printf("Forked %s%s%s into the new sealed stage %s (use it with 'pvisor run --stage %s')\n", stage,
                checkpoint ? " at checkpoint " : "", checkpoint ? checkpoint : "", new_stage, new_stage);
-        return PV_EXIT_OK;
+        return cli_report_written("fork", "the new stage %s was made", new_stage);
     case -ENOENT:
         return cli_error(PV_EXIT_FAILURE, "fork", "no checkpoint '%s' in %s (see 'pvisor checkpoint --list')",
                          checkpoint ? checkpoint : "", stage);

@@ -70,7 +70,9 @@ int cmd_restore(int argc, char **argv) {
     if (lc_cli_own_files_override(r))
         r = lc_restore(stage, name); /* a failed restore left the stage as it was */
     switch (r) {
-    case 0: printf("Restored stage %s from checkpoint %s; it is sealed\n", stage, name); return PV_EXIT_OK;
+    case 0:
+        printf("Restored stage %s from checkpoint %s; it is sealed\n", stage, name);
+        return cli_report_written("restore", "the stage %s was restored from checkpoint %s", stage, name);
     case -ENOENT:
         return cli_error(PV_EXIT_FAILURE, "restore",
                          "the stage %s has no checkpoint '%s' (see 'pvisor checkpoint --list')", stage, name);

@@ -2,9 +2,7 @@
 #include "cli/cli.h"
 #include "config.h"
 
-#include <errno.h>
 #include <stdio.h>
-#include <string.h>
 
 int cmd_version(int argc, char **argv) {
     if (cli_wants_help(argc, argv))
@@ -12,7 +10,6 @@ int cmd_version(int argc, char **argv) {
     if (argc > 1)
         return cli_usage_error("version", "takes no arguments");
     /* the version reached stdout, or exit 1 (version > /dev/full exited 0) */
-    if (printf("pvisor %s\n", PVISOR_VERSION) < 0 || fflush(stdout) == EOF)
-        return cli_error(PV_EXIT_FAILURE, "version", "cannot write the version: %s", strerror(errno));
-    return PV_EXIT_OK;
+    printf("pvisor %s\n", PVISOR_VERSION);
+    return cli_output_written("version");
 }

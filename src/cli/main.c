@@ -162,7 +162,7 @@ static const struct cli_command commands[] = {
      "                         the ID is the whole changeset's).\n"
      "\n"
      "Exit status: 0 applied, 1 refused (conflict, stage state, another changeset)\n"
-     "or failed, 2 usage.\n",
+     "or failed, 2 usage, 3 applied but this report could not be written (stdout).\n",
      LC_RUN(cmd_apply), (const char *const[]){"--stage", "--expect", "--path", NULL}},
     {"drop", LC_SUM("Discard a stage"),
      "Usage: pvisor drop [RUN|--stage DIR] [--force]\n"
@@ -311,9 +311,57 @@ int cli_error(int status, const char *verb, const char *fmt, ...) {
     return status;
 }
 
-int cli_print_help(const struct cli_command *c) {
-    fputs(c->help, stdout);
+/* The error of the first write to stdout that failed, in a flush
+ * (cli_flush_stdout, stdout_lost), or 0: the stream keeps only that there
+ * was one (ferror), and a verb flushes it before it starts diff(1) or
+ * prints an error. */
+static int stdout_errno;
+
+void cli_flush_stdout(void) {
+    errno = 0;
+    if (fflush(stdout) == EOF && !stdout_errno)
+        stdout_errno = errno;
+}
+
+/* stdout flushed: NULL, or why what was written to it did not all get
+ * there */
+static const char *stdout_lost(void) {
+    cli_flush_stdout();
+    if (stdout_errno)
+        return strerror(stdout_errno);
+    return ferror(stdout) ? "a write to stdout failed" : NULL;
+}
+
+int cli_output_written(const char *verb) {
+    const char *why = stdout_lost();
+    if (why)
+        return cli_error(PV_EXIT_FAILURE, verb, "cannot write the output: %s", why);
     return PV_EXIT_OK;
+}
+
+int cli_report_written(const char *verb, const char *fmt, ...) {
+    const char *why = stdout_lost();
+    if (!why)
+        return PV_EXIT_OK;
+    va_list ap;
+    fprintf(stderr, "pvisor %s: ", verb);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, ", but its report could not be written: %s (exit status %d: done, not reported)\n", why,
+            PV_EXIT_UNREPORTED);
+    return PV_EXIT_UNREPORTED;
+}
+
+int cli_write_text(const char *verb, const char *text) {
+    /* a text past stdio's buffer is written in fputs: its error kept */
+    if (fputs(text, stdout) == EOF && !stdout_errno)
+        stdout_errno = errno;
+    return cli_output_written(verb);
+}
+
+int cli_print_help(const struct cli_command *c) {
+    return cli_write_text(c->name, c->help);
 }
 
 bool cli_wants_help(int argc, char **argv) {
@@ -404,7 +452,14 @@ int main(int argc, char **argv) {
      * SIGHUP) returns minus the signal, once its work is recorded and its
      * resources are released. */
     int status = c->run(n, split ? split : argv + 1);
-    return status < 0 ? cli_end_by_signal(-status) : status;
+    if (status < 0)
+        return cli_end_by_signal(-status);
+    /* output that could not be written: a failure (status, diff, list
+     * exited 0 into a full disk); a verb that did work says so itself
+     * (cli_report_written) */
+    if (status == PV_EXIT_OK && strcmp(c->name, "run") != 0)
+        return cli_output_written(verb);
+    return status;
 }
 
 int cli_end_by_signal(int sig) {

@@ -265,4 +265,46 @@ else
     skip "the review's git and diff's diff(1) start with no signal blocked" "needs git, perl and env --block-signal"
 fi
 
+# ---------------------------------------------------------------------------
+# Output that cannot be written (stdout a full disk): the verbs exited 0,
+# so 'pvisor status --json > f && ...' went on with an empty f.  A verb
+# whose output is its purpose exits 1, naming the error; one that did its
+# work (apply, drop, checkpoint, restore, fork) says what it did and exits
+# 3, not 1: the work is done (a script retrying the apply, or dropping the
+# stage it took for unapplied, would do harm).
+if [ -w /dev/full ]; then
+    W8=$T/ws8
+    mkdir -p "$W8" && echo a > "$W8/a"
+    "$P" run --stage "$T/s8" --workspace "$W8" -- sh -c "echo changed > '$W8/a'" >/dev/null 2>&1
+    for v in list "list --json" status "status --json" "status --review --stage $T/s8" \
+        "status --review --json --stage $T/s8" "diff --stat --stage $T/s8" "apply --dry-run --stage $T/s8" "apply --help" doctor; do
+        # shellcheck disable=SC2086
+        (cd "$W8" && "$P" $v) >/dev/full 2>"$T/err"
+        eq "$?:$(grep -c "^pvisor ${v%% *}: cannot write the output: No space left on device$" "$T/err")" "1:1" \
+            "${v%% --stage*} with stdout full exits 1 and says so"
+    done
+    "$P" checkpoint --name k --stage "$T/s8" >/dev/full 2>"$T/err"
+    eq "$?:$(cat "$T/err"):$("$P" checkpoint --list --stage "$T/s8" | grep -c '^k ')" \
+        "3:pvisor checkpoint: checkpoint k of stage $T/s8 was made, but its report could not be written: No space left on device (exit status 3: done, not reported):1" \
+        "checkpoint with stdout full: made, exit 3, says so"
+    "$P" checkpoint --list --stage "$T/s8" >/dev/full 2>"$T/err"
+    eq "$?:$(cat "$T/err")" "1:pvisor checkpoint: cannot write the output: No space left on device" \
+        "checkpoint --list with stdout full exits 1 and says so"
+    "$P" restore k --stage "$T/s8" >/dev/full 2>"$T/err"
+    eq "$?:$(grep -c 'was restored from checkpoint k, but its report could not be written' "$T/err")" "3:1" \
+        "restore with stdout full: exit 3, says it restored"
+    "$P" fork --stage "$T/s8" "$T/f8" >/dev/full 2>"$T/err"
+    eq "$?:$(grep -c "the new stage $T/f8 was made, but its report" "$T/err"):$(cat "$T/f8/version")" "3:1:pvisor-stage 1" \
+        "fork with stdout full: exit 3, says it forked"
+    (cd "$W8" && "$P" apply --stage "$T/s8") >/dev/full 2>"$T/err"
+    eq "$?:$(cat "$T/err"):$(cat "$W8/a")" \
+        "3:pvisor apply: the stage $T/s8 was applied to $W8, but its report could not be written: No space left on device (exit status 3: done, not reported):changed" \
+        "apply with stdout full: applied, exit 3 (not 1: failed), says so"
+    "$P" drop --stage "$T/f8" >/dev/full 2>"$T/err"
+    eq "$?:$(grep -c "the stage $T/f8 was dropped, but its report" "$T/err"):$([ -e "$T/f8/dropped" ] && echo dropped)" \
+        "3:1:dropped" "drop with stdout full: exit 3, says it dropped"
+else
+    skip "verbs with stdout full" "/dev/full is not writable"
+fi
+
 exit $((_failed > 0))
