@@ -2,6 +2,7 @@
  * [--keep-special-modes] [--expect ID]`: write a sealed stage into its workspace
  * (lifecycle/apply.c does the work; docs/lifecycle.md documents it). */
 #include "cli/cli.h"
+#include "cli/runs.h"
 #include "lifecycle/lifecycle.h"
 #include "stage/stage.h"
 #include "util/cleanup.h"
@@ -499,10 +500,9 @@ int cmd_apply(int argc, char **argv) {
              * since the review) */
             if (rep.failed_path)
                 goto failed;
-            cli_error(st, "apply",
-                      "refused: the stage %s is in use (its run is still going, or another apply "
-                      "holds it); wait for it to finish",
-                      stage);
+            /* what holds it: "its run is still going, or another apply
+             * holds it" was said of a checkpoint, a restore, a fork too */
+            st = runs_stage_busy_error("apply", stage, "wait for the run to end, then review the stage and apply it");
             break;
         case -ESTALE: {
             _cleanup_free_ char *cp = NULL;

@@ -95,6 +95,30 @@ else
     skip "busy: during a restore, checkpoint and fork name the restore, not a run" "the restore ended first"
 fi
 
+# A checkpoint holds the stage's lock (its syncfs slowed down): a second
+# checkpoint names it; apply said "its run is still going, or another
+# apply holds it", of neither.
+if command -v strace >/dev/null; then
+    W9=$T/ws9
+    mkdir -p "$W9" && echo a > "$W9/a"
+    "$P" run --stage "$T/s9" --workspace "$W9" -- sh -c "echo b > '$W9/a'" >/dev/null 2>&1
+    no_lsan strace -f -qq -o /dev/null -e trace=syncfs -e inject=syncfs:delay_enter=1500000 \
+        "$P" checkpoint --name slow --stage "$T/s9" >/dev/null 2>&1 &
+    pid=$!
+    wait_glob "$T/s9/checkpoints/.tmp-slow/version"
+    "$P" checkpoint --stage "$T/s9" >/dev/null 2>"$T/cp.err"; r1=$?
+    (cd "$W9" && "$P" apply --stage "$T/s9") >/dev/null 2>"$T/ap.err"; r2=$?
+    wait $pid
+    if grep -q "in use" "$T/cp.err"; then
+        eq "$r1:$r2:$(grep -c "is in use by a 'pvisor checkpoint' (pid [0-9]*); run this again once it has finished" "$T/cp.err" "$T/ap.err" | tr '\n' ' ')" \
+            "1:1:$T/cp.err:1 $T/ap.err:1 " "busy: during a checkpoint, checkpoint and apply name the checkpoint"
+    else
+        skip "busy: during a checkpoint, checkpoint and apply name the checkpoint" "the checkpoint ended first"
+    fi
+else
+    skip "busy: during a checkpoint, checkpoint and apply name the checkpoint" "needs strace"
+fi
+
 # ---------------------------------------------------------------------------
 # checkpoint --list lists every checkpoint: it stopped at 4,096, silently.
 S=$T/big
