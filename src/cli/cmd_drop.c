@@ -84,6 +84,15 @@ int cmd_drop(int argc, char **argv) {
                          "refused: an apply of %s was interrupted, so the workspace holds part of it; complete it "
                          "with 'pvisor apply', or drop anyway with --force (the applied part stays)",
                          stage);
+    /* an error after the 'dropped' marker is published (the flush of the
+     * stage directory, a removal): the stage reads dropped, and was said
+     * not to be (a user then took its changes for still there) */
+    enum stage_state after;
+    if (r < 0 && !was_dropped && stage_probe_state(stage, &after) == 0 && after == STAGE_DROPPED)
+        return cli_error(PV_EXIT_FAILURE, "drop",
+                         "the stage %s was dropped (it reads 'dropped': its changes can no longer be applied), but "
+                         "the drop did not complete: %s. Run 'pvisor drop' again: it removes what is left",
+                         stage, strerror(-r));
     if (r < 0)
         return cli_error(PV_EXIT_FAILURE, "drop", "cannot drop the stage %s: %s", stage, strerror(-r));
     if (r == 1 && was_emptied) {

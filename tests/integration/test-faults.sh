@@ -200,3 +200,24 @@ eq "$?:$(cat "$B/fk1/version" 2>/dev/null):$(cat "$B/fk.err")" \
     "$P" fork cp0 "$B/fk2" --stage "$S") >/dev/null 2>"$B/fk.err"
 eq "$?:$([ -e "$B/fk2" ] && echo exists):$(cat "$B/fk.err")" "1::pvisor fork: failed: Input/output error" \
     "... one before it is published still says failed, and leaves nothing"
+
+# An I/O error after drop published its 'dropped' marker (the flush of
+# the stage directory, in the marker's write and at the end) said "cannot
+# drop the stage", of a stage that reads dropped: its changes can no
+# longer be applied.  It says the stage was dropped, and what to do.
+reset
+(cd "$W" && no_lsan strace -f -qq -o "$B/drop.trace" -e trace=fsync "$P" drop --stage "$S") >/dev/null 2>&1
+n=$(grep -c ' fsync(' "$B/drop.trace")
+ok=0
+for k in $(seq 2 "$n"); do
+    reset
+    (cd "$W" && no_lsan strace -f -qq -o /dev/null -e trace=fsync -e inject=fsync:error=EIO:when="$k" \
+        "$P" drop --stage "$S") >/dev/null 2>"$B/drop.err"
+    rc=$?
+    if [ $rc -eq 1 ] && [ -e "$S/dropped" ] && grep -q "^pvisor drop: the stage $S was dropped (it reads 'dropped': its changes can no longer be applied), but the drop did not complete: Input/output error" "$B/drop.err"; then
+        ok=$((ok + 1))
+    else
+        diag "fsync #$k: rc=$rc $(cat "$B/drop.err")"
+    fi
+done
+eq "$ok" "$((n - 1))" "drop: an I/O error after its marker is published says the stage was dropped (was: cannot drop it)"
