@@ -462,6 +462,25 @@ static int read_dir(const unsigned char *key, int dir_fd, bool upper, struct dve
     return 0;
 }
 
+/* Copy the names of v (n entries) into one new struct ov_names. */
+static int names_flatten(struct ov_dirent *v, size_t n, struct ov_names **ret) {
+    size_t size = 0;
+    for (size_t m = 0; m < n; m++)
+        size += strlen(v[m].name) + 1;
+    struct ov_names *a = names_new(NULL, size);
+    if (!a)
+        return -ENOMEM;
+    char *p = a->data;
+    for (size_t m = 0; m < n; m++) {
+        size_t len = strlen(v[m].name) + 1;
+        memcpy(p, v[m].name, len);
+        v[m].name = p;
+        p += len;
+    }
+    *ret = a;
+    return 0;
+}
+
 /* Merged listing of directory node n, without "." and "..", from its upper
  * directory ufd (or -ENOENT: none) and, when n->lower, its lower directory
  * lfd (or -errno: not listed, an error only without an upper): upper
@@ -499,7 +518,7 @@ static int dir_build(const unsigned char *key, struct ov_node *n, int ufd, int l
         r = -ENOMEM;
         goto done;
     }
-    size_t i = 0, j = 0, k = 0, size = 0;
+    size_t i = 0, j = 0, k = 0;
     while (i < up.n || j < lo.n) {
         int c = i >= up.n ? 1 : j >= lo.n ? -1 : cmp_dirent(&up.v[i], &lo.v[j]);
         const struct ov_dirent *pick = NULL;
@@ -512,23 +531,12 @@ static int dir_build(const unsigned char *key, struct ov_node *n, int ufd, int l
         } else {
             pick = &lo.v[j++];
         }
-        if (pick) {
+        if (pick)
             out[k++] = *pick;
-            size += strlen(pick->name) + 1;
-        }
     }
-    struct ov_names *names = names_new(NULL, size);
-    if (!names) {
-        r = -ENOMEM;
+    struct ov_names *names = NULL;
+    if ((r = names_flatten(out, k, &names)) < 0)
         goto done;
-    }
-    char *p = names->data;
-    for (size_t m = 0; m < k; m++) {
-        size_t len = strlen(out[m].name) + 1;
-        memcpy(p, out[m].name, len);
-        out[m].name = p;
-        p += len;
-    }
     cookies_assign(out, k);
     *ret = TAKE_PTR(out);
     *ret_n = k;
@@ -573,25 +581,6 @@ static int patch_lookup(int ufd, int lfd, bool lower, struct patch_ent *p) {
         return errno == ENOENT ? 0 : -errno;
     }
     p->present = true;
-    return 0;
-}
-
-/* Copy the names of v (n entries) into one new struct ov_names. */
-static int names_flatten(struct ov_dirent *v, size_t n, struct ov_names **ret) {
-    size_t size = 0;
-    for (size_t m = 0; m < n; m++)
-        size += strlen(v[m].name) + 1;
-    struct ov_names *a = names_new(NULL, size);
-    if (!a)
-        return -ENOMEM;
-    char *p = a->data;
-    for (size_t m = 0; m < n; m++) {
-        size_t len = strlen(v[m].name) + 1;
-        memcpy(p, v[m].name, len);
-        v[m].name = p;
-        p += len;
-    }
-    *ret = a;
     return 0;
 }
 
