@@ -88,6 +88,11 @@ void lc_apply_remove_temps_checked(int ws_fd, int upper_fd, const struct plan *p
 /* A type change between a directory and a non-directory passes through
  * "absent" (delete, then create). */
 bool lc_plan_passes_absent(const struct plan_ent *e);
+/* Does the plan fit in what the workspace's file system has available
+ * (apply writes in batches of pending_bytes, by this many writers)?  0,
+ * or -ENOSPC with *ret_need and *ret_avail (apply-plan.c). */
+int lc_plan_check_room(int ws_fd, int upper_fd, bool same_fs, const struct plan *p, uint64_t pending_bytes,
+                       unsigned writers, uint64_t *ret_need, uint64_t *ret_avail);
 /* apply-resume.c: the resume classifies every entry of the intent p in
  * the workspace (old, final, or absent mid-way); conflicts are reported
  * in rep, nothing is written. */

@@ -1137,68 +1137,6 @@ bool lc_apply_pending(const char *stage_path) {
     return d >= 0 && fstatat(d, LC_APPLY_INTENT, &st, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
-/* Room for the plan: the content it writes (what each staged file
- * allocates, so a sparse file counts what it holds; every name of a file
- * hard-linked in the stage is written as a file of its own, so a small
- * stage can ask for far more) must fit in what the workspace's file
- * system has available, or nothing is written (-ENOSPC, *ret_need and
- * *ret_avail set).  What apply frees counts: the files it deletes go
- * before anything is written (step 1 of execute_plan), and a file it
- * replaces goes at its rename, so only one batch's replacements (temp and
- * old file side by side) need room on top of the growth.  Where the copy
- * can share blocks with the stage (a reflink, same file system: btrfs,
- * xfs), the content costs nothing and the check is skipped. */
-static int check_room(int ws_fd, int upper_fd, bool same_fs, const struct plan *p, uint64_t *ret_need,
-                      uint64_t *ret_avail) {
-    uint64_t growth = 0, overlap = 0, freed = 0;
-    const char *largest = NULL;
-    uint64_t largest_bytes = 0;
-    for (size_t i = 0; i < p->n; i++) {
-        const struct plan_ent *e = &p->v[i];
-        bool deleted_first = e->old_type != LC_NONE && (e->new_type == LC_NONE || lc_plan_passes_absent(e));
-        uint64_t old = 0; /* what the workspace's file there frees (not when it has other names) */
-        struct stat st;
-        if (e->old_type == LC_REG && fstatat(ws_fd, e->path, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
-            st.st_nlink == 1)
-            old = (uint64_t)st.st_blocks * 512;
-        if (deleted_first)
-            freed += old;
-        if (e->new_type != LC_REG || fstatat(upper_fd, e->path, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
-            continue;
-        uint64_t b = (uint64_t)st.st_blocks * 512;
-        if (e->old_type == LC_REG && !deleted_first) { /* replaced at its rename */
-            growth += b > old ? b - old : 0;
-            overlap += b < old ? b : old;
-        } else {
-            growth += b;
-        }
-        if (b > largest_bytes) {
-            largest_bytes = b;
-            largest = e->path;
-        }
-    }
-    /* a batch stops taking files past PENDING_BYTES; each writer may be
-     * in the middle of one more */
-    uint64_t batch = PENDING_BYTES + WRITE_THREADS * largest_bytes;
-    uint64_t need = growth + (overlap < batch ? overlap : batch);
-    need = need > freed ? need - freed : 0;
-    struct statvfs sv;
-    if (fstatvfs(ws_fd, &sv) < 0)
-        return 0; /* unknown: the writes find out */
-    uint64_t avail = (uint64_t)sv.f_bavail * sv.f_frsize;
-    *ret_need = need;
-    *ret_avail = avail;
-    if (need <= avail)
-        return 0;
-    if (same_fs && largest) {
-        _cleanup_close_ int in = lc_open_beneath(upper_fd, largest, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
-        _cleanup_close_ int out = in >= 0 ? openat(ws_fd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600) : -1;
-        if (out >= 0 && ioctl(out, FICLONE, in) == 0)
-            return 0;
-    }
-    return -ENOSPC;
-}
-
 static bool exists_at(int dirfd, const char *name) {
     struct stat st;
     return fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
@@ -1438,7 +1376,8 @@ int lc_apply(const char *stage_path, const struct lc_apply_opts *o, struct lc_ap
         if (r < 0)
             goto out;
         lc_plan_announce(&p, o);
-        r = check_room(st->ws_fd, st->upper_fd, c.same_fs, &p, &rep->room_need, &rep->room_avail);
+        r = lc_plan_check_room(st->ws_fd, st->upper_fd, c.same_fs, &p, PENDING_BYTES, WRITE_THREADS, &rep->room_need,
+                               &rep->room_avail);
         if (r < 0 || o->dry_run)
             goto out;
         uint64_t rnd;
