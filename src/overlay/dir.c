@@ -979,7 +979,10 @@ void ov_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
     fi->fh = (uint64_t)(uintptr_t)h;
     fi->cache_readdir = 1;
     fi->keep_cache = keep;
-    fuse_reply_open(req, fi);
+    if (fuse_reply_open(req, fi) == -ENOENT) { /* interrupted: the kernel will not release it (as ov_op_open) */
+        pthread_mutex_destroy(&h->lock);
+        free(h);
+    }
 }
 
 /* One directory entry in plus mode: looked up like LOOKUP would (the kernel
