@@ -600,6 +600,16 @@ static void release_credentials(struct sandbox *sb) {
     sb->cred_moved = NULL;
 }
 
+/* The credential locations sb holds, as plan_build takes them. */
+static void credentials_into(const struct sandbox *sb, struct plan_inputs *in) {
+    in->cred_real = sb->cred_real;
+    in->cred_moved = sb->cred_moved;
+    for (size_t k = 0; k < PLAN_OTHER_HOMES; k++) {
+        in->pw_home[k] = sb->pw_home[k];
+        in->pw_cred_real[k] = sb->pw_cred_real[k];
+    }
+}
+
 /* HOME (resolved, or NULL) in *ret_home, and the credential locations the
  * sandbox keeps from the command into sb: where the environment moves
  * them, the other homes', where HOME's lead now.  On failure, what went
@@ -687,13 +697,8 @@ int sandbox_check_credentials(const struct run_options *o, const char *workspace
         .home = home,
         .workspace = workspace,
         .cwd = cwd,
-        .cred_real = sb.cred_real,
-        .cred_moved = sb.cred_moved,
     };
-    for (size_t k = 0; k < PLAN_OTHER_HOMES; k++) {
-        in.pw_home[k] = sb.pw_home[k];
-        in.pw_cred_real[k] = sb.pw_cred_real[k];
-    }
+    credentials_into(&sb, &in);
     /* plan_build's own refusals of them (the planning makes them again,
      * with the same resolution: the host may change in between) */
     _cleanup_free_ char *err = NULL;
@@ -850,13 +855,8 @@ int sandbox_prepare(struct run_context *ctx, const struct agent_hooks *hooks, st
         .n_runtime_dirs = rt.n,
         .home_files = home_files,
         .n_home_files = n_home_files,
-        .cred_real = sb.cred_real,
-        .cred_moved = sb.cred_moved,
     };
-    for (size_t k = 0; k < PLAN_OTHER_HOMES; k++) {
-        in.pw_home[k] = sb.pw_home[k];
-        in.pw_cred_real[k] = sb.pw_cred_real[k];
-    }
+    credentials_into(&sb, &in);
     r = plan_build(&in, &sb.plan, ret_error);
     dirlist_free(&rt);
     sb.rules = json_array();
