@@ -296,7 +296,6 @@ int cmd_run(int argc, char **argv) {
         .run_dir = run_dir,
         .run_dirfd = -1,
         .probe_fd = -1,
-        .probe_release_fd = -1,
         .workspace = workspace,
         .cwd = cwd,
     };

@@ -25,10 +25,9 @@ struct run_context {
     struct sandbox_creds *creds;
     json_t *bundle; /* borrowed; updated and rewritten as the run goes */
     /* The host probes run in a child while the run is set up; their JSON
-     * arrives on probe_fd and goes into the Bundle (run_probe_collect),
-     * which first closes probe_release_fd: the child exits only then. */
+     * arrives on probe_fd and goes into the Bundle (run_probe_collect);
+     * the child exits once it has written it. */
     int probe_fd; /* -1: none pending */
-    int probe_release_fd;
     pid_t probe_pid;
     /* A run cut short by a SIGINT, SIGTERM or SIGHUP sent to pvisor and
      * relayed to the command: pvisor ends by that signal once the run is

@@ -357,61 +357,47 @@ void run_probe_into_bundle(json_t *bundle) {
 
 /* The probes take a millisecond or two (a child that tries namespaces,
  * PATH lookups): they run in a child of their own while the stage and the
- * sandbox are set up.  The child exits only once the collection has begun
- * (probe_release_fd closed): before that, the run's wait for its command
- * (exec_run, a subreaper's waitpid(-1)) would reap it as a leftover. */
+ * sandbox are set up.  The child exits as soon as its result is in the
+ * pipe: while it lives, every page the supervisor writes is first copied
+ * (fork's copy-on-write), and the planning and the views write many.  The
+ * run's wait for its command (exec_run, a subreaper's waitpid(-1)) may
+ * reap it first: run_probe_collect then takes a whole JSON document as the
+ * sign that it finished. */
 void run_probe_start(struct run_context *ctx) {
-    int p[2], rel[2];
-    ctx->probe_fd = ctx->probe_release_fd = -1;
+    int p[2];
+    ctx->probe_fd = -1;
     if (pipe2(p, O_CLOEXEC) < 0)
         return;
-    if (pipe2(rel, O_CLOEXEC) < 0) {
-        close(p[0]);
-        close(p[1]);
-        return;
-    }
     pid_t pid = fork();
     if (pid < 0) {
         close(p[0]);
         close(p[1]);
-        close(rel[0]);
-        close(rel[1]);
         return;
     }
     if (pid == 0) {
         close(p[0]);
-        close(rel[1]);
         struct host_probe hp;
         json_t *j = host_probe_run(&hp) == 0 ? probe_to_json(&hp) : NULL;
         char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+        bool ok = s != NULL;
         for (size_t off = 0, len = s ? strlen(s) : 0; off < len;) {
             ssize_t n = write(p[1], s + off, len - off);
             if (n < 0 && errno == EINTR)
                 continue;
-            if (n <= 0)
+            if (n <= 0) {
+                ok = false;
                 break;
+            }
             off += (size_t)n;
         }
-        int ok = s != NULL;
-        free(s);
-        json_decref(j);
-        char c;
-        while (read(rel[0], &c, 1) < 0 && errno == EINTR) /* EOF: the collection has begun */
-            ;
         _exit(ok ? 0 : 1);
     }
     close(p[1]);
-    close(rel[0]);
     ctx->probe_fd = p[0];
-    ctx->probe_release_fd = rel[1];
     ctx->probe_pid = pid;
 }
 
 void run_probe_collect(struct run_context *ctx) {
-    if (ctx->probe_release_fd >= 0) {
-        close(ctx->probe_release_fd);
-        ctx->probe_release_fd = -1;
-    }
     if (ctx->probe_fd < 0)
         return;
     _cleanup_free_ char *buf = NULL;
@@ -432,12 +418,14 @@ void run_probe_collect(struct run_context *ctx) {
     }
     close(ctx->probe_fd);
     ctx->probe_fd = -1;
-    /* Reaped already (and maybe killed) when the run's end came first. */
+    /* The pipe's end: the child has exited (or been killed).  Reaped
+     * already when the run's wait came first (ECHILD): its status is lost,
+     * and a whole document (a cut one never parses) says it finished. */
     int st = 0;
     pid_t w;
     while ((w = waitpid(ctx->probe_pid, &st, 0)) < 0 && errno == EINTR)
         ;
-    bool exited_ok = w == ctx->probe_pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+    bool exited_ok = w == ctx->probe_pid ? WIFEXITED(st) && WEXITSTATUS(st) == 0 : errno == ECHILD;
     json_error_t e;
     json_t *j = buf && len && exited_ok ? json_loadb(buf, len, 0, &e) : NULL;
     if (j)
