@@ -166,6 +166,23 @@ static size_t moved_count(const struct sandbox *sb) {
     return n;
 }
 
+/* How many places a credential location's link leads to outside its home
+ * the launcher covers (plan_build: where a projection shows them). */
+static int link_target_covers(const struct sandbox *sb) {
+    int n = 0;
+    for (size_t i = 0; i < sb->plan.n_mounts; i++) {
+        const struct plan_mount *m = &sb->plan.mounts[i];
+        bool hit = false;
+        for (size_t c = 0; !hit && sb->cred_real && plan_credential_paths[c]; c++)
+            hit = sb->cred_real[c] && strcmp(sb->cred_real[c], m->path) == 0;
+        for (size_t k = 0; !hit && k < PLAN_OTHER_HOMES; k++)
+            for (size_t c = 0; !hit && sb->pw_cred_real[k] && plan_credential_paths[c]; c++)
+                hit = sb->pw_cred_real[k][c] && strcmp(sb->pw_cred_real[k][c], m->path) == 0;
+        n += m->kind == PLAN_HIDE && hit;
+    }
+    return n;
+}
+
 void sandbox_record(struct run_context *ctx, const struct sandbox *sb) {
     json_t *b = ctx->bundle;
     json_t *ev = json_object_get(sb->report, "evidence");
@@ -257,10 +274,10 @@ void sandbox_record(struct run_context *ctx, const struct sandbox *sb) {
         : sb->home_system ? "HOME is a system directory: shown read-only as projected, its credential locations "
                             "covered; environment reduced to an allowlist"
                           : "empty private HOME + allowlisted config files; environment reduced to an allowlist",
-        EVID("{s:b, s:b, s:b, s:i, s:i, s:i, s:i}", "mount_namespace_differs", mnt, "home_view", view,
+        EVID("{s:b, s:b, s:b, s:i, s:i, s:i, s:i, s:i}", "mount_namespace_differs", mnt, "home_view", view,
              "home_in_workspace", sb->home_in_ws, "credential_masks", (int)sb->n_home_mask, "credential_mounts",
-             (int)sb->n_home_hide + sb->n_home_sys_hides, "moved_credential_locations", (int)moved_count(sb),
-             "missing_in_grants", sb->n_grant_missing_creds),
+             (int)sb->n_home_hide + sb->n_home_sys_hides, "link_target_covers", link_target_covers(sb),
+             "moved_credential_locations", (int)moved_count(sb), "missing_in_grants", sb->n_grant_missing_creds),
         sb->home_system && !view ? "HOME is read-only; --pass-env hands chosen variables over"
         : sb->home_in_ws         ? "HOME lies in the workspace: its writes are staged with the workspace's (review "
                                    "them before apply), not discarded; --pass-env hands chosen variables over"

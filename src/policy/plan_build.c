@@ -436,6 +436,31 @@ static bool already(const struct launch_plan *p, const char *path) {
     return false;
 }
 
+/* Cover path when one of the first n_proj mounts of p projects it from
+ * the host, read-only or read-write; HOME's view (the mount from
+ * home_view) is no reason: its server masks what it must, and a grant
+ * inside HOME is (it shows the real directory on top of the view). */
+static int cover_where_projected(struct launch_plan *p, size_t n_proj, const char *home_view, const char *path) {
+    bool cover = false;
+    for (size_t i = 0; i < n_proj && !cover; i++) {
+        const struct plan_mount *pm = &p->mounts[i];
+        if (home_view && pm->source && strcmp(pm->source, home_view) == 0)
+            continue;
+        cover = (pm->kind == PLAN_BIND_RO || pm->kind == PLAN_BIND_RW) && path_within(path, pm->path);
+    }
+    return cover && plan_path_ok(path) && !already(p, path) ? plan_add_mount(p, PLAN_HIDE, path, 0) : 0;
+}
+
+/* Where a credential location of home leads (real: through a link of its
+ * own or a parent's), when that is outside home: covered where a
+ * projection shows it. */
+static int cover_link_target(struct launch_plan *p, size_t n_proj, const char *home_view, const char *home,
+                             const char *real) {
+    if (!real || path_within(real, home))
+        return 0;
+    return cover_where_projected(p, n_proj, home_view, real);
+}
+
 /* Is path covered by a read-only runtime root already (no need to project)? */
 static bool under_runtime(const struct launch_plan *p, const char *path) {
     for (size_t i = 0; i < p->n_mounts; i++)
@@ -862,27 +887,20 @@ int plan_build(const struct plan_inputs *in, struct launch_plan *ret_plan, char 
             r = plan_add_mount(&p, PLAN_HIDE, real, 0);
         free(full);
     }
-    /* Moved credential locations: covered wherever a projection shows
-     * them (the workspace, a grant, a toolchain such as CARGO_HOME's bin's
-     * parent, a HOME shown as projected), except in HOME's view, whose
-     * server masks them (run_sandbox.c).  Nothing there: the launcher
-     * covers nothing. */
+    /* Moved credential locations, and where a credential location's link
+     * leads outside HOME (~/.aws -> /etc/aws, ~/.ssh -> /opt/keys/alice):
+     * covered wherever a projection shows them (the workspace, a grant, a
+     * system directory, a toolchain such as CARGO_HOME's bin's parent, a
+     * HOME shown as projected), except in HOME's view, whose server masks
+     * them (run_sandbox.c).  Nothing there: the launcher covers nothing. */
     size_t n_proj = p.n_mounts;
-    for (size_t c = 0; r >= 0 && in->cred_moved && in->cred_moved[c]; c++) {
-        const char *m = in->cred_moved[c];
-        bool cover = false;
-        for (size_t i = 0; i < n_proj && !cover; i++) {
-            const struct plan_mount *pm = &p.mounts[i];
-            /* HOME's view itself is no reason: its server masks them; a
-             * grant inside HOME is (it shows the real directory on top
-             * of the view) */
-            if (home_view && pm->source && strcmp(pm->source, in->home_view) == 0)
-                continue;
-            cover = (pm->kind == PLAN_BIND_RO || pm->kind == PLAN_BIND_RW) && path_within(m, pm->path);
-        }
-        if (cover && plan_path_ok(m) && !already(&p, m))
-            r = plan_add_mount(&p, PLAN_HIDE, m, 0);
-    }
+    for (size_t c = 0; r >= 0 && in->cred_moved && in->cred_moved[c]; c++)
+        r = cover_where_projected(&p, n_proj, home_view ? in->home_view : NULL, in->cred_moved[c]);
+    for (size_t c = 0; r >= 0 && in->home && in->cred_real && plan_credential_paths[c]; c++)
+        r = cover_link_target(&p, n_proj, home_view ? in->home_view : NULL, in->home, in->cred_real[c]);
+    for (size_t k = 0; k < PLAN_OTHER_HOMES && r >= 0; k++)
+        for (size_t c = 0; r >= 0 && in->pw_home[k] && in->pw_cred_real[k] && plan_credential_paths[c]; c++)
+            r = cover_link_target(&p, n_proj, NULL, in->pw_home[k], in->pw_cred_real[k][c]);
     if (r < 0)
         goto fail;
     qsort(p.mounts, p.n_mounts, sizeof *p.mounts, cmp_mount);

@@ -413,3 +413,44 @@ wait $pv
 eq "$(cat "$H12/out12/held" 2>&1)" "end" \
     "--safe: a directory the command holds (its cwd) that becomes another run's stage shows nothing of it"
 eq "$(cat "$H12/st-held/upper/g")" STAGEDSECRET "  control: the stage holds the file"
+
+# --- a credential location that is a link out of HOME ------------------------
+# ~/.aws -> /etc/<dir>, ~/.ssh -> a toolchain's directory: HOME's view hid
+# ~/.aws, but the system directory or toolchain projected the target
+# read-only, where the command read the keys (home_credentials said
+# enforced). Where such a link leads is covered wherever a projection shows
+# it (as a moved store is), as root and as an ordinary user.
+E13=/etc/pvisor-test-creds.$$
+at_exit "rm -rf '$E13'"
+for who in root user; do
+    H13=$T/home13-$who W13=$T/ws13-$who
+    mkdir -p "$H13" "$W13" "$E13/$who/aws" "$E13/$who/ssh"
+    echo "AWSKEY-$who" > "$E13/$who/aws/credentials"
+    echo "SSHKEY-$who" > "$E13/$who/ssh/id_ed25519"
+    echo "other-$who" > "$E13/$who/notes"
+    chmod -R a+rX "$E13"
+    ln -s "$E13/$who/aws" "$H13/.aws"
+    ln -s "$E13/$who/ssh" "$H13/.ssh"
+    if [ $who = user ]; then
+        if [ "$(id -u)" -ne 0 ] || ! command -v setpriv >/dev/null; then
+            skip "credential links out of HOME as an ordinary user" "needs root to switch to an unprivileged user"
+            continue
+        fi
+        mkdir -p "$T/state13u"
+        chown -R 65534:65534 "$H13" "$W13" "$T/state13u"
+        as13() { setpriv --reuid=65534 --regid=65534 --clear-groups env XDG_STATE_HOME="$T/state13u" "$@"; }
+    else
+        as13() { env "$@"; }
+    fi
+    reads13="cat $E13/$who/aws/credentials $E13/$who/ssh/id_ed25519 ~/.aws/credentials ~/.ssh/id_ed25519 2>/dev/null; cat $E13/$who/notes; echo end"
+    out=$(cd "$W13" && as13 HOME="$H13" "$P" run -- sh -c "$reads13" 2>&1)
+    eq "$(echo $out)" "AWSKEY-$who SSHKEY-$who AWSKEY-$who SSHKEY-$who other-$who end" \
+        "control ($who): the keys are readable by both names without the sandbox"
+    out=$(cd "$W13" && as13 HOME="$H13" "$P" run --safe -- sh -c "$reads13" 2>&1); rc=$?
+    eq "$rc:$(echo $out)" "0:other-$who end" \
+        "--safe ($who): where ~/.aws and ~/.ssh lead in /etc is covered; the rest of /etc stays readable"
+    st13=$T/state; [ $who = user ] && st13=$T/state13u
+    b="$st13/pvisor/runs/$(XDG_STATE_HOME=$st13 latest_run)/bundle.json"
+    eq "$(jq -r '.dimensions.home_credentials | "\(.effective) \(.evidence.link_target_covers)"' "$b" 2>&1)" \
+        "enforced 2" "... and the Bundle counts the two covers"
+done
