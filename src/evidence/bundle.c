@@ -5,6 +5,7 @@
 #include "util/util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -182,6 +183,36 @@ int bundle_set_exit(json_t *b, int wait_status, int pvisor_status, const struct 
     return 0;
 }
 
+/* The Bundle that says how the run ended takes room when the run ends (a
+ * new file, renamed over the old), and other programs may have filled the
+ * state directory's file system by then: the stage was sealed (its marker
+ * has room kept for it: stage.c) but the Bundle stayed "running", so
+ * status and list showed a sealed stage of an interrupted run, and the
+ * review lost how the command ended and the writes the stage refused
+ * (tested).  So while a run's Bundle says it has not ended, BUNDLE_ROOM
+ * holds that Bundle's size and BUNDLE_ROOM_EXTRA more (what the end adds:
+ * the exit, the evidence, the DNS names and egress destinations, each
+ * bounded); the Bundle of the run's end is written, and should that fail
+ * for room, written again once BUNDLE_ROOM is removed, which it is once
+ * that Bundle is in place.  Best effort: without it the Bundle is written
+ * as any file. */
+#define BUNDLE_ROOM "bundle.room"
+#define BUNDLE_ROOM_EXTRA (256u << 10)
+
+static bool bundle_ended(const json_t *b) {
+    const char *state = json_string_value(json_object_get(b, "state"));
+    return !state || (strcmp(state, "starting") != 0 && strcmp(state, "running") != 0);
+}
+
+static void keep_room(int run_dirfd, size_t len) {
+    _cleanup_close_ int fd =
+        openat(run_dirfd, BUNDLE_ROOM, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
+    if (fd < 0)
+        return; /* kept already, or no room for it either */
+    if (posix_fallocate(fd, 0, (off_t)(len + BUNDLE_ROOM_EXTRA)) != 0)
+        (void)unlinkat(run_dirfd, BUNDLE_ROOM, 0);
+}
+
 int bundle_write(int run_dirfd, const json_t *b, bool durable) {
     _cleanup_free_ char *s = json_dumps(b, JSON_INDENT(2) | JSON_ENSURE_ASCII);
     if (!s)
@@ -194,8 +225,18 @@ int bundle_write(int run_dirfd, const json_t *b, bool durable) {
     memcpy(withnl, s, len);
     withnl[len] = '\n';
     withnl[len + 1] = '\0';
-    return write_file_atomic_as(run_dirfd, BUNDLE_FILE, withnl, len + 1, 0600,
-                                durable ? WRITE_SYNC_FILE_AND_DIR : WRITE_NO_SYNC);
+    enum write_sync sync = durable ? WRITE_SYNC_FILE_AND_DIR : WRITE_NO_SYNC;
+    int r = write_file_atomic_as(run_dirfd, BUNDLE_FILE, withnl, len + 1, 0600, sync);
+    if (!bundle_ended(b)) {
+        if (r == 0)
+            keep_room(run_dirfd, len + 1);
+        return r;
+    }
+    if ((r == -ENOSPC || r == -EDQUOT) && unlinkat(run_dirfd, BUNDLE_ROOM, 0) == 0)
+        r = write_file_atomic_as(run_dirfd, BUNDLE_FILE, withnl, len + 1, 0600, sync);
+    if (r == 0)
+        (void)unlinkat(run_dirfd, BUNDLE_ROOM, 0);
+    return r;
 }
 
 int bundle_read(int run_dirfd, json_t **ret_bundle) {
