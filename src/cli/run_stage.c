@@ -309,6 +309,30 @@ static const char *stage_open_hint(int r, const char *stage) {
 /* A failure before the stage was opened: the Bundle names none (its
  * "running" stage, set for the agent socket's status, was never made or
  * never used: status and list showed a running stage). */
+/* The command worked on the directory the run opened (lower_fd), wherever
+ * the user moved it meanwhile, while review, diff and apply take the
+ * workspace by its path: after a `mv` of the workspace (or of a directory
+ * above it) during the run they compared the stage with whatever was at
+ * the old path then, or said only that it was gone, and nothing told the
+ * user why (tested).  Said at the run's end, on stderr and in the Bundle. */
+static void warn_workspace_moved(struct run_context *ctx, int lower_fd) {
+    struct stat was, now;
+    if (fstat(lower_fd, &was) < 0)
+        return;
+    int r = stat(ctx->workspace, &now) < 0 ? -errno : 0;
+    if (r == 0 && now.st_dev == was.st_dev && now.st_ino == was.st_ino)
+        return;
+    char w[1400];
+    snprintf(w, sizeof w,
+             "the workspace %s was moved or replaced during the run (%s): the command worked on the directory that "
+             "was there when it started, and review, diff and apply compare the stage with what is at %s; put the "
+             "workspace back there before you review and apply the stage",
+             ctx->workspace, r < 0 ? strerror(-r) : "another directory is there now", ctx->workspace);
+    bundle_add_warning(ctx->bundle, w);
+    _cleanup_free_ char *e = term_escape(w);
+    fprintf(stderr, "pvisor run: warning: %s\n", e ? e : w);
+}
+
 static int fail_before_stage(struct run_context *ctx, const char *msg) {
     bundle_set_json(ctx->bundle, "stage", json_null());
     return run_fail_setup(ctx, msg);
@@ -473,6 +497,8 @@ int run_execute_staged(struct run_context *ctx,
     /* The launcher, exiting since it said the end, is gone before pvisor
      * records the run as ended (and before pvisor exits). */
     exec_reap(&res);
+    if (st.stage)
+        warn_workspace_moved(ctx, st.lower_fd);
     close(st.lower_fd);
     if (stop_r < 0) {
         snprintf(msg, sizeof msg, "stopping the overlay failed: %s", strerror(-stop_r));

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Integration tests for a user who keeps working while the agent runs: the
-# workspace edited on the host, the verbs typed in a
+# workspace edited, moved and put back on the host, the verbs typed in a
 # second terminal on the running stage, a second run on the same
 # workspace, the state directory's file system filled by another program,
 # and pvisor killed (docs/lifecycle.md, README "Exit statuses").  The
@@ -83,6 +83,50 @@ eq "$?:$(grep -c '^  src/f1: content changed in the workspace since the run' "$T
 rm -f "$W/stop"
 (cd "$W" && "$P" drop "$R1") >/dev/null 2>&1
 eq "$?" 0 "the stage is droppable after the run"
+
+# ---------------------------------------------------------------------------
+# The workspace moved during the run: the command goes on in the directory
+# it started in, where review and apply find something else, or nothing.
+# The run said nothing: review then compared the stage with whatever was at
+# the old path, or said "cannot read the changes of stage ...: No such file
+# or directory".
+M=$T/mv/ws
+mkdir -p "$M/src"; echo one > "$M/src/f1"
+start_agent "$M" "$T/m" --safe
+check "setup: the agent runs" wait_for started
+RM=$(latest_run)
+mv "$T/mv" "$T/mv-elsewhere"
+touch "$T/mv-elsewhere/ws/stop"
+wait $pid
+eq "$?:$(grep -c "pvisor run: warning: the workspace $M was moved or replaced during the run (No such file or directory): the command worked on the directory that was there when it started, and review, diff and apply compare the stage with what is at $M; put the workspace back there" "$T/m.err")" \
+    "0:1" "the workspace's parent moved during the run: the run's end says so on stderr"
+eq "$(jq -r '.warnings[] | select(contains("was moved or replaced during the run"))' "$RUNS/$RM/bundle.json" | wc -l)" 1 \
+    "  and in the Bundle's warnings"
+mkdir -p "$T/mv/ws"
+(cd "$T/mv/ws" && "$P" apply "$RM") >/dev/null 2>&1
+eq "$?:$(ls -A "$T/mv/ws")" "1:" "  a new directory at the old path: apply refuses (the agent's file is a conflict there), writes nothing"
+rm -rf "$T/mv"
+mv "$T/mv-elsewhere" "$T/mv"
+rm "$M/stop"
+(cd "$M" && "$P" apply "$RM") >/dev/null 2>&1
+eq "$?:$(tail -n 1 "$M/src/f1"):$(cat "$M/finished")" "0:$(tail -n 1 "$(stage_of "$RM")/upper/src/f1"):done" \
+    "  put back, the workspace takes the stage"
+# moved away and back during the run: nothing to say
+start_agent "$M" "$T/m2" --safe
+check "setup: the agent runs" wait_for started
+mv "$M" "$T/mv/ws2"; mv "$T/mv/ws2" "$M"
+touch "$M/stop"
+wait $pid
+eq "$?:$(grep -c 'moved or replaced' "$T/m2.err")" "0:0" "the workspace moved and put back during the run: no warning"
+rm -f "$M/stop"
+# replaced by a symlink to where it moved: the same directory
+start_agent "$M" "$T/m3" --safe
+check "setup: the agent runs" wait_for started
+mv "$M" "$T/mv/real"; ln -s real "$M"
+touch "$M/stop"
+wait $pid
+eq "$?:$(grep -c 'moved or replaced' "$T/m3.err")" "0:0" "the workspace replaced by a symlink to it during the run: no warning"
+rm -f "$M" "$T/mv/real/stop"; mv "$T/mv/real" "$M"
 
 # ---------------------------------------------------------------------------
 # pvisor killed (SIGKILL) mid-run: the command dies with it; the next
