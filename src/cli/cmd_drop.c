@@ -95,6 +95,7 @@ int cmd_drop(int argc, char **argv) {
                          stage, strerror(-r));
     if (r < 0)
         return cli_error(PV_EXIT_FAILURE, "drop", "cannot drop the stage %s: %s", stage, strerror(-r));
+    runs_remove_leftovers(id);
     if (r == 1 && was_emptied) {
         printf("Stage %s was applied, and an earlier drop already removed its copy of the changes; nothing "
                "more to remove.\n",

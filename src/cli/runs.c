@@ -11,10 +11,12 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -194,4 +196,18 @@ int runs_stage_busy_error(const char *verb, const char *stage_path, const char *
                      "refused: the stage %s is in use (by its run, or a restore, fork, checkpoint, drop or apply of "
                      "it); if a run, %s; otherwise run this again once that has finished",
                      stage_path, run_advice);
+}
+
+void runs_remove_leftovers(const char *id) {
+    _cleanup_free_ char *dir = NULL;
+    if (!id || runs_dir(false, &dir) < 0)
+        return;
+    _cleanup_free_ char *p = path_join(dir, id);
+    _cleanup_close_ int fd = p ? open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW) : -1;
+    if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) < 0)
+        return;                                       /* its supervisor lives (or starts): it removes them */
+    (void)remove_tree_at(fd, "home-stage", UINT_MAX); /* any depth the command made */
+    (void)unlinkat(fd, "home-view", AT_REMOVEDIR);
+    (void)unlinkat(fd, "agent.sock", 0);
+    (void)unlinkat(fd, "bundle.room", 0);
 }

@@ -42,4 +42,13 @@ char *runs_stage_lock_holder(const char *stage_path, bool *ret_run);
  * run first" was said of a restore too.  Returns the exit status. */
 int runs_stage_busy_error(const char *verb, const char *stage_path, const char *run_advice);
 
+/* What run id's supervisor leaves in its run directory while the run
+ * runs and removes at its end: the HOME view's writes ("home-stage", any
+ * depth), its mount point, the agent socket, the Bundle's room.  A
+ * supervisor killed (kill -9, the OOM killer) left them for good (the HOME
+ * writes, said to be discarded at the run's end, and a drop of the run's
+ * stage kept them).  Removed only when no supervisor holds the run
+ * directory's lock (runs_hold); best effort. */
+void runs_remove_leftovers(const char *id);
+
 #endif

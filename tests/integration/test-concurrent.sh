@@ -135,12 +135,17 @@ rm -f "$M" "$T/mv/real/stop"; mv "$T/mv/real" "$M"
 start_agent "$W" "$T/k" --safe
 check "setup: the agent runs" wait_for started
 RK=$(latest_run)
+check "setup: the run's HOME view is in its run directory" test -d "$RUNS/$RK/home-stage"
 kill -KILL $pid; wait $pid 2>/dev/null
 agent_gone() { ! pgrep -f "pvtest-agent-$$" >/dev/null; }
 check "pvisor killed: the agent is gone" wait_for agent_gone
 eq "$(cd "$W" && "$P" status --json "$RK" | jq -r .display_state)" interrupted "  status says interrupted"
 (cd "$W" && "$P" drop "$RK") >/dev/null 2>&1
 eq "$?:$(cd "$W" && "$P" status --review --json "$RK" | jq -r .stage.state)" "0:dropped" "  drop takes its stage"
+# what the supervisor removes at the run's end (the HOME view's writes,
+# said to be discarded then; the agent socket; the Bundle's room) stayed
+# in the run directory for good, a drop of the stage too
+eq "$(ls -A "$RUNS/$RK" | tr '\n' ' ')" "bundle.json stage " "  and what the killed run left in its run directory (its HOME writes)"
 eq "$(awk -v w="$W" '$5 == w' /proc/self/mountinfo | wc -l)" 0 "  no mount is left on the workspace"
 
 # ---------------------------------------------------------------------------
