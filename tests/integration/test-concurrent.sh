@@ -39,10 +39,12 @@ stage_of() { echo "$RUNS/$1/stage"; }
 # start_agent DIR OUT [PVISOR ARGS...]: a run in the background, its pid in $pid
 start_agent() {
     d=$1 out=$2; shift 2
+    before=$(latest_run)
     (cd "$d" && exec "$P" run "$@" -- sh -c "$AGENT" "pvtest-agent-$$") >"$out.out" 2>"$out.err" &
     pid=$!
 }
-started() { [ -n "$(latest_run)" ] && [ -e "$(stage_of "$(latest_run)")/upper/started" ]; }
+# started: the run start_agent began (not the one before it) is working
+started() { [ -n "$(latest_run)" ] && [ "$(latest_run)" != "$before" ] && [ -e "$(stage_of "$(latest_run)")/upper/started" ]; }
 
 # ---------------------------------------------------------------------------
 # The verbs from a second terminal while the run holds its stage: status
