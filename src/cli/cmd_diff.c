@@ -41,9 +41,6 @@ struct stat_line {
     uint64_t old_size, new_size;
 };
 
-/* Larger sides are not diffed (diff(1) would read both whole). */
-#define LC_DIFF_MAX (64u << 20)
-
 struct diffctx {
     bool stat;
     bool binary; /* --binary: binary files as git's binary patch (diff_binary.c) */

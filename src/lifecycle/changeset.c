@@ -723,18 +723,27 @@ static bool nul_text_at(int dirfd, const char *name, bool *ret_nul, bool *ret_sc
  * a comment defeat the text test, and sh runs what follows); or a
  * workspace file diff showed as text (an empty one too) whose new content
  * it shows as binary, whatever other bytes that holds.  *ret_binary: diff
- * shows the new content as binary. */
-static bool hides_from_diff(int upper_dirfd, int lower_dirfd, const char *name, enum lc_kind kind, bool *ret_binary) {
+ * shows the new content as binary.  *ret_old_hides: the other way round,
+ * new content diff would show as text (no NUL, at most LC_DIFF_MAX bytes)
+ * over a workspace file it shows as binary or large: diff prints one line
+ * for the pair, and the new text goes unseen (a compiled helper replaced
+ * by a script). */
+static bool hides_from_diff(int upper_dirfd, int lower_dirfd, const char *name, enum lc_kind kind, uint64_t new_size,
+                            bool *ret_binary, bool *ret_old_hides) {
     bool nul, script;
     bool text = nul_text_at(upper_dirfd, name, &nul, &script);
     *ret_binary = nul;
+    *ret_old_hides = false;
     if (text || (nul && script))
         return true;
     bool old_nul;
     struct stat lst;
-    return nul && kind == LC_MODIFIED && lower_dirfd >= 0 &&
-           fstatat(lower_dirfd, name, &lst, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(lst.st_mode) &&
-           !nul_text_at(lower_dirfd, name, &old_nul, NULL) && !old_nul;
+    if (kind != LC_MODIFIED || lower_dirfd < 0 || fstatat(lower_dirfd, name, &lst, AT_SYMLINK_NOFOLLOW) < 0 ||
+        !S_ISREG(lst.st_mode))
+        return false;
+    bool old_text = nul_text_at(lower_dirfd, name, &old_nul, NULL);
+    *ret_old_hides = !nul && new_size <= LC_DIFF_MAX && ((uint64_t)lst.st_size > LC_DIFF_MAX || old_nul);
+    return nul && !old_text && !old_nul;
 }
 
 /* Is e, named name in upper_dirfd, a .git file or link, or a commondir,
@@ -954,11 +963,15 @@ static int visit(struct walk *w, int upper_dirfd, int lower_dirfd, bool parent_o
             e->warnings |= LC_W_STAGE_MARKER;
             w->cs->warnings |= LC_W_STAGE_MARKER;
         }
-        bool binary = false;
+        bool binary = false, old_hides = false;
         if (nt == LC_REG && (kind != LC_MODIFIED || (ch & LC_CH_CONTENT)) &&
-            hides_from_diff(upper_dirfd, lower_dirfd, name, kind, &binary)) {
+            hides_from_diff(upper_dirfd, lower_dirfd, name, kind, e->new_size, &binary, &old_hides)) {
             e->warnings |= LC_W_NUL_TEXT;
             w->cs->warnings |= LC_W_NUL_TEXT;
+        }
+        if (old_hides) {
+            e->warnings |= LC_W_DIFF_HIDDEN;
+            w->cs->warnings |= LC_W_DIFF_HIDDEN;
         }
         w->cs->n_binary += binary;
         /* A directory the agent saw in the workspace (copied up there to

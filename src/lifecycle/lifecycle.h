@@ -77,10 +77,15 @@ const char *lc_kind_name(enum lc_kind k);
 #define LC_W_STAGE_MARKER (1u << 19) /* a file "version" that makes its directory look like a pvisor stage */
 #define LC_W_CI_CONFIG (1u << 20)    /* a CI pipeline's definition (.github/workflows/..., .gitlab-ci.yml, ...) */
 #define LC_W_GIT_HIDES (1u << 21)    /* .git/info/exclude or attributes: hides changes from git status/diff */
-#define LC_W__COUNT 22
+#define LC_W_DIFF_HIDDEN (1u << 22)  /* new text diff does not show: the workspace's version is binary or large */
+#define LC_W__COUNT 23
 /* diff shows a file with a NUL byte in its first LC_BINARY_PROBE bytes as
  * binary (as git does) */
 #define LC_BINARY_PROBE 8000
+/* diff shows neither side of a file when one is larger than this (diff(1)
+ * reads both whole) */
+#define LC_DIFF_MAX (64u << 20)
+#define LC_DIFF_MAX_TEXT "64 MiB"
 const char *lc_warning_name(unsigned bit_index);    /* "exec", "setid", ... */
 const char *lc_warning_message(unsigned bit_index); /* "gains an executable bit", ... */
 

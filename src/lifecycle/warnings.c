@@ -60,7 +60,7 @@ const char *lc_warning_name(unsigned i) {
         "exec",        "setid",        "git_hook",        "git_config",     "symlink_outside", "large",
         "special",     "hardlink",     "git_worktree",    "python_startup", "home_startup",    "fifo",
         "git_lock",    "nul_text",     "renamed_changed", "git_redirect",   "world_writable",  "changed_during_run",
-        "tool_config", "stage_marker", "ci_config",       "git_hides"};
+        "tool_config", "stage_marker", "ci_config",       "git_hides",      "diff_hidden"};
     return i < ARRAY_SIZE(names) ? names[i] : "unknown";
 }
 
@@ -702,6 +702,11 @@ const char *lc_warning_message(unsigned bit) {
     case LC_W_NUL_TEXT:
         return "text with NUL bytes in it: diff shows it as binary and not its content (shells, C compilers, node "
                "and git read such a file, skipping or keeping the NULs); read it with 'cat -v'";
+    case LC_W_DIFF_HIDDEN:
+        return "its new content is text that diff does not show: the workspace's version is binary or "
+               "over " LC_DIFF_MAX_TEXT
+               ", so diff prints only 'Binary files ... differ' (or 'Large files'); read the new content in the "
+               "stage (upper/ and this path)";
     case LC_W_RENAMED_CHANGED:
         return "renamed (or in a renamed directory), and its content differs from the file it was renamed from: "
                "diff shows it whole as added, not what changed";
