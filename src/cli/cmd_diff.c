@@ -4,7 +4,7 @@
  * The diff algorithm is diff(1)'s: for each changed regular file or
  * symlink, both sides are opened here (the lower beneath the workspace fd,
  * the upper beneath upper/, never following a symlink; a symlink's target
- * goes through a memfd) and handed to `diff -u --label a/P --label b/P
+ * goes through a memfd) and handed to `diff -a -u --label a/P --label b/P
  * /dev/fd/3 /dev/fd/4` by fork+exec (a file added or deleted whole needs
  * no algorithm: its lines are printed here as diff(1) would).  Headers follow git (diff --git, new
  * file mode, deleted file mode, old mode/new mode); files with a NUL byte
@@ -109,7 +109,12 @@ static pid_t spawn_diff(int a, int b, const char *la, const char *lb, int out_fd
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
         signal(SIGPIPE, SIG_DFL);
-        execlp("diff", "diff", "-u", "--label", la, "--label", lb, "/dev/fd/3", "/dev/fd/4", (char *)NULL);
+        /* -a: both sides are text, as looks_binary decided (and review
+         * with it); diff(1) would decide by itself from the first
+         * st_blksize bytes (2 MiB on a tmpfs with huge pages, 1 MiB on
+         * NFS): "Binary files differ" for a script with a NUL in a
+         * comment past LC_BINARY_PROBE, shown nowhere */
+        execlp("diff", "diff", "-a", "-u", "--label", la, "--label", lb, "/dev/fd/3", "/dev/fd/4", (char *)NULL);
         _exit(127);
     }
     return pid;
