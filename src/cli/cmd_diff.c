@@ -372,6 +372,25 @@ static void content_diff(struct diffctx *d, const struct lc_stage *st, const cha
         add_stat(d, label, plus, minus, false, os, ns);
 }
 
+/* On a terminal: the user xattrs apply writes on e's object or removes
+ * (lc_entry_xattrs_json), a line each, as in the review: a patch holds
+ * none, and neither a changed file's nor a new one's were shown. */
+static void show_xattrs(const struct diffctx *d, const struct lc_stage *st, const struct lc_entry *e) {
+    if (!d->escape || d->stat)
+        return;
+    int err = 0;
+    json_t *xs = lc_entry_xattrs_json(st, e, &err);
+    if (!xs && err < 0)
+        printf("user xattrs: could not be read (%s)\n", strerror(-err));
+    size_t i;
+    const json_t *x;
+    json_array_foreach(xs, i, x) {
+        _cleanup_free_ char *line = lc_xattr_change_text(x);
+        printf("%s\n", line ? line : "?");
+    }
+    json_decref(xs);
+}
+
 static bool diffable(enum lc_type t) {
     return t == LC_REG || t == LC_LNK;
 }
@@ -409,16 +428,18 @@ static void show_entry(struct diffctx *d, const struct lc_stage *st, const struc
         if (!(e->changes & (LC_CH_MODE | LC_CH_CONTENT | LC_CH_TARGET))) {
             if (d->stat)
                 add_stat(d, p, 0, 0, false, 0, 0);
-            else if (d->escape)
-                printf("diff --git %s %s\nOnly its extended attributes (user.*) differ: not shown here ('pvisor "
-                       "status --review' lists the path)\n",
-                       ga, gb);
+            else if (d->escape) {
+                printf("diff --git %s %s\n", ga, gb);
+                show_xattrs(d, st, e);
+            }
             return;
         }
         if (!d->stat)
             printf("diff --git %s %s\n", ga, gb);
         if ((e->changes & LC_CH_MODE) && !d->stat)
             printf("old mode %o\nnew mode %o\n", git_mode(ot, e->old_mode), git_mode(nt, e->new_mode));
+        if (e->changes & LC_CH_XATTR)
+            show_xattrs(d, st, e);
         if (e->changes & (LC_CH_CONTENT | LC_CH_TARGET))
             content_diff(d, st, e->path, p, ot, e->old_target, nt, e->new_target, e->old_size, e->new_size);
         else if (d->stat)
@@ -435,6 +456,8 @@ static void show_entry(struct diffctx *d, const struct lc_stage *st, const struc
     if (nt != LC_NONE && nt != LC_DIR) {
         if (!d->stat)
             printf("diff --git %s %s\nnew file mode %o\n", ga, gb, git_mode(nt, e->new_mode));
+        if (nt == LC_REG)
+            show_xattrs(d, st, e);
         if (diffable(nt))
             content_diff(d, st, e->path, p, LC_NONE, NULL, nt, e->new_target, 0, e->new_size);
     }

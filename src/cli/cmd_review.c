@@ -495,6 +495,23 @@ static void print_entry(const struct lc_entry *e) {
     putchar('\n');
 }
 
+/* The user xattrs apply writes on e's object or removes from it, by name
+ * and value (review said only "(xattrs)" of a changed file, and nothing of
+ * a new file's, which apply writes all the same). */
+static void print_xattrs(const struct lc_stage *st, const struct lc_entry *e, const char *indent) {
+    int err = 0;
+    json_t *xs = st ? lc_entry_xattrs_json(st, e, &err) : NULL;
+    if (!xs && err < 0)
+        printf("%suser xattrs: could not be read (%s)\n", indent, strerror(-err));
+    size_t i;
+    const json_t *x;
+    json_array_foreach(xs, i, x) {
+        _cleanup_free_ char *line = lc_xattr_change_text(x);
+        printf("%s%s\n", indent, line ? line : "?");
+    }
+    json_decref(xs);
+}
+
 /* The widest name print_index_hides shows (a longer one keeps its start
  * and its end, which tell names apart; the JSON has them whole): five
  * names of 4,000 bytes the agent chose took a screen and more. */
@@ -750,8 +767,8 @@ static void print_dns(const json_t *bundle) {
 }
 
 static void print_human(const char *stage, const char *state, const char *run, const json_t *bundle,
-                        const json_t *earlier, size_t before, const struct lc_changeset *cs, bool pending, bool emptied,
-                        const char *id, const char *id_why) {
+                        const json_t *earlier, size_t before, const struct lc_stage *st, const struct lc_changeset *cs,
+                        bool pending, bool emptied, const char *id, const char *id_why) {
     /* paths the user chose, but a directory's name can hold what a
      * terminal acts on: escaped, as list does */
     _cleanup_free_ char *sp = term_escape(stage);
@@ -799,8 +816,10 @@ static void print_human(const char *stage, const char *state, const char *run, c
                "%llu bytes new, %llu bytes replaced or deleted\n",
                cs->count[LC_ADDED], cs->count[LC_DELETED], cs->count[LC_MODIFIED], cs->count[LC_TYPE_CHANGED], renamed,
                (unsigned long long)cs->bytes_new, (unsigned long long)cs->bytes_old);
-        for (size_t i = 0; i < cs->n; i++)
+        for (size_t i = 0; i < cs->n; i++) {
             print_entry(&cs->entries[i]);
+            print_xattrs(st, &cs->entries[i], "      ");
+        }
         /* what no diff shows: bytecode caches, objects, archives the agent
          * made are used in place of their sources when applied (Python
          * takes a __pycache__ .pyc whose header matches its source's size
@@ -933,11 +952,22 @@ int cmd_review(const char *arg, const char *stage_dir, bool as_json) {
         json_t *jcs = json_object_get(doc, "changeset");
         if (json_is_object(jcs))
             json_object_set_new(jcs, "id", cid[0] ? json_string(cid) : json_null());
+        /* the user xattrs apply writes or removes, by name and value */
+        json_t *jch = json_object_get(jcs, "changes");
+        for (size_t i = 0; cs && st && i < cs->n && i < json_array_size(jch); i++) {
+            int err = 0;
+            json_t *xs = lc_entry_xattrs_json(st, &cs->entries[i], &err);
+            if (json_array_size(xs) || err < 0)
+                json_object_set_new(json_array_get(jch, i), "xattrs", xs ? xs : json_null());
+            else
+                json_decref(xs);
+        }
         json_dumpf(doc, stdout, JSON_INDENT(2));
         fputc('\n', stdout);
         json_decref(doc);
     } else {
-        print_human(stage, stage_state_name(state), id, bundle, earlier, before, cs, pending, emptied, cid, cid_why);
+        print_human(stage, stage_state_name(state), id, bundle, earlier, before, st, cs, pending, emptied, cid,
+                    cid_why);
     }
     json_decref(earlier);
     lc_changeset_free(cs);

@@ -411,6 +411,19 @@ int lc_fork(const char *stage_path, const char *checkpoint, const char *new_stag
 /* Names of the stage's checkpoints, oldest first (JSON array of objects
  * {name, created, bytes, copy}). */
 json_t *lc_checkpoints_json(const char *stage_path);
+/* The user xattrs apply writes on entry e's object, as apply writes them,
+ * that the workspace object does not have as they are, and those apply
+ * removes from it (a modified object; a new one's, from a type change
+ * too, are all it has): a JSON array of {"name", "old", "new"} by name, a
+ * value null where absent, and given in hex as "old_hex"/"new_hex" (a
+ * name as "name_hex") when it is not UTF-8 without NUL.  Empty for an
+ * object without any; NULL on error, -errno in *ret_err.  Review lists
+ * only that they differ, and a new file's not at all. */
+json_t *lc_entry_xattrs_json(const struct lc_stage *st, const struct lc_entry *e, int *ret_err);
+/* One element of lc_entry_xattrs_json for a terminal: "xattr NAME: OLD ->
+ * NEW", each value "none", quoted or in hex, with its size, escaped
+ * (lc_display_name) and a long one cut (malloc'd). */
+char *lc_xattr_change_text(const json_t *x);
 
 /* ---- shared file helpers (fsutil.c), used by the CLI verbs ---- */
 

@@ -66,3 +66,33 @@ if [ "$(id -u)" -eq 0 ] && command -v unshare >/dev/null; then
 else
     skip "diff(1) makes no binary decision of its own past review's" "needs root and unshare(1)"
 fi
+
+# User xattrs: review said "(xattrs)" of a changed file, and nothing of a
+# new file's, which apply writes all the same (the stage's
+# user.overlay.overlay.X is the workspace's user.overlay.X); no output
+# said which, nor their values.  Review (human and JSON) and diff on a
+# terminal name each with its old and new value.
+if command -v setfattr >/dev/null && command -v getfattr >/dev/null; then
+    W=$T/wsxa
+    mkdir -p "$W" && echo a > "$W/a.txt" && setfattr -n user.keep -v same "$W/a.txt" &&
+        setfattr -n user.gone -v old "$W/a.txt" && echo b > "$W/b.txt"
+    (cd "$W" && "$P" run --stage auto -- sh -c 'setfattr -n user.mime_type -v text/html a.txt && setfattr -x user.gone a.txt &&
+        echo n > n.txt && setfattr -n user.overlay.opaque -v y n.txt && setfattr -n user.bin -v 0x00ff n.txt &&
+        echo more >> b.txt && setfattr -n user.pax.flags -v m b.txt') >/dev/null 2>&1
+    (cd "$W" && "$P" status --review --json) > "$T/xa.json"
+    (cd "$W" && "$P" status --review) > "$T/xa.txt"
+    /usr/bin/python3 "$SRCDIR/tests/helpers/ptyrun.py" -- sh -c "cd '$W' && '$P' diff" 2>&1 | tr -d '\r' > "$T/xa.tty"
+    eq "$(jq -c '[.changeset.changes[] | select(.xattrs) | {path, xattrs}]' "$T/xa.json")" \
+        '[{"path":"a.txt","xattrs":[{"name":"user.gone","old":"old","new":null},{"name":"user.mime_type","old":null,"new":"text/html"}]},{"path":"b.txt","xattrs":[{"name":"user.pax.flags","old":null,"new":"m"}]},{"path":"n.txt","xattrs":[{"name":"user.bin","old":null,"new_hex":"00ff","new":null},{"name":"user.overlay.opaque","old":null,"new":"y"}]}]' \
+        "review --json names the user xattrs apply writes or removes, with their values (a new file's too)"
+    eq "$(grep -A2 '^  A n.txt$' "$T/xa.txt" | tr '\n' '|')" \
+        '  A n.txt|      xattr user.bin: none -> hex 00ff (2 bytes)|      xattr user.overlay.opaque: none -> "y" (1 byte)|' \
+        "  ... and the human review prints them under the entry"
+    eq "$(grep -c '^xattr user.mime_type: none -> "text/html" (9 bytes)$' "$T/xa.tty"):$(grep -c '^xattr user.overlay.opaque: none -> "y" (1 byte)$' "$T/xa.tty"):$(grep -c '^xattr user.pax.flags: none -> "m" (1 byte)$' "$T/xa.tty")" \
+        "1:1:1" "  ... and diff on a terminal"
+    (cd "$W" && "$P" apply) >/dev/null 2>&1
+    eq "$(getfattr --only-values -n user.overlay.opaque "$W/n.txt" 2>/dev/null):$(getfattr --only-values -n user.mime_type "$W/a.txt" 2>/dev/null)" \
+        "y:text/html" "  (apply wrote them: what they showed)"
+else
+    skip "review shows user xattrs" "no setfattr"
+fi
