@@ -1130,14 +1130,19 @@ static bool content_differs(int adir, const char *a, int bdir, const char *b) {
 /* A renamed file, or one in a renamed directory, whose content is not the
  * content of the workspace file it was renamed from: the review marks it
  * (renamed_changed), since "R new (from old)" reads as a move and the diff
- * shows the whole file as new, the change inside it buried. */
+ * shows the whole file as new, the change inside it buried.  Also, in a
+ * renamed directory, a file or symlink that was not in the directory it
+ * was renamed from (a new file among the moved ones: "A lib/new.c" under
+ * "R lib/ (from src)" read as moved, its content one added file among
+ * hundreds), a file whose mode, or a symlink whose target, is not the one
+ * it had there (a 0600 file made 0644 as it moved). */
 static void mark_renamed_changed(struct lc_changeset *cs, int upper_fd, int ws_fd) {
     if (upper_fd < 0 || ws_fd < 0)
         return;
     char prefix[LC_MAX_PATH + 1], old[2 * LC_MAX_PATH + 2];
     for (size_t i = 0; i < cs->n; i++) {
         struct lc_entry *e = &cs->entries[i];
-        if (e->kind != LC_ADDED || e->new_type != LC_REG)
+        if (e->kind != LC_ADDED || (e->new_type != LC_REG && e->new_type != LC_LNK))
             continue;
         /* the entry itself, or its nearest ancestor, renamed */
         const struct lc_entry *r = e->renamed_from ? e : NULL;
@@ -1160,9 +1165,16 @@ static void mark_renamed_changed(struct lc_changeset *cs, int upper_fd, int ws_f
         if (n < 0 || (size_t)n >= sizeof old)
             continue;
         const struct lc_entry *o = find_entry(cs, old);
-        if (!o || o->kind != LC_DELETED || o->old_type != LC_REG)
+        bool differs;
+        if (!o)
+            differs = r != e; /* not in the directory renamed: new there */
+        else if (o->kind != LC_DELETED || o->old_type != e->new_type)
             continue;
-        if (content_differs(upper_fd, e->path, ws_fd, old)) {
+        else if (e->new_type == LC_LNK)
+            differs = !o->old_target || !e->new_target || strcmp(o->old_target, e->new_target) != 0;
+        else
+            differs = o->old_mode != e->new_mode || content_differs(upper_fd, e->path, ws_fd, old);
+        if (differs) {
             e->warnings |= LC_W_RENAMED_CHANGED;
             cs->warnings |= LC_W_RENAMED_CHANGED;
         }

@@ -708,8 +708,9 @@ const char *lc_warning_message(unsigned bit) {
                ", so diff prints only 'Binary files ... differ' (or 'Large files'); read the new content in the "
                "stage (upper/ and this path)";
     case LC_W_RENAMED_CHANGED:
-        return "renamed (or in a renamed directory), and its content differs from the file it was renamed from: "
-               "diff shows it whole as added, not what changed";
+        return "renamed (or in a renamed directory), and not what it was renamed from: its content or mode (a "
+               "symlink's target) differs, or it is new in that directory; diff shows it whole as added, not what "
+               "changed";
     case LC_W_PY_STARTUP:
         return "runs at every start of Python in that environment (.pth, site/usercustomize, pyvenv.cfg)";
     case LC_W_GIT_WORKTREE:

@@ -96,3 +96,18 @@ if command -v setfattr >/dev/null && command -v getfattr >/dev/null; then
 else
     skip "review shows user xattrs" "no setfattr"
 fi
+
+# A renamed directory is "R lib/ (from src)" and every file in it an "A"
+# line, the diff each added whole: a new file among the moved ones, a
+# 0600 file made 0644 as it moved, or a symlink retargeted, read as moved.
+# Review warns of each (renamed_changed), not of what moved unchanged.
+W=$T/wsren
+mkdir -p "$W/src" && echo a > "$W/src/a.c" && echo b > "$W/src/b.c" && echo s > "$W/src/.env" && chmod 600 "$W/src/.env" &&
+    ln -s a.c "$W/src/l" && ln -s b.c "$W/src/m" && echo k > "$W/k.txt" && echo r > "$W/r.txt"
+(cd "$W" && "$P" run --stage auto -- sh -c 'mv src lib && echo evil > lib/new.c && chmod 644 lib/.env && ln -sfn /etc/passwd lib/m &&
+    mv k.txt k2.txt && mv r.txt r2.txt && chmod 640 r2.txt') >/dev/null 2>&1
+(cd "$W" && "$P" status --review --json) > "$T/ren.json"
+eq "$(jq -r '[.changeset.changes[] | select(.renamed_from) | .path] | join(",")'  "$T/ren.json")" "k2.txt,lib,r2.txt" \
+    "  (review reads the moves as renames)"
+eq "$(warned renamed_changed "$T/ren.json")" "lib/.env,lib/m,lib/new.c,r2.txt" \
+    "review warns of a new file in a renamed directory, of a mode or symlink target changed in a rename; not of what moved as it was"
