@@ -130,6 +130,13 @@ bool lc_cli_override_unreadable(const struct lc_changeset *cs);
  * r is -EACCES (the agent can take its own read permission away); writes:
  * the verb writes in the workspace, where EACCES has another cause too. */
 void lc_cli_unreadable_hint(int r, const char *stage, bool writes);
+/* Why the stage at stage could not be opened with ENOENT (its state is
+ * neither dropped nor applied): its directory gone, its workspace gone
+ * (review and diff compare the stage with it), or no upper/; malloc'd, or
+ * NULL: none of those.  Said as it is: "it holds no changes (dropped?)"
+ * and "No such file or directory" were said of a workspace moved away,
+ * of a stage holding the changes. */
+char *lc_cli_missing_reason(const char *stage);
 #endif
 
 /* Interrupted applies by workspace (pending_apply.c): apply records the

@@ -463,34 +463,6 @@ static void show_entry(struct diffctx *d, const struct lc_stage *st, const struc
     }
 }
 
-/* Why the stage at stage could not be opened with ENOENT (its state is
- * neither dropped nor applied): its directory gone, its workspace gone
- * (the diff compares the stage with it), or no upper/.  NULL: none of
- * those.  Said as it is: "it holds no changes (dropped?)" was said of a
- * workspace moved away, of a stage holding the changes. */
-static char *missing_reason(const char *stage) {
-    _cleanup_close_ int fd = open(stage, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return strdup("the stage directory is gone");
-    _cleanup_free_ char *txt = NULL;
-    json_t *meta = read_file_at(fd, "meta.json", 1 << 20, &txt, NULL) == 0 ? json_loads(txt, 0, NULL) : NULL;
-    const char *ws = json_string_value(json_object_get(meta, "workspace"));
-    struct stat st;
-    char *out = NULL;
-    if (ws && stat(ws, &st) < 0 && (errno == ENOENT || errno == ENOTDIR)) {
-        _cleanup_free_ char *shown = lc_display_name(ws);
-        if (asprintf(&out,
-                     "its workspace %s is gone (moved or removed?), and a diff compares the stage with it; the stage "
-                     "still holds the changes: put the workspace back there to see them",
-                     shown ? shown : "?") < 0)
-            out = NULL;
-    } else if (fstatat(fd, "upper", &st, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT) {
-        out = strdup("it has no upper/, so it holds no changes");
-    }
-    json_decref(meta);
-    return out;
-}
-
 static bool looks_like_target(const char *a) {
     if (strcmp(a, "latest") == 0)
         return true;
@@ -581,7 +553,7 @@ int cmd_diff(int argc, char **argv) {
                          stage_done_phrase(stage),
                          state == STAGE_APPLIED ? " ('pvisor drop' removed the stage's copy of them)" : "");
     if (r < 0) {
-        _cleanup_free_ char *missing = r == -ENOENT ? missing_reason(stage) : NULL;
+        _cleanup_free_ char *missing = r == -ENOENT ? lc_cli_missing_reason(stage) : NULL;
         cli_error(PV_EXIT_FAILURE, "diff", "cannot read the stage %s: %s", stage,
                   missing                             ? missing
                   : r == -ELOOP || r == -ENAMETOOLONG ? lc_cli_bound_reason(r, stopped)

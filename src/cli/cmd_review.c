@@ -300,6 +300,29 @@ bool lc_cli_override_unreadable(const struct lc_changeset *cs) {
     return false;
 }
 
+char *lc_cli_missing_reason(const char *stage) {
+    _cleanup_close_ int fd = open(stage, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return strdup("the stage directory is gone");
+    _cleanup_free_ char *txt = NULL;
+    json_t *meta = read_file_at(fd, "meta.json", 1 << 20, &txt, NULL) == 0 ? json_loads(txt, 0, NULL) : NULL;
+    const char *ws = json_string_value(json_object_get(meta, "workspace"));
+    struct stat st;
+    char *out = NULL;
+    if (ws && stat(ws, &st) < 0 && (errno == ENOENT || errno == ENOTDIR)) {
+        _cleanup_free_ char *shown = lc_display_name(ws);
+        if (asprintf(&out,
+                     "its workspace %s is gone (moved or removed?), with which the stage is compared; the stage "
+                     "still holds the changes: put the workspace back there to see them",
+                     shown ? shown : "?") < 0)
+            out = NULL;
+    } else if (fstatat(fd, "upper", &st, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT) {
+        out = strdup("it has no upper/, so it holds no changes");
+    }
+    json_decref(meta);
+    return out;
+}
+
 int lc_cli_load_changes(const char *stage, struct lc_stage **ret_st, struct lc_changeset **ret_cs, char **ret_stopped,
                         bool *ret_stopped_deleted) {
     for (int attempt = 0;; attempt++) {
@@ -914,8 +937,10 @@ int cmd_review(const char *arg, const char *stage_dir, bool as_json) {
         if (r < 0) {
             lc_stage_free(st);
             json_decref(bundle);
+            _cleanup_free_ char *missing = r == -ENOENT ? lc_cli_missing_reason(stage) : NULL;
             cli_error(PV_EXIT_FAILURE, "status", "cannot read the changes of stage %s: %s", stage,
-                      r == -E2BIG                         ? "too many entries"
+                      missing                             ? missing
+                      : r == -E2BIG                       ? "too many entries"
                       : r == -EBADMSG                     ? "malformed journal"
                       : r == -ELOOP || r == -ENAMETOOLONG ? lc_cli_bound_reason(r, stopped)
                                                           : strerror(-r));

@@ -148,6 +148,11 @@ mv "$W" "$T/ws.moved"
 "$P" diff "$RUN" >/dev/null 2>"$T/err"; rc=$?
 eq "$rc:$(grep -c 'dropped?' "$T/err"):$(grep -c "workspace $W is gone" "$T/err")" "1:0:1" \
     "diff: a workspace gone is said as such"
+# ... and by the review, which said "cannot read the changes of stage ...:
+# No such file or directory", as if the stage were broken
+"$P" status --review "$RUN" >/dev/null 2>"$T/err"; rc=$?
+eq "$rc:$(grep -c 'No such file' "$T/err"):$(grep -c "workspace $W is gone (moved or removed?).*the stage still holds the changes" "$T/err")" \
+    "1:0:1" "status --review: a workspace gone is said as such"
 mv "$T/ws.moved" "$W"
 
 # A Bundle of another (newer) schema: said as "its supervisor died ... or
