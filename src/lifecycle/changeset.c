@@ -584,6 +584,10 @@ static int lower_deleted_rec(struct walk *w, int lower_dirfd, const char *name, 
         e->warnings |= LC_W_GIT_WORKTREE;
         w->cs->warnings |= LC_W_GIT_WORKTREE;
     }
+    if (r >= 0 && !S_ISDIR(lst->st_mode) && lc_path_is_git_ref(e->path)) {
+        e->warnings |= LC_W_GIT_REFS;
+        w->cs->warnings |= LC_W_GIT_REFS;
+    }
     if (r < 0 || !S_ISDIR(lst->st_mode))
         return r;
     _cleanup_close_ int sub = lc_open_beneath(lower_dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);

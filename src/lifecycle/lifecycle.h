@@ -78,7 +78,8 @@ const char *lc_kind_name(enum lc_kind k);
 #define LC_W_CI_CONFIG (1u << 20)    /* a CI pipeline's definition (.github/workflows/..., .gitlab-ci.yml, ...) */
 #define LC_W_GIT_HIDES (1u << 21)    /* .git/info/exclude or attributes: hides changes from git status/diff */
 #define LC_W_DIFF_HIDDEN (1u << 22)  /* new text diff does not show: the workspace's version is binary or large */
-#define LC_W__COUNT 23
+#define LC_W_GIT_REFS (1u << 23)     /* a .git's HEAD, a ref or packed-refs: a branch moved, made or deleted */
+#define LC_W__COUNT 24
 /* diff shows a file with a NUL byte in its first LC_BINARY_PROBE bytes as
  * binary (as git does) */
 #define LC_BINARY_PROBE 8000

@@ -60,7 +60,7 @@ const char *lc_warning_name(unsigned i) {
         "exec",        "setid",        "git_hook",        "git_config",     "symlink_outside", "large",
         "special",     "hardlink",     "git_worktree",    "python_startup", "home_startup",    "fifo",
         "git_lock",    "nul_text",     "renamed_changed", "git_redirect",   "world_writable",  "changed_during_run",
-        "tool_config", "stage_marker", "ci_config",       "git_hides",      "diff_hidden"};
+        "tool_config", "stage_marker", "ci_config",       "git_hides",      "diff_hidden",     "git_refs"};
     return i < ARRAY_SIZE(names) ? names[i] : "unknown";
 }
 
@@ -82,6 +82,31 @@ static bool target_escapes(const char *t, long depth) {
         c = *e ? e + 1 : e;
     }
     return false;
+}
+
+/* Is rest, a path below a .git directory, HEAD, a ref or packed-refs (of
+ * the repository, a linked worktree's HEAD, a submodule's under
+ * modules/NAME/)?  The agent's commits are shown only as git objects, and
+ * once a branch points to them a checkout or reset brings their content
+ * into the user's files; a deleted ref drops the user's branch. */
+static bool git_ref_rest(const char *rest) {
+    const char *base = strrchr(rest, '/');
+    base = base ? base + 1 : rest;
+    if (strncmp(rest, "logs/", 5) == 0 || strstr(rest, "/logs/")) /* reflogs */
+        return false;
+    return strcmp(base, "HEAD") == 0 || strcmp(base, "packed-refs") == 0 || strncmp(rest, "refs/", 5) == 0 ||
+           strstr(rest, "/refs/");
+}
+
+bool lc_path_is_git_ref(const char *path) {
+    for (const char *c = path;;) {
+        if (strncmp(c, ".git/", 5) == 0 && git_ref_rest(c + 5))
+            return true;
+        const char *s = strchr(c, '/');
+        if (!s)
+            return false;
+        c = s + 1;
+    }
 }
 
 /* Warnings for rest, a path below a .git directory: git runs the hooks of
@@ -107,6 +132,8 @@ static unsigned git_dir_warnings(const char *rest, bool sample, bool into_git, u
     if ((rl >= 12 && strcmp(rest + rl - 12, "info/exclude") == 0 && (rl == 12 || rest[rl - 13] == '/')) ||
         (rl >= 15 && strcmp(rest + rl - 15, "info/attributes") == 0 && (rl == 15 || rest[rl - 16] == '/')))
         wn |= LC_W_GIT_HIDES;
+    if (git_ref_rest(rest))
+        wn |= LC_W_GIT_REFS;
     for (const char *c = rest;;) {
         if (strcmp(c, "hooks") == 0)
             wn |= LC_W_GIT_HOOK;
@@ -322,6 +349,9 @@ void lc_entry_set_warnings(struct lc_changeset *cs, struct lc_entry *e, const st
             wn = git_dir_warnings(c + 5, sample, into_git, wn);
             if (lock)
                 wn |= LC_W_GIT_LOCK;
+            /* a ref's directory (refs/heads/feature/): its refs are listed */
+            if ((e->kind == LC_DELETED ? e->old_type : e->new_type) == LC_DIR)
+                wn &= ~LC_W_GIT_REFS;
         }
         /* Python runs every .pth (its "import" lines) of an environment's
          * site-packages, and imports sitecustomize / usercustomize (a .py,
@@ -707,6 +737,10 @@ const char *lc_warning_message(unsigned bit) {
                "over " LC_DIFF_MAX_TEXT
                ", so diff prints only 'Binary files ... differ' (or 'Large files'); read the new content in the "
                "stage (upper/ and this path)";
+    case LC_W_GIT_REFS:
+        return "moves git history (HEAD, a branch or tag made, moved or deleted): what its commits hold is shown "
+               "here only as git objects; once applied, 'git log -p' shows them, and a checkout or reset brings "
+               "their content into your files";
     case LC_W_RENAMED_CHANGED:
         return "renamed (or in a renamed directory), and not what it was renamed from: its content or mode (a "
                "symlink's target) differs, or it is new in that directory; diff shows it whole as added, not what "

