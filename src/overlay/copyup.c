@@ -44,9 +44,22 @@ int ov_tmp_name(struct ov *ov, char buf[static 32]) {
 
 /* ---- quotas and accounting ---- */
 
+/* Bytes below_reserve let through since the stage's file system was last
+ * flushed (every overlay of the process: both views' stages are usually on
+ * one file system, and counting the other's only flushes sooner). */
+static _Atomic uint64_t unflushed_bytes;
+
 /* The agent never takes the stage's file system below its reserve (so the
  * user's other programs, the seal and the Bundle still find room): checked
- * against what the file system says is available now. */
+ * against what the file system says is available now.  btrfs counts data
+ * only once it is written back (ext4, xfs and tmpfs count it at the write):
+ * until then its free space is what it was, and an agent filled it to the
+ * last block before the reserve showed (the seal, which needs room on a
+ * copy-on-write file system, then failed: the stage was left interrupted,
+ * not appliable, and the Bundle unwritten; tested).  So what this lets
+ * through is added up, and once that could reach the reserve the file
+ * system is flushed (syncfs) and asked again: where the count is current
+ * that is once in each half of the room left. */
 static bool below_reserve(struct ov *ov, uint64_t bytes, uint64_t inodes) {
     if (!ov->reserve_bytes && !ov->reserve_inodes)
         return false;
@@ -56,6 +69,18 @@ static bool below_reserve(struct ov *ov, uint64_t bytes, uint64_t inodes) {
     uint64_t avail = (uint64_t)sv.f_bavail * sv.f_frsize;
     if (bytes && avail < bytes + ov->reserve_bytes)
         return true;
+    if (bytes) {
+        uint64_t room = avail - bytes - ov->reserve_bytes;
+        if (atomic_fetch_add(&unflushed_bytes, bytes) + bytes > room / 2) {
+            atomic_store(&unflushed_bytes, 0);
+            if (syncfs(ov->upper_fd) == 0 && fstatvfs(ov->upper_fd, &sv) == 0) {
+                avail = (uint64_t)sv.f_bavail * sv.f_frsize;
+                if (avail < bytes + ov->reserve_bytes)
+                    return true;
+            }
+            atomic_fetch_add(&unflushed_bytes, bytes);
+        }
+    }
     return inodes && sv.f_files && (uint64_t)sv.f_favail < inodes + ov->reserve_inodes;
 }
 
