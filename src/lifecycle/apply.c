@@ -614,6 +614,29 @@ static void carry_group(const struct plan_ent *e, int parent, int out) {
     (void)!fchown(out, (uid_t)-1, ost.st_gid);
 }
 
+/* The inode flags of the workspace file a regular file replaces that a
+ * write in place keeps and a new file would not have (chattr): no
+ * copy-on-write (+C: a VM image or database on btrfs), compression (+c,
+ * +m), no dump (+d), no atime (+A), synchronous writes (+S).  Set on the
+ * new file before its content (btrfs takes +C only on an empty file);
+ * where the file system has no such flags, or refuses one, it stays as
+ * created (before, every file apply replaced lost them; tested). */
+#define CARRIED_FLAGS (FS_NOCOW_FL | FS_COMPR_FL | FS_NOCOMP_FL | FS_NODUMP_FL | FS_NOATIME_FL | FS_SYNC_FL)
+static void carry_flags(const struct plan_ent *e, int parent, int out) {
+    if (e->old_type != LC_REG)
+        return;
+    const char *slash = strrchr(e->path, '/');
+    _cleanup_close_ int old =
+        openat(parent, slash ? slash + 1 : e->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    struct stat st;
+    int of = 0, nf = 0;
+    if (old < 0 || fstat(old, &st) < 0 || !S_ISREG(st.st_mode) || ioctl(old, FS_IOC_GETFLAGS, &of) < 0 ||
+        !(of & CARRIED_FLAGS) || ioctl(out, FS_IOC_GETFLAGS, &nf) < 0 || (nf & CARRIED_FLAGS) == (of & CARRIED_FLAGS))
+        return;
+    nf = (nf & ~CARRIED_FLAGS) | (of & CARRIED_FLAGS);
+    (void)ioctl(out, FS_IOC_SETFLAGS, &nf);
+}
+
 static int write_temp_reg(struct ctx *c, const struct plan_ent *e, int parent, const char *tmp, int *ret_fd,
                           uint64_t *ret_bytes) {
     _cleanup_close_ int in = lc_open_beneath(c->upper_fd, e->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
@@ -628,6 +651,7 @@ static int write_temp_reg(struct ctx *c, const struct plan_ent *e, int parent, c
                                   : openat(parent, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
     if (out < 0)
         return !tmp && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL) ? -EOPNOTSUPP : -errno;
+    carry_flags(e, parent, out);
     uint64_t bytes = 0;
     int r = lc_copy_fd(in, out, (uint64_t)ist.st_size, UINT64_MAX, &bytes);
     if (r < 0)
