@@ -5,6 +5,7 @@
 #include "util/cleanup.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <sys/statvfs.h>
 #include <sys/stat.h>
@@ -191,6 +192,52 @@ bool lc_plan_passes_absent(const struct plan_ent *e) {
     return e->old_type != LC_NONE && e->new_type != LC_NONE && is_dirish(e->old_type) != is_dirish(e->new_type);
 }
 
+/* Whether the file apply writes at path goes without copy-on-write
+ * (btrfs chattr +C): the workspace file it replaces is (apply keeps its
+ * flags), or, for a new one, the nearest directory there is (new files
+ * and directories inherit it).  Such a file cannot share blocks with the
+ * stage (FICLONE refuses copy-on-write and nocow files together). */
+static bool dest_nocow(int ws_fd, const char *path, bool replaces) {
+    char buf[PATH_MAX];
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
+        return false;
+    bool dir = !replaces;
+    for (;;) {
+        if (dir) { /* the directory that holds buf */
+            char *slash = strrchr(buf, '/');
+            if (slash)
+                *slash = '\0';
+            else
+                strcpy(buf, ".");
+        }
+        _cleanup_close_ int fd = lc_open_beneath(ws_fd, buf, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0);
+        struct stat st;
+        int flags = 0;
+        if (fd >= 0)
+            return fstat(fd, &st) == 0 && (dir ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode)) &&
+                   ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0 && (flags & FS_NOCOW_FL);
+        if (fd != -ENOENT || strcmp(buf, ".") == 0)
+            return false;
+        dir = true;
+    }
+}
+
+/* What the plan's files without copy-on-write need (dest_nocow) where
+ * the rest can share blocks with the stage: each file's blocks in the
+ * stage, a replaced one's old blocks kept until its rename. */
+static uint64_t nocow_need(int ws_fd, int upper_fd, const struct plan *p) {
+    uint64_t need = 0;
+    for (size_t i = 0; i < p->n; i++) {
+        const struct plan_ent *e = &p->v[i];
+        struct stat st;
+        if (e->new_type != LC_REG || fstatat(upper_fd, e->path, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode) ||
+            !dest_nocow(ws_fd, e->path, e->old_type == LC_REG))
+            continue;
+        need += (uint64_t)st.st_blocks * 512;
+    }
+    return need;
+}
+
 /* Room for the plan: the content it writes (what each staged file
  * allocates, so a sparse file counts what it holds; every name of a file
  * hard-linked in the stage is written as a file of its own, so a small
@@ -201,8 +248,9 @@ bool lc_plan_passes_absent(const struct plan_ent *e) {
  * replaces goes at its rename, so only one batch's replacements (temp and
  * old file side by side) need room on top of the growth.  Where the copy
  * can share blocks with the stage (a reflink, same file system: btrfs,
- * xfs), the content costs nothing and the check is skipped.  (Split
- * from apply.c.) */
+ * xfs), the content costs nothing and only the files that cannot share
+ * (nocow_need: before, they were taken to share too, and apply ran out of
+ * room halfway; tested) are counted.  (Split from apply.c.) */
 int lc_plan_check_room(int ws_fd, int upper_fd, bool same_fs, const struct plan *p, uint64_t pending_bytes,
                        unsigned writers, uint64_t *ret_need, uint64_t *ret_avail) {
     uint64_t growth = 0, overlap = 0, freed = 0;
@@ -248,8 +296,13 @@ int lc_plan_check_room(int ws_fd, int upper_fd, bool same_fs, const struct plan 
     if (same_fs && largest) {
         _cleanup_close_ int in = lc_open_beneath(upper_fd, largest, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
         _cleanup_close_ int out = in >= 0 ? openat(ws_fd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600) : -1;
-        if (out >= 0 && ioctl(out, FICLONE, in) == 0)
-            return 0;
+        if (out >= 0 && ioctl(out, FICLONE, in) == 0) {
+            /* but a file written without copy-on-write shares nothing */
+            need = nocow_need(ws_fd, upper_fd, p);
+            *ret_need = need;
+            if (need <= avail)
+                return 0;
+        }
     }
     return -ENOSPC;
 }

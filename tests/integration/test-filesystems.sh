@@ -82,3 +82,27 @@ if have btrfs && mkfs_mount b btrfs 320; then
 else
     skip "btrfs: inode flags of replaced files" "no btrfs (kernel or mkfs.btrfs)"
 fi
+
+# --- btrfs: apply's room check, the stage on the workspace's file system -----
+# Where the stage shares the workspace's btrfs, apply's copies share blocks
+# with it (a reflink) and need no room; not a file without copy-on-write
+# (+C, or in a +C directory): the check took every file to share, and
+# apply ran out of room halfway.
+if [ -d "$M/b/flags" ]; then
+    W="$M/b/room"; mkdir -p "$W/nocow" "$W/norm"; chattr +C "$W/nocow"; echo a > "$W/norm/a"
+    export XDG_STATE_HOME="$M/b/state"
+    (cd "$W" && P run --safe -- sh -c 'head -c 60M /dev/zero > nocow/db; head -c 80M /dev/zero > norm/big' \
+        >/dev/null 2>&1)
+    sync
+    avail=$(df -B1M --output=avail "$M/b" | tail -n 1 | tr -d ' ')
+    head -c "$((avail - 30))M" /dev/zero > "$M/b/filler"; sync
+    (cd "$W" && P apply >/dev/null 2>"$T/room.err"); rc=$?
+    eq "$rc:$(cd "$W" && find . -type f | sort | tr '\n' ' '):$(ls "$XDG_STATE_HOME"/pvisor/runs/*/stage/apply-intent 2>&1 | grep -c 'No such')" \
+       "1:./norm/a :1" "btrfs: a nocow file that does not fit: apply refuses before it writes (no apply to resume)"
+    check "  saying what it needs" grep -q "the staged files need 6291" "$T/room.err"
+    rm -f "$M/b/filler"; sync
+    (cd "$W" && P apply >/dev/null 2>&1); rc=$?
+    eq "$rc:$(stat -c %s "$W/nocow/db"):$(lsattr "$W/nocow/db" | cut -c1-22 | tr -d -)" "0:62914560:C" \
+       "  with room, it applies (the file nocow, as its directory)"
+    export XDG_STATE_HOME="$T/state"
+fi
