@@ -7,7 +7,7 @@ PKGS="build-essential meson ninja-build pkg-config
 libfuse3-dev fuse3 libseccomp-dev libcap-dev libssl-dev libjansson-dev zlib1g-dev
 python3 python3-jsonschema jq attr acl libcap2-bin git sqlite3 make tar util-linux procps psmisc
 iproute2 strace valgrind fuse-overlayfs bubblewrap hyperfine time clang-format clang less
-qemu-system-x86 e2fsprogs gzip"
+qemu-system-x86 e2fsprogs gzip xfsprogs btrfs-progs squashfs-tools"
 
 missing=""
 for p in $PKGS; do

@@ -106,3 +106,85 @@ if [ -d "$M/b/flags" ]; then
        "  with room, it applies (the file nocow, as its directory)"
     export XDG_STATE_HOME="$T/state"
 fi
+
+# --- other file systems inside the workspace ----------------------------------
+# btrfs subvolumes (their own st_dev, every root inode 256), a snapshot (its
+# source's inode numbers), a read-only squashfs and a tmpfs mounted in the
+# workspace: writes below each go to the stage; apply writes them into the
+# file system they belong to, and refuses those on the read-only mount.
+if [ -d "$M/b/flags" ] && command -v btrfs >/dev/null; then
+    W="$M/b/nest"; mkdir -p "$W/tm"
+    btrfs -q subvolume create "$W/sub" >/dev/null && echo a > "$W/sub/a" &&
+        btrfs -q subvolume create "$W/sub/inner" >/dev/null && echo i > "$W/sub/inner/i" &&
+        btrfs -q subvolume snapshot "$W/sub" "$W/snap" >/dev/null
+    mount -t tmpfs -o size=4m tmpfs "$W/tm" && _mounts="$W/tm $_mounts"
+    sq=no
+    if have squashfs; then
+        mkdir -p "$T/sqsrc" "$W/sq" && echo s > "$T/sqsrc/s" &&
+            mksquashfs "$T/sqsrc" "$T/img/sq.img" -quiet -noappend >/dev/null 2>&1 &&
+            mount -t squashfs -o loop,ro "$T/img/sq.img" "$W/sq" && _mounts="$W/sq $_mounts" && sq=yes
+    fi
+    [ $sq = yes ] || skip "a squashfs mounted in the workspace" "no squashfs (kernel or mksquashfs)"
+    export XDG_STATE_HOME="$T/state-nest"
+    (cd "$W" && P run --safe -- sh -c 'echo A >> sub/a; echo I >> sub/inner/i; echo S >> snap/a; echo T > tm/t
+        [ -d sq ] && echo Q >> sq/s; find . -name i -type f | wc -l > /dev/null' >/dev/null 2>&1)
+    (cd "$W" && P status --review >"$T/nest.review" 2>&1)
+    if [ $sq = yes ]; then
+        check "a write below a read-only squashfs: review names a conflict" \
+            grep -q "x sq/s: on a read-only mount" "$T/nest.review"
+        (cd "$W" && P apply >/dev/null 2>&1); rc=$?
+        eq "$rc:$(cat "$W/sub/a" | tr '\n' ' ')" "1:a " "  apply refuses the whole stage, writing nothing"
+    fi
+    (cd "$W" && P apply --path sub --path snap --path tm >/dev/null 2>&1); rc=$?
+    eq "$rc:$(cat "$W/sub/a" "$W/sub/inner/i" "$W/snap/a" "$W/tm/t" | tr '\n' ' ')" "0:a A i I a S T " \
+       "apply --path of writes below subvolumes, a snapshot and a tmpfs"
+    eq "$(stat -c %d "$W/sub/inner/i") $(stat -c %d "$W/snap/a") $(stat -c %d "$W/tm/t")" \
+       "$(stat -c %d "$W/sub/inner") $(stat -c %d "$W/snap") $(stat -c %d "$W/tm")" \
+       "  each file written into the file system it belongs to"
+    [ $sq = yes ] && eq "$(cat "$W/sq/s")" s "  the read-only mount untouched"
+    export XDG_STATE_HOME="$T/state"
+fi
+
+# --- an agent's work on xfs and tmpfs workspaces, the stage on other file
+# systems, against the same commands run natively on a copy ----------------
+seed() {
+    mkdir -p "$1/src/lib" "$1/docs" "$1/old" && cd "$1" && printf 'hello\n' > a.txt &&
+        printf 'int main(){}\n' > src/main.c && printf 'lib\n' > src/lib/l.c && printf 'doc\n' > docs/readme &&
+        printf 'gone\n' > old/g && printf 'one\n' > ex1 && printf 'two\n' > ex2 && ln -s a.txt sl &&
+        printf 'xa\n' > xa && setfattr -n user.k -v v1 xa && head -c 1M /dev/zero > big &&
+        truncate -s 64M sparse && printf mid | dd of=sparse bs=1 seek=1000000 conv=notrunc 2>/dev/null &&
+        chmod 0640 src/main.c && cd - >/dev/null
+}
+AGENT='printf more >> a.txt; printf new > new; mkdir -p nd/sub; printf deep > nd/sub/f; rm -r old
+mv docs docs2; mv src/lib/l.c src/lib/l2.c; chmod 0755 src/main.c; ln -sf new sl; setfattr -n user.k -v v2 xa
+truncate -s 128M sparse; printf end | dd of=sparse bs=1 seek=100000000 conv=notrunc 2>/dev/null
+fallocate -l 1M falloc; cp --reflink=auto big big2
+python3 -c "import ctypes; l = ctypes.CDLL(None); print(l.renameat2(-100, b\"ex1\", -100, b\"ex2\", 2))"
+python3 -c "import mmap, os; fd = os.open(\"big\", os.O_RDWR); m = mmap.mmap(fd, 8192); m[4096:4100] = b\"MMAP\"; m.flush()"'
+tree() {
+    (cd "$1" && find . -path ./.pvisor\* -prune -o -printf '%P %y %m %l\n' | sort &&
+        find . -type f ! -name '.pvisor*' -printf '%P %s\n' | sort &&
+        find . -type f ! -name '.pvisor*' -exec md5sum {} + | sort && getfattr -R -d -m user. . 2>/dev/null)
+}
+for combo in "xfs btrfs" "xfs tmpfs" "tmpfs xfs"; do
+    set -- $combo
+    if ! have "$1" || ! have "$2"; then
+        skip "workspace on $1, stage on $2" "no $1 or $2"
+        continue
+    fi
+    [ -d "$M/w$1" ] || mkfs_mount "w$1" "$1" 320 || { not_ok "mount a $1"; continue; }
+    if [ "$2" = btrfs ]; then st="$M/b"; else
+        [ -d "$M/w$2" ] || mkfs_mount "w$2" "$2" 320 || { not_ok "mount a $2"; continue; }
+        st="$M/w$2"
+    fi
+    W="$M/w$1/ws-$2"; N="$M/w$1/native-$2"
+    seed "$W" && seed "$N"
+    (cd "$N" && sh -c "$AGENT" >/dev/null 2>&1)
+    export XDG_STATE_HOME="$st/state-$1"
+    (cd "$W" && P run --safe -- sh -c "$AGENT" >/dev/null 2>&1 && P status --review >/dev/null 2>&1 &&
+        P apply >/dev/null 2>&1); rc=$?
+    tree "$N" > "$T/native.tree"; tree "$W" > "$T/ws.tree"
+    eq "$rc:$(diff "$T/native.tree" "$T/ws.tree" | head -n 5 | tr '\n' ' ')" "0:" \
+       "workspace on $1, stage on $2: run, review and apply leave what the commands leave natively"
+    export XDG_STATE_HOME="$T/state"
+done
