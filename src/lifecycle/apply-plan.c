@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static bool selected_by(const char *path, const char *const *paths) {
     for (const char *const *q = paths; *q; q++) {
@@ -190,6 +191,55 @@ static bool is_dirish(enum lc_type t) {
 
 bool lc_plan_passes_absent(const struct plan_ent *e) {
     return e->old_type != LC_NONE && e->new_type != LC_NONE && is_dirish(e->old_type) != is_dirish(e->new_type);
+}
+
+/* A read-only btrfs subvolume (a snapshot taken with -r) is on a
+ * read-write mount: the review's check of read-only mounts (statvfs)
+ * passes it, and apply met the file system's EROFS halfway, after deleting
+ * and replacing other paths, with a resume that fails the same way for
+ * good (tested).  Its directories refuse write access (EROFS) whoever
+ * asks, so each directory the plan changes something in (the nearest one
+ * there is, for what apply creates) is asked once before anything is
+ * written; each such entry is a conflict.  Other refusals (EACCES: a 0555
+ * directory apply unlocks) are not this. */
+int lc_plan_check_writable(int ws_fd, const struct plan *p, struct lc_apply_report *rep) {
+    char last[PATH_MAX] = "", dir[PATH_MAX];
+    bool last_rofs = false;
+    int r = 0;
+    for (size_t i = 0; i < p->n && r == 0; i++) {
+        const struct plan_ent *e = &p->v[i];
+        /* a directory's mode and xattrs change in place */
+        bool in_place = e->old_type == LC_DIR && e->new_type == LC_DIR;
+        if (snprintf(dir, sizeof dir, "%s", e->path) >= (int)sizeof dir)
+            continue;
+        for (bool first = true;; first = false) {
+            if (!(first && in_place)) {
+                char *slash = strrchr(dir, '/');
+                if (slash)
+                    *slash = '\0';
+                else if (strcmp(dir, ".") == 0)
+                    break;
+                else
+                    strcpy(dir, ".");
+            }
+            if (strcmp(dir, last) == 0)
+                break;
+            int a = faccessat(ws_fd, dir, W_OK, AT_EACCESS) == 0 ? 0 : errno;
+            if (a != ENOENT && a != ENOTDIR) {
+                last_rofs = a == EROFS;
+                snprintf(last, sizeof last, "%s", dir);
+                break;
+            }
+        }
+        if (strcmp(dir, last) == 0 && last_rofs)
+            r = lc_apply_report_conflict(rep, e->path,
+                                         "on a read-only file system in the workspace (a read-only btrfs subvolume or "
+                                         "snapshot): apply cannot write there; make it writable, or apply the rest "
+                                         "with --path");
+    }
+    if (r == 0 && rep->n_conflicts)
+        r = -EEXIST;
+    return r;
 }
 
 /* Whether the file apply writes at path goes without copy-on-write

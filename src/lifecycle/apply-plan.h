@@ -59,6 +59,10 @@ void lc_plan_free(struct plan *p);
  * conflict in rep (apply-plan.c). */
 int lc_plan_from_changeset(const struct lc_changeset *cs, const struct lc_apply_opts *o, struct plan *p,
                            struct lc_apply_report *rep);
+/* -EEXIST, each entry a conflict in rep, when the plan changes something
+ * on a read-only file system the review's check does not see (a
+ * read-only btrfs subvolume) (apply-plan.c). */
+int lc_plan_check_writable(int ws_fd, const struct plan *p, struct lc_apply_report *rep);
 /* Each operation of the plan to o->on_op (a dry run's listing). */
 void lc_plan_announce(const struct plan *p, const struct lc_apply_opts *o);
 /* Add a conflict (path, why: a static string) to rep. */

@@ -1397,6 +1397,8 @@ int lc_apply(const char *stage_path, const struct lc_apply_opts *o, struct lc_ap
         r = lc_plan_from_changeset(cs, o, &p, rep);
         if (r == 0 && review_stale)
             r = -EKEYREVOKED;
+        if (r == 0)
+            r = lc_plan_check_writable(st->ws_fd, &p, rep);
         if (r < 0)
             goto out;
         lc_plan_announce(&p, o);

@@ -188,3 +188,24 @@ for combo in "xfs btrfs" "xfs tmpfs" "tmpfs xfs"; do
        "workspace on $1, stage on $2: run, review and apply leave what the commands leave natively"
     export XDG_STATE_HOME="$T/state"
 done
+
+# --- a read-only btrfs snapshot in the workspace ------------------------------
+# On a read-write mount, so the review's check of read-only mounts passed
+# it: apply deleted and wrote other paths, then met EROFS there, and the
+# resume it asked for failed the same way for good.
+if [ -d "$M/b/flags" ] && command -v btrfs >/dev/null; then
+    W="$M/b/rosnap"; mkdir -p "$W"
+    btrfs -q subvolume create "$W/src" >/dev/null && echo a > "$W/src/a" &&
+        btrfs -q subvolume snapshot -r "$W/src" "$W/snap" >/dev/null
+    echo top > "$W/top"; echo z > "$W/zz"
+    export XDG_STATE_HOME="$T/state-rosnap"
+    (cd "$W" && P run --safe -- sh -c 'echo T >> top; rm zz; echo B >> snap/a; echo n > snap/new' >/dev/null 2>&1)
+    (cd "$W" && P apply >/dev/null 2>"$T/rosnap.err"); rc=$?
+    eq "$rc:$(cat "$W/top" | tr '\n' ' '):$(ls "$W" | tr '\n' ' ')" "1:top :snap src top zz " \
+       "a write into a read-only btrfs snapshot: apply refuses before it writes anything"
+    check "  naming the read-only file system" grep -q "snap/a: on a read-only file system" "$T/rosnap.err"
+    (cd "$W" && P apply --path top --path zz >/dev/null 2>&1); rc=$?
+    eq "$rc:$(cat "$W/top" | tr '\n' ' '):$(ls "$W" | tr '\n' ' ')" "0:top T :snap src top " \
+       "  the rest applies with --path"
+    export XDG_STATE_HOME="$T/state"
+fi
