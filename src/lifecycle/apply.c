@@ -614,11 +614,13 @@ static void carry_group(const struct plan_ent *e, int parent, int out) {
     (void)!fchown(out, (uid_t)-1, ost.st_gid);
 }
 
-/* The inode flags of the workspace file a regular file replaces that a
+/* The inode flags of the workspace file a regular file replaces, which a
  * write in place keeps and a new file would not have (chattr): no
  * copy-on-write (+C: a VM image or database on btrfs), compression (+c,
- * +m), no dump (+d), no atime (+A), synchronous writes (+S).  Set on the
- * new file before its content (btrfs takes +C only on an empty file);
+ * +m), no dump (+d), no atime (+A), synchronous writes (+S); and not
+ * those the new file took from its directory where the old one has none
+ * (a file older than the directory's +C keeps its checksums).  Set on the
+ * new file before its content (btrfs changes +C only on an empty file);
  * where the file system has no such flags, or refuses one, it stays as
  * created (before, every file apply replaced lost them; tested). */
 #define CARRIED_FLAGS (FS_NOCOW_FL | FS_COMPR_FL | FS_NOCOMP_FL | FS_NODUMP_FL | FS_NOATIME_FL | FS_SYNC_FL)
@@ -631,7 +633,7 @@ static void carry_flags(const struct plan_ent *e, int parent, int out) {
     struct stat st;
     int of = 0, nf = 0;
     if (old < 0 || fstat(old, &st) < 0 || !S_ISREG(st.st_mode) || ioctl(old, FS_IOC_GETFLAGS, &of) < 0 ||
-        !(of & CARRIED_FLAGS) || ioctl(out, FS_IOC_GETFLAGS, &nf) < 0 || (nf & CARRIED_FLAGS) == (of & CARRIED_FLAGS))
+        ioctl(out, FS_IOC_GETFLAGS, &nf) < 0 || (nf & CARRIED_FLAGS) == (of & CARRIED_FLAGS))
         return;
     nf = (nf & ~CARRIED_FLAGS) | (of & CARRIED_FLAGS);
     (void)ioctl(out, FS_IOC_SETFLAGS, &nf);

@@ -69,8 +69,8 @@ if have btrfs && mkfs_mount b btrfs 320; then
     W="$M/b/flags"; mkdir -p "$W/nocow"
     (cd "$W" && touch vm.img && chattr +C vm.img && head -c 1M /dev/zero >> vm.img &&
         touch comp && chattr +c comp && echo text > comp && touch nd && chattr +d nd && echo x > nd &&
-        chattr +C nocow && echo y > nocow/in)
-    (cd "$W" && P run --safe -- sh -c 'for f in vm.img comp nd nocow/in; do echo more >> $f; done; echo n > new' \
+        echo p > nocow/pre && chattr +C nocow && echo y > nocow/in)
+    (cd "$W" && P run --safe -- sh -c 'for f in vm.img comp nd nocow/in nocow/pre; do echo more >> $f; done; echo n > new' \
         >/dev/null 2>&1 && P apply >/dev/null 2>&1); rc=$?
     flags() { lsattr "$W/$1" | cut -c1-22 | tr -d -; }
     eq "$rc:$(tail -n 1 "$W/vm.img")" "0:more" "btrfs: apply of files with inode flags"
@@ -79,6 +79,7 @@ if have btrfs && mkfs_mount b btrfs 320; then
     eq "$(flags nd)" d "  a replaced +d (nodump) file keeps its flag"
     eq "$(flags nocow/in)" C "  a file in a +C directory keeps it (inherited)"
     eq "$(flags new)" "" "  a new file takes its directory's (none)"
+    eq "$(flags nocow/pre)" "" "  a file older than its directory's +C stays copy-on-write (not the directory's)"
 else
     skip "btrfs: inode flags of replaced files" "no btrfs (kernel or mkfs.btrfs)"
 fi
