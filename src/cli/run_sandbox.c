@@ -307,28 +307,93 @@ static void free_credentials(char ***v) {
     *v = NULL;
 }
 
-/* Add uid's home (as /etc/passwd names it) to sb->pw_home unless it is
- * HOME, "/", or there already. */
-static int add_other_home(uid_t uid, const char *home_real, struct sandbox *sb) {
-    struct passwd *pw = getpwuid(uid);
-    char *h = pw && pw->pw_dir && pw->pw_dir[0] == '/' ? realpath(pw->pw_dir, NULL) : NULL;
+/* Add h (resolved, owned: taken) to sb->pw_home unless it is HOME, "/",
+ * or there already; -E2BIG past PLAN_OTHER_HOMES (never dropped
+ * silently). */
+static int add_home_path(char *h, const char *home_real, struct sandbox *sb) {
     bool skip = !h || strcmp(h, "/") == 0 || (home_real && strcmp(home_real, h) == 0);
     size_t k = 0;
     for (; k < PLAN_OTHER_HOMES && sb->pw_home[k] && !skip; k++)
         skip = strcmp(sb->pw_home[k], h) == 0;
-    if (skip || k == PLAN_OTHER_HOMES) {
+    if (skip) {
         free(h);
         return 0;
+    }
+    if (k == PLAN_OTHER_HOMES) {
+        free(h);
+        return -E2BIG;
     }
     sb->pw_home[k] = h;
     return resolve_credentials(h, &sb->pw_cred_real[k]);
 }
 
+/* Add uid's home (as /etc/passwd names it) to sb->pw_home unless it is
+ * HOME, "/", or there already. */
+static int add_other_home(uid_t uid, const char *home_real, struct sandbox *sb) {
+    struct passwd *pw = getpwuid(uid);
+    char *h = pw && pw->pw_dir && pw->pw_dir[0] == '/' ? realpath(pw->pw_dir, NULL) : NULL;
+    return add_home_path(h, home_real, sb);
+}
+
+/* Another name of a home (home, resolved) around the directory exposed
+ * (the workspace, a grant; resolved): a directory on the way to exposed
+ * that is, by identity, home or one of its parents under another path (a
+ * bind mount: /home/alice also at /srv/alice, /home at /mnt/data/home, a
+ * btrfs subvolume reached from the pool's top).  The home's credential
+ * locations lie there by that name, which no mask or cover, matching
+ * paths, knew: the workspace view and the grant showed them.  Added to
+ * sb->pw_home when it overlaps exposed. */
+static int add_home_aliases(const char *home, const char *exposed, const char *home_real, struct sandbox *sb) {
+    struct ancestor {
+        dev_t dev;
+        ino_t ino;
+        size_t len; /* home's first len bytes name it */
+    } anc[64];
+    size_t n = 0;
+    char buf[PATH_MAX];
+    if (!home || !exposed || snprintf(buf, sizeof buf, "%s", home) >= (int)sizeof buf)
+        return 0;
+    /* home and its parents, "/" aside (it holds every path by its name) */
+    for (size_t len = strlen(buf); len > 1 && n < ARRAY_SIZE(anc);) {
+        struct stat st;
+        buf[len] = '\0';
+        if (stat(buf, &st) == 0)
+            anc[n++] = (struct ancestor){st.st_dev, st.st_ino, len};
+        char *slash = strrchr(buf, '/');
+        len = slash ? (size_t)(slash - buf) : 0;
+    }
+    if (snprintf(buf, sizeof buf, "%s", exposed) >= (int)sizeof buf)
+        return 0;
+    int r = 0;
+    for (size_t len = strlen(buf); len > 1 && r >= 0;) {
+        struct stat st;
+        buf[len] = '\0';
+        bool known = stat(buf, &st) == 0;
+        for (size_t i = 0; known && i < n && r >= 0; i++) {
+            if (st.st_dev != anc[i].dev || st.st_ino != anc[i].ino ||
+                (len == anc[i].len && strncmp(buf, home, len) == 0))
+                continue; /* another directory, or this one by its own name */
+            char *alias = NULL;
+            if (asprintf(&alias, "%s%s", buf, home + anc[i].len) < 0)
+                return -ENOMEM;
+            if (path_overlaps(alias, exposed))
+                r = add_home_path(alias, home_real, sb);
+            else
+                free(alias);
+        }
+        char *slash = strrchr(buf, '/');
+        len = slash ? (size_t)(slash - buf) : 0;
+    }
+    return r;
+}
+
 /* Fill sb->pw_home and sb->pw_cred_real (see run_sandbox.h): the user's
  * passwd home when HOME names another, and under sudo (run as root) the
  * caller's, whose home is often the workspace or holds it (sudo sets HOME
- * to root's).  SUDO_UID only adds what is kept from the command. */
-static int resolve_pw_home(const char *home, struct sandbox *sb) {
+ * to root's).  SUDO_UID only adds what is kept from the command.  Then
+ * the other names of each of those homes and HOME that the workspace or a
+ * grant (o's rules; deny rules aside) shows (add_home_aliases). */
+static int resolve_pw_home(const char *home, const char *workspace, const struct run_options *o, struct sandbox *sb) {
     _cleanup_free_ char *home_real = home ? realpath(home, NULL) : NULL;
     int r = add_other_home(getuid(), home_real, sb);
     const char *su = getenv("SUDO_UID");
@@ -336,6 +401,18 @@ static int resolve_pw_home(const char *home, struct sandbox *sb) {
     unsigned long v = su && *su && getuid() == 0 ? strtoul(su, &end, 10) : 0;
     if (r >= 0 && end && !*end && v > 0 && v < UINT32_MAX)
         r = add_other_home((uid_t)v, home_real, sb);
+    const char *homes[1 + PLAN_OTHER_HOMES] = {home_real};
+    for (size_t k = 0; k < PLAN_OTHER_HOMES; k++)
+        homes[1 + k] = sb->pw_home[k]; /* those found so far: the array grows below */
+    for (size_t h = 0; h < ARRAY_SIZE(homes) && r >= 0; h++) {
+        if (!homes[h])
+            continue;
+        r = add_home_aliases(homes[h], workspace, home_real, sb);
+        for (int i = 0; o && i < o->n_access && r >= 0; i++) {
+            _cleanup_free_ char *g = o->access[i].kind != ACCESS_DENY ? realpath(o->access[i].path, NULL) : NULL;
+            r = add_home_aliases(homes[h], g, home_real, sb);
+        }
+    }
     return r;
 }
 
@@ -614,7 +691,8 @@ static void credentials_into(const struct sandbox *sb, struct plan_inputs *in) {
  * sandbox keeps from the command into sb: where the environment moves
  * them, the other homes', where HOME's lead now.  On failure, what went
  * wrong in *ret_error (or NULL); sb holds what was resolved so far. */
-static int resolve_home_credentials(const char *cwd, struct sandbox *sb, char **ret_home, char **ret_error) {
+static int resolve_home_credentials(const char *cwd, const char *workspace, const struct run_options *o,
+                                    struct sandbox *sb, char **ret_home, char **ret_error) {
     const char *h = getenv("HOME");
     *ret_home = h && h[0] == '/' ? realpath(h, NULL) : NULL;
     int r = plan_moved_credentials(*ret_home, cwd, &sb->cred_moved);
@@ -628,8 +706,14 @@ static int resolve_home_credentials(const char *cwd, struct sandbox *sb, char **
             *ret_error = NULL;
         return r;
     }
-    if ((r = resolve_pw_home(*ret_home, sb)) < 0) {
-        if (asprintf(ret_error, "cannot resolve the credential locations of your home: %s", strerror(-r)) < 0)
+    if ((r = resolve_pw_home(*ret_home, workspace, o, sb)) < 0) {
+        if ((r == -E2BIG
+                 ? asprintf(ret_error,
+                            "the workspace and the grants reach your home by more than %d names (bind "
+                            "mounts of it): the sandbox cannot keep the credential locations there from the "
+                            "command; grant fewer directories",
+                            PLAN_OTHER_HOMES)
+                 : asprintf(ret_error, "cannot resolve the credential locations of your home: %s", strerror(-r))) < 0)
             *ret_error = NULL;
         return r;
     }
@@ -679,7 +763,7 @@ int sandbox_check_credentials(const struct run_options *o, const char *workspace
     *ret_error = NULL;
     struct sandbox sb = SANDBOX_EMPTY(NULL);
     _cleanup_free_ char *home = NULL, *ignored = NULL;
-    int r = resolve_home_credentials(cwd, &sb, &home, &ignored);
+    int r = resolve_home_credentials(cwd, workspace, o, &sb, &home, &ignored);
     if (r < 0) {
         /* the planning resolves them again, and says what failed */
         release_credentials(&sb);
@@ -735,7 +819,7 @@ int sandbox_prepare(struct run_context *ctx, const struct agent_hooks *hooks, st
         home = TAKE_PTR(ctx->creds->home);
         move_credentials(ctx->creds, &sb, true);
         ctx->creds = NULL;
-    } else if ((r = resolve_home_credentials(ctx->cwd, &sb, &home, ret_error)) < 0) {
+    } else if ((r = resolve_home_credentials(ctx->cwd, ctx->workspace, ctx->opts, &sb, &home, ret_error)) < 0) {
         sandbox_release(&sb);
         return r;
     }

@@ -632,7 +632,9 @@ static int in_credential(const struct plan_inputs *in, const char *path, char **
                 return -ENOMEM;
             if (path_within(path, full) || (real && path_within(path, real)))
                 return (h == 0 ? asprintf(ret_what, "~/%s", plan_credential_paths[c])
-                               : asprintf(ret_what, "%s (in your home as /etc/passwd names it, or sudo's caller's)",
+                               : asprintf(ret_what,
+                                          "%s (in your home as /etc/passwd names it, sudo's caller's, or your home by "
+                                          "another name: a bind mount)",
                                           full)) < 0
                            ? -ENOMEM
                            : 1;

@@ -10,7 +10,7 @@
 #include "policy/plan.h"
 #include "policy/policy.h"
 
-#define PLAN_OTHER_HOMES 2 /* plan_inputs.pw_home */
+#define PLAN_OTHER_HOMES 8 /* plan_inputs.pw_home */
 
 struct plan_inputs {
     const struct run_options *opts;
@@ -54,8 +54,9 @@ struct plan_inputs {
     /* Other homes than HOME whose credential locations are kept from the
      * command too (resolved; NULL when none): the user's as /etc/passwd
      * names it when HOME names another (a fresh HOME an agent harness
-     * sets), and under sudo the invoking user's (SUDO_UID); pw_cred_real
-     * as cred_real for each.  Refused as grants, covered where the
+     * sets), and under sudo the invoking user's (SUDO_UID), and any of
+     * these or HOME by another name (a bind mount) on the way to the
+     * workspace or a grant; pw_cred_real as cred_real for each.  Refused as grants, covered where the
      * workspace or a grant shows them. */
     const char *pw_home[PLAN_OTHER_HOMES];
     char *const *pw_cred_real[PLAN_OTHER_HOMES];

@@ -1,0 +1,71 @@
+#!/bin/sh
+# Red-team regressions (TAP): a credential location --safe keeps from the
+# command must stay absent whatever name or projection shows it: HOME by
+# another path (a bind mount) as the workspace or in a grant, and the
+# stores the user's environment moves. As root and as an ordinary user.
+# Needs $PVISOR, $PVAGENT.
+. "$(dirname "$0")/../lib.sh"
+cd "$T"
+if [ "$(id -u)" -eq 0 ] && [ -c /dev/fuse ]; then
+    chmod 0666 /dev/fuse
+fi
+P=$PVISOR
+
+# as WHO ...: run as root (env) or as uid 65534 with its own state
+# directory; returns 1 (and skips) when the ordinary user is not possible.
+can_user() { [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; }
+as() {
+    who=$1; shift
+    if [ "$who" = user ]; then
+        setpriv --reuid=65534 --regid=65534 --clear-groups env XDG_STATE_HOME="$T/state-user" "$@"
+    else
+        env "$@"
+    fi
+}
+bundle_of() { # WHO: the newest run's Bundle of that user
+    st=$T/state; [ "$1" = user ] && st=$T/state-user
+    echo "$st/pvisor/runs/$(XDG_STATE_HOME=$st latest_run)/bundle.json"
+}
+mkdir -p "$T/state-user"
+can_user && chown 65534:65534 "$T/state-user"
+
+# --- HOME by another name: a bind mount of it -------------------------------
+# /home/alice also at /srv/alice (or /home at /mnt/data/home, a btrfs
+# subvolume reached from the pool's top): the masks and covers named
+# HOME's credential locations by HOME's path only, so the workspace view
+# at the other name, and a grant of it, showed ~/.ssh (home_credentials
+# said enforced). The workspace and grants are compared with HOME and its
+# parents by identity; a home found there by another name is kept as the
+# passwd home is.
+for who in root user; do
+    if [ $who = user ] && ! can_user; then
+        skip "HOME by another name as an ordinary user" "needs root to switch to an unprivileged user"
+        continue
+    fi
+    B=$T/bind-$who
+    mkdir -p "$B/home/.ssh" "$B/home/proj" "$B/alias" "$B/ws" "$B/up"
+    echo "BINDKEY-$who" > "$B/home/.ssh/id_ed25519"
+    echo "notes-$who" > "$B/home/notes"
+    [ $who = user ] && chown -R 65534:65534 "$B"
+    if ! mount --bind "$B/home" "$B/alias" 2>/dev/null || ! mount --bind "$B" "$B/up" 2>/dev/null; then
+        skip "HOME by another name ($who)" "cannot bind-mount here"
+        continue
+    fi
+    at_exit "umount '$B/up' '$B/alias'"
+    out=$(cd "$B/alias" && as $who HOME="$B/home" "$P" run -- sh -c 'cat .ssh/id_ed25519 notes' 2>&1)
+    eq "$(echo $out)" "BINDKEY-$who notes-$who" "control ($who): HOME's key is readable through the bind mount"
+    out=$(cd "$B/alias" && as $who HOME="$B/home" "$P" run --safe -- sh -c 'cat .ssh/id_ed25519 2>/dev/null; cat notes; echo end' 2>&1); rc=$?
+    eq "$rc:$(echo $out)" "0:notes-$who end" \
+        "--safe ($who): the workspace that is HOME by another name masks its credential locations"
+    out=$(cd "$B/ws" && as $who HOME="$B/home" "$P" run --safe --access "ro:$B/alias" --access "ro:$B/up" -- \
+        sh -c "cat $B/alias/.ssh/id_ed25519 $B/up/home/.ssh/id_ed25519 2>/dev/null; cat $B/alias/notes $B/up/home/notes; echo end" 2>&1); rc=$?
+    eq "$rc:$(echo $out)" "0:notes-$who notes-$who end" \
+        "--safe ($who): a grant of HOME, or of a parent of it, by another name covers its credential locations"
+    eq "$(jq -r '.dimensions.home_credentials.effective' "$(bundle_of $who)" 2>&1)" enforced "... and home_credentials is enforced"
+    out=$(cd "$B/ws" && as $who HOME="$B/home" "$P" run --safe --access "ro:$B/alias/.ssh" -- true 2>&1); rc=$?
+    eq "$rc:$(echo "$out" | grep -c 'reaches the credential location')" "2:1" \
+        "--safe ($who): a grant of ~/.ssh by another name is refused"
+    out=$(cd "$B/alias/.ssh" && as $who HOME="$B/home" "$P" run --safe -- true 2>&1); rc=$?
+    eq "$rc:$(echo "$out" | grep -c 'is in the credential location')" "2:1" \
+        "--safe ($who): a workspace in ~/.ssh by another name is refused"
+done
