@@ -58,6 +58,9 @@ const char *const plan_credential_paths[] = {
     ".terraform.d",
     ".config/op",
     ".gem/credentials",
+    /* RubyGems (3.3 on) keeps the API key there when ~/.gem/credentials
+     * does not exist: `gem signin` on a fresh account writes it there */
+    ".local/share/gem/credentials",
     ".local/state/pvisor",
     ".codex/auth.json",
     ".claude.json",

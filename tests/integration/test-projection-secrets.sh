@@ -69,3 +69,19 @@ for who in root user; do
     eq "$rc:$(echo "$out" | grep -c 'is in the credential location')" "2:1" \
         "--safe ($who): a workspace in ~/.ssh by another name is refused"
 done
+
+# --- RubyGems' API key where RubyGems 3.3 on writes it ----------------------
+# `gem signin` writes ~/.local/share/gem/credentials ($XDG_DATA_HOME/gem)
+# when ~/.gem/credentials does not exist: the list named only the latter,
+# so a fresh account's key was readable in HOME's view.
+H3=$T/home-gem W3=$T/ws-gem
+mkdir -p "$H3/.local/share/gem/ruby/3.3.0/bin" "$H3/xdata/gem" "$W3"
+echo "rubygems_GEMKEY" > "$H3/.local/share/gem/credentials"
+echo "rubygems_XDGKEY" > "$H3/xdata/gem/credentials"
+echo tool > "$H3/.local/share/gem/ruby/3.3.0/bin/rake"
+reads3='cat ~/.local/share/gem/credentials ~/xdata/gem/credentials 2>/dev/null; cat ~/.local/share/gem/ruby/3.3.0/bin/rake; echo end'
+out=$(cd "$W3" && HOME="$H3" XDG_DATA_HOME="$H3/xdata" "$P" run -- sh -c "$reads3" 2>&1)
+eq "$(echo $out)" "rubygems_GEMKEY rubygems_XDGKEY tool end" "control: both gem credential files are readable without the sandbox"
+out=$(cd "$W3" && HOME="$H3" XDG_DATA_HOME="$H3/xdata" "$P" run --safe -- sh -c "$reads3" 2>&1); rc=$?
+eq "$rc:$(echo $out)" "0:tool end" \
+    "--safe: RubyGems' XDG credentials are absent (by default and where XDG_DATA_HOME moves them); user-installed gems stay"
