@@ -268,6 +268,22 @@ static const struct {
     {"GRADLE_USER_HOME", "gradle.properties"},
     {"COMPOSER_HOME", "auth.json"},
     {"PULUMI_HOME", "credentials.json"},
+    /* found missing by a review: the variables that move the stores of
+     * listed tools.  zsh reads its startup files from ZDOTDIR, and the
+     * frameworks that set HISTFILE keep the history there (prezto, zim:
+     * .zhistory; grml, zsh4humans: .zsh_history; zsh-newuser-install:
+     * .histfile); sops reads age keys from SOPS_AGE_KEY_FILE; hub's and
+     * glab's tokens, IPython's history, Databricks' and Bitwarden CLI's
+     * stores move with their own variables. */
+    {"ZDOTDIR", ".zsh_history"},
+    {"ZDOTDIR", ".zhistory"},
+    {"ZDOTDIR", ".histfile"},
+    {"SOPS_AGE_KEY_FILE", NULL},
+    {"HUB_CONFIG", NULL},
+    {"GLAB_CONFIG_DIR", NULL},
+    {"IPYTHONDIR", "profile_default/history.sqlite"},
+    {"DATABRICKS_CONFIG_FILE", NULL},
+    {"BITWARDENCLI_APPDATA_DIR", NULL},
 };
 
 /* Add path (absolute) to the NULL-terminated list v (n entries, cap

@@ -85,3 +85,44 @@ eq "$(echo $out)" "rubygems_GEMKEY rubygems_XDGKEY tool end" "control: both gem 
 out=$(cd "$W3" && HOME="$H3" XDG_DATA_HOME="$H3/xdata" "$P" run --safe -- sh -c "$reads3" 2>&1); rc=$?
 eq "$rc:$(echo $out)" "0:tool end" \
     "--safe: RubyGems' XDG credentials are absent (by default and where XDG_DATA_HOME moves them); user-installed gems stay"
+
+# --- stores moved by the variables of listed tools --------------------------
+# zsh's history under ZDOTDIR (an XDG setup: ZDOTDIR=~/.config/zsh, with
+# prezto's .zhistory or grml's .zsh_history there), sops' age key where
+# SOPS_AGE_KEY_FILE names it, hub's and glab's tokens, IPython's history,
+# Databricks' and Bitwarden CLI's stores: the environment named them, and
+# --safe showed them (only HISTFILE and the XDG bases were followed). As
+# root and as an ordinary user; one store lies outside HOME, in a grant.
+for who in root user; do
+    if [ $who = user ] && ! can_user; then
+        skip "moved stores as an ordinary user" "needs root to switch to an unprivileged user"
+        continue
+    fi
+    H4=$T/home-mv-$who W4=$T/ws-mv-$who G4=$T/grant-mv-$who
+    mkdir -p "$H4/.config/zsh" "$H4/.config/hubx" "$H4/glab" "$H4/ipy/profile_default" "$H4/bw" "$W4" "$G4/keys"
+    echo "ZHIST-$who" > "$H4/.config/zsh/.zhistory"
+    echo "ZSHHIST-$who" > "$H4/.config/zsh/.zsh_history"
+    echo "zshrc-$who" > "$H4/.config/zsh/.zshrc"
+    echo "AGEKEY-$who" > "$G4/keys/age.txt"
+    echo "other-$who" > "$G4/other"
+    echo "HUBTOKEN-$who" > "$H4/.config/hubx/hub"
+    echo "GLABTOKEN-$who" > "$H4/glab/config.yml"
+    echo "IPYHIST-$who" > "$H4/ipy/profile_default/history.sqlite"
+    echo "DBTOKEN-$who" > "$H4/dbcfg"
+    echo "BWVAULT-$who" > "$H4/bw/data.json"
+    [ $who = user ] && chown -R 65534:65534 "$H4" "$W4" "$G4"
+    env4="HOME=$H4 ZDOTDIR=$H4/.config/zsh SOPS_AGE_KEY_FILE=$G4/keys/age.txt HUB_CONFIG=$H4/.config/hubx/hub
+          GLAB_CONFIG_DIR=$H4/glab IPYTHONDIR=$H4/ipy DATABRICKS_CONFIG_FILE=$H4/dbcfg BITWARDENCLI_APPDATA_DIR=$H4/bw"
+    reads4="cat ~/.config/zsh/.zhistory ~/.config/zsh/.zsh_history $G4/keys/age.txt ~/.config/hubx/hub ~/glab/config.yml \
+            ~/ipy/profile_default/history.sqlite ~/dbcfg ~/bw/data.json 2>/dev/null; cat ~/.config/zsh/.zshrc $G4/other; echo end"
+    # shellcheck disable=SC2086
+    out=$(cd "$W4" && as $who $env4 "$P" run -- sh -c "$reads4" 2>&1)
+    eq "$(echo $out)" "ZHIST-$who ZSHHIST-$who AGEKEY-$who HUBTOKEN-$who GLABTOKEN-$who IPYHIST-$who DBTOKEN-$who BWVAULT-$who zshrc-$who other-$who end" \
+        "control ($who): every moved store is readable without the sandbox"
+    # shellcheck disable=SC2086
+    out=$(cd "$W4" && as $who $env4 "$P" run --safe --access "ro:$G4" -- sh -c "$reads4" 2>&1); rc=$?
+    eq "$rc:$(echo $out)" "0:zshrc-$who other-$who end" \
+        "--safe ($who): the stores those variables name are absent (in HOME's view and in a grant); zsh's startup files stay"
+    eq "$(jq -r '.dimensions.home_credentials | "\(.effective) \(.evidence.moved_credential_locations >= 10)"' "$(bundle_of $who)" 2>&1)" \
+        "enforced true" "... and the Bundle counts the ten moved locations (ZDOTDIR's three among them)"
+done
