@@ -390,17 +390,27 @@ static int add_home_aliases(const char *home, const char *exposed, const char *h
 /* Fill sb->pw_home and sb->pw_cred_real (see run_sandbox.h): the user's
  * passwd home when HOME names another, and under sudo (run as root) the
  * caller's, whose home is often the workspace or holds it (sudo sets HOME
- * to root's).  SUDO_UID only adds what is kept from the command.  Then
+ * to root's), and as doas and pkexec name it.  Those variables only add
+ * what is kept from the command.  Then
  * the other names of each of those homes and HOME that the workspace or a
  * grant (o's rules; deny rules aside) shows (add_home_aliases). */
 static int resolve_pw_home(const char *home, const char *workspace, const struct run_options *o, struct sandbox *sb) {
     _cleanup_free_ char *home_real = home ? realpath(home, NULL) : NULL;
     int r = add_other_home(getuid(), home_real, sb);
-    const char *su = getenv("SUDO_UID");
-    char *end = NULL;
-    unsigned long v = su && *su && getuid() == 0 ? strtoul(su, &end, 10) : 0;
-    if (r >= 0 && end && !*end && v > 0 && v < UINT32_MAX)
-        r = add_other_home((uid_t)v, home_real, sb);
+    /* the caller's uid as sudo and run0 (SUDO_UID) and pkexec
+     * (PKEXEC_UID) name it, its name as doas does (DOAS_USER) */
+    static const char *const uid_vars[] = {"SUDO_UID", "PKEXEC_UID"};
+    for (size_t i = 0; i < ARRAY_SIZE(uid_vars) && r >= 0 && getuid() == 0; i++) {
+        const char *su = getenv(uid_vars[i]);
+        char *end = NULL;
+        unsigned long v = su && *su ? strtoul(su, &end, 10) : 0;
+        if (end && !*end && v > 0 && v < UINT32_MAX)
+            r = add_other_home((uid_t)v, home_real, sb);
+    }
+    const char *doas = getuid() == 0 ? getenv("DOAS_USER") : NULL;
+    struct passwd *dpw = doas && *doas ? getpwnam(doas) : NULL;
+    if (r >= 0 && dpw && dpw->pw_uid != 0)
+        r = add_other_home(dpw->pw_uid, home_real, sb);
     const char *homes[1 + PLAN_OTHER_HOMES] = {home_real};
     for (size_t k = 0; k < PLAN_OTHER_HOMES; k++)
         homes[1 + k] = sb->pw_home[k]; /* those found so far: the array grows below */

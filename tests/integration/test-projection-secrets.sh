@@ -126,3 +126,24 @@ for who in root user; do
     eq "$(jq -r '.dimensions.home_credentials | "\(.effective) \(.evidence.moved_credential_locations >= 10)"' "$(bundle_of $who)" 2>&1)" \
         "enforced true" "... and the Bundle counts the ten moved locations (ZDOTDIR's three among them)"
 done
+
+# --- the caller's home under doas and pkexec --------------------------------
+# As root under sudo (and run0), SUDO_UID names the caller whose home is
+# kept from the command (often the workspace). doas names the caller in
+# DOAS_USER and pkexec in PKEXEC_UID: a run there, in the caller's home,
+# showed their keys. With a private /etc/passwd naming the caller's home
+# in $T.
+if [ "$(id -u)" -eq 0 ] && command -v unshare >/dev/null; then
+    RH=$T/callerhome; mkdir -p "$RH/.ssh"; echo CALLERKEY > "$RH/.ssh/id_rsa"; echo n > "$RH/notes"
+    { printf 'pvcaller:x:4322:4322::%s:/bin/sh\n' "$RH"; cat /etc/passwd; } > "$T/passwd-caller"
+    callerrun() { # VAR=VALUE: the command's output, run in $RH as root with HOME=/root
+        unshare -m sh -c 'mount --make-rprivate / && mount --bind "$1" /etc/passwd || exit 77
+            cd "$2" && env HOME=/root "$3" "$4" run --safe -- sh -c "cat notes; cat .ssh/id_rsa 2>/dev/null || echo absent"' \
+            sh "$T/passwd-caller" "$RH" "$1" "$P" 2>&1
+    }
+    eq "$(echo $(callerrun X=1))" "n CALLERKEY" "control: as root with no caller named, a workspace that is another user's home shows its keys"
+    eq "$(echo $(callerrun DOAS_USER=pvcaller))" "n absent" "--safe under doas: the caller's home (DOAS_USER) has its credential locations absent"
+    eq "$(echo $(callerrun PKEXEC_UID=4322))" "n absent" "--safe under pkexec: the caller's home (PKEXEC_UID) has its credential locations absent"
+else
+    skip "--safe under doas and pkexec" "needs root and unshare (a private /etc/passwd)"
+fi
