@@ -275,10 +275,12 @@ static int publish_marker(int dir_fd, const char *buf, size_t len, bool sync_nam
     struct stat st;
     if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size < len)
         return publish_file(dir_fd, "sealed", buf, len, false, sync_name);
+    /* the time is for people: a copy-on-write file system (btrfs) needs
+     * room to rewrite it in place, and the name alone is the marker */
     ssize_t w = pwrite(fd, buf, len, 0);
-    if (w != (ssize_t)len)
+    if (w != (ssize_t)len && !(w < 0 && (errno == ENOSPC || errno == EDQUOT)))
         return w < 0 ? -errno : -EIO;
-    if (ftruncate(fd, (off_t)len) < 0)
+    if (w == (ssize_t)len && ftruncate(fd, (off_t)len) < 0 && errno != ENOSPC && errno != EDQUOT)
         return -errno;
     if (renameat(dir_fd, "sealed.tmp", dir_fd, "sealed") < 0)
         return -errno;

@@ -61,6 +61,34 @@ else
     skip "btrfs stage filled by the command" "no btrfs (kernel or mkfs.btrfs)"
 fi
 
+# --- the stage's btrfs filled by another program before the seal ------------
+# The seal's marker has room kept for it (sealed.tmp, rewritten in place):
+# on btrfs a rewrite in place needs new room too, so a file system that
+# another program filled while the command ran left the stage unsealed
+# (interrupted: never appliable). The marker's name is what counts: the
+# seal renames it even when its text cannot be rewritten.
+if have btrfs && mkfs_mount bseal btrfs 320; then
+    W="$M/bseal/ws"; mkdir -p "$W"; echo a > "$W/a"
+    export XDG_STATE_HOME="$M/bseal/state"
+    rm -f "$T/bseal.wait"
+    (cd "$W" && PVISOR_TEST_SEAL_WAIT="$T/bseal.wait" P run --stage auto -- sh -c 'echo b >> a') \
+        >/dev/null 2>"$T/bseal.err" &
+    pv=$!
+    i=0; while [ ! -e "$T/bseal.wait" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1)); done
+    dd if=/dev/zero of="$M/bseal/filler" bs=1M >/dev/null 2>&1; sync
+    dd if=/dev/zero of="$M/bseal/filler2" bs=4k >/dev/null 2>&1; sync
+    rm -f "$T/bseal.wait"
+    wait $pv; rc=$?
+    eq "$rc:$(cd "$W" && P status 2>&1 | sed -n 's/^Stage: .*(\(.*\))$/\1/p')" "0:sealed" \
+        "btrfs stage filled by another program before the seal: the stage is sealed"
+    rm -f "$M/bseal/filler" "$M/bseal/filler2"; sync
+    (cd "$W" && P apply >/dev/null 2>&1); rc=$?
+    eq "$rc:$(cat "$W/a" | tr '\n' ' ')" "0:a b " "  and applies once there is room"
+    export XDG_STATE_HOME="$T/state"
+else
+    skip "btrfs stage filled before the seal" "no btrfs (kernel or mkfs.btrfs)"
+fi
+
 # --- btrfs: inode flags of the files apply replaces ---------------------------
 # chattr +C (no copy-on-write: VM images, databases), +c (compression), +d
 # (no dump) stay on a file written in place; apply replaces the file, and
@@ -209,4 +237,38 @@ if [ -d "$M/b/flags" ] && command -v btrfs >/dev/null; then
     eq "$rc:$(cat "$W/top" | tr '\n' ' '):$(ls "$W" | tr '\n' ' ')" "0:top T :snap src top " \
        "  the rest applies with --path"
     export XDG_STATE_HOME="$T/state"
+fi
+
+# --- a file system the host unmounts during a run -----------------------------
+# pvisor's private mount namespace (the views' and a staged run's) held a
+# copy of every mount the host had when the run started: a disk or loop
+# image the user unmounted stayed in use until the run ended. Its mounts
+# are the host's slaves now: the host's unmount reaches them where the
+# host's mounts are shared, as systemd makes them (here a shared tmpfs
+# stands for them: this machine's / may be private).
+if mkfs_mount shr tmpfs 8 && mount --make-shared "$M/shr" && mkdir -p "$M/shr/pin" &&
+    mount -t tmpfs -o size=8m tmpfs "$M/shr/pin"; then
+    _mounts="$M/shr/pin $_mounts"
+    W="$T/pinws"; mkdir -p "$W"
+    for mode in "--stage auto" "--safe"; do
+        rm -f "$W/go"
+        # shellcheck disable=SC2086
+        (cd "$W" && exec "$PVISOR" run $mode -- sh -c 'i=0; while [ ! -e go ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done') \
+            >/dev/null 2>&1 &
+        pv=$!
+        i=0; while [ ! -e "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json" ] ||
+            ! grep -q '"state": "running"' "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json" ; do
+            [ $i -lt 200 ] || break; sleep 0.05; i=$((i + 1)); done
+        seen=$(grep -c " $M/shr/pin " /proc/$pv/mountinfo 2>/dev/null)
+        umount "$M/shr/pin"
+        i=0; while grep -q " $M/shr/pin " /proc/$pv/mountinfo 2>/dev/null && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+        eq "$seen:$(grep -c " $M/shr/pin " /proc/$pv/mountinfo 2>/dev/null)" "1:0" \
+            "a file system the host unmounts during a run ($mode) is released in pvisor's mount namespace too"
+        touch "$W/go"
+        wait $pv
+        eq "$?" 0 "  the run ends as usual ($mode)"
+        mount -t tmpfs -o size=8m tmpfs "$M/shr/pin"
+    done
+else
+    skip "a file system unmounted during a run" "cannot mount a shared tmpfs"
 fi
