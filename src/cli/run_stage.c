@@ -86,8 +86,13 @@ static int enter_private_namespace(bool sandbox, const char **ret_what) {
         if (r < 0)
             return r;
     }
-    *ret_what = "making mounts private";
-    if (mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) < 0)
+    /* Slaves, not private: the host's unmounts reach this namespace, which
+     * held every file system mounted when the run started for the whole
+     * run (a USB disk or a loop image the user unmounted stayed in use);
+     * nothing mounted here reaches the host.  The launcher makes its own
+     * copy private (launch.c) before it builds the sandbox's root. */
+    *ret_what = "making mounts slaves of the host's";
+    if (mount("none", "/", "none", MS_REC | MS_SLAVE, NULL) < 0)
         return -errno;
     return 0;
 }

@@ -65,7 +65,7 @@ struct overlay_params {
 struct overlay;
 
 /* Mount FUSE on p->mountpoint in the caller's current mount namespace (the
- * caller has unshare()d a private one and made / MS_REC|MS_PRIVATE) and start
+ * caller has unshare()d a private one and made / MS_REC|MS_SLAVE) and start
  * the worker threads; returns once the mount is live.  No fusermount: the
  * server opens /dev/fuse and calls mount(2) itself with
  * default_permissions,allow_other (allow_other is confined by the kernel to
