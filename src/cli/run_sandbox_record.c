@@ -166,18 +166,30 @@ static size_t moved_count(const struct sandbox *sb) {
     return n;
 }
 
+/* Is real where the credential location home/rel leads through a link,
+ * not the location itself? */
+static bool leads_elsewhere(const char *home, const char *rel, const char *real) {
+    if (!home || !real)
+        return false;
+    _cleanup_free_ char *own = path_join(home, rel);
+    return own && strcmp(own, real) != 0;
+}
+
 /* How many places a credential location's link leads to outside its home
- * the launcher covers (plan_build: where a projection shows them). */
+ * the launcher covers (plan_build: where a projection shows them); not a
+ * location covered by its own name (in a grant). */
 static int link_target_covers(const struct sandbox *sb) {
     int n = 0;
     for (size_t i = 0; i < sb->plan.n_mounts; i++) {
         const struct plan_mount *m = &sb->plan.mounts[i];
         bool hit = false;
         for (size_t c = 0; !hit && sb->cred_real && plan_credential_paths[c]; c++)
-            hit = sb->cred_real[c] && strcmp(sb->cred_real[c], m->path) == 0;
+            hit = sb->cred_real[c] && strcmp(sb->cred_real[c], m->path) == 0 &&
+                  leads_elsewhere(sb->home_path, plan_credential_paths[c], sb->cred_real[c]);
         for (size_t k = 0; !hit && k < PLAN_OTHER_HOMES; k++)
             for (size_t c = 0; !hit && sb->pw_cred_real[k] && plan_credential_paths[c]; c++)
-                hit = sb->pw_cred_real[k][c] && strcmp(sb->pw_cred_real[k][c], m->path) == 0;
+                hit = sb->pw_cred_real[k][c] && strcmp(sb->pw_cred_real[k][c], m->path) == 0 &&
+                      leads_elsewhere(sb->pw_home[k], plan_credential_paths[c], sb->pw_cred_real[k][c]);
         n += m->kind == PLAN_HIDE && hit;
     }
     return n;
