@@ -15,7 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define PLAN_MAX_MOUNTS 256
+#define PLAN_MAX_MOUNTS 2048
 #define PLAN_MAX_ARGS 4096
 #define PLAN_MAX_ENV 512
 #define PLAN_MAX_BYTES (1u << 20)

@@ -1,8 +1,11 @@
-/* plan_build.c: see plan_build.h.  Pure: no system calls. */
+/* plan_build.c: see plan_build.h.  No system calls but those that resolve
+ * paths and find what exists (and plan_moved_credentials' listing of the
+ * node toolchains' versions). */
 #include "policy/plan_build.h"
 #include "util/cleanup.h"
 #include "util/util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -142,6 +145,39 @@ const char *const plan_credential_paths[] = {
     ".claude/backups",
     ".claude.json.backup",
     ".codex/.credentials.json",
+    /* found missing by a review: package managers' and other tools' stores
+     * whose directory also holds configuration the tool needs (the file
+     * alone is hidden there): Poetry's repository passwords and tokens
+     * (auth.toml, next to config.toml), Bundler's global config (a gem
+     * server's credentials as BUNDLE_<HOST>; ~/.bundle holds its cache
+     * and plugins too), sbt's and Ivy's credentials files and the
+     * credentials.sbt that names them or holds them inline (~/.ivy2 and
+     * ~/.sbt hold the caches, the boot and the global settings), helm's
+     * registry logins and the repositories it keeps with their passwords
+     * (repositories.yaml), davfs2's passwords (secrets; davfs2.conf and
+     * the certificates stay), FileZilla's saved and recent servers with
+     * their passwords (also in its old ~/.filezilla), pip's user config
+     * (an index-url with a password), rclone's old config file; and uv's
+     * plain-text credential store and pyx's tokens, directories of their
+     * own */
+    ".config/pypoetry/auth.toml",
+    ".bundle/config",
+    ".ivy2/.credentials",
+    ".sbt/.credentials",
+    ".sbt/1.0/credentials.sbt",
+    ".sbt/0.13/credentials.sbt",
+    ".config/helm/registry/config.json",
+    ".config/helm/repositories.yaml",
+    ".davfs2/secrets",
+    ".config/filezilla/sitemanager.xml",
+    ".config/filezilla/recentservers.xml",
+    ".filezilla/sitemanager.xml",
+    ".filezilla/recentservers.xml",
+    ".config/pip/pip.conf",
+    ".pip/pip.conf",
+    ".rclone.conf",
+    ".local/share/uv/credentials",
+    ".local/share/pyx/credentials",
     NULL,
 };
 
@@ -284,6 +320,47 @@ static const struct {
     {"IPYTHONDIR", "profile_default/history.sqlite"},
     {"DATABRICKS_CONFIG_FILE", NULL},
     {"BITWARDENCLI_APPDATA_DIR", NULL},
+    /* found missing by a review: npm's global config ($PREFIX/etc/npmrc,
+     * or where globalconfig names it: npm reads npm_config_* in any case;
+     * the two usual spellings here), and the stores that Poetry, Bundler,
+     * sbt, helm, pip, uv and pyx move with their own variables */
+    {"NPM_CONFIG_GLOBALCONFIG", NULL},
+    {"npm_config_globalconfig", NULL},
+    {"NPM_CONFIG_PREFIX", "etc/npmrc"},
+    {"npm_config_prefix", "etc/npmrc"},
+    {"POETRY_CONFIG_DIR", "auth.toml"},
+    {"BUNDLE_USER_CONFIG", NULL},
+    {"BUNDLE_USER_HOME", "config"},
+    {"SBT_CREDENTIALS", NULL},
+    {"HELM_REGISTRY_CONFIG", NULL},
+    {"HELM_REPOSITORY_CONFIG", NULL},
+    {"HELM_CONFIG_HOME", "registry/config.json"},
+    {"HELM_CONFIG_HOME", "repositories.yaml"},
+    {"PIP_CONFIG_FILE", NULL},
+    {"UV_CREDENTIALS_DIR", NULL},
+    {"PYX_CREDENTIALS_DIR", NULL},
+};
+
+/* npm's global config inside a node toolchain: npm reads
+ * $PREFIX/etc/npmrc, PREFIX the node installation it runs from, and
+ * `npm config set -g` writes a registry token there.  The version
+ * managers keep those installations, one directory per version, below
+ * their root (the variable's, else its default in HOME), and the run
+ * projects such a toolchain whole (or shows it in HOME's view): each
+ * version's etc/npmrc found at start is kept from the command as a
+ * moved store is.  A system prefix (/usr/local/etc/npmrc) is not the
+ * user's. */
+#define NODE_NPMRC_WHAT "npm's global config in a node toolchain"
+static const struct {
+    const char *var, *home_default, *versions, *file;
+} node_toolchains[] = {
+    {"NVM_DIR", ".nvm", "versions/node", "etc/npmrc"},
+    {"NODENV_ROOT", ".nodenv", "versions", "etc/npmrc"},
+    {"ASDF_DATA_DIR", ".asdf", "installs/nodejs", "etc/npmrc"},
+    {"VOLTA_HOME", ".volta", "tools/image/node", "etc/npmrc"},
+    {"FNM_DIR", ".fnm", "node-versions", "installation/etc/npmrc"},
+    {"FNM_DIR", ".local/share/fnm", "node-versions", "installation/etc/npmrc"},
+    {"MISE_DATA_DIR", ".local/share/mise", "installs/node", "etc/npmrc"},
 };
 
 /* Add path (absolute) to the NULL-terminated list v (n entries, cap
@@ -343,6 +420,52 @@ static char *moved_value(const char *val, const char *home, const char *cwd, boo
     return p;
 }
 
+/* The default of a node toolchain's root in HOME (rel), where the XDG
+ * base that holds it (XDG_DATA_HOME for fnm's and mise's) moves it: NULL
+ * when it cannot be told, *ret_oom on out of memory. */
+static char *node_default_root(const char *home, const char *cwd, const char *rel, bool *ret_oom) {
+    for (size_t b = 0; b < sizeof moved_bases / sizeof moved_bases[0]; b++) {
+        size_t pl = strlen(moved_bases[b].home_prefix);
+        const char *val = getenv(moved_bases[b].var);
+        if (strncmp(rel, moved_bases[b].home_prefix, pl) != 0 || !val || !val[0])
+            continue;
+        _cleanup_free_ char *base = moved_value(val, home, cwd, ret_oom);
+        char *p = base ? path_join(base, rel + pl) : NULL;
+        *ret_oom = *ret_oom || (base && !p);
+        return p;
+    }
+    char *p = home ? path_join(home, rel) : NULL;
+    *ret_oom = home && !p;
+    return p;
+}
+
+/* Each version's npm global config (node_toolchains) below root that
+ * exists now, added to v as add_moved does. */
+static int add_node_npmrcs(char **v, size_t *n, const char *root, const char *versions, const char *file,
+                           const char *home) {
+    _cleanup_free_ char *dir = path_join(root, versions);
+    if (!dir)
+        return -ENOMEM;
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0; /* no such toolchain, or not ours to list */
+    int r = 0;
+    struct dirent *e;
+    while (r >= 0 && (e = readdir(d))) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        _cleanup_free_ char *ver = path_join(dir, e->d_name);
+        _cleanup_free_ char *p = ver ? path_join(ver, file) : NULL;
+        struct stat st;
+        if (!p)
+            r = -ENOMEM;
+        else if (lstat(p, &st) == 0)
+            r = add_moved(v, n, p, home, NODE_NPMRC_WHAT);
+    }
+    closedir(d);
+    return r;
+}
+
 const char *plan_moved_variable(const char *entry) {
     return entry + strlen(entry) + 1;
 }
@@ -381,6 +504,16 @@ int plan_moved_credentials(const char *home, const char *cwd, char ***ret) {
             _cleanup_free_ char *p = moved_stores[i].file ? path_join(full, moved_stores[i].file) : strdup(full);
             r = p ? add_moved(v, &n, p, home, moved_stores[i].var) : -ENOMEM;
         }
+    }
+    for (size_t i = 0; i < sizeof node_toolchains / sizeof node_toolchains[0] && r >= 0; i++) {
+        const char *val = getenv(node_toolchains[i].var);
+        _cleanup_free_ char *set = val && val[0] ? moved_value(val, home, cwd, &oom) : NULL;
+        _cleanup_free_ char *def = oom ? NULL : node_default_root(home, cwd, node_toolchains[i].home_default, &oom);
+        r = oom ? -ENOMEM : 0;
+        if (r >= 0 && set)
+            r = add_node_npmrcs(v, &n, set, node_toolchains[i].versions, node_toolchains[i].file, home);
+        if (r >= 0 && def)
+            r = add_node_npmrcs(v, &n, def, node_toolchains[i].versions, node_toolchains[i].file, home);
     }
     if (r < 0) {
         plan_moved_free(v);
@@ -660,8 +793,11 @@ static int in_credential(const struct plan_inputs *in, const char *path, char **
         }
     for (size_t c = 0; in->cred_moved && in->cred_moved[c]; c++)
         if (path_within(path, in->cred_moved[c]))
-            return asprintf(ret_what, "%s (moved there by the environment: %s names it; unset it, or run elsewhere)",
-                            in->cred_moved[c], plan_moved_variable(in->cred_moved[c])) < 0
+            return (strcmp(plan_moved_variable(in->cred_moved[c]), NODE_NPMRC_WHAT) == 0
+                        ? asprintf(ret_what, "%s (%s)", in->cred_moved[c], NODE_NPMRC_WHAT)
+                        : asprintf(ret_what,
+                                   "%s (moved there by the environment: %s names it; unset it, or run elsewhere)",
+                                   in->cred_moved[c], plan_moved_variable(in->cred_moved[c]))) < 0
                        ? -ENOMEM
                        : 1;
     return 0;

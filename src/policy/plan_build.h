@@ -84,7 +84,9 @@ extern const char *const plan_home_config_files[];
  * is or holds the workspace is listed (plan_build refuses the run).  More
  * than PLAN_MAX_MOVED: -E2BIG (none is dropped).  *ret is NULL-terminated,
  * for plan_moved_free; after each path's NUL, the variable that moved it
- * (plan_moved_variable). */
+ * (plan_moved_variable).  Also npm's global config in each version of a
+ * node toolchain that exists now (their versions directories are read;
+ * the "variable" then says what it is). */
 #define PLAN_MAX_MOVED 128
 int plan_moved_credentials(const char *home, const char *cwd, char ***ret);
 const char *plan_moved_variable(const char *entry);

@@ -127,6 +127,76 @@ for who in root user; do
         "enforced true" "... and the Bundle counts the ten moved locations (ZDOTDIR's three among them)"
 done
 
+# --- package managers' and other tools' stores, npm's config in toolchains --
+# Poetry's auth.toml, Bundler's global config, sbt's and Ivy's credentials,
+# helm's registry logins and repositories, davfs2's secrets, FileZilla's
+# servers, pip's user config, uv's and pyx's credential stores, rclone's
+# old config file; the variables that move them (and npm's global config:
+# NPM_CONFIG_GLOBALCONFIG, NPM_CONFIG_PREFIX); and npm's global config in
+# each version of a node toolchain ($PREFIX/etc/npmrc: nvm's, nodenv's,
+# asdf's, volta's, fnm's, mise's in HOME, and NVM_DIR outside HOME, which
+# the run projects whole). --safe showed them all. The configuration next
+# to them stays. As root and as an ordinary user; some moved stores lie
+# outside HOME, in a grant.
+for who in root user; do
+    if [ $who = user ] && ! can_user; then
+        skip "tools' stores as an ordinary user" "needs root to switch to an unprivileged user"
+        continue
+    fi
+    H5=$T/home-tools-$who W5=$T/ws-tools-$who G5=$T/grant-tools-$who N5=$T/nvm-$who
+    mkdir -p "$W5" "$G5/uvcred" "$N5/versions/node/v22.0.0/etc" "$N5/versions/node/v22.0.0/bin"
+    secrets5=""
+    secret() { # PATH: a secret file there (made with its parents), read by the command
+        mkdir -p "$(dirname "$1")"; echo "SECRET-$who" > "$1"; secrets5="$secrets5 $1"
+    }
+    for f in .config/pypoetry/auth.toml .bundle/config .ivy2/.credentials .sbt/.credentials \
+        .sbt/1.0/credentials.sbt .config/helm/registry/config.json .config/helm/repositories.yaml \
+        .davfs2/secrets .config/filezilla/sitemanager.xml .config/filezilla/recentservers.xml \
+        .config/pip/pip.conf .pip/pip.conf .local/share/uv/credentials/credentials.toml \
+        .local/share/pyx/credentials/0123abcd/tokens.json .rclone.conf .config/rclone/rclone.conf \
+        .nvm/versions/node/v20.1.0/etc/npmrc .nodenv/versions/20.1.0/etc/npmrc \
+        .asdf/installs/nodejs/20.1.0/etc/npmrc .volta/tools/image/node/20.1.0/etc/npmrc \
+        .local/share/fnm/node-versions/v20.1.0/installation/etc/npmrc \
+        .local/share/mise/installs/node/20.1.0/etc/npmrc \
+        poetry/auth.toml bundlecfg sbtcreds npmprefix/etc/npmrc; do
+        secret "$H5/$f"
+    done
+    for f in globalnpmrc pip.conf uvcred/credentials.toml helmreg.json; do secret "$G5/$f"; done
+    secret "$N5/versions/node/v22.0.0/etc/npmrc"
+    keeps5=""
+    for f in .config/pypoetry/config.toml .bundle/cache/keep .ivy2/cache/keep .sbt/1.0/global.sbt \
+        .davfs2/davfs2.conf .config/filezilla/filezilla.xml .local/share/uv/tools/keep \
+        .nvm/versions/node/v20.1.0/bin/node; do
+        mkdir -p "$(dirname "$H5/$f")"; echo "keep" > "$H5/$f"; keeps5="$keeps5 $H5/$f"
+    done
+    echo keep > "$N5/versions/node/v22.0.0/bin/node"; echo keep > "$G5/other"
+    keeps5="$keeps5 $N5/versions/node/v22.0.0/bin/node $G5/other"
+    [ $who = user ] && chown -R 65534:65534 "$H5" "$W5" "$G5" "$N5"
+    env5="HOME=$H5 NVM_DIR=$N5 NPM_CONFIG_GLOBALCONFIG=$G5/globalnpmrc PIP_CONFIG_FILE=$G5/pip.conf
+          UV_CREDENTIALS_DIR=$G5/uvcred HELM_REGISTRY_CONFIG=$G5/helmreg.json POETRY_CONFIG_DIR=$H5/poetry
+          BUNDLE_USER_CONFIG=$H5/bundlecfg SBT_CREDENTIALS=$H5/sbtcreds npm_config_prefix=$H5/npmprefix"
+    reads5="cat $secrets5 2>/dev/null; cat $keeps5; echo end"
+    n5=$(echo $secrets5 | wc -w)
+    # shellcheck disable=SC2086
+    out=$(cd "$W5" && as $who $env5 "$P" run -- sh -c "$reads5" 2>&1)
+    eq "$(echo $out | grep -o "SECRET-$who" | wc -l):$(echo $out | grep -o keep | wc -l)" "$n5:10" \
+        "control ($who): the $n5 secrets and the configuration next to them are readable without the sandbox"
+    # shellcheck disable=SC2086
+    out=$(cd "$W5" && as $who $env5 "$P" run --safe --access "ro:$G5" -- sh -c "$reads5" 2>&1); rc=$?
+    eq "$rc:$(echo $out)" "0:keep keep keep keep keep keep keep keep keep keep end" \
+        "--safe ($who): the tools' stores are absent (in HOME's view, in a grant, in a projected toolchain); their configuration stays"
+    eq "$(jq -r '.dimensions.home_credentials | "\(.effective) \(.evidence.moved_credential_locations >= 15)"' "$(bundle_of $who)" 2>&1)" \
+        "enforced true" "... and the Bundle counts the moved locations and the toolchains' npmrc files"
+    # shellcheck disable=SC2086
+    out=$(cd "$W5" && as $who $env5 "$P" run --safe --access "ro:$N5/versions/node/v22.0.0/etc" -- true 2>&1); rc=$?
+    eq "$rc:$(echo "$out" | grep -c "npm's global config in a node toolchain")" "0:0" \
+        "--safe ($who): a grant of the directory that holds a toolchain's npmrc is allowed (the file is covered)"
+    # shellcheck disable=SC2086
+    out=$(cd "$W5" && as $who $env5 "$P" run --safe --access "ro:$N5/versions/node/v22.0.0/etc/npmrc" -- true 2>&1); rc=$?
+    eq "$rc:$(echo "$out" | grep -c "npm's global config in a node toolchain")" "2:1" \
+        "--safe ($who): a grant of a toolchain's npmrc is refused, saying what it is"
+done
+
 # --- the caller's home under doas and pkexec --------------------------------
 # As root under sudo (and run0), SUDO_UID names the caller whose home is
 # kept from the command (often the workspace). doas names the caller in
