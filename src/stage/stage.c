@@ -599,7 +599,9 @@ int stage_probe_state(const char *path, enum stage_state *ret_state) {
     else if (exists_at(dir_fd, "dropped"))
         st = STAGE_DROPPED;
     else {
-        _cleanup_close_ int lk = openat(dir_fd, "lock", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        /* O_NONBLOCK: a FIFO named lock (a stage not made by pvisor) is
+         * not waited on (status, review, diff and drop hung on one) */
+        _cleanup_close_ int lk = openat(dir_fd, "lock", O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
         bool running = false;
         if (lk >= 0) {
             if (flock(lk, LOCK_SH | LOCK_NB) < 0) {

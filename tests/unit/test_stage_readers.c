@@ -1,0 +1,57 @@
+/* Unit tests: a stage's readers fed crafted stages (tests/fuzz/ finds
+ * them; each case here is one that once failed). */
+#include "stage/stage.h"
+#include "tap.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static void put(const char *dir, const char *name, const char *text) {
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    FILE *f = fopen(p, "w");
+    if (!f || fputs(text, f) < 0 || fclose(f) != 0)
+        abort();
+}
+
+static void on_alarm(int sig) {
+    (void)sig;
+    static const char msg[] = "not ok - timed out (a reader waited on a FIFO)\n";
+    (void)!write(1, msg, sizeof msg - 1);
+    _exit(1);
+}
+
+int main(void) {
+    char dir[] = "/tmp/pvisor-test-stage-XXXXXX";
+    if (!mkdtemp(dir))
+        return 1;
+    signal(SIGALRM, on_alarm);
+
+    /* A stage whose lock is a FIFO (not made by pvisor): status, review,
+     * diff and drop probe its state and hung opening it for reading. */
+    put(dir, "version", "pvisor-stage 1\n");
+    put(dir, "meta.json", "{\"format\":1,\"workspace\":\"/nonexistent\",\"runs\":[]}\n");
+    put(dir, "sealed", "2025-01-01T00:00:00Z\n");
+    char p[512];
+    snprintf(p, sizeof p, "%s/lock", dir);
+    ok(mkfifo(p, 0600) == 0, "a FIFO named lock");
+    enum stage_state st = STAGE_CREATED;
+    alarm(10);
+    int r = stage_probe_state(dir, &st);
+    alarm(0);
+    ok(r == 0 && st == STAGE_SEALED, "stage_probe_state does not wait on a FIFO lock (r=%d, state %s)", r,
+       stage_state_name(st));
+    ok(strcmp(stage_done_phrase(dir), "applied or dropped") == 0, "stage_done_phrase neither");
+
+    unlink(p);
+    char rm[600];
+    snprintf(rm, sizeof rm, "rm -rf '%s'", dir);
+    (void)!system(rm);
+    return tap_done();
+}
