@@ -55,13 +55,19 @@ enum stage_durability stage_durability(const struct stage *s) {
 }
 
 /* Write dir_fd/name atomically: name.tmp, rename.  sync_bytes: fsync the
- * temp file before the rename; sync_name: fsync the directory after it. */
+ * temp file before the rename; sync_name: fsync the directory after it.
+ * A name.tmp already there (a crash's, or put there by whoever made the
+ * directory) is removed and the temp file created anew: opened in place,
+ * a hard link there to a file outside the stage had that file written,
+ * and a FIFO there made the open wait for ever. */
 static int publish_file(int dir_fd, const char *name, const void *buf, size_t len, bool sync_bytes, bool sync_name) {
     char tmp[64];
     int m = snprintf(tmp, sizeof tmp, "%s.tmp", name);
     if (m < 0 || (size_t)m >= sizeof tmp)
         return -ENAMETOOLONG;
-    _cleanup_close_ int fd = openat(dir_fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (unlinkat(dir_fd, tmp, 0) < 0 && errno != ENOENT)
+        return -errno;
+    _cleanup_close_ int fd = openat(dir_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0)
         return -errno;
     int r = write_all(fd, buf, len);
@@ -256,8 +262,10 @@ void stage_free(struct stage *s) {
  * (publish_marker).  Best effort: without it the seal makes the file. */
 #define MARKER_ROOM 64
 static void reserve_marker(int dir_fd) {
+    /* made anew (publish_file): never written through a link */
+    (void)unlinkat(dir_fd, "sealed.tmp", 0);
     _cleanup_close_ int fd =
-        openat(dir_fd, "sealed.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
+        openat(dir_fd, "sealed.tmp", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
     if (fd < 0)
         return;
     char pad[MARKER_ROOM];
@@ -273,7 +281,8 @@ static void reserve_marker(int dir_fd) {
 static int publish_marker(int dir_fd, const char *buf, size_t len, bool sync_name) {
     _cleanup_close_ int fd = openat(dir_fd, "sealed.tmp", O_WRONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     struct stat st;
-    if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size < len)
+    /* ours has one name: another (a hard link made since) is not written */
+    if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 || (size_t)st.st_size < len)
         return publish_file(dir_fd, "sealed", buf, len, false, sync_name);
     /* the time is for people: a copy-on-write file system (btrfs) needs
      * room to rewrite it in place, and the name alone is the marker */

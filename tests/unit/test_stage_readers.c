@@ -50,6 +50,43 @@ int main(void) {
     ok(strcmp(stage_done_phrase(dir), "applied or dropped") == 0, "stage_done_phrase neither");
 
     unlink(p);
+
+    /* A sealed stage reopened for a run, holding hard links named
+     * meta.json.tmp and sealed.tmp to files outside it: the run wrote
+     * meta.json and the seal's time through them (and a FIFO named
+     * meta.json.tmp made it wait for ever). */
+    char out[600], link1[600], link2[600];
+    snprintf(out, sizeof out, "%s/outside", dir);
+    snprintf(link1, sizeof link1, "%s/meta.json.tmp", dir);
+    snprintf(link2, sizeof link2, "%s/sealed.tmp", dir);
+    put(dir, "outside", "victim\n");
+    put(dir, "meta.json", "{\"format\":1,\"workspace\":\"/ws\",\"runs\":[\"r\"]}\n");
+    snprintf(p, sizeof p, "%s/upper", dir);
+    ok(link(out, link1) == 0 && link(out, link2) == 0 && mkdir(p, 0755) == 0,
+       "hard links meta.json.tmp, sealed.tmp to a file outside");
+    struct stage *s = NULL;
+    alarm(10);
+    r = stage_open_for_run(dir, "/ws", "run-2", STAGE_DURABILITY_NONE, &s);
+    int rs = r == 0 ? stage_seal(s, false) : r;
+    stage_free(s);
+    alarm(0);
+    ok(r == 0 && rs == 0, "the stage reopens and seals (r=%d, seal %d)", r, rs);
+    FILE *f = fopen(out, "r");
+    char got[64] = "";
+    ok(f && fgets(got, sizeof got, f) && strcmp(got, "victim\n") == 0, "the file outside is unchanged: '%s'", got);
+    if (f)
+        fclose(f);
+    snprintf(p, sizeof p, "%s/sealed", dir);
+    struct stat a, b;
+    ok(stat(p, &a) == 0 && stat(out, &b) == 0 && a.st_ino != b.st_ino, "'sealed' is a file of its own");
+    ok(mkfifo(link1, 0600) == 0, "a FIFO named meta.json.tmp");
+    s = NULL;
+    alarm(10);
+    r = stage_open_for_run(dir, "/ws", "run-3", STAGE_DURABILITY_NONE, &s);
+    alarm(0);
+    stage_free(s);
+    ok(r == 0, "reopening does not wait on it (r=%d)", r);
+
     char rm[600];
     snprintf(rm, sizeof rm, "rm -rf '%s'", dir);
     (void)!system(rm);
