@@ -339,6 +339,8 @@ int stage_origin_load(struct stage *s, uint64_t upper_dev) {
         return -errno;
     if (!S_ISREG(st.st_mode))
         return -EINVAL; /* a FIFO: reading it would wait forever */
+    if (st.st_nlink > 1)
+        return -EMLINK; /* a hard link (pvisor makes none): truncated and written, so was a file outside the stage */
     int rfd = openat(s->dir_fd, "origin", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (rfd < 0)
         return -errno;

@@ -356,6 +356,17 @@ static int stage_open_impl(struct stage *s, const char *path, const char *worksp
         json_decref(meta);
         return -EXDEV;
     }
+    /* The run appends to the journal and may rewrite the origin map:
+     * pvisor gives each one name, and another name of a hard link may be
+     * a file outside the stage.  Refused before 'sealed' goes. */
+    static const char *const written[] = {"journal", "origin"};
+    for (size_t i = 0; i < ARRAY_SIZE(written); i++) {
+        struct stat wst;
+        if (fstatat(s->dir_fd, written[i], &wst, AT_SYMLINK_NOFOLLOW) == 0 && wst.st_nlink > 1) {
+            json_decref(meta);
+            return -EMLINK;
+        }
+    }
     if (exists_at(s->dir_fd, "applied") || exists_at(s->dir_fd, "dropped")) {
         json_decref(meta);
         return -EALREADY;
@@ -415,6 +426,13 @@ static int stage_open_impl(struct stage *s, const char *path, const char *worksp
     s->journal_fd = openat(s->dir_fd, "journal", O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (s->journal_fd < 0)
         return -errno;
+    /* one name, as pvisor makes it: the run appends to it, and a hard
+     * link's other name may be a file outside the stage */
+    struct stat jst;
+    if (fstat(s->journal_fd, &jst) < 0)
+        return -errno;
+    if (jst.st_nlink > 1)
+        return -EMLINK;
     reserve_marker(s->dir_fd);
     return 0;
 }

@@ -83,9 +83,38 @@ int main(void) {
     s = NULL;
     alarm(10);
     r = stage_open_for_run(dir, "/ws", "run-3", STAGE_DURABILITY_NONE, &s);
+    if (r == 0)
+        (void)stage_seal(s, false);
     alarm(0);
     stage_free(s);
     ok(r == 0, "reopening does not wait on it (r=%d)", r);
+
+    /* journal and origin hard-linked to files outside: the run appended
+     * its records to the one and truncated and rewrote the other */
+    char out2[600];
+    snprintf(out2, sizeof out2, "%s/outside2", dir);
+    put(dir, "outside2", "precious\n");
+    snprintf(p, sizeof p, "%s/origin", dir);
+    unlink(p);
+    ok(link(out2, p) == 0, "origin: a hard link to a file outside");
+    s = NULL;
+    r = stage_open_for_run(dir, "/ws", "run-4", STAGE_DURABILITY_NONE, &s);
+    stage_free(s);
+    f = fopen(out2, "r");
+    got[0] = '\0';
+    ok(r == -EMLINK && f && fgets(got, sizeof got, f) && strcmp(got, "precious\n") == 0,
+       "refused (r=%d), the file outside unchanged: '%s'", r, got);
+    if (f)
+        fclose(f);
+    unlink(p);
+    snprintf(p, sizeof p, "%s/journal", dir);
+    unlink(p);
+    ok(link(out2, p) == 0, "journal: a hard link to a file outside");
+    s = NULL;
+    r = stage_open_for_run(dir, "/ws", "run-5", STAGE_DURABILITY_NONE, &s);
+    stage_free(s);
+    enum stage_state st2 = STAGE_CREATED;
+    ok(r == -EMLINK && stage_probe_state(dir, &st2) == 0 && st2 == STAGE_SEALED, "refused (r=%d), still sealed", r);
 
     char rm[600];
     snprintf(rm, sizeof rm, "rm -rf '%s'", dir);
