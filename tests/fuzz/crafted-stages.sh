@@ -42,13 +42,15 @@ fresh() {
 }
 bw() { # verb args...: run confined, bounded
   ( cd "$W" 2>/dev/null || cd "$BASE"
-    timeout 20 bwrap --unshare-pid --ro-bind / / --bind "$BASE" "$BASE" --dev /dev --proc /proc -- "$PV" "$@" ) \
+    timeout 20 bwrap --unshare-pid --ro-bind / / --bind "$BASE" "$BASE" --dev /dev --dev-bind /dev/fuse /dev/fuse \
+      --proc /proc -- "$PV" "$@" ) \
     > "$BASE/out" 2>&1
 }
 verbs() { # case name
-  for v in review diff dry checkpoint restore fork apply drop; do
+  for v in run review diff dry checkpoint restore fork apply drop; do
     before=$(snap); wbefore=$(wsnap)
     case $v in
+    run) bw run --stage "$S" -- sh -c 'echo run >> a' ;;
     review) bw status --review --stage "$S" ;;
     diff) bw diff --stage "$S" ;;
     dry) bw apply --dry-run --stage "$S" ;;
@@ -94,6 +96,9 @@ c_stage_files_symlinks() {
   ln -s "$O/secret" "$S/reviewed"; ln -s "$O/secret" "$S/apply-written"; ln -s "$O/secret" "$S/apply-created"
   ln -s "$O/secret" "$S/cookie-key"; rm -rf "$S/work"; ln -s "$O/dir" "$S/work"
 }
+c_tmp_hardlinks() { ln "$O/secret" "$S/meta.json.tmp"; ln "$O/dir/inner" "$S/sealed.tmp"; }
+c_origin_hardlink() { rm "$S/origin"; ln "$O/secret" "$S/origin"; }
+c_journal_hardlink() { cp "$S/journal" "$O/journal"; rm "$S/journal"; ln "$O/journal" "$S/journal"; }
 c_lock_symlink() { rm "$S/lock"; ln -s "$O/secret" "$S/lock"; }
 c_lock_fifo() { rm "$S/lock"; mkfifo "$S/lock"; }
 c_markers_fifo() { mkfifo "$S/dropped.tmp" "$S/applied.tmp" "$S/reviewed.tmp" "$S/sealed.tmp"; }
@@ -125,7 +130,7 @@ c_checkpoint_evil() { # a checkpoint whose upper holds links out, and one that i
 
 for c in ${CASES:-baseline upper_symlinks upper_hardlink upper_special journal_dotdot journal_abs journal_hexdotdot \
   journal_missing xattr_redirect upper_is_symlink stage_files_symlinks lock_symlink lock_fifo markers_fifo \
-  ws_symlink_dir ws_delete_symlinked deep many journal_huge meta_ws_outside meta_ws_dotdot intent_unlock \
+  tmp_hardlinks origin_hardlink journal_hardlink ws_symlink_dir ws_delete_symlinked deep many journal_huge meta_ws_outside meta_ws_dotdot intent_unlock \
   intent_symlinked_parent checkpoint_evil}; do
   case_ "$c"
 done
