@@ -307,6 +307,9 @@ static const char *stage_open_hint(int r, const char *stage) {
     case -EINVAL: return "the directory is not empty and is not a pvisor stage";
     case -EPROTO: return "the stage has a format version this pvisor does not know";
     case -ENOTDIR: return "the stage path is not a directory";
+    case -EMLINK: /* stage_open_for_run: a copy made with cp -l or cp -al */
+        return "the stage's journal or origin map has another name (a hard link, as 'cp -al' makes), which a run "
+               "would write through; copy a stage with 'pvisor fork'";
     default: return strerror(-r);
     }
 }

@@ -662,6 +662,12 @@ check "apply says it dropped them" grep -q 'dropped setuid/setgid' "$T/s.err"
 sed -i "s|\"$W\"|\"$W.k\"|" "$S.k/meta.json"
 (cd "$W.k" && "$P" apply --stage "$S.k" --keep-special-modes) >/dev/null 2>&1; rc=$?
 eq "$rc $(stat -c %a "$W.k/suid") $(stat -c %a "$W.k/sgid")" "0 4755 2755" "--keep-special-modes keeps them"
+# a copy made with cp -al shares the journal with its source: refused, and
+# said why (it said only 'Too many links')
+cp -al "$S.k" "$S.l"
+(cd "$W.k" && "$P" run --stage "$S.l" -- true) >/dev/null 2>"$T/l.err"; rc=$?
+eq "$rc:$(grep -c "hard link, as 'cp -al' makes.*'pvisor fork'" "$T/l.err")" "125:1" \
+    "a stage copied with cp -al is refused, saying it is a hard link and to use fork"
 
 # ---------------------------------------------------------------------------
 # 5. running and interrupted stages are refused; drop
