@@ -387,6 +387,101 @@ static int add_home_aliases(const char *home, const char *exposed, const char *h
     return r;
 }
 
+/* Field [s, s+len) of a mountinfo line, octal escapes (\040) decoded:
+ * NULL when it does not fit. */
+static char *mountinfo_field(const char *s, size_t len, char *buf, size_t size) {
+    size_t o = 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = s[i];
+        if (c == '\\' && i + 3 < len && s[i + 1] >= '0' && s[i + 1] <= '3' && s[i + 2] >= '0' && s[i + 2] <= '7' &&
+            s[i + 3] >= '0' && s[i + 3] <= '7') {
+            c = (char)((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0'));
+            i += 3;
+        }
+        if (o + 1 >= size)
+            return NULL;
+        buf[o++] = c;
+    }
+    buf[o] = '\0';
+    return buf;
+}
+
+/* Mountinfo line [line, end): its device ("major:minor"), root and mount
+ * point; false when the line is not one. */
+static bool mountinfo_line(const char *line, const char *end, char dev[static 32], char root[static PATH_MAX],
+                           char mp[static PATH_MAX]) {
+    const char *f[5];
+    size_t fl[5];
+    const char *p = line;
+    for (int n = 0; n < 5; n++) {
+        if (p >= end)
+            return false;
+        const char *sp = memchr(p, ' ', (size_t)(end - p));
+        f[n] = p;
+        fl[n] = sp ? (size_t)(sp - p) : (size_t)(end - p);
+        p = sp ? sp + 1 : end;
+    }
+    return mountinfo_field(f[2], fl[2], dev, 32) && mountinfo_field(f[3], fl[3], root, PATH_MAX) &&
+           mountinfo_field(f[4], fl[4], mp, PATH_MAX);
+}
+
+/* Another name of a home (home, resolved) that a mount gives inside or
+ * around exposed (the workspace, a grant; resolved): the ancestor walk of
+ * add_home_aliases sees only the directories on the way to exposed, not
+ * a bind mount of home (or of a parent of it) below exposed (/home/alice
+ * also at /srv/alice, /srv granted: /srv/alice/.ssh was shown while
+ * home_credentials said enforced), nor home on the file system exposed
+ * is a mount of (/data/users/alice bind-mounted at /home/alice, /data
+ * granted).  Each mount of home's file system whose root holds home
+ * shows it at its mount point plus the rest of home's path: that name,
+ * where it overlaps exposed and is home by identity, is added to
+ * sb->pw_home. */
+static int add_home_mount_aliases(const char *home, const char *exposed, const char *home_real, const char *mountinfo,
+                                  struct sandbox *sb) {
+    struct stat hst;
+    if (!home || !exposed || !mountinfo || stat(home, &hst) < 0)
+        return 0;
+    char dev[32], root[PATH_MAX], mp[PATH_MAX], hdev[32] = "", hfs[PATH_MAX] = "";
+    size_t best = 0;
+    /* the mount home is on (the longest mount point holding it, the last
+     * such line: the one on top), and home's path on its file system */
+    for (const char *line = mountinfo; *line;) {
+        const char *nl = strchr(line, '\n');
+        const char *end = nl ? nl : line + strlen(line);
+        if (mountinfo_line(line, end, dev, root, mp) && path_within(home, mp) && strlen(mp) >= best) {
+            const char *rest = home + (strcmp(mp, "/") == 0 ? 0 : strlen(mp));
+            if (snprintf(hfs, sizeof hfs, "%s%s", strcmp(root, "/") == 0 && *rest ? "" : root, rest) <
+                (int)sizeof hfs) {
+                snprintf(hdev, sizeof hdev, "%s", dev);
+                best = strlen(mp);
+            }
+        }
+        line = nl ? nl + 1 : end;
+    }
+    if (!hdev[0] || !hfs[0])
+        return 0;
+    int r = 0;
+    for (const char *line = mountinfo; *line && r >= 0;) {
+        const char *nl = strchr(line, '\n');
+        const char *end = nl ? nl : line + strlen(line);
+        bool ok = mountinfo_line(line, end, dev, root, mp);
+        line = nl ? nl + 1 : end;
+        if (!ok || strcmp(dev, hdev) != 0 || !path_within(hfs, root))
+            continue;
+        const char *rest = strcmp(root, "/") != 0 ? hfs + strlen(root) : strcmp(hfs, "/") != 0 ? hfs : "";
+        char *alias = NULL;
+        if (asprintf(&alias, "%s%s", strcmp(mp, "/") == 0 && *rest ? "" : mp, rest) < 0)
+            return -ENOMEM;
+        struct stat ast;
+        if (strcmp(alias, home) != 0 && path_overlaps(alias, exposed) && stat(alias, &ast) == 0 &&
+            ast.st_dev == hst.st_dev && ast.st_ino == hst.st_ino)
+            r = add_home_path(alias, home_real, sb);
+        else
+            free(alias);
+    }
+    return r;
+}
+
 /* Fill sb->pw_home and sb->pw_cred_real (see run_sandbox.h): the user's
  * passwd home when HOME names another, and under sudo (run as root) the
  * caller's, whose home is often the workspace or holds it (sudo sets HOME
@@ -414,13 +509,20 @@ static int resolve_pw_home(const char *home, const char *workspace, const struct
     const char *homes[1 + PLAN_OTHER_HOMES] = {home_real};
     for (size_t k = 0; k < PLAN_OTHER_HOMES; k++)
         homes[1 + k] = sb->pw_home[k]; /* those found so far: the array grows below */
+    _cleanup_free_ char *mountinfo = NULL;
+    if (r >= 0) /* without it, the mounts' other names are not looked for */
+        (void)read_file_at(AT_FDCWD, "/proc/self/mountinfo", 16u << 20, &mountinfo, NULL);
     for (size_t h = 0; h < ARRAY_SIZE(homes) && r >= 0; h++) {
         if (!homes[h])
             continue;
         r = add_home_aliases(homes[h], workspace, home_real, sb);
+        if (r >= 0)
+            r = add_home_mount_aliases(homes[h], workspace, home_real, mountinfo, sb);
         for (int i = 0; o && i < o->n_access && r >= 0; i++) {
             _cleanup_free_ char *g = o->access[i].kind != ACCESS_DENY ? realpath(o->access[i].path, NULL) : NULL;
             r = add_home_aliases(homes[h], g, home_real, sb);
+            if (r >= 0)
+                r = add_home_mount_aliases(homes[h], g, home_real, mountinfo, sb);
         }
     }
     return r;

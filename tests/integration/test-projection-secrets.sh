@@ -68,6 +68,23 @@ for who in root user; do
     out=$(cd "$B/alias/.ssh" && as $who HOME="$B/home" "$P" run --safe -- true 2>&1); rc=$?
     eq "$rc:$(echo "$out" | grep -c 'is in the credential location')" "2:1" \
         "--safe ($who): a workspace in ~/.ssh by another name is refused"
+    # HOME by another name below the workspace or a grant (a bind mount of
+    # /home/alice at /srv/alice, /srv granted): the walk to the workspace
+    # and the grants did not meet it, and ~/.ssh was shown there
+    mkdir -p "$B/par/alice" && [ $who = user ] && chown -R 65534:65534 "$B/par"
+    if mount --bind "$B/home" "$B/par/alice" 2>/dev/null; then
+        at_exit "umount '$B/par/alice'"
+        out=$(cd "$B/ws" && as $who HOME="$B/home" "$P" run --safe --access "ro:$B/par" -- \
+            sh -c "cat $B/par/alice/.ssh/id_ed25519 2>/dev/null; cat $B/par/alice/notes; echo end" 2>&1); rc=$?
+        eq "$rc:$(echo $out)" "0:notes-$who end" \
+            "--safe ($who): a grant of a directory holding HOME by another name (a mount) covers its credential locations"
+        out=$(cd "$B/par" && as $who HOME="$B/home" "$P" run --safe -- \
+            sh -c 'cat alice/.ssh/id_ed25519 2>/dev/null; cat alice/notes; echo end' 2>&1); rc=$?
+        eq "$rc:$(echo $out)" "0:notes-$who end" \
+            "--safe ($who): a workspace holding HOME by another name (a mount) masks its credential locations"
+    else
+        skip "HOME by another name below a grant ($who)" "cannot bind-mount here"
+    fi
 done
 
 # --- RubyGems' API key where RubyGems 3.3 on writes it ----------------------
