@@ -482,6 +482,50 @@ static int add_home_mount_aliases(const char *home, const char *exposed, const c
     return r;
 }
 
+/* The stores the environment moves that lie in HOME (a toolchain's npmrc
+ * in ~/.nvm, GNUPGHOME=~/.gpg2) by each other name of HOME in
+ * sb->pw_home: those names had the default credential locations kept
+ * (pw_cred_real) but not these, which a grant of that name showed
+ * (~/.nvm/versions/node/V/etc/npmrc by the bind mount's path).  Added to
+ * sb->cred_moved ("PATH\0VAR", at most PLAN_MAX_MOVED: -E2BIG). */
+static int add_moved_by_home_names(const char *home_real, struct sandbox *sb) {
+    struct stat hst, ast;
+    if (!home_real || !sb->cred_moved || stat(home_real, &hst) < 0)
+        return 0;
+    size_t n0 = 0;
+    while (sb->cred_moved[n0])
+        n0++;
+    size_t n = n0;
+    for (size_t k = 0; k < PLAN_OTHER_HOMES && sb->pw_home[k]; k++) {
+        const char *alias = sb->pw_home[k];
+        if (stat(alias, &ast) < 0 || ast.st_dev != hst.st_dev || ast.st_ino != hst.st_ino)
+            continue; /* the passwd home or sudo's caller's: the environment names HOME's */
+        for (size_t i = 0; i < n0; i++) {
+            const char *m = sb->cred_moved[i];
+            if (!path_within(m, home_real) || strcmp(m, home_real) == 0)
+                continue;
+            const char *var = plan_moved_variable(m);
+            char *e = NULL;
+            int len = asprintf(&e, "%s%s%c%s", alias, m + strlen(home_real) - (strcmp(home_real, "/") == 0), '\0', var);
+            if (len < 0)
+                return -ENOMEM;
+            bool dup = false;
+            for (size_t j = 0; j < n && !dup; j++)
+                dup = strcmp(sb->cred_moved[j], e) == 0;
+            if (dup) {
+                free(e);
+                continue;
+            }
+            if (n >= PLAN_MAX_MOVED) {
+                free(e);
+                return -E2BIG; /* never drop one silently */
+            }
+            sb->cred_moved[n++] = e;
+        }
+    }
+    return 0;
+}
+
 /* Fill sb->pw_home and sb->pw_cred_real (see run_sandbox.h): the user's
  * passwd home when HOME names another, and under sudo (run as root) the
  * caller's, whose home is often the workspace or holds it (sudo sets HOME
@@ -525,6 +569,8 @@ static int resolve_pw_home(const char *home, const char *workspace, const struct
                 r = add_home_mount_aliases(homes[h], g, home_real, mountinfo, sb);
         }
     }
+    if (r >= 0)
+        r = add_moved_by_home_names(home_real, sb);
     return r;
 }
 
@@ -823,9 +869,10 @@ static int resolve_home_credentials(const char *cwd, const char *workspace, cons
         if ((r == -E2BIG
                  ? asprintf(ret_error,
                             "the workspace and the grants reach your home by more than %d names (bind "
-                            "mounts of it): the sandbox cannot keep the credential locations there from the "
-                            "command; grant fewer directories",
-                            PLAN_OTHER_HOMES)
+                            "mounts of it), or by names that hold more than %d credential locations the "
+                            "environment moves: the sandbox cannot keep the credential locations there from "
+                            "the command; grant fewer directories",
+                            PLAN_OTHER_HOMES, PLAN_MAX_MOVED)
                  : asprintf(ret_error, "cannot resolve the credential locations of your home: %s", strerror(-r))) < 0)
             *ret_error = NULL;
         return r;

@@ -37,6 +37,7 @@ can_user && chown 65534:65534 "$T/state-user"
 # said enforced). The workspace and grants are compared with HOME and its
 # parents by identity; a home found there by another name is kept as the
 # passwd home is.
+NPMRC=.nvm/versions/node/v20.0.0/etc/npmrc
 for who in root user; do
     if [ $who = user ] && ! can_user; then
         skip "HOME by another name as an ordinary user" "needs root to switch to an unprivileged user"
@@ -46,6 +47,9 @@ for who in root user; do
     mkdir -p "$B/home/.ssh" "$B/home/proj" "$B/alias" "$B/ws" "$B/up"
     echo "BINDKEY-$who" > "$B/home/.ssh/id_ed25519"
     echo "notes-$who" > "$B/home/notes"
+    # a store the environment moves in HOME (a node toolchain's npmrc)
+    mkdir -p "$B/home/.nvm/versions/node/v20.0.0/etc"
+    echo "NPMKEY-$who" > "$B/home/.nvm/versions/node/v20.0.0/etc/npmrc"
     [ $who = user ] && chown -R 65534:65534 "$B"
     if ! mount --bind "$B/home" "$B/alias" 2>/dev/null || ! mount --bind "$B" "$B/up" 2>/dev/null; then
         skip "HOME by another name ($who)" "cannot bind-mount here"
@@ -58,9 +62,10 @@ for who in root user; do
     eq "$rc:$(echo $out)" "0:notes-$who end" \
         "--safe ($who): the workspace that is HOME by another name masks its credential locations"
     out=$(cd "$B/ws" && as $who HOME="$B/home" "$P" run --safe --access "ro:$B/alias" --access "ro:$B/up" -- \
-        sh -c "cat $B/alias/.ssh/id_ed25519 $B/up/home/.ssh/id_ed25519 2>/dev/null; cat $B/alias/notes $B/up/home/notes; echo end" 2>&1); rc=$?
+        sh -c "cat $B/alias/.ssh/id_ed25519 $B/up/home/.ssh/id_ed25519 2>/dev/null; cat $B/alias/notes $B/up/home/notes; echo end
+               cat $B/alias/$NPMRC $B/up/home/$NPMRC 2>/dev/null" 2>&1); rc=$?
     eq "$rc:$(echo $out)" "0:notes-$who notes-$who end" \
-        "--safe ($who): a grant of HOME, or of a parent of it, by another name covers its credential locations"
+        "--safe ($who): a grant of HOME, or of a parent of it, by another name covers its credential locations (a moved store's too)"
     eq "$(jq -r '.dimensions.home_credentials.effective' "$(bundle_of $who)" 2>&1)" enforced "... and home_credentials is enforced"
     out=$(cd "$B/ws" && as $who HOME="$B/home" "$P" run --safe --access "ro:$B/alias/.ssh" -- true 2>&1); rc=$?
     eq "$rc:$(echo "$out" | grep -c 'reaches the credential location')" "2:1" \
@@ -75,11 +80,11 @@ for who in root user; do
     if mount --bind "$B/home" "$B/par/alice" 2>/dev/null; then
         at_exit "umount '$B/par/alice'"
         out=$(cd "$B/ws" && as $who HOME="$B/home" "$P" run --safe --access "ro:$B/par" -- \
-            sh -c "cat $B/par/alice/.ssh/id_ed25519 2>/dev/null; cat $B/par/alice/notes; echo end" 2>&1); rc=$?
+            sh -c "cat $B/par/alice/.ssh/id_ed25519 $B/par/alice/$NPMRC 2>/dev/null; cat $B/par/alice/notes; echo end" 2>&1); rc=$?
         eq "$rc:$(echo $out)" "0:notes-$who end" \
             "--safe ($who): a grant of a directory holding HOME by another name (a mount) covers its credential locations"
         out=$(cd "$B/par" && as $who HOME="$B/home" "$P" run --safe -- \
-            sh -c 'cat alice/.ssh/id_ed25519 2>/dev/null; cat alice/notes; echo end' 2>&1); rc=$?
+            sh -c "cat alice/.ssh/id_ed25519 alice/$NPMRC 2>/dev/null; cat alice/notes; echo end" 2>&1); rc=$?
         eq "$rc:$(echo $out)" "0:notes-$who end" \
             "--safe ($who): a workspace holding HOME by another name (a mount) masks its credential locations"
     else
