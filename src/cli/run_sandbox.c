@@ -1024,7 +1024,12 @@ int sandbox_prepare(struct run_context *ctx, const struct agent_hooks *hooks, st
         rules[n_rules++] = (struct access_rule){.kind = ctx->opts->access[i].kind, .path = resolved[i]};
     }
     if ((r = prepare_ws_mask(ctx, home, rules, n_rules, &sb)) < 0) {
-        if (asprintf(ret_error, "cannot list what the workspace view must mask: %s", strerror(-r)) < 0)
+        if (r == -E2BIG ? asprintf(ret_error,
+                                   "cannot list what the workspace view must mask: more than %d paths (the "
+                                   "credential locations of every name of HOME the workspace holds, --access deny: "
+                                   "rules, stages kept in it); run in a directory that holds fewer",
+                                   SANDBOX_WS_MASK_MAX) < 0
+                        : asprintf(ret_error, "cannot list what the workspace view must mask: %s", strerror(-r)) < 0)
             *ret_error = NULL;
         for (size_t k = 0; k < n_rules; k++)
             free(resolved[k]);

@@ -20,7 +20,7 @@
 #include "resources/cgroup.h"
 #include "resources/limits.h"
 
-#define SANDBOX_WS_MASK_MAX 512
+#define SANDBOX_WS_MASK_MAX 2048 /* ~130 credential locations under each of HOME's names */
 
 struct sandbox {
     struct launch_plan plan;

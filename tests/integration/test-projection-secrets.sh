@@ -239,3 +239,27 @@ if [ "$(id -u)" -eq 0 ] && command -v unshare >/dev/null; then
 else
     skip "--safe under doas and pkexec" "needs root and unshare (a private /etc/passwd)"
 fi
+
+# --- a workspace that holds HOME under several names -------------------------
+# Each name of HOME in the workspace adds its ~130 credential locations to
+# what the workspace view masks: five names passed the view's limit (512)
+# and the run was refused with "Argument list too long". The limit holds
+# every name pvisor keeps (PLAN_OTHER_HOMES), and past it the refusal says
+# why.
+if [ "$(id -u)" -eq 0 ]; then
+    B6=$T/many; mkdir -p "$B6/home/.ssh" "$B6/ws"; echo MANYKEY > "$B6/home/.ssh/id_rsa"
+    ok6=1
+    for k in 1 2 3 4 5 6; do
+        mkdir -p "$B6/ws/h$k" && mount --bind "$B6/home" "$B6/ws/h$k" || ok6=0
+    done
+    at_exit "for k in 1 2 3 4 5 6; do umount '$B6/ws/h'\$k 2>/dev/null; done"
+    if [ $ok6 = 1 ]; then
+        out=$(cd "$B6/ws" && HOME="$B6/home" "$P" run --safe -- sh -c 'cat h1/.ssh/id_rsa h6/.ssh/id_rsa 2>/dev/null; echo end' 2>&1); rc=$?
+        eq "$rc:$(echo $out)" "0:end" "--safe in a workspace holding HOME under six names: runs, the keys absent under each"
+    else
+        not_ok "bind mounts of HOME for the many-names case"
+    fi
+    for k in 1 2 3 4 5 6; do umount "$B6/ws/h$k" 2>/dev/null; done
+else
+    skip "a workspace holding HOME under several names" "needs root (bind mounts)"
+fi
