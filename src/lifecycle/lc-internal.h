@@ -28,8 +28,9 @@ struct stat;
  * git_redirect, whose config and hooks are warned of there already */
 void lc_entry_set_warnings(struct lc_changeset *cs, struct lc_entry *e, const struct stat *ust, bool sample_ok,
                            bool into_git);
-/* Is path (workspace-relative) a .git's HEAD, a ref or packed-refs
- * (LC_W_GIT_REFS; a deleted one too)? */
+/* Is path (workspace-relative) a .git's HEAD, a ref, packed-refs or the
+ * state of a merge, rebase or cherry-pick in progress (LC_W_GIT_REFS; a
+ * deleted one too)? */
 bool lc_path_is_git_ref(const char *path);
 /* Does pointer (a .git file's gitdir, a .git link's target, a commondir's
  * text), read at entry path (workspace-relative), name a directory inside a

@@ -94,6 +94,19 @@ static bool git_ref_rest(const char *rest) {
     base = base ? base + 1 : rest;
     if (strncmp(rest, "logs/", 5) == 0 || strstr(rest, "/logs/")) /* reflogs */
         return false;
+    /* a merge, cherry-pick, revert or rebase left in progress: the user's
+     * next 'git commit' or '--continue' takes the agent's commits, and a
+     * rebase's todo list runs its 'exec' lines */
+    static const char *const in_progress[] = {"MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "REBASE_HEAD"};
+    for (size_t i = 0; i < ARRAY_SIZE(in_progress); i++)
+        if (strcmp(base, in_progress[i]) == 0)
+            return true;
+    static const char *const state_dirs[] = {"rebase-merge/", "rebase-apply/", "sequencer/"};
+    for (size_t i = 0; i < ARRAY_SIZE(state_dirs); i++) {
+        const char *d = strstr(rest, state_dirs[i]);
+        if (d && (d == rest || d[-1] == '/'))
+            return true;
+    }
     return strcmp(base, "HEAD") == 0 || strcmp(base, "packed-refs") == 0 || strncmp(rest, "refs/", 5) == 0 ||
            strstr(rest, "/refs/");
 }
@@ -738,9 +751,10 @@ const char *lc_warning_message(unsigned bit) {
                ", so diff prints only 'Binary files ... differ' (or 'Large files'); read the new content in the "
                "stage (upper/ and this path)";
     case LC_W_GIT_REFS:
-        return "moves git history (HEAD, a branch or tag made, moved or deleted): what its commits hold is shown "
-               "here only as git objects; once applied, 'git log -p' shows them, and a checkout or reset brings "
-               "their content into your files";
+        return "moves git history (HEAD, a branch or tag made, moved or deleted, or a merge, rebase or cherry-pick "
+               "left in progress): what its commits hold is shown here only as git objects; once applied, 'git log "
+               "-p' shows them, a checkout, reset, commit or '--continue' brings their content into your files, "
+               "and a rebase's todo list runs its 'exec' lines";
     case LC_W_RENAMED_CHANGED:
         return "renamed (or in a renamed directory), and not what it was renamed from: its content or mode (a "
                "symlink's target) differs, or it is new in that directory; diff shows it whole as added, not what "

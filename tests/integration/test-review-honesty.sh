@@ -134,3 +134,18 @@ eq "$(cat "$W/app.sh"):$(warned git_refs "$T/git.json")" \
     "review warns of the refs the agent made, moved or deleted, HEAD and packed-refs (git_refs); not of reflogs, objects or a ref's directory"
 eq "$(cd "$W" && "$P" status --review | grep -c '^  ! .git/refs/heads/keep: moves git history.*(git_refs)$')" 1 \
     "  said on the terminal, with what a checkout or reset would do"
+# ... and a git operation left in progress: a rebase whose todo list
+# holds an 'exec' line (the user's 'git rebase --continue' runs it) and a
+# merge (MERGE_HEAD: the user's next 'git commit' takes the agent's
+# commit as a parent)
+W=$T/wsgit2
+mkdir -p "$W" && (cd "$W" && git init -q -b main && echo one > f && git add f &&
+    git -c user.email=u@x -c user.name=u commit -qm one && echo two >> f &&
+    git -c user.email=u@x -c user.name=u commit -qam two)
+(cd "$W" && "$P" run --stage auto -- sh -c 'GIT_SEQUENCE_EDITOR="sed -i \"1i break\"" git -c user.email=a@x -c user.name=a \
+    rebase -q -i --exec "echo pwned" HEAD~1 >/dev/null 2>&1; test -d .git/rebase-merge && echo in-progress') \
+    > "$T/git2.out" 2>&1
+(cd "$W" && "$P" status --review --json) > "$T/git2.json"
+todo=$(jq -r '.stage.path' "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json")/upper/.git/rebase-merge/git-rebase-todo
+eq "$(cat "$T/git2.out"):$(grep -c '^exec echo pwned' "$todo"):$(warned git_refs "$T/git2.json" | tr ',' '\n' | grep -c '^.git/rebase-merge/git-rebase-todo$')" \
+    "in-progress:1:1" "review warns of a rebase left in progress, its todo list with an exec line (git_refs)"
