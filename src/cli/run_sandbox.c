@@ -387,25 +387,6 @@ static int add_home_aliases(const char *home, const char *exposed, const char *h
     return r;
 }
 
-/* Field [s, s+len) of a mountinfo line, octal escapes (\040) decoded:
- * NULL when it does not fit. */
-static char *mountinfo_field(const char *s, size_t len, char *buf, size_t size) {
-    size_t o = 0;
-    for (size_t i = 0; i < len; i++) {
-        char c = s[i];
-        if (c == '\\' && i + 3 < len && s[i + 1] >= '0' && s[i + 1] <= '3' && s[i + 2] >= '0' && s[i + 2] <= '7' &&
-            s[i + 3] >= '0' && s[i + 3] <= '7') {
-            c = (char)((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0'));
-            i += 3;
-        }
-        if (o + 1 >= size)
-            return NULL;
-        buf[o++] = c;
-    }
-    buf[o] = '\0';
-    return buf;
-}
-
 /* Mountinfo line [line, end): its device ("major:minor"), root and mount
  * point; false when the line is not one. */
 static bool mountinfo_line(const char *line, const char *end, char dev[static 32], char root[static PATH_MAX],
@@ -421,8 +402,8 @@ static bool mountinfo_line(const char *line, const char *end, char dev[static 32
         fl[n] = sp ? (size_t)(sp - p) : (size_t)(end - p);
         p = sp ? sp + 1 : end;
     }
-    return mountinfo_field(f[2], fl[2], dev, 32) && mountinfo_field(f[3], fl[3], root, PATH_MAX) &&
-           mountinfo_field(f[4], fl[4], mp, PATH_MAX);
+    return mountinfo_unescape(f[2], fl[2], dev, 32) == 0 && mountinfo_unescape(f[3], fl[3], root, PATH_MAX) == 0 &&
+           mountinfo_unescape(f[4], fl[4], mp, PATH_MAX) == 0;
 }
 
 /* Another name of a home (home, resolved) that a mount gives inside or

@@ -90,24 +90,6 @@ int cgroup_parse_self(const char *text, char *ret, size_t size) {
     return -ENOENT;
 }
 
-/* Decode mountinfo's octal escapes (\040 for a space) of field [s, s+len). */
-static int unescape(const char *s, size_t len, char *ret, size_t size) {
-    size_t o = 0;
-    for (size_t i = 0; i < len; i++) {
-        char c = s[i];
-        if (c == '\\' && i + 3 < len && s[i + 1] >= '0' && s[i + 1] <= '3' && s[i + 2] >= '0' && s[i + 2] <= '7' &&
-            s[i + 3] >= '0' && s[i + 3] <= '7') {
-            c = (char)((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0'));
-            i += 3;
-        }
-        if (o + 1 >= size)
-            return -ENAMETOOLONG;
-        ret[o++] = c;
-    }
-    ret[o] = '\0';
-    return 0;
-}
-
 int cgroup_parse_mountinfo(const char *text, const char *path, char *ret_mount, size_t mount_size, char *ret_root,
                            size_t root_size) {
     /* "id parent major:minor root mountpoint options [optional...] - fstype
@@ -135,8 +117,8 @@ int cgroup_parse_mountinfo(const char *text, const char *path, char *ret_mount, 
             }
         if (sep && (size_t)(end - (sep + 3)) >= 8 && strncmp(sep + 3, "cgroup2 ", 8) == 0) {
             char root[PATH_MAX];
-            if (unescape(f[3], fl[3], root, sizeof root) == 0 && path_within(path, root)) {
-                int r = unescape(f[4], fl[4], ret_mount, mount_size);
+            if (mountinfo_unescape(f[3], fl[3], root, sizeof root) == 0 && path_within(path, root)) {
+                int r = mountinfo_unescape(f[4], fl[4], ret_mount, mount_size);
                 return r < 0 ? r : copy_str(ret_root, root_size, root, strlen(root));
             }
         }

@@ -998,3 +998,21 @@ bool pid_dying(pid_t pid) {
     }
     return true;
 }
+
+/* Decode mountinfo's octal escapes (\040 for a space) of field [s, s+len). */
+int mountinfo_unescape(const char *s, size_t len, char *ret, size_t size) {
+    size_t o = 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = s[i];
+        if (c == '\\' && i + 3 < len && s[i + 1] >= '0' && s[i + 1] <= '3' && s[i + 2] >= '0' && s[i + 2] <= '7' &&
+            s[i + 3] >= '0' && s[i + 3] <= '7') {
+            c = (char)((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0'));
+            i += 3;
+        }
+        if (o + 1 >= size)
+            return -ENAMETOOLONG;
+        ret[o++] = c;
+    }
+    ret[o] = '\0';
+    return 0;
+}

@@ -30,6 +30,9 @@ int usage_error(char **ret_error, const char *fmt, ...) __attribute__((format(pr
 /* Is path equal to dir or below it (component-wise, no resolution)?
  * dir "/" contains every absolute path. */
 bool path_within(const char *path, const char *dir);
+/* A field [s, s+len) of /proc/self/mountinfo into ret, its octal escapes
+ * (\040 for a space) decoded; -ENAMETOOLONG when it does not fit in size. */
+int mountinfo_unescape(const char *s, size_t len, char *ret, size_t size);
 /* Does one of a and b hold the other (or are they equal)? */
 bool path_overlaps(const char *a, const char *b);
 /* Is relpath (workspace-relative) a git index: a file "index" in a .git
