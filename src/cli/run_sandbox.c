@@ -537,19 +537,26 @@ static int resolve_pw_home(const char *home, const char *workspace, const struct
     _cleanup_free_ char *mountinfo = NULL;
     if (r >= 0) /* without it, the mounts' other names are not looked for */
         (void)read_file_at(AT_FDCWD, "/proc/self/mountinfo", 16u << 20, &mountinfo, NULL);
+    /* what the command is shown: the workspace, then each grant (resolved
+     * once, not once per home; a deny rule or one that does not resolve:
+     * NULL) */
+    size_t n_exposed = 1 + (o ? (size_t)o->n_access : 0);
+    char **exposed = calloc(n_exposed, sizeof *exposed);
+    if (!exposed)
+        return -ENOMEM;
+    for (size_t i = 1; i < n_exposed; i++)
+        exposed[i] = o->access[i - 1].kind != ACCESS_DENY ? realpath(o->access[i - 1].path, NULL) : NULL;
     for (size_t h = 0; h < ARRAY_SIZE(homes) && r >= 0; h++) {
-        if (!homes[h])
-            continue;
-        r = add_home_aliases(homes[h], workspace, home_real, sb);
-        if (r >= 0)
-            r = add_home_mount_aliases(homes[h], workspace, home_real, mountinfo, sb);
-        for (int i = 0; o && i < o->n_access && r >= 0; i++) {
-            _cleanup_free_ char *g = o->access[i].kind != ACCESS_DENY ? realpath(o->access[i].path, NULL) : NULL;
-            r = add_home_aliases(homes[h], g, home_real, sb);
+        for (size_t i = 0; homes[h] && i < n_exposed && r >= 0; i++) {
+            const char *x = i == 0 ? workspace : exposed[i];
+            r = add_home_aliases(homes[h], x, home_real, sb);
             if (r >= 0)
-                r = add_home_mount_aliases(homes[h], g, home_real, mountinfo, sb);
+                r = add_home_mount_aliases(homes[h], x, home_real, mountinfo, sb);
         }
     }
+    for (size_t i = 1; i < n_exposed; i++)
+        free(exposed[i]);
+    free(exposed);
     if (r >= 0)
         r = add_moved_by_home_names(home_real, sb);
     return r;

@@ -314,9 +314,6 @@ static const char *stage_open_hint(int r, const char *stage) {
     }
 }
 
-/* A failure before the stage was opened: the Bundle names none (its
- * "running" stage, set for the agent socket's status, was never made or
- * never used: status and list showed a running stage). */
 /* The command worked on the directory the run opened (lower_fd), wherever
  * the user moved it meanwhile, while review, diff and apply take the
  * workspace by its path: after a `mv` of the workspace (or of a directory
@@ -341,6 +338,9 @@ static void warn_workspace_moved(struct run_context *ctx, int lower_fd) {
     fprintf(stderr, "pvisor run: warning: %s\n", e ? e : w);
 }
 
+/* A failure before the stage was opened: the Bundle names none (its
+ * "running" stage, set for the agent socket's status, was never made or
+ * never used: status and list showed a running stage). */
 static int fail_before_stage(struct run_context *ctx, const char *msg) {
     bundle_set_json(ctx->bundle, "stage", json_null());
     return run_fail_setup(ctx, msg);
