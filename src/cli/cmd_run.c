@@ -400,6 +400,7 @@ int cmd_run(int argc, char **argv) {
     ctx.run_dirfd = run_dirfd;
     ctx.bundle = bundle;
     int status = run_execute(&ctx);
+    free(ctx.probe);
     json_decref(bundle);
     return ctx.end_signal ? -ctx.end_signal : status;
 }

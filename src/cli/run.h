@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <stdbool.h>
 
+#include "evidence/probe.h"
 #include "policy/policy.h"
 
 struct sandbox_creds;
@@ -29,6 +30,10 @@ struct run_context {
      * the child exits once it has written it. */
     int probe_fd; /* -1: none pending */
     pid_t probe_pid;
+    /* A sandboxed run's probes, taken in the supervisor without the user
+     * namespace's child (run_probe_in_process): kept until the sandbox's
+     * evidence shows the namespaces the run made itself; or NULL. */
+    struct host_probe *probe;
     /* A run cut short by a SIGINT, SIGTERM or SIGHUP sent to pvisor and
      * relayed to the command: pvisor ends by that signal once the run is
      * recorded (cli_end_by_signal), as a program that was interrupted
@@ -109,6 +114,11 @@ void run_probe_into_bundle(json_t *bundle);
 /* Start the host probes in a child (single-threaded callers only); collect
  * them into the Bundle (waits for the child; a no-op when none is pending). */
 void run_probe_start(struct run_context *ctx);
+/* A sandboxed run's probes: in the supervisor, without a child (see
+ * host_probe_run_in_process); the namespaces come from the sandbox's
+ * evidence (run_probe_namespaces_made). */
+void run_probe_in_process(struct run_context *ctx);
+void run_probe_namespaces_made(struct run_context *ctx, const struct probe_run_namespaces *made);
 void run_probe_collect(struct run_context *ctx);
 
 #endif

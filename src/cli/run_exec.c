@@ -397,6 +397,28 @@ void run_probe_start(struct run_context *ctx) {
     ctx->probe_pid = pid;
 }
 
+void run_probe_in_process(struct run_context *ctx) {
+    struct host_probe *p = malloc(sizeof *p);
+    if (!p || host_probe_run_in_process(p) < 0) {
+        free(p);
+        bundle_add_warning(ctx->bundle, "host feature probes failed; kernel_features is empty");
+        return;
+    }
+    json_t *j = probe_to_json(p);
+    if (j)
+        bundle_set_json(ctx->bundle, "kernel_features", j);
+    ctx->probe = p;
+}
+
+void run_probe_namespaces_made(struct run_context *ctx, const struct probe_run_namespaces *made) {
+    if (!ctx->probe)
+        return;
+    probe_namespaces_made_by_run(ctx->probe, made);
+    json_t *j = probe_to_json(ctx->probe);
+    if (j)
+        bundle_set_json(ctx->bundle, "kernel_features", j);
+}
+
 void run_probe_collect(struct run_context *ctx) {
     if (ctx->probe_fd < 0)
         return;
@@ -451,10 +473,14 @@ int run_execute(struct run_context *ctx) {
     /* With --limit the supervisor may move itself into a cgroup leaf and
      * enable controllers in the cgroup it leaves, which cgroup v2 refuses
      * while another process (the probe child) is still in it: probe first. */
-    if (!policy_has_limits(&ctx->opts->limits))
-        run_probe_start(ctx);
-    if (ctx->probe_fd < 0)
-        run_probe_into_bundle(ctx->bundle);
+    if (policy_wants_sandbox(ctx->opts)) {
+        run_probe_in_process(ctx);
+    } else {
+        if (!policy_has_limits(&ctx->opts->limits))
+            run_probe_start(ctx);
+        if (ctx->probe_fd < 0)
+            run_probe_into_bundle(ctx->bundle);
+    }
 
 #ifdef PVISOR_HAVE_OVERLAY
     if (policy_wants_stage(ctx->opts))

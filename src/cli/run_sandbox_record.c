@@ -39,6 +39,33 @@ static bool ns_differs(const json_t *ev, const char *name) {
     return mine && theirs && strcmp(mine, theirs) != 0;
 }
 
+/* The Bundle's kernel_features: the namespace features the probes left to
+ * the run (run_probe_in_process) are those the run made.  The supervisor
+ * made a user namespace and a mount namespace in it before the launcher
+ * started (enter_private_namespace, else no report), and the launcher made
+ * the others in it, and its tmpfs root, before its self-check. */
+static void record_namespaces_made(struct run_context *ctx, const json_t *ev, bool mnt, bool pid, bool net, bool ipc) {
+    if (!ctx->probe)
+        return;
+    struct probe_run_namespaces made = {
+        .user = true, .mount = mnt, .pid = pid, .net = net, .ipc = ipc, .uts = ns_differs(ev, "uts"), .tmpfs = mnt};
+    _cleanup_free_ char *map = NULL;
+    if (read_file_at(AT_FDCWD, "/proc/self/uid_map", 4096, &map, NULL) == 0) {
+        size_t n = 0;
+        unsigned inside, outside, count;
+        for (const char *line = map; line && sscanf(line, "%u %u %u", &inside, &outside, &count) == 3;) {
+            int w = snprintf(made.uid_map + n, sizeof made.uid_map - n, "%s%u %u %u", n ? "; " : "", inside, outside,
+                             count);
+            if (w < 0 || (size_t)w >= sizeof made.uid_map - n)
+                break;
+            n += (size_t)w;
+            if ((line = strchr(line, '\n')))
+                line++;
+        }
+    }
+    run_probe_namespaces_made(ctx, &made);
+}
+
 static unsigned long long hexval(const json_t *ev, const char *key) {
     const char *s = json_string_value(json_object_get(ev, key));
     return s ? strtoull(s, NULL, 16) : ~0ULL;
@@ -213,6 +240,7 @@ void sandbox_record(struct run_context *ctx, const struct sandbox *sb) {
     bool mnt = ns_differs(ev, "mnt"), pid = ns_differs(ev, "pid"), net = ns_differs(ev, "net");
     bool ipc = ns_differs(ev, "ipc"), user = ns_differs(ev, "user");
     bool fs_ok = mnt && abi >= 1 && nnp && no_caps;
+    record_namespaces_made(ctx, ev, mnt, pid, net, ipc);
 
     bundle_set_json(b, "sandbox_evidence", json_deep_copy(ev));
     const char *fsmech = "synthetic root (tmpfs + read-only projections, pivot_root) + Landlock + no capabilities";

@@ -186,6 +186,7 @@ struct userns_msg {
     int32_t tmpfs_err;
 };
 #define USERNS_MSG_MAGIC 0x70765553u /* "pvUS" */
+#define RUN_NAMESPACES_PENDING "not tried apart: this run makes its own (recorded once its sandbox is set up)"
 
 /* Runs in the forked child only: no return, _exit() at the end. */
 static void userns_child(int wfd, uid_t euid, gid_t egid) __attribute__((noreturn));
@@ -270,16 +271,21 @@ static void userns_explain(const struct probe_userns *u, uid_t euid, int err, in
     (void)snprintf(buf, size, "%s failed: %s (%s)%s", userns_step_name(step), strerror(err), errno_name(err), why);
 }
 
-static int probe_userns(struct probe_userns *u, uid_t euid, gid_t egid) {
+static int probe_userns(struct probe_userns *u, uid_t euid, gid_t egid, bool try_namespaces) {
     u->unprivileged_userns_clone = read_sysctl_long("/proc/sys/kernel/unprivileged_userns_clone");
     u->max_user_namespaces = read_sysctl_long("/proc/sys/user/max_user_namespaces");
     u->apparmor_restrict_unprivileged_userns =
         read_sysctl_long("/proc/sys/kernel/apparmor_restrict_unprivileged_userns");
 
     struct probe_status *nss[NS_COUNT] = {&u->mount_ns, &u->pid_ns, &u->net_ns, &u->ipc_ns, &u->uts_ns};
+    const char *untried = try_namespaces ? "not tried: no user namespace" : RUN_NAMESPACES_PENDING;
     for (int i = 0; i < NS_COUNT; i++)
-        status_fail(nss[i], -ECANCELED, "not tried: no user namespace");
-    status_fail(&u->tmpfs_mount, -ECANCELED, "not tried: no user namespace");
+        status_fail(nss[i], -ECANCELED, "%s", untried);
+    status_fail(&u->tmpfs_mount, -ECANCELED, "%s", untried);
+    if (!try_namespaces) {
+        status_fail(&u->userns, -ECANCELED, "%s", untried);
+        return 0;
+    }
 
     int pfd[2];
     if (pipe2(pfd, O_CLOEXEC) < 0) {
@@ -701,7 +707,7 @@ static void probe_close_range(struct probe_status *s) {
 
 /* ---- entry point -------------------------------------------------------- */
 
-int host_probe_run(struct host_probe *ret_probe) {
+static int probe_all(struct host_probe *ret_probe, bool try_namespaces) {
     struct host_probe *p = ret_probe;
     memset(p, 0, sizeof *p);
     p->uid = getuid();
@@ -729,7 +735,35 @@ int host_probe_run(struct host_probe *ret_probe) {
     p->no_new_privs = nnp < 0 ? -1 : nnp;
 
     /* Last: the only probe that can fail as a whole (fork/pipe). */
-    return probe_userns(&p->userns, p->euid, getegid());
+    return probe_userns(&p->userns, p->euid, getegid(), try_namespaces);
+}
+
+int host_probe_run(struct host_probe *ret_probe) {
+    return probe_all(ret_probe, true);
+}
+
+int host_probe_run_in_process(struct host_probe *ret_probe) {
+    return probe_all(ret_probe, false);
+}
+
+void probe_namespaces_made_by_run(struct host_probe *p, const struct probe_run_namespaces *made) {
+    struct probe_userns *u = &p->userns;
+    if (!made->user) /* nothing this run made shows the feature: left "not tried" */
+        return;
+    status_ok(&u->userns, "made by this run: its supervisor's user namespace (uid_map \"%s\")", made->uid_map);
+    const bool ns_made[NS_COUNT] = {made->mount, made->pid, made->net, made->ipc, made->uts};
+    struct probe_status *nss[NS_COUNT] = {&u->mount_ns, &u->pid_ns, &u->net_ns, &u->ipc_ns, &u->uts_ns};
+    for (int i = 0; i < NS_COUNT; i++) {
+        if (ns_made[i])
+            status_ok(nss[i], "made by this run inside that user namespace (sandbox_evidence.namespaces)");
+        else
+            status_fail(nss[i], -ECANCELED, "not tried: this run made none ('pvisor doctor' probes it)");
+    }
+    if (made->mount && made->tmpfs)
+        status_ok(&u->tmpfs_mount,
+                  "made by this run: the sandbox's root is a tmpfs mounted inside that user namespace");
+    else
+        status_fail(&u->tmpfs_mount, -ECANCELED, "not tried: this run mounted none ('pvisor doctor' probes it)");
 }
 
 /* ---- JSON --------------------------------------------------------------- */

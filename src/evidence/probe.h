@@ -145,6 +145,29 @@ struct host_probe {
  * single-threaded (see top of file). */
 int host_probe_run(struct host_probe *ret_probe);
 
+/* The same probes but the user namespace's (no child, no fork, no
+ * namespace made): for a sandboxed run, which makes a user namespace with
+ * the same one-ID map, a mount namespace in it, PID, network, IPC and UTS
+ * namespaces and a tmpfs mount there itself, every run.  A child that
+ * made them too cost more than every other probe together (forking the
+ * supervisor and a network namespace made and torn down).  Until
+ * probe_namespaces_made_by_run, those statuses say "not tried" (ECANCELED).
+ * Safe in a threaded process. */
+int host_probe_run_in_process(struct host_probe *ret_probe);
+
+/* What a sandboxed run made itself, from its supervisor's unshare and the
+ * launcher's self-check (namespaces that differ from the supervisor's). */
+struct probe_run_namespaces {
+    bool user;  /* the supervisor's user namespace, one-ID map */
+    bool mount; /* a mount namespace in it */
+    bool pid, net, ipc, uts;
+    bool tmpfs;       /* the sandbox's tmpfs root, mounted in that namespace */
+    char uid_map[96]; /* the user namespace's, its lines joined by "; " */
+};
+/* Fill host_probe_run_in_process's namespace statuses from what the run
+ * made: ok where it made one, "not tried" where it made none. */
+void probe_namespaces_made_by_run(struct host_probe *p, const struct probe_run_namespaces *made);
+
 /* The "kernel_features" object (schema in docs; keys are stable).  NULL on
  * ENOMEM. */
 json_t *probe_to_json(const struct host_probe *p);

@@ -453,6 +453,52 @@ eq "$(jq -r '.executors.oci.implemented, .executors.vm.implemented' doc.json | t
 eq "$(jq -S .features doc.json | jq -r 'keys | join(",")')" \
    "$(jq -S .kernel_features "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json" | jq -r 'keys | join(",")')" \
    "the Bundle's kernel_features are doctor's features"
+# A sandboxed run probes in its supervisor, without the user namespace's
+# child (a fork of the supervisor and a network namespace made and torn
+# down for nothing, the costliest part of its start on this VM kind): the
+# namespace features are the ones the run made itself, from its evidence.
+if [ "$safe_works" = true ]; then
+    kf() { jq -r "$1" "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json"; }
+    NSK='[.user_namespaces, .mount_namespace, .pid_namespace, .net_namespace, .ipc_namespace, .uts_namespace, .tmpfs_in_userns]'
+    "$PVISOR" run --safe --workspace "$T/safews" -- true >/dev/null 2>&1
+    eq "$(kf ".kernel_features | $NSK | map(.ok) | map(tostring) | join(\" \")")" "true true true true true true true" \
+        "--safe: the Bundle's namespace features are ok"
+    eq "$(kf ".kernel_features | $NSK | map(select(.detail | startswith(\"made by this run\"))) | length")" 7 \
+        "... each one made by the run itself, and said so"
+    eq "$(kf '.kernel_features.user_namespaces.detail')" \
+        "made by this run: its supervisor's user namespace (uid_map \"0 0 4294967294\")" \
+        "... root's user namespace with the map it has (every id but one)"
+    eq "$(kf '[.kernel_features.user_namespaces.sysctls | keys[]] | length')" 3 "... and the user namespace sysctls are still read"
+    eq "$(kf '[.kernel_features.fuse.ok, .kernel_features.landlock.abi > 0, .kernel_features.sha256.ok] | map(tostring) | join(" ")')" \
+        "true true true" "... the other probes ran"
+    (cd "$T/safews" && "$PVISOR" run --filesystem sandbox --stage auto -- true >/dev/null 2>&1)
+    eq "$(kf '[.kernel_features.net_namespace.ok, .kernel_features.net_namespace.error, .kernel_features.net_namespace.detail, .kernel_features.uts_namespace.ok] | map(tostring) | join("|")')" \
+        "false|ECANCELED|not tried: this run made none ('pvisor doctor' probes it)|true" \
+        "--filesystem sandbox keeps the host's network namespace: net_namespace is not tried, not claimed ok"
+    if command -v strace >/dev/null; then
+        no_lsan strace -f -o "$T/netns.strace" -e trace=unshare,clone,clone3 "$PVISOR" run --safe --workspace "$T/safews" -- true >/dev/null 2>&1
+        eq "$(grep -c 'CLONE_NEWNET' "$T/netns.strace")" 1 "a --safe run makes one network namespace, the sandbox's (no probe makes another)"
+        no_lsan strace -f -o "$T/netns.strace" -e trace=unshare,clone,clone3 "$PVISOR" run -- true >/dev/null 2>&1
+        eq "$(grep -c 'CLONE_NEWNET' "$T/netns.strace")" 1 "a plain run still probes namespaces in a child (its one network namespace)"
+        eq "$(kf '.kernel_features.net_namespace | [.ok, .detail] | map(tostring) | join(" ")')" "true " \
+            "... and records its own probe's result"
+    else
+        skip "a --safe run makes one network namespace" "strace missing (apt-get install strace)"
+    fi
+    if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
+        UW="$T/userprobe"; mkdir -p "$UW/ws"; chown -R 65534:65534 "$UW"
+        (cd "$UW/ws" && HOME="$UW" XDG_STATE_HOME="$UW/state" setpriv --reuid=65534 --regid=65534 --clear-groups \
+            "$PVISOR" run --safe -- true >/dev/null 2>&1)
+        ub=$(ls -d "$UW"/state/pvisor/runs/*/ 2>/dev/null | tail -n1)
+        eq "$(jq -r ".kernel_features | [.uid, .user_namespaces.detail, ($NSK | map(.ok) | all)] | map(tostring) | join(\" \")" "$ub/bundle.json" 2>/dev/null)" \
+            "65534 made by this run: its supervisor's user namespace (uid_map \"0 65534 1\") true" \
+            "an ordinary user's --safe run: the one-ID map the probe used to try, made by the run"
+    else
+        skip "an ordinary user's --safe run records its own namespaces" "needs root and setpriv"
+    fi
+else
+    skip "a sandboxed run's namespace features" "--safe does not run here (see doctor)"
+fi
 "$PVISOR" doctor --bogus 2>/dev/null; eq $? 2 "doctor with an unknown option exits 2"
 # SHA-256 is libcrypto's, linked in from libcrypto.a: no pvisor process
 # loads libcrypto.so (its relocation cost each one that hashed about a

@@ -361,8 +361,43 @@ static void test_real_probe(void) {
     free(p);
 }
 
+/* A sandboxed run's probes: no namespace child; the namespace statuses are
+ * "not tried" until the run says what it made, then ok for what it made
+ * and still "not tried" for what it did not. */
+static void test_in_process_probe(void) {
+    struct host_probe *p = calloc(1, sizeof *p);
+    ok(host_probe_run_in_process(p) == 0, "host_probe_run_in_process ran");
+    struct probe_status *nss[] = {&p->userns.userns, &p->userns.mount_ns, &p->userns.pid_ns,     &p->userns.net_ns,
+                                  &p->userns.ipc_ns, &p->userns.uts_ns,   &p->userns.tmpfs_mount};
+    bool pending = true;
+    for (size_t i = 0; i < ARRAY_SIZE(nss); i++)
+        pending = pending && !nss[i]->ok && nss[i]->error == -ECANCELED && strstr(nss[i]->detail, "not tried apart");
+    ok(pending, "in process: every namespace status is 'not tried' (ECANCELED), none claimed ok");
+    ok(p->userns.max_user_namespaces != 0 && p->fuse.exists == (access("/dev/fuse", F_OK) == 0),
+       "in process: the sysctls and the other probes are read");
+    struct probe_run_namespaces none = {.user = false};
+    probe_namespaces_made_by_run(p, &none);
+    ok(!p->userns.userns.ok && p->userns.userns.error == -ECANCELED, "a run that made no user namespace claims none");
+    struct probe_run_namespaces made = {
+        .user = true, .mount = true, .pid = true, .net = false, .ipc = true, .uts = true, .tmpfs = true};
+    snprintf(made.uid_map, sizeof made.uid_map, "0 1000 1");
+    probe_namespaces_made_by_run(p, &made);
+    ok(p->userns.userns.ok && strstr(p->userns.userns.detail, "uid_map \"0 1000 1\"") && p->userns.mount_ns.ok &&
+           p->userns.pid_ns.ok && p->userns.ipc_ns.ok && p->userns.uts_ns.ok && p->userns.tmpfs_mount.ok,
+       "what the run made is ok, with its map");
+    ok(!p->userns.net_ns.ok && p->userns.net_ns.error == -ECANCELED && strstr(p->userns.net_ns.detail, "made none"),
+       "a namespace the run did not make stays 'not tried'");
+    json_t *j = probe_to_json(p);
+    ok(j && json_is_false(json_object_get(json_object_get(j, "net_namespace"), "ok")) &&
+           strcmp(json_string_value(json_object_get(json_object_get(j, "net_namespace"), "error")), "ECANCELED") == 0,
+       "and so in the JSON");
+    json_decref(j);
+    free(p);
+}
+
 int main(void) {
     test_readiness();
     test_real_probe();
+    test_in_process_probe();
     return tap_done();
 }
