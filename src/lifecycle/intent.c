@@ -40,6 +40,15 @@ static bool same_dir(const struct stat *st, const struct plan_unlocked *u) {
     return S_ISDIR(st->st_mode) && (!u->ino || ((uint64_t)st->st_dev == u->dev && (uint64_t)st->st_ino == u->ino));
 }
 
+/* Is st's mode one that u's directory has while apply runs: its own
+ * (before the unlock) or with u+wx (after it)?  Another mode is not ours
+ * to change (the user's chmod since, or an intent written by another
+ * program than pvisor naming a mode the directory never had). */
+static bool mode_ours(const struct stat *st, const struct plan_unlocked *u) {
+    uint32_t m = st->st_mode & 07777;
+    return m == u->mode || m == (u->mode | 0300);
+}
+
 int lc_plan_set_unlocked(int ws_fd, const struct plan *p, bool unlock, const char **ret_failed) {
     for (size_t i = 0; i < p->n_unlocked; i++) {
         const struct plan_unlocked *u = &p->unlocked[i];
@@ -47,14 +56,18 @@ int lc_plan_set_unlocked(int ws_fd, const struct plan *p, bool unlock, const cha
         int r;
         struct stat st;
         if (!u->path[0]) {
-            r = fstat(ws_fd, &st) < 0 ? -errno : !same_dir(&st, u) ? 0 : fchmod(ws_fd, m) < 0 ? -errno : 0;
+            r = fstat(ws_fd, &st) < 0                     ? -errno
+                : !same_dir(&st, u) || !mode_ours(&st, u) ? 0
+                : fchmod(ws_fd, m) < 0                    ? -errno
+                                                          : 0;
         } else {
             const char *name;
             _cleanup_close_ int parent = lc_open_parent(ws_fd, u->path, &name);
             if (parent == -ENOENT || parent == -ENOTDIR || parent == -ELOOP)
                 continue; /* gone with what held it */
-            if (parent >= 0 && (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !same_dir(&st, u)))
-                continue; /* deleted, no longer a directory, or another one */
+            if (parent >= 0 &&
+                (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !same_dir(&st, u) || !mode_ours(&st, u)))
+                continue; /* deleted, no longer a directory, another one, or another mode */
             r = parent < 0 ? parent : chmod_nofollow_at(parent, name, m);
         }
         if (r < 0 && r != -ENOENT) {
@@ -277,6 +290,21 @@ static int ts_parse(const json_t *a, struct timespec *t) {
     return 0;
 }
 
+/* Is dir ("" the workspace) the directory of one of the plan's entries,
+ * and mode one that find_locked records (without u+w or u+x)? */
+static bool unlocked_plausible(const struct plan *p, const char *dir, uint32_t mode) {
+    if ((mode & 0300) == 0300)
+        return false;
+    size_t dl = strlen(dir);
+    for (size_t i = 0; i < p->n; i++) {
+        const char *slash = strrchr(p->v[i].path, '/');
+        size_t len = slash ? (size_t)(slash - p->v[i].path) : 0;
+        if (len == dl && strncmp(p->v[i].path, dir, dl) == 0)
+            return true;
+    }
+    return false;
+}
+
 /* Load and validate the intent (it lives in the stage: untrusted input). */
 static int intent_load_at(int stage_dir_fd, const char *name, struct plan *p) {
     _cleanup_free_ char *txt = NULL;
@@ -356,6 +384,16 @@ static int intent_load_at(int stage_dir_fd, const char *name, struct plan *p) {
             json_integer_value(m) > 07777) {
             free(path);
             goto out;
+        }
+        /* what find_locked records: a directory the plan changes
+         * something in, that its owner could not write or search.  Any
+         * other (the workspace itself with mode 0777, a directory no
+         * entry is in) is not one apply made writable: the intent lies in
+         * the stage, which a program other than pvisor may have written,
+         * and the resume would give that directory its mode.  Ignored. */
+        if (!unlocked_plausible(p, path, (uint32_t)json_integer_value(m))) {
+            free(path);
+            continue;
         }
         json_t *dv = json_object_get(je, "dev"), *in = json_object_get(je, "ino");
         p->unlocked[p->n_unlocked] = (struct plan_unlocked){path, (uint32_t)json_integer_value(m),
