@@ -507,6 +507,13 @@ static void print_entry(const struct lc_entry *e) {
         printf("  (content)");
     if (e->changes & LC_CH_MODE)
         printf("  (mode %04o -> %04o)", e->old_mode, e->new_mode);
+    /* what apply creates has the stage's mode: said when it is not one a
+     * umask gives (a directory 0777 or setgid, a file 0666; one its owner
+     * may not read, write or search), which the line said nothing of */
+    if ((e->kind == LC_ADDED || e->kind == LC_TYPE_CHANGED) && !(e->changes & LC_CH_MODE) &&
+        (e->new_type == LC_DIR || e->new_type == LC_REG) &&
+        ((e->new_mode & 07002) || (e->new_mode & 0600) != 0600 || (e->new_type == LC_DIR && !(e->new_mode & 0100))))
+        printf("  (mode %04o)", e->new_mode);
     if (e->changes & LC_CH_TARGET)
         printf("  (-> %s, was %s)", dn(e->new_target, &k2), dn(e->old_target, &k3));
     if (e->changes & LC_CH_XATTR)
@@ -858,9 +865,12 @@ static void print_human(const char *stage, const char *state, const char *run, c
             for (size_t i = 0; i < cs->n; i++)
                 for (unsigned b = 0; b < LC_W__COUNT; b++)
                     if (cs->entries[i].warnings & (1u << b)) {
-                        _cleanup_free_ char *k = NULL;
-                        printf("  ! %s: %s (%s)\n", dn(cs->entries[i].path, &k), lc_warning_message(b),
-                               lc_warning_name(b));
+                        _cleanup_free_ char *k = NULL, *cp = NULL;
+                        /* a name that may pass for another: as code points too */
+                        if ((1u << b) == LC_W_LOOKALIKE_NAME)
+                            cp = lc_name_codepoints(cs->entries[i].path);
+                        printf("  ! %s%s%s%s: %s (%s)\n", dn(cs->entries[i].path, &k), cp ? " [" : "", cp ? cp : "",
+                               cp ? "]" : "", lc_warning_message(b), lc_warning_name(b));
                         if ((1u << b) == LC_W_GIT_HIDES)
                             print_index_hides(&cs->entries[i]);
                         per_kind[b]++;
@@ -951,6 +961,7 @@ int cmd_review(const char *arg, const char *stage_dir, bool as_json) {
         }
         lc_changeset_mark_hooks_path(cs);
         lc_changeset_mark_home_config(cs, getenv("HOME"));
+        lc_changeset_mark_text(cs, st);
     }
     bool pending = lc_apply_pending(stage);
     /* of a sealed stage only: what apply can apply; not while an

@@ -64,6 +64,12 @@ json_t *lc_changeset_to_json(const struct lc_changeset *cs) {
                 set_name(wo, "path", e->path);
                 json_object_update_new(
                     wo, json_pack("{s:s, s:s}", "warning", lc_warning_name(b), "message", lc_warning_message(b)));
+                /* a name that may pass for another: its code points */
+                if ((1u << b) == LC_W_LOOKALIKE_NAME) {
+                    char *cp = lc_name_codepoints(e->path);
+                    json_object_set_new(wo, "path_codepoints", cp ? json_string(cp) : json_null());
+                    free(cp);
+                }
                 /* the index's hidden entries, their first names */
                 if ((1u << b) == LC_W_GIT_HIDES && (e->index_hides || e->index_hides_unread)) {
                     json_t *hp = json_array();

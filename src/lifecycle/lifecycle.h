@@ -73,13 +73,15 @@ const char *lc_kind_name(enum lc_kind k);
 #define LC_W_GIT_REDIRECT (1u << 15)       /* a .git file or link, a commondir: where git takes a repository from */
 #define LC_W_WORLD_WRITABLE (1u << 16)     /* gains write permission for every user (o+w) */
 #define LC_W_CHANGED_DURING_RUN (1u << 17) /* the host changed it during the run, before the agent's first change */
-#define LC_W_TOOL_CONFIG (1u << 18)  /* a tool's configuration that makes it run commands (pre-commit, .envrc, ...) */
-#define LC_W_STAGE_MARKER (1u << 19) /* a file "version" that makes its directory look like a pvisor stage */
-#define LC_W_CI_CONFIG (1u << 20)    /* a CI pipeline's definition (.github/workflows/..., .gitlab-ci.yml, ...) */
-#define LC_W_GIT_HIDES (1u << 21)    /* .git/info/exclude or attributes: hides changes from git status/diff */
-#define LC_W_DIFF_HIDDEN (1u << 22)  /* new text diff does not show: the workspace's version is binary or large */
-#define LC_W_GIT_REFS (1u << 23)     /* a .git's HEAD, a ref or packed-refs: a branch moved, made or deleted */
-#define LC_W__COUNT 24
+#define LC_W_TOOL_CONFIG (1u << 18)    /* a tool's configuration that makes it run commands (pre-commit, .envrc, ...) */
+#define LC_W_STAGE_MARKER (1u << 19)   /* a file "version" that makes its directory look like a pvisor stage */
+#define LC_W_CI_CONFIG (1u << 20)      /* a CI pipeline's definition (.github/workflows/..., .gitlab-ci.yml, ...) */
+#define LC_W_GIT_HIDES (1u << 21)      /* .git/info/exclude or attributes: hides changes from git status/diff */
+#define LC_W_DIFF_HIDDEN (1u << 22)    /* new text diff does not show: the workspace's version is binary or large */
+#define LC_W_GIT_REFS (1u << 23)       /* a .git's HEAD, a ref or packed-refs: a branch moved, made or deleted */
+#define LC_W_INVISIBLE_TEXT (1u << 24) /* new text with more bidi controls, invisible characters, escapes */
+#define LC_W_LOOKALIKE_NAME (1u << 25) /* a name the change adds that is not plain ASCII: may pass for another */
+#define LC_W__COUNT 26
 /* diff shows a file with a NUL byte in its first LC_BINARY_PROBE bytes as
  * binary (as git does) */
 #define LC_BINARY_PROBE 8000
@@ -214,6 +216,29 @@ void lc_changeset_mark_hooks_path(struct lc_changeset *cs);
  * environment.d) get LC_W_HOME_STARTUP, also where a link in HOME
  * leads into the workspace (~/.bashrc -> dotfiles/bashrc). */
 void lc_changeset_mark_home_config(struct lc_changeset *cs, const char *home);
+
+/* For the review: each regular file added or whose content changed, text
+ * (no NUL in its first LC_BINARY_PROBE bytes) of at most LC_DIFF_MAX
+ * bytes, whose new content holds more characters a terminal acts on or
+ * shows as nothing or as another (lc_text_char_hidden) than its old one
+ * gets LC_W_INVISIBLE_TEXT.  Reads the files beneath st's fds; one that
+ * cannot be read is left unwarned. */
+void lc_changeset_mark_text(struct lc_changeset *cs, const struct lc_stage *st);
+
+/* Is the character at p (n bytes left, l its length by term_char) one
+ * that lc_changeset_mark_text counts: a control byte but tab, newline,
+ * form feed and a carriage return before a newline (a line end of CRLF
+ * text); DEL; a C1 control; a bidirectional control; a zero-width,
+ * invisible or blank character (term_char's unsafe ones).  A byte that
+ * is not UTF-8 (Latin-1 text) is not. */
+bool lc_text_char_hidden(const unsigned char *p, size_t n, size_t l, bool unsafe);
+
+/* A name with every character that is not printable ASCII written as a
+ * code point, \u{e9}, a byte that is not UTF-8 and a control byte as \xNN,
+ * and '\' as \x5c: two names that a terminal shows alike (an accented
+ * letter composed or decomposed, a Cyrillic letter for a Latin one) read
+ * differently (malloc'd; NULL without memory). */
+char *lc_name_codepoints(const char *s);
 
 /* The changeset's ID (docs/lifecycle.md, "The changeset ID"): the first
  * LC_CHANGESET_ID_LEN hex digits of a SHA-256 over every entry in order

@@ -57,10 +57,11 @@ static const char *const startup_dirs[] = {".config/fish/conf.d",
 
 const char *lc_warning_name(unsigned i) {
     static const char *const names[] = {
-        "exec",        "setid",        "git_hook",        "git_config",     "symlink_outside", "large",
-        "special",     "hardlink",     "git_worktree",    "python_startup", "home_startup",    "fifo",
-        "git_lock",    "nul_text",     "renamed_changed", "git_redirect",   "world_writable",  "changed_during_run",
-        "tool_config", "stage_marker", "ci_config",       "git_hides",      "diff_hidden",     "git_refs"};
+        "exec",           "setid",         "git_hook",        "git_config",     "symlink_outside", "large",
+        "special",        "hardlink",      "git_worktree",    "python_startup", "home_startup",    "fifo",
+        "git_lock",       "nul_text",      "renamed_changed", "git_redirect",   "world_writable",  "changed_during_run",
+        "tool_config",    "stage_marker",  "ci_config",       "git_hides",      "diff_hidden",     "git_refs",
+        "invisible_text", "lookalike_name"};
     return i < ARRAY_SIZE(names) ? names[i] : "unknown";
 }
 
@@ -111,9 +112,21 @@ static bool git_ref_rest(const char *rest) {
            strstr(rest, "/refs/");
 }
 
+/* The length of the git directory's name that the component at c is
+ * (".git", or a bare repository's "NAME.git": 'git clone --bare' and
+ * 'git init --bare' name one so, and git runs its hooks and reads its
+ * config and refs as a .git's when the user pushes to it or runs git in
+ * it), when a path goes on below it; 0 otherwise. */
+static size_t git_dir_len(const char *c) {
+    const char *s = strchr(c, '/');
+    size_t n = s ? (size_t)(s - c) : 0;
+    return n >= 4 && memcmp(s - 4, ".git", 4) == 0 ? n : 0;
+}
+
 bool lc_path_is_git_ref(const char *path) {
     for (const char *c = path;;) {
-        if (strncmp(c, ".git/", 5) == 0 && git_ref_rest(c + 5))
+        size_t gl = git_dir_len(c);
+        if (gl && git_ref_rest(c + gl + 1))
             return true;
         const char *s = strchr(c, '/');
         if (!s)
@@ -295,6 +308,39 @@ static bool ci_config(const char *path, const char *base) {
     return false;
 }
 
+/* Does name hold a byte beyond printable ASCII? */
+static bool odd_name(const char *name) {
+    for (const unsigned char *c = (const unsigned char *)name; *c; c++)
+        if (*c < 0x20 || *c >= 0x7f)
+            return true;
+    return false;
+}
+
+char *lc_name_codepoints(const char *s) {
+    size_t n = strlen(s);
+    char *out = malloc(10 * n + 1), *o = out; /* \u{10ffff} from 4 bytes; \xNN from 1 */
+    if (!out)
+        return NULL;
+    const unsigned char *p = (const unsigned char *)s;
+    for (size_t i = 0; i < n;) {
+        bool unsafe;
+        size_t l = term_char(p + i, n - i, &unsafe);
+        if (p[i] >= 0x20 && p[i] < 0x7f && p[i] != '\\') {
+            *o++ = (char)p[i++];
+        } else if (l > 1) { /* UTF-8 (term_char checked it) */
+            uint32_t cp = l == 2 ? p[i] & 0x1f : l == 3 ? p[i] & 0x0f : p[i] & 0x07;
+            for (size_t k = 1; k < l; k++)
+                cp = (cp << 6) | (p[i + k] & 0x3f);
+            o += sprintf(o, "\\u{%x}", cp);
+            i += l;
+        } else {
+            o += sprintf(o, "\\x%02x", p[i++]);
+        }
+    }
+    *o = '\0';
+    return out;
+}
+
 void lc_entry_set_warnings(struct lc_changeset *cs, struct lc_entry *e, const struct stat *ust, bool sample_ok,
                            bool into_git) {
     unsigned wn = 0;
@@ -358,8 +404,9 @@ void lc_entry_set_warnings(struct lc_changeset *cs, struct lc_entry *e, const st
     if (e->kind != LC_DELETED && e->new_type != LC_DIR && ci_config(p, base))
         wn |= LC_W_CI_CONFIG;
     for (const char *c = p;;) {
-        if (strncmp(c, ".git/", 5) == 0) {
-            wn = git_dir_warnings(c + 5, sample, into_git, wn);
+        size_t gl = git_dir_len(c);
+        if (gl) {
+            wn = git_dir_warnings(c + gl + 1, sample, into_git, wn);
             if (lock)
                 wn |= LC_W_GIT_LOCK;
             /* a ref's directory (refs/heads/feature/): its refs are listed */
@@ -394,6 +441,19 @@ void lc_entry_set_warnings(struct lc_changeset *cs, struct lc_entry *e, const st
     }
     if (e->kind == LC_DELETED || e->new_type == LC_DIR) /* a deleted exclude hides nothing */
         wn &= ~LC_W_GIT_HIDES;
+    /* a name the change adds (a new entry, or the new name of a renamed
+     * one) with a character beyond printable ASCII: a terminal shows
+     * "café" composed (NFC) and decomposed (NFD) alike, a Cyrillic 'а' as
+     * a Latin 'a', and a control, bidi or invisible character is shown
+     * escaped but read past.  Only the entry whose own last component it
+     * is: the files below a new directory of such a name are not warned
+     * of each. */
+    if (e->kind == LC_ADDED && odd_name(base)) {
+        const char *rb = e->renamed_from ? strrchr(e->renamed_from, '/') : NULL;
+        rb = rb ? rb + 1 : e->renamed_from;
+        if (!rb || strcmp(rb, base) != 0)
+            wn |= LC_W_LOOKALIKE_NAME;
+    }
     e->warnings |= wn;
     cs->warnings |= wn;
 }
@@ -701,6 +761,98 @@ void lc_changeset_mark_home_config(struct lc_changeset *cs, const char *home) {
         free(linked_dirs[k]);
 }
 
+bool lc_text_char_hidden(const unsigned char *p, size_t n, size_t l, bool unsafe) {
+    if (!unsafe)
+        return false;
+    if (l == 1 && p[0] >= 0x80) /* not UTF-8 (a lone 0x9B: CSI on an 8-bit terminal, counted) */
+        return p[0] < 0xa0;
+    if (p[0] == '\t' || p[0] == '\n' || p[0] == '\f')
+        return false;
+    return !(p[0] == '\r' && n > 1 && p[1] == '\n');
+}
+
+/* How many characters lc_text_char_hidden counts in fd (read from 0, at
+ * most LC_DIFF_MAX bytes), stopping past stop; -errno. */
+static long long hidden_chars(int fd, long long stop) {
+    unsigned char buf[65536 + 8];
+    size_t have = 0;
+    off_t off = 0;
+    long long count = 0;
+    bool eof = false;
+    while (count <= stop && (!eof || have)) {
+        if (!eof) {
+            ssize_t r = pread(fd, buf + have, sizeof buf - 8 - have, off);
+            if (r < 0 && errno == EINTR)
+                continue;
+            if (r < 0)
+                return -errno;
+            eof = r == 0 || off + r >= (off_t)LC_DIFF_MAX;
+            have += (size_t)r;
+            off += r;
+        }
+        /* a character may go on past the buffer: up to 4 bytes (and the
+         * newline after a carriage return) are kept for the next read */
+        size_t end = eof ? have : have > 5 ? have - 5 : 0, i = 0;
+        while (i < end && count <= stop) {
+            if (buf[i] >= 0x20 && buf[i] < 0x7f) {
+                i++;
+                continue;
+            }
+            bool unsafe;
+            size_t l = term_char(buf + i, have - i, &unsafe);
+            count += lc_text_char_hidden(buf + i, have - i, l, unsafe);
+            i += l;
+        }
+        memmove(buf, buf + i, have - i);
+        have -= i;
+        if (eof && i == 0 && have)
+            break; /* cannot happen: at the end every byte is taken */
+    }
+    return count;
+}
+
+/* Is fd text (no NUL in its first LC_BINARY_PROBE bytes) of at most
+ * LC_DIFF_MAX bytes? */
+static bool text_fd(int fd) {
+    struct stat st;
+    char probe[LC_BINARY_PROBE];
+    if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > LC_DIFF_MAX)
+        return false;
+    ssize_t n = pread(fd, probe, sizeof probe, 0);
+    return n >= 0 && !memchr(probe, 0, (size_t)n);
+}
+
+void lc_changeset_mark_text(struct lc_changeset *cs, const struct lc_stage *st) {
+    for (size_t i = 0; i < cs->n; i++) {
+        struct lc_entry *e = &cs->entries[i];
+        if (e->kind == LC_DELETED || e->new_type != LC_REG || (e->kind == LC_MODIFIED && !(e->changes & LC_CH_CONTENT)))
+            continue;
+        /* what git keeps (objects, deflated: binary without a NUL often,
+         * the index, refs) is no text anyone reads as such */
+        bool git = false;
+        for (const char *c = e->path; c && !git; c = strchr(c, '/'), c = c ? c + 1 : NULL)
+            git = git_dir_len(c) > 0;
+        if (git)
+            continue;
+        _cleanup_close_ int nfd = lc_open_beneath(st->upper_fd, e->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
+        if (!text_fd(nfd))
+            continue;
+        /* the workspace's version, the one the agent saw (never one it
+         * did not: the count would tell of it) */
+        long long old = 0;
+        if (e->old_type == LC_REG && e->pre && e->pre->type == LC_REG) {
+            _cleanup_close_ int ofd = lc_open_beneath(st->ws_fd, e->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
+            old = text_fd(ofd) ? hidden_chars(ofd, LLONG_MAX - 1) : 0;
+            if (old < 0)
+                continue;
+        }
+        if (hidden_chars(nfd, old) > old) {
+            e->warnings |= LC_W_INVISIBLE_TEXT;
+            cs->warnings |= LC_W_INVISIBLE_TEXT;
+        }
+    }
+}
+
 const char *lc_warning_message(unsigned bit) {
     switch (1u << bit) {
     case LC_W_EXEC: return "gains an executable bit";
@@ -759,6 +911,17 @@ const char *lc_warning_message(unsigned bit) {
         return "renamed (or in a renamed directory), and not what it was renamed from: its content or mode (a "
                "symlink's target) differs, or it is new in that directory; diff shows it whole as added, not what "
                "changed";
+    case LC_W_INVISIBLE_TEXT:
+        return "its new text holds more of what a terminal or an editor does not show as it is than before: a "
+               "bidirectional override or isolate (\"Trojan Source\": the code reads in another order than a "
+               "compiler takes it), a zero-width, invisible or no-break space character, an escape sequence or "
+               "another control byte (ESC, BEL, backspace, a carriage return not ending a line); diff shows each "
+               "as \\xNN, a pager (less -R), an editor or a web view may not";
+    case LC_W_LOOKALIKE_NAME:
+        return "a name that is not plain ASCII (shown after it with its characters as code points): it may pass "
+               "for another name on a terminal (an accented letter composed or decomposed, NFC or NFD; a letter "
+               "of another script, a Cyrillic 'a' for a Latin one; an invisible, bidirectional or control "
+               "character)";
     case LC_W_PY_STARTUP:
         return "runs at every start of Python in that environment (.pth, site/usercustomize, pyvenv.cfg)";
     case LC_W_GIT_WORKTREE:
