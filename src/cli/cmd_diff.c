@@ -11,11 +11,14 @@
  * in their first 8000 bytes are reported as binary, as git does, and files
  * over LC_DIFF_MAX bytes as large (diff(1) holds both sides in memory; a
  * sparse file costs the agent nothing).  The content is the agent's: on a
- * terminal, its control bytes are printed escaped (\xNN), so that cursor
- * movements or erased lines cannot hide a line of the diff; into a pipe or
- * a file the diff is diff(1)'s, byte for byte (for patch(1)); with --binary
- * a binary file is git's binary patch there (diff_binary.c, for git
- * apply). */
+ * terminal, its control bytes, bidi controls and invisible characters are
+ * printed escaped (\xNN), and the blanks at the end of a changed line, so
+ * that cursor movements or erased lines cannot hide a line of the diff;
+ * into a pipe or a file (a pager such as 'less -R' passes SGR and other
+ * escapes to the terminal) its control and bidi bytes are escaped too,
+ * and diff says so on stderr; with --patch (or --binary) the diff there
+ * is diff(1)'s, byte for byte (for patch(1)), and with --binary a binary
+ * file is git's binary patch (diff_binary.c, for git apply). */
 #include "cli/cli.h"
 #include "cli/diff_binary.h"
 #include "lifecycle/lifecycle.h"
@@ -41,12 +44,21 @@ struct stat_line {
     uint64_t old_size, new_size;
 };
 
+/* The names diff says on stderr it wrote escaped into a pipe or a file. */
+#define ESCAPED_NAMES_SHOWN 10
+
 struct diffctx {
     bool stat;
     bool binary; /* --binary: binary files as git's binary patch (diff_binary.c) */
-    bool escape; /* stdout is a terminal: control bytes of the content escaped */
+    bool escape; /* stdout is a terminal: what a terminal acts on or shows as nothing escaped */
+    bool patch;  /* --patch (or --binary): into a pipe or a file, the content byte for byte */
     struct stat_line *lines;
     size_t n_lines;
+    /* into a pipe or a file without --patch: the files whose content had
+     * bytes written escaped (a control byte, a bidi control), the first
+     * names (displayed) */
+    size_t n_escaped;
+    char *escaped_names[ESCAPED_NAMES_SHOWN];
     int failed;
 };
 
@@ -120,22 +132,79 @@ static pid_t spawn_diff(int a, int b, const char *la, const char *lb, int out_fd
     return pid;
 }
 
-/* One line of diff(1)'s output to stdout with what a terminal would act
- * on escaped (term_char): controls but tab and newline (a carriage
- * return too: it can overwrite the line), the C1 controls, bidirectional
- * overrides, bytes that are not UTF-8. */
-static void put_escaped(const char *buf, size_t n) {
+/* Into a pipe or a file, what is escaped of the content: what a
+ * terminal acts on when the output reaches one (through 'less -R', cat,
+ * a CI log), and the bidirectional controls that reorder what it shows:
+ * control bytes but tab, newline, form feed and a carriage return ending
+ * a line (CRLF text); DEL; the C1 controls (U+0080-U+009F); U+061C,
+ * U+200E-F, U+202A-E, U+2066-9.  Not what a terminal merely shows as
+ * nothing or as another character (a zero-width or no-break space) nor a
+ * byte that is not UTF-8 (Latin-1 text): the review warns of those
+ * (invisible_text), and text with them stays a patch. */
+static bool pipe_unsafe(const unsigned char *p, size_t n, size_t l) {
+    if (l == 1) {
+        unsigned c = p[0];
+        if (c == '\t' || c == '\n' || c == '\f')
+            return false;
+        if (c == '\r')
+            return !(n > 1 && p[1] == '\n');
+        return c < 0x20 || c == 0x7f;
+    }
+    uint32_t cp = l == 2 ? p[0] & 0x1f : l == 3 ? p[0] & 0x0f : p[0] & 0x07;
+    for (size_t k = 1; k < l; k++)
+        cp = (cp << 6) | (p[k] & 0x3f);
+    return (cp >= 0x80 && cp <= 0x9f) || cp == 0x61c || cp == 0x200e || cp == 0x200f ||
+           (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
+/* One line of diff(1)'s output (or of a file added or deleted whole) to
+ * stdout, escaped as \xNN where it is not a patch's byte for byte.  On a
+ * terminal, what a terminal would act on or show as nothing (term_char):
+ * controls but tab and newline (a carriage return too: it can overwrite
+ * the line), the C1 controls, bidirectional overrides, invisible
+ * characters, bytes that are not UTF-8; and on a changed line (changed:
+ * it starts with '+' or '-'), the spaces and tabs at its end, which look
+ * like nothing (a line whose only change they are read as unchanged, and
+ * a shell's "\\ " ends a command where "\\" went on to the next line).
+ * Into a pipe or a file without --patch, pipe_unsafe's.  Whether a byte
+ * was escaped. */
+static bool put_line(const struct diffctx *d, const char *buf, size_t n, bool changed) {
     const unsigned char *p = (const unsigned char *)buf;
+    if (!d->escape && d->patch) {
+        fwrite(buf, 1, n, stdout);
+        return false;
+    }
+    /* the trailing blanks of a changed line: from ws to the newline */
+    size_t body = n && p[n - 1] == '\n' ? n - 1 : n, ws = body;
+    if (d->escape && changed)
+        while (ws > 1 && (p[ws - 1] == ' ' || p[ws - 1] == '\t'))
+            ws--;
+    bool any = false;
     for (size_t i = 0; i < n;) {
         bool unsafe;
         size_t l = term_char(p + i, n - i, &unsafe);
-        unsafe = unsafe && p[i] != '\t' && p[i] != '\n';
+        if (d->escape)
+            unsafe = (unsafe && p[i] != '\t' && p[i] != '\n') || (i >= ws && i < body);
+        else
+            unsafe = pipe_unsafe(p + i, n - i, l);
+        any |= unsafe;
         for (size_t k = 0; k < l; k++, i++)
             if (unsafe)
                 printf("\\x%02x", p[i]);
             else
                 putchar(p[i]);
     }
+    return any;
+}
+
+/* A file whose content put_line escaped into a pipe or a file: counted,
+ * the first named (said on stderr at the end). */
+static void note_escaped(struct diffctx *d, const char *label) {
+    if (d->escape)
+        return;
+    if (d->n_escaped < ESCAPED_NAMES_SHOWN)
+        d->escaped_names[d->n_escaped] = strdup(label);
+    d->n_escaped++;
 }
 
 /* diff(1)'s exit status; -EPIPE when SIGPIPE killed it: the reader of
@@ -203,18 +272,18 @@ static int one_sided(struct diffctx *d, int fd, bool added, const char *la, cons
         printf(added ? "@@ -0,0 +1 @@\n" : "@@ -1 +0,0 @@\n");
     else
         printf(added ? "@@ -0,0 +1,%ld @@\n" : "@@ -1,%ld +0,0 @@\n", lines);
+    bool escaped = false;
     for (size_t i = 0; i < len;) {
         const char *nl = memchr(buf + i, '\n', len - i);
         size_t l = nl ? (size_t)(nl - (buf + i)) + 1 : len - i;
         putchar(added ? '+' : '-');
-        if (d->escape)
-            put_escaped(buf + i, l);
-        else
-            fwrite(buf + i, 1, l, stdout);
+        escaped |= put_line(d, buf + i, l, true);
         if (!nl)
             printf("\n\\ No newline at end of file\n");
         i += l;
     }
+    if (escaped)
+        note_escaped(d, label);
     return 0;
 }
 
@@ -320,7 +389,7 @@ static void content_diff(struct diffctx *d, const struct lc_stage *st, const cha
         }
         return;
     }
-    if (!d->stat && !d->escape) {
+    if (!d->stat && !d->escape && d->patch) {
         pid_t pid = spawn_diff(a, b, la, lb, STDOUT_FILENO);
         int rc = pid < 0 ? 2 : wait_diff(pid);
         if (rc == -EPIPE) {
@@ -347,13 +416,17 @@ static void content_diff(struct diffctx *d, const struct lc_stage *st, const cha
     char *buf = NULL;
     size_t cap = 0;
     ssize_t len;
+    bool escaped = false;
     while (f && (len = getline(&buf, &cap, f)) >= 0) {
-        if (!d->stat) {
-            put_escaped(buf, (size_t)len);
+        if (++line <= 2) { /* --- and +++: the names, as header_name gave them */
+            if (!d->stat)
+                fwrite(buf, 1, (size_t)len, stdout);
             continue;
         }
-        if (++line <= 2)
-            continue; /* --- and +++ */
+        if (!d->stat) {
+            escaped |= put_line(d, buf, (size_t)len, buf[0] == '+' || buf[0] == '-');
+            continue;
+        }
         if (buf[0] == '+')
             plus++;
         else if (buf[0] == '-')
@@ -368,6 +441,8 @@ static void content_diff(struct diffctx *d, const struct lc_stage *st, const cha
         fprintf(stderr, "pvisor diff: diff(1) failed on %s\n", label);
         d->failed = 1;
     }
+    if (escaped)
+        note_escaped(d, label);
     if (d->stat)
         add_stat(d, label, plus, minus, false, os, ns);
 }
@@ -513,7 +588,9 @@ int cmd_diff(int argc, char **argv) {
         else if (!dashdash && strcmp(a, "--stat") == 0)
             d.stat = true;
         else if (!dashdash && strcmp(a, "--binary") == 0)
-            d.binary = true;
+            d.binary = d.patch = true; /* for git apply: a patch */
+        else if (!dashdash && strcmp(a, "--patch") == 0)
+            d.patch = true;
         else if (!dashdash && strcmp(a, "--stage") == 0) {
             int rc = cli_take_value("diff", argc, argv, &i, &stage_dir);
             if (rc)
@@ -681,6 +758,22 @@ int cmd_diff(int argc, char **argv) {
     }
     if (cid[0] && !d.stat)
         printf("\nChangeset %s (to apply exactly these changes: 'pvisor apply --expect %s')\n", cid, cid);
+    /* into a pipe or a file, the escapes put_line wrote are not the
+     * file's bytes: said where the user (or the script that applies it)
+     * sees it, with the way to the bytes */
+    if (d.n_escaped) {
+        fprintf(stderr,
+                "pvisor diff: note: %zu file%s content holds control bytes or bidirectional controls (ESC, BEL, a "
+                "carriage return not ending a line, U+202E, ...), written here as \\xNN so that a pager (less -R) "
+                "or a terminal cannot act on them: this is not a patch of %s (applied, it would write the escapes "
+                "as text); 'pvisor diff --patch' writes the bytes as they are: ",
+                d.n_escaped, d.n_escaped == 1 ? "'s" : "s'", d.n_escaped == 1 ? "it" : "them");
+        for (size_t k = 0; k < d.n_escaped && k < ESCAPED_NAMES_SHOWN; k++)
+            fprintf(stderr, "%s%s", k ? ", " : "", d.escaped_names[k] ? d.escaped_names[k] : "?");
+        fprintf(stderr, "%s\n", d.n_escaped > ESCAPED_NAMES_SHOWN ? ", ..." : "");
+        for (size_t k = 0; k < d.n_escaped && k < ESCAPED_NAMES_SHOWN; k++)
+            free(d.escaped_names[k]);
+    }
     lc_changeset_free(cs);
     lc_stage_free(st);
     return d.failed ? PV_EXIT_FAILURE : PV_EXIT_OK; /* its output lost: exit 1 (main) */

