@@ -822,6 +822,21 @@ static bool text_fd(int fd) {
     return n >= 0 && !memchr(probe, 0, (size_t)n);
 }
 
+/* Is path a loose git object, objects/XX/HEX (of any repository: one
+ * git takes by its content, not named .git, too)? */
+static bool loose_object(const char *path) {
+    size_t n = strlen(path);
+    const char *name = strrchr(path, '/');
+    if (!name || n < 11)
+        return false;
+    size_t nl = n - (size_t)(name + 1 - path);
+    if ((nl != 38 && nl != 62) || strspn(name + 1, "0123456789abcdef") != nl || name - path < 10)
+        return false;
+    const char *dir = name - 2;
+    return strspn(dir, "0123456789abcdef") == 2 && strncmp(dir - 8, "objects/", 8) == 0 &&
+           (dir - 8 == path || dir[-9] == '/');
+}
+
 void lc_changeset_mark_text(struct lc_changeset *cs, const struct lc_stage *st) {
     for (size_t i = 0; i < cs->n; i++) {
         struct lc_entry *e = &cs->entries[i];
@@ -832,7 +847,7 @@ void lc_changeset_mark_text(struct lc_changeset *cs, const struct lc_stage *st) 
         bool git = false;
         for (const char *c = e->path; c && !git; c = strchr(c, '/'), c = c ? c + 1 : NULL)
             git = git_dir_len(c) > 0;
-        if (git)
+        if (git || loose_object(e->path))
             continue;
         _cleanup_close_ int nfd = lc_open_beneath(st->upper_fd, e->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
         if (!text_fd(nfd))
