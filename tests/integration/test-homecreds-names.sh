@@ -1,0 +1,222 @@
+#!/bin/sh
+# Red-team regressions (TAP): credential locations --safe keeps from the
+# command, reached in HOME's own view by another home's name or HOME's
+# other name, and stores a tool finds where the default list did not
+# look: the user's passwd home below HOME (HOME a parent of it), HOME
+# bound again below itself (~/mirror), a virtualenv's or conda
+# environment's pip.conf, npm's moved stores named by npm_config_* in any
+# letter case, sbt's global settings with credentials inline. As root and
+# as an ordinary user; each with a control run without --safe that reads
+# the bytes. Needs $PVISOR, $PVAGENT.
+. "$(dirname "$0")/../lib.sh"
+cd "$T"
+if [ "$(id -u)" -eq 0 ] && [ -c /dev/fuse ]; then
+    chmod 0666 /dev/fuse
+fi
+P=$PVISOR
+
+can_user() { [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; }
+# as WHO CMD...: as root (env) or as uid 65534 with its own state directory
+as() {
+    who=$1; shift
+    if [ "$who" = user ]; then
+        setpriv --reuid=65534 --regid=65534 --clear-groups env XDG_STATE_HOME="$T/state-user" "$@"
+    else
+        env "$@"
+    fi
+}
+bundle_of() { # WHO: the newest run's Bundle of that user
+    st=$T/state; [ "$1" = user ] && st=$T/state-user
+    echo "$st/pvisor/runs/$(XDG_STATE_HOME=$st latest_run)/bundle.json"
+}
+evidence_of() { # WHO: home_credentials' level and whether it counts masks
+    jq -r '.dimensions.home_credentials | "\(.effective) \(.evidence.home_view)"' "$(bundle_of "$1")" 2>&1
+}
+mkdir -p "$T/state-user"
+can_user && chown 65534:65534 "$T/state-user"
+
+# --- 1. the passwd home below HOME --------------------------------------------
+# HOME names a parent of the user's home as /etc/passwd names it (HOME=/home,
+# the passwd home /home/alice): the passwd home's credential locations were
+# kept from the workspace and the grants, not from HOME's own view, where
+# ~/alice/.ssh was read (home_credentials said enforced). With a private
+# /etc/passwd naming root's and uid 65534's homes in $T.
+if [ "$(id -u)" -eq 0 ] && command -v unshare >/dev/null; then
+    sed -e "s#^root:\([^:]*\):0:0:\([^:]*\):[^:]*:#root:\1:0:0:\2:$T/pw-root/parent/alice:#" \
+        -e "s#^nobody:\([^:]*\):65534:65534:\([^:]*\):[^:]*:#nobody:\1:65534:65534:\2:$T/pw-user/parent/alice:#" \
+        /etc/passwd > "$T/passwd"
+    grep -q "$T/pw-user/parent/alice" "$T/passwd" || printf 'nobody:x:65534:65534:nobody:%s:/bin/sh\n' "$T/pw-user/parent/alice" >> "$T/passwd"
+    pwas() { # WHO DIR CMD...: in DIR, as WHO (see as), with the private /etc/passwd
+        who=$1 d=$2; shift 2
+        if [ "$who" = user ]; then
+            set -- setpriv --reuid=65534 --regid=65534 --clear-groups env XDG_STATE_HOME="$T/state-user" "$@"
+        else
+            set -- env "$@"
+        fi
+        unshare -m sh -c 'mount --make-rprivate / && mount --bind "$1" /etc/passwd || exit 77
+            cd "$2" && shift 2 && exec "$@"' sh "$T/passwd" "$d" "$@"
+    }
+    for who in root user; do
+        if [ $who = user ] && ! can_user; then
+            skip "the passwd home below HOME as an ordinary user" "needs root to switch to an unprivileged user"
+            continue
+        fi
+        B=$T/pw-$who; A=$B/parent/alice
+        mkdir -p "$A/.ssh" "$A/.config/gh" "$B/parent/shared-aws" "$B/ws"
+        echo "PWKEY-$who" > "$A/.ssh/id_rsa"
+        echo "PWGH-$who" > "$A/.config/gh/hosts.yml"
+        echo "PWAWS-$who" > "$B/parent/shared-aws/credentials"
+        ln -s ../shared-aws "$A/.aws"  # a link of the passwd home's leading elsewhere in HOME
+        echo "notes-$who" > "$A/notes"
+        [ $who = user ] && chown -R 65534:65534 "$B"
+        reads1='cat ~/alice/.ssh/id_rsa ~/alice/.config/gh/hosts.yml ~/alice/.aws/credentials ~/shared-aws/credentials 2>/dev/null; cat ~/alice/notes; echo end'
+        out=$(pwas $who "$B/ws" HOME="$B/parent" "$P" run -- sh -c "$reads1" 2>&1)
+        eq "$(echo $out)" "PWKEY-$who PWGH-$who PWAWS-$who PWAWS-$who notes-$who end" \
+            "control ($who): with HOME a parent of the passwd home, its keys are readable below HOME"
+        out=$(pwas $who "$B/ws" HOME="$B/parent" "$P" run --safe -- sh -c "$reads1" 2>&1); rc=$?
+        eq "$rc:$(echo $out)" "0:notes-$who end" \
+            "--safe ($who): the passwd home's credential locations are absent in HOME's view (and where its link leads there)"
+        eq "$(evidence_of $who)" "enforced true" "... and home_credentials is enforced, with HOME's view"
+    done
+else
+    skip "the passwd home below HOME" "needs root and unshare (a private /etc/passwd)"
+fi
+
+# --- 2. HOME by another name inside HOME ---------------------------------------
+# A bind mount of HOME below HOME itself (~/mirror, a backup tool's or a
+# container's mount), or of a parent of HOME (~/up showing HOME's parent):
+# the other names of HOME were looked for around the workspace and the
+# grants, not inside HOME, and HOME's view showed ~/mirror/.ssh.
+for who in root user; do
+    if [ $who = user ] && ! can_user; then
+        skip "HOME by another name inside HOME as an ordinary user" "needs root to switch to an unprivileged user"
+        continue
+    fi
+    if [ "$(id -u)" -ne 0 ]; then
+        skip "HOME by another name inside HOME ($who)" "needs root (bind mounts)"
+        continue
+    fi
+    B=$T/mirror-$who; H=$B/home
+    mkdir -p "$H/.ssh" "$H/mirror" "$H/up" "$H/gpg2/private-keys-v1.d" "$B/ws"
+    echo "MKEY-$who" > "$H/.ssh/id_ed25519"
+    echo "MGPG-$who" > "$H/gpg2/private-keys-v1.d/k.key"
+    echo "notes-$who" > "$H/notes"
+    [ $who = user ] && chown -R 65534:65534 "$B"
+    if ! mount --bind "$H" "$H/mirror" 2>/dev/null || ! mount --bind "$B" "$H/up" 2>/dev/null; then
+        skip "HOME by another name inside HOME ($who)" "cannot bind-mount here"
+        continue
+    fi
+    at_exit "umount '$H/up' '$H/mirror'"
+    reads2='cat ~/mirror/.ssh/id_ed25519 ~/up/home/.ssh/id_ed25519 ~/mirror/gpg2/private-keys-v1.d/k.key 2>/dev/null; cat ~/mirror/notes ~/up/home/notes; echo end'
+    out=$(cd "$B/ws" && as $who HOME="$H" GNUPGHOME="$H/gpg2" "$P" run -- sh -c "$reads2" 2>&1)
+    eq "$(echo $out)" "MKEY-$who MKEY-$who MGPG-$who notes-$who notes-$who end" \
+        "control ($who): HOME's keys are readable through its other names inside HOME"
+    out=$(cd "$B/ws" && as $who HOME="$H" GNUPGHOME="$H/gpg2" "$P" run --safe -- sh -c "$reads2" 2>&1); rc=$?
+    eq "$rc:$(echo $out)" "0:notes-$who notes-$who end" \
+        "--safe ($who): HOME's credential locations (a moved store's too) are absent by its other names inside HOME"
+    eq "$(evidence_of $who)" "enforced true" "... and home_credentials is enforced, with HOME's view"
+    # the workspace by such a name (~/mirror/proj): its view masks them too
+    mkdir -p "$H/proj"; echo p > "$H/proj/f"; [ $who = user ] && chown 65534:65534 "$H/proj" "$H/proj/f"
+    out=$(cd "$H/mirror/proj" && as $who HOME="$H" "$P" run --safe -- sh -c 'cat f; cat ../.ssh/id_ed25519 ~/mirror/.ssh/id_ed25519 2>/dev/null; echo end' 2>&1); rc=$?
+    eq "$rc:$(echo $out)" "0:p end" "--safe ($who): run in HOME's other name inside HOME, the keys are absent there too"
+done
+
+# --- 3. pip.conf in a virtualenv or conda environment --------------------------
+# pip reads sys.prefix/pip.conf (the "site" file: an index-url with a
+# password). A venv that VIRTUAL_ENV names, or whose bin/ is on PATH, and a
+# conda environment (CONDA_PREFIX) outside HOME are projected whole as
+# toolchains, and one in HOME is in its view: that pip.conf was readable.
+for who in root user; do
+    if [ $who = user ] && ! can_user; then
+        skip "a virtualenv's pip.conf as an ordinary user" "needs root to switch to an unprivileged user"
+        continue
+    fi
+    B=$T/venv-$who; H=$B/home
+    for v in "$B/venv" "$B/pathvenv" "$B/conda" "$H/.venvs/tool"; do
+        mkdir -p "$v/bin"; echo "SECRET-$who" > "$v/pip.conf"
+        printf '#!/bin/sh\necho ran\n' > "$v/bin/tool"; chmod 0755 "$v/bin/tool"
+    done
+    echo "home = /usr/bin" > "$B/venv/pyvenv.cfg"; echo "home = /usr/bin" > "$B/pathvenv/pyvenv.cfg"
+    echo "home = /usr/bin" > "$H/.venvs/tool/pyvenv.cfg"; mkdir -p "$B/conda/conda-meta"
+    echo "keep" > "$B/conda/conda-meta/history"; mkdir -p "$B/ws"
+    [ $who = user ] && chown -R 65534:65534 "$B"
+    env3="HOME=$H VIRTUAL_ENV=$B/venv CONDA_PREFIX=$B/conda PATH=$B/venv/bin:$H/.venvs/tool/bin:/usr/bin:/bin"
+    reads3="cat $B/venv/pip.conf $B/conda/pip.conf ~/.venvs/tool/pip.conf $B/pathvenv/pip.conf 2>/dev/null; cat $B/venv/pyvenv.cfg $B/conda/conda-meta/history; tool; echo end"
+    # shellcheck disable=SC2086
+    out=$(cd "$B/ws" && as $who $env3 "$P" run -- sh -c "$reads3" 2>&1)
+    eq "$(echo $out)" "SECRET-$who SECRET-$who SECRET-$who SECRET-$who home = /usr/bin keep ran end" \
+        "control ($who): the environments' pip.conf files are readable without the sandbox"
+    # shellcheck disable=SC2086
+    out=$(cd "$B/ws" && as $who $env3 "$P" run --safe -- sh -c "$reads3" 2>&1); rc=$?
+    eq "$rc:$(echo $out)" "0:home = /usr/bin keep ran end" \
+        "--safe ($who): VIRTUAL_ENV's, CONDA_PREFIX's and HOME's venv's pip.conf are absent; the environments run"
+    # a venv whose bin/ is on PATH without VIRTUAL_ENV, granted whole
+    out=$(cd "$B/ws" && as $who HOME="$H" PATH="$B/pathvenv/bin:/usr/bin:/bin" "$P" run --safe --access "ro:$B/pathvenv" -- \
+        sh -c "cat $B/pathvenv/pip.conf 2>/dev/null; cat $B/pathvenv/pyvenv.cfg; echo end" 2>&1); rc=$?
+    eq "$rc:$(echo $out)" "0:home = /usr/bin end" "--safe ($who): a venv on PATH, granted: its pip.conf is covered"
+    eq "$(jq -r '.dimensions.home_credentials.effective' "$(bundle_of $who)" 2>&1)" enforced "... and home_credentials is enforced"
+    out=$(cd "$B/ws" && as $who $env3 "$P" run --safe --access "ro:$B/venv/pip.conf" -- true 2>&1); rc=$?
+    eq "$rc:$(echo "$out" | grep -c 'reaches the credential location')" "2:1" "--safe ($who): a grant of VIRTUAL_ENV's pip.conf is refused"
+done
+
+# --- 4. npm's moved stores named in any letter case -----------------------------
+# npm reads npm_config_* in any case (Npm_Config_Userconfig is userconfig):
+# only NPM_CONFIG_USERCONFIG and npm_config_userconfig (and the same two of
+# globalconfig and prefix) were followed, and the store another spelling
+# named was readable in a grant.
+for who in root user; do
+    if [ $who = user ] && ! can_user; then
+        skip "npm's variables in any case as an ordinary user" "needs root to switch to an unprivileged user"
+        continue
+    fi
+    B=$T/npm-$who; G=$B/grant
+    mkdir -p "$B/home" "$B/ws" "$G/pfx/etc"
+    echo "USERRC-$who" > "$G/userrc"; echo "GLOBALRC-$who" > "$G/globalrc"; echo "PFXRC-$who" > "$G/pfx/etc/npmrc"
+    echo keep > "$G/other"
+    [ $who = user ] && chown -R 65534:65534 "$B"
+    env4="HOME=$B/home Npm_Config_Userconfig=$G/userrc NPM_config_GLOBALCONFIG=$G/globalrc nPm_CoNfIg_PrEfIx=$G/pfx"
+    reads4="cat $G/userrc $G/globalrc $G/pfx/etc/npmrc 2>/dev/null; cat $G/other; echo end"
+    # shellcheck disable=SC2086
+    out=$(cd "$B/ws" && as $who $env4 "$P" run -- sh -c "$reads4" 2>&1)
+    eq "$(echo $out)" "USERRC-$who GLOBALRC-$who PFXRC-$who keep end" "control ($who): npm's stores are readable without the sandbox"
+    # shellcheck disable=SC2086
+    out=$(cd "$B/ws" && as $who $env4 "$P" run --safe --access "ro:$G" -- sh -c "$reads4" 2>&1); rc=$?
+    eq "$rc:$(echo $out)" "0:keep end" "--safe ($who): the stores npm_config_* names in any letter case are covered in a grant"
+    # shellcheck disable=SC2086
+    eq "$(jq -r '.dimensions.home_credentials | "\(.effective) \(.evidence.moved_credential_locations >= 3)"' "$(bundle_of $who)" 2>&1)" \
+        "enforced true" "... and the Bundle counts them as moved"
+    # shellcheck disable=SC2086
+    out=$(cd "$B/ws" && as $who $env4 "$P" run --safe --access "ro:$G/userrc" -- true 2>&1); rc=$?
+    eq "$rc:$(echo "$out" | grep -c 'Npm_Config_Userconfig names it')" "2:1" \
+        "--safe ($who): a grant of it is refused, naming the variable as spelled"
+done
+
+# --- 5. sbt's global settings with credentials inline ---------------------------
+# sbt applies every *.sbt in ~/.sbt/<version>/ (global.sbt, sonatype.sbt)
+# and builds ~/.sbt/<version>/plugins/ as a project: sbt's documentation
+# and publishing guides put `credentials += Credentials(realm, host,
+# user, password)` there. Only credentials.sbt and .credentials were kept.
+for who in root user; do
+    if [ $who = user ] && ! can_user; then
+        skip "sbt's global settings as an ordinary user" "needs root to switch to an unprivileged user"
+        continue
+    fi
+    B=$T/sbt-$who; H=$B/home
+    mkdir -p "$H/.sbt/1.0/plugins" "$H/.sbt/0.13" "$H/.sbt/boot" "$B/ws"
+    for f in 1.0/global.sbt 1.0/sonatype.sbt 1.0/plugins/credentials.sbt 1.0/plugins/Creds.scala 0.13/global.sbt; do
+        echo "credentials += Credentials(\"Realm\", \"host\", \"user\", \"SBTPW-$who\")" > "$H/.sbt/$f"
+    done
+    echo keep > "$H/.sbt/repositories"; echo keep > "$H/.sbt/boot/sbt.boot.lock"
+    mkdir -p "$B/state"
+    [ $who = user ] && chown -R 65534:65534 "$B"
+    reads5='cat ~/.sbt/1.0/global.sbt ~/.sbt/1.0/sonatype.sbt ~/.sbt/1.0/plugins/credentials.sbt ~/.sbt/1.0/plugins/Creds.scala ~/.sbt/0.13/global.sbt 2>/dev/null; cat ~/.sbt/repositories ~/.sbt/boot/sbt.boot.lock; echo end'
+    out=$(cd "$B/ws" && as $who HOME="$H" "$P" run -- sh -c "$reads5" 2>&1)
+    eq "$(echo "$out" | grep -c "SBTPW-$who"):$(echo "$out" | grep -c keep)" "5:2" "control ($who): sbt's global settings are readable without the sandbox"
+    out=$(cd "$B/ws" && as $who HOME="$H" "$P" run --safe -- sh -c "$reads5" 2>&1); rc=$?
+    eq "$rc:$(echo $out)" "0:keep keep end" \
+        "--safe ($who): sbt's global settings and plugin definitions are absent; its launcher's files stay"
+    # HOME as the workspace: absent and sealed there
+    out=$(cd "$H" && as $who HOME="$H" XDG_STATE_HOME="$B/state" "$P" run --safe --stage "$B/st" -- \
+        sh -c 'cat .sbt/1.0/global.sbt 2>/dev/null; (echo x > .sbt/1.0/global.sbt) 2>/dev/null || echo sealed' 2>&1); rc=$?
+    eq "$rc:$(echo $out)" "0:sealed" "--safe ($who): with HOME the workspace, they are absent and sealed"
+done
