@@ -407,20 +407,23 @@ static bool mountinfo_line(const char *line, const char *end, char dev[static 32
 }
 
 /* Another name of a home (home, resolved) that a mount gives inside or
- * around exposed (the workspace, a grant; resolved): the ancestor walk of
- * add_home_aliases sees only the directories on the way to exposed, not
- * a bind mount of home (or of a parent of it) below exposed (/home/alice
- * also at /srv/alice, /srv granted: /srv/alice/.ssh was shown while
- * home_credentials said enforced), nor home on the file system exposed
- * is a mount of (/data/users/alice bind-mounted at /home/alice, /data
- * granted).  Each mount of home's file system whose root holds home
- * shows it at its mount point plus the rest of home's path: that name,
- * where it overlaps exposed and is home by identity, is added to
- * sb->pw_home. */
-static int add_home_mount_aliases(const char *home, const char *exposed, const char *home_real, const char *mountinfo,
-                                  struct sandbox *sb) {
+ * around what the command is shown (exposed[0..n_exposed), resolved; NULL
+ * entries skipped: the workspace, each grant, and HOME itself, whose view
+ * showed a bind mount of HOME below HOME, ~/mirror/.ssh): the ancestor
+ * walk of add_home_aliases sees only the directories on the way to an
+ * exposed path, not a bind mount of home (or of a parent of it) below it
+ * (/home/alice also at /srv/alice, /srv granted: /srv/alice/.ssh was
+ * shown while home_credentials said enforced), nor home on the file
+ * system an exposed path is a mount of (/data/users/alice bind-mounted at
+ * /home/alice, /data granted).  Each mount of home's file system whose
+ * root holds home shows it at its mount point plus the rest of home's
+ * path: that name, where it overlaps an exposed path and is home by
+ * identity, is added to sb->pw_home.  mountinfo is read twice for each
+ * home, whatever the number of exposed paths. */
+static int add_home_mount_aliases(const char *home, char *const *exposed, size_t n_exposed, const char *home_real,
+                                  const char *mountinfo, struct sandbox *sb) {
     struct stat hst;
-    if (!home || !exposed || !mountinfo || stat(home, &hst) < 0)
+    if (!home || !mountinfo || stat(home, &hst) < 0)
         return 0;
     char dev[32], root[PATH_MAX], mp[PATH_MAX], hdev[32] = "", hfs[PATH_MAX] = "";
     size_t best = 0;
@@ -453,9 +456,12 @@ static int add_home_mount_aliases(const char *home, const char *exposed, const c
         char *alias = NULL;
         if (asprintf(&alias, "%s%s", strcmp(mp, "/") == 0 && *rest ? "" : mp, rest) < 0)
             return -ENOMEM;
+        bool shown = false;
+        for (size_t i = 0; i < n_exposed && !shown; i++)
+            shown = exposed[i] && path_overlaps(alias, exposed[i]);
         struct stat ast;
-        if (strcmp(alias, home) != 0 && path_overlaps(alias, exposed) && stat(alias, &ast) == 0 &&
-            ast.st_dev == hst.st_dev && ast.st_ino == hst.st_ino)
+        if (strcmp(alias, home) != 0 && shown && stat(alias, &ast) == 0 && ast.st_dev == hst.st_dev &&
+            ast.st_ino == hst.st_ino)
             r = add_home_path(alias, home_real, sb);
         else
             free(alias);
@@ -537,28 +543,59 @@ static int resolve_pw_home(const char *home, const char *workspace, const struct
     _cleanup_free_ char *mountinfo = NULL;
     if (r >= 0) /* without it, the mounts' other names are not looked for */
         (void)read_file_at(AT_FDCWD, "/proc/self/mountinfo", 16u << 20, &mountinfo, NULL);
-    /* what the command is shown: the workspace, then each grant (resolved
-     * once, not once per home; a deny rule or one that does not resolve:
-     * NULL) */
-    size_t n_exposed = 1 + (o ? (size_t)o->n_access : 0);
+    /* what the command is shown: HOME (its view), the workspace, then each
+     * grant (resolved once, not once per home; a deny rule or one that
+     * does not resolve: NULL).  HOME's own entry is for the mounts below
+     * it alone: the walk to it meets no other name. */
+    size_t n_exposed = 2 + (o ? (size_t)o->n_access : 0);
     char **exposed = calloc(n_exposed, sizeof *exposed);
     if (!exposed)
         return -ENOMEM;
-    for (size_t i = 1; i < n_exposed; i++)
-        exposed[i] = o->access[i - 1].kind != ACCESS_DENY ? realpath(o->access[i - 1].path, NULL) : NULL;
+    exposed[0] = (char *)home_real;
+    exposed[1] = (char *)workspace;
+    for (size_t i = 2; i < n_exposed; i++)
+        exposed[i] = o->access[i - 2].kind != ACCESS_DENY ? realpath(o->access[i - 2].path, NULL) : NULL;
     for (size_t h = 0; h < ARRAY_SIZE(homes) && r >= 0; h++) {
-        for (size_t i = 0; homes[h] && i < n_exposed && r >= 0; i++) {
-            const char *x = i == 0 ? workspace : exposed[i];
-            r = add_home_aliases(homes[h], x, home_real, sb);
-            if (r >= 0)
-                r = add_home_mount_aliases(homes[h], x, home_real, mountinfo, sb);
-        }
+        for (size_t i = 1; homes[h] && i < n_exposed && r >= 0; i++)
+            if (exposed[i])
+                r = add_home_aliases(homes[h], exposed[i], home_real, sb);
+        if (r >= 0 && homes[h])
+            r = add_home_mount_aliases(homes[h], exposed, n_exposed, home_real, mountinfo, sb);
     }
-    for (size_t i = 1; i < n_exposed; i++)
+    for (size_t i = 2; i < n_exposed; i++)
         free(exposed[i]);
     free(exposed);
     if (r >= 0)
         r = add_moved_by_home_names(home_real, sb);
+    return r;
+}
+
+/* The credential locations of the other homes in sb->pw_home that lie in
+ * HOME's view (HOME names a parent of the passwd home, HOME=/home for
+ * /home/alice; HOME bound again below itself, ~/mirror): the view's
+ * server masks them by that name, and where a link of theirs leads in
+ * HOME (mask_link_target), as HOME's own; before, only the workspace and
+ * the grants kept them, and HOME's view showed ~/alice/.ssh.  A home in
+ * the workspace is the workspace view's (prepare_ws_mask).  The number of
+ * such homes in *ret_n. */
+static int mask_other_homes(const char *home, const char *workspace, struct sandbox *sb, int *ret_n) {
+    int r = 0;
+    *ret_n = 0;
+    size_t hl = strlen(home) + (strcmp(home, "/") != 0);
+    for (size_t k = 0; k < PLAN_OTHER_HOMES && sb->pw_home[k] && r >= 0; k++) {
+        const char *h = sb->pw_home[k];
+        if (!path_within(h, home) || strcmp(h, home) == 0 || path_within(h, workspace))
+            continue;
+        ++*ret_n;
+        for (size_t i = 0; plan_credential_paths[i] && r >= 0; i++) {
+            _cleanup_free_ char *full = path_join(h, plan_credential_paths[i]);
+            if (!full)
+                return -ENOMEM;
+            r = add_owned_mask(sb, full + hl);
+            if (r >= 0 && sb->pw_cred_real[k])
+                r = mask_link_target(home, full + hl, sb->pw_cred_real[k][i], sb);
+        }
+    }
     return r;
 }
 
@@ -579,6 +616,8 @@ static int prepare_home_view(struct run_context *ctx, const char *home, struct s
         return -errno;
     sb->home_fd = fd;
     int r = classify_credentials(home, fd, sb); /* the view itself is made by sandbox_start_home */
+    if (r >= 0)
+        r = mask_other_homes(home, ctx->workspace, sb, &sb->n_home_other);
     if (r < 0)
         return r;
     /* credential stores the environment moves to elsewhere in HOME */
@@ -972,8 +1011,16 @@ int sandbox_prepare(struct run_context *ctx, const struct agent_hooks *hooks, st
         return r;
     }
     if (home && (r = prepare_home_view(ctx, home, &sb)) < 0) {
-        if (asprintf(ret_error, "cannot prepare the copy-on-write view of HOME (%s): %s%s", home, strerror(-r),
-                     r == -EACCES ? " (HOME names a directory you cannot read: set HOME to your own home)" : "") < 0)
+        if ((r == -E2BIG
+                 ? asprintf(ret_error,
+                            "cannot prepare the copy-on-write view of HOME (%s): more than %d paths to mask "
+                            "there (the credential locations of HOME and of every other home or name of HOME "
+                            "it holds, and the stores the environment moves there); set HOME to a directory "
+                            "that holds fewer",
+                            home, SANDBOX_HOME_MASK_MAX)
+                 : asprintf(ret_error, "cannot prepare the copy-on-write view of HOME (%s): %s%s", home, strerror(-r),
+                            r == -EACCES ? " (HOME names a directory you cannot read: set HOME to your own home)"
+                                         : "")) < 0)
             *ret_error = NULL;
         sandbox_release(&sb);
         return r;

@@ -21,6 +21,10 @@
 #include "resources/limits.h"
 
 #define SANDBOX_WS_MASK_MAX 2048 /* ~130 credential locations under each of HOME's names */
+/* HOME's view: its credential locations, and those of each other home or
+ * name of HOME in it (PLAN_OTHER_HOMES), their link targets, moved stores,
+ * stages */
+#define SANDBOX_HOME_MASK_MAX 2048
 
 struct sandbox {
     struct launch_plan plan;
@@ -65,16 +69,18 @@ struct sandbox {
     /* Credential locations (relative to HOME) the view's server masks, and
      * those below a symlinked parent that the launcher covers with mounts
      * instead. */
-    const char *home_mask[320];
+    const char *home_mask[SANDBOX_HOME_MASK_MAX];
     size_t n_home_mask;
     const char *home_hide[96];
     size_t n_home_hide;
     /* Masks not from the fixed list, owned (also in home_mask): where a
      * credential location reached through a symlink leads inside HOME, and
      * pvisor's own state when XDG_STATE_HOME puts it under HOME, stages
-     * kept elsewhere in HOME (stages_elsewhere_list). */
-    char *home_owned_mask[192];
+     * kept elsewhere in HOME (stages_elsewhere_list), the credential
+     * locations of the other homes in HOME's view (pw_home). */
+    char *home_owned_mask[SANDBOX_HOME_MASK_MAX];
     size_t n_home_owned_mask;
+    int n_home_other; /* how many of pw_home lie in HOME's view (their credential locations masked there) */
     /* Paths (relative to the workspace, owned) the workspace view's server
      * masks (ws_mask: none at present) and seals (masked, and nothing may
      * be created there): credential locations of HOME that are in the

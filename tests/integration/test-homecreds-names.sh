@@ -29,8 +29,9 @@ bundle_of() { # WHO: the newest run's Bundle of that user
     st=$T/state; [ "$1" = user ] && st=$T/state-user
     echo "$st/pvisor/runs/$(XDG_STATE_HOME=$st latest_run)/bundle.json"
 }
-evidence_of() { # WHO: home_credentials' level and whether it counts masks
-    jq -r '.dimensions.home_credentials | "\(.effective) \(.evidence.home_view)"' "$(bundle_of "$1")" 2>&1
+evidence_of() { # WHO: home_credentials' level, HOME's view, the other homes masked in it
+    jq -r '.dimensions.home_credentials | "\(.effective) \(.evidence.home_view) \(.evidence.other_homes_in_view)"' \
+        "$(bundle_of "$1")" 2>&1
 }
 mkdir -p "$T/state-user"
 can_user && chown 65534:65534 "$T/state-user"
@@ -76,7 +77,8 @@ if [ "$(id -u)" -eq 0 ] && command -v unshare >/dev/null; then
         out=$(pwas $who "$B/ws" HOME="$B/parent" "$P" run --safe -- sh -c "$reads1" 2>&1); rc=$?
         eq "$rc:$(echo $out)" "0:notes-$who end" \
             "--safe ($who): the passwd home's credential locations are absent in HOME's view (and where its link leads there)"
-        eq "$(evidence_of $who)" "enforced true" "... and home_credentials is enforced, with HOME's view"
+        eq "$(evidence_of $who)" "enforced true 1" \
+            "... and home_credentials is enforced, the Bundle counting the passwd home in HOME's view"
     done
 else
     skip "the passwd home below HOME" "needs root and unshare (a private /etc/passwd)"
@@ -114,7 +116,8 @@ for who in root user; do
     out=$(cd "$B/ws" && as $who HOME="$H" GNUPGHOME="$H/gpg2" "$P" run --safe -- sh -c "$reads2" 2>&1); rc=$?
     eq "$rc:$(echo $out)" "0:notes-$who notes-$who end" \
         "--safe ($who): HOME's credential locations (a moved store's too) are absent by its other names inside HOME"
-    eq "$(evidence_of $who)" "enforced true" "... and home_credentials is enforced, with HOME's view"
+    eq "$(evidence_of $who)" "enforced true 2" \
+        "... and home_credentials is enforced, the Bundle counting HOME's two other names in its view"
     # the workspace by such a name (~/mirror/proj): its view masks them too
     mkdir -p "$H/proj"; echo p > "$H/proj/f"; [ $who = user ] && chown 65534:65534 "$H/proj" "$H/proj/f"
     out=$(cd "$H/mirror/proj" && as $who HOME="$H" "$P" run --safe -- sh -c 'cat f; cat ../.ssh/id_ed25519 ~/mirror/.ssh/id_ed25519 2>/dev/null; echo end' 2>&1); rc=$?
