@@ -884,7 +884,8 @@ static int resolve_home_credentials(const char *cwd, const char *workspace, cons
     if (r < 0) {
         if ((r == -E2BIG ? asprintf(ret_error,
                                     "the environment moves more than %d credential locations (KUBECONFIG, say, "
-                                    "names too many files, or the node toolchains hold too many npmrc files): "
+                                    "names too many files, the node toolchains hold too many npmrc files, or "
+                                    "~/.sbt too many global settings files): "
                                     "the sandbox cannot keep them all from the command",
                                     PLAN_MAX_MOVED)
                          : asprintf(ret_error, "cannot list the credential locations the environment moves: %s",

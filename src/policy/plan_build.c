@@ -13,6 +13,8 @@
 #include <strings.h>
 #include <sys/stat.h>
 
+extern char **environ;
+
 /* Runtime hierarchies projected read-only when they exist. */
 static const char *const runtime_roots[] = {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"};
 
@@ -261,8 +263,6 @@ static const struct {
     {"AWS_SHARED_CREDENTIALS_FILE", NULL},
     {"AWS_CONFIG_FILE", NULL},
     {"KUBECONFIG", NULL}, /* a list, ':'-separated */
-    {"NPM_CONFIG_USERCONFIG", NULL},
-    {"npm_config_userconfig", NULL},
     {"PASSWORD_STORE_DIR", NULL},
     {"CLOUDSDK_CONFIG", NULL},
     {"AZURE_CONFIG_DIR", NULL},
@@ -320,14 +320,9 @@ static const struct {
     {"IPYTHONDIR", "profile_default/history.sqlite"},
     {"DATABRICKS_CONFIG_FILE", NULL},
     {"BITWARDENCLI_APPDATA_DIR", NULL},
-    /* found missing by a review: npm's global config ($PREFIX/etc/npmrc,
-     * or where globalconfig names it: npm reads npm_config_* in any case;
-     * the two usual spellings here), and the stores that Poetry, Bundler,
-     * sbt, helm, pip, uv and pyx move with their own variables */
-    {"NPM_CONFIG_GLOBALCONFIG", NULL},
-    {"npm_config_globalconfig", NULL},
-    {"NPM_CONFIG_PREFIX", "etc/npmrc"},
-    {"npm_config_prefix", "etc/npmrc"},
+    /* found missing by a review: the stores that Poetry, Bundler, sbt,
+     * helm, pip, uv and pyx move with their own variables (npm's:
+     * npm_moved below) */
     {"POETRY_CONFIG_DIR", "auth.toml"},
     {"BUNDLE_USER_CONFIG", NULL},
     {"BUNDLE_USER_HOME", "config"},
@@ -339,7 +334,33 @@ static const struct {
     {"PIP_CONFIG_FILE", NULL},
     {"UV_CREDENTIALS_DIR", NULL},
     {"PYX_CREDENTIALS_DIR", NULL},
+    /* pip's "site" config, sys.prefix/pip.conf (an index-url with a
+     * password): the environment a venv's or conda's activation names,
+     * which the run projects whole as a toolchain (or shows in HOME's
+     * view); one whose bin/ is on PATH: add_python_env_pipconfs */
+    {"VIRTUAL_ENV", "pip.conf"},
+    {"CONDA_PREFIX", "pip.conf"},
 };
+
+/* npm reads npm_config_* in any letter case (its config loader matches
+ * the prefix case-insensitively and lowercases the rest), so a store
+ * named by Npm_Config_Userconfig is as moved as one named by
+ * NPM_CONFIG_USERCONFIG: every spelling in the environment is followed.
+ * userconfig and globalconfig name the store, prefix the directory of
+ * its etc/npmrc (npm's global config). */
+static const struct {
+    const char *key, *file;
+} npm_moved[] = {
+    {"npm_config_userconfig", NULL},
+    {"npm_config_globalconfig", NULL},
+    {"npm_config_prefix", "etc/npmrc"},
+};
+
+/* What the "variable" of an entry says when no variable moved it (the
+ * store is found where a tool looks by itself): plan_moved_variable's
+ * answer holds a space then. */
+#define PYTHON_ENV_PIPCONF_WHAT "pip's site config in a Python environment whose bin/ is on PATH"
+#define SBT_GLOBAL_WHAT "sbt's global settings, which may hold credentials inline"
 
 /* npm's global config inside a node toolchain: npm reads
  * $PREFIX/etc/npmrc, PREFIX the node installation it runs from, and
@@ -466,6 +487,109 @@ static int add_node_npmrcs(char **v, size_t *n, const char *root, const char *ve
     return r;
 }
 
+/* Each value of a variable a store moves with, for every name in the
+ * environment that spells key in any letter case (npm_moved), added to v
+ * as add_moved does (file: inside the directory the value names). */
+static int add_npm_moved(char **v, size_t *n, const char *home, const char *cwd) {
+    int r = 0;
+    bool oom = false;
+    for (char **e = environ; e && *e && r >= 0; e++) {
+        const char *eq = strchr(*e, '=');
+        for (size_t i = 0; eq && eq[1] && i < sizeof npm_moved / sizeof npm_moved[0] && r >= 0; i++) {
+            size_t kl = strlen(npm_moved[i].key);
+            if ((size_t)(eq - *e) != kl || strncasecmp(*e, npm_moved[i].key, kl) != 0)
+                continue;
+            char var[64];
+            snprintf(var, sizeof var, "%.*s", (int)kl, *e);
+            _cleanup_free_ char *full = moved_value(eq + 1, home, cwd, &oom);
+            if (!full) {
+                r = oom ? -ENOMEM : 0;
+                continue;
+            }
+            _cleanup_free_ char *p = npm_moved[i].file ? path_join(full, npm_moved[i].file) : strdup(full);
+            r = p ? add_moved(v, n, p, home, var) : -ENOMEM;
+        }
+    }
+    return r;
+}
+
+/* pip reads sys.prefix/pip.conf: a venv (pyvenv.cfg) or conda environment
+ * (conda-meta/) whose bin/ is on PATH has its own, which a projection of
+ * it (or HOME's view) shows.  Only such entries outside the system's
+ * directories are looked at (the system's python is not the user's, and
+ * a PATH of system directories costs nothing). */
+static int add_python_env_pipconfs(char **v, size_t *n, const char *home) {
+    const char *path = getenv("PATH");
+    _cleanup_free_ char *copy = path ? strdup(path) : NULL;
+    if (path && !copy)
+        return -ENOMEM;
+    char *save = NULL;
+    int r = 0;
+    for (char *d = copy ? strtok_r(copy, ":", &save) : NULL; d && r >= 0; d = strtok_r(NULL, ":", &save)) {
+        size_t l = strlen(d);
+        while (l > 1 && d[l - 1] == '/')
+            d[--l] = '\0';
+        if (d[0] != '/' || l < 5 || strcmp(d + l - 4, "/bin") != 0)
+            continue;
+        d[l - 4] = '\0'; /* the environment's root */
+        struct stat st;
+        if (plan_home_is_system(d)) /* "/", a system directory, in one or holding one */
+            continue;
+        _cleanup_free_ char *cfg = path_join(d, "pyvenv.cfg"), *meta = path_join(d, "conda-meta");
+        _cleanup_free_ char *conf = path_join(d, "pip.conf");
+        if (!cfg || !meta || !conf)
+            return -ENOMEM;
+        if (stat(cfg, &st) == 0 || stat(meta, &st) == 0)
+            r = add_moved(v, n, conf, home, PYTHON_ENV_PIPCONF_WHAT);
+    }
+    return r;
+}
+
+/* Does name end in suffix? */
+static bool ends_with(const char *name, const char *suffix) {
+    size_t nl = strlen(name), sl = strlen(suffix);
+    return nl > sl && strcmp(name + nl - sl, suffix) == 0;
+}
+
+/* The files in dir (HOME/.sbt, a version of it, its plugins/) that end in
+ * one of suffixes (NULL-terminated), each added to v as add_moved does;
+ * with versions, its subdirectories named as sbt's versions (0.13, 1.0,
+ * 2.0: a digit first) are looked into as well, and their plugins/. */
+static int add_sbt_files(char **v, size_t *n, const char *dir, const char *const *suffixes, bool versions,
+                         const char *home) {
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0; /* none, or not ours to list */
+    int r = 0;
+    for (struct dirent *e; r >= 0 && (e = readdir(d));) {
+        if (e->d_name[0] == '.')
+            continue;
+        _cleanup_free_ char *p = path_join(dir, e->d_name);
+        if (!p) {
+            r = -ENOMEM;
+            break;
+        }
+        bool match = false;
+        for (const char *const *s = suffixes; *s && !match; s++)
+            match = ends_with(e->d_name, *s);
+        struct stat st;
+        if (match && plan_is_credential_path(p + strlen(home) + (strcmp(home, "/") != 0)))
+            continue; /* credentials.sbt: in the list already */
+        if (match && lstat(p, &st) == 0 && !S_ISDIR(st.st_mode)) {
+            r = add_moved(v, n, p, home, SBT_GLOBAL_WHAT);
+        } else if (versions && e->d_name[0] >= '0' && e->d_name[0] <= '9' &&
+                   (e->d_type == DT_DIR || e->d_type == DT_UNKNOWN)) {
+            static const char *const sbt[] = {".sbt", NULL}, *const plugin[] = {".sbt", ".scala", NULL};
+            _cleanup_free_ char *plugins = path_join(p, "plugins");
+            r = plugins ? add_sbt_files(v, n, p, sbt, false, home) : -ENOMEM;
+            if (r >= 0)
+                r = add_sbt_files(v, n, plugins, plugin, false, home);
+        }
+    }
+    closedir(d);
+    return r;
+}
+
 const char *plan_moved_variable(const char *entry) {
     return entry + strlen(entry) + 1;
 }
@@ -504,6 +628,22 @@ int plan_moved_credentials(const char *home, const char *cwd, char ***ret) {
             _cleanup_free_ char *p = moved_stores[i].file ? path_join(full, moved_stores[i].file) : strdup(full);
             r = p ? add_moved(v, &n, p, home, moved_stores[i].var) : -ENOMEM;
         }
+    }
+    if (r >= 0)
+        r = add_npm_moved(v, &n, home, cwd);
+    if (r >= 0)
+        r = add_python_env_pipconfs(v, &n, home);
+    /* sbt's global settings: every *.sbt in ~/.sbt/<version>/ is applied
+     * to every build, and ~/.sbt/<version>/plugins/ is built as a project
+     * (*.sbt, *.scala): sbt's documentation and the publishing guides put
+     * `credentials += Credentials(realm, host, user, password)` there
+     * (sonatype.sbt, global.sbt), as sbt 0.12 did in ~/.sbt itself.  Hidden
+     * whole: the file alone, found at start; sbt's launcher files
+     * (repositories, boot/) stay. */
+    if (r >= 0 && home) {
+        static const char *const sbt[] = {".sbt", NULL};
+        _cleanup_free_ char *dot_sbt = path_join(home, ".sbt");
+        r = dot_sbt ? add_sbt_files(v, &n, dot_sbt, sbt, true, home) : -ENOMEM;
     }
     for (size_t i = 0; i < sizeof node_toolchains / sizeof node_toolchains[0] && r >= 0; i++) {
         const char *val = getenv(node_toolchains[i].var);
@@ -793,8 +933,8 @@ static int in_credential(const struct plan_inputs *in, const char *path, char **
         }
     for (size_t c = 0; in->cred_moved && in->cred_moved[c]; c++)
         if (path_within(path, in->cred_moved[c]))
-            return (strcmp(plan_moved_variable(in->cred_moved[c]), NODE_NPMRC_WHAT) == 0
-                        ? asprintf(ret_what, "%s (%s)", in->cred_moved[c], NODE_NPMRC_WHAT)
+            return (strchr(plan_moved_variable(in->cred_moved[c]), ' ') /* not a variable: what it is */
+                        ? asprintf(ret_what, "%s (%s)", in->cred_moved[c], plan_moved_variable(in->cred_moved[c]))
                         : asprintf(ret_what,
                                    "%s (moved there by the environment: %s names it; unset it, or run elsewhere)",
                                    in->cred_moved[c], plan_moved_variable(in->cred_moved[c]))) < 0

@@ -84,9 +84,14 @@ extern const char *const plan_home_config_files[];
  * is or holds the workspace is listed (plan_build refuses the run).  More
  * than PLAN_MAX_MOVED: -E2BIG (none is dropped).  *ret is NULL-terminated,
  * for plan_moved_free; after each path's NUL, the variable that moved it
- * (plan_moved_variable).  Also npm's global config in each version of a
- * node toolchain that exists now (their versions directories are read;
- * the "variable" then says what it is). */
+ * (plan_moved_variable).  npm's npm_config_userconfig, _globalconfig
+ * and _prefix are followed in every letter case the environment spells
+ * them in, as npm reads them.  Also, each found as the run starts (the
+ * "variable" then says what it is, with a space in it): npm's global
+ * config in each version of a node toolchain (their versions directories
+ * are read), pip's site config (pip.conf) in a venv or conda environment
+ * whose bin/ is on PATH, and sbt's global settings in HOME/.sbt (*.sbt,
+ * the versions' *.sbt and plugins' *.sbt, *.scala: credentials inline). */
 #define PLAN_MAX_MOVED 128
 int plan_moved_credentials(const char *home, const char *cwd, char ***ret);
 const char *plan_moved_variable(const char *entry);

@@ -150,7 +150,8 @@ for who in root user; do
 done
 
 # --- package managers' and other tools' stores, npm's config in toolchains --
-# Poetry's auth.toml, Bundler's global config, sbt's and Ivy's credentials,
+# Poetry's auth.toml, Bundler's global config, sbt's and Ivy's credentials
+# (and sbt's global settings, which may hold them inline),
 # helm's registry logins and repositories, davfs2's secrets, FileZilla's
 # servers, pip's user config, uv's and pyx's credential stores, rclone's
 # old config file; the variables that move them (and npm's global config:
@@ -172,7 +173,7 @@ for who in root user; do
         mkdir -p "$(dirname "$1")"; echo "SECRET-$who" > "$1"; secrets5="$secrets5 $1"
     }
     for f in .config/pypoetry/auth.toml .bundle/config .ivy2/.credentials .sbt/.credentials \
-        .sbt/1.0/credentials.sbt .config/helm/registry/config.json .config/helm/repositories.yaml \
+        .sbt/1.0/credentials.sbt .sbt/1.0/global.sbt .config/helm/registry/config.json .config/helm/repositories.yaml \
         .davfs2/secrets .config/filezilla/sitemanager.xml .config/filezilla/recentservers.xml \
         .config/pip/pip.conf .pip/pip.conf .local/share/uv/credentials/credentials.toml \
         .local/share/pyx/credentials/0123abcd/tokens.json .rclone.conf .config/rclone/rclone.conf \
@@ -186,7 +187,7 @@ for who in root user; do
     for f in globalnpmrc pip.conf uvcred/credentials.toml helmreg.json; do secret "$G5/$f"; done
     secret "$N5/versions/node/v22.0.0/etc/npmrc"
     keeps5=""
-    for f in .config/pypoetry/config.toml .bundle/cache/keep .ivy2/cache/keep .sbt/1.0/global.sbt \
+    for f in .config/pypoetry/config.toml .bundle/cache/keep .ivy2/cache/keep .sbt/repositories \
         .davfs2/davfs2.conf .config/filezilla/filezilla.xml .local/share/uv/tools/keep \
         .nvm/versions/node/v20.1.0/bin/node; do
         mkdir -p "$(dirname "$H5/$f")"; echo "keep" > "$H5/$f"; keeps5="$keeps5 $H5/$f"
