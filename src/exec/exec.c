@@ -19,6 +19,8 @@
 #include <string.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <time.h>
 #include <sys/signalfd.h>
@@ -104,6 +106,71 @@ fail_errno:
     int32_t msg[2] = {1, e};
     (void)!write(err_fd, msg, sizeof msg);
     _exit(e == ENOENT ? 127 : 126);
+}
+
+/* early_exec's child: started as posix_spawn starts one, sharing our
+ * memory until its exec (clone(CLONE_VM | CLONE_VFORK), we wait meanwhile):
+ * no copy of the supervisor's page tables, which the exec would throw
+ * away at once, and no copy-on-write fault for every page the supervisor
+ * then writes while the child waits for a CPU.  It may only make system
+ * calls (child_exec's), on a stack of its own; no handler of ours may run
+ * in it: every signal is blocked (by the parent, before the clone) until
+ * the exec, and each one that has a handler is first set back to its
+ * default (the handlers are the child's own copy, not ours). */
+struct spawn_args {
+    const struct exec_spec *s;
+    int go_fd, err_fd, close_go, close_err;
+    const sigset_t *old_mask, *relayed;
+    pid_t parent;
+};
+
+#define SPAWN_STACK (256 * 1024)
+
+/* AddressSanitizer cannot follow a child that shares its memory on a stack
+ * of its own (it warns on stderr at the child's first noreturn call, and
+ * its checks there are not to be trusted): its builds fork. */
+#if defined(__SANITIZE_ADDRESS__)
+#define SPAWN_WITH_FORK 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SPAWN_WITH_FORK 1
+#endif
+#endif
+#ifndef SPAWN_WITH_FORK
+#define SPAWN_WITH_FORK 0
+#endif
+
+static int spawn_child(void *arg) {
+    const struct spawn_args *a = arg;
+    for (int sig = 1; sig < NSIG; sig++) {
+        struct sigaction sa;
+        if (sig == SIGKILL || sig == SIGSTOP || sigaction(sig, NULL, &sa) < 0)
+            continue;
+        if (sa.sa_handler != SIG_DFL && sa.sa_handler != SIG_IGN) {
+            sa.sa_handler = SIG_DFL;
+            sa.sa_flags = 0;
+            sigemptyset(&sa.sa_mask);
+            (void)sigaction(sig, &sa, NULL);
+        }
+    }
+    close(a->close_go);
+    close(a->close_err);
+    child_exec(a->s, a->go_fd, a->err_fd, a->old_mask, a->relayed, a->parent);
+}
+
+/* The early_exec child, spawned (see spawn_child); -errno on failure. */
+static pid_t spawn_early(struct spawn_args *a) {
+    void *stack = mmap(NULL, SPAWN_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    if (stack == MAP_FAILED)
+        return -errno;
+    sigset_t all, before;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &before);
+    pid_t pid = clone(spawn_child, (char *)stack + SPAWN_STACK, CLONE_VM | CLONE_VFORK | SIGCHLD, a);
+    int e = errno;
+    pthread_sigmask(SIG_SETMASK, &before, NULL);
+    munmap(stack, SPAWN_STACK); /* the child has exec'd or exited */
+    return pid < 0 ? -e : pid;
 }
 
 /* pid's children, appended to pids[*n..max). */
@@ -278,8 +345,23 @@ int exec_run(const struct exec_spec *s, struct exec_result *ret) {
         have_tty = true;
 
     pid_t parent = getpid();
-    pid = fork();
-    if (pid < 0) {
+    if (s->early_exec && !SPAWN_WITH_FORK) {
+        struct spawn_args a = {
+            .s = s,
+            .go_fd = go[0],
+            .err_fd = err[1],
+            .close_go = go[1],
+            .close_err = err[0],
+            .old_mask = s->child_sigmask ? s->child_sigmask : &old_mask,
+            .relayed = &relayed,
+            .parent = parent,
+        };
+        pid = spawn_early(&a);
+        if (pid < 0) {
+            r = pid;
+            goto out_pipes;
+        }
+    } else if ((pid = fork()) < 0) {
         r = -errno;
         goto out_pipes;
     }
