@@ -52,7 +52,7 @@ static void plan_set_exec_path(struct launch_plan *p, const char *workspace) {
     _cleanup_free_ char *copy = strdup(host);
     char *rest = copy;
     for (char *d; copy && (d = strsep(&rest, ":"));) {
-        _cleanup_free_ char *real = d[0] == '/' ? realpath(d, NULL) : NULL;
+        _cleanup_free_ char *real = d[0] == '/' ? realpath_memo(d) : NULL;
         if (d[0] != '/' || path_within(d, workspace) || (real && path_within(real, workspace)))
             return;
         char *f = path_join(d, cmd);
@@ -74,7 +74,7 @@ static char *resolve_loose(const char *home, const char *rel) {
         if (!slash || slash == path)
             return NULL;
         *slash = '\0';
-        _cleanup_free_ char *dir = realpath(path, NULL);
+        _cleanup_free_ char *dir = realpath_memo(path);
         *slash = '/';
         if (!dir)
             return NULL;
@@ -229,7 +229,7 @@ static int mask_stages_elsewhere(struct run_context *ctx, struct sandbox *sb) {
     unsigned over = 0;
     const char *first_over = NULL;
     for (size_t i = 0; i < n && r >= 0; i++) {
-        _cleanup_free_ char *real = realpath(v[i], NULL);
+        _cleanup_free_ char *real = realpath_memo(v[i]);
         if (!real || !still_a_stage(real))
             continue;
         r = add_ws_mask(sb->ws_sealed, &sb->n_ws_sealed, ctx->workspace, real);
@@ -331,7 +331,7 @@ static int add_home_path(char *h, const char *home_real, struct sandbox *sb) {
  * HOME, "/", or there already. */
 static int add_other_home(uid_t uid, const char *home_real, struct sandbox *sb) {
     struct passwd *pw = getpwuid(uid);
-    char *h = pw && pw->pw_dir && pw->pw_dir[0] == '/' ? realpath(pw->pw_dir, NULL) : NULL;
+    char *h = pw && pw->pw_dir && pw->pw_dir[0] == '/' ? realpath_memo(pw->pw_dir) : NULL;
     return add_home_path(h, home_real, sb);
 }
 
@@ -521,7 +521,7 @@ static int add_moved_by_home_names(const char *home_real, struct sandbox *sb) {
  * the other names of each of those homes and HOME that the workspace or a
  * grant (o's rules; deny rules aside) shows (add_home_aliases). */
 static int resolve_pw_home(const char *home, const char *workspace, const struct run_options *o, struct sandbox *sb) {
-    _cleanup_free_ char *home_real = home ? realpath(home, NULL) : NULL;
+    _cleanup_free_ char *home_real = home ? realpath_memo(home) : NULL;
     int r = add_other_home(getuid(), home_real, sb);
     /* the caller's uid as sudo and run0 (SUDO_UID) and pkexec
      * (PKEXEC_UID) name it, its name as doas does (DOAS_USER) */
@@ -554,7 +554,7 @@ static int resolve_pw_home(const char *home, const char *workspace, const struct
     exposed[0] = (char *)home_real;
     exposed[1] = (char *)workspace;
     for (size_t i = 2; i < n_exposed; i++)
-        exposed[i] = o->access[i - 2].kind != ACCESS_DENY ? realpath(o->access[i - 2].path, NULL) : NULL;
+        exposed[i] = o->access[i - 2].kind != ACCESS_DENY ? realpath_memo(o->access[i - 2].path) : NULL;
     for (size_t h = 0; h < ARRAY_SIZE(homes) && r >= 0; h++) {
         for (size_t i = 1; homes[h] && i < n_exposed && r >= 0; i++)
             if (exposed[i])
@@ -630,7 +630,7 @@ static int prepare_home_view(struct run_context *ctx, const char *home, struct s
      * (XDG_STATE_HOME): other runs' stages and Bundles, and this run's own
      * HOME view, whose mount point the view would otherwise contain. */
     _cleanup_free_ char *sd = NULL;
-    _cleanup_free_ char *real = state_dir(&sd) == 0 ? realpath(sd, NULL) : NULL;
+    _cleanup_free_ char *real = state_dir(&sd) == 0 ? realpath_memo(sd) : NULL;
     if (real && path_within(real, home) && strcmp(real, home) != 0 && !plan_is_credential_path(real + strlen(home) + 1))
         return add_owned_mask(sb, real + strlen(home) + 1);
     return 0;
@@ -709,7 +709,7 @@ static void release_home_view(struct sandbox *sb) {
 static bool access_grants(const struct run_context *ctx, const char *path) {
     for (int i = 0; i < ctx->opts->n_access; i++) {
         const struct access_rule *a = &ctx->opts->access[i];
-        _cleanup_free_ char *ra = a->kind != ACCESS_DENY ? realpath(a->path, NULL) : NULL;
+        _cleanup_free_ char *ra = a->kind != ACCESS_DENY ? realpath_memo(a->path) : NULL;
         if (ra && path_within(path, ra))
             return true;
     }
@@ -781,7 +781,7 @@ static void warn_git_outside(struct run_context *ctx) {
     _cleanup_free_ char *abs = gd[0] == '/' ? strdup(gd) : path_join(ctx->workspace, gd);
     if (!abs)
         return;
-    _cleanup_free_ char *real = realpath(abs, NULL);
+    _cleanup_free_ char *real = realpath_memo(abs);
     const char *gitdir = real ? real : abs;
     /* a linked worktree's gitdir names the main repository's .git in its
      * commondir file: git needs both, and the second holds the first */
@@ -791,7 +791,7 @@ static void warn_git_outside(struct run_context *ctx) {
         cbuf[strcspn(cbuf, "\r\n")] = '\0';
         if (cbuf[0])
             cabs = cbuf[0] == '/' ? strdup(cbuf) : path_join(gitdir, cbuf);
-        common = cabs ? realpath(cabs, NULL) : NULL;
+        common = cabs ? realpath_memo(cabs) : NULL;
     }
     const char *repo = common && !path_within(gitdir, common) ? gitdir : common ? common : gitdir;
     if (path_within(gitdir, ctx->workspace) && (!common || path_within(common, ctx->workspace)))
@@ -879,7 +879,7 @@ static void credentials_into(const struct sandbox *sb, struct plan_inputs *in) {
 static int resolve_home_credentials(const char *cwd, const char *workspace, const struct run_options *o,
                                     struct sandbox *sb, char **ret_home, char **ret_error) {
     const char *h = getenv("HOME");
-    *ret_home = h && h[0] == '/' ? realpath(h, NULL) : NULL;
+    *ret_home = h && h[0] == '/' ? realpath_memo(h) : NULL;
     int r = plan_moved_credentials(*ret_home, cwd, &sb->cred_moved);
     if (r < 0) {
         if ((r == -E2BIG ? asprintf(ret_error,
@@ -945,8 +945,8 @@ void sandbox_creds_free(struct sandbox_creds *c) {
     free(c);
 }
 
-int sandbox_check_credentials(const struct run_options *o, const char *workspace, const char *cwd,
-                              struct sandbox_creds **ret_creds, char **ret_error) {
+static int check_credentials(const struct run_options *o, const char *workspace, const char *cwd,
+                             struct sandbox_creds **ret_creds, char **ret_error) {
     *ret_creds = NULL;
     *ret_error = NULL;
     struct sandbox sb = SANDBOX_EMPTY(NULL);
@@ -961,7 +961,7 @@ int sandbox_check_credentials(const struct run_options *o, const char *workspace
     char *resolved[POLICY_MAX_ACCESS] = {0};
     size_t n_rules = 0;
     for (int i = 0; i < o->n_access && i < POLICY_MAX_ACCESS; i++)
-        if ((resolved[n_rules] = realpath(o->access[i].path, NULL)))
+        if ((resolved[n_rules] = realpath_memo(o->access[i].path)))
             rules[n_rules] = (struct access_rule){.kind = o->access[i].kind, .path = resolved[n_rules]}, n_rules++;
     struct plan_inputs in = {
         .access = rules,
@@ -994,8 +994,7 @@ int sandbox_check_credentials(const struct run_options *o, const char *workspace
     return 0;
 }
 
-int sandbox_prepare(struct run_context *ctx, const struct agent_hooks *hooks, struct sandbox *ret_sb,
-                    char **ret_error) {
+static int prepare(struct run_context *ctx, const struct agent_hooks *hooks, struct sandbox *ret_sb, char **ret_error) {
     struct sandbox sb = SANDBOX_EMPTY(ctx);
     /* (a workspace under the sandbox's own /dev, /proc or /sys is a usage
      * error before the run is recorded: cmd_run.c, resolve_workspace; so
@@ -1046,7 +1045,7 @@ int sandbox_prepare(struct run_context *ctx, const struct agent_hooks *hooks, st
     char *resolved[POLICY_MAX_ACCESS] = {0};
     size_t n_rules = 0;
     for (int i = 0; i < ctx->opts->n_access; i++) {
-        resolved[i] = realpath(ctx->opts->access[i].path, NULL);
+        resolved[i] = realpath_memo(ctx->opts->access[i].path);
         if (!resolved[i]) {
             r = -errno;
             if (asprintf(ret_error, "--access/--allow-write '%s': %s", ctx->opts->access[i].path, strerror(errno)) < 0)
@@ -1365,4 +1364,23 @@ void sandbox_release(struct sandbox *sb) {
     if (sb->cg) /* a failure path: sandbox_finish_resources() did not run */
         (void)cgroup_run_finish(sb->cg, NULL);
     sb->cg = NULL;
+}
+
+/* Each a pass of resolving some hundred paths below the same few
+ * directories (HOME's credential locations, the toolchains'): realpath's
+ * reads of the symlinks that are not remembered across the pass. */
+int sandbox_check_credentials(const struct run_options *o, const char *workspace, const char *cwd,
+                              struct sandbox_creds **ret_creds, char **ret_error) {
+    realpath_memo_begin();
+    int r = check_credentials(o, workspace, cwd, ret_creds, ret_error);
+    realpath_memo_end();
+    return r;
+}
+
+int sandbox_prepare(struct run_context *ctx, const struct agent_hooks *hooks, struct sandbox *ret_sb,
+                    char **ret_error) {
+    realpath_memo_begin();
+    int r = prepare(ctx, hooks, ret_sb, ret_error);
+    realpath_memo_end();
+    return r;
 }

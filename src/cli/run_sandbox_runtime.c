@@ -183,7 +183,7 @@ static bool agent_holds(const struct agent_dirs *a, const char *real);
 static bool add_runtime_dir(struct dirlist *l, const char *home, const char *dir, const struct agent_dirs *agent) {
     char buf[PATH_MAX];
     bool tools_only = agent != NULL;
-    _cleanup_free_ char *real = realpath(dir, NULL);
+    _cleanup_free_ char *real = realpath_memo(dir);
     const char *d = real ? real : dir;
     const char *root = plan_home_runtime_root(home, d, buf, sizeof buf);
     if (!root && tools_only && agent_holds(agent, real) && !(home && path_within(real, home)))
@@ -197,7 +197,7 @@ static bool add_runtime_dir(struct dirlist *l, const char *home, const char *dir
     if (!root && !tools_only && home && real && !path_within(real, home)) {
         char lbuf[PATH_MAX];
         const char *lroot = plan_home_runtime_root(home, dir, lbuf, sizeof lbuf);
-        linked = lroot ? realpath(lroot, NULL) : NULL;
+        linked = lroot ? realpath_memo(lroot) : NULL;
         if (linked && path_within(d, linked) && !path_within(linked, home))
             root = linked;
     }
@@ -438,7 +438,7 @@ static void agent_dirs_init(struct agent_dirs *a, const struct run_context *ctx)
      * next runs take them for the agent's too (agent_written.c) */
     for (int i = 0; i < ctx->opts->n_access; i++) {
         _cleanup_free_ char *g =
-            ctx->opts->access[i].kind == ACCESS_RW ? realpath(ctx->opts->access[i].path, NULL) : NULL;
+            ctx->opts->access[i].kind == ACCESS_RW ? realpath_memo(ctx->opts->access[i].path) : NULL;
         agent_dirs_add(a, g);
         if (g)
             (void)agent_written_add(g);
@@ -502,7 +502,7 @@ static void add_env_tool_roots(struct dirlist *l, const char *home, const struct
                                        "ASDF_DATA_DIR", "RUSTUP_HOME", "GOROOT",      "VIRTUAL_ENV", "CONDA_PREFIX"};
     for (size_t i = 0; i < ARRAY_SIZE(vars); i++) {
         const char *v = getenv(vars[i]);
-        _cleanup_free_ char *real = v && v[0] == '/' ? realpath(v, NULL) : NULL;
+        _cleanup_free_ char *real = v && v[0] == '/' ? realpath_memo(v) : NULL;
         if (!real || strcmp(real, "/") == 0 || (home && path_within(real, home)) || plan_under_system_dir(real) ||
             (agent_writable(agent, v, real) && !agent_holds(agent, real)))
             continue;
@@ -518,7 +518,7 @@ void sandbox_gather_runtime(const struct run_context *ctx, const char *home, str
     add_logical_link(l, getenv("HOME"));
     add_logical_link(l, getenv("PWD"));
     _cleanup_free_ char *exe = find_in_path(ctx->opts->cmd_argv[0], ctx->cwd);
-    _cleanup_free_ char *real = exe ? realpath(exe, NULL) : NULL;
+    _cleanup_free_ char *real = exe ? realpath_memo(exe) : NULL;
     /* A command in the workspace (or in an earlier run's, or a grant) is
      * the agent's to write (an applied script, a link it made): its #! line
      * or link target may widen what the sandbox reads only to a toolchain
@@ -537,7 +537,7 @@ void sandbox_gather_runtime(const struct run_context *ctx, const char *home, str
         if (interp) {
             const struct agent_dirs *agents = in_ws || agent_writable(&agent, interp, NULL) ? &agent : NULL;
             bool shown = add_dir_of(l, home, interp, agents);
-            _cleanup_free_ char *ri = realpath(interp, NULL);
+            _cleanup_free_ char *ri = realpath_memo(interp);
             if (ri)
                 shown = add_dir_of(l, home, ri, agents) && shown;
             if (!shown && !plan_under_system_dir(ri ? ri : interp)) {
@@ -565,7 +565,7 @@ void sandbox_gather_runtime(const struct run_context *ctx, const char *home, str
         add_runtime_dir(l, home, d, agents);
         /* PREFIX/node_modules/.bin: its entries link into that tree (a
          * command run through a shell, sh -c codex) */
-        _cleanup_free_ char *rd = realpath(d, NULL);
+        _cleanup_free_ char *rd = realpath_memo(d);
         size_t rl = rd ? strlen(rd) : 0;
         if (rl > 18 && strcmp(rd + rl - 18, "/node_modules/.bin") == 0)
             add_node_modules_of(l, home, rd, agents);

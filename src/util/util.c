@@ -13,6 +13,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <pwd.h>
+#include <search.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -118,6 +119,159 @@ int path_split_last(char *path, const char **ret_parent, const char **ret_base) 
     return 0;
 }
 
+/* ---- realpath with remembered directories ------------------------------ */
+
+/* Between realpath_memo_begin and _end: the canonical paths found to exist
+ * and not be symlinks (1), or to be directories (2), in a table of glibc's
+ * (hsearch_r; keys owned by keys[]).  Only positive facts are kept. */
+#define RP_MEMO_MAX 4096
+static struct {
+    bool on;
+    struct hsearch_data tab;
+    char **keys;
+    size_t n;
+} rp_memo;
+
+void realpath_memo_begin(void) {
+    if (rp_memo.on)
+        return;
+    memset(&rp_memo.tab, 0, sizeof rp_memo.tab);
+    rp_memo.keys = calloc(RP_MEMO_MAX, sizeof *rp_memo.keys);
+    if (!rp_memo.keys)
+        return;
+    if (!hcreate_r(RP_MEMO_MAX * 2, &rp_memo.tab)) {
+        free(rp_memo.keys);
+        rp_memo.keys = NULL;
+        return;
+    }
+    rp_memo.n = 0;
+    rp_memo.on = true;
+}
+
+void realpath_memo_end(void) {
+    if (!rp_memo.on)
+        return;
+    hdestroy_r(&rp_memo.tab);
+    for (size_t i = 0; i < rp_memo.n; i++)
+        free(rp_memo.keys[i]);
+    free(rp_memo.keys);
+    rp_memo.keys = NULL;
+    rp_memo.n = 0;
+    rp_memo.on = false;
+}
+
+static int memo_get(const char *path) {
+    ENTRY e = {.key = (char *)path}, *found;
+    return hsearch_r(e, FIND, &found, &rp_memo.tab) ? (int)(intptr_t)found->data : 0;
+}
+
+static void memo_put(const char *path, int what) {
+    ENTRY e = {.key = (char *)path}, *found;
+    if (hsearch_r(e, FIND, &found, &rp_memo.tab)) {
+        if ((intptr_t)found->data < what)
+            found->data = (void *)(intptr_t)what;
+        return;
+    }
+    if (rp_memo.n >= RP_MEMO_MAX || !(e.key = strdup(path)))
+        return;
+    e.data = (void *)(intptr_t)what;
+    if (!hsearch_r(e, ENTER, &found, &rp_memo.tab)) {
+        free(e.key);
+        return;
+    }
+    rp_memo.keys[rp_memo.n++] = e.key;
+}
+
+/* path (resolved so far) must be a directory: what follows it is "." or
+ * ".." or a trailing slash (realpath says ENOTDIR otherwise). */
+static bool memo_is_dir(const char *path) {
+    if (memo_get(path) == 2)
+        return true;
+    struct stat st;
+    if (stat(path, &st) < 0)
+        return false;
+    if (!S_ISDIR(st.st_mode)) {
+        errno = ENOTDIR;
+        return false;
+    }
+    memo_put(path, 2);
+    return true;
+}
+
+char *realpath_memo(const char *path) {
+    if (!rp_memo.on || !path || path[0] != '/')
+        return realpath(path, NULL);
+    char out[PATH_MAX] = ""; /* resolved so far; "" is "/" */
+    size_t olen = 0;
+    char rest[2 * PATH_MAX], link[PATH_MAX], tmp[2 * PATH_MAX];
+    if (snprintf(rest, sizeof rest, "%s", path) >= (int)sizeof rest) {
+        errno = ENAMETOOLONG;
+        return NULL;
+    }
+    char *p = rest;
+    int links = 0;
+    for (;;) {
+        bool slashed = false;
+        while (*p == '/') {
+            p++;
+            slashed = true;
+        }
+        if (!*p) {
+            if (slashed && olen > 0 && !memo_is_dir(out))
+                return NULL;
+            break;
+        }
+        size_t n = strcspn(p, "/");
+        char *next = p + n;
+        if ((n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.')) {
+            if (olen > 0 && !memo_is_dir(out))
+                return NULL;
+            if (n == 2) {
+                while (olen > 0 && out[olen - 1] != '/')
+                    olen--;
+                if (olen > 0)
+                    olen--;
+                out[olen] = '\0';
+            }
+            p = next;
+            continue;
+        }
+        if (olen + 1 + n >= sizeof out) {
+            errno = ENAMETOOLONG;
+            return NULL;
+        }
+        out[olen] = '/';
+        memcpy(out + olen + 1, p, n);
+        out[olen + 1 + n] = '\0';
+        if (!memo_get(out)) {
+            ssize_t l = readlink(out, link, sizeof link - 1);
+            if (l >= 0) { /* a symlink: its target, then what followed it */
+                if (++links > 40) {
+                    errno = ELOOP;
+                    return NULL;
+                }
+                link[l] = '\0';
+                if (snprintf(tmp, sizeof tmp, "%s%s", link, next) >= (int)sizeof tmp || strlen(tmp) >= sizeof rest) {
+                    errno = ENAMETOOLONG;
+                    return NULL;
+                }
+                memcpy(rest, tmp, strlen(tmp) + 1);
+                p = rest;
+                if (link[0] == '/')
+                    olen = 0;
+                out[olen] = '\0';
+                continue;
+            }
+            if (errno != EINVAL)
+                return NULL;
+            memo_put(out, 1);
+        }
+        olen += 1 + n;
+        p = next;
+    }
+    return strdup(olen ? out : "/");
+}
+
 int path_abs_parent(const char *path, char **ret_path) {
     _cleanup_free_ char *copy = strdup(path);
     if (!copy)
@@ -126,7 +280,7 @@ int path_abs_parent(const char *path, char **ret_path) {
     int r = path_split_last(copy, &parent, &base);
     if (r < 0)
         return r;
-    _cleanup_free_ char *rp = realpath(parent, NULL);
+    _cleanup_free_ char *rp = realpath_memo(parent);
     if (!rp)
         return -errno;
     char *p = path_join(rp, base);
@@ -139,7 +293,7 @@ int path_abs_parent(const char *path, char **ret_path) {
 int path_resolve(const char *path, char **ret) {
     if (path[0] != '/')
         return 0;
-    if ((*ret = realpath(path, NULL)))
+    if ((*ret = realpath_memo(path)))
         return 1;
     _cleanup_free_ char *head = strdup(path);
     if (!head)
@@ -156,7 +310,7 @@ int path_resolve(const char *path, char **ret) {
             head[1] = '\0';
         else
             *slash = '\0';
-        char *real = realpath(head, NULL);
+        char *real = realpath_memo(head);
         if (!real)
             continue;
         char *p = real; /* rest ("/a//b/", below real): plain names, joined one by one */

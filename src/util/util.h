@@ -40,6 +40,18 @@ bool path_overlaps(const char *a, const char *b);
  * .git/modules/M/index, a worktree's .git/worktrees/W/index)? */
 bool path_is_git_index(const char *relpath);
 
+/* realpath(path, NULL), the same result and errno, but between
+ * realpath_memo_begin() and realpath_memo_end() each directory or file
+ * already found to exist and not to be a symlink is not read again (a run's
+ * planning resolves some hundred paths below the same few: HOME's
+ * credential locations, a toolchain's, each system call a few microseconds
+ * on a paravirtualised VM).  A path changed meanwhile is seen as realpath
+ * would have seen it at that fact's time: use it for one pass only, single
+ * threaded (the planning, before any thread starts). */
+void realpath_memo_begin(void);
+void realpath_memo_end(void);
+char *realpath_memo(const char *path);
+
 /* The absolute path of path, which need not exist: its parent directory
  * resolved (it must exist: -errno otherwise), its last component as given
  * (-EINVAL for "", "." or "..").  malloc'd. */

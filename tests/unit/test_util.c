@@ -24,7 +24,74 @@ static void tohex(const unsigned char *d, char out[65]) {
         snprintf(out + 2 * i, 3, "%02x", d[i]);
 }
 
+/* realpath_memo against glibc's realpath: the same result and errno over
+ * a tree of symlinks (absolute, relative, chains, loops, into a file, ..),
+ * cold and then with everything remembered. */
+static void test_realpath_memo(void) {
+    char tmpl[] = "/tmp/pvisor-rpmemo.XXXXXX";
+    char *t = mkdtemp(tmpl);
+    if (!t) {
+        ok(false, "mkdtemp for realpath_memo");
+        return;
+    }
+    char b[PATH_MAX];
+#define MK(fmt, ...) (snprintf(b, sizeof b, fmt, __VA_ARGS__), b)
+    mkdir(MK("%s/d", t), 0755);
+    mkdir(MK("%s/d/e", t), 0755);
+    close(open(MK("%s/d/f", t), O_CREAT | O_WRONLY, 0644));
+    (void)!symlink("d", MK("%s/rel", t));
+    (void)!symlink(MK("%s/d/e", t), MK("%s/abs", t));
+    (void)!symlink("../d/f", MK("%s/d/e/up", t));
+    (void)!symlink("rel/e", MK("%s/chain", t));
+    (void)!symlink("loop2", MK("%s/loop1", t));
+    (void)!symlink("loop1", MK("%s/loop2", t));
+    (void)!symlink("nowhere", MK("%s/dangling", t));
+    (void)!symlink("d/f", MK("%s/tofile", t));
+    (void)!symlink("/", MK("%s/root", t));
+    (void)!symlink(".", MK("%s/dot", t));
+    static const char *const rel[] = {
+        "",          "/",          "/d",          "/d/",      "/d/e",       "/d/f",        "/d/f/",
+        "/d/f/..",   "/d/f/.",     "/d/f/x",      "/d/e/..",  "/d/./e/.",   "/d//e///",    "/rel",
+        "/rel/",     "/rel/e",     "/rel/f",      "/rel/f/",  "/abs",       "/abs/..",     "/abs/up",
+        "/abs/up/",  "/chain/up",  "/chain/../d", "/loop1",   "/loop1/x",   "/dangling",   "/dangling/",
+        "/tofile",   "/tofile/",   "/tofile/..",  "/missing", "/missing/x", "/d/missing",  "/root/tmp",
+        "/root/../", "/dot/dot/d", "/dot/../d",   "/../..",   "/d/e/up/..", "/rel/../rel", "/d/../rel/e/up",
+    };
+    bool same = true;
+    for (int round = 0; round < 3; round++) {
+        if (round == 1)
+            realpath_memo_begin();
+        for (size_t i = 0; i < sizeof rel / sizeof *rel; i++) {
+            char path[PATH_MAX];
+            snprintf(path, sizeof path, "%s%s", t, rel[i]);
+            errno = 0;
+            char *want = realpath(path, NULL);
+            int want_errno = want ? 0 : errno;
+            errno = 0;
+            char *got = realpath_memo(path);
+            int got_errno = got ? 0 : errno;
+            if ((!want) != (!got) || (want && strcmp(want, got) != 0) || (!want && want_errno != got_errno)) {
+                printf("#   round %d %s: realpath %s (%d), realpath_memo %s (%d)\n", round, rel[i], want ? want : "-",
+                       want_errno, got ? got : "-", got_errno);
+                same = false;
+            }
+            free(want);
+            free(got);
+        }
+    }
+    realpath_memo_end();
+    ok(same, "realpath_memo gives realpath's result and errno, cold and remembered");
+    char *r = realpath_memo("relative");
+    ok(!r || r[0] == '/', "realpath_memo of a relative path is realpath's");
+    free(r);
+    char cmd[PATH_MAX + 16];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", t);
+    (void)!system(cmd);
+#undef MK
+}
+
 int main(void) {
+    test_realpath_memo();
     uint64_t v = 0;
     ok(parse_size("0", 0, 10, &v) == 0 && v == 0, "parse_size 0");
     ok(parse_size("512M", 1, UINT64_MAX, &v) == 0 && v == 512ULL << 20, "parse_size 512M");
