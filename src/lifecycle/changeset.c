@@ -127,11 +127,12 @@ fail:
     return r;
 }
 
-/* ---- origin map (rename detection) ---- */
+/* ---- origin map (copied-up directories, rename detection) ---- */
 
 struct ino_pair {
     uint64_t upper, lower;
     size_t seq;
+    bool hidden; /* a copy of lower that the view showed by its own number (another copy showed lower) */
 };
 
 static int cmp_pair_seq(const void *a, const void *b) {
@@ -146,40 +147,44 @@ static int cmp_pair(const void *a, const void *b) {
     return x->upper < y->upper ? -1 : x->upper > y->upper;
 }
 
-static int origin_load(int stage_dir_fd, int upper_fd, struct ino_pair **ret, size_t *ret_n, bool *ret_usable) {
+/* The map of this upper (stage_origin_header_check: the file system and
+ * upper/ it names are these), sorted by upper inode, the last line of
+ * each upper inode kept.  *ret_usable false: no map of this upper;
+ * *ret_legacy: a map begun by an older pvisor (version 1), which has no
+ * line for a copy-up whose lower number another copy-up had taken. */
+static int origin_load(int stage_dir_fd, int upper_fd, struct ino_pair **ret, size_t *ret_n, bool *ret_usable,
+                       bool *ret_legacy) {
     *ret = NULL;
     *ret_n = 0;
     *ret_usable = false;
+    *ret_legacy = false;
     _cleanup_free_ char *buf = NULL;
     size_t len = 0;
     int r = read_file_at(stage_dir_fd, "origin", ORIGIN_MAX, &buf, &len);
     if (r < 0)
         return r == -ENOENT || r == -EFBIG ? 0 : r;
-    struct stat ust;
-    if (fstat(upper_fd, &ust) < 0)
-        return -errno;
-    unsigned long long dev = 0;
-    if (sscanf(buf, "pvisor-origin 1 dev=%llu", &dev) != 1 || dev != (unsigned long long)ust.st_dev)
+    char *nl = memchr(buf, '\n', len);
+    if (!nl)
         return 0;
+    bool legacy = false;
+    r = stage_origin_header_check(upper_fd, buf, (size_t)(nl - buf), &legacy);
+    if (r <= 0)
+        return r;
     *ret_usable = true;
+    *ret_legacy = legacy;
     /* a last line without its newline was cut by a crash: not taken (as
      * the stage's own loader does), a number in it may be cut short */
-    char *end = memrchr(buf, '\n', len);
-    if (end)
-        end[1] = '\0';
     size_t n = 0, cap = 0;
     struct ino_pair *v = NULL;
-    char *save = NULL;
-    char *line = strtok_r(buf, "\n", &save); /* header */
-    while ((line = strtok_r(NULL, "\n", &save))) {
-        unsigned long long u = 0, l = 0;
-        char dash = 0;
-        if (sscanf(line, "%llu %llu", &u, &l) == 2) {
-        } else if (sscanf(line, "%llu %c", &u, &dash) == 2 && dash == '-') {
-            l = 0;
-        } else {
+    for (char *line = nl + 1; line < buf + len;) {
+        char *end = memchr(line, '\n', (size_t)(buf + len - line));
+        if (!end)
+            break;
+        uint64_t u, l;
+        int k = stage_origin_parse_line(line, (size_t)(end - line), &u, &l);
+        line = end + 1;
+        if (k < 0)
             continue;
-        }
         if (n == cap) {
             cap = cap ? 2 * cap : 64;
             if (cap > LC_MAX_ENTRIES)
@@ -191,7 +196,7 @@ static int origin_load(int stage_dir_fd, int upper_fd, struct ino_pair **ret, si
             }
             v = nv;
         }
-        v[n] = (struct ino_pair){u, l, n};
+        v[n] = (struct ino_pair){u, l, n, k == STAGE_ORIGIN_HIDDEN};
         n++;
     }
     /* later lines win: sort by (upper ino, line number), keep the last */
@@ -214,17 +219,21 @@ static int origin_load(int stage_dir_fd, int upper_fd, struct ino_pair **ret, si
     *ret_n = k;
     return 0;
 }
-static uint64_t origin_lookup(const struct ino_pair *v, size_t n, uint64_t upper) {
-    struct ino_pair key = {upper, 0, 0};
+
+/* The lower inode upper was copied up from, 0: none.  shown_only: only
+ * a copy the view showed as that number (one number, one object: what
+ * the journal's inode numbers can be matched with). */
+static uint64_t origin_lookup(const struct ino_pair *v, size_t n, uint64_t upper, bool shown_only) {
+    struct ino_pair key = {upper, 0, 0, false};
     const struct ino_pair *p = n ? bsearch(&key, v, n, sizeof *v, cmp_pair) : NULL;
-    return p ? p->lower : 0;
+    return p && !(shown_only && p->hidden) ? p->lower : 0;
 }
 
-/* Is lower the origin of some upper object?  The map keys the lower by
- * inode number alone, and the overlay records a copy-up's origin only
- * when no other copy-up took that number (copyup.c): where two file
- * systems are mounted in the workspace (two tmpfs, both with root inode
- * 1), the second directory copied up gets none. */
+/* Is lower the origin of some upper object?  Only for a map begun by an
+ * older pvisor (legacy): its overlay recorded a copy-up's origin only when
+ * no other copy-up took that number (copyup.c): where two file systems are
+ * mounted in the workspace (two tmpfs, both with root inode 1), the
+ * second directory copied up got none. */
 static bool origin_lower_taken(const struct ino_pair *v, size_t n, uint64_t lower) {
     for (size_t i = 0; i < n; i++)
         if (v[i].lower == lower)
@@ -242,7 +251,8 @@ struct walk {
     size_t visited;
     const struct ino_pair *orig; /* origin map, sorted by upper inode */
     size_t n_orig;
-    bool origin_usable; /* the map belongs to this upper (same device) */
+    bool origin_usable; /* the map belongs to this upper (its file system and directory) */
+    bool origin_legacy; /* ... and began as a version 1 map (origin_load) */
     char **ours;        /* directories created by earlier --path applies, sorted */
     size_t n_ours;
     char path[LC_MAX_PATH + 2];
@@ -909,19 +919,22 @@ static int visit(struct walk *w, int upper_dirfd, int lower_dirfd, bool parent_o
      * copied from the lower.  If the agent created it instead (no origin,
      * or opaque), the lower directory appeared after the run:
      * a path the agent created exists in the workspace now, a conflict --
-     * unless an earlier `apply --path` of this stage created it.  No
-     * origin where the lower's inode number is another copy-up's origin
-     * is the overlay's (it records one origin per number, across the file
-     * systems mounted in the workspace), not the agent's: only on another
-     * file system than the workspace's, where numbers repeat.  On the
-     * workspace's own, a number is one object's, and a directory the user
-     * made after the run may well have the number of a file the agent
-     * copied up and the user then deleted (tested: the conflict stays). */
+     * unless an earlier `apply --path` of this stage created it.  A map
+     * begun by an older pvisor (legacy) has no line for a copy-up whose
+     * lower number another copy-up had (it recorded one origin per number,
+     * across the file systems mounted in the workspace): there no origin
+     * where the lower's number is another copy-up's origin is the
+     * overlay's, not the agent's, but only on another file system than
+     * the workspace's, where numbers repeat.  On the workspace's own, a
+     * number is one object's, and a directory the user made after the run
+     * may well have the number of a file the agent copied up and the user
+     * then deleted (tested: the conflict stays). */
     bool created_twice = false;
     if (kind == LC_MODIFIED && nt == LC_DIR && w->origin_usable &&
         !lc_preimage_find(w->cs->pre, w->cs->n_pre, w->path) &&
-        (opaque || (origin_lookup(w->orig, w->n_orig, (uint64_t)ust.st_ino) == 0 &&
-                    !(lst.st_dev != w->ws_dev && origin_lower_taken(w->orig, w->n_orig, (uint64_t)lst.st_ino)))) &&
+        (opaque || (origin_lookup(w->orig, w->n_orig, (uint64_t)ust.st_ino, false) == 0 &&
+                    !(w->origin_legacy && lst.st_dev != w->ws_dev &&
+                      origin_lower_taken(w->orig, w->n_orig, (uint64_t)lst.st_ino)))) &&
         !(w->n_ours && bsearch(&(const char *){w->path}, w->ours, w->n_ours, sizeof *w->ours, lc_cmp_strp))) {
         created_twice = true;
         kind = LC_ADDED;
@@ -985,7 +998,7 @@ static int visit(struct walk *w, int upper_dirfd, int lower_dirfd, bool parent_o
          * directory the user removed, holding only the agent's additions. */
         uint64_t lino =
             kind == LC_ADDED && nt == LC_DIR && !opaque && !parent_opaque && !e->conflict && w->origin_usable
-                ? origin_lookup(w->orig, w->n_orig, (uint64_t)ust.st_ino)
+                ? origin_lookup(w->orig, w->n_orig, (uint64_t)ust.st_ino, false)
                 : 0;
         bool moved = false;
         for (size_t k = 0; lino && k < w->cs->n_pre && !moved; k++)
@@ -1279,7 +1292,7 @@ static void detect_renames(struct lc_changeset *cs, const struct ino_pair *orig,
         struct lc_entry *e = &cs->entries[i];
         if (e->kind != LC_ADDED || !e->upper_ino)
             continue;
-        uint64_t lino = origin_lookup(orig, n_orig, e->upper_ino);
+        uint64_t lino = origin_lookup(orig, n_orig, e->upper_ino, true);
         if (!lino)
             continue;
         struct lc_preimage key = {.ino = lino};
@@ -1405,7 +1418,7 @@ int lc_changeset_load(struct lc_stage *st, struct lc_changeset **ret_cs) {
     cs->keep_owners = w->keep_owners;
     w->index_budget = LC_GIT_INDEX_READ_TOTAL;
     w->path[0] = '\0';
-    r = origin_load(st->dir_fd, st->upper_fd, &orig, &n_orig, &w->origin_usable);
+    r = origin_load(st->dir_fd, st->upper_fd, &orig, &n_orig, &w->origin_usable, &w->origin_legacy);
     if (r < 0)
         goto fail;
     w->orig = orig;

@@ -418,8 +418,11 @@ static int copy_small(int sdir, int ddir, const char *name, bool required) {
     return lc_copy_fd(in, out, UINT64_MAX, UINT64_MAX, NULL);
 }
 
-/* Write the origin map of a copy: src upper inode numbers translated. */
-static int write_origin(int sdir, int ddir, int dst_upper, const struct copy *c) {
+/* Write the origin map of a copy: src upper inode numbers translated,
+ * under a header naming the copy's upper (dst_upper) and its file system.
+ * A source map of another upper (stage_origin_header_check) gives an
+ * empty one, as none does. */
+static int write_origin(int sdir, int src_upper, int ddir, int dst_upper, const struct copy *c) {
     _cleanup_free_ char *txt = NULL;
     size_t len = 0;
     int r = read_file_at(sdir, "origin", 256u << 20, &txt, &len);
@@ -431,9 +434,18 @@ static int write_origin(int sdir, int ddir, int dst_upper, const struct copy *c)
      * saw it") and whose review lost its renames */
     if (r < 0 && r != -ENOENT && r != -EFBIG)
         return r;
-    struct stat ust;
-    if (fstat(dst_upper, &ust) < 0)
-        return -errno;
+    bool same = false, legacy = false;
+    char *nl = r == 0 ? memchr(txt, '\n', len) : NULL;
+    if (nl) {
+        int h = stage_origin_header_check(src_upper, txt, (size_t)(nl - txt), &legacy);
+        if (h < 0)
+            return h;
+        same = h > 0;
+    }
+    char hdr[STAGE_ORIGIN_HEADER_MAX];
+    int m = stage_origin_header(dst_upper, same && legacy, hdr, sizeof hdr);
+    if (m < 0)
+        return m;
     _cleanup_fclose_ FILE *f = NULL;
     int fd = openat(ddir, "origin", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0)
@@ -443,27 +455,23 @@ static int write_origin(int sdir, int ddir, int dst_upper, const struct copy *c)
         close(fd);
         return -errno;
     }
-    fprintf(f, "pvisor-origin 1 dev=%llu\n", (unsigned long long)ust.st_dev);
-    if (r == 0) {
-        char *save = NULL;
-        char *line = strtok_r(txt, "\n", &save); /* source header: same device, else ignored below */
-        unsigned long long dev = 0;
-        struct stat sst;
-        bool same = line && sscanf(line, "pvisor-origin 1 dev=%llu", &dev) == 1 && fstat(sdir, &sst) == 0 &&
-                    dev == (unsigned long long)sst.st_dev;
-        while (same && (line = strtok_r(NULL, "\n", &save))) {
-            unsigned long long u, l;
-            char dash;
-            if (sscanf(line, "%llu %llu", &u, &l) == 2) {
-                const struct ino_link *k = map_find(c, u); /* the index: not a scan per line */
-                if (k && k->dst)
-                    fprintf(f, "%llu %llu\n", (unsigned long long)k->dst, l);
-            } else if (sscanf(line, "%llu %c", &u, &dash) == 2 && dash == '-') {
-                const struct ino_link *k = map_find(c, u);
-                if (k)
-                    fprintf(f, "%llu -\n", (unsigned long long)k->dst);
-            }
-        }
+    fputs(hdr, f);
+    /* a last line without its newline (a crash's) is not taken */
+    for (char *line = nl ? nl + 1 : NULL; same && line < txt + len;) {
+        char *end = memchr(line, '\n', (size_t)(txt + len - line));
+        if (!end)
+            break;
+        uint64_t u, l;
+        int k = stage_origin_parse_line(line, (size_t)(end - line), &u, &l);
+        line = end + 1;
+        const struct ino_link *ln = k > 0 ? map_find(c, u) : NULL; /* the index: not a scan per line */
+        if (!ln || !ln->dst)
+            continue;
+        if (k == STAGE_ORIGIN_FORGET)
+            fprintf(f, "%llu -\n", (unsigned long long)ln->dst);
+        else
+            fprintf(f, "%llu %llu%s\n", (unsigned long long)ln->dst, (unsigned long long)l,
+                    k == STAGE_ORIGIN_HIDDEN ? " +" : "");
     }
     if (fflush(f) != 0) /* durable with the rest of the copy (syncfs) */
         return -errno;
@@ -504,7 +512,7 @@ static int copy_stage_content(int src, int dst, bool with_version, bool sync, ui
     if (r == 0 && with_version)
         r = copy_small(src, dst, "version", true);
     if (r == 0)
-        r = write_origin(src, dst, du, &c);
+        r = write_origin(src, su, dst, du, &c);
     if (r == 0 && sync && syncfs(du) < 0)
         r = -errno;
     if (r == 0 && sync && (fsync(du) < 0 || fsync(dst) < 0))

@@ -770,9 +770,9 @@ int ov_copy_up_entry(struct ov *ov, int pfd, const char *relpath, const char *na
         goto fail;
     /* An upper copy of this lower inode exists already (a name the host
      * linked to the file after another name was copied up, or one the alias
-     * walk missed): this one is another file and keeps its own number. */
-    if (!stage_origin_lower_mapped(ov->stage, lst.st_ino) &&
-        (r = stage_origin_add(ov->stage, tst.st_ino, lst.st_ino)) < 0)
+     * walk missed): this one is another file and keeps its own number
+     * (the map records it as not shown: review knows it was copied up). */
+    if ((r = stage_origin_add(ov->stage, tst.st_ino, lst.st_ino)) < 0)
         goto fail;
     if (S_ISREG(lst.st_mode) && lst.st_nlink > 1)
         ov_shared_add(ov, ov_upper_ino(ov, tst.st_ino)); /* the copy's number in the view */

@@ -38,12 +38,16 @@ struct stage {
     int journal_fd;          /* O_APPEND; writes under lock */
     int origin_fd;           /* O_APPEND; writes under lock */
     struct str_set recorded; /* under lock */
-    struct ino_map origins;  /* under lock */
+    struct ino_map origins;  /* under lock: upper inode -> lower inode it shows (its copy-up's origin) */
+    struct ino_map hidden;   /* under lock: upper inode -> lower inode it is a copy of, not shown (taken) */
     struct ino_map lowers;   /* under lock: lower inode -> how many live upper inodes origins maps to it */
 };
 
 int stage_journal_load(struct stage *s);
-int stage_origin_load(struct stage *s, uint64_t upper_dev);
+/* Load the origin map of s->upper_fd (a map of another file system or
+ * directory is discarded; a version 1 map is rewritten as version 2) and
+ * keep it open for appending (s->origin_fd). */
+int stage_origin_load(struct stage *s);
 void stage_maps_free(struct stage *s);
 
 #endif

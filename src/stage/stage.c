@@ -414,13 +414,10 @@ static int stage_open_impl(struct stage *s, const char *path, const char *worksp
     r = remove_tree_contents(s->work_fd, 4096);
     if (r < 0)
         return r;
-    struct stat ust;
-    if (fstat(s->upper_fd, &ust) < 0)
-        return -errno;
     r = stage_journal_load(s);
     if (r < 0)
         return r;
-    r = stage_origin_load(s, (uint64_t)ust.st_dev);
+    r = stage_origin_load(s);
     if (r < 0)
         return r;
     s->journal_fd = openat(s->dir_fd, "journal", O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
@@ -492,13 +489,10 @@ static int throwaway_open_impl(struct stage *s, const char *path) {
     s->work_fd = openat(s->dir_fd, "work", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
     if (s->upper_fd < 0 || s->work_fd < 0)
         return -errno;
-    struct stat ust;
-    if (fstat(s->upper_fd, &ust) < 0)
-        return -errno;
     s->journal_fd = openat(s->dir_fd, "journal", O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (s->journal_fd < 0)
         return -errno;
-    return stage_origin_load(s, (uint64_t)ust.st_dev);
+    return stage_origin_load(s);
 }
 
 int stage_open_throwaway(const char *path, struct stage **ret_stage) {

@@ -20,6 +20,7 @@
 #define PVISOR_STAGE_STAGE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define STAGE_FORMAT_VERSION 1
@@ -102,8 +103,13 @@ int stage_journal_append(struct stage *s, const struct stage_preimage *rec);
 
 /* Inode-origin map (side file 'origin'): upper st_ino -> lower st_ino for
  * objects copied up from the lower, so st_ino stays stable across copy-up
- * and across reopening the stage.  origin_add appends (strict: synced);
- * origin_forget records that the upper inode is gone (it may be reused). */
+ * and across reopening the stage, and review can tell a directory copied
+ * up from the workspace from one the command made.  origin_add appends
+ * (strict: synced) and records every copy-up; a copy of a lower number a
+ * live copy shows already (two file systems in the workspace, whose
+ * numbers repeat) is recorded as not shown: stage_origin_get does not
+ * answer for it, and the view gives it its own number.  origin_forget
+ * records that the upper inode is gone (it may be reused). */
 int stage_origin_add(struct stage *s, uint64_t upper_ino, uint64_t lower_ino);
 int stage_origin_forget(struct stage *s, uint64_t upper_ino);
 bool stage_origin_get(struct stage *s, uint64_t upper_ino, uint64_t *ret_lower_ino);
@@ -112,6 +118,38 @@ bool stage_origin_get(struct stage *s, uint64_t upper_ino, uint64_t *ret_lower_i
  * lower object still having that number (a name of it the host made or
  * moved there after the copy-up) must not. */
 bool stage_origin_lower_mapped(struct stage *s, uint64_t lower_ino);
+
+/* The origin map's text (docs/stage-format.md, "origin"), shared by the
+ * run's loader, the review (lifecycle/changeset.c) and the copies of
+ * checkpoints and forks.  Its header names the file system of upper/ by
+ * an identity that survives a remount (statfs's f_fsid, else the file
+ * system's UUID, else st_dev) and upper/'s own inode number: the map's
+ * numbers mean something only for that directory on that file system. */
+#define STAGE_ORIGIN_HEADER_MAX 256
+
+/* The header line (with its newline) of a map of the upper directory
+ * upper_fd into buf.  legacy: the map began as a version 1 map, which has
+ * no line for a copy whose lower number another copy showed.  Returns the
+ * length, or -errno (fstat/fstatfs of upper_fd; -EOVERFLOW: size). */
+int stage_origin_header(int upper_fd, bool legacy, char *buf, size_t size);
+
+/* Is line (len bytes, the map's first line without its newline) the
+ * header of a map of upper_fd?  1: yes, and *ret_legacy says whether the
+ * map may lack lines as a version 1 map does (a version 1 header, which
+ * names st_dev alone, or a version 2 one marked legacy); 0: no (another
+ * file system or directory, an unknown version, a malformed header);
+ * -errno: upper_fd could not be examined. */
+int stage_origin_header_check(int upper_fd, const char *line, size_t len, bool *ret_legacy);
+
+enum stage_origin_line {
+    STAGE_ORIGIN_SHOWN = 1, /* "U L": the view shows U as L */
+    STAGE_ORIGIN_HIDDEN,    /* "U L +": U is a copy of L, shown by its own number */
+    STAGE_ORIGIN_FORGET,    /* "U -": U is gone */
+};
+/* Parse one map line after the header (len bytes, without its newline):
+ * an enum stage_origin_line with *ret_upper and *ret_lower (0 for
+ * FORGET), or -EINVAL. */
+int stage_origin_parse_line(const char *line, size_t len, uint64_t *ret_upper, uint64_t *ret_lower);
 
 /* Make everything durable (upper files and dirs, journal, origin map, and
  * a new stage's layout when it was created unflushed) and publish the

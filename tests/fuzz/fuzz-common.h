@@ -14,6 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "stage/stage.h"
+
 /* The input's parts, split at FUZZ_SEP (seeds: tests/fuzz/seeds.sh). */
 #define FUZZ_SEP "\n--8<--\n"
 #define FUZZ_MAX_PARTS 8
@@ -71,23 +73,39 @@ static inline void fuzz_put(int dirfd, const char *name, const void *p, size_t n
     close(fd);
 }
 
-/* The same, with every "dev=@" replaced by "dev=<dev>" (an origin map's
- * header names the upper's st_dev, which no input can guess). */
-static inline void fuzz_put_dev(int dirfd, const char *name, const uint8_t *p, size_t n, uint64_t dev) {
-    char num[32];
-    int nl = snprintf(num, sizeof num, "%llu", (unsigned long long)dev);
-    char *out = malloc(n * (size_t)nl + 1), *o = out;
+/* The same, an origin map: "dev=@" becomes "dev=<st_dev>" of upper_fd (a
+ * version 1 header names it), and "@V2@" and "@V2L@" its version 2 header
+ * (the latter marked legacy), without the newline: the header names upper/
+ * and its file system, which no input can guess. */
+static inline void fuzz_put_origin(int dirfd, const char *name, const uint8_t *p, size_t n, int upper_fd) {
+    struct stat st;
+    char num[32], v2[STAGE_ORIGIN_HEADER_MAX], v2l[STAGE_ORIGIN_HEADER_MAX];
+    int h2 = stage_origin_header(upper_fd, false, v2, sizeof v2);
+    int h2l = stage_origin_header(upper_fd, true, v2l, sizeof v2l);
+    if (fstat(upper_fd, &st) < 0 || h2 <= 0 || h2l <= 0)
+        abort();
+    int nl = snprintf(num, sizeof num, "%llu", (unsigned long long)st.st_dev);
+    static const char *const keys[] = {"dev=@", "@V2@", "@V2L@"};
+    const char *vals[] = {num, v2, v2l};
+    size_t vlen[] = {(size_t)nl, (size_t)h2 - 1, (size_t)h2l - 1};
+    char *out = malloc(n * STAGE_ORIGIN_HEADER_MAX + 1), *o = out;
     if (!out)
         abort();
     for (size_t i = 0; i < n; i++) {
-        if (i + 5 <= n && memcmp(p + i, "dev=@", 5) == 0) {
-            memcpy(o, "dev=", 4);
-            memcpy(o + 4, num, (size_t)nl);
-            o += 4 + nl;
-            i += 4;
+        size_t k = 0;
+        while (k < 3 && !(i + strlen(keys[k]) <= n && memcmp(p + i, keys[k], strlen(keys[k])) == 0))
+            k++;
+        if (k == 3) {
+            *o++ = (char)p[i];
             continue;
         }
-        *o++ = (char)p[i];
+        if (k == 0) {
+            memcpy(o, "dev=", 4);
+            o += 4;
+        }
+        memcpy(o, vals[k], vlen[k]);
+        o += vlen[k];
+        i += strlen(keys[k]) - 1;
     }
     fuzz_put(dirfd, name, out, (size_t)(o - out));
     free(out);

@@ -1,7 +1,8 @@
 /* fuzz_journal: the preimage journal and STAGE/apply-written as review,
  * diff and apply read them (lc_journal_load), and the journal and the
  * origin map as a run reopening the stage reads them (stage_journal_load,
- * stage_origin_load).  Input: journal, apply-written, origin (FUZZ_SEP). */
+ * stage_origin_load).  Input: journal, apply-written, origin (FUZZ_SEP;
+ * "@V2@", "@V2L@" and "dev=@" in it: fuzz_put_origin). */
 #include "fuzz-common.h"
 
 #include "lifecycle/lc-internal.h"
@@ -32,19 +33,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         lc_preimages_free(v, nv);
     }
 
-    /* the run's side: a struct stage as stage_open_for_run leaves it */
+    /* the run's side: a struct stage as stage_open_for_run leaves it (the
+     * scratch directory stands for upper/: the map's header names it) */
     struct stage s = {
-        .dir_fd = dir_fd, .upper_fd = -1, .work_fd = -1, .lock_fd = -1, .journal_fd = -1, .origin_fd = -1};
+        .dir_fd = dir_fd, .upper_fd = dir_fd, .work_fd = -1, .lock_fd = -1, .journal_fd = -1, .origin_fd = -1};
     pthread_mutex_init(&s.lock, NULL);
     (void)stage_journal_load(&s);
-    struct stat st;
-    if (fstat(dir_fd, &st) < 0)
-        abort();
-    fuzz_put_dev(dir_fd, "origin", part[2].p, n > 2 ? part[2].n : 0, (uint64_t)st.st_dev);
-    if (stage_origin_load(&s, (uint64_t)st.st_dev) == 0) {
+    fuzz_put_origin(dir_fd, "origin", part[2].p, n > 2 ? part[2].n : 0, dir_fd);
+    if (stage_origin_load(&s) == 0) {
         uint64_t l;
-        for (uint64_t u = 0; u < 64; u++)
+        for (uint64_t u = 0; u < 64; u++) {
             (void)stage_origin_get(&s, u, &l);
+            /* another copy of a number shown already is recorded, not shown */
+            if (u > 0 && u < 4 && stage_origin_lower_mapped(&s, u) && !stage_origin_get(&s, 1000 + u, &l) &&
+                stage_origin_add(&s, 1000 + u, u) == 0 && stage_origin_get(&s, 1000 + u, &l))
+                abort();
+            (void)stage_origin_forget(&s, u);
+        }
         (void)stage_origin_lower_mapped(&s, 1);
         (void)stage_journal_contains(&s, "a");
     }

@@ -4,8 +4,8 @@
  * apply-written, apply-created, apply-intent), the changeset ID and
  * STAGE/reviewed (lc_review_record_read), the intent (lc_intent_load) and
  * the resume's classification of the workspace (lc_apply_classify, which
- * writes nothing).  Input parts (FUZZ_SEP): journal, origin ("dev=@" is the
- * upper's device), apply-written, apply-created, apply-intent, reviewed,
+ * writes nothing).  Input parts (FUZZ_SEP): journal, origin ("@V2@",
+ * "@V2L@", "dev=@": fuzz_put_origin), apply-written, apply-created, apply-intent, reviewed,
  * meta.json (empty: a valid one). */
 #include "fuzz-common.h"
 
@@ -82,11 +82,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         setup();
     struct fuzz_part part[7];
     size_t n = fuzz_split(data, size, part, 7);
-    struct stat ust;
-    if (fstatat(stage_fd, "upper", &ust, 0) < 0)
+    static int upper_fd = -1;
+    if (upper_fd < 0 && (upper_fd = openat(stage_fd, "upper", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
         abort();
     fuzz_put(stage_fd, "journal", part[0].p, part[0].n);
-    fuzz_put_dev(stage_fd, "origin", part[1].p, n > 1 ? part[1].n : 0, (uint64_t)ust.st_dev);
+    fuzz_put_origin(stage_fd, "origin", part[1].p, n > 1 ? part[1].n : 0, upper_fd);
     fuzz_put(stage_fd, LC_APPLY_WRITTEN, n > 2 ? part[2].p : NULL, part[2].n);
     fuzz_put(stage_fd, LC_APPLY_CREATED, n > 3 ? part[3].p : NULL, part[3].n);
     fuzz_put(stage_fd, LC_APPLY_INTENT, n > 4 ? part[4].p : NULL, part[4].n);

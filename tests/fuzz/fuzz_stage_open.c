@@ -2,7 +2,7 @@
  * version, meta.json, the journal, the origin map, the markers) and
  * probed by status (stage_probe_state).  Input parts (FUZZ_SEP): version,
  * meta.json ("@WS@" is the workspace the run names), journal, origin
- * ("dev=@" is the upper's device), then a byte whose bits make the
+ * ("@V2@", "@V2L@", "dev=@": fuzz_put_origin), then a byte whose bits make the
  * markers sealed, applied, dropped, apply-intent. */
 #include "fuzz-common.h"
 
@@ -45,10 +45,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         free(out);
     }
     fuzz_put(dir_fd, "journal", part[2].p, n > 2 ? part[2].n : 0);
-    struct stat ust;
-    if (fstatat(dir_fd, "upper", &ust, 0) < 0)
+    static int upper_fd = -1;
+    if (upper_fd < 0 && (upper_fd = openat(dir_fd, "upper", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
         abort();
-    fuzz_put_dev(dir_fd, "origin", part[3].p, n > 3 ? part[3].n : 0, (uint64_t)ust.st_dev);
+    fuzz_put_origin(dir_fd, "origin", part[3].p, n > 3 ? part[3].n : 0, upper_fd);
     unsigned bits = n > 4 && part[4].n ? part[4].p[0] : 1;
     static const char *const markers[] = {"sealed", "applied", "dropped", "apply-intent"};
     for (unsigned i = 0; i < 4; i++)

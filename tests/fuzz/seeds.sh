@@ -7,7 +7,10 @@ sep='
 --8<--
 '
 mkdir -p "$out/journal" "$out/git_index" "$out/stage" "$out/stage_open" "$out/xattr"
-origin=$(sed '1s/dev=[0-9]*/dev=@/' "$stage/origin")
+# the header names the stage's upper/ and file system: the harnesses write
+# this upper's (fuzz-common.h, fuzz_put_origin)
+origin=$(sed -e '1s/^pvisor-origin 2 .* legacy$/@V2L@/' -e '1s/^pvisor-origin 2 .*/@V2@/' -e '1s/dev=[0-9]*/dev=@/' \
+  "$stage/origin")
 written=$(cat "$stage/apply-written" 2>/dev/null || true)
 created=$(tr '\0' '\n' < "$stage/apply-created" 2>/dev/null || true)
 intent='{"format":1,"apply_id":"0123456789abcdef","subset":false,"entries":[{"path":"a","old":{"type":"reg","mode":420,"sha256":"'$(printf 'old a\n' | sha256sum | cut -c1-64)'"},"new":{"type":"reg","mode":420,"atime":[1,0],"mtime":[1,0]}},{"path":"d/g","old":null,"new":{"type":"dir","mode":493,"atime":[1,0],"mtime":[1,0]}},{"path":"l","old":{"type":"lnk","mode":511},"new":{"type":"lnk","mode":511,"atime":[1,0],"mtime":[1,0],"target":"n"}},{"path":"b","old":{"type":"reg","mode":420},"new":null},{"path":null,"path_hex":"ff79","old":null,"new":{"type":"reg","mode":420,"atime":[1,0],"mtime":[1,0]}}],"unlocked":[{"path":".","mode":365,"dev":0,"ino":0}]}'

@@ -239,6 +239,116 @@ if [ -d "$M/b/flags" ] && command -v btrfs >/dev/null; then
     export XDG_STATE_HOME="$T/state"
 fi
 
+# --- the stage's file system mounted again (another st_dev) -------------------
+# The origin map (docs/stage-format.md) named the stage's file system by its
+# st_dev, which a btrfs gets anew at each mount (a reboot, a remount) and
+# an xfs with its device (a loop image attached to another loop device,
+# disks numbered in another order at boot). A map of another st_dev was not
+# used: the review of a stage not run again since lost its renames and
+# the conflict of a directory the user removed after the run (apply then
+# made it again, with only the agent's files in it), and a run reopening
+# the stage discarded it, after which the review called each directory an
+# earlier run had added files to "exists in the workspace but the agent
+# never saw it", a conflict for which apply refused the whole stage.
+# remount_other_dev FS IMG DIR: unmount DIR and mount IMG there again with
+# another st_dev (a tmpfs, or a loop device, holds the one it had)
+remount_other_dev() {
+    _before=$(stat -c %d "$3")
+    for _i in 1 2 3 4 5; do
+        umount "$3" || return 1
+        mkdir -p "$T/holder$_i"
+        if [ "$1" = xfs ]; then
+            truncate -s 1M "$T/img/holder$_i" && losetup -f "$T/img/holder$_i" &&
+                at_exit "losetup -j '$T/img/holder$_i' | cut -d: -f1 | xargs -r losetup -d"
+        else
+            mount -t tmpfs -o size=1m tmpfs "$T/holder$_i" && _mounts="$T/holder$_i $_mounts"
+        fi
+        mount -o loop "$2" "$3" || return 1
+        [ "$(stat -c %d "$3")" != "$_before" ] && return 0
+    done
+    return 1
+}
+# conflicts REVIEW.JSON: each conflict's path and the first word of its reason
+conflicts() {
+    jq -r '[.changeset.changes[] | select(.conflict) | "\(.path)=\(.conflict | split(" ") | .[0])"] | join(" ")' "$1"
+}
+for fs in btrfs xfs; do
+    if ! have $fs; then
+        skip "the stage's $fs mounted again" "no $fs (kernel or mkfs.$fs)"
+        continue
+    fi
+    mkfs_mount "re$fs" $fs 320 || { not_ok "mount a $fs"; continue; }
+    R="$M/re$fs"; W="$R/ws"; S="$R/st"
+    # an xfs's f_fsid is its device number: the map names it by its UUID
+    if [ $fs = xfs ] && ! python3 -c 'import fcntl, os, sys
+fcntl.ioctl(os.open(sys.argv[1], os.O_RDONLY), 0x80111500, bytes(17))' "$R" 2>/dev/null; then
+        skip "the stage's xfs mounted again" "the kernel gives no xfs UUID (FS_IOC_GETFSUUID, Linux 6.5)"
+        continue
+    fi
+    mkdir -p "$W/d" "$W/gone" "$W/gone2" "$W/keep"; echo a > "$W/d/a"; echo g > "$W/gone/g"; echo f > "$W/f"
+    echo h > "$W/host"; echo m > "$W/mv"; echo k > "$W/keep/k"
+    (cd "$W" && P run --stage "$S" -- sh -c 'echo n > d/new; echo n > gone/new; echo n > gone2/new; echo F >> f
+        echo H >> host; mv mv moved; stat -c %i d keep/k' >"$T/re1.out" 2>&1); rc1=$?
+    if ! remount_other_dev $fs "$T/img/re$fs.img" "$R"; then
+        not_ok "the stage's $fs mounted again with another st_dev"
+        continue
+    fi
+    # after the run, on the host: a directory the agent added a file to is
+    # removed, and a file the agent changed is changed
+    rm -r "$W/gone"; echo host >> "$W/host"
+    P status --review --stage "$S" --json > "$T/re.json" 2>&1
+    eq "$rc1:$(conflicts "$T/re.json"):$(jq -r '.changeset.changes[] | select(.path == "moved") | .renamed_from' "$T/re.json")" \
+        "0:gone=removed host=content:mv" \
+        "the stage's $fs mounted again (another st_dev): the review still names the real conflicts (a directory removed since the run, a file changed since) and the rename"
+    # the stage reopened by another run, which also removes gone2 on the
+    # host meanwhile (after the agent added a file to it)
+    rm -r "$W/gone2"
+    (cd "$W" && P run --stage "$S" -- sh -c 'echo k >> keep/k; stat -c %i d keep/k' >"$T/re2.out" 2>&1); rc2=$?
+    P status --review --stage "$S" --json > "$T/re.json" 2>&1
+    eq "$rc2:$(conflicts "$T/re.json")" "0:gone=removed gone2=removed host=content" \
+        "  run again over it: no spurious conflict (d is a directory the agent saw), the real ones stay"
+    eq "$(tail -n 2 "$T/re2.out" | tr '\n' ' ')" "$(tail -n 2 "$T/re1.out" | tr '\n' ' ')" \
+        "  the view's inode numbers of copied-up objects are those of the first run"
+    (cd "$W" && P apply --stage "$S" --path d --path f --path moved --path mv --path keep >/dev/null 2>"$T/re.err"); rc=$?
+    eq "$rc:$(cat "$W/d/new" "$W/f" "$W/moved" "$W/keep/k" | tr '\n' ' ')" "0:n f F m k k " \
+        "  apply writes the rest (--path)"
+done
+
+# --- a btrfs subvolume in the workspace whose inode numbers are the
+# workspace's -------------------------------------------------------------
+# The overlay recorded one origin per lower inode number: a directory of
+# the workspace's own file system copied up after one of a subvolume that
+# has the same number (numbers repeat in every subvolume) had none, and
+# the review took it for one the agent made that the workspace now also
+# has ("exists in the workspace but the agent never saw it"): apply
+# refused the run's work. (The other order was right: a rule for
+# directories on other file systems than the workspace's.)
+if [ -d "$M/b/flags" ] && command -v btrfs >/dev/null; then
+    # the workspace a subvolume too: both number from 256
+    W="$M/b/subsame"
+    btrfs -q subvolume create "$W" >/dev/null && btrfs -q subvolume create "$W/sv" >/dev/null
+    for i in 1 2 3 4 5 6 7 8; do mkdir "$W/d$i" "$W/sv/e$i"; done
+    pair=$(for i in 1 2 3 4 5 6 7 8; do for j in 1 2 3 4 5 6 7 8; do
+        [ "$(stat -c %i "$W/d$i")" = "$(stat -c %i "$W/sv/e$j")" ] && echo "d$i sv/e$j"; done; done | head -n 1)
+    if [ -n "$pair" ]; then
+        set -- $pair
+        export XDG_STATE_HOME="$T/state-subsame"
+        for order in "$2 $1" "$1 $2"; do
+            (cd "$W" && P run --stage "$T/st-subsame" -- sh -c "for d in $order; do echo n > \$d/new; done" \
+                >/dev/null 2>&1); rc=$?
+            (cd "$W" && P status --review --stage "$T/st-subsame" --json > "$T/subsame.json" 2>&1)
+            (cd "$W" && P apply --stage "$T/st-subsame" >/dev/null 2>&1); rc2=$?
+            eq "$rc:$(jq -r '.changeset.summary.conflicts' "$T/subsame.json"):$rc2:$(cat "$W/$1/new" "$W/$2/new" | tr '\n' ' ')" \
+                "0:0:0:n n " \
+                "directories of the workspace and of a subvolume with the same number, copied up in the order $order: no conflict, and apply writes both"
+            rm -rf "$T/st-subsame" "$W/$1/new" "$W/$2/new"
+        done
+        export XDG_STATE_HOME="$T/state"
+    else
+        not_ok "a directory of the workspace with the number of a subvolume's (none found)"
+    fi
+fi
+
 # --- a file system the host unmounts during a run -----------------------------
 # pvisor's private mount namespace (the views' and a staged run's) held a
 # copy of every mount the host had when the run started: a disk or loop
