@@ -149,6 +149,10 @@ struct ov_listing {
 struct ov_dirh {
     pthread_mutex_t lock;  /* protects ls */
     struct ov_listing *ls; /* a reference, or NULL before the first READDIR */
+    /* dirh_lock: ov->open_dirhs, every handle not released yet (a
+     * RELEASEDIR the kernel sends while the session stops is never read:
+     * ov_dirhs_free) */
+    struct ov_dirh *hprev, *hnext;
 };
 
 static struct ov_listing **ltab_bucket(struct ov *ov, const struct ov_node *n) {
@@ -263,6 +267,37 @@ static void listing_touch(struct ov *ov, struct ov_listing *l) {
         prev = v->prev;
         if (v != l && !v->busy)
             listing_drop(ov, v);
+    }
+}
+
+static void dirh_link(struct ov *ov, struct ov_dirh *h) {
+    pthread_mutex_lock(&ov->dirh_lock);
+    h->hprev = NULL;
+    h->hnext = ov->open_dirhs;
+    if (h->hnext)
+        h->hnext->hprev = h;
+    ov->open_dirhs = h;
+    pthread_mutex_unlock(&ov->dirh_lock);
+}
+
+/* dirh_lock held */
+static void dirh_unlink(struct ov *ov, struct ov_dirh *h) {
+    if (h->hprev)
+        h->hprev->hnext = h->hnext;
+    else
+        ov->open_dirhs = h->hnext;
+    if (h->hnext)
+        h->hnext->hprev = h->hprev;
+    h->hprev = h->hnext = NULL;
+}
+
+void ov_dirhs_free(struct ov *ov) {
+    while (ov->open_dirhs) {
+        struct ov_dirh *h = ov->open_dirhs;
+        dirh_unlink(ov, h);
+        listing_put(ov, h->ls);
+        pthread_mutex_destroy(&h->lock);
+        free(h);
     }
 }
 
@@ -979,7 +1014,11 @@ void ov_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
     fi->fh = (uint64_t)(uintptr_t)h;
     fi->cache_readdir = 1;
     fi->keep_cache = keep;
+    dirh_link(ov, h);
     if (fuse_reply_open(req, fi) == -ENOENT) { /* interrupted: the kernel will not release it (as ov_op_open) */
+        pthread_mutex_lock(&ov->dirh_lock);
+        dirh_unlink(ov, h);
+        pthread_mutex_unlock(&ov->dirh_lock);
         pthread_mutex_destroy(&h->lock);
         free(h);
     }
@@ -1138,6 +1177,7 @@ void ov_op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
     if (h) {
         struct ov *ov = ov_from_req(req);
         pthread_mutex_lock(&ov->dirh_lock);
+        dirh_unlink(ov, h);
         listing_put(ov, h->ls);
         pthread_mutex_unlock(&ov->dirh_lock);
         pthread_mutex_destroy(&h->lock);

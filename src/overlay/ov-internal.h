@@ -191,6 +191,7 @@ struct ov {
     unsigned char cookie_key[16];
     atomic_bool cookie_key_kept;
     pthread_mutex_t dirh_lock;
+    struct ov_dirh *open_dirhs; /* every directory handle not released yet */
     struct ov_listing *dirh_head, *dirh_tail;
     size_t dirh_bytes;
     struct ov_listing *ltab[1u << OV_LTAB_BITS];
@@ -466,6 +467,9 @@ void ov_dir_changed(struct ov *ov, int dfd, const char *name);
 void ov_dir_touched(struct ov *ov, int dfd);
 /* At the end: free every listing (the handles the kernel never released
  * hold some). */
+/* The directory handles the kernel never released, then the listings
+ * (dirh_lock held; the session stopped). */
+void ov_dirhs_free(struct ov *ov);
 void ov_listings_free(struct ov *ov);
 /* ov->cookie_key from the stage, or a new one (dir.c). */
 void ov_cookie_key_init(struct ov *ov);

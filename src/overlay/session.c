@@ -259,6 +259,7 @@ static void ov_release(struct overlay *o, struct overlay_stats *ret_stats) {
         fuse_session_destroy(ov->se);
     ov_fh_free_all(ov); /* the handles the kernel never released */
     pthread_mutex_lock(&ov->dirh_lock);
+    ov_dirhs_free(ov);
     ov_listings_free(ov);
     pthread_mutex_unlock(&ov->dirh_lock);
     if (ret_stats)
