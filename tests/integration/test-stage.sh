@@ -594,6 +594,10 @@ if [ "$(id -u)" -eq 0 ]; then
     i=0; while [ ! -s "$T/hold.pid" ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i + 1)); done
     sleep 3078 < "/proc/$(cat "$T/hold.pid")/cwd/README" &
     holder=$!
+    # the holder's shell opens README after its fork: the command must not
+    # end before it has (on a loaded machine the run ended first, and
+    # there was no holder)
+    i=0; while ! readlink "/proc/$holder/fd/0" 2>/dev/null | grep -q 'README$' && [ $i -lt 400 ]; do sleep 0.05; i=$((i + 1)); done
     touch "$W/go"
     wait $pv; rc=$?
     held=$(cat "/proc/$holder/fd/0" 2>&1)
