@@ -497,7 +497,13 @@ static int copy_stage_content(int src, int dst, bool with_version, bool sync, ui
     if (du < 0)
         return -errno;
     c.root_dst = du;
-    int r = copy_dir(&c, su, du, 0);
+    /* the upper root too: its origin line (the workspace root's) is kept,
+     * or the next run would take it for a fresh stage's and give it the
+     * workspace root's owner, mode, times and attributes again */
+    struct stat dst_st;
+    int r = fstat(du, &dst_st) < 0 ? -errno : map_add(&c, (uint64_t)st.st_ino, (uint64_t)dst_st.st_ino, false);
+    if (r == 0)
+        r = copy_dir(&c, su, du, 0);
     if (r == 0)
         r = copy_xattrs_raw(su, du);
     if (r == 0 && fchmod(du, st.st_mode & 07777) < 0)

@@ -784,3 +784,23 @@ if command -v strace >/dev/null; then
 else
     skip "a restore that fails after its swap says the stage holds the checkpoint" "needs strace"
 fi
+
+# The workspace root's own change (its mode, a user.* attribute) survives a
+# fork, a checkpoint and a restore, and the next run on each.  Their origin
+# map lacked the upper root's line: the next run took the root for a fresh
+# stage's and gave it the workspace root's mode, times and attributes again.
+B=$T/rootorigin W=$B/ws S=$B/st
+mkdir -p "$W" && echo a > "$W/a" && chmod 0755 "$W"
+(cd "$W" && "$P" run --stage "$S" --workspace "$W" -- sh -c 'chmod 0711 . && setfattr -n user.mark -v agent .') \
+    >/dev/null 2>"$B/run.err"
+rc=$?
+"$P" fork --stage "$S" "$B/fk" >/dev/null 2>&1; rc=$rc:$?
+"$P" checkpoint --name c1 --stage "$S" >/dev/null 2>&1; rc=$rc:$?
+(cd "$W" && "$P" run --stage "$S" --workspace "$W" -- chmod 0751 .) >/dev/null 2>&1; rc=$rc:$?
+"$P" restore c1 --stage "$S" >/dev/null 2>&1; rc=$rc:$?
+for st in "$B/fk" "$S"; do
+    (cd "$W" && "$P" run --stage "$st" --workspace "$W" -- sh -c 'echo x > x') >/dev/null 2>&1; rc=$rc:$?
+done
+eq "$rc:$(stat -c %a "$B/fk/upper" "$S/upper" | tr '\n' ' ')$(getfattr --only-values -n user.mark "$B/fk/upper" 2>/dev/null)" \
+    "0:0:0:0:0:0:0:711 711 agent" \
+    "the workspace root's mode and attribute, changed in a run, survive a fork, a checkpoint and a restore, and a run on each"
