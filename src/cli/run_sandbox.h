@@ -163,7 +163,9 @@ int sandbox_check_credentials(const struct run_options *o, const char *workspace
 int sandbox_prepare(struct run_context *ctx, const struct agent_hooks *hooks, struct sandbox *ret_sb, char **ret_error);
 void sandbox_read_report(pid_t child, void *userdata);
 bool sandbox_report_ok(const struct sandbox *sb);
-const char *sandbox_report_error(const struct sandbox *sb, char *buf, size_t size);
+/* Why the launcher gave no usable report: its step and message, or how it
+ * ended (exec_errno: its own exec failed; wait_status: its end). */
+const char *sandbox_report_error(const struct sandbox *sb, int exec_errno, int wait_status, char *buf, size_t size);
 void sandbox_record(struct run_context *ctx, const struct sandbox *sb);
 void sandbox_release(struct sandbox *sb);
 /* Once the command's tree is gone: stop the egress broker, record what it

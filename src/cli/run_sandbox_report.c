@@ -556,9 +556,22 @@ bool sandbox_report_ok(const struct sandbox *sb) {
     return sb->report && json_is_true(json_object_get(sb->report, "ok"));
 }
 
-const char *sandbox_report_error(const struct sandbox *sb, char *buf, size_t size) {
+const char *sandbox_report_error(const struct sandbox *sb, int exec_errno, int wait_status, char *buf, size_t size) {
     if (!sb->report) {
-        snprintf(buf, size, "the sandbox launcher ended without a report");
+        /* how it ended says what to look at: its own exec (pvisor's
+         * binary replaced or removed, a noexec mount, a seccomp or LSM
+         * policy of the host), a signal (the OOM killer, a host's kill) */
+        if (exec_errno)
+            snprintf(buf, size, "cannot execute the sandbox launcher (pvisor's own binary, /proc/self/exe): %s",
+                     strerror(exec_errno));
+        else if (WIFSIGNALED(wait_status))
+            snprintf(buf, size, "the sandbox launcher was killed by SIG%s before its report",
+                     sigabbrev_np(WTERMSIG(wait_status)) ? sigabbrev_np(WTERMSIG(wait_status)) : "?");
+        else if (WIFEXITED(wait_status) && WEXITSTATUS(wait_status) != 0)
+            snprintf(buf, size, "the sandbox launcher ended without a report (exit status %d)",
+                     WEXITSTATUS(wait_status));
+        else
+            snprintf(buf, size, "the sandbox launcher ended without a report");
         return buf;
     }
     const char *step = json_string_value(json_object_get(sb->report, "step"));

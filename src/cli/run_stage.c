@@ -552,7 +552,7 @@ int run_execute_staged(struct run_context *ctx,
             /* recorded by sandbox_read_report() before the command ran */
         } else if (!sb.exec_failed) {
             char why[300];
-            sandbox_report_error(&sb, why, sizeof why);
+            sandbox_report_error(&sb, res.exec_errno, res.wait_status, why, sizeof why);
             /* the directory pvisor was started in is not in the sandbox's
              * view (a /tmp/x outside the workspace: the sandbox's /tmp is
              * its own); nothing 'pvisor doctor' could help with */

@@ -352,6 +352,26 @@ eq "$(jq -r '.features.sha256.ok' doc.json)" true "doctor: SHA-256 (libcrypto's,
 mkdir -p "$T/safews"
 if "$PVISOR" run --safe --workspace "$T/safews" -- true >/dev/null 2>&1; then safe_works=true; else safe_works=false; fi
 eq "$(jq -r '.executors.host.ready_safe' doc.json)" "$safe_works" "doctor's host --safe readiness matches whether --safe actually runs here"
+# The sandbox launcher (pvisor's own binary again) not executed, or killed
+# before its report: the run said "the sandbox launcher ended without a
+# report", the reason lost.  strace makes its execve fail (EACCES) or kills
+# it there.  Nothing of the command ran (exit 125).
+if $safe_works && command -v strace >/dev/null; then
+    for how in error=EACCES signal=KILL; do
+        (cd "$T/safews" && no_lsan strace -f -o /dev/null -P /proc/self/exe -e trace=execve -e inject=execve:$how \
+            "$PVISOR" run --safe -- sh -c 'echo ran > ran') > "$T/launchfail.out" 2>&1
+        rc=$?
+        out=$(grep '^pvisor run:' "$T/launchfail.out" | sed 's/; the command was not run (run .*)$//')
+        case $how in
+        error=*) want="pvisor run: cannot execute the sandbox launcher (pvisor's own binary, /proc/self/exe): Permission denied (see 'pvisor doctor')" ;;
+        *) want="pvisor run: the sandbox launcher was killed by SIGKILL before its report (see 'pvisor doctor')" ;;
+        esac
+        eq "$rc:$out:$(jq -r .state "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json"):$(ls "$T/safews")" "125:$want:setup_failed:" \
+            "--safe whose launcher could not start ($how) says why, and the command did not run"
+    done
+else
+    skip "--safe whose launcher could not start says why" "needs --safe and strace"
+fi
 # doctor's --limit fallback note, for root and for an ordinary user: it
 # named mem and pids but not cpu, which is root's cgroup leaf (cpu.stat,
 # no controller needed) and a user's per-process RLIMIT_CPU on a hybrid
