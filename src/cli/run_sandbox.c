@@ -935,12 +935,39 @@ static void move_credentials(struct sandbox_creds *c, struct sandbox *sb, bool t
 #undef MOVE
 }
 
+struct sandbox *sandbox_new(struct run_context *ctx) {
+    void *p = mmap(NULL, sizeof(struct sandbox), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    struct sandbox *sb = p;
+    sb->plan_fd = sb->sync_r = sb->sync_w = sb->go_r = sb->go_w = sb->end_r = sb->end_w = -1;
+    sb->home_fd = -1;
+    sb->leftovers = -1;
+    sb->ctx = ctx;
+    return sb;
+}
+
+void sandbox_delete(struct sandbox *sb) {
+    if (sb)
+        munmap(sb, sizeof *sb);
+}
+
 void sandbox_creds_free(struct sandbox_creds *c) {
     if (!c)
         return;
-    struct sandbox sb = SANDBOX_EMPTY(NULL);
-    move_credentials(c, &sb, true);
-    release_credentials(&sb);
+    _cleanup_(sandbox_deletep) struct sandbox *sb = sandbox_new(NULL);
+    if (sb) {
+        move_credentials(c, sb, true);
+        release_credentials(sb);
+    } else {
+        /* no mapping to be had: the same frees, through the heap */
+        struct sandbox *tmp = calloc(1, sizeof *tmp);
+        if (tmp) {
+            move_credentials(c, tmp, true);
+            release_credentials(tmp);
+            free(tmp);
+        }
+    }
     free(c->home);
     free(c);
 }
@@ -949,12 +976,14 @@ static int check_credentials(const struct run_options *o, const char *workspace,
                              struct sandbox_creds **ret_creds, char **ret_error) {
     *ret_creds = NULL;
     *ret_error = NULL;
-    struct sandbox sb = SANDBOX_EMPTY(NULL);
+    _cleanup_(sandbox_deletep) struct sandbox *sb = sandbox_new(NULL);
+    if (!sb)
+        return 0; /* the planning resolves them again */
     _cleanup_free_ char *home = NULL, *ignored = NULL;
-    int r = resolve_home_credentials(cwd, workspace, o, &sb, &home, &ignored);
+    int r = resolve_home_credentials(cwd, workspace, o, sb, &home, &ignored);
     if (r < 0) {
         /* the planning resolves them again, and says what failed */
-        release_credentials(&sb);
+        release_credentials(sb);
         return 0;
     }
     struct access_rule rules[POLICY_MAX_ACCESS];
@@ -970,7 +999,7 @@ static int check_credentials(const struct run_options *o, const char *workspace,
         .workspace = workspace,
         .cwd = cwd,
     };
-    credentials_into(&sb, &in);
+    credentials_into(sb, &in);
     /* plan_build's own refusals of them (the planning makes them again,
      * with the same resolution: the host may change in between) */
     _cleanup_free_ char *err = NULL;
@@ -978,7 +1007,7 @@ static int check_credentials(const struct run_options *o, const char *workspace,
     for (size_t k = 0; k < n_rules; k++)
         free(resolved[k]);
     if (r == -EPERM && err) {
-        release_credentials(&sb);
+        release_credentials(sb);
         *ret_error = TAKE_PTR(err);
         return -EPERM;
     }
@@ -987,15 +1016,17 @@ static int check_credentials(const struct run_options *o, const char *workspace,
     struct sandbox_creds *c = calloc(1, sizeof *c);
     if (c) {
         c->home = TAKE_PTR(home);
-        move_credentials(c, &sb, false);
+        move_credentials(c, sb, false);
         *ret_creds = c;
     }
-    release_credentials(&sb);
+    release_credentials(sb);
     return 0;
 }
 
 static int prepare(struct run_context *ctx, const struct agent_hooks *hooks, struct sandbox *ret_sb, char **ret_error) {
-    struct sandbox sb = SANDBOX_EMPTY(ctx);
+    /* ret_sb holds nothing yet (sandbox_new); on failure it is released
+     * again (sandbox_release) */
+    struct sandbox *sb = ret_sb;
     /* (a workspace under the sandbox's own /dev, /proc or /sys is a usage
      * error before the run is recorded: cmd_run.c, resolve_workspace; so
      * is a grant of a credential location: sandbox_check_credentials) */
@@ -1004,13 +1035,13 @@ static int prepare(struct run_context *ctx, const struct agent_hooks *hooks, str
     if (ctx->creds) {
         /* resolved before the run was recorded (sandbox_check_credentials) */
         home = TAKE_PTR(ctx->creds->home);
-        move_credentials(ctx->creds, &sb, true);
+        move_credentials(ctx->creds, sb, true);
         ctx->creds = NULL;
-    } else if ((r = resolve_home_credentials(ctx->cwd, ctx->workspace, ctx->opts, &sb, &home, ret_error)) < 0) {
-        sandbox_release(&sb);
+    } else if ((r = resolve_home_credentials(ctx->cwd, ctx->workspace, ctx->opts, sb, &home, ret_error)) < 0) {
+        sandbox_release(sb);
         return r;
     }
-    if (home && (r = prepare_home_view(ctx, home, &sb)) < 0) {
+    if (home && (r = prepare_home_view(ctx, home, sb)) < 0) {
         if ((r == -E2BIG
                  ? asprintf(ret_error,
                             "cannot prepare the copy-on-write view of HOME (%s): more than %d paths to mask "
@@ -1022,7 +1053,7 @@ static int prepare(struct run_context *ctx, const struct agent_hooks *hooks, str
                             r == -EACCES ? " (HOME names a directory you cannot read: set HOME to your own home)"
                                          : "")) < 0)
             *ret_error = NULL;
-        sandbox_release(&sb);
+        sandbox_release(sb);
         return r;
     }
 
@@ -1053,12 +1084,12 @@ static int prepare(struct run_context *ctx, const struct agent_hooks *hooks, str
             for (int k = 0; k < i; k++)
                 free(resolved[k]);
             dirlist_free(&rt);
-            sandbox_release(&sb); /* HOME's view, the masks */
+            sandbox_release(sb); /* HOME's view, the masks */
             return r;
         }
         rules[n_rules++] = (struct access_rule){.kind = ctx->opts->access[i].kind, .path = resolved[i]};
     }
-    if ((r = prepare_ws_mask(ctx, home, rules, n_rules, &sb)) < 0) {
+    if ((r = prepare_ws_mask(ctx, home, rules, n_rules, sb)) < 0) {
         if (r == -E2BIG ? asprintf(ret_error,
                                    "cannot list what the workspace view must mask: more than %d paths (the "
                                    "credential locations of every name of HOME the workspace holds, --access deny: "
@@ -1069,7 +1100,7 @@ static int prepare(struct run_context *ctx, const struct agent_hooks *hooks, str
         for (size_t k = 0; k < n_rules; k++)
             free(resolved[k]);
         dirlist_free(&rt);
-        sandbox_release(&sb);
+        sandbox_release(sb);
         return r;
     }
 
@@ -1080,12 +1111,12 @@ static int prepare(struct run_context *ctx, const struct agent_hooks *hooks, str
                                "state", "running");
     _cleanup_free_ char *status_s = status ? json_dumps(status, JSON_COMPACT) : NULL;
     json_decref(status);
-    int ar = sock && status_s ? agent_socket_open(sock, status_s, hooks, &sb.agent) : -ENOMEM;
+    int ar = sock && status_s ? agent_socket_open(sock, status_s, hooks, &sb->agent) : -ENOMEM;
     if (ar < 0) {
         char w[300];
         snprintf(w, sizeof w, "no agent socket for this run (%s: %s)", sock ? sock : "?", strerror(-ar));
         bundle_add_warning(ctx->bundle, w);
-        sb.agent = NULL;
+        sb->agent = NULL;
     }
 
     /* --limit: a cgroup leaf where the host delegates one (while we are
@@ -1098,12 +1129,12 @@ static int prepare(struct run_context *ctx, const struct agent_hooks *hooks, str
         r = w ? 0 : -ENOMEM;
         if (w) {
             (void)cgroup_locate(w);
-            r = cgroup_run_create(w, lim, ctx->run_id, &sb.cg, ok, sb.cg_reason, sizeof sb.cg_reason);
+            r = cgroup_run_create(w, lim, ctx->run_id, &sb->cg, ok, sb->cg_reason, sizeof sb->cg_reason);
         }
-        if (sb.cg) {
-            snprintf(sb.cg_path, sizeof sb.cg_path, "%s", cgroup_run_path(sb.cg));
-            const char *leaf = strrchr(sb.cg_path, '/');
-            snprintf(sb.cg_hierarchy, sizeof sb.cg_hierarchy, "%s%s", strcmp(w->path, "/") == 0 ? "" : w->path,
+        if (sb->cg) {
+            snprintf(sb->cg_path, sizeof sb->cg_path, "%s", cgroup_run_path(sb->cg));
+            const char *leaf = strrchr(sb->cg_path, '/');
+            snprintf(sb->cg_hierarchy, sizeof sb->cg_hierarchy, "%s%s", strcmp(w->path, "/") == 0 ? "" : w->path,
                      leaf ? leaf : "");
         }
         free(w);
@@ -1111,21 +1142,21 @@ static int prepare(struct run_context *ctx, const struct agent_hooks *hooks, str
             dirlist_free(&rt);
             for (size_t k = 0; k < n_rules; k++)
                 free(resolved[k]);
-            sandbox_release(&sb);
+            sandbox_release(sb);
             return r;
         }
-        limits_decide(lim, ok, getuid() == 0, &sb.limits);
+        limits_decide(lim, ok, getuid() == 0, &sb->limits);
     }
 
     struct plan_inputs in = {
-        .rlimit_as = sb.limits.rlimit_as,
-        .rlimit_cpu = sb.limits.rlimit_cpu,
-        .rlimit_nproc = sb.limits.rlimit_nproc,
-        .agent_socket = sb.agent ? sock : NULL,
-        .home_view = sb.home_fd >= 0 ? sb.home_view : NULL,
-        .home_view_masks = sb.home_fd >= 0,
-        .home_hide = sb.home_hide,
-        .n_home_hide = sb.n_home_hide,
+        .rlimit_as = sb->limits.rlimit_as,
+        .rlimit_cpu = sb->limits.rlimit_cpu,
+        .rlimit_nproc = sb->limits.rlimit_nproc,
+        .agent_socket = sb->agent ? sock : NULL,
+        .home_view = sb->home_fd >= 0 ? sb->home_view : NULL,
+        .home_view_masks = sb->home_fd >= 0,
+        .home_hide = sb->home_hide,
+        .n_home_hide = sb->n_home_hide,
         .access = rules,
         .n_access = n_rules,
         .opts = ctx->opts,
@@ -1140,58 +1171,59 @@ static int prepare(struct run_context *ctx, const struct agent_hooks *hooks, str
         .home_files = home_files,
         .n_home_files = n_home_files,
     };
-    credentials_into(&sb, &in);
-    r = plan_build(&in, &sb.plan, ret_error);
+    credentials_into(sb, &in);
+    r = plan_build(&in, &sb->plan, ret_error);
     dirlist_free(&rt);
-    sb.rules = json_array();
+    sb->rules = json_array();
     for (size_t k = 0; k < n_rules; k++) {
         if (rules[k].kind != ACCESS_DENY)
-            grant_missing_creds(home, &sb, rules[k].path);
-        json_array_append_new(sb.rules,
+            grant_missing_creds(home, sb, rules[k].path);
+        json_array_append_new(sb->rules,
                               json_pack("{s:s, s:s}", "kind", access_kind_name(rules[k].kind), "path", rules[k].path));
         if (rules[k].kind == ACCESS_RW) {
-            sb.n_rw++;
-            sb.n_rw_home += home && path_overlaps(rules[k].path, home);
+            sb->n_rw++;
+            sb->n_rw_home += home && path_overlaps(rules[k].path, home);
         }
         free(resolved[k]);
     }
     if (r < 0) {
-        sandbox_release(&sb);
+        sandbox_release(sb);
         return r;
     }
-    plan_set_exec_path(&sb.plan, ctx->workspace);
+    plan_set_exec_path(&sb->plan, ctx->workspace);
     /* A pty for the command whenever one of its descriptors is a terminal
      * (it must hold none of the user's: launch.c, struct term); the keys
      * go to it when its stdin is the terminal and pvisor runs in that
      * terminal's foreground (as exec_run hands the foreground over: in a
      * pipeline, another member may be the one reading the terminal). */
-    sb.plan.tty_input = isatty(STDIN_FILENO) == 1 && tcgetpgrp(STDIN_FILENO) == getpgrp();
-    sb.plan.tty = isatty(STDIN_FILENO) == 1 || isatty(STDOUT_FILENO) == 1 || isatty(STDERR_FILENO) == 1;
+    sb->plan.tty_input = isatty(STDIN_FILENO) == 1 && tcgetpgrp(STDIN_FILENO) == getpgrp();
+    sb->plan.tty = isatty(STDIN_FILENO) == 1 || isatty(STDOUT_FILENO) == 1 || isatty(STDERR_FILENO) == 1;
     /* As root the command would own root's files in the projections: they
      * are idmapped (idmap.c), while we are in the initial user namespace. */
-    sb.as_root = getuid() == 0;
-    sb.home_system = home && plan_home_is_system(home);
-    sb.home_in_ws = home && !sb.home_system && path_within(home, ctx->workspace);
-    if (sb.as_root) {
-        int n = launch_idmap_projections(&sb.plan, home, &sb.idmap_failed, sb.idmap_why, sizeof sb.idmap_why);
-        if (n > 0 && !(sb.keep = calloc((size_t)n, sizeof *sb.keep))) {
-            sandbox_release(&sb);
+    sb->as_root = getuid() == 0;
+    sb->home_system = home && plan_home_is_system(home);
+    sb->home_in_ws = home && !sb->home_system && path_within(home, ctx->workspace);
+    if (sb->as_root) {
+        int n = launch_idmap_projections(&sb->plan, home, &sb->idmap_failed, sb->idmap_why, sizeof sb->idmap_why);
+        if (n > 0 && !(sb->keep = calloc((size_t)n, sizeof *sb->keep))) {
+            sandbox_release(sb);
             return -ENOMEM;
         }
-        for (size_t i = 0; n > 0 && i < sb.plan.n_mounts; i++)
-            if (sb.plan.mounts[i].fd >= 0)
-                sb.keep[sb.n_keep++] = sb.plan.mounts[i].fd;
+        for (size_t i = 0; n > 0 && i < sb->plan.n_mounts; i++)
+            if (sb->plan.mounts[i].fd >= 0)
+                sb->keep[sb->n_keep++] = sb->plan.mounts[i].fd;
     }
 
-    for (size_t i = 0; sb.home_system && i < sb.plan.n_mounts; i++)
-        if (sb.plan.mounts[i].kind == PLAN_HIDE && strcmp(home, "/") != 0 && path_within(sb.plan.mounts[i].path, home))
-            sb.n_home_sys_hides++;
+    for (size_t i = 0; sb->home_system && i < sb->plan.n_mounts; i++)
+        if (sb->plan.mounts[i].kind == PLAN_HIDE && strcmp(home, "/") != 0 &&
+            path_within(sb->plan.mounts[i].path, home))
+            sb->n_home_sys_hides++;
 
-    json_t *j = plan_to_json(&sb.plan);
+    json_t *j = plan_to_json(&sb->plan);
     _cleanup_free_ char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
     json_decref(j);
     if (!s) {
-        sandbox_release(&sb); /* the agent socket, HOME's view, the plan */
+        sandbox_release(sb); /* the agent socket, HOME's view, the plan */
         return -ENOMEM;
     }
     size_t len = strlen(s);
@@ -1201,49 +1233,48 @@ static int prepare(struct run_context *ctx, const struct agent_hooks *hooks, str
                      "holds at most %u (arguments that are not UTF-8 count twice)",
                      len, PLAN_MAX_BYTES) < 0)
             *ret_error = NULL;
-        sandbox_release(&sb);
+        sandbox_release(sb);
         return -E2BIG;
     }
-    sb.plan_fd = memfd_create("pvisor-plan", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-    if (sb.plan_fd < 0 || write(sb.plan_fd, s, len) != (ssize_t)len || lseek(sb.plan_fd, 0, SEEK_SET) < 0 ||
-        fcntl(sb.plan_fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) < 0) {
+    sb->plan_fd = memfd_create("pvisor-plan", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (sb->plan_fd < 0 || write(sb->plan_fd, s, len) != (ssize_t)len || lseek(sb->plan_fd, 0, SEEK_SET) < 0 ||
+        fcntl(sb->plan_fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) < 0) {
         r = -errno;
-        sandbox_release(&sb);
+        sandbox_release(sb);
         return r;
     }
     int p[2];
     if (pipe2(p, O_CLOEXEC) < 0) {
         r = -errno;
-        sandbox_release(&sb);
+        sandbox_release(sb);
         return r;
     }
-    sb.sync_r = p[0];
-    sb.sync_w = p[1];
+    sb->sync_r = p[0];
+    sb->sync_w = p[1];
     if (pipe2(p, O_CLOEXEC) < 0) {
         r = -errno;
-        sandbox_release(&sb);
+        sandbox_release(sb);
         return r;
     }
-    sb.go_r = p[0];
-    sb.go_w = p[1];
+    sb->go_r = p[0];
+    sb->go_w = p[1];
     /* a socket: init hands the egress broker's listening socket over it */
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, p) < 0) {
         r = -errno;
-        sandbox_release(&sb);
+        sandbox_release(sb);
         return r;
     }
-    sb.end_r = p[0];
-    sb.end_w = p[1];
-    if (fcntl(sb.end_r, F_SETFL, O_NONBLOCK) < 0) {
+    sb->end_r = p[0];
+    sb->end_w = p[1];
+    if (fcntl(sb->end_r, F_SETFL, O_NONBLOCK) < 0) {
         r = -errno;
-        sandbox_release(&sb);
+        sandbox_release(sb);
         return r;
     }
-    sb.pass[0] = sb.plan_fd;
-    sb.pass[1] = sb.sync_w;
-    sb.pass[2] = sb.go_r;
-    sb.pass[3] = sb.end_w;
-    *ret_sb = sb;
+    sb->pass[0] = sb->plan_fd;
+    sb->pass[1] = sb->sync_w;
+    sb->pass[2] = sb->go_r;
+    sb->pass[3] = sb->end_w;
     return 0;
 }
 

@@ -129,12 +129,16 @@ struct sandbox {
     char grant_missing_first[256]; /* the first of them, for the messages */
 };
 
-/* A sandbox that holds nothing yet (every descriptor -1). */
-#define SANDBOX_EMPTY(c)                                                                                               \
-    (struct sandbox) {                                                                                                 \
-        .plan_fd = -1, .sync_r = -1, .sync_w = -1, .go_r = -1, .go_w = -1, .end_r = -1, .end_w = -1, .ctx = (c),       \
-        .home_fd = -1, .leftovers = -1                                                                                 \
-    }
+/* A sandbox that holds nothing yet, on pages of its own that the kernel
+ * zero-fills as they are first touched (sandbox_delete unmaps them; release
+ * it first): most of its 140 KB (the masks' tables, the report buffer)
+ * stays unused, and zeroing it on the stack faulted in every page of it,
+ * three times a run.  NULL when out of memory. */
+struct sandbox *sandbox_new(struct run_context *ctx);
+void sandbox_delete(struct sandbox *sb);
+static inline void sandbox_deletep(struct sandbox **sb) {
+    sandbox_delete(*sb);
+}
 
 /* After the run: how many processes init found alive in the PID namespace
  * when the command ended (killed by its end); 0 when it could not count. */

@@ -370,7 +370,11 @@ int run_execute_staged(struct run_context *ctx,
     /* The sandbox is planned first (its cgroup leaf while we are still
      * single-threaded and outside any new namespace), then the namespaces. */
     bool sandbox = policy_wants_sandbox(ctx->opts);
-    struct sandbox sb = SANDBOX_EMPTY(ctx);
+    _cleanup_(sandbox_deletep) struct sandbox *sb = sandbox_new(ctx);
+    if (!sb) {
+        close(st.lower_fd);
+        return fail_before_stage(ctx, "cannot prepare the run: out of memory");
+    }
     if (sandbox) {
         _cleanup_free_ char *perr = NULL;
         const struct agent_hooks *hooks = NULL;
@@ -378,20 +382,20 @@ int run_execute_staged(struct run_context *ctx,
         st.cps = (struct run_checkpoints){.run_id = ctx->run_id, .max_bytes = ctx->opts->stage_max_bytes};
         hooks = &(struct agent_hooks){.checkpoint = run_checkpoint_hook, .userdata = &st.cps};
 #endif
-        r = sandbox_prepare(ctx, hooks, &sb, &perr);
+        r = sandbox_prepare(ctx, hooks, sb, &perr);
         if (r < 0) {
             close(st.lower_fd);
             snprintf(msg, sizeof msg, "cannot plan the sandbox: %s", perr ? perr : strerror(-r));
             return fail_before_stage(ctx, msg);
         }
-        st.sb = &sb;
+        st.sb = sb;
     }
 
     const char *what = "";
     r = enter_private_namespace(sandbox, &what);
     if (r < 0) {
         close(st.lower_fd);
-        sandbox_release(&sb);
+        sandbox_release(sb);
         snprintf(msg, sizeof msg,
                  "cannot create a private mount namespace (%s: %s); "
                  "check 'pvisor doctor' (user namespaces must be enabled: sysctl kernel.unprivileged_userns_clone=1)",
@@ -428,42 +432,42 @@ int run_execute_staged(struct run_context *ctx,
         .kill_grace_ms = run_kill_grace_ms(),
         .timeout_ms = ctx->opts->timeout_ms,
         .early_exec = sandbox, /* the launcher execs while the views are mounted */
-        .pass_fds = sandbox ? sb.pass : NULL,
-        .n_pass_fds = sandbox ? (int)ARRAY_SIZE(sb.pass) : 0,
-        .keep_fds = sandbox ? sb.keep : NULL,
-        .n_keep_fds = sandbox ? sb.n_keep : 0,
+        .pass_fds = sandbox ? sb->pass : NULL,
+        .n_pass_fds = sandbox ? (int)ARRAY_SIZE(sb->pass) : 0,
+        .keep_fds = sandbox ? sb->keep : NULL,
+        .n_keep_fds = sandbox ? sb->n_keep : 0,
         .child_nofile = nofile_raised ? &nofile_orig : NULL,
         .userdata = &st,
-        .watch = sandbox && sb.cg ? sandbox_cpu_watch : NULL,
-        .watch_userdata = &sb,
+        .watch = sandbox && sb->cg ? sandbox_cpu_watch : NULL,
+        .watch_userdata = sb,
         .on_terminate = sandbox ? cancel_checkpoints : NULL,
-        .end_fd = sandbox ? sb.end_r : -1,
+        .end_fd = sandbox ? sb->end_r : -1,
         .end_ready = sandbox ? launcher_said_end : NULL,
     };
     struct exec_result res = {0};
     r = run_command(ctx, &spec, &res);
     if (sandbox)
-        sandbox_restore_tty(&sb); /* before anything is printed */
-    if (sandbox && r >= 0)        /* what the end of its PID namespace killed */
-        res.killed_descendants += sandbox_read_leftovers(&sb);
+        sandbox_restore_tty(sb); /* before anything is printed */
+    if (sandbox && r >= 0)       /* what the end of its PID namespace killed */
+        res.killed_descendants += sandbox_read_leftovers(sb);
     /* The agent is gone: no request it left is served, and a checkpoint
      * under way stops. */
     if (sandbox)
-        agent_socket_request_stop(sb.agent);
+        agent_socket_request_stop(sb->agent);
 #ifdef PVISOR_HAVE_LIFECYCLE
     atomic_store(&st.cps.cancel, true);
 #endif
     if (sandbox) {
-        if (sb.cg) /* the launcher leaves the run's cgroup as it exits */
+        if (sb->cg) /* the launcher leaves the run's cgroup as it exits */
             exec_reap(&res);
-        sandbox_finish_resources(&sb, r >= 0 && !res.exec_errno && !res.chdir_errno ? res.wait_status : 0);
-        sandbox_finish_egress(&sb, r < 0 || exec_exit_status(&res) != 0);
-        sandbox_release_home_async(&sb); /* meanwhile, the workspace is sealed */
+        sandbox_finish_resources(sb, r >= 0 && !res.exec_errno && !res.chdir_errno ? res.wait_status : 0);
+        sandbox_finish_egress(sb, r < 0 || exec_exit_status(&res) != 0);
+        sandbox_release_home_async(sb); /* meanwhile, the workspace is sealed */
     }
 
     /* No request may be served while the overlay and the stage go away. */
-    if (st.sb && sb.agent) {
-        agent_socket_stop(sb.agent);
+    if (st.sb && sb->agent) {
+        agent_socket_stop(sb->agent);
 #ifdef PVISOR_HAVE_LIFECYCLE
         run_checkpoints_record(&st.cps, ctx->bundle);
 #endif
@@ -519,12 +523,12 @@ int run_execute_staged(struct run_context *ctx,
         fprintf(stderr, "pvisor run: %s\n", msg);
     }
     if (st.stage_error) {
-        sandbox_release(&sb);
+        sandbox_release(sb);
         snprintf(msg, sizeof msg, "cannot use the stage %s: %s", sp, stage_open_hint(st.stage_error, sp));
         return run_fail_setup(ctx, msg);
     }
     if (st.home_error) {
-        sandbox_release(&sb);
+        sandbox_release(sb);
         snprintf(msg, sizeof msg, "cannot prepare the copy-on-write view of HOME: %s", strerror(-st.home_error));
         return run_fail_setup(ctx, msg);
     }
@@ -535,32 +539,32 @@ int run_execute_staged(struct run_context *ctx,
          * group is the foreground one): not a setup failure ("ended
          * without a report (see 'pvisor doctor')", "cannot give the
          * sandbox the go-ahead: Broken pipe", 125). */
-        int isig = sb.interrupted;
-        if (!isig && !sb.go_given && WIFSIGNALED(res.wait_status) &&
+        int isig = sb->interrupted;
+        if (!isig && !sb->go_given && WIFSIGNALED(res.wait_status) &&
             (WTERMSIG(res.wait_status) == SIGINT || WTERMSIG(res.wait_status) == SIGTERM ||
              WTERMSIG(res.wait_status) == SIGHUP))
             isig = WTERMSIG(res.wait_status);
         if (isig) {
-            sandbox_release(&sb);
+            sandbox_release(sb);
             return run_interrupted(ctx, isig);
         }
-        if (sb.refused) {
-            snprintf(msg, sizeof msg, "%s", sb.refused_why);
-            sandbox_release(&sb);
+        if (sb->refused) {
+            snprintf(msg, sizeof msg, "%s", sb->refused_why);
+            sandbox_release(sb);
             return run_fail_setup(ctx, msg);
-        } else if (sandbox_report_ok(&sb)) {
+        } else if (sandbox_report_ok(sb)) {
             /* recorded by sandbox_read_report() before the command ran */
-        } else if (!sb.exec_failed) {
+        } else if (!sb->exec_failed) {
             char why[300];
-            sandbox_report_error(&sb, res.exec_errno, res.wait_status, why, sizeof why);
+            sandbox_report_error(sb, res.exec_errno, res.wait_status, why, sizeof why);
             /* the directory pvisor was started in is not in the sandbox's
              * view (a /tmp/x outside the workspace: the sandbox's /tmp is
              * its own); nothing 'pvisor doctor' could help with */
-            const char *step = json_string_value(json_object_get(sb.report, "step"));
-            int e = (int)json_integer_value(json_object_get(sb.report, "errno"));
+            const char *step = json_string_value(json_object_get(sb->report, "step"));
+            int e = (int)json_integer_value(json_object_get(sb->report, "errno"));
             bool cwd_unseen = step && strcmp(step, "chdir to the working directory") == 0 &&
                               (e == ENOENT || e == ENOTDIR) && !path_within(ctx->cwd, ctx->workspace);
-            sandbox_release(&sb); /* frees the report */
+            sandbox_release(sb); /* frees the report */
             if (cwd_unseen) {
                 _cleanup_free_ char *c = term_escape(ctx->cwd), *w = term_escape(ctx->workspace);
                 snprintf(msg, sizeof msg,
@@ -574,13 +578,13 @@ int run_execute_staged(struct run_context *ctx,
             return run_fail_setup(ctx, msg);
         } else {
             /* Controls were installed; only exec of the command failed. */
-            int e = (int)json_integer_value(json_object_get(sb.report, "errno"));
+            int e = (int)json_integer_value(json_object_get(sb->report, "errno"));
             res.exec_errno = e ? e : ENOENT;
         }
     }
-    sandbox_release(&sb);
+    sandbox_release(sb);
     if (st.cgroup_error) {
-        snprintf(msg, sizeof msg, "cannot move the command into its cgroup %.300s: %s", sb.cg_path,
+        snprintf(msg, sizeof msg, "cannot move the command into its cgroup %.300s: %s", sb->cg_path,
                  strerror(-st.cgroup_error));
         return run_fail_setup(ctx, msg);
     }

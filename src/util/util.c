@@ -123,28 +123,69 @@ int path_split_last(char *path, const char **ret_parent, const char **ret_base) 
 
 /* Between realpath_memo_begin and _end: the canonical paths found to exist
  * and not be symlinks (1), or to be directories (2), in a table of glibc's
- * (hsearch_r; keys owned by keys[]).  Only positive facts are kept. */
+ * (hsearch_r; keys owned by keys[], their values in vals[]).  Only positive
+ * facts are kept.  The table starts small and is made again twice as large
+ * when half full: one sized for the most at once (8,192 slots, 196 KB) had
+ * every lookup touch another page of it, some 50 page faults a run for a
+ * few hundred paths. */
 #define RP_MEMO_MAX 4096
+#define RP_MEMO_FIRST 256
 static struct {
     bool on;
     struct hsearch_data tab;
     char **keys;
-    size_t n;
+    unsigned char *vals;
+    size_t n, cap; /* keys held; keys[] and vals[] room, the table's slots twice that */
 } rp_memo;
+
+/* The table made anew with room for cap keys, the held ones entered again.
+ * false (the old table kept) when out of memory. */
+static bool memo_resize(size_t cap) {
+    char **keys = realloc(rp_memo.keys, cap * sizeof *keys);
+    if (!keys)
+        return false;
+    rp_memo.keys = keys;
+    /* not realloc: the old table points into the old values until the new
+     * one replaces it */
+    unsigned char *vals = malloc(cap);
+    struct hsearch_data tab;
+    memset(&tab, 0, sizeof tab);
+    if (!vals || !hcreate_r(cap * 2, &tab)) {
+        free(vals);
+        return false;
+    }
+    if (rp_memo.n)
+        memcpy(vals, rp_memo.vals, rp_memo.n);
+    for (size_t i = 0; i < rp_memo.n; i++) {
+        ENTRY e = {.key = keys[i], .data = &vals[i]}, *found;
+        if (!hsearch_r(e, ENTER, &found, &tab)) {
+            hdestroy_r(&tab);
+            free(vals);
+            return false;
+        }
+    }
+    if (rp_memo.cap)
+        hdestroy_r(&rp_memo.tab);
+    free(rp_memo.vals);
+    rp_memo.vals = vals;
+    rp_memo.tab = tab;
+    rp_memo.cap = cap;
+    return true;
+}
 
 void realpath_memo_begin(void) {
     if (rp_memo.on)
         return;
-    memset(&rp_memo.tab, 0, sizeof rp_memo.tab);
-    rp_memo.keys = calloc(RP_MEMO_MAX, sizeof *rp_memo.keys);
-    if (!rp_memo.keys)
-        return;
-    if (!hcreate_r(RP_MEMO_MAX * 2, &rp_memo.tab)) {
+    rp_memo.n = rp_memo.cap = 0;
+    rp_memo.keys = NULL;
+    rp_memo.vals = NULL;
+    if (!memo_resize(RP_MEMO_FIRST)) {
         free(rp_memo.keys);
+        free(rp_memo.vals);
         rp_memo.keys = NULL;
+        rp_memo.vals = NULL;
         return;
     }
-    rp_memo.n = 0;
     rp_memo.on = true;
 }
 
@@ -155,26 +196,36 @@ void realpath_memo_end(void) {
     for (size_t i = 0; i < rp_memo.n; i++)
         free(rp_memo.keys[i]);
     free(rp_memo.keys);
+    free(rp_memo.vals);
     rp_memo.keys = NULL;
-    rp_memo.n = 0;
+    rp_memo.vals = NULL;
+    rp_memo.n = rp_memo.cap = 0;
     rp_memo.on = false;
 }
 
+/* The value of a key is its byte in vals[] (the entry's data points there:
+ * vals[] moves when it grows, and the table is made again then). */
 static int memo_get(const char *path) {
     ENTRY e = {.key = (char *)path}, *found;
-    return hsearch_r(e, FIND, &found, &rp_memo.tab) ? (int)(intptr_t)found->data : 0;
+    return hsearch_r(e, FIND, &found, &rp_memo.tab) ? *(unsigned char *)found->data : 0;
 }
 
 static void memo_put(const char *path, int what) {
     ENTRY e = {.key = (char *)path}, *found;
     if (hsearch_r(e, FIND, &found, &rp_memo.tab)) {
-        if ((intptr_t)found->data < what)
-            found->data = (void *)(intptr_t)what;
+        unsigned char *v = found->data;
+        if (*v < what)
+            *v = (unsigned char)what;
         return;
     }
-    if (rp_memo.n >= RP_MEMO_MAX || !(e.key = strdup(path)))
+    if (rp_memo.n >= RP_MEMO_MAX)
         return;
-    e.data = (void *)(intptr_t)what;
+    if (rp_memo.n >= rp_memo.cap && !memo_resize(rp_memo.cap * 2))
+        return;
+    if (!(e.key = strdup(path)))
+        return;
+    rp_memo.vals[rp_memo.n] = (unsigned char)what;
+    e.data = &rp_memo.vals[rp_memo.n];
     if (!hsearch_r(e, ENTER, &found, &rp_memo.tab)) {
         free(e.key);
         return;

@@ -81,6 +81,40 @@ static void test_realpath_memo(void) {
     }
     realpath_memo_end();
     ok(same, "realpath_memo gives realpath's result and errno, cold and remembered");
+    /* past the table's first size (256) and through its growth to the
+     * most it keeps (4,096 paths): 3,000 directories, each with a link to
+     * the one before; every one again after all were remembered */
+    mkdir(MK("%s/many", t), 0755);
+    bool grown = true;
+    realpath_memo_begin();
+    for (int round = 0; round < 2 && grown; round++)
+        for (int i = 0; i < 3000; i++) {
+            char path[PATH_MAX];
+            snprintf(path, sizeof path, "%s/many/d%d", t, i);
+            if (round == 0) {
+                mkdir(path, 0755);
+                if (i > 0) {
+                    char target[32], link[PATH_MAX];
+                    snprintf(target, sizeof target, "d%d", i - 1);
+                    snprintf(link, sizeof link, "%s/many/d%d/prev", t, i);
+                    (void)!symlink(MK("%s/many/%s", t, target), link);
+                }
+            }
+            if (i > 0 && i % 7 == 0) /* through the link: d(i-1) */
+                snprintf(path, sizeof path, "%s/many/d%d/prev/.", t, i);
+            char *want = realpath(path, NULL), *got = realpath_memo(path);
+            if (!want || !got || strcmp(want, got) != 0) {
+                printf("#   round %d %s: realpath %s, realpath_memo %s\n", round, path, want ? want : "-",
+                       got ? got : "-");
+                grown = false;
+            }
+            free(want);
+            free(got);
+            if (!grown)
+                break;
+        }
+    realpath_memo_end();
+    ok(grown, "realpath_memo over 3,000 directories and links (its table grown) gives realpath's result");
     char *r = realpath_memo("relative");
     ok(!r || r[0] == '/', "realpath_memo of a relative path is realpath's");
     free(r);
