@@ -126,19 +126,7 @@ struct spawn_args {
 
 #define SPAWN_STACK (256 * 1024)
 
-/* AddressSanitizer cannot follow a child that shares its memory on a stack
- * of its own (it warns on stderr at the child's first noreturn call, and
- * its checks there are not to be trusted): its builds fork. */
-#if defined(__SANITIZE_ADDRESS__)
-#define SPAWN_WITH_FORK 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SPAWN_WITH_FORK 1
-#endif
-#endif
-#ifndef SPAWN_WITH_FORK
-#define SPAWN_WITH_FORK 0
-#endif
+/* (PV_SPAWN_WITH_FORK: AddressSanitizer builds fork instead, util.h) */
 
 static int spawn_child(void *arg) {
     const struct spawn_args *a = arg;
@@ -345,7 +333,7 @@ int exec_run(const struct exec_spec *s, struct exec_result *ret) {
         have_tty = true;
 
     pid_t parent = getpid();
-    if (s->early_exec && !SPAWN_WITH_FORK) {
+    if (s->early_exec && !PV_SPAWN_WITH_FORK) {
         struct spawn_args a = {
             .s = s,
             .go_fd = go[0],

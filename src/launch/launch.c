@@ -43,6 +43,7 @@
 #include <string.h>
 #include <sys/capability.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -698,6 +699,56 @@ static unsigned count_leftovers(void) {
     return n;
 }
 
+struct command_args {
+    const struct launch_plan *p;
+    const struct term *t;
+    int status_fd;
+};
+
+static int command_child(void *arg) {
+    const struct command_args *a = arg;
+    close(a->status_fd);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    become_command(a->p, a->t);
+}
+
+#define COMMAND_STACK (256 * 1024)
+
+/* The command's process (A), started as posix_spawn starts one: it shares
+ * init's memory until its exec (clone(CLONE_VM | CLONE_VFORK) on a stack
+ * of its own), init waiting meanwhile, so neither init's page tables are
+ * copied nor each page A then writes (its Landlock rules, its self-check)
+ * copied first: some 50 page faults of a run, each of them dear on a
+ * paravirtualised VM.  Sound here as it is not in a threaded program: init
+ * has one thread and no signal handler (its signals are blocked and read
+ * from a signalfd), and what A allocates stays in init's heap.  Only our
+ * code runs in the shared memory: the command's own starts with its exec
+ * (a new address space), or A ends.  Its controls (the nested user
+ * namespace, capabilities, no_new_privs, Landlock, seccomp) are the task's
+ * own, not init's.  A's `environ = envp` (for execvp's PATH search) is
+ * init's too: put back.  -1 and errno on failure. */
+static pid_t start_command(struct command_args *a) {
+#if PV_SPAWN_WITH_FORK
+    pid_t pid = fork();
+    if (pid == 0)
+        command_child(a);
+    return pid;
+#else
+    char **env = environ;
+    void *stack = mmap(NULL, COMMAND_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    if (stack == MAP_FAILED)
+        return -1;
+    pid_t pid = clone(command_child, (char *)stack + COMMAND_STACK, CLONE_VM | CLONE_VFORK | SIGCHLD, a);
+    int e = errno;
+    environ = env;
+    munmap(stack, COMMAND_STACK); /* A has exec'd or ended */
+    errno = e;
+    return pid;
+#endif
+}
+
 /* I: PID 1 of the new PID namespace. */
 static _Noreturn void become_init(const struct launch_plan *p, int status_fd) {
     const char *step = "";
@@ -718,16 +769,9 @@ static _Noreturn void become_init(const struct launch_plan *p, int status_fd) {
     if (p->tty && (r = open_terminal(&t, p->tty_input)) < 0)
         fail("opening a pty for the command", r);
 
-    pid_t a = fork();
+    pid_t a = start_command(&(struct command_args){.p = p, .t = &t, .status_fd = status_fd});
     if (a < 0)
-        fail("fork of the command", errno);
-    if (a == 0) {
-        close(status_fd);
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        become_command(p, &t);
-    }
+        fail("starting the command's process", errno);
     close(LAUNCH_SYNC_FD);
     close(LAUNCH_GO_FD);
     int st = t.master >= 0 ? relay_terminal_and_wait(a, &t) : relay_and_wait(a);

@@ -211,4 +211,20 @@ int fd_move_above_stdio(int fd);
 /* Close every descriptor >= lowfd except those listed. */
 int close_all_fds_except(int lowfd, const int *keep, size_t n_keep);
 
+/* A child started as posix_spawn starts one, sharing its parent's memory
+ * until its exec (clone(CLONE_VM | CLONE_VFORK) on a stack of its own):
+ * AddressSanitizer cannot follow such a child (it warns at the child's
+ * first noreturn call, and its checks there are not to be trusted), so
+ * its builds fork instead. */
+#if defined(__SANITIZE_ADDRESS__)
+#define PV_SPAWN_WITH_FORK 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define PV_SPAWN_WITH_FORK 1
+#endif
+#endif
+#ifndef PV_SPAWN_WITH_FORK
+#define PV_SPAWN_WITH_FORK 0
+#endif
+
 #endif
