@@ -257,6 +257,13 @@ int main(int argc, char **argv) {
             return blocked("TIOCSTI filtered");
         return escaped("TIOCSTI reached the tty layer", NULL);
     }
+    if (!strcmp(a, "tioclinux") && argc == 2) { /* TIOCLINUX: a virtual console's selection, keyboard reporting */
+        char sub = 7;                           /* TIOCL_GETSHIFTSTATE: reads only */
+        int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (ioctl(fd, TIOCLINUX, &sub) < 0 && errno == EPERM)
+            return blocked("TIOCLINUX filtered");
+        return escaped("TIOCLINUX reached the tty layer", NULL);
+    }
     if (!strcmp(a, "unix") && argc == 3)
         return do_connect_unix(argv[2], 0);
     if (!strcmp(a, "abstract") && argc == 3)

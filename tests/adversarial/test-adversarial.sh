@@ -219,6 +219,33 @@ if [ "$(id -u)" -eq 0 ] && [ -f /etc/shadow ] && [ "$(( $(stat -c %#a /etc/shado
 else
     skip "as root, a file only root may read (/etc/shadow)" "needs root and a /etc/shadow others cannot read"
 fi
+# The syscalls issue 5 names for the filter, by number (x86_64's; every
+# argument -1, so one that got through does nothing): each EPERM, clone3
+# ENOSYS (glibc falls back to clone, whose namespace flags are refused).
+# The control: without the sandbox none gets that answer, each reached the
+# kernel (root's control; an ordinary user's kernel refuses some itself).
+SC_DENIED="ptrace:101 process_vm_readv:310 process_vm_writev:311 mount:165 umount2:166 pivot_root:155 chroot:161
+    move_mount:429 open_tree:428 fsopen:430 fsconfig:431 fsmount:432 fspick:433 mount_setattr:442 unshare:272 setns:308
+    bpf:321 perf_event_open:298 userfaultfd:323 keyctl:250 add_key:248 request_key:249 io_uring_setup:425
+    io_uring_enter:426 io_uring_register:427 kexec_load:246 kexec_file_load:320 init_module:175 finit_module:313
+    delete_module:176 open_by_handle_at:304 name_to_handle_at:303"
+escape_syscalls() {
+    if [ "$(uname -m)" != x86_64 ]; then
+        skip "--safe refuses the syscalls issue 5 names$AS" "the numbers are x86_64's"; return
+    fi
+    nrs=""; want=""
+    for p in $SC_DENIED; do nrs="$nrs ${p#*:}"; want="$want ${p#*:} EPERM"; done
+    # shellcheck disable=SC2086
+    s=$(safe raw $nrs 435)
+    eq "$s" "${want# } 435 ENOSYS" "--safe: ptrace, process_vm_*, the mount family, pivot_root, unshare, setns, bpf, perf_event_open, userfaultfd, keyctl, io_uring, kexec, modules, open_by_handle_at are EPERM, clone3 ENOSYS$AS"
+    if [ -z "$RUN" ]; then
+        # shellcheck disable=SC2086
+        c=$(control raw $nrs 435)
+        same=$(printf '%s\n%s\n' "$c" "$s" | awk 'NR == 1 { for (i = 1; i < NF; i += 2) a[$i] = $(i + 1) }
+            NR == 2 { for (i = 1; i < NF; i += 2) if (a[$i] == $(i + 1)) o = o " " $i } END { print o }')
+        eq "$(echo "$c" | wc -w):${same:-none}" "$(echo "$s" | wc -w):none" "control: without the sandbox each of them reaches the kernel (no answer is the filter's)"
+    fi
+}
 # More credentials, inherited descriptors, host services, other processes'
 # memory, the kernel interfaces seccomp denies.
 escape_reach() {
@@ -230,7 +257,31 @@ escape_reach() {
     attempt "credential in HOME (~/.config/git/credentials)" read "$HOMEDIR/.config/git/credentials"
     attempt "credential in HOME (fish history)" read "$HOMEDIR/.local/share/fish/fish_history"
     rm -rf "$HOMEDIR/.config/git" "$HOMEDIR/.local/share/fish"
+    # every credential location issue 5 names (~/.ssh above): the control
+    # reads each, the sandboxed command none (the rest of HOME it reads)
+    for f in .gnupg/private-keys-v1.d/k.key .aws/credentials .azure/msal_token_cache.json .config/gcloud/credentials.db \
+        .kube/config .docker/config.json .netrc .git-credentials .npmrc .pypirc .mozilla/firefox/p.default/logins.json \
+        .config/google-chrome/Default/Login\ Data .local/share/keyrings/login.keyring; do
+        mkdir -p "$HOMEDIR/$(dirname "$f")"; echo "CRED:$f" > "$HOMEDIR/$f"
+    done
+    echo notes > "$HOMEDIR/notes.txt"
+    chown -R --reference="$HOMEDIR" "$HOMEDIR"
+    rdc='for f in .gnupg/private-keys-v1.d/k.key .aws/credentials .azure/msal_token_cache.json .config/gcloud/credentials.db .kube/config .docker/config.json .netrc .git-credentials .npmrc .pypirc .mozilla/firefox/p.default/logins.json ".config/google-chrome/Default/Login Data" .local/share/keyrings/login.keyring; do cat ~/"$f" 2>/dev/null; done; cat ~/notes.txt'
+    c=$($RUN "$PVISOR" run -- sh -c "$rdc" 2>&1)
+    s=$($RUN "$PVISOR" run --safe --stage "$S" --workspace "$W" -- sh -c "$rdc" 2>&1); ss=$?
+    eq "$(echo "$c" | grep -c '^CRED:'):$ss:$(echo "$s" | grep -c '^CRED:'):$(echo "$s" | tail -n 1)" "13:0:0:notes" \
+        "--safe: none of the credential locations issue 5 names is readable in HOME (the control reads all 13)$AS"
+    rm -rf "$HOMEDIR/.gnupg" "$HOMEDIR/.aws" "$HOMEDIR/.azure" "$HOMEDIR/.config/gcloud" "$HOMEDIR/.kube" "$HOMEDIR/.docker" \
+        "$HOMEDIR/.netrc" "$HOMEDIR/.git-credentials" "$HOMEDIR/.npmrc" "$HOMEDIR/.pypirc" "$HOMEDIR/.mozilla" \
+        "$HOMEDIR/.config/google-chrome" "$HOMEDIR/.local/share/keyrings" "$HOMEDIR/notes.txt"
     attempt "inherited directory fd (openat)" fd-read 9 secret.txt 9<"$H"
+    # the issue's case: an O_PATH descriptor of a host directory handed to
+    # pvisor (the shell's 9< above opens it for reading)
+    opath() { $RUN "$PY" -c 'import os, sys; os.dup2(os.open(sys.argv[1], os.O_PATH | os.O_DIRECTORY), 9); os.execv(sys.argv[2], sys.argv[2:])' "$H" "$@" 2>&1; }
+    c=$(opath "$PVISOR" run -- "$PROBE" fd-read 9 secret.txt)
+    s=$(opath "$PVISOR" run --safe --stage "$S" --workspace "$W" -- "$PROBE" fd-read 9 secret.txt); ss=$?
+    eq "$(echo "$c" | cut -c1-7):$ss:$(echo "$s" | cut -c1-7)" "ESCAPED:1:BLOCKED" \
+        "--safe blocks: an inherited O_PATH directory fd (openat; the control reads through it)$AS"
     attempt "pathname unix socket of a host service" unix "$H/host.sock"
     attempt "abstract unix socket of a host service" abstract "$ABSTRACT"
     # --filesystem sandbox keeps the host's network namespace, where only
@@ -263,6 +314,7 @@ escape_reach() {
         attempt "/proc/<host pid>/mem of a host process" mem "$VICTIM" "$ADDR"
     fi
     attempt "TIOCSTI" tiocsti
+    attempt "TIOCLINUX" tioclinux
     if [ -n "$NOURING" ]; then skip "--safe blocks: io_uring$AS" "$NOURING"; else attempt "io_uring" io_uring; fi
     # Linux AIO contexts count against fs.aio-max-nr, one limit for the
     # whole host: a command that held them all made every other program's
@@ -313,6 +365,7 @@ escape_reach() {
     # from the list: it reached the quota code of the file system under a
     # projected directory
     attempt "quotactl_fd (the quota code, as quotactl)" quotactl-fd /usr
+    escape_syscalls
     # Syscalls libseccomp 2.5.4 has no name for (it skipped a name it did
     # not know): open_tree_attr (Linux 6.15) was allowed where open_tree was
     # not, and statmount/listmount (6.8) showed the mount table by the new API
@@ -540,11 +593,38 @@ eq "$s:$(jq -r '.stage.dir_listings | type == "number" and . < 20' "$rb")" "LIST
 # Host processes: the victim survived the sandboxed kill, the control kills it.
 s=$(safe kill "$VICTIM")
 check "--safe: a host process cannot be signalled" kill -0 "$VICTIM"
+# the control: the same probe without the sandbox ends a process of the
+# invoking user's
+sleep 300 &
+SPARE0=$!
+at_exit "kill -9 $SPARE0"
+control kill "$SPARE0" >/dev/null
+wait "$SPARE0"
+eq $? 143 "control: a host process of the user's is signalled (SIGTERM)"
 
 # Devices, mounts, syscall ABIs.
-s=$(safe mknod "$W/devnull"); case "$s" in BLOCKED*) ok "--safe blocks mknod";; *) not_ok "--safe blocks mknod"; diag "$s";; esac
-s=$(safe mount /tmp); case "$s" in BLOCKED*) ok "--safe blocks mount";; *) not_ok "--safe blocks mount"; diag "$s";; esac
-s=$(safe remount-rw /usr); case "$s" in BLOCKED*) ok "--safe blocks a remount";; *) not_ok "--safe blocks a remount"; diag "$s";; esac
+# mount_attempts: mknod, a mount and a remount from inside (the kernel
+# refuses an ordinary user each of them outside too: no control there)
+mount_attempts() {
+    s=$(safe mknod "$W/devnull"); case "$s" in BLOCKED*) ok "--safe blocks mknod$AS";; *) not_ok "--safe blocks mknod$AS"; diag "$s";; esac
+    s=$(safe mount /tmp); case "$s" in BLOCKED*) ok "--safe blocks mount$AS";; *) not_ok "--safe blocks mount$AS"; diag "$s";; esac
+    s=$(safe remount-rw /usr); case "$s" in BLOCKED*) ok "--safe blocks a remount$AS";; *) not_ok "--safe blocks a remount$AS"; diag "$s";; esac
+}
+mount_attempts
+# the controls, as root: the same probes without the sandbox make a device
+# node, mount a tmpfs, and make a read-only bind mount writable (each on
+# the test's own directories, undone)
+if [ "$(id -u)" -eq 0 ]; then
+    mkdir -p "$T/mnt-ctl" "$T/ro-ctl"
+    c1=$(control mknod "$T/devnull-ctl"); test -c "$T/devnull-ctl" && c1="$c1 (a device)"; rm -f "$T/devnull-ctl"
+    c2=$(control mount "$T/mnt-ctl"); umount "$T/mnt-ctl" 2>/dev/null
+    mount --bind "$T/ro-ctl" "$T/ro-ctl" && mount -o remount,bind,ro "$T/ro-ctl"
+    c3=$(control remount-rw "$T/ro-ctl"); touch "$T/ro-ctl/x" 2>/dev/null && c3="$c3 (writable)"; umount "$T/ro-ctl" 2>/dev/null
+    eq "$(echo "$c1" | cut -c1-7) $(echo "$c1" | grep -c 'a device') $(echo "$c2" | cut -c1-7) $(echo "$c3" | cut -c1-7) $(echo "$c3" | grep -c writable)" \
+        "ESCAPED 1 ESCAPED ESCAPED 1" "control: as root, mknod, a mount and a remount read-write get through"
+else
+    skip "control: as root, mknod, a mount and a remount read-write get through" "needs root"
+fi
 # open_tree_attr with OPEN_TREE_CLONE: a detached copy of a mount with its
 # read-only flag cleared (the control needs root's CAP_SYS_ADMIN)
 attempt "open_tree_attr(OPEN_TREE_CLONE) clearing a mount's read-only flag" open-tree-attr /usr clone
@@ -618,22 +698,54 @@ for v in PWD HOME TMPDIR PVISOR_AGENT_SOCKET; do
     eq "$rc:$(grep -c 'is set by pvisor' "$T/pe.err")" "2:1" "--pass-env $v is refused (pvisor sets it to the sandbox's own)"
 done
 
-# Positive controls: what an agent needs still works.
-out=$("$PVISOR" run --safe --stage "$S" --workspace "$W" -- sh -c 'cat file.txt; echo staged > new.txt; cat new.txt; echo x > /tmp/t && cat /tmp/t' 2>&1)
-eq "$out" "$(printf 'original\nstaged\nx')" "--safe: read and write in the workspace and /tmp"
-check "--safe: the write is staged, the lower is untouched" sh -c "[ \"\$(cat '$S/upper/new.txt')\" = staged ] && [ ! -e '$W/new.txt' ]"
-eq "$(safe socketpair)" "ESCAPED socketpair works" "--safe: socketpair works"
-eq "$("$PVISOR" run --safe --stage "$S" --workspace "$W" -- sh -c 'sh -c "echo child"' 2>&1)" child "--safe: fork/exec work"
-if command -v python3 >/dev/null; then
-    eq "$("$PVISOR" run --safe --stage "$S" --workspace "$W" -- python3 -c 'print(6*7)' 2>&1)" 42 "--safe: python3 runs (toolchain projected automatically)"
-fi
-if command -v cc >/dev/null; then
-    out=$("$PVISOR" run --safe --stage "$S" --workspace "$W" -- sh -c 'printf "int main(void){return 7;}\n" > m.c && cc -o m m.c && ./m; echo $?' 2>&1)
-    eq "$out" 7 "--safe: a C compiler builds and runs a program in the workspace"
-fi
-if command -v git >/dev/null; then
-    out=$("$PVISOR" run --safe --stage "$S" --workspace "$W" -- sh -c 'git init -q . && git add file.txt && git -c user.email=p@p commit -qm x && git log --format=%an' 2>&1)
-    eq "$out" probe "--safe: git works (and sees the allowlisted ~/.gitconfig)"
+# Positive controls: what an agent needs still works.  positives WSTEXT:
+# the workspace's file.txt holds WSTEXT.  /tmp is the run's own (a 1 GiB
+# tmpfs): nothing written there reaches the host's.
+positives() {
+    # shellcheck disable=SC2086
+    out=$($RUN "$PVISOR" run --safe --stage "$S" --workspace "$W" -- sh -c "cat file.txt; echo staged > new.txt; cat new.txt; echo x > /tmp/pvisor-adv-$$ && cat /tmp/pvisor-adv-$$" 2>&1)
+    eq "$out" "$(printf '%s\nstaged\nx' "$1")" "--safe: read and write in the workspace and /tmp$AS"
+    check "--safe: the write is staged, the lower is untouched$AS" sh -c "[ \"\$(cat '$S/upper/new.txt')\" = staged ] && [ ! -e '$W/new.txt' ]"
+    # shellcheck disable=SC2086
+    tmpm=$($RUN "$PVISOR" run --safe --stage "$S" --workspace "$W" -- sh -c 'grep " /tmp " /proc/self/mountinfo' 2>&1)
+    eq "$(test -e "/tmp/pvisor-adv-$$" && echo on-host):$(echo "$tmpm" | grep -c ' - tmpfs tmpfs .*size=1048576k')" ":1" \
+        "--safe: /tmp is a private tmpfs of 1 GiB, the host's /tmp is untouched$AS"
+    eq "$(safe socketpair)" "ESCAPED socketpair works" "--safe: socketpair works$AS"
+    # shellcheck disable=SC2086
+    eq "$($RUN "$PVISOR" run --safe --stage "$S" --workspace "$W" -- sh -c 'sh -c "echo child"' 2>&1)" child "--safe: fork/exec work$AS"
+    if command -v python3 >/dev/null; then
+        # shellcheck disable=SC2086
+        eq "$($RUN "$PVISOR" run --safe --stage "$S" --workspace "$W" -- python3 -c 'print(6*7)' 2>&1)" 42 "--safe: python3 runs (toolchain projected automatically)$AS"
+    else
+        skip "--safe: python3 runs$AS" "python3 missing"
+    fi
+    if command -v cc >/dev/null; then
+        # shellcheck disable=SC2086
+        out=$($RUN "$PVISOR" run --safe --stage "$S" --workspace "$W" -- sh -c 'printf "int main(void){return 7;}\n" > m.c && cc -o m m.c && ./m; echo $?' 2>&1)
+        eq "$out" 7 "--safe: a C compiler builds and runs a program in the workspace$AS"
+    else
+        skip "--safe: a C compiler builds and runs a program$AS" "cc missing"
+    fi
+    if command -v git >/dev/null; then
+        # shellcheck disable=SC2086
+        out=$($RUN "$PVISOR" run --safe --stage "$S" --workspace "$W" -- sh -c 'git init -q . && git add file.txt && git -c user.email=p@p commit -qm x && git log --format=%an' 2>&1)
+        eq "$out" probe "--safe: git works (and sees the allowlisted ~/.gitconfig)$AS"
+    else
+        skip "--safe: git works$AS" "git missing"
+    fi
+}
+positives original
+# a setuid binary as root: one of uid 65534 changes root's euid outside
+# (the control), not inside (no_new_privs; the unprivileged pass tries a
+# setuid-root one)
+if [ "$(id -u)" -eq 0 ]; then
+    cp /usr/bin/id "$W/suid-nobody" && chown 65534:65534 "$W/suid-nobody" && chmod 4755 "$W/suid-nobody"
+    c=$("$PVISOR" run -- "$W/suid-nobody" -u 2>&1)
+    s=$("$PVISOR" run --safe --stage "$S" --workspace "$W" -- ./suid-nobody -u 2>&1)
+    eq "$c:$s" "65534:0" "--safe as root: a setuid binary does not change the euid (the control's becomes 65534)"
+    rm -f "$W/suid-nobody"
+else
+    skip "--safe as root: a setuid binary does not change the euid" "needs root"
 fi
 
 # The command is exec'd by the path the supervisor found on PATH (no PATH
@@ -672,6 +784,24 @@ eq "$(jq -r '[.dimensions | to_entries[] | select(.value.effective != "enforced"
    "resources:none" "--safe Bundle: every requested dimension enforced (resources not requested)"
 eq "$(jq -r '.sandbox_evidence | [.NoNewPrivs, .Seccomp, .CapEff, .CapBnd] | join(" ")' "$b")" \
    "1 2 0000000000000000 0000000000000000" "--safe Bundle: self-check shows no_new_privs, seccomp, no capabilities"
+# selfcheck BUNDLE: the rest of the launcher's self-check: one seccomp
+# filter at least; Landlock handles every file-system right its ABI knows
+# (1: 13 rights, 2: refer, 3: truncate, 5: ioctl on devices), TCP bind and
+# connect (ABI 4) with the network denied, the scopes (ABI 6); the mount,
+# PID, network, IPC, UTS and user namespaces are not the test's own (the
+# host's), and each dimension's evidence says so
+selfcheck() {
+    abi=$(jq -r '.sandbox_evidence.landlock.abi' "$1")
+    fs=8191; [ "$abi" -ge 2 ] && fs=$((fs | 8192)); [ "$abi" -ge 3 ] && fs=$((fs | 16384)); [ "$abi" -ge 5 ] && fs=$((fs | 32768))
+    net=0; [ "$abi" -ge 4 ] && net=3
+    sc=0; [ "$abi" -ge 6 ] && sc=3
+    eq "$(jq -r '.sandbox_evidence | "\(.Seccomp_filters | tonumber >= 1) \(.landlock.handled_fs) \(.landlock.handled_net) \(.landlock.scoped)"' "$1")" \
+        "true $fs $net $sc" "--safe Bundle: seccomp filter installed; Landlock ABI $abi handles every file-system right it knows, TCP and the scopes$AS"
+    own=""; for n in mnt pid net ipc uts user; do own="$own $(readlink /proc/self/ns/$n)"; done
+    eq "$(jq -r --arg own "$own" '.sandbox_evidence.namespaces as $n | [("mnt", "pid", "net", "ipc", "uts", "user") | select(($own | split(" ") | index($n[.])) != null or $n[.] == null)] | join(",")' "$1"):$(jq -r '[.dimensions.host_writes.evidence.mount_namespace_differs, .dimensions.child_processes.evidence.pid_namespace_differs, .dimensions.network.evidence.net_namespace_differs, .dimensions.ipc.evidence.ipc_namespace_differs] | map(tostring) | join(" ")' "$1")" \
+        ":true true true true" "--safe Bundle: the command's mount, PID, network, IPC, UTS and user namespaces are the run's own, and the dimensions say so$AS"
+}
+selfcheck "$b"
 # its note says what the filter does with what nobody reviewed (it named
 # only the deny list, as if any call it did not name were allowed)
 eq "$(jq -r '.dimensions.syscalls.notes[0]' "$b" | grep -c 'syscall numbers this build did not review, newer calls included, ENOSYS')" \
@@ -1411,6 +1541,11 @@ i=0; while alive "$SPARE" && [ $i -lt 40 ]; do sleep 0.05; i=$((i+1)); done
 check "control: a process of the user's is signalled$AS" sh -c "! { kill -0 $SPARE 2>/dev/null && ! grep -q '^State:[[:space:]]*Z' /proc/$SPARE/status 2>/dev/null; }"
 escape_daemons "pvisor-udaemon-$$"
 
+mount_attempts
+asuser "$PVISOR" run --safe --stage "$S" --workspace "$W" -- "$PROBE" x32 >/dev/null 2>&1; rc=$?
+eq "$rc" 159 "--safe kills an x32 syscall (SIGSYS)$AS"
+s=$(safe read "/proc/1/root$H/secret.txt"); case "$s" in BLOCKED*) ok "--safe blocks: read via /proc/1/root$AS";; *) not_ok "--safe blocks: read via /proc/1/root$AS"; diag "$s";; esac
+positives mine
 out=$(asuser "$PVISOR" run -- ./suid-id -u 2>&1)
 eq "$out" 0 "control: a setuid-root binary gives euid 0 to an unprivileged user"
 out=$(asuser "$PVISOR" run --safe --stage "$S" --workspace "$W" -- ./suid-id -u 2>&1)
@@ -1424,6 +1559,7 @@ eq "$(jq -r '[.dimensions | to_entries[] | select(.value.effective != "enforced"
    "resources:none" "--safe (unprivileged) Bundle: every requested dimension enforced (resources not requested)"
 eq "$(jq -r '.sandbox_evidence | [.Uid, .NoNewPrivs, .Seccomp, .CapEff, .CapBnd] | join(" ")' "$ub" | tr '\t' ' ')" \
    "$UU $UU $UU $UU 1 2 0000000000000000 0000000000000000" "--safe (unprivileged) Bundle: the self-check shows the user, no_new_privs, seccomp, no capabilities"
+selfcheck "$ub"
 asuser "$PVISOR" run --safe --strict --stage "$S" --workspace "$W" -- true >/dev/null 2>&1
 eq "$?:$(jq -r '.state + " " + ([.dimensions[] | select(.requested != "none") | .effective] | unique | join(","))' "$(ulatest)")" \
    "0:finished enforced" "--safe --strict (unprivileged) runs: every requested dimension enforced"
