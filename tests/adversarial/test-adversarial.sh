@@ -1340,6 +1340,18 @@ failclosed "seccomp filters" "seccomp" seccomp sc
 # offending thread
 failclosed "SECCOMP_RET_KILL_PROCESS" "seccomp bad-arch action" seccomp@2 kp
 failclosed "user namespaces" "namespace" unshare ns
+# user namespaces disabled by user.max_user_namespaces=0 (RHEL's way; set
+# here in a user namespace of the test's own): the one message named
+# Debian's kernel.unprivileged_userns_clone, which such a host has not
+if [ "$(id -u)" -eq 0 ] && command -v unshare >/dev/null; then
+    rm -f "$W/ran-mun"
+    out=$(unshare -Ur sh -c 'echo 0 > /proc/sys/user/max_user_namespaces || exit 77
+        exec "$1" run --safe --stage "$2" --workspace "$3" -- touch "$3/ran-mun"' sh "$PVISOR" "$T/fc-mun" "$W" 2>&1); rc=$?
+    eq "$rc:$(printf '%s\n' "$out" | grep -c .):$(echo "$out" | grep -c 'user namespaces are disabled or used up: sysctl user.max_user_namespaces=15000'):$(echo "$out" | grep -c unprivileged_userns_clone):$(test -e "$T/fc-mun/upper/ran-mun" && echo RAN)" \
+        "125:1:1:0:" "fail closed with user.max_user_namespaces=0: exit 125, one message naming that sysctl, the command never ran"
+else
+    skip "fail closed with user.max_user_namespaces=0" "needs root and unshare (a user namespace of the test's own)"
+fi
 failclosed "mount_setattr (read-only projections)" "mount_setattr|read-only" mount_setattr ms
 # the launcher reports every step done, but its self-check does not show
 # the controls (here: the namespaces unreadable, readlinkat failing): the
