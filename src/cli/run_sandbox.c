@@ -1201,6 +1201,10 @@ static int prepare(struct run_context *ctx, const struct agent_hooks *hooks, str
     /* As root the command would own root's files in the projections: they
      * are idmapped (idmap.c), while we are in the initial user namespace. */
     sb->as_root = getuid() == 0;
+    /* before enter_private_namespace makes the run's: what the command's
+     * user namespace is compared with (sandbox_record) */
+    ssize_t un = readlink("/proc/self/ns/user", sb->host_userns, sizeof sb->host_userns - 1);
+    sb->host_userns[un > 0 ? un : 0] = '\0';
     sb->home_system = home && plan_home_is_system(home);
     sb->home_in_ws = home && !sb->home_system && path_within(home, ctx->workspace);
     if (sb->as_root) {

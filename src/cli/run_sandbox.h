@@ -46,6 +46,7 @@ struct sandbox {
     int n_home_sys_hides; /* then: its credential locations the plan covers */
     int idmap_failed;     /* projections left plain binds */
     char idmap_why[256];
+    char host_userns[64];         /* pvisor's own user namespace as it started (/proc/self/ns/user), "" unknown */
     json_t *report;               /* the launcher's report, once read */
     char rbuf[LAUNCH_REPORT_MAX]; /* sync pipe bytes read but not consumed */
     size_t rlen;

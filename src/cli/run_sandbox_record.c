@@ -238,7 +238,12 @@ void sandbox_record(struct run_context *ctx, const struct sandbox *sb) {
     bool no_caps = hexval(ev, "CapEff") == 0 && hexval(ev, "CapPrm") == 0 && hexval(ev, "CapBnd") == 0 &&
                    hexval(ev, "CapAmb") == 0 && hexval(ev, "CapInh") == 0;
     bool mnt = ns_differs(ev, "mnt"), pid = ns_differs(ev, "pid"), net = ns_differs(ev, "net");
-    bool ipc = ns_differs(ev, "ipc"), user = ns_differs(ev, "user");
+    bool ipc = ns_differs(ev, "ipc");
+    /* the user namespace: against the one pvisor started in, not the
+     * supervisor's own, which it made for the run and in which a root
+     * run's command stays (it read "false" on every --safe run of root) */
+    const char *cmd_user = json_string_value(json_object_get(json_object_get(ev, "namespaces"), "user"));
+    bool user = cmd_user && sb->host_userns[0] && strcmp(cmd_user, sb->host_userns) != 0;
     bool fs_ok = mnt && abi >= 1 && nnp && no_caps;
     record_namespaces_made(ctx, ev, mnt, pid, net, ipc);
 

@@ -489,6 +489,11 @@ if [ "$safe_works" = true ]; then
         "made by this run: its supervisor's user namespace (uid_map \"0 0 4294967294\")" \
         "... root's user namespace with the map it has (every id but one)"
     eq "$(kf '[.kernel_features.user_namespaces.sysctls | keys[]] | length')" 3 "... and the user namespace sysctls are still read"
+    # compared with pvisor's own as it started, not the namespace the
+    # supervisor made for the run (root's command stays in that one: the
+    # field said false on every --safe run of root)
+    eq "$(kf '[.dimensions.resources.evidence.user_namespace_differs, .sandbox_evidence.namespaces.user != "'"$(readlink /proc/self/ns/user)"'"] | map(tostring) | join(" ")')" \
+        "true true" "--safe as root: the resources evidence says the command's user namespace is not the host's"
     eq "$(kf '[.kernel_features.fuse.ok, .kernel_features.landlock.abi > 0, .kernel_features.sha256.ok] | map(tostring) | join(" ")')" \
         "true true true" "... the other probes ran"
     (cd "$T/safews" && "$PVISOR" run --filesystem sandbox --stage auto -- true >/dev/null 2>&1)
@@ -513,6 +518,8 @@ if [ "$safe_works" = true ]; then
         eq "$(jq -r ".kernel_features | [.uid, .user_namespaces.detail, ($NSK | map(.ok) | all)] | map(tostring) | join(\" \")" "$ub/bundle.json" 2>/dev/null)" \
             "65534 made by this run: its supervisor's user namespace (uid_map \"0 65534 1\") true" \
             "an ordinary user's --safe run: the one-ID map the probe used to try, made by the run"
+        eq "$(jq -r '.dimensions.resources.evidence.user_namespace_differs' "$ub/bundle.json" 2>/dev/null)" true \
+            "... and its resources evidence says the command's user namespace is not the host's"
     else
         skip "an ordinary user's --safe run records its own namespaces" "needs root and setpriv"
     fi
