@@ -503,6 +503,11 @@ if [ "$safe_works" = true ]; then
     if command -v strace >/dev/null; then
         no_lsan strace -f -o "$T/netns.strace" -e trace=unshare,clone,clone3 "$PVISOR" run --safe --workspace "$T/safews" -- true >/dev/null 2>&1
         eq "$(grep -c 'CLONE_NEWNET' "$T/netns.strace")" 1 "a --safe run makes one network namespace, the sandbox's (no probe makes another)"
+        # the hidden launcher is pvisor executed again (a fresh, single-
+        # threaded process: the supervisor has its views' threads by then)
+        no_lsan strace -f -o "$T/launch.strace" -e trace=execve "$PVISOR" run --safe --workspace "$T/safews" -- true >/dev/null 2>&1
+        eq "$(grep -c 'execve("/proc/self/exe", \["/proc/self/exe", "__launch"\]' "$T/launch.strace"):$(grep -c 'execve(' "$T/launch.strace")" "1:3" \
+            "a --safe run executes pvisor again as its launcher (pvisor __launch), then the command: three execs in all"
         no_lsan strace -f -o "$T/netns.strace" -e trace=unshare,clone,clone3 "$PVISOR" run -- true >/dev/null 2>&1
         eq "$(grep -c 'CLONE_NEWNET' "$T/netns.strace")" 1 "a plain run still probes namespaces in a child (its one network namespace)"
         eq "$(kf '.kernel_features.net_namespace | [.ok, .detail] | map(tostring) | join(" ")')" "true " \
