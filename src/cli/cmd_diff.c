@@ -494,8 +494,24 @@ static void show_entry(struct diffctx *d, const struct lc_stage *st, const struc
     }
     bool same_kind = ot != LC_NONE && nt != LC_NONE && ot == nt;
     if (same_kind) {
-        if (ot == LC_DIR)
-            return; /* git does not show directories */
+        /* git does not show directories, and a patch holds none: a
+         * directory's mode and user xattrs (the workspace root's too,
+         * ".") are said in words on a terminal, as review says them;
+         * into a pipe or a file, nothing */
+        if (ot == LC_DIR) {
+            if (!d->escape || !(e->changes & (LC_CH_MODE | LC_CH_XATTR)))
+                return;
+            if (d->stat) {
+                add_stat(d, p, 0, 0, false, 0, 0);
+                return;
+            }
+            printf("diff --git %s %s\n", ga, gb);
+            if (e->changes & LC_CH_MODE)
+                printf("old mode %06o\nnew mode %06o\n", git_mode(ot, e->old_mode), git_mode(nt, e->new_mode));
+            if (e->changes & LC_CH_XATTR)
+                show_xattrs(d, st, e);
+            return;
+        }
         /* Only its user xattrs differ (or its owner): nothing a patch
          * holds.  A "diff --git" line with nothing after it made git apply
          * refuse the whole diff ("bad git-diff - expected /dev/null"); on
