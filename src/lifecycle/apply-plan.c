@@ -110,7 +110,8 @@ int lc_plan_from_changeset(const struct lc_changeset *cs, const struct lc_apply_
             r = lc_apply_report_conflict(rep, e->path, e->conflict);
             continue;
         }
-        if (!lc_path_valid(e->path)) {
+        if (!lc_path_valid(e->path) &&
+            !(lc_path_is_root(e->path) && e->kind == LC_MODIFIED && e->old_type == LC_DIR && e->new_type == LC_DIR)) {
             r = lc_apply_report_conflict(rep, e->path, "invalid name in the stage");
             continue;
         }

@@ -981,6 +981,8 @@ static int find_locked(int ws_fd, struct plan *p) {
     size_t last_len = 0;
     for (size_t i = 0; i < p->n; i++) {
         const char *path = p->v[i].path, *slash = strrchr(path, '/');
+        if (lc_path_is_root(path))
+            continue; /* its mode changes in place, nothing in it */
         size_t len = slash ? (size_t)(slash - path) : 0;
         if (last && len == last_len && strncmp(path, last, len) == 0)
             continue; /* pre-order: siblings follow each other */

@@ -1050,6 +1050,60 @@ static int visit(struct walk *w, int upper_dirfd, int lower_dirfd, bool parent_o
     return 0;
 }
 
+/* The workspace root's own mode and user xattrs, as the entry "." (the
+ * name the journal gives the root).  upper/ is the root's copy: the
+ * overlay gave it the root's owner, mode, times and xattrs when the stage
+ * was made (init_root), and the command's chmod, setfattr or touch of the
+ * workspace root journals the root's preimage, as for any directory it
+ * changes.  So it is compared as a copied-up subdirectory is (visit):
+ * only with a preimage (a plain run that only writes inside changes the
+ * root's times, never its mode), mode and user xattrs, no times, no
+ * owner; and its conflict is a subdirectory's (the root's mode or xattrs
+ * changed in the workspace since the run).  Before, neither review nor
+ * apply looked at the root, and the command's change of it was lost. */
+static int visit_root(struct walk *w, int upper_fd, int ws_fd) {
+    if (!lc_preimage_find(w->cs->pre, w->cs->n_pre, "."))
+        return 0;
+    struct stat ust, lst;
+    if (fstat(upper_fd, &ust) < 0 || fstat(ws_fd, &lst) < 0)
+        return -errno;
+    if (!S_ISDIR(ust.st_mode) || !S_ISDIR(lst.st_mode))
+        return 0;
+    unsigned ch = 0;
+    if ((ust.st_mode & 07777) != (lst.st_mode & 07777))
+        ch |= LC_CH_MODE;
+    bool differ = false;
+    int r = xattrs_differ_fd(upper_fd, ws_fd, &differ);
+    if (r < 0)
+        return r;
+    if (differ)
+        ch |= LC_CH_XATTR;
+    if (!ch)
+        return 0;
+    memcpy(w->path, ".", 2);
+    struct lc_entry *e = add_entry(w, LC_MODIFIED);
+    w->path[0] = '\0';
+    if (!e)
+        return w->cs->n >= LC_MAX_ENTRIES ? -E2BIG : -ENOMEM;
+    e->changes = ch;
+    e->new_type = LC_DIR;
+    e->new_mode = ust.st_mode & 07777;
+    e->new_uid = (uint32_t)ust.st_uid;
+    e->new_gid = (uint32_t)ust.st_gid;
+    e->old_uid = (uint32_t)lst.st_uid;
+    e->old_gid = (uint32_t)lst.st_gid;
+    e->new_size = (uint64_t)ust.st_size;
+    e->new_atime = ust.st_atim;
+    e->new_mtime = ust.st_mtim;
+    e->new_ctime = ust.st_ctim;
+    e->upper_ino = (uint64_t)ust.st_ino;
+    r = set_old(w, e, ws_fd, ".", &lst, NULL);
+    if (r < 0)
+        return r;
+    lc_entry_set_warnings(w->cs, e, &ust, false, false);
+    return 0;
+}
+
 static int walk_upper(struct walk *w, int upper_dirfd, int lower_dirfd, bool opaque, int depth) {
     if (depth > LC_MAX_DEPTH)
         return stop_at_bound(w, -ELOOP);
@@ -1093,8 +1147,12 @@ static int walk_upper(struct walk *w, int upper_dirfd, int lower_dirfd, bool opa
     return r;
 }
 
-/* Order: component-wise, so a directory precedes everything below it. */
+/* Order: component-wise, so a directory precedes everything below it;
+ * the workspace root (".") precedes everything. */
 static int cmp_path(const char *a, const char *b) {
+    bool ra = strcmp(a, ".") == 0, rb = strcmp(b, ".") == 0;
+    if (ra || rb)
+        return (int)rb - (int)ra;
     for (;; a++, b++) {
         unsigned char ca = (unsigned char)*a, cb = (unsigned char)*b;
         if (ca == '/')
@@ -1428,6 +1486,8 @@ int lc_changeset_load(struct lc_stage *st, struct lc_changeset **ret_cs) {
         goto fail;
     /* the root: upper/ is never opaque over the workspace itself */
     r = walk_upper(w, st->upper_fd, st->ws_fd, false, 0);
+    if (r >= 0)
+        r = visit_root(w, st->upper_fd, st->ws_fd);
     if (r < 0)
         goto fail;
     if (cs->n)

@@ -30,7 +30,7 @@
  * validated path has no "..", "." or empty component and is relative, so
  * it cannot leave dirfd; O_NOFOLLOW makes every symlink fail with ELOOP. */
 static int open_beneath_walk(int dirfd, const char *path, int flags, mode_t mode) {
-    if (path[0] == '\0') {
+    if (path[0] == '\0' || lc_path_is_root(path)) {
         int fd = openat(dirfd, ".", flags | O_CLOEXEC);
         return fd < 0 ? -errno : fd;
     }
@@ -103,6 +103,10 @@ int lc_open_parent(int dirfd, const char *path, const char **ret_name) {
         return fd;
     *ret_name = slash + 1;
     return fd;
+}
+
+bool lc_path_is_root(const char *path) {
+    return strcmp(path, ".") == 0;
 }
 
 bool lc_path_valid(const char *path) {

@@ -339,7 +339,7 @@ static int intent_load_at(int stage_dir_fd, const char *name, struct plan *p) {
     json_array_foreach(ents, i, je) {
         struct plan_ent *e = &p->v[p->n];
         char *path = get_name(je, "path");
-        if (!path || !lc_path_valid(path)) {
+        if (!path || !(lc_path_valid(path) || lc_path_is_root(path))) {
             free(path);
             goto out;
         }
@@ -367,6 +367,9 @@ static int intent_load_at(int stage_dir_fd, const char *name, struct plan *p) {
             if (e->new_type == LC_LNK && !(e->new_target = get_name(nw, "target")))
                 goto out;
         }
+        /* the workspace root: only its mode and xattrs, in place */
+        if (lc_path_is_root(e->path) && (e->old_type != LC_DIR || e->new_type != LC_DIR))
+            goto out;
     }
     json_t *unl = json_object_get(doc, "unlocked");
     if (unl && (!json_is_array(unl) || json_array_size(unl) > json_array_size(ents) + 1))

@@ -109,7 +109,9 @@ struct lc_preimage {
 };
 
 struct lc_entry {
-    char *path; /* workspace-relative, validated (no "", ".", "..", no leading '/') */
+    /* workspace-relative, validated (no "", ".", "..", no leading '/');
+     * "." alone: the workspace root's own mode and xattrs (lc_path_is_root) */
+    char *path;
     enum lc_kind kind;
     unsigned changes;                /* LC_CH_* */
     unsigned warnings;               /* LC_W_* */
@@ -456,11 +458,16 @@ char *lc_xattr_change_text(const json_t *x);
 /* openat2(dirfd, path, flags, RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS|RESOLVE_NO_MAGICLINKS) | O_CLOEXEC. */
 int lc_open_beneath(int dirfd, const char *path, int flags, mode_t mode);
 /* Open the parent directory of a relative path beneath dirfd; *ret_name
- * points into path (the last component). */
+ * points into path (the last component).  Of "." (the root entry): dirfd
+ * itself, and ".", which names it there. */
 int lc_open_parent(int dirfd, const char *path, const char **ret_name);
 /* Is path a clean relative path (no "", ".", ".." components, no leading
  * or doubled '/', bounded)? */
 bool lc_path_valid(const char *path);
+/* Is path ".", the name of the entry of the workspace root's own mode and
+ * user xattrs (which lc_path_valid refuses: allowed only for that entry,
+ * a directory that stays one)? */
+bool lc_path_is_root(const char *path);
 int lc_sha256_fd(int fd, unsigned char ret_sha[32]);
 /* A name made safe for a terminal: control bytes and '\\' as \\xNN (malloc'd). */
 char *lc_display_name(const char *s);

@@ -34,7 +34,8 @@ records() {
             find . ! -type d ! -name '.pvisor-apply-*' -printf '%p T: %y %m %l\n'
         fi
         find . -type f ! -name '.pvisor-apply-*' -exec sha256sum {} + | awk '{ print $2, "S:", substr($1, 1, 16) }'
-        getfattr -R -h -d -m '^user\.' . 2>/dev/null | awk '/^# file: / { f = "./" substr($0, 9); next } /=/ { print f, "X:", $0 }'
+        getfattr -R -h -d -m '^user\.' . 2>/dev/null |
+            awk '/^# file: / { f = substr($0, 9); f = f == "." ? f : "./" f; next } /=/ { print f, "X:", $0 }'
     ) | sort | awk '{ p = $1; $1 = ""; if (!(p in a)) o[++n] = p; a[p] = a[p] $0 }
         END { for (i = 1; i <= n; i++) if (index(a[o[i]], " T: ") > 0) print o[i] a[o[i]] }'
 }
@@ -58,7 +59,8 @@ cd "$T" || exit 1
     chmod 0755 chm && ln -sfn target2 lnk && ln -s newtarget newlnk && rm -rf ddel && mkdir -p dnew/inner &&
     echo new > dnew/inner/f && echo added > add && rm f2d && mkdir f2d && echo in > f2d/g && rm -rf d2f &&
     echo 'was a directory' > d2f && setfattr -n user.k -v new xa && ln hl1 hl2 && echo more >> hl1 &&
-    echo subnew > sub/n && mkfifo fifo && chmod 0750 dm && setfattr -n user.d -v 1 dm" >/dev/null 2>&1
+    echo subnew > sub/n && mkfifo fifo && chmod 0750 dm && setfattr -n user.d -v 1 dm &&
+    chmod 0751 . && setfattr -n user.r -v 1 ." >/dev/null 2>&1
 mv "$W" "$B/ws.tmpl" && mv "$S" "$B/st.tmpl"
 reset() {
     rm -rf "$W" "$S"
@@ -70,6 +72,7 @@ state "$W" > "$B/old"
 full "$W" > "$B/want"
 state "$W" > "$B/new"
 check "the workload applies" grep -q '^./f2d/g ' "$B/new"
+check "... the workspace root's own mode and xattr too" grep -q '^\. T: d 751 X: user.r="1"$' "$B/want"
 
 # every mutating system call of an apply, in order; per system call, its
 # count so far is strace's when= for it

@@ -3136,3 +3136,104 @@ printf 'pvisor-reviewed 1 xyz 1\n' > "$S/reviewed"
 (cd "$W" && "$P" apply --stage "$S") >/dev/null 2>"$T/rb.err"; rc=$?
 eq "$rc:$(cat "$W/f"):$(grep -c "could not name its changeset (the stage changed while it was read, or a file of it could not be read), or its record $S/reviewed is unreadable" "$T/rb.err")" \
     "1:orig:1" "a malformed review record refuses a plain apply, saying to review again"
+
+# ---------------------------------------------------------------------------
+# The workspace root's own mode and user xattrs (the entry "."): the
+# command's chmod or setfattr of the workspace root was kept in the stage
+# (upper/ is the root's copy) but neither review, diff nor apply said or
+# did anything about it: lost, unseen.  A plain run that only writes in
+# the root (its mtime changes; a touch of it too) changes nothing of it.
+W=$T/wsroot S=$T/stroot
+mkdir -p "$W/sub" && echo a > "$W/f" && chmod 0755 "$W" "$W/sub"
+stage_run "$W" "$S" 'echo new > n && mkdir d && touch . && touch -d 2001-01-01 . && chmod 0755 .' >/dev/null 2>&1
+eq "$(review_json "$S" | jq -r '[.changeset.changes[].path] | join(" ")'):$(stat -c %a "$W")" "d n:755" \
+    "the workspace root: a run that writes in it, touches it and gives it its own mode adds no change of '.'"
+apply_matches_oracle root-plain "$W" "$S"
+W=$T/wsroot2 S=$T/stroot2
+mkdir -p "$W/sub" && echo a > "$W/f" && chmod 0755 "$W" "$W/sub"
+xa=
+if $have_xattr && setfattr -n user.t -v 1 "$T" 2>/dev/null; then
+    setfattr -n user.keep -v host "$W"
+    xa='&& setfattr -n user.r -v agent .'
+fi
+stage_run "$W" "$S" "echo b > f && chmod 0751 . $xa" >/dev/null 2>&1
+review_json "$S" > "$T/root.json"
+if [ -n "$xa" ]; then want="modified mode,xattr 0755 0751 null"; else want="modified mode 0755 0751 null"; fi
+eq "$(jq -r '.changeset.changes[0] | select(.path == ".") | "\(.kind) \(.changes|join(",")) \(.old.mode) \(.new.mode) \(.conflict)"' "$T/root.json")" \
+    "$want" "the workspace root's chmod (and setfattr) by the command: review lists '.' first, a mode (and xattrs) change"
+"$P" status --review --stage "$S" > "$T/root.txt" 2>&1
+check "  ... the human review shows it as 'M ./  (mode 0755 -> 0751)'" grep -q '^  M \./  (mode 0755 -> 0751)' "$T/root.txt"
+script -qec "'$P' diff --stage '$S'" /dev/null > "$T/root.tty" 2>&1
+eq "$(tr -d '\r' < "$T/root.tty" | grep -A2 -x 'diff --git a/\. b/\.' | tr '\n' ' ')" \
+    "diff --git a/. b/. old mode 040755 new mode 040751 " "  ... diff on a terminal says it"
+if [ -n "$xa" ]; then
+    check "  ... with the xattr" grep -q '^xattr user.r: none -> "agent" (5 bytes)' "$T/root.tty"
+fi
+"$P" diff --patch --stage "$S" > "$T/root.patch" 2>/dev/null
+check "  ... and a patch holds no directory (git cannot apply one)" sh -c "! grep -q 'a/\\. ' '$T/root.patch'"
+(cd "$W" && "$P" apply --dry-run --stage "$S") > "$T/root.dry" 2>&1
+check "  ... apply --dry-run names it" grep -q '^  chmod    \.$' "$T/root.dry"
+apply_matches_oracle root-mode "$W" "$S"
+eq "$(stat -c %a "$W")" "751" "  ... and apply gives the workspace root the command's mode"
+if [ -n "$xa" ]; then
+    eq "$(getfattr --only-values -n user.r "$W" 2>/dev/null):$(getfattr --only-values -n user.keep "$W" 2>/dev/null)" "agent:host" \
+        "  ... and its user xattrs"
+fi
+# setgid and sticky: a directory keeps them (as for any directory)
+W=$T/wsroot3 S=$T/stroot3
+mkdir -p "$W" && echo a > "$W/f" && chmod 0755 "$W"
+stage_run "$W" "$S" 'chmod 3775 .' >/dev/null 2>&1
+eq "$(review_json "$S" | jq -r '.changeset.changes[] | select(.path == ".") | "\(.new.mode) \(.warnings|join(","))"')" \
+    "3775 setid" "the workspace root made setgid and sticky: review lists it with the setid warning"
+(cd "$W" && "$P" apply --stage "$S") >/dev/null 2>&1; rc=$?
+eq "$rc:$(stat -c %a "$W")" "0:3775" "  ... and apply keeps both bits, as on any directory"
+# the host changed the root's mode since the run: a conflict, nothing written
+W=$T/wsroot4 S=$T/stroot4
+mkdir -p "$W" && echo a > "$W/f" && chmod 0755 "$W"
+stage_run "$W" "$S" 'echo b > f && chmod 0751 .' >/dev/null 2>&1
+chmod 0700 "$W"
+eq "$(review_json "$S" | jq -r '.changeset.changes[] | select(.path == ".") | "\(.old.mode) \(.conflict)"')" \
+    "0700 mode changed in the workspace since the run" \
+    "the workspace root's mode changed on the host after the run: review names the conflict"
+(cd "$W" && "$P" apply --stage "$S") >/dev/null 2>"$T/root4.err"; rc=$?
+eq "$rc:$(stat -c %a "$W"):$(cat "$W/f"):$(grep -c '^  \.: mode changed in the workspace since the run' "$T/root4.err")" \
+    "1:700:a:1" "  ... apply refuses, nothing written, the user's mode kept"
+chmod 0755 "$W"
+(cd "$W" && "$P" apply --stage "$S") >/dev/null 2>&1; rc=$?
+eq "$rc:$(stat -c %a "$W"):$(cat "$W/f")" "0:751:b" "  ... its old mode back, apply applies"
+if [ -n "$xa" ]; then
+    W=$T/wsroot5 S=$T/stroot5
+    mkdir -p "$W" && echo a > "$W/f"
+    stage_run "$W" "$S" 'setfattr -n user.r -v agent .' >/dev/null 2>&1
+    setfattr -n user.r -v user "$W"
+    (cd "$W" && "$P" apply --stage "$S") >/dev/null 2>"$T/root5.err"; rc=$?
+    eq "$rc:$(getfattr --only-values -n user.r "$W" 2>/dev/null):$(grep -c '^  \.: extended attributes (user\.\*) changed in the workspace since the run' "$T/root5.err")" \
+        "1:user:1" "a user xattr of the workspace root changed on the host after the run: apply refuses, the user's kept"
+fi
+# an apply killed after its intent: the resume reads the root's entry and
+# completes it
+W=$T/wsroot6 S=$T/stroot6
+mkdir -p "$W" && chmod 0755 "$W"
+i=0; while [ $i -lt 10 ]; do echo "old $i" > "$W/f$i"; i=$((i + 1)); done
+stage_run "$W" "$S" 'for f in f*; do echo new >> $f; done; chmod 0750 .' >/dev/null 2>&1
+(cd "$W" && PVISOR_TEST_APPLY_DELAY_US=200000 exec "$P" apply --stage "$S") >/dev/null 2>&1 &
+ap=$!; wait_for "$S/apply-intent"; sleep 0.3; kill -9 $ap; wait $ap 2>/dev/null
+(cd "$W" && "$P" apply --stage "$S") >/dev/null 2>"$T/root6.err"; rc=$?
+eq "$rc:$(stat -c %a "$W"):$(tail -n 1 "$W/f9")" "0:750:new" "an apply with the root's mode killed midway: the resume completes it"
+[ $rc -eq 0 ] || diag "$(cat "$T/root6.err")"
+# an ordinary user's run and apply, on a workspace of theirs
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
+    U=$T/rootu; mkdir -p "$U/ws"; echo a > "$U/ws/f"; chmod 0755 "$U/ws"; chown -R 65534:65534 "$U"
+    asu() { setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$U" XDG_STATE_HOME="$U/state" "$@"; }
+    asu "$P" run --stage "$U/st" --workspace "$U/ws" -- sh -c "cd '$U/ws' && chmod 0700 . $xa" >/dev/null 2>&1
+    eq "$(asu "$P" status --review --stage "$U/st" --json | jq -r '.changeset.changes[] | select(.path == ".") | "\(.old.mode) \(.new.mode)"')" \
+        "0755 0700" "an ordinary user's run that makes the workspace root private: review lists '.'"
+    (cd "$U/ws" && asu "$P" apply --stage "$U/st") >/dev/null 2>"$T/rootu.err"; rc=$?
+    eq "$rc:$(stat -c %a "$U/ws")" "0:700" "  ... and the user's apply applies it"
+    [ $rc -eq 0 ] || diag "$(cat "$T/rootu.err")"
+    if [ -n "$xa" ]; then
+        eq "$(getfattr --only-values -n user.r "$U/ws" 2>/dev/null)" "agent" "  ... with its user xattr"
+    fi
+else
+    skip "the workspace root's mode in an ordinary user's run" "needs root and setpriv"
+fi
