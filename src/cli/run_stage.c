@@ -108,11 +108,17 @@ static long sysctl_value(const char *path) {
     return end == buf ? -1 : v;
 }
 
-/* What to do when the user namespace (step what, error err) could not be
- * made, by the sysctl that refused it: the run said to set
+/* What to do when the private namespaces (step what, error err) could not
+ * be made, by the sysctl that refused them: the run said to set
  * kernel.unprivileged_userns_clone (Debian's) also where
- * user.max_user_namespaces=0 had disabled them. */
-static const char *userns_remedy(const char *what, int err) {
+ * user.max_user_namespaces=0 had disabled them, and for a mount
+ * namespace's ENOSPC (user.max_mnt_namespaces), and root's plain --stage,
+ * which makes no user namespace.  NULL: nothing more to say than 'pvisor
+ * doctor' does. */
+static const char *namespace_remedy(const char *what, int err, char *buf, size_t size) {
+    const char *limit = ns_limit_remedy(what, err, buf, size);
+    if (limit)
+        return limit;
     if (strncmp(what, "unshare(CLONE_NEWUSER", 21) == 0) {
         if (getuid() != 0 && sysctl_value("/proc/sys/kernel/unprivileged_userns_clone") == 0)
             return "user namespaces are disabled: sysctl kernel.unprivileged_userns_clone=1";
@@ -121,8 +127,9 @@ static const char *userns_remedy(const char *what, int err) {
         if (sysctl_value("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == 1)
             return "AppArmor restricts unprivileged user namespaces: sysctl "
                    "kernel.apparmor_restrict_unprivileged_userns=0";
+        return "user namespaces must be enabled: sysctl kernel.unprivileged_userns_clone=1";
     }
-    return "user namespaces must be enabled: sysctl kernel.unprivileged_userns_clone=1";
+    return NULL;
 }
 
 static void read_launch_report(pid_t child, void *userdata) {
@@ -424,8 +431,10 @@ int run_execute_staged(struct run_context *ctx,
     if (r < 0) {
         close(st.lower_fd);
         sandbox_release(sb);
-        snprintf(msg, sizeof msg, "cannot create a private mount namespace (%s: %s); check 'pvisor doctor' (%s)", what,
-                 strerror(-r), userns_remedy(what, -r));
+        char rb[256];
+        const char *remedy = namespace_remedy(what, -r, rb, sizeof rb);
+        snprintf(msg, sizeof msg, "cannot create a private mount namespace (%s: %s); check 'pvisor doctor'%s%s%s", what,
+                 strerror(-r), remedy ? " (" : "", remedy ? remedy : "", remedy ? ")" : "");
         return fail_before_stage(ctx, msg);
     }
     /* Without a sandbox the stage is opened now; with one, after the fork

@@ -832,14 +832,29 @@ int launch_main(int argc, char **argv) {
     relayed_signals(&mask);
     sigprocmask(SIG_BLOCK, &mask, NULL);
 
-    /* The supervisor's views are mounted (see launch.h). */
-    await_go(LAUNCH_READY_FD);
+    /* While the supervisor mounts the views: every namespace but the
+     * mount namespace, each alone, so that a refusal names the one
+     * refused (ENOSPC: its user.max_*_namespaces, ns_limit_remedy). */
+    static const struct {
+        int flag;
+        const char *step;
+    } early[] = {
+        {CLONE_NEWPID, "unshare(CLONE_NEWPID)"},
+        {CLONE_NEWIPC, "unshare(CLONE_NEWIPC)"},
+        {CLONE_NEWUTS, "unshare(CLONE_NEWUTS)"},
+        {CLONE_NEWNET, "unshare(CLONE_NEWNET)"},
+    };
+    for (size_t k = 0; k < ARRAY_SIZE(early); k++)
+        if ((early[k].flag != CLONE_NEWNET || p.unshare_net) && unshare(early[k].flag) < 0)
+            fail(early[k].step, errno);
     if ((r = limit_inotify()) < 0)
         fail("limiting the run's share of the user's inotify instances and watches", r);
 
-    int flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | (p.unshare_net ? CLONE_NEWNET : 0);
-    if (unshare(flags) < 0)
-        fail("unshare(mount, pid, ipc, uts, net namespaces)", errno);
+    /* The supervisor's views are mounted (see launch.h): the mount
+     * namespace is copied with them in it. */
+    await_go(LAUNCH_READY_FD);
+    if (unshare(CLONE_NEWNS) < 0)
+        fail("unshare(CLONE_NEWNS)", errno);
     if (mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) < 0)
         fail("making mounts private", errno);
 

@@ -35,9 +35,11 @@
  * The launcher is exec'd while the supervisor still mounts the workspace
  * and HOME views (exec_spec.early_exec); LAUNCH_READY_FD carries one byte
  * once they are in place (EOF: they could not be, the launcher exits 125
- * without a report).  It reads the plan meanwhile, but unshares nothing
- * (its mount namespace must be copied with the views in it) and forks
- * nothing (it may still be on its way into the run's cgroup) before that.
+ * without a report).  It reads the plan and makes the run's PID, IPC, UTS
+ * and network namespaces meanwhile (a failure there is reported, as any
+ * other step's), but not its mount namespace (it must be copied with the
+ * views in it), and forks nothing (it may still be on its way into the
+ * run's cgroup) before that.
  */
 #ifndef PVISOR_LAUNCH_LAUNCH_H
 #define PVISOR_LAUNCH_LAUNCH_H

@@ -1067,6 +1067,41 @@ bool userns_is_initial(void) {
     return sscanf(map, "%lu %lu %lu", &inner, &outer, &count) == 3 && inner == 0 && outer == 0 && count == 4294967295UL;
 }
 
+const char *ns_limit_remedy(const char *step, int err, char *buf, size_t size) {
+    static const struct {
+        const char *flag, *sysctl, *what;
+    } ns[] = {
+        {"CLONE_NEWNS)", "mnt", "mount"}, {"CLONE_NEWPID)", "pid", "PID"}, {"CLONE_NEWNET)", "net", "network"},
+        {"CLONE_NEWIPC)", "ipc", "IPC"},  {"CLONE_NEWUTS)", "uts", "UTS"},
+    };
+    if (err != ENOSPC || !step)
+        return NULL;
+    for (size_t i = 0; i < ARRAY_SIZE(ns); i++) {
+        if (!strstr(step, ns[i].flag))
+            continue;
+        char path[64];
+        snprintf(path, sizeof path, "/proc/sys/user/max_%s_namespaces", ns[i].sysctl);
+        _cleanup_free_ char *v = NULL;
+        size_t len = 0;
+        unsigned long max = 0;
+        bool known = read_file_at(AT_FDCWD, path, 32, &v, &len) == 0 && sscanf(v, "%lu", &max) == 1;
+        if (known && max == 0)
+            snprintf(buf, size, "%s namespaces are disabled: sysctl user.max_%s_namespaces=15000", ns[i].what,
+                     ns[i].sysctl);
+        else
+            /* the limit of a user namespace above ours (the one pvisor
+             * started in, when the refusal came in the run's) is not
+             * readable from here: 0 there reads as 15000 here */
+            snprintf(buf, size,
+                     "the limit on %s namespaces is 0 or used up (user.max_%s_namespaces, in the user namespace "
+                     "pvisor runs in or one above it): sysctl user.max_%s_namespaces=15000, or end other "
+                     "sandboxes or containers",
+                     ns[i].what, ns[i].sysctl, ns[i].sysctl);
+        return buf;
+    }
+    return NULL;
+}
+
 /* The holder of a user namespace made by userns_with_maps: it only sleeps
  * until the SIGKILL that ends it (every other signal is blocked), or dies
  * with its parent (a copy of whose descriptors it holds), if that is killed
@@ -1138,8 +1173,11 @@ int userns_enter(int flags, uid_t inner_uid, gid_t inner_gid, const char **ret_s
         }
         /* none made: one that maps root alone, as for any user, below */
     }
+    /* the user namespace alone first: one unshare of both blamed the user
+     * namespace for the mount namespace's ENOSPC (user.max_mnt_namespaces
+     * reached), and said to raise user.max_user_namespaces */
     *ret_step = "unshare(CLONE_NEWUSER)";
-    if (unshare(CLONE_NEWUSER | flags) < 0)
+    if (unshare(CLONE_NEWUSER) < 0)
         return -errno;
     *ret_step = "writing the user namespace id maps";
     int r = write_string_at(AT_FDCWD, "/proc/self/setgroups", "deny");
@@ -1150,7 +1188,10 @@ int userns_enter(int flags, uid_t inner_uid, gid_t inner_gid, const char **ret_s
     if ((r = write_string_at(AT_FDCWD, "/proc/self/uid_map", map)) < 0)
         return r;
     snprintf(map, sizeof map, "%u %u 1\n", (unsigned)inner_gid, (unsigned)gid);
-    return write_string_at(AT_FDCWD, "/proc/self/gid_map", map);
+    if ((r = write_string_at(AT_FDCWD, "/proc/self/gid_map", map)) < 0)
+        return r;
+    *ret_step = "unshare(CLONE_NEWNS)";
+    return flags && unshare(flags) < 0 ? -errno : 0;
 }
 
 /* Is the task at dir (/proc/PID or /proc/PID/task/TID) gone or going? */

@@ -196,6 +196,14 @@ int userns_enter(int flags, uid_t inner_uid, gid_t inner_gid, const char **ret_s
  * whose owner and group it maps, not root's override over every file. */
 bool userns_is_initial(void);
 
+/* What to do about a namespace the kernel refused with ENOSPC at step (a
+ * step naming "CLONE_NEWNS", "CLONE_NEWPID", "CLONE_NEWNET",
+ * "CLONE_NEWIPC" or "CLONE_NEWUTS"): its count limit, the sysctl
+ * user.max_<x>_namespaces, was reached, here or in a user namespace above
+ * this one.  Written into buf; NULL for another error or step (the user
+ * namespace's own limit is the caller's: its remedy differs by user). */
+const char *ns_limit_remedy(const char *step, int err, char *buf, size_t size);
+
 /* Is pid (in our /proc) gone or going already: exited (a zombie), exiting
  * (PF_EXITING), or with a SIGKILL pending (a kill on its way; the kernel
  * adds one to every thread of a process a fatal signal ends, a SIGHUP of
