@@ -495,13 +495,11 @@ static void add_node_modules_of(struct dirlist *l, const char *home, const char 
  * rules of a tool's directory: not HOME's (its view shows those), not one
  * the agent writes unless it leads inside what it writes (the venv of an
  * earlier run's workspace), nothing holding a home or a credential
- * location within three levels. */
+ * location within three levels.  The variable itself is handed over
+ * (plan_build's environment), projected or not. */
 static void add_env_tool_roots(struct dirlist *l, const char *home, const struct agent_dirs *agent) {
-    static const char *const vars[] = {"PYENV_ROOT",    "RBENV_ROOT",  "NODENV_ROOT", "GOENV_ROOT",  "PLENV_ROOT",
-                                       "JENV_ROOT",     "NVM_DIR",     "VOLTA_HOME",  "SDKMAN_DIR",  "ASDF_DIR",
-                                       "ASDF_DATA_DIR", "RUSTUP_HOME", "GOROOT",      "VIRTUAL_ENV", "CONDA_PREFIX"};
-    for (size_t i = 0; i < ARRAY_SIZE(vars); i++) {
-        const char *v = getenv(vars[i]);
+    for (const char *const *var = plan_tool_root_vars; *var; var++) {
+        const char *v = getenv(*var);
         _cleanup_free_ char *real = v && v[0] == '/' ? realpath_memo(v) : NULL;
         if (!real || strcmp(real, "/") == 0 || (home && path_within(real, home)) || plan_under_system_dir(real) ||
             (agent_writable(agent, v, real) && !agent_holds(agent, real)))

@@ -219,6 +219,11 @@ static const char *const env_allow[] = {"PATH",
                                         "LC_TELEPHONE",
                                         NULL};
 
+const char *const plan_tool_root_vars[] = {"PYENV_ROOT", "RBENV_ROOT",  "NODENV_ROOT",   "GOENV_ROOT",
+                                           "PLENV_ROOT", "JENV_ROOT",   "NVM_DIR",       "VOLTA_HOME",
+                                           "SDKMAN_DIR", "ASDF_DIR",    "ASDF_DATA_DIR", "RUSTUP_HOME",
+                                           "GOROOT",     "VIRTUAL_ENV", "CONDA_PREFIX",  NULL};
+
 bool plan_home_is_system(const char *home) {
     if (!home || strcmp(home, "/") == 0)
         return true;
@@ -838,6 +843,13 @@ static int build_env(const struct plan_inputs *in, struct launch_plan *p) {
     if (!p->envp)
         return -ENOMEM;
     for (const char *const *a = env_allow; *a && r >= 0; a++) {
+        const char *v = env_get(in->environ, *a);
+        if (v)
+            r = env_push(&p->envp, &n, *a, v);
+    }
+    /* Paths, not secrets: the root the user's tools are configured with
+     * (plan_tool_root_vars). */
+    for (const char *const *a = plan_tool_root_vars; *a && r >= 0; a++) {
         const char *v = env_get(in->environ, *a);
         if (v)
             r = env_push(&p->envp, &n, *a, v);

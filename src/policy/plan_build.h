@@ -108,6 +108,15 @@ bool plan_home_is_system(const char *home);
 /* Is path inside one of the projected system directories? */
 bool plan_under_system_dir(const char *path);
 
+/* The variables that name where a tool manager or environment lives
+ * (PYENV_ROOT, RUSTUP_HOME, VIRTUAL_ENV, ...), NULL-terminated.  The run
+ * projects the directory each names (when it lies outside HOME and the
+ * system directories, by a tool directory's rules) and hands the variable
+ * over as it is, so that the tool inside uses the same root as outside: a
+ * rustup proxy, `pyenv` or asdf without theirs fall back to the one in
+ * HOME, or to none. */
+extern const char *const plan_tool_root_vars[];
+
 /* Top-level directory under HOME that a runtime path belongs to, or NULL
  * when it should not be projected whole (credential dirs, .local, .config,
  * pvisor's own state).  ret_buf receives "HOME/<entry>". */
