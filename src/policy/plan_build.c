@@ -219,10 +219,10 @@ static const char *const env_allow[] = {"PATH",
                                         "LC_TELEPHONE",
                                         NULL};
 
-const char *const plan_tool_root_vars[] = {"PYENV_ROOT", "RBENV_ROOT",  "NODENV_ROOT",   "GOENV_ROOT",
-                                           "PLENV_ROOT", "JENV_ROOT",   "NVM_DIR",       "VOLTA_HOME",
-                                           "SDKMAN_DIR", "ASDF_DIR",    "ASDF_DATA_DIR", "RUSTUP_HOME",
-                                           "GOROOT",     "VIRTUAL_ENV", "CONDA_PREFIX",  NULL};
+const char *const plan_tool_root_vars[] = {"PYENV_ROOT",    "RBENV_ROOT",  "NODENV_ROOT", "GOENV_ROOT",  "PLENV_ROOT",
+                                           "JENV_ROOT",     "NVM_DIR",     "VOLTA_HOME",  "SDKMAN_DIR",  "ASDF_DIR",
+                                           "ASDF_DATA_DIR", "RUSTUP_HOME", "GOROOT",      "VIRTUAL_ENV", "CONDA_PREFIX",
+                                           "JAVA_HOME",     NULL};
 
 bool plan_home_is_system(const char *home) {
     if (!home || strcmp(home, "/") == 0)

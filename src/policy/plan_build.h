@@ -109,12 +109,13 @@ bool plan_home_is_system(const char *home);
 bool plan_under_system_dir(const char *path);
 
 /* The variables that name where a tool manager or environment lives
- * (PYENV_ROOT, RUSTUP_HOME, VIRTUAL_ENV, ...), NULL-terminated.  The run
+ * (PYENV_ROOT, RUSTUP_HOME, VIRTUAL_ENV, JAVA_HOME, ...), NULL-terminated.  The run
  * projects the directory each names (when it lies outside HOME and the
  * system directories, by a tool directory's rules) and hands the variable
  * over as it is, so that the tool inside uses the same root as outside: a
  * rustup proxy, `pyenv` or asdf without theirs fall back to the one in
- * HOME, or to none. */
+ * HOME, or to none, and Maven or Gradle without JAVA_HOME to the JDK of
+ * the `java` on PATH. */
 extern const char *const plan_tool_root_vars[];
 
 /* Top-level directory under HOME that a runtime path belongs to, or NULL

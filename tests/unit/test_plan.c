@@ -46,6 +46,7 @@ int main(void) {
                         "TERM=xterm",
                         "RUSTUP_HOME=/opt/rustup",
                         "VIRTUAL_ENV=/home/u/ws/.venv",
+                        "JAVA_HOME=/usr/lib/jvm/jdk-25",
                         "CARGO_REGISTRY_TOKEN=tok2",
                         NULL};
     const char *rt[] = {"/home/u/.pyenv", "/opt/tool", "/usr/local/bin", "/home/u/ws/bin"};
@@ -97,7 +98,8 @@ int main(void) {
     ok(env(&p, "LC_SECRET_TOKEN") == NULL, "other LC_* variables dropped (ssh's SendEnv LC_* carries tokens)");
     is_str(env(&p, "PWD"), "/home/u/ws/src", "PWD is the working directory");
     ok(env(&p, "RUSTUP_HOME") && strcmp(env(&p, "RUSTUP_HOME"), "/opt/rustup") == 0 && env(&p, "VIRTUAL_ENV") &&
-           strcmp(env(&p, "VIRTUAL_ENV"), "/home/u/ws/.venv") == 0 && env(&p, "CARGO_REGISTRY_TOKEN") == NULL,
+           strcmp(env(&p, "VIRTUAL_ENV"), "/home/u/ws/.venv") == 0 && env(&p, "JAVA_HOME") &&
+           strcmp(env(&p, "JAVA_HOME"), "/usr/lib/jvm/jdk-25") == 0 && env(&p, "CARGO_REGISTRY_TOKEN") == NULL,
        "the variables naming a toolchain's root are handed over (a rustup proxy without RUSTUP_HOME picks "
        "~/.rustup), nothing else of their tools");
     ok(p.unshare_net && p.landlock && p.seccomp && p.uid == 1000, "network denied, Landlock and seccomp required");
