@@ -6,6 +6,7 @@
  * never decides the verdict alone: the test script checks the host side
  * (bytes, servers, processes) too.  Static, raw syscalls where it matters.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/io_uring.h>
@@ -160,6 +161,85 @@ static int do_connect_tcp(const char *ip, int port) {
     return escaped("connected to tcp ", ip);
 }
 
+/* proc-roots: PATH (a host path) through every way /proc offers into another
+ * root: /proc/self/root, /proc/thread-self/root, /proc/N/root and
+ * /proc/N/cwd of every process this /proc lists (the PID namespace's init
+ * among them), each as a path and as a descriptor (openat of PATH relative
+ * to it, and of "../../../../PATH": '..' walked from there).  Read it, or
+ * write DATA to it (created).  ESCAPED names every way that worked. */
+static int try_proc_root(const char *base, const char *path, const char *data, char *out, size_t outsz) {
+    char full[4096], rel[4096];
+    int flags = data ? O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC : O_RDONLY | O_CLOEXEC;
+    snprintf(full, sizeof full, "%s%s", base, path);
+    int bfd = open(base, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    for (int way = 0; way < 3; way++) {
+        int fd;
+        if (way == 0) {
+            fd = open(full, flags, 0644);
+        } else {
+            if (bfd < 0)
+                break;
+            snprintf(rel, sizeof rel, "%s%s", way == 1 ? "" : "../../../..", way == 1 ? path + 1 : path);
+            fd = openat(bfd, rel, flags, 0644);
+        }
+        if (fd < 0)
+            continue;
+        ssize_t n;
+        char buf[128] = "";
+        if (data) {
+            n = write(fd, data, strlen(data));
+        } else {
+            n = read(fd, buf, sizeof buf - 1);
+            buf[n > 0 ? n : 0] = '\0';
+            char *nl = strchr(buf, '\n');
+            if (nl)
+                *nl = '\0';
+        }
+        close(fd);
+        if (n > 0) {
+            size_t l = strlen(out);
+            snprintf(out + l, outsz - l, " %s%s%s%s",
+                     way == 2   ? "../ from "
+                     : way == 1 ? "openat "
+                                : "",
+                     base, data ? "" : ": ", buf);
+            if (bfd >= 0)
+                close(bfd);
+            return 1;
+        }
+    }
+    if (bfd >= 0)
+        close(bfd);
+    return 0;
+}
+
+static int do_proc_roots(const char *path, const char *data) {
+    char out[8192] = "";
+    int tried = 0, got = 0;
+    const char *fixed[] = {"/proc/self/root", "/proc/thread-self/root"};
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++, tried++)
+        got += try_proc_root(fixed[i], path, data, out, sizeof out);
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        if (e->d_name[0] < '1' || e->d_name[0] > '9')
+            continue;
+        char base[300];
+        for (int k = 0; k < 2; k++, tried++) {
+            snprintf(base, sizeof base, "/proc/%s/%s", e->d_name, k ? "cwd" : "root");
+            got += try_proc_root(base, path, data, out, sizeof out);
+        }
+    }
+    if (d)
+        closedir(d);
+    if (got)
+        return escaped("via", out);
+    char why[64];
+    snprintf(why, sizeof why, "%d ways through /proc", tried);
+    errno = ENOENT;
+    return blocked(why);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: probe ATTEMPT [ARGS...]\n");
@@ -187,6 +267,8 @@ int main(int argc, char **argv) {
             return blocked("link");
         return do_write(argv[3], argv[4]);
     }
+    if (!strcmp(a, "proc-roots") && (argc == 3 || argc == 4)) /* PATH [DATA]: through /proc's roots and cwds */
+        return do_proc_roots(argv[2], argc == 4 ? argv[3] : NULL);
     if (!strcmp(a, "fd-read") && argc == 4) { /* FD NAME: openat on an inherited fd */
         int fd = atoi(argv[2]);
         int f = openat(fd, argv[3], O_RDONLY | O_CLOEXEC);

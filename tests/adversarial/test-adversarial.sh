@@ -134,6 +134,13 @@ escape_reads() {
     attempt "read through a symlink chain out of the workspace" symlink-read "$W/lnk1" "$H/chain"
     attempt "read via /proc/self/root" read "/proc/self/root$H/secret.txt"
     attempt "read via /proc/<host pid>/root" read "/proc/$VICTIM/root$H/secret.txt"
+    # every root and cwd /proc shows (the PID namespace's init's among them:
+    # inside, the probe tries init's and its own, 6 ways), by path, openat,
+    # and '..' from there; the control gets through some of them
+    c=$(control proc-roots "$H/secret.txt"); s=$(safe proc-roots "$H/secret.txt"); ss=$?
+    eq "$(echo "$c" | cut -c1-11):$(echo "$c" | grep -c "/proc/[0-9]*/root: $(cat "$H/secret.txt")"):$ss:$s" \
+        "ESCAPED via:1:1:BLOCKED 6 ways through /proc (ENOENT)" \
+        "--safe blocks: a host file through /proc/self/root, /proc/thread-self/root, and every /proc/N/root and cwd, init's included (the control reads it through /proc/N/root)$AS"
     attempt "read /proc/<host pid>/environ" read "/proc/$VICTIM/environ"
     attempt "read via /proc/<host pid>/cwd" read "/proc/$VICTIM/cwd/secret.txt"
     attempt "credential in HOME (~/.ssh)" read "$HOMEDIR/.ssh/id_rsa"
@@ -439,12 +446,15 @@ escape_writes() {
     safe write "$ALIAS/aliased.txt" PWNED >/dev/null
     safe symlink-write "$W/lnkw" "$H/secret.txt" PWNED >/dev/null
     safe hardlink-write "$H/secret.txt" "$W/hl" PWNED >/dev/null
-    check "--safe: host files unchanged after write attempts (abs path, symlink, hard link)$AS" \
+    safe proc-roots "$H/planted-proc.txt" PWNED >/dev/null
+    check "--safe: host files unchanged after write attempts (abs path, symlink, hard link, /proc/N/root)$AS" \
         sh -c "[ \"\$(cd '$H' && find . -printf '%y %m %s %p %l\n' | sort; cat '$H/secret.txt')\" = '$before' ]"
     check "--safe: the lower workspace reached under another path (alias) is unchanged$AS" test ! -e "$W/aliased.txt"
     control write "$H/planted.txt" PWNED >/dev/null
     check "control: an absolute-path write outside the workspace lands on the host$AS" grep -q PWNED "$H/planted.txt"
-    rm -f "$H/planted.txt"
+    control proc-roots "$H/planted-proc.txt" PWNED >/dev/null
+    check "control: a write through /proc/self/root (and /proc/N/root) lands on the host$AS" grep -q PWNED "$H/planted-proc.txt"
+    rm -f "$H/planted.txt" "$H/planted-proc.txt"
 }
 escape_writes
 
