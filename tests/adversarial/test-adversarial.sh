@@ -1420,6 +1420,136 @@ check "rename race control: without the sandbox the writes do reach the canary" 
 check "rename race: the writes happened (staged: $n_x appended lines) and the stage is sealed" \
     sh -c "[ -e '$T/race-stage/sealed' ] && [ '$n_x' -gt 0 ] && [ -d '$T/race-stage/upper/d' ] && [ ! -L '$T/race-stage/upper/d' ]"
 
+# --- projected system directories are read-only, whatever the operation --------------
+# /usr, /etc, /bin (a link to usr/bin on a merged-/usr host), /lib, a
+# toolchain in another home that PATH names (.pyenv, projected whole from
+# its bin) and one in /opt: in each, a directory of the test's own, mode
+# 0777, its files 0666 and the pass's user's, so that no permission bit
+# stands in the way: only the read-only projections and Landlock do (as
+# root the idmapped projections show root's files as 65534's, so there
+# chmod is refused by ownership as well).  Create, truncate, chmod, rename,
+# unlink, utimes, mkdir, symlink, hard link: the host's bytes, modes, times
+# and listings are what they were.  A toolchain in HOME itself (~/.pyenv)
+# is in the HOME view, copy-on-write: there each operation succeeds for
+# the command and the host's files do not change either.  The control
+# runs the same operations unisolated on copies in a directory of the
+# test's own (never the real /usr), and each gets through.
+SYSW='for d in "$@"; do r=""
+    (echo new > "$d/new") 2>/dev/null && r="$r create"
+    (: > "$d/trunc") 2>/dev/null && r="$r truncate"
+    chmod 0600 "$d/chmod" 2>/dev/null && r="$r chmod"
+    mv "$d/rename" "$d/renamed" 2>/dev/null && r="$r rename"
+    unlink "$d/unlink" 2>/dev/null && r="$r unlink"
+    touch -c "$d/utimes" 2>/dev/null && r="$r utimes"
+    mkdir "$d/newdir" 2>/dev/null && r="$r mkdir"
+    ln -s trunc "$d/newlink" 2>/dev/null && r="$r symlink"
+    ln "$d/trunc" "$d/newhard" 2>/dev/null && r="$r link"
+    echo "${r:- none}"; done'
+SYSW_ALL=" create truncate chmod rename unlink utimes mkdir symlink link"
+SYSD_OPT=/opt/pvisor-adv-$$
+# the targets as the command names them, and as the host does
+SYSD_IN="/usr/pvisor-adv-$$ /etc/pvisor-adv-$$ /bin/pvisor-adv-$$ /lib/pvisor-adv-$$"
+at_exit "rm -rf /usr/pvisor-adv-$$ /etc/pvisor-adv-$$ /usr/bin/pvisor-adv-$$ /usr/lib/pvisor-adv-$$ /bin/pvisor-adv-$$ /lib/pvisor-adv-$$ '$SYSD_OPT'"
+# sysdir_writes: the attempt for the pass's user (RUN, HOMEDIR, W, S)
+sysdir_writes() {
+    uid=$($RUN id -u); gid=$($RUN id -g)
+    oh="$T/ohome-$uid"
+    rm -rf "$HOMEDIR/.pyenv" "$oh" "$SYSD_OPT" "$T/sysctl"
+    mkdir -p "$HOMEDIR/.pyenv/bin" "$oh/.pyenv/bin" "$SYSD_OPT/bin"
+    printf '#!/bin/sh\necho tool-ok\n' > "$oh/.pyenv/bin/pvadv-py"; cp "$oh/.pyenv/bin/pvadv-py" "$SYSD_OPT/bin/pvadv-opt"
+    chmod 0755 "$oh/.pyenv/bin/pvadv-py" "$SYSD_OPT/bin/pvadv-opt"
+    chown -R "$uid:$gid" "$HOMEDIR/.pyenv" "$oh"
+    dirs="$SYSD_IN $oh/.pyenv/pvisor-adv $SYSD_OPT/pvisor-adv $HOMEDIR/.pyenv/pvisor-adv"
+    for d in $dirs; do
+        rm -rf "$d"; mkdir -p "$d"
+        for f in trunc chmod rename unlink utimes; do echo "host $f" > "$d/$f"; done
+        chmod 0666 "$d"/*; chown "$uid:$gid" "$d" "$d"/*; chmod 0777 "$d"; touch -d 2001-01-01 "$d"/* "$d"
+    done
+    snap() { for d in $dirs; do (cd "$d" && find . -printf '%y %m %u %g %s %T@ %p %l\n' | sort && cat ./*); done; }
+    sys_before=$(snap)
+    # shellcheck disable=SC2086
+    out=$($RUN env PATH="$oh/.pyenv/bin:$SYSD_OPT/bin:$PATH" "$PVISOR" run --safe --stage "$S" --workspace "$W" -- \
+        sh -c "pvadv-py && pvadv-opt && grep -c ' $oh/.pyenv \| $SYSD_OPT ' /proc/self/mountinfo && $SYSW" sh $dirs 2>&1)
+    eq "$out" "$(printf 'tool-ok\ntool-ok\n2\n none\n none\n none\n none\n none\n none\n%s' "$SYSW_ALL")" \
+        "--safe: /usr, /etc, /bin, /lib, a toolchain in another home and one in /opt refuse create, truncate, chmod, rename, unlink, utimes, mkdir, symlink, link; HOME's ~/.pyenv (copy-on-write) takes them$AS"
+    eq "$(snap)" "$sys_before" "--safe: ... the host's files there keep their bytes, modes, owners and times, the directories their listings$AS"
+    mkdir "$T/sysctl"; chmod 0755 "$T/sysctl"; cdirs=""
+    for d in $dirs; do n="$T/sysctl/$(echo "$d" | tr / _)"; cp -a "$d" "$n"; cdirs="$cdirs $n"; done
+    # shellcheck disable=SC2086
+    out=$($RUN "$PVISOR" run -- sh -c "$SYSW" sh $cdirs 2>&1)
+    eq "$out" "$(for d in $dirs; do echo "$SYSW_ALL"; done)" "control: unisolated, each operation gets through on copies of those directories$AS"
+    rm -rf "$T/sysctl" "$HOMEDIR/.pyenv" "$oh" "$SYSD_OPT" /usr/pvisor-adv-$$ /etc/pvisor-adv-$$ /bin/pvisor-adv-$$ /lib/pvisor-adv-$$
+}
+if [ "$(id -u)" -eq 0 ]; then
+    sysdir_writes
+else
+    skip "--safe: projected system directories refuse every kind of write" "needs root to make directories of the test's own in /usr, /etc and /opt"
+fi
+
+# --- the command's environment is the allowlist, whole --------------------------------
+# The parent's environment holds every allowlisted name (src/policy/plan_build.c,
+# env_allow) and many more: cloud and forge tokens, the agent's and the
+# loader's variables, pvisor's own state directory.  Inside there is
+# exactly the allowlist, with its values, and what pvisor sets (HOME, PWD,
+# TMPDIR, PVISOR_AGENT_SOCKET); --pass-env NAME adds that one name and no
+# other.  The control (unisolated) has every name.
+ENV_ALLOW="PATH TERM LANG LANGUAGE TZ USER LOGNAME SHELL COLORTERM NO_COLOR TERM_PROGRAM COLUMNS LINES LC_ALL LC_CTYPE
+    LC_COLLATE LC_MESSAGES LC_MONETARY LC_NUMERIC LC_TIME LC_ADDRESS LC_IDENTIFICATION LC_MEASUREMENT LC_NAME LC_PAPER LC_TELEPHONE"
+ENV_DENY="AWS_SECRET_ACCESS_KEY AWS_ACCESS_KEY_ID AWS_SESSION_TOKEN GITHUB_TOKEN GH_TOKEN GITLAB_TOKEN NPM_TOKEN
+    OPENAI_API_KEY ANTHROPIC_API_KEY SECRET_TOKEN SSH_AUTH_SOCK SSH_AGENT_PID GPG_AGENT_INFO DBUS_SESSION_BUS_ADDRESS
+    LD_PRELOAD LD_LIBRARY_PATH BASH_ENV ENV PYTHONSTARTUP NODE_OPTIONS GIT_ASKPASS SSH_ASKPASS KUBECONFIG DOCKER_HOST
+    http_proxy HTTPS_PROXY LC_SECRET PVISOR_DEBUG"
+# env_exact: the command's environment for the pass's user
+env_exact() {
+    envs=""
+    for n in $ENV_ALLOW; do [ "$n" = PATH ] || envs="$envs $n=v-$n"; done
+    # LD_PRELOAD ':' and LD_LIBRARY_PATH of a directory that does not exist load nothing in pvisor itself
+    for n in $ENV_DENY; do
+        case $n in LD_PRELOAD) v=: ;; LD_LIBRARY_PATH) v=/nonexistent ;; *) v=s3cr3t-$n ;; esac
+        envs="$envs $n=$v"
+    done
+    san="${ASAN_OPTIONS:+ASAN_OPTIONS=$ASAN_OPTIONS} ${UBSAN_OPTIONS:+UBSAN_OPTIONS=$UBSAN_OPTIONS}"
+    st=${STATE:-$XDG_STATE_HOME}
+    want=$( (for n in $ENV_ALLOW; do [ "$n" = PATH ] || echo "$n=v-$n"; done
+        echo "PATH=$PATH"; echo "HOME=$HOMEDIR"; echo "PWD=$W"; echo TMPDIR=/tmp; echo PVISOR_AGENT_SOCKET=/run/pvisor/agent.sock) | sort)
+    # shellcheck disable=SC2086
+    got=$($RUN env -i PATH="$PATH" HOME="$HOMEDIR" XDG_STATE_HOME="$st" $san $envs \
+        "$PVISOR" run --safe --stage "$S" --workspace "$W" -- env -0 2>&1 | tr '\0' '\n' | sort)
+    eq "$got" "$want" "--safe: the command's environment is exactly the allowlist and what pvisor sets (no token, agent socket, loader or state variable)$AS"
+    # shellcheck disable=SC2086
+    got=$($RUN env -i PATH="$PATH" HOME="$HOMEDIR" XDG_STATE_HOME="$st" $san $envs \
+        "$PVISOR" run --safe --pass-env GITHUB_TOKEN --stage "$S" --workspace "$W" -- env -0 2>&1 | tr '\0' '\n' | sort)
+    eq "$got" "$(printf '%s\nGITHUB_TOKEN=s3cr3t-GITHUB_TOKEN\n' "$want" | sort)" "--safe --pass-env GITHUB_TOKEN: that name is added, no other$AS"
+    # shellcheck disable=SC2086
+    got=$($RUN env -i PATH="$PATH" HOME="$HOMEDIR" XDG_STATE_HOME="$st" $san $envs "$PVISOR" run -- env 2>&1)
+    n=0; for v in $ENV_DENY; do printf '%s\n' "$got" | grep -q "^$v=" && n=$((n + 1)); done
+    eq "$n" "$(echo $ENV_DENY | wc -w)" "control: unisolated, the command has every one of those names$AS"
+}
+env_exact
+
+# --- /dev is the exact set, and its nodes are the host's devices -------------------------
+# null zero full random urandom tty (src/policy/plan.c, plan_dev_nodes), the
+# private devpts and its ptmx, /dev/shm (empty), the fd links; nothing else:
+# no /dev/fuse, /dev/kmsg, no disk.  The control lists the host's /dev.
+dev_exact() {
+    lsdev='cd /dev && for n in $(ls -A); do stat -c "%n %F %t:%T" "$n"; done; ls -A pts shm | tr "\n" " "; stat -f -c %T pts shm | tr "\n" " "; readlink fd stdin stdout stderr ptmx | tr "\n" " "'
+    want=$(for n in fd full null ptmx pts random shm stderr stdin stdout tty urandom zero; do
+        case $n in
+            fd | ptmx | stderr | stdin | stdout) echo "$n symbolic link 0:0" ;;
+            pts | shm) echo "$n directory 0:0" ;;
+            *) stat -c "%n %F %t:%T" "/dev/$n" | sed 's|^/dev/||' ;;
+        esac
+    done; printf 'pts: ptmx  shm: devpts tmpfs /proc/self/fd /proc/self/fd/0 /proc/self/fd/1 /proc/self/fd/2 pts/ptmx ')
+    # shellcheck disable=SC2086
+    eq "$($RUN "$PVISOR" run --safe --stage "$S" --workspace "$W" -- sh -c "$lsdev" 2>&1)" "$want" \
+        "--safe: /dev holds exactly null zero full random urandom tty (the host's majors and minors), a private devpts, an empty /dev/shm and the fd links$AS"
+    # shellcheck disable=SC2086
+    c=$($RUN "$PVISOR" run -- sh -c 'ls -A /dev; find /dev -maxdepth 1 -type b | head -n 1' 2>&1)
+    eq "$(echo "$c" | grep -cx fuse):$(($(echo "$c" | grep -vc '^/dev/') > 13))" "1:1" \
+        "control: unisolated, /dev shows /dev/fuse and more than those 13 names$AS"
+}
+dev_exact
+
 # --- a command missing inside the sandbox: 127, as a shell would, after the controls
 "$PVISOR" run --safe --stage "$T/s127" --workspace "$W" -- /no/such/command 2>"$T/127.err"; rc=$?
 eq "$rc:$(jq -r .state "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json")" "127:exec_failed" \
@@ -1568,6 +1698,9 @@ asuser "$PVISOR" run --safe --stage "$S" --workspace "$W" -- "$PROBE" x32 >/dev/
 eq "$rc" 159 "--safe kills an x32 syscall (SIGSYS)$AS"
 s=$(safe read "/proc/1/root$H/secret.txt"); case "$s" in BLOCKED*) ok "--safe blocks: read via /proc/1/root$AS";; *) not_ok "--safe blocks: read via /proc/1/root$AS"; diag "$s";; esac
 positives mine
+sysdir_writes
+env_exact
+dev_exact
 out=$(asuser "$PVISOR" run -- ./suid-id -u 2>&1)
 eq "$out" 0 "control: a setuid-root binary gives euid 0 to an unprivileged user"
 out=$(asuser "$PVISOR" run --safe --stage "$S" --workspace "$W" -- ./suid-id -u 2>&1)
