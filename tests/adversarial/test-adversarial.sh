@@ -1550,6 +1550,85 @@ dev_exact() {
 }
 dev_exact
 
+# --- RLIMIT_FSIZE is --stage-max-bytes (src/policy/plan_build.c: rlimit_fsize) -------
+# Past it a write or a truncate gets EFBIG (SIGXFSZ ignored), or the
+# writer is killed by SIGXFSZ (128+25): in the workspace's view (a byte
+# one past the limit, a sparse file the stage quota would not stop) and in
+# the private /tmp (sequential writes: the first 1 MiB lands, no byte
+# more).  The stage holds no file past it; the Bundle's self-check shows
+# the limit.  The control: the same run without the option writes them all.
+FSZ='import errno, os, signal, sys
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+def t(f):
+    try:
+        f()
+        return "ok"
+    except OSError as e:
+        return errno.errorcode[e.errno]
+fd = os.open("fsz.bin", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+r = [t(lambda: os.pwrite(fd, b"x", 1048575)), t(lambda: os.pwrite(fd, b"x", 1048576)), t(lambda: os.ftruncate(fd, 2097152))]
+fd = os.open("/tmp/fsz.bin", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+n, w = 0, "ok"
+while n < 2097152 and w == "ok":
+    w = t(lambda: os.write(fd, b"z" * 65536))
+    n += 65536 if w == "ok" else 0
+r += [str(n), w, str(os.stat("fsz.bin").st_size), str(os.stat("/tmp/fsz.bin").st_size)]
+print(" ".join(r))'
+# (python ignores SIGXFSZ itself: dd takes the default action; its seek
+# truncates the file to the limit, which is allowed, then writes past it)
+FSZK='dd if=/dev/zero of=fsz-killed.bin bs=1 count=1 seek=1048576 2>/dev/null; echo $?'
+rm -rf "$T/fsz"
+out=$("$PVISOR" run --safe --stage "$T/fsz" --workspace "$W" --stage-max-bytes 1M -- sh -c "$PY -c '$FSZ'; $FSZK" 2>&1)
+eq "$(echo $out)" "ok EFBIG EFBIG 1048576 EFBIG 1048576 1048576 153" \
+    "--safe --stage-max-bytes 1M: in the workspace and /tmp, a write or truncate past 1 MiB gets EFBIG, or SIGXFSZ kills the writer"
+eq "$(stat -c %s "$T/fsz/upper/fsz.bin" "$T/fsz/upper/fsz-killed.bin" | tr '\n' ' ')$(test -e "$W/fsz.bin" && echo lower):$(jq -c '.sandbox_evidence.rlimits.fsize' "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json")" \
+    "1048576 1048576 :{\"soft\":1048576,\"hard\":1048576}" \
+    "... the stage holds no file past it, the lower none at all; the Bundle's self-check shows the limit"
+out=$("$PVISOR" run --safe --stage "$T/fsz-ctl" --workspace "$W" -- sh -c "$PY -c '$FSZ'" 2>&1)
+eq "$(echo $out):$(stat -c %s "$T/fsz-ctl/upper/fsz.bin")" "ok ok ok 2097152 ok 2097152 2097152:2097152" \
+    "control: without --stage-max-bytes the same writes and truncate go past 1 MiB"
+"$PVISOR" drop "$T/fsz" >/dev/null 2>&1; "$PVISOR" drop "$T/fsz-ctl" >/dev/null 2>&1
+
+# --- however the run ends, a daemon that ignores SIGTERM, SIGHUP and SIGINT ends with it
+# It double-forks (setsid) and appends to a file in a read-write grant,
+# where the host sees it; the host finds it by its unique argv (the PID
+# namespace hides its number).  --timeout, SIGTERM and SIGINT to pvisor,
+# SIGKILL of pvisor: each time no process of the run is left (a bounded
+# wait, no fixed sleep) and the file stops growing.  The control: run
+# natively, the daemon outlives SIGTERM, SIGHUP and SIGINT.
+LD="$T/life"; mkdir -p "$LD"
+printf '#!/bin/sh\ntrap "" TERM HUP INT\nwhile :; do echo . >> "$1"; sleep 0.05; done\n' > "$LD/d.sh"
+# lalive MARK: a process of that daemon (or the command's sleep) is alive
+lalive() { pgrep -f "^sh $LD/d.sh $LD/$1\$" >/dev/null || pgrep -f "^sleep 3016\\.$$\$" >/dev/null; }
+lsize() { stat -c %s "$LD/$1" 2>/dev/null || echo 0; }
+lgrow() { # MARK: wait until the file grows (up to 10 s)
+    s0=$(lsize "$1"); i=0
+    while [ "$(lsize "$1")" -le "$s0" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+    [ "$(lsize "$1")" -gt "$s0" ]
+}
+(setsid sh "$LD/d.sh" "$LD/ctl-$$" &)
+lgrow "ctl-$$"; dpid=$(pgrep -f "^sh $LD/d.sh $LD/ctl-$$\$")
+kill -TERM "$dpid"; kill -HUP "$dpid"; kill -INT "$dpid"
+check "control: natively, the daemon outlives SIGTERM, SIGHUP and SIGINT and goes on appending" lgrow "ctl-$$"
+kill -9 "$dpid"
+for how in timeout TERM INT KILL; do
+    m="m-$how-$$"
+    to=""; [ $how = timeout ] && to="--timeout 2"
+    # shellcheck disable=SC2086
+    env --default-signal=INT "$PVISOR" run --safe --stage "$T/life-st" --workspace "$W" --allow-write "$LD" $to -- \
+        sh -c '(setsid sh "$0" "$1" &); exec sleep "$2"' "$LD/d.sh" "$LD/$m" "3016.$$" >/dev/null 2>&1 &
+    pv=$!
+    lgrow "$m" && pgrep -f "^sh $LD/d.sh $LD/$m\$" >/dev/null || diag "($how) the daemon did not start"
+    case $how in timeout) ;; *) kill -$how $pv ;; esac
+    wait $pv 2>/dev/null; rc=$?
+    i=0; while lalive "$m" && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+    s1=$(lsize "$m"); sleep 0.2
+    case $how in timeout) want=143 ;; TERM) want=143 ;; INT) want=130 ;; KILL) want=137 ;; esac
+    eq "$rc:$(lalive "$m" && echo alive):$((s1 > 0)):$(lsize "$m")" "$want::1:$s1" \
+        "--safe ended by $( [ $how = timeout ] && echo "--timeout" || echo "SIG$how to pvisor"): the daemon that ignores SIGTERM, SIGHUP and SIGINT is gone, its appends stopped"
+done
+pkill -9 -f "^sh $LD/d.sh" 2>/dev/null; pkill -9 -f "^sleep 3016\\.$$\$" 2>/dev/null   # what a failure left
+
 # --- a command missing inside the sandbox: 127, as a shell would, after the controls
 "$PVISOR" run --safe --stage "$T/s127" --workspace "$W" -- /no/such/command 2>"$T/127.err"; rc=$?
 eq "$rc:$(jq -r .state "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json")" "127:exec_failed" \
