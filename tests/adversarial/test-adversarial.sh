@@ -1629,6 +1629,57 @@ for how in timeout TERM INT KILL; do
 done
 pkill -9 -f "^sh $LD/d.sh" 2>/dev/null; pkill -9 -f "^sleep 3016\\.$$\$" 2>/dev/null   # what a failure left
 
+# --- a rename race for reads: a directory swapped with symlinks to a host directory --
+# (absolute, relative, and /) while another process opens, reads and
+# appends through it, many times.  The host directory holds a secret; the
+# workspace's directory a decoy of the same name.  The command reads the
+# decoy and makes most of its swaps (the race ran), never reads the
+# secret; the host directory is unchanged, the stage holds nothing of it.
+# The control: the same race with the workspace staged but unsandboxed
+# reads the secret and writes the host directory (it follows its own
+# symlinks).
+RR="$T/rrace"; mkdir -p "$RR/ws/d" "$RR/host"
+echo RACESECRET > "$RR/host/secret.txt"; echo decoy > "$RR/ws/d/secret.txt"
+RACE='import os, sys
+n = int(sys.argv[2])
+if sys.argv[1] == "mover":
+    k = 0
+    for i in range(n):
+        for t in (sys.argv[3], "../host", "/"):
+            for op in (lambda: os.rename("d", "e"), lambda: os.symlink(t, "d"), lambda: os.unlink("d"), lambda: os.rename("e", "d")):
+                try:
+                    op()
+                    k += 1
+                except OSError:
+                    pass
+    print("swapped=%d" % (k > 6 * n))
+else:
+    got = {}
+    for i in range(n):
+        for p in ("d/secret.txt", "d/./secret.txt"):
+            try:
+                with open(p) as f:
+                    s = f.readline().strip()
+                got[s] = got.get(s, 0) + 1
+            except OSError:
+                pass
+        for p in ("d/secret.txt", "d/new.txt"):
+            try:
+                with open(p, "a") as f:
+                    f.write("x\n")
+            except OSError:
+                pass
+    print(" ".join("%s=%d" % (k, v > 0) for k, v in sorted(got.items())))'
+rrace() { (cd "$RR/ws" && "$PVISOR" run "$@" -- sh -c '"$0" -c "$1" mover 600 "$2" & "$0" -c "$1" opener 600; wait' "$PY" "$RACE" "$RR/host" 2>&1 | sort | tr '\n' ' '); }
+rr_before=$(cd "$RR/host" && find . -printf '%y %m %s %p\n' | sort; cat secret.txt)
+out=$(rrace --safe --stage "$RR/st" --workspace "$RR/ws")
+eq "$out" "decoy=1 swapped=1 " "rename race (reads): under --safe the command read the decoy, never the host's secret through its symlinks"
+check "rename race (reads): the host directory is unchanged, nothing of the secret is in the stage" \
+    sh -c "[ \"\$(cd '$RR/host' && find . -printf '%y %m %s %p\n' | sort; cat secret.txt)\" = '$rr_before' ] && ! grep -rq RACESECRET '$RR/st'"
+out=$(rrace --stage "$RR/st-ctl" --workspace "$RR/ws")
+eq "$(echo "$out" | grep -c 'RACESECRET=1'):$(test -e "$RR/host/new.txt" && echo wrote)" "1:wrote" \
+    "control: the same race without the sandbox reads the host's secret and writes the host directory"
+
 # --- a command missing inside the sandbox: 127, as a shell would, after the controls
 "$PVISOR" run --safe --stage "$T/s127" --workspace "$W" -- /no/such/command 2>"$T/127.err"; rc=$?
 eq "$rc:$(jq -r .state "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json")" "127:exec_failed" \
