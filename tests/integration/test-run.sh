@@ -90,11 +90,13 @@ eq "$(jq -r '.warnings[] | select(test("leftover"))' "$XDG_STATE_HOME/pvisor/run
 
 # --- signal forwarding -------------------------------------------------------
 # A shell starts a background job with SIGINT ignored, and pvisor does not
-# relay what it was started ignoring (below): the jobs sent a SIGINT here
-# get its default action back first (env --default-signal).
+# relay what it was started ignoring (below): the jobs sent a signal here
+# get its default action back first (env --default-signal); SIGHUP too,
+# which a suite run under nohup inherits ignored (the HUP case waited
+# for ever for a signal pvisor rightly kept from the command).
 for sig in TERM INT HUP; do
     rm -f "$T/sig"
-    env --default-signal=INT "$PVISOR" run -- "$PVAGENT" wait-signal "$T/sig" &
+    env --default-signal=INT,HUP,TERM "$PVISOR" run -- "$PVAGENT" wait-signal "$T/sig" &
     pv=$!
     i=0; while [ "$(cat "$T/sig" 2>/dev/null)" != ready ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
     kill -$sig $pv
