@@ -1002,7 +1002,8 @@ exit 0
 EOS
         counts=""
         for i in 1 2 3; do
-            (cd "$T/hup" && script -qec "'$PVISOR' run --safe -- sh jobs.sh" /dev/null) </dev/null >/dev/null 2>&1
+            # (SIGHUP's default action: under nohup the jobs inherited it ignored)
+            (cd "$T/hup" && script -qec "env --default-signal=HUP '$PVISOR' run --safe -- sh jobs.sh" /dev/null) </dev/null >/dev/null 2>&1
             counts="$counts$(jq -r '[.warnings[] | select(test("leftover"))] | length' "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json")"
         done
         eq "$counts" "000" "--safe with a terminal: the jobs its hangup ends are not counted as leftovers"
