@@ -97,17 +97,6 @@ static int enter_private_namespace(bool sandbox, const char **ret_what) {
     return 0;
 }
 
-/* A sysctl's value, or -1 when it cannot be read (absent on this kernel). */
-static long sysctl_value(const char *path) {
-    _cleanup_free_ char *buf = NULL;
-    size_t len = 0;
-    if (read_file_at(AT_FDCWD, path, 64, &buf, &len) < 0 || len == 0)
-        return -1;
-    char *end;
-    long v = strtol(buf, &end, 10);
-    return end == buf ? -1 : v;
-}
-
 /* What to do when the private namespaces (step what, error err) could not
  * be made, by the sysctl that refused them: the run said to set
  * kernel.unprivileged_userns_clone (Debian's) also where
@@ -120,11 +109,11 @@ static const char *namespace_remedy(const char *what, int err, char *buf, size_t
     if (limit)
         return limit;
     if (strncmp(what, "unshare(CLONE_NEWUSER", 21) == 0) {
-        if (getuid() != 0 && sysctl_value("/proc/sys/kernel/unprivileged_userns_clone") == 0)
+        if (getuid() != 0 && sysctl_long("/proc/sys/kernel/unprivileged_userns_clone") == 0)
             return "user namespaces are disabled: sysctl kernel.unprivileged_userns_clone=1";
-        if (err == ENOSPC || sysctl_value("/proc/sys/user/max_user_namespaces") == 0)
+        if (err == ENOSPC || sysctl_long("/proc/sys/user/max_user_namespaces") == 0)
             return "user namespaces are disabled or used up: sysctl user.max_user_namespaces=15000";
-        if (sysctl_value("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == 1)
+        if (sysctl_long("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == 1)
             return "AppArmor restricts unprivileged user namespaces: sysctl "
                    "kernel.apparmor_restrict_unprivileged_userns=0";
         return "user namespaces must be enabled: sysctl kernel.unprivileged_userns_clone=1";

@@ -118,29 +118,6 @@ static int copy_bounded(char *dst, size_t size, const char *src) {
     return 0;
 }
 
-/* A sysctl as a long; -1 when absent or unreadable.  Read in one call:
- * procfs sysctl handlers return EOF for any read at a non-zero offset, so a
- * growing-buffer reader would see only the first byte. */
-static long read_sysctl_long(const char *path) {
-    _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0)
-        return -1;
-    char buf[64];
-    ssize_t n;
-    do
-        n = read(fd, buf, sizeof buf - 1);
-    while (n < 0 && errno == EINTR);
-    if (n <= 0)
-        return -1;
-    buf[n] = '\0';
-    char *end;
-    errno = 0;
-    long v = strtol(buf, &end, 10);
-    if (errno || end == buf || v < 0)
-        return -1;
-    return v;
-}
-
 /* Whether word appears as a whole token in list (separators: space, comma,
  * newline). */
 static bool list_has_word(const char *list, const char *word) {
@@ -272,10 +249,9 @@ static void userns_explain(const struct probe_userns *u, uid_t euid, int err, in
 }
 
 static int probe_userns(struct probe_userns *u, uid_t euid, gid_t egid, bool try_namespaces) {
-    u->unprivileged_userns_clone = read_sysctl_long("/proc/sys/kernel/unprivileged_userns_clone");
-    u->max_user_namespaces = read_sysctl_long("/proc/sys/user/max_user_namespaces");
-    u->apparmor_restrict_unprivileged_userns =
-        read_sysctl_long("/proc/sys/kernel/apparmor_restrict_unprivileged_userns");
+    u->unprivileged_userns_clone = sysctl_long("/proc/sys/kernel/unprivileged_userns_clone");
+    u->max_user_namespaces = sysctl_long("/proc/sys/user/max_user_namespaces");
+    u->apparmor_restrict_unprivileged_userns = sysctl_long("/proc/sys/kernel/apparmor_restrict_unprivileged_userns");
 
     struct probe_status *nss[NS_COUNT] = {&u->mount_ns, &u->pid_ns, &u->net_ns, &u->ipc_ns, &u->uts_ns};
     const char *untried = try_namespaces ? "not tried: no user namespace" : RUN_NAMESPACES_PENDING;

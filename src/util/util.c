@@ -1067,6 +1067,29 @@ bool userns_is_initial(void) {
     return sscanf(map, "%lu %lu %lu", &inner, &outer, &count) == 3 && inner == 0 && outer == 0 && count == 4294967295UL;
 }
 
+/* A sysctl as a long; -1 when absent or unreadable.  Read in one call:
+ * procfs sysctl handlers return EOF for any read at a non-zero offset, so a
+ * growing-buffer reader would see only the first byte. */
+long sysctl_long(const char *path) {
+    _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return -1;
+    char buf[64];
+    ssize_t n;
+    do
+        n = read(fd, buf, sizeof buf - 1);
+    while (n < 0 && errno == EINTR);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    char *end;
+    errno = 0;
+    long v = strtol(buf, &end, 10);
+    if (errno || end == buf || v < 0)
+        return -1;
+    return v;
+}
+
 const char *ns_limit_remedy(const char *step, int err, char *buf, size_t size) {
     static const struct {
         const char *flag, *sysctl, *what;
@@ -1081,11 +1104,7 @@ const char *ns_limit_remedy(const char *step, int err, char *buf, size_t size) {
             continue;
         char path[64];
         snprintf(path, sizeof path, "/proc/sys/user/max_%s_namespaces", ns[i].sysctl);
-        _cleanup_free_ char *v = NULL;
-        size_t len = 0;
-        unsigned long max = 0;
-        bool known = read_file_at(AT_FDCWD, path, 32, &v, &len) == 0 && sscanf(v, "%lu", &max) == 1;
-        if (known && max == 0)
+        if (sysctl_long(path) == 0)
             snprintf(buf, size, "%s namespaces are disabled: sysctl user.max_%s_namespaces=15000", ns[i].what,
                      ns[i].sysctl);
         else

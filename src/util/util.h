@@ -196,6 +196,10 @@ int userns_enter(int flags, uid_t inner_uid, gid_t inner_gid, const char **ret_s
  * whose owner and group it maps, not root's override over every file. */
 bool userns_is_initial(void);
 
+/* A sysctl (path under /proc/sys) as a long; -1 when absent, unreadable
+ * or not a number. */
+long sysctl_long(const char *path);
+
 /* What to do about a namespace the kernel refused with ENOSPC at step (a
  * step naming "CLONE_NEWNS", "CLONE_NEWPID", "CLONE_NEWNET",
  * "CLONE_NEWIPC" or "CLONE_NEWUTS"): its count limit, the sysctl
