@@ -836,24 +836,27 @@ static int git_config_push(char ***envp, size_t *n, const char *key, const char 
     return r;
 }
 
+/* Hand over the variables of names (NULL-terminated) that env sets. */
+static int push_named(char ***envp, size_t *n, char *const *env, const char *const *names) {
+    int r = 0;
+    for (const char *const *a = names; *a && r >= 0; a++) {
+        const char *v = env_get(env, *a);
+        if (v)
+            r = env_push(envp, n, *a, v);
+    }
+    return r;
+}
+
 static int build_env(const struct plan_inputs *in, struct launch_plan *p) {
     size_t n = 0;
-    int r = 0;
     p->envp = calloc(1, sizeof *p->envp);
     if (!p->envp)
         return -ENOMEM;
-    for (const char *const *a = env_allow; *a && r >= 0; a++) {
-        const char *v = env_get(in->environ, *a);
-        if (v)
-            r = env_push(&p->envp, &n, *a, v);
-    }
+    int r = push_named(&p->envp, &n, in->environ, env_allow);
     /* Paths, not secrets: the root the user's tools are configured with
      * (plan_tool_root_vars). */
-    for (const char *const *a = plan_tool_root_vars; *a && r >= 0; a++) {
-        const char *v = env_get(in->environ, *a);
-        if (v)
-            r = env_push(&p->envp, &n, *a, v);
-    }
+    if (r >= 0)
+        r = push_named(&p->envp, &n, in->environ, plan_tool_root_vars);
     for (int i = 0; i < in->opts->n_pass_env && r >= 0; i++) {
         const char *v = env_get(in->environ, in->opts->pass_env[i]);
         if (v)
