@@ -122,10 +122,12 @@ if [ "$(id -u)" -eq 0 ] && [ -n "$CG2" ] && [ -w "$CG2$own" ] && command -v floc
     D="$CG2${own%/}/pvisor-test-cli-$$" && mkdir "$D" 2>/dev/null; then
     at_exit "rmdir '$D'/* '$D'"
     mkdir "$D/pvisor-dead" "$D/pvisor-held" "$D/pvisor-live" "$D/pvisor-young" "$D/pvisor-x-supervisor" "$D/other"
-    sh -c "echo \$\$ > '$D/pvisor-held/cgroup.procs' && exec sleep 120" & held=$!
-    sh -c "echo \$\$ > '$D/pvisor-x-supervisor/cgroup.procs' && exec sleep 120" & sup=$!
-    flock "$D/pvisor-live" sleep 120 & live=$!
-    at_exit "kill $held $sup $live; wait"
+    # their output is not the test's: a sleep left holding it kept meson
+    # waiting for the test's end (flock's child outlived the kill of flock)
+    sh -c "echo \$\$ > '$D/pvisor-held/cgroup.procs' && exec sleep 120" >/dev/null 2>&1 & held=$!
+    sh -c "echo \$\$ > '$D/pvisor-x-supervisor/cgroup.procs' && exec sleep 120" >/dev/null 2>&1 & sup=$!
+    flock "$D/pvisor-live" sleep 120 >/dev/null 2>&1 & live=$!
+    at_exit "pkill -P $live; kill $held $sup $live; wait"
     i=0; while { [ -z "$(cat "$D/pvisor-held/cgroup.procs")" ] || [ -z "$(cat "$D/pvisor-x-supervisor/cgroup.procs")" ] ||
         flock -n "$D/pvisor-live" true; } && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
     touch -m -d '2 minutes ago' "$D/pvisor-dead" "$D/pvisor-held" "$D/pvisor-live" "$D/pvisor-x-supervisor" "$D/other"
