@@ -1918,7 +1918,8 @@ mkdir -p "$W"; echo old > "$W/f"
 (cd "$W" && "$P" run --stage auto -- sh -c 'echo fromS > f') >/dev/null 2>&1
 starting=29991231T000000.000Z-0000beef
 mkdir "$XDG_STATE_HOME/pvisor/runs/$starting"
-flock -o -s "$XDG_STATE_HOME/pvisor/runs/$starting" sleep 60 &
+# not the test's output: flock's child, left holding it, kept meson waiting
+flock -o -s "$XDG_STATE_HOME/pvisor/runs/$starting" sleep 60 >/dev/null 2>&1 &
 holder=$!
 i=0; while flock -n -x "$XDG_STATE_HOME/pvisor/runs/$starting" true && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
 "$P" list --json > "$T/starting.json" 2>/dev/null
@@ -1932,7 +1933,7 @@ for verb in apply drop; do
     eq "$rc:$(grep -c "newest run $starting is still starting" "$T/starting.err"):$(cat "$W/f")" "1:1:old" \
         "$verb without a run refuses while a newer run is still starting, and says so"
 done
-kill $holder 2>/dev/null; wait $holder 2>/dev/null
+pkill -P $holder; kill $holder 2>/dev/null; wait $holder 2>/dev/null
 (cd "$W" && "$P" status --review) >/dev/null 2>"$T/starting.err"; rc=$?
 eq "$rc:$(grep -c "newest run $starting has no readable Bundle" "$T/starting.err")" "1:1" \
     "... and once nothing holds its lock, it is one whose supervisor died: refused as before"
