@@ -45,7 +45,6 @@
 #include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -186,7 +185,7 @@ static const char *find_sealed_clash(int upper_fd, char *const *sealed, size_t n
                 *slash = '\0';
             struct stat st;
             bool found = fstatat(upper_fd, path, &st, AT_SYMLINK_NOFOLLOW) == 0;
-            bool whiteout = found && S_ISCHR(st.st_mode) && st.st_rdev == makedev(0, 0);
+            bool whiteout = found && stage_is_whiteout(&st);
             if (found && (slash ? S_ISLNK(st.st_mode) : !whiteout))
                 return sealed[i];
             if (!slash)

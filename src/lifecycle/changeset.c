@@ -5,9 +5,10 @@
  * when there is one.  Each difference becomes an entry, joined with the
  * journal preimage of its path; the entry's conflict says whether the
  * current lower still is what the agent saw (type, mode, SHA-256 of the
- * content or of the symlink target).  Rename detection (review only) uses
- * the origin map: an added object whose upper inode was copied up from the
- * lower inode of a recorded path that is now deleted was renamed.
+ * content or of the symlink target).  Rename detection (review only,
+ * changeset-annotate.c) uses the origin map (changeset-origin.c): an added
+ * object whose upper inode was copied up from the lower inode of a
+ * recorded path that is now deleted was renamed.
  *
  * Bounds: paths (LC_MAX_PATH), depth (LC_MAX_DEPTH), objects visited and
  * entries (LC_MAX_ENTRIES), journal size and line length.  What the review
@@ -28,14 +29,11 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
-#include <sys/sysmacros.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
 #include "util/cleanup.h"
 #include "util/util.h"
-
-#define ORIGIN_MAX (256u << 20)
 
 const char *lc_kind_name(enum lc_kind k) {
     static const char *const names[] = {"added", "deleted", "modified", "type_changed"};
@@ -127,120 +125,6 @@ fail:
     return r;
 }
 
-/* ---- origin map (copied-up directories, rename detection) ---- */
-
-struct ino_pair {
-    uint64_t upper, lower;
-    size_t seq;
-    bool hidden; /* a copy of lower that the view showed by its own number (another copy showed lower) */
-};
-
-static int cmp_pair_seq(const void *a, const void *b) {
-    const struct ino_pair *x = a, *y = b;
-    if (x->upper != y->upper)
-        return x->upper < y->upper ? -1 : 1;
-    return x->seq < y->seq ? -1 : x->seq > y->seq;
-}
-
-static int cmp_pair(const void *a, const void *b) {
-    const struct ino_pair *x = a, *y = b;
-    return x->upper < y->upper ? -1 : x->upper > y->upper;
-}
-
-/* The map of this upper (stage_origin_header_check: the file system and
- * upper/ it names are these), sorted by upper inode, the last line of
- * each upper inode kept.  *ret_usable false: no map of this upper;
- * *ret_legacy: a map begun by an older pvisor (version 1), which has no
- * line for a copy-up whose lower number another copy-up had taken. */
-static int origin_load(int stage_dir_fd, int upper_fd, struct ino_pair **ret, size_t *ret_n, bool *ret_usable,
-                       bool *ret_legacy) {
-    *ret = NULL;
-    *ret_n = 0;
-    *ret_usable = false;
-    *ret_legacy = false;
-    _cleanup_free_ char *buf = NULL;
-    size_t len = 0;
-    int r = read_file_at(stage_dir_fd, "origin", ORIGIN_MAX, &buf, &len);
-    if (r < 0)
-        return r == -ENOENT || r == -EFBIG ? 0 : r;
-    char *nl = memchr(buf, '\n', len);
-    if (!nl)
-        return 0;
-    bool legacy = false;
-    r = stage_origin_header_check(upper_fd, buf, (size_t)(nl - buf), &legacy);
-    if (r <= 0)
-        return r;
-    *ret_usable = true;
-    *ret_legacy = legacy;
-    /* a last line without its newline was cut by a crash: not taken (as
-     * the stage's own loader does), a number in it may be cut short */
-    size_t n = 0, cap = 0;
-    struct ino_pair *v = NULL;
-    for (char *line = nl + 1; line < buf + len;) {
-        char *end = memchr(line, '\n', (size_t)(buf + len - line));
-        if (!end)
-            break;
-        uint64_t u, l;
-        int k = stage_origin_parse_line(line, (size_t)(end - line), &u, &l);
-        line = end + 1;
-        if (k < 0)
-            continue;
-        if (n == cap) {
-            cap = cap ? 2 * cap : 64;
-            if (cap > LC_MAX_ENTRIES)
-                break;
-            struct ino_pair *nv = realloc(v, cap * sizeof *nv);
-            if (!nv) {
-                free(v);
-                return -ENOMEM;
-            }
-            v = nv;
-        }
-        v[n] = (struct ino_pair){u, l, n, k == STAGE_ORIGIN_HIDDEN};
-        n++;
-    }
-    /* later lines win: sort by (upper ino, line number), keep the last */
-    if (n > 0) /* qsort's base must not be NULL, even for no elements */
-        qsort(v, n, sizeof *v, cmp_pair_seq);
-    size_t w = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (w > 0 && v[w - 1].upper == v[i].upper) {
-            v[w - 1] = v[i];
-            continue;
-        }
-        v[w++] = v[i];
-    }
-    /* drop forgotten mappings */
-    size_t k = 0;
-    for (size_t i = 0; i < w; i++)
-        if (v[i].lower)
-            v[k++] = v[i];
-    *ret = v;
-    *ret_n = k;
-    return 0;
-}
-
-/* The lower inode upper was copied up from, 0: none.  shown_only: only
- * a copy the view showed as that number (one number, one object: what
- * the journal's inode numbers can be matched with). */
-static uint64_t origin_lookup(const struct ino_pair *v, size_t n, uint64_t upper, bool shown_only) {
-    struct ino_pair key = {upper, 0, 0, false};
-    const struct ino_pair *p = n ? bsearch(&key, v, n, sizeof *v, cmp_pair) : NULL;
-    return p && !(shown_only && p->hidden) ? p->lower : 0;
-}
-
-/* Is lower the origin of some upper object?  Only for a map begun by an
- * older pvisor (legacy): its overlay recorded a copy-up's origin only when
- * no other copy-up took that number (copyup.c): where two file systems are
- * mounted in the workspace (two tmpfs, both with root inode 1), the
- * second directory copied up got none. */
-static bool origin_lower_taken(const struct ino_pair *v, size_t n, uint64_t lower) {
-    for (size_t i = 0; i < n; i++)
-        if (v[i].lower == lower)
-            return true;
-    return false;
-}
-
 /* ---- walk ---- */
 
 struct walk {
@@ -249,7 +133,7 @@ struct walk {
     int stage_fd;     /* the stage directory */
     bool keep_owners; /* apply run by us gives what it writes the stage's owners (root, apply.c give_owner) */
     size_t visited;
-    const struct ino_pair *orig; /* origin map, sorted by upper inode */
+    const struct lc_ino_pair *orig; /* origin map, sorted by upper inode */
     size_t n_orig;
     bool origin_usable; /* the map belongs to this upper (its file system and directory) */
     bool origin_legacy; /* ... and began as a version 1 map (origin_load) */
@@ -377,10 +261,6 @@ static void free_names(char **v, size_t n) {
     for (size_t i = 0; i < n; i++)
         free(v[i]);
     free(v);
-}
-
-static bool is_whiteout(const struct stat *st) {
-    return S_ISCHR(st->st_mode) && st->st_rdev == makedev(0, 0);
 }
 
 /* Why the user xattrs of the workspace's dirfd/name are a conflict: they
@@ -824,7 +704,7 @@ static int visit(struct walk *w, int upper_dirfd, int lower_dirfd, bool parent_o
         else if (errno != ENOENT)
             return -errno;
     }
-    if (is_whiteout(&ust))
+    if (stage_is_whiteout(&ust))
         return have_lower ? walk_lower_deleted(w, lower_dirfd, name, &lst, depth) : 0;
 
     enum lc_type nt = lc_type_of(ust.st_mode);
@@ -932,9 +812,9 @@ static int visit(struct walk *w, int upper_dirfd, int lower_dirfd, bool parent_o
     bool created_twice = false;
     if (kind == LC_MODIFIED && nt == LC_DIR && w->origin_usable &&
         !lc_preimage_find(w->cs->pre, w->cs->n_pre, w->path) &&
-        (opaque || (origin_lookup(w->orig, w->n_orig, (uint64_t)ust.st_ino, false) == 0 &&
+        (opaque || (lc_origin_lookup(w->orig, w->n_orig, (uint64_t)ust.st_ino, false) == 0 &&
                     !(w->origin_legacy && lst.st_dev != w->ws_dev &&
-                      origin_lower_taken(w->orig, w->n_orig, (uint64_t)lst.st_ino)))) &&
+                      lc_origin_lower_taken(w->orig, w->n_orig, (uint64_t)lst.st_ino)))) &&
         !(w->n_ours && bsearch(&(const char *){w->path}, w->ours, w->n_ours, sizeof *w->ours, lc_cmp_strp))) {
         created_twice = true;
         kind = LC_ADDED;
@@ -998,7 +878,7 @@ static int visit(struct walk *w, int upper_dirfd, int lower_dirfd, bool parent_o
          * directory the user removed, holding only the agent's additions. */
         uint64_t lino =
             kind == LC_ADDED && nt == LC_DIR && !opaque && !parent_opaque && !e->conflict && w->origin_usable
-                ? origin_lookup(w->orig, w->n_orig, (uint64_t)ust.st_ino, false)
+                ? lc_origin_lookup(w->orig, w->n_orig, (uint64_t)ust.st_ino, false)
                 : 0;
         bool moved = false;
         for (size_t k = 0; lino && k < w->cs->n_pre && !moved; k++)
@@ -1147,243 +1027,6 @@ static int walk_upper(struct walk *w, int upper_dirfd, int lower_dirfd, bool opa
     return r;
 }
 
-/* Order: component-wise, so a directory precedes everything below it;
- * the workspace root (".") precedes everything. */
-static int cmp_path(const char *a, const char *b) {
-    bool ra = strcmp(a, ".") == 0, rb = strcmp(b, ".") == 0;
-    if (ra || rb)
-        return (int)rb - (int)ra;
-    for (;; a++, b++) {
-        unsigned char ca = (unsigned char)*a, cb = (unsigned char)*b;
-        if (ca == '/')
-            ca = 1;
-        if (cb == '/')
-            cb = 1;
-        if (ca != cb || !ca)
-            return (int)ca - (int)cb;
-    }
-}
-
-static int cmp_entry(const void *a, const void *b) {
-    return cmp_path(((const struct lc_entry *)a)->path, ((const struct lc_entry *)b)->path);
-}
-
-static struct lc_entry *find_entry(struct lc_changeset *cs, const char *path) {
-    size_t lo = 0, hi = cs->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int c = cmp_path(cs->entries[mid].path, path);
-        if (c == 0)
-            return &cs->entries[mid];
-        if (c < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return NULL;
-}
-
-static int cmp_pre_ino(const void *a, const void *b) {
-    uint64_t x = (*(const struct lc_preimage *const *)a)->ino, y = (*(const struct lc_preimage *const *)b)->ino;
-    return x < y ? -1 : x > y;
-}
-
-/* Do the regular files at path a below adir and b below bdir differ in
- * content?  (Unreadable: not said to.) */
-static bool content_differs(int adir, const char *a, int bdir, const char *b) {
-    _cleanup_close_ int fa = lc_open_beneath(adir, a, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
-    _cleanup_close_ int fb = lc_open_beneath(bdir, b, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
-    struct stat sa, sb;
-    if (fa < 0 || fb < 0 || fstat(fa, &sa) < 0 || fstat(fb, &sb) < 0 || !S_ISREG(sa.st_mode) || !S_ISREG(sb.st_mode))
-        return false;
-    if (sa.st_size != sb.st_size)
-        return true;
-    bool equal = false;
-    return lc_hash_compare_fd(fb, fa, NULL, &equal) == 0 && !equal;
-}
-
-/* A renamed file, or one in a renamed directory, whose content is not the
- * content of the workspace file it was renamed from: the review marks it
- * (renamed_changed), since "R new (from old)" reads as a move and the diff
- * shows the whole file as new, the change inside it buried.  Also, in a
- * renamed directory, a file or symlink that was not in the directory it
- * was renamed from (a new file among the moved ones: "A lib/new.c" under
- * "R lib/ (from src)" read as moved, its content one added file among
- * hundreds), a file whose mode, or a symlink whose target, is not the one
- * it had there (a 0600 file made 0644 as it moved). */
-static void mark_renamed_changed(struct lc_changeset *cs, int upper_fd, int ws_fd) {
-    if (upper_fd < 0 || ws_fd < 0)
-        return;
-    char prefix[LC_MAX_PATH + 1], old[2 * LC_MAX_PATH + 2];
-    for (size_t i = 0; i < cs->n; i++) {
-        struct lc_entry *e = &cs->entries[i];
-        if (e->kind != LC_ADDED || (e->new_type != LC_REG && e->new_type != LC_LNK))
-            continue;
-        /* the entry itself, or its nearest ancestor, renamed */
-        const struct lc_entry *r = e->renamed_from ? e : NULL;
-        size_t pl = strlen(e->path);
-        if (pl > LC_MAX_PATH)
-            continue;
-        memcpy(prefix, e->path, pl + 1);
-        while (!r) {
-            char *slash = strrchr(prefix, '/');
-            if (!slash)
-                break;
-            *slash = '\0';
-            const struct lc_entry *p = find_entry(cs, prefix);
-            if (p && p->renamed_from)
-                r = p;
-        }
-        if (!r)
-            continue;
-        int n = snprintf(old, sizeof old, "%s%s", r->renamed_from, e->path + strlen(r->path));
-        if (n < 0 || (size_t)n >= sizeof old)
-            continue;
-        const struct lc_entry *o = find_entry(cs, old);
-        bool differs;
-        if (!o)
-            differs = r != e; /* not in the directory renamed: new there */
-        else if (o->kind != LC_DELETED || o->old_type != e->new_type)
-            continue;
-        else if (e->new_type == LC_LNK)
-            differs = !o->old_target || !e->new_target || strcmp(o->old_target, e->new_target) != 0;
-        else
-            differs = o->old_mode != e->new_mode || content_differs(upper_fd, e->path, ws_fd, old);
-        if (differs) {
-            e->warnings |= LC_W_RENAMED_CHANGED;
-            cs->warnings |= LC_W_RENAMED_CHANGED;
-        }
-    }
-}
-
-/* The type (S_IFMT) of dir/name in the workspace as the stage makes it
- * (the upper over the workspace; a whiteout hides), or 0 when absent. */
-static mode_t merged_type(int upper_fd, int ws_fd, const char *dir, const char *name) {
-    char path[LC_MAX_PATH + 2];
-    int n = snprintf(path, sizeof path, "%s%s%s", dir, dir[0] ? "/" : "", name);
-    if (n < 0 || (size_t)n >= sizeof path)
-        return 0;
-    struct stat st;
-    const char *base;
-    _cleanup_close_ int up = lc_open_parent(upper_fd, path, &base);
-    if (up >= 0 && fstatat(up, base, &st, AT_SYMLINK_NOFOLLOW) == 0)
-        return is_whiteout(&st) ? 0 : st.st_mode & S_IFMT;
-    _cleanup_close_ int lp = lc_open_parent(ws_fd, path, &base);
-    return lp >= 0 && fstatat(lp, base, &st, AT_SYMLINK_NOFOLLOW) == 0 ? st.st_mode & S_IFMT : 0;
-}
-
-/* A directory not named .git that git takes for a repository by itself
- * (as a bare one, is_git_directory()): a HEAD, and objects/ and refs/ or
- * a commondir.  git run in it or below it (a shell prompt that shows the
- * branch runs it at each cd) reads its config (core.fsmonitor runs a
- * command at 'git status') and runs its hooks, where no .git names it. */
-static bool git_dir_like(int upper_fd, int ws_fd, const char *dir) {
-    mode_t head = merged_type(upper_fd, ws_fd, dir, "HEAD");
-    if (head != S_IFREG && head != S_IFLNK)
-        return false;
-    return (merged_type(upper_fd, ws_fd, dir, "objects") == S_IFDIR &&
-            merged_type(upper_fd, ws_fd, dir, "refs") == S_IFDIR) ||
-           merged_type(upper_fd, ws_fd, dir, "commondir") == S_IFREG;
-}
-
-/* The files of such a directory that make it one or say what git runs:
- * its HEAD and commondir (git_redirect), config (git_config), hooks
- * (git_hook; a new *.sample as in a .git).  Those inside a .git are
- * warned of by their paths (lc_entry_set_warnings). */
-static void mark_git_dir_like(struct lc_changeset *cs, int upper_fd, int ws_fd) {
-    if (upper_fd < 0 || ws_fd < 0)
-        return;
-    char dir[LC_MAX_PATH + 1];
-    for (size_t i = 0; i < cs->n; i++) {
-        struct lc_entry *e = &cs->entries[i];
-        size_t pl = strlen(e->path);
-        if (e->kind == LC_DELETED || e->new_type == LC_DIR || pl > LC_MAX_PATH)
-            continue;
-        if (strcmp(e->path, ".git") == 0 || strncmp(e->path, ".git/", 5) == 0 || strstr(e->path, "/.git/"))
-            continue;
-        memcpy(dir, e->path, pl + 1);
-        char *slash = strrchr(dir, '/');
-        const char *base = slash ? slash + 1 : dir;
-        unsigned bit = 0;
-        if (strcmp(base, "HEAD") == 0 || strcmp(base, "commondir") == 0)
-            bit = LC_W_GIT_REDIRECT;
-        else if (strcmp(base, "config") == 0 || strcmp(base, "config.worktree") == 0)
-            bit = LC_W_GIT_CONFIG;
-        if (bit) {
-            if (slash)
-                *slash = '\0';
-            else
-                dir[0] = '\0';
-        } else {
-            /* DIR/hooks/NAME */
-            size_t bl = strlen(base);
-            if (!slash ||
-                (e->kind == LC_ADDED && e->new_type == LC_REG && bl > 7 && strcmp(base + bl - 7, ".sample") == 0))
-                continue;
-            *slash = '\0';
-            char *up = strrchr(dir, '/');
-            if (strcmp(up ? up + 1 : dir, "hooks") != 0)
-                continue;
-            if (up)
-                *up = '\0';
-            else
-                dir[0] = '\0';
-            bit = LC_W_GIT_HOOK;
-        }
-        if (git_dir_like(upper_fd, ws_fd, dir)) {
-            e->warnings |= bit;
-            cs->warnings |= bit;
-        }
-    }
-}
-
-static void detect_renames(struct lc_changeset *cs, const struct ino_pair *orig, size_t n_orig) {
-    if (n_orig == 0 || cs->n_pre == 0)
-        return;
-    const struct lc_preimage **by_ino = malloc(cs->n_pre * sizeof *by_ino);
-    if (!by_ino)
-        return; /* review only: no rename annotations */
-    for (size_t k = 0; k < cs->n_pre; k++)
-        by_ino[k] = &cs->pre[k];
-    qsort(by_ino, cs->n_pre, sizeof *by_ino, cmp_pre_ino);
-    for (size_t i = 0; i < cs->n; i++) {
-        struct lc_entry *e = &cs->entries[i];
-        if (e->kind != LC_ADDED || !e->upper_ino)
-            continue;
-        uint64_t lino = origin_lookup(orig, n_orig, e->upper_ino, true);
-        if (!lino)
-            continue;
-        struct lc_preimage key = {.ino = lino};
-        const struct lc_preimage *kp = &key;
-        const struct lc_preimage **hit = bsearch(&kp, by_ino, cs->n_pre, sizeof *by_ino, cmp_pre_ino);
-        if (!hit || strcmp((*hit)->path, e->path) == 0)
-            continue;
-        /* the old path must be deleted in this changeset */
-        const struct lc_entry *old = find_entry(cs, (*hit)->path);
-        if (old && old->kind == LC_DELETED)
-            e->renamed_from = strdup((*hit)->path);
-    }
-    free(by_ino);
-    /* inside a renamed directory only the directory itself is reported */
-    char parent[LC_MAX_PATH + 1];
-    for (size_t i = cs->n; i-- > 0;) {
-        struct lc_entry *e = &cs->entries[i];
-        const char *slash = strrchr(e->path, '/');
-        if (!e->renamed_from || !slash)
-            continue;
-        size_t pl = (size_t)(slash - e->path);
-        memcpy(parent, e->path, pl);
-        parent[pl] = '\0';
-        const struct lc_entry *p = find_entry(cs, parent);
-        size_t fl = p && p->renamed_from ? strlen(p->renamed_from) : 0;
-        if (fl && strncmp(e->renamed_from, p->renamed_from, fl) == 0 && e->renamed_from[fl] == '/' &&
-            strcmp(e->renamed_from + fl + 1, slash + 1) == 0) {
-            free(e->renamed_from);
-            e->renamed_from = NULL;
-        }
-    }
-}
-
 static int ours_add(char ***v, size_t *n, size_t *cap, const char *path) {
     if (*n == *cap) {
         size_t nc = *cap ? 2 * *cap : 16;
@@ -1455,7 +1098,7 @@ int lc_changeset_load(struct lc_stage *st, struct lc_changeset **ret_cs) {
     if (!cs)
         return -ENOMEM;
     struct walk *w = calloc(1, sizeof *w);
-    struct ino_pair *orig = NULL;
+    struct lc_ino_pair *orig = NULL;
     size_t n_orig = 0;
     int r = -ENOMEM;
     if (!w)
@@ -1476,7 +1119,7 @@ int lc_changeset_load(struct lc_stage *st, struct lc_changeset **ret_cs) {
     cs->keep_owners = w->keep_owners;
     w->index_budget = LC_GIT_INDEX_READ_TOTAL;
     w->path[0] = '\0';
-    r = origin_load(st->dir_fd, st->upper_fd, &orig, &n_orig, &w->origin_usable, &w->origin_legacy);
+    r = lc_origin_load(st->dir_fd, st->upper_fd, &orig, &n_orig, &w->origin_usable, &w->origin_legacy);
     if (r < 0)
         goto fail;
     w->orig = orig;
@@ -1490,13 +1133,7 @@ int lc_changeset_load(struct lc_stage *st, struct lc_changeset **ret_cs) {
         r = visit_root(w, st->upper_fd, st->ws_fd);
     if (r < 0)
         goto fail;
-    if (cs->n)
-        qsort(cs->entries, cs->n, sizeof *cs->entries, cmp_entry);
-    for (size_t i = 0; i < cs->n; i++)
-        cs->count[cs->entries[i].kind]++;
-    detect_renames(cs, orig, n_orig);
-    mark_renamed_changed(cs, st->upper_fd, st->ws_fd);
-    mark_git_dir_like(cs, st->upper_fd, st->ws_fd);
+    lc_changeset_annotate(cs, orig, n_orig, st->upper_fd, st->ws_fd);
     free(orig);
     free_names(w->ours, w->n_ours);
     free(w);
@@ -1516,9 +1153,4 @@ fail:
     free(w);
     lc_changeset_free(cs);
     return r;
-}
-
-size_t lc_changeset_find(const struct lc_changeset *cs, const char *path) {
-    const struct lc_entry *e = find_entry((struct lc_changeset *)cs, path);
-    return e ? (size_t)(e - cs->entries) : SIZE_MAX;
 }

@@ -38,6 +38,30 @@ bool lc_path_is_git_ref(const char *path);
  * worktree add and git submodule add make them? */
 bool lc_git_pointer_into_git(const char *workspace, const char *path, const char *pointer);
 
+/* changeset-origin.c: the origin map of a stage's upper: the lower inode
+ * each copied-up upper object came from. */
+struct lc_ino_pair {
+    uint64_t upper, lower;
+    size_t seq;
+    bool hidden; /* a copy of lower that the view showed by its own number (another copy showed lower) */
+};
+/* The map of this upper, sorted by upper inode (*ret_usable false: none;
+ * *ret_legacy: a version 1 map). */
+int lc_origin_load(int stage_dir_fd, int upper_fd, struct lc_ino_pair **ret, size_t *ret_n, bool *ret_usable,
+                   bool *ret_legacy);
+/* The lower inode upper was copied up from, 0: none.  shown_only: only a
+ * copy the view showed as that number. */
+uint64_t lc_origin_lookup(const struct lc_ino_pair *v, size_t n, uint64_t upper, bool shown_only);
+/* Is lower the origin of some upper object (a legacy map's question)? */
+bool lc_origin_lower_taken(const struct lc_ino_pair *v, size_t n, uint64_t lower);
+
+/* changeset-annotate.c: once the walk is done, cs's entries put in path
+ * order and counted, and the review's annotations added: renames (orig,
+ * the origin map), renamed_changed, and the files of directories git takes
+ * for a repository (upper_fd, ws_fd: the stage's upper and the workspace). */
+void lc_changeset_annotate(struct lc_changeset *cs, const struct lc_ino_pair *orig, size_t n_orig, int upper_fd,
+                           int ws_fd);
+
 int lc_sha256_buf(const void *data, size_t len, unsigned char ret_sha[32]);
 int lc_unhex(const char *hex, unsigned char *out, size_t out_len);
 int lc_readlink_at(int dirfd, const char *name, char **ret_target);

@@ -130,7 +130,7 @@ static bool lower_only_visible(struct ov *ov, const char *relpath) {
             cur = -1;
             continue;
         }
-        if (last || ov_is_whiteout(&st) || !S_ISDIR(st.st_mode))
+        if (last || stage_is_whiteout(&st) || !S_ISDIR(st.st_mode))
             return false;
         if (ov_is_opaque(cur, c) != 0)
             return false;

@@ -694,7 +694,7 @@ int ov_copy_up_entry(struct ov *ov, int pfd, const char *relpath, const char *na
         break;
     }
     default:
-        if (ov_is_whiteout(&lst)) {
+        if (stage_is_whiteout(&lst)) {
             /* a 0/0 device in the workspace would turn into a whiteout */
             r = -EPERM;
             goto fail;
@@ -910,7 +910,7 @@ static int make_self_contained(struct ov *ov, int dfd) {
         if (de->d_type != DT_CHR && de->d_type != DT_UNKNOWN)
             continue;
         struct stat st;
-        if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !ov_is_whiteout(&st))
+        if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !stage_is_whiteout(&st))
             continue;
         if (unlinkat(dirfd(d), de->d_name, 0) < 0) {
             r = -errno;
@@ -959,7 +959,7 @@ static int copy_tree_children(struct ov *ov, int dfd, const char *relpath, const
         struct stat ust;
         _cleanup_close_ int cfd = -1;
         if (fstatat(dfd, de->d_name, &ust, AT_SYMLINK_NOFOLLOW) == 0) {
-            if (ov_is_whiteout(&ust) || !S_ISDIR(ust.st_mode))
+            if (stage_is_whiteout(&ust) || !S_ISDIR(ust.st_mode))
                 continue;
             int o = ov_is_opaque(dfd, de->d_name);
             if (o < 0)

@@ -477,7 +477,7 @@ static int read_dir(const unsigned char *key, int dir_fd, bool upper, struct dve
                 return -errno;
             }
             type = st.st_mode & S_IFMT;
-            hidden = upper && ov_is_whiteout(&st);
+            hidden = upper && stage_is_whiteout(&st);
         }
         int r = dvec_push(dv, de->d_name, de->d_ino, type, upper, hidden);
         if (r < 0)
@@ -603,7 +603,7 @@ static int patch_lookup(int ufd, int lfd, bool lower, struct patch_ent *p) {
     struct stat st;
     p->present = false;
     if (fstatat(ufd, p->name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-        if (ov_is_whiteout(&st))
+        if (stage_is_whiteout(&st))
             return 0;
         p->e = (struct ov_dirent){.ino = st.st_ino, .type = st.st_mode & S_IFMT, .upper = true};
     } else if (errno != ENOENT) {
@@ -967,7 +967,7 @@ int ov_upper_clear_whiteouts(struct ov *ov, int dir_fd, const char *name) {
         struct stat st;
         if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
             return -errno;
-        if (!ov_is_whiteout(&st))
+        if (!stage_is_whiteout(&st))
             return -ENOTEMPTY;
         if (unlinkat(dirfd(d), de->d_name, 0) < 0)
             return -errno;

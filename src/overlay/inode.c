@@ -21,7 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
-#include <sys/sysmacros.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -50,10 +49,6 @@ int ov_check_name(const char *name) {
     if (l == 0 || l > 255 || strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, ".."))
         return -EINVAL;
     return 0;
-}
-
-bool ov_is_whiteout(const struct stat *st) {
-    return S_ISCHR(st->st_mode) && st->st_rdev == makedev(0, 0);
 }
 
 /* 1 if dir_fd/name carries user.overlay.opaque="y", 0 if not, -errno. */
@@ -357,7 +352,7 @@ int ov_node_upper(struct ov *ov, struct ov_node *n) {
     if (fd < 0)
         return -errno;
     struct stat st;
-    if (fstatat(fd, "", &st, AT_EMPTY_PATH) < 0 || ov_is_whiteout(&st) || (st.st_mode & S_IFMT) != n->type) {
+    if (fstatat(fd, "", &st, AT_EMPTY_PATH) < 0 || stage_is_whiteout(&st) || (st.st_mode & S_IFMT) != n->type) {
         close(fd);
         return -ENOENT;
     }
@@ -507,7 +502,7 @@ int ov_resolve_in(struct ov *ov, struct ov_node *parent, int lower_pfd, const ch
     int pfd = ov_node_upper(ov, parent);
     if (pfd >= 0) {
         if (fstatat(pfd, name, &e.ust, AT_SYMLINK_NOFOLLOW) == 0) {
-            if (ov_is_whiteout(&e.ust))
+            if (stage_is_whiteout(&e.ust))
                 e.whiteout = true;
             else
                 e.upper = true;
@@ -756,7 +751,7 @@ void ov_node_keep_upper(struct ov *ov, struct ov_node *parent, int pfd, const ch
         struct stat st;
         /* not into the reserve: a command holding many removed files
          * through O_PATH descriptors (no OPEN) would take it */
-        if (ov_fd_below_reserve(ov, fd) && fstat(fd, &st) == 0 && !ov_is_whiteout(&st) &&
+        if (ov_fd_below_reserve(ov, fd) && fstat(fd, &st) == 0 && !stage_is_whiteout(&st) &&
             (st.st_mode & S_IFMT) == n->type) {
             n->upper_fd = fd;
             atomic_fetch_add(&ov->n_upper_fds, 1);

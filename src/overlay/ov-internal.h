@@ -329,7 +329,6 @@ void ov_owner_shown(struct ov *ov, struct ov_node *n, int ufd, struct stat *st);
 /* n's upper object ufd was given the owner uid:gid ((uid_t)-1, (gid_t)-1:
  * unchanged) from shown (as ov_owner_shown): keep the record in step. */
 int ov_owner_changed(struct ov *ov, struct ov_node *n, int ufd, const struct stat *shown, uid_t uid, gid_t gid);
-bool ov_is_whiteout(const struct stat *st);
 int ov_is_opaque(int dir_fd, const char *name);
 int ov_check_name(const char *name);
 

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -646,4 +647,8 @@ int stage_probe_state(const char *path, enum stage_state *ret_state) {
     }
     *ret_state = st;
     return 0;
+}
+
+bool stage_is_whiteout(const struct stat *st) {
+    return S_ISCHR(st->st_mode) && st->st_rdev == makedev(0, 0);
 }

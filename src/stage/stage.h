@@ -185,4 +185,9 @@ const char *stage_done_phrase(const char *path);
  * running it again completes. */
 void stage_remove_leftovers(int dir_fd);
 
+/* Is st (an upper object's, lstat) a whiteout: the character device 0/0
+ * that hides the lower object of its name (docs/stage-format.md)? */
+struct stat;
+bool stage_is_whiteout(const struct stat *st);
+
 #endif
