@@ -282,7 +282,6 @@ static const char *const leaves[] = {"f0", "f1", "f2", "f3", "d2", "l0", "x"};
 #define MAXNAMES 4096
 struct nameset {
     char *v[MAXNAMES];
-    unsigned char type[MAXNAMES];
     size_t n;
 };
 
@@ -292,22 +291,51 @@ static void set_free(struct nameset *s) {
     s->n = 0;
 }
 
-static bool set_has(const struct nameset *s, const char *name) {
-    for (size_t i = 0; i < s->n; i++)
-        if (strcmp(s->v[i], name) == 0)
-            return true;
-    return false;
+/* The names are kept sorted: a directory of thousands of names is listed
+ * again and again, and a linear search per name made each listing
+ * quadratic (most of the differential suite's CPU). */
+static size_t set_pos(const struct nameset *s, const char *name, bool *found) {
+    size_t lo = 0, hi = s->n;
+    *found = false;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(s->v[mid], name);
+        if (c == 0) {
+            *found = true;
+            return mid;
+        }
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
 }
 
-static void set_add(struct nameset *s, const char *name, unsigned char type) {
+static bool set_has(const struct nameset *s, const char *name) {
+    bool found;
+    set_pos(s, name, &found);
+    return found;
+}
+
+static void set_add(struct nameset *s, const char *name) {
+    bool found;
+    size_t at = set_pos(s, name, &found);
     if (s->n < MAXNAMES) {
-        s->type[s->n] = type;
-        s->v[s->n++] = strdup(name);
+        memmove(&s->v[at + 1], &s->v[at], (s->n - at) * sizeof s->v[0]);
+        s->v[at] = strdup(name);
+        s->n++;
     }
 }
 
-static int cmp_str(const void *a, const void *b) {
-    return strcmp(*(char *const *)a, *(char *const *)b);
+static void set_del(struct nameset *s, const char *name) {
+    bool found;
+    size_t at = set_pos(s, name, &found);
+    if (found) {
+        free(s->v[at]);
+        memmove(&s->v[at], &s->v[at + 1], (s->n - at - 1) * sizeof s->v[0]);
+        s->n--;
+    }
 }
 
 /* A directory handle of one tree: what its stream returned so far, and the
@@ -352,7 +380,7 @@ static void list_full(struct tree *t, int at, const char *dir, struct nameset *s
                 if (st.st_ino != d->d_ino)
                     fail("%s: %s: d_ino is not st_ino", t->root, d->d_name);
             }
-            set_add(s, d->d_name, d->d_type);
+            set_add(s, d->d_name);
         }
     }
     close(fd);
@@ -362,8 +390,6 @@ static void compare_full(const char *dir) {
     struct nameset a = {0}, b = {0};
     list_full(&ta, ta.rfd, dir, &a, true);
     list_full(&tb, tb.rfd, dir, &b, false);
-    qsort(a.v, a.n, sizeof(char *), cmp_str);
-    qsort(b.v, b.n, sizeof(char *), cmp_str);
     char la[8192] = "", lb[8192] = "";
     for (size_t i = 0; i < a.n && strlen(la) < sizeof la - 300; i++)
         snprintf(la + strlen(la), sizeof la - strlen(la), "%s ", a.v[i]);
@@ -412,7 +438,7 @@ static void held_step(struct tree *t, size_t i) {
             continue;
         if (set_has(&h->got, d->d_name))
             fail("%s: an open handle returned %s twice", t->root, d->d_name);
-        set_add(&h->got, d->d_name, d->d_type);
+        set_add(&h->got, d->d_name);
     }
     if (n == 0) {
         for (size_t k = 0; k < h->must.n; k++)
@@ -468,13 +494,7 @@ static void gone_apply(struct tree *t, const struct gone *g) {
         if (g->self && h->dev == g->sdev && h->ino == g->sino)
             set_free(&h->must);
         if (g->parent && h->dev == g->pdev && h->ino == g->pino) {
-            struct nameset *m = &h->must;
-            for (size_t k = 0; k < m->n; k++)
-                if (strcmp(m->v[k], g->leaf) == 0) {
-                    free(m->v[k]);
-                    m->v[k] = m->v[--m->n];
-                    break;
-                }
+            set_del(&h->must, g->leaf);
         }
     }
 }
