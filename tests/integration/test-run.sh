@@ -299,14 +299,14 @@ for f in st2 ls2; do
 done
 
 # --- a running Bundle, and a supervisor killed with -9 ---------------------
-"$PVISOR" run -- sleep 3011 &
+"$PVISOR" run -- sleep 3011.$$ & # (this shell's own: the suite runs in both builds at once)
 pv=$!
 i=0; while [ "$(jq -r .state "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json" 2>/dev/null)" != running ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
 eq "$("$PVISOR" status --json | jq -r .display_state)" running "status shows a live run as running"
 kill -9 $pv; wait $pv 2>/dev/null
 sleep 0.2
 eq "$("$PVISOR" status --json | jq -r .display_state)" interrupted "a run whose supervisor was killed shows as interrupted"
-check "the command died with its supervisor (PDEATHSIG)" sh -c "! pgrep -f '^sleep 3011\$' >/dev/null"
+check "the command died with its supervisor (PDEATHSIG)" sh -c "! pgrep -f '^sleep 3011\\.$$\$' >/dev/null"
 
 # --- the state directory's file system full -----------------------------------------
 # A run refused because its stage cannot be made there could not write its

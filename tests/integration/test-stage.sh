@@ -627,14 +627,14 @@ check "the lower is unchanged after the concurrent runs" unchanged "$W" "$T/lowe
 # --- kill -9 of the supervisor mid-run -----------------------------------------------
 next_stage
 rm -f "$T/k.started"
-"$PVISOR" run --stage "$S" --workspace "$W" -- sh -c "echo killed-run > '$W/README'; rm '$W/gone.txt'; touch '$T/k.started'; exec sleep 3077" &
+"$PVISOR" run --stage "$S" --workspace "$W" -- sh -c "echo killed-run > '$W/README'; rm '$W/gone.txt'; touch '$T/k.started'; exec sleep 3077.$$" & # (this shell's own: the suite runs in both builds at once)
 pv=$!
 wait_for "$T/k.started"; sleep 0.2
 kill -9 $pv; wait $pv 2>/dev/null
 sleep 0.3
 check "kill -9 of pvisor: no FUSE mount of the workspace is left anywhere on the host" no_fuse_mount_of "$W"
-i=0; while pgrep -f '^sleep 3077$' >/dev/null && [ $i -lt 60 ]; do sleep 0.05; i=$((i + 1)); done
-check "kill -9 of pvisor: the command died with it" sh -c "! pgrep -f '^sleep 3077\$' >/dev/null"
+i=0; while pgrep -f "^sleep 3077\\.$$\$" >/dev/null && [ $i -lt 60 ]; do sleep 0.05; i=$((i + 1)); done
+check "kill -9 of pvisor: the command died with it" sh -c "! pgrep -f '^sleep 3077\\.$$\$' >/dev/null"
 check "kill -9 of pvisor: the lower is unchanged" unchanged "$W" "$T/lower.manifest"
 check "kill -9 of pvisor: the stage has no sealed marker" test ! -e "$S/sealed"
 sj=$("$PVISOR" status --json)

@@ -158,33 +158,34 @@ eq "$(tr -d '\r' <"$T/o17" | grep -c 'INJECTED'):$(tr -d '\r' <"$T/o17" | grep -
 # -9) while the terminal is raw: the terminal was left raw (no echo, no line
 # editing) for the shell the user returns to; a guardian process puts the
 # modes back, and the sandbox is gone (its processes die with pvisor)
-# (the sleeps' numbers, 3043-3046, are this suite's own: pgrep counts them
-# host-wide while other suites run beside it, test-run.sh's 3011-3023)
-$PTYRUN wait=ready-k9 kill=9 pause=0.5 -- "$PVISOR" run --safe -- sh -c 'echo ready-k$((3*3)); exec sleep 3043' >"$T/o18" 2>&1
+# (the sleeps' numbers are this suite's own, and their fractions this
+# shell's pid: pgrep counts them host-wide while other suites, and this one
+# in the other build, run beside it)
+$PTYRUN wait=ready-k9 kill=9 pause=0.5 -- "$PVISOR" run --safe -- sh -c "echo ready-k\$((3*3)); exec sleep 3043.$$" >"$T/o18" 2>&1
 sleep 0.3
-eq "$(report "$T/o18"):$(pgrep -fc '^sleep 3043$')" "## status 137 ## termios same ## size 30 100 :0" \
+eq "$(report "$T/o18"):$(pgrep -fc "^sleep 3043\\.$$\$")" "## status 137 ## termios same ## size 30 100 :0" \
     "pvisor killed with SIGKILL on a terminal: the terminal's modes are put back, and the sandboxed command is gone"
 # ... and with SIGKILL to pvisor's process group (kill -9 %1 from the
 # shell, kill -9 -PGID): the guardian was in that group and died with
 # pvisor, leaving the terminal raw; it keeps a group of its own
-$PTYRUN wait=ready-kg kill=-9 pause=0.5 -- "$PVISOR" run --safe -- sh -c 'echo ready-kg; exec sleep 3045' >"$T/o18g" 2>&1
+$PTYRUN wait=ready-kg kill=-9 pause=0.5 -- "$PVISOR" run --safe -- sh -c "echo ready-kg; exec sleep 3045.$$" >"$T/o18g" 2>&1
 sleep 0.3
-eq "$(report "$T/o18g"):$(pgrep -fc '^sleep 3045$')" "## status 137 ## termios same ## size 30 100 :0" \
+eq "$(report "$T/o18g"):$(pgrep -fc "^sleep 3045\\.$$\$")" "## status 137 ## termios same ## size 30 100 :0" \
     "pvisor's process group killed with SIGKILL on a terminal: the terminal's modes are put back too"
 # the guardian has a name of its own (ps shows what it is; 'pkill -x
 # pvisor' leaves it to do its work), and goes with the run
-$PTYRUN -- "$PVISOR" run --safe -- sh -c 'exec sleep 3046' >"$T/o18n" 2>&1 &
+$PTYRUN -- "$PVISOR" run --safe -- sh -c "exec sleep 3046.$$" >"$T/o18n" 2>&1 &
 ptyrun=$!
 guard=
 i=0; while [ -z "$guard" ] && [ $i -lt 200 ]; do
     sleep 0.05; i=$((i + 1))
-    pgrep -f '^sleep 3046$' >/dev/null || continue
-    for sup in $(pgrep -f 'pvisor run --safe -- sh -c exec sleep 3046$'); do
+    pgrep -f "^sleep 3046\\.$$\$" >/dev/null || continue
+    for sup in $(pgrep -f "pvisor run --safe -- sh -c exec sleep 3046\\.$$\$"); do
         guard=$(pgrep -x -P "$sup" pvisor-tty | head -n1)
         [ -n "$guard" ] && break
     done
 done
-pkill -f '^sleep 3046$'; wait $ptyrun
+pkill -f "^sleep 3046\\.$$\$"; wait $ptyrun
 eq "$([ -n "$guard" ] && echo named):$(ps -p "${guard:-1}" -o comm= 2>/dev/null | grep -c pvisor-tty)" "named:0" \
     "the terminal's guardian is named pvisor-tty, and is gone when the run is"
 # ... and a SIGTERM to pvisor's process group (the shell's kill %1) ends the
