@@ -312,9 +312,11 @@ print(resource.getrlimit(resource.RLIMIT_NPROC))' 2>/dev/null)
             "  (setup) kill -9 of the supervisor left its leaf, empty"
         mkdir "$D/pvisor-young" "$D/other"  # an empty leaf of a run just starting; a directory not ours
         touch -m -d '2 minutes ago' "$dead" "$D/other"
-        # a live run (its leaf older than a minute too) while the next one starts
+        # a live run (its leaf older than a minute too) while the next one
+        # starts; it ends (status 0) when its sleep is killed below, not by
+        # a time that a loaded machine (the VM's emulation) can outrun
         sh -c "echo \$\$ > '$D/cgroup.procs'; exec setpriv --reuid=65534 --regid=65534 --clear-groups \
-               env HOME='$U' XDG_STATE_HOME='$U/state' sh -c 'cd $U/ws && exec $PVISOR run --safe --limit cpu=60s -- sleep 2'" \
+               env HOME='$U' XDG_STATE_HOME='$U/state' sh -c 'cd $U/ws && exec $PVISOR run --safe --limit cpu=60s -- sh -c \"sleep 3017; exit 0\"'" \
             >/dev/null 2>&1 &
         live=$!
         leaf=""
@@ -325,7 +327,7 @@ print(resource.getrlimit(resource.RLIMIT_NPROC))' 2>/dev/null)
         touch -m -d '2 minutes ago' "$leaf"
         indelegated "--limit cpu=60s -- true" >/dev/null 2>&1; rc=$?
         left=$(cd "$D" && find . -mindepth 1 -maxdepth 1 -type d | sort | tr '\n' ' ')
-        wait $live; lrc=$?
+        pkill -f '^sleep 3017$'; wait $live; lrc=$?
         eq "$rc:$lrc:$([ -d "$dead" ] && echo kept || echo removed):$(echo "$left" | wc -w)" "0:0:removed:3" \
             "  the next run removed the dead run's leaf, left the live run's, a young one and another's ($left)"
         rmdir "$D/pvisor-young" "$D/other"
