@@ -12,19 +12,19 @@ if [ "$(id -u)" -eq 0 ] && [ -c /dev/fuse ]; then
     chmod 0666 /dev/fuse
 fi
 
-setup() { # DIR [meson options...]
+# build DIR [meson options...]: configure and build; 1 (the log on stderr)
+# when either fails.  $NICE: a prefix for the compilers' priority.
+build() {
     dir=$1; shift
     if [ -f "$dir/build.ninja" ]; then
-        meson configure "$dir" "$@" >/dev/null
+        $NICE meson configure "$dir" "$@" >"$dir.ninja.log" 2>&1
     else
-        meson setup "$dir" "$@" >/dev/null
-    fi
-    if ! ninja -C "$dir" >"$dir.ninja.log" 2>&1; then
-        cat "$dir.ninja.log" >&2
-        echo "0 passed, 1 failed"
-        exit 1
-    fi
+        $NICE meson setup "$dir" "$@" >"$dir.ninja.log" 2>&1
+    fi && $NICE ninja -C "$dir" >>"$dir.ninja.log" 2>&1 && return 0
+    cat "$dir.ninja.log" >&2
+    return 1
 }
+NICE=
 
 # One clang-format configuration (.clang-format) for every C file.
 format_failed=0
@@ -34,11 +34,22 @@ if command -v clang-format >/dev/null && [ -d .git ]; then
     done
 fi
 
-setup build -Dbuildtype=debugoptimized
-setup build-sanitize -Dbuildtype=debug -Db_sanitize=address,undefined -Db_lundef=false
-# Compiled with clang too (not run): clang refuses a goto that jumps over a
-# cleanup variable's initialisation, which gcc accepts silently.
-CC=clang setup build-clang -Dbuildtype=debugoptimized
+if ! build build -Dbuildtype=debugoptimized; then
+    echo "0 passed, 1 failed"
+    exit 1
+fi
+# The sanitizer build, and the clang one (compiled, not run: clang refuses
+# a goto that jumps over a cleanup variable's initialisation, which gcc
+# accepts silently), are made at a lower priority while the normal build's
+# tests run: those leave a CPU idle much of the time (suites that wait, and
+# the ones that run alone).
+(NICE="nice -n 10" build build-sanitize -Dbuildtype=debug -Db_sanitize=address,undefined -Db_lundef=false) \
+    2>build-sanitize.bg.ninja.log &
+sanitize_build=$!
+(NICE="nice -n 15" CC=clang build build-clang -Dbuildtype=debugoptimized) 2>build-clang.bg.ninja.log &
+clang_build=$!
+# (stopped with the script: an interrupted run leaves no compiler behind)
+trap 'kill $sanitize_build $clang_build 2>/dev/null' EXIT
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=86
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:exitcode=87
@@ -47,24 +58,47 @@ status=0
 passed=0
 failed=0
 todo=0
-for dir in build build-sanitize; do
-    echo "== tests in $dir"
-    if ! meson test -C "$dir" --print-errorlogs "$@"; then
-        status=1
-    fi
-    log="$dir/meson-logs/testlog.txt"
-    # a TAP TODO is a known limit measured (tests/lib.sh eq_todo): its
-    # "not ok" fails nothing, and its "ok" fails meson's run (unexpected pass)
+# tally DIR: add up the TAP lines of its meson test run.  A TAP
+# TODO is a known limit measured (tests/lib.sh eq_todo): its "not ok"
+# fails nothing, and its "ok" fails meson's run (unexpected pass).
+tally() {
+    log="$1/meson-logs/testlog.txt"
+    [ -f "$log" ] || return 0
     p=$(grep -E '^ok [0-9]+' "$log" | grep -cvE '# TODO' || true)
     f=$(grep -E '^not ok [0-9]+' "$log" | grep -cvE '# TODO' || true)
     t=$(grep -cE '^not ok [0-9]+ .*# TODO' "$log" || true)
     # a limit now gone: the test should become a plain check
     u=$(grep -cE '^ok [0-9]+ .*# TODO' "$log" || true)
-    [ "$u" -eq 0 ] || echo "$u TAP TODO checks passed unexpectedly in $dir (a known limit is gone: make them plain checks)"
+    [ "$u" -eq 0 ] || echo "$u TAP TODO checks passed unexpectedly in $1 (a known limit is gone: make them plain checks)"
     passed=$((passed + p))
     failed=$((failed + f + u))
     todo=$((todo + t))
+}
+# tests DIR [meson test args...]
+tests() {
+    dir=$1
+    shift
+    meson test -C "$dir" --print-errorlogs "$@" || status=1
+    tally "$dir"
+}
+# built PID LOG: did that background build succeed (else its log, counted)
+built() {
+    wait "$1" && return 0
+    cat "$2" >&2
+    echo "== a build failed (above): $2"
+    status=1
+    failed=$((failed + 1))
+    return 1
+}
+
+for dir in build build-sanitize; do
+    if [ "$dir" = build-sanitize ] && ! built $sanitize_build build-sanitize.bg.ninja.log; then
+        break
+    fi
+    echo "== tests in $dir"
+    tests "$dir" "$@"
 done
+built $clang_build build-clang.bg.ninja.log || true
 if [ "$format_failed" -ne 0 ]; then
     status=1
     failed=$((failed + 1))
