@@ -51,6 +51,7 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <termios.h>
+#include <time.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -679,7 +680,7 @@ static _Noreturn void become_command(const struct launch_plan *p, const struct t
  * (pid_dying): the zombies, and those a signal is ending (the terminal's
  * hangup when the command, its session leader, ended: a SIGHUP to its
  * foreground jobs, which some were counted alive in, some not). */
-static unsigned count_leftovers(void) {
+static unsigned scan_leftovers(void) {
     while (waitpid(-1, NULL, WNOHANG) > 0) /* orphans that ended already */
         ;
     DIR *d = opendir("/proc");
@@ -696,6 +697,22 @@ static unsigned count_leftovers(void) {
             n++;
     }
     closedir(d);
+    return n;
+}
+
+/* A process a fatal signal is ending shows neither the SIGKILL pending nor
+ * PF_EXITING between taking the signal and starting its exit: a moment,
+ * but a loaded machine can preempt it there (the hangup's jobs were
+ * counted once in CI).  Those alive are looked at again a few times, a
+ * few milliseconds apart (only when some are: a run without leftovers
+ * waits for nothing). */
+static unsigned count_leftovers(void) {
+    unsigned n = scan_leftovers();
+    for (long ms = 2; n > 0 && ms <= 8; ms *= 2) {
+        struct timespec ts = {0, ms * 1000000L};
+        nanosleep(&ts, NULL);
+        n = scan_leftovers();
+    }
     return n;
 }
 
