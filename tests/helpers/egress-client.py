@@ -71,6 +71,8 @@ elif cmd == "echo":
 elif cmd == "raw":
     s = proxy()
     s.sendall(sys.argv[2].encode().decode("unicode_escape").encode("latin-1"))
+    if len(sys.argv) > 3:  # a file made once the request is sent
+        open(sys.argv[3], "w").close()
     print(read_all(s).split(b"\r\n", 1)[0].decode())
 elif cmd == "others":
     n = 0

@@ -329,16 +329,21 @@ in_dns_ns() {
 }
 if [ "$(id -u)" -eq 0 ] && command -v ip >/dev/null && unshare --net --mount true 2>/dev/null; then
     # A server that never answers (30 s a name with these options): the
-    # run must still end when its command does (3 s: its clients' margin
-    # to ask on a loaded machine; 1 s was too short once), not when the
-    # lookups give up.  The Bundle's reason says the run ended first.
+    # run must still end when its command does (once its three clients
+    # have sent their requests, and 2 s for the broker to read them; a
+    # fixed 3 s from the start was too short under load, python's start
+    # slow), not when the lookups give up.  The Bundle's reason says the
+    # run ended first.
     printf 'nameserver 127.0.0.1\noptions timeout:30 attempts:1\n' > "$T/resolv.slow"
     took=$(in_dns_ns "$T/resolv.slow" silent '
         s=$(date +%s)
         cd "$W" && "$P" run --safe --allow-net "*.pvisor-test.example" -- sh -c "
             for n in 1 2 3; do
-                $C raw \"CONNECT slow\$n.pvisor-test.example:443 HTTP/1.1\\r\\n\\r\\n\" &
-            done; sleep 3" >/dev/null 2>&1
+                $C raw \"CONNECT slow\$n.pvisor-test.example:443 HTTP/1.1\\r\\n\\r\\n\" sent\$n &
+            done
+            i=0; while [ ! -e sent1 ] || [ ! -e sent2 ] || [ ! -e sent3 ]; do
+                [ \$i -lt 600 ] || break; sleep 0.05; i=\$((i + 1))
+            done; sleep 2" >/dev/null 2>&1
         echo $(($(date +%s) - s))' 2>/dev/null)
     eq "$([ "${took:-99}" -lt 20 ] && echo prompt || echo "${took:-?} s")" "prompt" \
         "three name lookups still under way when the command ends do not hold the run up (30 s each)"
