@@ -402,11 +402,14 @@ eq "$(echo $(run12 "$H12/projB" -- sh -c 'cat ~/st-during/upper/g ~/st-other/upp
 mkdir -p "$H12/st-held"
 (cd "$H12/projB" && HOME="$H12" XDG_STATE_HOME="$S12" "$P" run --safe --allow-write "$H12/out12" -- sh -c '
     cd ~/st-held || exit 9
+    touch ~/out12/held.in
     i=0; while [ ! -e ~/out12/held.go ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done
     sleep 1.5
     { ls -A | tr "\n" " "; cat upper/g 2>/dev/null; echo end; } > ~/out12/held') >/dev/null 2>&1 &
 pv=$!
-sleep 0.5
+# (the stage is made once the command holds the directory: a fixed 0.5 s
+# was too short for a --safe start on a loaded machine)
+i=0; while [ ! -e "$H12/out12/held.in" ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i + 1)); done
 run12 "$H12/projA" --stage "$H12/st-held" -- sh -c 'echo STAGEDSECRET > g' >/dev/null
 touch "$H12/out12/held.go"
 wait $pv
