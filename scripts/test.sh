@@ -48,8 +48,9 @@ fi
 sanitize_build=$!
 (NICE="nice -n 15" CC=clang build build-clang -Dbuildtype=debugoptimized) 2>build-clang.bg.ninja.log &
 clang_build=$!
-# (stopped with the script: an interrupted run leaves no compiler behind)
-trap 'kill $sanitize_build $clang_build 2>/dev/null' EXIT
+# (stopped with the script: an interrupted run leaves no compiler behind;
+# under set -e a failing kill, of builds long done, would be the status)
+trap 'rc=$?; kill $sanitize_build $clang_build 2>/dev/null || :; exit $rc' EXIT
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=86
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:exitcode=87
