@@ -186,11 +186,11 @@ static size_t list_children(pid_t *pids, size_t max) {
     return n;
 }
 
-/* The descendants still alive (not dying), up to max: our children and,
- * below each one alive, its own (a subshell's job in the command's group,
- * which the group kill takes before it could be reparented to us and
- * seen); not below one dying (a sandbox's init, whose namespace the
- * kernel empties). */
+/* The descendants still alive (not dying, pids_still_alive), up to max:
+ * our children and, below each one alive, its own (a subshell's job in the
+ * command's group, which the group kill takes before it could be
+ * reparented to us and seen); not below one dying (a sandbox's init, whose
+ * namespace the kernel empties). */
 static size_t live_children(pid_t *pids, size_t max) {
     size_t n = list_children(pids, max), k = 0;
     for (size_t i = 0; i < n; i++) {
@@ -201,7 +201,7 @@ static size_t live_children(pid_t *pids, size_t max) {
         if (n < max) /* descendants go after the listed ones, visited in turn */
             list_children_of(p, pids, &n, max);
     }
-    return k;
+    return pids_still_alive(pids, k);
 }
 
 /* Reap the children that have exited already; -ECHILD when there is no
@@ -240,13 +240,23 @@ static int kill_leftovers(pid_t pid) {
 static int reap_descendants(const pid_t *known, size_t n_known) {
     int killed = 0;
     for (;;) {
-        pid_t pids[256];
-        size_t n = list_children(pids, ARRAY_SIZE(pids));
+        pid_t pids[256], unseen[256];
+        size_t n = list_children(pids, ARRAY_SIZE(pids)), n_unseen = 0;
         for (size_t i = 0; i < n; i++) {
             bool seen = pid_dying(pids[i]);
             for (size_t k = 0; k < n_known && !seen; k++)
                 seen = known[k] == pids[i];
-            if (kill(pids[i], SIGKILL) == 0 && !seen)
+            if (!seen)
+                unseen[n_unseen++] = pids[i];
+        }
+        /* those a signal was ending are not counted either: looked at
+         * again before the kill makes them all dying */
+        n_unseen = pids_still_alive(unseen, n_unseen);
+        for (size_t i = 0; i < n; i++) {
+            bool counted = false;
+            for (size_t k = 0; k < n_unseen && !counted; k++)
+                counted = unseen[k] == pids[i];
+            if (kill(pids[i], SIGKILL) == 0 && counted)
                 killed++;
         }
         int st;

@@ -677,43 +677,41 @@ static _Noreturn void become_command(const struct launch_plan *p, const struct t
 /* The processes of the PID namespace still alive besides init (the
  * command's leftovers, which init's exit kills): /proc is the namespace's
  * own.  Those dying already are not counted, as for a plain run
- * (pid_dying): the zombies, and those a signal is ending (the terminal's
- * hangup when the command, its session leader, ended: a SIGHUP to its
- * foreground jobs, which some were counted alive in, some not). */
-static unsigned scan_leftovers(void) {
+ * (pid_dying, pids_still_alive): the zombies, and those a signal is ending
+ * (the terminal's hangup when the command, its session leader, ended: a
+ * SIGHUP to its foreground jobs, which some were counted alive in, some
+ * not). */
+static unsigned count_leftovers(void) {
     while (waitpid(-1, NULL, WNOHANG) > 0) /* orphans that ended already */
         ;
     DIR *d = opendir("/proc");
     if (!d)
         return 0;
-    unsigned n = 0;
+    pid_t *alive = NULL;
+    size_t n = 0, cap = 0;
+    unsigned uncounted = 0; /* alive, past what could be allocated */
     struct dirent *e;
     while ((e = readdir(d))) {
         char *end;
         unsigned long pid = strtoul(e->d_name, &end, 10);
-        if (*end || pid <= 1 || pid > INT_MAX)
+        if (*end || pid <= 1 || pid > INT_MAX || pid_dying((pid_t)pid))
             continue;
-        if (!pid_dying((pid_t)pid))
-            n++;
+        if (n == cap) {
+            size_t c = cap ? cap * 2 : 64;
+            pid_t *a = realloc(alive, c * sizeof *a);
+            if (!a) {
+                uncounted++;
+                continue;
+            }
+            alive = a;
+            cap = c;
+        }
+        alive[n++] = (pid_t)pid;
     }
     closedir(d);
-    return n;
-}
-
-/* A process a fatal signal is ending shows neither the SIGKILL pending nor
- * PF_EXITING between taking the signal and starting its exit: a moment,
- * but a loaded machine can preempt it there (the hangup's jobs were
- * counted once in CI).  Those alive are looked at again a few times, a
- * few milliseconds apart (only when some are: a run without leftovers
- * waits for nothing). */
-static unsigned count_leftovers(void) {
-    unsigned n = scan_leftovers();
-    for (long ms = 2; n > 0 && ms <= 8; ms *= 2) {
-        struct timespec ts = {0, ms * 1000000L};
-        nanosleep(&ts, NULL);
-        n = scan_leftovers();
-    }
-    return n;
+    n = pids_still_alive(alive, n);
+    free(alive);
+    return (unsigned)n + uncounted;
 }
 
 struct command_args {

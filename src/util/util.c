@@ -1264,6 +1264,19 @@ bool pid_dying(pid_t pid) {
     return true;
 }
 
+size_t pids_still_alive(pid_t *pids, size_t n) {
+    for (long ms = 2; n > 0 && ms <= 8; ms *= 2) {
+        struct timespec ts = {0, ms * 1000000L};
+        nanosleep(&ts, NULL);
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++)
+            if (!pid_dying(pids[i]))
+                pids[k++] = pids[i];
+        n = k;
+    }
+    return n;
+}
+
 /* Decode mountinfo's octal escapes (\040 for a space) of field [s, s+len). */
 int mountinfo_unescape(const char *s, size_t len, char *ret, size_t size) {
     size_t o = 0;

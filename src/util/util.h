@@ -214,6 +214,14 @@ const char *ns_limit_remedy(const char *step, int err, char *buf, size_t size);
  * its terminal's hangup too)? */
 bool pid_dying(pid_t pid);
 
+/* Of pids[0..n), found alive (not pid_dying) once, those still alive: a
+ * process a fatal signal is ending shows neither the SIGKILL pending nor
+ * PF_EXITING between taking the signal and starting its exit, a moment a
+ * loaded machine can preempt it in; they are looked at again 2, 4 and 8 ms
+ * later (only while some are alive: none waits for nothing).  Kept in
+ * order at the front; returns how many. */
+size_t pids_still_alive(pid_t *pids, size_t n);
+
 /* read(2) until len bytes or EOF, retrying EINTR; *ret_got is how many. */
 int read_full(int fd, void *buf, size_t len, size_t *ret_got);
 
