@@ -59,28 +59,24 @@ status=0
 passed=0
 failed=0
 todo=0
-# tally DIR: add up the TAP lines of its meson test run.  A TAP
-# TODO is a known limit measured (tests/lib.sh eq_todo): its "not ok"
-# fails nothing, and its "ok" fails meson's run (unexpected pass).
-tally() {
-    log="$1/meson-logs/testlog.txt"
-    [ -f "$log" ] || return 0
+# tests DIR [meson test args...]: run them, and add up the TAP lines of
+# the run.  A TAP TODO is a known limit measured (tests/lib.sh eq_todo):
+# its "not ok" fails nothing, and its "ok" fails meson's run (unexpected
+# pass).
+tests() {
+    dir=$1
+    shift
+    meson test -C "$dir" --print-errorlogs "$@" || status=1
+    log="$dir/meson-logs/testlog.txt"
     p=$(grep -E '^ok [0-9]+' "$log" | grep -cvE '# TODO' || true)
     f=$(grep -E '^not ok [0-9]+' "$log" | grep -cvE '# TODO' || true)
     t=$(grep -cE '^not ok [0-9]+ .*# TODO' "$log" || true)
     # a limit now gone: the test should become a plain check
     u=$(grep -cE '^ok [0-9]+ .*# TODO' "$log" || true)
-    [ "$u" -eq 0 ] || echo "$u TAP TODO checks passed unexpectedly in $1 (a known limit is gone: make them plain checks)"
+    [ "$u" -eq 0 ] || echo "$u TAP TODO checks passed unexpectedly in $dir (a known limit is gone: make them plain checks)"
     passed=$((passed + p))
     failed=$((failed + f + u))
     todo=$((todo + t))
-}
-# tests DIR [meson test args...]
-tests() {
-    dir=$1
-    shift
-    meson test -C "$dir" --print-errorlogs "$@" || status=1
-    tally "$dir"
 }
 # built PID LOG: did that background build succeed (else its log, counted)
 built() {
