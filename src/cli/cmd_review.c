@@ -83,21 +83,6 @@ void lc_cli_note_review_record(const char *verb, const struct lc_stage *st) {
                 verb, st->path, strerror(-st->review_record_error));
 }
 
-/* Why lc_resolve_target took dir for no stage (-EINVAL, whatever kept it
- * from opening dir or finding its 'version'): looked at again, -EINVAL
- * when it is not one (no 'version'), the error that keeps it from being
- * read (an I/O error, another user's stage) or 0 when it reads as a stage
- * now (the error went away). */
-static int stage_dir_probe(const char *dir) {
-    _cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return errno == ENOTDIR ? -EINVAL : -errno;
-    struct stat st;
-    if (fstatat(fd, "version", &st, AT_SYMLINK_NOFOLLOW) < 0)
-        return errno == ENOENT || errno == ENOTDIR ? -EINVAL : -errno;
-    return 0;
-}
-
 int lc_cli_target(const char *verb, const char *run, const char *stage_dir, char **ret_stage, char **ret_run,
                   json_t **ret_bundle) {
     /* "" is a prefix of every run id: `pvisor drop "$RUN"` with RUN unset
@@ -224,15 +209,9 @@ int lc_cli_target(const char *verb, const char *run, const char *stage_dir, char
             "'%s' is or goes through a symlink: name the stage directory itself (a link in a workspace may be one "
             "the agent made, pointing at another project's stage)",
             dir_shown);
-    if (stage_dir && r == -EINVAL)
-        r = stage_dir_probe(stage_dir);
     if (stage_dir && (r == -EINVAL || r == -ENOENT || r == -ENOTDIR))
         return cli_error(PV_EXIT_FAILURE, verb, "'%s' is not a pvisor stage directory%s%s", dir_shown,
                          r == -EINVAL ? "" : ": ", r == -EINVAL ? "" : strerror(-r));
-    if (stage_dir && r == 0)
-        return cli_error(PV_EXIT_FAILURE, verb,
-                         "the stage directory '%s' could not be read a moment ago, and can now: run this again",
-                         dir_shown);
     if (stage_dir && (r == -EACCES || r == -EPERM))
         return cli_error(PV_EXIT_FAILURE, verb,
                          "cannot read the stage directory '%s': %s (another user's stage is read as that user, or "

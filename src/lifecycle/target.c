@@ -255,8 +255,11 @@ int lc_resolve_target(const char *run, const char *stage_dir, bool pass_over_sta
         _cleanup_close_ int fd = open(real, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         struct stat stv;
         if (fd < 0 || fstatat(fd, "version", &stv, AT_SYMLINK_NOFOLLOW) < 0) {
+            /* no stage there (not a directory, no 'version'): -EINVAL;
+             * else what kept it from being read (EIO, EACCES) */
+            int e = errno;
+            r = e == ENOTDIR || (fd >= 0 && e == ENOENT) ? -EINVAL : -e;
             free(real);
-            r = -EINVAL;
             goto out;
         }
         stage = real;

@@ -162,10 +162,10 @@ reset
 eq "$(grep -c 'changed in the workspace since' "$B/xa.out"):$(grep -c '^  x xa: extended attributes (user.\*) could not be read in the workspace (Input/output error)' "$B/xa.out")" \
     "0:1" "an I/O error reading a file's xattrs: review says they could not be read (was: changed since the run)"
 
-# An I/O error opening the stage directory named (lc_resolve_target takes
+# An I/O error opening the stage directory named (lc_resolve_target took
 # any failure there for "no stage": EINVAL) said "'...' is not a pvisor
-# stage directory": the real error is named; one that went away when
-# looked at again is said to have, not "no stage".
+# stage directory": the real error is named, also when it would have gone
+# away on a second look (the stage is not touched).
 reset
 for v in "status --review" drop; do
     # shellcheck disable=SC2086
@@ -176,8 +176,8 @@ for v in "status --review" drop; do
 done
 (cd "$W" && no_lsan strace -f -qq -o /dev/null -P "$S" -e trace=openat -e inject=openat:error=EIO:when=1 \
     "$P" drop --stage "$S") >/dev/null 2>"$B/sd.err"
-eq "$?:$(grep -c 'could not be read a moment ago, and can now: run this again' "$B/sd.err"):$([ -e "$S/dropped" ] && echo dropped)" \
-    "1:1:" "... one that goes away: drop says so, and drops nothing"
+eq "$?:$(grep -c "cannot read the stage directory '$S': Input/output error" "$B/sd.err"):$([ -e "$S/dropped" ] && echo dropped)" \
+    "1:1:" "... one that goes away: drop names it, and drops nothing"
 
 # An I/O error flushing the directories after a checkpoint or a fork is
 # published by its rename (their last fsync) said only "failed: ...",
