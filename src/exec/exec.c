@@ -252,13 +252,11 @@ static int reap_descendants(const pid_t *known, size_t n_known) {
         /* those a signal was ending are not counted either: looked at
          * again before the kill makes them all dying */
         n_unseen = pids_still_alive(unseen, n_unseen);
-        for (size_t i = 0; i < n; i++) {
-            bool counted = false;
-            for (size_t k = 0; k < n_unseen && !counted; k++)
-                counted = unseen[k] == pids[i];
-            if (kill(pids[i], SIGKILL) == 0 && counted)
+        for (size_t i = 0; i < n_unseen; i++)
+            if (kill(unseen[i], SIGKILL) == 0)
                 killed++;
-        }
+        for (size_t i = 0; i < n; i++) /* the rest (a second SIGKILL changes nothing) */
+            kill(pids[i], SIGKILL);
         int st;
         pid_t w = waitpid(-1, &st, n ? 0 : WNOHANG);
         if (w < 0 && errno == EINTR)
