@@ -1,7 +1,8 @@
 #!/bin/sh
 # Build pvisor twice (normal, with gcc; and AddressSanitizer +
-# UndefinedBehaviorSanitizer, with clang) and run every test in both.  Prints "N passed, N failed" last; exits
-# non-zero if anything failed.  Usage: scripts/test.sh [meson test args...]
+# UndefinedBehaviorSanitizer, with clang) and run every test in both.
+# Prints "N passed, N failed" last; exits non-zero if anything failed.
+# Usage: scripts/test.sh [meson test args...]
 set -eu
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh

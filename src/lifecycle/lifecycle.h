@@ -282,7 +282,8 @@ json_t *lc_changeset_to_json(const struct lc_changeset *cs);
  * A run with no Bundle yet whose supervisor lives (runstore.h
  * runs_starting) is passed over when pass_over_starting.
  * Errors: -ENOENT nothing matches; -ENOTUNIQ ambiguous; -ENOMEDIUM the run
- * has no stage (a run named: *ret_bundle is then its Bundle); -EINVAL stage_dir is not a stage (not a directory, no 'version' in it), another
+ * has no stage (a run named: *ret_bundle is then its Bundle); -EINVAL
+ * stage_dir is not a stage (not a directory, no 'version' in it), another
  * errno what kept it from being read (EIO, EACCES); -ENODATA the run named,
  * or (run and stage_dir NULL) a run newer than any staged one, has no
  * readable Bundle, -EINPROGRESS the same of a run still starting:

@@ -36,7 +36,6 @@ manifest() {
     )
 }
 
-# stage_run WS STAGE SCRIPT: a staged run of sh -c SCRIPT in WS
 # wait_apply_temp: until apply's temp file appears in the current
 # directory (at most 6 s)
 wait_apply_temp() {
@@ -48,6 +47,7 @@ wait_apply_temp() {
     return 1
 }
 
+# stage_run WS STAGE SCRIPT: a staged run of sh -c SCRIPT in WS
 stage_run() {
     "$P" run --stage "$2" --workspace "$1" -- sh -c "cd '$1' && $3"
 }
