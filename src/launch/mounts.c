@@ -304,6 +304,11 @@ static int cover_sockets(const struct launch_plan *p, const struct source *src, 
      * /usr on a FUSE file system (a rootless container's fuse-overlayfs
      * root) has the device of every grant on that file system, whose
      * sockets would then go unscanned while ipc said enforced. */
+    bool any = false;
+    for (size_t i = 0; i < p->n_mounts; i++)
+        any |= p->mounts[i].scan_sockets && !src[i].missing && !src[i].symlink;
+    if (!any) /* nothing to scan: the views' statfs (a round trip to their FUSE server each) is not needed */
+        return 0;
     _cleanup_free_ dev_t *views = calloc(p->n_mounts ? p->n_mounts : 1, sizeof *views);
     size_t n_views = 0;
     if (!views)
