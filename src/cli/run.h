@@ -79,6 +79,8 @@ int run_interrupted(struct run_context *ctx, int sig);
 /* Write the Bundle that says "running" (a sandboxed run: once the
  * launcher was exec'd, before the command may start). */
 int run_write_running(struct run_context *ctx);
+/* Write the Bundle as it is now. */
+int run_write_bundle(struct run_context *ctx);
 
 /* Record how the command ended (r: result of starting it) and return
  * pvisor's exit status. */

@@ -210,6 +210,10 @@ int run_write_running(struct run_context *ctx) {
     /* kernel_features is empty here unless the probes ran in the
      * supervisor (--limit): the probe child is collected once the command
      * has started (run_probe_start), and the final Bundle has them. */
+    return run_write_bundle(ctx);
+}
+
+int run_write_bundle(struct run_context *ctx) {
     return bundle_write(ctx->run_dirfd, ctx->bundle, bundle_durable(ctx));
 }
 

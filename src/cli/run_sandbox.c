@@ -686,15 +686,19 @@ void sandbox_release_home_async(struct sandbox *sb) {
     sb->home_thread_started = pthread_create(&sb->home_thread, NULL, home_teardown, sb) == 0;
 }
 
-static void release_home_view(struct sandbox *sb) {
+#define HOME_RM_FAILED "the discarded HOME view's stage could not be removed completely"
+
+/* True when the stage's removal failed (a warning in the Bundle then). */
+static bool release_home_view(struct sandbox *sb) {
     if (sb->home_thread_started) {
         pthread_join(sb->home_thread, NULL);
         sb->home_thread_started = false;
     } else {
         home_teardown(sb);
     }
-    if (sb->home_rm_failed && sb->ctx)
-        bundle_add_warning(sb->ctx->bundle, "the discarded HOME view's stage could not be removed completely");
+    bool failed = sb->home_rm_failed && sb->ctx;
+    if (failed)
+        bundle_add_warning(sb->ctx->bundle, HOME_RM_FAILED);
     sb->home_rm_failed = false;
     free(sb->home_view);
     free(sb->home_stage_path);
@@ -703,6 +707,7 @@ static void release_home_view(struct sandbox *sb) {
         free(sb->home_owned_mask[i]);
     sb->n_home_owned_mask = 0;
     sb->home_view = sb->home_stage_path = sb->home_path = NULL;
+    return failed;
 }
 
 /* Does an --access/--allow-write rule (not deny:) show path? */
@@ -948,8 +953,11 @@ struct sandbox *sandbox_new(struct run_context *ctx) {
 }
 
 void sandbox_delete(struct sandbox *sb) {
-    if (sb)
-        munmap(sb, sizeof *sb);
+    if (!sb)
+        return;
+    if (sb->home_thread_started) /* not joined by sandbox_end_home: it uses sb */
+        pthread_join(sb->home_thread, NULL);
+    munmap(sb, sizeof *sb);
 }
 
 void sandbox_creds_free(struct sandbox_creds *c) {
@@ -1347,7 +1355,21 @@ void sandbox_finish_resources(struct sandbox *sb, int wait_status) {
     }
 }
 
+bool sandbox_end_home(struct sandbox *sb) {
+    return sb->home_thread_started && release_home_view(sb);
+}
+
+static void release(struct sandbox *sb, bool keep_home_thread);
+
 void sandbox_release(struct sandbox *sb) {
+    release(sb, false);
+}
+
+void sandbox_release_but_home(struct sandbox *sb) {
+    release(sb, true);
+}
+
+static void release(struct sandbox *sb, bool keep_home_thread) {
     sandbox_restore_tty(sb);
     json_decref(sb->rules);
     sb->rules = NULL;
@@ -1390,7 +1412,8 @@ void sandbox_release(struct sandbox *sb) {
     sb->broker = NULL;
     dns_stub_free(sb->dns);
     sb->dns = NULL;
-    release_home_view(sb);
+    if (!keep_home_thread || !sb->home_thread_started)
+        (void)release_home_view(sb);
     launch_idmap_close(&sb->plan);
     free(sb->keep);
     sb->keep = NULL;

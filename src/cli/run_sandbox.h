@@ -173,6 +173,13 @@ bool sandbox_report_ok(const struct sandbox *sb);
 const char *sandbox_report_error(const struct sandbox *sb, int exec_errno, int wait_status, char *buf, size_t size);
 void sandbox_record(struct run_context *ctx, const struct sandbox *sb);
 void sandbox_release(struct sandbox *sb);
+/* The same, but a HOME view still being removed (sandbox_release_home_async)
+ * is left to its thread, so that the run's last Bundle is written
+ * meanwhile; sandbox_end_home waits for it then. */
+void sandbox_release_but_home(struct sandbox *sb);
+/* Wait for that removal; true when it failed, which is then a warning in
+ * the Bundle (not written: the caller writes it again). */
+bool sandbox_end_home(struct sandbox *sb);
 /* Once the command's tree is gone: stop the egress broker, record what it
  * brokered in the Bundle ("egress") and say what it refused, and when a
  * command that failed asked it for nothing, that a client may have
@@ -187,7 +194,8 @@ void sandbox_restore_tty(struct sandbox *sb);
 int sandbox_start_home(struct sandbox *sb);
 
 /* Once the command's whole tree is gone: start unmounting the HOME view and
- * removing its stage on a thread (sandbox_release waits for it). */
+ * removing its stage on a thread (sandbox_release, or sandbox_end_home,
+ * waits for it). */
 void sandbox_release_home_async(struct sandbox *sb);
 
 /* After the fork, before the launcher runs: move it into the run's cgroup

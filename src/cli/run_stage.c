@@ -605,7 +605,14 @@ int run_execute_staged(struct run_context *ctx,
             res.exec_errno = e ? e : ENOENT;
         }
     }
-    sandbox_release(sb);
+    /* A HOME view still being removed is waited for after the last Bundle
+     * is written (below): the two at once.  Not on a failure here, whose
+     * Bundle is the last. */
+    bool home_later = sandbox && r >= 0 && !st.cgroup_error && !st.sealed_clash[0] && !st.start_error;
+    if (home_later)
+        sandbox_release_but_home(sb);
+    else
+        sandbox_release(sb);
     if (st.cgroup_error) {
         snprintf(msg, sizeof msg, "cannot move the command into its cgroup %.300s: %s", sb->cg_path,
                  strerror(-st.cgroup_error));
@@ -626,5 +633,9 @@ int run_execute_staged(struct run_context *ctx,
                  ctx->workspace, strerror(-st.start_error));
         return run_fail_setup(ctx, msg);
     }
-    return run_finish(ctx, r, &res);
+    int status = run_finish(ctx, r, &res);
+    /* its removal failed: the Bundle says so too */
+    if (home_later && sandbox_end_home(sb) && (r = run_write_bundle(ctx)) < 0)
+        fprintf(stderr, "pvisor run: warning: cannot write the Run Bundle: %s\n", strerror(-r));
+    return status;
 }

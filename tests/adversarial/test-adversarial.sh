@@ -1052,6 +1052,27 @@ eq "$hs_list:$rc:$(echo "$out" | grep -c 'not a pvisor stage')" "journal origin 
     "HOME view: its throwaway stage holds upper, work, the journal and the origin map only, and no run takes it as its stage"
 i=0; while [ -e "$rd/home-stage" ] && [ $i -lt 1000 ]; do sleep 0.02; i=$((i + 1)); done
 check "  and it is removed at the end of that run" test ! -e "$rd/home-stage"
+# A removal that fails (a file of the throwaway stage made immutable on the
+# host meanwhile) is a warning in the run's last Bundle: the supervisor
+# writes that Bundle while the removal goes on, and again once it failed.
+rm -f "$W/hp.started" "$W/hp.go"
+("$PVISOR" run --safe --stage "$T/hp" --workspace "$W" -- sh -c "mkdir ~/pinned && touch ~/pinned/x && touch '$W/hp.started'
+    while [ ! -e '$W/hp.go' ]; do sleep 0.02; done; exit 3" >/dev/null 2>&1; echo $? > "$T/hp.rc") &
+i=0; while [ ! -e "$T/hp/upper/hp.started" ] && [ $i -lt 500 ]; do sleep 0.02; i=$((i + 1)); done
+rd="$XDG_STATE_HOME/pvisor/runs/$(latest_run)"
+if chattr +i "$rd/home-stage/upper/pinned/x" 2>/dev/null; then
+    touch "$W/hp.go"
+    i=0; while [ ! -s "$T/hp.rc" ] && [ $i -lt 1000 ]; do sleep 0.02; i=$((i + 1)); done
+    eq "$(cat "$T/hp.rc"):$(jq -c '[.state, .exit.status, (.warnings | index("the discarded HOME view'"'"'s stage could not be removed completely") != null)]' "$rd/bundle.json")" \
+        '3:["finished",3,true]' "HOME view: a removal that fails is a warning in the run's last Bundle (written while it went on)"
+    chattr -i "$rd/home-stage/upper/pinned/x"
+    rm -rf "$rd/home-stage"
+else
+    touch "$W/hp.go"
+    skip "HOME view: a removal that fails is a warning in the run's last Bundle" "chattr +i is refused on $(stat -f -c %T "$rd")"
+    i=0; while [ ! -s "$T/hp.rc" ] && [ $i -lt 1000 ]; do sleep 0.02; i=$((i + 1)); done
+fi
+rm -f "$W/hp.started" "$W/hp.go"
 
 # --- credentials the host creates in HOME while the run goes on stay absent
 # (the HOME view's server holds a whiteout at every credential location,
