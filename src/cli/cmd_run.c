@@ -270,6 +270,7 @@ int cmd_run(int argc, char **argv) {
 
     struct policy pol;
     policy_build(&o, &pol);
+    PV_MARK("P_parsed");
 
     _cleanup_free_ char *cwd = getcwd(NULL, 0);
     if (!cwd)
@@ -343,6 +344,7 @@ int cmd_run(int argc, char **argv) {
         ctx.creds = creds;
     }
 #endif
+    PV_MARK("P_creds");
 
     /* An apply into this workspace cut short: the command would work on a
      * half-written tree, and the resume could not finish after it
@@ -399,6 +401,7 @@ int cmd_run(int argc, char **argv) {
     }
     ctx.run_dirfd = run_dirfd;
     ctx.bundle = bundle;
+    PV_MARK("P_bundle");
     int status = run_execute(&ctx);
     free(ctx.probe);
     json_decref(bundle);

@@ -5,6 +5,7 @@
 #include "config.h"
 #include "launch/launch.h"
 #include "util/cleanup.h"
+#include "util/util.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -420,12 +421,24 @@ static int split_value_opts(const char *const *opts, int *argc, char **argv, cha
     return 0;
 }
 
+#ifdef PVISOR_STARTUP_MARKS
+static void mark_exit(void) {
+    PV_MARK("S_exit");
+}
+#endif
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         cli_print_overview(stderr);
         return PV_EXIT_USAGE;
     }
     const char *verb = argv[1];
+#ifdef PVISOR_STARTUP_MARKS
+    if (strcmp(verb, "run") == 0) {
+        PV_MARK("S0");
+        atexit(mark_exit);
+    }
+#endif
     /* The hidden launcher: exec'd by pvisor itself, never listed. */
     if (strcmp(verb, LAUNCH_VERB) == 0)
         return launch_main(argc - 1, argv + 1);

@@ -333,7 +333,9 @@ int run_finish(struct run_context *ctx, int r, const struct exec_result *res) {
                         res->interrupted_by ? json_string(sigabbrev_np(res->interrupted_by)) : json_null());
     json_object_set_new(json_object_get(ctx->bundle, "exit"), "leftovers_killed",
                         json_integer(res->killed_descendants > 0 ? res->killed_descendants : 0));
+    PV_MARK("E_bundle0");
     r = bundle_write(ctx->run_dirfd, ctx->bundle, bundle_durable(ctx));
+    PV_MARK("E_bundle1");
     if (r < 0)
         fprintf(stderr, "pvisor run: warning: cannot write the Run Bundle: %s\n", strerror(-r));
     return status;

@@ -642,6 +642,7 @@ int sandbox_start_home(struct sandbox *sb) {
     if (mkdir(sb->home_view, 0700) < 0)
         return -errno;
     int r = stage_open_throwaway(sb->home_stage_path, &sb->home_stage);
+    PV_MARK("H_stage");
     if (r < 0)
         return r;
     struct overlay_params p = {
@@ -691,7 +692,9 @@ void sandbox_release_home_async(struct sandbox *sb) {
 /* True when the stage's removal failed (a warning in the Bundle then). */
 static bool release_home_view(struct sandbox *sb) {
     if (sb->home_thread_started) {
+        PV_MARK("E_home_join");
         pthread_join(sb->home_thread, NULL);
+        PV_MARK("E_home_joined");
         sb->home_thread_started = false;
     } else {
         home_teardown(sb);
@@ -1065,6 +1068,7 @@ static int prepare(struct run_context *ctx, const struct agent_hooks *hooks, str
         return r;
     }
 
+    PV_MARK("Q_homeview");
     warn_git_outside(ctx);
     warn_pass_env_unset(ctx);
     struct dirlist rt = {0};
@@ -1097,6 +1101,7 @@ static int prepare(struct run_context *ctx, const struct agent_hooks *hooks, str
         }
         rules[n_rules++] = (struct access_rule){.kind = ctx->opts->access[i].kind, .path = resolved[i]};
     }
+    PV_MARK("Q_rt");
     if ((r = prepare_ws_mask(ctx, home, rules, n_rules, sb)) < 0) {
         if (r == -E2BIG ? asprintf(ret_error,
                                    "cannot list what the workspace view must mask: more than %d paths (the "
@@ -1112,6 +1117,7 @@ static int prepare(struct run_context *ctx, const struct agent_hooks *hooks, str
         return r;
     }
 
+    PV_MARK("Q_wsmask");
     /* The agent socket lives in the run directory (private to the user). */
     _cleanup_free_ char *sock = path_join(ctx->run_dir, "agent.sock");
     json_t *status = json_pack("{s:s, s:s, s:s?, s:s}", "run_id", ctx->run_id, "workspace", ctx->workspace, "stage",
@@ -1179,8 +1185,10 @@ static int prepare(struct run_context *ctx, const struct agent_hooks *hooks, str
         .home_files = home_files,
         .n_home_files = n_home_files,
     };
+    PV_MARK("Q_agent");
     credentials_into(sb, &in);
     r = plan_build(&in, &sb->plan, ret_error);
+    PV_MARK("Q_plan");
     dirlist_free(&rt);
     sb->rules = json_array();
     for (size_t k = 0; k < n_rules; k++) {
@@ -1226,6 +1234,7 @@ static int prepare(struct run_context *ctx, const struct agent_hooks *hooks, str
                 sb->keep[sb->n_keep++] = sb->plan.mounts[i].fd;
     }
 
+    PV_MARK("Q_idmap");
     for (size_t i = 0; sb->home_system && i < sb->plan.n_mounts; i++)
         if (sb->plan.mounts[i].kind == PLAN_HIDE && strcmp(home, "/") != 0 &&
             path_within(sb->plan.mounts[i].path, home))

@@ -464,6 +464,7 @@ void sandbox_read_report(pid_t child, void *userdata) {
      * senders' credentials (the launcher's "end", sandbox_end_ready) */
     int on = 1;
     sb->end_creds = go && setsockopt(sb->end_r, SOL_SOCKET, SO_PASSCRED, &on, sizeof on) == 0;
+    PV_MARK("S_go_cmd");
     int gr = go ? write_byte_no_sigpipe(sb->go_w, 'g') : 0;
     sb->go_given = go && gr == 0;
     if (gr < 0) {

@@ -197,12 +197,15 @@ static const char *find_sealed_clash(int upper_fd, char *const *sealed, size_t n
 
 static void *start_home_thread(void *arg) {
     struct sandbox *sb = arg;
+    PV_MARK("H0");
     sb->home_start_r = sandbox_start_home(sb);
+    PV_MARK("H_done");
     return NULL;
 }
 
 static int start_overlay(pid_t child, void *userdata) {
     struct staged *st = userdata;
+    PV_MARK("S_fork");
     st->launcher = child;
     const struct run_options *o = st->ctx->opts;
     /* The launcher is not running yet: every process of the run starts
@@ -218,7 +221,9 @@ static int start_overlay(pid_t child, void *userdata) {
      * mounted here. */
     pthread_t home_thread;
     bool home_started = st->sb && pthread_create(&home_thread, NULL, start_home_thread, st->sb) == 0;
+    PV_MARK("S_thread_started");
     int r = st->stage ? 0 : open_stage(st);
+    PV_MARK("S_stage_opened");
     const char *clash =
         r >= 0 && st->sb ? find_sealed_clash(stage_upper_fd(st->stage), st->sb->ws_sealed, st->sb->n_ws_sealed) : NULL;
     if (clash) { /* copied: the sandbox's list is freed before the message is made */
@@ -243,12 +248,14 @@ static int start_overlay(pid_t child, void *userdata) {
             .hide_stages = st->sb != NULL,
         };
         r = overlay_start(&p, &st->ov);
+        PV_MARK("S_wsview");
         if (r < 0)
             st->start_error = r;
     }
     int hr = 0;
     if (home_started)
         pthread_join(home_thread, NULL);
+    PV_MARK("S_homeview");
     if (st->sb && r >= 0)
         hr = home_started ? st->sb->home_start_r : sandbox_start_home(st->sb);
     if (r >= 0 && hr < 0)
@@ -405,7 +412,9 @@ int run_execute_staged(struct run_context *ctx,
         st.cps = (struct run_checkpoints){.run_id = ctx->run_id, .max_bytes = ctx->opts->stage_max_bytes};
         hooks = &(struct agent_hooks){.checkpoint = run_checkpoint_hook, .userdata = &st.cps};
 #endif
+        PV_MARK("P_prep0");
         r = sandbox_prepare(ctx, hooks, sb, &perr);
+        PV_MARK("P_prep");
         if (r < 0) {
             close(st.lower_fd);
             snprintf(msg, sizeof msg, "cannot plan the sandbox: %s", perr ? perr : strerror(-r));
@@ -416,6 +425,7 @@ int run_execute_staged(struct run_context *ctx,
 
     const char *what = "";
     r = enter_private_namespace(sandbox, &what);
+    PV_MARK("P_ns");
     if (r < 0) {
         close(st.lower_fd);
         sandbox_release(sb);
@@ -469,6 +479,7 @@ int run_execute_staged(struct run_context *ctx,
     };
     struct exec_result res = {0};
     r = run_command(ctx, &spec, &res);
+    PV_MARK("E_ran");
     if (sandbox)
         sandbox_restore_tty(sb); /* before anything is printed */
     if (sandbox && r >= 0)       /* what the end of its PID namespace killed */
@@ -495,9 +506,11 @@ int run_execute_staged(struct run_context *ctx,
         run_checkpoints_record(&st.cps, ctx->bundle);
 #endif
     }
+    PV_MARK("E_released_async");
     struct overlay_stats stats = {0};
     /* after the stop: releases of the command's last files count */
     int stop_r = overlay_stop_stats(st.ov, &stats);
+    PV_MARK("E_ovstop");
     test_seal_wait();
     int seal_r = 0;
     if (st.stage) {
@@ -529,9 +542,11 @@ int run_execute_staged(struct run_context *ctx,
     } else {
         bundle_set_json(ctx->bundle, "stage", json_null()); /* never opened */
     }
+    PV_MARK("E_sealed");
     /* The launcher, exiting since it said the end, is gone before pvisor
      * records the run as ended (and before pvisor exits). */
     exec_reap(&res);
+    PV_MARK("E_reaped");
     if (st.stage)
         warn_workspace_moved(ctx, st.lower_fd);
     close(st.lower_fd);

@@ -391,6 +391,7 @@ int exec_run(const struct exec_spec *s, struct exec_result *ret) {
     }
     /* early_exec: a child whose exec failed has closed its end already;
      * its report is read from err[] below. */
+    PV_MARK("S_go");
     r = write_byte_no_sigpipe(go[1], 'g');
     if (r == -EPIPE && s->early_exec)
         r = 0;

@@ -565,6 +565,7 @@ static _Noreturn void become_command(const struct launch_plan *p, const struct t
     const char *step = "";
     if (setsid() < 0)
         fail("setsid", errno);
+    PV_MARK("C0");
     if ((r = attach_terminal(t)) < 0)
         fail("making the sandbox's pty the command's terminal", r);
 
@@ -616,6 +617,7 @@ static _Noreturn void become_command(const struct launch_plan *p, const struct t
     if ((r = drop_capabilities()) < 0)
         fail("dropping capabilities", r);
 
+    PV_MARK("C_caps");
     int abi = 0;
     uint64_t hfs = 0, hnet = 0, scoped = 0;
     if (p->landlock && (r = launch_landlock(p, &abi, &hfs, &hnet, &scoped, &step)) < 0)
@@ -625,6 +627,7 @@ static _Noreturn void become_command(const struct launch_plan *p, const struct t
     if (p->seccomp && (r = launch_seccomp(&step)) < 0)
         fail(step, r);
 
+    PV_MARK("C_sec");
     json_t *ev = self_check(abi, hfs, hnet, scoped, p->seccomp);
     json_t *msg = json_pack("{s:b, s:o}", "ok", 1, "evidence", ev ? ev : json_object());
     char *s = msg ? json_dumps(msg, JSON_COMPACT) : NULL;
@@ -659,7 +662,9 @@ static _Noreturn void become_command(const struct launch_plan *p, const struct t
         _exit(125);
 
     /* The supervisor decides (e.g. --strict) with the evidence in hand. */
+    PV_MARK("C_sent");
     await_go(LAUNCH_GO_FD);
+    PV_MARK("C_exec");
 
     environ = p->envp; /* execvp searches the command's PATH, not ours */
     if (p->exec_path)
@@ -770,8 +775,10 @@ static _Noreturn void become_init(const struct launch_plan *p, int status_fd) {
     int r;
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
         fail("PR_SET_PDEATHSIG", errno);
+    PV_MARK("I0");
     if ((r = launch_build_root(p, &step)) < 0)
         fail(step, r);
+    PV_MARK("I_root");
     if (sethostname(p->hostname, strlen(p->hostname)) < 0)
         fail("sethostname", errno);
     if (p->unshare_net && (r = loopback_up()) < 0)
@@ -784,12 +791,14 @@ static _Noreturn void become_init(const struct launch_plan *p, int status_fd) {
     if (p->tty && (r = open_terminal(&t, p->tty_input)) < 0)
         fail("opening a pty for the command", r);
 
+    PV_MARK("I_start_cmd");
     pid_t a = start_command(&(struct command_args){.p = p, .t = &t, .status_fd = status_fd});
     if (a < 0)
         fail("starting the command's process", errno);
     close(LAUNCH_SYNC_FD);
     close(LAUNCH_GO_FD);
     int st = t.master >= 0 ? relay_terminal_and_wait(a, &t) : relay_and_wait(a);
+    PV_MARK("I_cmd_gone");
     /* before the status: the launcher exits on it, and the supervisor
      * reads this once the launcher is gone */
     char left[32];
@@ -837,6 +846,7 @@ int launch_main(int argc, char **argv) {
     if (argc != 1)
         return 125;
     struct launch_plan p = {0};
+    PV_MARK("L0");
     int r = read_plan(&p);
     if (r < 0)
         fail("reading the launch plan", r);
@@ -868,10 +878,12 @@ int launch_main(int argc, char **argv) {
     /* The supervisor's views are mounted (see launch.h): the mount
      * namespace is copied with them in it. */
     await_go(LAUNCH_READY_FD);
+    PV_MARK("L_go");
     if (unshare(CLONE_NEWNS) < 0)
         fail("unshare(CLONE_NEWNS)", errno);
     if (mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) < 0)
         fail("making mounts private", errno);
+    PV_MARK("L_ns");
 
     int sp[2];
     if (pipe2(sp, O_CLOEXEC) < 0)

@@ -704,6 +704,7 @@ int launch_build_root(const struct launch_plan *p, const char **ret_step) {
     if (r < 0)
         goto out;
 
+    PV_MARK("I_grabbed");
     /* 2. The new root: a tmpfs (private to this mount namespace). */
     if (mount("tmpfs", NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=16777216") < 0) {
         *ret_step = "mounting the tmpfs root";
@@ -717,6 +718,7 @@ int launch_build_root(const struct launch_plan *p, const char **ret_step) {
     if (r < 0)
         goto out;
 
+    PV_MARK("I_attached");
     /* 3b. Host unix sockets in projected toolchains and grants. */
     if ((r = cover_sockets(p, src, NEWROOT, ret_step)) < 0)
         goto out;
@@ -724,6 +726,7 @@ int launch_build_root(const struct launch_plan *p, const char **ret_step) {
     if (p->dns_stub && (r = shadow_resolv_conf(NEWROOT, ret_step)) < 0)
         goto out;
 
+    PV_MARK("I_sockets");
     /* 4. /dev extras, a fresh /proc for our PID namespace, /tmp. */
     if ((r = setup_dev(NEWROOT, ret_step)) < 0)
         goto out;
@@ -736,12 +739,14 @@ int launch_build_root(const struct launch_plan *p, const char **ret_step) {
         r = -errno;
         goto out;
     }
+    PV_MARK("I_proc");
     if ((r = cover_proc_keys(NEWROOT, ret_step)) < 0)
         goto out;
     if (p->uid == 0 && ((r = cover_root_only_proc(NEWROOT, p->unshare_net, ret_step)) < 0 ||
                         (r = proc_read_only(NEWROOT, ret_step)) < 0))
         goto out;
 
+    PV_MARK("I_covers");
     /* 5. Enter it: pivot_root(".", ".") stacks the old root under the new
      * one; detaching it leaves nothing of the host tree reachable. */
     if (chdir(NEWROOT) < 0 || syscall(SYS_pivot_root, ".", ".") < 0) {

@@ -247,4 +247,14 @@ int close_all_fds_except(int lowfd, const int *keep, size_t n_keep);
 #define PV_SPAWN_WITH_FORK 0
 #endif
 
+/* bench/startup-marks.sh: "MARK <CLOCK_MONOTONIC in us> <name>" on stderr
+ * at each step of a run's start and end, in a build configured with
+ * -Dstartup_marks=true; nothing at all in any other build. */
+#ifdef PVISOR_STARTUP_MARKS
+void pv_mark(const char *name);
+#define PV_MARK(name) pv_mark(name)
+#else
+#define PV_MARK(name) ((void)0)
+#endif
+
 #endif
