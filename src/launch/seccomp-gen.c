@@ -324,13 +324,25 @@ static int build(scmp_filter_ctx ctx, int shared_base, const char **ret_step) {
                 lo += size;
             }
     }
+    /* Another process's limits: the command (uid 0, or the user in its
+     * own namespace) is the owner of the namespace's init by uid, so
+     * prlimit(1, ...) lowered init's: with RLIMIT_NOFILE at 0, init could
+     * not count the command's leftover processes, and the Bundle said none
+     * were killed when some were.  Setting them by pid is refused (EPERM,
+     * as for a process one may not touch), reading them is not; its own
+     * limits a process sets with pid 0 (glibc's setrlimit). */
     const struct scmp_arg_cmp core = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL, RLIMIT_CORE);
+    /* whole-register comparisons, so that the two sets never overlap: a
+     * pid of 0 with high bits set (the kernel's 0) is refused as another's */
+    const struct scmp_arg_cmp self = SCMP_A0(SCMP_CMP_EQ, 0, 0);
     if ((r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(0), SCMP_SYS(setrlimit), 1,
                               SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffUL, RLIMIT_CORE))) < 0 ||
-        (r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(0), SCMP_SYS(prlimit64), 3, core, SCMP_A2(SCMP_CMP_NE, 0, 0),
+        (r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(0), SCMP_SYS(prlimit64), 4, self, core, SCMP_A2(SCMP_CMP_NE, 0, 0),
                               SCMP_A3(SCMP_CMP_EQ, 0, 0))) < 0 ||
-        (r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(prlimit64), 3, core, SCMP_A2(SCMP_CMP_NE, 0, 0),
-                              SCMP_A3(SCMP_CMP_NE, 0, 0))) < 0)
+        (r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(prlimit64), 4, self, core,
+                              SCMP_A2(SCMP_CMP_NE, 0, 0), SCMP_A3(SCMP_CMP_NE, 0, 0))) < 0 ||
+        (r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(prlimit64), 2, SCMP_A0(SCMP_CMP_NE, 0, 0),
+                              SCMP_A2(SCMP_CMP_NE, 0, 0))) < 0)
         return r;
     /* A file lease (F_SETLEASE) on a projected host file the user owns (an
      * --access grant, a toolchain): the host's next open of it for writing

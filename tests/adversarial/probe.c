@@ -22,6 +22,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/ptrace.h>
 #include <sys/shm.h>
 #include <sys/socket.h>
@@ -326,6 +327,12 @@ int main(int argc, char **argv) {
         if (pread(fd, buf, sizeof buf, (off_t)strtoul(argv[3], NULL, 16)) != (ssize_t)sizeof buf)
             return blocked("pread /proc/<pid>/mem");
         return escaped("read the memory of ", argv[2]);
+    }
+    if (!strcmp(a, "prlimit") && argc == 3) { /* another process may open no file */
+        struct rlimit lim = {0, 0};
+        if (prlimit(atoi(argv[2]), RLIMIT_NOFILE, &lim, NULL) < 0)
+            return blocked("prlimit");
+        return escaped("lowered the open-file limit of ", argv[2]);
     }
     if (!strcmp(a, "kill") && argc == 3) {
         if (kill(atoi(argv[2]), SIGTERM) < 0)

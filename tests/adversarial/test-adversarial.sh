@@ -583,6 +583,33 @@ control kill "$SPARE0" >/dev/null
 wait "$SPARE0"
 eq $? 143 "control: a host process of the user's is signalled (SIGTERM)"
 
+# Another process's limits.  The namespace's init is the command's own by
+# uid (root's 0, or the user's id in the command's namespace), and
+# prlimit(1, ...) lowered its limits: at 0 open files it could not count
+# the command's leftover processes, and the Bundle said none were killed
+# when one was.  The control lowers a host process's of the user's.
+init_limits() {
+    s=$(safe prlimit 1)
+    case "$s" in BLOCKED*) ok "--safe: the namespace's init keeps its limits (prlimit on it refused)$AS";;
+        *) not_ok "--safe: the namespace's init keeps its limits (prlimit on it refused)$AS"; diag "$s";; esac
+    cp "$PROBE" "$W/probe-pl" # in the workspace: the shell's child reaches it
+    s=$($RUN "$PVISOR" run --safe --stage "$S" --workspace "$W" -- sh -c \
+        '"$0" prlimit 1; (exec sleep "$1" &); sleep 0.3' "$W/probe-pl" "3016.$$" 2>&1)
+    st=${STATE:-$XDG_STATE_HOME}
+    eq "$(echo "$s" | cut -d' ' -f1):$(jq -r '.exit.leftovers_killed' "$st/pvisor/runs/$(ls -1 "$st/pvisor/runs" | sort | tail -n 1)/bundle.json")" \
+        "BLOCKED:1" "--safe: a daemon left behind is counted after the command tried init's limits$AS"
+    rm -f "$W/probe-pl"
+}
+init_limits
+sleep 300 &
+SPARE1=$!
+at_exit "kill -9 $SPARE1"
+i=0; while [ "$(cat /proc/$SPARE1/comm 2>/dev/null)" != sleep ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done
+c=$(control prlimit "$SPARE1")
+eq "$(echo "$c" | cut -d' ' -f1):$(awk '/^Max open files/ { print $4 }' "/proc/$SPARE1/limits")" "ESCAPED:0" \
+    "control: a host process's limits of the user's are lowered (prlimit)"
+kill -9 "$SPARE1"
+
 # Devices, mounts, syscall ABIs.
 # mount_attempts: mknod, a mount and a remount from inside (the kernel
 # refuses an ordinary user each of them outside too: no control there)
@@ -1781,6 +1808,7 @@ if [ "$(cat /proc/sys/kernel/io_uring_disabled 2>/dev/null || echo 0)" != 0 ]; t
 fi
 escape_reads
 escape_reach
+init_limits
 attempt "pathname unix socket of a host service in HOME (the HOME view)" unix "$HOMEDIR/svc.sock"
 attempt "pathname unix socket of a host service in the workspace (its view)" unix "$W/svc.sock"
 if [ -n "$SHMID" ]; then
