@@ -148,11 +148,9 @@ enum userns_step {
     USERNS_STEP_GID_MAP,
 };
 
+/* the namespaces in ns_kinds' order (util.h) */
 enum { NS_MOUNT, NS_PID, NS_NET, NS_IPC, NS_UTS, NS_COUNT };
-
-static const int ns_flags[NS_COUNT] = {CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWIPC, CLONE_NEWUTS};
-static const char *const ns_flag_names[NS_COUNT] = {"CLONE_NEWNS", "CLONE_NEWPID", "CLONE_NEWNET", "CLONE_NEWIPC",
-                                                    "CLONE_NEWUTS"};
+_Static_assert(NS_COUNT == NS_KINDS, "one entry per ns_kinds entry");
 
 /* Fixed-size message from the child; errors are positive errno, 0 ok. */
 struct userns_msg {
@@ -203,7 +201,7 @@ static void userns_child(int wfd, uid_t euid, gid_t egid) {
     }
 
     for (int i = 0; i < NS_COUNT; i++) {
-        m.ns_err[i] = unshare(ns_flags[i]) < 0 ? errno : 0;
+        m.ns_err[i] = unshare(ns_kinds[i].clone_flag) < 0 ? errno : 0;
         if (i != NS_MOUNT || m.ns_err[i] != 0)
             continue;
         /* Only inside our own, just-made mount namespace: make it private so
@@ -324,9 +322,9 @@ static int probe_userns(struct probe_userns *u, uid_t euid, gid_t egid, bool try
             status_ok(nss[i], NULL);
         else if (u->apparmor_restrict_unprivileged_userns == 1 && e == EPERM)
             status_fail(nss[i], -e, "unshare(%s) in user namespace: %s (AppArmor restrict_unprivileged_userns)",
-                        ns_flag_names[i], strerror(e));
+                        ns_kinds[i].flag, strerror(e));
         else
-            status_fail(nss[i], -e, "unshare(%s) in user namespace: %s (%s)", ns_flag_names[i], strerror(e),
+            status_fail(nss[i], -e, "unshare(%s) in user namespace: %s (%s)", ns_kinds[i].flag, strerror(e),
                         errno_name(e));
     }
     if (m.ns_err[NS_MOUNT])
@@ -940,18 +938,19 @@ static void remedy_userns(struct remedy *rm, const struct host_probe *p) {
                    u->userns.detail);
 }
 
-static void remedy_ns(struct remedy *rm, const struct host_probe *p, const struct probe_status *s, const char *flag,
-                      const char *config, const char *max_sysctl) {
+static void remedy_ns(struct remedy *rm, const struct host_probe *p, const struct probe_status *s,
+                      const struct ns_kind *k) {
     int e = -s->error;
     if (e == ENOSPC)
-        remedy_add(rm, "run sysctl -w %s=15000", max_sysctl);
-    else if (e == EINVAL && config)
-        remedy_add(rm, "use a kernel built with %s=y", config);
+        remedy_add(rm, "run sysctl -w user.max_%s_namespaces=15000", k->sysctl);
+    else if (e == EINVAL && k->config)
+        remedy_add(rm, "use a kernel built with %s=y", k->config);
     else if (p->userns.apparmor_restrict_unprivileged_userns == 1)
         remedy_add(rm, "run sysctl -w kernel.apparmor_restrict_unprivileged_userns=0 "
                        "(or load an AppArmor profile that allows userns for pvisor)");
     else
-        remedy_add(rm, "allow unshare(%s) inside user namespaces (an LSM or container seccomp policy blocks it)", flag);
+        remedy_add(rm, "allow unshare(%s) inside user namespaces (an LSM or container seccomp policy blocks it)",
+                   k->flag);
 }
 
 static void remedy_fuse(struct remedy *rm, const struct host_probe *p) {
@@ -1033,22 +1032,20 @@ static void need_userns(struct need_ctx *c, const struct host_probe *p, bool for
     }
     if (!with_ns)
         return;
+    /* in ns_kinds' order */
     const struct {
         const char *key;
         const struct probe_status *s;
-        const char *flag, *config, *max_sysctl;
-    } ns[] = {
-        {"mount_namespace", &p->userns.mount_ns, "CLONE_NEWNS", NULL, "user.max_mnt_namespaces"},
-        {"pid_namespace", &p->userns.pid_ns, "CLONE_NEWPID", "CONFIG_PID_NS", "user.max_pid_namespaces"},
-        {"net_namespace", &p->userns.net_ns, "CLONE_NEWNET", "CONFIG_NET_NS", "user.max_net_namespaces"},
-        {"ipc_namespace", &p->userns.ipc_ns, "CLONE_NEWIPC", "CONFIG_IPC_NS", "user.max_ipc_namespaces"},
-        {"uts_namespace", &p->userns.uts_ns, "CLONE_NEWUTS", "CONFIG_UTS_NS", "user.max_uts_namespaces"},
+    } ns[NS_KINDS] = {
+        {"mount_namespace", &p->userns.mount_ns}, {"pid_namespace", &p->userns.pid_ns},
+        {"net_namespace", &p->userns.net_ns},     {"ipc_namespace", &p->userns.ipc_ns},
+        {"uts_namespace", &p->userns.uts_ns},
     };
-    for (size_t i = 0; i < ARRAY_SIZE(ns); i++) {
+    for (size_t i = 0; i < NS_KINDS; i++) {
         if (ns[i].s->ok)
             continue;
         missing_add(c, ns[i].key, false);
-        remedy_ns(&c->rm, p, ns[i].s, ns[i].flag, ns[i].config, ns[i].max_sysctl);
+        remedy_ns(&c->rm, p, ns[i].s, &ns_kinds[i]);
     }
     if (p->userns.mount_ns.ok && !p->userns.tmpfs_mount.ok) {
         missing_add(c, "tmpfs_in_userns", false);

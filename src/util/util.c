@@ -1090,17 +1090,22 @@ long sysctl_long(const char *path) {
     return v;
 }
 
+const struct ns_kind ns_kinds[NS_KINDS] = {
+    {CLONE_NEWNS, "CLONE_NEWNS", "mnt", "mount", NULL},
+    {CLONE_NEWPID, "CLONE_NEWPID", "pid", "PID", "CONFIG_PID_NS"},
+    {CLONE_NEWNET, "CLONE_NEWNET", "net", "network", "CONFIG_NET_NS"},
+    {CLONE_NEWIPC, "CLONE_NEWIPC", "ipc", "IPC", "CONFIG_IPC_NS"},
+    {CLONE_NEWUTS, "CLONE_NEWUTS", "uts", "UTS", "CONFIG_UTS_NS"},
+};
+
 const char *ns_limit_remedy(const char *step, int err, char *buf, size_t size) {
-    static const struct {
-        const char *flag, *sysctl, *what;
-    } ns[] = {
-        {"CLONE_NEWNS)", "mnt", "mount"}, {"CLONE_NEWPID)", "pid", "PID"}, {"CLONE_NEWNET)", "net", "network"},
-        {"CLONE_NEWIPC)", "ipc", "IPC"},  {"CLONE_NEWUTS)", "uts", "UTS"},
-    };
+    const struct ns_kind *ns = ns_kinds;
     if (err != ENOSPC || !step)
         return NULL;
-    for (size_t i = 0; i < ARRAY_SIZE(ns); i++) {
-        if (!strstr(step, ns[i].flag))
+    for (size_t i = 0; i < NS_KINDS; i++) {
+        char flag[32]; /* "CLONE_NEWNS)": not the start of another flag's name */
+        snprintf(flag, sizeof flag, "%s)", ns[i].flag);
+        if (!strstr(step, flag))
             continue;
         char path[64];
         snprintf(path, sizeof path, "/proc/sys/user/max_%s_namespaces", ns[i].sysctl);

@@ -200,6 +200,17 @@ bool userns_is_initial(void);
  * or not a number. */
 long sysctl_long(const char *path);
 
+/* The namespaces a sandbox makes besides the user namespace (mount, PID,
+ * network, IPC, UTS, in that order): the clone flag and its name, the <x> of its
+ * count limit user.max_<x>_namespaces, its name in messages, and the kernel
+ * option it needs (NULL: always built). */
+struct ns_kind {
+    int clone_flag;
+    const char *flag, *sysctl, *what, *config;
+};
+#define NS_KINDS 5
+extern const struct ns_kind ns_kinds[NS_KINDS];
+
 /* What to do about a namespace the kernel refused with ENOSPC at step (a
  * step naming "CLONE_NEWNS", "CLONE_NEWPID", "CLONE_NEWNET",
  * "CLONE_NEWIPC" or "CLONE_NEWUTS"): its count limit, the sysctl
