@@ -15,3 +15,22 @@ summarize() {
 
 # p50 of samples on stdin (for ratios)
 p50() { sort -n | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR - 1) * 0.5) + 1]; else print 0 }'; }
+
+# bench_workdir NAME: W, a scratch directory (removed at exit: the EXIT
+# trap), and T, where the workspace T/ws (made) and the state go: W itself,
+# or with BENCH_FS=ext4 (root) a fresh journaled ext4, as distributions
+# install it, loop-mounted at W/mnt from a sparse image in BENCH_DIR
+# (default /var/tmp).
+bench_workdir() {
+    W=$(mktemp -d "/tmp/pvisor-$1.XXXXXX")
+    if [ "${BENCH_FS:-}" = ext4 ]; then
+        IMG=$(mktemp "${BENCH_DIR:-/var/tmp}/pvisor-bench-ext4.XXXXXX")
+        truncate -s 2G "$IMG" && mkfs.ext4 -q -F "$IMG" && mkdir "$W/mnt" && mount -o loop "$IMG" "$W/mnt"
+        trap 'cd /; umount "$W/mnt"; rm -f "$IMG"; rm -rf "$W"' EXIT
+        T=$W/mnt
+    else
+        trap 'rm -rf "$W"' EXIT
+        T=$W
+    fi
+    mkdir -p "$T/ws"
+}

@@ -12,20 +12,11 @@
 #   loop image in BENCH_DIR, default /var/tmp)
 set -eu
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 [ $# -ge 2 ] || { echo "usage: bench/startup-ab.sh BIN_A BIN_B [RUNS] [ROUNDS]" >&2; exit 2; }
 A=$(realpath "$1"); B=$(realpath "$2"); RUNS=${3:-200}; ROUNDS=${4:-3}
 command -v cc >/dev/null || { echo "needs a C compiler (cc)" >&2; exit 1; }
-W=$(mktemp -d /tmp/pvisor-ab.XXXXXX)
-if [ "${BENCH_FS:-}" = ext4 ]; then
-    IMG=$(mktemp "${BENCH_DIR:-/var/tmp}/pvisor-bench-ext4.XXXXXX")
-    truncate -s 2G "$IMG" && mkfs.ext4 -q -F "$IMG" && mkdir "$W/mnt" && mount -o loop "$IMG" "$W/mnt"
-    trap 'cd /; umount "$W/mnt"; rm -f "$IMG"; rm -rf "$W"' EXIT
-    T=$W/mnt
-else
-    trap 'rm -rf "$W"' EXIT
-    T=$W
-fi
-mkdir -p "$T/ws"
+bench_workdir ab
 # The timer: marks each run's start (close(1000080 + binary)) and end
 # (close(1000099)) for perf; the paired statistics itself.
 cat > "$W/ab.c" <<'EOF'

@@ -13,23 +13,14 @@
 #   loop image in BENCH_DIR, default /var/tmp)
 set -eu
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 RUNS=${1:-40}
 if [ ! -x build-marks/src/cli/pvisor ]; then
     meson setup build-marks -Dbuildtype=debugoptimized -Dstartup_marks=true >/dev/null
 fi
 ninja -C build-marks >/dev/null
 PV=$PWD/build-marks/src/cli/pvisor
-W=$(mktemp -d /tmp/pvisor-marks.XXXXXX)
-if [ "${BENCH_FS:-}" = ext4 ]; then
-    IMG=$(mktemp "${BENCH_DIR:-/var/tmp}/pvisor-bench-ext4.XXXXXX")
-    truncate -s 2G "$IMG" && mkfs.ext4 -q -F "$IMG" && mkdir "$W/mnt" && mount -o loop "$IMG" "$W/mnt"
-    trap 'cd /; umount "$W/mnt"; rm -f "$IMG"; rm -rf "$W"' EXIT
-    T=$W/mnt
-else
-    trap 'rm -rf "$W"' EXIT
-    T=$W
-fi
-mkdir -p "$T/ws"
+bench_workdir marks
 export XDG_STATE_HOME="$T/state"
 cd "$T/ws"
 for _ in 1 2 3; do "$PV" run --safe -- true 2>/dev/null; done # warm caches
