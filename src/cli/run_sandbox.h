@@ -30,11 +30,12 @@ struct sandbox {
     struct launch_plan plan;
     int plan_fd; /* sealed memfd with the plan JSON */
     int sync_r, sync_w;
-    int go_r, go_w;   /* the supervisor's go-ahead after reading the evidence */
-    int end_r, end_w; /* init's messages (LAUNCH_END_FD): the broker's socket, the count of leftovers */
-    int leftovers;    /* init's count of them, once read (-1 before) */
-    bool end_creds;   /* end_r passes the senders' credentials (the launcher's "end") */
-    int pass[4];      /* {plan_fd, sync_w, go_r, end_w}: the launcher's fd 3, 4, 5, 6 */
+    int go_r, go_w;           /* the supervisor's go-ahead after reading the evidence */
+    int end_r, end_w;         /* init's messages (LAUNCH_END_FD): the broker's socket, the count of leftovers */
+    int leftovers;            /* init's count of them, once read (-1 before) */
+    bool leftovers_uncounted; /* init said it could not count them ("leftovers ?") */
+    bool end_creds;           /* end_r passes the senders' credentials (the launcher's "end") */
+    int pass[4];              /* {plan_fd, sync_w, go_r, end_w}: the launcher's fd 3, 4, 5, 6 */
     /* As root: the idmapped clones of the read-only projections (their
      * descriptors, in the plan too, inherited by the launcher), or why
      * there are none (launch_idmap_projections). */

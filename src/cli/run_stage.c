@@ -484,6 +484,10 @@ int run_execute_staged(struct run_context *ctx,
         sandbox_restore_tty(sb); /* before anything is printed */
     if (sandbox && r >= 0)       /* what the end of its PID namespace killed */
         res.killed_descendants += sandbox_read_leftovers(sb);
+    if (sandbox && r >= 0 && sb->leftovers_uncounted)
+        bundle_add_warning(ctx->bundle, "the sandbox's init could not list its /proc to count the processes the "
+                                        "command left behind: exit.leftovers_killed counts none of them (each was "
+                                        "killed with the run's PID namespace)");
     /* The agent is gone: no request it left is served, and a checkpoint
      * under way stops. */
     if (sandbox)

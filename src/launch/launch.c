@@ -685,18 +685,24 @@ static _Noreturn void become_command(const struct launch_plan *p, const struct t
  * (pid_dying, pids_still_alive): the zombies, and those a signal is ending
  * (the terminal's hangup when the command, its session leader, ended: a
  * SIGHUP to its foreground jobs, which some were counted alive in, some
- * not). */
-static unsigned count_leftovers(void) {
+ * not).  -1 when /proc could not be listed: not "none". */
+static int count_leftovers(void) {
     while (waitpid(-1, NULL, WNOHANG) > 0) /* orphans that ended already */
         ;
     DIR *d = opendir("/proc");
     if (!d)
-        return 0;
+        return -1;
     pid_t *alive = NULL;
     size_t n = 0, cap = 0;
     unsigned uncounted = 0; /* alive, past what could be allocated */
     struct dirent *e;
-    while ((e = readdir(d))) {
+    int err = 0;
+    for (;;) {
+        errno = 0;
+        if (!(e = readdir(d))) {
+            err = errno;
+            break;
+        }
         char *end;
         unsigned long pid = strtoul(e->d_name, &end, 10);
         if (*end || pid <= 1 || pid > INT_MAX || pid_dying((pid_t)pid))
@@ -716,7 +722,7 @@ static unsigned count_leftovers(void) {
     closedir(d);
     n = pids_still_alive(alive, n);
     free(alive);
-    return (unsigned)n + uncounted;
+    return err ? -1 : (int)(n + uncounted);
 }
 
 struct command_args {
@@ -802,7 +808,8 @@ static _Noreturn void become_init(const struct launch_plan *p, int status_fd) {
     /* before the status: the launcher exits on it, and the supervisor
      * reads this once the launcher is gone */
     char left[32];
-    int ll = snprintf(left, sizeof left, "leftovers %u\n", count_leftovers());
+    int nl = count_leftovers();
+    int ll = nl < 0 ? snprintf(left, sizeof left, "leftovers ?\n") : snprintf(left, sizeof left, "leftovers %d\n", nl);
     (void)!write(LAUNCH_END_FD, left, (size_t)ll); /* one message */
     (void)!write(status_fd, &st, sizeof st);
     _exit(0);

@@ -224,3 +224,19 @@ for k in $(seq 2 "$n"); do
     fi
 done
 eq "$ok" "$((n - 1))" "drop: an I/O error after its marker is published says the stage was dropped (was: cannot drop it)"
+
+# The sandbox's init counts the processes the command left behind by
+# listing its /proc; a listing that failed counted none, and the Bundle
+# said no leftover was killed when one was.  Now it says it could not
+# count them.  (getdents64 of /proc fails in the run: only init lists it.)
+mkdir -p "$B/lw"
+(cd "$B/lw" && no_lsan strace -f -qq -o /dev/null -P /proc -e trace=getdents64 -e inject=getdents64:error=EIO \
+    "$P" run --safe -- sh -c '(exec sleep 3018 &); sleep 0.3') >/dev/null 2>&1
+rc=$?
+bl="$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json"
+eq "$rc:$(jq -r '.exit.leftovers_killed' "$bl"):$(jq -r '.warnings[]' "$bl" | grep -c "could not list its /proc to count the processes")" "0:0:1" \
+    "--safe: init that cannot list /proc says it could not count the leftovers (was: none killed, no warning)"
+(cd "$B/lw" && "$P" run --safe -- sh -c '(exec sleep 3018 &); sleep 0.3') >/dev/null 2>&1
+bl="$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json"
+eq "$(jq -r '.exit.leftovers_killed' "$bl"):$(jq -r '.warnings[]' "$bl" | grep -c "could not list")" "1:0" \
+    "  (without the fault: the one left is counted)"
