@@ -105,7 +105,7 @@ int run_fail_setup(struct run_context *ctx, const char *reason) {
     drop_unused_auto_stage(ctx);
     bundle_set_string(ctx->bundle, "state", "setup_failed");
     bundle_add_warning(ctx->bundle, reason);
-    int w = bundle_write(ctx->run_dirfd, ctx->bundle, bundle_durable(ctx));
+    int w = run_write_bundle(ctx);
     if (w < 0) {
         /* Not recorded (the state directory's file system full): a run
          * directory without a Bundle made every later verb without a RUN
@@ -169,7 +169,7 @@ int run_interrupted(struct run_context *ctx, int sig) {
     json_object_set_new(e, "timed_out", json_false());
     json_object_set_new(e, "interrupted_by", json_string(sigabbrev_np(sig)));
     json_object_set_new(e, "leftovers_killed", json_integer(0));
-    int w = bundle_write(ctx->run_dirfd, ctx->bundle, bundle_durable(ctx));
+    int w = run_write_bundle(ctx);
     fprintf(stderr, "pvisor run: %s (run %s)\n", msg, ctx->run_id);
     if (w < 0)
         fprintf(stderr, "pvisor run: warning: cannot write the Run Bundle: %s\n", strerror(-w));
@@ -334,7 +334,7 @@ int run_finish(struct run_context *ctx, int r, const struct exec_result *res) {
     json_object_set_new(json_object_get(ctx->bundle, "exit"), "leftovers_killed",
                         json_integer(res->killed_descendants > 0 ? res->killed_descendants : 0));
     PV_MARK("E_bundle0");
-    r = bundle_write(ctx->run_dirfd, ctx->bundle, bundle_durable(ctx));
+    r = run_write_bundle(ctx);
     PV_MARK("E_bundle1");
     if (r < 0)
         fprintf(stderr, "pvisor run: warning: cannot write the Run Bundle: %s\n", strerror(-r));

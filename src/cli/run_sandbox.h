@@ -33,7 +33,7 @@ struct sandbox {
     int go_r, go_w;           /* the supervisor's go-ahead after reading the evidence */
     int end_r, end_w;         /* init's messages (LAUNCH_END_FD): the broker's socket, the count of leftovers */
     int leftovers;            /* init's count of them, once read (-1 before) */
-    bool leftovers_uncounted; /* init said it could not count them ("leftovers ?") */
+    bool leftovers_uncounted; /* init said it could not count them (LAUNCH_LEFTOVERS_UNKNOWN) */
     bool end_creds;           /* end_r passes the senders' credentials (the launcher's "end") */
     int pass[4];              /* {plan_fd, sync_w, go_r, end_w}: the launcher's fd 3, 4, 5, 6 */
     /* As root: the idmapped clones of the read-only projections (their

@@ -537,7 +537,7 @@ bool sandbox_end_ready(struct sandbox *sb, pid_t launcher, int *ret_wait_status)
         int st;
         if (sb->leftovers < 0 && sscanf(buf, "leftovers %u\n", &v) == 1 && v <= INT_MAX)
             sb->leftovers = (int)v;
-        else if (sb->leftovers < 0 && strcmp(buf, "leftovers ?\n") == 0) {
+        else if (sb->leftovers < 0 && strcmp(buf, LAUNCH_LEFTOVERS_UNKNOWN) == 0) {
             sb->leftovers = 0;
             sb->leftovers_uncounted = true;
         } else if (sb->end_creds && from == launcher && launcher > 0 && !(m.msg_flags & MSG_CTRUNC) &&

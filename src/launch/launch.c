@@ -809,7 +809,8 @@ static _Noreturn void become_init(const struct launch_plan *p, int status_fd) {
      * reads this once the launcher is gone */
     char left[32];
     int nl = count_leftovers();
-    int ll = nl < 0 ? snprintf(left, sizeof left, "leftovers ?\n") : snprintf(left, sizeof left, "leftovers %d\n", nl);
+    int ll = nl < 0 ? snprintf(left, sizeof left, LAUNCH_LEFTOVERS_UNKNOWN)
+                    : snprintf(left, sizeof left, "leftovers %d\n", nl);
     (void)!write(LAUNCH_END_FD, left, (size_t)ll); /* one message */
     (void)!write(status_fd, &st, sizeof st);
     _exit(0);

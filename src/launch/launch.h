@@ -22,7 +22,8 @@
  * listening socket of the egress broker (SCM_RIGHTS), before the command
  * is forked;
  * then "leftovers N\n", which init writes when the command has ended, N
- * the processes still alive in the PID namespace, which its end kills;
+ * the processes still alive in the PID namespace, which its end kills
+ * (LAUNCH_LEFTOVERS_UNKNOWN when it could not list its /proc);
  * then the launcher, once init is gone (and with it every process of the
  * PID namespace), writes "end S\n", S the wait status it exits with:
  * the supervisor stops the views and seals the stage while the kernel
@@ -51,6 +52,7 @@
 #define LAUNCH_SYNC_FD 4
 #define LAUNCH_GO_FD 5
 #define LAUNCH_END_FD 6
+#define LAUNCH_LEFTOVERS_UNKNOWN "leftovers ?\n"
 #define LAUNCH_READY_FD 7
 #define LAUNCH_VERB "__launch"
 #define LAUNCH_REPORT_MAX (64u << 10)

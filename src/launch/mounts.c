@@ -296,6 +296,12 @@ static void note_tree(char **list, unsigned *n, const char *path) {
         list[(*n)++] = strdup(path);
 }
 
+/* A projection whose unix sockets are covered (a toolchain, an --access
+ * grant) that this host has as a file or tree (not a replicated symlink). */
+static bool to_scan(const struct plan_mount *m, const struct source *s) {
+    return m->scan_sockets && !s->missing && !s->symlink;
+}
+
 static int cover_sockets(const struct launch_plan *p, const struct source *src, const char *root,
                          const char **ret_step) {
     struct launch_socket_scan *ls = &launch_socket_scan;
@@ -306,7 +312,7 @@ static int cover_sockets(const struct launch_plan *p, const struct source *src, 
      * sockets would then go unscanned while ipc said enforced. */
     bool any = false;
     for (size_t i = 0; i < p->n_mounts; i++)
-        any |= p->mounts[i].scan_sockets && !src[i].missing && !src[i].symlink;
+        any |= to_scan(&p->mounts[i], &src[i]);
     if (!any) /* nothing to scan: the views' statfs (a round trip to their FUSE server each) is not needed */
         return 0;
     _cleanup_free_ dev_t *views = calloc(p->n_mounts ? p->n_mounts : 1, sizeof *views);
@@ -324,7 +330,7 @@ static int cover_sockets(const struct launch_plan *p, const struct source *src, 
     }
     for (size_t i = 0; i < p->n_mounts; i++) {
         const struct plan_mount *m = &p->mounts[i];
-        if (!m->scan_sockets || src[i].missing || src[i].symlink)
+        if (!to_scan(m, &src[i]))
             continue;
         _cleanup_free_ char *target = path_join(root, m->path);
         if (!target)
