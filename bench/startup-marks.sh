@@ -2,7 +2,7 @@
 # Where a `pvisor run --safe -- true` spends its time, step by step: a
 # build with -Dstartup_marks=true (build-marks/, made here when missing)
 # prints "MARK <CLOCK_MONOTONIC us> <name>" on stderr at each step of the
-# supervisor (S_, P_, Q_, E_), its view threads (H_, V_), the launcher
+# supervisor (S_, P_, Q_, E_), its HOME-view thread (H_), the launcher
 # (L_), the namespace's init (I_) and the command's process (C_).  Each
 # mark's P25/P50/P75 from the supervisor's start (S0, in main: the
 # dynamic loader's start before it is not counted), in order of median.
@@ -29,7 +29,7 @@ while [ $i -lt "$RUNS" ]; do
     "$PV" run --safe -- true 2>>"$W/marks" >/dev/null
     i=$((i + 1))
 done
-python3 - "$W/marks" "$RUNS" <<'EOF'
+python3 - "$W/marks" <<'EOF'
 import sys
 runs, cur = [], None
 for line in open(sys.argv[1]):

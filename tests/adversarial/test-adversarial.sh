@@ -63,12 +63,18 @@ at_exit "kill -9 $SERVER"
 i=0; while [ ! -s "$T/port.vsock" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
 PORT=$(cat "$T/port")
 
+# wait_exec PID NAME: until the background job PID runs NAME (up to 10 s):
+# before its exec it is a copy of this shell, with its maps and its traps
+wait_exec() {
+    i=0; while [ "$(cat "/proc/$1/comm" 2>/dev/null)" != "$2" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done
+}
+
 # A host victim process (cwd in the host dir, a secret in its environment).
 (cd "$H" && VICTIM_SECRET=victim-env exec sleep 300) &
 VICTIM=$!
 at_exit "kill -9 $VICTIM"
 # its maps are sleep's once it exec'd (a fixed 0.1 s was the subshell's under load)
-i=0; while [ "$(cat /proc/$VICTIM/comm 2>/dev/null)" != sleep ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done
+wait_exec "$VICTIM" sleep
 ADDR=0x$(head -n1 /proc/$VICTIM/maps | cut -d- -f1)
 before=$(cd "$H" && find . -printf '%y %m %s %p %l\n' | sort; cat "$H/secret.txt")
 
@@ -578,7 +584,7 @@ SPARE0=$!
 at_exit "kill -9 $SPARE0"
 # once it is sleep: the subshell before its exec has this script's TERM
 # trap, which it ran and went on to sleep the 300 s (seen once)
-i=0; while [ "$(cat /proc/$SPARE0/comm 2>/dev/null)" != sleep ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done
+wait_exec "$SPARE0" sleep
 control kill "$SPARE0" >/dev/null
 wait "$SPARE0"
 eq $? 143 "control: a host process of the user's is signalled (SIGTERM)"
@@ -596,7 +602,7 @@ init_limits() {
     s=$($RUN "$PVISOR" run --safe --stage "$S" --workspace "$W" -- sh -c \
         '"$0" prlimit 1; (exec sleep "$1" &); sleep 0.3' "$W/probe-pl" "3016.$$" 2>&1)
     st=${STATE:-$XDG_STATE_HOME}
-    eq "$(echo "$s" | cut -d' ' -f1):$(jq -r '.exit.leftovers_killed' "$st/pvisor/runs/$(ls -1 "$st/pvisor/runs" | sort | tail -n 1)/bundle.json")" \
+    eq "$(echo "$s" | cut -d' ' -f1):$(jq -r '.exit.leftovers_killed' "$st/pvisor/runs/$(XDG_STATE_HOME=$st latest_run)/bundle.json")" \
         "BLOCKED:1" "--safe: a daemon left behind is counted after the command tried init's limits$AS"
     rm -f "$W/probe-pl"
 }
@@ -604,7 +610,7 @@ init_limits
 sleep 300 &
 SPARE1=$!
 at_exit "kill -9 $SPARE1"
-i=0; while [ "$(cat /proc/$SPARE1/comm 2>/dev/null)" != sleep ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done
+wait_exec "$SPARE1" sleep
 c=$(control prlimit "$SPARE1")
 eq "$(echo "$c" | cut -d' ' -f1):$(awk '/^Max open files/ { print $4 }' "/proc/$SPARE1/limits")" "ESCAPED:0" \
     "control: a host process's limits of the user's are lowered (prlimit)"
