@@ -83,6 +83,8 @@ static char *resolve_loose(const char *home, const char *rel) {
             return NULL;
         free(path);
         path = p;
+        if (realpath_memo_absent(path)) /* as readlink's ENOENT below */
+            return TAKE_PTR(path);
         char target[PATH_MAX];
         ssize_t n = readlink(path, target, sizeof target - 1);
         if (n < 0)
@@ -1439,6 +1441,7 @@ static void release(struct sandbox *sb, bool keep_home_thread) {
 int sandbox_check_credentials(const struct run_options *o, const char *workspace, const char *cwd,
                               struct sandbox_creds **ret_creds, char **ret_error) {
     realpath_memo_begin();
+    realpath_memo_list_dirs(); /* it resolves paths only, makes none */
     int r = check_credentials(o, workspace, cwd, ret_creds, ret_error);
     realpath_memo_end();
     return r;

@@ -22,11 +22,16 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <linux/fs.h>
+#include <linux/magic.h>
 
 char *path_join(const char *a, const char *b) {
     size_t la = strlen(a);
@@ -130,12 +135,35 @@ int path_split_last(char *path, const char **ret_parent, const char **ret_base) 
  * few hundred paths. */
 #define RP_MEMO_MAX 4096
 #define RP_MEMO_FIRST 256
+#define RP_ABSENT 3 /* a value: the path does not exist (ENOENT), nor anything below it */
+/* realpath_memo_list_dirs: directories below which a run's planning looks
+ * up many names that mostly do not exist (HOME's hundred-odd credential
+ * locations): at the RP_LIST_AFTER-th lookup below one, it is listed once (one getdents of at
+ * most RP_LIST_BYTES), and a name its listing does not hold is absent
+ * without a system call.  A name it holds is read as before (a symlink or
+ * not).  Only where a name's bytes are the lookup's key (rp_listable): not
+ * a casefolded directory, not a file system that folds case or makes
+ * entries up on lookup. */
+#define RP_DIRS_MAX 32
+#define RP_LIST_AFTER 4
+#define RP_LIST_BYTES 32768
+struct rp_dir {
+    char *path;
+    unsigned lookups;
+    bool listed, unlistable;
+    char *names;   /* the listing's names, each NUL-terminated */
+    char **sorted; /* into names[], by strcmp */
+    size_t n;
+};
 static struct {
     bool on;
     struct hsearch_data tab;
     char **keys;
     unsigned char *vals;
     size_t n, cap; /* keys held; keys[] and vals[] room, the table's slots twice that */
+    bool listing;  /* realpath_memo_list_dirs: absent paths remembered, directories listed */
+    struct rp_dir dirs[RP_DIRS_MAX];
+    size_t n_dirs;
 } rp_memo;
 
 /* The table made anew with room for cap keys, the held ones entered again.
@@ -189,9 +217,21 @@ void realpath_memo_begin(void) {
     rp_memo.on = true;
 }
 
+void realpath_memo_list_dirs(void) {
+    rp_memo.listing = rp_memo.on;
+}
+
 void realpath_memo_end(void) {
     if (!rp_memo.on)
         return;
+    for (size_t i = 0; i < rp_memo.n_dirs; i++) {
+        free(rp_memo.dirs[i].path);
+        free(rp_memo.dirs[i].names);
+        free(rp_memo.dirs[i].sorted);
+    }
+    memset(rp_memo.dirs, 0, sizeof rp_memo.dirs);
+    rp_memo.n_dirs = 0;
+    rp_memo.listing = false;
     hdestroy_r(&rp_memo.tab);
     for (size_t i = 0; i < rp_memo.n; i++)
         free(rp_memo.keys[i]);
@@ -210,11 +250,13 @@ static int memo_get(const char *path) {
     return hsearch_r(e, FIND, &found, &rp_memo.tab) ? *(unsigned char *)found->data : 0;
 }
 
+/* what: 1 (exists, not a symlink), 2 (a directory), RP_ABSENT.  The first
+ * fact of a path is kept, but for 1 made 2. */
 static void memo_put(const char *path, int what) {
     ENTRY e = {.key = (char *)path}, *found;
     if (hsearch_r(e, FIND, &found, &rp_memo.tab)) {
         unsigned char *v = found->data;
-        if (*v < what)
+        if (*v == 1 && what == 2)
             *v = (unsigned char)what;
         return;
     }
@@ -231,6 +273,99 @@ static void memo_put(const char *path, int what) {
         return;
     }
     rp_memo.keys[rp_memo.n++] = e.key;
+}
+
+static int cmp_name(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Is a directory's listing the set of names a lookup finds in it?  On the
+ * local file systems that keep names as given, unless the directory folds
+ * case (ext4, f2fs and tmpfs can: FS_CASEFOLD_FL). */
+static bool rp_listable(int fd) {
+    struct statfs sf;
+    if (fstatfs(fd, &sf) < 0)
+        return false;
+    switch ((unsigned long)sf.f_type) {
+    case EXT4_SUPER_MAGIC: /* ext2 and ext3 too */
+    case XFS_SUPER_MAGIC:
+    case BTRFS_SUPER_MAGIC:
+    case TMPFS_MAGIC:
+    case F2FS_SUPER_MAGIC: break;
+    default: return false;
+    }
+    int flags = 0;
+    return ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0 && !(flags & FS_CASEFOLD_FL);
+}
+
+/* List d whole, or mark it unlistable. */
+static void rp_list(struct rp_dir *d) {
+    d->unlistable = true;
+    /* and searchable: else a readlink below it fails with EACCES, not
+     * ENOENT */
+    if (faccessat(AT_FDCWD, d->path, X_OK, AT_EACCESS) < 0)
+        return;
+    _cleanup_close_ int fd = open(d->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0 || !rp_listable(fd))
+        return;
+    _cleanup_free_ char *buf = malloc(RP_LIST_BYTES);
+    if (!buf)
+        return;
+    ssize_t len = getdents64(fd, buf, RP_LIST_BYTES);
+    char more[512]; /* all of it in one: the next read is the end */
+    if (len <= 0 || getdents64(fd, more, sizeof more) != 0)
+        return;
+    size_t n = 0;
+    for (ssize_t off = 0; off < len; off += ((struct dirent64 *)(buf + off))->d_reclen)
+        n++;
+    _cleanup_free_ char **sorted = malloc(n * sizeof *sorted);
+    if (!sorted)
+        return;
+    n = 0;
+    for (ssize_t off = 0; off < len; off += ((struct dirent64 *)(buf + off))->d_reclen)
+        sorted[n++] = ((struct dirent64 *)(buf + off))->d_name;
+    qsort(sorted, n, sizeof *sorted, cmp_name);
+    d->names = TAKE_PTR(buf);
+    d->sorted = TAKE_PTR(sorted);
+    d->n = n;
+    d->listed = true;
+    d->unlistable = false;
+}
+
+/* Is name known absent from the directory parent (parent_len bytes of
+ * parent: "" is "/")?  Counts a lookup below parent, and lists it at the
+ * RP_LIST_AFTER-th. */
+static bool rp_known_absent(const char *parent, size_t parent_len, const char *name) {
+    const char *dir = parent_len ? parent : "/";
+    size_t dlen = parent_len ? parent_len : 1;
+    struct rp_dir *d = NULL;
+    for (size_t i = 0; i < rp_memo.n_dirs && !d; i++)
+        if (strlen(rp_memo.dirs[i].path) == dlen && memcmp(rp_memo.dirs[i].path, dir, dlen) == 0)
+            d = &rp_memo.dirs[i];
+    if (!d) {
+        if (rp_memo.n_dirs == RP_DIRS_MAX)
+            return false;
+        d = &rp_memo.dirs[rp_memo.n_dirs];
+        if (!(d->path = strndup(dir, dlen)))
+            return false;
+        rp_memo.n_dirs++;
+    }
+    if (!d->listed && !d->unlistable && ++d->lookups >= RP_LIST_AFTER)
+        rp_list(d);
+    return d->listed && !bsearch(&name, d->sorted, d->n, sizeof *d->sorted, cmp_name);
+}
+
+bool realpath_memo_absent(const char *path) {
+    if (!rp_memo.listing || !path || path[0] != '/')
+        return false;
+    int known = memo_get(path);
+    if (known)
+        return known == RP_ABSENT;
+    const char *slash = strrchr(path, '/');
+    if (!slash[1] || !rp_known_absent(path, (size_t)(slash - path), slash + 1))
+        return false;
+    memo_put(path, RP_ABSENT);
+    return true;
 }
 
 /* path (resolved so far) must be a directory: what follows it is "." or
@@ -294,7 +429,17 @@ char *realpath_memo(const char *path) {
         out[olen] = '/';
         memcpy(out + olen + 1, p, n);
         out[olen + 1 + n] = '\0';
-        if (!memo_get(out)) {
+        int known = memo_get(out);
+        if (known == RP_ABSENT) {
+            errno = ENOENT;
+            return NULL;
+        }
+        if (!known && rp_memo.listing && rp_known_absent(out, olen, out + olen + 1)) {
+            memo_put(out, RP_ABSENT);
+            errno = ENOENT;
+            return NULL;
+        }
+        if (!known) {
             ssize_t l = readlink(out, link, sizeof link - 1);
             if (l >= 0) { /* a symlink: its target, then what followed it */
                 if (++links > 40) {
@@ -313,8 +458,13 @@ char *realpath_memo(const char *path) {
                 out[olen] = '\0';
                 continue;
             }
-            if (errno != EINVAL)
+            if (errno != EINVAL) {
+                int e = errno;
+                if (e == ENOENT && rp_memo.listing)
+                    memo_put(out, RP_ABSENT);
+                errno = e;
                 return NULL;
+            }
             memo_put(out, 1);
         }
         olen += 1 + n;

@@ -49,6 +49,17 @@ bool path_is_git_index(const char *relpath);
  * would have seen it at that fact's time: use it for one pass only, single
  * threaded (the planning, before any thread starts). */
 void realpath_memo_begin(void);
+/* From here to realpath_memo_end, also paths found not to exist are
+ * remembered (nothing below them is read again), and a directory below
+ * which several names are looked up is listed once (one getdents): a name
+ * it does not hold is absent without a system call.  Only for a pass that
+ * makes nothing in the directories it resolves paths in (a listing or an
+ * absence would be stale): HOME's credential locations. */
+void realpath_memo_list_dirs(void);
+/* After realpath_memo_list_dirs: is path (whose parent is a path
+ * realpath_memo returned) known not to exist, without a system call?
+ * false when not known either way. */
+bool realpath_memo_absent(const char *path);
 void realpath_memo_end(void);
 char *realpath_memo(const char *path);
 

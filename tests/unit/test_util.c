@@ -115,6 +115,54 @@ static void test_realpath_memo(void) {
         }
     realpath_memo_end();
     ok(grown, "realpath_memo over 3,000 directories and links (its table grown) gives realpath's result");
+    /* realpath_memo_list_dirs: absences remembered, a directory listed at
+     * its fourth lookup (lst: present and absent names, links, a file); one
+     * too large to list in one read (big) looked up the same way */
+    mkdir(MK("%s/lst", t), 0755);
+    mkdir(MK("%s/lst/sub", t), 0755);
+    mkdir(MK("%s/big", t), 0755);
+    for (int i = 0; i < 10; i++)
+        close(open(MK("%s/lst/a%d", t, i), O_CREAT | O_WRONLY, 0644));
+    (void)!symlink("sub", MK("%s/lst/ln", t));
+    (void)!symlink("none", MK("%s/lst/dangl", t));
+    (void)!symlink("../lst", MK("%s/lst/sub/up", t));
+    for (int i = 0; i < 400; i++) /* ~100 bytes an entry: past one read of 32 KB */
+        close(open(MK("%s/big/%090d", t, i), O_CREAT | O_WRONLY, 0644));
+    static const char *const lst[] = {
+        "/lst/a0",    "/lst/m0",     "/lst/a1",       "/lst/m1",    "/lst/a9",     "/lst/m2",        "/lst/m2/x",
+        "/lst/m2/..", "/lst/ln",     "/lst/ln/up/a3", "/lst/dangl", "/lst/dangl/", "/lst/sub/up/m3", "/lst/a5/",
+        "/lst/a5/x",  "/lst/sub/..", "/lst/m4",       "/lst/A0",    "/lst/a",      "/lst/a00",       "/lst/sub/m5",
+        "/big/m0",    "/big/m1",     "/big/m2",       "/big/m3",    "/big/m4",     "/big/m5",
+    };
+    bool listed_same = true;
+    realpath_memo_begin();
+    realpath_memo_list_dirs();
+    for (int round = 0; round < 2; round++)
+        for (size_t i = 0; i < sizeof lst / sizeof *lst; i++) {
+            char path[PATH_MAX];
+            snprintf(path, sizeof path, "%s%s", t, lst[i]);
+            errno = 0;
+            char *want = realpath(path, NULL);
+            int want_errno = want ? 0 : errno;
+            errno = 0;
+            char *got = realpath_memo(path);
+            int got_errno = got ? 0 : errno;
+            if ((!want) != (!got) || (want && strcmp(want, got) != 0) || (!want && want_errno != got_errno)) {
+                printf("#   listed, round %d %s: realpath %s (%d), realpath_memo %s (%d)\n", round, lst[i],
+                       want ? want : "-", want_errno, got ? got : "-", got_errno);
+                listed_same = false;
+            }
+            free(want);
+            free(got);
+        }
+    /* big's first name, after its lookups: present though never listed */
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/big/%090d", t, 0);
+    char *got = realpath_memo(path);
+    listed_same = listed_same && got && strcmp(got, path) == 0;
+    free(got);
+    realpath_memo_end();
+    ok(listed_same, "realpath_memo with directories listed gives realpath's result and errno");
     char *r = realpath_memo("relative");
     ok(!r || r[0] == '/', "realpath_memo of a relative path is realpath's");
     free(r);
