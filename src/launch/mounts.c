@@ -22,6 +22,8 @@
 #include <fcntl.h>
 #include <linux/mount.h>
 #include <linux/openat2.h>
+#include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +54,17 @@ static int sys_move_mount(int from_dfd, const char *from, int to_dfd, const char
 }
 static int sys_mount_setattr(int dfd, const char *path, unsigned flags, struct mount_attr *attr) {
     return (int)syscall(SYS_mount_setattr, dfd, path, flags, attr, sizeof *attr);
+}
+
+/* A new proc instance for our PID namespace, as a detached mount (nosuid,
+ * nodev, noexec): its descriptor, or -errno. */
+static int fresh_proc(void) {
+    _cleanup_close_ int fs = (int)syscall(SYS_fsopen, "proc", FSOPEN_CLOEXEC);
+    if (fs < 0 || syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "source", "proc", 0) < 0 ||
+        syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+        return -errno;
+    int m = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
+    return m < 0 ? -errno : m;
 }
 
 /* mkdir -p of path below root (root-relative, path absolute). */
@@ -483,8 +496,45 @@ static int cover_rel(int dirfd, const char *rel, bool dir, const char *root) {
  * with an empty read-only file, as container runtimes mask them.  The
  * top level is read as the kernel has it; /proc/sys by a fixed list (with
  * the network sysctls that hold secrets, which are the host's when the
- * network is not unshared). */
-static int cover_root_only_proc(const char *root, bool own_net, const char **ret_step) {
+ * network is not unshared).
+ *
+ * The fresh /proc is looked through (scan_root_only_proc) on a thread of
+ * init's while it attaches the projections (each entry's first lookup in
+ * a new proc instance makes its dentry: ~110 of them, most of the step),
+ * through the new mount before it is attached; what is to be covered is
+ * covered once it is (cover_root_only_proc). */
+struct proc_scan {
+    int pfd; /* the fresh /proc's root */
+    bool own_net;
+    struct {
+        char *rel;
+        bool dir;
+    } * found;
+    size_t n, cap;
+    int r;
+    const char *step;
+};
+
+__attribute__((format(printf, 3, 4))) static int note_cover(struct proc_scan *s, bool dir, const char *fmt, ...) {
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 32;
+        void *f = realloc(s->found, cap * sizeof *s->found);
+        if (!f)
+            return -ENOMEM;
+        s->found = f;
+        s->cap = cap;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    int m = vasprintf(&s->found[s->n].rel, fmt, ap);
+    va_end(ap);
+    if (m < 0)
+        return -ENOMEM;
+    s->found[s->n++].dir = dir;
+    return 0;
+}
+
+static int scan_root_only_proc(struct proc_scan *s) {
     static const char *const sys[] = {"sys/kernel/cad_pid",
                                       "sys/kernel/usermodehelper/bset",
                                       "sys/kernel/usermodehelper/inheritable",
@@ -495,16 +545,13 @@ static int cover_root_only_proc(const char *root, bool own_net, const char **ret
                                       "sys/net/core/bpf_jit_harden",
                                       "sys/net/core/bpf_jit_kallsyms",
                                       "sys/net/core/bpf_jit_limit"};
-    _cleanup_free_ char *procdir = path_join(root, "/proc");
-    if (!procdir)
-        return -ENOMEM;
-    _cleanup_close_ int pfd = open(procdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int pfd = s->pfd;
     _cleanup_closedir_ DIR *d = NULL;
-    int r = pfd < 0 ? -errno : dup_opendir(pfd, &d);
+    int r = dup_opendir(pfd, &d);
     if (r < 0)
-        return *ret_step = "reading /proc", r;
+        return s->step = "reading /proc", r;
     struct dirent *de;
-    *ret_step = "covering a root-only file of /proc";
+    s->step = "looking through /proc for root-only files";
     /* Every entry is looked at: one that could not be (an error other than
      * ENOENT, an entry that went away) would stay uncovered while the
      * Bundle says otherwise, so that ends the setup. */
@@ -518,14 +565,14 @@ static int cover_root_only_proc(const char *root, bool own_net, const char **ret
             return -errno;
         }
         if (S_ISREG(st.st_mode) && (st.st_mode & S_IRUSR) && !(st.st_mode & S_IROTH) &&
-            (r = cover_rel(pfd, de->d_name, false, root)) < 0)
+            (r = note_cover(s, false, "%s", de->d_name)) < 0)
             return r;
         /* a directory, or one below it, that others may not enter
          * (tty/driver: the serial ports' counters) */
         if (!S_ISDIR(st.st_mode) || strcmp(de->d_name, "sys") == 0)
             continue;
         if (!(st.st_mode & S_IXOTH)) {
-            if ((r = cover_rel(pfd, de->d_name, true, root)) < 0)
+            if ((r = note_cover(s, true, "%s", de->d_name)) < 0)
                 return r;
             continue;
         }
@@ -544,14 +591,15 @@ static int cover_root_only_proc(const char *root, bool own_net, const char **ret
                     continue;
                 return -errno;
             }
-            if (S_ISDIR(st.st_mode) && !(st.st_mode & S_IXOTH) && (r = cover_rel(sub, se->d_name, true, root)) < 0)
+            if (S_ISDIR(st.st_mode) && !(st.st_mode & S_IXOTH) &&
+                (r = note_cover(s, true, "%s/%s", de->d_name, se->d_name)) < 0)
                 return r;
         }
         if (errno != 0)
-            return *ret_step = "reading /proc", -errno;
+            return s->step = "reading /proc", -errno;
     }
     if (errno != 0)
-        return *ret_step = "reading /proc", -errno;
+        return s->step = "reading /proc", -errno;
     for (size_t i = 0; i < ARRAY_SIZE(sys); i++) {
         struct stat st;
         if (fstatat(pfd, sys[i], &st, AT_SYMLINK_NOFOLLOW) < 0) {
@@ -559,13 +607,13 @@ static int cover_root_only_proc(const char *root, bool own_net, const char **ret
                 continue; /* not in this kernel */
             return -errno;
         }
-        if (S_ISREG(st.st_mode) && !(st.st_mode & S_IROTH) && (r = cover_rel(pfd, sys[i], false, root)) < 0)
+        if (S_ISREG(st.st_mode) && !(st.st_mode & S_IROTH) && (r = note_cover(s, false, "%s", sys[i])) < 0)
             return r;
     }
     /* each interface's IPv6 address-generation secret; on the host's
      * network, where interfaces come and go, the whole directory */
-    if (!own_net)
-        return cover_rel(pfd, "sys/net/ipv6/conf", true, root);
+    if (!s->own_net)
+        return note_cover(s, true, "sys/net/ipv6/conf");
     _cleanup_close_ int conf = openat(pfd, "sys/net/ipv6/conf", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     _cleanup_closedir_ DIR *cd = NULL;
     if (conf < 0)
@@ -581,10 +629,32 @@ static int cover_root_only_proc(const char *root, bool own_net, const char **ret
                 continue; /* an interface gone, or an entry that is not one */
             return -errno;
         }
-        if (S_ISREG(st.st_mode) && !(st.st_mode & S_IROTH) && (r = cover_rel(conf, rel, false, root)) < 0)
+        if (S_ISREG(st.st_mode) && !(st.st_mode & S_IROTH) &&
+            (r = note_cover(s, false, "sys/net/ipv6/conf/%s", rel)) < 0)
             return r;
     }
-    return errno != 0 ? (*ret_step = "reading /proc", -errno) : 0;
+    return errno != 0 ? (s->step = "reading /proc", -errno) : 0;
+}
+
+static void *scan_thread(void *arg) {
+    struct proc_scan *s = arg;
+    s->r = scan_root_only_proc(s);
+    return NULL;
+}
+
+/* What the scan found, covered in the attached /proc (root/proc). */
+static int cover_root_only_proc(const char *root, const struct proc_scan *s, const char **ret_step) {
+    _cleanup_free_ char *procdir = path_join(root, "/proc");
+    _cleanup_close_ int pfd = procdir ? open(procdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    if (pfd < 0)
+        return *ret_step = "opening /proc", procdir ? -errno : -ENOMEM;
+    *ret_step = "covering a root-only file of /proc";
+    for (size_t i = 0; i < s->n; i++) {
+        int r = cover_rel(pfd, s->found[i].rel, s->found[i].dir, root);
+        if (r < 0)
+            return r;
+    }
+    return 0;
 }
 
 /* /proc/keys lists every key the caller may view, whatever its keyring:
@@ -719,6 +789,32 @@ int launch_build_root(const struct launch_plan *p, const char **ret_step) {
     for (size_t i = 0; i < p->n_mounts; i++)
         src[i].fd = -1;
 
+    /* 0. A fresh /proc for our PID namespace, attached in step 4; as root,
+     * looked through for what to cover on a thread meanwhile. */
+    struct proc_scan scan = {.pfd = -1, .own_net = p->unshare_net};
+    pthread_t scan_tid;
+    bool scanning = false;
+    int proc_mnt = fresh_proc();
+    if (proc_mnt < 0) {
+        *ret_step = "mounting a fresh /proc";
+        r = proc_mnt;
+        goto out;
+    }
+    if (p->uid == 0) {
+        /* (fsmount's descriptor is an O_PATH one: not one to list) */
+        if ((scan.pfd = openat(proc_mnt, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+            *ret_step = "opening the fresh /proc";
+            r = -errno;
+            goto out;
+        }
+        pthread_attr_t attr;
+        scanning = pthread_attr_init(&attr) == 0 && pthread_attr_setstacksize(&attr, 256 * 1024) == 0 &&
+                   pthread_create(&scan_tid, &attr, scan_thread, &scan) == 0;
+        pthread_attr_destroy(&attr);
+        if (!scanning) /* here, then */
+            scan_thread(&scan);
+    }
+
     /* 1. Grab every bind source while host paths still resolve. */
     for (size_t i = 0; i < p->n_mounts && r >= 0; i++)
         if (p->mounts[i].kind == PLAN_BIND_RO || p->mounts[i].kind == PLAN_BIND_RW)
@@ -756,7 +852,7 @@ int launch_build_root(const struct launch_plan *p, const char **ret_step) {
         *ret_step = "creating /proc";
         goto out;
     }
-    if (mount("proc", NEWROOT "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0) {
+    if (sys_move_mount(proc_mnt, "", AT_FDCWD, NEWROOT "/proc", MOVE_MOUNT_F_EMPTY_PATH) < 0) {
         *ret_step = "mounting a fresh /proc";
         r = -errno;
         goto out;
@@ -764,8 +860,17 @@ int launch_build_root(const struct launch_plan *p, const char **ret_step) {
     PV_MARK("I_proc");
     if ((r = cover_proc_keys(NEWROOT, ret_step)) < 0)
         goto out;
-    if (p->uid == 0 && ((r = cover_root_only_proc(NEWROOT, p->unshare_net, ret_step)) < 0 ||
-                        (r = proc_read_only(NEWROOT, ret_step)) < 0))
+    if (scanning) {
+        pthread_join(scan_tid, NULL);
+        scanning = false;
+    }
+    if (p->uid == 0 && scan.r < 0) {
+        *ret_step = scan.step;
+        r = scan.r;
+        goto out;
+    }
+    if (p->uid == 0 &&
+        ((r = cover_root_only_proc(NEWROOT, &scan, ret_step)) < 0 || (r = proc_read_only(NEWROOT, ret_step)) < 0))
         goto out;
 
     PV_MARK("I_covers");
@@ -789,6 +894,15 @@ int launch_build_root(const struct launch_plan *p, const char **ret_step) {
         goto out;
     }
 out:
+    if (scanning) /* a step before /proc's failed */
+        pthread_join(scan_tid, NULL);
+    for (size_t i = 0; i < scan.n; i++)
+        free(scan.found[i].rel);
+    free(scan.found);
+    if (scan.pfd >= 0)
+        close(scan.pfd);
+    if (proc_mnt >= 0)
+        close(proc_mnt);
     for (size_t i = 0; i < ARRAY_SIZE(cover_tpl); i++)
         if (cover_tpl[i] >= 0) {
             close(cover_tpl[i]);
