@@ -748,7 +748,9 @@ static int command_child(void *arg) {
  * copied nor each page A then writes (its Landlock rules, its self-check)
  * copied first: some 50 page faults of a run, each of them dear on a
  * paravirtualised VM.  Sound here as it is not in a threaded program: init
- * has one thread and no signal handler (its signals are blocked and read
+ * has one thread by then (the one that looks through /proc while the root
+ * is built is joined before launch_build_root returns, whatever it
+ * returns) and no signal handler (its signals are blocked and read
  * from a signalfd), and what A allocates stays in init's heap.  Only our
  * code runs in the shared memory: the command's own starts with its exec
  * (a new address space), or A ends.  Its controls (the nested user

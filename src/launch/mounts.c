@@ -808,9 +808,11 @@ int launch_build_root(const struct launch_plan *p, const char **ret_step) {
             goto out;
         }
         pthread_attr_t attr;
-        scanning = pthread_attr_init(&attr) == 0 && pthread_attr_setstacksize(&attr, 256 * 1024) == 0 &&
-                   pthread_create(&scan_tid, &attr, scan_thread, &scan) == 0;
-        pthread_attr_destroy(&attr);
+        if (pthread_attr_init(&attr) == 0) {
+            scanning = pthread_attr_setstacksize(&attr, 256 * 1024) == 0 &&
+                       pthread_create(&scan_tid, &attr, scan_thread, &scan) == 0;
+            pthread_attr_destroy(&attr);
+        }
         if (!scanning) /* here, then */
             scan_thread(&scan);
     }
