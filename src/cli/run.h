@@ -81,6 +81,9 @@ int run_interrupted(struct run_context *ctx, int sig);
 int run_write_running(struct run_context *ctx);
 /* Write the Bundle as it is now. */
 int run_write_bundle(struct run_context *ctx);
+/* The warning for a final Bundle run_write_bundle could not write (r < 0;
+ * nothing for r >= 0). */
+void run_warn_bundle_unwritten(int r);
 
 /* Record how the command ended (r: result of starting it) and return
  * pvisor's exit status. */

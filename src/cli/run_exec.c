@@ -171,8 +171,7 @@ int run_interrupted(struct run_context *ctx, int sig) {
     json_object_set_new(e, "leftovers_killed", json_integer(0));
     int w = run_write_bundle(ctx);
     fprintf(stderr, "pvisor run: %s (run %s)\n", msg, ctx->run_id);
-    if (w < 0)
-        fprintf(stderr, "pvisor run: warning: cannot write the Run Bundle: %s\n", strerror(-w));
+    run_warn_bundle_unwritten(w);
     ctx->end_signal = sig;
     return 128 + sig;
 }
@@ -215,6 +214,11 @@ int run_write_running(struct run_context *ctx) {
 
 int run_write_bundle(struct run_context *ctx) {
     return bundle_write(ctx->run_dirfd, ctx->bundle, bundle_durable(ctx));
+}
+
+void run_warn_bundle_unwritten(int r) {
+    if (r < 0)
+        fprintf(stderr, "pvisor run: warning: cannot write the Run Bundle: %s\n", strerror(-r));
 }
 
 int run_finish(struct run_context *ctx, int r, const struct exec_result *res) {
@@ -336,8 +340,7 @@ int run_finish(struct run_context *ctx, int r, const struct exec_result *res) {
     PV_MARK("E_bundle0");
     r = run_write_bundle(ctx);
     PV_MARK("E_bundle1");
-    if (r < 0)
-        fprintf(stderr, "pvisor run: warning: cannot write the Run Bundle: %s\n", strerror(-r));
+    run_warn_bundle_unwritten(r);
     return status;
 }
 

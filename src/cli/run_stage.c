@@ -654,7 +654,7 @@ int run_execute_staged(struct run_context *ctx,
     }
     int status = run_finish(ctx, r, &res);
     /* its removal failed: the Bundle says so too */
-    if (home_later && sandbox_end_home(sb) && (r = run_write_bundle(ctx)) < 0)
-        fprintf(stderr, "pvisor run: warning: cannot write the Run Bundle: %s\n", strerror(-r));
+    if (home_later && sandbox_end_home(sb))
+        run_warn_bundle_unwritten(run_write_bundle(ctx));
     return status;
 }

@@ -1105,3 +1105,27 @@ if [ "$safe_works" = true ] && [ "$(id -u)" -eq 0 ] && command -v unshare >/dev/
 else
     skip "namespace count limits are named" "needs --safe, root, unshare and setpriv"
 fi
+
+# The final Bundle cannot be written (the run directory made immutable
+# while the command runs, as a full or read-only disk would refuse it):
+# the command's status stays pvisor's, and one warning says the Bundle was
+# not written (three places printed it, each its own spelling to keep in
+# step; one now)
+if [ "$(id -u)" -eq 0 ] && command -v chattr >/dev/null; then
+    IW="$T/immutable-ws"; mkdir -p "$IW"
+    (cd "$IW" && exec "$PVISOR" run -- sh -c 'touch started; while [ ! -e go ]; do sleep 0.05; done; exit 3') > "$T/imm.out" 2> "$T/imm.err" &
+    ipid=$!
+    i=0; while [ ! -e "$IW/started" ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i + 1)); done
+    ird="$XDG_STATE_HOME/pvisor/runs/$(latest_run)"
+    if chattr +i "$ird" 2>/dev/null; then
+        touch "$IW/go"; wait $ipid; irc=$?
+        chattr -i "$ird"
+        eq "$irc:$(cat "$T/imm.err")" "3:pvisor run: warning: cannot write the Run Bundle: Operation not permitted" \
+            "a final Bundle that cannot be written: the command's status, one warning that says so"
+    else
+        touch "$IW/go"; wait $ipid
+        skip "a final Bundle that cannot be written" "the state directory's file system has no immutable flag (chattr +i)"
+    fi
+else
+    skip "a final Bundle that cannot be written" "needs root and chattr"
+fi
