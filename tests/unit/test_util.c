@@ -24,6 +24,26 @@ static void tohex(const unsigned char *d, char out[65]) {
         snprintf(out + 2 * i, 3, "%02x", d[i]);
 }
 
+/* Does realpath_memo of t/rel give realpath's result and errno?  Says
+ * where not. */
+static bool memo_agrees(const char *t, const char *rel, const char *what, int round) {
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s%s", t, rel);
+    errno = 0;
+    char *want = realpath(path, NULL);
+    int want_errno = want ? 0 : errno;
+    errno = 0;
+    char *got = realpath_memo(path);
+    int got_errno = got ? 0 : errno;
+    bool same = !want == !got && (!want || strcmp(want, got) == 0) && (want || want_errno == got_errno);
+    if (!same)
+        printf("#   %sround %d %s: realpath %s (%d), realpath_memo %s (%d)\n", what, round, rel, want ? want : "-",
+               want_errno, got ? got : "-", got_errno);
+    free(want);
+    free(got);
+    return same;
+}
+
 /* realpath_memo against glibc's realpath: the same result and errno over
  * a tree of symlinks (absolute, relative, chains, loops, into a file, ..),
  * cold and then with everything remembered. */
@@ -61,23 +81,8 @@ static void test_realpath_memo(void) {
     for (int round = 0; round < 3; round++) {
         if (round == 1)
             realpath_memo_begin();
-        for (size_t i = 0; i < sizeof rel / sizeof *rel; i++) {
-            char path[PATH_MAX];
-            snprintf(path, sizeof path, "%s%s", t, rel[i]);
-            errno = 0;
-            char *want = realpath(path, NULL);
-            int want_errno = want ? 0 : errno;
-            errno = 0;
-            char *got = realpath_memo(path);
-            int got_errno = got ? 0 : errno;
-            if ((!want) != (!got) || (want && strcmp(want, got) != 0) || (!want && want_errno != got_errno)) {
-                printf("#   round %d %s: realpath %s (%d), realpath_memo %s (%d)\n", round, rel[i], want ? want : "-",
-                       want_errno, got ? got : "-", got_errno);
-                same = false;
-            }
-            free(want);
-            free(got);
-        }
+        for (size_t i = 0; i < sizeof rel / sizeof *rel; i++)
+            same = memo_agrees(t, rel[i], "", round) && same;
     }
     realpath_memo_end();
     ok(same, "realpath_memo gives realpath's result and errno, cold and remembered");
@@ -138,23 +143,8 @@ static void test_realpath_memo(void) {
     realpath_memo_begin();
     realpath_memo_list_dirs();
     for (int round = 0; round < 2; round++)
-        for (size_t i = 0; i < sizeof lst / sizeof *lst; i++) {
-            char path[PATH_MAX];
-            snprintf(path, sizeof path, "%s%s", t, lst[i]);
-            errno = 0;
-            char *want = realpath(path, NULL);
-            int want_errno = want ? 0 : errno;
-            errno = 0;
-            char *got = realpath_memo(path);
-            int got_errno = got ? 0 : errno;
-            if ((!want) != (!got) || (want && strcmp(want, got) != 0) || (!want && want_errno != got_errno)) {
-                printf("#   listed, round %d %s: realpath %s (%d), realpath_memo %s (%d)\n", round, lst[i],
-                       want ? want : "-", want_errno, got ? got : "-", got_errno);
-                listed_same = false;
-            }
-            free(want);
-            free(got);
-        }
+        for (size_t i = 0; i < sizeof lst / sizeof *lst; i++)
+            listed_same = memo_agrees(t, lst[i], "listed, ", round) && listed_same;
     /* big's first name, after its lookups: present though never listed */
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/big/%090d", t, 0);
