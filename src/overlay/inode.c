@@ -126,6 +126,31 @@ bool ov_masked(const struct ov *ov, const char *relpath) {
     return false;
 }
 
+int ov_mask_ids_init(struct ov *ov) {
+    if (!ov->n_mask)
+        return 0;
+    ov->mask_ids = calloc(ov->n_mask, sizeof *ov->mask_ids);
+    if (!ov->mask_ids)
+        return -ENOMEM;
+    for (size_t i = 0; i < ov->n_mask; i++) {
+        struct stat st;
+        if (fstatat(ov->lower_fd, ov->mask[i], &st, AT_SYMLINK_NOFOLLOW) < 0) {
+            if (errno == ENOENT || errno == ENOTDIR)
+                continue; /* nothing there to be reached under another name */
+            return -errno;
+        }
+        ov->mask_ids[ov->n_mask_ids++] = (struct ov_mask_id){st.st_dev, st.st_ino};
+    }
+    return 0;
+}
+
+bool ov_masked_id(const struct ov *ov, const struct stat *st) {
+    for (size_t i = 0; i < ov->n_mask_ids; i++)
+        if (ov->mask_ids[i].ino == st->st_ino && ov->mask_ids[i].dev == st->st_dev)
+            return true;
+    return false;
+}
+
 bool ov_lower_stage(const struct ov *ov, int dirfd, const char *name, mode_t type) {
     if (!ov->hide_stages || (type && type != S_IFDIR))
         return false;
@@ -519,8 +544,8 @@ int ov_resolve_in(struct ov *ov, struct ov_node *parent, int lower_pfd, const ch
             /* a stage, or anything in one: the command may hold the
              * directory (its cwd) from before it became a stage */
             if (fstatat(lp, name, &e.lst, AT_SYMLINK_NOFOLLOW) == 0)
-                e.lower_present =
-                    !ov_lower_stage(ov, lp, name, e.lst.st_mode & S_IFMT) && !ov_lower_stage(ov, lp, ".", S_IFDIR);
+                e.lower_present = !ov_masked_id(ov, &e.lst) && !ov_lower_stage(ov, lp, name, e.lst.st_mode & S_IFMT) &&
+                                  !ov_lower_stage(ov, lp, ".", S_IFDIR);
             else if (errno != ENOENT && errno != ENOTDIR)
                 return -errno;
         } else if (lp != -ENOENT && lp != -ENOTDIR) {

@@ -140,9 +140,14 @@ struct ov {
     int lower_fd; /* immutable, borrowed */
     char **mask;  /* immutable: lower paths never shown (overlay_params.mask) */
     size_t n_mask;
-    char **mask_base;               /* immutable: their last components */
-    bool *mask_sealed;              /* immutable: nothing may be created at or below it (overlay_params.sealed) */
-    size_t n_sealed;                /* immutable: how many are */
+    char **mask_base;  /* immutable: their last components */
+    bool *mask_sealed; /* immutable: nothing may be created at or below it (overlay_params.sealed) */
+    size_t n_sealed;   /* immutable: how many are */
+    struct ov_mask_id {
+        dev_t dev;
+        ino_t ino;
+    } * mask_ids;                   /* immutable: what the masks named in the lower at the start (ov_masked_id) */
+    size_t n_mask_ids;              /* immutable */
     int upper_fd;                   /* immutable, borrowed from stage */
     int work_fd;                    /* immutable, borrowed from stage */
     struct stage *stage;            /* immutable, borrowed */
@@ -294,6 +299,13 @@ bool ov_masked(const struct ov *ov, const char *relpath);
 /* Is the lower object at parent/name masked?  True also when that cannot
  * be worked out (no memory): fail closed. */
 bool ov_masked_child(struct ov *ov, struct ov_node *parent, const char *name);
+/* Is the lower object st (its lstat) one a mask named at the start, under
+ * another name here: a hard link of a masked file, a bind mount of a
+ * masked directory, another spelling of a masked name in a directory that
+ * folds case? */
+bool ov_masked_id(const struct ov *ov, const struct stat *st);
+/* Record what each mask names in the lower now (for ov_masked_id). */
+int ov_mask_ids_init(struct ov *ov);
 /* Is the lower object dirfd/name a directory that is a pvisor stage, to be
  * hidden (ov->hide_stages)?  type: its S_IFMT when known, else 0. */
 bool ov_lower_stage(const struct ov *ov, int dirfd, const char *name, mode_t type);

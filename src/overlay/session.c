@@ -275,6 +275,7 @@ static void ov_release(struct overlay *o, struct overlay_stats *ret_stats) {
     free(ov->mask);
     free(ov->mask_base);
     free(ov->mask_sealed);
+    free(ov->mask_ids);
     free(ov->root);
     free(ov->threads);
     free(ov->mountpoint);
@@ -398,7 +399,7 @@ int overlay_start(const struct overlay_params *p, struct overlay **ret_ov) {
         r = -ENOMEM;
         goto fail;
     }
-    if ((r = copy_mask(ov, p->mask, p->n_mask, p->sealed, p->n_sealed)) < 0)
+    if ((r = copy_mask(ov, p->mask, p->n_mask, p->sealed, p->n_sealed)) < 0 || (r = ov_mask_ids_init(ov)) < 0)
         goto fail;
     ov->root->type = S_IFDIR;
     ov->root->lower = true;

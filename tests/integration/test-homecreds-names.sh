@@ -223,3 +223,35 @@ for who in root user; do
         sh -c 'cat .sbt/1.0/global.sbt 2>/dev/null; (echo x > .sbt/1.0/global.sbt) 2>/dev/null || echo sealed' 2>&1); rc=$?
     eq "$rc:$(echo $out)" "0:sealed" "--safe ($who): with HOME the workspace, they are absent and sealed"
 done
+
+# --- 6. a credential file under another name: a hard link in HOME ---------------
+# ~/.netrc and ~/.git-credentials hard-linked as ~/notes/n and ~/g (one
+# file each, two names): HOME's view masked the names it knows and showed
+# the same bytes under the others. What a mask names when the run starts
+# is hidden under any name now (its device and inode): not read, not
+# listed, not carried along when the directory holding the link is
+# renamed. (A hard link of a file inside a credential directory,
+# ~/.ssh/id_rsa as ~/key, is not: docs/security-model.md.)
+for who in root user; do
+    if [ $who = user ] && ! can_user; then
+        skip "hard links of credential files as an ordinary user" "needs root to switch to an unprivileged user"
+        continue
+    fi
+    B=$T/hl-$who; H=$B/home
+    mkdir -p "$H/notes" "$B/ws" "$B/state"
+    echo "machine example.org login u password NETRC-$who" > "$H/.netrc"
+    echo "https://u:GITCRED-$who@example.org" > "$H/.git-credentials"
+    ln "$H/.netrc" "$H/notes/n"; ln "$H/.git-credentials" "$H/g"; echo keep > "$H/notes/other"
+    [ $who = user ] && chown -R 65534:65534 "$B"
+    reads6='cat ~/notes/n ~/g 2>/dev/null; ls ~/notes; mv ~/notes ~/moved && cat ~/moved/n 2>/dev/null; ls ~/moved; echo end'
+    out=$(cd "$B/ws" && as $who HOME="$H" "$P" run -- sh -c 'cat ~/notes/n ~/g' 2>&1)
+    eq "$(echo "$out" | grep -c -e "NETRC-$who" -e "GITCRED-$who")" 2 "control ($who): the hard links read the credentials without the sandbox"
+    out=$(cd "$B/ws" && as $who HOME="$H" "$P" run --safe -- sh -c "$reads6" 2>&1); rc=$?
+    eq "$rc:$(echo $out)" "0:other other end" \
+        "--safe ($who): hard links of credential files are absent from HOME's view, and stay so when their directory is renamed"
+    # HOME as the workspace: the workspace view's masks, the same way
+    out=$(cd "$H" && as $who HOME="$H" XDG_STATE_HOME="$B/state" "$P" run --safe --stage "$B/st" -- sh -c "$reads6" 2>&1); rc=$?
+    eq "$rc:$(echo $out)" "0:other other end" "--safe ($who): with HOME the workspace, the same"
+    eq "$(cat "$H/notes/n" "$H/g" | grep -c -e NETRC -e GITCRED):$(ls "$B/st/upper/moved" 2>/dev/null | tr '\n' ' ')" "2:other " \
+        "... the host's files untouched; the stage's renamed directory holds no copy of them"
+done
