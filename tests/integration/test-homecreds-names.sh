@@ -16,6 +16,12 @@ fi
 P=$PVISOR
 
 can_user() { [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; }
+# no_user WHO WHAT: WHO is the ordinary user, whom this test cannot become:
+# WHAT is skipped (say so)
+no_user() {
+    [ "$1" = user ] && ! can_user || return 1
+    skip "$2" "needs root to switch to an unprivileged user"
+}
 # as WHO CMD...: as root (env) or as uid 65534 with its own state directory
 as() {
     who=$1; shift
@@ -90,10 +96,7 @@ fi
 # the other names of HOME were looked for around the workspace and the
 # grants, not inside HOME, and HOME's view showed ~/mirror/.ssh.
 for who in root user; do
-    if [ $who = user ] && ! can_user; then
-        skip "HOME by another name inside HOME as an ordinary user" "needs root to switch to an unprivileged user"
-        continue
-    fi
+    no_user $who "HOME by another name inside HOME as an ordinary user" && continue
     if [ "$(id -u)" -ne 0 ]; then
         skip "HOME by another name inside HOME ($who)" "needs root (bind mounts)"
         continue
@@ -130,10 +133,7 @@ done
 # conda environment (CONDA_PREFIX) outside HOME are projected whole as
 # toolchains, and one in HOME is in its view: that pip.conf was readable.
 for who in root user; do
-    if [ $who = user ] && ! can_user; then
-        skip "a virtualenv's pip.conf as an ordinary user" "needs root to switch to an unprivileged user"
-        continue
-    fi
+    no_user $who "a virtualenv's pip.conf as an ordinary user" && continue
     B=$T/venv-$who; H=$B/home
     for v in "$B/venv" "$B/pathvenv" "$B/conda" "$H/.venvs/tool"; do
         mkdir -p "$v/bin"; echo "SECRET-$who" > "$v/pip.conf"
@@ -168,10 +168,7 @@ done
 # globalconfig and prefix) were followed, and the store another spelling
 # named was readable in a grant.
 for who in root user; do
-    if [ $who = user ] && ! can_user; then
-        skip "npm's variables in any case as an ordinary user" "needs root to switch to an unprivileged user"
-        continue
-    fi
+    no_user $who "npm's variables in any case as an ordinary user" && continue
     B=$T/npm-$who; G=$B/grant
     mkdir -p "$B/home" "$B/ws" "$G/pfx/etc"
     echo "USERRC-$who" > "$G/userrc"; echo "GLOBALRC-$who" > "$G/globalrc"; echo "PFXRC-$who" > "$G/pfx/etc/npmrc"
@@ -200,10 +197,7 @@ done
 # and publishing guides put `credentials += Credentials(realm, host,
 # user, password)` there. Only credentials.sbt and .credentials were kept.
 for who in root user; do
-    if [ $who = user ] && ! can_user; then
-        skip "sbt's global settings as an ordinary user" "needs root to switch to an unprivileged user"
-        continue
-    fi
+    no_user $who "sbt's global settings as an ordinary user" && continue
     B=$T/sbt-$who; H=$B/home
     mkdir -p "$H/.sbt/1.0/plugins" "$H/.sbt/0.13" "$H/.sbt/boot" "$B/ws"
     for f in 1.0/global.sbt 1.0/sonatype.sbt 1.0/plugins/credentials.sbt 1.0/plugins/Creds.scala 0.13/global.sbt; do
@@ -233,10 +227,7 @@ done
 # renamed. (A hard link of a file inside a credential directory,
 # ~/.ssh/id_rsa as ~/key, is not: docs/security-model.md.)
 for who in root user; do
-    if [ $who = user ] && ! can_user; then
-        skip "hard links of credential files as an ordinary user" "needs root to switch to an unprivileged user"
-        continue
-    fi
+    no_user $who "hard links of credential files as an ordinary user" && continue
     B=$T/hl-$who; H=$B/home
     mkdir -p "$H/notes" "$B/ws" "$B/state"
     echo "machine example.org login u password NETRC-$who" > "$H/.netrc"
