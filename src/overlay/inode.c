@@ -13,7 +13,6 @@
  *  - Upper objects are reached from the parent's upper O_PATH fd by a single
  *    name with O_NOFOLLOW; whiteouts are never returned as objects.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -26,7 +25,6 @@
 #include <unistd.h>
 
 #include "overlay/ov-internal.h"
-#include "util/util.h"
 #include "util/cleanup.h"
 
 #define OV_MAX_DEPTH 4096
@@ -151,85 +149,6 @@ bool ov_masked_id(const struct ov *ov, const struct stat *st) {
         if (ov->mask_ids[i].ino == st->st_ino && ov->mask_ids[i].dev == st->st_dev)
             return true;
     return false;
-}
-
-#define OV_MLINK_BUDGET 200000 /* entries of the masked directories looked at, at most */
-
-static int mlink_push(struct ov *ov, const struct stat *st) {
-    if (ov->n_mlinks == ov->cap_mlinks) {
-        size_t cap = ov->cap_mlinks ? 2 * ov->cap_mlinks : 16;
-        struct ov_mask_id *m = realloc(ov->mlinks, cap * sizeof *m);
-        if (!m)
-            return -ENOMEM;
-        ov->mlinks = m;
-        ov->cap_mlinks = cap;
-    }
-    ov->mlinks[ov->n_mlinks++] = (struct ov_mask_id){st->st_dev, st->st_ino};
-    return 0;
-}
-
-/* The regular files with other names in directory dfd and below.  A
- * directory the server may not list (an ordinary user's run, a directory
- * of another user's in a masked one) is left out: its files are not the
- * user's to reach by that path either. */
-static int mlink_walk(struct ov *ov, int dfd, unsigned depth, size_t *budget) {
-    if (depth > 256)
-        return -ELOOP;
-    _cleanup_closedir_ DIR *d = NULL;
-    int r = dup_opendir(dfd, &d);
-    if (r < 0)
-        return r;
-    struct dirent *de;
-    errno = 0;
-    while ((de = readdir_no_dots(d))) {
-        if (!*budget)
-            return -E2BIG;
-        --*budget;
-        struct stat st;
-        if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-            if (errno != ENOENT) /* not gone meanwhile */
-                return -errno;
-        } else if (S_ISREG(st.st_mode) && st.st_nlink > 1) {
-            if ((r = mlink_push(ov, &st)) < 0)
-                return r;
-        } else if (S_ISDIR(st.st_mode)) {
-            _cleanup_close_ int sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-            if (sub < 0 && errno != ENOENT && errno != EACCES) /* gone, or not the user's to list */
-                return -errno;
-            if (sub >= 0 && (r = mlink_walk(ov, sub, depth + 1, budget)) < 0)
-                return r;
-        }
-        errno = 0;
-    }
-    return errno ? -errno : 0;
-}
-
-bool ov_masked_link(struct ov *ov, const struct stat *st) {
-    if (!S_ISREG(st->st_mode) || st->st_nlink < 2 || !ov->n_mask_ids)
-        return false;
-    pthread_mutex_lock(&ov->mlink_lock);
-    if (!ov->mlinks_state) {
-        size_t budget = OV_MLINK_BUDGET;
-        const char *t = getenv("PVISOR_TEST_MLINK_BUDGET"); /* tests: the fail-closed path */
-        if (t && *t)
-            budget = strtoul(t, NULL, 10);
-        int r = 0;
-        for (size_t i = 0; i < ov->n_mask && r >= 0; i++) {
-            _cleanup_close_ int fd = openat(ov->lower_fd, ov->mask[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-            /* none there, a file (ov_masked_id), a symlink (what it leads
-             * to is masked by its own name), or not the user's to list */
-            if (fd < 0)
-                r = errno == ENOENT || errno == ENOTDIR || errno == ELOOP || errno == EACCES ? 0 : -errno;
-            else
-                r = mlink_walk(ov, fd, 0, &budget);
-        }
-        ov->mlinks_state = r < 0 ? r : 1;
-    }
-    bool masked = ov->mlinks_state < 0; /* could not be told: fail closed */
-    for (size_t i = 0; i < ov->n_mlinks && !masked; i++)
-        masked = ov->mlinks[i].ino == st->st_ino && ov->mlinks[i].dev == st->st_dev;
-    pthread_mutex_unlock(&ov->mlink_lock);
-    return masked;
 }
 
 bool ov_lower_stage(const struct ov *ov, int dirfd, const char *name, mode_t type) {
@@ -625,8 +544,7 @@ int ov_resolve_in(struct ov *ov, struct ov_node *parent, int lower_pfd, const ch
             /* a stage, or anything in one: the command may hold the
              * directory (its cwd) from before it became a stage */
             if (fstatat(lp, name, &e.lst, AT_SYMLINK_NOFOLLOW) == 0)
-                e.lower_present = !ov_masked_id(ov, &e.lst) && !ov_masked_link(ov, &e.lst) &&
-                                  !ov_lower_stage(ov, lp, name, e.lst.st_mode & S_IFMT) &&
+                e.lower_present = !ov_masked_id(ov, &e.lst) && !ov_lower_stage(ov, lp, name, e.lst.st_mode & S_IFMT) &&
                                   !ov_lower_stage(ov, lp, ".", S_IFDIR);
             else if (errno != ENOENT && errno != ENOTDIR)
                 return -errno;

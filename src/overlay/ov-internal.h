@@ -146,17 +146,13 @@ struct ov {
     struct ov_mask_id {
         dev_t dev;
         ino_t ino;
-    } * mask_ids;               /* immutable: what the masks named in the lower at the start (ov_masked_id) */
-    size_t n_mask_ids;          /* immutable */
-    pthread_mutex_t mlink_lock; /* the rest of these (ov_masked_link) */
-    int mlinks_state;           /* 0: not looked for yet, 1: found, -errno: could not be */
-    struct ov_mask_id *mlinks;  /* regular files with other names inside masked directories */
-    size_t n_mlinks, cap_mlinks;
-    int upper_fd;                           /* immutable, borrowed from stage */
-    int work_fd;                            /* immutable, borrowed from stage */
-    struct stage *stage;                    /* immutable, borrowed */
-    char *mountpoint;                       /* immutable */
-    uint64_t max_bytes, max_inodes;         /* immutable */
+    } * mask_ids;                   /* immutable: what the masks named in the lower at the start (ov_masked_id) */
+    size_t n_mask_ids;              /* immutable */
+    int upper_fd;                   /* immutable, borrowed from stage */
+    int work_fd;                    /* immutable, borrowed from stage */
+    struct stage *stage;            /* immutable, borrowed */
+    char *mountpoint;               /* immutable */
+    uint64_t max_bytes, max_inodes; /* immutable */
     uint64_t reserve_bytes, reserve_inodes; /* immutable: kept free on the stage's file system */
     uint64_t blksize;                       /* immutable: the upper's block size (byte quota estimates) */
     double lower_timeout;                   /* immutable: kernel attr/entry cache (s) for lower-backed objects */
@@ -310,12 +306,6 @@ bool ov_masked_child(struct ov *ov, struct ov_node *parent, const char *name);
 bool ov_masked_id(const struct ov *ov, const struct stat *st);
 /* Record what each mask names in the lower now (for ov_masked_id). */
 int ov_mask_ids_init(struct ov *ov);
-/* Is the lower object st (its lstat) a regular file with other names
- * (st_nlink > 1) of which one is inside a masked directory (~/.ssh/id_rsa
- * linked as ~/key)?  The masked directories are looked through once, at
- * the first such file; when they could not be (an error, or more than
- * OV_MLINK_BUDGET entries), every such file is taken for one. */
-bool ov_masked_link(struct ov *ov, const struct stat *st);
 /* Is the lower object dirfd/name a directory that is a pvisor stage, to be
  * hidden (ov->hide_stages)?  type: its S_IFMT when known, else 0. */
 bool ov_lower_stage(const struct ov *ov, int dirfd, const char *name, mode_t type);
