@@ -642,12 +642,8 @@ static void *scan_thread(void *arg) {
     return NULL;
 }
 
-/* What the scan found, covered in the attached /proc (root/proc). */
-static int cover_root_only_proc(const char *root, const struct proc_scan *s, const char **ret_step) {
-    _cleanup_free_ char *procdir = path_join(root, "/proc");
-    _cleanup_close_ int pfd = procdir ? open(procdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
-    if (pfd < 0)
-        return *ret_step = "opening /proc", procdir ? -errno : -ENOMEM;
+/* What the scan found, covered in the attached /proc (pfd, its root). */
+static int cover_root_only_proc(int pfd, const char *root, const struct proc_scan *s, const char **ret_step) {
     *ret_step = "covering a root-only file of /proc";
     for (size_t i = 0; i < s->n; i++) {
         int r = cover_rel(pfd, s->found[i].rel, s->found[i].dir, root);
@@ -663,12 +659,8 @@ static int cover_root_only_proc(const char *root, const struct proc_scan *s, con
  * /proc/key-users every host user's key counts.  The keyctl calls are
  * denied (seccomp), so nothing in the sandbox needs these: both are
  * covered with an empty read-only file, as container runtimes mask them. */
-static int cover_proc_keys(const char *root, const char **ret_step) {
+static int cover_proc_keys(int pfd, const char *root, const char **ret_step) {
     static const char *const files[] = {"keys", "key-users"};
-    _cleanup_free_ char *procdir = path_join(root, "/proc");
-    _cleanup_close_ int pfd = procdir ? open(procdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
-    if (pfd < 0)
-        return *ret_step = "opening /proc", procdir ? -errno : -ENOMEM;
     *ret_step = "covering /proc's key lists";
     for (size_t i = 0; i < ARRAY_SIZE(files); i++) {
         int r = cover_rel(pfd, files[i], false, root);
@@ -686,12 +678,8 @@ static int cover_proc_keys(const char *root, const char **ret_step) {
  * writes; these read-only mounts are the second layer, as container
  * runtimes make them, for a kernel or a policy where Landlock is not
  * there (the run then says partial, and may still be run). */
-static int proc_read_only(const char *root, const char **ret_step) {
+static int proc_read_only(int pfd, const char **ret_step) {
     static const char *const ro_paths[] = {"sys", "sysrq-trigger", "irq", "bus", "fs"};
-    _cleanup_free_ char *procdir = path_join(root, "/proc");
-    _cleanup_close_ int pfd = procdir ? open(procdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
-    if (pfd < 0)
-        return *ret_step = "opening /proc", procdir ? -errno : -ENOMEM;
     *ret_step = "making /proc's host-wide settings read-only";
     for (size_t i = 0; i < ARRAY_SIZE(ro_paths); i++) {
         _cleanup_close_ int t =
@@ -860,7 +848,8 @@ int launch_build_root(const struct launch_plan *p, const char **ret_step) {
         goto out;
     }
     PV_MARK("I_proc");
-    if ((r = cover_proc_keys(NEWROOT, ret_step)) < 0)
+    /* proc_mnt names the attached /proc's root from here on */
+    if ((r = cover_proc_keys(proc_mnt, NEWROOT, ret_step)) < 0)
         goto out;
     if (scanning) {
         pthread_join(scan_tid, NULL);
@@ -871,8 +860,8 @@ int launch_build_root(const struct launch_plan *p, const char **ret_step) {
         r = scan.r;
         goto out;
     }
-    if (p->uid == 0 &&
-        ((r = cover_root_only_proc(NEWROOT, &scan, ret_step)) < 0 || (r = proc_read_only(NEWROOT, ret_step)) < 0))
+    if (p->uid == 0 && ((r = cover_root_only_proc(proc_mnt, NEWROOT, &scan, ret_step)) < 0 ||
+                        (r = proc_read_only(proc_mnt, ret_step)) < 0))
         goto out;
 
     PV_MARK("I_covers");
