@@ -66,7 +66,7 @@ static int walk_lower(struct ov *ov, int dfd, const char *prefix, unsigned depth
         _cleanup_free_ char *path = NULL;
         if (asprintf(&path, "%s%s%s", prefix, prefix[0] ? "/" : "", de->d_name) < 0)
             return -ENOMEM;
-        if (ov_masked(ov, path) || ov_masked_id(ov, &st) ||
+        if (ov_masked(ov, path) || ov_masked_id(ov, &st) || ov_masked_link(ov, &st) ||
             ov_lower_stage(ov, dirfd(d), de->d_name, st.st_mode & S_IFMT))
             continue; /* not part of the view */
         int r = 0;

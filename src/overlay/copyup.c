@@ -962,7 +962,7 @@ static int copy_tree_children(struct ov *ov, int dfd, const char *relpath, const
                 continue;
             return -errno;
         }
-        if (ov->n_mask_ids && ov_masked_id(ov, &lst))
+        if (ov->n_mask_ids && (ov_masked_id(ov, &lst) || ov_masked_link(ov, &lst)))
             continue;
         struct stat ust;
         _cleanup_close_ int cfd = -1;

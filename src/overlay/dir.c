@@ -924,17 +924,21 @@ static bool entry_hidden(struct ov *ov, struct ov_node *n, int lower_dfd, bool l
     }
     if (lower_hidden || ov_masked_child(ov, n, e->name))
         return true;
-    /* a masked object under this name (ov_masked_id): the listing has its
-     * inode number, an lstat the rest (a mount point's is its mount's
-     * root's); looked at only when the number is one of theirs */
-    for (size_t i = 0; i < ov->n_mask_ids; i++) {
-        if (ov->mask_ids[i].ino != e->ino)
-            continue;
+    /* a masked object under this name (ov_masked_id), or a file with
+     * another name inside a masked directory (ov_masked_link): the listing
+     * has its inode number, an lstat the rest (a mount point's is its
+     * mount's root's); looked at only when the number is one of theirs */
+    bool maybe = false;
+    for (size_t i = 0; i < ov->n_mask_ids && !maybe; i++)
+        maybe = ov->mask_ids[i].ino == e->ino;
+    if (!maybe && (e->type == S_IFREG || !e->type))
+        maybe = ov_masked_link_ino(ov, e->ino);
+    if (maybe) {
         _cleanup_close_ int own = lower_dfd < 0 ? ov_node_lower_open(ov, n, O_PATH | O_DIRECTORY) : -1;
         struct stat st;
-        if (fstatat(lower_dfd >= 0 ? lower_dfd : own, e->name, &st, AT_SYMLINK_NOFOLLOW) < 0 || ov_masked_id(ov, &st))
+        if (fstatat(lower_dfd >= 0 ? lower_dfd : own, e->name, &st, AT_SYMLINK_NOFOLLOW) < 0 || ov_masked_id(ov, &st) ||
+            ov_masked_link(ov, &st))
             return true; /* or it could not be told: fail closed */
-        break;
     }
     if (ov->hide_stages && (lower_dfd < 0 || ov_lower_stage(ov, lower_dfd, e->name, e->type)))
         return true;

@@ -13,6 +13,7 @@
  *  - Upper objects are reached from the parent's upper O_PATH fd by a single
  *    name with O_NOFOLLOW; whiteouts are never returned as objects.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -25,6 +26,7 @@
 #include <unistd.h>
 
 #include "overlay/ov-internal.h"
+#include "util/util.h"
 #include "util/cleanup.h"
 
 #define OV_MAX_DEPTH 4096
@@ -140,6 +142,7 @@ int ov_mask_ids_init(struct ov *ov) {
             return -errno;
         }
         ov->mask_ids[ov->n_mask_ids++] = (struct ov_mask_id){st.st_dev, st.st_ino};
+        ov->n_mask_dirs += S_ISDIR(st.st_mode);
     }
     return 0;
 }
@@ -151,18 +154,146 @@ bool ov_masked_id(const struct ov *ov, const struct stat *st) {
     return false;
 }
 
-bool ov_lower_stage(const struct ov *ov, int dirfd, const char *name, mode_t type) {
-    if (!ov->hide_stages || (type && type != S_IFDIR))
-        return false;
-    /* what stage.c writes last, making the directory a stage */
+#define OV_MLINK_BUDGET 200000 /* entries of the masked directories looked at, at most */
+
+static int mlink_push(struct ov *ov, const struct stat *st) {
+    if (ov->n_mlinks == ov->cap_mlinks) {
+        size_t cap = ov->cap_mlinks ? 2 * ov->cap_mlinks : 16;
+        struct ov_mask_id *m = realloc(ov->mlinks, cap * sizeof *m);
+        if (!m)
+            return -ENOMEM;
+        ov->mlinks = m;
+        ov->cap_mlinks = cap;
+    }
+    ov->mlinks[ov->n_mlinks++] = (struct ov_mask_id){st->st_dev, st->st_ino};
+    return 0;
+}
+
+static int cmp_id(const void *a, const void *b) {
+    const struct ov_mask_id *x = a, *y = b;
+    if (x->ino != y->ino)
+        return x->ino < y->ino ? -1 : 1;
+    return x->dev < y->dev ? -1 : x->dev > y->dev;
+}
+
+/* Does the directory dirfd/name hold a stage's version file (what stage.c
+ * writes last, making the directory a stage)?  Unreadable to the server,
+ * it is taken for one. */
+static bool stage_dir_at(int dirfd, const char *name) {
     char path[NAME_MAX + 16];
     snprintf(path, sizeof path, "%s/version", name);
     struct stat st;
     if (fstatat(dirfd, path, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode) ||
         st.st_size < 13 /* shorter than "pvisor-stage " */)
         return false;
-    /* unreadable to the server, it is taken for a stage (fail closed) */
     return stage_version_magic_at(dirfd, path) != 0;
+}
+
+/* The regular files with other names in directory dfd (on device dev) and
+ * below, into ov->mlinks.  Not looked through: a directory of another
+ * file system (a mount point: no hard link crosses one, and an automount
+ * is not triggered); a pvisor stage (what agents wrote, not credentials:
+ * pvisor's state directory, kept in HOME by default, is masked, and its
+ * stages can be large); a directory the server may not list (an ordinary
+ * user's run, another user's directory in a masked one: its files are not
+ * the user's to reach by that path either).  The walk starts from the
+ * lower directory the run opened before it made its mount namespace, so
+ * it meets none of the run's own mounts (its views): only the host's. */
+static int mlink_walk(struct ov *ov, int dfd, dev_t dev, unsigned depth, size_t *budget) {
+    if (depth > 256)
+        return -ELOOP;
+    _cleanup_closedir_ DIR *d = NULL;
+    int r = dup_opendir(dfd, &d);
+    if (r < 0)
+        return r;
+    struct dirent *de;
+    errno = 0;
+    while ((de = readdir_no_dots(d))) {
+        if (!*budget)
+            return -E2BIG;
+        --*budget;
+        struct stat st;
+        if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT) < 0) {
+            if (errno != ENOENT) /* not gone meanwhile */
+                return -errno;
+        } else if (S_ISREG(st.st_mode) && st.st_nlink > 1) {
+            if ((r = mlink_push(ov, &st)) < 0)
+                return r;
+        } else if (S_ISDIR(st.st_mode) && st.st_dev == dev && !stage_dir_at(dirfd(d), de->d_name)) {
+            _cleanup_close_ int sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (sub < 0 && errno != ENOENT && errno != EACCES) /* gone, or not the user's to list */
+                return -errno;
+            if (sub >= 0 && (r = mlink_walk(ov, sub, dev, depth + 1, budget)) < 0)
+                return r;
+        }
+        errno = 0;
+    }
+    return errno ? -errno : 0;
+}
+
+/* Look through the masked directories once (the first caller; the others
+ * wait for it): ov->mlinks sorted, or ov->mlinks_state < 0. */
+static int mlinks_state(struct ov *ov) {
+    int s = atomic_load_explicit(&ov->mlinks_state, memory_order_acquire);
+    if (s)
+        return s;
+    pthread_mutex_lock(&ov->mlink_lock);
+    if (!(s = atomic_load_explicit(&ov->mlinks_state, memory_order_relaxed))) {
+        size_t budget = OV_MLINK_BUDGET;
+        const char *t = getenv("PVISOR_TEST_MLINK_BUDGET"); /* tests: the fail-closed path */
+        if (t && *t)
+            budget = strtoul(t, NULL, 10);
+        int r = 0;
+        for (size_t i = 0; i < ov->n_mask && r >= 0; i++) {
+            _cleanup_close_ int fd = openat(ov->lower_fd, ov->mask[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            struct stat st;
+            /* none there, a file (ov_masked_id), a symlink (what it leads
+             * to is masked by its own name), or not the user's to list */
+            if (fd < 0)
+                r = errno == ENOENT || errno == ENOTDIR || errno == ELOOP || errno == EACCES ? 0 : -errno;
+            else if (fstat(fd, &st) < 0)
+                r = -errno;
+            else if (!stage_dir_at(fd, "."))
+                r = mlink_walk(ov, fd, st.st_dev, 0, &budget);
+        }
+        if (r >= 0 && ov->n_mlinks)
+            qsort(ov->mlinks, ov->n_mlinks, sizeof *ov->mlinks, cmp_id);
+        s = r < 0 ? r : 1;
+        atomic_store_explicit(&ov->mlinks_state, s, memory_order_release);
+    }
+    pthread_mutex_unlock(&ov->mlink_lock);
+    return s;
+}
+
+bool ov_masked_link(struct ov *ov, const struct stat *st) {
+    if (!S_ISREG(st->st_mode) || st->st_nlink < 2 || !ov->n_mask_dirs)
+        return false;
+    if (mlinks_state(ov) < 0)
+        return true; /* could not be told: fail closed */
+    struct ov_mask_id key = {st->st_dev, st->st_ino};
+    return bsearch(&key, ov->mlinks, ov->n_mlinks, sizeof key, cmp_id) != NULL;
+}
+
+bool ov_masked_link_ino(struct ov *ov, ino_t ino) {
+    if (!ov->n_mask_dirs)
+        return false;
+    if (mlinks_state(ov) < 0)
+        return true;
+    size_t lo = 0, hi = ov->n_mlinks; /* the first of ino's, by (ino, dev) */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (ov->mlinks[mid].ino < ino)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < ov->n_mlinks && ov->mlinks[lo].ino == ino;
+}
+
+bool ov_lower_stage(const struct ov *ov, int dirfd, const char *name, mode_t type) {
+    if (!ov->hide_stages || (type && type != S_IFDIR))
+        return false;
+    return stage_dir_at(dirfd, name);
 }
 
 bool ov_masked_child(struct ov *ov, struct ov_node *parent, const char *name) {
@@ -544,7 +675,8 @@ int ov_resolve_in(struct ov *ov, struct ov_node *parent, int lower_pfd, const ch
             /* a stage, or anything in one: the command may hold the
              * directory (its cwd) from before it became a stage */
             if (fstatat(lp, name, &e.lst, AT_SYMLINK_NOFOLLOW) == 0)
-                e.lower_present = !ov_masked_id(ov, &e.lst) && !ov_lower_stage(ov, lp, name, e.lst.st_mode & S_IFMT) &&
+                e.lower_present = !ov_masked_id(ov, &e.lst) && !ov_masked_link(ov, &e.lst) &&
+                                  !ov_lower_stage(ov, lp, name, e.lst.st_mode & S_IFMT) &&
                                   !ov_lower_stage(ov, lp, ".", S_IFDIR);
             else if (errno != ENOENT && errno != ENOTDIR)
                 return -errno;

@@ -148,6 +148,11 @@ struct ov {
         ino_t ino;
     } * mask_ids;                   /* immutable: what the masks named in the lower at the start (ov_masked_id) */
     size_t n_mask_ids;              /* immutable */
+    size_t n_mask_dirs;             /* immutable: how many of them are directories */
+    pthread_mutex_t mlink_lock;     /* held by the one looking for the rest of these (ov_masked_link) */
+    atomic_int mlinks_state;        /* 0: not looked for yet, 1: found, -errno: could not be */
+    struct ov_mask_id *mlinks;      /* regular files with other names inside masked directories, sorted; */
+    size_t n_mlinks, cap_mlinks;    /* immutable once mlinks_state is not 0 */
     int upper_fd;                   /* immutable, borrowed from stage */
     int work_fd;                    /* immutable, borrowed from stage */
     struct stage *stage;            /* immutable, borrowed */
@@ -306,6 +311,17 @@ bool ov_masked_child(struct ov *ov, struct ov_node *parent, const char *name);
 bool ov_masked_id(const struct ov *ov, const struct stat *st);
 /* Record what each mask names in the lower now (for ov_masked_id). */
 int ov_mask_ids_init(struct ov *ov);
+/* Is the lower object st (its lstat) a regular file with other names
+ * (st_nlink > 1) of which one is inside a masked directory (~/.ssh/id_rsa
+ * linked as ~/key)?  The masked directories are looked through once, at
+ * the first such file or listing (mlink_walk says what is left out); when
+ * they could not be (an error, or more than OV_MLINK_BUDGET entries), every
+ * such file is taken for one. */
+bool ov_masked_link(struct ov *ov, const struct stat *st);
+/* Might a lower entry with inode number ino be one (a listing's check,
+ * before an lstat tells)?  Looks through the masked directories as
+ * ov_masked_link does. */
+bool ov_masked_link_ino(struct ov *ov, ino_t ino);
 /* Is the lower object dirfd/name a directory that is a pvisor stage, to be
  * hidden (ov->hide_stages)?  type: its S_IFMT when known, else 0. */
 bool ov_lower_stage(const struct ov *ov, int dirfd, const char *name, mode_t type);

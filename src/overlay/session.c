@@ -276,6 +276,8 @@ static void ov_release(struct overlay *o, struct overlay_stats *ret_stats) {
     free(ov->mask_base);
     free(ov->mask_sealed);
     free(ov->mask_ids);
+    free(ov->mlinks);
+    pthread_mutex_destroy(&ov->mlink_lock);
     free(ov->root);
     free(ov->threads);
     free(ov->mountpoint);
@@ -346,6 +348,7 @@ int overlay_start(const struct overlay_params *p, struct overlay **ret_ov) {
     pthread_mutex_init(&ov->shared_lock, NULL);
     pthread_mutex_init(&ov->dirh_lock, NULL);
     pthread_mutex_init(&ov->thread_lock, NULL);
+    pthread_mutex_init(&ov->mlink_lock, NULL);
     ov->lower_fd = p->lower_fd;
     ov->stage = p->stage;
     ov->upper_fd = stage_upper_fd(p->stage);

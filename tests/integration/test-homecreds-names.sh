@@ -220,29 +220,47 @@ done
 
 # --- 6. a credential file under another name: a hard link in HOME ---------------
 # ~/.netrc and ~/.git-credentials hard-linked as ~/notes/n and ~/g (one
-# file each, two names): HOME's view masked the names it knows and showed
-# the same bytes under the others. What a mask names when the run starts
-# is hidden under any name now (its device and inode): not read, not
-# listed, not carried along when the directory holding the link is
-# renamed. (A hard link of a file inside a credential directory,
-# ~/.ssh/id_rsa as ~/key, is not: docs/security-model.md.)
+# file each, two names), ~/.ssh/id_rsa as ~/notes/key: HOME's view masked
+# the names it knows and showed the same bytes under the others. What a
+# mask names when the run starts is hidden under any name now (its device
+# and inode): not read, not listed, not carried along when the directory
+# holding the link is renamed; so is a file inside a masked directory
+# under another name. A pair of hard links that is not a credential
+# stays readable.
 for who in root user; do
     no_user $who "hard links of credential files as an ordinary user" && continue
     B=$T/hl-$who; H=$B/home
-    mkdir -p "$H/notes" "$B/ws" "$B/state"
+    mkdir -p "$H/notes" "$H/.ssh" "$B/ws" "$B/state"
     echo "machine example.org login u password NETRC-$who" > "$H/.netrc"
     echo "https://u:GITCRED-$who@example.org" > "$H/.git-credentials"
-    ln "$H/.netrc" "$H/notes/n"; ln "$H/.git-credentials" "$H/g"; echo keep > "$H/notes/other"
+    echo "SSHKEY-$who" > "$H/.ssh/id_rsa"
+    ln "$H/.netrc" "$H/notes/n"; ln "$H/.git-credentials" "$H/g"; ln "$H/.ssh/id_rsa" "$H/notes/key"
+    echo keep > "$H/notes/other"; echo pair > "$H/notes/p1"; ln "$H/notes/p1" "$H/p2"
     [ $who = user ] && chown -R 65534:65534 "$B"
-    reads6='cat ~/notes/n ~/g 2>/dev/null; ls ~/notes; mv ~/notes ~/moved && cat ~/moved/n 2>/dev/null; ls ~/moved; echo end'
-    out=$(cd "$B/ws" && as $who HOME="$H" "$P" run -- sh -c 'cat ~/notes/n ~/g' 2>&1)
-    eq "$(echo "$out" | grep -c -e "NETRC-$who" -e "GITCRED-$who")" 2 "control ($who): the hard links read the credentials without the sandbox"
+    reads6='cat ~/notes/n ~/g ~/notes/key 2>/dev/null; cat ~/p2; ls ~/notes; mv ~/notes ~/moved && cat ~/moved/n ~/moved/key 2>/dev/null; ls ~/moved; echo end'
+    out=$(cd "$B/ws" && as $who HOME="$H" "$P" run -- sh -c 'cat ~/notes/n ~/g ~/notes/key' 2>&1)
+    eq "$(echo "$out" | grep -c -e "NETRC-$who" -e "GITCRED-$who" -e "SSHKEY-$who")" 3 "control ($who): the hard links read the credentials without the sandbox"
     out=$(cd "$B/ws" && as $who HOME="$H" "$P" run --safe -- sh -c "$reads6" 2>&1); rc=$?
-    eq "$rc:$(echo $out)" "0:other other end" \
+    eq "$rc:$(echo $out)" "0:pair other p1 other p1 end" \
         "--safe ($who): hard links of credential files are absent from HOME's view, and stay so when their directory is renamed"
     # HOME as the workspace: the workspace view's masks, the same way
     out=$(cd "$H" && as $who HOME="$H" XDG_STATE_HOME="$B/state" "$P" run --safe --stage "$B/st" -- sh -c "$reads6" 2>&1); rc=$?
-    eq "$rc:$(echo $out)" "0:other other end" "--safe ($who): with HOME the workspace, the same"
-    eq "$(cat "$H/notes/n" "$H/g" | grep -c -e NETRC -e GITCRED):$(ls "$B/st/upper/moved" 2>/dev/null | tr '\n' ' ')" "2:other " \
+    eq "$rc:$(echo $out)" "0:pair other p1 other p1 end" "--safe ($who): with HOME the workspace, the same"
+    eq "$(cat "$H/notes/n" "$H/g" "$H/notes/key" | grep -c -e NETRC -e GITCRED -e SSHKEY):$(ls "$B/st/upper/moved" 2>/dev/null | tr '\n' ' ')" "3:other p1 " \
         "... the host's files untouched; the stage's renamed directory holds no copy of them"
+    # the masked directories not looked through completely (here: a
+    # budget of no entry): every file with other names is taken for a
+    # credential's (fail closed), the pair too; the rest stays
+    out=$(cd "$B/ws" && as $who HOME="$H" PVISOR_TEST_MLINK_BUDGET=0 "$P" run --safe -- sh -c 'cat ~/p2 ~/notes/key 2>/dev/null; cat ~/notes/other; echo end' 2>&1); rc=$?
+    eq "$rc:$(echo $out)" "0:keep end" "--safe ($who): masked directories not looked through: every file with other names is hidden"
+    # pvisor's state in HOME (the default, ~/.local/state/pvisor: masked)
+    # holding a kept stage of 300 files: stages are not looked through
+    # (a budget of 100 entries is enough), and the walk meets none of the
+    # run's own mounts (its HOME view's mount point is in that state
+    # directory): no hang, the same answers
+    out=$(cd "$B/ws" && as $who env -u XDG_STATE_HOME HOME="$H" "$P" run --safe -- sh -c 'mkdir d && for i in $(seq 300); do : > d/f$i; done' 2>&1); rc=$?
+    eq "$rc:$(ls "$H"/.local/state/pvisor/runs/*/stage/upper/d 2>/dev/null | wc -l)" "0:300" "... a stage of 300 files kept in HOME's default state directory"
+    out=$(cd "$B/ws" && as $who env -u XDG_STATE_HOME HOME="$H" PVISOR_TEST_MLINK_BUDGET=100 timeout 120 "$P" run --safe -- sh -c "$reads6" 2>&1); rc=$?
+    eq "$rc:$(echo $out)" "0:pair other p1 other p1 end" \
+        "--safe ($who): with pvisor's state in HOME, its stages are not looked through, and the links are hidden the same"
 done
