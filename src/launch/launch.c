@@ -7,8 +7,9 @@
  *      (and network) namespaces; forks I (in its process group, where the
  *      supervisor signals: I gets those signals itself); exits as I does
  *   I  init, PID 1 of the new PID namespace: builds the synthetic root and
- *      pivots into it; forks A; relays signals; reaps orphans; when A ends,
- *      I exits and the kernel kills everything left in the namespace
+ *      pivots into it; forks A; relays signals, and A's fd 0-2 that are
+ *      host objects (struct stdio_relay); reaps orphans; when A ends, I
+ *      exits and the kernel kills everything left in the namespace
  *   A  the command: setsid (no controlling tty to inject into, or, with
  *      plan.tty, a pty of the sandbox's own devpts that I relays), a nested
  *      user namespace that maps the invoking uid/gid (so the command is not
@@ -33,6 +34,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <arpa/inet.h>
+#include <linux/kcmp.h>
+#include <linux/magic.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -48,6 +51,10 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/sysmacros.h>
+#include <sys/syscall.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -171,34 +178,6 @@ static void relay(pid_t child, int sig) {
         kill(child, sig);
 }
 
-/* Wait for child, relaying termination signals to it (see relay);
- * returns its wait status.  Other children (orphans re-parented to PID 1)
- * are reaped. */
-static int relay_and_wait(pid_t child) {
-    sigset_t mask;
-    relayed_signals(&mask);
-    int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
-    if (sfd < 0)
-        return 125 << 8;
-    for (;;) {
-        int st;
-        pid_t w;
-        while ((w = waitpid(-1, &st, WNOHANG)) > 0)
-            if (w == child) {
-                close(sfd);
-                return st;
-            }
-        struct signalfd_siginfo si;
-        ssize_t n = read(sfd, &si, sizeof si);
-        if (n == (ssize_t)sizeof si && si.ssi_signo != SIGCHLD)
-            relay(child, (int)si.ssi_signo);
-        else if (n < 0 && errno != EINTR) {
-            close(sfd);
-            return 125 << 8;
-        }
-    }
-}
-
 /* The command's terminal (plan.tty): a pty of the sandbox's own devpts,
  * its controlling terminal, in place of those of fd 0-2 that are the
  * user's terminal.  The command holds no descriptor of the user's terminal
@@ -291,7 +270,7 @@ static int attach_terminal(const struct term *t) {
 /* All of buf to the user's terminal, also when someone made it
  * non-blocking (the descriptor is shared with the user's shell): EAGAIN
  * waits until it takes more.  Gives up when it takes nothing for 10 s. */
-static void write_out(int fd, const char *buf, size_t n) {
+static bool write_out(int fd, const char *buf, size_t n) {
     while (fd >= 0 && n) {
         ssize_t w = write(fd, buf, n);
         if (w > 0) {
@@ -304,7 +283,223 @@ static void write_out(int fd, const char *buf, size_t n) {
             continue;
         if (w < 0 && errno == EAGAIN && poll(&pf, 1, 10000) > 0)
             continue;
+        return false;
+    }
+    return true;
+}
+
+/* The command's fd 0-2 that are host objects: a file (`> log`, `<
+ * prompt`), a directory, a device, a named pipe.  Held as they were, they
+ * were the command's to change: their owner's (root's, pvisor run as
+ * root), an fchmod made `> log` a setuid-root program on the host, F_SETFL
+ * cleared a log's O_APPEND to rewrite it, fchdir left a directory's tree.
+ * The command gets a pipe instead, which init relays; /dev/null it gets
+ * as the sandbox's own (a read-only mount).  A terminal gets the pty
+ * (struct term); a pipe or a socket stays (an inode of no file system's
+ * tree).  Init holds the host objects; the command cannot reach init. */
+struct stdio_relay {
+    int give[3]; /* what A gets as fd N; -1: fd N stays as it is */
+    int end[3];  /* init's end of fd N's pipe (fd 0: the write end); -1: none, or done */
+    char in[4096];
+    size_t in_len, in_off; /* host fd 0's bytes read, not yet in the pipe */
+};
+
+/* Is fd (0-2) a host object (above)?  *ret_null: it is /dev/null. */
+static bool host_object(int fd, bool *ret_null) {
+    struct stat st;
+    struct statfs sf;
+    *ret_null = false;
+    if (fstat(fd, &st) < 0)
+        return false;                                 /* closed */
+    if (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)) /* a pipe(2) or socket(2): on no tree */
+        return fstatfs(fd, &sf) < 0 || (sf.f_type != PIPEFS_MAGIC && sf.f_type != SOCKFS_MAGIC);
+    if (S_ISCHR(st.st_mode) && isatty(fd) == 1)
+        return false; /* the pty's, or pvisor could not tell it one: the terminal's own checks */
+    *ret_null = S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 3);
+    return true;
+}
+
+/* Are fds a and b one open file (`> log 2>&1`)?  Then one pipe keeps
+ * their order.  Without kcmp, one file is taken for one. */
+static bool one_open_file(int a, int b) {
+    pid_t me = getpid();
+    long r = syscall(SYS_kcmp, me, me, KCMP_FILE, a, b);
+    if (r >= 0)
+        return r == 0;
+    struct stat x, y;
+    return fstat(a, &x) == 0 && fstat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+}
+
+/* fd, close-on-exec, moved above 2 (fd 0-2 may be closed in init). */
+static int above_stdio(int fd) {
+    if (fd < 0 || fd > 2)
+        return fd;
+    int d = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    int e = errno;
+    close(fd);
+    errno = e;
+    return d;
+}
+
+/* In I, before A starts: what A gets for its fd 0-2 (t: the pty's). */
+static int stdio_relay_open(struct stdio_relay *s, const struct term *t) {
+    for (int fd = 0; fd < 3; fd++)
+        s->give[fd] = s->end[fd] = -1;
+    s->in_len = s->in_off = 0;
+    for (int fd = 0; fd < 3; fd++) {
+        bool null;
+        if ((t->master >= 0 && t->on[fd]) || !host_object(fd, &null))
+            continue;
+        if (null) {
+            int fl = fcntl(fd, F_GETFL);
+            if (fl < 0 || (s->give[fd] = above_stdio(open("/dev/null", (fl & O_ACCMODE) | O_CLOEXEC))) < 0)
+                return -errno;
+            continue;
+        }
+        if (fd == 2 && s->end[1] >= 0 && one_open_file(1, 2)) {
+            if ((s->give[2] = fcntl(s->give[1], F_DUPFD_CLOEXEC, 3)) < 0)
+                return -errno;
+            continue;
+        }
+        int pp[2];
+        if (pipe2(pp, O_CLOEXEC) < 0)
+            return -errno;
+        pp[0] = above_stdio(pp[0]);
+        pp[1] = above_stdio(pp[1]);
+        s->give[fd] = pp[fd == 0 ? 0 : 1];
+        s->end[fd] = pp[fd == 0 ? 1 : 0];
+        if (pp[0] < 0 || pp[1] < 0 || fcntl(s->end[fd], F_SETFL, O_NONBLOCK) < 0)
+            return -errno;
+    }
+    /* a write to a pipe or a named pipe with no reader left: EPIPE, not
+     * init's death */
+    sigset_t pipe;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    sigprocmask(SIG_BLOCK, &pipe, NULL);
+    return 0;
+}
+
+/* In A: its fd 0-2 as stdio_relay_open chose. */
+static int stdio_relay_attach(const struct stdio_relay *s) {
+    for (int fd = 0; fd < 3; fd++)
+        if (s->give[fd] >= 0 && dup2(s->give[fd], fd) < 0)
+            return -errno;
+    return 0;
+}
+
+/* In I once A has started: A's ends are A's alone. */
+static void stdio_relay_started(struct stdio_relay *s) {
+    for (int fd = 0; fd < 3; fd++)
+        if (s->give[fd] >= 0) {
+            close(s->give[fd]);
+            s->give[fd] = -1;
+        }
+}
+
+static bool stdio_relay_active(const struct stdio_relay *s) {
+    return s->end[0] >= 0 || s->end[1] >= 0 || s->end[2] >= 0;
+}
+
+static void stdio_relay_close(struct stdio_relay *s, int fd) {
+    close(s->end[fd]);
+    s->end[fd] = -1;
+}
+
+/* What to wait for (pf[0..2]: fd 0-2). */
+static void stdio_relay_pollfds(const struct stdio_relay *s, struct pollfd pf[3]) {
+    bool pending = s->in_len > s->in_off;
+    pf[0] = (struct pollfd){.fd = s->end[0] < 0 ? -1 : pending ? s->end[0] : 0, .events = pending ? POLLOUT : POLLIN};
+    for (int fd = 1; fd < 3; fd++)
+        pf[fd] = (struct pollfd){.fd = s->end[fd], .events = POLLIN};
+}
+
+/* The output A wrote into fd's pipe: to the host's fd, until the pipe is
+ * empty (drain) or one read's worth.  A host fd that takes no more (a
+ * named pipe's reader gone) closes the pipe: A's next write fails. */
+static void stdio_relay_out(struct stdio_relay *s, int fd, bool drain) {
+    static char buf[16384];
+    do {
+        ssize_t n = read(s->end[fd], buf, sizeof buf);
+        if (n > 0 && write_out(fd, buf, (size_t)n))
+            continue;
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n >= 0 || errno != EAGAIN)
+            stdio_relay_close(s, fd); /* every writer is gone, or the host's fd failed, or the pipe */
         return;
+    } while (drain);
+}
+
+static void stdio_relay_io(struct stdio_relay *s, const struct pollfd pf[3]) {
+    if (s->end[0] >= 0 && pf[0].revents) {
+        if (s->in_len > s->in_off) {
+            ssize_t n = write(s->end[0], s->in + s->in_off, s->in_len - s->in_off);
+            if (n > 0 && (s->in_off += (size_t)n) == s->in_len)
+                s->in_len = s->in_off = 0;
+            else if (n < 0 && errno != EAGAIN && errno != EINTR)
+                stdio_relay_close(s, 0); /* A closed its stdin */
+        } else {
+            ssize_t n = read(0, s->in, sizeof s->in);
+            if (n > 0)
+                s->in_len = (size_t)n;
+            else if (n == 0 || (errno != EAGAIN && errno != EINTR))
+                stdio_relay_close(s, 0); /* the end (a directory: EISDIR, none) */
+        }
+    }
+    for (int fd = 1; fd < 3; fd++)
+        if (s->end[fd] >= 0 && pf[fd].revents)
+            stdio_relay_out(s, fd, false);
+}
+
+/* A has ended: what it wrote goes out; what is written after, by what it
+ * left behind (killed with the PID namespace), does not. */
+static void stdio_relay_end(struct stdio_relay *s) {
+    for (int fd = 1; fd < 3; fd++)
+        if (s->end[fd] >= 0)
+            stdio_relay_out(s, fd, true);
+    for (int fd = 0; fd < 3; fd++)
+        if (s->end[fd] >= 0)
+            stdio_relay_close(s, fd);
+}
+
+/* Wait for child, relaying termination signals to it (see relay) and
+ * its standard descriptors (io); returns its wait status.  Other
+ * children (orphans re-parented to PID 1) are reaped. */
+static int relay_and_wait(pid_t child, struct stdio_relay *io) {
+    sigset_t mask;
+    relayed_signals(&mask);
+    int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+    if (sfd < 0)
+        return 125 << 8;
+    for (;;) {
+        int st;
+        pid_t w;
+        while ((w = waitpid(-1, &st, WNOHANG)) > 0)
+            if (w == child) {
+                stdio_relay_end(io);
+                close(sfd);
+                return st;
+            }
+        if (stdio_relay_active(io)) {
+            struct pollfd pf[4] = {{.fd = sfd, .events = POLLIN}};
+            stdio_relay_pollfds(io, pf + 1);
+            if (poll(pf, 4, -1) < 0 && errno != EINTR) {
+                close(sfd);
+                return 125 << 8;
+            }
+            stdio_relay_io(io, pf + 1);
+            if (!(pf[0].revents & POLLIN))
+                continue;
+        }
+        struct signalfd_siginfo si;
+        ssize_t n = read(sfd, &si, sizeof si);
+        if (n == (ssize_t)sizeof si && si.ssi_signo != SIGCHLD)
+            relay(child, (int)si.ssi_signo);
+        else if (n < 0 && errno != EINTR) {
+            close(sfd);
+            return 125 << 8;
+        }
     }
 }
 
@@ -313,7 +508,7 @@ static void write_out(int fd, const char *buf, size_t n) {
  * pty has closed it (read gives EIO), until the pty has been quiet for
  * 100 ms, or for 1 s at most: something it left behind that keeps writing
  * must not keep the run alive. */
-static int relay_terminal_and_wait(pid_t child, const struct term *t) {
+static int relay_terminal_and_wait(pid_t child, const struct term *t, struct stdio_relay *io) {
     sigset_t mask;
     relayed_signals(&mask);
     sigaddset(&mask, SIGWINCH);
@@ -338,11 +533,12 @@ static int relay_terminal_and_wait(pid_t child, const struct term *t) {
             }
         if (done && (!master_open || monotonic_ms() - done_at >= 1000))
             break;
-        struct pollfd pf[3] = {
+        struct pollfd pf[6] = {
             {.fd = sfd, .events = POLLIN},
             {.fd = master_open ? t->master : -1, .events = (short)(POLLIN | (in_len > in_off ? POLLOUT : 0))},
             {.fd = in_open && in_len == in_off && !done ? t->in : -1, .events = POLLIN}};
-        int pr = poll(pf, 3, done ? 100 : -1);
+        stdio_relay_pollfds(io, pf + 3);
+        int pr = poll(pf, 6, done ? 100 : -1);
         if (pr < 0 && errno == EINTR)
             continue;
         if (pr < 0 || (pr == 0 && done))
@@ -380,7 +576,9 @@ static int relay_terminal_and_wait(pid_t child, const struct term *t) {
                 in_open = false; /* the user's terminal hung up */
             }
         }
+        stdio_relay_io(io, pf + 3);
     }
+    stdio_relay_end(io);
     close(sfd);
     return st;
 }
@@ -560,7 +758,7 @@ static void await_go(int fd) {
 }
 
 /* A: the command's process, from fork to exec. */
-static _Noreturn void become_command(const struct launch_plan *p, const struct term *t) {
+static _Noreturn void become_command(const struct launch_plan *p, const struct term *t, const struct stdio_relay *io) {
     int r;
     const char *step = "";
     if (setsid() < 0)
@@ -568,6 +766,8 @@ static _Noreturn void become_command(const struct launch_plan *p, const struct t
     PV_MARK("C0");
     if ((r = attach_terminal(t)) < 0)
         fail("making the sandbox's pty the command's terminal", r);
+    if ((r = stdio_relay_attach(io)) < 0)
+        fail("giving the command its standard descriptors", r);
 
     /* Nested user namespace: the command sees the invoking uid/gid, not 0. */
     if (p->uid != 0 || p->gid != 0) {
@@ -728,6 +928,7 @@ static int count_leftovers(void) {
 struct command_args {
     const struct launch_plan *p;
     const struct term *t;
+    const struct stdio_relay *io;
     int status_fd;
 };
 
@@ -737,7 +938,7 @@ static int command_child(void *arg) {
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
-    become_command(a->p, a->t);
+    become_command(a->p, a->t, a->io);
 }
 
 #define COMMAND_STACK (256 * 1024)
@@ -799,13 +1000,18 @@ static _Noreturn void become_init(const struct launch_plan *p, int status_fd) {
     if (p->tty && (r = open_terminal(&t, p->tty_input)) < 0)
         fail("opening a pty for the command", r);
 
+    static struct stdio_relay io; /* (static: its buffer) */
+    if ((r = stdio_relay_open(&io, &t)) < 0)
+        fail("relaying the command's standard descriptors", r);
+
     PV_MARK("I_start_cmd");
-    pid_t a = start_command(&(struct command_args){.p = p, .t = &t, .status_fd = status_fd});
+    pid_t a = start_command(&(struct command_args){.p = p, .t = &t, .io = &io, .status_fd = status_fd});
     if (a < 0)
         fail("starting the command's process", errno);
+    stdio_relay_started(&io);
     close(LAUNCH_SYNC_FD);
     close(LAUNCH_GO_FD);
-    int st = t.master >= 0 ? relay_terminal_and_wait(a, &t) : relay_and_wait(a);
+    int st = t.master >= 0 ? relay_terminal_and_wait(a, &t, &io) : relay_and_wait(a, &io);
     PV_MARK("I_cmd_gone");
     /* before the status: the launcher exits on it, and the supervisor
      * reads this once the launcher is gone */

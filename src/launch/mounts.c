@@ -57,13 +57,15 @@ static int sys_mount_setattr(int dfd, const char *path, unsigned flags, struct m
 }
 
 /* A new proc instance for our PID namespace, as a detached mount (nosuid,
- * nodev, noexec): its descriptor, or -errno. */
-static int fresh_proc(void) {
+ * nodev, noexec, and read-only when read_only): its descriptor, or -errno. */
+static int fresh_proc(bool read_only) {
     _cleanup_close_ int fs = (int)syscall(SYS_fsopen, "proc", FSOPEN_CLOEXEC);
     if (fs < 0 || syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "source", "proc", 0) < 0 ||
         syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
         return -errno;
-    int m = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
+    int m =
+        (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC,
+                     MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC | (read_only ? MOUNT_ATTR_RDONLY : 0));
     return m < 0 ? -errno : m;
 }
 
@@ -782,7 +784,13 @@ int launch_build_root(const struct launch_plan *p, const char **ret_step) {
     struct proc_scan scan = {.pfd = -1, .own_net = p->unshare_net};
     pthread_t scan_tid;
     bool scanning = false;
-    int proc_mnt = fresh_proc();
+    /* Read-only as root: proc keeps a chmod of one of its own entries
+     * (/proc/loadavg, /proc/meminfo: root's, which the command is) in the
+     * entry, shared by every proc instance of the host, until a reboot
+     * (Landlock has no right for a chmod).  An ordinary user's command
+     * may not chmod them, and writes the nested user namespace's id maps
+     * through this /proc. */
+    int proc_mnt = fresh_proc(p->uid == 0);
     if (proc_mnt < 0) {
         *ret_step = "mounting a fresh /proc";
         r = proc_mnt;

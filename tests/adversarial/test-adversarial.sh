@@ -188,6 +188,14 @@ if [ "$(id -u)" -eq 0 ] && [ -f /etc/shadow ] && [ "$(( $(stat -c %#a /etc/shado
         (echo x > /proc/sys/kernel/hostname) 2>&1 | grep -o "Read-only file system"'
     eq "$("$PVISOR" run --safe --stage "$S" --workspace "$W" -- sh -c "$wr" | tr '\n' ' ')" "/proc/sys ro /proc/irq ro Read-only file system " \
         "--safe as root: /proc/sys and /proc/irq are read-only mounts, a sysctl write is refused by them (EROFS) before Landlock"
+    # a chmod of one of proc's own entries (root's, which the command is)
+    # is kept in the entry, shared by every proc instance of the host, until
+    # a reboot; Landlock has no right for it. Each attempt sets the mode the
+    # entry has (no change either way); the control shows it is allowed.
+    ch='for f in /proc/loadavg /proc/meminfo; do chmod "$(stat -c %a $f)" $f 2>/dev/null; echo $?; done'
+    eq "$("$PVISOR" run -- sh -c "$ch" | tr '\n' ' ')" "0 0 " "control: root may chmod proc's entries"
+    eq "$("$PVISOR" run --safe --stage "$S" --workspace "$W" -- sh -c "$ch; grep ' /proc ' /proc/self/mountinfo | cut -d' ' -f6 | cut -d, -f1" | tr '\n' ' ')" \
+        "1 1 ro " "--safe as root: /proc is a read-only mount (a chmod of /proc/loadavg would reach the host's proc until a reboot)"
     # a directory only root may enter (tty/driver), and on the host's network
     # every interface's IPv6 secret, present and to come: covered whole
     ld='ls /proc/tty/driver | wc -l; ls /proc/sys/net/ipv6/conf | wc -l'
@@ -464,6 +472,67 @@ escape_writes() {
     rm -f "$H/planted.txt" "$H/planted-proc.txt"
 }
 escape_writes
+
+# The command's fd 0-2 that are host objects (`> log`, `< dir`, `< file`):
+# held as they were, the command changed the file itself (a setuid bit, its
+# times; an appended log rewritten once O_APPEND is cleared) and fchdir'ed
+# out of a directory. Under --safe it has pipes that init relays: the host
+# file gets what the command wrote, appended, and nothing else; /dev/null
+# is the sandbox's (read-only). Verdicts from the host's files.
+STDIO_PY='import os, fcntl, sys
+got = []
+def t(name, f):
+    try:
+        f(); got.append(name)
+    except (OSError, ValueError):
+        pass
+os.write(1, b"second\n")
+t("fchmod", lambda: os.fchmod(1, 0o4600))
+t("pwrite", lambda: (fcntl.fcntl(1, fcntl.F_SETFL, fcntl.fcntl(1, fcntl.F_GETFL) & ~os.O_APPEND), os.pwrite(1, b"FORGED", 0)))
+t("ftruncate", lambda: os.ftruncate(1, 6))
+t("utime", lambda: os.utime(1, (0, 0)))
+sys.stderr.write(" ".join(got) + "\n")'
+STDIN_PY='import os, sys
+try:
+    os.fchmod(0, 0o666)
+except OSError:
+    pass
+print(len(sys.stdin.buffer.read()))'
+escape_stdio() {
+    D=$T/stdio-$1; rm -rf "$D"; mkdir -p "$D"
+    for k in c s; do printf 'first\n' > "$D/$k.log"; head -c 100000 /dev/urandom > "$D/$k.in"; chmod 0600 "$D/$k.in"; done
+    chmod 0644 "$D/c.log" "$D/s.log"
+    [ -z "$RUN" ] || chown -R "$UU:$UU" "$D"
+    $RUN "$PVISOR" run -- $PY -c "$STDIO_PY" < /dev/null >> "$D/c.log" 2> "$D/c.err"
+    $RUN "$PVISOR" run -- $PY -c "$STDIN_PY" < "$D/c.in" > /dev/null 2>&1
+    c=$($RUN "$PVISOR" run -- sh -c 'cd /proc/self/fd/0 && ls' < "$H" 2>&1 | grep -c '^secret.txt$')
+    m=4600; [ -z "$RUN" ] || m=600 # (the setuid bit goes with an ordinary user's write)
+    eq "$(cat "$D/c.err"):$(stat -c %a "$D/c.log" "$D/c.in" | tr '\n' ' '):$c" "fchmod pwrite ftruncate utime:$m 666 :1" \
+        "control: the command changes host files it has as stdout or stdin (setuid bit, O_APPEND cleared and rewritten, truncated, times, mode) and enters a directory it has as stdin$AS"
+    $RUN "$PVISOR" run --safe --stage "$S" --workspace "$W" -- $PY -c "$STDIO_PY" < /dev/null >> "$D/s.log" 2> "$D/s.err"; rc=$?
+    eq "$rc:$(stat -c %a "$D/s.log"):$(tr '\n' ' ' < "$D/s.log")" "0:644:first second " \
+        "--safe: a host file as stdout gets what the command wrote, appended, and keeps its mode and earlier bytes$AS"
+    out=$($RUN "$PVISOR" run --safe --stage "$S" --workspace "$W" -- sh -c 'cd /proc/self/fd/0 && ls; echo end' < "$H" 2>&1)
+    eq "$(echo "$out" | grep -c '^secret.txt$'):$(echo "$out" | tail -n 1)" "0:end" "--safe: a directory as stdin does not lead into it$AS"
+    check "--safe: the host file as stdout keeps its times$AS" [ "$(stat -c %Y "$D/s.log")" -gt 0 ]
+    out=$($RUN "$PVISOR" run --safe --stage "$S" --workspace "$W" -- $PY -c "$STDIN_PY" < "$D/s.in" 2>&1)
+    eq "$out:$(stat -c %a "$D/s.in")" "100000:600" "--safe: a host file as stdin is read whole and keeps its mode$AS"
+    # the relay keeps up with a command that writes more than a pipe holds,
+    # and one open file for stdout and stderr keeps their order
+    $RUN "$PVISOR" run --safe --stage "$S" --workspace "$W" -- sh -c 'seq 1 200000; for i in 1 2 3; do echo o$i; echo e$i >&2; done' > "$D/big" 2>&1
+    eq "$(seq 1 200000 | cksum):$(tail -n 6 "$D/big" | tr '\n' ' ')" "$(head -n 200000 "$D/big" | cksum):o1 e1 o2 e2 o3 e3 " \
+        "--safe: 200,000 lines to a host file arrive whole, stdout and stderr of one open file in order$AS"
+    if [ -z "$RUN" ]; then
+        # as root the host's /dev/null is root's: a chmod through the
+        # descriptor (to the mode it has: no change either way)
+        "$PVISOR" run -- sh -c 'chmod 0666 /proc/self/fd/1' > /dev/null 2>&1
+        eq $? 0 "control: root chmods the host's /dev/null through its stdout"
+        "$PVISOR" run --safe --stage "$S" --workspace "$W" -- sh -c 'chmod 0666 /proc/self/fd/1' > /dev/null 2>&1
+        eq "$?:$(stat -c %a /dev/null)" "1:666" "--safe: /dev/null as stdout is the sandbox's read-only one"
+    fi
+    rm -rf "$D"
+}
+escape_stdio root
 
 # Host servers: nothing from the sandbox arrived (the control's lines did).
 n_unix=$(grep -c '^unix' "$SLOG"); n_abs=$(grep -c '^abstract' "$SLOG"); n_tcp=$(grep -c '^tcp' "$SLOG")
@@ -1858,6 +1927,7 @@ c1=$(cat "$H/ctl.txt"); echo ctl > "$H/ctl.txt"
 control hardlink-write "$H/ctl.txt" "$W/hlc" PWNED >/dev/null
 eq "$c1:$(cat "$H/ctl.txt")" "PWNED:PWNED" "control: a symlink and a hard link in the workspace write a host file$AS"
 rm -f "$H/ctl.txt" "$W/lnkc" "$W/hlc"
+escape_stdio user
 eq "$(grep -c '^unix' "$SLOG") $(grep -c '^abstract' "$SLOG") $(grep -c '^tcp' "$SLOG") $(grep -c '^fdpass' "$SLOG") $(grep -c '^view' "$SLOG")" \
     "1 1 1 1 2" "host servers received only the control runs' connections$AS"
 
