@@ -180,6 +180,31 @@ const char *const plan_credential_paths[] = {
     ".rclone.conf",
     ".local/share/uv/credentials",
     ".local/share/pyx/credentials",
+    /* found missing by a red-team pass: git's cookie file (Gerrit's
+     * http.cookiefile), the registry tokens of Yarn 1's, pnpm's and Bun's
+     * global configs, minikube's and Teleport's client keys, Ollama's
+     * identity key (its models beside it stay), Sentry's, CircleCI's,
+     * Stripe's, JFrog's, Vercel's, Netlify's, Supabase's and Railway's
+     * CLI tokens, Mercurial's user config ([auth] passwords), Linode's */
+    ".gitcookies",
+    ".yarnrc",
+    ".config/pnpm/rc",
+    ".bunfig.toml",
+    ".minikube",
+    ".tsh",
+    ".ollama/id_ed25519",
+    ".sentryclirc",
+    ".circleci/cli.yml",
+    ".config/stripe/config.toml",
+    ".jfrog",
+    ".vercel/auth.json",
+    ".local/share/com.vercel.cli/auth.json",
+    ".config/netlify/config.json",
+    ".supabase/access-token",
+    ".railway/config.json",
+    ".hgrc",
+    ".config/hg/hgrc",
+    ".config/linode-cli",
     NULL,
 };
 
