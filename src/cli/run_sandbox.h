@@ -20,11 +20,11 @@
 #include "resources/cgroup.h"
 #include "resources/limits.h"
 
-#define SANDBOX_WS_MASK_MAX 2048 /* ~130 credential locations under each of HOME's names */
+#define SANDBOX_WS_MASK_MAX 4096 /* ~190 credential locations, and where links lead, under each of HOME's names */
 /* HOME's view: its credential locations, and those of each other home or
  * name of HOME in it (PLAN_OTHER_HOMES), their link targets, moved stores,
  * stages */
-#define SANDBOX_HOME_MASK_MAX 2048
+#define SANDBOX_HOME_MASK_MAX 4096
 
 struct sandbox {
     struct launch_plan plan;
