@@ -539,9 +539,18 @@ uint64_t ov_lower_ino(struct ov *ov, uint64_t lower_st_ino) {
 
 /* ---- owners a copy-up could not give ---- */
 
+/* Can the upper object of mode m hold the owner's record?  The kernel
+ * keeps user.* xattrs for regular files and directories alone (a write
+ * elsewhere is EPERM, a read ENODATA); symlinks are never given one. */
+static bool holds_owner_record(mode_t m) {
+    return S_ISREG(m) || S_ISDIR(m);
+}
+
 int ov_owner_keep(int fd, const struct stat *st, uid_t uid, gid_t gid) {
     if (st->st_uid == uid && st->st_gid == gid)
         return 0;
+    if (!holds_owner_record(st->st_mode))
+        return 0; /* a FIFO, a socket: its copy is shown as its own owner's (docs/stage-format.md) */
     char pp[40], v[32];
     int m = snprintf(v, sizeof v, "%u:%u", (unsigned)uid, (unsigned)gid);
     if (ov_proc_path(fd, pp) < 0 || m < 0 || (size_t)m >= sizeof v)
@@ -596,7 +605,10 @@ int ov_owner_changed(struct ov *ov, struct ov_node *n, int ufd, const struct sta
     if (ov_proc_path(ufd, pp) < 0)
         return -EOVERFLOW;
     int r = 0;
-    if (st.st_uid == want_uid && st.st_gid == want_gid) {
+    if (!holds_owner_record(st.st_mode)) {
+        if (st.st_uid != want_uid || st.st_gid != want_gid)
+            r = -EPERM; /* not an owner this copy can be given or shown */
+    } else if (st.st_uid == want_uid && st.st_gid == want_gid) {
         if (removexattr(pp, OV_XATTR_OWNER) < 0 && errno != ENODATA)
             r = -errno;
     } else {

@@ -891,6 +891,24 @@ else
     sed -n '6,$p' "$C/out" | sed 's/^/# /'
 fi
 
+# FIFOs and sockets hold no owner record (the kernel keeps user.* xattrs
+# for files and directories alone): a chown of one to the user's own ids,
+# and a rename of the user's directory that holds another user's FIFO (a
+# copy-up of it), work as natively; both were EPERM (found by a red-team
+# pass). The copied FIFO shows as the user's (documented).
+new_case unpriv-special
+mkdir "$L/own"; mkfifo "$L/own/rootfifo"; chown 4242:4242 "$L" "$L/own" "$C"
+manifest "$L" > "$C/manifest.before"
+setpriv --reuid=4242 --regid=4242 --clear-groups -- "$OVRUN" "$L" "$S" -- sh -c 'mkfifo ff && chown 4242:4242 ff && echo fifo-ok
+    '"$PY"' -c "import socket, os; s = socket.socket(socket.AF_UNIX); s.bind(\"sk\"); os.chown(\"sk\", 4242, 4242)" && echo sock-ok
+    mv own own2 && echo mv-ok; stat -c "%n %F %u" own2/rootfifo ff' > "$C/out" 2>&1
+expect "unprivileged: chown of a FIFO and a socket to the user's ids, and a rename of a directory holding another user's FIFO" "$C/out" "fifo-ok
+sock-ok
+mv-ok
+own2/rootfifo fifo 4242
+ff fifo 4242"
+check "unprivileged special files: lower unchanged; the stage holds the renamed directory's FIFO" bash -c "$(declare -f manifest lower_unchanged); C=$C L=$L lower_unchanged && [ -p $S/upper/own2/rootfifo ]"
+
 # --- 18. stage refusals and O_TMPFILE ------------------------------------------------------
 new_case stageerr
 touch "$C/afile"
