@@ -246,6 +246,11 @@ static int start_overlay(pid_t child, void *userdata) {
              * plain run enters without root */
             .own_group = st->sb ? !st->sb->as_root : getuid() != 0,
             .hide_stages = st->sb != NULL,
+            /* HOME's credential locations (its view's masks): a hard link
+             * of one of their files in the workspace is hidden too */
+            .link_fd = st->sb ? st->sb->home_fd : -1,
+            .link_mask = st->sb && st->sb->home_fd >= 0 ? st->sb->home_mask : NULL,
+            .n_link_mask = st->sb && st->sb->home_fd >= 0 ? st->sb->n_home_mask : 0,
         };
         r = overlay_start(&p, &st->ov);
         PV_MARK("S_wsview");

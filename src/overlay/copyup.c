@@ -955,14 +955,16 @@ static int copy_tree_children(struct ov *ov, int dfd, const char *relpath, const
         if (asprintf(&cpath, "%s%s%s", relpath, relpath[0] ? "/" : "", de->d_name) < 0)
             return -ENOMEM;
         if (ov_masked(ov, cpath) || ov_lower_stage(ov, lfd, de->d_name, 0))
-            continue;    /* not part of the view: never copied, never merged */
-        struct stat lst; /* a masked object under another name (ov_masked_id) */
-        if (ov->n_mask_ids && fstatat(lfd, de->d_name, &lst, AT_SYMLINK_NOFOLLOW) < 0) {
+            continue; /* not part of the view: never copied, never merged */
+        /* a masked object under another name (ov_masked_id, ov_masked_link) */
+        bool ids = ov->n_mask_ids || ov->n_link_mask;
+        struct stat lst;
+        if (ids && fstatat(lfd, de->d_name, &lst, AT_SYMLINK_NOFOLLOW) < 0) {
             if (errno == ENOENT)
                 continue;
             return -errno;
         }
-        if (ov->n_mask_ids && (ov_masked_id(ov, &lst) || ov_masked_link(ov, &lst)))
+        if (ids && (ov_masked_id(ov, &lst) || ov_masked_link(ov, &lst)))
             continue;
         struct stat ust;
         _cleanup_close_ int cfd = -1;

@@ -256,6 +256,28 @@ static int mlinks_state(struct ov *ov) {
             else if (!stage_dir_at(fd, "."))
                 r = mlink_walk(ov, fd, st.st_dev, 0, &budget);
         }
+        /* another tree's masked locations (HOME's, for the workspace's
+         * view): a regular file with other names there, and those inside
+         * a directory there */
+        for (size_t i = 0; i < ov->n_link_mask && r >= 0; i++) {
+            struct stat st;
+            if (fstatat(ov->link_fd, ov->link_mask[i], &st, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT) < 0) {
+                r = errno == ENOENT || errno == ENOTDIR || errno == EACCES ? 0 : -errno;
+                continue;
+            }
+            if (S_ISREG(st.st_mode) && st.st_nlink > 1) {
+                r = mlink_push(ov, &st);
+                continue;
+            }
+            if (!S_ISDIR(st.st_mode) || stage_dir_at(ov->link_fd, ov->link_mask[i]))
+                continue;
+            _cleanup_close_ int fd =
+                openat(ov->link_fd, ov->link_mask[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (fd < 0)
+                r = errno == ENOENT || errno == ENOTDIR || errno == ELOOP || errno == EACCES ? 0 : -errno;
+            else
+                r = mlink_walk(ov, fd, st.st_dev, 0, &budget);
+        }
         if (r >= 0 && ov->n_mlinks)
             qsort(ov->mlinks, ov->n_mlinks, sizeof *ov->mlinks, cmp_id);
         s = r < 0 ? r : 1;
@@ -266,7 +288,7 @@ static int mlinks_state(struct ov *ov) {
 }
 
 bool ov_masked_link(struct ov *ov, const struct stat *st) {
-    if (!S_ISREG(st->st_mode) || st->st_nlink < 2 || !ov->n_mask_dirs)
+    if (!S_ISREG(st->st_mode) || st->st_nlink < 2 || (!ov->n_mask_dirs && !ov->n_link_mask))
         return false;
     if (mlinks_state(ov) < 0)
         return true; /* could not be told: fail closed */
@@ -275,7 +297,7 @@ bool ov_masked_link(struct ov *ov, const struct stat *st) {
 }
 
 bool ov_masked_link_ino(struct ov *ov, ino_t ino) {
-    if (!ov->n_mask_dirs)
+    if (!ov->n_mask_dirs && !ov->n_link_mask)
         return false;
     if (mlinks_state(ov) < 0)
         return true;

@@ -149,6 +149,9 @@ struct ov {
     } * mask_ids;                   /* immutable: what the masks named in the lower at the start (ov_masked_id) */
     size_t n_mask_ids;              /* immutable */
     size_t n_mask_dirs;             /* immutable: how many of them are directories */
+    int link_fd;                    /* immutable, own (a dup): overlay_params.link_fd, or -1 */
+    char **link_mask;               /* immutable: overlay_params.link_mask (looked through with the masked dirs) */
+    size_t n_link_mask;             /* immutable */
     pthread_mutex_t mlink_lock;     /* held by the one looking for the rest of these (ov_masked_link) */
     atomic_int mlinks_state;        /* 0: not looked for yet, 1: found, -errno: could not be */
     struct ov_mask_id *mlinks;      /* regular files with other names inside masked directories, sorted; */
@@ -313,7 +316,8 @@ bool ov_masked_id(const struct ov *ov, const struct stat *st);
 int ov_mask_ids_init(struct ov *ov);
 /* Is the lower object st (its lstat) a regular file with other names
  * (st_nlink > 1) of which one is inside a masked directory (~/.ssh/id_rsa
- * linked as ~/key)?  The masked directories are looked through once, at
+ * linked as ~/key), or is, or is inside, one of link_mask (HOME's, seen
+ * from the workspace's view)?  The masked directories are looked through once, at
  * the first such file or listing (mlink_walk says what is left out); when
  * they could not be (an error, or more than OV_MLINK_BUDGET entries), every
  * such file is taken for one. */

@@ -41,6 +41,14 @@ struct overlay_params {
      * or below them either (-EACCES), e.g. --access deny: paths. */
     const char *const *sealed;
     size_t n_sealed;
+    /* Another tree's masked locations (HOME's, for the workspace's view),
+     * relative to link_fd (borrowed; opened before the run's mount
+     * namespace): a regular file there, or one inside a directory there,
+     * is hidden from this view under any other name it has (a hard link
+     * of ~/.ssh/id_rsa in the workspace).  n_link_mask 0: none. */
+    int link_fd;
+    const char *const *link_mask;
+    size_t n_link_mask;
     /* The clients are in a user namespace that maps only our uid and gid
      * (--filesystem sandbox): our own objects whose group is another (a
      * supplementary group, a setgid directory's) are shown with our gid.

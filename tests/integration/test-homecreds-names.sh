@@ -263,4 +263,17 @@ for who in root user; do
     out=$(cd "$B/ws" && as $who env -u XDG_STATE_HOME HOME="$H" PVISOR_TEST_MLINK_BUDGET=100 timeout 120 "$P" run --safe -- sh -c "$reads6" 2>&1); rc=$?
     eq "$rc:$(echo $out)" "0:pair other p1 other p1 end" \
         "--safe ($who): with pvisor's state in HOME, its stages are not looked through, and the links are hidden the same"
+    # the workspace in HOME (~/proj, the usual layout) holding hard links of
+    # ~/.netrc and ~/.ssh/id_rsa: its view hides them as HOME's does; a pair
+    # of links of the workspace's own stays
+    mkdir -p "$H/proj/sub"; ln "$H/.netrc" "$H/proj/n"; ln "$H/.ssh/id_rsa" "$H/proj/sub/key"
+    echo own > "$H/proj/o1"; ln "$H/proj/o1" "$H/proj/sub/o2"
+    [ $who = user ] && chown -R 65534:65534 "$H/proj"
+    readsw='cat n sub/key 2>/dev/null; cat sub/o2; ls . sub | tr "\n" " "; mv sub moved && cat moved/key 2>/dev/null; ls moved; echo end'
+    out=$(cd "$H/proj" && as $who HOME="$H" "$P" run -- sh -c 'cat n sub/key' 2>&1)
+    eq "$(echo "$out" | grep -c -e "NETRC-$who" -e "SSHKEY-$who")" 2 "control ($who): hard links of HOME's credentials in the workspace are readable without the sandbox"
+    out=$(cd "$H/proj" && as $who HOME="$H" "$P" run --safe --stage "$B/stw" -- sh -c "$readsw" 2>&1); rc=$?
+    eq "$rc:$(echo $out)" "0:own .: o1 sub sub: o2 o2 end" \
+        "--safe ($who): hard links of HOME's credentials in the workspace (~/proj) are absent from its view, and stay so when their directory is renamed"
+    eq "$(ls "$B/stw/upper/moved" 2>/dev/null | tr '\n' ' ')" "o2 " "... the stage's renamed directory holds no copy of them"
 done
