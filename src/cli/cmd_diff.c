@@ -59,6 +59,11 @@ struct diffctx {
      * names (displayed) */
     size_t n_escaped;
     char *escaped_names[ESCAPED_NAMES_SHOWN];
+    /* into a pipe or a file: the directories created, removed, or whose
+     * mode or user xattrs changed, which a patch cannot hold (said on
+     * stderr), the first names (displayed) */
+    size_t n_dirs;
+    char *dir_names[ESCAPED_NAMES_SHOWN];
     int failed;
 };
 
@@ -470,6 +475,34 @@ static bool diffable(enum lc_type t) {
     return t == LC_REG || t == LC_LNK;
 }
 
+/* A directory's change (what: "new", "deleted"; NULL: its mode or xattrs)
+ * that no patch holds: said in words on a terminal, as review says it, a
+ * line of --stat; into a pipe or a file, counted for the note on stderr. */
+static void show_dir(struct diffctx *d, const struct lc_stage *st, const struct lc_entry *e, const char *p,
+                     const char *ga, const char *gb, const char *what) {
+    if (!d->escape) {
+        if (d->n_dirs < ESCAPED_NAMES_SHOWN)
+            d->dir_names[d->n_dirs] = strdup(p);
+        d->n_dirs++;
+        return;
+    }
+    if (d->stat) {
+        add_stat(d, p, 0, 0, false, 0, 0);
+        return;
+    }
+    printf("diff --git %s %s\n", ga, gb);
+    if (what && strcmp(what, "deleted") == 0) {
+        printf("deleted directory mode %06o\n", git_mode(LC_DIR, e->old_mode));
+        return;
+    }
+    if (what)
+        printf("new directory mode %06o\n", git_mode(LC_DIR, e->new_mode));
+    else if (e->changes & LC_CH_MODE)
+        printf("old mode %06o\nnew mode %06o\n", git_mode(LC_DIR, e->old_mode), git_mode(LC_DIR, e->new_mode));
+    if (what || (e->changes & LC_CH_XATTR))
+        show_xattrs(d, st, e);
+}
+
 static void show_entry(struct diffctx *d, const struct lc_stage *st, const struct lc_entry *e) {
     /* names are agent-chosen: printed with control bytes escaped */
     _cleanup_free_ char *p = lc_display_name(e->path);
@@ -499,17 +532,8 @@ static void show_entry(struct diffctx *d, const struct lc_stage *st, const struc
          * ".") are said in words on a terminal, as review says them;
          * into a pipe or a file, nothing */
         if (ot == LC_DIR) {
-            if (!d->escape || !(e->changes & (LC_CH_MODE | LC_CH_XATTR)))
-                return;
-            if (d->stat) {
-                add_stat(d, p, 0, 0, false, 0, 0);
-                return;
-            }
-            printf("diff --git %s %s\n", ga, gb);
-            if (e->changes & LC_CH_MODE)
-                printf("old mode %06o\nnew mode %06o\n", git_mode(ot, e->old_mode), git_mode(nt, e->new_mode));
-            if (e->changes & LC_CH_XATTR)
-                show_xattrs(d, st, e);
+            if (e->changes & (LC_CH_MODE | LC_CH_XATTR))
+                show_dir(d, st, e, p, ga, gb, NULL);
             return;
         }
         /* Only its user xattrs differ (or its owner): nothing a patch
@@ -538,12 +562,16 @@ static void show_entry(struct diffctx *d, const struct lc_stage *st, const struc
         return;
     }
     /* deletion of the old object (also the first half of a type change) */
+    if (ot == LC_DIR)
+        show_dir(d, st, e, p, ga, gb, "deleted");
     if (ot != LC_NONE && ot != LC_DIR) {
         if (!d->stat)
             printf("diff --git %s %s\ndeleted file mode %o\n", ga, gb, git_mode(ot, e->old_mode));
         if (diffable(ot))
             content_diff(d, st, e->path, p, ot, e->old_target, LC_NONE, NULL, e->old_size, 0);
     }
+    if (nt == LC_DIR)
+        show_dir(d, st, e, p, ga, gb, "new");
     if (nt != LC_NONE && nt != LC_DIR) {
         if (!d->stat)
             printf("diff --git %s %s\nnew file mode %o\n", ga, gb, git_mode(nt, e->new_mode));
@@ -789,6 +817,17 @@ int cmd_diff(int argc, char **argv) {
         fprintf(stderr, "%s\n", d.n_escaped > ESCAPED_NAMES_SHOWN ? ", ..." : "");
         for (size_t k = 0; k < d.n_escaped && k < ESCAPED_NAMES_SHOWN; k++)
             free(d.escaped_names[k]);
+    }
+    if (d.n_dirs) {
+        fprintf(stderr,
+                "pvisor diff: note: %zu director%s created, removed, or with a changed mode or extended attributes, "
+                "which a patch cannot hold (on a terminal, and in 'pvisor status --review', they are shown): ",
+                d.n_dirs, d.n_dirs == 1 ? "y" : "ies");
+        for (size_t k = 0; k < d.n_dirs && k < ESCAPED_NAMES_SHOWN; k++) {
+            fprintf(stderr, "%s%s", k ? ", " : "", d.dir_names[k] ? d.dir_names[k] : "?");
+            free(d.dir_names[k]);
+        }
+        fprintf(stderr, "%s\n", d.n_dirs > ESCAPED_NAMES_SHOWN ? ", ..." : "");
     }
     lc_changeset_free(cs);
     lc_stage_free(st);

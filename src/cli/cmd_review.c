@@ -939,6 +939,7 @@ int cmd_review(const char *arg, const char *stage_dir, bool as_json) {
             return PV_EXIT_FAILURE;
         }
         lc_changeset_mark_hooks_path(cs);
+        lc_changeset_mark_config_includes(cs);
         lc_changeset_mark_home_config(cs, getenv("HOME"));
         lc_changeset_mark_text(cs, st);
     }

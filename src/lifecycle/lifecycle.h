@@ -208,6 +208,12 @@ size_t lc_changeset_find(const struct lc_changeset *cs, const char *path);
  * git ('git rev-parse --git-path hooks' in the workspace); nothing when
  * git is missing or cannot tell. */
 void lc_changeset_mark_hooks_path(struct lc_changeset *cs);
+/* Mark the workspace files that the workspace's or the stage's .git/config
+ * includes (include.path, includeIf.*.path, and what those include in
+ * turn), git_config: git reads them as the repository's config, where
+ * core.fsmonitor or core.sshCommand run commands (a project's tracked
+ * .gitconfig that its contributors include). */
+void lc_changeset_mark_config_includes(struct lc_changeset *cs);
 
 /* For the review: when home (the user's HOME) is or lies in the workspace,
  * the entries of git's global config there (.gitconfig, .config/git/config)

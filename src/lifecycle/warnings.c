@@ -619,6 +619,92 @@ static void hooks_path_in_stage(const struct lc_changeset *cs, char *pre[2], boo
     hooks_prefixes(cs->workspace, out, pre);
 }
 
+/* The config file rel beneath dir_fd (a regular file, no symlink
+ * followed), opened as open_git_config opens one, or -1. */
+static int open_config_at(int dir_fd, const char *rel) {
+    int cfd = dir_fd < 0 ? -1 : lc_open_beneath(dir_fd, rel, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
+    struct stat st;
+    if (cfd >= 0 && (fstat(cfd, &st) < 0 || !S_ISREG(st.st_mode) || fcntl(cfd, F_SETFD, 0) < 0)) {
+        close(cfd);
+        return -1;
+    }
+    return cfd;
+}
+
+#define CONFIG_INCLUDES_MAX 64
+
+/* Add to inc (workspace-relative, malloc'd; *n of CONFIG_INCLUDES_MAX,
+ * none twice) the workspace files the config cfd, at rel in the workspace
+ * ws (resolved), includes: include.path and includeIf.*.path, a relative
+ * one against rel's directory, as git resolves them; "~/" is HOME's. */
+static void config_included(const char *ws, int cfd, const char *rel, char **inc, size_t *n) {
+    struct capture c = {.len = 0};
+    if (cfd < 0 || git_config_fd(cfd, "--get-regexp", "^include(if\\..*)?\\.path$", NULL, &c) != 0)
+        return;
+    const char *home = getenv("HOME");
+    const char *slash = strrchr(rel, '/');
+    for (char *line = c.buf, *nl; (nl = strchr(line, '\n')); line = nl + 1) {
+        *nl = '\0';
+        const char *v = strchr(line, ' ');
+        if (!v || !*++v)
+            continue;
+        _cleanup_free_ char *abs = NULL, *res = NULL;
+        if (v[0] == '/')
+            abs = strdup(v);
+        else if (strncmp(v, "~/", 2) == 0)
+            abs = home && home[0] == '/' ? path_join(home, v + 2) : NULL;
+        else if (asprintf(&abs, "%s/%.*s%s%s", ws, slash ? (int)(slash - rel) : 0, rel, slash ? "/" : "", v) < 0)
+            abs = NULL;
+        if (!abs || path_resolve(abs, &res) <= 0 || !path_within(res, ws) || strcmp(res, ws) == 0)
+            continue;
+        const char *r = below(res, ws);
+        bool known = false;
+        for (size_t k = 0; k < *n && !known; k++)
+            known = strcmp(inc[k], r) == 0;
+        if (!known && *n < CONFIG_INCLUDES_MAX && (inc[*n] = strdup(r)))
+            ++*n;
+    }
+}
+
+void lc_changeset_mark_config_includes(struct lc_changeset *cs) {
+    if (!cs->n)
+        return;
+    _cleanup_free_ char *ws = realpath(cs->workspace, NULL);
+    _cleanup_free_ char *upper = path_join(cs->stage_path, "upper");
+    _cleanup_close_ int wfd = open(cs->workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    _cleanup_close_ int ufd = upper ? open(upper, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+    if (!ws)
+        return;
+    char *inc[CONFIG_INCLUDES_MAX];
+    size_t n = 0;
+    /* the workspace's .git/config, the stage's, then what they include
+     * (each as the stage has it when the run changed it), in turn */
+    for (size_t k = 0; k <= n && k <= CONFIG_INCLUDES_MAX; k++) {
+        const char *rel = k == 0 ? ".git/config" : inc[k - 1];
+        const struct lc_entry *staged = NULL;
+        for (size_t i = 0; i < cs->n && !staged; i++)
+            if (strcmp(cs->entries[i].path, rel) == 0)
+                staged = &cs->entries[i];
+        bool in_stage = staged && staged->kind != LC_DELETED && staged->new_type == LC_REG;
+        if (k == 0 || !in_stage) {
+            _cleanup_close_ int cfd = open_config_at(wfd, rel);
+            config_included(ws, cfd, rel, inc, &n);
+        }
+        if (in_stage) {
+            _cleanup_close_ int cfd = open_config_at(ufd, rel);
+            config_included(ws, cfd, rel, inc, &n);
+        }
+    }
+    for (size_t i = 0; i < cs->n; i++)
+        for (size_t k = 0; k < n; k++)
+            if (strcmp(cs->entries[i].path, inc[k]) == 0) {
+                cs->entries[i].warnings |= LC_W_GIT_CONFIG;
+                cs->warnings |= LC_W_GIT_CONFIG;
+            }
+    for (size_t k = 0; k < n; k++)
+        free(inc[k]);
+}
+
 /* The names git runs as hooks (githooks(5)). */
 static bool git_hook_name(const char *name) {
     static const char *const hooks[] = {"applypatch-msg",

@@ -1524,7 +1524,22 @@ if command -v git >/dev/null; then
         eq "$(jq -r '[.changeset.warnings[] | select(.warning == "git_hook") | .path] | sort | join(",")' "$T/warn4c.json")" \
             ".githooks/pre-commit" \
             "  and when it names it through a file the $how config includes: a changed file with a hook's name is warned of"
+        # the included file is git's config as much as .git/config is
+        # (core.fsmonitor there runs at the next git status): it was a
+        # plain content change (found by a red-team pass)
+        want=.gitcfg; [ "$how" = stage ] && want=.git/config,.gitcfg
+        eq "$(jq -r '[.changeset.warnings[] | select(.warning == "git_config") | .path] | sort | join(",")' "$T/warn4c.json")" \
+            "$want" "  ... and the file the $how config includes is warned of as git configuration (git_config)"
     done
+    # includeIf, and what an included file includes in turn (relative to
+    # its own directory); a file no config includes is not warned of
+    W=$T/wswarn4d
+    mkdir -p "$W/conf" && (cd "$W" && git init -q .) && printf '[include]\n\tpath = conf/y.cfg\n' > "$W/x.cfg" &&
+        echo '[user]' > "$W/conf/y.cfg" && printf '[includeIf "gitdir:/"]\n\tpath = ../x.cfg\n' >> "$W/.git/config"
+    (cd "$W" && "$P" run --stage auto -- sh -c 'printf "[core]\n\tfsmonitor = x\n" >> conf/y.cfg; echo z > conf/z.cfg') >/dev/null 2>&1
+    (cd "$W" && "$P" status --review --json) > "$T/warn4d.json"
+    eq "$(jq -r '[.changeset.warnings[] | select(.warning == "git_config") | .path] | sort | join(",")' "$T/warn4d.json")" \
+        "conf/y.cfg" "  ... also through includeIf and a nested include, and no other file"
 else
     skip "review warns of changes in the stage's core.hooksPath directory" "git is not installed"
 fi
@@ -2043,6 +2058,26 @@ if [ -n "$xa" ]; then
     eq "$(getfattr --only-values -n user.r "$W" 2>/dev/null):$(getfattr --only-values -n user.keep "$W" 2>/dev/null)" "agent:host" \
         "  ... and its user xattrs"
 fi
+# directories created, removed, or made from a file: diff on a terminal
+# said nothing of them (only a changed directory's mode) while it showed
+# and recorded the changeset's ID, which a plain apply then took for a
+# review (found by a red-team pass); --stat lists them; into a pipe a
+# note on stderr names them (a patch holds no directory)
+W=$T/wsdirs S=$T/stdirs
+mkdir -p "$W/gone" "$W/keep" && echo x > "$W/f2d" && chmod 0755 "$W/gone"
+stage_run "$W" "$S" 'mkdir -m 0777 drop && chmod 0777 drop && mkdir bin && chmod 2777 bin && rmdir gone && rm f2d && mkdir f2d' >/dev/null 2>&1
+script -qec "'$P' diff --stage '$S'" /dev/null > "$T/dirs.tty" 2>&1
+eq "$(tr -d '\r' < "$T/dirs.tty" | grep -A1 -E '^diff --git a/(bin|drop|gone) ' | grep -v '^--$' | tr '\n' ' ')" \
+    "diff --git a/bin b/bin new directory mode 042777 diff --git a/drop b/drop new directory mode 040777 diff --git a/gone b/gone deleted directory mode 040755 " \
+    "diff on a terminal shows directories created (their modes) and removed"
+eq "$(tr -d '\r' < "$T/dirs.tty" | grep -c '^new directory mode 040755$'):$(tr -d '\r' < "$T/dirs.tty" | grep -c '^deleted file mode 100644$')" "1:1" \
+    "  ... and a file that became a directory, both halves"
+script -qec "'$P' diff --stat --stage '$S'" /dev/null > "$T/dirs.stat" 2>&1
+eq "$(tr -d '\r' < "$T/dirs.stat" | grep -cE '^ (bin|drop|gone|f2d) +\|')" 5 "  ... diff --stat lists each of them"
+"$P" diff --stage "$S" > "$T/dirs.patch" 2> "$T/dirs.err"
+eq "$(grep -c 'directory mode' "$T/dirs.patch"):$(grep -o 'note: 4 directories.*: bin, drop, f2d, gone$' "$T/dirs.err" | wc -l)" "0:1" \
+    "  ... into a pipe the patch holds none, and a note on stderr names them"
+
 # setgid and sticky: a directory keeps them (as for any directory)
 W=$T/wsroot3 S=$T/stroot3
 mkdir -p "$W" && echo a > "$W/f" && chmod 0755 "$W"
