@@ -231,31 +231,21 @@ bool lc_git_pointer_into_git(const char *workspace, const char *path, const char
  * folder open included, run the programs of a directory it names), mise's
  * config (its hooks and env._.source run at each cd of a shell that
  * activates mise), a dev container's (its initializeCommand runs on the
- * host when the editor opens the folder in the container); link: the
- * entry is a symlink. */
+ * host when the editor opens the folder in the container), a VS Code
+ * workspace file, and the start-up files of pdb, irb, pry, gdb and lldb;
+ * link: the entry is a symlink. */
 static bool tool_config(const char *path, const char *base, bool link) {
-    static const char *const names[] = {".pre-commit-config.yaml",
-                                        ".pre-commit-config.yml",
-                                        "lefthook.yml",
-                                        "lefthook.yaml",
-                                        ".lefthook.yml",
-                                        ".lefthook.yaml",
-                                        "lefthook-local.yml",
-                                        "lefthook-local.yaml",
-                                        ".envrc",
-                                        ".npmrc",
-                                        ".yarnrc",
-                                        ".yarnrc.yml",
-                                        ".pnpmfile.cjs",
-                                        "gradle-wrapper.properties",
-                                        "maven-wrapper.properties",
-                                        "rust-toolchain",
-                                        "rust-toolchain.toml",
-                                        "mise.toml",
-                                        ".mise.toml",
-                                        "mise.local.toml",
-                                        ".mise.local.toml",
-                                        ".devcontainer.json"};
+    static const char *const names[] = {
+        ".pre-commit-config.yaml", ".pre-commit-config.yml", "lefthook.yml", "lefthook.yaml", ".lefthook.yml",
+        ".lefthook.yaml", "lefthook-local.yml", "lefthook-local.yaml", ".envrc", ".npmrc", ".yarnrc", ".yarnrc.yml",
+        ".pnpmfile.cjs", "gradle-wrapper.properties", "maven-wrapper.properties", "rust-toolchain",
+        "rust-toolchain.toml", "mise.toml", ".mise.toml", "mise.local.toml", ".mise.local.toml", ".devcontainer.json",
+        /* run at the tool's start in that
+                                         * directory: pdb's commands, irb's
+                                         * and pry's Ruby, gdb's and lldb's
+                                         * commands (where their safe paths
+                                         * allow a local one) */
+        ".pdbrc", ".irbrc", ".pryrc", ".gdbinit", ".lldbinit"};
     static const char *const tails[] = {
         ".cargo/config",         ".cargo/config.toml",       ".vscode/tasks.json",
         ".vscode/settings.json", ".mvn/extensions.xml",      ".mise/config.toml",
@@ -263,6 +253,11 @@ static bool tool_config(const char *path, const char *base, bool link) {
     for (size_t i = 0; i < ARRAY_SIZE(names); i++)
         if (strcmp(base, names[i]) == 0)
             return true;
+    /* a VS Code workspace file: its tasks run at folder open, as
+     * .vscode/tasks.json's do */
+    size_t bl = strlen(base);
+    if (bl > 15 && strcmp(base + bl - 15, ".code-workspace") == 0)
+        return true;
     size_t pl = strlen(path);
     for (size_t i = 0; i < ARRAY_SIZE(tails); i++) {
         size_t tl = strlen(tails[i]);

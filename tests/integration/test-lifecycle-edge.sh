@@ -1314,6 +1314,16 @@ W=$T/wstool1; mkdir -p "$W/.devcontainer" "$W/svc" && echo '{}' > "$W/.devcontai
 eq "$(jq -r '[.changeset.warnings[] | select(.warning == "tool_config") | .path] | sort | join(",")' "$T/warn3a.json")" \
     ".config/mise/config.toml,rust-toolchain.toml,svc/.devcontainer.json,svc/.mise.toml" \
     "  and of rustup's toolchain file, mise's config, a dev container's, not of a deleted one or look-alikes"
+# a VS Code workspace file (tasks at folder open), the start-up files of
+# pdb, irb, pry, gdb and lldb in the directory they start in (found by a
+# red-team pass); look-alikes not
+W=$T/wstool1b; mkdir -p "$W/py"
+(cd "$W" && "$P" run --stage auto -- sh -c 'echo "{}" > proj.code-workspace && echo "!import os" > py/.pdbrc &&
+    for f in .irbrc .pryrc .gdbinit .lldbinit; do echo x > $f; done && echo x > code-workspace && echo x > .pdbrc.bak') >/dev/null 2>&1
+(cd "$W" && "$P" status --review --json) > "$T/warn3a2.json"
+eq "$(jq -r '[.changeset.warnings[] | select(.warning == "tool_config") | .path] | sort | join(",")' "$T/warn3a2.json")" \
+    ".gdbinit,.irbrc,.lldbinit,.pryrc,proj.code-workspace,py/.pdbrc" \
+    "  and of a VS Code workspace file and the start-up files of pdb, irb, pry, gdb and lldb, not of look-alikes"
 # the directory of such a file made a symlink to another (.vscode -> vs):
 # the tool reads vs/tasks.json, a name of no tool, so the link is warned of
 W=$T/wstool2; mkdir -p "$W"
