@@ -293,16 +293,19 @@ static int build(scmp_filter_ctx ctx, int shared_base, const char **ret_step) {
                                   SCMP_A2(SCMP_CMP_EQ, proto, 0))) < 0)
             return r;
     /* inet and inet6: the protocols an agent uses (0: the type's own, TCP,
-     * UDP, UDP-Lite, ICMP and ICMPv6 echo sockets, MPTCP).  Another one the
+     * UDP, UDP-Lite, ICMP and ICMPv6 echo sockets).  Not MPTCP (262):
+     * Landlock's TCP rules do not apply to it, so it bound, listened and
+     * connected where they refuse every TCP bind and connect (a red-team
+     * pass; its users fall back to TCP on EPROTONOSUPPORT, as on a kernel
+     * without it).  Another one the
      * kernel does not have yet makes socket() ask modprobe to load it
      * (net-pf-2-proto-132: SCTP, DCCP, L2TP, SMC) on the host, as root,
      * from inside the run: each a module whose bugs were ways out of
      * unprivileged sandboxes (CVE-2017-6074 in DCCP).  EPROTONOSUPPORT, the
      * kernel's answer for a protocol it lacks; a raw socket's protocol
      * (root's on the host) goes the same way.  Whole-register
-     * comparisons: high bits the kernel ignores are above 262, refused. */
-    static const scmp_datum_t inet_ok[] = {0,  IPPROTO_ICMP, IPPROTO_TCP, IPPROTO_UDP, IPPROTO_ICMPV6, IPPROTO_UDPLITE,
-                                           262 /* IPPROTO_MPTCP */};
+     * comparisons: high bits the kernel ignores are above 136, refused. */
+    static const scmp_datum_t inet_ok[] = {0, IPPROTO_ICMP, IPPROTO_TCP, IPPROTO_UDP, IPPROTO_ICMPV6, IPPROTO_UDPLITE};
     const size_t n_ok = sizeof inet_ok / sizeof inet_ok[0];
     static const int inets[] = {AF_INET, AF_INET6};
     for (size_t f = 0; f < 2; f++) {

@@ -873,6 +873,7 @@ int main(int argc, char **argv) {
             {AF_INET6, SOCK_SEQPACKET, 132, "sctp6"},  {AF_INET, SOCK_DCCP, 33, "dccp"},
             {AF_INET, SOCK_DGRAM, 115, "l2tp"},        {AF_INET, SOCK_STREAM, 256, "smc"},
             {AF_INET, SOCK_RAW, 132, "raw132"},        {AF_INET, SOCK_STREAM, 255, "255"},
+            {AF_INET, SOCK_STREAM, 262, "mptcp"},      {AF_INET6, SOCK_STREAM, 262, "mptcp6"},
         };
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
             long fd =
