@@ -540,17 +540,21 @@ static void hooks_path_in_workspace(const char *workspace, char *pre[2]) {
     hooks_prefixes(workspace, out, pre);
 }
 
-/* The config file .git/config beneath dir_fd (a regular file, no symlink
+/* The config file rel beneath dir_fd (a regular file, no symlink
  * followed), opened for a git that reads it as /dev/fd/N (not
  * close-on-exec), or -1. */
-static int open_git_config(int dir_fd) {
-    int cfd = dir_fd < 0 ? -1 : lc_open_beneath(dir_fd, ".git/config", O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
+static int open_config_at(int dir_fd, const char *rel) {
+    int cfd = dir_fd < 0 ? -1 : lc_open_beneath(dir_fd, rel, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
     struct stat st;
     if (cfd >= 0 && (fstat(cfd, &st) < 0 || !S_ISREG(st.st_mode) || fcntl(cfd, F_SETFD, 0) < 0)) {
         close(cfd);
         return -1;
     }
     return cfd;
+}
+
+static int open_git_config(int dir_fd) {
+    return open_config_at(dir_fd, ".git/config");
 }
 
 /* 'git config --file /dev/fd/cfd' with args, its output captured (c->buf,
@@ -612,18 +616,6 @@ static void hooks_path_in_stage(const struct lc_changeset *cs, char *pre[2], boo
         return;
     out[len - 1] = '\0';
     hooks_prefixes(cs->workspace, out, pre);
-}
-
-/* The config file rel beneath dir_fd (a regular file, no symlink
- * followed), opened as open_git_config opens one, or -1. */
-static int open_config_at(int dir_fd, const char *rel) {
-    int cfd = dir_fd < 0 ? -1 : lc_open_beneath(dir_fd, rel, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
-    struct stat st;
-    if (cfd >= 0 && (fstat(cfd, &st) < 0 || !S_ISREG(st.st_mode) || fcntl(cfd, F_SETFD, 0) < 0)) {
-        close(cfd);
-        return -1;
-    }
-    return cfd;
 }
 
 #define CONFIG_INCLUDES_MAX 64
