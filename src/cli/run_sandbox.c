@@ -633,9 +633,12 @@ static int prepare_home_view(struct run_context *ctx, const char *home, struct s
      * HOME view, whose mount point the view would otherwise contain. */
     _cleanup_free_ char *sd = NULL;
     _cleanup_free_ char *real = state_dir(&sd) == 0 ? realpath_memo(sd) : NULL;
-    if (real && path_within(real, home) && strcmp(real, home) != 0 && !plan_is_credential_path(real + strlen(home) + 1))
-        return add_owned_mask(sb, real + strlen(home) + 1);
-    return 0;
+    if (!real || !path_within(real, home) || strcmp(real, home) == 0)
+        return 0;
+    const char *rel = real + strlen(home) + (strcmp(home, "/") != 0);
+    if (!(sb->home_state = strdup(rel)))
+        return -ENOMEM;
+    return plan_is_credential_path(rel) ? 0 : add_owned_mask(sb, rel);
 }
 
 int sandbox_start_home(struct sandbox *sb) {
@@ -659,6 +662,7 @@ int sandbox_start_home(struct sandbox *sb) {
         .n_mask = sb->n_home_mask,
         .own_group = !sb->as_root, /* root's namespace maps every id */
         .hide_stages = true,       /* a stage made in HOME during the run too */
+        .no_walk = sb->home_state,
     };
     return overlay_start(&p, &sb->home_ov);
 }
@@ -708,6 +712,8 @@ static bool release_home_view(struct sandbox *sb) {
     free(sb->home_view);
     free(sb->home_stage_path);
     free(sb->home_path);
+    free(sb->home_state);
+    sb->home_state = NULL;
     for (size_t i = 0; i < sb->n_home_owned_mask; i++)
         free(sb->home_owned_mask[i]);
     sb->n_home_owned_mask = 0;

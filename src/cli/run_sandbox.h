@@ -67,7 +67,8 @@ struct sandbox {
     struct overlay *home_ov;
     char *home_view; /* its mount point (run_dir/home-view) */
     char *home_stage_path;
-    char *home_path; /* HOME, resolved */
+    char *home_path;  /* HOME, resolved */
+    char *home_state; /* pvisor's state directory, relative to HOME, when it lies there (the views' no_walk) */
     /* Credential locations (relative to HOME) the view's server masks, and
      * those below a symlinked parent that the launcher covers with mounts
      * instead. */

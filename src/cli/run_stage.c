@@ -251,6 +251,7 @@ static int start_overlay(pid_t child, void *userdata) {
             .link_fd = st->sb ? st->sb->home_fd : -1,
             .link_mask = st->sb && st->sb->home_fd >= 0 ? st->sb->home_mask : NULL,
             .n_link_mask = st->sb && st->sb->home_fd >= 0 ? st->sb->n_home_mask : 0,
+            .no_walk = st->sb ? st->sb->home_state : NULL,
         };
         r = overlay_start(&p, &st->ov);
         PV_MARK("S_wsview");

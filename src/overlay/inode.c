@@ -245,6 +245,8 @@ static int mlinks_state(struct ov *ov) {
             budget = strtoul(t, NULL, 10);
         int r = 0;
         for (size_t i = 0; i < ov->n_mask && r >= 0; i++) {
+            if (ov->no_walk && strcmp(ov->mask[i], ov->no_walk) == 0)
+                continue;
             _cleanup_close_ int fd = openat(ov->lower_fd, ov->mask[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
             struct stat st;
             /* none there, a file (ov_masked_id), a symlink (what it leads
@@ -260,6 +262,8 @@ static int mlinks_state(struct ov *ov) {
          * view): a regular file with other names there, and those inside
          * a directory there */
         for (size_t i = 0; i < ov->n_link_mask && r >= 0; i++) {
+            if (ov->no_walk && strcmp(ov->link_mask[i], ov->no_walk) == 0)
+                continue;
             struct stat st;
             if (fstatat(ov->link_fd, ov->link_mask[i], &st, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT) < 0) {
                 r = errno == ENOENT || errno == ENOTDIR || errno == EACCES ? 0 : -errno;

@@ -152,6 +152,7 @@ struct ov {
     int link_fd;                    /* immutable, own (a dup): overlay_params.link_fd, or -1 */
     char **link_mask;               /* immutable: overlay_params.link_mask (looked through with the masked dirs) */
     size_t n_link_mask;             /* immutable */
+    char *no_walk;                  /* immutable: overlay_params.no_walk, or NULL */
     pthread_mutex_t mlink_lock;     /* held by the one looking for the rest of these (ov_masked_link) */
     atomic_int mlinks_state;        /* 0: not looked for yet, 1: found, -errno: could not be */
     struct ov_mask_id *mlinks;      /* regular files with other names inside masked directories, sorted; */

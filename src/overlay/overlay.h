@@ -49,6 +49,12 @@ struct overlay_params {
     int link_fd;
     const char *const *link_mask;
     size_t n_link_mask;
+    /* A mask (of mask or link_mask, by the same string) not looked
+     * through for such files: pvisor's state directory in HOME, whose
+     * runs and stages hold what agents wrote, not credentials, and may be
+     * many (past the walk's bound every file with other names is hidden).
+     * NULL: none. */
+    const char *no_walk;
     /* The clients are in a user namespace that maps only our uid and gid
      * (--filesystem sandbox): our own objects whose group is another (a
      * supplementary group, a setgid directory's) are shown with our gid.

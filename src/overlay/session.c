@@ -280,6 +280,7 @@ static void ov_release(struct overlay *o, struct overlay_stats *ret_stats) {
     for (size_t i = 0; i < ov->n_link_mask; i++)
         free(ov->link_mask[i]);
     free(ov->link_mask);
+    free(ov->no_walk);
     if (ov->link_fd >= 0)
         close(ov->link_fd);
     pthread_mutex_destroy(&ov->mlink_lock);
@@ -410,6 +411,10 @@ int overlay_start(const struct overlay_params *p, struct overlay **ret_ov) {
     }
     if ((r = copy_mask(ov, p->mask, p->n_mask, p->sealed, p->n_sealed)) < 0 || (r = ov_mask_ids_init(ov)) < 0)
         goto fail;
+    if (p->no_walk && !(ov->no_walk = strdup(p->no_walk))) {
+        r = -ENOMEM;
+        goto fail;
+    }
     if (p->n_link_mask) {
         ov->link_fd = fcntl(p->link_fd, F_DUPFD_CLOEXEC, 3);
         ov->link_mask = calloc(p->n_link_mask, sizeof *ov->link_mask);

@@ -254,15 +254,18 @@ for who in root user; do
     out=$(cd "$B/ws" && as $who HOME="$H" PVISOR_TEST_MLINK_BUDGET=0 "$P" run --safe -- sh -c 'cat ~/p2 ~/notes/key 2>/dev/null; cat ~/notes/other; echo end' 2>&1); rc=$?
     eq "$rc:$(echo $out)" "0:keep end" "--safe ($who): masked directories not looked through: every file with other names is hidden"
     # pvisor's state in HOME (the default, ~/.local/state/pvisor: masked)
-    # holding a kept stage of 300 files: stages are not looked through
-    # (a budget of 100 entries is enough), and the walk meets none of the
-    # run's own mounts (its HOME view's mount point is in that state
-    # directory): no hang, the same answers
-    out=$(cd "$B/ws" && as $who env -u XDG_STATE_HOME HOME="$H" "$P" run --safe -- sh -c 'mkdir d && for i in $(seq 300); do : > d/f$i; done' 2>&1); rc=$?
-    eq "$rc:$(ls "$H"/.local/state/pvisor/runs/*/stage/upper/d 2>/dev/null | wc -l)" "0:300" "... a stage of 300 files kept in HOME's default state directory"
+    # holding 60 runs, and a stage of 300 files kept elsewhere in HOME
+    # (also masked): neither is looked through (a budget of 100 entries is
+    # enough), and the walk meets none of the run's own mounts (its HOME
+    # view's mount point is in that state directory): no hang, the same
+    # answers
+    out=$(cd "$B/ws" && as $who env -u XDG_STATE_HOME HOME="$H" "$P" run --safe --stage "$H/kept" -- sh -c 'mkdir d && for i in $(seq 300); do : > d/f$i; done' 2>&1); rc=$?
+    for i in $(seq 60); do mkdir -p "$H/.local/state/pvisor/runs/fake$i"; echo '{}' > "$H/.local/state/pvisor/runs/fake$i/bundle.json"; done
+    [ $who = user ] && chown -R 65534:65534 "$H/.local"
+    eq "$rc:$(ls "$H"/kept/upper/d 2>/dev/null | wc -l):$(ls "$H/.local/state/pvisor/runs" | wc -l)" "0:300:61" "... a stage of 300 files kept in HOME, 61 runs in HOME's default state directory"
     out=$(cd "$B/ws" && as $who env -u XDG_STATE_HOME HOME="$H" PVISOR_TEST_MLINK_BUDGET=100 timeout 120 "$P" run --safe -- sh -c "$reads6" 2>&1); rc=$?
     eq "$rc:$(echo $out)" "0:pair other p1 other p1 end" \
-        "--safe ($who): with pvisor's state in HOME, its stages are not looked through, and the links are hidden the same"
+        "--safe ($who): with pvisor's state in HOME, neither it nor a stage kept in HOME is looked through, and the links are hidden the same"
     # the workspace in HOME (~/proj, the usual layout) holding hard links of
     # ~/.netrc and ~/.ssh/id_rsa: its view hides them as HOME's does; a pair
     # of links of the workspace's own stays
