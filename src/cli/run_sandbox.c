@@ -1097,6 +1097,29 @@ static int prepare(struct run_context *ctx, const struct agent_hooks *hooks, str
     size_t n_rules = 0;
     for (int i = 0; i < ctx->opts->n_access; i++) {
         resolved[i] = realpath_memo(ctx->opts->access[i].path);
+        /* a read-write grant that leads somewhere through a link an agent
+         * could have left (an earlier run's '--allow-write ~/.cache' made
+         * ~/.cache/pip a link to ~/.config/systemd/user, and a later
+         * '--allow-write ~/.cache/pip' wrote a unit there) */
+        _cleanup_free_ char *link = NULL;
+        if (resolved[i] && ctx->opts->access[i].kind == ACCESS_RW &&
+            (r = sandbox_grant_agent_link(ctx, ctx->opts->access[i].path, &link)) != 0) {
+            if (r < 0 ? asprintf(ret_error, "--access/--allow-write '%s': %s", ctx->opts->access[i].path,
+                                 strerror(-r)) < 0
+                      : asprintf(ret_error,
+                                 "--access rw:/--allow-write '%s' leads to %s through the link %s, in a directory "
+                                 "agents wrote in (the workspace, or an earlier run's read-write grant): a link an "
+                                 "agent left there chooses what the command may write; name the directory itself "
+                                 "(--allow-write %s) if that is the one you mean",
+                                 ctx->opts->access[i].path, resolved[i], link, resolved[i]) < 0)
+                *ret_error = NULL;
+            r = r < 0 ? r : -EPERM;
+            for (int k = 0; k <= i; k++)
+                free(resolved[k]);
+            dirlist_free(&rt);
+            sandbox_release(sb);
+            return r;
+        }
         if (!resolved[i]) {
             r = -errno;
             if (asprintf(ret_error, "--access/--allow-write '%s': %s", ctx->opts->access[i].path, strerror(errno)) < 0)

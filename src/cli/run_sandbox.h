@@ -221,5 +221,10 @@ struct dirlist {
 };
 void dirlist_free(struct dirlist *l);
 void sandbox_gather_runtime(const struct run_context *ctx, const char *home, struct dirlist *l);
+/* Does resolving path (a read-write grant's, as given) follow a symlink
+ * that lies in a directory agents wrote in (the workspace, an applied
+ * one, an earlier run's read-write grant: agent_written.c)?  1 and
+ * *ret_link (that link, malloc'd); 0; -errno. */
+int sandbox_grant_agent_link(const struct run_context *ctx, const char *path, char **ret_link);
 
 #endif

@@ -335,7 +335,10 @@ static bool within_any(const char *path, char *const *dirs, size_t n) {
     return false;
 }
 
-static bool resolves_through(const char *path, char *const *ws, size_t n_ws) {
+/* links_only: whether resolving path follows a symlink that lies in one
+ * of ws (the link itself, not what it leads to); *ret_link: that link
+ * (malloc'd), when given. */
+static bool resolve_meets(const char *path, char *const *ws, size_t n_ws, bool links_only, char **ret_link) {
     char done[PATH_MAX], pending[PATH_MAX];
     if (!path || path[0] != '/' || snprintf(pending, sizeof pending, "%s", path) >= (int)sizeof pending)
         return false;
@@ -365,13 +368,18 @@ static bool resolves_through(const char *path, char *const *ws, size_t n_ws) {
         memcpy(done + dl + 1, p, n);
         done[dl + 1 + n] = '\0';
         p += n;
-        if (within_any(done, ws, n_ws))
+        if (!links_only && within_any(done, ws, n_ws))
             return true;
         struct stat st;
         if (lstat(done, &st) < 0)
             return false; /* nothing there: nothing beyond it either */
         if (!S_ISLNK(st.st_mode))
             continue;
+        if (links_only && within_any(done, ws, n_ws)) {
+            if (ret_link)
+                *ret_link = strdup(done);
+            return true;
+        }
         char target[PATH_MAX], rest[PATH_MAX];
         ssize_t tl = readlink(done, target, sizeof target - 1);
         if (++links > 40 || tl <= 0)
@@ -386,7 +394,35 @@ static bool resolves_through(const char *path, char *const *ws, size_t n_ws) {
         else
             done[dl] = '\0';
     }
-    return within_any(done[0] ? done : "/", ws, n_ws);
+    return !links_only && within_any(done[0] ? done : "/", ws, n_ws);
+}
+
+static bool resolves_through(const char *path, char *const *ws, size_t n_ws) {
+    return resolve_meets(path, ws, n_ws, false, NULL);
+}
+
+int sandbox_grant_agent_link(const struct run_context *ctx, const char *path, char **ret_link) {
+    *ret_link = NULL;
+    _cleanup_free_ char *abs = path[0] == '/' ? strdup(path) : path_join(ctx->cwd, path);
+    char **w = NULL;
+    size_t nw = 0;
+    if (!abs)
+        return -ENOMEM;
+    if (agent_written_list(&w, &nw) < 0)
+        w = NULL, nw = 0; /* no record and no Bundles: the workspace alone */
+    char **dirs = realloc(w, (nw + 2) * sizeof *dirs);
+    if (!dirs) {
+        for (size_t i = 0; i < nw; i++)
+            free(w[i]);
+        free(w);
+        return -ENOMEM;
+    }
+    dirs[nw] = (char *)ctx->workspace; /* borrowed: not freed below */
+    bool met = resolve_meets(abs, dirs, nw + 1, true, ret_link);
+    for (size_t i = 0; i < nw; i++)
+        free(dirs[i]);
+    free(dirs);
+    return met && *ret_link ? 1 : met ? -ENOMEM : 0;
 }
 
 /* Where the agent writes on the host: the workspace (applied changes) and

@@ -606,6 +606,20 @@ if [ "$safe_works" = true ]; then
     (cd "$T/pathws" && "$PVISOR" run --safe --allow-write "$T/oldgrant" -- ln -s "$T/pathsecret" "$T/oldgrant/bin")
     out=$(cd "$T/pathws" && PATH="$T/oldgrant/bin:$PATH" "$PVISOR" run --safe -- cat "$T/pathsecret/secret.txt" 2>&1)
     eq "$(echo "$out" | grep -c PATHSECRET)" 0 "--safe: a PATH entry in an earlier run's read-write grant linked to a host directory does not project it"
+    # a read-write grant through a link left in an earlier run's grant
+    # (~/.cache/pip -> ~/.config/systemd/user, the narrower grant pvisor's
+    # own warning suggests): it wrote a unit into the directory the link
+    # chose (found by a red-team pass); refused, naming the directory; a
+    # grant of a real directory in there, or of the directory itself,
+    # still runs
+    mkdir -p "$T/oldgrant/realdir" "$T/units"
+    (cd "$T/pathws" && "$PVISOR" run --safe --allow-write "$T/oldgrant" -- ln -s "$T/units" "$T/oldgrant/pip")
+    out=$(cd "$T/pathws" && "$PVISOR" run --safe --allow-write "$T/oldgrant/pip" -- sh -c "echo x > '$T/oldgrant/pip/evil.service'" 2>&1); rc=$?
+    eq "$rc:$(ls "$T/units" | wc -l):$(echo "$out" | grep -c "leads to $T/units through the link $T/oldgrant/pip")" "125:0:1" \
+        "--safe: a read-write grant through a link in an earlier run's grant is refused, naming where it leads; nothing is written"
+    out=$(cd "$T/pathws" && "$PVISOR" run --safe --allow-write "$T/oldgrant/realdir" --allow-write "$T/units" -- sh -c "echo y > '$T/oldgrant/realdir/f' && echo z > '$T/units/u'" 2>&1); rc=$?
+    eq "$rc:$(cat "$T/oldgrant/realdir/f" "$T/units/u" | tr '\n' ' ')" "0:y z " "  a grant of a real directory in there, or of where the link led, runs"
+    rm -rf "$T/oldgrant/realdir" "$T/oldgrant/pip" "$T/units"
     # those directories are read from one record (reading every run's
     # Bundle at each start cost a millisecond per ten runs), which a state
     # directory made before it had is built from the Bundles once
