@@ -41,17 +41,35 @@ void dirlist_free(struct dirlist *l) {
     l->n = 0;
 }
 
-/* Does the directory fd hold a credential location (fd/.ssh, ...)?  all:
- * every one of plan_credential_paths; else the few that mark a home (for
- * scans of many directories). */
-static bool holds_credentials_at(int fd, bool all) {
-    static const char *const marks[] = {".ssh",    ".gnupg", ".aws",       ".netrc",         ".git-credentials",
-                                        ".docker", ".kube",  ".config/gh", ".config/gcloud", ".local/share/keyrings",
-                                        NULL};
+/* Does the directory fd hold a credential location (fd/.ssh, ...), one
+ * of plan_credential_paths? */
+static bool holds_credentials_at(int fd) {
     struct stat st;
-    for (const char *const *c = all ? plan_credential_paths : marks; *c; c++)
+    for (const char *const *c = plan_credential_paths; *c; c++)
         if (fstatat(fd, *c, &st, AT_SYMLINK_NOFOLLOW) == 0)
             return true;
+    return false;
+}
+
+/* The same, by fd's listing (for scans of many directories): only the
+ * locations whose first component it lists are looked up.  Before, such
+ * scans looked for ten locations that mark a home, and a directory
+ * holding only others (.npmrc, .claude/.credentials.json) was widened
+ * over (found by a red-team pass). */
+static bool holds_credentials_listed(int fd) {
+    _cleanup_closedir_ DIR *d = NULL;
+    if (dup_opendir(fd, &d) < 0)
+        return holds_credentials_at(fd);
+    struct stat st;
+    for (struct dirent *de; (de = readdir_no_dots(d));) {
+        size_t nl = strlen(de->d_name);
+        if (de->d_name[0] != '.' && strcmp(de->d_name, "snap") != 0)
+            continue; /* every location starts with a dot name but snap's */
+        for (const char *const *c = plan_credential_paths; *c; c++)
+            if (strncmp(*c, de->d_name, nl) == 0 && ((*c)[nl] == '\0' || (*c)[nl] == '/') &&
+                fstatat(fd, *c, &st, AT_SYMLINK_NOFOLLOW) == 0)
+                return true;
+    }
     return false;
 }
 
@@ -107,7 +125,7 @@ static bool home_holds_credentials(const char *home, const char *dir) {
     if (home[0] != '/' || !path_within(home, dir))
         return false;
     _cleanup_close_ int hfd = open(home, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    return hfd >= 0 && holds_credentials_at(hfd, true);
+    return hfd >= 0 && holds_credentials_at(hfd);
 }
 
 /* Is a home listed in /etc/passwd at or below dir, and does it hold a
@@ -143,7 +161,7 @@ static bool creds_below(int fd, int depth, int *budget, bool closed) {
         if (--*budget < 0)
             return closed;
         _cleanup_close_ int sub = openat(fd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (sub >= 0 && (holds_credentials_at(sub, false) || creds_below(sub, depth - 1, budget, closed)))
+        if (sub >= 0 && (holds_credentials_listed(sub) || creds_below(sub, depth - 1, budget, closed)))
             return true;
     }
     /* a listing that failed part way is not its end: what it did not show
@@ -164,7 +182,7 @@ static bool holds_homes(const char *dir) {
     _cleanup_close_ int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
         return false; /* not projected: add_runtime_dir wants a directory */
-    if (holds_credentials_at(fd, true) || passwd_home_within(dir))
+    if (holds_credentials_at(fd) || passwd_home_within(dir))
         return true;
     /* one we may not list (mode 0711) may hold anything: closed */
     _cleanup_close_ int rfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);

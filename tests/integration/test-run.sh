@@ -697,6 +697,32 @@ if [ "$safe_works" = true ]; then
 else
     skip "a tool whose directory in HOME links elsewhere runs" "needs --safe working here"
 fi
+# A directory widened from a PATH entry (/opt/app for /opt/app/bin) that
+# holds a home one level down: only ten locations that mark a home were
+# looked for there, so a home with only others (.npmrc, a coding agent's
+# token) was projected with it (found by a red-team pass). In a private
+# mount namespace with its own /opt; the same tool without a home beside
+# it is still widened.
+if [ "$safe_works" = true ] && [ "$(id -u)" -eq 0 ] && command -v unshare >/dev/null; then
+    cat > "$T/optw.sh" <<EOF
+mount -t tmpfs tmpfs /opt || exit 77
+for a in ciagent plain; do
+    mkdir -p /opt/\$a/bin /opt/\$a/home/.claude
+    printf '#!/bin/sh\\necho %s-ok\\n' \$a > /opt/\$a/bin/pv-\$a; chmod +x /opt/\$a/bin/pv-\$a
+    echo notes > /opt/\$a/home/notes
+done
+echo NPMTOKEN > /opt/ciagent/home/.npmrc; echo CLAUDETOKEN > /opt/ciagent/home/.claude/.credentials.json
+cd "$T/pathws" || exit 1
+PATH=/opt/ciagent/bin:/opt/plain/bin:\$PATH "$PVISOR" run --safe -- sh -c 'pv-ciagent; pv-plain; cat /opt/ciagent/home/.npmrc /opt/ciagent/home/.claude/.credentials.json /opt/ciagent/home/notes /opt/plain/home/notes 2>/dev/null'
+EOF
+    out=$(unshare -m --propagation private sh "$T/optw.sh" 2>&1); rc=$?
+    if [ $rc -eq 77 ]; then
+        skip "--safe: a widened tool directory holding a home one level down" "cannot mount a private /opt here"
+    else
+        eq "$(echo $out)" "ciagent-ok plain-ok notes" \
+            "--safe: a tool directory with a home one level down holding any credential location (.npmrc, .claude) is not widened; one without is"
+    fi
+fi
 # A grant on a FUSE file system that also holds a projected system
 # directory (a rootless container's fuse-overlayfs root) was taken for one
 # of pvisor's own views and not scanned: its host sockets were reachable
