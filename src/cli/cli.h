@@ -184,6 +184,10 @@ int cli_usage_error(const char *verb, const char *fmt, ...) __attribute__((forma
  * argument (*i advanced), or a usage error when it is missing, empty or
  * the option was given before (*dst set).  Returns 0, or the exit status. */
 int cli_take_value(const char *verb, int argc, char **argv, int *i, const char **dst);
+/* s (NULL: "-") as term_escape writes it, for printing a Bundle's field:
+ * valid until 32 more calls, or cli_esc_free(). */
+const char *cli_esc(const char *s);
+void cli_esc_free(void);
 /* After a verb wrote its output to stdout: flush it; PV_EXIT_OK when all of
  * it got there, else "pvisor VERB: cannot write the output: ERROR" on
  * stderr and PV_EXIT_FAILURE (a program whose output was lost failed: a

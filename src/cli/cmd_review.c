@@ -420,9 +420,9 @@ static json_t *boundary_json(const json_t *bundle) {
     return o;
 }
 
+/* o's string field k for display (escaped: cli_esc), "-" when absent */
 static const char *jstr(const json_t *o, const char *k) {
-    const char *s = json_string_value(json_object_get(o, k));
-    return s ? s : "-";
+    return cli_esc(json_string_value(json_object_get(o, k)));
 }
 
 /* o's integer field k, or 0 (absent, null, not a number) */

@@ -12,9 +12,10 @@
 #include <stdio.h>
 #include <string.h>
 
+/* o's string field k for display (a Bundle is a file: what a terminal
+ * acts on is escaped), "-" when absent */
 static const char *str(const json_t *o, const char *k) {
-    const char *s = json_string_value(json_object_get(o, k));
-    return s ? s : "-";
+    return cli_esc(json_string_value(json_object_get(o, k)));
 }
 
 static void print_exit(const json_t *b) {
@@ -58,8 +59,14 @@ static void put_line_safe(const char *s) {
     putchar('\n');
 }
 
-static void print_human(const json_t *b) {
-    printf("Run:         %s\n", str(b, "run_id"));
+/* id: the run's directory's name, which names the run (the Bundle's
+ * run_id is a copy of it, in a file) */
+static void print_human(const json_t *b, const char *id) {
+    const char *bid = json_string_value(json_object_get(b, "run_id"));
+    printf("Run:         %s", cli_esc(id));
+    if (bid && strcmp(bid, id) != 0)
+        printf(" (its Bundle says %s)", cli_esc(bid));
+    printf("\n");
     printf("State:       %s\n", runs_display_state(b));
     printf("Command:    ");
     size_t i;
@@ -187,7 +194,7 @@ int cmd_status(int argc, char **argv) {
         json_dumpf(b, stdout, JSON_INDENT(2));
         fputc('\n', stdout);
     } else {
-        print_human(b);
+        print_human(b, id);
     }
     json_decref(b);
     return PV_EXIT_OK;

@@ -237,6 +237,24 @@ int cli_usage_error(const char *verb, const char *fmt, ...) {
     return PV_EXIT_USAGE;
 }
 
+#define CLI_ESC_RING 32
+static char *esc_ring[CLI_ESC_RING];
+static unsigned esc_at;
+
+const char *cli_esc(const char *s) {
+    char **slot = &esc_ring[esc_at++ % CLI_ESC_RING];
+    free(*slot);
+    *slot = term_escape(s ? s : "-");
+    return *slot ? *slot : "?";
+}
+
+void cli_esc_free(void) {
+    for (size_t i = 0; i < CLI_ESC_RING; i++) {
+        free(esc_ring[i]);
+        esc_ring[i] = NULL;
+    }
+}
+
 int cli_take_value(const char *verb, int argc, char **argv, int *i, const char **dst) {
     const char *opt = argv[*i];
     if (*i + 1 >= argc || argv[*i + 1][0] == '\0')
@@ -468,6 +486,7 @@ int main(int argc, char **argv) {
      * SIGHUP) returns minus the signal, once its work is recorded and its
      * resources are released. */
     int status = c->run(n, split ? split : argv + 1);
+    cli_esc_free();
     if (status < 0)
         return cli_end_by_signal(-status);
     /* output that could not be written: a failure (status, diff, list

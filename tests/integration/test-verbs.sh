@@ -175,6 +175,19 @@ eq "$rc:$(grep -c 'supervisor died\|remove that run' "$T/err"):$(grep -c 'anothe
 eq "$(ls "$RUNS/$RUN2/stage/upper")" n "schema: the run's stage is untouched"
 cp "$T/bundle.saved" "$B"
 
+# A Bundle whose strings hold escape sequences (a damaged or hostile file):
+# status and the review's boundary table printed run_id, the executor's
+# mechanism and the table's columns raw (found by a red-team pass); and
+# status named the run by the Bundle's run_id, not by the run asked for
+cp "$B" "$T/bundle.saved"
+jq --arg e "$(printf '\033')" '.run_id = ($e + "[31mFAKE") | .executor.mechanism = ($e + "]52;c;QUFB" + "\u0007") |
+    .dimensions.network.effective = ($e + "[8menforced") | .dimensions.reads.mechanism = ($e + "[2Kfake")' "$T/bundle.saved" > "$B"
+"$P" status "$RUN2" > "$T/out" 2>&1; rc=$?
+"$P" status --review "$RUN2" > "$T/rv" 2>&1
+eq "$rc:$(cat "$T/out" "$T/rv" | grep -c "$(printf '\033')"):$(grep -c "^Run: *$RUN2 (its Bundle says .x1b\[31mFAKE)$" "$T/out"):$(grep -c 'x1b\[2Kfake' "$T/rv")" \
+    "0:0:1:1" "status and status --review: a Bundle's strings are shown escaped; the run is named by its directory"
+cp "$T/bundle.saved" "$B"
+
 # ---------------------------------------------------------------------------
 # A RUN with a newline or an escape sequence is echoed escaped, in one
 # line: status printed it raw (two lines; the terminal acted on it).
