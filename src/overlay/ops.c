@@ -568,12 +568,11 @@ void ov_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off
      * in-file range, and only when that would not fit, whether the range
      * holds a hole at all (SEEK_HOLE; an unwritten extent counts as one). */
     uint64_t in_end = end < (uint64_t)before.st_size ? end : (uint64_t)before.st_size;
-    if (!(fi->flags & O_APPEND) && (uint64_t)off < in_end &&
-        ov_quota_floor(ov, growth + (in_end - (uint64_t)off)) < 0) {
+    if (!(fi->flags & O_APPEND) && (uint64_t)off < in_end && ov_quota_floor(ov, in_end - (uint64_t)off) < 0) {
         off_t hole = lseek(fh->fd, off, SEEK_HOLE);
         if (hole < 0 || (uint64_t)hole < in_end) {
             uint64_t fill = hole < 0 ? in_end - (uint64_t)off : in_end - (uint64_t)hole;
-            if ((res = ov_quota_floor(ov, growth + fill)) < 0) {
+            if ((res = ov_quota_floor(ov, fill)) < 0) { /* (growth: reserved, counted already) */
                 ov_quota_refused(ov, (int)res);
                 ov_quota_release(ov, growth);
                 goto out;

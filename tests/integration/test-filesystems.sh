@@ -61,6 +61,29 @@ else
     skip "btrfs stage filled by the command" "no btrfs (kernel or mkfs.btrfs)"
 fi
 
+# --- two copy-ups at once, one in each view (ext4) ---------------------------
+# Each request was checked against the free space alone, which the other,
+# let through a moment before, had not taken yet: a copy-up of 150 MiB in
+# HOME's view and one in the workspace's took a 300 MiB file system to its
+# last block (found by a red-team pass). What is reserved and not yet
+# written counts as taken now: the second is refused (ENOSPC) and the
+# reserve stays free throughout (df polled while the run goes on).
+if have ext4 && mkfs_mount race ext4 300; then
+    mkdir -p "$T/race/ws" "$T/race/home"
+    head -c 150M /dev/urandom > "$T/race/ws/big"; cp "$T/race/ws/big" "$T/race/home/big"
+    sync; echo 3 > /proc/sys/vm/drop_caches
+    (min=999999999; while [ ! -e "$T/race/done" ]; do
+        a=$(df -B1K --output=avail "$M/race" | tail -n 1); [ "$a" -lt "$min" ] && min=$a; echo "$min" > "$T/race/min"; sleep 0.01
+    done) &
+    (cd "$T/race/ws" && HOME="$T/race/home" XDG_STATE_HOME="$M/race/state" P run --safe --stage "$M/race/st" -- \
+        sh -c 'touch ~/big & touch big & wait' >/dev/null 2>&1)
+    touch "$T/race/done"; wait
+    check "two copy-ups at once, one in each view: the stage's file system keeps its reserve free ($(cat "$T/race/min") KiB at least)" \
+        test "$(cat "$T/race/min")" -ge 6144
+else
+    skip "two copy-ups at once, one in each view" "no ext4 (kernel or mkfs.ext4)"
+fi
+
 # --- the stage's btrfs filled by another program before the seal ------------
 # The seal's marker has room kept for it (sealed.tmp, rewritten in place):
 # on btrfs a rewrite in place needs new room too, so a file system that
