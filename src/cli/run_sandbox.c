@@ -487,8 +487,19 @@ static int add_moved_by_home_names(const char *home_real, struct sandbox *sb) {
     size_t n = n0;
     for (size_t k = 0; k < PLAN_OTHER_HOMES && sb->pw_home[k]; k++) {
         const char *alias = sb->pw_home[k];
-        if (stat(alias, &ast) < 0 || ast.st_dev != hst.st_dev || ast.st_ino != hst.st_ino)
-            continue; /* the passwd home or sudo's caller's: the environment names HOME's */
+        if (stat(alias, &ast) < 0 || ast.st_dev != hst.st_dev || ast.st_ino != hst.st_ino) {
+            /* the passwd home or sudo's caller's: the environment names
+             * HOME's stores, but what is found by looking in a home (a
+             * node toolchain's npmrc, sbt's settings) is that home's too:
+             * an nvm node of it on PATH projected its npmrc (found by a
+             * red-team pass) */
+            int r = plan_moved_in_other_home(alias, sb->cred_moved);
+            if (r < 0)
+                return r;
+            while (sb->cred_moved[n])
+                n++;
+            continue;
+        }
         for (size_t i = 0; i < n0; i++) {
             const char *m = sb->cred_moved[i];
             if (!path_within(m, home_real) || strcmp(m, home_real) == 0)

@@ -693,6 +693,20 @@ int plan_moved_credentials(const char *home, const char *cwd, char ***ret) {
     return 0;
 }
 
+int plan_moved_in_other_home(const char *other, char **v) {
+    size_t n = 0;
+    while (v[n])
+        n++;
+    static const char *const sbt[] = {".sbt", NULL};
+    _cleanup_free_ char *dot_sbt = path_join(other, ".sbt");
+    int r = dot_sbt ? add_sbt_files(v, &n, dot_sbt, sbt, true, other) : -ENOMEM;
+    for (size_t i = 0; i < sizeof node_toolchains / sizeof node_toolchains[0] && r >= 0; i++) {
+        _cleanup_free_ char *root = path_join(other, node_toolchains[i].home_default);
+        r = root ? add_node_npmrcs(v, &n, root, node_toolchains[i].versions, node_toolchains[i].file, other) : -ENOMEM;
+    }
+    return r;
+}
+
 void plan_moved_free(char **v) {
     for (size_t i = 0; v && v[i]; i++)
         free(v[i]);

@@ -92,8 +92,14 @@ extern const char *const plan_home_config_files[];
  * are read), pip's site config (pip.conf) in a venv or conda environment
  * whose bin/ is on PATH, and sbt's global settings in HOME/.sbt (*.sbt,
  * the versions' *.sbt and plugins' *.sbt, *.scala: credentials inline). */
-#define PLAN_MAX_MOVED 128
+#define PLAN_MAX_MOVED 512
 int plan_moved_credentials(const char *home, const char *cwd, char ***ret);
+/* Add to v (plan_moved_credentials's) the stores found by looking in
+ * other, a home that is not HOME (the user's passwd home when HOME names
+ * another, sudo's caller's): sbt's global settings in other/.sbt, npm's
+ * global config in each version of a node toolchain at its default root
+ * there (~/.nvm, ...).  The environment's own stores are HOME's. */
+int plan_moved_in_other_home(const char *other, char **v);
 const char *plan_moved_variable(const char *entry);
 void plan_moved_free(char **v);
 

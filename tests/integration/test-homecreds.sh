@@ -135,12 +135,12 @@ out=$(cd "$H3/.local/share" && env HOME="$H3" GNUPGHOME=gnupg "$P" run --safe --
 eq "$rc:$(echo $out)" "0:end" "a moved store named relative to the starting directory is absent"
 # More moved locations than the sandbox keeps track of: refused, not the
 # ones past the limit dropped (CARGO_HOME's token after 130 kubeconfigs
-# was readable in a grant).
+# was readable in a grant; the limit is 512 now).
 mkdir -p "$D3/many"; kc=""
-for i in $(seq 130); do echo k > "$D3/many/c$i"; kc="$kc$D3/many/c$i:"; done
+for i in $(seq 515); do echo k > "$D3/many/c$i"; kc="$kc$D3/many/c$i:"; done
 out=$(cd "$W3" && env HOME="$H3" KUBECONFIG="$kc" CARGO_HOME="$H3/cargo" "$P" run --safe --access "ro:$H3/cargo" -- sh -c 'cat ~/cargo/credentials.toml 2>/dev/null; echo ran' 2>&1); rc=$?
-eq "$rc:$(echo "$out" | grep -c ran):$(echo "$out" | grep -c 'more than 128 credential locations')" "125:0:1" \
-    "more than 128 moved credential locations: the run is refused, none dropped"
+eq "$rc:$(echo "$out" | grep -c ran):$(echo "$out" | grep -c 'more than 512 credential locations')" "125:0:1" \
+    "more than 512 moved credential locations: the run is refused, none dropped"
 
 # --- moved stores named with '~', relatively, or below a missing parent -------
 # gpg expands '~' in GNUPGHOME, botocore in AWS_SHARED_CREDENTIALS_FILE
@@ -311,6 +311,19 @@ if [ "$(id -u)" -eq 0 ] && command -v unshare >/dev/null; then
     out=$(pwgrant "$RH/.ssh" run --safe --stage "$T/st-pwg3" -- cat id_rsa); rc=$?
     eq "$rc:$(echo "$out" | grep -c 'is in the credential location')" "2:1" \
         "--safe: a workspace in the passwd home's .ssh (HOME elsewhere) is refused"
+    # the stores found by looking in that home (an nvm node's npmrc, sbt's
+    # global settings), not only the fixed list: its node on PATH
+    # projected its ~/.nvm whole, npmrc included, and a grant of its .sbt
+    # showed the settings (found by a red-team pass)
+    NV=$RH/.nvm/versions/node/v20.0.0
+    mkdir -p "$NV/bin" "$NV/etc" "$RH/.sbt/1.0"
+    printf '#!/bin/sh\necho node-ok\n' > "$NV/bin/pv-node"; chmod 0755 "$NV/bin/pv-node"
+    echo NPMTOKEN > "$NV/etc/npmrc"; echo 'credentials += SBTSECRET' > "$RH/.sbt/1.0/global.sbt"
+    out=$(pwgrant "$T/pwws" run -- sh -c "PATH='$NV/bin':\$PATH pv-node; cat '$NV/etc/npmrc' '$RH/.sbt/1.0/global.sbt'")
+    eq "$(echo $out)" "node-ok NPMTOKEN credentials += SBTSECRET" "control: the passwd home's node toolchain npmrc and sbt settings are readable"
+    out=$(PATH="$NV/bin:$PATH" pwgrant "$T/pwws" run --safe --stage "$T/st-pwn" --access "ro:$RH/.sbt" -- \
+        sh -c "pv-node; cat '$NV/etc/npmrc' '$RH/.sbt/1.0/global.sbt' 2>/dev/null | grep -c -e NPMTOKEN -e SBTSECRET")
+    eq "$(echo $out)" "node-ok 0" "--safe (HOME elsewhere): the passwd home's node on PATH runs, its npmrc and a granted .sbt's settings are covered"
     # under sudo (root, HOME root's own) the caller's home (SUDO_UID) is kept
     # the same way: the workspace that is their home showed their keys
     printf 'pvsudo:x:4321:4321::%s:/bin/sh\n' "$RH" > "$T/passwd2"; cat /etc/passwd >> "$T/passwd2"
