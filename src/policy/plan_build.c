@@ -185,7 +185,9 @@ const char *const plan_credential_paths[] = {
      * global configs, minikube's and Teleport's client keys, Ollama's
      * identity key (its models beside it stay), Sentry's, CircleCI's,
      * Stripe's, JFrog's, Vercel's, Netlify's, Supabase's and Railway's
-     * CLI tokens, Mercurial's user config ([auth] passwords), Linode's */
+     * CLI tokens, Mercurial's user config ([auth] passwords), Linode's;
+     * conda's user config (`anaconda token set`, channel tokens) and
+     * anaconda-client's tokens */
     ".gitcookies",
     ".yarnrc",
     ".config/pnpm/rc",
@@ -205,6 +207,8 @@ const char *const plan_credential_paths[] = {
     ".hgrc",
     ".config/hg/hgrc",
     ".config/linode-cli",
+    ".condarc",
+    ".local/share/binstar",
     NULL,
 };
 

@@ -256,7 +256,8 @@ eq "$((n9b - n9a))" "1" "a credential location's link in a grant whose target is
 # Cloudflare's and fly.io's; and those a red-team pass found: git's
 # cookies, pnpm's, Bun's, minikube's, Teleport's, Ollama's key, Sentry's,
 # CircleCI's, Stripe's, JFrog's, Vercel's, Netlify's, Supabase's,
-# Railway's, Mercurial's, Linode's), and XAUTHORITY's moved cookie: absent
+# Railway's, Mercurial's, Linode's, conda's and anaconda-client's), and
+# XAUTHORITY's moved cookie: absent
 # in HOME's view; fly's bin/ beside its token and Ollama's models stay.
 H10=$T/home10; mkdir -p "$H10"
 for f in .Xauthority .ICEauthority .local/share/kwalletd/kdewallet.kwl .kde/share/apps/kwallet/kdewallet.kwl \
@@ -267,14 +268,15 @@ for f in .Xauthority .ICEauthority .local/share/kwalletd/kdewallet.kwl .kde/shar
     .gitcookies .yarnrc .config/pnpm/rc .bunfig.toml .minikube/profiles/m/client.key .tsh/keys/x \
     .ollama/id_ed25519 .sentryclirc .circleci/cli.yml .config/stripe/config.toml .jfrog/jfrog-cli.conf.v6 \
     .vercel/auth.json .local/share/com.vercel.cli/auth.json .config/netlify/config.json \
-    .supabase/access-token .railway/config.json .hgrc .config/hg/hgrc .config/linode-cli; do
+    .supabase/access-token .railway/config.json .hgrc .config/hg/hgrc .config/linode-cli .condarc \
+    .local/share/binstar/https%3A%2F%2Fapi.anaconda.org.token; do
     mkdir -p "$(dirname "$H10/$f")"; echo "SECRET:$f" > "$H10/$f"
 done
 mkdir -p "$H10/.fly/bin"; printf '#!/bin/sh\necho fly-ok\n' > "$H10/.fly/bin/flyctl"; chmod 0755 "$H10/.fly/bin/flyctl"
 mkdir -p "$H10/.ollama/models"; echo model > "$H10/.ollama/models/m"
 reads10='cd ~ && find . -type f -exec cat {} + 2>/dev/null | grep -c SECRET; ~/.fly/bin/flyctl; cat ~/.ollama/models/m'
-eq "$(cd "$W" && HOME="$H10" XAUTHORITY="$H10/xauth/cookie" "$P" run -- sh -c "$reads10" 2>&1 | tr '\n' ' ')" "39 fly-ok model " \
-    "control: thirty-nine more stores are readable without the sandbox"
+eq "$(cd "$W" && HOME="$H10" XAUTHORITY="$H10/xauth/cookie" "$P" run -- sh -c "$reads10" 2>&1 | tr '\n' ' ')" "41 fly-ok model " \
+    "control: forty-one more stores are readable without the sandbox"
 eq "$(cd "$W" && HOME="$H10" XAUTHORITY="$H10/xauth/cookie" "$P" run --safe --stage "$T/st10" -- sh -c "$reads10" 2>&1 | tr '\n' ' ')" "0 fly-ok model " \
     "--safe: they are absent in HOME's view (XAUTHORITY's too), fly's bin/ and Ollama's models stay"
 
