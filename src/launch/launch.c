@@ -414,17 +414,24 @@ static void stdio_relay_pollfds(const struct stdio_relay *s, struct pollfd pf[3]
         pf[fd] = (struct pollfd){.fd = s->end[fd], .events = POLLIN};
 }
 
-/* The output A wrote into fd's pipe: to the host's fd, until the pipe is
- * empty (drain) or one read's worth.  A host fd that takes no more (a
- * named pipe's reader gone) closes the pipe: A's next write fails. */
+/* The output A wrote into fd's pipe: to the host's fd, one read's worth,
+ * or (drain) until the pipe is empty or a full pipe's worth more (what a
+ * process left behind keeps writing, `yes &`, must not keep the run
+ * alive).  A host fd that takes no more (a named pipe's reader gone)
+ * closes the pipe: A's next write fails. */
 static void stdio_relay_out(struct stdio_relay *s, int fd, bool drain) {
     static char buf[16384];
+    size_t left = (1u << 20) + sizeof buf; /* fs.pipe-max-size's default, and a read */
     do {
         ssize_t n = read(s->end[fd], buf, sizeof buf);
-        if (n > 0 && write_out(fd, buf, (size_t)n))
-            continue;
         if (n < 0 && errno == EINTR)
             continue;
+        if (n > 0 && write_out(fd, buf, (size_t)n)) {
+            if ((size_t)n >= left)
+                return; /* drained as much as it may */
+            left -= (size_t)n;
+            continue;
+        }
         if (n >= 0 || errno != EAGAIN)
             stdio_relay_close(s, fd); /* every writer is gone, or the host's fd failed, or the pipe */
         return;
