@@ -87,8 +87,7 @@ static void print_human(const json_t *b, const char *id) {
     printf("Executor:    %s (%s)\n", str(ex, "effective"), str(ex, "mechanism"));
     const json_t *st = json_object_get(b, "stage");
     if (json_is_object(st)) {
-        _cleanup_free_ char *sp = term_escape(str(st, "path"));
-        printf("Stage:       %s (%s)\n", sp ? sp : "?", runs_stage_state(b) ? runs_stage_state(b) : "-");
+        printf("Stage:       %s (%s)\n", str(st, "path"), runs_stage_state(b) ? runs_stage_state(b) : "-");
     }
     const json_t *eg = json_object_get(b, "egress"), *conns = json_object_get(eg, "connections");
     if (json_is_object(eg))
