@@ -142,7 +142,6 @@ int ov_mask_ids_init(struct ov *ov) {
             return -errno;
         }
         ov->mask_ids[ov->n_mask_ids++] = (struct ov_mask_id){st.st_dev, st.st_ino};
-        ov->n_mask_dirs += S_ISDIR(st.st_mode);
     }
     return 0;
 }
@@ -231,8 +230,56 @@ static int mlink_walk(struct ov *ov, int dfd, dev_t dev, unsigned depth, size_t 
     return errno ? -errno : 0;
 }
 
-/* Look through the masked directories once (the first caller; the others
- * wait for it): ov->mlinks sorted, or ov->mlinks_state < 0. */
+/* Add dirfd/name (a masked location; at, its lstat) to the roots to look
+ * through: a directory (not a stage), opened O_PATH now; a regular file
+ * with other names, recorded now.  Anything else: nothing. */
+static int walk_root_add(struct ov *ov, int dirfd, const char *name, const struct stat *at) {
+    if (S_ISREG(at->st_mode) && at->st_nlink > 1) {
+        ov->walk = true;
+        return mlink_push(ov, at);
+    }
+    if (!S_ISDIR(at->st_mode) || stage_dir_at(dirfd, name))
+        return 0;
+    int fd = openat(dirfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT || errno == ENOTDIR || errno == ELOOP ? 0 : -errno; /* gone meanwhile */
+    int *v = realloc(ov->walk_fd, (ov->n_walk_fd + 1) * sizeof *v);
+    if (!v) {
+        close(fd);
+        return -ENOMEM;
+    }
+    ov->walk_fd = v;
+    ov->walk_fd[ov->n_walk_fd++] = fd;
+    ov->walk = true;
+    return 0;
+}
+
+int ov_walk_roots_init(struct ov *ov) {
+    int r = 0;
+    /* a file among the view's own masks is ov_masked_id's, under any name */
+    for (size_t i = 0; i < ov->n_mask && r >= 0; i++) {
+        struct stat st;
+        if (ov->no_walk && strcmp(ov->mask[i], ov->no_walk) == 0)
+            continue;
+        if (fstatat(ov->lower_fd, ov->mask[i], &st, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT) == 0)
+            r = S_ISDIR(st.st_mode) ? walk_root_add(ov, ov->lower_fd, ov->mask[i], &st) : 0;
+        else if (errno != ENOENT && errno != ENOTDIR && errno != EACCES)
+            r = -errno;
+    }
+    for (size_t i = 0; i < ov->n_link_mask && r >= 0; i++) {
+        struct stat st;
+        if (ov->no_walk && strcmp(ov->link_mask[i], ov->no_walk) == 0)
+            continue;
+        if (fstatat(ov->link_fd, ov->link_mask[i], &st, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT) == 0)
+            r = walk_root_add(ov, ov->link_fd, ov->link_mask[i], &st);
+        else if (errno != ENOENT && errno != ENOTDIR && errno != EACCES)
+            r = -errno;
+    }
+    return r;
+}
+
+/* Look through the roots once (the first caller; the others wait for
+ * it): ov->mlinks sorted, or ov->mlinks_state < 0. */
 static int mlinks_state(struct ov *ov) {
     int s = atomic_load_explicit(&ov->mlinks_state, memory_order_acquire);
     if (s)
@@ -244,41 +291,15 @@ static int mlinks_state(struct ov *ov) {
         if (t && *t)
             budget = strtoul(t, NULL, 10);
         int r = 0;
-        for (size_t i = 0; i < ov->n_mask && r >= 0; i++) {
-            if (ov->no_walk && strcmp(ov->mask[i], ov->no_walk) == 0)
-                continue;
-            _cleanup_close_ int fd = openat(ov->lower_fd, ov->mask[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        for (size_t i = 0; i < ov->n_walk_fd && r >= 0; i++) {
+            /* not the user's to list: its files are not the user's to
+             * reach by that path either */
+            _cleanup_close_ int fd = openat(ov->walk_fd[i], ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
             struct stat st;
-            /* none there, a file (ov_masked_id), a symlink (what it leads
-             * to is masked by its own name), or not the user's to list */
             if (fd < 0)
-                r = errno == ENOENT || errno == ENOTDIR || errno == ELOOP || errno == EACCES ? 0 : -errno;
+                r = errno == EACCES ? 0 : -errno;
             else if (fstat(fd, &st) < 0)
                 r = -errno;
-            else if (!stage_dir_at(fd, "."))
-                r = mlink_walk(ov, fd, st.st_dev, 0, &budget);
-        }
-        /* another tree's masked locations (HOME's, for the workspace's
-         * view): a regular file with other names there, and those inside
-         * a directory there */
-        for (size_t i = 0; i < ov->n_link_mask && r >= 0; i++) {
-            if (ov->no_walk && strcmp(ov->link_mask[i], ov->no_walk) == 0)
-                continue;
-            struct stat st;
-            if (fstatat(ov->link_fd, ov->link_mask[i], &st, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT) < 0) {
-                r = errno == ENOENT || errno == ENOTDIR || errno == EACCES ? 0 : -errno;
-                continue;
-            }
-            if (S_ISREG(st.st_mode) && st.st_nlink > 1) {
-                r = mlink_push(ov, &st);
-                continue;
-            }
-            if (!S_ISDIR(st.st_mode) || stage_dir_at(ov->link_fd, ov->link_mask[i]))
-                continue;
-            _cleanup_close_ int fd =
-                openat(ov->link_fd, ov->link_mask[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-            if (fd < 0)
-                r = errno == ENOENT || errno == ENOTDIR || errno == ELOOP || errno == EACCES ? 0 : -errno;
             else
                 r = mlink_walk(ov, fd, st.st_dev, 0, &budget);
         }
@@ -292,7 +313,7 @@ static int mlinks_state(struct ov *ov) {
 }
 
 bool ov_masked_link(struct ov *ov, const struct stat *st) {
-    if (!S_ISREG(st->st_mode) || st->st_nlink < 2 || (!ov->n_mask_dirs && !ov->n_link_mask))
+    if (!S_ISREG(st->st_mode) || st->st_nlink < 2 || !ov->walk)
         return false;
     if (mlinks_state(ov) < 0)
         return true; /* could not be told: fail closed */
@@ -301,7 +322,7 @@ bool ov_masked_link(struct ov *ov, const struct stat *st) {
 }
 
 bool ov_masked_link_ino(struct ov *ov, ino_t ino) {
-    if (!ov->n_mask_dirs && !ov->n_link_mask)
+    if (!ov->walk)
         return false;
     if (mlinks_state(ov) < 0)
         return true;

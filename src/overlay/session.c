@@ -281,6 +281,9 @@ static void ov_release(struct overlay *o, struct overlay_stats *ret_stats) {
         free(ov->link_mask[i]);
     free(ov->link_mask);
     free(ov->no_walk);
+    for (size_t i = 0; i < ov->n_walk_fd; i++)
+        close(ov->walk_fd[i]);
+    free(ov->walk_fd);
     if (ov->link_fd >= 0)
         close(ov->link_fd);
     pthread_mutex_destroy(&ov->mlink_lock);
@@ -428,6 +431,8 @@ int overlay_start(const struct overlay_params *p, struct overlay **ret_ov) {
                 goto fail;
             }
     }
+    if ((r = ov_walk_roots_init(ov)) < 0)
+        goto fail;
     ov->root->type = S_IFDIR;
     ov->root->lower = true;
     ov->root->upper_fd = -1;

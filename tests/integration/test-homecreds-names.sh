@@ -266,6 +266,16 @@ for who in root user; do
     out=$(cd "$B/ws" && as $who env -u XDG_STATE_HOME HOME="$H" PVISOR_TEST_MLINK_BUDGET=100 timeout 120 "$P" run --safe -- sh -c "$reads6" 2>&1); rc=$?
     eq "$rc:$(echo $out)" "0:pair other p1 other p1 end" \
         "--safe ($who): with pvisor's state in HOME, neither it nor a stage kept in HOME is looked through, and the links are hidden the same"
+    # the host renames ~/.ssh once the run has started, before the command
+    # looks anything up (a backup of old keys): the walk opened the masked
+    # directories by name when it ran, found none, and the links of the
+    # keys were read (found by a red-team pass); it looks through what the
+    # masks named at the start
+    rm -rf "$B/stmv"
+    (cd "$B/ws" && as $who HOME="$H" "$P" run --safe --stage "$B/stmv" -- sh -c 'touch started; sleep 2; cat ~/notes/key 2>/dev/null; echo end' > "$B/mv.out" 2>&1) &
+    i=0; while [ ! -e "$B/stmv/upper/started" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1)); done
+    mv "$H/.ssh" "$H/.ssh.old"; wait; mv "$H/.ssh.old" "$H/.ssh"
+    eq "$(echo $(cat "$B/mv.out"))" "end" "--safe ($who): a credential directory renamed by the host after the start: the links of its files stay hidden"
     # the workspace in HOME (~/proj, the usual layout) holding hard links of
     # ~/.netrc and ~/.ssh/id_rsa: its view hides them as HOME's does; a pair
     # of links of the workspace's own stays
