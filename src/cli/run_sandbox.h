@@ -34,8 +34,9 @@ struct sandbox {
     int end_r, end_w;         /* init's messages (LAUNCH_END_FD): the broker's socket, the count of leftovers */
     int leftovers;            /* init's count of them, once read (-1 before) */
     bool leftovers_uncounted; /* init said it could not count them (LAUNCH_LEFTOVERS_UNKNOWN) */
-    bool end_creds;           /* end_r passes the senders' credentials (the launcher's "end") */
-    int pass[4];              /* {plan_fd, sync_w, go_r, end_w}: the launcher's fd 3, 4, 5, 6 */
+    int stdio_lost_fd, stdio_lost_errno; /* init said the command's fd 1 or 2 failed a write ("stdio FD ERRNO") */
+    bool end_creds;                      /* end_r passes the senders' credentials (the launcher's "end") */
+    int pass[4];                         /* {plan_fd, sync_w, go_r, end_w}: the launcher's fd 3, 4, 5, 6 */
     /* As root: the idmapped clones of the read-only projections (their
      * descriptors, in the plan too, inherited by the launcher), or why
      * there are none (launch_idmap_projections). */

@@ -534,8 +534,12 @@ bool sandbox_end_ready(struct sandbox *sb, pid_t launcher, int *ret_wait_status)
             }
         }
         unsigned v;
-        int st;
-        if (sb->leftovers < 0 && sscanf(buf, "leftovers %u\n", &v) == 1 && v <= INT_MAX)
+        int st, lfd, lerr;
+        if (!sb->stdio_lost_fd && sscanf(buf, "stdio %d %d\n", &lfd, &lerr) == 2 && (lfd == 1 || lfd == 2) &&
+            lerr > 0) {
+            sb->stdio_lost_fd = lfd;
+            sb->stdio_lost_errno = lerr;
+        } else if (sb->leftovers < 0 && sscanf(buf, "leftovers %u\n", &v) == 1 && v <= INT_MAX)
             sb->leftovers = (int)v;
         else if (sb->leftovers < 0 && strcmp(buf, LAUNCH_LEFTOVERS_UNKNOWN) == 0) {
             sb->leftovers = 0;

@@ -490,6 +490,11 @@ int run_execute_staged(struct run_context *ctx,
         sandbox_restore_tty(sb); /* before anything is printed */
     if (sandbox && r >= 0)       /* what the end of its PID namespace killed */
         res.killed_descendants += sandbox_read_leftovers(sb);
+    if (sandbox && r >= 0 && sb->stdio_lost_fd)
+        run_warn(ctx->bundle,
+                 "the command's %s could not be written (%s): what it wrote from then on is lost (init relays a "
+                 "file given as fd 1 or 2; the command saw EPIPE at its next write)",
+                 sb->stdio_lost_fd == 1 ? "stdout" : "stderr", strerror(sb->stdio_lost_errno));
     if (sandbox && r >= 0 && sb->leftovers_uncounted)
         bundle_add_warning(ctx->bundle, "the sandbox's init could not list its /proc to count the processes the "
                                         "command left behind: exit.leftovers_killed counts none of them (each was "

@@ -295,13 +295,24 @@ static bool write_out(int fd, const char *buf, size_t n) {
  * cleared a log's O_APPEND to rewrite it, fchdir left a directory's tree.
  * The command gets a pipe instead, which init relays; /dev/null it gets
  * as the sandbox's own (a read-only mount).  A terminal gets the pty
- * (struct term); a pipe or a socket stays (an inode of no file system's
- * tree).  Init holds the host objects; the command cannot reach init. */
+ * (struct term); a pipe or a unix socket stays (an inode of no file
+ * system's tree); an inet socket is relayed too (the host's network).
+ * Init holds the host objects; the command cannot reach init. */
 struct stdio_relay {
     int give[3]; /* what A gets as fd N; -1: fd N stays as it is */
     int end[3];  /* init's end of fd N's pipe (fd 0: the write end); -1: none, or done */
     char in[4096];
     size_t in_len, in_off; /* host fd 0's bytes read, not yet in the pipe */
+    /* fd 0 a regular file: its offset when the command started, what init
+     * read of it, and init's own descriptor of the pipe's read end (what
+     * the command has not read yet: FIONREAD), so that at the end the
+     * offset it shares with the caller moves by what the command read
+     * (a `while read f; do pvisor run ...; done < list` lost lines to
+     * init's read-ahead; found by a red-team pass) */
+    off_t in_start;
+    uint64_t in_read;
+    int in_peek;
+    int lost_fd, lost_errno; /* the first of fd 1-2 whose host object failed a write (0: none) */
 };
 
 /* Is fd (0-2) a host object (above)?  *ret_null: it is /dev/null. */
@@ -310,9 +321,18 @@ static bool host_object(int fd, bool *ret_null) {
     struct statfs sf;
     *ret_null = false;
     if (fstat(fd, &st) < 0)
-        return false;                                 /* closed */
-    if (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)) /* a pipe(2) or socket(2): on no tree */
-        return fstatfs(fd, &sf) < 0 || (sf.f_type != PIPEFS_MAGIC && sf.f_type != SOCKFS_MAGIC);
+        return false;         /* closed */
+    if (S_ISFIFO(st.st_mode)) /* a pipe(2): on no tree; a named pipe is */
+        return fstatfs(fd, &sf) < 0 || sf.f_type != PIPEFS_MAGIC;
+    if (S_ISSOCK(st.st_mode)) {
+        /* a unix socket stays (a socketpair: Node's, a journal stream);
+         * another, an inet socket (inetd, socket activation), is the
+         * host's network, which the run's own namespace and Landlock
+         * keep from the command: relayed (a UDP one reached the host) */
+        int dom = 0;
+        socklen_t dl = sizeof dom;
+        return getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &dl) < 0 || dom != AF_UNIX;
+    }
     if (S_ISCHR(st.st_mode) && isatty(fd) == 1)
         return false; /* the pty's, or pvisor could not tell it one: the terminal's own checks */
     *ret_null = S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 3);
@@ -346,6 +366,9 @@ static int stdio_relay_open(struct stdio_relay *s, const struct term *t) {
     for (int fd = 0; fd < 3; fd++)
         s->give[fd] = s->end[fd] = -1;
     s->in_len = s->in_off = 0;
+    s->in_read = 0;
+    s->in_peek = -1;
+    s->lost_fd = s->lost_errno = 0;
     for (int fd = 0; fd < 3; fd++) {
         bool null;
         if ((t->master >= 0 && t->on[fd]) || !host_object(fd, &null))
@@ -369,6 +392,10 @@ static int stdio_relay_open(struct stdio_relay *s, const struct term *t) {
         s->give[fd] = pp[fd == 0 ? 0 : 1];
         s->end[fd] = pp[fd == 0 ? 1 : 0];
         if (pp[0] < 0 || pp[1] < 0 || fcntl(s->end[fd], F_SETFL, O_NONBLOCK) < 0)
+            return -errno;
+        struct stat st;
+        if (fd == 0 && fstat(0, &st) == 0 && S_ISREG(st.st_mode) && (s->in_start = lseek(0, 0, SEEK_CUR)) >= 0 &&
+            (s->in_peek = fcntl(pp[0], F_DUPFD_CLOEXEC, 3)) < 0)
             return -errno;
     }
     /* a write to a pipe or a named pipe with no reader left: EPIPE, not
@@ -426,7 +453,12 @@ static void stdio_relay_out(struct stdio_relay *s, int fd, bool drain) {
         ssize_t n = read(s->end[fd], buf, sizeof buf);
         if (n < 0 && errno == EINTR)
             continue;
-        if (n > 0 && write_out(fd, buf, (size_t)n)) {
+        bool written = n > 0 && write_out(fd, buf, (size_t)n);
+        if (n > 0 && !written && !s->lost_fd) {
+            s->lost_fd = fd;
+            s->lost_errno = errno ? errno : EIO;
+        }
+        if (written) {
             if ((size_t)n >= left)
                 return; /* drained as much as it may */
             left -= (size_t)n;
@@ -448,9 +480,10 @@ static void stdio_relay_io(struct stdio_relay *s, const struct pollfd pf[3]) {
                 stdio_relay_close(s, 0); /* A closed its stdin */
         } else {
             ssize_t n = read(0, s->in, sizeof s->in);
-            if (n > 0)
+            if (n > 0) {
                 s->in_len = (size_t)n;
-            else if (n == 0 || (errno != EAGAIN && errno != EINTR))
+                s->in_read += (uint64_t)n;
+            } else if (n == 0 || (errno != EAGAIN && errno != EINTR))
                 stdio_relay_close(s, 0); /* the end (a directory: EISDIR, none) */
         }
     }
@@ -465,6 +498,14 @@ static void stdio_relay_end(struct stdio_relay *s) {
     for (int fd = 1; fd < 3; fd++)
         if (s->end[fd] >= 0)
             stdio_relay_out(s, fd, true);
+    if (s->in_peek >= 0) {
+        int unread = 0;
+        uint64_t left = s->in_len - s->in_off;
+        if (ioctl(s->in_peek, FIONREAD, &unread) == 0 && unread >= 0 && (left += (uint64_t)unread) <= s->in_read)
+            (void)lseek(0, s->in_start + (off_t)(s->in_read - left), SEEK_SET);
+        close(s->in_peek);
+        s->in_peek = -1;
+    }
     for (int fd = 0; fd < 3; fd++)
         if (s->end[fd] >= 0)
             stdio_relay_close(s, fd);
@@ -1022,6 +1063,11 @@ static _Noreturn void become_init(const struct launch_plan *p, int status_fd) {
     PV_MARK("I_cmd_gone");
     /* before the status: the launcher exits on it, and the supervisor
      * reads this once the launcher is gone */
+    if (io.lost_fd) { /* before the leftovers: the supervisor reads on until those */
+        char lost[48];
+        int ml = snprintf(lost, sizeof lost, "stdio %d %d\n", io.lost_fd, io.lost_errno);
+        (void)!write(LAUNCH_END_FD, lost, (size_t)ml);
+    }
     char left[32];
     int nl = count_leftovers();
     int ll = nl < 0 ? snprintf(left, sizeof left, LAUNCH_LEFTOVERS_UNKNOWN)

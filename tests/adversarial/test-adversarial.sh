@@ -530,7 +530,31 @@ escape_stdio() {
     $RUN "$PVISOR" run --safe --stage "$S" --workspace "$W" -- sh -c 'seq 1 200000; for i in 1 2 3; do echo o$i; echo e$i >&2; done' > "$D/big" 2>&1
     eq "$(seq 1 200000 | cksum):$(tail -n 6 "$D/big" | tr '\n' ' ')" "$(head -n 200000 "$D/big" | cksum):o1 e1 o2 e2 o3 e3 " \
         "--safe: 200,000 lines to a host file arrive whole, stdout and stderr of one open file in order$AS"
+    # a file as stdin moves, for the caller, by what the command read, not
+    # by init's read-ahead (a 'while read f; do pvisor run ...; done < list'
+    # lost lines; found by a red-team pass)
+    seq 1 100000 > "$D/lines"; [ -z "$RUN" ] || chown "$UU:$UU" "$D/lines"
+    out=$({ $RUN "$PVISOR" run --safe --stage "$S" --workspace "$W" -- sh -c 'read x; echo $x'; grep pos /proc/self/fdinfo/0; } < "$D/lines" 2>&1)
+    eq "$(echo $out)" "1 pos: 2" "--safe: a file as stdin is left where the command stopped reading it$AS"
     if [ -z "$RUN" ]; then
+        # a write the host's file refuses (a full disk: /dev/full) is said
+        # in the Bundle and on stderr; the command was told nothing
+        out=$("$PVISOR" run --safe --stage "$S" --workspace "$W" -- sh -c 'echo hi' 2>&1 > /dev/full)
+        eq "$(echo "$out" | grep -c "stdout could not be written (No space left on device)"):$(jq '[.warnings[] | select(test("stdout could not be written"))] | length' "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json")" \
+            "1:1" "--safe: a relayed stdout the host's file refuses is a warning, on stderr and in the Bundle"
+        # an inet socket as fd 0 (inetd, socket activation) is the host's
+        # network: relayed too (a UDP one reached a host port)
+        sock='import socket, os, subprocess, sys
+l = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); l.bind(("127.0.0.1", 0)); l.settimeout(2)
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); os.dup2(u.fileno(), 0)
+send = "import socket, sys; socket.socket(fileno=0).sendto(b\"reached\", (\"127.0.0.1\", %d))" % l.getsockname()[1]
+subprocess.run(sys.argv[1:] + ["python3", "-c", send], stderr=subprocess.DEVNULL)
+try:
+    print(l.recv(100).decode())
+except OSError:
+    print("nothing")'
+        eq "$($PY -c "$sock" "$PVISOR" run --):$($PY -c "$sock" "$PVISOR" run --safe --stage "$S" --workspace "$W" --)" "reached:nothing" \
+            "--safe: an inet socket as fd 0 is relayed, not handed over (the control reaches a host port with it)"
         # as root the host's /dev/null is root's: a chmod through the
         # descriptor (to the mode it has: no change either way)
         "$PVISOR" run -- sh -c 'chmod 0666 /proc/self/fd/1' > /dev/null 2>&1
