@@ -465,7 +465,19 @@ int ov_node_lower_open(struct ov *ov, struct ov_node *n, int flags) {
     int r = ov_node_path(ov, n, &path);
     if (r < 0)
         return r;
-    return ov_lower_open(ov, path, flags);
+    int fd = ov_lower_open(ov, path, flags);
+    /* The host may rename a masked object onto a name the command looked
+     * up (mv -f ~/.netrc ~/notes/x, a credential directory onto a
+     * directory it is in): the kernel keeps that name's inode for a while
+     * and the parent's path leads into the masked object.  What is
+     * opened is checked, whatever the name. */
+    struct stat st;
+    if (fd >= 0 && (ov->n_mask_ids || ov->walk) && fstat(fd, &st) == 0 &&
+        (ov_masked_id(ov, &st) || ov_masked_link(ov, &st))) {
+        close(fd);
+        return -ENOENT;
+    }
+    return fd;
 }
 
 _Thread_local size_t ov_n_deferred;

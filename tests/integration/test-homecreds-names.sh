@@ -276,6 +276,23 @@ for who in root user; do
     i=0; while [ ! -e "$B/stmv/upper/started" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1)); done
     mv "$H/.ssh" "$H/.ssh.old"; wait; mv "$H/.ssh.old" "$H/.ssh"
     eq "$(echo $(cat "$B/mv.out"))" "end" "--safe ($who): a credential directory renamed by the host after the start: the links of its files stay hidden"
+    # the host renames a credential onto a name the command has looked up
+    # (~/.netrc over ~/notes/x, ~/.git-credentials' directory... here
+    # ~/.aws over the directory the command is in): the kernel kept the
+    # name's inode a while and the server opened what the path led to
+    # (found by a red-team pass); what is opened is checked by identity
+    mkdir -p "$H/.aws" "$H/cwd"; echo "AWS-$who" > "$H/.aws/credentials"; echo plain > "$H/notes/x"
+    [ $who = user ] && chown -R 65534:65534 "$H/.aws" "$H/cwd" "$H/notes/x"
+    rm -rf "$B/stmv2"
+    (cd "$B/ws" && as $who HOME="$H" "$P" run --safe --stage "$B/stmv2" -- sh -c 'touch started; cd ~/cwd; i=0
+        while [ $i -lt 40 ]; do cat ~/notes/x credentials 2>/dev/null; sleep 0.05; i=$((i + 1)); done' > "$B/mv2.out" 2>&1) &
+    i=0; while [ ! -e "$B/stmv2/upper/started" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1)); done
+    sleep 0.3; cp -p "$H/.netrc" "$B/netrc.saved"
+    mv -f "$H/.netrc" "$H/notes/x"; rmdir "$H/cwd" && mv -T "$H/.aws" "$H/cwd"; wait
+    eq "$(grep -c -e "NETRC-$who" -e "AWS-$who" "$B/mv2.out"):$(grep -c plain "$B/mv2.out" | sed 's/^[1-9][0-9]*$/some/')" "0:some" \
+        "--safe ($who): a credential the host renames onto a name the command looked up is not read through it"
+    mv "$B/netrc.saved" "$H/.netrc"; echo plain > "$H/notes/x"; mv -T "$H/cwd" "$H/.aws"; mkdir -p "$H/cwd"
+    ln -f "$H/.netrc" "$H/notes/n"
     # the workspace in HOME (~/proj, the usual layout) holding hard links of
     # ~/.netrc and ~/.ssh/id_rsa: its view hides them as HOME's does; a pair
     # of links of the workspace's own stays
