@@ -683,7 +683,9 @@ int sandbox_start_home(struct sandbox *sb) {
  * touches nothing but the view's own state. */
 static void *home_teardown(void *arg) {
     struct sandbox *sb = arg;
-    overlay_stop(sb->home_ov);
+    struct overlay_stats stats = {0};
+    overlay_stop_stats(sb->home_ov, &stats);
+    sb->home_links_unknown = stats.links_unknown;
     sb->home_ov = NULL;
     stage_free(sb->home_stage);
     sb->home_stage = NULL;
@@ -706,6 +708,16 @@ void sandbox_release_home_async(struct sandbox *sb) {
 
 #define HOME_RM_FAILED "the discarded HOME view's stage could not be removed completely"
 
+const char *sandbox_links_unknown_warning(int r) {
+    static char w[400];
+    snprintf(w, sizeof w,
+             "the credential directories could not be looked through for hard links of their files (%s): every "
+             "file with other names was hidden from the command's views (a local git clone's objects, a package "
+             "store's links); a large directory among them (a browser profile) is the usual cause",
+             r == -E2BIG ? "more than 200,000 entries" : strerror(-r));
+    return w;
+}
+
 /* True when the stage's removal failed (a warning in the Bundle then). */
 static bool release_home_view(struct sandbox *sb) {
     if (sb->home_thread_started) {
@@ -720,6 +732,13 @@ static bool release_home_view(struct sandbox *sb) {
     if (failed)
         bundle_add_warning(sb->ctx->bundle, HOME_RM_FAILED);
     sb->home_rm_failed = false;
+    if (sb->home_links_unknown && sb->ctx) {
+        const char *w = sandbox_links_unknown_warning(sb->home_links_unknown);
+        bundle_add_warning(sb->ctx->bundle, w);
+        fprintf(stderr, "pvisor run: warning: %s\n", w);
+        failed = true; /* the Bundle is written again */
+    }
+    sb->home_links_unknown = 0;
     free(sb->home_view);
     free(sb->home_stage_path);
     free(sb->home_path);

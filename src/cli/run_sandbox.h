@@ -110,7 +110,8 @@ struct sandbox {
     pthread_t home_thread; /* tearing the view down at the end of the run */
     bool home_thread_started;
     bool home_rm_failed;
-    int home_start_r; /* sandbox_start_home's result, when run on a thread */
+    int home_links_unknown; /* the HOME view's overlay_stats.links_unknown */
+    int home_start_r;       /* sandbox_start_home's result, when run on a thread */
     /* --limit: which mechanism holds each limit; the run's cgroup leaf (or
      * NULL) and, when a limit could not use one, why. */
     struct limits_decision limits;
@@ -221,6 +222,8 @@ struct dirlist {
     size_t n;
 };
 void dirlist_free(struct dirlist *l);
+/* The warning for overlay_stats.links_unknown r (static storage). */
+const char *sandbox_links_unknown_warning(int r);
 void sandbox_gather_runtime(const struct run_context *ctx, const char *home, struct dirlist *l);
 /* Does resolving path (a read-write grant's, as given) follow a symlink
  * that lies in a directory agents wrote in (the workspace, an applied

@@ -112,6 +112,8 @@ struct overlay_stats {
     uint64_t upper_bytes;    /* bytes allocated in upper (tracked) */
     uint64_t upper_inodes;   /* inodes in upper (tracked) */
     bool mutated;            /* false: nothing of the stage can have changed this run */
+    int links_unknown;       /* -errno: the masked directories could not be looked through for hard links
+                              * (-E2BIG: too many entries), and every file with other names was hidden; 0 */
 };
 void overlay_get_stats(struct overlay *ov, struct overlay_stats *ret_stats);
 /* As overlay_stop; *ret_stats (if not NULL) gets the statistics once every

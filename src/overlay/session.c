@@ -579,5 +579,6 @@ void overlay_get_stats(struct overlay *o, struct overlay_stats *ret_stats) {
         .upper_bytes = b > 0 ? (uint64_t)b : 0,
         .upper_inodes = i > 0 ? (uint64_t)i : 0,
         .mutated = atomic_load(&ov->mutated),
+        .links_unknown = atomic_load(&ov->mlinks_state) < 0 ? atomic_load(&ov->mlinks_state) : 0,
     };
 }
