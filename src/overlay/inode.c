@@ -318,7 +318,7 @@ bool ov_masked_link(struct ov *ov, const struct stat *st) {
     if (mlinks_state(ov) < 0)
         return true; /* could not be told: fail closed */
     struct ov_mask_id key = {st->st_dev, st->st_ino};
-    return bsearch(&key, ov->mlinks, ov->n_mlinks, sizeof key, cmp_id) != NULL;
+    return ov->n_mlinks && bsearch(&key, ov->mlinks, ov->n_mlinks, sizeof key, cmp_id) != NULL;
 }
 
 bool ov_masked_link_ino(struct ov *ov, ino_t ino) {
