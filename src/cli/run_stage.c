@@ -543,11 +543,11 @@ int run_execute_staged(struct run_context *ctx,
         json_object_set_new(stage_j, "upper_inodes", json_integer((json_int_t)stats.upper_inodes));
         json_object_set_new(stage_j, "quota_refusals", json_integer((json_int_t)stats.quota_refusals));
         json_object_set_new(stage_j, "dir_listings", json_integer((json_int_t)stats.dir_listings));
+        if (stats.links_unknown)
+            run_warn(ctx->bundle, "%s", sandbox_links_unknown_warning(stats.links_unknown));
         /* A write the quota refused may have left a file cut short, which
          * the review shows as an ordinary change (the command may have
          * gone on and exited 0): said here and by status --review. */
-        if (stats.links_unknown)
-            run_warn(ctx->bundle, "%s", sandbox_links_unknown_warning(stats.links_unknown));
         if (stats.quota_refusals)
             run_warn(ctx->bundle,
                      "the stage refused %llu write%s (ENOSPC/EDQUOT: %s): files the command was writing may be "
