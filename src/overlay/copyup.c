@@ -974,7 +974,7 @@ static int copy_tree_children(struct ov *ov, int dfd, const char *relpath, const
         if (ov_masked(ov, cpath) || ov_lower_stage(ov, lfd, de->d_name, 0))
             continue; /* not part of the view: never copied, never merged */
         /* a masked object under another name (ov_masked_id, ov_masked_link) */
-        bool ids = ov->n_mask_ids || ov->n_link_mask;
+        bool ids = ov->n_mask_ids || ov->walk;
         struct stat lst;
         if (ids && fstatat(lfd, de->d_name, &lst, AT_SYMLINK_NOFOLLOW) < 0) {
             if (errno == ENOENT)

@@ -254,24 +254,24 @@ static int walk_root_add(struct ov *ov, int dirfd, const char *name, const struc
     return 0;
 }
 
-int ov_walk_roots_init(struct ov *ov) {
+int ov_walk_roots_init(struct ov *ov, const struct overlay_params *p) {
     int r = 0;
     /* a file among the view's own masks is ov_masked_id's, under any name */
     for (size_t i = 0; i < ov->n_mask && r >= 0; i++) {
         struct stat st;
-        if (ov->no_walk && strcmp(ov->mask[i], ov->no_walk) == 0)
+        if (p->no_walk && strcmp(ov->mask[i], p->no_walk) == 0)
             continue;
         if (fstatat(ov->lower_fd, ov->mask[i], &st, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT) == 0)
             r = S_ISDIR(st.st_mode) ? walk_root_add(ov, ov->lower_fd, ov->mask[i], &st) : 0;
         else if (errno != ENOENT && errno != ENOTDIR && errno != EACCES)
             r = -errno;
     }
-    for (size_t i = 0; i < ov->n_link_mask && r >= 0; i++) {
+    for (size_t i = 0; i < p->n_link_mask && r >= 0; i++) {
         struct stat st;
-        if (ov->no_walk && strcmp(ov->link_mask[i], ov->no_walk) == 0)
+        if (p->no_walk && strcmp(p->link_mask[i], p->no_walk) == 0)
             continue;
-        if (fstatat(ov->link_fd, ov->link_mask[i], &st, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT) == 0)
-            r = walk_root_add(ov, ov->link_fd, ov->link_mask[i], &st);
+        if (fstatat(p->link_fd, p->link_mask[i], &st, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT) == 0)
+            r = walk_root_add(ov, p->link_fd, p->link_mask[i], &st);
         else if (errno != ENOENT && errno != ENOTDIR && errno != EACCES)
             r = -errno;
     }

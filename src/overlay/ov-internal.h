@@ -148,10 +148,6 @@ struct ov {
         ino_t ino;
     } * mask_ids;                   /* immutable: what the masks named in the lower at the start (ov_masked_id) */
     size_t n_mask_ids;              /* immutable */
-    int link_fd;                    /* immutable, own (a dup): overlay_params.link_fd, or -1 */
-    char **link_mask;               /* immutable: overlay_params.link_mask (looked through with the masked dirs) */
-    size_t n_link_mask;             /* immutable */
-    char *no_walk;                  /* immutable: overlay_params.no_walk, or NULL */
     int *walk_fd;                   /* immutable: O_PATH fds of the directories to look through, opened at the start */
     size_t n_walk_fd;               /* immutable */
     bool walk;                      /* immutable: anything to look through or found at the start */
@@ -317,11 +313,11 @@ bool ov_masked_child(struct ov *ov, struct ov_node *parent, const char *name);
 bool ov_masked_id(const struct ov *ov, const struct stat *st);
 /* Record what each mask names in the lower now (for ov_masked_id). */
 int ov_mask_ids_init(struct ov *ov);
-/* Open, now, the masked directories (and link_mask's) that
- * ov_masked_link looks through later, and record link_mask's files with
- * other names: a directory the host renames after the start is looked
- * through all the same. */
-int ov_walk_roots_init(struct ov *ov);
+/* Open, now, the masked directories (and p->link_mask's, but p->no_walk)
+ * that ov_masked_link looks through later, and record p->link_mask's
+ * files with other names: a directory the host renames after the start
+ * is looked through all the same.  Nothing of p is kept. */
+int ov_walk_roots_init(struct ov *ov, const struct overlay_params *p);
 /* Is the lower object st (its lstat) a regular file with other names
  * (st_nlink > 1) of which one is inside a masked directory (~/.ssh/id_rsa
  * linked as ~/key), or is, or is inside, one of link_mask (HOME's, seen

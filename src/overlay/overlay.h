@@ -42,8 +42,8 @@ struct overlay_params {
     const char *const *sealed;
     size_t n_sealed;
     /* Another tree's masked locations (HOME's, for the workspace's view),
-     * relative to link_fd (borrowed; opened before the run's mount
-     * namespace): a regular file there, or one inside a directory there,
+     * relative to link_fd (opened before the run's mount namespace; read
+     * by overlay_start alone, none of the three kept): a regular file there, or one inside a directory there,
      * is hidden from this view under any other name it has (a hard link
      * of ~/.ssh/id_rsa in the workspace).  n_link_mask 0: none. */
     int link_fd;

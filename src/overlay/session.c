@@ -277,15 +277,9 @@ static void ov_release(struct overlay *o, struct overlay_stats *ret_stats) {
     free(ov->mask_sealed);
     free(ov->mask_ids);
     free(ov->mlinks);
-    for (size_t i = 0; i < ov->n_link_mask; i++)
-        free(ov->link_mask[i]);
-    free(ov->link_mask);
-    free(ov->no_walk);
     for (size_t i = 0; i < ov->n_walk_fd; i++)
         close(ov->walk_fd[i]);
     free(ov->walk_fd);
-    if (ov->link_fd >= 0)
-        close(ov->link_fd);
     pthread_mutex_destroy(&ov->mlink_lock);
     free(ov->root);
     free(ov->threads);
@@ -397,7 +391,6 @@ int overlay_start(const struct overlay_params *p, struct overlay **ret_ov) {
     ov->self_gid = getgid();
     ov->own_group = p->own_group;
     ov->hide_stages = p->hide_stages;
-    ov->link_fd = -1;
     ov->lower_timeout = p->lower_cache_ms < 0    ? 0.0
                         : p->lower_cache_ms == 0 ? OV_DEFAULT_LOWER_CACHE_MS / 1000.0
                                                  : p->lower_cache_ms / 1000.0;
@@ -414,24 +407,7 @@ int overlay_start(const struct overlay_params *p, struct overlay **ret_ov) {
     }
     if ((r = copy_mask(ov, p->mask, p->n_mask, p->sealed, p->n_sealed)) < 0 || (r = ov_mask_ids_init(ov)) < 0)
         goto fail;
-    if (p->no_walk && !(ov->no_walk = strdup(p->no_walk))) {
-        r = -ENOMEM;
-        goto fail;
-    }
-    if (p->n_link_mask) {
-        ov->link_fd = fcntl(p->link_fd, F_DUPFD_CLOEXEC, 3);
-        ov->link_mask = calloc(p->n_link_mask, sizeof *ov->link_mask);
-        if (ov->link_fd < 0 || !ov->link_mask) {
-            r = ov->link_fd < 0 ? -errno : -ENOMEM;
-            goto fail;
-        }
-        for (; ov->n_link_mask < p->n_link_mask; ov->n_link_mask++)
-            if (!(ov->link_mask[ov->n_link_mask] = strdup(p->link_mask[ov->n_link_mask]))) {
-                r = -ENOMEM;
-                goto fail;
-            }
-    }
-    if ((r = ov_walk_roots_init(ov)) < 0)
+    if ((r = ov_walk_roots_init(ov, p)) < 0)
         goto fail;
     ov->root->type = S_IFDIR;
     ov->root->lower = true;
