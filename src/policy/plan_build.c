@@ -374,6 +374,12 @@ static const struct {
      * view); one whose bin/ is on PATH: add_python_env_pipconfs */
     {"VIRTUAL_ENV", "pip.conf"},
     {"CONDA_PREFIX", "pip.conf"},
+    /* found missing by a review: n's prefix (its node and npm, so npm's
+     * global config, $N_PREFIX/etc/npmrc), and a Maven installation the
+     * user names (its conf/settings.xml: repository passwords) */
+    {"N_PREFIX", "etc/npmrc"},
+    {"MAVEN_HOME", "conf/settings.xml"},
+    {"M2_HOME", "conf/settings.xml"},
 };
 
 /* npm reads npm_config_* in any letter case (its config loader matches
@@ -396,26 +402,31 @@ static const struct {
 #define PYTHON_ENV_PIPCONF_WHAT "pip's site config in a Python environment whose bin/ is on PATH"
 #define SBT_GLOBAL_WHAT "sbt's global settings, which may hold credentials inline"
 
-/* npm's global config inside a node toolchain: npm reads
- * $PREFIX/etc/npmrc, PREFIX the node installation it runs from, and
- * `npm config set -g` writes a registry token there.  The version
- * managers keep those installations, one directory per version, below
- * their root (the variable's, else its default in HOME), and the run
- * projects such a toolchain whole (or shows it in HOME's view): each
- * version's etc/npmrc found at start is kept from the command as a
- * moved store is.  A system prefix (/usr/local/etc/npmrc) is not the
+/* A tool's global config inside a toolchain a version manager keeps,
+ * one directory per version below its root (the variable's, else its
+ * default in HOME); the run projects such a toolchain whole (or shows it
+ * in HOME's view): each version's file found at start is kept from the
+ * command as a moved store is.  npm reads $PREFIX/etc/npmrc, PREFIX the
+ * node installation it runs from, and `npm config set -g` writes a
+ * registry token there; Maven reads $MAVEN_HOME/conf/settings.xml, whose
+ * <servers> hold repository passwords as ~/.m2/settings.xml's do.  A
+ * system prefix (/usr/local/etc/npmrc, /usr/share/maven) is not the
  * user's. */
 #define NODE_NPMRC_WHAT "npm's global config in a node toolchain"
+#define MAVEN_SETTINGS_WHAT "Maven's global settings in a Maven toolchain"
 static const struct {
-    const char *var, *home_default, *versions, *file;
-} node_toolchains[] = {
-    {"NVM_DIR", ".nvm", "versions/node", "etc/npmrc"},
-    {"NODENV_ROOT", ".nodenv", "versions", "etc/npmrc"},
-    {"ASDF_DATA_DIR", ".asdf", "installs/nodejs", "etc/npmrc"},
-    {"VOLTA_HOME", ".volta", "tools/image/node", "etc/npmrc"},
-    {"FNM_DIR", ".fnm", "node-versions", "installation/etc/npmrc"},
-    {"FNM_DIR", ".local/share/fnm", "node-versions", "installation/etc/npmrc"},
-    {"MISE_DATA_DIR", ".local/share/mise", "installs/node", "etc/npmrc"},
+    const char *var, *home_default, *versions, *file, *what;
+} toolchain_configs[] = {
+    {"NVM_DIR", ".nvm", "versions/node", "etc/npmrc", NODE_NPMRC_WHAT},
+    {"NODENV_ROOT", ".nodenv", "versions", "etc/npmrc", NODE_NPMRC_WHAT},
+    {"ASDF_DATA_DIR", ".asdf", "installs/nodejs", "etc/npmrc", NODE_NPMRC_WHAT},
+    {"VOLTA_HOME", ".volta", "tools/image/node", "etc/npmrc", NODE_NPMRC_WHAT},
+    {"FNM_DIR", ".fnm", "node-versions", "installation/etc/npmrc", NODE_NPMRC_WHAT},
+    {"FNM_DIR", ".local/share/fnm", "node-versions", "installation/etc/npmrc", NODE_NPMRC_WHAT},
+    {"MISE_DATA_DIR", ".local/share/mise", "installs/node", "etc/npmrc", NODE_NPMRC_WHAT},
+    {"SDKMAN_DIR", ".sdkman", "candidates/maven", "conf/settings.xml", MAVEN_SETTINGS_WHAT},
+    {"ASDF_DATA_DIR", ".asdf", "installs/maven", "conf/settings.xml", MAVEN_SETTINGS_WHAT},
+    {"MISE_DATA_DIR", ".local/share/mise", "installs/maven", "conf/settings.xml", MAVEN_SETTINGS_WHAT},
 };
 
 /* Add path (absolute) to the NULL-terminated list v (n entries, cap
@@ -475,10 +486,10 @@ static char *moved_value(const char *val, const char *home, const char *cwd, boo
     return p;
 }
 
-/* The default of a node toolchain's root in HOME (rel), where the XDG
+/* The default of a toolchain's root in HOME (rel), where the XDG
  * base that holds it (XDG_DATA_HOME for fnm's and mise's) moves it: NULL
  * when it cannot be told, *ret_oom on out of memory. */
-static char *node_default_root(const char *home, const char *cwd, const char *rel, bool *ret_oom) {
+static char *toolchain_default_root(const char *home, const char *cwd, const char *rel, bool *ret_oom) {
     for (size_t b = 0; b < sizeof moved_bases / sizeof moved_bases[0]; b++) {
         size_t pl = strlen(moved_bases[b].home_prefix);
         const char *val = getenv(moved_bases[b].var);
@@ -494,10 +505,10 @@ static char *node_default_root(const char *home, const char *cwd, const char *re
     return p;
 }
 
-/* Each version's npm global config (node_toolchains) below root that
+/* Each version's global config (toolchain_configs[t]) below root that
  * exists now, added to v as add_moved does. */
-static int add_node_npmrcs(char **v, size_t *n, const char *root, const char *versions, const char *file,
-                           const char *home) {
+static int add_toolchain_configs(char **v, size_t *n, const char *root, size_t t, const char *home) {
+    const char *versions = toolchain_configs[t].versions, *file = toolchain_configs[t].file;
     _cleanup_free_ char *dir = path_join(root, versions);
     if (!dir)
         return -ENOMEM;
@@ -515,7 +526,7 @@ static int add_node_npmrcs(char **v, size_t *n, const char *root, const char *ve
         if (!p)
             r = -ENOMEM;
         else if (lstat(p, &st) == 0)
-            r = add_moved(v, n, p, home, NODE_NPMRC_WHAT);
+            r = add_moved(v, n, p, home, toolchain_configs[t].what);
     }
     closedir(d);
     return r;
@@ -679,15 +690,16 @@ int plan_moved_credentials(const char *home, const char *cwd, char ***ret) {
         _cleanup_free_ char *dot_sbt = path_join(home, ".sbt");
         r = dot_sbt ? add_sbt_files(v, &n, dot_sbt, sbt, true, home) : -ENOMEM;
     }
-    for (size_t i = 0; i < sizeof node_toolchains / sizeof node_toolchains[0] && r >= 0; i++) {
-        const char *val = getenv(node_toolchains[i].var);
+    for (size_t i = 0; i < sizeof toolchain_configs / sizeof toolchain_configs[0] && r >= 0; i++) {
+        const char *val = getenv(toolchain_configs[i].var);
         _cleanup_free_ char *set = val && val[0] ? moved_value(val, home, cwd, &oom) : NULL;
-        _cleanup_free_ char *def = oom ? NULL : node_default_root(home, cwd, node_toolchains[i].home_default, &oom);
+        _cleanup_free_ char *def =
+            oom ? NULL : toolchain_default_root(home, cwd, toolchain_configs[i].home_default, &oom);
         r = oom ? -ENOMEM : 0;
         if (r >= 0 && set)
-            r = add_node_npmrcs(v, &n, set, node_toolchains[i].versions, node_toolchains[i].file, home);
+            r = add_toolchain_configs(v, &n, set, i, home);
         if (r >= 0 && def)
-            r = add_node_npmrcs(v, &n, def, node_toolchains[i].versions, node_toolchains[i].file, home);
+            r = add_toolchain_configs(v, &n, def, i, home);
     }
     if (r < 0) {
         plan_moved_free(v);
@@ -704,9 +716,9 @@ int plan_moved_in_other_home(const char *other, char **v) {
     static const char *const sbt[] = {".sbt", NULL};
     _cleanup_free_ char *dot_sbt = path_join(other, ".sbt");
     int r = dot_sbt ? add_sbt_files(v, &n, dot_sbt, sbt, true, other) : -ENOMEM;
-    for (size_t i = 0; i < sizeof node_toolchains / sizeof node_toolchains[0] && r >= 0; i++) {
-        _cleanup_free_ char *root = path_join(other, node_toolchains[i].home_default);
-        r = root ? add_node_npmrcs(v, &n, root, node_toolchains[i].versions, node_toolchains[i].file, other) : -ENOMEM;
+    for (size_t i = 0; i < sizeof toolchain_configs / sizeof toolchain_configs[0] && r >= 0; i++) {
+        _cleanup_free_ char *root = path_join(other, toolchain_configs[i].home_default);
+        r = root ? add_toolchain_configs(v, &n, root, i, other) : -ENOMEM;
     }
     return r;
 }

@@ -181,6 +181,8 @@ for who in root user; do
         .asdf/installs/nodejs/20.1.0/etc/npmrc .volta/tools/image/node/20.1.0/etc/npmrc \
         .local/share/fnm/node-versions/v20.1.0/installation/etc/npmrc \
         .local/share/mise/installs/node/20.1.0/etc/npmrc \
+        .sdkman/candidates/maven/3.9.6/conf/settings.xml .asdf/installs/maven/3.9.6/conf/settings.xml \
+        .local/share/mise/installs/maven/3.9.6/conf/settings.xml nprefix/etc/npmrc mvnhome/conf/settings.xml \
         poetry/auth.toml bundlecfg sbtcreds npmprefix/etc/npmrc; do
         secret "$H5/$f"
     done
@@ -189,7 +191,7 @@ for who in root user; do
     keeps5=""
     for f in .config/pypoetry/config.toml .bundle/cache/keep .ivy2/cache/keep .sbt/repositories \
         .davfs2/davfs2.conf .config/filezilla/filezilla.xml .local/share/uv/tools/keep \
-        .nvm/versions/node/v20.1.0/bin/node; do
+        .nvm/versions/node/v20.1.0/bin/node .sdkman/candidates/maven/3.9.6/conf/toolchains.xml; do
         mkdir -p "$(dirname "$H5/$f")"; echo "keep" > "$H5/$f"; keeps5="$keeps5 $H5/$f"
     done
     echo keep > "$N5/versions/node/v22.0.0/bin/node"; echo keep > "$G5/other"
@@ -197,16 +199,17 @@ for who in root user; do
     [ $who = user ] && chown -R 65534:65534 "$H5" "$W5" "$G5" "$N5"
     env5="HOME=$H5 NVM_DIR=$N5 NPM_CONFIG_GLOBALCONFIG=$G5/globalnpmrc PIP_CONFIG_FILE=$G5/pip.conf
           UV_CREDENTIALS_DIR=$G5/uvcred HELM_REGISTRY_CONFIG=$G5/helmreg.json POETRY_CONFIG_DIR=$H5/poetry
-          BUNDLE_USER_CONFIG=$H5/bundlecfg SBT_CREDENTIALS=$H5/sbtcreds npm_config_prefix=$H5/npmprefix"
+          BUNDLE_USER_CONFIG=$H5/bundlecfg SBT_CREDENTIALS=$H5/sbtcreds npm_config_prefix=$H5/npmprefix
+          N_PREFIX=$H5/nprefix MAVEN_HOME=$H5/mvnhome"
     reads5="cat $secrets5 2>/dev/null; cat $keeps5; echo end"
     n5=$(echo $secrets5 | wc -w)
     # shellcheck disable=SC2086
     out=$(cd "$W5" && as $who $env5 "$P" run -- sh -c "$reads5" 2>&1)
-    eq "$(echo $out | grep -o "SECRET-$who" | wc -l):$(echo $out | grep -o keep | wc -l)" "$n5:10" \
+    eq "$(echo $out | grep -o "SECRET-$who" | wc -l):$(echo $out | grep -o keep | wc -l)" "$n5:11" \
         "control ($who): the $n5 secrets and the configuration next to them are readable without the sandbox"
     # shellcheck disable=SC2086
     out=$(cd "$W5" && as $who $env5 "$P" run --safe --access "ro:$G5" -- sh -c "$reads5" 2>&1); rc=$?
-    eq "$rc:$(echo $out)" "0:keep keep keep keep keep keep keep keep keep keep end" \
+    eq "$rc:$(echo $out)" "0:keep keep keep keep keep keep keep keep keep keep keep end" \
         "--safe ($who): the tools' stores are absent (in HOME's view, in a grant, in a projected toolchain); their configuration stays"
     eq "$(jq -r '.dimensions.home_credentials | "\(.effective) \(.evidence.moved_credential_locations >= 15)"' "$(bundle_of $who)" 2>&1)" \
         "enforced true" "... and the Bundle counts the moved locations and the toolchains' npmrc files"
@@ -218,6 +221,10 @@ for who in root user; do
     out=$(cd "$W5" && as $who $env5 "$P" run --safe --access "ro:$N5/versions/node/v22.0.0/etc/npmrc" -- true 2>&1); rc=$?
     eq "$rc:$(echo "$out" | grep -c "npm's global config in a node toolchain")" "2:1" \
         "--safe ($who): a grant of a toolchain's npmrc is refused, saying what it is"
+    # shellcheck disable=SC2086
+    out=$(cd "$W5" && as $who $env5 "$P" run --safe --access "ro:$H5/.sdkman/candidates/maven/3.9.6/conf/settings.xml" -- true 2>&1); rc=$?
+    eq "$rc:$(echo "$out" | grep -c "Maven's global settings in a Maven toolchain")" "2:1" \
+        "--safe ($who): a grant of a Maven toolchain's settings.xml is refused, saying what it is"
 done
 
 # --- the caller's home under doas and pkexec --------------------------------
