@@ -1111,6 +1111,25 @@ static int limit_inotify(void) {
     return 0;
 }
 
+/* The run's processes are the OOM killer's first choice over the
+ * supervisor, whose death would lose the views (and with them what the
+ * command had in flight): oom_score_adj at least PV_OOM_SCORE_ADJ, which
+ * every process of the run inherits and none can lower (that takes
+ * CAP_SYS_RESOURCE in the initial user namespace).  A higher one the
+ * caller set is kept. */
+#define PV_OOM_SCORE_ADJ 500
+static int raise_oom_score(void) {
+    _cleanup_free_ char *buf = NULL;
+    int r = read_file_at(AT_FDCWD, "/proc/self/oom_score_adj", 32, &buf, NULL);
+    if (r < 0)
+        return r;
+    if (strtol(buf, NULL, 10) >= PV_OOM_SCORE_ADJ)
+        return 0;
+    char v[16];
+    snprintf(v, sizeof v, "%d\n", PV_OOM_SCORE_ADJ);
+    return write_string_at(AT_FDCWD, "/proc/self/oom_score_adj", v);
+}
+
 int launch_main(int argc, char **argv) {
     if (argc != 1)
         return 125;
@@ -1143,6 +1162,8 @@ int launch_main(int argc, char **argv) {
             fail(early[k].step, errno);
     if ((r = limit_inotify()) < 0)
         fail("limiting the run's share of the user's inotify instances and watches", r);
+    if ((r = raise_oom_score()) < 0)
+        fail("raising the run's oom_score_adj", r);
 
     /* The supervisor's views are mounted (see launch.h): the mount
      * namespace is copied with them in it. */

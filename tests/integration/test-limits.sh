@@ -364,3 +364,22 @@ print(resource.getrlimit(resource.RLIMIT_NPROC))' 2>/dev/null)
 else
     skip "--limit as an unprivileged user" "needs root to switch to an unprivileged user"
 fi
+
+# --- the OOM killer picks the run before its supervisor -----------------------
+# The supervisor serves the views: killed by the OOM killer (its score like
+# the command's), the command's writes in flight were lost.  The run's
+# processes get oom_score_adj 500 (or the caller's, if higher), and cannot
+# lower it; a plain run (no sandbox) is the control.
+oomcmd='cat /proc/self/oom_score_adj; echo 0 > /proc/self/oom_score_adj 2>/dev/null; sh -c "cat /proc/self/oom_score_adj"'
+out=$(cd "$W" && "$PVISOR" run -- sh -c "$oomcmd" 2>/dev/null)
+if [ "$(id -u)" -eq 0 ]; then
+    eq "$(echo $out)" "0 0" "control: without the sandbox the command's oom_score_adj is the caller's, and root lowers it"
+fi
+out=$(safe -- sh -c "$oomcmd" 2>/dev/null); rc=$?
+eq "$rc:$(echo $out)" "0:500 500" "--safe: the run's oom_score_adj is 500, and a child of a command that tried to lower it has 500"
+out=$( (echo 700 > /proc/self/oom_score_adj && exec timeout 120 "$PVISOR" run --safe --workspace "$W" -- cat /proc/self/oom_score_adj) 2>/dev/null)
+eq "$out" 700 "--safe: a caller's higher oom_score_adj is kept"
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
+    out=$(as "$PVISOR" run --safe -- sh -c "$oomcmd" 2>/dev/null); rc=$?
+    eq "$rc:$(echo $out)" "0:500 500" "--safe (uid 65534): the run's oom_score_adj is 500 and cannot be lowered"
+fi
