@@ -214,6 +214,33 @@ int64_t sandbox_cpu_watch(void *userdata);
  * per-process CPU limit's end (wait_status: the command's, or 0). */
 void sandbox_finish_resources(struct sandbox *sb, int wait_status);
 
+/* run_sandbox_home.c, for run_sandbox.c: HOME and its credentials. */
+struct plan_inputs;
+struct access_rule;
+/* HOME (resolved, or NULL) in *ret_home, and the credential locations the
+ * sandbox keeps from the command into sb; on failure, what went wrong in
+ * *ret_error (or NULL); sb holds what was resolved so far. */
+int sandbox_resolve_home_credentials(const char *cwd, const char *workspace, const struct run_options *o,
+                                     struct sandbox *sb, char **ret_home, char **ret_error);
+/* The credential locations sb holds, as plan_build takes them. */
+void sandbox_credentials_into(const struct sandbox *sb, struct plan_inputs *in);
+/* Free them (sb's cred_moved, pw_home, pw_cred_real, cred_real). */
+void sandbox_release_credentials(struct sandbox *sb);
+/* Move those sandbox_check_credentials resolved from sb into c (to_sb
+ * false), or back from c into sb (to_sb true). */
+void sandbox_move_credentials(struct sandbox_creds *c, struct sandbox *sb, bool to_sb);
+/* Count the credential locations inside the grant at path that do not
+ * exist at start (a cover needs something to cover). */
+void sandbox_grant_missing_creds(const char *home, struct sandbox *sb, const char *path);
+/* The workspace view's masks: credential locations in it, other stages,
+ * --access deny: paths in it. */
+int sandbox_prepare_ws_mask(struct run_context *ctx, const char *home, const struct access_rule *rules, size_t n_rules,
+                            struct sandbox *sb);
+/* HOME as a copy-on-write view (a throwaway stage in the run directory). */
+int sandbox_prepare_home_view(struct run_context *ctx, const char *home, struct sandbox *sb);
+/* Stop it and remove its stage; true when the removal failed. */
+bool sandbox_release_home_view(struct sandbox *sb);
+
 /* run_sandbox_runtime.c: the host directories the command needs projected
  * (toolchains outside the system's), into l (free with dirlist_free). */
 #define MAX_RUNTIME_DIRS 64
