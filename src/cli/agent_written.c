@@ -6,7 +6,7 @@
  * A workspace a stage was applied to, and a read-write grant of a sandboxed
  * run (written directly), hold what an agent chose: a link there (an
  * applied '.venv/bin' -> /srv/data) must not widen the next run's sandbox
- * when its PATH names it (run_sandbox.c, agent_dirs).  Apply and the run
+ * when its PATH names it (run_sandbox_runtime.c, agent_dirs).  Apply and the run
  * record each such directory once in STATE/agent-written (absolute paths,
  * each ending in a NUL; appended, never rewritten), which the next run
  * reads in one go: reading every recorded run's Bundle instead cost a
@@ -25,7 +25,7 @@
  *
  * The stages a user keeps elsewhere (`--stage DIR`, `fork ... DIR`) hold
  * what agents wrote; a later sandboxed run must not show them to its
- * command when its HOME or workspace holds them (run_sandbox.c), as it
+ * command when its HOME or workspace holds them (run_sandbox_home.c), as it
  * does not show the state directory.  The same record shape and rules.
  */
 #include "cli/cli.h"

@@ -112,7 +112,7 @@ int cmd_fork(int argc, char **argv) {
         return rc;
     }
     lc_stage_free(src);
-    /* hidden from later sandboxed runs (run_sandbox.c) before it exists:
+    /* hidden from later sandboxed runs (run_sandbox_home.c) before it exists:
      * recorded after the copy, a fork killed between the two was a stage
      * no record named (a path that never becomes a stage is passed over) */
     (void)stages_elsewhere_add(dest);

@@ -151,7 +151,7 @@ static int open_stage(struct staged *st) {
     st->cps.stage = st->stage; /* before the agent socket's thread starts */
 #endif
     /* a stage outside the state directory: hidden from later sandboxed
-     * runs as that directory is (run_sandbox.c, mask_stages_elsewhere) */
+     * runs as that directory is (run_sandbox_home.c, mask_stages_elsewhere) */
     (void)stages_elsewhere_add(st->stage_path);
     bool sandbox = st->sb != NULL;
     /* Without the sandbox the command keeps other ways to the real

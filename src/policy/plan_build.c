@@ -1119,7 +1119,7 @@ int plan_build(const struct plan_inputs *in, struct launch_plan *ret_plan, char 
      * credential locations covered (below). */
     bool sys_home = in->home && plan_home_is_system(in->home);
     /* A HOME that is or lies in the workspace is the workspace view's,
-     * which masks and seals its credential locations (run_sandbox.c): an
+     * which masks and seals its credential locations (run_sandbox_home.c): an
      * empty tmpfs there would hide that part of the workspace, and a
      * projected config file would be the lower workspace's. */
     bool ws_home = in->home && !sys_home && path_within(in->home, in->workspace);
@@ -1259,7 +1259,7 @@ int plan_build(const struct plan_inputs *in, struct launch_plan *ret_plan, char 
      * covered wherever a projection shows them (the workspace, a grant, a
      * system directory, a toolchain such as CARGO_HOME's bin's parent, a
      * HOME shown as projected), except in HOME's view, whose server masks
-     * them (run_sandbox.c).  Nothing there: the launcher covers nothing. */
+     * them (run_sandbox_home.c).  Nothing there: the launcher covers nothing. */
     size_t n_proj = p.n_mounts;
     for (size_t c = 0; r >= 0 && in->cred_moved && in->cred_moved[c]; c++)
         r = cover_where_projected(&p, n_proj, home_view ? in->home_view : NULL, in->cred_moved[c]);
