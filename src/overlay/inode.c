@@ -191,11 +191,12 @@ static bool stage_dir_at(int dirfd, const char *name) {
 /* The regular files with other names in directory dfd (on device dev) and
  * below, into ov->mlinks.  Not looked through: a directory of another
  * file system (a mount point: no hard link crosses one, and an automount
- * is not triggered); a pvisor stage (what agents wrote, not credentials:
- * pvisor's state directory, kept in HOME by default, is masked, and its
- * stages can be large); a directory the server may not list (an ordinary
- * user's run, another user's directory in a masked one: its files are not
- * the user's to reach by that path either).  The walk starts from the
+ * is not triggered); a pvisor stage (what agents wrote, not credentials,
+ * and possibly large: one kept with `--stage DIR` in a masked directory;
+ * pvisor's state directory, masked in HOME by default, is not a root of
+ * the walk at all: overlay_params.no_walk); a directory the server may
+ * not list (an ordinary user's run, another user's directory in a masked
+ * one: its files are not the user's to reach by that path either).  The walk starts from the
  * lower directory the run opened before it made its mount namespace, so
  * it meets none of the run's own mounts (its views): only the host's. */
 static int mlink_walk(struct ov *ov, int dfd, dev_t dev, unsigned depth, size_t *budget) {
