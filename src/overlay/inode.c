@@ -188,10 +188,43 @@ static bool stage_dir_at(int dirfd, const char *name) {
     return stage_version_magic_at(dirfd, path) != 0;
 }
 
+/* The caches of the browsers whose profiles are masked (Chromium's and
+ * Firefox's names; Electron apps' too): a profile in daily use can hold
+ * hundreds of thousands of entries, most of them there, past the walk's
+ * budget, and
+ * then every file with other names in the views was hidden (a local git
+ * clone in the workspace failed).  What they hold is what the browser
+ * fetched, not what the user keeps: a link from there to a name outside
+ * the masks is not looked for (docs/security-model.md). */
+static bool browser_cache_dir(const char *name) {
+    static const char *const caches[] = {
+        "Cache",
+        "Code Cache",
+        "GPUCache",
+        "CacheStorage",
+        "ScriptCache",
+        "GrShaderCache",
+        "GraphiteDawnCache",
+        "ShaderCache",
+        "DawnCache",
+        "DawnGraphiteCache",
+        "DawnWebGPUCache",
+        "cache2",
+        "startupCache",
+        "component_crx_cache",
+        "extensions_crx_cache",
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(caches); i++)
+        if (strcmp(name, caches[i]) == 0)
+            return true;
+    return false;
+}
+
 /* The regular files with other names in directory dfd (on device dev) and
  * below, into ov->mlinks.  Not looked through: a directory of another
  * file system (a mount point: no hard link crosses one, and an automount
- * is not triggered); a pvisor stage (what agents wrote, not credentials,
+ * is not triggered); a browser's cache (browser_cache_dir); a pvisor
+ * stage (what agents wrote, not credentials,
  * and possibly large: one kept with `--stage DIR` in a masked directory;
  * pvisor's state directory, masked in HOME by default, is not a root of
  * the walk at all: overlay_params.no_walk); a directory the server may
@@ -219,7 +252,8 @@ static int mlink_walk(struct ov *ov, int dfd, dev_t dev, unsigned depth, size_t 
         } else if (S_ISREG(st.st_mode) && st.st_nlink > 1) {
             if ((r = mlink_push(ov, &st)) < 0)
                 return r;
-        } else if (S_ISDIR(st.st_mode) && st.st_dev == dev && !stage_dir_at(dirfd(d), de->d_name)) {
+        } else if (S_ISDIR(st.st_mode) && st.st_dev == dev && !browser_cache_dir(de->d_name) &&
+                   !stage_dir_at(dirfd(d), de->d_name)) {
             _cleanup_close_ int sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
             if (sub < 0 && errno != ENOENT && errno != EACCES) /* gone, or not the user's to list */
                 return -errno;

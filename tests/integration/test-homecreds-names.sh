@@ -270,6 +270,23 @@ for who in root user; do
     out=$(cd "$B/ws" && as $who env -u XDG_STATE_HOME HOME="$H" PVISOR_TEST_MLINK_BUDGET=100 timeout 120 "$P" run --safe -- sh -c "$reads6" 2>&1); rc=$?
     eq "$rc:$(echo $out)" "0:pair other p1 other p1 end" \
         "--safe ($who): with pvisor's state in HOME, neither it nor a stage kept in HOME is looked through, and the links are hidden the same"
+    # a browser profile in daily use: hundreds of thousands of entries in
+    # its caches (here 300 against a budget of 100) made every file with
+    # other names hidden, with the warning; the caches are not looked
+    # through (a link out of one stays readable: the profile's own files
+    # are still looked for)
+    C=$H/.config/google-chrome/Default
+    mkdir -p "$C/Cache/Cache_Data" "$C/Code Cache/js" "$C/Service Worker/CacheStorage/ab"
+    for i in $(seq 100); do : > "$C/Cache/Cache_Data/f$i"; : > "$C/Code Cache/js/f$i"; : > "$C/Service Worker/CacheStorage/ab/f$i"; done
+    echo "COOKIE-$who" > "$C/Cookies"; ln "$C/Cookies" "$H/notes/cookies"
+    echo "cached-$who" > "$C/Cache/Cache_Data/entry"; ln "$C/Cache/Cache_Data/entry" "$H/notes/cached"
+    [ $who = user ] && chown -R 65534:65534 "$H/.config" "$H/notes"
+    out=$(cd "$B/ws" && as $who HOME="$H" "$P" run -- sh -c 'cat ~/notes/cookies ~/notes/cached' 2>&1)
+    eq "$(echo $out)" "COOKIE-$who cached-$who" "control ($who): a browser profile's cookies and a cache entry under other names are readable"
+    out=$(cd "$B/ws" && as $who env -u XDG_STATE_HOME HOME="$H" PVISOR_TEST_MLINK_BUDGET=100 "$P" run --safe -- sh -c 'cat ~/notes/cookies ~/notes/key 2>/dev/null; cat ~/p2 ~/notes/cached; echo end' 2>"$B/cache.err"); rc=$?
+    eq "$rc:$(echo $out):$(grep -c 'looked through for hard links' "$B/cache.err")" "0:pair cached-$who end:0" \
+        "--safe ($who): a browser profile's caches are not looked through: no warning past the budget, the cookies' and the key's links hidden, a pair shown"
+    rm -rf "$H/.config/google-chrome" "$H/notes/cookies" "$H/notes/cached"
     # the host renames ~/.ssh once the run has started, before the command
     # looks anything up (a backup of old keys): the walk opened the masked
     # directories by name when it ran, found none, and the links of the
