@@ -484,6 +484,8 @@ static void print_entry(const struct lc_entry *e) {
         printf("  (%s -> %s)", lc_type_name(e->old_type), lc_type_name(e->new_type));
     if (e->changes & LC_CH_CONTENT)
         printf("  (content)");
+    if (e->binary) /* the Note below counts them: which they are */
+        printf("  (binary)");
     if (e->changes & LC_CH_MODE)
         printf("  (mode %04o -> %04o)", e->old_mode, e->new_mode);
     /* what apply creates has the stage's mode: said when it is not one a
@@ -834,7 +836,8 @@ static void print_human(const char *stage, const char *state, const char *run, c
          * takes a __pycache__ .pyc whose header matches its source's size
          * and mtime) */
         if (cs->n_binary && !applied)
-            printf("\nNote:        %zu of the files added or changed %s binary: 'pvisor diff' does not show %s; "
+            printf("\nNote:        %zu of the files added or changed %s binary (marked so above): 'pvisor diff' does "
+                   "not show %s; "
                    "build outputs and caches (__pycache__, *.o) may not match their sources: rebuild them after "
                    "the apply\n",
                    cs->n_binary, cs->n_binary == 1 ? "is" : "are", cs->n_binary == 1 ? "its content" : "theirs");

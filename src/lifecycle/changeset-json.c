@@ -99,6 +99,8 @@ json_t *lc_changeset_to_json(const struct lc_changeset *cs) {
                                                 : side_json(e->new_type, e->new_mode, e->new_size, e->new_target),
                           "warnings", wl, "conflict", e->conflict ? json_string(e->conflict) : json_null()));
         set_name(co, "renamed_from", e->renamed_from);
+        if (e->binary) /* diff shows it as "Binary files ... differ": its content is not in the diff */
+            json_object_set_new(json_object_get(co, "new"), "binary", json_true());
         if (e->changes & LC_CH_OWNER) {
             json_object_set_new(json_object_get(co, "old"), "owner",
                                 json_pack("[I, I]", (json_int_t)e->old_uid, (json_int_t)e->old_gid));

@@ -870,6 +870,7 @@ static int visit(struct walk *w, int upper_dirfd, int lower_dirfd, bool parent_o
             e->warnings |= LC_W_DIFF_HIDDEN;
             w->cs->warnings |= LC_W_DIFF_HIDDEN;
         }
+        e->binary = binary;
         w->cs->n_binary += binary;
         /* A directory the agent saw in the workspace (copied up there to
          * change what is in it: the origin map has it; no journal record

@@ -115,6 +115,7 @@ struct lc_entry {
     enum lc_kind kind;
     unsigned changes;                /* LC_CH_* */
     unsigned warnings;               /* LC_W_* */
+    bool binary;                     /* a regular file added or changed that diff shows as binary */
     enum lc_type old_type, new_type; /* current lower / stage (LC_NONE: absent) */
     uint32_t old_mode, new_mode;     /* & 07777 */
     uint64_t old_size, new_size;

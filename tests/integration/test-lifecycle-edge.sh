@@ -1187,6 +1187,8 @@ eq "$(jq -r '[.changeset.warnings[] | select(.warning == "nul_text") | .path] | 
     "review warns of text with a NUL byte (diff shows it as binary) and of a renamed file whose content changed"
 eq "$(jq -r .changeset.summary.binary "$T/warnhide.json"):$(cd "$W" && "$P" status --review | grep -c '^Note: *3 of the files added or changed are binary')" \
     "3:1" "review counts the files added or changed that diff shows as binary, and says so"
+eq "$(jq -r '[.changeset.changes[] | select(.new.binary) | .path] | sort | join(",")' "$T/warnhide.json"):$(cd "$W" && "$P" status --review | grep '(binary)' | awk '{print $2}' | sort | tr '\n' ',')" \
+    "build.sh,img.png,utf16.txt:build.sh,img.png,utf16.txt," "  ... and names them: (binary) on their lines, new.binary in the JSON (the Note gave only a count)"
 (cd "$W" && "$P" diff build.sh) > "$T/hide.diff"
 eq "$(grep -c '^Binary files a/build.sh and b/build.sh differ' "$T/hide.diff"):$(sh "$(jq -r .stage.path "$T/warnhide.json")/upper/build.sh" 2>/dev/null | tail -n 1)" \
     "1:evil" "  (the diff shows that script as binary, and sh runs what follows the NUL)"
