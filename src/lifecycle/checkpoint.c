@@ -1031,8 +1031,9 @@ int lc_fork(const char *stage_path, const char *checkpoint, const char *new_stag
     _cleanup_close_ int parent = open(parent_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (parent < 0)
         return -errno;
-    /* the new stage: an absent or empty directory (its mode and, for root,
-     * owner are kept: the rename below replaces it) */
+    /* the new stage: an absent or empty directory (for root, its owner is
+     * kept: the rename below replaces it; its mode is not: a stage is 0700,
+     * its upper/ holds the command's files, set-id programs among them) */
     struct stat dst_st;
     bool exists = fstatat(parent, base, &dst_st, AT_SYMLINK_NOFOLLOW) == 0;
     if (!exists && errno != ENOENT)
@@ -1071,8 +1072,6 @@ int lc_fork(const char *stage_path, const char *checkpoint, const char *new_stag
         r = fork_build(src, dst);
     if (r == 0 && exists && geteuid() == 0 && (dst_st.st_uid != 0 || dst_st.st_gid != 0) &&
         fchown(dst, dst_st.st_uid, dst_st.st_gid) < 0)
-        r = -errno;
-    if (r == 0 && exists && fchmod(dst, dst_st.st_mode & 07777) < 0)
         r = -errno;
     /* in place: over the empty directory, or where there was none (one
      * made meanwhile, not empty, is not replaced) */

@@ -330,6 +330,17 @@ static int stage_open_impl(struct stage *s, const char *path, const char *worksp
         return -errno;
     if (flock(s->lock_fd, LOCK_EX | LOCK_NB) < 0)
         return errno == EWOULDBLOCK ? -EBUSY : -errno;
+    /* upper/ holds the command's files with their modes, set-id bits and
+     * directories others may write in among them (as root: a setuid-root
+     * program): only the stage's owner may enter it.  A --stage DIR that
+     * existed (made 0755 by mkdir) was kept as it was, and any local user
+     * ran such a program from DIR/upper while the run went on and after
+     * (found by a red-team pass). */
+    struct stat dst;
+    if (fstat(s->dir_fd, &dst) < 0)
+        return -errno;
+    if ((dst.st_mode & 077) && fchmod(s->dir_fd, dst.st_mode & 07700) < 0)
+        return -errno;
 
     bool sync = s->durability != STAGE_DURABILITY_NONE;
     bool created = !exists_at(s->dir_fd, "version");

@@ -804,3 +804,32 @@ done
 eq "$rc:$(stat -c %a "$B/fk/upper" "$S/upper" | tr '\n' ' ')$(getfattr --only-values -n user.mark "$B/fk/upper" 2>/dev/null)" \
     "0:0:0:0:0:0:0:711 711 agent" \
     "the workspace root's mode and attribute, changed in a run, survive a fork, a checkpoint and a restore, and a run on each"
+
+# A stage is its owner's alone: upper/ holds the command's files with their
+# modes, set-id bits included (as root, a setuid-root program). A --stage
+# DIR that existed (mkdir: 0755) and a fork's NEW_STAGE kept their modes,
+# and any local user ran the command's setuid-root program from them, during
+# the run and after (found by a red-team pass). Both are 0700 now.
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
+    B=$T/suid W=$B/ws
+    mkdir -p "$W" "$B/st" "$B/fk" && echo a > "$W/a" && chmod 0755 "$B" "$B/st" "$B/fk"
+    (cd "$W" && "$P" run --safe --stage "$B/st" --workspace "$W" -- sh -c 'cp /usr/bin/id tool && chmod 4755 tool') \
+        >/dev/null 2>&1
+    rc=$?
+    "$P" fork --stage "$B/st" "$B/fk" >/dev/null 2>&1; rc=$rc:$?
+    # the program looked up by a process that is uid 65534 throughout (sh,
+    # not setpriv's own exec: it still holds root's saved uid then)
+    asu() { setpriv --reuid=65534 --regid=65534 --clear-groups sh -c 'exec "$0" -u' "$1" 2>/dev/null || echo refused; }
+    mkdir -m 0755 "$B/open" && cp -p "$B/st/upper/tool" "$B/open/tool"
+    eq "$(stat -c %a "$B/open/tool"):$(asu "$B/open/tool")" "4755:0" \
+        "control: the command's setuid-root program, in a directory others may enter, runs as root for uid 65534"
+    eq "$rc:$(stat -c %a "$B/st" "$B/fk" | tr '\n' ' ')$(asu "$B/st/upper/tool") $(asu "$B/fk/upper/tool")" \
+        "0:0:700 700 refused refused" \
+        "a --stage DIR that existed 0755 and a fork's existing NEW_STAGE are made 0700: others cannot run what the command left there"
+    mkdir -m 0755 "$B/ust" "$B/uws" && chown 65534:65534 "$B/ust" "$B/uws"
+    (cd "$B/uws" && setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$B/uws" XDG_STATE_HOME="$B/uws/.state" \
+        "$P" run --stage "$B/ust" -- sh -c 'echo x > x') >/dev/null 2>&1
+    eq "$?:$(stat -c %a "$B/ust")" "0:700" "as uid 65534: its --stage DIR that existed 0755 is made 0700 too"
+else
+    skip "a stage is its owner's alone" "needs root and setpriv"
+fi
