@@ -67,11 +67,12 @@ eq "$(ls "$T/fk2/upper/d" | wc -l):$(ls -A "$T" | grep -c "^$pre-[0-9]*-[0-9a-f]
     "fork: the new stage is whole, and its own temp directory is gone"
 rm -rf "$T/$pre" "$T/$pre-1-0000abcd"
 
-# into an existing empty directory: its mode is kept
+# into an existing empty directory: a stage, 0700 (its upper/ holds the
+# command's files, set-id programs among them: test-checkpoint.sh)
 mkdir -m 0750 "$T/empty"
 "$P" fork "$T/empty" --stage "$T/big" >/dev/null 2>&1
-eq "$?:$(stat -c %a "$T/empty"):$(cat "$T/empty/version" 2>/dev/null)" "0:750:pvisor-stage 1" \
-    "fork: into an empty directory, which keeps its mode"
+eq "$?:$(stat -c %a "$T/empty"):$(cat "$T/empty/version" 2>/dev/null)" "0:700:pvisor-stage 1" \
+    "fork: into an empty directory, made 0700"
 # onto a file, into a non-empty directory: refused, left alone
 echo keep > "$T/afile"
 "$P" fork "$T/afile" --stage "$T/big" >/dev/null 2>"$T/err"; rc=$?
