@@ -452,24 +452,11 @@ static char kind_letter(const struct lc_entry *e) {
 /* Names in the stage are agent-chosen: never print their bytes raw.  A
  * line's annotations follow two spaces ("  (from x)", "  -> target"): a
  * name with two spaces in a row, or a space at its end, has each space
- * written \x20, so that it cannot pass for one ("x  -> y" is a file). */
+ * written \x20 by lc_display_name, so that it cannot pass for one ("x  ->
+ * y" is a file). */
 static const char *dn(const char *s, char **keep) {
     free(*keep);
     *keep = s ? lc_display_name(s) : NULL;
-    size_t n = *keep ? strlen(*keep) : 0;
-    if (n && (strstr(*keep, "  ") || (*keep)[n - 1] == ' ')) {
-        char *o = malloc(4 * n + 1), *w = o;
-        for (const char *p = *keep; o && *p; p++) {
-            if (*p == ' ')
-                w = stpcpy(w, "\\x20");
-            else
-                *w++ = *p;
-        }
-        if (o)
-            *w = '\0';
-        free(*keep);
-        *keep = o;
-    }
     return *keep ? *keep : "?";
 }
 

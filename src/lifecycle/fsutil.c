@@ -552,7 +552,17 @@ int lc_fd_equal(int a, int b) {
 }
 
 char *lc_display_name(const char *s) {
-    return term_escape(s);
+    char *e = term_escape(s);
+    size_t n = e ? strlen(e) : 0;
+    if (!n || !(e[0] == ' ' || e[n - 1] == ' ' || strstr(e, "  ")))
+        return e;
+    char *o = malloc(4 * n + 1), *w = o;
+    for (const char *p = e; o && *p; p++)
+        w = *p == ' ' ? stpcpy(w, "\\x20") : (*w = *p, w + 1);
+    if (o)
+        *w = '\0';
+    free(e);
+    return o;
 }
 
 bool lc_utf8_valid(const char *s) {

