@@ -95,6 +95,12 @@ static int parse_record(const char *line, struct lc_preimage *rec, bool allow_no
     const char *op = json_string_value(json_object_get(o, "op"));
     snprintf(rec->op, sizeof rec->op, "%s", op ? op : "");
     rec->changed_during_run = json_is_true(json_object_get(o, "changed_during_run"));
+    json_t *uid = json_object_get(o, "uid"), *gid = json_object_get(o, "gid");
+    if (json_is_integer(uid) && json_is_integer(gid)) {
+        rec->has_owner = true;
+        rec->uid = (uint32_t)json_integer_value(uid);
+        rec->gid = (uint32_t)json_integer_value(gid);
+    }
     rec->path = path;
     path = NULL;
     r = 0;
@@ -226,6 +232,9 @@ int lc_journal_load(int stage_dir_fd, struct lc_preimage **ret, size_t *ret_n) {
         memcpy(p->sha, a[i].sha, sizeof p->sha);
         p->has_xattr_sha = a[i].has_xattr_sha;
         memcpy(p->xattr_sha, a[i].xattr_sha, sizeof p->xattr_sha);
+        p->has_owner = a[i].has_owner; /* apply-written records none */
+        p->uid = a[i].uid;
+        p->gid = a[i].gid;
         p->changed_during_run = false; /* what apply wrote, not the host's */
     }
     lc_preimages_free(a, na);

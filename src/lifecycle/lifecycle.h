@@ -106,6 +106,8 @@ struct lc_preimage {
     bool changed_during_run; /* the host changed it during the run, before the agent's first change */
     bool has_xattr_sha;      /* the digest of its user xattrs was recorded (pv_user_xattrs_sha256) */
     unsigned char xattr_sha[32];
+    bool has_owner; /* its owner was recorded (a run that saw the host's ids) */
+    uint32_t uid, gid;
 };
 
 struct lc_entry {

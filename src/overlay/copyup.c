@@ -510,6 +510,9 @@ static int journal_record(struct ov *ov, const char *relpath, const struct stat 
         .xattrs_sha256 = xsha && xsha[0] ? xsha : NULL,
         .changed_during_run = lst->st_ctim.tv_sec > ov->started.tv_sec ||
                               (lst->st_ctim.tv_sec == ov->started.tv_sec && lst->st_ctim.tv_nsec > ov->started.tv_nsec),
+        .has_owner = ov->host_ids,
+        .uid = lst->st_uid,
+        .gid = lst->st_gid,
     };
     return stage_journal_append(ov->stage, &rec);
 }

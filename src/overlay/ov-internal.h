@@ -166,6 +166,7 @@ struct ov {
     struct timespec started;                /* immutable: CLOCK_REALTIME when the overlay started */
     uid_t self_uid;                         /* immutable: our euid (file owner when not root) */
     gid_t self_gid;                         /* immutable: our gid, as the clients' namespace maps it */
+    bool host_ids;                          /* immutable: our user namespace maps every id as the host's */
     bool own_group;                         /* immutable: overlay_params.own_group */
     bool hide_stages;                       /* immutable: overlay_params.hide_stages */
     bool can_chown;                         /* immutable: CAP_CHOWN in our namespace */

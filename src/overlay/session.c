@@ -389,6 +389,7 @@ int overlay_start(const struct overlay_params *p, struct overlay **ret_ov) {
      * on a file system stamping coarse times may read as before it. */
     clock_gettime(CLOCK_REALTIME, &ov->started);
     ov->self_gid = getgid();
+    ov->host_ids = userns_ids_are_host();
     ov->own_group = p->own_group;
     ov->hide_stages = p->hide_stages;
     ov->lower_timeout = p->lower_cache_ms < 0    ? 0.0

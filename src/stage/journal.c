@@ -286,6 +286,10 @@ int stage_journal_append(struct stage *s, const struct stage_preimage *rec) {
         bad |= json_object_set_new(o, "xattrs_sha256", json_string(rec->xattrs_sha256));
     if (rec->changed_during_run)
         bad |= json_object_set_new(o, "changed_during_run", json_true());
+    if (rec->has_owner) {
+        bad |= json_object_set_new(o, "uid", json_integer(rec->uid));
+        bad |= json_object_set_new(o, "gid", json_integer(rec->gid));
+    }
     if (bad) {
         json_decref(o);
         return -ENOMEM;

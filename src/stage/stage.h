@@ -61,6 +61,11 @@ struct stage_preimage {
     /* the lower object changed (ctime) after the overlay started: the host
      * changed it during the run, before this first mutation */
     bool changed_during_run;
+    /* its owner, when the server sees the host's ids (a run as root; an
+     * ordinary user's sees only its own): a root apply gives what it
+     * writes the stage object's owner, so a chown since is a conflict */
+    bool has_owner;
+    uint32_t uid, gid;
 };
 
 /* Create a stage at path (absent, or an empty directory) or reopen a sealed

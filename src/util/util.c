@@ -1217,6 +1217,14 @@ bool userns_is_initial(void) {
     return sscanf(map, "%lu %lu %lu", &inner, &outer, &count) == 3 && inner == 0 && outer == 0 && count == 4294967295UL;
 }
 
+bool userns_ids_are_host(void) {
+    _cleanup_free_ char *map = NULL;
+    if (read_file_at(AT_FDCWD, "/proc/self/uid_map", 4096, &map, NULL) < 0)
+        return false;
+    unsigned long inner, outer, count;
+    return sscanf(map, "%lu %lu %lu", &inner, &outer, &count) == 3 && inner == 0 && outer == 0 && count >= 4294967294UL;
+}
+
 /* A sysctl as a long; -1 when absent or unreadable.  Read in one call:
  * procfs sysctl handlers return EOF for any read at a non-zero offset, so a
  * growing-buffer reader would see only the first byte. */

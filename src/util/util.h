@@ -206,6 +206,10 @@ int userns_enter(int flags, uid_t inner_uid, gid_t inner_gid, const char **ret_s
  * second try, lc_cli_own_files_override) has capabilities only over files
  * whose owner and group it maps, not root's override over every file. */
 bool userns_is_initial(void);
+/* Does this user namespace show every uid as the host does (the initial
+ * one, or one that maps 0..4294967293 to themselves, as a run as root
+ * has)?  False when it cannot be told. */
+bool userns_ids_are_host(void);
 
 /* A sysctl (path under /proc/sys) as a long; -1 when absent, unreadable
  * or not a number. */

@@ -2148,3 +2148,33 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
 else
     skip "the workspace root's mode in an ordinary user's run" "needs root and setpriv"
 fi
+
+# Root's apply gives what it writes the stage object's owner: a chgrp the
+# user made after the review (taking a group's write access away) was put
+# back by `apply --expect ID`, no conflict (found by a red-team pass). The
+# journal records the owner when the run sees the host's ids (as root), and
+# a change of it since is a conflict; an ordinary user's run records none.
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
+    for case in chgrp none; do
+        W=$T/wsown-$case
+        mkdir -p "$W" && printf 'echo deploy\n' > "$W/deploy.sh" && chown 0:65534 "$W/deploy.sh" && chmod 0775 "$W/deploy.sh"
+        (cd "$W" && "$P" run --safe -- sh -c 'printf "echo deploy v2\n" > deploy.sh') >/dev/null 2>&1
+        id=$(cd "$W" && "$P" status --review --json | jq -r .changeset.id)
+        [ $case = chgrp ] && chgrp 0 "$W/deploy.sh"
+        (cd "$W" && "$P" apply --expect "$id") > "$T/own-$case.out" 2>&1; rc=$?
+        if [ $case = chgrp ]; then
+            eq "$rc:$(stat -c %u:%g "$W/deploy.sh"):$(cat "$W/deploy.sh"):$(grep -c 'deploy.sh: owner or group changed in the workspace since the run' "$T/own-$case.out")" \
+                "1:0:0:echo deploy:1" "root's apply refuses a file whose group the user changed after the review (it put the old group back): a conflict, nothing written"
+        else
+            eq "$rc:$(stat -c %u:%g "$W/deploy.sh"):$(cat "$W/deploy.sh")" "0:0:65534:echo deploy v2" \
+                "  control: without the chgrp it applies, the file's owner and group kept"
+        fi
+    done
+    U=$T/ownuser; mkdir -p "$U/ws" && echo a > "$U/ws/f" && chown -R 65534:65534 "$U"
+    out=$(cd "$U/ws" && setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$U" XDG_STATE_HOME="$U/state" \
+        sh -c '"$0" run --safe -- sh -c "echo b > f" >/dev/null 2>&1 && "$0" apply 2>&1 >/dev/null; echo $?' "$P")
+    eq "$out:$(cat "$U/ws/f"):$(cat "$U"/state/pvisor/runs/*/stage/journal | jq -r 'has("uid")')" "0:b:false" \
+        "  an ordinary user's run records no owner (its ids are not the host's), and its apply applies"
+else
+    skip "root's apply and an owner changed since the review" "needs root and setpriv"
+fi
