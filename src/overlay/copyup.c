@@ -20,6 +20,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -321,6 +322,40 @@ static int reopen_fd(int opath_fd, int flags) {
     return fd < 0 ? -errno : fd;
 }
 
+/* Has the process whose request this worker serves (ov_current_req) been
+ * killed?  The kernel tells the server of a signal to a process waiting
+ * for it (FUSE_INTERRUPT), and then, once that signal is a fatal one,
+ * still waits for the answer: the copy stops (-EINTR) for a process that
+ * has SIGKILL pending (what every fatal signal becomes), not for one
+ * merely signalled (SIGCHLD, SIGWINCH: its chmod must not fail for that).
+ * Looked at again at most every 100 ms. */
+static bool copy_cancelled(void) {
+    static _Thread_local fuse_req_t seen;
+    static _Thread_local int64_t next_ms;
+    static _Thread_local bool killed;
+    fuse_req_t req = ov_current_req;
+    if (!req || !fuse_req_interrupted(req))
+        return false;
+    int64_t now = monotonic_ms();
+    if (req == seen && now < next_ms)
+        return killed;
+    seen = req;
+    next_ms = now + 100;
+    killed = false;
+    const struct fuse_ctx *c = fuse_req_ctx(req);
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/status", c ? (int)c->pid : 0);
+    _cleanup_free_ char *st = NULL;
+    if (!c || c->pid <= 0 || read_file_at(AT_FDCWD, path, 8192, &st, NULL) < 0)
+        return false;
+    for (const char *k = st; (k = strstr(k, "Pnd:\t")); k += 5) { /* SigPnd (the thread's), ShdPnd */
+        unsigned long long m = strtoull(k + 5, NULL, 16);
+        if (m & (1ULL << (SIGKILL - 1)))
+            killed = true;
+    }
+    return killed;
+}
+
 /* Feed n zero bytes to md; *zbuf (size *zlen) is allocated on first use. */
 static int hash_zeros(struct pv_sha256 *md, uint64_t n, unsigned char **zbuf, size_t *zlen) {
     if (!*zbuf) {
@@ -334,6 +369,8 @@ static int hash_zeros(struct pv_sha256 *md, uint64_t n, unsigned char **zbuf, si
         if (pv_sha256_update(md, *zbuf, c) < 0)
             return -EIO;
         n -= c;
+        if (copy_cancelled())
+            return -EINTR;
     }
     return 0;
 }
@@ -393,6 +430,8 @@ static int copy_data(int in, int out, off_t size, struct pv_sha256 *md) {
             }
             if (md && pv_sha256_update(md, buf, (size_t)n) < 0)
                 return -EIO;
+            if (copy_cancelled())
+                return -EINTR;
             for (ssize_t w = 0; out >= 0 && w < n;) {
                 ssize_t k = pwrite(out, buf + w, (size_t)(n - w), off + w);
                 if (k < 0) {

@@ -523,6 +523,10 @@ void ov_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
 void ov_op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup);
 void ov_op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets);
 void ov_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+/* The request this worker serves, while an operation that may copy up
+ * runs (session.c); NULL otherwise. */
+extern _Thread_local fuse_req_t ov_current_req;
+
 void ov_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struct fuse_file_info *fi);
 void ov_op_readlink(fuse_req_t req, fuse_ino_t ino);
 void ov_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);

@@ -51,22 +51,70 @@ struct overlay {
     struct ov ov;
 };
 
+/* The request a worker serves, for the operations that may copy a file up
+ * or digest a lower one (copyup.c: copy_cancelled).  A copy of a large
+ * file (a sparse one: 100 GiB of holes, a minute of hashing) holds its
+ * process in the kernel until the server answers, a killed one too: the
+ * run outlived --timeout and Ctrl-C by that long (found by a red-team
+ * pass). */
+_Thread_local fuse_req_t ov_current_req;
+
+#define OV_SERVING(call)                                                                                               \
+    do {                                                                                                               \
+        ov_current_req = req;                                                                                          \
+        call;                                                                                                          \
+        ov_current_req = NULL;                                                                                         \
+    } while (0)
+
+static void serve_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struct fuse_file_info *fi) {
+    OV_SERVING(ov_op_setattr(req, ino, attr, to_set, fi));
+}
+static void serve_unlink(fuse_req_t req, fuse_ino_t parent, const char *name) {
+    OV_SERVING(ov_op_unlink(req, parent, name));
+}
+static void serve_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name) {
+    OV_SERVING(ov_op_rmdir(req, parent, name));
+}
+static void serve_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent, const char *newname,
+                         unsigned int flags) {
+    OV_SERVING(ov_op_rename(req, parent, name, newparent, newname, flags));
+}
+static void serve_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname) {
+    OV_SERVING(ov_op_link(req, ino, newparent, newname));
+}
+static void serve_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
+    OV_SERVING(ov_op_open(req, ino, fi));
+}
+static void serve_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value, size_t size,
+                           int flags) {
+    OV_SERVING(ov_op_setxattr(req, ino, name, value, size, flags));
+}
+static void serve_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name) {
+    OV_SERVING(ov_op_removexattr(req, ino, name));
+}
+static void serve_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, struct fuse_file_info *fi) {
+    OV_SERVING(ov_op_create(req, parent, name, mode, fi));
+}
+static void serve_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len, struct fuse_file_info *fi) {
+    OV_SERVING(ov_op_fallocate(req, ino, mode, off, len, fi));
+}
+
 static const struct fuse_lowlevel_ops ov_ops = {
     .init = ov_op_init,
     .lookup = ov_op_lookup,
     .forget = ov_op_forget,
     .forget_multi = ov_op_forget_multi,
     .getattr = ov_op_getattr,
-    .setattr = ov_op_setattr,
+    .setattr = serve_setattr,
     .readlink = ov_op_readlink,
     .mknod = ov_op_mknod,
     .mkdir = ov_op_mkdir,
-    .unlink = ov_op_unlink,
-    .rmdir = ov_op_rmdir,
+    .unlink = serve_unlink,
+    .rmdir = serve_rmdir,
     .symlink = ov_op_symlink,
-    .rename = ov_op_rename,
-    .link = ov_op_link,
-    .open = ov_op_open,
+    .rename = serve_rename,
+    .link = serve_link,
+    .open = serve_open,
     .read = ov_op_read,
     .write_buf = ov_op_write_buf,
     /* no .flush: close() of a local file reports nothing, and without the
@@ -79,12 +127,12 @@ static const struct fuse_lowlevel_ops ov_ops = {
     .releasedir = ov_op_releasedir,
     .fsyncdir = ov_op_fsyncdir,
     .statfs = ov_op_statfs,
-    .setxattr = ov_op_setxattr,
+    .setxattr = serve_setxattr,
     .getxattr = ov_op_getxattr,
     .listxattr = ov_op_listxattr,
-    .removexattr = ov_op_removexattr,
-    .create = ov_op_create,
-    .fallocate = ov_op_fallocate,
+    .removexattr = serve_removexattr,
+    .create = serve_create,
+    .fallocate = serve_fallocate,
     .lseek = ov_op_lseek,
 };
 

@@ -803,6 +803,32 @@ eq "$(cat "$T/timeout.err"):$("$PVISOR" status | grep '^Exit:')" \
 check "--timeout ended the run well before the command would have" test "$el" -lt 10
 eq "$(jq -r '.exit.timed_out, .requested_policy.timeout_seconds' "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json" | tr '\n' ' ')" \
    "true 1 " "the Bundle records the timeout and that it expired"
+# A change to a large sparse file the workspace holds (a VM image): the
+# view digests its preimage, every hole as zeros (1 TiB: some ten minutes),
+# and the command waits in the kernel for the view's answer, killed or
+# not: --timeout (and Ctrl-C) ended the run only when the digest did (found
+# by a red-team pass). The copy stops for a process that is killed; one
+# that is merely signalled (a handler) gets its chmod done.
+if [ "$safe_works" = true ]; then
+    SP=$T/sparse; mkdir -p "$SP" && truncate -s 1T "$SP/vm.img" && truncate -s 2G "$SP/small.img"
+    (cd "$SP" && timeout -s KILL 300 "$PVISOR" run --safe --timeout 1 -- rm vm.img) >/dev/null 2>&1; rc=$?
+    b="$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json"
+    eq "$rc:$(jq -r '.exit.timed_out' "$b"):$("$PVISOR" status --review --json "$(latest_run)" 2>/dev/null | jq -r .stage.state):$(stat -c %s "$SP/vm.img")" \
+        "143:true:sealed:1099511627776" \
+        "--safe --timeout 1 -- rm of a 1 TiB sparse file: the run ends on its timeout (not when the digest would), its stage sealed, the file kept"
+    (cd "$SP" && timeout -s KILL 300 "$PVISOR" run --safe -- python3 -c '
+import os, signal, subprocess
+n = [0]
+def h(s, f): n[0] += 1
+signal.signal(signal.SIGUSR1, h)
+p = subprocess.Popen(["sh", "-c", "while kill -USR1 %d 2>/dev/null; do sleep 0.05; done" % os.getpid()])
+os.chmod("small.img", 0o600)
+p.kill()
+print("chmod done")') > "$T/sparse.out" 2>&1; rc=$?
+    eq "$rc:$(cat "$T/sparse.out"):$(stat -c %a "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/stage/upper/small.img" 2>&1)" "0:chmod done:600" \
+        "  control: a chmod of a 2 GiB sparse file by a process signalled (not killed) meanwhile completes"
+    rm -f "$SP/vm.img" "$SP/small.img"
+fi
 # the termination signal goes to the command's process group, its
 # background jobs too, which may clean up before the end kills them; under
 # --safe it went to the command alone (the job was killed at the end, its
