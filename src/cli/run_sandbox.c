@@ -222,6 +222,16 @@ static int prepare(struct run_context *ctx, const struct agent_hooks *hooks, str
         sandbox_release(sb);
         return r;
     }
+    for (size_t i = 0; sb->cred_moved && sb->cred_moved[i]; i++)
+        if (plan_moved_is_gitconfig(sb->cred_moved[i])) {
+            _cleanup_free_ char *e = term_escape(sb->cred_moved[i]);
+            run_warn(ctx->bundle,
+                     "%s holds a credential (a URL with a token, an http.extraHeader, a token or password key): "
+                     "it is kept from the command, and your git settings there with it (user.name, aliases); "
+                     "keep the token in a credential helper's store (~/.git-credentials, which the sandbox hides "
+                     "too) to give the command the rest",
+                     e ? e : "git's global config");
+        }
     if (home && (r = sandbox_prepare_home_view(ctx, home, sb)) < 0) {
         if ((r == -E2BIG
                  ? asprintf(ret_error,

@@ -7,6 +7,8 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -635,6 +637,70 @@ static int add_sbt_files(char **v, size_t *n, const char *dir, const char *const
     return r;
 }
 
+/* git's global config is the user's settings (user.name, aliases), which
+ * the command gets; some keep a token there too: a URL that carries one
+ * (url."https://TOKEN@github.com/".insteadOf, GitHub's advice for CI), an
+ * http.extraHeader (Authorization: Bearer ...), a credential helper that
+ * echoes a password, a token or password key (hub's, GitHub's old
+ * github.token).  Such a file is kept from the command whole (found by a
+ * red-team pass: both were readable), and the run says so
+ * (plan_gitconfig_what).  A line-by-line look, comments skipped; what a
+ * file it includes holds is not looked at. */
+#define GITCONFIG_WHAT "git's global config, which holds a credential"
+static bool gitconfig_holds_credential(const char *path) {
+    _cleanup_free_ char *buf = NULL;
+    if (read_file_at(AT_FDCWD, path, 1u << 20, &buf, NULL) < 0)
+        return false; /* none, unreadable (to the command too), or larger than a config is */
+    static const char *const patterns[] = {
+        "(https?|ftps?)://[^/@[:space:]\"]+@",   /* a URL with userinfo (not ssh://git@: a user name) */
+        "^[[:space:]]*extraheader[[:space:]]*=", /* http.extraHeader */
+        "^[[:space:]]*helper[[:space:]]*=.*password[[:space:]]*=",               /* an inline helper */
+        "^[[:space:]]*(oauthtoken|token|password|secret|smtppass)[[:space:]]*=", /* hub, github.token */
+    };
+    bool found = false;
+    for (size_t i = 0; i < ARRAY_SIZE(patterns) && !found; i++) {
+        regex_t re;
+        if (regcomp(&re, patterns[i], REG_EXTENDED | REG_ICASE | REG_NOSUB | REG_NEWLINE) != 0)
+            return true; /* cannot be told: kept from the command */
+        for (char *line = buf, *next; line && !found; line = next) {
+            next = strchr(line, '\n');
+            if (next)
+                *next = '\0';
+            const char *t = line + strspn(line, " \t");
+            found = *t != '#' && *t != ';' && regexec(&re, line, 0, NULL, 0) == 0;
+            if (next)
+                *next++ = '\n';
+        }
+        regfree(&re);
+    }
+    return found;
+}
+
+/* git's global config files that hold a credential, added to v as
+ * add_moved does: GIT_CONFIG_GLOBAL's, ~/.gitconfig and XDG_CONFIG_HOME's
+ * git/config (all three: the environment the command gets may not name
+ * the first). */
+static int add_gitconfigs(char **v, size_t *n, const char *home, const char *cwd) {
+    bool oom = false;
+    const char *g = getenv("GIT_CONFIG_GLOBAL"), *x = getenv("XDG_CONFIG_HOME");
+    _cleanup_free_ char *global = g && g[0] ? moved_value(g, home, cwd, &oom) : NULL;
+    _cleanup_free_ char *dot = home ? path_join(home, ".gitconfig") : NULL;
+    _cleanup_free_ char *xbase = x && x[0] ? moved_value(x, home, cwd, &oom) : home ? path_join(home, ".config") : NULL;
+    _cleanup_free_ char *xdg = xbase ? path_join(xbase, "git/config") : NULL;
+    if (oom)
+        return -ENOMEM;
+    const char *files[] = {global, dot, xdg};
+    int r = 0;
+    for (size_t i = 0; i < ARRAY_SIZE(files) && r >= 0; i++)
+        if (files[i] && gitconfig_holds_credential(files[i]))
+            r = add_moved(v, n, files[i], home, GITCONFIG_WHAT);
+    return r;
+}
+
+bool plan_moved_is_gitconfig(const char *entry) {
+    return strcmp(plan_moved_variable(entry), GITCONFIG_WHAT) == 0;
+}
+
 const char *plan_moved_variable(const char *entry) {
     return entry + strlen(entry) + 1;
 }
@@ -678,6 +744,8 @@ int plan_moved_credentials(const char *home, const char *cwd, char ***ret) {
         r = add_npm_moved(v, &n, home, cwd);
     if (r >= 0)
         r = add_python_env_pipconfs(v, &n, home);
+    if (r >= 0)
+        r = add_gitconfigs(v, &n, home, cwd);
     /* sbt's global settings: every *.sbt in ~/.sbt/<version>/ is applied
      * to every build, and ~/.sbt/<version>/plugins/ is built as a project
      * (*.sbt, *.scala): sbt's documentation and the publishing guides put

@@ -101,6 +101,9 @@ int plan_moved_credentials(const char *home, const char *cwd, char ***ret);
  * there (~/.nvm, ...).  The environment's own stores are HOME's. */
 int plan_moved_in_other_home(const char *other, char **v);
 const char *plan_moved_variable(const char *entry);
+/* Is the entry git's global config, kept from the command because it
+ * holds a credential (and with it the user's git settings: said)? */
+bool plan_moved_is_gitconfig(const char *entry);
 void plan_moved_free(char **v);
 
 /* True when rel (relative to HOME, normalised) is or is inside a credential

@@ -328,3 +328,35 @@ for who in root user; do
         "--safe ($who): hard links of HOME's credentials in the workspace (~/proj) are absent from its view, and stay so when their directory is renamed"
     eq "$(ls "$B/stw/upper/moved" 2>/dev/null | tr '\n' ' ')" "o2 " "... the stage's renamed directory holds no copy of them"
 done
+
+# --- git's global config holding a credential ---------------------------------
+# A token in ~/.gitconfig (url."https://TOKEN@github.com/".insteadOf, as
+# GitHub's advice for CI has it; an http.extraHeader; a helper echoing a
+# password) was readable (found by a red-team pass). Such a file is kept
+# from the command whole, with a warning (stderr and the Bundle) that says
+# the user's git settings go with it; a config without one (an ssh://git@
+# URL, a token in a comment) stays, user.name and all.
+for who in root user; do
+    no_user $who "git's global config holding a credential as an ordinary user" && continue
+    B=$T/gitcfg-$who; H=$B/home
+    mkdir -p "$H/.config/git" "$B/ws" "$B/g"
+    printf '[user]\n\tname = Alice\n[url "https://x-access-token:GHTOKEN-%s@github.com/"]\n\tinsteadOf = https://github.com/\n' $who > "$H/.gitconfig"
+    printf '[http "https://git.example/"]\n\textraHeader = Authorization: Bearer XDGTOKEN-%s\n' $who > "$H/.config/git/config"
+    printf '[credential]\n\thelper = "!f() { echo username=u; echo password=HELPERPW-%s; }; f"\n' $who > "$H/gcfg"
+    printf '[user]\n\tname = Bob\n[url "ssh://git@github.com/"]\n\tinsteadOf = https://github.com/\n# token = not-one\n' > "$B/g/plain"
+    [ $who = user ] && chown -R 65534:65534 "$B"
+    reads='cat ~/.gitconfig ~/.config/git/config 2>/dev/null; echo end'
+    out=$(cd "$B/ws" && as $who HOME="$H" "$P" run -- sh -c "$reads" 2>&1)
+    eq "$(echo "$out" | grep -c -e "GHTOKEN-$who" -e "XDGTOKEN-$who")" 2 "control ($who): the tokens in git's global config files are readable without the sandbox"
+    out=$(cd "$B/ws" && as $who HOME="$H" "$P" run --safe -- sh -c "$reads" 2>"$B/err"); rc=$?
+    eq "$rc:$(echo $out):$(grep -c 'holds a credential .*: it is kept from the command, and your git settings there with it' "$B/err"):$(jq '[.warnings[] | select(test("holds a credential"))] | length' "$(bundle_of $who)")" \
+        "0:end:2:2" "--safe ($who): ~/.gitconfig and XDG's git/config holding a token are absent, each said on stderr and in the Bundle"
+    out=$(cd "$B/ws" && as $who HOME="$H" "$P" run --safe -- sh -c "cat ~/gcfg; echo end" 2>/dev/null); rc=$?
+    eq "$rc:$(echo $out | grep -c HELPERPW)" "0:1" "control ($who): a file in HOME with a helper echoing a password, not named by GIT_CONFIG_GLOBAL, is shown"
+    out=$(cd "$B/ws" && as $who HOME="$H" GIT_CONFIG_GLOBAL="$H/gcfg" "$P" run --safe -- sh -c "cat ~/gcfg 2>/dev/null; echo end" 2>/dev/null); rc=$?
+    eq "$rc:$(echo $out)" "0:end" "--safe ($who): the file GIT_CONFIG_GLOBAL names (here in HOME) is absent"
+    mkdir -p "$B/h2" && cp "$B/g/plain" "$B/h2/.gitconfig" && [ $who = user ] && chown -R 65534:65534 "$B/h2"
+    out=$(cd "$B/ws" && as $who HOME="$B/h2" "$P" run --safe -- sh -c 'git config --global user.name; echo end' 2>"$B/err2"); rc=$?
+    eq "$rc:$(echo $out):$(grep -c 'holds a credential' "$B/err2")" "0:Bob end:0" \
+        "--safe ($who): a global config without a credential (an ssh://git@ URL, a token in a comment) stays, no warning"
+done
