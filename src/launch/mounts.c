@@ -739,44 +739,75 @@ static int setup_dev(const char *root, const char **ret_step) {
     return 0;
 }
 
-/* plan.dns_stub: the sandbox's resolver configuration names the run's
- * name server (net/dns.h) on its own loopback, over whatever file
- * /etc/resolv.conf leads to inside the new root (a symlink into /run,
- * not shown there, leads nowhere: resolvers then ask 127.0.0.1 anyway). */
-static int shadow_resolv_conf(const char *root, const char **ret_step) {
-    static const char conf[] = "# pvisor run --safe: this sandbox has no network of its own.  Its name\n"
-                               "# server answers every name 'no such name' and records it (the run's\n"
-                               "# Bundle: dns); 'pvisor run --allow-net HOST' lets the command reach HOST\n"
-                               "# through pvisor's egress broker (HTTPS_PROXY).\n"
-                               "nameserver 127.0.0.1\n";
-    *ret_step = "showing the run's name server in /etc/resolv.conf";
-    _cleanup_close_ int rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (rootfd < 0)
-        return -errno;
+/* Show content (len bytes) at rel (a regular file of the new root) instead:
+ * a read-only file of the root's tmpfs mounted over it.  Nothing when rel
+ * is missing or not a regular file (a symlink into /run, not shown there,
+ * leads nowhere).  hold: the name of the file in the root's tmpfs. */
+static int shadow_file(int rootfd, const char *rel, const char *hold, const char *content, size_t len) {
     struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
-    _cleanup_close_ int tfd = (int)syscall(SYS_openat2, rootfd, "etc/resolv.conf", &how, sizeof how);
+    _cleanup_close_ int tfd = (int)syscall(SYS_openat2, rootfd, rel, &how, sizeof how);
     struct stat st;
-    /* none there (missing, a loop, out of reach): resolvers ask 127.0.0.1
-     * then, the server's address; only convenience is at stake here (the
-     * host's name server is out of the namespace's reach either way) */
     if (tfd < 0)
         return 0;
     if (fstat(tfd, &st) < 0)
         return -errno;
     if (!S_ISREG(st.st_mode))
         return 0;
-    _cleanup_close_ int fd = openat(rootfd, ".pvisor-resolv.conf", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
+    _cleanup_close_ int fd = openat(rootfd, hold, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
     if (fd < 0)
         return -errno;
-    int r = write_all(fd, conf, sizeof conf - 1);
+    int r = write_all(fd, content, len);
     if (r < 0)
         return r;
-    _cleanup_close_ int src = sys_open_tree(rootfd, ".pvisor-resolv.conf", OPEN_TREE_CLONE | O_CLOEXEC);
+    _cleanup_close_ int src = sys_open_tree(rootfd, hold, OPEN_TREE_CLONE | O_CLOEXEC);
     struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC};
     if (src < 0 || sys_mount_setattr(src, "", AT_EMPTY_PATH, &ro) < 0 ||
         sys_move_mount(src, "", tfd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
         return -errno;
     return 0;
+}
+
+/* Under --network none the command's /etc/resolv.conf names the run's
+ * name server (net/dns.h) on its own loopback; resolvers ask 127.0.0.1
+ * anyway when there is none to show it in.  Only convenience is at stake
+ * (the host's name server is out of the namespace's reach either way). */
+static int shadow_resolv_conf(int rootfd, const char **ret_step) {
+    static const char conf[] = "# pvisor run --safe: this sandbox has no network of its own.  Its name\n"
+                               "# server answers every name 'no such name' and records it (the run's\n"
+                               "# Bundle: dns); 'pvisor run --allow-net HOST' lets the command reach HOST\n"
+                               "# through pvisor's egress broker (HTTPS_PROXY).\n"
+                               "nameserver 127.0.0.1\n";
+    *ret_step = "showing the run's name server in /etc/resolv.conf";
+    return shadow_file(rootfd, "etc/resolv.conf", ".pvisor-resolv.conf", conf, sizeof conf - 1);
+}
+
+/* The sandbox's own host name resolves, as a host's does: the host's
+ * /etc/hosts with a line for it (127.0.1.1, Debian's way, and ::1).  It
+ * did not (the name server answers none): Java's getLocalHost() threw,
+ * `hostname -f` failed, and git's lookup of it made the run advise
+ * --allow-net for the sandbox's own name (found by a review). */
+static int shadow_hosts(int rootfd, const char *hostname, const char **ret_step) {
+    *ret_step = "showing the sandbox's host name in /etc/hosts";
+    /* what /etc/hosts leads to in the new root, as its resolvers read it;
+     * nothing there (or not a file, or over 1 MiB): left as it is */
+    struct open_how how = {.flags = O_RDONLY | O_NONBLOCK | O_CLOEXEC,
+                           .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
+    _cleanup_close_ int fd = (int)syscall(SYS_openat2, rootfd, "etc/hosts", &how, sizeof how);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > (1 << 20))
+        return 0;
+    _cleanup_free_ char *host = malloc((size_t)st.st_size + 1);
+    if (!host)
+        return -ENOMEM;
+    ssize_t n = pread(fd, host, (size_t)st.st_size, 0);
+    if (n < 0)
+        return 0;
+    _cleanup_free_ char *all = NULL;
+    int len = asprintf(&all, "%.*s%s# pvisor: the sandbox's host name\n127.0.1.1\t%s\n::1\t%s\n", (int)n, host,
+                       n && host[n - 1] != '\n' ? "\n" : "", hostname, hostname);
+    if (len < 0)
+        return -ENOMEM;
+    return shadow_file(rootfd, "etc/hosts", ".pvisor-hosts", all, (size_t)len);
 }
 
 int launch_build_root(const struct launch_plan *p, const char **ret_step) {
@@ -847,8 +878,17 @@ int launch_build_root(const struct launch_plan *p, const char **ret_step) {
     if ((r = cover_sockets(p, src, NEWROOT, ret_step)) < 0)
         goto out;
 
-    if (p->dns_stub && (r = shadow_resolv_conf(NEWROOT, ret_step)) < 0)
-        goto out;
+    {
+        _cleanup_close_ int rootfd = open(NEWROOT, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (rootfd < 0) {
+            *ret_step = "opening the new root";
+            r = -errno;
+            goto out;
+        }
+        if ((p->dns_stub && (r = shadow_resolv_conf(rootfd, ret_step)) < 0) ||
+            (p->hostname && (r = shadow_hosts(rootfd, p->hostname, ret_step)) < 0))
+            goto out;
+    }
 
     PV_MARK("I_sockets");
     /* 4. /dev extras, a fresh /proc for our PID namespace, /tmp. */

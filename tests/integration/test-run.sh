@@ -803,6 +803,18 @@ eq "$(cat "$T/timeout.err"):$("$PVISOR" status | grep '^Exit:')" \
 check "--timeout ended the run well before the command would have" test "$el" -lt 10
 eq "$(jq -r '.exit.timed_out, .requested_policy.timeout_seconds' "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json" | tr '\n' ' ')" \
    "true 1 " "the Bundle records the timeout and that it expired"
+# The sandbox's own host name resolves (Java's getLocalHost(), `hostname
+# -f`, git): the run's name server answers no name, and the run then told
+# the user to --allow-net its own host name (found by a review). /etc/hosts
+# shows it, the host's lines kept; under --network loopback too.
+if [ "$safe_works" = true ]; then
+    hn='h=$(hostname); getent hosts "$h" >/dev/null && echo "$h resolves"; python3 -c "import socket; socket.getaddrinfo(socket.gethostname(), None); print(\"ok\")"; getent hosts localhost >/dev/null && echo localhost'
+    out=$(cd "$T/safews" && "$PVISOR" run --safe -- sh -c "$hn" 2>"$T/hn.err"); rc=$?
+    eq "$rc:$(echo $out):$(grep -c 'looked up' "$T/hn.err")" "0:pvisor resolves ok localhost:0" \
+        "--safe: the sandbox's host name resolves (/etc/hosts), localhost too; no lookup of it recorded"
+    out=$(cd "$T/safews" && "$PVISOR" run --safe --network loopback -- sh -c "$hn" 2>/dev/null); rc=$?
+    eq "$rc:$(echo $out)" "0:pvisor resolves ok localhost" "--safe --network loopback: the same"
+fi
 # A change to a large sparse file the workspace holds (a VM image): the
 # view digests its preimage, every hole as zeros (1 TiB: some ten minutes),
 # and the command waits in the kernel for the view's answer, killed or
