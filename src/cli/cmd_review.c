@@ -38,25 +38,52 @@ char *lc_cli_cwd_below(const char *ws) {
  * later trivial run, a mistyped command, made the newest stage; the
  * agent's would otherwise go unmentioned, and an apply of the empty one
  * marks it applied as if that were the work). */
-static void note_other_stages(const char *verb, const char *ws, const char *stage) {
+/* The other open stages of workspace ws, said on stderr: those holding
+ * changes first (newest first), then how many hold none (runs that only
+ * read: tests, checks).  A bare apply whose own stage (the newest run's)
+ * holds none, where another holds changes, is refused: it wrote nothing
+ * and exited 0, and the stage with the agent's work was hidden behind
+ * "..." after three empty ones (found by a review).  Returns
+ * PV_EXIT_FAILURE when refused, else PV_EXIT_OK. */
+static int note_other_stages(const char *verb, const char *ws, const char *stage) {
     json_t *others = lc_other_open_stages(ws, stage);
-    size_t n = json_array_size(others);
-    if (n > 0) {
+    size_t n = json_array_size(others), n_full = 0;
+    for (size_t i = 0; i < n; i++)
+        n_full += !json_is_true(json_object_get(json_array_get(others, i), "empty"));
+    int r = PV_EXIT_OK;
+    if (n_full > 0 && strcmp(verb, "apply") == 0 && stage_probe_empty(stage) == 1) {
         fprintf(stderr,
-                "pvisor %s: note: %zu other stage%s of this workspace %s neither applied nor dropped (newest "
-                "first): ",
-                verb, n, n == 1 ? "" : "s", n == 1 ? "is" : "are");
-        for (size_t i = 0; i < n && i < 3; i++) {
-            const json_t *o = json_array_get(others, i);
-            fprintf(stderr, "%s%s (%s)", i ? ", " : "", json_string_value(json_object_get(o, "run")),
-                    json_string_value(json_object_get(o, "state")));
-        }
+                "pvisor apply: the newest run's stage (%s) holds no change, and %zu other stage%s of this "
+                "workspace hold%s changes (newest first): ",
+                stage, n_full, n_full == 1 ? "" : "s", n_full == 1 ? "s" : "");
+        r = PV_EXIT_FAILURE;
+    } else if (n > 0) {
+        fprintf(stderr, "pvisor %s: note: %zu other stage%s of this workspace %s neither applied nor dropped", verb, n,
+                n == 1 ? "" : "s", n == 1 ? "is" : "are");
+        if (n_full)
+            fprintf(stderr, "; with changes (newest first): ");
+    }
+    for (size_t i = 0, shown = 0; i < n && shown < 3; i++) {
+        const json_t *o = json_array_get(others, i);
+        if (json_is_true(json_object_get(o, "empty")))
+            continue;
+        fprintf(stderr, "%s%s (%s)", shown++ ? ", " : "", json_string_value(json_object_get(o, "run")),
+                json_string_value(json_object_get(o, "state")));
+    }
+    if (n_full > 3)
+        fprintf(stderr, ", ...");
+    if (r != PV_EXIT_OK)
+        fprintf(stderr, ": name the run to apply ('pvisor apply RUN'; 'pvisor list' shows them)\n");
+    else if (n > 0) {
+        if (n > n_full)
+            fprintf(stderr, "%s%zu with no change", n_full ? "; " : ": ", n - n_full);
         fprintf(stderr,
-                "%s; without a RUN, 'pvisor %s' takes the newest run's stage: name a run for another "
-                "('pvisor list' shows them)\n",
-                n > 3 ? ", ..." : "", verb);
+                "; without a RUN, 'pvisor %s' takes the newest run's stage: name a run for another ('pvisor list' "
+                "shows them)\n",
+                verb);
     }
     json_decref(others);
+    return r;
 }
 
 /* A target found but refused (the message said why): nothing handed back. */
@@ -138,8 +165,8 @@ int lc_cli_target(const char *verb, const char *run, const char *stage_dir, char
                     verb, sid, sst ? sst : "?", id);
             json_decref(skipped);
         }
-        if (!run && !stage_dir && ws)
-            note_other_stages(verb, ws, *ret_stage);
+        if (!run && !stage_dir && ws && note_other_stages(verb, ws, *ret_stage) != PV_EXIT_OK)
+            return target_refused(bundle, ret_stage, ret_run);
         if (ret_bundle)
             *ret_bundle = bundle;
         else

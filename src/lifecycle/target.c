@@ -126,8 +126,8 @@ json_t *lc_other_open_stages(const char *workspace, const char *stage) {
         if (spr && strcmp(spr, real) != 0 && !json_object_get(seen, spr) && stage_probe_state(spr, &state) == 0 &&
             (state == STAGE_SEALED || state == STAGE_INTERRUPTED)) {
             json_object_set_new(seen, spr, json_true());
-            json_array_append_new(
-                out, json_pack("{s:s, s:s, s:s}", "run", ids[i], "stage", spr, "state", stage_state_name(state)));
+            json_array_append_new(out, json_pack("{s:s, s:s, s:s, s:b}", "run", ids[i], "stage", spr, "state",
+                                                 stage_state_name(state), "empty", stage_probe_empty(spr) == 1));
         } else if (spr) {
             json_object_set_new(seen, spr, json_true());
         }

@@ -617,6 +617,16 @@ int stage_version_magic_at(int dirfd, const char *path) {
     return n == (ssize_t)sizeof buf && memcmp(buf, magic, sizeof buf) == 0;
 }
 
+int stage_probe_empty(const char *path) {
+    _cleanup_close_ int dir_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir_fd < 0)
+        return -errno;
+    if (size_at(dir_fd, "journal") > 0)
+        return 0;
+    int r = dir_is_empty(dir_fd, "upper");
+    return r < 0 ? r : r > 0;
+}
+
 int stage_probe_state(const char *path, enum stage_state *ret_state) {
     _cleanup_close_ int dir_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dir_fd < 0)

@@ -169,6 +169,9 @@ void stage_free(struct stage *s);
 
 /* Read-only state probe (for status/list); takes no lasting lock. */
 int stage_probe_state(const char *path, enum stage_state *ret_state);
+/* Does the stage at path hold no change (no preimage recorded, nothing in
+ * upper/: a run that only read)?  1 yes, 0 no, -errno. */
+int stage_probe_empty(const char *path);
 
 /* Does dirfd/path start as a stage's version file ("pvisor-stage ", which
  * makes a directory a stage)?  1 yes; 0 no (shorter than that too), or not

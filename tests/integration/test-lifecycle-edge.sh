@@ -1640,11 +1640,26 @@ Wn=$T/wsnewest; mkdir -p "$Wn"
 agent_run=$(latest_run)
 (cd "$Wn" && "$P" run --stage auto -- true) >/dev/null 2>&1
 (cd "$Wn" && "$P" status --review >/dev/null 2>"$T/newest1.err"; "$P" diff >/dev/null 2>"$T/newest2.err"; "$P" status --review "$agent_run" >/dev/null 2>"$T/newest3.err")
-eq "$(grep -c "^pvisor status: note: 1 other stage of this workspace is neither applied nor dropped (newest first): $agent_run (sealed);" "$T/newest1.err"):$(grep -c "^pvisor diff: note: 1 other stage" "$T/newest2.err"):$(wc -c < "$T/newest3.err")" \
+eq "$(grep -c "^pvisor status: note: 1 other stage of this workspace is neither applied nor dropped; with changes (newest first): $agent_run (sealed);" "$T/newest1.err"):$(grep -c "^pvisor diff: note: 1 other stage" "$T/newest2.err"):$(wc -c < "$T/newest3.err")" \
     "1:1:0" "review and diff of the newest stage name the workspace's other stages not applied or dropped (not when a run is named)"
-(cd "$Wn" && "$P" drop "$agent_run") >/dev/null 2>&1
+# three more runs that only read: a bare apply took the newest (empty)
+# stage, wrote nothing and exited 0, and the note named the three empty
+# ones, the agent's behind "..." (found by a review): it is refused now,
+# naming the stage with changes; the note lists those first and counts
+# the empty ones
+for i in 1 2 3; do (cd "$Wn" && "$P" run --stage auto -- cat work) >/dev/null 2>&1; done
+(cd "$Wn" && "$P" apply) >/dev/null 2>"$T/newest5.err"; rc=$?
+(cd "$Wn" && "$P" status --review >/dev/null 2>"$T/newest6.err")
+eq "$rc:$(cat "$Wn/work" 2>/dev/null):$(grep -c "^pvisor apply: the newest run's stage (.*) holds no change, and 1 other stage of this workspace holds changes (newest first): $agent_run (sealed): name the run to apply" "$T/newest5.err"):$(grep -c "^pvisor status: note: 4 other stages of this workspace are neither applied nor dropped; with changes (newest first): $agent_run (sealed); 3 with no change;" "$T/newest6.err")" \
+    "1::1:1" "a bare apply of the newest stage, which holds no change, is refused when another holds changes, naming it; the note lists those first"
+(cd "$Wn" && "$P" apply "$agent_run") >/dev/null 2>&1; rc=$?
+eq "$rc:$(cat "$Wn/work" 2>/dev/null)" "0:agent" "  ... and 'pvisor apply RUN' of it applies"
+for r in $(cd "$Wn" && "$P" list --json | jq -r --arg w "$(cd "$Wn" && pwd -P)" '.[] | select(.stage_state == "sealed" and .workspace == $w) | .run_id' 2>/dev/null); do
+    (cd "$Wn" && "$P" drop "$r") >/dev/null 2>&1
+done
+(cd "$Wn" && "$P" run --stage auto -- true) >/dev/null 2>&1
 (cd "$Wn" && "$P" status --review >/dev/null 2>"$T/newest4.err")
-eq "$(wc -c < "$T/newest4.err")" "0" "  none once the other stage is dropped"
+eq "$(wc -c < "$T/newest4.err")" "0" "  none once the other stages are dropped"
 # ... but a run whose command never ran (a --safe start pvisor refused, a
 # command not found) is passed over: its stage is empty (or another run's,
 # reopened), and a bare apply took it (marking it applied) instead of the
