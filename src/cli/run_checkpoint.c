@@ -38,7 +38,10 @@
  * every attempt that got to step 2; with --stage-max-bytes B the
  * checkpoints of one run copy at most B bytes together (each counted as
  * the larger of the upper's allocation while quiesced and what the copy
- * wrote); a checkpoint is refused unless the stage's file system keeps 5%
+ * wrote), and with --stage-max-inodes N at most N inodes together (each
+ * counted as the upper's inodes while quiesced, plus the few files of a
+ * checkpoint: before, 16 checkpoints of a full upper took 17 times the
+ * quota, found by a red-team pass); a checkpoint is refused unless the stage's file system keeps 5%
  * of its size (and of its inodes) free after a full (non-reflink) copy;
  * and the copy itself stops with ENOSPC before it writes more file data
  * than either bound leaves (holes stay holes, so a sparse file costs what
@@ -87,6 +90,16 @@ static void budget_refusal(const struct run_checkpoints *cp, char *reply, size_t
              (unsigned long long)cp->max_bytes);
 }
 
+/* The inodes a checkpoint takes beyond the upper's: its directory, the
+ * journal, origin map, meta.json and checkpoint.json copies. */
+#define CHECKPOINT_OWN_INODES 6
+
+static void inode_refusal(const struct run_checkpoints *cp, char *reply, size_t size) {
+    snprintf(reply, size,
+             "error limit: the checkpoints of this run would take more than --stage-max-inodes (%llu inodes)",
+             (unsigned long long)cp->max_inodes);
+}
+
 /* Whether the stage has a checkpoint (or anything else) named name: one
  * lookup in the stage's own directory, never the FUSE mount. */
 static bool checkpoint_exists(const struct run_checkpoints *cp, const char *name) {
@@ -115,6 +128,14 @@ static bool within_limits(struct run_checkpoints *cp, uint64_t *ret_est, uint64_
         overlay_get_stats(cp->ov, &stats);
         if (cp->bytes >= cp->max_bytes || stats.upper_bytes + cp->log_bytes > cp->max_bytes - cp->bytes) {
             budget_refusal(cp, reply, size);
+            return false;
+        }
+    }
+    if (cp->max_inodes) {
+        struct overlay_stats stats;
+        overlay_get_stats(cp->ov, &stats);
+        if (cp->inodes >= cp->max_inodes || stats.upper_inodes + CHECKPOINT_OWN_INODES > cp->max_inodes - cp->inodes) {
+            inode_refusal(cp, reply, size);
             return false;
         }
     }
@@ -171,6 +192,10 @@ static void take(struct run_checkpoints *cp, const char *name, char *reply, size
         snprintf(reply, size, "error cancelled: the run is ending");
         return;
     }
+    if (cp->max_inodes && cp->inodes >= cp->max_inodes) {
+        inode_refusal(cp, reply, size);
+        return;
+    }
     if (cp->max_bytes && cp->bytes >= cp->max_bytes) {
         budget_refusal(cp, reply, size);
         return;
@@ -190,7 +215,7 @@ static void take(struct run_checkpoints *cp, const char *name, char *reply, size
      * written.  Checked again in the pause of the copy (the agent can grow
      * the upper in between). */
     struct timespec t0, t1;
-    uint64_t est = 0, limit = 0;
+    uint64_t est = 0, limit = 0, inodes = 0;
     int64_t paused_ms = 0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     overlay_quiesce(cp->ov);
@@ -216,6 +241,9 @@ static void take(struct run_checkpoints *cp, const char *name, char *reply, size
         clock_gettime(CLOCK_MONOTONIC, &t0);
         overlay_quiesce(cp->ov);
         refused = !within_limits(cp, &est, &limit, reply, size);
+        struct overlay_stats stats;
+        overlay_get_stats(cp->ov, &stats);
+        inodes = stats.upper_inodes + CHECKPOINT_OWN_INODES; /* quiesced: what the copy sees */
         if (!refused)
             r = lc_checkpoint_copy(tx, false, limit, &cp->cancel);
         overlay_resume(cp->ov);
@@ -242,6 +270,7 @@ static void take(struct run_checkpoints *cp, const char *name, char *reply, size
     }
     cp->taken++;
     cp->bytes += bytes > est ? bytes : est;
+    cp->inodes += inodes;
     if (!cp->taken_json)
         cp->taken_json = json_array();
     json_array_append_new(cp->taken_json, json_pack("{s:s, s:I, s:I}", "name", name, "bytes", (json_int_t)bytes,

@@ -17,7 +17,8 @@ struct run_checkpoints {
     struct overlay *ov;
     struct stage *stage;
     const char *run_id;
-    uint64_t max_bytes; /* --stage-max-bytes (0: none): also the budget of this run's checkpoint copies */
+    uint64_t max_bytes;  /* --stage-max-bytes (0: none): also the budget of this run's checkpoint copies */
+    uint64_t max_inodes; /* --stage-max-inodes (0: none): likewise, in inodes */
     /* Set by the owner when the run ends (before agent_socket_stop): a
      * copy under way stops, and no new checkpoint starts. */
     atomic_bool cancel;
@@ -25,6 +26,7 @@ struct run_checkpoints {
     unsigned taken, refused;
     unsigned copies;    /* checkpoints that got as far as a temporary directory (the per-run cap) */
     uint64_t bytes;     /* what the committed ones took (the --stage-max-bytes budget) */
+    uint64_t inodes;    /* the inodes they took (the --stage-max-inodes budget) */
     uint64_t log_bytes; /* the journal and origin map at the last check (they only grow during a run) */
     json_t *taken_json; /* [{"name","bytes","copy","paused_ms"}] */
 };

@@ -415,7 +415,8 @@ int run_execute_staged(struct run_context *ctx,
         _cleanup_free_ char *perr = NULL;
         const struct agent_hooks *hooks = NULL;
 #ifdef PVISOR_HAVE_LIFECYCLE
-        st.cps = (struct run_checkpoints){.run_id = ctx->run_id, .max_bytes = ctx->opts->stage_max_bytes};
+        st.cps = (struct run_checkpoints){
+            .run_id = ctx->run_id, .max_bytes = ctx->opts->stage_max_bytes, .max_inodes = ctx->opts->stage_max_inodes};
         hooks = &(struct agent_hooks){.checkpoint = run_checkpoint_hook, .userdata = &st.cps};
 #endif
         PV_MARK("P_prep0");

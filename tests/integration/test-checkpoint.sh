@@ -186,6 +186,17 @@ EOF
     safe "$S4" --stage-max-bytes 1048576 -- sh "$O/quota.sh" >"$O/quota.out" 2>&1
     eq "$(replies "$O/quota.reply")" "ok checkpoint,ok checkpoint,error limit," \
         "$L: with --stage-max-bytes B the run's checkpoints copy at most B bytes"
+    # ... and with --stage-max-inodes N at most N inodes: 16 checkpoints of
+    # a full upper took 17 times the quota (found by a red-team pass)
+    S5=$B/st5
+    cat > "$O/iquota.sh" <<EOF
+mkdir d && for i in \$(seq 300); do : > d/f\$i; done
+"$BIN/pvagent" agent "checkpoint i1" "checkpoint i2" "checkpoint i3" "checkpoint i4" > "$O/iquota.reply"
+EOF
+    safe "$S5" --stage-max-inodes 1000 -- sh "$O/iquota.sh" >"$O/iquota.out" 2>&1
+    eq "$(replies "$O/iquota.reply"):$(grep -c 'more than --stage-max-inodes (1000 inodes)' "$O/iquota.reply"):$(ls "$S5/checkpoints" | wc -l)" \
+        "ok checkpoint,ok checkpoint,ok checkpoint,error limit,:1:3" \
+        "$L: with --stage-max-inodes N the run's checkpoints take at most N inodes (3 of 300 files, not 4)"
 
     # The budget holds against an agent that asks while a copy-up is under
     # way (the upper grows after an early estimate) and then deletes the
