@@ -184,6 +184,55 @@ static void warn_pass_env_unset(struct run_context *ctx) {
     }
 }
 
+/* The variables of the caller's environment the command does not get (the
+ * allowlist, --pass-env), by name, into sb->env_dropped for the Bundle;
+ * and, when build tools' own variables are among them (PYTHONPATH,
+ * GOFLAGS, CC...), one line saying so: they went silently, and the
+ * command's failure inside (an import error, GOPROXY back to its
+ * default) did not say why (found by a review).  Names only, never
+ * values. */
+#define ENV_DROPPED_MAX 256
+static void note_env_dropped(struct run_context *ctx, struct sandbox *sb) {
+    /* not EDITOR, CI and the like: set in most shells and CI jobs, they
+     * would make the note a line of every run */
+    static const char *const tools[] = {
+        "PYTHONPATH",  "PYTHONHOME",      "GOFLAGS",          "GOPROXY",           "GOPRIVATE",
+        "GONOSUMDB",   "GOPATH",          "NODE_OPTIONS",     "NODE_PATH",         "CC",
+        "CXX",         "CFLAGS",          "CXXFLAGS",         "CPPFLAGS",          "LDFLAGS",
+        "MAKEFLAGS",   "PKG_CONFIG_PATH", "LD_LIBRARY_PATH",  "JAVA_TOOL_OPTIONS", "MAVEN_OPTS",
+        "GRADLE_OPTS", "RUSTFLAGS",       "CARGO_TARGET_DIR",
+    };
+    extern char **environ;
+    sb->env_dropped = json_array();
+    char shown[256] = "";
+    size_t n_shown = 0;
+    for (char **e = environ; e && *e && sb->env_dropped; e++) {
+        const char *eq = strchr(*e, '=');
+        size_t nl = eq ? (size_t)(eq - *e) : strlen(*e);
+        bool kept = false;
+        for (char **k = sb->plan.envp; k && *k && !kept; k++)
+            kept = strncmp(*k, *e, nl) == 0 && (*k)[nl] == '=';
+        if (kept || !nl)
+            continue;
+        _cleanup_free_ char *name = strndup(*e, nl);
+        if (!name)
+            break;
+        if (json_array_size(sb->env_dropped) < ENV_DROPPED_MAX)
+            json_array_append_new(sb->env_dropped, json_string(name)); /* NULL (not UTF-8): not added */
+        for (size_t i = 0; i < ARRAY_SIZE(tools); i++)
+            if (strcmp(name, tools[i]) == 0 && strlen(shown) + nl + 3 < sizeof shown) {
+                snprintf(shown + strlen(shown), sizeof shown - strlen(shown), "%s%s", n_shown++ ? ", " : "", name);
+                break;
+            }
+    }
+    if (n_shown)
+        fprintf(stderr,
+                "pvisor run: note: the command does not get %s: --safe hands over only an allowlist of the "
+                "environment (the Bundle lists what it left out); --pass-env NAME hands one over\n",
+                shown);
+    (void)ctx;
+}
+
 struct sandbox *sandbox_new(struct run_context *ctx) {
     void *p = mmap(NULL, sizeof(struct sandbox), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
@@ -392,6 +441,8 @@ static int prepare(struct run_context *ctx, const struct agent_hooks *hooks, str
     sandbox_credentials_into(sb, &in);
     r = plan_build(&in, &sb->plan, ret_error);
     PV_MARK("Q_plan");
+    if (r >= 0)
+        note_env_dropped(ctx, sb);
     dirlist_free(&rt);
     sb->rules = json_array();
     for (size_t k = 0; k < n_rules; k++) {
@@ -584,6 +635,8 @@ void sandbox_release_but_home(struct sandbox *sb) {
 static void release(struct sandbox *sb, bool keep_home_thread) {
     sandbox_restore_tty(sb);
     json_decref(sb->rules);
+    json_decref(sb->env_dropped);
+    sb->env_dropped = NULL;
     sb->rules = NULL;
     sandbox_release_credentials(sb);
     for (size_t i = 0; i < sb->n_ws_mask; i++)

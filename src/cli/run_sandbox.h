@@ -129,6 +129,7 @@ struct sandbox {
      * Bundle's evidence), and how many grant read-write, the number of
      * those in or around HOME among them. */
     json_t *rules;
+    json_t *env_dropped; /* names of the variables the command does not get (the Bundle's evidence) */
     int n_rw, n_rw_home;
     int n_grant_missing_creds;     /* credential locations in grants that did not exist at start */
     char grant_missing_first[256]; /* the first of them, for the messages */

@@ -319,11 +319,11 @@ void sandbox_record(struct run_context *ctx, const struct sandbox *sb) {
         : sb->home_system ? "HOME is a system directory: shown read-only as projected, its credential locations "
                             "covered; environment reduced to an allowlist"
                           : "empty private HOME + allowlisted config files; environment reduced to an allowlist",
-        EVID("{s:b, s:b, s:b, s:i, s:i, s:i, s:i, s:i, s:i}", "mount_namespace_differs", mnt, "home_view", view,
+        EVID("{s:b, s:b, s:b, s:i, s:i, s:i, s:i, s:i, s:i, s:O*}", "mount_namespace_differs", mnt, "home_view", view,
              "home_in_workspace", sb->home_in_ws, "credential_masks", (int)sb->n_home_mask, "credential_mounts",
              (int)sb->n_home_hide + sb->n_home_sys_hides, "link_target_covers", link_target_covers(sb),
              "moved_credential_locations", (int)moved_count(sb), "other_homes_in_view", sb->n_home_other,
-             "missing_in_grants", sb->n_grant_missing_creds),
+             "missing_in_grants", sb->n_grant_missing_creds, "environment_dropped", sb->env_dropped),
         sb->home_system && !view ? "HOME is read-only; --pass-env hands chosen variables over"
         : sb->home_in_ws         ? "HOME lies in the workspace: its writes are staged with the workspace's (review "
                                    "them before apply), not discarded; --pass-env hands chosen variables over"

@@ -970,6 +970,16 @@ if [ "$safe_works" = true ]; then
     out=$(cd "$T/safews" && env -u PV_UNSET_X "$PVISOR" run --safe --pass-env PV_UNSET_X -- sh -c 'echo ${PV_UNSET_X-unset}' 2>"$T/pe.err")
     eq "$out:$(grep -c '^pvisor run: warning: --pass-env PV_UNSET_X: PV_UNSET_X is not set here' "$T/pe.err"):$(jq '[.warnings[] | select(test("PV_UNSET_X is not set"))] | length' "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json")" \
         "unset:1:1" "--safe --pass-env NAME with NAME unset: a warning (stderr and Bundle), nothing passed"
+    # Build tools' variables the allowlist leaves out went silently (an
+    # import error inside, GOPROXY back to its default): one note names
+    # them, the Bundle lists every name left out (names only); --pass-env
+    # hands one over and it is not named
+    out=$(cd "$T/safews" && PYTHONPATH=/pp GOFLAGS=-mod=mod PV_OTHER_VAR=secretvalue "$PVISOR" run --safe --pass-env GOFLAGS -- \
+        sh -c 'echo "${PYTHONPATH-unset} ${GOFLAGS-unset} ${PV_OTHER_VAR-unset}"' 2>"$T/drop.err")
+    b="$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json"
+    eq "$out:$(grep -c '^pvisor run: note: the command does not get PYTHONPATH: --safe hands over only an allowlist' "$T/drop.err"):$(jq -r '.dimensions.home_credentials.evidence.environment_dropped | (index("PYTHONPATH") != null), (index("PV_OTHER_VAR") != null), (index("GOFLAGS") == null)' "$b" | tr '\n' ' '):$(grep -c secretvalue "$b")" \
+        "unset -mod=mod unset:1:true true true :0" \
+        "--safe: build tools' variables left out are named in one note, every name left out is in the Bundle (no value); --pass-env's is handed over"
 else
     skip "--safe: arguments that are not UTF-8 reach the command" "--safe does not run here"
     skip "--safe: a cwd that is not UTF-8" "--safe does not run here"
