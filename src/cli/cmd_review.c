@@ -47,15 +47,21 @@ char *lc_cli_cwd_below(const char *ws) {
  * PV_EXIT_FAILURE when refused, else PV_EXIT_OK. */
 static int note_other_stages(const char *verb, const char *ws, const char *stage) {
     json_t *others = lc_other_open_stages(ws, stage);
-    size_t n = json_array_size(others), n_full = 0;
-    for (size_t i = 0; i < n; i++)
-        n_full += !json_is_true(json_object_get(json_array_get(others, i), "empty"));
+    size_t n = json_array_size(others), n_full = 0, n_sealed_full = 0;
+    for (size_t i = 0; i < n; i++) {
+        const json_t *o = json_array_get(others, i);
+        bool full = !json_is_true(json_object_get(o, "empty"));
+        n_full += full;
+        /* an interrupted one cannot be applied: no reason to refuse */
+        n_sealed_full += full && strcmp(json_string_value(json_object_get(o, "state")), "sealed") == 0;
+    }
     int r = PV_EXIT_OK;
-    if (n_full > 0 && strcmp(verb, "apply") == 0 && stage_probe_empty(stage) == 1) {
+    if (n_sealed_full > 0 && strcmp(verb, "apply") == 0 && stage_probe_empty(stage) == 1) {
+        _cleanup_free_ char *sp = lc_display_name(stage);
         fprintf(stderr,
                 "pvisor apply: the newest run's stage (%s) holds no change, and %zu other stage%s of this "
                 "workspace hold%s changes (newest first): ",
-                stage, n_full, n_full == 1 ? "" : "s", n_full == 1 ? "s" : "");
+                sp ? sp : "?", n_full, n_full == 1 ? "" : "s", n_full == 1 ? "s" : "");
         r = PV_EXIT_FAILURE;
     } else if (n > 0) {
         fprintf(stderr, "pvisor %s: note: %zu other stage%s of this workspace %s neither applied nor dropped", verb, n,

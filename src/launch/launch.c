@@ -1114,9 +1114,11 @@ static int limit_inotify(void) {
 /* The run's processes are the OOM killer's first choice over the
  * supervisor, whose death would lose the views (and with them what the
  * command had in flight): oom_score_adj at least PV_OOM_SCORE_ADJ, which
- * every process of the run inherits and none can lower (that takes
- * CAP_SYS_RESOURCE in the initial user namespace).  A higher one the
- * caller set is kept. */
+ * every process of the run inherits.  The kernel would let them lower it
+ * back to 0 (oom_score_adj_min), but the sandbox's /proc is not theirs to
+ * write (Landlock; read-only as root).  A higher one the caller set is
+ * kept.  Not a guarantee the run claims: a host where it cannot be
+ * written runs without it. */
 #define PV_OOM_SCORE_ADJ 500
 static int raise_oom_score(void) {
     _cleanup_free_ char *buf = NULL;
@@ -1162,8 +1164,7 @@ int launch_main(int argc, char **argv) {
             fail(early[k].step, errno);
     if ((r = limit_inotify()) < 0)
         fail("limiting the run's share of the user's inotify instances and watches", r);
-    if ((r = raise_oom_score()) < 0)
-        fail("raising the run's oom_score_adj", r);
+    (void)raise_oom_score();
 
     /* The supervisor's views are mounted (see launch.h): the mount
      * namespace is copied with them in it. */

@@ -431,7 +431,8 @@ static int set_old(struct walk *w, struct lc_entry *e, int lower_dirfd, const ch
      * or chgrp the user made since the agent's first change (after the
      * review, say, to take a group's write access away) was undone
      * unseen (found by a red-team pass) */
-    else if (w->keep_owners && p->has_owner && (p->uid != lst->st_uid || p->gid != lst->st_gid))
+    else if (w->keep_owners && p->has_owner && e->old_type != LC_DIR && /* apply gives a directory no owner */
+             (p->uid != lst->st_uid || p->gid != lst->st_gid))
         e->conflict = "owner or group changed in the workspace since the run";
     else if (p->has_xattr_sha && (e->old_type == LC_REG || e->old_type == LC_DIR))
         e->conflict = xattrs_conflict(lower_dirfd, name, p->xattr_sha);

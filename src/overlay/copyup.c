@@ -330,16 +330,18 @@ static int reopen_fd(int opath_fd, int flags) {
  * merely signalled (SIGCHLD, SIGWINCH: its chmod must not fail for that).
  * Looked at again at most every 100 ms. */
 static bool copy_cancelled(void) {
-    static _Thread_local fuse_req_t seen;
+    /* by the request's serial, not its address: libfuse gives the next
+     * request of this thread the freed one's memory */
+    static _Thread_local unsigned long seen;
     static _Thread_local int64_t next_ms;
     static _Thread_local bool killed;
     fuse_req_t req = ov_current_req;
     if (!req || !fuse_req_interrupted(req))
         return false;
     int64_t now = monotonic_ms();
-    if (req == seen && now < next_ms)
+    if (ov_current_serial == seen && now < next_ms)
         return killed;
-    seen = req;
+    seen = ov_current_serial;
     next_ms = now + 100;
     killed = false;
     const struct fuse_ctx *c = fuse_req_ctx(req);

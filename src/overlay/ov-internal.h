@@ -526,6 +526,7 @@ void ov_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 /* The request this worker serves, while an operation that may copy up
  * runs (session.c); NULL otherwise. */
 extern _Thread_local fuse_req_t ov_current_req;
+extern _Thread_local unsigned long ov_current_serial; /* a new one for each request served */
 
 void ov_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struct fuse_file_info *fi);
 void ov_op_readlink(fuse_req_t req, fuse_ino_t ino);

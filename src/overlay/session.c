@@ -58,10 +58,12 @@ struct overlay {
  * run outlived --timeout and Ctrl-C by that long (found by a red-team
  * pass). */
 _Thread_local fuse_req_t ov_current_req;
+_Thread_local unsigned long ov_current_serial;
 
 #define OV_SERVING(call)                                                                                               \
     do {                                                                                                               \
         ov_current_req = req;                                                                                          \
+        ov_current_serial++;                                                                                           \
         call;                                                                                                          \
         ov_current_req = NULL;                                                                                         \
     } while (0)

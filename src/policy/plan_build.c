@@ -648,14 +648,29 @@ static int add_sbt_files(char **v, size_t *n, const char *dir, const char *const
  * file it includes holds is not looked at. */
 #define GITCONFIG_WHAT "git's global config, which holds a credential"
 static bool gitconfig_holds_credential(const char *path) {
-    _cleanup_free_ char *buf = NULL;
-    if (read_file_at(AT_FDCWD, path, 1u << 20, &buf, NULL) < 0)
+    /* followed if a symlink (dotfiles managers link it), not waited on
+     * if a FIFO: a regular file of at most 1 MiB is read */
+    _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > (1 << 20))
         return false; /* none, unreadable (to the command too), or larger than a config is */
+    _cleanup_free_ char *buf = malloc((size_t)st.st_size + 1);
+    ssize_t n = buf ? pread(fd, buf, (size_t)st.st_size, 0) : -1;
+    if (n < 0)
+        return !buf; /* out of memory: cannot be told, kept from the command */
+    buf[n] = '\0';
+    /* a key may follow its section's header on the same line ([http]
+     * extraheader = ...) */
+#define GC_KEY "^[[:space:]]*(\\[[^]]*\\][[:space:]]*)?"
     static const char *const patterns[] = {
-        "(https?|ftps?)://[^/@[:space:]\"]+@",   /* a URL with userinfo (not ssh://git@: a user name) */
-        "^[[:space:]]*extraheader[[:space:]]*=", /* http.extraHeader */
-        "^[[:space:]]*helper[[:space:]]*=.*password[[:space:]]*=",               /* an inline helper */
-        "^[[:space:]]*(oauthtoken|token|password|secret|smtppass)[[:space:]]*=", /* hub, github.token */
+        /* a URL with a password (user:secret@), or a token for the user
+         * (GitHub's and GitLab's token prefixes); not a user name alone
+         * (https://alice@dev.azure.com/, Bitbucket's), nor ssh://git@ */
+        "(https?|ftps?)://[^/@:[:space:]\"]*:[^/@[:space:]\"]+@",
+        "(https?|ftps?)://(x-access-token|oauth2|gh[pousr]_|github_pat_|glpat-)[^/@[:space:]\"]*@",
+        GC_KEY "extraheader[[:space:]]*=",                                 /* http.extraHeader */
+        GC_KEY "helper[[:space:]]*=.*password[[:space:]]*=",               /* an inline helper */
+        GC_KEY "(oauthtoken|token|password|secret|smtppass)[[:space:]]*=", /* hub, github.token */
     };
     bool found = false;
     for (size_t i = 0; i < ARRAY_SIZE(patterns) && !found; i++) {
@@ -674,6 +689,7 @@ static bool gitconfig_holds_credential(const char *path) {
         regfree(&re);
     }
     return found;
+#undef GC_KEY
 }
 
 /* git's global config files that hold a credential, added to v as
@@ -781,6 +797,15 @@ int plan_moved_in_other_home(const char *other, char **v) {
     size_t n = 0;
     while (v[n])
         n++;
+    static const char *const gitconfigs[] = {".gitconfig", ".config/git/config"};
+    for (size_t i = 0; i < ARRAY_SIZE(gitconfigs); i++) {
+        _cleanup_free_ char *g = path_join(other, gitconfigs[i]);
+        if (!g)
+            return -ENOMEM;
+        int r = gitconfig_holds_credential(g) ? add_moved(v, &n, g, other, GITCONFIG_WHAT) : 0;
+        if (r < 0)
+            return r;
+    }
     static const char *const sbt[] = {".sbt", NULL};
     _cleanup_free_ char *dot_sbt = path_join(other, ".sbt");
     int r = dot_sbt ? add_sbt_files(v, &n, dot_sbt, sbt, true, other) : -ENOMEM;

@@ -88,17 +88,21 @@ extern const char *const plan_home_config_files[];
  * and _prefix are followed in every letter case the environment spells
  * them in, as npm reads them.  Also, each found as the run starts (the
  * "variable" then says what it is, with a space in it): npm's global
- * config in each version of a node toolchain (their versions directories
- * are read), pip's site config (pip.conf) in a venv or conda environment
- * whose bin/ is on PATH, and sbt's global settings in HOME/.sbt (*.sbt,
- * the versions' *.sbt and plugins' *.sbt, *.scala: credentials inline). */
+ * config in each version of a node toolchain and Maven's global settings
+ * in each version of a Maven toolchain (their versions directories are
+ * read), pip's site config (pip.conf) in a venv or conda environment
+ * whose bin/ is on PATH, sbt's global settings in HOME/.sbt (*.sbt, the
+ * versions' *.sbt and plugins' *.sbt, *.scala: credentials inline), and
+ * git's global config files when one holds a credential (their lines
+ * are read). */
 #define PLAN_MAX_MOVED 512
 int plan_moved_credentials(const char *home, const char *cwd, char ***ret);
 /* Add to v (plan_moved_credentials's) the stores found by looking in
  * other, a home that is not HOME (the user's passwd home when HOME names
- * another, sudo's caller's): sbt's global settings in other/.sbt, npm's
- * global config in each version of a node toolchain at its default root
- * there (~/.nvm, ...).  The environment's own stores are HOME's. */
+ * another, sudo's caller's): sbt's global settings in other/.sbt, the
+ * toolchains' global configs at their default roots there (~/.nvm,
+ * ~/.sdkman, ...), git's global config holding a credential.  The
+ * environment's own stores are HOME's. */
 int plan_moved_in_other_home(const char *other, char **v);
 const char *plan_moved_variable(const char *entry);
 /* Is the entry git's global config, kept from the command because it

@@ -325,11 +325,6 @@ static int stage_open_impl(struct stage *s, const char *path, const char *worksp
             return r;
     }
 
-    s->lock_fd = openat(s->dir_fd, "lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (s->lock_fd < 0)
-        return -errno;
-    if (flock(s->lock_fd, LOCK_EX | LOCK_NB) < 0)
-        return errno == EWOULDBLOCK ? -EBUSY : -errno;
     /* upper/ holds the command's files with their modes, set-id bits and
      * directories others may write in among them (as root: a setuid-root
      * program): only the stage's owner may enter it.  A --stage DIR that
@@ -340,7 +335,12 @@ static int stage_open_impl(struct stage *s, const char *path, const char *worksp
     if (fstat(s->dir_fd, &dst) < 0)
         return -errno;
     if ((dst.st_mode & 077) && fchmod(s->dir_fd, dst.st_mode & 07700) < 0)
+        return -errno; /* -EPERM: another user's, which others may enter */
+    s->lock_fd = openat(s->dir_fd, "lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (s->lock_fd < 0)
         return -errno;
+    if (flock(s->lock_fd, LOCK_EX | LOCK_NB) < 0)
+        return errno == EWOULDBLOCK ? -EBUSY : -errno;
 
     bool sync = s->durability != STAGE_DURABILITY_NONE;
     bool created = !exists_at(s->dir_fd, "version");

@@ -73,12 +73,14 @@ struct stage_preimage {
  * until stage_free), durably removes the 'sealed' marker (a crash during the
  * run then leaves 'interrupted'), appends run_id to meta.json, loads the
  * journal (paths already recorded are not recorded again) and the origin map,
- * and empties work/.
+ * and empties work/.  The stage directory is made 0700 (its owner's alone:
+ * upper/ holds the command's set-id programs).
  * Errors: -ENOTDIR path is not a directory; -EBUSY another run holds the
  * lock; -ESTALE interrupted; -EALREADY applied or dropped; -EINPROGRESS an
  * apply of the stage was interrupted (finish it with `pvisor apply`); -EXDEV stage of
  * another workspace; -EINVAL not a stage; -EPROTO unknown format version;
- * other -errno from the file system. */
+ * -EPERM another user's directory that others may enter (its mode cannot be
+ * made 0700); other -errno from the file system. */
 int stage_open_for_run(const char *path, const char *workspace_abs, const char *run_id, enum stage_durability d,
                        struct stage **ret_stage);
 

@@ -1678,11 +1678,14 @@ env_exact() {
         echo "PATH=$PATH"; echo "HOME=$HOMEDIR"; echo "PWD=$W"; echo TMPDIR=/tmp; echo PVISOR_AGENT_SOCKET=/run/pvisor/agent.sock) | sort)
     # shellcheck disable=SC2086
     got=$($RUN env -i PATH="$PATH" HOME="$HOMEDIR" XDG_STATE_HOME="$st" $san $envs \
-        "$PVISOR" run --safe --stage "$S" --workspace "$W" -- env -0 2>&1 | tr '\0' '\n' | sort)
+        "$PVISOR" run --safe --stage "$S" --workspace "$W" -- env -0 2>"$T/envx.err" | tr '\0' '\n' | sort)
     eq "$got" "$want" "--safe: the command's environment is exactly the allowlist and what pvisor sets (no token, agent socket, loader or state variable)$AS"
+    # stderr: only the note naming the build tools' variables left out
+    eq "$(grep -v '^pvisor run: note: the command does not get LD_LIBRARY_PATH, NODE_OPTIONS: ' "$T/envx.err" | wc -c):$(grep -c 'does not get' "$T/envx.err")" \
+        "0:1" "  ... and says on stderr only which build tools' variables it left out$AS"
     # shellcheck disable=SC2086
     got=$($RUN env -i PATH="$PATH" HOME="$HOMEDIR" XDG_STATE_HOME="$st" $san $envs \
-        "$PVISOR" run --safe --pass-env GITHUB_TOKEN --stage "$S" --workspace "$W" -- env -0 2>&1 | tr '\0' '\n' | sort)
+        "$PVISOR" run --safe --pass-env GITHUB_TOKEN --stage "$S" --workspace "$W" -- env -0 2>/dev/null | tr '\0' '\n' | sort)
     eq "$got" "$(printf '%s\nGITHUB_TOKEN=s3cr3t-GITHUB_TOKEN\n' "$want" | sort)" "--safe --pass-env GITHUB_TOKEN: that name is added, no other$AS"
     # shellcheck disable=SC2086
     got=$($RUN env -i PATH="$PATH" HOME="$HOMEDIR" XDG_STATE_HOME="$st" $san $envs "$PVISOR" run -- env 2>&1)

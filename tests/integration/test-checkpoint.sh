@@ -841,6 +841,11 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
     (cd "$B/uws" && setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$B/uws" XDG_STATE_HOME="$B/uws/.state" \
         "$P" run --stage "$B/ust" -- sh -c 'echo x > x') >/dev/null 2>&1
     eq "$?:$(stat -c %a "$B/ust")" "0:700" "as uid 65534: its --stage DIR that existed 0755 is made 0700 too"
+    mkdir -m 0777 "$B/rootst"
+    (cd "$B/uws" && setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$B/uws" XDG_STATE_HOME="$B/uws/.state" \
+        "$P" run --stage "$B/rootst" -- true) >/dev/null 2>"$B/rootst.err"
+    eq "$?:$(grep -c "another user's and others may enter it: a stage holds the command's files" "$B/rootst.err"):$(ls -A "$B/rootst" | wc -l)" \
+        "125:1:0" "as uid 65534: a --stage DIR of root's that others may enter is refused, saying why, nothing left in it"
 else
     skip "a stage is its owner's alone" "needs root and setpriv"
 fi

@@ -359,4 +359,17 @@ for who in root user; do
     out=$(cd "$B/ws" && as $who HOME="$B/h2" "$P" run --safe -- sh -c 'git config --global user.name; echo end' 2>"$B/err2"); rc=$?
     eq "$rc:$(echo $out):$(grep -c 'holds a credential' "$B/err2")" "0:Bob end:0" \
         "--safe ($who): a global config without a credential (an ssh://git@ URL, a token in a comment) stays, no warning"
+    # a dotfiles manager's symlink to the file (it was not followed: the
+    # token was shown), a key on its section's line; and a URL with a user
+    # name alone (Azure DevOps' clone URL) is no credential
+    mkdir -p "$B/h3/dotfiles" "$B/h4"
+    printf '[user]\n\tname = Carol\n[url "https://ghp_DOTTOKEN@github.com/"]\n\tinsteadOf = https://github.com/\n' > "$B/h3/dotfiles/gitconfig"
+    ln -s dotfiles/gitconfig "$B/h3/.gitconfig"
+    printf '[user]\n\tname = Dan\n[url "https://alice@dev.azure.com/"]\n\tinsteadOf = https://dev.azure.com/\n' > "$B/h4/.gitconfig"
+    mkdir -p "$B/h4/.config/git" && printf '[http] extraheader = AUTHORIZATION: basic SAMELINE\n' > "$B/h4/.config/git/config"
+    [ $who = user ] && chown -R 65534:65534 "$B/h3" "$B/h4"
+    out=$(cd "$B/ws" && as $who HOME="$B/h3" "$P" run --safe -- sh -c 'cat ~/.gitconfig 2>/dev/null; echo end' 2>/dev/null); rc=$?
+    eq "$rc:$(echo $out)" "0:end" "--safe ($who): a symlinked ~/.gitconfig holding a token is absent"
+    out=$(cd "$B/ws" && as $who HOME="$B/h4" "$P" run --safe -- sh -c 'git config --global user.name; cat ~/.config/git/config 2>/dev/null; echo end' 2>/dev/null); rc=$?
+    eq "$rc:$(echo $out)" "0:Dan end" "--safe ($who): a URL with a user name alone is no credential (the config stays); a key on its section's line is one"
 done

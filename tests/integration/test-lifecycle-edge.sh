@@ -2185,6 +2185,13 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
                 "  control: without the chgrp it applies, the file's owner and group kept"
         fi
     done
+    # a directory: apply gives an existing one no owner, so a chgrp of it
+    # since is no conflict (it was, found by a review)
+    W=$T/wsown-dir; mkdir -p "$W/d" && chmod 0755 "$W/d"
+    (cd "$W" && "$P" run --safe -- chmod 0750 d) >/dev/null 2>&1
+    chgrp 65534 "$W/d"
+    (cd "$W" && "$P" apply) > "$T/own-dir.out" 2>&1; rc=$?
+    eq "$rc:$(stat -c %a:%g "$W/d")" "0:750:65534" "  a directory whose group the user changed since the run: no conflict, its mode applied, the group kept"
     U=$T/ownuser; mkdir -p "$U/ws" && echo a > "$U/ws/f" && chown -R 65534:65534 "$U"
     out=$(cd "$U/ws" && setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$U" XDG_STATE_HOME="$U/state" \
         sh -c '"$0" run --safe -- sh -c "echo b > f" >/dev/null 2>&1 && "$0" apply 2>&1 >/dev/null; echo $?' "$P")
