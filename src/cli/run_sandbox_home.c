@@ -374,6 +374,124 @@ static bool mountinfo_line(const char *line, const char *end, char dev[static 32
            mountinfo_unescape(f[4], fl[4], mp, PATH_MAX) == 0;
 }
 
+/* Add path as a credential location the run keeps from the command
+ * ("PATH\0WHAT" in sb->cred_moved, as plan_moved_credentials' entries:
+ * masked in the views, covered in grants, a grant of it refused), unless
+ * it is there. */
+#define CRED_MOUNT_WHAT "a mount of a credential location"
+#define WS_MOUNT_WHAT "another name of the workspace (a mount of it), which would reach the real workspace"
+static int add_kept_mount(struct sandbox *sb, const char *path, const char *what) {
+    if (!sb->cred_moved)
+        return 0;
+    size_t n = 0;
+    for (; sb->cred_moved[n]; n++)
+        if (strcmp(sb->cred_moved[n], path) == 0)
+            return 0;
+    if (n >= PLAN_MAX_MOVED)
+        return -E2BIG; /* never drop one silently */
+    size_t pl = strlen(path), wl = strlen(what);
+    char *e = malloc(pl + wl + 2);
+    if (!e)
+        return -ENOMEM;
+    memcpy(e, path, pl + 1);
+    memcpy(e + pl + 1, what, wl + 1);
+    sb->cred_moved[n] = e;
+    return 0;
+}
+
+/* A mount of a part of home (rel, relative to it: the mount's root) at mp:
+ * when rel is or lies in a credential location, mp is one too; when it
+ * holds some (~/.config at mp), each is, at mp plus the rest of its path.
+ * Only where mp overlaps what the command is shown (exposed): a bind
+ * mount of ~/.ssh into the workspace or a grant, a file bind mount of
+ * ~/.ssh/id_rsa at ~/k, showed the key while home_credentials said
+ * enforced (found by a red-team pass). */
+static int add_cred_mounts(const char *rel, const char *mp, char *const *exposed, size_t n_exposed,
+                           struct sandbox *sb) {
+    bool shown = false;
+    for (size_t i = 0; i < n_exposed && !shown; i++)
+        shown = exposed[i] && path_overlaps(mp, exposed[i]);
+    if (!shown)
+        return 0;
+    if (plan_is_credential_path(rel))
+        return add_kept_mount(sb, mp, CRED_MOUNT_WHAT);
+    size_t rl = strlen(rel);
+    int r = 0;
+    for (const char *const *c = plan_credential_paths; *c && r >= 0; c++) {
+        if (strncmp(*c, rel, rl) != 0 || (*c)[rl] != '/')
+            continue;
+        _cleanup_free_ char *p = path_join(mp, *c + rl + 1);
+        r = p ? add_kept_mount(sb, p, CRED_MOUNT_WHAT) : -ENOMEM;
+    }
+    return r;
+}
+
+/* The file system path (its device "MAJ:MIN" in dev, the path on it in fs)
+ * of path (resolved), from the mount it is on (the longest mount point
+ * holding it, the last such line: the one on top).  False when not found. */
+static bool fs_path_of(const char *path, const char *mountinfo, char dev_out[static 32], char fs[static PATH_MAX]) {
+    char dev[32], root[PATH_MAX], mp[PATH_MAX];
+    size_t best = 0;
+    dev_out[0] = fs[0] = '\0';
+    for (const char *line = mountinfo; *line;) {
+        const char *nl = strchr(line, '\n');
+        const char *end = nl ? nl : line + strlen(line);
+        if (mountinfo_line(line, end, dev, root, mp) && path_within(path, mp) && strlen(mp) >= best) {
+            const char *rest = path + (strcmp(mp, "/") == 0 ? 0 : strlen(mp));
+            if (snprintf(fs, PATH_MAX, "%s%s", strcmp(root, "/") == 0 && *rest ? "" : root, rest) < PATH_MAX) {
+                snprintf(dev_out, 32, "%s", dev);
+                best = strlen(mp);
+            }
+        }
+        line = nl ? nl + 1 : end;
+    }
+    return dev_out[0] && fs[0];
+}
+
+/* Another name of the workspace (resolved), or of a part of it, that a
+ * mount gives in a grant (exposed[2..)): a bind mount of the workspace in
+ * an --access rw: grant let the command write the real workspace past
+ * the stage while workspace_writes said enforced (a grant of it by a
+ * symlink is refused; found by a red-team pass).  Kept from the command
+ * as a credential location is (covered in the grant; a grant in it
+ * refused).  Not in HOME's view: a copy-on-write view, whose writes are
+ * discarded (and HOME's other names would carry such an entry onto the
+ * workspace itself: a workspace in a bind mount of HOME in HOME). */
+static int add_workspace_mount_aliases(const char *workspace, char *const *exposed, size_t n_exposed,
+                                       const char *mountinfo, struct sandbox *sb) {
+    char wdev[32], wfs[PATH_MAX], dev[32], root[PATH_MAX], mp[PATH_MAX];
+    if (!workspace || !mountinfo || !fs_path_of(workspace, mountinfo, wdev, wfs))
+        return 0;
+    int r = 0;
+    for (const char *line = mountinfo; *line && r >= 0;) {
+        const char *nl = strchr(line, '\n');
+        const char *end = nl ? nl : line + strlen(line);
+        bool ok = mountinfo_line(line, end, dev, root, mp);
+        line = nl ? nl + 1 : end;
+        if (!ok || strcmp(dev, wdev) != 0 || !path_overlaps(root, wfs))
+            continue;
+        /* root holds the workspace: the workspace at mp plus the rest of
+         * its path; root in it: mp is a part of it */
+        _cleanup_free_ char *alias = NULL;
+        if (path_within(wfs, root)) {
+            const char *rest = strcmp(root, "/") != 0 ? wfs + strlen(root) : strcmp(wfs, "/") != 0 ? wfs : "";
+            if (asprintf(&alias, "%s%s", strcmp(mp, "/") == 0 && *rest ? "" : mp, rest) < 0)
+                return -ENOMEM;
+        } else if (!(alias = strdup(mp)))
+            return -ENOMEM;
+        if (path_overlaps(alias, workspace))
+            continue; /* the workspace itself, or a mount in it: the view's */
+        /* in a grant; or a grant in it (refused then, as a grant of a
+         * credential location is) */
+        bool shown = false;
+        for (size_t i = 2; i < n_exposed && !shown; i++)
+            shown = exposed[i] && (path_within(alias, exposed[i]) || path_within(exposed[i], alias));
+        if (shown)
+            r = add_kept_mount(sb, alias, WS_MOUNT_WHAT);
+    }
+    return r;
+}
+
 /* Another name of a home (home, resolved) that a mount gives inside or
  * around what the command is shown (exposed[0..n_exposed), resolved; NULL
  * entries skipped: the workspace, each grant, and HOME itself, whose view
@@ -418,6 +536,11 @@ static int add_home_mount_aliases(const char *home, char *const *exposed, size_t
         const char *end = nl ? nl : line + strlen(line);
         bool ok = mountinfo_line(line, end, dev, root, mp);
         line = nl ? nl + 1 : end;
+        if (ok && strcmp(dev, hdev) == 0 && strcmp(root, hfs) != 0 && path_within(root, hfs)) {
+            /* a mount of a part of home (its root below home's path) */
+            r = add_cred_mounts(root + strlen(hfs) + (strcmp(hfs, "/") != 0), mp, exposed, n_exposed, sb);
+            continue;
+        }
         if (!ok || strcmp(dev, hdev) != 0 || !path_within(hfs, root))
             continue;
         const char *rest = strcmp(root, "/") != 0 ? hfs + strlen(root) : strcmp(hfs, "/") != 0 ? hfs : "";
@@ -541,6 +664,8 @@ static int resolve_pw_home(const char *home, const char *workspace, const struct
         if (r >= 0 && homes[h])
             r = add_home_mount_aliases(homes[h], exposed, n_exposed, home_real, mountinfo, sb);
     }
+    if (r >= 0)
+        r = add_workspace_mount_aliases(workspace, exposed, n_exposed, mountinfo, sb);
     for (size_t i = 2; i < n_exposed; i++)
         free(exposed[i]);
     free(exposed);
@@ -728,16 +853,29 @@ static void note_missing(struct sandbox *sb, const char *where) {
 
 /* (A location named by HOME that is a link, its target missing, counts
  * too: the link has nothing to cover either.) */
-void sandbox_grant_missing_creds(const char *home, struct sandbox *sb, const char *path) {
+/* The same for one home (home: HOME, another home, or HOME by another
+ * name; reals: where its locations lead, or NULL). */
+static void grant_missing_in(const char *home, char *const *reals, struct sandbox *sb, const char *path) {
     struct stat st;
     for (size_t i = 0; home && plan_credential_paths[i]; i++) {
         _cleanup_free_ char *full = path_join(home, plan_credential_paths[i]);
-        const char *real = sb->cred_real ? sb->cred_real[i] : NULL;
+        const char *real = reals ? reals[i] : NULL;
         if (full && path_within(full, path) && lstat(full, &st) < 0)
             note_missing(sb, full);
         else if (real && path_within(real, path) && lstat(real, &st) < 0)
             note_missing(sb, real);
     }
+}
+
+void sandbox_grant_missing_creds(const char *home, struct sandbox *sb, const char *path) {
+    struct stat st;
+    grant_missing_in(home, sb->cred_real, sb, path);
+    /* the other homes and HOME's other names: a grant of a bind mount of
+     * HOME, or of the passwd home, showed a location the host created
+     * during the run while home_credentials said enforced and --strict
+     * ran (found by a red-team pass) */
+    for (size_t k = 0; k < PLAN_OTHER_HOMES && sb->pw_home[k]; k++)
+        grant_missing_in(sb->pw_home[k], sb->pw_cred_real[k], sb, path);
     for (size_t i = 0; sb->cred_moved && sb->cred_moved[i]; i++)
         if (path_within(sb->cred_moved[i], path) && lstat(sb->cred_moved[i], &st) < 0)
             note_missing(sb, sb->cred_moved[i]);

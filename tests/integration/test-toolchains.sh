@@ -75,7 +75,7 @@ applied() {
 reviewed() {
     w=$1; shift
     (cd "$w" && "$P" status --review) > "$T/review" 2>&1
-    for p in "$@"; do grep -q "^  A $p\$" "$T/review" || { diag "review lacks $p"; return 1; }; done
+    for p in "$@"; do grep -q "^  A $p\(  (binary)\)\{0,1\}\$" "$T/review" || { diag "review lacks $p"; return 1; }; done
 }
 
 # The host's HOME where the tools write (caches, registries, shims): type,
