@@ -529,6 +529,12 @@ int cmd_apply(int argc, char **argv) {
                       "Run 'pvisor apply' again: it completes the apply or names the conflict");
             break;
         case -ENODATA: cli_error(st, "apply", "the stage %s holds no changes (no run sealed it)", stage); break;
+        case -EPERM:
+            cli_error(st, "apply",
+                      "refused: the stage %s is another user's, or others may write in it: they could change it "
+                      "after your review; nothing was written (apply a stage of your own)",
+                      stage);
+            break;
         case -ELOOP:
         case -ENAMETOOLONG:
             if (rep.beyond_bounds) {

@@ -342,8 +342,9 @@ static const char *stage_open_hint(int r, const char *stage) {
     case -EXDEV: return "the stage belongs to another workspace";
     case -EINVAL: return "the directory is not empty and is not a pvisor stage";
     case -EPERM: /* stage_open_for_run: its mode could not be made 0700 */
-        return "the directory is another user's and others may enter it: a stage holds the command's files, set-id "
-               "programs among them, and must be its owner's alone (0700); use a directory of your own";
+        return "the directory is another user's: a stage holds the command's files, set-id programs among them, and "
+               "must be yours alone (0700), or its owner could change it after your review; use a directory of "
+               "your own";
     case -EPROTO: return "the stage has a format version this pvisor does not know";
     case -ENOTDIR: return "the stage path is not a directory";
     case -EMLINK: /* stage_open_for_run: a copy made with cp -l or cp -al */

@@ -1267,6 +1267,16 @@ int lc_apply(const char *stage_path, const struct lc_apply_opts *o, struct lc_ap
     r = lc_stage_open(stage_path, &st);
     if (r < 0)
         return r;
+    /* A stage another user owns, or may write in (a --stage DIR they made
+     * first in /tmp), is theirs to change after the review: root's plain
+     * apply wrote their bytes (found by a red-team pass).  Its upper/ is
+     * the workspace root's owner's (stage-format.md), reached only
+     * through the stage directory. */
+    struct stat own;
+    if (fstat(st->dir_fd, &own) < 0 || own.st_uid != geteuid() || (own.st_mode & 022)) {
+        lc_stage_free(st);
+        return -EPERM;
+    }
     struct plan p = {0};
     struct lc_changeset *cs = NULL;
     struct ctx c = {.intent_lock = PTHREAD_MUTEX_INITIALIZER, .fs_lock = PTHREAD_MUTEX_INITIALIZER};

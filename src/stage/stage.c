@@ -334,8 +334,12 @@ static int stage_open_impl(struct stage *s, const char *path, const char *worksp
     struct stat dst;
     if (fstat(s->dir_fd, &dst) < 0)
         return -errno;
+    /* another user's (made first in /tmp: root adopted it, and its owner
+     * changed the stage after root's review; found by a red-team pass) */
+    if (dst.st_uid != geteuid())
+        return -EPERM;
     if ((dst.st_mode & 077) && fchmod(s->dir_fd, dst.st_mode & 07700) < 0)
-        return -errno; /* -EPERM: another user's, which others may enter */
+        return -errno;
     s->lock_fd = openat(s->dir_fd, "lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (s->lock_fd < 0)
         return -errno;

@@ -79,8 +79,7 @@ struct stage_preimage {
  * lock; -ESTALE interrupted; -EALREADY applied or dropped; -EINPROGRESS an
  * apply of the stage was interrupted (finish it with `pvisor apply`); -EXDEV stage of
  * another workspace; -EINVAL not a stage; -EPROTO unknown format version;
- * -EPERM another user's directory that others may enter (its mode cannot be
- * made 0700); other -errno from the file system. */
+ * -EPERM another user's directory; other -errno from the file system. */
 int stage_open_for_run(const char *path, const char *workspace_abs, const char *run_id, enum stage_durability d,
                        struct stage **ret_stage);
 

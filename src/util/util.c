@@ -583,6 +583,17 @@ int state_dir(char **ret_path) {
     return 0;
 }
 
+/* Is path, where it exists, a directory of ours that no one else may
+ * write in?  0, or -ENOTDIR / -EPERM; absent: 0. */
+static int ours_alone(const char *path) {
+    struct stat st;
+    if (lstat(path, &st) < 0)
+        return errno == ENOENT ? 0 : -errno;
+    if (!S_ISDIR(st.st_mode))
+        return -ENOTDIR;
+    return st.st_uid == geteuid() && !(st.st_mode & 022) ? 0 : -EPERM;
+}
+
 int runs_dir(bool create, char **ret_path) {
     _cleanup_free_ char *sd = NULL;
     int r = state_dir(&sd);
@@ -591,6 +602,14 @@ int runs_dir(bool create, char **ret_path) {
     char *p = path_join(sd, "runs");
     if (!p)
         return -ENOMEM;
+    /* another user's state directory (made first in a shared XDG_STATE_HOME)
+     * would let them replace the runs, their Bundles and stages, and the
+     * agent-written record (found by a red-team pass), as would one others
+     * may write in: refused, as ssh refuses such a ~/.ssh */
+    if ((r = ours_alone(sd)) < 0 || (r = ours_alone(p)) < 0) {
+        free(p);
+        return r;
+    }
     if (create) {
         r = mkdir_p(p, 0700);
         if (r < 0) {

@@ -844,8 +844,31 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
     mkdir -m 0777 "$B/rootst"
     (cd "$B/uws" && setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$B/uws" XDG_STATE_HOME="$B/uws/.state" \
         "$P" run --stage "$B/rootst" -- true) >/dev/null 2>"$B/rootst.err"
-    eq "$?:$(grep -c "another user's and others may enter it: a stage holds the command's files" "$B/rootst.err"):$(ls -A "$B/rootst" | wc -l)" \
-        "125:1:0" "as uid 65534: a --stage DIR of root's that others may enter is refused, saying why, nothing left in it"
+    eq "$?:$(grep -c "is another user's: a stage holds the command's files" "$B/rootst.err"):$(ls -A "$B/rootst" | wc -l)" \
+        "125:1:0" "as uid 65534: a --stage DIR of root's is refused, saying why, nothing left in it"
+    # the other way round: a user makes root's --stage DIR first in a
+    # shared /tmp; root adopted it, and its owner changed the stage after
+    # root's review, which root's plain apply wrote (found by a red-team
+    # pass): refused, the directory untouched
+    mkdir -m 1777 "$B/shared" && setpriv --reuid=65534 --regid=65534 --clear-groups mkdir -m 0777 "$B/shared/st"
+    (cd "$W" && "$P" run --safe --stage "$B/shared/st" --workspace "$W" -- sh -c 'echo v2 > a') >/dev/null 2>"$B/squat.err"
+    eq "$?:$(grep -c "is another user's: a stage holds the command's files" "$B/squat.err"):$(ls -A "$B/shared/st" | wc -l):$(stat -c %a "$B/shared/st")" \
+        "125:1:0:777" "root: a --stage DIR another user made first is refused, untouched"
+    # a stage that became another user's since the run: apply refuses it
+    (cd "$W" && "$P" run --stage "$B/own" --workspace "$W" -- sh -c 'echo v3 > a') >/dev/null 2>&1
+    chown 65534 "$B/own"
+    (cd "$W" && "$P" apply --stage "$B/own") >/dev/null 2>"$B/own.err"
+    eq "$?:$(cat "$W/a"):$(grep -c "is another user's, or others may write in it" "$B/own.err")" "1:a:1" \
+        "root: apply of a stage that is another user's is refused, nothing written"
+    chown 0 "$B/own"
+    # a state directory of another user's (made first in a shared
+    # XDG_STATE_HOME): its owner could replace the runs, their Bundles and
+    # stages (found by a red-team pass)
+    setpriv --reuid=65534 --regid=65534 --clear-groups mkdir -m 0777 "$B/shared/pvisor"
+    (cd "$W" && XDG_STATE_HOME="$B/shared" "$P" run --safe --workspace "$W" -- true) >/dev/null 2>"$B/sd.err"; rc=$?
+    (cd "$W" && XDG_STATE_HOME="$B/shared" "$P" list) >/dev/null 2>"$B/sd2.err"
+    eq "$rc:$?:$(grep -c "is another user's, or others may write in it: whoever owns it could replace" "$B/sd.err" "$B/sd2.err" | cut -d: -f2 | tr '\n' ' ')$(ls -A "$B/shared/pvisor" | wc -l)" \
+        "125:1:1 1 0" "a state directory of another user's is refused by run and the verbs, untouched"
 else
     skip "a stage is its owner's alone" "needs root and setpriv"
 fi
