@@ -326,7 +326,9 @@ int cmd_run(int argc, char **argv) {
          * advice reads as wrong to one who set it */
         const char *x = getenv("XDG_STATE_HOME");
         bool x_ignored = x && x[0] && x[0] != '/';
-        if (path_within(runs, workspace) || (real && path_within(real, workspace)))
+        /* where it is (WS/../state is not in WS: refused, found by a
+         * review), its spelling aside */
+        if (path_within(real ? real : runs, workspace))
             return cli_usage_error("run",
                                    "pvisor's state directory %s is inside the workspace %s: the sandboxed command "
                                    "would see other runs' Bundles and stages there; set XDG_STATE_HOME to a "

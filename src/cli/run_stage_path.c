@@ -46,7 +46,12 @@ int run_check_stage_location(const struct run_context *ctx, char **ret_error) {
             *ret_error = NULL;
         return -EINVAL;
     }
-    if (path_overlaps(sp, ctx->workspace)) {
+    /* where it is, its spelling aside (a state directory named
+     * WS/../state is not in WS: it was refused, found by a review) */
+    _cleanup_free_ char *sp_real = NULL;
+    if (path_resolve(sp, &sp_real) < 0)
+        return -ENOMEM;
+    if (path_overlaps(sp_real ? sp_real : sp, ctx->workspace)) {
         if (asprintf(ret_error,
                      "the stage %s and the workspace %s must not contain each other; "
                      "choose --stage outside the workspace (or set XDG_STATE_HOME outside it for --stage auto)",

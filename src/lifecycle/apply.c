@@ -904,7 +904,17 @@ static int op_put(struct ctx *c, size_t idx) {
         r = ensure_intent_durable(c);
     if (r < 0)
         return r;
-    if (mkdirat(parent, name, 0700) < 0 && errno != EEXIST)
+    /* 0700 until its metadata (op_dir_meta); but under a setgid parent a
+     * directory that is to keep the bit is made with its mode bits: a
+     * chmod by a user outside the group clears the bit the mkdir
+     * inherited (a team directory: the review showed mode 2755, apply
+     * left 0755; found by a red-team pass), and op_dir_meta's chmod is
+     * not needed when the umask leaves the mode as the stage has it */
+    struct stat pst;
+    mode_t mk = 0700;
+    if ((e->new_mode & S_ISGID) && fstat(parent, &pst) == 0 && (pst.st_mode & S_ISGID))
+        mk = e->new_mode & 0777;
+    if (mkdirat(parent, name, mk) < 0 && errno != EEXIST)
         return -errno;
     struct stat st;
     if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
@@ -957,7 +967,12 @@ static int op_dir_meta(struct ctx *c, struct plan_ent *e) {
         if (r < 0 && r != -ENOTSUP && r != -EPERM)
             return r;
     }
-    if (fchmod(d, e->new_mode) < 0)
+    /* not when it has that mode already: a chmod by a user outside the
+     * directory's group clears its setgid bit, which the mkdir had
+     * inherited from a setgid parent (a team directory: the review showed
+     * mode 2755, apply left 0755; found by a red-team pass) */
+    struct stat dst;
+    if ((fstat(d, &dst) < 0 || (dst.st_mode & 07777) != e->new_mode) && fchmod(d, e->new_mode) < 0)
         return -errno;
     if (e->old_type != LC_DIR) {
         struct timespec ts[2] = {e->atime, e->mtime};

@@ -566,6 +566,13 @@ int state_dir(char **ret_path) {
     char *r;
     if (x && x[0] == '/') {
         r = path_join(x, "pvisor");
+        /* where it is, symlinks and '..' resolved (WS/../state: the
+         * sandbox's plan takes normalised paths only) */
+        char *res = NULL;
+        if (r && path_resolve(r, &res) > 0) {
+            free(r);
+            r = res;
+        }
     } else {
         const char *home = getenv("HOME");
         if (!home || home[0] != '/') {

@@ -2200,3 +2200,23 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
 else
     skip "root's apply and an owner changed since the review" "needs root and setpriv"
 fi
+
+# An ordinary user's apply of a new directory in a setgid directory of a
+# group the user is not in: the mkdir inherits the bit (and the review
+# shows mode 2755), but apply's chmod of it cleared the bit (the kernel
+# does, for a user outside the group), and files made there later got the
+# user's group (found by a red-team pass). And a state directory reached
+# through the workspace with '..' is outside it: it was refused.
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
+    U=$T/sgid; mkdir -p "$U/ws/team" "$U/nat/team" && chown -R 65534:65534 "$U" && chgrp 50 "$U/ws/team" "$U/nat/team" &&
+        chmod 2775 "$U/ws/team" "$U/nat/team"
+    asu() { (umask 022; setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$U" XDG_STATE_HOME="$U/state" "$@"); }
+    asu mkdir "$U/nat/team/sub"
+    (cd "$U/ws" && asu "$P" run --safe -- mkdir team/sub >/dev/null 2>&1 && asu "$P" apply >/dev/null 2>&1); rc=$?
+    eq "$rc:$(stat -c %a:%g "$U/nat/team/sub"):$(stat -c %a:%g "$U/ws/team/sub")" "0:2755:50:2755:50" \
+        "an ordinary user's applied directory in a setgid directory of another group keeps the bit, as its own mkdir does"
+    (cd "$U/ws" && asu env XDG_STATE_HOME="$U/ws/../state2" "$P" run --safe -- true) >/dev/null 2>"$U/dd.err"
+    eq "$?:$(wc -c < "$U/dd.err")" "0:0" "a state directory named through the workspace with '..' (outside it) is taken"
+else
+    skip "an ordinary user's directory in a setgid directory" "needs root and setpriv"
+fi
