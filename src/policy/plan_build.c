@@ -659,6 +659,14 @@ static bool gitconfig_holds_credential(const char *path) {
     if (n < 0)
         return !buf; /* out of memory: cannot be told, kept from the command */
     buf[n] = '\0';
+    /* most configs hold none of what the patterns look for: no regcomp
+     * for those (a run's start); the words below are in every match */
+    static const char *const words[] = {"extraheader", "token", "password", "secret", "smtppass"};
+    bool maybe = strstr(buf, "://") && strchr(buf, '@');
+    for (size_t i = 0; i < ARRAY_SIZE(words) && !maybe; i++)
+        maybe = strcasestr(buf, words[i]) != NULL;
+    if (!maybe)
+        return false;
     /* a key may follow its section's header on the same line ([http]
      * extraheader = ...) */
 #define GC_KEY "^[[:space:]]*(\\[[^]]*\\][[:space:]]*)?"
