@@ -281,14 +281,14 @@ int cmd_run(int argc, char **argv) {
     r = make_run_id(run_id);
     if (r >= 0)
         r = runs_dir(false, &runs);
-    if (r == -EPERM || r == -ENOTDIR) {
+    if (r == -EPERM) {
         _cleanup_free_ char *sd = NULL;
         (void)state_dir(&sd);
         return cli_error(PV_EXIT_SETUP, "run",
-                         "the pvisor state directory %s (or its runs/) is %s: whoever owns it could replace "
+                         "the pvisor state directory %s (or its runs/) is another user's, or others may write in it: "
+                         "whoever owns it could replace "
                          "your runs and stages; use a directory of your own (XDG_STATE_HOME)",
-                         sd ? sd : "?",
-                         r == -ENOTDIR ? "not a directory" : "another user's, or others may write in it");
+                         sd ? sd : "?");
     }
     if (r < 0)
         return cli_error(PV_EXIT_SETUP, "run",

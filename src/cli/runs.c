@@ -121,12 +121,12 @@ int runs_dir_error(const char *verb, int r) {
     (void)state_dir(&sd);
     _cleanup_free_ char *dir = sd ? path_join(sd, "runs") : NULL;
     _cleanup_free_ char *shown = dir ? term_escape(dir) : NULL;
-    if (r == -EPERM || r == -ENOTDIR) /* runs_dir: not ours alone */
+    if (r == -EPERM) /* runs_dir: not ours alone */
         return cli_error(PV_EXIT_FAILURE, verb,
-                         "the runs directory %s (or the state directory holding it) is %s: whoever owns it could "
+                         "the runs directory %s (or the state directory holding it) is another user's, or others may "
+                         "write in it: whoever owns it could "
                          "replace your runs and stages; use a directory of your own (XDG_STATE_HOME)",
-                         shown ? shown : "?",
-                         r == -ENOTDIR ? "not a directory" : "another user's, or others may write in it");
+                         shown ? shown : "?");
     return cli_error(PV_EXIT_FAILURE, verb, "cannot read the runs directory %s: %s (set XDG_STATE_HOME to yours)",
                      shown ? shown : "?", strerror(-r));
 }

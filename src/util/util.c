@@ -590,14 +590,14 @@ int state_dir(char **ret_path) {
     return 0;
 }
 
-/* Is path, where it exists, a directory of ours that no one else may
- * write in?  0, or -ENOTDIR / -EPERM; absent: 0. */
+/* Is path, where it is a directory, ours, and no one else may write in
+ * it?  0, or -EPERM. */
 static int ours_alone(const char *path) {
     struct stat st;
-    if (lstat(path, &st) < 0)
-        return errno == ENOENT ? 0 : -errno;
+    if (lstat(path, &st) < 0) /* absent, or a parent is no directory: the caller's error then */
+        return errno == ENOENT || errno == ENOTDIR ? 0 : -errno;
     if (!S_ISDIR(st.st_mode))
-        return -ENOTDIR;
+        return 0; /* likewise (runs a file: "Not a directory" when read or made) */
     return st.st_uid == geteuid() && !(st.st_mode & 022) ? 0 : -EPERM;
 }
 

@@ -88,7 +88,7 @@ int state_dir(char **ret_path);
 
 /* The runs directory under state_dir(), created when create is true.
  * -EPERM: the state directory or the runs directory is another user's, or
- * others may write in it (-ENOTDIR: not a directory). */
+ * others may write in it. */
 int runs_dir(bool create, char **ret_path);
 
 /* New run id, sortable by start time: 20261129T093000.123Z-1a2b3c4d. */
