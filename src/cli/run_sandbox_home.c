@@ -511,24 +511,8 @@ static int add_home_mount_aliases(const char *home, char *const *exposed, size_t
     struct stat hst;
     if (!home || !mountinfo || stat(home, &hst) < 0)
         return 0;
-    char dev[32], root[PATH_MAX], mp[PATH_MAX], hdev[32] = "", hfs[PATH_MAX] = "";
-    size_t best = 0;
-    /* the mount home is on (the longest mount point holding it, the last
-     * such line: the one on top), and home's path on its file system */
-    for (const char *line = mountinfo; *line;) {
-        const char *nl = strchr(line, '\n');
-        const char *end = nl ? nl : line + strlen(line);
-        if (mountinfo_line(line, end, dev, root, mp) && path_within(home, mp) && strlen(mp) >= best) {
-            const char *rest = home + (strcmp(mp, "/") == 0 ? 0 : strlen(mp));
-            if (snprintf(hfs, sizeof hfs, "%s%s", strcmp(root, "/") == 0 && *rest ? "" : root, rest) <
-                (int)sizeof hfs) {
-                snprintf(hdev, sizeof hdev, "%s", dev);
-                best = strlen(mp);
-            }
-        }
-        line = nl ? nl + 1 : end;
-    }
-    if (!hdev[0] || !hfs[0])
+    char dev[32], root[PATH_MAX], mp[PATH_MAX], hdev[32], hfs[PATH_MAX];
+    if (!fs_path_of(home, mountinfo, hdev, hfs))
         return 0;
     int r = 0;
     for (const char *line = mountinfo; *line && r >= 0;) {
