@@ -667,7 +667,7 @@ static bool gitconfig_holds_credential(const char *path) {
         maybe = strcasestr(buf, words[i]) != NULL;
     if (!maybe)
         return false;
-    /* a key may follow its section's header on the same line ([http]
+        /* a key may follow its section's header on the same line ([http]
      * extraheader = ...) */
 #define GC_KEY "^[[:space:]]*(\\[[^]]*\\][[:space:]]*)?"
     static const char *const patterns[] = {
