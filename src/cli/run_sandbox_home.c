@@ -426,25 +426,44 @@ static int add_cred_mounts(const char *rel, const char *mp, char *const *exposed
     return r;
 }
 
+/* Read the line of mountinfo at *line into dev, root and mp, and move
+ * *line past it: false at the end; *ret_ok false for a line that could not
+ * be read. */
+static bool mountinfo_next(const char **line, char dev[static 32], char root[static PATH_MAX], char mp[static PATH_MAX],
+                           bool *ret_ok) {
+    if (!**line)
+        return false;
+    const char *nl = strchr(*line, '\n');
+    const char *end = nl ? nl : *line + strlen(*line);
+    *ret_ok = mountinfo_line(*line, end, dev, root, mp);
+    *line = nl ? nl + 1 : end;
+    return true;
+}
+
+/* fs, a path on a mount's file system at or below its root, by the
+ * mount's point mp (malloc'd; NULL: out of memory). */
+static char *name_at_mount(const char *fs, const char *root, const char *mp) {
+    const char *rest = strcmp(root, "/") != 0 ? fs + strlen(root) : strcmp(fs, "/") != 0 ? fs : "";
+    char *p = NULL;
+    return asprintf(&p, "%s%s", strcmp(mp, "/") == 0 && *rest ? "" : mp, rest) < 0 ? NULL : p;
+}
+
 /* The file system path (its device "MAJ:MIN" in dev, the path on it in fs)
  * of path (resolved), from the mount it is on (the longest mount point
  * holding it, the last such line: the one on top).  False when not found. */
 static bool fs_path_of(const char *path, const char *mountinfo, char dev_out[static 32], char fs[static PATH_MAX]) {
     char dev[32], root[PATH_MAX], mp[PATH_MAX];
     size_t best = 0;
+    bool ok;
     dev_out[0] = fs[0] = '\0';
-    for (const char *line = mountinfo; *line;) {
-        const char *nl = strchr(line, '\n');
-        const char *end = nl ? nl : line + strlen(line);
-        if (mountinfo_line(line, end, dev, root, mp) && path_within(path, mp) && strlen(mp) >= best) {
+    for (const char *line = mountinfo; mountinfo_next(&line, dev, root, mp, &ok);)
+        if (ok && path_within(path, mp) && strlen(mp) >= best) {
             const char *rest = path + (strcmp(mp, "/") == 0 ? 0 : strlen(mp));
             if (snprintf(fs, PATH_MAX, "%s%s", strcmp(root, "/") == 0 && *rest ? "" : root, rest) < PATH_MAX) {
                 snprintf(dev_out, 32, "%s", dev);
                 best = strlen(mp);
             }
         }
-        line = nl ? nl + 1 : end;
-    }
     return dev_out[0] && fs[0];
 }
 
@@ -463,21 +482,14 @@ static int add_workspace_mount_aliases(const char *workspace, char *const *expos
     if (!workspace || !mountinfo || !fs_path_of(workspace, mountinfo, wdev, wfs))
         return 0;
     int r = 0;
-    for (const char *line = mountinfo; *line && r >= 0;) {
-        const char *nl = strchr(line, '\n');
-        const char *end = nl ? nl : line + strlen(line);
-        bool ok = mountinfo_line(line, end, dev, root, mp);
-        line = nl ? nl + 1 : end;
+    bool ok;
+    for (const char *line = mountinfo; r >= 0 && mountinfo_next(&line, dev, root, mp, &ok);) {
         if (!ok || strcmp(dev, wdev) != 0 || !path_overlaps(root, wfs))
             continue;
         /* root holds the workspace: the workspace at mp plus the rest of
          * its path; root in it: mp is a part of it */
-        _cleanup_free_ char *alias = NULL;
-        if (path_within(wfs, root)) {
-            const char *rest = strcmp(root, "/") != 0 ? wfs + strlen(root) : strcmp(wfs, "/") != 0 ? wfs : "";
-            if (asprintf(&alias, "%s%s", strcmp(mp, "/") == 0 && *rest ? "" : mp, rest) < 0)
-                return -ENOMEM;
-        } else if (!(alias = strdup(mp)))
+        _cleanup_free_ char *alias = path_within(wfs, root) ? name_at_mount(wfs, root, mp) : strdup(mp);
+        if (!alias)
             return -ENOMEM;
         if (path_overlaps(alias, workspace))
             continue; /* the workspace itself, or a mount in it: the view's */
@@ -515,11 +527,8 @@ static int add_home_mount_aliases(const char *home, char *const *exposed, size_t
     if (!fs_path_of(home, mountinfo, hdev, hfs))
         return 0;
     int r = 0;
-    for (const char *line = mountinfo; *line && r >= 0;) {
-        const char *nl = strchr(line, '\n');
-        const char *end = nl ? nl : line + strlen(line);
-        bool ok = mountinfo_line(line, end, dev, root, mp);
-        line = nl ? nl + 1 : end;
+    bool ok;
+    for (const char *line = mountinfo; r >= 0 && mountinfo_next(&line, dev, root, mp, &ok);) {
         if (ok && strcmp(dev, hdev) == 0 && strcmp(root, hfs) != 0 && path_within(root, hfs)) {
             /* a mount of a part of home (its root below home's path) */
             r = add_cred_mounts(root + strlen(hfs) + (strcmp(hfs, "/") != 0), mp, exposed, n_exposed, sb);
@@ -527,9 +536,8 @@ static int add_home_mount_aliases(const char *home, char *const *exposed, size_t
         }
         if (!ok || strcmp(dev, hdev) != 0 || !path_within(hfs, root))
             continue;
-        const char *rest = strcmp(root, "/") != 0 ? hfs + strlen(root) : strcmp(hfs, "/") != 0 ? hfs : "";
-        char *alias = NULL;
-        if (asprintf(&alias, "%s%s", strcmp(mp, "/") == 0 && *rest ? "" : mp, rest) < 0)
+        char *alias = name_at_mount(hfs, root, mp);
+        if (!alias)
             return -ENOMEM;
         bool shown = false;
         for (size_t i = 0; i < n_exposed && !shown; i++)
