@@ -106,6 +106,17 @@ int lc_apply_classify(int ws_fd, int upper_fd, struct plan *p, struct lc_apply_r
  * same inode, its mode and user xattrs its old or final ones?  1/0/-errno
  * (apply-resume.c). */
 int lc_apply_dir_unchanged(int upper_fd, int fd, const struct plan_ent *e);
+/* apply-records.c: after an apply, the directories it created appended to
+ * STAGE/apply-created; the intent renamed to the 'applied' marker, made
+ * durable (on failure put back); without --expect, a reviewed stage
+ * compared with the review's ID (0: never reviewed or the one reviewed,
+ * *ret_checked then; -EKEYREVOKED: another); after a subset of a reviewed
+ * changeset, what is left recorded as reviewed (best effort). */
+int lc_apply_record_created_dirs(int dir_fd, const struct plan *p);
+int lc_apply_mark_applied(int dir_fd);
+int lc_apply_check_reviewed(const struct lc_stage *st, const struct lc_changeset *cs, struct lc_apply_report *rep,
+                            bool *ret_checked);
+void lc_apply_record_rest_reviewed(struct lc_stage *st);
 /* Remove intents whose rename a crash lost, and the temp files they name. */
 void lc_intent_remove_lost(int stage_dir_fd, int ws_fd);
 
