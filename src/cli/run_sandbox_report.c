@@ -585,7 +585,7 @@ const char *sandbox_report_error(const struct sandbox *sb, int exec_errno, int w
     const char *step = json_string_value(json_object_get(sb->report, "step"));
     const char *msg = json_string_value(json_object_get(sb->report, "message"));
     int err = (int)json_integer_value(json_object_get(sb->report, "errno"));
-    char rb[256];
+    char rb[512];
     const char *remedy = ns_limit_remedy(step, err, rb, sizeof rb);
     snprintf(buf, size, "sandbox setup failed at '%s': %s%s%s", step ? step : "?", msg ? msg : "?", remedy ? ": " : "",
              remedy ? remedy : "");

@@ -440,7 +440,7 @@ int run_execute_staged(struct run_context *ctx,
     if (r < 0) {
         close(st.lower_fd);
         sandbox_release(sb);
-        char rb[256];
+        char rb[512];
         const char *remedy = namespace_remedy(what, -r, rb, sizeof rb);
         snprintf(msg, sizeof msg, "cannot create a private mount namespace (%s: %s); check 'pvisor doctor'%s%s%s", what,
                  strerror(-r), remedy ? " (" : "", remedy ? remedy : "", remedy ? ")" : "");
@@ -615,7 +615,7 @@ int run_execute_staged(struct run_context *ctx,
         } else if (sandbox_report_ok(sb)) {
             /* recorded by sandbox_read_report() before the command ran */
         } else if (!sb->exec_failed) {
-            char why[300];
+            char why[768];
             sandbox_report_error(sb, res.exec_errno, res.wait_status, why, sizeof why);
             /* the directory pvisor was started in is not in the sandbox's
              * view (a /tmp/x outside the workspace: the sandbox's /tmp is

@@ -1307,6 +1307,20 @@ const char *ns_limit_remedy(const char *step, int err, char *buf, size_t size) {
                      ns[i].what, ns[i].sysctl, ns[i].sysctl);
         return buf;
     }
+    /* A detached mount (open_tree's clone, fsmount's) lives in an
+     * anonymous mount namespace of its own, counted against
+     * user.max_mnt_namespaces until it is attached: a launcher step that
+     * clones or makes a mount fails ENOSPC when that limit is low, not 0
+     * (a run clones a few dozen at once), or at fs.mount-max. */
+    static const char *const mount_words[] = {"mount", "open_tree", "covering", "tmpfs"};
+    for (size_t i = 0; i < ARRAY_SIZE(mount_words); i++)
+        if (strstr(step, mount_words[i])) {
+            snprintf(buf, size,
+                     "the limit on mount namespaces is too low (user.max_mnt_namespaces, here or in a user namespace "
+                     "above: each mount made for the sandbox's root counts as one while it is made) or the one on "
+                     "mounts (fs.mount-max): sysctl user.max_mnt_namespaces=15000");
+            return buf;
+        }
     return NULL;
 }
 

@@ -232,8 +232,11 @@ extern const struct ns_kind ns_kinds[NS_KINDS];
  * step naming "CLONE_NEWNS", "CLONE_NEWPID", "CLONE_NEWNET",
  * "CLONE_NEWIPC" or "CLONE_NEWUTS"): its count limit, the sysctl
  * user.max_<x>_namespaces, was reached, here or in a user namespace above
- * this one.  Written into buf; NULL for another error or step (the user
- * namespace's own limit is the caller's: its remedy differs by user). */
+ * this one.  Also for a step that makes or clones a mount ("mount",
+ * "open_tree", "covering", "tmpfs" in it): each detached mount is an
+ * anonymous mount namespace, counted by the same limit.  Written into
+ * buf; NULL for another error or step (the user namespace's own limit is
+ * the caller's: its remedy differs by user). */
 const char *ns_limit_remedy(const char *step, int err, char *buf, size_t size);
 
 /* Is pid (in our /proc) gone or going already: exited (a zombie), exiting

@@ -1184,6 +1184,18 @@ if [ "$safe_works" = true ] && [ "$(id -u)" -eq 0 ] && command -v unshare >/dev/
                 "125:1:1:0::setup_failed" "--safe as $who with user.max_${ns}_namespaces=0: exit 125, one message naming that sysctl, the command never ran"
         done
     done
+    # A low limit, not 0: the launcher's clones of what it projects (each
+    # an anonymous mount namespace until attached) are refused ENOSPC at
+    # 'open_tree(OPEN_TREE_CLONE)', which named no limit at all
+    for who in root nobody; do
+        set -- env
+        [ $who = root ] || set -- setpriv --reuid=65534 --regid=65534 --clear-groups
+        out=$(cd "$N/ws" && HOME="$N" XDG_STATE_HOME="$N/state-$who" "$@" unshare -Ur sh -c \
+            'echo 4 > /proc/sys/user/max_mnt_namespaces || exit 77
+            exec "$1" run --safe -- sh -c "echo RAN > ran"' sh "$PVISOR" 2>&1); rc=$?
+        eq "$rc:$(printf '%s\n' "$out" | grep -c .):$(echo "$out" | grep -c "No space left.*limit on mount namespaces is too low (user.max_mnt_namespaces.*sysctl user.max_mnt_namespaces=15000"):$(test -e "$N/ws/ran" && echo RAN)" \
+            "125:1:1:" "--safe as $who with user.max_mnt_namespaces=4: exit 125, one message naming that sysctl, the command never ran"
+    done
     # root's staged run makes no user namespace: its mount namespace's
     # refusal said to set kernel.unprivileged_userns_clone
     out=$(cd "$N/ws" && XDG_STATE_HOME="$N/state-root" unshare -Ur sh -c 'echo 0 > /proc/sys/user/max_mnt_namespaces || exit 77
