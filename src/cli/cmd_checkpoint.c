@@ -114,10 +114,19 @@ int cmd_checkpoint(int argc, char **argv) {
         json_t *arr = lc_checkpoints_json(stage);
         size_t i;
         json_t *v;
-        json_array_foreach(arr, i, v) printf(
-            "%-32s %s  %lld bytes (%s)\n", json_string_value(json_object_get(v, "name")),
-            json_string_value(json_object_get(v, "created")),
-            (long long)json_integer_value(json_object_get(v, "bytes")), json_string_value(json_object_get(v, "copy")));
+        /* one the command made on its agent socket says so: its name is
+         * the command's choice, and could read as one of the user's own */
+        json_array_foreach(arr, i, v) {
+            int live = json_is_true(json_object_get(v, "live"));
+            const char *by = json_string_value(json_object_get(v, "run"));
+            printf("%-32s %s  %lld bytes (%s)", json_string_value(json_object_get(v, "name")),
+                   json_string_value(json_object_get(v, "created")),
+                   (long long)json_integer_value(json_object_get(v, "bytes")),
+                   json_string_value(json_object_get(v, "copy")));
+            if (live)
+                printf("  made by the command of run %s (agent socket)", by ? by : "?");
+            putchar('\n');
+        }
         /* an empty listing said nothing at all: said on stderr (the
          * listing, on stdout, stays empty for scripts) */
         if (json_array_size(arr) == 0)

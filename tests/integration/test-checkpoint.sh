@@ -96,6 +96,10 @@ EOF
         sh -c "test -f '$S/checkpoints/c1/checkpoint.json' && [ -z \"\$(ls -A '$S/checkpoints' | grep '^\.')\" ]"
     eq "$(as "$P" status --review "$S" --json | jq -r '.stage.checkpoints[0] | "\(.name) \(.live) \(.run != null)"')" \
         "c1 true true" "$L: review lists c1 as a live checkpoint of the run"
+    as "$P" checkpoint --name mine --stage "$S" >/dev/null 2>&1
+    as "$P" checkpoint --list --stage "$S" > "$O/cpl.out" 2>&1
+    eq "$(grep -c '^c1 .*  made by the command of run [^ ]* (agent socket)$' "$O/cpl.out"):$(grep -c '^mine .*made by' "$O/cpl.out")" \
+        "1:0" "$L: checkpoint --list says c1 was made by the run's command (agent socket), not the user's 'mine'"
     b=$(ls -d "$ST"/pvisor/runs/*/bundle.json | tail -n 1)
     eq "$(jq -r '.agent_socket | "\(.checkpoints | map(.name) | join(",")) \(.checkpoints_refused) \(.requests)"' "$b")" \
         "c1 0 1" "$L: the Bundle records the checkpoint (agent_socket.checkpoints)"
