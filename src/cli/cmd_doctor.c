@@ -82,6 +82,21 @@ static void print_state_dir(void) {
     int r = runs_dir(false, &runs);
     const char *x = getenv("XDG_STATE_HOME");
     const char *ignored = x && x[0] && x[0] != '/' ? " (XDG_STATE_HOME is relative, so ignored)" : "";
+    if (r == -EPERM) {
+        _cleanup_free_ char *sd = NULL, *above = NULL;
+        (void)state_dir(&sd);
+        bool below = sd && path_parent_unsafe(sd, &above) > 0;
+        _cleanup_free_ char *shown = sd ? term_escape(sd) : NULL, *shown_above = above ? term_escape(above) : NULL;
+        if (below)
+            printf("State:  refused: %s is below %s, which another user owns or others may write in: every run "
+                   "fails; set XDG_STATE_HOME to a directory of your own%s\n",
+                   shown ? shown : "?", shown_above ? shown_above : "?", ignored);
+        else
+            printf("State:  refused: %s (or its runs/) is another user's, or others may write in it: every run "
+                   "fails; set XDG_STATE_HOME to a directory of your own%s\n",
+                   shown ? shown : "?", ignored);
+        return;
+    }
     if (r < 0) {
         printf("State:  missing: no state directory (%s): set XDG_STATE_HOME or HOME to an absolute path%s\n",
                strerror(-r), ignored);

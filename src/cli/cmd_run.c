@@ -11,6 +11,7 @@
 #ifdef PVISOR_HAVE_OVERLAY
 #include "cli/run_sandbox.h"
 #endif
+#include "cli/runs.h"
 #include "evidence/bundle.h"
 #include "evidence/runstore.h"
 #include "exec/exec.h"
@@ -281,15 +282,8 @@ int cmd_run(int argc, char **argv) {
     r = make_run_id(run_id);
     if (r >= 0)
         r = runs_dir(false, &runs);
-    if (r == -EPERM) {
-        _cleanup_free_ char *sd = NULL;
-        (void)state_dir(&sd);
-        return cli_error(PV_EXIT_SETUP, "run",
-                         "the pvisor state directory %s (or its runs/) is another user's, or others may write in it: "
-                         "whoever owns it could replace "
-                         "your runs and stages; use a directory of your own (XDG_STATE_HOME)",
-                         sd ? sd : "?");
-    }
+    if (r == -EPERM)
+        return runs_dir_error("run", r);
     if (r < 0)
         return cli_error(PV_EXIT_SETUP, "run",
                          "cannot locate the pvisor state directory: %s "

@@ -121,8 +121,19 @@ int runs_dir_error(const char *verb, int r) {
     (void)state_dir(&sd);
     _cleanup_free_ char *dir = sd ? path_join(sd, "runs") : NULL;
     _cleanup_free_ char *shown = dir ? term_escape(dir) : NULL;
-    if (r == -EPERM) /* runs_dir: not ours alone */
-        return cli_error(PV_EXIT_FAILURE, verb,
+    /* runs_dir: not ours alone (run: before anything ran, PV_EXIT_SETUP) */
+    int status = strcmp(verb, "run") == 0 ? PV_EXIT_SETUP : PV_EXIT_FAILURE;
+    _cleanup_free_ char *above = NULL;
+    if (r == -EPERM && sd && path_parent_unsafe(sd, &above) > 0) {
+        _cleanup_free_ char *shown_above = term_escape(above);
+        return cli_error(status, verb,
+                         "the runs directory %s is below %s, which another user owns or others may write in: they "
+                         "could move it away and put runs and stages of theirs in its place; use a directory of your "
+                         "own (XDG_STATE_HOME)",
+                         shown ? shown : "?", shown_above ? shown_above : "?");
+    }
+    if (r == -EPERM)
+        return cli_error(status, verb,
                          "the runs directory %s (or the state directory holding it) is another user's, or others may "
                          "write in it: whoever owns it could "
                          "replace your runs and stages; use a directory of your own (XDG_STATE_HOME)",

@@ -86,9 +86,16 @@ int mkdir_p(const char *path, mode_t mode);
  * Relative XDG_STATE_HOME is ignored, as the XDG spec requires. */
 int state_dir(char **ret_path);
 
+/* Is a directory above path (absolute; symlinks resolved, its missing
+ * part not looked at) another user's than ours or root's, or may others
+ * write in it without the sticky bit?  1 and the first such directory in
+ * *ret_bad (malloc'd; when ret_bad is not NULL), 0 when none, -ENOMEM.
+ * Whoever may could move path away and put their own in its place. */
+int path_parent_unsafe(const char *path, char **ret_bad);
+
 /* The runs directory under state_dir(), created when create is true.
- * -EPERM: the state directory or the runs directory is another user's, or
- * others may write in it. */
+ * -EPERM: the state directory, the runs directory or a directory above
+ * them (path_parent_unsafe) is another user's, or others may write in it. */
 int runs_dir(bool create, char **ret_path);
 
 /* New run id, sortable by start time: 20261129T093000.123Z-1a2b3c4d. */

@@ -873,6 +873,27 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
     (cd "$W" && XDG_STATE_HOME="$B/shared" "$P" list) >/dev/null 2>"$B/sd2.err"
     eq "$rc:$?:$(grep -c "is another user's, or others may write in it: whoever owns it could replace" "$B/sd.err" "$B/sd2.err" | cut -d: -f2 | tr '\n' ' ')$(ls -A "$B/shared/pvisor" | wc -l)" \
         "125:1:1 1 0" "a state directory of another user's is refused by run and the verbs, untouched"
+    # ... or one below a directory another user owns, or others may write
+    # in without the sticky bit: whoever may could move the state directory
+    # away and put their own in its place (a shared XDG_STATE_HOME=/srv/x/)
+    mkdir -p "$B/uws/rootstate" && mkdir -m 0777 "$B/open777"
+    (cd "$W" && XDG_STATE_HOME="$B/uws/rootstate" "$P" run --safe --workspace "$W" -- sh -c 'echo v4 > a') >/dev/null 2>"$B/sd3.err"; rc=$?
+    (cd "$B/uws" && setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$B/uws" XDG_STATE_HOME="$B/open777/st" \
+        "$P" run --stage auto -- true) >/dev/null 2>"$B/sd4.err"; rc=$rc:$?
+    (cd "$W" && XDG_STATE_HOME="$B/uws/rootstate" "$P" list) >/dev/null 2>"$B/sd5.err"; rc=$rc:$?
+    eq "$rc:$(grep -c "the runs directory .* is below $B/uws, which another user owns or others may write in" "$B/sd3.err" "$B/sd5.err" | cut -d: -f2 | tr '\n' ' ')$(grep -c "is below $B/open777, which" "$B/sd4.err"):$(find "$B/uws/rootstate" "$B/open777" -mindepth 1 | wc -l):$(cat "$W/a")" \
+        "125:125:1:1 1 1:0:a" "a state directory below another user's directory (root) or a world-writable one (uid 65534) is refused by run and the verbs, saying which, nothing made"
+    eq "$(XDG_STATE_HOME="$B/uws/rootstate" "$P" doctor 2>/dev/null | grep -c "^State:  refused: .* is below $B/uws, which another user owns")" 1 \
+        "doctor says why such a state directory is refused"
+    # controls: below a sticky directory others may write in (/tmp's kind),
+    # and below a group-writable one of the user's own private group
+    mkdir -m 1777 "$B/sticky" && mkdir -m 0775 "$B/uws/g" "$B/uws/ws2" && chown 65534:65534 "$B/uws/g" "$B/uws/ws2"
+    (cd "$W" && XDG_STATE_HOME="$B/sticky/root" "$P" run --stage auto -- true) >/dev/null 2>"$B/sd6.err"; rc=$?
+    (cd "$B/uws" && setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$B/uws" XDG_STATE_HOME="$B/sticky/u" \
+        "$P" run --stage auto -- true) >/dev/null 2>>"$B/sd6.err"; rc=$rc:$?
+    (cd "$B/uws/ws2" && setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$B/uws" XDG_STATE_HOME="$B/uws/g/st" \
+        "$P" run --stage auto -- true) >/dev/null 2>>"$B/sd6.err"; rc=$rc:$?
+    eq "$rc:$(cat "$B/sd6.err")" "0:0:0:" "control: a state directory below a sticky directory (root, uid 65534) or the user's own group-writable one runs"
 else
     skip "a stage is its owner's alone" "needs root and setpriv"
 fi

@@ -1168,19 +1168,21 @@ fi
 # user.max_user_namespaces) or on Debian's unprivileged_userns_clone.
 # As root and as an ordinary user (uid 65534); the command never runs.
 if [ "$safe_works" = true ] && [ "$(id -u)" -eq 0 ] && command -v unshare >/dev/null && command -v setpriv >/dev/null; then
-    N="$T/nslimit"; mkdir -p "$N/ws"; chmod 0777 "$N" "$N/ws"
+    # each user's directories its own (a state directory below one others
+    # may write in is refused)
+    N="$T/nslimit"; mkdir -p "$N/ws"; chmod 0755 "$N" "$N/ws"
     for who in root nobody; do
-        mkdir -p "$N/state-$who"; chmod 0777 "$N/state-$who"
+        mkdir -p "$N/state-$who"; [ $who = root ] || chown 65534:65534 "$N/state-$who"
         for ns in mnt pid net ipc uts; do
             case $ns in mnt) what=mount ;; pid) what=PID ;; net) what=network ;; ipc) what=IPC ;; uts) what=UTS ;; esac
-            rm -rf "$N/st-$who-$ns"
+            rm -rf "$N/state-$who/st-$ns"
             set -- env
             [ $who = root ] || set -- setpriv --reuid=65534 --regid=65534 --clear-groups
             out=$(cd "$N/ws" && HOME="$N" XDG_STATE_HOME="$N/state-$who" "$@" unshare -Ur sh -c \
                 'echo 0 > /proc/sys/user/max_'$ns'_namespaces || exit 77
-                exec "$1" run --safe --stage "$2" -- sh -c "echo RAN > ran"' sh "$PVISOR" "$N/st-$who-$ns" 2>&1); rc=$?
+                exec "$1" run --safe --stage "$2" -- sh -c "echo RAN > ran"' sh "$PVISOR" "$N/state-$who/st-$ns" 2>&1); rc=$?
             b="$N/state-$who/pvisor/runs/$(ls -t "$N/state-$who/pvisor/runs" | head -n 1)/bundle.json"
-            eq "$rc:$(printf '%s\n' "$out" | grep -c .):$(echo "$out" | grep -c "limit on $what namespaces is 0 or used up (user.max_${ns}_namespaces.*sysctl user.max_${ns}_namespaces=15000"):$(echo "$out" | grep -c 'max_user_namespaces\|unprivileged_userns_clone'):$(test -e "$N/st-$who-$ns/upper/ran" && echo RAN):$(jq -r '.state' "$b")" \
+            eq "$rc:$(printf '%s\n' "$out" | grep -c .):$(echo "$out" | grep -c "limit on $what namespaces is 0 or used up (user.max_${ns}_namespaces.*sysctl user.max_${ns}_namespaces=15000"):$(echo "$out" | grep -c 'max_user_namespaces\|unprivileged_userns_clone'):$(test -e "$N/state-$who/st-$ns/upper/ran" && echo RAN):$(jq -r '.state' "$b")" \
                 "125:1:1:0::setup_failed" "--safe as $who with user.max_${ns}_namespaces=0: exit 125, one message naming that sysctl, the command never ran"
         done
     done
