@@ -275,7 +275,8 @@ static int prepare(struct run_context *ctx, const struct agent_hooks *hooks, str
         if (plan_moved_is_gitconfig(sb->cred_moved[i])) {
             _cleanup_free_ char *e = term_escape(sb->cred_moved[i]);
             run_warn(ctx->bundle,
-                     "%s holds a credential (a URL with a token, an http.extraHeader, a token or password key): "
+                     "%s holds a credential (a URL with a token, an http.extraHeader, a token or password key), "
+                     "or includes a file that does: "
                      "it is kept from the command, and your git settings there with it (user.name, aliases); "
                      "keep the token in a credential helper's store (~/.git-credentials, which the sandbox hides "
                      "too) to give the command the rest",

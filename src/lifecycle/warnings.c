@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "util/cleanup.h"
+#include "util/gitconfig.h"
 #include "util/util.h"
 
 /* The files a shell, a login or a desktop session runs or takes its
@@ -623,26 +624,22 @@ static void hooks_path_in_stage(const struct lc_changeset *cs, char *pre[2], boo
 /* Add to inc (workspace-relative, malloc'd; *n of CONFIG_INCLUDES_MAX,
  * none twice) the workspace files the config cfd, at rel in the workspace
  * ws (resolved), includes: include.path and includeIf.*.path, a relative
- * one against rel's directory, as git resolves them; "~/" is HOME's. */
+ * one against rel's directory, as git resolves them
+ * (gitconfig_include_path); "~/" is HOME's. */
 static void config_included(const char *ws, int cfd, const char *rel, char **inc, size_t *n) {
     struct capture c = {.len = 0};
     if (cfd < 0 || git_config_fd(cfd, "--get-regexp", "^include(if\\..*)?\\.path$", NULL, &c) != 0)
         return;
     const char *home = getenv("HOME");
-    const char *slash = strrchr(rel, '/');
-    for (char *line = c.buf, *nl; (nl = strchr(line, '\n')); line = nl + 1) {
+    _cleanup_free_ char *from = path_join(ws, rel);
+    for (char *line = c.buf, *nl; from && (nl = strchr(line, '\n')); line = nl + 1) {
         *nl = '\0';
         const char *v = strchr(line, ' ');
         if (!v || !*++v)
             continue;
         _cleanup_free_ char *abs = NULL, *res = NULL;
-        if (v[0] == '/')
-            abs = strdup(v);
-        else if (strncmp(v, "~/", 2) == 0)
-            abs = home && home[0] == '/' ? path_join(home, v + 2) : NULL;
-        else if (asprintf(&abs, "%s/%.*s%s%s", ws, slash ? (int)(slash - rel) : 0, rel, slash ? "/" : "", v) < 0)
-            abs = NULL;
-        if (!abs || path_resolve(abs, &res) <= 0 || !path_within(res, ws) || strcmp(res, ws) == 0)
+        if (gitconfig_include_path(v, from, home && home[0] == '/' ? home : NULL, &abs) <= 0 ||
+            path_resolve(abs, &res) <= 0 || !path_within(res, ws) || strcmp(res, ws) == 0)
             continue;
         const char *r = below(res, ws);
         bool known = false;

@@ -2,13 +2,13 @@
  * paths and find what exists (and plan_moved_credentials' listing of the
  * node toolchains' versions). */
 #include "policy/plan_build.h"
+#include "policy/plan_gitconfig.h"
 #include "util/cleanup.h"
 #include "util/util.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -637,67 +637,21 @@ static int add_sbt_files(char **v, size_t *n, const char *dir, const char *const
     return r;
 }
 
-/* git's global config is the user's settings (user.name, aliases), which
- * the command gets; some keep a token there too: a URL that carries one
- * (url."https://TOKEN@github.com/".insteadOf, GitHub's advice for CI), an
- * http.extraHeader (Authorization: Bearer ...), a credential helper that
- * echoes a password, a token or password key (hub's, GitHub's old
- * github.token).  Such a file is kept from the command whole (found by a
- * red-team pass: both were readable), and the run says so
- * (plan_gitconfig_what).  A line-by-line look, comments skipped; what a
- * file it includes holds is not looked at. */
+/* git's global config holding a credential, or including a file that
+ * does (plan_gitconfig.c): such a file is kept from the command whole,
+ * and the run says so (plan_moved_is_gitconfig). */
 #define GITCONFIG_WHAT "git's global config, which holds a credential"
-static bool gitconfig_holds_credential(const char *path) {
-    /* followed if a symlink (dotfiles managers link it), not waited on
-     * if a FIFO: a regular file of at most 1 MiB is read */
-    _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > (1 << 20))
-        return false; /* none, unreadable (to the command too), or larger than a config is */
-    _cleanup_free_ char *buf = malloc((size_t)st.st_size + 1);
-    ssize_t n = buf ? pread(fd, buf, (size_t)st.st_size, 0) : -1;
-    if (n < 0)
-        return !buf; /* out of memory: cannot be told, kept from the command */
-    buf[n] = '\0';
-    /* most configs hold none of what the patterns look for: no regcomp
-     * for those (a run's start); the words below are in every match */
-    static const char *const words[] = {"extraheader", "token", "password", "secret", "smtppass"};
-    bool maybe = strstr(buf, "://") && strchr(buf, '@');
-    for (size_t i = 0; i < ARRAY_SIZE(words) && !maybe; i++)
-        maybe = strcasestr(buf, words[i]) != NULL;
-    if (!maybe)
-        return false;
-        /* a key may follow its section's header on the same line ([http]
-     * extraheader = ...) */
-#define GC_KEY "^[[:space:]]*(\\[[^]]*\\][[:space:]]*)?"
-    static const char *const patterns[] = {
-        /* a URL with a password (user:secret@), or a token for the user
-         * (GitHub's and GitLab's token prefixes); not a user name alone
-         * (https://alice@dev.azure.com/, Bitbucket's), nor ssh://git@ */
-        "(https?|ftps?)://[^/@:[:space:]\"]*:[^/@[:space:]\"]+@",
-        "(https?|ftps?)://(x-access-token|oauth2|gh[pousr]_|github_pat_|glpat-)[^/@[:space:]\"]*@",
-        GC_KEY "extraheader[[:space:]]*=",                                 /* http.extraHeader */
-        GC_KEY "helper[[:space:]]*=.*password[[:space:]]*=",               /* an inline helper */
-        GC_KEY "(oauthtoken|token|password|secret|smtppass)[[:space:]]*=", /* hub, github.token */
-    };
-    bool found = false;
-    for (size_t i = 0; i < ARRAY_SIZE(patterns) && !found; i++) {
-        regex_t re;
-        if (regcomp(&re, patterns[i], REG_EXTENDED | REG_ICASE | REG_NOSUB | REG_NEWLINE) != 0)
-            return true; /* cannot be told: kept from the command */
-        for (char *line = buf, *next; line && !found; line = next) {
-            next = strchr(line, '\n');
-            if (next)
-                *next = '\0';
-            const char *t = line + strspn(line, " \t");
-            found = *t != '#' && *t != ';' && regexec(&re, line, 0, NULL, 0) == 0;
-            if (next)
-                *next++ = '\n';
-        }
-        regfree(&re);
-    }
-    return found;
-#undef GC_KEY
+
+/* The files to keep from the command for the git config file path
+ * (plan_gitconfig_credential_files: it and the files it includes, "~/"
+ * there home's), added to v as add_moved does. */
+static int add_gitconfig(char **v, size_t *n, const char *path, const char *home) {
+    char **files = NULL;
+    int r = plan_gitconfig_credential_files(path, home, &files);
+    for (size_t i = 0; r >= 0 && files[i]; i++)
+        r = add_moved(v, n, files[i], home, GITCONFIG_WHAT);
+    plan_moved_free(files);
+    return r;
 }
 
 /* git's global config files that hold a credential, added to v as
@@ -716,8 +670,8 @@ static int add_gitconfigs(char **v, size_t *n, const char *home, const char *cwd
     const char *files[] = {global, dot, xdg};
     int r = 0;
     for (size_t i = 0; i < ARRAY_SIZE(files) && r >= 0; i++)
-        if (files[i] && gitconfig_holds_credential(files[i]))
-            r = add_moved(v, n, files[i], home, GITCONFIG_WHAT);
+        if (files[i])
+            r = add_gitconfig(v, n, files[i], home);
     return r;
 }
 
@@ -810,7 +764,7 @@ int plan_moved_in_other_home(const char *other, char **v) {
         _cleanup_free_ char *g = path_join(other, gitconfigs[i]);
         if (!g)
             return -ENOMEM;
-        int r = gitconfig_holds_credential(g) ? add_moved(v, &n, g, other, GITCONFIG_WHAT) : 0;
+        int r = add_gitconfig(v, &n, g, other);
         if (r < 0)
             return r;
     }

@@ -93,15 +93,17 @@ extern const char *const plan_home_config_files[];
  * read), pip's site config (pip.conf) in a venv or conda environment
  * whose bin/ is on PATH, sbt's global settings in HOME/.sbt (*.sbt, the
  * versions' *.sbt and plugins' *.sbt, *.scala: credentials inline), and
- * git's global config files when one holds a credential (their lines
- * are read). */
+ * git's global config files when one, or a file it includes, holds a
+ * credential, with the files it includes that do
+ * (plan_gitconfig_credential_files). */
 #define PLAN_MAX_MOVED 512
 int plan_moved_credentials(const char *home, const char *cwd, char ***ret);
 /* Add to v (plan_moved_credentials's) the stores found by looking in
  * other, a home that is not HOME (the user's passwd home when HOME names
  * another, sudo's caller's): sbt's global settings in other/.sbt, the
  * toolchains' global configs at their default roots there (~/.nvm,
- * ~/.sdkman, ...), git's global config holding a credential.  The
+ * ~/.sdkman, ...), git's global config holding a credential (or
+ * including a file that does: "~/" there is other's).  The
  * environment's own stores are HOME's. */
 int plan_moved_in_other_home(const char *other, char **v);
 const char *plan_moved_variable(const char *entry);

@@ -5,7 +5,9 @@
 # look: the user's passwd home below HOME (HOME a parent of it), HOME
 # bound again below itself (~/mirror), a virtualenv's or conda
 # environment's pip.conf, npm's moved stores named by npm_config_* in any
-# letter case, sbt's global settings with credentials inline. As root and
+# letter case, sbt's global settings with credentials inline, git's global
+# config holding a token (in a file it includes, on a continued line, as a
+# URL's user name too). As root and
 # as an ordinary user; each with a control run without --safe that reads
 # the bytes. Needs $PVISOR, $PVAGENT.
 . "$(dirname "$0")/../lib.sh"
@@ -372,4 +374,57 @@ for who in root user; do
     eq "$rc:$(echo $out)" "0:end" "--safe ($who): a symlinked ~/.gitconfig holding a token is absent"
     out=$(cd "$B/ws" && as $who HOME="$B/h4" "$P" run --safe -- sh -c 'git config --global user.name; cat ~/.config/git/config 2>/dev/null; echo end' 2>/dev/null); rc=$?
     eq "$rc:$(echo $out)" "0:Dan end" "--safe ($who): a URL with a user name alone is no credential (the config stays); a key on its section's line is one"
+done
+
+# --- git's global config: a credential in an included file, on a continued
+# line, as a URL's user name -----------------------------------------------
+# Three ways a token in git's global config reached the command (found by a
+# red-team pass): a file it includes ([include] path = ~/.gitconfig-work;
+# includeIf, a relative path, nested), a value continued with a trailing
+# backslash ("url = https://alice:\" then "s3cret@..."), a token as a URL's
+# user name without a known prefix (a classic 40-hex GitHub token). Each such
+# file is kept from the command, the including ones too; an include of a
+# harmless file, a continued alias, user names (first.last, a long one with a
+# number) stay, no warning.
+HEXTOK=3f9c2d7e8a1b4c6d0e5f7a9b8c2d4e6f1a3b5c7d
+for who in root user; do
+    no_user $who "git's global config: includes, continued lines, token user names as an ordinary user" && continue
+    B=$T/gitinc-$who
+    mkdir -p "$B/ws" "$B/inc" "$B/nest/dot" "$B/cont" "$B/hex" "$B/plain"
+    printf '[user]\n\tname = Eve\n[include]\n\tpath = ~/.gitconfig-work\n' > "$B/inc/.gitconfig"
+    printf '[url "https://x-access-token:INCTOKEN-%s@github.com/"]\n\tinsteadOf = https://github.com/\n' $who > "$B/inc/.gitconfig-work"
+    # includeIf, a relative path (against the including file's directory),
+    # nested, and a loop back to the top
+    printf '[user]\n\tname = Fay\n[includeIf "gitdir:/"]\n\tpath = dot/a\n' > "$B/nest/.gitconfig"
+    printf '[alias]\n\tst = status\n[include]\n\tpath = b\n' > "$B/nest/dot/a"
+    printf '[http]\n\textraHeader = Authorization: Bearer NESTTOKEN-%s\n[include]\n\tpath = ../.gitconfig\n' $who > "$B/nest/dot/b"
+    printf '[user]\n\tname = Gus\n[remote "backup"]\n\turl = https://alice:\\\nCONTPW-%s@example.com/r.git\n' $who > "$B/cont/.gitconfig"
+    printf '[user]\n\tname = Hal\n[url "https://%s@github.com/"]\n\tinsteadOf = https://github.com/\n' $HEXTOK > "$B/hex/.gitconfig"
+    # the negative controls: an include of a harmless file, a continued
+    # alias, user names that are names
+    printf '[user]\n\tname = Ida\n[include]\n\tpath = ~/.gitconfig-aliases\n[alias]\n\tlg = log --graph \\\n\t\t--oneline\n' > "$B/plain/.gitconfig"
+    printf '[alias]\n\tst = status\n[url "https://first.last@git.example/"]\n\tinsteadOf = https://git.example/\n' > "$B/plain/.gitconfig-aliases"
+    printf '[url "https://build-agent-2024-prod-eu@ci.example/"]\n\tinsteadOf = https://ci.example/\n[url "https://alice@dev.azure.com/"]\n\tinsteadOf = https://dev.azure.com/\n' >> "$B/plain/.gitconfig-aliases"
+    # a file in the workspace that ~/.gitconfig includes (a project's own)
+    mkdir -p "$B/wsinc" && printf '[include]\n\tpath = %s/ws/.gitconfig-local\n' "$B" > "$B/wsinc/.gitconfig"
+    printf '[github]\n\ttoken = WSTOKEN-%s\n' $who > "$B/ws/.gitconfig-local"
+    [ $who = user ] && chown -R 65534:65534 "$B"
+    for h in inc nest cont hex wsinc; do
+        out=$(cd "$B/ws" && as $who HOME="$B/$h" "$P" run -- sh -c 'cat ~/.gitconfig ~/.gitconfig-work ~/dot/a ~/dot/b 2>/dev/null; [ ~/.gitconfig -ef ~/../wsinc/.gitconfig ] && cat .gitconfig-local' 2>&1)
+        eq "$(echo "$out" | grep -c -e "INCTOKEN-$who" -e "NESTTOKEN-$who" -e "CONTPW-$who" -e "$HEXTOK" -e "WSTOKEN-$who")" 1 "control ($who, $h): the token is readable without the sandbox"
+    done
+    out=$(cd "$B/ws" && as $who HOME="$B/inc" "$P" run --safe -- sh -c 'cat ~/.gitconfig ~/.gitconfig-work 2>/dev/null; git config --global user.name; echo end' 2>"$B/err"); rc=$?
+    eq "$rc:$(echo $out):$(grep -c 'holds a credential .*, or includes a file that does: it is kept from the command' "$B/err"):$(jq '[.warnings[] | select(test("holds a credential"))] | length' "$(bundle_of $who)")" \
+        "0:end:2:2" "--safe ($who): a file ~/.gitconfig includes (~/) holding a token is absent, and ~/.gitconfig with it, each said"
+    out=$(cd "$B/ws" && as $who HOME="$B/nest" "$P" run --safe -- sh -c 'cat ~/.gitconfig ~/dot/a ~/dot/b 2>/dev/null; git config --global user.name; echo end' 2>/dev/null); rc=$?
+    eq "$rc:$(echo $out)" "0:end" "--safe ($who): a token two includes deep (includeIf, relative paths, a loop back) is absent, and each file that includes it"
+    out=$(cd "$B/ws" && as $who HOME="$B/cont" "$P" run --safe -- sh -c 'cat ~/.gitconfig 2>/dev/null; echo end' 2>/dev/null); rc=$?
+    eq "$rc:$(echo $out)" "0:end" "--safe ($who): a password on a continued line (url = https://alice:\\ then the rest) is found, the file absent"
+    out=$(cd "$B/ws" && as $who HOME="$B/hex" "$P" run --safe -- sh -c 'cat ~/.gitconfig 2>/dev/null; echo end' 2>/dev/null); rc=$?
+    eq "$rc:$(echo $out)" "0:end" "--safe ($who): a URL whose user is a classic 40-hex GitHub token is found, the file absent"
+    out=$(cd "$B/ws" && as $who HOME="$B/wsinc" "$P" run --safe -- sh -c 'cat .gitconfig-local 2>/dev/null; ls -A; echo end' 2>/dev/null); rc=$?
+    eq "$rc:$(echo $out)" "0:end" "--safe ($who): a file in the workspace that ~/.gitconfig includes, holding a token, is absent from the workspace's view"
+    out=$(cd "$B/ws" && as $who HOME="$B/plain" "$P" run --safe -- sh -c 'git config --global user.name; git config --includes --global alias.st; git config --global alias.lg; git config --includes --global --get-regexp "^url\..*\.insteadof$" | wc -l' 2>"$B/err2"); rc=$?
+    eq "$rc:$(echo $out):$(grep -c 'holds a credential' "$B/err2")" "0:Ida status log --graph --oneline 3:0" \
+        "--safe ($who): an include of a harmless file, a continued alias, URLs with user names (first.last, build-agent-2024-prod-eu, alice) stay, no warning"
 done

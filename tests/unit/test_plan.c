@@ -1,6 +1,7 @@
 /* Unit tests: the launch plan (pure builder, JSON codec, path checks). */
 #include "policy/plan.h"
 #include "policy/plan_build.h"
+#include "policy/plan_gitconfig.h"
 #include "tap.h"
 
 #include <errno.h>
@@ -21,7 +22,36 @@ static const char *env(const struct launch_plan *p, const char *name) {
     return NULL;
 }
 
+static bool gc_holds(const char *text) {
+    return plan_gitconfig_text_holds_credential(text, strlen(text));
+}
+
+static void test_gitconfig_credentials(void) {
+    ok(gc_holds("[url \"https://x-access-token:T@github.com/\"]\n\tinsteadOf = https://github.com/\n") &&
+           gc_holds("[http] extraheader = AUTHORIZATION: basic X\n") && gc_holds("[github]\n\ttoken = abc\n"),
+       "gitconfig: a URL with a password, an extraHeader (on its section's line), a token key");
+    ok(gc_holds("[remote \"o\"]\n\turl = https://alice:\\\ns3cret@example.com/r\n") &&
+           gc_holds("[remote \"o\"]\n\turl = https://alice:\\\n\t\ts3cret@example.com/r\n") &&
+           gc_holds("[remote \"o\"]\n\turl = \"https://alice:\\\ns3cret@example.com/r\"\n"),
+       "gitconfig: a password continued on the next line (indented or not, quoted or not) is found");
+    ok(gc_holds("[url \"https://0123456789abcdef0123456789abcdef01234567@github.com/\"]\n\tinsteadOf = x\n") &&
+           gc_holds("[remote \"o\"]\n\turl = https://k4x9mq2p7vz3rt8wn5ybhc6d@dev.azure.com/o/p\n") &&
+           gc_holds("[url \"https://ghp_X@github.com/\"]\n\tinsteadOf = x\n"),
+       "gitconfig: a URL whose user is a classic 40-hex token, a long random one, a prefixed one");
+    ok(!gc_holds("[url \"https://alice@dev.azure.com/\"]\n\tinsteadOf = https://dev.azure.com/\n") &&
+           !gc_holds("[url \"ssh://git@github.com/\"]\n\tinsteadOf = https://github.com/\n") &&
+           !gc_holds("[remote \"o\"]\n\turl = https://first.last@example.com/r\n\tpushurl = "
+                     "https://first.last%40corp.example@host/r\n") &&
+           !gc_holds("[remote \"o\"]\n\turl = https://build-agent-2024-prod-eu@host/r\n") &&
+           !gc_holds("[remote \"o\"]\n\turl = https://contoso2023enterprise@dev.azure.com/o\n") &&
+           !gc_holds("[alias]\n\tlg = log --graph \\\n\t\t--oneline\n# token = not-one \\\n") &&
+           !gc_holds("[user]\n\tname = A\n# url = https://alice:pw@host/ \\\n"),
+       "gitconfig: user names (alice, git, first.last, an address, long ones with a number), a continued alias, a "
+       "token in a comment are none");
+}
+
 int main(void) {
+    test_gitconfig_credentials();
     ok(plan_home_is_system("/") && plan_home_is_system("/etc") && plan_home_is_system("/etc/security") &&
            plan_home_is_system("/usr/local") && plan_home_is_system(NULL),
        "a HOME that is /, or in a projected system directory, is the system's");

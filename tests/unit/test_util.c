@@ -1,4 +1,5 @@
 /* Unit tests: util helpers. */
+#include "util/gitconfig.h"
 #include "util/sha256.h"
 #include "util/util.h"
 #include "tap.h"
@@ -162,8 +163,85 @@ static void test_realpath_memo(void) {
 #undef MK
 }
 
+/* gitconfig_parse's variables, one "section|sub|key|value" a line ("-"
+ * for none), into a buffer */
+struct gc_out {
+    char buf[1024];
+    size_t len;
+};
+static int gc_collect(const char *section, const char *sub, const char *key, const char *value, void *userdata) {
+    struct gc_out *o = userdata;
+    int w = snprintf(o->buf + o->len, sizeof o->buf - o->len, "%s|%s|%s|%s\n", section, sub ? sub : "-", key,
+                     value ? value : "-");
+    if (w > 0 && (size_t)w < sizeof o->buf - o->len)
+        o->len += (size_t)w;
+    return 0;
+}
+static const char *gc_vars(const char *text, int *ret) {
+    static struct gc_out o;
+    o.len = 0;
+    o.buf[0] = '\0';
+    *ret = gitconfig_parse(text, strlen(text), gc_collect, &o);
+    return o.buf;
+}
+
+static void test_gitconfig(void) {
+    int r;
+    const char *v = gc_vars("[User]\n\tName = Alice # a comment\n[url \"https://x@h/\"] insteadOf = \"a;b\" ; c\n"
+                            "[http]\n\textraHeader\n",
+                            &r);
+    is_str(v, "user|-|name|Alice\nurl|https://x@h/|insteadof|a;b\nhttp|-|extraheader|-\n",
+           "gitconfig_parse: sections, subsections, a key on its header's line, quotes, comments, a key alone");
+    ok(r == 0, "... read to the end");
+    v = gc_vars(
+        "[remote]\nurl = https://alice:\\\ns3cret@example.com\n# x = y \\\n[a \"b\\\"c\"]\n k = \"one\\ttwo\" \\\n"
+        "  three\n",
+        &r);
+    is_str(v, "remote|-|url|https://alice:s3cret@example.com\na|b\"c|k|one\ttwo   three\n",
+           "gitconfig_parse: a backslash continues a value on the next line (not a comment; blanks kept as git "
+           "keeps them), escapes applied");
+    v = gc_vars("[include]\npath = a\n[includeIf \"gitdir:~/w/\"]\r\npath = ~/b\n[Include.X]\npath = c\n", &r);
+    is_str(v, "include|-|path|a\nincludeif|gitdir:~/w/|path|~/b\ninclude|x|path|c\n",
+           "gitconfig_parse: include sections, CRLF, the old [section.sub] spelling");
+    ok(gitconfig_is_include("include", NULL, "path") && gitconfig_is_include("includeif", "gitdir:~/w/", "path") &&
+           !gitconfig_is_include("include", "x", "path") && !gitconfig_is_include("includeif", NULL, "path") &&
+           !gitconfig_is_include("include", NULL, "paths"),
+       "gitconfig_is_include: include.path and includeIf.<cond>.path only");
+    v = gc_vars("[a]\nk = v\nbad line\n[b]\nk = w\n", &r);
+    ok(r == 1 && strcmp(v, "a|-|k|v\n") == 0, "gitconfig_parse: a line git rejects ends the walk (1)");
+    v = gc_vars("k = v\n", &r);
+    ok(r == 1 && !v[0], "gitconfig_parse: a key before any section is rejected");
+    v = gc_vars("[a]\nk = \"open\n", &r);
+    ok(r == 1, "gitconfig_parse: a quote not closed on its line is rejected");
+
+    char *p = NULL;
+    ok(gitconfig_include_path("~/.gitconfig-work", "/h/.gitconfig", "/h", &p) == 1 &&
+           strcmp(p, "/h/.gitconfig-work") == 0,
+       "gitconfig_include_path: ~/ is home's");
+    free(p);
+    p = NULL;
+    ok(gitconfig_include_path("x/y", "/h/dot/gitconfig", "/h", &p) == 1 && strcmp(p, "/h/dot/x/y") == 0,
+       "gitconfig_include_path: a relative path is relative to the including file's directory");
+    free(p);
+    p = NULL;
+    ok(gitconfig_include_path("/etc/x", NULL, NULL, &p) == 1 && strcmp(p, "/etc/x") == 0,
+       "gitconfig_include_path: an absolute one as written");
+    free(p);
+    p = NULL;
+    ok(gitconfig_include_path("~/x", "/h/c", NULL, &p) == 0 && gitconfig_include_path("x", NULL, "/h", &p) == 0 &&
+           gitconfig_include_path("~no-such-user-pvisor/x", "/h/c", "/h", &p) == 0 &&
+           gitconfig_include_path("%(prefix)/x", "/h/c", "/h", &p) == 0 && !p,
+       "gitconfig_include_path: none without a home, a file to be relative to, or such a user");
+    p = NULL;
+    ok(gitconfig_include_path("~root/x", "/h/c", "/h", &p) == 1 && p && p[0] == '/' &&
+           strcmp(p + strlen(p) - 2, "/x") == 0,
+       "gitconfig_include_path: ~user/ is that user's home");
+    free(p);
+}
+
 int main(void) {
     test_realpath_memo();
+    test_gitconfig();
     uint64_t v = 0;
     ok(parse_size("0", 0, 10, &v) == 0 && v == 0, "parse_size 0");
     ok(parse_size("512M", 1, UINT64_MAX, &v) == 0 && v == 512ULL << 20, "parse_size 512M");
