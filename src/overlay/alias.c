@@ -228,6 +228,8 @@ int ov_alias_link_group(struct ov *ov, const char *relpath, const struct stat *l
         ov_dir_changed(ov, pfd, slash ? slash + 1 : hit->path);
         if (r < 0)
             return r;
+        if (ov->undo)
+            ov_undo_created(ov, pfd, slash ? slash + 1 : hit->path, hit->path, true);
     }
     return 0;
 }

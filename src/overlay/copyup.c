@@ -846,6 +846,8 @@ int ov_copy_up_entry(struct ov *ov, int pfd, const char *relpath, const char *na
     }
     ov_dir_mtime_restore(pfd, pmtime);
     ov_dir_changed(ov, pfd, name);
+    if (ov->undo)
+        ov_undo_created(ov, pfd, name, relpath, true);
     pv_sha256_free(md);
     ov_account_added(ov, &tst);
     ov_quota_release(ov, charge);
@@ -958,7 +960,9 @@ int ov_copy_up(struct ov *ov, struct ov_node *n, const char *op) {
  * hide nothing any more, and kernel overlayfs lists whiteouts found in an
  * opaque directory as broken entries.  (Opaque first: a crash in between
  * leaves superfluous whiteouts, never resurrected lower entries.) */
-static int make_self_contained(struct ov *ov, int dfd) {
+static int make_self_contained(struct ov *ov, int dfd, const char *relpath) {
+    if (ov->undo)
+        ov_undo_opaque(ov, dfd, relpath);
     int r = ov_set_opaque(ov, dfd, NULL);
     if (r < 0)
         return r;
@@ -979,6 +983,8 @@ static int make_self_contained(struct ov *ov, int dfd) {
         }
         ov_dir_changed(ov, dfd, de->d_name);
         ov_account_removed(ov, &st);
+        if (ov->undo)
+            ov_undo_whiteout(ov, relpath, de->d_name);
     }
     ov_account_mark(ov, &m);
     return r;
@@ -996,7 +1002,7 @@ static int copy_tree_rec(struct ov *ov, int dfd, const char *relpath, const char
     struct timespec mtime = ov_dir_mtime(dfd);
     int r = copy_tree_children(ov, dfd, relpath, op, depth);
     if (r == 0)
-        r = make_self_contained(ov, dfd);
+        r = make_self_contained(ov, dfd, relpath);
     ov_dir_mtime_restore(dfd, mtime);
     ov_dir_changed(ov, dfd, NULL);
     return r;
@@ -1074,11 +1080,11 @@ int ov_copy_up_tree(struct ov *ov, struct ov_node *n, const char *op) {
     _cleanup_free_ char *path = NULL;
     if ((r = ov_node_path(ov, n, &path)) < 0)
         return r;
-    r = copy_tree_rec(ov, ov_node_upper(ov, n), path, op, 0);
-    if (r < 0)
-        return r;
-    ov_nodes_clear_lower_below(ov, n);
-    return 0;
+    /* n and the nodes below keep their lower part until the caller has
+     * moved the copy (ov_nodes_clear_lower_below): a rename that fails
+     * after this takes the copy back (undo.c), and they show the lower
+     * again */
+    return copy_tree_rec(ov, ov_node_upper(ov, n), path, op, 0);
 }
 
 /* Put a whiteout at dir_fd/name, atomically replacing whatever upper object

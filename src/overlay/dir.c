@@ -973,7 +973,7 @@ int ov_dir_is_empty(struct ov *ov, struct ov_node *n) {
 
 /* Remove the whiteouts in the upper dir dir_fd/name; -ENOTEMPTY if it holds
  * anything else. */
-int ov_upper_clear_whiteouts(struct ov *ov, int dir_fd, const char *name) {
+int ov_upper_clear_whiteouts(struct ov *ov, int dir_fd, const char *name, const char *relpath) {
     _cleanup_closedir_ DIR *d = NULL;
     int rd = opendir_at(dir_fd, name, &d);
     if (rd < 0)
@@ -989,6 +989,8 @@ int ov_upper_clear_whiteouts(struct ov *ov, int dir_fd, const char *name) {
             return -errno;
         ov_dir_changed(ov, dirfd(d), de->d_name);
         ov_account_removed(ov, &st);
+        if (relpath)
+            ov_undo_whiteout(ov, relpath, de->d_name);
     }
     return 0;
 }

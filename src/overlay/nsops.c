@@ -437,7 +437,7 @@ static int do_remove(struct ov *ov, struct ov_node *p, const char *name, bool di
         r = pfd;
         goto out;
     }
-    if (e.upper && dir && (r = ov_upper_clear_whiteouts(ov, pfd, name)) < 0)
+    if (e.upper && dir && (r = ov_upper_clear_whiteouts(ov, pfd, name, NULL)) < 0)
         goto out;
     if (e.upper)
         ov_node_keep_upper(ov, p, pfd, name);
@@ -472,6 +472,20 @@ void ov_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name) {
     int r = do_remove(ov, ov_node_of(ov, parent), name, true);
     ov_unlock(ov);
     fuse_reply_err(req, -r);
+}
+
+/* ov_set_opaque of the upper directory pfd/name (of parent node p), logged
+ * for the undo */
+static int set_opaque_logged(struct ov *ov, struct ov_node *p, int pfd, const char *name) {
+    _cleanup_close_ int fd = openat(pfd, name, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    _cleanup_free_ char *path = NULL;
+    int r = ov_child_path(ov, p, name, &path);
+    if (r < 0)
+        return r;
+    ov_undo_opaque(ov, fd, path);
+    return ov_set_opaque(ov, fd, NULL);
 }
 
 static int do_rename(struct ov *ov, struct ov_node *p, const char *name, struct ov_node *np, const char *newname,
@@ -543,6 +557,10 @@ static int do_rename(struct ov *ov, struct ov_node *p, const char *name, struct 
     struct ov_node *sn = ov_node_get(ov, p, name, &se, &r), *dn = NULL;
     if (!sn)
         return r;
+    /* From the first change of upper/ on (a copy-up) until something has
+     * moved, a failure takes back what the copy-up did (undo.c). */
+    struct ov_undo undo;
+    bool logged = false, moved = false;
     if (dexists && !(dn = ov_node_get(ov, np, newname, &de, &r)))
         goto out;
     if (dn && !exch && S_ISDIR(dm)) {
@@ -554,6 +572,8 @@ static int do_rename(struct ov *ov, struct ov_node *p, const char *name, struct 
     }
     if ((r = ov_child_path(ov, np, newname, &dpath)) < 0)
         goto out;
+    ov_undo_begin(ov, &undo);
+    logged = true;
     if (dn && !exch && de.lower && !de.upper && S_ISREG(dm) && de.lst.st_nlink > 1) {
         /* the rename removes one name of a hard-linked lower file: as for
          * unlink, its names become one upper file first (alias.c), so the
@@ -588,13 +608,13 @@ static int do_rename(struct ov *ov, struct ov_node *p, const char *name, struct 
     }
     spfd = sfd;
     dpfd = dfd;
-    if (dn && !exch && de.upper && S_ISDIR(dm) && (r = ov_upper_clear_whiteouts(ov, dpfd, newname)) < 0)
+    if (dn && !exch && de.upper && S_ISDIR(dm) && (r = ov_upper_clear_whiteouts(ov, dpfd, newname, dpath)) < 0)
         goto out;
     /* A directory landing where the lower may have an entry must not merge
      * with it. */
-    if (S_ISDIR(sm) && np->lower && (r = ov_set_opaque(ov, spfd, name)) < 0)
+    if (S_ISDIR(sm) && np->lower && (r = set_opaque_logged(ov, p, spfd, name)) < 0)
         goto out;
-    if (exch && S_ISDIR(dm) && p->lower && (r = ov_set_opaque(ov, dpfd, newname)) < 0)
+    if (exch && S_ISDIR(dm) && p->lower && (r = set_opaque_logged(ov, np, dpfd, newname)) < 0)
         goto out;
     /* both directories' growth or shrinkage, counted once when they are one */
     struct stat sps, dps;
@@ -612,6 +632,7 @@ static int do_rename(struct ov *ov, struct ov_node *p, const char *name, struct 
             r = -errno;
             goto out;
         }
+        moved = true;
     } else if (de.whiteout && S_ISDIR(sm)) {
         /* a directory cannot replace the whiteout (a char device): swap
          * them, then keep the whiteout at the old name only if needed */
@@ -619,6 +640,7 @@ static int do_rename(struct ov *ov, struct ov_node *p, const char *name, struct 
             r = -errno;
             goto out;
         }
+        moved = true;
         if (!need_wo) {
             if (unlinkat(spfd, name, 0) < 0) {
                 r = -errno;
@@ -628,6 +650,7 @@ static int do_rename(struct ov *ov, struct ov_node *p, const char *name, struct 
         }
     } else if (need_wo) {
         if (renameat2(spfd, name, dpfd, newname, RENAME_WHITEOUT) == 0) {
+            moved = true;
             ov_account_added(ov, &wst);
             atomic_fetch_add(&ov->whiteouts, 1);
         } else if (errno == EINVAL || errno == EPERM || errno == EOPNOTSUPP) {
@@ -637,6 +660,7 @@ static int do_rename(struct ov *ov, struct ov_node *p, const char *name, struct 
                 r = -errno;
                 goto out;
             }
+            moved = true;
             if ((r = ov_make_whiteout(ov, spfd, name)) < 0)
                 goto out;
         } else {
@@ -646,6 +670,8 @@ static int do_rename(struct ov *ov, struct ov_node *p, const char *name, struct 
     } else if (renameat(spfd, name, dpfd, newname) < 0) {
         r = -errno;
         goto out;
+    } else {
+        moved = true;
     }
     if (de.whiteout && !exch && !S_ISDIR(sm))
         ov_account_removed(ov, &wst); /* the whiteout it replaced */
@@ -676,6 +702,12 @@ out:
         ov_dir_changed(ov, spfd, name);
         ov_dir_changed(ov, dpfd, newname);
     }
+    if (logged && r < 0 && !moved)
+        (void)ov_undo_rollback(ov, &undo); /* what it cannot take back stays journaled */
+    else if (logged)
+        ov_undo_commit(ov, &undo);
+    if (moved && r < 0)
+        ov_nodes_clear_lower_below(ov, sn); /* moved, then failed: the copy is what moved */
     ov_quota_release(ov, charge);
     if (dn)
         ov_node_forget(ov, dn, 1);

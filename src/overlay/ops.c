@@ -757,6 +757,39 @@ void ov_fh_to_upper(struct ov *ov, int ufd, const struct stat *lower) {
     pthread_mutex_unlock(&ov->fh_lock);
 }
 
+void ov_fh_to_lower(struct ov *ov, const struct stat *copy, const char *relpath) {
+    _cleanup_close_ int lfd = ov_lower_open(ov, relpath, O_PATH);
+    struct stat lst;
+    if (lfd < 0 || fstat(lfd, &lst) < 0 || !S_ISREG(lst.st_mode))
+        return;
+    pthread_mutex_lock(&ov->fh_lock);
+    for (struct ov_fh *fh = ov->open_fhs; fh; fh = fh->onext) {
+        if (!fh->switched || fh->upper || atomic_load_explicit(&fh->dev, memory_order_relaxed) != copy->st_dev ||
+            atomic_load_explicit(&fh->ino, memory_order_relaxed) != copy->st_ino)
+            continue;
+        if (fh->lower_dev != lst.st_dev || fh->lower_ino != lst.st_ino)
+            continue; /* the host replaced it since: it keeps the copy */
+        int nfd = open_upper(lfd, fh->flags & ~(O_NOATIME | O_APPEND | O_TRUNC | O_CREAT | O_EXCL));
+        if (nfd >= 0 && dup3(nfd, fh->fd, O_CLOEXEC) >= 0) {
+            atomic_store_explicit(&fh->dev, (uint64_t)lst.st_dev, memory_order_relaxed);
+            atomic_store_explicit(&fh->ino, (uint64_t)lst.st_ino, memory_order_relaxed);
+            fh->switched = false;
+            if (!fh->listed) {
+                struct ov_fh **head = fh_bucket(ov, (uint64_t)lst.st_dev, (uint64_t)lst.st_ino);
+                fh->listed = true;
+                fh->lnext = *head;
+                if (fh->lnext)
+                    fh->lnext->lpprev = &fh->lnext;
+                fh->lpprev = head;
+                *head = fh;
+            }
+        }
+        if (nfd >= 0)
+            close(nfd);
+    }
+    pthread_mutex_unlock(&ov->fh_lock);
+}
+
 void ov_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi) {
     struct ov_fh *fh = (struct ov_fh *)(uintptr_t)fi->fh;
     int r = (datasync ? fdatasync(fh->fd) : fsync(fh->fd)) < 0 ? errno : 0;

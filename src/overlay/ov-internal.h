@@ -211,6 +211,7 @@ struct ov {
     struct ov_listing *utab[1u << OV_LTAB_BITS]; /* the same, by upper directory (ov_dir_changed) */
     atomic_uint_fast64_t dir_listings;           /* listings read from the directories (not reused) */
 
+    struct ov_undo *undo;          /* ns write lock: the log of the operation under way, or NULL (undo.c) */
     struct ov_alias *aliases;      /* ns write lock: sorted by ino once built */
     size_t n_aliases, cap_aliases; /* ns write lock */
     bool aliases_built;            /* ns write lock */
@@ -283,6 +284,11 @@ void ov_fh_free_all(struct ov *ov);
  * of one file sees its writes.  One opened on an object the host has
  * since replaced keeps it. */
 void ov_fh_to_upper(struct ov *ov, int ufd, const struct stat *lower);
+/* The undo of a copy-up (undo.c): the descriptors ov_fh_to_upper switched
+ * to copy (its attributes) are switched back to the lower file at relpath
+ * when it is still the one they were opened on; one that cannot be keeps
+ * the copy, which then has no name (an orphan, ov_account_removed). */
+void ov_fh_to_lower(struct ov *ov, const struct stat *copy, const char *relpath);
 
 /* ops.c: may the kernel keep its page cache of regular file node n, now
  * opened as fh (fh->fd and fh->upper set; fills fh->dev and fh->ino)?
@@ -423,6 +429,9 @@ void ov_entry_prot(struct ov *ov, struct ov_node *parent, const char *name, cons
  * current time); else 0. */
 int ov_prot_check(struct ov *ov, struct ov_node *n, bool append_ok);
 int ov_copy_up(struct ov *ov, struct ov_node *n, const char *op);
+/* Copy n up with every lower object below it, each directory made opaque
+ * (before a rename of n).  The nodes keep their lower flags: the caller
+ * clears them (ov_nodes_clear_lower_below) once the copy has moved. */
 int ov_copy_up_tree(struct ov *ov, struct ov_node *n, const char *op);
 int ov_journal_lower(struct ov *ov, const char *relpath, const char *op);
 /* The caller reserves the whiteout's byte charge (a new name) and accounts
@@ -510,7 +519,10 @@ void ov_listings_free(struct ov *ov);
 /* ov->cookie_key from the stage, or a new one (dir.c). */
 void ov_cookie_key_init(struct ov *ov);
 int ov_dir_is_empty(struct ov *ov, struct ov_node *n);
-int ov_upper_clear_whiteouts(struct ov *ov, int dir_fd, const char *name);
+/* Remove the whiteouts of the upper directory dir_fd/name (-ENOTEMPTY if
+ * it holds anything else); relpath: its path, for the undo log (NULL: not
+ * logged) */
+int ov_upper_clear_whiteouts(struct ov *ov, int dir_fd, const char *name, const char *relpath);
 void ov_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void ov_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi);
 void ov_op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi);
@@ -538,6 +550,38 @@ void ov_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_
 void ov_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len, struct fuse_file_info *fi);
 void ov_op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_file_info *fi);
 void ov_op_statfs(fuse_req_t req, fuse_ino_t ino);
+
+/* undo.c: what an operation's copy-up did to upper/, taken back when the
+ * operation fails before it moved anything (ns write lock held
+ * throughout).  Between begin and rollback/commit, ov->undo logs what
+ * ov_copy_up_entry, ov_alias_link_group, the tree copy's opaque marks and
+ * ov_upper_clear_whiteouts do. */
+struct ov_undo_step;
+struct ov_undo_gone {
+    dev_t dev;
+    ino_t ino;
+};
+struct ov_undo {
+    struct ov_undo_step *steps;
+    size_t n, cap;
+    bool broken;               /* a step could not be logged: nothing is taken back */
+    struct ov_undo_gone *gone; /* rollback: the objects removed */
+    size_t n_gone;
+};
+void ov_undo_begin(struct ov *ov, struct ov_undo *u);
+/* dfd/name, at path (relative to upper/), was just made; lower_reg: a copy
+ * or a name of the lower regular file at path, whose descriptors may have
+ * been switched to it (ov_fh_to_upper) */
+void ov_undo_created(struct ov *ov, int dfd, const char *name, const char *path, bool lower_reg);
+/* the upper directory dir_fd, at path, is about to be made opaque */
+void ov_undo_opaque(struct ov *ov, int dir_fd, const char *path);
+/* the whiteout dir_path/name was just removed */
+void ov_undo_whiteout(struct ov *ov, const char *dir_path, const char *name);
+/* Take back every logged step, newest first, then the journal records
+ * appended since begin.  0, or -errno: what could not be taken back stays,
+ * and so do the records. */
+int ov_undo_rollback(struct ov *ov, struct ov_undo *u);
+void ov_undo_commit(struct ov *ov, struct ov_undo *u);
 
 /* nsops.c */
 void ov_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, struct fuse_file_info *fi);

@@ -103,6 +103,31 @@ static int str_set_add(struct str_set *set, char *k) {
     return 0;
 }
 
+/* Remove k (linear probing: the entries after it in its run move back to
+ * where a lookup from their home slot still finds them). */
+static void str_set_del(struct str_set *set, const char *k) {
+    if (set->cap == 0)
+        return;
+    size_t mask = set->cap - 1, i = hash_str(k) & mask;
+    for (;; i = (i + 1) & mask) {
+        if (!set->slots[i])
+            return;
+        if (strcmp(set->slots[i], k) == 0)
+            break;
+    }
+    free(set->slots[i]);
+    set->slots[i] = NULL;
+    set->n--;
+    for (size_t j = (i + 1) & mask; set->slots[j]; j = (j + 1) & mask) {
+        size_t h = hash_str(set->slots[j]) & mask;
+        if (((j - h) & mask) >= ((j - i) & mask)) {
+            set->slots[i] = set->slots[j];
+            set->slots[j] = NULL;
+            i = j;
+        }
+    }
+}
+
 static int ino_map_put(struct ino_map *m, uint64_t k, uint64_t v) {
     if (k == 0)
         return -EINVAL;
@@ -167,6 +192,9 @@ void stage_maps_free(struct stage *s) {
     free(s->hidden.vals);
     free(s->lowers.keys);
     free(s->lowers.vals);
+    free(s->tx_keys);
+    s->tx_keys = NULL;
+    s->n_tx = s->cap_tx = 0;
     s->recorded = (struct str_set){0};
     s->origins = (struct ino_map){0};
     s->hidden = (struct ino_map){0};
@@ -323,9 +351,68 @@ int stage_journal_append(struct stage *s, const struct stage_preimage *rec) {
     r = str_set_add(&s->recorded, key);
     if (r < 0)
         goto out;
+    if (s->tx) {
+        if (s->n_tx == s->cap_tx) {
+            size_t nc = s->cap_tx ? s->cap_tx * 2 : 64;
+            char **nk = realloc(s->tx_keys, nc * sizeof(*nk));
+            if (nk) {
+                s->tx_keys = nk;
+                s->cap_tx = nc;
+            }
+        }
+        if (s->n_tx < s->cap_tx)
+            s->tx_keys[s->n_tx++] = key;
+        else
+            s->tx_broken = true; /* kept: it cannot be taken back */
+    }
     key = NULL;
     r = 1;
 out:
+    pthread_mutex_unlock(&s->lock);
+    return r;
+}
+
+static void tx_end_locked(struct stage *s) {
+    free(s->tx_keys);
+    s->tx_keys = NULL;
+    s->n_tx = s->cap_tx = 0;
+    s->tx = s->tx_broken = false;
+}
+
+int stage_journal_begin(struct stage *s) {
+    struct stat st;
+    if (fstat(s->journal_fd, &st) < 0)
+        return -errno;
+    pthread_mutex_lock(&s->lock);
+    tx_end_locked(s);
+    s->tx = true;
+    s->tx_off = st.st_size;
+    pthread_mutex_unlock(&s->lock);
+    return 0;
+}
+
+void stage_journal_commit(struct stage *s) {
+    pthread_mutex_lock(&s->lock);
+    tx_end_locked(s);
+    pthread_mutex_unlock(&s->lock);
+}
+
+int stage_journal_rollback(struct stage *s) {
+    pthread_mutex_lock(&s->lock);
+    int r = 0;
+    if (!s->tx || s->tx_broken)
+        r = -ENOMEM;
+    else if (s->n_tx && ftruncate(s->journal_fd, s->tx_off) < 0)
+        r = -errno;
+    if (r == 0) {
+        /* cut (a failed sync below leaves it cut in the page cache): the
+         * paths are no longer recorded */
+        for (size_t i = s->n_tx; i-- > 0;)
+            str_set_del(&s->recorded, s->tx_keys[i]);
+        if (s->n_tx && s->durability == STAGE_DURABILITY_STRICT && fdatasync(s->journal_fd) < 0)
+            r = -errno;
+    }
+    tx_end_locked(s);
     pthread_mutex_unlock(&s->lock);
     return r;
 }

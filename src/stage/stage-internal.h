@@ -41,6 +41,12 @@ struct stage {
     struct ino_map origins;  /* under lock: upper inode -> lower inode it shows (its copy-up's origin) */
     struct ino_map hidden;   /* under lock: upper inode -> lower inode it is a copy of, not shown (taken) */
     struct ino_map lowers;   /* under lock: lower inode -> how many live upper inodes origins maps to it */
+    /* under lock: appends that stage_journal_rollback may take back
+     * (stage_journal_begin); tx_keys borrow the set's strings */
+    bool tx, tx_broken;
+    off_t tx_off;
+    char **tx_keys;
+    size_t n_tx, cap_tx;
 };
 
 int stage_journal_load(struct stage *s);

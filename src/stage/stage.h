@@ -107,6 +107,19 @@ bool stage_journal_contains(struct stage *s, const char *path);
  * mutation).  Strict durability: the record is fdatasync'ed before return. */
 int stage_journal_append(struct stage *s, const struct stage_preimage *rec);
 
+/* A transaction of appends: the records appended after stage_journal_begin
+ * are taken back by stage_journal_rollback (the journal is cut back to its
+ * length at the begin, strict: synced, and their paths are no longer
+ * recorded) or kept by stage_journal_commit; either ends it.  For an
+ * operation that journaled objects it then left as they were (a rename
+ * that failed after its copy-up was undone: overlay/undo.c).  One at a
+ * time, and no other append may run meanwhile (the overlay's ns write
+ * lock).  rollback: 0, or -errno with the records kept (-ENOMEM: one of
+ * them could not be remembered). */
+int stage_journal_begin(struct stage *s);
+void stage_journal_commit(struct stage *s);
+int stage_journal_rollback(struct stage *s);
+
 /* Inode-origin map (side file 'origin'): upper st_ino -> lower st_ino for
  * objects copied up from the lower, so st_ino stays stable across copy-up
  * and across reopening the stage, and review can tell a directory copied
