@@ -245,6 +245,27 @@ static void creds_freep(struct sandbox_creds **c) {
 }
 #endif
 
+#ifdef PVISOR_HAVE_OVERLAY
+/* --limit tmp=/shm=: a tmpfs's files are kept in memory (or swap), so at
+ * most half of this host's memory, the kernel's default for a tmpfs.  (The
+ * sizes without them, 1 GiB and 64 MiB, are not checked: as before.) */
+static int check_tmpfs_sizes(const struct run_options *o) {
+    uint64_t max = sandbox_tmpfs_max();
+    const struct {
+        uint64_t v;
+        const char *key, *path;
+    } t[] = {{o->limits.tmp_bytes, "tmp", "/tmp"}, {o->limits.shm_bytes, "shm", "/dev/shm"}};
+    for (size_t i = 0; i < ARRAY_SIZE(t); i++)
+        if (max && t[i].v > max)
+            return cli_usage_error("run",
+                                   "--limit %s: %llu MiB is more than half of this host's memory (%llu MiB): the "
+                                   "sandbox's %s is a tmpfs, whose files are kept in memory; give at most %s=%lluM",
+                                   t[i].key, (unsigned long long)(t[i].v >> 20), (unsigned long long)(max * 2 >> 20),
+                                   t[i].path, t[i].key, (unsigned long long)(max >> 20));
+    return 0;
+}
+#endif
+
 int cmd_run(int argc, char **argv) {
     struct run_options o;
     _cleanup_free_ char *err = NULL;
@@ -268,6 +289,11 @@ int cmd_run(int argc, char **argv) {
     r = refuse_unavailable(&o);
     if (r)
         return r;
+#ifdef PVISOR_HAVE_OVERLAY
+    r = check_tmpfs_sizes(&o);
+    if (r)
+        return r;
+#endif
 
     struct policy pol;
     policy_build(&o, &pol);

@@ -240,6 +240,8 @@ struct sandbox *sandbox_new(struct run_context *ctx) {
     struct sandbox *sb = p;
     sb->plan_fd = sb->sync_r = sb->sync_w = sb->go_r = sb->go_w = sb->end_r = sb->end_w = -1;
     sb->home_fd = -1;
+    for (int k = 0; k < LAUNCH_TMPFS_N; k++)
+        sb->tmpfs_fd[k] = -1;
     sb->leftovers = -1;
     sb->ctx = ctx;
     return sb;
@@ -660,6 +662,7 @@ static void release(struct sandbox *sb, bool keep_home_thread) {
     if (sb->go_w >= 0)
         close(sb->go_w);
     sb->plan_fd = sb->sync_r = sb->sync_w = sb->go_r = sb->go_w = sb->end_r = sb->end_w = -1;
+    sandbox_close_tmpfs(sb);
     json_decref(sb->report);
     sb->report = NULL;
     if (sb->agent && sb->ctx) {

@@ -54,6 +54,7 @@ struct sandbox {
     bool leftovers_uncounted; /* init said it could not count them (LAUNCH_LEFTOVERS_UNKNOWN) */
     int stdio_lost_fd, stdio_lost_errno; /* init said the command's fd 1 or 2 failed a write ("stdio FD ERRNO") */
     bool end_creds;                      /* end_r passes the senders' credentials (the launcher's "end") */
+    int tmpfs_fd[LAUNCH_TMPFS_N];        /* init's private /tmp and /dev/shm (run_sandbox_tmpfs.c), or -1 */
     int pass[4];                         /* {plan_fd, sync_w, go_r, end_w}: the launcher's fd 3, 4, 5, 6 */
     /* As root: the idmapped clones of the read-only projections (their
      * descriptors, in the plan too, inherited by the launcher), or why
@@ -214,6 +215,19 @@ bool sandbox_end_home(struct sandbox *sb);
  * ignored the proxy (no-op without --allow-net); stop the run's name
  * server, record the names looked up ("dns") and say which. */
 void sandbox_finish_egress(struct sandbox *sb, bool command_failed);
+
+/* run_sandbox_tmpfs.c: the sandbox's private /tmp and /dev/shm.  After
+ * the report (before the go-ahead): take init's descriptors of them from
+ * LAUNCH_END_FD.  Once the command's tree is gone: record each one's use
+ * in the resources evidence ("private_tmpfs"), say (stderr, a Bundle
+ * warning) which was full or nearly, and close them.  Close them without
+ * a record (the run ended otherwise). */
+void sandbox_receive_tmpfs(struct sandbox *sb);
+void sandbox_finish_tmpfs(struct sandbox *sb);
+void sandbox_close_tmpfs(struct sandbox *sb);
+/* The largest --limit tmp=/shm= this host takes: half of its memory (a
+ * tmpfs's default size), 0 when unknown. */
+uint64_t sandbox_tmpfs_max(void);
 
 /* Give the user's terminal its modes back (no-op unless it was made raw). */
 void sandbox_restore_tty(struct sandbox *sb);

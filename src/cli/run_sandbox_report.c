@@ -415,6 +415,8 @@ void sandbox_read_report(pid_t child, void *userdata) {
             sb->refused = dimension_name(DIM_NETWORK);
         }
     }
+    if (sandbox_report_ok(sb) && !sb->refused)
+        sandbox_receive_tmpfs(sb);
     if (sandbox_report_ok(sb) && !sb->refused) {
         sandbox_record(sb->ctx, sb);
         char why[sizeof sb->refused_why - 64];

@@ -516,6 +516,7 @@ int run_execute_staged(struct run_context *ctx,
             exec_reap(&res);
         sandbox_finish_resources(sb, r >= 0 && !res.exec_errno && !res.chdir_errno ? res.wait_status : 0);
         sandbox_finish_egress(sb, r < 0 || exec_exit_status(&res) != 0);
+        sandbox_finish_tmpfs(sb);
         sandbox_release_home_async(sb); /* meanwhile, the workspace is sealed */
     }
 

@@ -65,11 +65,13 @@ json_t *bundle_new(const char *run_id, const struct run_options *o, const struct
         ws_j = json_null();
 
     const struct run_limits *l = &o->limits;
-    json_t *limits = policy_has_limits(l)
-                         ? json_pack("{s:o, s:o, s:o}", "mem_bytes",
+    json_t *limits = policy_has_limits(l) || policy_has_tmpfs_sizes(l)
+                         ? json_pack("{s:o, s:o, s:o, s:o, s:o}", "mem_bytes",
                                      l->mem_bytes ? json_integer((json_int_t)l->mem_bytes) : json_null(), "pids",
                                      l->pids ? json_integer((json_int_t)l->pids) : json_null(), "cpu_seconds",
-                                     l->cpu_s ? json_integer((json_int_t)l->cpu_s) : json_null())
+                                     l->cpu_s ? json_integer((json_int_t)l->cpu_s) : json_null(), "tmp_bytes",
+                                     l->tmp_bytes ? json_integer((json_int_t)l->tmp_bytes) : json_null(), "shm_bytes",
+                                     l->shm_bytes ? json_integer((json_int_t)l->shm_bytes) : json_null())
                          : json_null();
     json_t *access = json_array(), *pass_env = json_array(), *allow_net = json_array();
     for (int i = 0; allow_net && i < o->n_allow_net; i++) {

@@ -159,6 +159,21 @@ static int hand_over_dns(void) {
     return hand_over(s, "dns\n");
 }
 
+/* The private tmpfs roots launch_build_root kept (launch.h): to the
+ * supervisor, and closed here (the command gets none).  A failed hand-over
+ * costs the run its numbers, nothing else. */
+static void hand_over_tmpfs(void) {
+    for (int k = 0; k < LAUNCH_TMPFS_N; k++) {
+        if (launch_tmpfs_fd[k] < 0)
+            continue;
+        char tag[32];
+        snprintf(tag, sizeof tag, LAUNCH_TMPFS_TAG_PREFIX "%s\n", launch_tmpfs_path[k]);
+        (void)hand_over(launch_tmpfs_fd[k], tag);
+        close(launch_tmpfs_fd[k]);
+        launch_tmpfs_fd[k] = -1;
+    }
+}
+
 /* The signals L and I relay to their child, plus SIGCHLD. */
 static void relayed_signals(sigset_t *ret_mask) {
     sigemptyset(ret_mask);
@@ -1044,6 +1059,7 @@ static _Noreturn void become_init(const struct launch_plan *p, int status_fd) {
         fail("binding the run's name server on the sandbox's loopback", r);
     if (p->proxy_port && (r = hand_over_proxy(p->proxy_port)) < 0)
         fail("listening for the egress broker on the sandbox's loopback", r);
+    hand_over_tmpfs();
     struct term t = {.master = -1};
     if (p->tty && (r = open_terminal(&t, p->tty_input)) < 0)
         fail("opening a pty for the command", r);

@@ -21,6 +21,12 @@
  * run's name server, then with plan.proxy_port "proxy\n" with the
  * listening socket of the egress broker (SCM_RIGHTS), before the command
  * is forked;
+ * then, for each of the sandbox's private tmpfs mounts /tmp and /dev/shm,
+ * "tmpfs PATH\n" with an O_PATH descriptor of its root, taken as
+ * it was mounted (launch_tmpfs_fd): the supervisor fstatfs()es it at the
+ * run's end to say whether it was full (the kernel's numbers: nothing in
+ * the sandbox can forge them, and the command never holds the
+ * descriptor);
  * then "leftovers N\n", which init writes when the command has ended, N
  * the processes still alive in the PID namespace, which its end kills
  * (LAUNCH_LEFTOVERS_UNKNOWN when it could not list its /proc);
@@ -56,6 +62,18 @@
 #define LAUNCH_READY_FD 7
 #define LAUNCH_VERB "__launch"
 #define LAUNCH_REPORT_MAX (64u << 10)
+
+/* The private tmpfs mounts whose use the supervisor reports: their roots
+ * as O_PATH descriptors (close-on-exec) that launch_build_root takes as it
+ * mounts each, before anything can be mounted over it (an --access grant
+ * of /tmp), or -1; init hands them over and closes them before the command
+ * is forked. */
+enum { LAUNCH_TMPFS_TMP, LAUNCH_TMPFS_SHM, LAUNCH_TMPFS_N };
+extern int launch_tmpfs_fd[LAUNCH_TMPFS_N];
+/* Their paths inside ("/tmp", "/dev/shm"); the message handing one over
+ * is LAUNCH_TMPFS_TAG_PREFIX, its path and a newline. */
+extern const char *const launch_tmpfs_path[LAUNCH_TMPFS_N];
+#define LAUNCH_TMPFS_TAG_PREFIX "tmpfs "
 
 struct launch_plan;
 

@@ -47,6 +47,17 @@
  * size at most (/dev/shm's 64 MiB: 32768). */
 #define TMPFS_BYTES_PER_INODE 2048
 
+int launch_tmpfs_fd[LAUNCH_TMPFS_N] = {-1, -1};
+const char *const launch_tmpfs_path[LAUNCH_TMPFS_N] = {"/tmp", "/dev/shm"};
+
+/* Keep the root of the tmpfs just mounted at target as launch_tmpfs_fd[k]
+ * (see launch.h).  Not a control: when it cannot be opened, the run goes
+ * on and its Bundle has no numbers for it. */
+static void keep_tmpfs(int k, const char *target) {
+    if (launch_tmpfs_fd[k] < 0)
+        launch_tmpfs_fd[k] = open(target, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
 /* Where the new root is assembled (inside our private mount namespace). */
 #define NEWROOT "/tmp"
 
@@ -485,6 +496,8 @@ static int attach(const char *root, const struct plan_mount *m, struct source *s
         unsigned long flags = MS_NOSUID | MS_NODEV;
         if (mount("tmpfs", target, "tmpfs", flags, opts) < 0)
             return *ret_step = "mounting a tmpfs", -errno;
+        if (strcmp(m->path, launch_tmpfs_path[LAUNCH_TMPFS_TMP]) == 0)
+            keep_tmpfs(LAUNCH_TMPFS_TMP, target);
         return 0;
     }
     }
@@ -705,7 +718,7 @@ static int proc_read_only(int pfd, const char **ret_step) {
     return 0;
 }
 
-static int setup_dev(const char *root, const char **ret_step) {
+static int setup_dev(const struct launch_plan *p, const char *root, const char **ret_step) {
     _cleanup_free_ char *pts = path_join(root, "/dev/pts");
     _cleanup_free_ char *shm = path_join(root, "/dev/shm");
     _cleanup_free_ char *dev = path_join(root, "/dev");
@@ -720,8 +733,12 @@ static int setup_dev(const char *root, const char **ret_step) {
      * devpts, another sandbox's or a container's, without a pty. */
     if (mount("devpts", pts, "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=620,max=256") < 0)
         return *ret_step = "mounting a private devpts", -errno;
-    if (mount("tmpfs", shm, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=67108864,nr_inodes=32768") < 0)
+    char opts[96];
+    unsigned long long size = p->shm_size ? p->shm_size : 64ULL << 20;
+    snprintf(opts, sizeof opts, "mode=1777,size=%llu,nr_inodes=%llu", size, size / TMPFS_BYTES_PER_INODE);
+    if (mount("tmpfs", shm, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
         return *ret_step = "mounting /dev/shm", -errno;
+    keep_tmpfs(LAUNCH_TMPFS_SHM, shm);
     static const char *const links[][2] = {
         {"pts/ptmx", "ptmx"},          {"/proc/self/fd", "fd"},       {"/proc/self/fd/0", "stdin"},
         {"/proc/self/fd/1", "stdout"}, {"/proc/self/fd/2", "stderr"},
@@ -892,7 +909,7 @@ int launch_build_root(const struct launch_plan *p, const char **ret_step) {
 
     PV_MARK("I_sockets");
     /* 4. /dev extras, a fresh /proc for our PID namespace, /tmp. */
-    if ((r = setup_dev(NEWROOT, ret_step)) < 0)
+    if ((r = setup_dev(p, NEWROOT, ret_step)) < 0)
         goto out;
     if ((r = mkdir_p(NEWROOT "/proc", 0555)) < 0) {
         *ret_step = "creating /proc";

@@ -115,15 +115,15 @@ json_t *plan_to_json(const struct launch_plan *p) {
             return NULL;
         }
     return json_pack(
-        "{s:o, s:o, s:o, s:o, s:s, s:I, s:I, s:b, s:b, s:I, s:b, s:b, s:b, s:b, s:b, s:I, s:{s:I, s:I, s:I, s:I, s:I}, "
-        "s:o}",
+        "{s:o, s:o, s:o, s:o, s:s, s:I, s:I, s:b, s:b, s:I, s:b, s:b, s:b, s:b, s:b, s:I, s:I, s:{s:I, s:I, s:I, s:I, "
+        "s:I}, s:o}",
         "argv", strv_to_json(p->argv), "exec_path", bytes_json(p->exec_path), "env", strv_to_json(p->envp), "cwd",
         bytes_json(p->cwd), "hostname", p->hostname, "uid", (json_int_t)p->uid, "gid", (json_int_t)p->gid,
         "unshare_net", p->unshare_net, "loopback_tcp", p->loopback_tcp, "proxy_port", (json_int_t)p->proxy_port,
         "dns_stub", p->dns_stub, "landlock", p->landlock, "seccomp", p->seccomp, "tty", p->tty, "tty_input",
-        p->tty_input, "tmp_size", (json_int_t)p->tmp_size, "rlimits", "nofile", (json_int_t)p->rlimit_nofile, "fsize",
-        (json_int_t)p->rlimit_fsize, "nproc", (json_int_t)p->rlimit_nproc, "as", (json_int_t)p->rlimit_as, "cpu",
-        (json_int_t)p->rlimit_cpu, "mounts", mounts);
+        p->tty_input, "tmp_size", (json_int_t)p->tmp_size, "shm_size", (json_int_t)p->shm_size, "rlimits", "nofile",
+        (json_int_t)p->rlimit_nofile, "fsize", (json_int_t)p->rlimit_fsize, "nproc", (json_int_t)p->rlimit_nproc, "as",
+        (json_int_t)p->rlimit_as, "cpu", (json_int_t)p->rlimit_cpu, "mounts", mounts);
 }
 
 static int strv_from_json(const json_t *a, size_t max, bool need_one, char ***ret) {
@@ -217,9 +217,10 @@ int plan_from_json(const json_t *j, struct launch_plan *ret_plan) {
         goto fail;
     p.landlock = json_is_true(json_object_get(j, "landlock"));
     p.seccomp = json_is_true(json_object_get(j, "seccomp"));
-    if (get_u64(j, "tmp_size", &p.tmp_size) < 0 || get_u64(rl, "nofile", &p.rlimit_nofile) < 0 ||
-        get_u64(rl, "fsize", &p.rlimit_fsize) < 0 || get_u64(rl, "nproc", &p.rlimit_nproc) < 0 ||
-        get_u64(rl, "as", &p.rlimit_as) < 0 || get_u64(rl, "cpu", &p.rlimit_cpu) < 0)
+    if (get_u64(j, "tmp_size", &p.tmp_size) < 0 || get_u64(j, "shm_size", &p.shm_size) < 0 ||
+        get_u64(rl, "nofile", &p.rlimit_nofile) < 0 || get_u64(rl, "fsize", &p.rlimit_fsize) < 0 ||
+        get_u64(rl, "nproc", &p.rlimit_nproc) < 0 || get_u64(rl, "as", &p.rlimit_as) < 0 ||
+        get_u64(rl, "cpu", &p.rlimit_cpu) < 0)
         goto fail;
     const json_t *ep = json_object_get(j, "exec_path");
     if (ep && !json_is_null(ep)) {

@@ -74,6 +74,7 @@ struct launch_plan {
     bool tty;
     bool tty_input;    /* ... and the user's keys (fd 0, in the foreground) go to it */
     uint64_t tmp_size; /* /tmp tmpfs size */
+    uint64_t shm_size; /* /dev/shm tmpfs size (0: 64 MiB) */
     uint64_t rlimit_nofile, rlimit_fsize, rlimit_nproc, rlimit_as; /* 0 = inherit */
     uint64_t rlimit_cpu;       /* seconds; 0 = inherit.  Soft at N (SIGXCPU), hard at N + 1 (SIGKILL) */
     struct plan_mount *mounts; /* applied in order */

@@ -1138,7 +1138,8 @@ int plan_build(const struct plan_inputs *in, struct launch_plan *ret_plan, char 
     p.dns_stub = p.unshare_net && !p.loopback_tcp;
     p.landlock = true;
     p.seccomp = true;
-    p.tmp_size = 1ULL << 30;
+    p.tmp_size = o->limits.tmp_bytes ? o->limits.tmp_bytes : POLICY_TMP_DEFAULT;
+    p.shm_size = o->limits.shm_bytes ? o->limits.shm_bytes : POLICY_SHM_DEFAULT;
     p.rlimit_nofile = 65536;
     p.rlimit_fsize = o->stage_max_bytes;
     p.rlimit_as = in->rlimit_as;

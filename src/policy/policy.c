@@ -145,8 +145,13 @@ bool policy_has_limits(const struct run_limits *l) {
     return l->mem_bytes || l->pids || l->cpu_s;
 }
 
+bool policy_has_tmpfs_sizes(const struct run_limits *l) {
+    return l->tmp_bytes || l->shm_bytes;
+}
+
 int policy_parse_limits(const char *spec, struct run_limits *limits, char **ret_error) {
-    static const char usage[] = "(use: --limit mem=SIZE,pids=N,cpu=DURATION; e.g. mem=2G,pids=256,cpu=10m)";
+    static const char usage[] =
+        "(use: --limit mem=SIZE,pids=N,cpu=DURATION,tmp=SIZE,shm=SIZE; e.g. mem=2G,pids=256,cpu=10m,tmp=4G)";
     const char *p = spec;
     for (;;) {
         const char *end = strchr(p, ',');
@@ -185,8 +190,17 @@ int policy_parse_limits(const char *spec, struct run_limits *limits, char **ret_
                 return usage_error(
                     ret_error, "--limit cpu: '%s' is not a CPU time (examples: 90, 30s, 10m, 2h; at most 7 days)", val);
             v = ms / 1000;
+        } else if (klen == 3 && (strncmp(p, "tmp", 3) == 0 || strncmp(p, "shm", 3) == 0)) {
+            bool tmp = p[0] == 't';
+            slot = tmp ? &limits->tmp_bytes : &limits->shm_bytes;
+            r = parse_size(val, POLICY_TMPFS_MIN, POLICY_TMPFS_MAX, &v);
+            if (r < 0)
+                return usage_error(ret_error,
+                                   "--limit %s: '%s' is not a size of at least 1M for the sandbox's %s (examples: %s)",
+                                   tmp ? "tmp" : "shm", val, tmp ? "/tmp" : "/dev/shm", tmp ? "512M, 4G" : "256M, 1G");
         } else {
-            return usage_error(ret_error, "--limit: unknown key '%.*s' (known: mem, pids, cpu)", (int)klen, p);
+            return usage_error(ret_error, "--limit: unknown key '%.*s' (known: mem, pids, cpu, tmp, shm)", (int)klen,
+                               p);
         }
         if (*slot)
             return usage_error(ret_error, "--limit: '%.*s' is given twice", (int)klen, p);
@@ -397,7 +411,7 @@ int policy_parse_run(int argc, char **argv, struct run_options *ret_opts, char *
         return usage_error(ret_error, "--network only applies to --safe (other runs keep the host's network)");
     if (o.n_allow_net && !o.safe)
         return usage_error(ret_error, "--allow-net only applies to --safe (other runs keep the host's network)");
-    if (policy_has_limits(&o.limits) && !policy_wants_sandbox(&o))
+    if ((policy_has_limits(&o.limits) || policy_has_tmpfs_sizes(&o.limits)) && !policy_wants_sandbox(&o))
         return usage_error(ret_error, "--limit only applies to --safe or --filesystem sandbox");
     if (o.workspace && o.workspace[0] == '\0')
         return usage_error(ret_error, "--workspace needs a directory");

@@ -63,10 +63,20 @@ enum executor_kind { EXECUTOR_AUTO, EXECUTOR_HOST, EXECUTOR_OCI, EXECUTOR_VM };
 #define POLICY_LIMIT_MEM_MAX (1ULL << 50)         /* 1 PiB */
 #define POLICY_LIMIT_PIDS_MAX 4194304ULL          /* PID_MAX_LIMIT */
 #define POLICY_LIMIT_CPU_MAX_S (7ULL * 24 * 3600) /* a week of CPU time */
+/* tmp=SIZE, shm=SIZE: the size of the sandbox's private /tmp and /dev/shm
+ * (tmpfs, one inode per 2 KiB of it), not limits of the tree: the kernel
+ * holds them whatever the host.  The supervisor bounds them further by
+ * the host's memory (cmd_run.c: at most half of it, a tmpfs's default). */
+#define POLICY_TMPFS_MIN (1ULL << 20)    /* 1 MiB */
+#define POLICY_TMPFS_MAX (1ULL << 50)    /* 1 PiB (parsing; the host's memory bounds it first) */
+#define POLICY_TMP_DEFAULT (1ULL << 30)  /* /tmp without tmp=: 1 GiB */
+#define POLICY_SHM_DEFAULT (64ULL << 20) /* /dev/shm without shm=: 64 MiB */
 struct run_limits {
     uint64_t mem_bytes; /* mem=SIZE: memory of the tree */
     uint64_t pids;      /* pids=N: processes and threads alive at once */
     uint64_t cpu_s;     /* cpu=DURATION: CPU time, in seconds */
+    uint64_t tmp_bytes; /* tmp=SIZE: the private /tmp's size */
+    uint64_t shm_bytes; /* shm=SIZE: the private /dev/shm's size */
 };
 enum durability { DURABILITY_CHECKPOINT, DURABILITY_STRICT };
 
@@ -116,14 +126,17 @@ int policy_parse_run(int argc, char **argv, struct run_options *ret_opts, char *
 int policy_parse_duration(const char *s, uint64_t *ret_ms);
 
 /* Parse one --limit value, "KEY=VALUE[,KEY=VALUE...]" with KEY one of mem
- * (a size: 512M, 2G), pids (a count) and cpu (a duration of CPU time: 90,
- * 30s, 10m, 2h), merging into *limits.  A key already set (here or by an
+ * (a size: 512M, 2G), pids (a count), cpu (a duration of CPU time: 90,
+ * 30s, 10m, 2h), tmp and shm (sizes, 1M up), merging into *limits.  A key already set (here or by an
  * earlier --limit) is an error.  On -EINVAL *ret_error is a malloc'd
  * one-line message; *limits may then be partly updated. */
 int policy_parse_limits(const char *spec, struct run_limits *limits, char **ret_error);
 
-/* True when any --limit was given. */
+/* True when a limit of the command's tree (mem, pids, cpu) was given: the
+ * resources dimension is requested. */
 bool policy_has_limits(const struct run_limits *l);
+/* True when tmp= or shm= was given. */
+bool policy_has_tmpfs_sizes(const struct run_limits *l);
 
 /* Requested level per dimension for these options. */
 void policy_build(const struct run_options *o, struct policy *ret_policy);

@@ -39,6 +39,84 @@ eq "$rc:$(jq -r '.dimensions.resources | .requested + " " + .effective' "$(bundl
 check "  its evidence shows the baseline rlimits from inside (core 1: no dump, not even to a pipe helper)" \
     sh -c "[ \"\$(jq -r '.dimensions.resources.evidence.rlimits_inside.core | [.soft, .hard] | join(\" \")' '$(bundle)')\" = '1 1' ]"
 
+# --- the private /tmp and /dev/shm: their size, and a run that filled one ------
+# Both are tmpfs mounts of the sandbox's own (1 GiB and 64 MiB, one inode per
+# 2 KiB); --limit tmp=/shm= sizes them.  At the run's end the supervisor
+# reads each one's use (fstatfs on a descriptor init handed over) into the
+# resources evidence, and says on stderr (and in the Bundle's warnings) which
+# was full or nearly: a tool that got ENOSPC there reports it as its own
+# failure.  As root and as an unprivileged user (tmpfs_runs twice).
+tmpfs() { jq -r ".dimensions.resources.evidence.private_tmpfs[\"$1\"].$2" "$(bundle)"; }
+n0=$(run_count)
+"$PVISOR" run --safe --limit tmp=bad -- true >out 2>err; rc=$?
+eq "$rc:$(head -n1 err)" "2:pvisor run: --limit tmp: 'bad' is not a size of at least 1M for the sandbox's /tmp (examples: 512M, 4G)" \
+   "--limit tmp=bad: exit 2, saying what a size is"
+"$PVISOR" run --safe --limit shm=0 -- true >out 2>err; rc=$?
+eq "$rc:$(grep -c "^pvisor run: --limit shm: '0' is not a size of at least 1M" err)" "2:1" "--limit shm=0: exit 2"
+memk=$(awk '/^MemTotal:/ { print $2 }' /proc/meminfo)
+"$PVISOR" run --safe --limit "tmp=${memk}K" -- true >out 2>err; rc=$?
+eq "$rc:$(grep -c "^pvisor run: --limit tmp: .* is more than half of this host's memory .*give at most tmp=[0-9]*M" err)" "2:1" \
+   "--limit tmp= of all this host's memory: exit 2, saying the most it takes"
+"$PVISOR" run --stage auto --limit tmp=8M -- true >out 2>err; rc=$?
+eq "$rc:$(grep -c "^pvisor run: --limit only applies to --safe or --filesystem sandbox" err)" "2:1" \
+   "--limit tmp= without a sandbox (no private /tmp): exit 2"
+eq "$(run_count)" "$n0" "  none of them wrote a run"
+check "help documents --limit tmp= and shm=" sh -c "'$PVISOR' help run | grep -q -- '--limit tmp=SIZE,shm=SIZE'"
+
+# tmpfs_runs WHO RUN...: the runs, RUN the command that starts pvisor run
+# --safe in a workspace of the user's
+tmpfs_runs() {
+    who=$1; shift
+    out=$("$@" --limit tmp=8M,shm=16M -- stat -f -c '%b %S %c' /tmp /dev/shm 2>err); rc=$?
+    eq "$rc:$(echo $out)" "0:2048 4096 4096 4096 4096 8192" \
+       "$who: --limit tmp=8M,shm=16M: statfs inside shows an 8 MiB /tmp with 4,096 inodes and a 16 MiB /dev/shm"
+    eq "$(jq -c .requested_policy.limits "$(bundle)")" \
+       '{"mem_bytes":null,"pids":null,"cpu_seconds":null,"tmp_bytes":8388608,"shm_bytes":16777216}' \
+       "  the Bundle records the sizes asked for"
+    eq "$(jq -r '.dimensions.resources.requested' "$(bundle)"):$(grep -c . err)" "none:0" \
+       "  sizes are not limits of the tree (no resources requested), and a run that filled nothing says nothing"
+
+    # blocks: a 5 MiB file in a 4 MiB /tmp
+    "$@" --limit tmp=4M -- sh -c 'head -c 5M /dev/zero > /tmp/big' >out 2>err; rc=$?
+    b=$(bundle)
+    eq "$rc:$(tmpfs /tmp size_bytes):$(tmpfs /tmp used_bytes):$(tmpfs /tmp blocks_full):$(tmpfs /tmp inodes_full)" \
+       "1:4194304:4194304:true:false" "$who: a command that filled a 4 MiB /tmp: the Bundle says 4 MiB of 4 MiB used, blocks full"
+    check "  its Bundle validates" $VALIDATE "$b"
+    eq "$(grep -c '^pvisor run: note: ' err):$(grep -c "^pvisor run: note: the sandbox's /tmp was full when the run ended (4.0 MiB of its 4.0 MiB used; a private tmpfs): .*No space left on device.*--limit tmp=SIZE (now 4.0 MiB" err)" "1:1" \
+       "  one note on stderr names /tmp, its size, what filled it and --limit tmp=SIZE"
+    eq "$(jq '[.warnings[] | select(startswith("the sandbox'"'"'s /tmp was full"))] | length' "$b")" 1 "  and the Bundle's warnings have it"
+
+    # inodes: 2,048 files in a 4 MiB /tmp (one per 2 KiB), each empty
+    "$@" --limit tmp=4M -- sh -c 'i=0; while [ $i -lt 2100 ]; do echo -n > /tmp/f$i; i=$((i+1)); done 2>/dev/null; exit 0' >out 2>err; rc=$?
+    eq "$rc:$(tmpfs /tmp used_bytes):$(tmpfs /tmp inodes):$(tmpfs /tmp used_inodes):$(tmpfs /tmp blocks_full):$(tmpfs /tmp inodes_full)" \
+       "0:0:2048:2048:false:true" "$who: a command that made files until /tmp had no inode left: the Bundle says 2048 of 2048 inodes used"
+    eq "$(grep -c "^pvisor run: note: the sandbox's /tmp was full when the run ended (2048 of its 2048 files used: it holds one per 2 KiB of its 4.0 MiB; .*--limit tmp=SIZE, a larger size for more files" err)" 1 \
+       "  the note says it was its files, and that a larger size gives more"
+
+    # /dev/shm at its default 64 MiB
+    "$@" -- sh -c 'head -c 65M /dev/zero > /dev/shm/big' >out 2>err; rc=$?
+    eq "$rc:$(tmpfs /dev/shm size_bytes):$(tmpfs /dev/shm used_bytes):$(tmpfs /dev/shm blocks_full):$(tmpfs /tmp blocks_full)" \
+       "1:67108864:67108864:true:false" "$who: a command that filled /dev/shm (64 MiB): the Bundle says so, and /tmp was not"
+    eq "$(grep -c '^pvisor run: note: ' err):$(grep -c "^pvisor run: note: the sandbox's /dev/shm was full when the run ended (64.0 MiB of its 64.0 MiB used; .*--limit shm=SIZE" err)" "1:1" \
+       "  one note, naming /dev/shm and --limit shm=SIZE"
+
+    # a quarter used: no note
+    "$@" --limit tmp=4M -- sh -c 'head -c 1M /dev/zero > /tmp/some' >out 2>err; rc=$?
+    eq "$rc:$(tmpfs /tmp used_bytes):$(tmpfs /tmp blocks_full):$(grep -c . err):$(jq '[.warnings[] | select(startswith("the sandbox'"'"'s"))] | length' "$(bundle)")" "0:1048576:false:0:0" \
+       "$who: a command that used 1 MiB of a 4 MiB /tmp: recorded, no note, no warning"
+}
+tmpfs_runs "as $(id -un)" safe
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
+    TU="$T/tmpfs-u"; mkdir -p "$TU/ws" "$TU/state" "$TU/home"; chown -R 65534:65534 "$TU"
+    XDG_STATE_HOME_ROOT=$XDG_STATE_HOME
+    export XDG_STATE_HOME="$TU/state"
+    asnobody() { (cd "$TU/ws" && HOME="$TU/home" timeout 120 setpriv --reuid=65534 --regid=65534 --clear-groups "$PVISOR" run --safe "$@"); }
+    tmpfs_runs "uid 65534" asnobody
+    export XDG_STATE_HOME="$XDG_STATE_HOME_ROOT"
+else
+    skip "the private /tmp and /dev/shm as an unprivileged user" "needs root to switch to an unprivileged user"
+fi
+
 # --- as root -----------------------------------------------------------------------
 if [ "$(id -u)" -eq 0 ]; then
     # mem: the hog is stopped; the mechanism named is the one that acted.

@@ -106,7 +106,9 @@ int main(void) {
        "system hierarchies projected read-only");
     ok(find(&p, "/home/u/ws") && find(&p, "/home/u/ws")->kind == PLAN_BIND_RW, "workspace read-write");
     ok(find(&p, "/home/u") && find(&p, "/home/u")->kind == PLAN_TMPFS, "HOME is a private tmpfs");
-    ok(find(&p, "/tmp") && find(&p, "/tmp")->kind == PLAN_TMPFS, "/tmp is a private tmpfs");
+    ok(find(&p, "/tmp") && find(&p, "/tmp")->kind == PLAN_TMPFS && find(&p, "/tmp")->size == 1ULL << 30 &&
+           p.tmp_size == 1ULL << 30 && p.shm_size == 64ULL << 20,
+       "/tmp is a private tmpfs, 1 GiB without --limit tmp= (and /dev/shm 64 MiB)");
     ok(find(&p, "/home/u/.gitconfig") && find(&p, "/home/u/.gitconfig")->kind == PLAN_BIND_RO,
        "allowlisted config projected read-only");
     ok(!find(&p, "/home/u/.ssh/config"), "nothing under ~/.ssh is projected even if listed");
@@ -139,6 +141,7 @@ int main(void) {
     ok(j && plan_from_json(j, &q) == 0 && q.n_mounts == p.n_mounts && strcmp(q.cwd, p.cwd) == 0 &&
            strcmp(q.argv[1], "-j2") == 0 && q.rlimit_as == 1ULL << 30 && q.rlimit_cpu == 600 && q.rlimit_nproc == 64,
        "JSON round trip (with the --limit rlimits)");
+    ok(q.tmp_size == p.tmp_size && q.shm_size == p.shm_size, "JSON round trip of the /tmp and /dev/shm sizes");
     ok(q.exec_path == NULL && json_is_null(json_object_get(j, "exec_path")),
        "no exec_path unless the supervisor sets one");
     {
@@ -205,6 +208,15 @@ int main(void) {
     ok(plan_from_json(j, &q) == -EINVAL, "a plan naming a non-normalised path is refused");
     json_decref(j);
     plan_free(&p);
+
+    /* --limit tmp=8M,shm=16M size the two tmpfs mounts. */
+    o.limits.tmp_bytes = 8ULL << 20;
+    o.limits.shm_bytes = 16ULL << 20;
+    ok(plan_build(&in, &p, &err) == 0 && find(&p, "/tmp") && find(&p, "/tmp")->size == 8ULL << 20 &&
+           p.tmp_size == 8ULL << 20 && p.shm_size == 16ULL << 20,
+       "--limit tmp=8M,shm=16M: a /tmp of 8 MiB and a /dev/shm of 16 MiB");
+    plan_free(&p);
+    o.limits.tmp_bytes = o.limits.shm_bytes = 0;
 
     /* Workspace == HOME: HOME's credentials are inside it and get covered;
      * the workspace view serves HOME (no tmpfs under it, no config file

@@ -154,6 +154,20 @@ int main(void) {
     expect_error("an over-long value", r, err, "too long");
     r = PARSE(&o, &err, "--limit", "pids=10", "--", "x");
     expect_error("--limit without a sandbox", r, err, "--limit only applies");
+    r = PARSE(&o, &err, "--safe", "--limit", "tmp=8M,shm=256M", "--", "x");
+    ok(r == 0 && o.limits.tmp_bytes == 8ULL << 20 && o.limits.shm_bytes == 256ULL << 20 && !o.limits.mem_bytes,
+       "--limit tmp=8M,shm=256M size the private /tmp and /dev/shm");
+    policy_build(&o, &p);
+    ok(p.requested[DIM_RESOURCES] == LEVEL_NONE && !policy_has_limits(&o.limits) && policy_has_tmpfs_sizes(&o.limits),
+       "tmp= and shm= alone request no resources dimension (they are sizes, not limits of the tree)");
+    r = PARSE(&o, &err, "--safe", "--limit", "tmp=bad", "--", "x");
+    expect_error("tmp that is not a size", r, err, "--limit tmp: 'bad' is not a size of at least 1M");
+    r = PARSE(&o, &err, "--safe", "--limit", "shm=512K", "--", "x");
+    expect_error("shm under 1M", r, err, "--limit shm: '512K' is not a size of at least 1M");
+    r = PARSE(&o, &err, "--safe", "--limit", "tmp=1M,tmp=2M", "--", "x");
+    expect_error("tmp given twice", r, err, "given twice");
+    r = PARSE(&o, &err, "--stage", "auto", "--limit", "tmp=8M", "--", "x");
+    expect_error("--limit tmp without a sandbox", r, err, "--limit only applies");
 
     is_str(level_name(LEVEL_PARTIAL), "partial", "the partial level is named");
     is_str(dimension_name(DIM_HOME_CREDENTIALS), "home_credentials", "dimension names are the documented ones");
