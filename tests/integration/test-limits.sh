@@ -73,7 +73,7 @@ tmpfs_runs() {
     eq "$(jq -c .requested_policy.limits "$(bundle)")" \
        '{"mem_bytes":null,"pids":null,"cpu_seconds":null,"tmp_bytes":8388608,"shm_bytes":16777216}' \
        "  the Bundle records the sizes asked for"
-    eq "$(jq -r '.dimensions.resources.requested' "$(bundle)"):$(grep -c . err)" "none:0" \
+    eq "$(jq -r '.dimensions.resources.requested' "$(bundle)"):$(grep -c "^pvisor run: note: the sandbox's" err)" "none:0" \
        "  sizes are not limits of the tree (no resources requested), and a run that filled nothing says nothing"
 
     # blocks: a 5 MiB file in a 4 MiB /tmp
@@ -102,7 +102,7 @@ tmpfs_runs() {
 
     # a quarter used: no note
     "$@" --limit tmp=4M -- sh -c 'head -c 1M /dev/zero > /tmp/some' >out 2>err; rc=$?
-    eq "$rc:$(tmpfs /tmp used_bytes):$(tmpfs /tmp blocks_full):$(grep -c . err):$(jq '[.warnings[] | select(startswith("the sandbox'"'"'s"))] | length' "$(bundle)")" "0:1048576:false:0:0" \
+    eq "$rc:$(tmpfs /tmp used_bytes):$(tmpfs /tmp blocks_full):$(grep -c "^pvisor run: note: the sandbox's" err):$(jq '[.warnings[] | select(startswith("the sandbox'"'"'s"))] | length' "$(bundle)")" "0:1048576:false:0:0" \
        "$who: a command that used 1 MiB of a 4 MiB /tmp: recorded, no note, no warning"
 }
 tmpfs_runs "as $(id -un)" safe
