@@ -579,7 +579,8 @@ try:
         open(\"/dev/shm/f%d\" % n, \"w\").close(); n += 1
 except OSError as e:
     print(n, e.errno)"' 2>&1)
-eq "$(echo $out)" "524288 32768 32767 28" "--safe: /tmp and /dev/shm hold one inode per 2 KiB of their size; creating more files is ENOSPC"
+eq "$(echo $(printf '%s\n' "$out" | grep -v '^pvisor run: note: ')):$(printf '%s\n' "$out" | grep -c "^pvisor run: note: the sandbox's /dev/shm was full")" "524288 32768 32767 28:1" \
+    "--safe: /tmp and /dev/shm hold one inode per 2 KiB of their size; creating more files is ENOSPC (and the run says /dev/shm was full)"
 
 # Host servers: nothing from the sandbox arrived (the control's lines did).
 n_unix=$(grep -c '^unix' "$SLOG"); n_abs=$(grep -c '^abstract' "$SLOG"); n_tcp=$(grep -c '^tcp' "$SLOG")
