@@ -30,7 +30,8 @@ absent() { _n=$((_n + 1)); echo "ok $_n - $1 # SKIP $2"; }
 have() { command -v "$1" >/dev/null 2>&1; }
 # out: a run's output, less the one warning another test's moment of a
 # socket kernel.core_pattern (test-adversarial, run beside this one) adds
-out() { grep -v '^pvisor run: warning: kernel.core_pattern ' "$T/out"; }
+# the command's output, without pvisor's notes that do not concern it (core_pattern; HOME's discarded writes)
+out() { grep -v "^pvisor run: warning: kernel.core_pattern \|^pvisor run: the command wrote .* in HOME's view, discarded at exit" "$T/out"; }
 show_out() { sed 's/^/# /' "$T/out" | tail -n 15; }
 
 mkdir -p "$T/probe"
