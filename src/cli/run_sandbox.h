@@ -193,6 +193,12 @@ bool sandbox_end_home(struct sandbox *sb);
  * server, record the names looked up ("dns") and say which. */
 void sandbox_finish_egress(struct sandbox *sb, bool command_failed);
 
+/* One of init's messages on LAUNCH_END_FD, without waiting: its bytes in
+ * data (at most size - 1, NUL-terminated) and the descriptor it carried
+ * (close-on-exec), or -1, in *ret_fd.  Its length, or -errno (-EAGAIN:
+ * none waiting; -EPROTO: cut short, its descriptor closed). */
+ssize_t sandbox_receive_end(struct sandbox *sb, char *data, size_t size, int *ret_fd);
+
 /* run_sandbox_tmpfs.c: the sandbox's private /tmp and /dev/shm.  After
  * the report (before the go-ahead): take init's descriptors of them from
  * LAUNCH_END_FD.  Once the command's tree is gone: record each one's use

@@ -228,29 +228,44 @@ void sandbox_restore_tty(struct sandbox *sb) {
     tty_guard_stop(sb);
 }
 
-/* One of init's messages on LAUNCH_END_FD (sent before the command was
- * forked, so before the report): tag and a socket of the given type,
- * listening or not, which only init could make in the sandbox's network
- * namespace.  Returns the descriptor or -errno (-EPROTO: not that). */
-static int receive_socket(struct sandbox *sb, const char *tag, int type, bool listening) {
-    char data[16];
-    struct iovec iov = {.iov_base = data, .iov_len = sizeof data};
+ssize_t sandbox_receive_end(struct sandbox *sb, char *data, size_t size, int *ret_fd) {
+    struct iovec iov = {.iov_base = data, .iov_len = size - 1};
     union {
         struct cmsghdr h;
         char buf[CMSG_SPACE(sizeof(int))];
     } ctl;
     struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof ctl.buf};
+    *ret_fd = -1;
     ssize_t n = recvmsg(sb->end_r, &m, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
     if (n < 0)
         return -errno;
+    data[n] = '\0';
     struct cmsghdr *c = CMSG_FIRSTHDR(&m);
-    int fd = -1;
     if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int)))
-        memcpy(&fd, CMSG_DATA(c), sizeof fd);
+        memcpy(ret_fd, CMSG_DATA(c), sizeof *ret_fd);
+    if (m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) {
+        if (*ret_fd >= 0)
+            close(*ret_fd);
+        *ret_fd = -1;
+        return -EPROTO;
+    }
+    return n;
+}
+
+/* One of init's messages on LAUNCH_END_FD (sent before the command was
+ * forked, so before the report): tag and a socket of the given type,
+ * listening or not, which only init could make in the sandbox's network
+ * namespace.  Returns the descriptor or -errno (-EPROTO: not that). */
+static int receive_socket(struct sandbox *sb, const char *tag, int type, bool listening) {
+    char data[17];
+    int fd;
+    ssize_t n = sandbox_receive_end(sb, data, sizeof data, &fd);
+    if (n < 0)
+        return (int)n;
     int got = 0, acc = 0;
     socklen_t tl = sizeof got, al = sizeof acc;
-    if ((size_t)n != strlen(tag) || memcmp(data, tag, (size_t)n) != 0 || (m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
-        fd < 0 || getsockopt(fd, SOL_SOCKET, SO_TYPE, &got, &tl) < 0 || got != type ||
+    if ((size_t)n != strlen(tag) || memcmp(data, tag, (size_t)n) != 0 || fd < 0 ||
+        getsockopt(fd, SOL_SOCKET, SO_TYPE, &got, &tl) < 0 || got != type ||
         getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &al) < 0 || !acc != !listening) {
         if (fd >= 0)
             close(fd);

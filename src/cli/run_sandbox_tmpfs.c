@@ -44,22 +44,12 @@ uint64_t sandbox_tmpfs_max(void) {
  * the root directory of a tmpfs. */
 static int receive_one(struct sandbox *sb) {
     char data[32];
-    struct iovec iov = {.iov_base = data, .iov_len = sizeof data - 1};
-    union {
-        struct cmsghdr h;
-        char buf[CMSG_SPACE(sizeof(int))];
-    } ctl;
-    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof ctl.buf};
-    ssize_t n = recvmsg(sb->end_r, &m, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+    int fd;
+    ssize_t n = sandbox_receive_end(sb, data, sizeof data, &fd);
     if (n < 0)
-        return -errno;
-    data[n] = '\0';
-    int fd = -1;
-    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
-    if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int)))
-        memcpy(&fd, CMSG_DATA(c), sizeof fd);
+        return (int)n;
     int k = -1;
-    for (int i = 0; i < LAUNCH_TMPFS_N && !(m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)); i++) {
+    for (int i = 0; i < LAUNCH_TMPFS_N; i++) {
         char tag[32];
         snprintf(tag, sizeof tag, LAUNCH_TMPFS_TAG_PREFIX "%s\n", launch_tmpfs_path[i]);
         if (strcmp(data, tag) == 0)
