@@ -209,6 +209,15 @@ static int check_access_rule(const struct run_options *o, int i, const char *wor
                                    o->access[i].path);
         }
     }
+    /* the sandbox's private /tmp and /dev/shm, which --limit tmp=/shm=
+     * size, are under a rule for that path: the size would size nothing */
+    bool tmp = strcmp(rp, "/tmp") == 0, shm = strcmp(rp, "/dev/shm") == 0;
+    if ((tmp && o->limits.tmp_bytes) || (shm && o->limits.shm_bytes))
+        return cli_usage_error("run",
+                               "--limit %s= sizes the sandbox's private %s, which --access %s:%s %s; give one of "
+                               "them",
+                               tmp ? "tmp" : "shm", rp, access_kind_name(o->access[i].kind), o->access[i].path,
+                               o->access[i].kind == ACCESS_DENY ? "hides" : "replaces with the host's");
     /* the agent socket is projected at PLAN_AGENT_SOCKET_PATH, on top
      * of the grants: its mount point cannot be made in a read-only
      * projection of the host's /run (the setup failed), and in a

@@ -60,7 +60,17 @@ eq "$rc:$(grep -c "^pvisor run: --limit tmp: .* is more than half of this host's
 "$PVISOR" run --stage auto --limit tmp=8M -- true >out 2>err; rc=$?
 eq "$rc:$(grep -c "^pvisor run: --limit only applies to --safe or --filesystem sandbox" err)" "2:1" \
    "--limit tmp= without a sandbox (no private /tmp): exit 2"
+# a rule for /dev/shm (or /tmp) puts the host's in place of the private
+# tmpfs, or hides it: a size for it would size nothing (it was taken and
+# did nothing)
+for kind in rw ro deny; do
+    "$PVISOR" run --safe --access "$kind:/dev/shm" --limit shm=8M -- true >out 2>err; rc=$?
+    eq "$rc:$(head -n1 err)" "2:pvisor run: --limit shm= sizes the sandbox's private /dev/shm, which --access $kind:/dev/shm $([ $kind = deny ] && echo hides || echo "replaces with the host's"); give one of them" \
+       "--limit shm= with --access $kind:/dev/shm: exit 2, naming both"
+done
 eq "$(run_count)" "$n0" "  none of them wrote a run"
+"$PVISOR" run --safe --access deny:/dev/shm --limit tmp=8M -- true >out 2>err; rc=$?
+eq "$rc" 0 "  --limit tmp= beside --access deny:/dev/shm runs (the rule is /dev/shm's, the size /tmp's)"
 check "help documents --limit tmp= and shm=" sh -c "'$PVISOR' help run | grep -q -- '--limit tmp=SIZE,shm=SIZE'"
 
 # tmpfs_runs WHO RUN...: the runs, RUN the command that starts pvisor run
