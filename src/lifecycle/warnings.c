@@ -628,13 +628,18 @@ static void hooks_path_in_stage(const struct lc_changeset *cs, char *pre[2], boo
  * (gitconfig_include_path); "~/" is HOME's. */
 static void config_included(const char *ws, int cfd, const char *rel, char **inc, size_t *n) {
     struct capture c = {.len = 0};
-    if (cfd < 0 || git_config_fd(cfd, "--get-regexp", "^include(if\\..*)?\\.path$", NULL, &c) != 0)
+    if (cfd < 0)
+        return;
+    /* --null: each "key\nvalue\0" (an includeIf condition may hold a
+     * space, a value a newline); of more than a buffer, the whole records
+     * read */
+    int rc = git_config_fd(cfd, "--null", "--get-regexp", "^include(if\\..*)?\\.path$", &c);
+    if (rc != 0 && rc != -E2BIG)
         return;
     const char *home = getenv("HOME");
     _cleanup_free_ char *from = path_join(ws, rel);
-    for (char *line = c.buf, *nl; from && (nl = strchr(line, '\n')); line = nl + 1) {
-        *nl = '\0';
-        const char *v = strchr(line, ' ');
+    for (char *rec = c.buf, *end; from && (end = memchr(rec, '\0', (size_t)(c.buf + c.len - rec))); rec = end + 1) {
+        const char *v = memchr(rec, '\n', (size_t)(end - rec));
         if (!v || !*++v)
             continue;
         _cleanup_free_ char *abs = NULL, *res = NULL;

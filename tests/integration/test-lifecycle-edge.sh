@@ -1552,6 +1552,16 @@ if command -v git >/dev/null; then
     (cd "$W" && "$P" status --review --json) > "$T/warn4d.json"
     eq "$(jq -r '[.changeset.warnings[] | select(.warning == "git_config") | .path] | sort | join(",")' "$T/warn4d.json")" \
         "conf/y.cfg" "  ... also through includeIf and a nested include, and no other file"
+    # an includeIf whose condition holds a space: git prints its key
+    # with the space ("includeif.gitdir:/a b/.path VALUE"), which was cut
+    # at the first space, so the included file was not git_config
+    W=$T/wswarn4e
+    mkdir -p "$W" && (cd "$W" && git init -q .) &&
+        printf '[includeIf "gitdir:/no such dir/"]\n\tpath = ../in cluded.cfg\n' >> "$W/.git/config"
+    (cd "$W" && "$P" run --stage auto -- sh -c 'printf "[core]\n\tfsmonitor = x\n" > "in cluded.cfg"; echo z > other.cfg') >/dev/null 2>&1
+    (cd "$W" && "$P" status --review --json) > "$T/warn4e.json"
+    eq "$(jq -r '[.changeset.warnings[] | select(.warning == "git_config") | .path] | sort | join(",")' "$T/warn4e.json")" \
+        "in cluded.cfg" "  ... also through an includeIf whose condition and path hold spaces"
 else
     skip "review warns of changes in the stage's core.hooksPath directory" "git is not installed"
 fi
