@@ -62,6 +62,10 @@ eq_todo() {
 }
 # Newest run id in the state dir.
 latest_run() { ls -1 "$XDG_STATE_HOME/pvisor/runs" 2>/dev/null | sort | tail -n 1; }
+# nodiscard: the lines of stdin but a --safe run's note on what its command
+# wrote in HOME's view (discarded at exit), for tests that read a run's
+# stderr whole
+nodiscard() { grep -v "^pvisor run: the command wrote .* in HOME's view, discarded at exit" || true; }
 run_count() { ls -1 "$XDG_STATE_HOME/pvisor/runs" 2>/dev/null | wc -l; }
 
 # under strace: LeakSanitizer cannot run in a traced process (sanitized build)

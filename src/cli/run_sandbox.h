@@ -4,6 +4,7 @@
 
 #include <jansson.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdbool.h>
 #include <sys/types.h>
 #include <termios.h>
@@ -25,6 +26,23 @@
  * name of HOME in it (PLAN_OTHER_HOMES), their link targets, moved stores,
  * stages */
 #define SANDBOX_HOME_MASK_MAX 4096
+
+/* What the command wrote in HOME's view, discarded at exit
+ * (run_home_discard.c): totals, and by group (the first one or two
+ * components of a path relative to HOME). */
+#define HOME_DISCARD_MAX_GROUPS 1024
+struct home_discard_group {
+    char *path;
+    uint64_t files, dirs, deleted, bytes;
+};
+struct home_discard {
+    bool counted;
+    bool at_least; /* the walk stopped short (a bound, an unreadable directory): lower bounds */
+    uint64_t files, dirs, deleted, bytes;
+    struct home_discard_group *groups; /* ~/.cache's last, by name */
+    size_t n_groups;
+    bool groups_truncated; /* more than HOME_DISCARD_MAX_GROUPS: the rest is in the totals alone */
+};
 
 struct sandbox {
     struct launch_plan plan;
@@ -110,6 +128,11 @@ struct sandbox {
     char **cred_moved;
     pthread_t home_thread; /* tearing the view down at the end of the run */
     bool home_thread_started;
+    /* posted by that thread once home_discard is filled, before it removes
+     * the stage (initialised when home_counted_ready) */
+    sem_t home_counted;
+    bool home_counted_ready, home_count_waited;
+    struct home_discard home_discard;
     bool home_rm_failed;
     int home_links_unknown; /* the HOME view's overlay_stats.links_unknown */
     int home_start_r;       /* sandbox_start_home's result, when run on a thread */
@@ -222,6 +245,17 @@ int sandbox_start_home(struct sandbox *sb);
  * removing its stage on a thread (sandbox_release, or sandbox_end_home,
  * waits for it). */
 void sandbox_release_home_async(struct sandbox *sb);
+
+/* Once the run's end is known, before its last Bundle is written: wait
+ * for the count of what the command wrote in HOME's view (the teardown's
+ * thread takes it before it removes the stage), record it in the Bundle
+ * (home_discarded) and, when there was anything, say on stderr that it was
+ * discarded.  No-op without that thread. */
+void sandbox_note_home_discarded(struct sandbox *sb);
+/* run_home_discard.c: count what upper_fd (a view's upper/) holds over
+ * lower_fd (its lower) into ret (zeroed; free with home_discard_free). */
+void home_discard_count(int upper_fd, int lower_fd, struct home_discard *ret);
+void home_discard_free(struct home_discard *d);
 
 /* After the fork, before the launcher runs: move it into the run's cgroup
  * leaf (no-op without one). */

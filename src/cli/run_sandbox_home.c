@@ -770,6 +770,14 @@ static void *home_teardown(void *arg) {
     overlay_stop_stats(sb->home_ov, &stats);
     sb->home_links_unknown = stats.links_unknown;
     sb->home_ov = NULL;
+    /* At the end of a run (on its thread): what the command wrote there,
+     * before it goes; the view is unmounted, nothing writes the stage any
+     * more.  Not counted on a failure's release, which says nothing of it. */
+    if (sb->home_counted_ready) {
+        if (sb->home_stage && sb->home_fd >= 0 && !sb->home_discard.counted)
+            home_discard_count(stage_upper_fd(sb->home_stage), sb->home_fd, &sb->home_discard);
+        sem_post(&sb->home_counted); /* sandbox_note_home_discarded */
+    }
     stage_free(sb->home_stage);
     sb->home_stage = NULL;
     if (sb->home_fd >= 0) {
@@ -786,7 +794,12 @@ static void *home_teardown(void *arg) {
 void sandbox_release_home_async(struct sandbox *sb) {
     if (sb->home_fd < 0 || sb->home_thread_started)
         return;
+    sb->home_counted_ready = sem_init(&sb->home_counted, 0, 0) == 0;
     sb->home_thread_started = pthread_create(&sb->home_thread, NULL, home_teardown, sb) == 0;
+    if (!sb->home_thread_started && sb->home_counted_ready) {
+        sem_destroy(&sb->home_counted);
+        sb->home_counted_ready = false;
+    }
 }
 
 #define HOME_RM_FAILED "the discarded HOME view's stage could not be removed completely"
@@ -822,6 +835,10 @@ bool sandbox_release_home_view(struct sandbox *sb) {
         failed = true; /* the Bundle is written again */
     }
     sb->home_links_unknown = 0;
+    home_discard_free(&sb->home_discard);
+    if (sb->home_counted_ready)
+        sem_destroy(&sb->home_counted);
+    sb->home_counted_ready = sb->home_count_waited = false;
     free(sb->home_view);
     free(sb->home_stage_path);
     free(sb->home_path);

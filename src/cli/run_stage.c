@@ -671,6 +671,8 @@ int run_execute_staged(struct run_context *ctx,
                  ctx->workspace, strerror(-st.start_error));
         return run_fail_setup(ctx, msg);
     }
+    if (home_later)
+        sandbox_note_home_discarded(sb); /* the count before the Bundle; the removal goes on */
     int status = run_finish(ctx, r, &res);
     /* its removal failed: the Bundle says so too */
     if (home_later && sandbox_end_home(sb))

@@ -8,9 +8,6 @@
 : "${PROBE:?PROBE must point at the built probe}"
 PY=/usr/bin/python3
 
-# nodiscard: the lines of stdin but the run's note on HOME's discarded writes
-nodiscard() { grep -v "^pvisor run: the command wrote .* in HOME's view, discarded at exit" || true; }
-
 if [ "$(id -u)" -eq 0 ] && [ -c /dev/fuse ]; then chmod 0666 /dev/fuse; fi
 
 H="$T/host"; W="$T/ws"; S="$T/stage"; HOMEDIR="$T/home"

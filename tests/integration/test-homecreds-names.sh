@@ -243,11 +243,11 @@ for who in root user; do
     out=$(cd "$B/ws" && as $who HOME="$H" "$P" run -- sh -c 'cat ~/notes/n ~/g ~/notes/key' 2>&1)
     eq "$(echo "$out" | grep -c -e "NETRC-$who" -e "GITCRED-$who" -e "SSHKEY-$who")" 3 "control ($who): the hard links read the credentials without the sandbox"
     out=$(cd "$B/ws" && as $who HOME="$H" "$P" run --safe -- sh -c "$reads6" 2>&1); rc=$?
-    eq "$rc:$(echo $out)" "0:pair other p1 other p1 end" \
+    eq "$rc:$(echo $(echo "$out" | nodiscard))" "0:pair other p1 other p1 end" \
         "--safe ($who): hard links of credential files are absent from HOME's view, and stay so when their directory is renamed"
     # HOME as the workspace: the workspace view's masks, the same way
     out=$(cd "$H" && as $who HOME="$H" XDG_STATE_HOME="$B/state" "$P" run --safe --stage "$B/st" -- sh -c "$reads6" 2>&1); rc=$?
-    eq "$rc:$(echo $out)" "0:pair other p1 other p1 end" "--safe ($who): with HOME the workspace, the same"
+    eq "$rc:$(echo $(echo "$out" | nodiscard))" "0:pair other p1 other p1 end" "--safe ($who): with HOME the workspace, the same"
     eq "$(cat "$H/notes/n" "$H/g" "$H/notes/key" | grep -c -e NETRC -e GITCRED -e SSHKEY):$(ls "$B/st/upper/moved" 2>/dev/null | tr '\n' ' ')" "3:other p1 " \
         "... the host's files untouched; the stage's renamed directory holds no copy of them"
     # the masked directories not looked through completely (here: a
@@ -270,7 +270,7 @@ for who in root user; do
     [ $who = user ] && chown -R 65534:65534 "$H/.local"
     eq "$rc:$(ls "$H"/kept/upper/d 2>/dev/null | wc -l):$(ls "$H/.local/state/pvisor/runs" | wc -l)" "0:300:61" "... a stage of 300 files kept in HOME, 61 runs in HOME's default state directory"
     out=$(cd "$B/ws" && as $who env -u XDG_STATE_HOME HOME="$H" PVISOR_TEST_MLINK_BUDGET=100 timeout 120 "$P" run --safe -- sh -c "$reads6" 2>&1); rc=$?
-    eq "$rc:$(echo $out)" "0:pair other p1 other p1 end" \
+    eq "$rc:$(echo $(echo "$out" | nodiscard))" "0:pair other p1 other p1 end" \
         "--safe ($who): with pvisor's state in HOME, neither it nor a stage kept in HOME is looked through, and the links are hidden the same"
     # a browser profile in daily use: hundreds of thousands of entries in
     # its caches (here 300 against a budget of 100) made every file with

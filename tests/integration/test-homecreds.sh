@@ -1,8 +1,9 @@
 #!/bin/sh
 # Red-team regressions (TAP): credential locations of browsers and mail
 # clients packaged as snaps or flatpaks are absent in HOME's view, and
-# pvisor's own state inside a sandboxed run's workspace is refused.
-# Needs $PVISOR, $PVAGENT.
+# pvisor's own state inside a sandboxed run's workspace is refused; what a
+# run wrote in HOME's view (discarded at exit) is said and recorded.
+# Needs $PVISOR, $PVAGENT, $SRCDIR.
 . "$(dirname "$0")/../lib.sh"
 cd "$T"
 if [ "$(id -u)" -eq 0 ] && [ -c /dev/fuse ]; then
@@ -485,3 +486,77 @@ for who in root user; do
     eq "$(jq -r '.dimensions.home_credentials | "\(.effective) \(.evidence.link_target_covers)"' "$b" 2>&1)" \
         "enforced 2" "... and the Bundle counts the two covers"
 done
+
+# --- what the command wrote in HOME's view, discarded at exit -----------------
+# The throwaway stage of HOME's view was removed without a word: settings an
+# agent saved under ~/.config, a tool installed with --prefix ~/.local, a
+# ~/notes.md were lost and the user never told. The run now counts them
+# before the removal, names them on stderr and records them in the Bundle
+# (home_discarded); a read-write grant's writes are the host's, not counted.
+for who in root user; do
+    H14=$T/home14-$who W14=$T/ws14-$who S14=$T/state14-$who
+    mkdir -p "$H14/.config/kept" "$H14/.config/agent" "$H14/old" "$W14" "$S14"
+    echo kept > "$H14/.config/kept/k"; echo notes > "$H14/notes"; echo o > "$H14/old/o"
+    if [ $who = user ]; then
+        if [ "$(id -u)" -ne 0 ] || ! command -v setpriv >/dev/null; then
+            skip "HOME's discarded writes as an ordinary user" "needs root to switch to an unprivileged user"
+            continue
+        fi
+        chown -R 65534:65534 "$H14" "$W14" "$S14"
+        as14() { setpriv --reuid=65534 --regid=65534 --clear-groups env XDG_STATE_HOME="$S14" HOME="$H14" "$@"; }
+    else
+        as14() { env XDG_STATE_HOME="$S14" HOME="$H14" "$@"; }
+    fi
+    b14() { echo "$S14/pvisor/runs/$(XDG_STATE_HOME=$S14 latest_run)/bundle.json"; }
+    before=$(cd "$H14" && find . -printf '%p %s\n' | sort)
+    (cd "$W14" && as14 "$P" run --safe -- sh -c 'mkdir -p ~/.config/x; echo hello > ~/.config/x/y; echo 12345 > ~/f.txt' \
+        >"$T/out14" 2>"$T/err14"); rc=$?
+    eq "$rc:$(grep -c "HOME's view" "$T/err14")" "0:1" "--safe ($who): one note of HOME's discarded writes"
+    eq "$(grep "HOME's view" "$T/err14")" \
+        "pvisor run: the command wrote 2 files (12 B) and made 1 directory in HOME's view, discarded at exit: ~/.config/x, ~/f.txt (--allow-write PATH keeps a path's writes)" \
+        "... which names both places, the number of files and their size"
+    eq "$(jq -c '.home_discarded' "$(b14)")" \
+        '{"files":2,"directories":1,"deleted":0,"bytes":12,"at_least":false,"paths":[{"files":1,"directories":1,"deleted":0,"bytes":6,"path":".config/x"},{"files":1,"directories":0,"deleted":0,"bytes":6,"path":"f.txt"}],"paths_truncated":false}' \
+        "... the Bundle's home_discarded counts them, by place"
+    eq "$(cd "$H14" && find . -printf '%p %s\n' | sort)" "$before" "... and the host's HOME is unchanged"
+    # a run that writes nothing there: no note, zeros in the Bundle
+    (cd "$W14" && as14 "$P" run --safe -- sh -c 'cat ~/notes >/dev/null; echo w > ws-file' >"$T/out14" 2>"$T/err14"); rc=$?
+    eq "$rc:$(cat "$T/err14")" "0:" "--safe ($who): nothing written in HOME, nothing said"
+    eq "$(jq -c '.home_discarded | [.files, .directories, .deleted, .bytes, .at_least, .paths]' "$(b14)")" \
+        '[0,0,0,0,false,[]]' "... and the Bundle says 0"
+    # a read-write grant in HOME keeps its writes: not counted; the rest is
+    (cd "$W14" && as14 "$P" run --safe --allow-write "$H14/.config/agent" -- \
+        sh -c 'echo s > ~/.config/agent/settings; mkdir ~/.config/agent/d; echo t > ~/.config/agent/d/t; echo other > ~/other' \
+        >"$T/out14" 2>"$T/err14"); rc=$?
+    eq "$rc:$(cat "$H14/.config/agent/settings" "$H14/.config/agent/d/t" | tr '\n' ' ')" "0:s t " \
+        "--safe --allow-write ($who): the grant's writes reach the host"
+    eq "$(jq -c '.home_discarded | [.files, .directories, .deleted, .bytes, [.paths[].path]]' "$(b14)"):$(grep -c 'agent' "$T/err14")" \
+        '[1,0,0,6,["other"]]:0' "... and are not counted as discarded; the rest of HOME's writes is"
+    rm -r "$H14/.config/agent/settings" "$H14/.config/agent/d"
+    # deletions are discarded too: counted as such
+    before=$(cd "$H14" && find . -printf '%p %s\n' | sort)
+    (cd "$W14" && as14 "$P" run --safe -- sh -c 'rm ~/notes; rm -rf ~/old; mkdir ~/old; rm ~/.config/kept/k' \
+        >"$T/out14" 2>"$T/err14"); rc=$?
+    eq "$rc:$(grep "HOME's view" "$T/err14" | sed 's/.*the command //; s/ in HOME.*: / /; s/ (--allow.*//')" \
+        "0:deleted 3 names ~/.config/kept, ~/notes, ~/old/o" "--safe ($who): deleted names of HOME are counted as deleted"
+    eq "$(jq -c '.home_discarded | [.files, .directories, .deleted, ([.paths[] | "\(.path)=\(.deleted)"] | join(" "))]' "$(b14)")" \
+        '[0,0,3,".config/kept=1 notes=1 old/o=1"]' "... in the Bundle too (~/old removed and made again: the name it held is deleted)"
+    eq "$(cd "$H14" && find . -printf '%p %s\n' | sort)" "$before" "... and the host's HOME still has them"
+done
+# The walk is bounded (depth, entries): past a bound, the numbers are lower
+# bounds and say so.
+H15=$T/home15; mkdir -p "$H15" "$T/ws15"
+(cd "$T/ws15" && HOME="$H15" "$P" run --safe -- sh -c 'd=~/deep; for i in $(seq 70); do d=$d/d; done; mkdir -p $d' \
+    >"$T/out15" 2>"$T/err15"); rc=$?
+eq "$rc:$(jq -c '.home_discarded | [.at_least, .directories >= 64, [.paths[].path]]' "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json"):$(grep -c 'made at least' "$T/err15")" \
+    '0:[true,true,["deep"]]:1' "a tree deeper than the walk's bound: 'at least', in the Bundle and the note"
+# Names are the command's: escaped on the terminal, hex in the Bundle when
+# they are not UTF-8; the Bundles follow docs/bundle.schema.json.
+(cd "$T/ws15" && HOME="$H15" "$P" run --safe -- sh -c 'echo > ~/"$(printf "a\377b")"; echo > ~/"$(printf "e\033[2Jx")"' \
+    >"$T/out15" 2>"$T/err15"); rc=$?
+eq "$rc:$(grep "HOME's view" "$T/err15" | sed 's/.*at exit: //; s/ (--allow.*//')" '0:~/a\xffb, ~/e\x1b[2Jx' \
+    "the note escapes the names for the terminal"
+eq "$(jq -c '[.home_discarded.paths[] | .path_hex // .path]' "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json")" \
+    "[\"61ff62\",\"e\\u001b[2Jx\"]" "... the Bundle gives a name that is not UTF-8 as path_hex"
+check "the Bundles with home_discarded follow the schema" /usr/bin/python3 "$SRCDIR/tests/validate-bundle.py" \
+    "$SRCDIR/docs/bundle.schema.json" "$XDG_STATE_HOME"/pvisor/runs/*/bundle.json "$T"/state14-*/pvisor/runs/*/bundle.json
