@@ -256,10 +256,10 @@ static void creds_freep(struct sandbox_creds **c) {
 
 #ifdef PVISOR_HAVE_OVERLAY
 /* --limit tmp=/shm=: a tmpfs's files are kept in memory (or swap), so at
- * most half of this host's memory, the kernel's default for a tmpfs.  (The
- * sizes without them, 1 GiB and 64 MiB, are not checked: as before.) */
+ * most half of this host's memory, the kernel's default for a tmpfs.
+ * (Without tmp=, /tmp is 1 GiB or that half when less: plan_build.c.) */
 static int check_tmpfs_sizes(const struct run_options *o) {
-    uint64_t max = sandbox_tmpfs_max();
+    uint64_t max = policy_tmpfs_max();
     const struct {
         uint64_t v;
         const char *key, *path;

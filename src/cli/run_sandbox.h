@@ -231,9 +231,6 @@ ssize_t sandbox_receive_end(struct sandbox *sb, char *data, size_t size, int *re
 void sandbox_receive_tmpfs(struct sandbox *sb);
 void sandbox_finish_tmpfs(struct sandbox *sb);
 void sandbox_close_tmpfs(struct sandbox *sb);
-/* The largest --limit tmp=/shm= this host takes: half of its memory (a
- * tmpfs's default size), 0 when unknown. */
-uint64_t sandbox_tmpfs_max(void);
 
 /* Give the user's terminal its modes back (no-op unless it was made raw). */
 void sandbox_restore_tty(struct sandbox *sb);

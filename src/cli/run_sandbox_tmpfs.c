@@ -1,6 +1,7 @@
 /* run_sandbox_tmpfs.c: was the sandbox's private /tmp or /dev/shm full?
  *
- * Both are tmpfs mounts of the sandbox's own (1 GiB and 64 MiB unless
+ * Both are tmpfs mounts of the sandbox's own (1 GiB, or half of the host's memory when less,
+ * and 64 MiB, unless
  * --limit tmp=/shm= says otherwise, one inode per 2 KiB), and a build or a
  * test suite that fills one gets ENOSPC there, which the tool it ran
  * reports as its own mysterious failure.  The sandbox's init hands the
@@ -31,13 +32,6 @@
 #include <unistd.h>
 
 static const char *const tmpfs_key[LAUNCH_TMPFS_N] = {"tmp", "shm"};
-
-uint64_t sandbox_tmpfs_max(void) {
-    struct sysinfo si;
-    if (sysinfo(&si) < 0 || si.totalram == 0)
-        return 0;
-    return (uint64_t)si.totalram * (si.mem_unit ? si.mem_unit : 1) / 2;
-}
 
 /* One of init's tmpfs messages, or -EAGAIN when none is waiting.  The
  * descriptor is kept only when its tag names one of the mounts and it is
@@ -89,7 +83,7 @@ static void say_full(struct sandbox *sb, int k, const struct statfs *sf, bool bl
     char ssize[32], sused[32], smax[32] = "";
     say_size(size, ssize, sizeof ssize);
     say_size(used, sused, sizeof sused);
-    uint64_t max = sandbox_tmpfs_max();
+    uint64_t max = policy_tmpfs_max();
     if (max)
         say_size(max, smax, sizeof smax);
     char what[160];

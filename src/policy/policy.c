@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sysinfo.h>
 
 static const char *const level_names[_LEVEL_MAX] = {
     [LEVEL_NONE] = "none",         [LEVEL_UNENFORCED] = "unenforced",   [LEVEL_COOPERATIVE] = "cooperative",
@@ -440,6 +441,13 @@ bool policy_denies_network(const struct run_options *o) {
 
 bool policy_wants_stage(const struct run_options *o) {
     return o->stage != NULL || o->safe || o->filesystem == FILESYSTEM_SANDBOX;
+}
+
+uint64_t policy_tmpfs_max(void) {
+    struct sysinfo si;
+    if (sysinfo(&si) < 0 || si.totalram == 0)
+        return 0;
+    return (uint64_t)si.totalram * (si.mem_unit ? si.mem_unit : 1) / 2;
 }
 
 void policy_build(const struct run_options *o, struct policy *ret_policy) {

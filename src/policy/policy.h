@@ -69,8 +69,12 @@ enum executor_kind { EXECUTOR_AUTO, EXECUTOR_HOST, EXECUTOR_OCI, EXECUTOR_VM };
  * the host's memory (cmd_run.c: at most half of it, a tmpfs's default). */
 #define POLICY_TMPFS_MIN (1ULL << 20)    /* 1 MiB */
 #define POLICY_TMPFS_MAX (1ULL << 50)    /* 1 PiB (parsing; the host's memory bounds it first) */
-#define POLICY_TMP_DEFAULT (1ULL << 30)  /* /tmp without tmp=: 1 GiB */
+#define POLICY_TMP_DEFAULT (1ULL << 30)  /* /tmp without tmp=: 1 GiB, or policy_tmpfs_max() when less */
 #define POLICY_SHM_DEFAULT (64ULL << 20) /* /dev/shm without shm=: 64 MiB */
+/* The largest tmpfs size this host takes for the sandbox's /tmp and
+ * /dev/shm: half of its memory (sysinfo's total RAM, a tmpfs's default
+ * size: their files are kept in memory), 0 when unknown. */
+uint64_t policy_tmpfs_max(void);
 struct run_limits {
     uint64_t mem_bytes; /* mem=SIZE: memory of the tree */
     uint64_t pids;      /* pids=N: processes and threads alive at once */
