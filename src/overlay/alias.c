@@ -229,7 +229,7 @@ int ov_alias_link_group(struct ov *ov, const char *relpath, const struct stat *l
         if (r < 0)
             return r;
         if (ov->undo)
-            ov_undo_created(ov, pfd, slash ? slash + 1 : hit->path, hit->path, true);
+            ov_undo_created(ov, pfd, slash ? slash + 1 : hit->path, hit->path, true, false);
     }
     return 0;
 }

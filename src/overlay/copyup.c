@@ -847,7 +847,7 @@ int ov_copy_up_entry(struct ov *ov, int pfd, const char *relpath, const char *na
     ov_dir_mtime_restore(pfd, pmtime);
     ov_dir_changed(ov, pfd, name);
     if (ov->undo)
-        ov_undo_created(ov, pfd, name, relpath, true);
+        ov_undo_created(ov, pfd, name, relpath, true, true);
     pv_sha256_free(md);
     ov_account_added(ov, &tst);
     ov_quota_release(ov, charge);

@@ -571,8 +571,9 @@ struct ov_undo {
 void ov_undo_begin(struct ov *ov, struct ov_undo *u);
 /* dfd/name, at path (relative to upper/), was just made; lower_reg: a copy
  * or a name of the lower regular file at path, whose descriptors may have
- * been switched to it (ov_fh_to_upper) */
-void ov_undo_created(struct ov *ov, int dfd, const char *name, const char *path, bool lower_reg);
+ * been switched to it (ov_fh_to_upper); copy_up: a copy-up counted in
+ * copy_ups (an undone one is taken off the count) */
+void ov_undo_created(struct ov *ov, int dfd, const char *name, const char *path, bool lower_reg, bool copy_up);
 /* the upper directory dir_fd, at path, is about to be made opaque */
 void ov_undo_opaque(struct ov *ov, int dir_fd, const char *path);
 /* the whiteout dir_path/name was just removed */

@@ -59,6 +59,7 @@ struct ov_undo_step {
     dev_t dev;  /* UNDO_CREATED: the object made */
     ino_t ino;
     bool lower_reg; /* UNDO_CREATED: a regular file copied from the lower file at path */
+    bool copy_up;   /* UNDO_CREATED: a copy-up, counted in ov->copy_ups */
 };
 
 static void undo_free(struct ov_undo *u) {
@@ -100,7 +101,7 @@ static struct ov_undo_step *push(struct ov *ov, enum undo_kind kind, const char 
     return s;
 }
 
-void ov_undo_created(struct ov *ov, int dfd, const char *name, const char *path, bool lower_reg) {
+void ov_undo_created(struct ov *ov, int dfd, const char *name, const char *path, bool lower_reg, bool copy_up) {
     if (!ov->undo || ov->undo->broken)
         return;
     struct stat st;
@@ -114,6 +115,7 @@ void ov_undo_created(struct ov *ov, int dfd, const char *name, const char *path,
     s->dev = st.st_dev;
     s->ino = st.st_ino;
     s->lower_reg = lower_reg && S_ISREG(st.st_mode);
+    s->copy_up = copy_up;
 }
 
 void ov_undo_opaque(struct ov *ov, int dir_fd, const char *path) {
@@ -196,6 +198,8 @@ static int undo_created(struct ov *ov, struct ov_undo *u, const struct ov_undo_s
             u->gone[u->n_gone++] = (struct ov_undo_gone){.dev = st.st_dev, .ino = st.st_ino};
     }
     ov_account_removed(ov, &st);
+    if (s->copy_up) /* the run's count of copy-ups (the Bundle's) is of those that stay */
+        atomic_fetch_sub(&ov->copy_ups, 1);
     return 0;
 }
 

@@ -60,6 +60,8 @@ scenario() {
     du=$(du -s -B1 "$S/upper" | cut -f1)
     ub=$(jq -r '.stage.upper_bytes' "$D/state/pvisor/runs/$(ls "$D/state/pvisor/runs" | sort | tail -n 1)/bundle.json")
     eq "$ub" "$du" "$who: ... and the Bundle's upper_bytes is du's for upper/ (the copies' blocks were given back)"
+    cu=$(jq -r '.stage.copy_ups' "$D/state/pvisor/runs/$(ls "$D/state/pvisor/runs" | sort | tail -n 1)/bundle.json")
+    eq "$cu" 0 "$who: ... and the Bundle's copy_ups counts none (the undone copies are not the run's)"
     printf 'edited by the user\n' > "$W/dir/f1"
     [ "$who" = root ] || chown 65534:65534 "$W/dir/f1"
     st_json "$@" > "$D/a.json"
