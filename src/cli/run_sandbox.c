@@ -192,7 +192,7 @@ static void warn_pass_env_unset(struct run_context *ctx) {
  * default) did not say why (found by a review).  Names only, never
  * values. */
 #define ENV_DROPPED_MAX 256
-static void note_env_dropped(struct run_context *ctx, struct sandbox *sb) {
+static void note_env_dropped(struct sandbox *sb) {
     /* not EDITOR, CI and the like: set in most shells and CI jobs, they
      * would make the note a line of every run */
     static const char *const tools[] = {
@@ -230,7 +230,6 @@ static void note_env_dropped(struct run_context *ctx, struct sandbox *sb) {
                 "pvisor run: note: the command does not get %s: --safe hands over only an allowlist of the "
                 "environment (the Bundle lists what it left out); --pass-env NAME hands one over\n",
                 shown);
-    (void)ctx;
 }
 
 struct sandbox *sandbox_new(struct run_context *ctx) {
@@ -445,7 +444,7 @@ static int prepare(struct run_context *ctx, const struct agent_hooks *hooks, str
     r = plan_build(&in, &sb->plan, ret_error);
     PV_MARK("Q_plan");
     if (r >= 0)
-        note_env_dropped(ctx, sb);
+        note_env_dropped(sb);
     dirlist_free(&rt);
     sb->rules = json_array();
     for (size_t k = 0; k < n_rules; k++) {
