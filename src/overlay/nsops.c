@@ -626,6 +626,13 @@ static int do_rename(struct ov *ov, struct ov_node *p, const char *name, struct 
     if (replaced)
         ov_node_keep_upper(ov, np, dpfd, newname);
     bool need_wo = !exch && se.lower_present;
+    /* the whiteout left at a lower name is one inode more, unless one goes
+     * (a whiteout or an upper object's last name, replaced): within
+     * --stage-max-inodes, checked before anything moves (RENAME_WHITEOUT
+     * made it unchecked, past the quota) */
+    bool frees = de.whiteout || (replaced && (S_ISDIR(old.st_mode) || old.st_nlink <= 1));
+    if (need_wo && !frees && (r = ov_quota_inode(ov)) < 0)
+        goto out;
     struct stat wst = {.st_mode = S_IFCHR};
     if (exch) {
         if (renameat2(spfd, name, dpfd, newname, RENAME_EXCHANGE) < 0) {

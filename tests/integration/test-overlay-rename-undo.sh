@@ -120,6 +120,20 @@ scenario() {
     eq "$?:$(ls "$W")" "0:other" "$who: ... apply moves it"
     (cd "$W/other/dir2" && find . -type f -exec sha256sum {} + | sort -k2) > "$D/c.got"
     check "$who: ... with every file's bytes" cmp -s "$D/c.want" "$D/c.got"
+
+    # --- the whiteout a rename leaves is within the inode quota -----------
+    # (RENAME_WHITEOUT made it past --stage-max-inodes unchecked: the copy
+    # of f took the one inode, its whiteout a second)
+    W="$D/ws-wo"; S="$D/st-d"
+    mkdir -p "$W" && echo eff > "$W/f"
+    [ "$who" = root ] || chown -R 65534:65534 "$W"
+    "$@" env XDG_STATE_HOME="$D/state" "$PVISOR" run --stage "$S" --workspace "$W" --stage-max-inodes 1 -- \
+        sh -c "cd '$W' && { mv f g 2>'$D/d.err'; echo mv=\$?; ls; }" > "$D/d.out" 2>/dev/null
+    eq "$?:$(tr '\n' ' ' < "$D/d.out")" "0:mv=1 f " "$who: mv of a lower file with one inode of quota left for its copy fails, and f is still there"
+    check "$who: ... with EDQUOT" grep -q "quota exceeded" "$D/d.err"
+    eq "$(upper_state "$S"):$(wc -c < "$S/journal")" ":0" "$who: ... and the stage holds neither its copy nor a whiteout, nor a journal record"
+    (cd "$W" && "$@" env XDG_STATE_HOME="$D/state" "$PVISOR" run --stage "$S" --stage-max-inodes 2 -- mv f g) > /dev/null 2>&1
+    eq "$?:$(ls "$S/upper" | tr '\n' ' ')" "0:f g " "$who: ... with two, it moves (the copy and the whiteout)"
 }
 
 scenario root
