@@ -621,38 +621,80 @@ static void hooks_path_in_stage(const struct lc_changeset *cs, char *pre[2], boo
 
 #define CONFIG_INCLUDES_MAX 64
 
+/* config_included's reader of 'git config --null --get-regexp': each
+ * record ("key\nvalue\0": an includeIf condition may hold a space, a value
+ * a newline) taken as it streams in, so there is no bound on the output; a
+ * record longer than rec (a path no file has) is skipped. */
+struct includes_sink {
+    const char *ws, *from, *home;
+    char **inc;
+    size_t *n;
+    char rec[2 * PATH_MAX + 2];
+    size_t len;
+    bool skipping;
+};
+
+static void include_record(struct includes_sink *s) {
+    const char *v = memchr(s->rec, '\n', s->len);
+    if (!v || !*++v)
+        return;
+    _cleanup_free_ char *abs = NULL, *res = NULL;
+    if (gitconfig_include_path(v, s->from, s->home, &abs) <= 0 || path_resolve(abs, &res) <= 0 ||
+        !path_within(res, s->ws) || strcmp(res, s->ws) == 0)
+        return;
+    const char *r = below(res, s->ws);
+    bool known = false;
+    for (size_t k = 0; k < *s->n && !known; k++)
+        known = strcmp(s->inc[k], r) == 0;
+    if (!known && *s->n < CONFIG_INCLUDES_MAX && (s->inc[*s->n] = strdup(r)))
+        ++*s->n;
+}
+
+static int sink_includes(void *ctx, const char *buf, size_t n) {
+    struct includes_sink *s = ctx;
+    while (n) {
+        const char *nul = memchr(buf, '\0', n);
+        size_t part = nul ? (size_t)(nul - buf) : n;
+        if (part > sizeof s->rec - 1 - s->len) {
+            s->skipping = true;
+        } else {
+            memcpy(s->rec + s->len, buf, part);
+            s->len += part;
+        }
+        if (nul) {
+            s->rec[s->len] = '\0';
+            if (!s->skipping)
+                include_record(s);
+            s->len = 0;
+            s->skipping = false;
+            part++;
+        }
+        buf += part;
+        n -= part;
+    }
+    return 0;
+}
+
 /* Add to inc (workspace-relative, malloc'd; *n of CONFIG_INCLUDES_MAX,
  * none twice) the workspace files the config cfd, at rel in the workspace
  * ws (resolved), includes: include.path and includeIf.*.path, a relative
  * one against rel's directory, as git resolves them
  * (gitconfig_include_path); "~/" is HOME's. */
 static void config_included(const char *ws, int cfd, const char *rel, char **inc, size_t *n) {
-    struct capture c = {.len = 0};
     if (cfd < 0)
-        return;
-    /* --null: each "key\nvalue\0" (an includeIf condition may hold a
-     * space, a value a newline); of more than a buffer, the whole records
-     * read */
-    int rc = git_config_fd(cfd, "--null", "--get-regexp", "^include(if\\..*)?\\.path$", &c);
-    if (rc != 0 && rc != -E2BIG)
         return;
     const char *home = getenv("HOME");
     _cleanup_free_ char *from = path_join(ws, rel);
-    for (char *rec = c.buf, *end; from && (end = memchr(rec, '\0', (size_t)(c.buf + c.len - rec))); rec = end + 1) {
-        const char *v = memchr(rec, '\n', (size_t)(end - rec));
-        if (!v || !*++v)
-            continue;
-        _cleanup_free_ char *abs = NULL, *res = NULL;
-        if (gitconfig_include_path(v, from, home && home[0] == '/' ? home : NULL, &abs) <= 0 ||
-            path_resolve(abs, &res) <= 0 || !path_within(res, ws) || strcmp(res, ws) == 0)
-            continue;
-        const char *r = below(res, ws);
-        bool known = false;
-        for (size_t k = 0; k < *n && !known; k++)
-            known = strcmp(inc[k], r) == 0;
-        if (!known && *n < CONFIG_INCLUDES_MAX && (inc[*n] = strdup(r)))
-            ++*n;
-    }
+    _cleanup_free_ struct includes_sink *s = from ? calloc(1, sizeof *s) : NULL;
+    if (!s)
+        return;
+    *s = (struct includes_sink){
+        .ws = ws, .from = from, .home = home && home[0] == '/' ? home : NULL, .inc = inc, .n = n};
+    char file[32];
+    snprintf(file, sizeof file, "/dev/fd/%d", cfd);
+    const char *const argv[] = {"git", "config", "--file", file, "--null", "--get-regexp", "^include(if\\..*)?\\.path$",
+                                NULL};
+    (void)lc_git_run("/", argv, NULL, sink_includes, s);
 }
 
 void lc_changeset_mark_config_includes(struct lc_changeset *cs) {

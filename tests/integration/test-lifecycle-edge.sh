@@ -1562,6 +1562,15 @@ if command -v git >/dev/null; then
     (cd "$W" && "$P" status --review --json) > "$T/warn4e.json"
     eq "$(jq -r '[.changeset.warnings[] | select(.warning == "git_config") | .path] | sort | join(",")' "$T/warn4e.json")" \
         "in cluded.cfg" "  ... also through an includeIf whose condition and path hold spaces"
+    # more includes than a buffer of git's output (4 KiB): the last one
+    # was not read at all
+    W=$T/wswarn4f
+    mkdir -p "$W" && (cd "$W" && git init -q .) &&
+        awk 'BEGIN { print "[include]"; for (i = 0; i < 120; i++) printf "\tpath = /not-there/a-long-name-that-no-file-has-%03d.cfg\n", i; print "\tpath = ../last.cfg" }' >> "$W/.git/config"
+    (cd "$W" && "$P" run --stage auto -- sh -c 'printf "[core]\n\tfsmonitor = x\n" > last.cfg; echo z > other.cfg') >/dev/null 2>&1
+    (cd "$W" && "$P" status --review --json) > "$T/warn4f.json"
+    eq "$(jq -r '[.changeset.warnings[] | select(.warning == "git_config") | .path] | sort | join(",")' "$T/warn4f.json")" \
+        "last.cfg" "  ... also the last of 121 includes (more than 4 KiB of git's output)"
 else
     skip "review warns of changes in the stage's core.hooksPath directory" "git is not installed"
 fi
