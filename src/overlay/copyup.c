@@ -1088,9 +1088,10 @@ int ov_copy_up_tree(struct ov *ov, struct ov_node *n, const char *op) {
 }
 
 /* Put a whiteout at dir_fd/name, atomically replacing whatever upper object
- * is there (an upper directory must already be empty). */
-int ov_make_whiteout(struct ov *ov, int dir_fd, const char *name) {
-    int r = ov_quota_inode(ov);
+ * is there (an upper directory must already be empty); quota_checked: the
+ * caller checked the inode quota for it (or it takes the place of one). */
+int ov_make_whiteout(struct ov *ov, int dir_fd, const char *name, bool quota_checked) {
+    int r = quota_checked ? 0 : ov_quota_inode(ov);
     if (r < 0)
         return r;
     char tmp[32];

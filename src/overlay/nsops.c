@@ -443,7 +443,7 @@ static int do_remove(struct ov *ov, struct ov_node *p, const char *name, bool di
         ov_node_keep_upper(ov, p, pfd, name);
     struct ov_mark pm = ov_mark(pfd);
     if (e.lower_present)
-        r = ov_make_whiteout(ov, pfd, name);
+        r = ov_make_whiteout(ov, pfd, name, false);
     else
         r = remove_upper(ov, pfd, name, dir);
     ov_account_mark(ov, &pm);
@@ -668,7 +668,9 @@ static int do_rename(struct ov *ov, struct ov_node *p, const char *name, struct 
                 goto out;
             }
             moved = true;
-            if ((r = ov_make_whiteout(ov, spfd, name)) < 0)
+            /* its inode checked above (or one goes): not again here, where
+             * what the rename replaced is still counted */
+            if ((r = ov_make_whiteout(ov, spfd, name, true)) < 0)
                 goto out;
         } else {
             r = -errno;

@@ -436,7 +436,7 @@ int ov_copy_up_tree(struct ov *ov, struct ov_node *n, const char *op);
 int ov_journal_lower(struct ov *ov, const char *relpath, const char *op);
 /* The caller reserves the whiteout's byte charge (a new name) and accounts
  * dir_fd's growth (ov_mark), as it may change dir_fd in the same step. */
-int ov_make_whiteout(struct ov *ov, int dir_fd, const char *name);
+int ov_make_whiteout(struct ov *ov, int dir_fd, const char *name, bool quota_checked);
 /* acct: the object is already accounted: count what the xattr allocates */
 int ov_set_opaque(struct ov *acct, int dir_fd, const char *name);
 int ov_tmp_name(struct ov *ov, char buf[static 32]);
