@@ -60,6 +60,12 @@ struct walk {
 
 enum what { W_FILE, W_DIR, W_DELETED };
 
+/* a + b, at most INT64_MAX (the Bundle's integers are signed: two sparse
+ * files of 8 EiB made it negative) */
+static uint64_t add_bytes(uint64_t a, uint64_t b) {
+    return b > INT64_MAX || a > INT64_MAX - b ? INT64_MAX : a + b;
+}
+
 /* The group of key (made on first use, *idx < 0 until then); the counts
  * go to the totals too.  A full table leaves the entry to the totals. */
 static void add(struct walk *w, const char *key, int *idx, enum what what, uint64_t bytes) {
@@ -81,9 +87,9 @@ static void add(struct walk *w, const char *key, int *idx, enum what what, uint6
     switch (what) {
     case W_FILE:
         d->files++;
-        d->bytes += bytes;
+        d->bytes = add_bytes(d->bytes, bytes);
         if (g)
-            g->files++, g->bytes += bytes;
+            g->files++, g->bytes = add_bytes(g->bytes, bytes);
         break;
     case W_DIR:
         d->dirs++;
@@ -353,7 +359,7 @@ static void say(const struct home_discard *d) {
 }
 
 void sandbox_note_home_discarded(struct sandbox *sb) {
-    if (!sb->home_thread_started || sb->home_count_waited)
+    if (!sb->home_thread_started || !sb->home_counted_ready || sb->home_count_waited)
         return;
     while (sem_wait(&sb->home_counted) < 0 && errno == EINTR)
         ;
