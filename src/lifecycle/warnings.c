@@ -627,6 +627,8 @@ static void hooks_path_in_stage(const struct lc_changeset *cs, char *pre[2], boo
  * record longer than rec (a path no file has) is skipped. */
 struct includes_sink {
     const char *ws, *from, *home;
+    const struct lc_changeset *cs;
+    int wfd;
     char **inc;
     size_t *n;
     char rec[2 * PATH_MAX + 2];
@@ -643,6 +645,16 @@ static void include_record(struct includes_sink *s) {
         !path_within(res, s->ws) || strcmp(res, s->ws) == 0)
         return;
     const char *r = below(res, s->ws);
+    /* a file neither the workspace nor the stage has is no config git
+     * reads (it skips a missing include): not one of the
+     * CONFIG_INCLUDES_MAX (an agent's bogus includes took them all, and
+     * the one that mattered was not warned of) */
+    bool there = false;
+    for (size_t i = 0; i < s->cs->n && !there; i++)
+        there = s->cs->entries[i].kind != LC_DELETED && strcmp(s->cs->entries[i].path, r) == 0;
+    struct stat st;
+    if (!there && (s->wfd < 0 || fstatat(s->wfd, r, &st, AT_SYMLINK_NOFOLLOW) < 0))
+        return;
     bool known = false;
     for (size_t k = 0; k < *s->n && !known; k++)
         known = strcmp(s->inc[k], r) == 0;
@@ -680,7 +692,8 @@ static int sink_includes(void *ctx, const char *buf, size_t n) {
  * ws (resolved), includes: include.path and includeIf.*.path, a relative
  * one against rel's directory, as git resolves them
  * (gitconfig_include_path); "~/" is HOME's. */
-static void config_included(const char *ws, int cfd, const char *rel, char **inc, size_t *n) {
+static void config_included(const struct lc_changeset *cs, int wfd, const char *ws, int cfd, const char *rel,
+                            char **inc, size_t *n) {
     if (cfd < 0)
         return;
     const char *home = getenv("HOME");
@@ -689,7 +702,7 @@ static void config_included(const char *ws, int cfd, const char *rel, char **inc
     if (!s)
         return;
     *s = (struct includes_sink){
-        .ws = ws, .from = from, .home = home && home[0] == '/' ? home : NULL, .inc = inc, .n = n};
+        .ws = ws, .from = from, .home = home && home[0] == '/' ? home : NULL, .cs = cs, .wfd = wfd, .inc = inc, .n = n};
     char file[32];
     snprintf(file, sizeof file, "/dev/fd/%d", cfd);
     const char *const argv[] = {"git", "config", "--file", file, "--null", "--get-regexp", "^include(if\\..*)?\\.path$",
@@ -719,11 +732,11 @@ void lc_changeset_mark_config_includes(struct lc_changeset *cs) {
         bool in_stage = staged && staged->kind != LC_DELETED && staged->new_type == LC_REG;
         if (k == 0 || !in_stage) {
             _cleanup_close_ int cfd = open_config_at(wfd, rel);
-            config_included(ws, cfd, rel, inc, &n);
+            config_included(cs, wfd, ws, cfd, rel, inc, &n);
         }
         if (in_stage) {
             _cleanup_close_ int cfd = open_config_at(ufd, rel);
-            config_included(ws, cfd, rel, inc, &n);
+            config_included(cs, wfd, ws, cfd, rel, inc, &n);
         }
     }
     for (size_t i = 0; i < cs->n; i++)

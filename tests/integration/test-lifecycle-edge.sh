@@ -1571,6 +1571,15 @@ if command -v git >/dev/null; then
     (cd "$W" && "$P" status --review --json) > "$T/warn4f.json"
     eq "$(jq -r '[.changeset.warnings[] | select(.warning == "git_config") | .path] | sort | join(",")' "$T/warn4f.json")" \
         "last.cfg" "  ... also the last of 121 includes (more than 4 KiB of git's output)"
+    # ... and after 70 includes of workspace files that do not exist (the
+    # review looks through at most 64 included files: those took them all)
+    W=$T/wswarn4g
+    mkdir -p "$W" && (cd "$W" && git init -q .) &&
+        awk 'BEGIN { print "[include]"; for (i = 0; i < 70; i++) printf "\tpath = ../ghost-%03d.cfg\n", i; print "\tpath = ../last.cfg" }' >> "$W/.git/config"
+    (cd "$W" && "$P" run --stage auto -- sh -c 'printf "[core]\n\tfsmonitor = x\n" > last.cfg; echo z > other.cfg') >/dev/null 2>&1
+    (cd "$W" && "$P" status --review --json) > "$T/warn4g.json"
+    eq "$(jq -r '[.changeset.warnings[] | select(.warning == "git_config") | .path] | sort | join(",")' "$T/warn4g.json")" \
+        "last.cfg" "  ... also after 70 includes of files that do not exist"
 else
     skip "review warns of changes in the stage's core.hooksPath directory" "git is not installed"
 fi
