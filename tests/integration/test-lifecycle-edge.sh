@@ -1552,34 +1552,30 @@ if command -v git >/dev/null; then
     (cd "$W" && "$P" status --review --json) > "$T/warn4d.json"
     eq "$(jq -r '[.changeset.warnings[] | select(.warning == "git_config") | .path] | sort | join(",")' "$T/warn4d.json")" \
         "conf/y.cfg" "  ... also through includeIf and a nested include, and no other file"
+    # included NAME DESCRIPTION: a repository whose .git/config ends with
+    # $T/inc.cfg, a run that writes core.fsmonitor into NAME (and
+    # other.cfg); the review warns of NAME alone as git_config
+    included() {
+        W=$T/wsinc-$(printf '%s' "$1" | tr -c 'a-z' '_')
+        mkdir -p "$W" && (cd "$W" && git init -q .) && cat "$T/inc.cfg" >> "$W/.git/config"
+        (cd "$W" && "$P" run --stage auto -- sh -c 'printf "[core]\n\tfsmonitor = x\n" > "$1"; echo z > other.cfg' sh "$1") >/dev/null 2>&1
+        (cd "$W" && "$P" status --review --json) > "$T/inc.json"
+        eq "$(jq -r '[.changeset.warnings[] | select(.warning == "git_config") | .path] | sort | join(",")' "$T/inc.json")" \
+            "$1" "  ... $2"
+    }
     # an includeIf whose condition holds a space: git prints its key
     # with the space ("includeif.gitdir:/a b/.path VALUE"), which was cut
     # at the first space, so the included file was not git_config
-    W=$T/wswarn4e
-    mkdir -p "$W" && (cd "$W" && git init -q .) &&
-        printf '[includeIf "gitdir:/no such dir/"]\n\tpath = ../in cluded.cfg\n' >> "$W/.git/config"
-    (cd "$W" && "$P" run --stage auto -- sh -c 'printf "[core]\n\tfsmonitor = x\n" > "in cluded.cfg"; echo z > other.cfg') >/dev/null 2>&1
-    (cd "$W" && "$P" status --review --json) > "$T/warn4e.json"
-    eq "$(jq -r '[.changeset.warnings[] | select(.warning == "git_config") | .path] | sort | join(",")' "$T/warn4e.json")" \
-        "in cluded.cfg" "  ... also through an includeIf whose condition and path hold spaces"
+    printf '[includeIf "gitdir:/no such dir/"]\n\tpath = ../in cluded.cfg\n' > "$T/inc.cfg"
+    included "in cluded.cfg" "also through an includeIf whose condition and path hold spaces"
     # more includes than a buffer of git's output (4 KiB): the last one
     # was not read at all
-    W=$T/wswarn4f
-    mkdir -p "$W" && (cd "$W" && git init -q .) &&
-        awk 'BEGIN { print "[include]"; for (i = 0; i < 120; i++) printf "\tpath = /not-there/a-long-name-that-no-file-has-%03d.cfg\n", i; print "\tpath = ../last.cfg" }' >> "$W/.git/config"
-    (cd "$W" && "$P" run --stage auto -- sh -c 'printf "[core]\n\tfsmonitor = x\n" > last.cfg; echo z > other.cfg') >/dev/null 2>&1
-    (cd "$W" && "$P" status --review --json) > "$T/warn4f.json"
-    eq "$(jq -r '[.changeset.warnings[] | select(.warning == "git_config") | .path] | sort | join(",")' "$T/warn4f.json")" \
-        "last.cfg" "  ... also the last of 121 includes (more than 4 KiB of git's output)"
+    awk 'BEGIN { print "[include]"; for (i = 0; i < 120; i++) printf "\tpath = /not-there/a-long-name-that-no-file-has-%03d.cfg\n", i; print "\tpath = ../last.cfg" }' > "$T/inc.cfg"
+    included last.cfg "also the last of 121 includes (more than 4 KiB of git's output)"
     # ... and after 70 includes of workspace files that do not exist (the
     # review looks through at most 64 included files: those took them all)
-    W=$T/wswarn4g
-    mkdir -p "$W" && (cd "$W" && git init -q .) &&
-        awk 'BEGIN { print "[include]"; for (i = 0; i < 70; i++) printf "\tpath = ../ghost-%03d.cfg\n", i; print "\tpath = ../last.cfg" }' >> "$W/.git/config"
-    (cd "$W" && "$P" run --stage auto -- sh -c 'printf "[core]\n\tfsmonitor = x\n" > last.cfg; echo z > other.cfg') >/dev/null 2>&1
-    (cd "$W" && "$P" status --review --json) > "$T/warn4g.json"
-    eq "$(jq -r '[.changeset.warnings[] | select(.warning == "git_config") | .path] | sort | join(",")' "$T/warn4g.json")" \
-        "last.cfg" "  ... also after 70 includes of files that do not exist"
+    awk 'BEGIN { print "[include]"; for (i = 0; i < 70; i++) printf "\tpath = ../ghost-%03d.cfg\n", i; print "\tpath = ../final.cfg" }' > "$T/inc.cfg"
+    included final.cfg "also after 70 includes of files that do not exist"
 else
     skip "review warns of changes in the stage's core.hooksPath directory" "git is not installed"
 fi
