@@ -1,8 +1,8 @@
 /* run_sandbox_tmpfs.c: was the sandbox's private /tmp or /dev/shm full?
  *
- * Both are tmpfs mounts of the sandbox's own (1 GiB, or half of the host's memory when less,
- * and 64 MiB, unless
- * --limit tmp=/shm= says otherwise, one inode per 2 KiB), and a build or a
+ * Both are tmpfs mounts of the sandbox's own (1 GiB, or half of the host's
+ * memory when less, and 64 MiB, unless --limit tmp=/shm= says otherwise,
+ * one inode per 2 KiB), and a build or a
  * test suite that fills one gets ENOSPC there, which the tool it ran
  * reports as its own mysterious failure.  The sandbox's init hands the
  * supervisor an O_PATH descriptor of each one's root, taken as it was
@@ -28,7 +28,6 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
-#include <sys/sysinfo.h>
 #include <unistd.h>
 
 static const char *const tmpfs_key[LAUNCH_TMPFS_N] = {"tmp", "shm"};

@@ -558,14 +558,20 @@ static int open_git_config(int dir_fd) {
     return open_config_at(dir_fd, ".git/config");
 }
 
-/* 'git config --file /dev/fd/cfd' with args, its output captured (c->buf,
- * NUL-terminated); git's exit status or -errno. */
-static int git_config_fd(int cfd, const char *a1, const char *a2, const char *a3, struct capture *c) {
+/* 'git config --file /dev/fd/cfd' with args (a3 may be NULL), its output
+ * to sink; git's exit status or -errno. */
+static int git_config_fd_to(int cfd, const char *a1, const char *a2, const char *a3,
+                            int (*sink)(void *ctx, const char *buf, size_t n), void *ctx) {
     char file[32];
     snprintf(file, sizeof file, "/dev/fd/%d", cfd);
     const char *const argv[] = {"git", "config", "--file", file, a1, a2, a3, NULL};
+    return lc_git_run("/", argv, NULL, sink, ctx);
+}
+
+/* git_config_fd_to, its output captured (c->buf, NUL-terminated). */
+static int git_config_fd(int cfd, const char *a1, const char *a2, const char *a3, struct capture *c) {
     c->len = 0;
-    int r = lc_git_run("/", argv, NULL, sink_capture, c);
+    int r = git_config_fd_to(cfd, a1, a2, a3, sink_capture, c);
     c->buf[c->len] = '\0';
     return r;
 }
@@ -703,11 +709,7 @@ static void config_included(const struct lc_changeset *cs, int wfd, const char *
         return;
     *s = (struct includes_sink){
         .ws = ws, .from = from, .home = home && home[0] == '/' ? home : NULL, .cs = cs, .wfd = wfd, .inc = inc, .n = n};
-    char file[32];
-    snprintf(file, sizeof file, "/dev/fd/%d", cfd);
-    const char *const argv[] = {"git", "config", "--file", file, "--null", "--get-regexp", "^include(if\\..*)?\\.path$",
-                                NULL};
-    (void)lc_git_run("/", argv, NULL, sink_includes, s);
+    (void)git_config_fd_to(cfd, "--null", "--get-regexp", "^include(if\\..*)?\\.path$", sink_includes, s);
 }
 
 void lc_changeset_mark_config_includes(struct lc_changeset *cs) {
