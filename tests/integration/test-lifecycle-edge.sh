@@ -267,13 +267,16 @@ if command -v strace >/dev/null; then
         stage_run "$W" "$S" 'rm f; echo y > g' >/dev/null 2>&1
         inject=renameat2:delay_enter=1500000
         [ $variant = syncfs ] && inject=syncfs:delay_enter=1500000:when=1
+        # (the previous variant's log would satisfy the wait below at once,
+        # and the save would come before apply looked at f)
+        rm -f "$T/del.strace" "$T/del.pid"
         (cd "$W" && export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" && exec strace -f -o "$T/del.strace" -e trace=syncfs,renameat2 -e inject=$inject \
             sh -c 'echo $$ > "$1"; exec "$2" apply --stage "$3"' sh "$T/del.pid" "$P" "$S") >/dev/null 2>&1 &
         tracer=$!
         i=0; while ! grep -q "${inject%%:*}(" "$T/del.strace" 2>/dev/null && [ $i -lt 600 ]; do sleep 0.01; i=$((i + 1)); done
         sleep 0.3; (cd "$W" && echo mine > .f.swp && mv .f.swp f)
         if [ $variant = kill ]; then
-            i=0; while [ -e "$W/f" ] && [ $i -lt 600 ]; do sleep 0.005; i=$((i + 1)); done
+            i=0; while [ -e "$W/f" ] && [ $i -lt 2000 ]; do sleep 0.005; i=$((i + 1)); done
             kill -9 "$(cat "$T/del.pid")"
         fi
         wait $tracer; rc=$?
