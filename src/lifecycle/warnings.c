@@ -637,6 +637,7 @@ struct includes_sink {
     int wfd;
     char **inc;
     size_t *n;
+    bool *overflow; /* a file past the CONFIG_INCLUDES_MAX was included */
     char rec[2 * PATH_MAX + 2];
     size_t len;
     bool skipping;
@@ -664,7 +665,9 @@ static void include_record(struct includes_sink *s) {
     bool known = false;
     for (size_t k = 0; k < *s->n && !known; k++)
         known = strcmp(s->inc[k], r) == 0;
-    if (!known && *s->n < CONFIG_INCLUDES_MAX && (s->inc[*s->n] = strdup(r)))
+    if (!known && *s->n >= CONFIG_INCLUDES_MAX)
+        *s->overflow = true;
+    else if (!known && (s->inc[*s->n] = strdup(r)))
         ++*s->n;
 }
 
@@ -699,7 +702,7 @@ static int sink_includes(void *ctx, const char *buf, size_t n) {
  * one against rel's directory, as git resolves them
  * (gitconfig_include_path); "~/" is HOME's. */
 static void config_included(const struct lc_changeset *cs, int wfd, const char *ws, int cfd, const char *rel,
-                            char **inc, size_t *n) {
+                            char **inc, size_t *n, bool *overflow) {
     if (cfd < 0)
         return;
     const char *home = getenv("HOME");
@@ -707,8 +710,14 @@ static void config_included(const struct lc_changeset *cs, int wfd, const char *
     _cleanup_free_ struct includes_sink *s = from ? calloc(1, sizeof *s) : NULL;
     if (!s)
         return;
-    *s = (struct includes_sink){
-        .ws = ws, .from = from, .home = home && home[0] == '/' ? home : NULL, .cs = cs, .wfd = wfd, .inc = inc, .n = n};
+    *s = (struct includes_sink){.ws = ws,
+                                .from = from,
+                                .home = home && home[0] == '/' ? home : NULL,
+                                .cs = cs,
+                                .wfd = wfd,
+                                .inc = inc,
+                                .n = n,
+                                .overflow = overflow};
     (void)git_config_fd_to(cfd, "--null", "--get-regexp", "^include(if\\..*)?\\.path$", sink_includes, s);
 }
 
@@ -723,6 +732,7 @@ void lc_changeset_mark_config_includes(struct lc_changeset *cs) {
         return;
     char *inc[CONFIG_INCLUDES_MAX];
     size_t n = 0;
+    bool overflow = false;
     /* the workspace's .git/config, the stage's, then what they include
      * (each as the stage has it when the run changed it), in turn */
     for (size_t k = 0; k <= n && k <= CONFIG_INCLUDES_MAX; k++) {
@@ -734,19 +744,27 @@ void lc_changeset_mark_config_includes(struct lc_changeset *cs) {
         bool in_stage = staged && staged->kind != LC_DELETED && staged->new_type == LC_REG;
         if (k == 0 || !in_stage) {
             _cleanup_close_ int cfd = open_config_at(wfd, rel);
-            config_included(cs, wfd, ws, cfd, rel, inc, &n);
+            config_included(cs, wfd, ws, cfd, rel, inc, &n, &overflow);
         }
         if (in_stage) {
             _cleanup_close_ int cfd = open_config_at(ufd, rel);
-            config_included(cs, wfd, ws, cfd, rel, inc, &n);
+            config_included(cs, wfd, ws, cfd, rel, inc, &n, &overflow);
         }
     }
-    for (size_t i = 0; i < cs->n; i++)
-        for (size_t k = 0; k < n; k++)
-            if (strcmp(cs->entries[i].path, inc[k]) == 0) {
-                cs->entries[i].warnings |= LC_W_GIT_CONFIG;
-                cs->warnings |= LC_W_GIT_CONFIG;
-            }
+    /* more included files than are looked at (only an agent's making:
+     * each a file of the workspace or the stage): what the others include
+     * is not known, so every file or symlink added or changed may be a
+     * config git reads, and is warned of as one */
+    for (size_t i = 0; i < cs->n; i++) {
+        bool hit = overflow && cs->entries[i].kind != LC_DELETED &&
+                   (cs->entries[i].new_type == LC_REG || cs->entries[i].new_type == LC_LNK);
+        for (size_t k = 0; k < n && !hit; k++)
+            hit = strcmp(cs->entries[i].path, inc[k]) == 0;
+        if (hit) {
+            cs->entries[i].warnings |= LC_W_GIT_CONFIG;
+            cs->warnings |= LC_W_GIT_CONFIG;
+        }
+    }
     for (size_t k = 0; k < n; k++)
         free(inc[k]);
 }

@@ -1579,6 +1579,19 @@ if command -v git >/dev/null; then
     # review looks through at most 64 included files: those took them all)
     awk 'BEGIN { print "[include]"; for (i = 0; i < 70; i++) printf "\tpath = ../ghost-%03d.cfg\n", i; print "\tpath = ../final.cfg" }' > "$T/inc.cfg"
     included final.cfg "also after 70 includes of files that do not exist"
+    # ... and after 70 includes of files the workspace has: the review
+    # reads at most 64 included files, and what the others include is not
+    # known, so every file added or changed is warned of (final.cfg, the
+    # 71st, was not); the deleted real-000.cfg is warned of as before, by
+    # its name in .git/config
+    awk 'BEGIN { print "[include]"; for (i = 0; i < 70; i++) printf "\tpath = ../real-%03d.cfg\n", i; print "\tpath = ../final.cfg" }' > "$T/inc.cfg"
+    W=$T/wsinc-real; mkdir -p "$W/d"
+    for i in $(seq 0 69); do echo "[user]" > "$W/$(printf 'real-%03d.cfg' "$i")"; done
+    (cd "$W" && git init -q .) && cat "$T/inc.cfg" >> "$W/.git/config"
+    (cd "$W" && "$P" run --stage auto -- sh -c 'printf "[core]\n\tfsmonitor = x\n" > final.cfg; echo z > other.cfg; echo y > d/f; rm real-000.cfg; mkdir newdir') >/dev/null 2>&1
+    (cd "$W" && "$P" status --review --json) > "$T/inc.json"
+    eq "$(jq -r '[.changeset.warnings[] | select(.warning == "git_config") | .path] | sort | join(",")' "$T/inc.json")" \
+        "d/f,final.cfg,other.cfg,real-000.cfg" "  ... and after 70 includes of files the workspace has: every file added or changed, and the deleted real-000.cfg, an include by name (not the new directory)"
 else
     skip "review warns of changes in the stage's core.hooksPath directory" "git is not installed"
 fi
