@@ -56,6 +56,13 @@
 struct walk {
     struct home_discard *d;
     uint64_t read; /* entries read (upper/ and hidden HOME names) */
+    /* the view's masks (credential locations, relative to HOME), which
+     * the command never saw: a HOME name among them that an opaque
+     * directory hides was not deleted by it (rm -rf ~/.config; mkdir
+     * ~/.config named ~/.config/gcloud as deleted) */
+    const char *const *masks;
+    size_t n_masks;
+    char rel[PATH_MAX]; /* the directory walked, relative to HOME ("" its top) */
 };
 
 enum what { W_FILE, W_DIR, W_DELETED };
@@ -102,6 +109,18 @@ static void add(struct walk *w, const char *key, int *idx, enum what what, uint6
             g->deleted++;
         break;
     }
+}
+
+/* Is name, in the directory walked, one of the view's masks? */
+static bool masked(const struct walk *w, const char *name) {
+    size_t rl = strlen(w->rel), nl = strlen(name);
+    for (size_t i = 0; i < w->n_masks; i++) {
+        const char *m = w->masks[i];
+        if ((rl == 0 || (strncmp(m, w->rel, rl) == 0 && m[rl] == '/')) &&
+            strncmp(m + (rl ? rl + 1 : 0), name, nl) == 0 && m[(rl ? rl + 1 : 0) + nl] == '\0')
+            return true;
+    }
+    return false;
 }
 
 static bool is_whiteout(const struct stat *st) {
@@ -159,6 +178,8 @@ static void count_hidden(struct walk *w, int upper, int lower, unsigned depth, c
         struct stat st;
         if (fstatat(upper, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && !is_whiteout(&st))
             continue; /* given again (counted in upper/'s walk) */
+        if (masked(w, e->d_name))
+            continue;
         char key[2 * NAME_MAX + 2];
         key_of(key, sizeof key, depth, top, group, e->d_name);
         int own = -1;
@@ -196,6 +217,8 @@ static void walk(struct walk *w, int upper, int lower, bool lower_unreadable, bo
         }
         if (is_whiteout(&st)) {
             /* under an opaque directory, count_hidden counts HOME's name */
+            if (!hidden && lower >= 0 && masked(w, name))
+                continue; /* the view's own whiteout, should its server keep one here */
             if (!hidden && lower >= 0 && fstatat(lower, name, &lst, AT_SYMLINK_NOFOLLOW) == 0)
                 add(w, key, idx, W_DELETED, 0);
             else if (!hidden && lower >= 0 && errno != ENOENT)
@@ -222,8 +245,16 @@ static void walk(struct walk *w, int upper, int lower, bool lower_unreadable, bo
         /* below depth 0, or below a directory the command made at the top,
          * every entry belongs to the group of this name */
         bool keyed = group || depth >= 1 || sub_lower < 0;
+        size_t rl = strlen(w->rel);
+        int k = snprintf(w->rel + rl, sizeof w->rel - rl, "%s%s", rl ? "/" : "", name);
+        if (k < 0 || (size_t)k >= sizeof w->rel - rl) {
+            w->rel[rl] = '\0';
+            w->d->at_least = true;
+            continue;
+        }
         walk(w, sub, sub_lower, sub_unreadable, hidden || is_opaque(sub), depth + 1, depth == 0 ? name : top,
              keyed ? key : NULL, idx);
+        w->rel[rl] = '\0';
         errno = 0;
     }
     if (errno)
@@ -250,8 +281,9 @@ static int group_cmp(const void *a, const void *b) {
     return strcmp(x->path, y->path);
 }
 
-void home_discard_count(int upper_fd, int lower_fd, struct home_discard *ret) {
-    struct walk w = {.d = ret};
+void home_discard_count(int upper_fd, int lower_fd, const char *const *masks, size_t n_masks,
+                        struct home_discard *ret) {
+    struct walk w = {.d = ret, .masks = masks, .n_masks = n_masks};
     int none = -1;
     walk(&w, upper_fd, lower_fd, false, false, 0, NULL, NULL, &none);
     /* groups of directories copied up for nothing below them counted */

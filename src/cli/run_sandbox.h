@@ -250,8 +250,10 @@ void sandbox_release_home_async(struct sandbox *sb);
  * discarded.  No-op without that thread. */
 void sandbox_note_home_discarded(struct sandbox *sb);
 /* run_home_discard.c: count what upper_fd (a view's upper/) holds over
- * lower_fd (its lower) into ret (zeroed; free with home_discard_free). */
-void home_discard_count(int upper_fd, int lower_fd, struct home_discard *ret);
+ * lower_fd (its lower) into ret (zeroed; free with home_discard_free);
+ * masks: the view's (relative to lower), whose names were never the
+ * command's to delete. */
+void home_discard_count(int upper_fd, int lower_fd, const char *const *masks, size_t n_masks, struct home_discard *ret);
 void home_discard_free(struct home_discard *d);
 
 /* After the fork, before the launcher runs: move it into the run's cgroup

@@ -775,7 +775,8 @@ static void *home_teardown(void *arg) {
      * more.  Not counted on a failure's release, which says nothing of it. */
     if (sb->home_counted_ready) {
         if (sb->home_stage && sb->home_fd >= 0 && !sb->home_discard.counted)
-            home_discard_count(stage_upper_fd(sb->home_stage), sb->home_fd, &sb->home_discard);
+            home_discard_count(stage_upper_fd(sb->home_stage), sb->home_fd, sb->home_mask, sb->n_home_mask,
+                               &sb->home_discard);
         sem_post(&sb->home_counted); /* sandbox_note_home_discarded */
     }
     stage_free(sb->home_stage);

@@ -542,6 +542,16 @@ for who in root user; do
     eq "$(jq -c '.home_discarded | [.files, .directories, .deleted, ([.paths[] | "\(.path)=\(.deleted)"] | join(" "))]' "$(b14)")" \
         '[0,0,3,".config/kept=1 notes=1 old/o=1"]' "... in the Bundle too (~/old removed and made again: the name it held is deleted)"
     eq "$(cd "$H14" && find . -printf '%p %s\n' | sort)" "$before" "... and the host's HOME still has them"
+    # a directory removed and made again hides HOME's names in it; those
+    # the view masked (credential locations) were never the command's to
+    # delete, nor to hear of (~/.config/gcloud was named as deleted)
+    mkdir -p "$H14/.config/gcloud"; echo c > "$H14/.config/gcloud/creds"
+    [ $who = user ] && chown -R 65534:65534 "$H14/.config/gcloud"
+    (cd "$W14" && as14 "$P" run --safe -- sh -c 'ls -A ~/.config; rm -rf ~/.config; mkdir ~/.config' >"$T/out14" 2>"$T/err14"); rc=$?
+    eq "$rc:$(tr '\n' ' ' < "$T/out14"):$(jq -c '.home_discarded | [.deleted, [.paths[].path]]' "$(b14)"):$(grep -c gcloud "$T/err14")" \
+        '0:agent kept :[2,[".config/agent",".config/kept"]]:0' \
+        "--safe ($who): rm -rf ~/.config; mkdir ~/.config: the two names it saw there deleted, not the masked ~/.config/gcloud"
+    rm -r "$H14/.config/gcloud"
 done
 # The walk is bounded (depth, entries): past a bound, the numbers are lower
 # bounds and say so.
