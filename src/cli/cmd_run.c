@@ -256,10 +256,15 @@ static void creds_freep(struct sandbox_creds **c) {
 
 #ifdef PVISOR_HAVE_OVERLAY
 /* --limit tmp=/shm=: a tmpfs's files are kept in memory (or swap), so at
- * most half of this host's memory, the kernel's default for a tmpfs.
- * (Without tmp=, /tmp is 1 GiB or that half when less: plan_build.c.) */
+ * most half of this host's memory, the kernel's default for a tmpfs, or
+ * of the memory limit of pvisor's cgroup (a container's) when that is
+ * less: the tmpfs's pages count against it.  (Without tmp=, /tmp is 1 GiB
+ * or that half when less: plan_build.c.) */
 static int check_tmpfs_sizes(const struct run_options *o) {
-    uint64_t max = policy_tmpfs_max();
+    if (!o->limits.tmp_bytes && !o->limits.shm_bytes)
+        return 0;
+    bool by_cgroup;
+    uint64_t max = policy_tmpfs_max(cgroup_memory_limit(), &by_cgroup);
     const struct {
         uint64_t v;
         const char *key, *path;
@@ -267,10 +272,12 @@ static int check_tmpfs_sizes(const struct run_options *o) {
     for (size_t i = 0; i < ARRAY_SIZE(t); i++)
         if (max && t[i].v > max)
             return cli_usage_error("run",
-                                   "--limit %s: %llu MiB is more than half of this host's memory (%llu MiB): the "
+                                   "--limit %s: %llu MiB is more than half of %s (%llu MiB): the "
                                    "sandbox's %s is a tmpfs, whose files are kept in memory; give at most %s=%lluM",
-                                   t[i].key, (unsigned long long)(t[i].v >> 20), (unsigned long long)(max * 2 >> 20),
-                                   t[i].path, t[i].key, (unsigned long long)(max >> 20));
+                                   t[i].key, (unsigned long long)(t[i].v >> 20),
+                                   by_cgroup ? "the memory limit of pvisor's cgroup" : "this host's memory",
+                                   (unsigned long long)(max * 2 >> 20), t[i].path, t[i].key,
+                                   (unsigned long long)(max >> 20));
     return 0;
 }
 #endif

@@ -416,10 +416,12 @@ static int prepare(struct run_context *ctx, const struct agent_hooks *hooks, str
         limits_decide(lim, ok, getuid() == 0, &sb->limits);
     }
 
+    sb->tmpfs_max = policy_tmpfs_max(cgroup_memory_limit(), &sb->tmpfs_max_by_cgroup);
     struct plan_inputs in = {
         .rlimit_as = sb->limits.rlimit_as,
         .rlimit_cpu = sb->limits.rlimit_cpu,
         .rlimit_nproc = sb->limits.rlimit_nproc,
+        .tmpfs_max = sb->tmpfs_max,
         .agent_socket = sb->agent ? sock : NULL,
         .home_view = sb->home_fd >= 0 ? sb->home_view : NULL,
         .home_view_masks = sb->home_fd >= 0,

@@ -143,6 +143,10 @@ struct sandbox {
     char cg_path[PATH_MAX];      /* the leaf's directory, "" none */
     char cg_hierarchy[PATH_MAX]; /* the leaf as /proc/<pid>/cgroup names it */
     char cg_reason[300];
+    /* policy_tmpfs_max of the host's memory and pvisor's cgroup's limit:
+     * the default /tmp's bound, and the most a full one is told to take */
+    uint64_t tmpfs_max;
+    bool tmpfs_max_by_cgroup; /* the cgroup's limit was the less */
     /* plan.tty_input: the user's terminal is in raw mode while the command
      * runs (the keys go to its pty); its modes to restore. */
     bool tty_raw;

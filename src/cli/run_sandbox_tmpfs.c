@@ -82,9 +82,8 @@ static void say_full(struct sandbox *sb, int k, const struct statfs *sf, bool bl
     char ssize[32], sused[32], smax[32] = "";
     say_size(size, ssize, sizeof ssize);
     say_size(used, sused, sizeof sused);
-    uint64_t max = policy_tmpfs_max();
-    if (max)
-        say_size(max, smax, sizeof smax);
+    if (sb->tmpfs_max)
+        say_size(sb->tmpfs_max, smax, sizeof smax);
     char what[160];
     if (blocks && inodes)
         snprintf(what, sizeof what, "%s of its %s and %llu of its %llu files used", sused, ssize,
@@ -102,7 +101,10 @@ static void say_full(struct sandbox *sb, int k, const struct statfs *sf, bool bl
              "their own; give it more room with --limit %s=SIZE%s (now %s%s%s)",
              launch_tmpfs_path[k], empty ? "" : "nearly ", what, tmpfs_key[k],
              !blocks ? ", a larger size for more files" : "", ssize,
-             max ? "; at most half of this host's memory, " : "", smax);
+             !sb->tmpfs_max            ? ""
+             : sb->tmpfs_max_by_cgroup ? "; at most half of the memory limit of pvisor's cgroup, "
+                                       : "; at most half of this host's memory, ",
+             smax);
     bundle_add_warning(sb->ctx->bundle, msg);
     fprintf(stderr, "pvisor run: note: %s\n", msg);
 }

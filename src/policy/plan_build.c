@@ -1138,10 +1138,11 @@ int plan_build(const struct plan_inputs *in, struct launch_plan *ret_plan, char 
     p.dns_stub = p.unshare_net && !p.loopback_tcp;
     p.landlock = true;
     p.seccomp = true;
-    /* without tmp=: 1 GiB, or half of the host's memory when that is less
-     * (the kernel's default for a tmpfs): on a small machine, 1 GiB of
-     * files in /tmp could take most of its memory */
-    uint64_t tmp_max = policy_tmpfs_max();
+    /* without tmp=: 1 GiB, or half of the memory the run may use when that
+     * is less (the kernel's default for a tmpfs): on a small machine or in
+     * a container with a memory limit, 1 GiB of files in /tmp could take
+     * most of it */
+    uint64_t tmp_max = in->tmpfs_max;
     p.tmp_size = o->limits.tmp_bytes                       ? o->limits.tmp_bytes
                  : tmp_max && tmp_max < POLICY_TMP_DEFAULT ? tmp_max
                                                            : POLICY_TMP_DEFAULT;

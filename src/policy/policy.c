@@ -443,11 +443,17 @@ bool policy_wants_stage(const struct run_options *o) {
     return o->stage != NULL || o->safe || o->filesystem == FILESYSTEM_SANDBOX;
 }
 
-uint64_t policy_tmpfs_max(void) {
+uint64_t policy_tmpfs_max(uint64_t memory_limit, bool *ret_by_limit) {
     struct sysinfo si;
-    if (sysinfo(&si) < 0 || si.totalram == 0)
-        return 0;
-    return (uint64_t)si.totalram * (si.mem_unit ? si.mem_unit : 1) / 2;
+    uint64_t mem = 0;
+    if (sysinfo(&si) == 0)
+        mem = (uint64_t)si.totalram * (si.mem_unit ? si.mem_unit : 1);
+    bool by_limit = memory_limit && memory_limit != UINT64_MAX && (mem == 0 || memory_limit < mem);
+    if (by_limit)
+        mem = memory_limit;
+    if (ret_by_limit)
+        *ret_by_limit = by_limit;
+    return mem / 2;
 }
 
 void policy_build(const struct run_options *o, struct policy *ret_policy) {

@@ -66,15 +66,19 @@ enum executor_kind { EXECUTOR_AUTO, EXECUTOR_HOST, EXECUTOR_OCI, EXECUTOR_VM };
 /* tmp=SIZE, shm=SIZE: the size of the sandbox's private /tmp and /dev/shm
  * (tmpfs, one inode per 2 KiB of it), not limits of the tree: the kernel
  * holds them whatever the host.  The supervisor bounds them further by
- * the host's memory (cmd_run.c: at most half of it, a tmpfs's default). */
+ * the memory it may use (cmd_run.c: at most half of the host's, or of its
+ * cgroup's limit when less: policy_tmpfs_max). */
 #define POLICY_TMPFS_MIN (1ULL << 20)    /* 1 MiB */
 #define POLICY_TMPFS_MAX (1ULL << 50)    /* 1 PiB (parsing; the host's memory bounds it first) */
-#define POLICY_TMP_DEFAULT (1ULL << 30)  /* /tmp without tmp=: 1 GiB, or policy_tmpfs_max() when less */
+#define POLICY_TMP_DEFAULT (1ULL << 30)  /* /tmp without tmp=: 1 GiB, or plan_inputs.tmpfs_max when less */
 #define POLICY_SHM_DEFAULT (64ULL << 20) /* /dev/shm without shm=: 64 MiB */
 /* The largest tmpfs size this host takes for the sandbox's /tmp and
  * /dev/shm: half of its memory (sysinfo's total RAM, a tmpfs's default
- * size: their files are kept in memory), 0 when unknown. */
-uint64_t policy_tmpfs_max(void);
+ * size: their files are kept in memory), or of memory_limit when that is
+ * less (the memory limit of pvisor's cgroup, a container's: the tmpfs's
+ * pages count against it; UINT64_MAX or 0: none); 0 when neither is
+ * known.  *ret_by_limit (may be NULL): memory_limit was the less. */
+uint64_t policy_tmpfs_max(uint64_t memory_limit, bool *ret_by_limit);
 struct run_limits {
     uint64_t mem_bytes; /* mem=SIZE: memory of the tree */
     uint64_t pids;      /* pids=N: processes and threads alive at once */

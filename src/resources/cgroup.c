@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -15,6 +16,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -85,6 +87,26 @@ int cgroup_parse_self(const char *text, char *ret, size_t size) {
         size_t len = nl ? (size_t)(nl - line) : strlen(line);
         if (len > 3 && strncmp(line, "0::", 3) == 0 && line[3] == '/')
             return copy_str(ret, size, line + 3, len - 3);
+        line = nl ? nl + 1 : NULL;
+    }
+    return -ENOENT;
+}
+
+int cgroup_parse_self_v1(const char *text, const char *controller, char *ret, size_t size) {
+    size_t cl = strlen(controller);
+    for (const char *line = text; line && *line;) {
+        const char *nl = strchr(line, '\n');
+        const char *end = nl ? nl : line + strlen(line);
+        const char *c1 = memchr(line, ':', (size_t)(end - line));
+        const char *c2 = c1 ? memchr(c1 + 1, ':', (size_t)(end - (c1 + 1))) : NULL;
+        /* "N:a,b,c:/path": controller among the comma-separated names */
+        for (const char *p = c1 ? c1 + 1 : NULL; c2 && p < c2 && c2[1] == '/';) {
+            const char *comma = memchr(p, ',', (size_t)(c2 - p));
+            const char *e = comma ? comma : c2;
+            if ((size_t)(e - p) == cl && strncmp(p, controller, cl) == 0)
+                return copy_str(ret, size, c2 + 1, (size_t)(end - (c2 + 1)));
+            p = e + 1;
+        }
         line = nl ? nl + 1 : NULL;
     }
     return -ENOENT;
@@ -244,6 +266,52 @@ int cgroup_locate(struct cgroup_where *ret) {
     }
     *ret = w;
     return 0;
+}
+
+/* ---- the memory this process may use ------------------------------------ */
+
+/* Lower *min to the limits in file of mount+path and of each directory
+ * above it up to mount itself ("max", a missing or unreadable file: no
+ * limit there).  Where a container sees only its own subtree (a cgroup
+ * namespace, or a bind of its cgroup at the mount point) mount+path may
+ * not exist: the directories above it and mount itself are read. */
+static void lower_to_limits(const char *mount, const char *path, const char *file, uint64_t *min) {
+    char dir[PATH_MAX];
+    int n = snprintf(dir, sizeof dir, "%s%s", mount, strcmp(path, "/") == 0 ? "" : path);
+    if (n < 0 || (size_t)n >= sizeof dir)
+        return;
+    size_t top = strlen(mount);
+    for (;;) {
+        _cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        _cleanup_free_ char *buf = NULL;
+        if (fd >= 0 && read_file_at(fd, file, CG_FILE_LIMIT, &buf, NULL) >= 0 && strncmp(buf, "max", 3) != 0) {
+            char *e;
+            errno = 0;
+            unsigned long long v = strtoull(buf, &e, 10);
+            if (errno == 0 && e != buf && (*e == '\n' || *e == '\0') && v > 0 && v < *min)
+                *min = v;
+        }
+        char *slash = strrchr(dir, '/');
+        if (strlen(dir) <= top || !slash || (size_t)(slash - dir) < top)
+            return;
+        *slash = '\0';
+    }
+}
+
+uint64_t cgroup_memory_limit(void) {
+    uint64_t min = UINT64_MAX;
+    _cleanup_free_ char *self = NULL;
+    if (read_file_at(AT_FDCWD, "/proc/self/cgroup", CG_FILE_LIMIT, &self, NULL) < 0)
+        return min;
+    char path[PATH_MAX];
+    struct statfs sf;
+    if (cgroup_parse_self(self, path, sizeof path) == 0 && statfs("/sys/fs/cgroup", &sf) == 0 &&
+        sf.f_type == CGROUP2_SUPER_MAGIC)
+        lower_to_limits("/sys/fs/cgroup", path, "memory.max", &min);
+    if (cgroup_parse_self_v1(self, "memory", path, sizeof path) == 0 && statfs("/sys/fs/cgroup/memory", &sf) == 0 &&
+        sf.f_type == CGROUP_SUPER_MAGIC)
+        lower_to_limits("/sys/fs/cgroup/memory", path, "memory.limit_in_bytes", &min);
+    return min;
 }
 
 /* ---- the run's leaf ----------------------------------------------------- */

@@ -102,9 +102,21 @@ int cgroup_run_finish(struct cgroup_run *run, struct cgroup_stats *ret_stats);
 /* The leaf's path, for the evidence. */
 const char *cgroup_run_path(const struct cgroup_run *run);
 
+/* The smallest memory limit of this process's cgroup and of those above
+ * it up to the hierarchy's top as this process sees it: cgroup v2's
+ * memory.max and cgroup v1's memory.limit_in_bytes, read at their usual
+ * mount points (/sys/fs/cgroup when it is a cgroup2 mount, and
+ * /sys/fs/cgroup/memory when it is a cgroup v1 one).  A container's
+ * memory limit, which a tmpfs's pages count against.  UINT64_MAX when none
+ * is set or none can be read. */
+uint64_t cgroup_memory_limit(void);
+
 /* Pure parsers (unit-tested). */
 /* The path of the "0::" line of /proc/self/cgroup text. */
 int cgroup_parse_self(const char *text, char *ret, size_t size);
+/* The path of the cgroup v1 line of /proc/self/cgroup text whose
+ * hierarchy has controller ("4:memory:/a", "7:cpu,cpuacct:/b"). */
+int cgroup_parse_self_v1(const char *text, const char *controller, char *ret, size_t size);
 /* The first cgroup2 mount in /proc/self/mountinfo text whose root contains
  * path: its mount point and root (octal escapes decoded). */
 int cgroup_parse_mountinfo(const char *text, const char *path, char *ret_mount, size_t mount_size, char *ret_root,

@@ -79,6 +79,50 @@ eq "$rc:$out" "0:$(( (want + 4095) / 4096 )) 4096" \
    "without --limit tmp=, the private /tmp is 1 GiB or half of the host's memory, the less ($((want >> 20)) MiB here)"
 check "help documents --limit tmp= and shm=" sh -c "'$PVISOR' help run | grep -q -- '--limit tmp=SIZE,shm=SIZE'"
 
+# in a cgroup with a memory limit (a container's), the half is of that
+# limit when it is less than the host's memory: the tmpfs's pages count
+# against it, and a 1 GiB /tmp in a 600 MiB container could be filled
+# only by OOM-killing what runs there.  cgroup v2's memory.max where the
+# memory controller is there (the VM suite), v1's memory.limit_in_bytes
+# on a hybrid host (the development machines).
+memcg=
+if [ "$(id -u)" -eq 0 ]; then
+    if [ "$(stat -f -c %T /sys/fs/cgroup)" = cgroup2fs ] && grep -qw memory /sys/fs/cgroup/cgroup.controllers; then
+        echo +memory > /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null
+        memcg=/sys/fs/cgroup/pvisor-test-memcg-$$ memfile=memory.max
+    elif [ "$(stat -f -c %T /sys/fs/cgroup/memory 2>/dev/null)" = cgroupfs ]; then
+        memcg=/sys/fs/cgroup/memory/pvisor-test-memcg-$$ memfile=memory.limit_in_bytes
+    fi
+    if [ -n "$memcg" ] && ! { mkdir "$memcg" && echo $((600 << 20)) > "$memcg/$memfile"; }; then
+        rmdir "$memcg" 2>/dev/null; memcg=
+    fi
+fi
+if [ -n "$memcg" ]; then
+    # in_memcg CMD...: CMD as a process of that cgroup
+    in_memcg() { sh -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"' sh "$memcg" "$@"; }
+    out=$(in_memcg timeout 120 "$PVISOR" run --safe --workspace "$W" -- stat -f -c '%b %S' /tmp 2>err); rc=$?
+    eq "$rc:$out" "0:$((300 << 8)) 4096" "in a cgroup limited to 600 MiB ($memfile), the private /tmp is 300 MiB"
+    in_memcg "$PVISOR" run --safe --workspace "$W" --limit tmp=400M -- true >out 2>err; rc=$?
+    eq "$rc:$(head -n1 err)" "2:pvisor run: --limit tmp: 400 MiB is more than half of the memory limit of pvisor's cgroup (600 MiB): the sandbox's /tmp is a tmpfs, whose files are kept in memory; give at most tmp=300M" \
+       "  --limit tmp=400M there: exit 2, naming the cgroup's limit"
+    out=$(in_memcg timeout 120 "$PVISOR" run --safe --workspace "$W" --limit tmp=300M -- sh -c 'head -c 310M /dev/zero > /tmp/fill; stat -f -c %b /tmp' 2>err); rc=$?
+    eq "$rc:$out:$(grep -c "^pvisor run: note: the sandbox's /tmp was full when the run ended .*; at most half of the memory limit of pvisor's cgroup, 300.0 MiB)" err)" \
+       "0:$((300 << 8)):1" "  --limit tmp=300M there runs; filled, the note names the cgroup's limit as the most it takes"
+    if command -v setpriv >/dev/null; then
+        TM="$T/memcg-u"; mkdir -p "$TM/ws" "$TM/state" "$TM/home"; chown -R 65534:65534 "$TM"
+        out=$(cd "$TM/ws" && in_memcg env HOME="$TM/home" XDG_STATE_HOME="$TM/state" timeout 120 \
+              setpriv --reuid=65534 --regid=65534 --clear-groups "$PVISOR" run --safe -- stat -f -c '%b %S' /tmp 2>err); rc=$?
+        eq "$rc:$out" "0:$((300 << 8)) 4096" "  as uid 65534 in that cgroup: the same 300 MiB /tmp"
+    else
+        skip "the private /tmp in a cgroup with a memory limit as an unprivileged user" "needs setpriv"
+    fi
+    rmdir "$memcg"
+elif [ "${CI:-}" = true ]; then
+    not_ok "a cgroup with a memory limit to run pvisor in (as root, cgroup v2 with memory or v1's memory hierarchy)"
+else
+    skip "the private /tmp in a cgroup with a memory limit" "needs root and a memory cgroup (v2 with the memory controller, or v1's)"
+fi
+
 # tmpfs_runs WHO RUN...: the runs, RUN the command that starts pvisor run
 # --safe in a workspace of the user's
 tmpfs_runs() {

@@ -49,6 +49,15 @@ int main(void) {
            strcmp(buf, "/user.slice/a b.scope") == 0,
        "/proc/self/cgroup: the 0:: line");
     ok(cgroup_parse_self("4:memory:/a\n", buf, sizeof buf) == -ENOENT, "/proc/self/cgroup without 0:: (v1 only)");
+    const char *v1 = "9:name=systemd:/\n7:cpu,cpuacct:/c\n4:memory:/process_api/95ea\n0::/\n";
+    ok(cgroup_parse_self_v1(v1, "memory", buf, sizeof buf) == 0 && strcmp(buf, "/process_api/95ea") == 0,
+       "/proc/self/cgroup: the v1 memory line");
+    ok(cgroup_parse_self_v1(v1, "cpuacct", buf, sizeof buf) == 0 && strcmp(buf, "/c") == 0 &&
+           cgroup_parse_self_v1(v1, "cpu", buf, sizeof buf) == 0 && strcmp(buf, "/c") == 0,
+       "/proc/self/cgroup: a controller among several of one hierarchy");
+    ok(cgroup_parse_self_v1("0::/a\n7:cpu,cpuacct:/c\n3:memoryx:/m\n", "memory", buf, sizeof buf) == -ENOENT &&
+           cgroup_parse_self_v1("0::/memory\n", "memory", buf, sizeof buf) == -ENOENT,
+       "/proc/self/cgroup: no memory hierarchy (v2 only, a longer name, the path is not a controller)");
 
     const char *hybrid = "31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n"
                          "35 31 0:32 / /sys/fs/cgroup/memory rw,relatime shared:9 - cgroup cgroup rw,memory\n"

@@ -218,6 +218,18 @@ int main(void) {
     plan_free(&p);
     o.limits.tmp_bytes = o.limits.shm_bytes = 0;
 
+    /* Without tmp=: 1 GiB, or the supervisor's tmpfs_max when less. */
+    ok(plan_build(&in, &p, &err) == 0 && p.tmp_size == 1ULL << 30, "without tmp= or tmpfs_max: /tmp is 1 GiB");
+    plan_free(&p);
+    in.tmpfs_max = 300ULL << 20;
+    ok(plan_build(&in, &p, &err) == 0 && p.tmp_size == 300ULL << 20 && find(&p, "/tmp")->size == 300ULL << 20,
+       "tmpfs_max 300 MiB (half of a 600 MiB cgroup limit): /tmp is 300 MiB");
+    plan_free(&p);
+    in.tmpfs_max = 4ULL << 30;
+    ok(plan_build(&in, &p, &err) == 0 && p.tmp_size == 1ULL << 30, "tmpfs_max 4 GiB: /tmp is 1 GiB");
+    plan_free(&p);
+    in.tmpfs_max = 0;
+
     /* Workspace == HOME: HOME's credentials are inside it and get covered;
      * the workspace view serves HOME (no tmpfs under it, no config file
      * projected from the lower workspace on top of it). */
