@@ -257,14 +257,14 @@ static void creds_freep(struct sandbox_creds **c) {
 #ifdef PVISOR_HAVE_OVERLAY
 /* --limit tmp=/shm=: a tmpfs's files are kept in memory (or swap), so at
  * most half of this host's memory, the kernel's default for a tmpfs, or
- * of the memory limit of pvisor's cgroup (a container's) when that is
- * less: the tmpfs's pages count against it.  (Without tmp=, /tmp is 1 GiB
- * or that half when less: plan_build.c.) */
+ * of the memory limit of pvisor's cgroup (a container's) or of --limit
+ * mem= when that is less: the tmpfs's pages count against it.  (Without
+ * tmp=, /tmp is 1 GiB or that half when less: plan_build.c.) */
 static int check_tmpfs_sizes(const struct run_options *o) {
     if (!o->limits.tmp_bytes && !o->limits.shm_bytes)
         return 0;
-    bool by_cgroup;
-    uint64_t max = policy_tmpfs_max(cgroup_memory_limit(), &by_cgroup);
+    enum tmpfs_bound by;
+    uint64_t max = policy_tmpfs_max(cgroup_memory_limit(), o->limits.mem_bytes, &by);
     const struct {
         uint64_t v;
         const char *key, *path;
@@ -274,8 +274,7 @@ static int check_tmpfs_sizes(const struct run_options *o) {
             return cli_usage_error("run",
                                    "--limit %s: %llu MiB is more than half of %s (%llu MiB): the "
                                    "sandbox's %s is a tmpfs, whose files are kept in memory; give at most %s=%lluM",
-                                   t[i].key, (unsigned long long)(t[i].v >> 20),
-                                   by_cgroup ? "the memory limit of pvisor's cgroup" : "this host's memory",
+                                   t[i].key, (unsigned long long)(t[i].v >> 20), policy_tmpfs_bound_name(by),
                                    (unsigned long long)(max * 2 >> 20), t[i].path, t[i].key,
                                    (unsigned long long)(max >> 20));
     return 0;

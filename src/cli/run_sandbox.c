@@ -416,7 +416,7 @@ static int prepare(struct run_context *ctx, const struct agent_hooks *hooks, str
         limits_decide(lim, ok, getuid() == 0, &sb->limits);
     }
 
-    sb->tmpfs_max = policy_tmpfs_max(cgroup_memory_limit(), &sb->tmpfs_max_by_cgroup);
+    sb->tmpfs_max = policy_tmpfs_max(cgroup_memory_limit(), ctx->opts->limits.mem_bytes, &sb->tmpfs_bound);
     struct plan_inputs in = {
         .rlimit_as = sb->limits.rlimit_as,
         .rlimit_cpu = sb->limits.rlimit_cpu,

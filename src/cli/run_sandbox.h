@@ -143,10 +143,11 @@ struct sandbox {
     char cg_path[PATH_MAX];      /* the leaf's directory, "" none */
     char cg_hierarchy[PATH_MAX]; /* the leaf as /proc/<pid>/cgroup names it */
     char cg_reason[300];
-    /* policy_tmpfs_max of the host's memory and pvisor's cgroup's limit:
-     * the default /tmp's bound, and the most a full one is told to take */
+    /* policy_tmpfs_max of the host's memory, pvisor's cgroup's limit and
+     * --limit mem=: the default /tmp's and /dev/shm's bound, and the most
+     * a full one is told to take */
     uint64_t tmpfs_max;
-    bool tmpfs_max_by_cgroup; /* the cgroup's limit was the less */
+    enum tmpfs_bound tmpfs_bound; /* which of the three it is half of */
     /* plan.tty_input: the user's terminal is in raw mode while the command
      * runs (the keys go to its pty); its modes to restore. */
     bool tty_raw;

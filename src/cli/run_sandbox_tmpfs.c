@@ -98,13 +98,10 @@ static void say_full(struct sandbox *sb, int k, const struct statfs *sf, bool bl
     snprintf(msg, sizeof msg,
              "the sandbox's %s was %sfull when the run ended (%s; a private tmpfs): a write there fails with "
              "'No space left on device' (ENOSPC) once it is full, which the command's tools report as failures of "
-             "their own; give it more room with --limit %s=SIZE%s (now %s%s%s)",
+             "their own; give it more room with --limit %s=SIZE%s (now %s%s%s%s%s)",
              launch_tmpfs_path[k], empty ? "" : "nearly ", what, tmpfs_key[k],
-             !blocks ? ", a larger size for more files" : "", ssize,
-             !sb->tmpfs_max            ? ""
-             : sb->tmpfs_max_by_cgroup ? "; at most half of the memory limit of pvisor's cgroup, "
-                                       : "; at most half of this host's memory, ",
-             smax);
+             !blocks ? ", a larger size for more files" : "", ssize, sb->tmpfs_max ? "; at most half of " : "",
+             sb->tmpfs_max ? policy_tmpfs_bound_name(sb->tmpfs_bound) : "", sb->tmpfs_max ? ", " : "", smax);
     bundle_add_warning(sb->ctx->bundle, msg);
     fprintf(stderr, "pvisor run: note: %s\n", msg);
 }

@@ -1139,14 +1139,16 @@ int plan_build(const struct plan_inputs *in, struct launch_plan *ret_plan, char 
     p.landlock = true;
     p.seccomp = true;
     /* without tmp=: 1 GiB, or half of the memory the run may use when that
-     * is less (the kernel's default for a tmpfs): on a small machine or in
-     * a container with a memory limit, 1 GiB of files in /tmp could take
-     * most of it */
+     * is less (the kernel's default for a tmpfs): on a small machine, in a
+     * container with a memory limit or under --limit mem=, 1 GiB of files
+     * in /tmp could take most of it; /dev/shm likewise */
     uint64_t tmp_max = in->tmpfs_max;
     p.tmp_size = o->limits.tmp_bytes                       ? o->limits.tmp_bytes
                  : tmp_max && tmp_max < POLICY_TMP_DEFAULT ? tmp_max
                                                            : POLICY_TMP_DEFAULT;
-    p.shm_size = o->limits.shm_bytes ? o->limits.shm_bytes : POLICY_SHM_DEFAULT;
+    p.shm_size = o->limits.shm_bytes                       ? o->limits.shm_bytes
+                 : tmp_max && tmp_max < POLICY_SHM_DEFAULT ? tmp_max
+                                                           : POLICY_SHM_DEFAULT;
     p.rlimit_nofile = 65536;
     p.rlimit_fsize = o->stage_max_bytes;
     p.rlimit_as = in->rlimit_as;

@@ -66,8 +66,8 @@ struct plan_inputs {
     /* rlimits for the command chosen by the supervisor for --limit where no
      * cgroup holds that limit (0: inherit). */
     uint64_t rlimit_as, rlimit_cpu, rlimit_nproc;
-    /* policy_tmpfs_max(): /tmp without --limit tmp= is 1 GiB or this when
-     * less (0: unknown, 1 GiB). */
+    /* policy_tmpfs_max(): /tmp without --limit tmp= is 1 GiB, /dev/shm
+     * without shm= 64 MiB, or this when less (0: unknown). */
     uint64_t tmpfs_max;
 };
 

@@ -443,17 +443,32 @@ bool policy_wants_stage(const struct run_options *o) {
     return o->stage != NULL || o->safe || o->filesystem == FILESYSTEM_SANDBOX;
 }
 
-uint64_t policy_tmpfs_max(uint64_t memory_limit, bool *ret_by_limit) {
+uint64_t policy_tmpfs_max(uint64_t cgroup_limit, uint64_t mem_limit, enum tmpfs_bound *ret_by) {
     struct sysinfo si;
     uint64_t mem = 0;
+    enum tmpfs_bound by = TMPFS_BY_HOST;
     if (sysinfo(&si) == 0)
         mem = (uint64_t)si.totalram * (si.mem_unit ? si.mem_unit : 1);
-    bool by_limit = memory_limit && memory_limit != UINT64_MAX && (mem == 0 || memory_limit < mem);
-    if (by_limit)
-        mem = memory_limit;
-    if (ret_by_limit)
-        *ret_by_limit = by_limit;
+    if (cgroup_limit && cgroup_limit != UINT64_MAX && (mem == 0 || cgroup_limit < mem)) {
+        mem = cgroup_limit;
+        by = TMPFS_BY_CGROUP;
+    }
+    if (mem_limit && (mem == 0 || mem_limit < mem)) {
+        mem = mem_limit;
+        by = TMPFS_BY_MEM;
+    }
+    if (ret_by)
+        *ret_by = by;
     return mem / 2;
+}
+
+const char *policy_tmpfs_bound_name(enum tmpfs_bound b) {
+    switch (b) {
+    case TMPFS_BY_CGROUP: return "the memory limit of pvisor's cgroup";
+    case TMPFS_BY_MEM: return "--limit mem";
+    case TMPFS_BY_HOST:
+    default: return "this host's memory";
+    }
 }
 
 void policy_build(const struct run_options *o, struct policy *ret_policy) {

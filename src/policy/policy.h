@@ -66,19 +66,28 @@ enum executor_kind { EXECUTOR_AUTO, EXECUTOR_HOST, EXECUTOR_OCI, EXECUTOR_VM };
 /* tmp=SIZE, shm=SIZE: the size of the sandbox's private /tmp and /dev/shm
  * (tmpfs, one inode per 2 KiB of it), not limits of the tree: the kernel
  * holds them whatever the host.  The supervisor bounds them further by
- * the memory it may use (cmd_run.c: at most half of the host's, or of its
- * cgroup's limit when less: policy_tmpfs_max). */
+ * the memory the run may use (cmd_run.c: at most half of the host's, or
+ * of its cgroup's limit or mem= when less: policy_tmpfs_max). */
 #define POLICY_TMPFS_MIN (1ULL << 20)    /* 1 MiB */
 #define POLICY_TMPFS_MAX (1ULL << 50)    /* 1 PiB (parsing; the host's memory bounds it first) */
 #define POLICY_TMP_DEFAULT (1ULL << 30)  /* /tmp without tmp=: 1 GiB, or plan_inputs.tmpfs_max when less */
-#define POLICY_SHM_DEFAULT (64ULL << 20) /* /dev/shm without shm=: 64 MiB */
-/* The largest tmpfs size this host takes for the sandbox's /tmp and
- * /dev/shm: half of its memory (sysinfo's total RAM, a tmpfs's default
- * size: their files are kept in memory), or of memory_limit when that is
- * less (the memory limit of pvisor's cgroup, a container's: the tmpfs's
- * pages count against it; UINT64_MAX or 0: none); 0 when neither is
- * known.  *ret_by_limit (may be NULL): memory_limit was the less. */
-uint64_t policy_tmpfs_max(uint64_t memory_limit, bool *ret_by_limit);
+#define POLICY_SHM_DEFAULT (64ULL << 20) /* /dev/shm without shm=: 64 MiB, or plan_inputs.tmpfs_max when less */
+/* What bounds the sandbox's /tmp and /dev/shm (policy_tmpfs_max). */
+enum tmpfs_bound {
+    TMPFS_BY_HOST,   /* the host's memory */
+    TMPFS_BY_CGROUP, /* the memory limit of pvisor's cgroup */
+    TMPFS_BY_MEM,    /* --limit mem= */
+};
+/* The largest tmpfs size a run takes for the sandbox's /tmp and /dev/shm:
+ * half of the least of the host's memory (sysinfo's total RAM, a tmpfs's
+ * default size: their files are kept in memory), cgroup_limit (the memory
+ * limit of pvisor's cgroup, a container's: the tmpfs's pages count
+ * against it; UINT64_MAX or 0: none) and mem_limit (--limit mem=, the
+ * memory the run's tree may use; 0: none); 0 when none is known.
+ * *ret_by (may be NULL): which was the least. */
+uint64_t policy_tmpfs_max(uint64_t cgroup_limit, uint64_t mem_limit, enum tmpfs_bound *ret_by);
+/* "this host's memory", "the memory limit of pvisor's cgroup", "--limit mem" */
+const char *policy_tmpfs_bound_name(enum tmpfs_bound b);
 struct run_limits {
     uint64_t mem_bytes; /* mem=SIZE: memory of the tree */
     uint64_t pids;      /* pids=N: processes and threads alive at once */

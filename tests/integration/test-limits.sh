@@ -123,6 +123,19 @@ else
     skip "the private /tmp in a cgroup with a memory limit" "needs root and a memory cgroup (v2 with the memory controller, or v1's)"
 fi
 
+# --limit mem= bounds them too: under a cgroup leaf the tmpfs's pages
+# count against its memory.max, and a /tmp larger than half of it could be
+# filled only by OOM-killing the command; with the rlimit fallback the
+# files are still the tree's memory.  mem=64M: /tmp and /dev/shm 32 MiB.
+out=$(safe --limit mem=64M -- stat -f -c '%b %S' /tmp /dev/shm 2>err); rc=$?
+eq "$rc:$(echo $out)" "0:8192 4096 8192 4096" "--limit mem=64M: the private /tmp and /dev/shm are 32 MiB, half of it"
+safe --limit mem=200M,tmp=150M -- true >out 2>err; rc=$?
+eq "$rc:$(head -n1 err)" "2:pvisor run: --limit tmp: 150 MiB is more than half of --limit mem (200 MiB): the sandbox's /tmp is a tmpfs, whose files are kept in memory; give at most tmp=100M" \
+   "  --limit mem=200M,tmp=150M: exit 2, naming mem"
+safe --limit mem=64M -- sh -c 'head -c 33M /dev/zero > /tmp/fill' >out 2>err; rc=$?
+eq "$rc:$(grep -c "^pvisor run: note: the sandbox's /tmp was full when the run ended (32.0 MiB of its 32.0 MiB used; .*(now 32.0 MiB; at most half of --limit mem, 32.0 MiB)$" err)" "1:1" \
+   "  filled under mem=64M: the note names mem as what bounds it"
+
 # tmpfs_runs WHO RUN...: the runs, RUN the command that starts pvisor run
 # --safe in a workspace of the user's
 tmpfs_runs() {

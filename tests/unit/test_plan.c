@@ -226,9 +226,29 @@ int main(void) {
        "tmpfs_max 300 MiB (half of a 600 MiB cgroup limit): /tmp is 300 MiB");
     plan_free(&p);
     in.tmpfs_max = 4ULL << 30;
-    ok(plan_build(&in, &p, &err) == 0 && p.tmp_size == 1ULL << 30, "tmpfs_max 4 GiB: /tmp is 1 GiB");
+    ok(plan_build(&in, &p, &err) == 0 && p.tmp_size == 1ULL << 30 && p.shm_size == 64ULL << 20,
+       "tmpfs_max 4 GiB: /tmp is 1 GiB, /dev/shm 64 MiB");
+    plan_free(&p);
+    in.tmpfs_max = 32ULL << 20;
+    ok(plan_build(&in, &p, &err) == 0 && p.tmp_size == 32ULL << 20 && p.shm_size == 32ULL << 20,
+       "tmpfs_max 32 MiB (--limit mem=64M): /tmp and /dev/shm are 32 MiB");
     plan_free(&p);
     in.tmpfs_max = 0;
+
+    /* policy_tmpfs_max: half of the least of the host's memory, the
+     * cgroup's limit and mem= (this host has more than 1 GiB) */
+    enum tmpfs_bound by = TMPFS_BY_MEM;
+    uint64_t host = policy_tmpfs_max(0, 0, &by);
+    ok(host >= 512ULL << 20 && by == TMPFS_BY_HOST, "tmpfs max: half of the host's memory without limits");
+    ok(policy_tmpfs_max(UINT64_MAX, 0, &by) == host && by == TMPFS_BY_HOST, "tmpfs max: an unlimited cgroup");
+    ok(policy_tmpfs_max(600ULL << 20, 0, &by) == 300ULL << 20 && by == TMPFS_BY_CGROUP,
+       "tmpfs max: half of a 600 MiB cgroup limit");
+    ok(policy_tmpfs_max(600ULL << 20, 200ULL << 20, &by) == 100ULL << 20 && by == TMPFS_BY_MEM,
+       "tmpfs max: half of mem=200M in a 600 MiB cgroup");
+    ok(policy_tmpfs_max(200ULL << 20, 600ULL << 20, &by) == 100ULL << 20 && by == TMPFS_BY_CGROUP,
+       "tmpfs max: half of a 200 MiB cgroup limit under mem=600M");
+    ok(policy_tmpfs_max(0, 1ULL << 50, &by) == host && by == TMPFS_BY_HOST, "tmpfs max: mem= above the host's memory");
+    ok(strcmp(policy_tmpfs_bound_name(TMPFS_BY_MEM), "--limit mem") == 0, "tmpfs max: named --limit mem");
 
     /* Workspace == HOME: HOME's credentials are inside it and get covered;
      * the workspace view serves HOME (no tmpfs under it, no config file
