@@ -211,6 +211,52 @@ const char *const plan_credential_paths[] = {
     ".config/linode-cli",
     ".condarc",
     ".local/share/binstar",
+    /* found missing by a red-team pass (2026-12-05): Docker's legacy auth
+     * file, python-gitlab's tokens, Alibaba Cloud's, Tencent Cloud's, IBM
+     * Cloud's, Scaleway's, Cloud Foundry's, gitea tea's, Travis CI's,
+     * MinIO client's and s3fs's keys, Kaggle's XDG token, Dart's pub
+     * tokens, Snowflake's and dbt's database passwords, mail clients'
+     * passwords (msmtp, fetchmail, isync, Emacs' authinfo), WakaTime's
+     * key, adb's private key, gsutil's, lftp's and ghstack's stored
+     * credentials, gspread's service account, Pidgin's accounts, and the
+     * Signal, Slack and Discord desktop profiles (keys and session
+     * cookies); the file alone where its directory holds more */
+    ".dockercfg",
+    ".python-gitlab.cfg",
+    ".config/python-gitlab.cfg",
+    ".aliyun",
+    ".tccli",
+    ".bluemix/config.json",
+    ".config/scw/config.yaml",
+    ".cf/config.json",
+    ".config/tea/config.yml",
+    ".travis/config.yml",
+    ".mc/config.json",
+    ".passwd-s3fs",
+    ".config/kaggle/kaggle.json",
+    ".config/dart/pub-credentials.json",
+    ".pub-cache/credentials.json",
+    ".snowsql/config",
+    ".snowflake/config.toml",
+    ".snowflake/connections.toml",
+    ".dbt/profiles.yml",
+    ".msmtprc",
+    ".config/msmtp/config",
+    ".fetchmailrc",
+    ".mbsyncrc",
+    ".authinfo",
+    ".authinfo.gpg",
+    ".wakatime.cfg",
+    ".android/adbkey",
+    ".gsutil",
+    ".lftp/bookmarks",
+    ".local/share/lftp/bookmarks",
+    ".ghstackrc",
+    ".config/gspread",
+    ".purple/accounts.xml",
+    ".config/Signal",
+    ".config/Slack",
+    ".config/discord",
     NULL,
 };
 

@@ -281,6 +281,34 @@ eq "$(cd "$W" && HOME="$H10" XAUTHORITY="$H10/xauth/cookie" "$P" run -- sh -c "$
 eq "$(cd "$W" && HOME="$H10" XAUTHORITY="$H10/xauth/cookie" "$P" run --safe --stage "$T/st10" -- sh -c "$reads10" 2>&1 | tr '\n' ' ')" "0 fly-ok model " \
     "--safe: they are absent in HOME's view (XAUTHORITY's too), fly's bin/ and Ollama's models stay"
 
+# Stores a red-team pass (2026-12-05) read in --safe's HOME while the
+# Bundle said home_credentials enforced: absent now; the files beside
+# those hidden alone (IBM Cloud's plugins, adb's public key, Snowflake's
+# logs, dbt's other files) stay.
+HR=$T/home-rt; mkdir -p "$HR"
+credsR=".dockercfg .python-gitlab.cfg .config/python-gitlab.cfg .aliyun/config.json .tccli/default.credential
+    .bluemix/config.json .config/scw/config.yaml .cf/config.json .config/tea/config.yml .travis/config.yml
+    .mc/config.json .passwd-s3fs .config/kaggle/kaggle.json .config/dart/pub-credentials.json
+    .pub-cache/credentials.json .snowsql/config .snowflake/config.toml .snowflake/connections.toml
+    .dbt/profiles.yml .msmtprc .config/msmtp/config .fetchmailrc .mbsyncrc .authinfo .authinfo.gpg .wakatime.cfg
+    .android/adbkey .gsutil/credstore .lftp/bookmarks .local/share/lftp/bookmarks .ghstackrc
+    .config/gspread/service_account.json .purple/accounts.xml .config/Signal/config.json .config/Slack/Cookies
+    .config/discord/Local_Storage"
+for f in $credsR; do
+    mkdir -p "$(dirname "$HR/$f")"; echo "SECRET:$f" > "$HR/$f"
+done
+for f in .bluemix/plugins/p .android/adbkey.pub .snowsql/log .dbt/.user.yml; do
+    mkdir -p "$(dirname "$HR/$f")"; echo "KEEP:$f" > "$HR/$f"
+done
+readsR='cd ~ && find . -type f -exec cat {} + 2>/dev/null | grep -c SECRET; find . -type f -exec cat {} + 2>/dev/null | grep -c KEEP'
+nR=$(echo $credsR | wc -w)
+eq "$(cd "$W" && HOME="$HR" "$P" run -- sh -c "$readsR" 2>&1 | tr '\n' ' ')" "$nR 4 " \
+    "control: $nR more stores (Docker's legacy file, python-gitlab, cloud CLIs, mail, chat profiles...) are readable without the sandbox"
+eq "$(cd "$W" && HOME="$HR" "$P" run --safe --stage "$T/st-rt" -- sh -c "$readsR" 2>&1 | tr '\n' ' ')" "0 4 " \
+    "--safe: they are absent in HOME's view; the files beside those hidden alone stay"
+eq "$(jq -r .dimensions.home_credentials.effective "$XDG_STATE_HOME/pvisor/runs/$(latest_run)/bundle.json")" enforced \
+    "  and the Bundle's home_credentials is enforced"
+
 # HOME set to a fresh directory (as agent harnesses and CI jobs do) while
 # the workspace is, or holds, the user's own home as /etc/passwd names it:
 # that home's credential locations were readable through the workspace
