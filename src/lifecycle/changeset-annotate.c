@@ -81,7 +81,8 @@ static bool content_differs(int adir, const char *a, int bdir, const char *b) {
  * was renamed from (a new file among the moved ones: "A lib/new.c" under
  * "R lib/ (from src)" read as moved, its content one added file among
  * hundreds), a file whose mode, or a symlink whose target, is not the one
- * it had there (a 0600 file made 0644 as it moved). */
+ * it had there (a 0600 file made 0644 as it moved), or whose type is not
+ * (a file made a symlink). */
 static void mark_renamed_changed(struct lc_changeset *cs, int upper_fd, int ws_fd) {
     if (upper_fd < 0 || ws_fd < 0)
         return;
@@ -114,8 +115,10 @@ static void mark_renamed_changed(struct lc_changeset *cs, int upper_fd, int ws_f
         bool differs;
         if (!o)
             differs = r != e; /* not in the directory renamed: new there */
-        else if (o->kind != LC_DELETED || o->old_type != e->new_type)
+        else if (o->kind != LC_DELETED)
             continue;
+        else if (o->old_type != e->new_type)
+            differs = true; /* a file made a symlink as it moved, or one made a file */
         else if (e->new_type == LC_LNK)
             differs = !o->old_target || !e->new_target || strcmp(o->old_target, e->new_target) != 0;
         else
@@ -143,6 +146,14 @@ static mode_t merged_type(int upper_fd, int ws_fd, const char *dir, const char *
     return lp >= 0 && fstatat(lp, base, &st, AT_SYMLINK_NOFOLLOW) == 0 ? st.st_mode & S_IFMT : 0;
 }
 
+/* git looks at these with access() and stat(), which follow symlinks:
+ * 'objects -> .' and 'refs -> .' make a repository as well as two
+ * directories do (found by a red-team pass), so a symlink counts, whatever
+ * it points to (the review does not follow links). */
+static bool dir_or_link(mode_t t) {
+    return t == S_IFDIR || t == S_IFLNK;
+}
+
 /* A directory not named .git that git takes for a repository by itself
  * (as a bare one, is_git_directory()): a HEAD, and objects/ and refs/ or
  * a commondir.  git run in it or below it (a shell prompt that shows the
@@ -152,9 +163,10 @@ static bool git_dir_like(int upper_fd, int ws_fd, const char *dir) {
     mode_t head = merged_type(upper_fd, ws_fd, dir, "HEAD");
     if (head != S_IFREG && head != S_IFLNK)
         return false;
-    return (merged_type(upper_fd, ws_fd, dir, "objects") == S_IFDIR &&
-            merged_type(upper_fd, ws_fd, dir, "refs") == S_IFDIR) ||
-           merged_type(upper_fd, ws_fd, dir, "commondir") == S_IFREG;
+    mode_t common = merged_type(upper_fd, ws_fd, dir, "commondir");
+    return (dir_or_link(merged_type(upper_fd, ws_fd, dir, "objects")) &&
+            dir_or_link(merged_type(upper_fd, ws_fd, dir, "refs"))) ||
+           common == S_IFREG || common == S_IFLNK;
 }
 
 /* The files of such a directory that make it one or say what git runs:

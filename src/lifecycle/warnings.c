@@ -159,8 +159,14 @@ static unsigned git_dir_warnings(const char *rest, bool sample, bool into_git, u
     if ((rl >= 12 && strcmp(rest + rl - 12, "info/exclude") == 0 && (rl == 12 || rest[rl - 13] == '/')) ||
         (rl >= 15 && strcmp(rest + rl - 15, "info/attributes") == 0 && (rl == 15 || rest[rl - 16] == '/')))
         wn |= LC_W_GIT_HIDES;
+    /* and info itself made a symlink: git reads the exclude and the
+     * attributes of whatever it points to, which are not below a .git
+     * (found by a red-team pass; a new info directory is not warned of
+     * here, lc_entry_set_warnings: its files are) */
     if (git_ref_rest(rest))
         wn |= LC_W_GIT_REFS;
+    else if (strcmp(base, "info") == 0)
+        wn |= LC_W_GIT_HIDES;
     for (const char *c = rest;;) {
         if (strcmp(c, "hooks") == 0)
             wn |= LC_W_GIT_HOOK;

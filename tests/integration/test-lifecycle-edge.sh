@@ -1270,6 +1270,25 @@ if command -v git >/dev/null; then
     eq "$(test -e "$T/bare-ran" && echo ran)" "ran" "  (git in that directory runs its core.fsmonitor)"
 fi
 
+# ... and one whose objects and refs are symlinks ('objects -> .'): git
+# follows them (access, stat), so src/ is a repository whose config git
+# run in src/ reads before the workspace's .git; the review took only
+# directories (found by a red-team pass). A commondir that is a symlink too.
+W=$T/wsbarelink
+mkdir -p "$W/src" && (cd "$W" && git init -q . 2>/dev/null; echo 'int x;' > src/a.c)
+(cd "$W" && "$P" run --stage auto -- sh -c 'cd src && echo "ref: refs/heads/main" > HEAD && ln -s . objects && ln -s . refs &&
+    printf "[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = ..\n\tfsmonitor = \"touch '"$T"'/barelink-ran; false\"\n" > config &&
+    mkdir -p ../side2 && echo x > ../side2/HEAD && ln -s ../src ../side2/commondir') >/dev/null 2>&1
+(cd "$W" && "$P" status --review --json) > "$T/warnbarelink.json"
+eq "$(jq -r '[.changeset.warnings[] | "\(.path)=\(.warning)"] | sort | join(",")' "$T/warnbarelink.json")" \
+    "side2/HEAD=git_redirect,side2/commondir=git_redirect,src/HEAD=git_redirect,src/config=git_config" \
+    "  ... also when its objects and refs, or its commondir, are symlinks"
+if command -v git >/dev/null; then
+    S=$(jq -r .stage.path "$T/warnbarelink.json")
+    (cd "$S/upper/src" && GIT_CEILING_DIRECTORIES="$S/upper" git status >/dev/null 2>&1)
+    eq "$(test -e "$T/barelink-ran" && echo ran)" "ran" "  (git in that directory runs its core.fsmonitor)"
+fi
+
 # A *.sample is unwarned only when new and no hook links to it: a hook
 # that is a symlink to its sample (enabling a sample that way) runs it, so
 # a change to that sample is a hook change; git never changes an existing
@@ -1357,14 +1376,18 @@ eq "$(cd "$W" && "$P" status --review | grep -c '^  ! .github/workflows/ci.yml: 
 # .git/info/exclude hides files from git status and .git/info/attributes
 # can make a file's changes binary (-diff) in git diff, after the apply:
 # warned of as git_hides (a submodule's too); a deleted one and a tracked
-# .gitattributes (diff shows it) not
-W=$T/wshides; mkdir -p "$W/.git/info" "$W/.git/modules/m/info" && echo '# keep' > "$W/.git/info/attributes"
+# .gitattributes (diff shows it) not; an info made a symlink to a
+# directory outside .git is (git reads its exclude there: found by a
+# red-team pass), a new info directory is not (its files are)
+W=$T/wshides; mkdir -p "$W/.git/info" "$W/.git/modules/m/info" "$W/.git/modules/n/info" && echo '# keep' > "$W/.git/info/attributes"
 (cd "$W" && "$P" run --stage auto -- sh -c 'echo secret.sh >> .git/info/exclude && rm .git/info/attributes &&
-    echo "* -diff" > .git/modules/m/info/attributes && echo "x -diff" > .gitattributes && mkdir -p info && echo x > info/exclude') >/dev/null 2>&1
+    echo "* -diff" > .git/modules/m/info/attributes && echo "x -diff" > .gitattributes && mkdir -p info && echo x > info/exclude &&
+    mkdir misc && echo secret.sh > misc/exclude && rmdir .git/modules/n/info && ln -s ../../../misc .git/modules/n/info &&
+    mkdir -p .git/modules/o/info') >/dev/null 2>&1
 (cd "$W" && "$P" status --review --json) > "$T/warn3d.json"
 eq "$(jq -r '[.changeset.warnings[] | select(.warning == "git_hides") | .path] | sort | join(",")' "$T/warn3d.json")" \
-    ".git/info/exclude,.git/modules/m/info/attributes" \
-    "review warns of .git/info/exclude and info/attributes (git_hides), not of a deleted one, .gitattributes or look-alikes"
+    ".git/info/exclude,.git/modules/m/info/attributes,.git/modules/n/info" \
+    "review warns of .git/info/exclude and info/attributes (git_hides), and of an info made a symlink; not of a deleted one, a new info directory, .gitattributes or look-alikes"
 
 # The index's skip-worktree and assume-unchanged bits hide a file's changes
 # from git status and git diff, as info/exclude does: an index the stage

@@ -99,18 +99,20 @@ fi
 
 # A renamed directory is "R lib/ (from src)" and every file in it an "A"
 # line, the diff each added whole: a new file among the moved ones, a
-# 0600 file made 0644 as it moved, or a symlink retargeted, read as moved.
+# 0600 file made 0644 as it moved, a symlink retargeted, or a file made a
+# symlink and a symlink a file (found by a red-team pass), read as moved.
 # Review warns of each (renamed_changed), not of what moved unchanged.
 W=$T/wsren
 mkdir -p "$W/src" && echo a > "$W/src/a.c" && echo b > "$W/src/b.c" && echo s > "$W/src/.env" && chmod 600 "$W/src/.env" &&
-    ln -s a.c "$W/src/l" && ln -s b.c "$W/src/m" && echo k > "$W/k.txt" && echo r > "$W/r.txt"
+    ln -s a.c "$W/src/l" && ln -s b.c "$W/src/m" && echo k > "$W/k.txt" && echo r > "$W/r.txt" &&
+    echo u > "$W/src/u.c" && ln -s b.c "$W/src/cfg"
 (cd "$W" && "$P" run --stage auto -- sh -c 'mv src lib && echo evil > lib/new.c && chmod 644 lib/.env && ln -sfn /etc/passwd lib/m &&
-    mv k.txt k2.txt && mv r.txt r2.txt && chmod 640 r2.txt') >/dev/null 2>&1
+    mv k.txt k2.txt && mv r.txt r2.txt && chmod 640 r2.txt && rm lib/cfg lib/u.c && echo evil > lib/cfg && ln -s a.c lib/u.c') >/dev/null 2>&1
 (cd "$W" && "$P" status --review --json) > "$T/ren.json"
 eq "$(jq -r '[.changeset.changes[] | select(.renamed_from) | .path] | join(",")'  "$T/ren.json")" "k2.txt,lib,r2.txt" \
     "  (review reads the moves as renames)"
-eq "$(warned renamed_changed "$T/ren.json")" "lib/.env,lib/m,lib/new.c,r2.txt" \
-    "review warns of a new file in a renamed directory, of a mode or symlink target changed in a rename; not of what moved as it was"
+eq "$(warned renamed_changed "$T/ren.json")" "lib/.env,lib/cfg,lib/m,lib/new.c,lib/u.c,r2.txt" \
+    "review warns of a new file in a renamed directory, of a mode, symlink target or type changed in a rename; not of what moved as it was"
 
 # Git history moved by the agent: a commit on a branch, the branch moved
 # (here main: a checkout or reset on the host brings the commit's content
