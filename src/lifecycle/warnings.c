@@ -497,6 +497,87 @@ static int sink_capture(void *ctx, const char *buf, size_t n) {
     return 0;
 }
 
+/* Normalize the workspace-relative path in (names joined by '/', "." and
+ * ".." among them) into out: NULL when a ".." leads above the workspace. */
+static char *rel_normalize(const char *in, char *out, size_t size) {
+    size_t len = 0;
+    for (const char *c = in; *c;) {
+        while (*c == '/')
+            c++;
+        size_t n = strcspn(c, "/");
+        if (n == 0 || (n == 1 && c[0] == '.')) {
+            c += n;
+            continue;
+        }
+        if (n == 2 && c[0] == '.' && c[1] == '.') {
+            if (len == 0)
+                return NULL;
+            char *s = memrchr(out, '/', len);
+            len = s ? (size_t)(s - out) : 0;
+        } else {
+            if (len + (len > 0) + n + 1 > size)
+                return NULL;
+            if (len > 0)
+                out[len++] = '/';
+            memcpy(out + len, c, n);
+            len += n;
+        }
+        c += n;
+    }
+    out[len] = '\0';
+    return out;
+}
+
+/* rel (workspace-relative, resolved in the workspace) as the workspace
+ * the stage makes resolves it: through the symlinks the stage adds or
+ * changes, which the workspace does not have yet (an include of
+ * '../conf/local.cfg' where the workspace has no conf/, and the agent's
+ * 'ln -s misc conf': git reads misc/local.cfg after the apply; found by a
+ * red-team pass).  A link's target as the kernel takes it: relative to
+ * its directory, or absolute and then inside the workspace ws.  Malloc'd;
+ * NULL when it leads outside the workspace, through 40 links, or is rel
+ * itself (no such link on its way). */
+static char *stage_link_resolve(const struct lc_changeset *cs, const char *ws, const char *rel) {
+    char cur[PATH_MAX], next[2 * PATH_MAX + 2];
+    if (!rel_normalize(rel, cur, sizeof cur))
+        return NULL;
+    bool moved = false;
+    for (int hop = 0; hop < 40; hop++) {
+        const struct lc_entry *l = NULL;
+        size_t end = 0;
+        for (size_t i = 0; cur[i] && !l; i++) {
+            if (cur[i + 1] != '/' && cur[i + 1] != '\0')
+                continue;
+            char save = cur[i + 1];
+            cur[i + 1] = '\0';
+            size_t k = lc_changeset_find(cs, cur);
+            cur[i + 1] = save;
+            const struct lc_entry *e = k == SIZE_MAX ? NULL : &cs->entries[k];
+            if (e && e->kind != LC_DELETED && e->new_type == LC_LNK && e->new_target && e->new_target[0]) {
+                l = e;
+                end = i + 1;
+            }
+        }
+        if (!l)
+            return moved ? strdup(cur) : NULL;
+        const char *t = l->new_target;
+        int n;
+        if (t[0] == '/') {
+            if (!path_within(t, ws))
+                return NULL;
+            n = snprintf(next, sizeof next, "%s%s", below(t, ws), cur + end);
+        } else {
+            const char *slash = memrchr(cur, '/', end);
+            int dl = slash ? (int)(slash - cur) : 0;
+            n = snprintf(next, sizeof next, "%.*s/%s%s", dl, cur, t, cur + end);
+        }
+        if (n < 0 || (size_t)n >= sizeof next || !rel_normalize(next, cur, sizeof cur))
+            return NULL;
+        moved = true;
+    }
+    return NULL;
+}
+
 /* The hooks directory dir (absolute or workspace-relative, as
  * core.hooksPath or 'git rev-parse --git-path hooks' name it) as
  * workspace-relative prefixes in pre[0..1] (malloc'd; left NULL when it
@@ -649,15 +730,8 @@ struct includes_sink {
     bool skipping;
 };
 
-static void include_record(struct includes_sink *s) {
-    const char *v = memchr(s->rec, '\n', s->len);
-    if (!v || !*++v)
-        return;
-    _cleanup_free_ char *abs = NULL, *res = NULL;
-    if (gitconfig_include_path(v, s->from, s->home, &abs) <= 0 || path_resolve(abs, &res) <= 0 ||
-        !path_within(res, s->ws) || strcmp(res, s->ws) == 0)
-        return;
-    const char *r = below(res, s->ws);
+/* Add r (workspace-relative) to the included files. */
+static void include_add(struct includes_sink *s, const char *r) {
     /* a file neither the workspace nor the stage has is no config git
      * reads (it skips a missing include): not one of the
      * CONFIG_INCLUDES_MAX (an agent's bogus includes took them all, and
@@ -675,6 +749,22 @@ static void include_record(struct includes_sink *s) {
         *s->overflow = true;
     else if (!known && (s->inc[*s->n] = strdup(r)))
         ++*s->n;
+}
+
+static void include_record(struct includes_sink *s) {
+    const char *v = memchr(s->rec, '\n', s->len);
+    if (!v || !*++v)
+        return;
+    _cleanup_free_ char *abs = NULL, *res = NULL;
+    if (gitconfig_include_path(v, s->from, s->home, &abs) <= 0 || path_resolve(abs, &res) <= 0 ||
+        !path_within(res, s->ws) || strcmp(res, s->ws) == 0)
+        return;
+    const char *r = below(res, s->ws);
+    include_add(s, r);
+    /* and where the stage's symlinks lead it */
+    _cleanup_free_ char *staged = stage_link_resolve(s->cs, s->ws, r);
+    if (staged && staged[0])
+        include_add(s, staged);
 }
 
 static int sink_includes(void *ctx, const char *buf, size_t n) {
@@ -816,10 +906,17 @@ void lc_changeset_mark_hooks_path(struct lc_changeset *cs) {
         return;
     /* the hooks directory git names now, and the one the stage's own
      * .git/config names (husky's each second) */
-    char *pre[4];
+    char *pre[8] = {NULL};
     hooks_path_in_workspace(cs->workspace, pre);
     bool unknown;
     hooks_path_in_stage(cs, pre + 2, &unknown);
+    /* and each where the stage's symlinks lead it (a hooksPath whose
+     * directory the workspace does not have, made a symlink by the stage);
+     * 4 + k keeps k's parity (husky's) */
+    _cleanup_free_ char *ws = realpath(cs->workspace, NULL);
+    for (size_t k = 0; k < 4 && ws; k++)
+        if (pre[k] && pre[k][0])
+            pre[4 + k] = stage_link_resolve(cs, ws, pre[k]);
     for (size_t i = 0; i < cs->n; i++) {
         struct lc_entry *e = &cs->entries[i];
         /* a config that includes others may name any hooks directory: a
@@ -829,7 +926,7 @@ void lc_changeset_mark_hooks_path(struct lc_changeset *cs) {
             e->warnings |= LC_W_GIT_HOOK;
             cs->warnings |= LC_W_GIT_HOOK;
         }
-        for (size_t k = 0; k < 4; k++) {
+        for (size_t k = 0; k < 8; k++) {
             if (!pre[k])
                 continue;
             bool hook;
@@ -847,7 +944,7 @@ void lc_changeset_mark_hooks_path(struct lc_changeset *cs) {
             }
         }
     }
-    for (size_t k = 0; k < 4; k++)
+    for (size_t k = 0; k < 8; k++)
         free(pre[k]);
 }
 

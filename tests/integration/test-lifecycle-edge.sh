@@ -1578,6 +1578,24 @@ if command -v git >/dev/null; then
     (cd "$W" && "$P" status --review --json) > "$T/warn4d.json"
     eq "$(jq -r '[.changeset.warnings[] | select(.warning == "git_config") | .path] | sort | join(",")' "$T/warn4d.json")" \
         "conf/y.cfg" "  ... also through includeIf and a nested include, and no other file"
+    # An include, or a core.hooksPath, whose directory the workspace does
+    # not have, which the stage makes a symlink (through a second one
+    # here): after the apply git reads the config, and runs the hooks, from
+    # where the links lead; the review resolved the path in the workspace
+    # alone and warned of neither (found by a red-team pass)
+    for what in include hooksPath; do
+        W=$T/wswarn4e-$what
+        mkdir -p "$W" && (cd "$W" && git init -q .)
+        if [ "$what" = include ]; then git -C "$W" config include.path ../conf/local.cfg
+            want=misc/hooks/pre-commit=git_hook,misc/local.cfg=git_config # (a config with includes: every hook's name)
+        else git -C "$W" config core.hooksPath tools/hooks; want=misc/hooks/pre-commit=git_hook,misc/hooks=git_hook; fi
+        (cd "$W" && "$P" run --stage auto -- sh -c 'mkdir -p misc/hooks && printf "[core]\n\tfsmonitor = x\n" > misc/local.cfg &&
+            printf "#!/bin/sh\n" > misc/hooks/pre-commit && chmod +x misc/hooks/pre-commit && echo n > misc/notes &&
+            ln -s c2 conf && ln -s misc c2 && ln -s misc tools') >/dev/null 2>&1
+        (cd "$W" && "$P" status --review --json) > "$T/warn4e.json"
+        eq "$(jq -r '[.changeset.warnings[] | select(.warning == "git_hook" or .warning == "git_config") | "\(.path)=\(.warning)"] | sort | join(",")' "$T/warn4e.json")" \
+            "$want" "  ... also where symlinks the stage adds lead the $what's missing directory, and no other file"
+    done
     # included NAME DESCRIPTION: a repository whose .git/config ends with
     # $T/inc.cfg, a run that writes core.fsmonitor into NAME (and
     # other.cfg); the review warns of NAME alone as git_config
