@@ -270,10 +270,22 @@ static bool tool_config(const char *path, const char *base, bool link) {
         size_t tl = strlen(tails[i]);
         if (pl >= tl && strcmp(path + pl - tl, tails[i]) == 0 && (pl == tl || path[pl - tl - 1] == '/'))
             return true;
-        /* the directory of such a file as a symlink (.vscode -> vs): the
-         * tool reads vs/tasks.json, which matches no name of its own */
-        size_t dl = (size_t)(strchr(tails[i], '/') - tails[i]);
-        if (link && strlen(base) == dl && strncmp(base, tails[i], dl) == 0)
+        /* a directory of such a file as a symlink (.vscode -> vs, and an
+         * inner one: .config/mise -> ../misc, found by a red-team pass):
+         * the tool reads vs/tasks.json, which matches no name of its own */
+        for (const char *s = strchr(tails[i], '/'); link && s; s = strchr(s + 1, '/')) {
+            size_t dl = (size_t)(s - tails[i]);
+            if (pl >= dl && strncmp(path + pl - dl, tails[i], dl) == 0 && (pl == dl || path[pl - dl - 1] == '/'))
+                return true;
+        }
+    }
+    /* a dev container's other configurations, each in a folder of its own
+     * (.devcontainer/NAME/devcontainer.json): the editor offers them all,
+     * and their initializeCommand runs on the host as the main one's does */
+    if (strcmp(base, "devcontainer.json") == 0 && pl > 18) {
+        const char *folder = memrchr(path, '/', pl - 18); /* the '/' before NAME */
+        size_t fl = folder ? (size_t)(folder - path) : 0;
+        if (folder && fl >= 13 && strncmp(folder - 13, ".devcontainer", 13) == 0 && (fl == 13 || folder[-14] == '/'))
             return true;
     }
     return false;

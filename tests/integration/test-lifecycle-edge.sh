@@ -1333,11 +1333,12 @@ W=$T/wstool1; mkdir -p "$W/.devcontainer" "$W/svc" && echo '{}' > "$W/.devcontai
 (cd "$W" && "$P" run --stage auto -- sh -c 'printf "[toolchain]\npath = \"tc\"\n" > rust-toolchain.toml &&
     printf "[hooks]\nenter = \"x\"\n" > svc/.mise.toml && mkdir -p .config/mise && echo x > .config/mise/config.toml &&
     rm .devcontainer/devcontainer.json && echo "{}" > svc/.devcontainer.json && echo x > mise.toml.bak &&
-    echo x > rust-toolchain.txt') >/dev/null 2>&1
+    echo x > rust-toolchain.txt && mkdir -p .devcontainer/alt x.devcontainer/alt .devcontainer/a/b &&
+    for d in .devcontainer/alt x.devcontainer/alt .devcontainer/a/b; do echo "{}" > $d/devcontainer.json; done') >/dev/null 2>&1
 (cd "$W" && "$P" status --review --json) > "$T/warn3a.json"
 eq "$(jq -r '[.changeset.warnings[] | select(.warning == "tool_config") | .path] | sort | join(",")' "$T/warn3a.json")" \
-    ".config/mise/config.toml,rust-toolchain.toml,svc/.devcontainer.json,svc/.mise.toml" \
-    "  and of rustup's toolchain file, mise's config, a dev container's, not of a deleted one or look-alikes"
+    ".config/mise/config.toml,.devcontainer/alt/devcontainer.json,rust-toolchain.toml,svc/.devcontainer.json,svc/.mise.toml" \
+    "  and of rustup's toolchain file, mise's config, a dev container's (in a folder of .devcontainer/ too), not of a deleted one or look-alikes"
 # a VS Code workspace file (tasks at folder open), the start-up files of
 # pdb, irb, pry, gdb and lldb in the directory they start in (found by a
 # red-team pass); look-alikes not
@@ -1352,10 +1353,11 @@ eq "$(jq -r '[.changeset.warnings[] | select(.warning == "tool_config") | .path]
 # the tool reads vs/tasks.json, a name of no tool, so the link is warned of
 W=$T/wstool2; mkdir -p "$W"
 (cd "$W" && "$P" run --stage auto -- sh -c 'mkdir vs c && echo "{}" > vs/tasks.json && ln -s vs .vscode &&
-    printf "[build]\nrustc-wrapper = \"/tmp/x\"\n" > c/config.toml && ln -s ../c sub.cargo && mkdir sub && ln -s ../c sub/.cargo') >/dev/null 2>&1
+    printf "[build]\nrustc-wrapper = \"/tmp/x\"\n" > c/config.toml && ln -s ../c sub.cargo && mkdir sub && ln -s ../c sub/.cargo &&
+    mkdir -p .config m && echo x > m/config.toml && ln -s ../m .config/mise && ln -s m mise') >/dev/null 2>&1
 (cd "$W" && "$P" status --review --json) > "$T/warn3b.json"
 eq "$(jq -r '[.changeset.warnings[] | select(.warning == "tool_config") | .path] | sort | join(",")' "$T/warn3b.json")" \
-    ".vscode,sub/.cargo" "  and of the directory of one made a symlink (.vscode -> vs, .cargo -> ../c), not of a look-alike link"
+    ".config/mise,.vscode,sub/.cargo" "  and of the directory of one made a symlink (.vscode -> vs, .cargo -> ../c, an inner .config/mise -> ../m), not of a look-alike link"
 
 # A CI pipeline's definition runs on the CI service at the next push, with
 # the repository's secrets: warned of as ci_config (GitHub's workflows and
