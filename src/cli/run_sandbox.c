@@ -18,6 +18,7 @@
 #include "evidence/bundle.h"
 #include "launch/launch.h"
 #include "policy/plan_build.h"
+#include "policy/plan_gitconfig.h"
 #include "util/cleanup.h"
 #include "util/util.h"
 
@@ -254,6 +255,27 @@ void sandbox_delete(struct sandbox *sb) {
     munmap(sb, sizeof *sb);
 }
 
+/* The workspace's own .git/config holding a credential (a remote's URL
+ * with a token: a clone made with one, CI's checkout): the workspace is
+ * the command's to read, so it reads that too, unlike the same line in
+ * git's global config (kept from it).  Said, not hidden: git needs the
+ * file (found by a red-team pass). */
+static void warn_workspace_git_credential(struct run_context *ctx) {
+    _cleanup_free_ char *path = path_join(ctx->workspace, ".git/config");
+    _cleanup_free_ char *text = NULL;
+    size_t len = 0;
+    if (!path || read_file_at(AT_FDCWD, path, 4 << 20, &text, &len) < 0 ||
+        !plan_gitconfig_text_holds_credential(text, len))
+        return;
+    _cleanup_free_ char *e = term_escape(path);
+    run_warn(ctx->bundle,
+             "%s holds a credential (a URL with a token, an http.extraHeader, a token or password key): "
+             "the command can read it, as it reads everything in the workspace; to keep it from the command, "
+             "move the token to a credential helper's store (git remote set-url NAME URL-without-it, then "
+             "~/.git-credentials, which the sandbox hides)",
+             e ? e : ".git/config");
+}
+
 static int prepare(struct run_context *ctx, const struct agent_hooks *hooks, struct sandbox *ret_sb, char **ret_error) {
     /* ret_sb holds nothing yet (sandbox_new); on failure it is released
      * again (sandbox_release) */
@@ -283,6 +305,7 @@ static int prepare(struct run_context *ctx, const struct agent_hooks *hooks, str
                      "too) to give the command the rest",
                      e ? e : "git's global config");
         }
+    warn_workspace_git_credential(ctx);
     if (home && (r = sandbox_prepare_home_view(ctx, home, sb)) < 0) {
         if ((r == -E2BIG
                  ? asprintf(ret_error,

@@ -428,3 +428,27 @@ for who in root user; do
     eq "$rc:$(echo $out):$(grep -c 'holds a credential' "$B/err2")" "0:Ida status log --graph --oneline 3:0" \
         "--safe ($who): an include of a harmless file, a continued alias, URLs with user names (first.last, build-agent-2024-prod-eu, alice) stay, no warning"
 done
+
+# A token in the workspace's own .git/config (a clone made with one, a CI
+# checkout's remote URL): the workspace is the command's to read, git
+# needs the file, so it is not hidden, but said (stderr and the Bundle),
+# naming what to do; a config without one says nothing (found by a
+# red-team pass: the same line was hidden in ~/.gitconfig, silently
+# readable here).
+if command -v git >/dev/null; then
+    for who in root user; do
+        no_user $who "the workspace's .git/config holding a credential as an ordinary user" && continue
+        B=$T/wsgit-$who; mkdir -p "$B/tok" "$B/plain" "$B/home"
+        (cd "$B/tok" && git init -q . && git remote add origin "https://x-access-token:WSTOKEN-$who@github.com/o/r.git")
+        (cd "$B/plain" && git init -q . && git remote add origin https://github.com/o/r.git && git remote add up ssh://git@github.com/o/r.git)
+        [ $who = user ] && chown -R 65534:65534 "$B"
+        out=$(cd "$B/tok" && as $who HOME="$B/home" "$P" run --safe -- git remote get-url origin 2>"$B/err"); rc=$?
+        eq "$rc:$(echo "$out" | grep -c "WSTOKEN-$who"):$(grep -c "^pvisor run: warning: $B/tok/.git/config holds a credential .*the command can read it, as it reads everything in the workspace; .*git remote set-url" "$B/err"):$(jq '[.warnings[] | select(test("git/config holds a credential"))] | length' "$(bundle_of $who)")" \
+            "0:1:1:1" "--safe ($who): a token in the workspace's .git/config is readable (the workspace is the command's), and said on stderr and in the Bundle"
+        out=$(cd "$B/plain" && as $who HOME="$B/home" "$P" run --safe -- git remote get-url origin 2>"$B/err"); rc=$?
+        eq "$rc:$out:$(grep -c 'holds a credential' "$B/err")" "0:https://github.com/o/r.git:0" \
+            "--safe ($who): a workspace whose remotes hold no credential: no warning"
+    done
+else
+    skip "the workspace's .git/config holding a credential" "git is not installed"
+fi
