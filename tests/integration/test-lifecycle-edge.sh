@@ -1264,11 +1264,15 @@ mkdir -p "$W/notgit" && printf 'x\n' > "$W/notgit/HEAD"
 eq "$(jq -r '[.changeset.warnings[] | select(.warning != "exec") | "\(.path)=\(.warning)"] | sort | join(",")' "$T/warnbare.json")" \
     "side/HEAD=git_redirect,side/commondir=git_redirect,vendor/fixture.git/HEAD=git_redirect,vendor/fixture.git/HEAD=git_refs,vendor/fixture.git/config=git_config,vendor/fixture.git/hooks/post-checkout=git_hook,vendor/fixture.git/hooks=git_hook" \
     "review warns of a directory git takes for a repository by itself (HEAD, objects/, refs/ or a commondir): its HEAD, config and hooks"
-if command -v git >/dev/null; then
-    S=$(jq -r .stage.path "$T/warnbare.json")
-    (cd "$S/upper/vendor/fixture.git" && GIT_CEILING_DIRECTORIES="$S/upper" git status >/dev/null 2>&1)
-    eq "$(test -e "$T/bare-ran" && echo ran)" "ran" "  (git in that directory runs its core.fsmonitor)"
-fi
+# fsmonitor_ran JSON DIR MARKER: git status in DIR of the stage JSON
+# names ran the agent's core.fsmonitor, which touches $T/MARKER
+fsmonitor_ran() {
+    command -v git >/dev/null || return 0
+    S=$(jq -r .stage.path "$1")
+    (cd "$S/upper/$2" && GIT_CEILING_DIRECTORIES="$S/upper" git status >/dev/null 2>&1)
+    eq "$(test -e "$T/$3" && echo ran)" "ran" "  (git in that directory runs its core.fsmonitor)"
+}
+fsmonitor_ran "$T/warnbare.json" vendor/fixture.git bare-ran
 
 # ... and one whose objects and refs are symlinks ('objects -> .'): git
 # follows them (access, stat), so src/ is a repository whose config git
@@ -1283,11 +1287,7 @@ mkdir -p "$W/src" && (cd "$W" && git init -q . 2>/dev/null; echo 'int x;' > src/
 eq "$(jq -r '[.changeset.warnings[] | "\(.path)=\(.warning)"] | sort | join(",")' "$T/warnbarelink.json")" \
     "side2/HEAD=git_redirect,side2/commondir=git_redirect,src/HEAD=git_redirect,src/config=git_config" \
     "  ... also when its objects and refs, or its commondir, are symlinks"
-if command -v git >/dev/null; then
-    S=$(jq -r .stage.path "$T/warnbarelink.json")
-    (cd "$S/upper/src" && GIT_CEILING_DIRECTORIES="$S/upper" git status >/dev/null 2>&1)
-    eq "$(test -e "$T/barelink-ran" && echo ran)" "ran" "  (git in that directory runs its core.fsmonitor)"
-fi
+fsmonitor_ran "$T/warnbarelink.json" src barelink-ran
 
 # A *.sample is unwarned only when new and no hook links to it: a hook
 # that is a symlink to its sample (enabling a sample that way) runs it, so
