@@ -146,12 +146,13 @@ static mode_t merged_type(int upper_fd, int ws_fd, const char *dir, const char *
     return lp >= 0 && fstatat(lp, base, &st, AT_SYMLINK_NOFOLLOW) == 0 ? st.st_mode & S_IFMT : 0;
 }
 
-/* git looks at these with access() and stat(), which follow symlinks:
- * 'objects -> .' and 'refs -> .' make a repository as well as two
- * directories do (found by a red-team pass), so a symlink counts, whatever
- * it points to (the review does not follow links). */
-static bool dir_or_link(mode_t t) {
-    return t == S_IFDIR || t == S_IFLNK;
+/* git looks at objects and refs with access(X_OK), which follows
+ * symlinks and takes an executable file too: 'objects -> .' and
+ * 'refs -> .', or two files made executable, make a repository as well
+ * as two directories do (found by a red-team pass and its review), so
+ * anything of those names counts (the review does not follow links). */
+static bool present(mode_t t) {
+    return t != 0;
 }
 
 /* A directory not named .git that git takes for a repository by itself
@@ -164,8 +165,8 @@ static bool git_dir_like(int upper_fd, int ws_fd, const char *dir) {
     if (head != S_IFREG && head != S_IFLNK)
         return false;
     mode_t common = merged_type(upper_fd, ws_fd, dir, "commondir");
-    return (dir_or_link(merged_type(upper_fd, ws_fd, dir, "objects")) &&
-            dir_or_link(merged_type(upper_fd, ws_fd, dir, "refs"))) ||
+    return (present(merged_type(upper_fd, ws_fd, dir, "objects")) &&
+            present(merged_type(upper_fd, ws_fd, dir, "refs"))) ||
            common == S_IFREG || common == S_IFLNK;
 }
 
@@ -192,6 +193,8 @@ static void mark_git_dir_like(struct lc_changeset *cs, int upper_fd, int ws_fd) 
             bit = LC_W_GIT_REDIRECT;
         else if (strcmp(base, "config") == 0 || strcmp(base, "config.worktree") == 0)
             bit = LC_W_GIT_CONFIG;
+        else if (strcmp(base, "hooks") == 0) /* DIR/hooks itself made a symlink (a file: nothing runs) */
+            bit = e->new_type == LC_LNK ? LC_W_GIT_HOOK : 0;
         if (bit) {
             if (slash)
                 *slash = '\0';

@@ -282,6 +282,13 @@ static bool tool_config(const char *path, const char *base, bool link) {
     /* a dev container's other configurations, each in a folder of its own
      * (.devcontainer/NAME/devcontainer.json): the editor offers them all,
      * and their initializeCommand runs on the host as the main one's does */
+    /* (and such a folder made a symlink: .devcontainer/evil -> ../misc) */
+    if (link && pl > 14) {
+        const char *folder = memrchr(path, '/', pl);
+        size_t fl = folder ? (size_t)(folder - path) : 0;
+        if (folder && fl >= 13 && strncmp(folder - 13, ".devcontainer", 13) == 0 && (fl == 13 || folder[-14] == '/'))
+            return true;
+    }
     if (strcmp(base, "devcontainer.json") == 0 && pl > 18) {
         const char *folder = memrchr(path, '/', pl - 18); /* the '/' before NAME */
         size_t fl = folder ? (size_t)(folder - path) : 0;
@@ -540,54 +547,89 @@ static char *rel_normalize(const char *in, char *out, size_t size) {
     return out;
 }
 
-/* rel (workspace-relative, resolved in the workspace) as the workspace
- * the stage makes resolves it: through the symlinks the stage adds or
- * changes, which the workspace does not have yet (an include of
- * '../conf/local.cfg' where the workspace has no conf/, and the agent's
- * 'ln -s misc conf': git reads misc/local.cfg after the apply; found by a
- * red-team pass).  A link's target as the kernel takes it: relative to
- * its directory, or absolute and then inside the workspace ws.  Malloc'd;
- * NULL when it leads outside the workspace, through 40 links, or is rel
- * itself (no such link on its way). */
-static char *stage_link_resolve(const struct lc_changeset *cs, const char *ws, const char *rel) {
-    char cur[PATH_MAX], next[2 * PATH_MAX + 2];
-    if (!rel_normalize(rel, cur, sizeof cur))
+/* rel (workspace-relative) as the workspace the stage makes resolves it:
+ * through the symlinks the stage adds or changes, which the workspace
+ * does not have yet (an include of '../conf/local.cfg' where the
+ * workspace has no conf/, and the agent's 'ln -s misc conf': git reads
+ * misc/local.cfg after the apply; found by a red-team pass), and the
+ * workspace's own links on the way after one of those.  Component by
+ * component, as the kernel does: a link's target relative to its
+ * directory, or absolute (normalized) inside the workspace ws; a ".."
+ * after a link's name goes up from where the link led.  Malloc'd; NULL
+ * when it leads outside the workspace, through 40 links, or no link the
+ * stage made is on its way (rel as the workspace has it). */
+static char *stage_link_resolve(const struct lc_changeset *cs, int wfd, const char *ws, const char *rel) {
+    char out[PATH_MAX] = "", rem[2 * PATH_MAX + 2], link[PATH_MAX], wsn[PATH_MAX];
+    if (snprintf(rem, sizeof rem, "%s", rel) >= (int)sizeof rem || !rel_normalize(ws, wsn, sizeof wsn))
         return NULL;
+    size_t ol = 0;
     bool moved = false;
-    for (int hop = 0; hop < 40; hop++) {
-        const struct lc_entry *l = NULL;
-        size_t end = 0;
-        for (size_t i = 0; cur[i] && !l; i++) {
-            if (cur[i + 1] != '/' && cur[i + 1] != '\0')
-                continue;
-            char save = cur[i + 1];
-            cur[i + 1] = '\0';
-            size_t k = lc_changeset_find(cs, cur);
-            cur[i + 1] = save;
-            const struct lc_entry *e = k == SIZE_MAX ? NULL : &cs->entries[k];
-            if (e && e->kind != LC_DELETED && e->new_type == LC_LNK && e->new_target && e->new_target[0]) {
-                l = e;
-                end = i + 1;
+    int hops = 0;
+    for (char *c = rem; *c;) {
+        while (*c == '/')
+            c++;
+        size_t n = strcspn(c, "/");
+        if (n == 0 || (n == 1 && c[0] == '.')) {
+            c += n;
+            continue;
+        }
+        if (n == 2 && c[0] == '.' && c[1] == '.') {
+            if (ol == 0)
+                return NULL; /* above the workspace */
+            char *up = memrchr(out, '/', ol);
+            ol = up ? (size_t)(up - out) : 0;
+            out[ol] = '\0';
+            c += n;
+            continue;
+        }
+        if (ol + 1 + n + 1 > sizeof out)
+            return NULL;
+        size_t was = ol;
+        if (ol)
+            out[ol++] = '/';
+        memcpy(out + ol, c, n);
+        ol += n;
+        out[ol] = '\0';
+        c += n;
+        /* out is now a candidate: a link, the stage's or the workspace's? */
+        const char *target = NULL;
+        size_t k = lc_changeset_find(cs, out);
+        const struct lc_entry *e = k == SIZE_MAX ? NULL : &cs->entries[k];
+        if (e && e->kind != LC_DELETED && e->new_type == LC_LNK && e->new_target && e->new_target[0]) {
+            target = e->new_target;
+            moved = true;
+        } else if (!e && wfd >= 0) {
+            ssize_t ll = readlinkat(wfd, out, link, sizeof link - 1);
+            if (ll > 0) {
+                link[ll] = '\0';
+                target = link;
             }
         }
-        if (!l)
-            return moved ? strdup(cur) : NULL;
-        const char *t = l->new_target;
-        int n;
-        if (t[0] == '/') {
-            if (!path_within(t, ws))
-                return NULL;
-            n = snprintf(next, sizeof next, "%s%s", below(t, ws), cur + end);
-        } else {
-            const char *slash = memrchr(cur, '/', end);
-            int dl = slash ? (int)(slash - cur) : 0;
-            n = snprintf(next, sizeof next, "%.*s/%s%s", dl, cur, t, cur + end);
-        }
-        if (n < 0 || (size_t)n >= sizeof next || !rel_normalize(next, cur, sizeof cur))
+        if (!target)
+            continue;
+        if (++hops > 40)
             return NULL;
-        moved = true;
+        ol = was; /* the link's directory */
+        out[ol] = '\0';
+        char next[2 * PATH_MAX + 2], tn[PATH_MAX];
+        const char *t = target;
+        if (t[0] == '/') { /* from the top: inside the workspace, or not */
+            /* (rel_normalize drops the leading '/': both relative to /) */
+            size_t wl = strlen(wsn);
+            if (!rel_normalize(t, tn, sizeof tn) ||
+                (wl && (strncmp(tn, wsn, wl) != 0 || (tn[wl] != '\0' && tn[wl] != '/'))))
+                return NULL;
+            t = tn + wl + (wl && tn[wl] == '/');
+            ol = 0;
+            out[0] = '\0';
+        }
+        int m = snprintf(next, sizeof next, "%s/%s", t, c);
+        if (m < 0 || (size_t)m >= sizeof next)
+            return NULL;
+        memcpy(rem, next, (size_t)m + 1);
+        c = rem;
     }
-    return NULL;
+    return moved ? strdup(out) : NULL;
 }
 
 /* The hooks directory dir (absolute or workspace-relative, as
@@ -768,13 +810,21 @@ static void include_record(struct includes_sink *s) {
     if (!v || !*++v)
         return;
     _cleanup_free_ char *abs = NULL, *res = NULL;
-    if (gitconfig_include_path(v, s->from, s->home, &abs) <= 0 || path_resolve(abs, &res) <= 0 ||
-        !path_within(res, s->ws) || strcmp(res, s->ws) == 0)
+    if (gitconfig_include_path(v, s->from, s->home, &abs) <= 0)
+        return;
+    /* where the stage's symlinks lead it: from the path as written (a link
+     * of the workspace's that the stage changes is on it), and as the
+     * workspace resolves it */
+    if (path_within(abs, s->ws) && strcmp(abs, s->ws) != 0) {
+        _cleanup_free_ char *staged = stage_link_resolve(s->cs, s->wfd, s->ws, below(abs, s->ws));
+        if (staged && staged[0])
+            include_add(s, staged);
+    }
+    if (path_resolve(abs, &res) <= 0 || !path_within(res, s->ws) || strcmp(res, s->ws) == 0)
         return;
     const char *r = below(res, s->ws);
     include_add(s, r);
-    /* and where the stage's symlinks lead it */
-    _cleanup_free_ char *staged = stage_link_resolve(s->cs, s->ws, r);
+    _cleanup_free_ char *staged = stage_link_resolve(s->cs, s->wfd, s->ws, r);
     if (staged && staged[0])
         include_add(s, staged);
 }
@@ -926,9 +976,10 @@ void lc_changeset_mark_hooks_path(struct lc_changeset *cs) {
      * directory the workspace does not have, made a symlink by the stage);
      * 4 + k keeps k's parity (husky's) */
     _cleanup_free_ char *ws = realpath(cs->workspace, NULL);
+    _cleanup_close_ int wfd = open(cs->workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     for (size_t k = 0; k < 4 && ws; k++)
         if (pre[k] && pre[k][0])
-            pre[4 + k] = stage_link_resolve(cs, ws, pre[k]);
+            pre[4 + k] = stage_link_resolve(cs, wfd, ws, pre[k]);
     for (size_t i = 0; i < cs->n; i++) {
         struct lc_entry *e = &cs->entries[i];
         /* a config that includes others may name any hooks directory: a

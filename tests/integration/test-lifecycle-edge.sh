@@ -1282,11 +1282,13 @@ W=$T/wsbarelink
 mkdir -p "$W/src" && (cd "$W" && git init -q . 2>/dev/null; echo 'int x;' > src/a.c)
 (cd "$W" && "$P" run --stage auto -- sh -c 'cd src && echo "ref: refs/heads/main" > HEAD && ln -s . objects && ln -s . refs &&
     printf "[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = ..\n\tfsmonitor = \"touch '"$T"'/barelink-ran; false\"\n" > config &&
-    mkdir -p ../side2 && echo x > ../side2/HEAD && ln -s ../src ../side2/commondir') >/dev/null 2>&1
+    mkdir -p ../side2 && echo x > ../side2/HEAD && ln -s ../src ../side2/commondir &&
+    mkdir -p ../side3 ../evil && echo x > ../side3/HEAD && echo > ../side3/objects && echo > ../side3/refs &&
+    chmod +x ../side3/objects ../side3/refs && ln -s ../evil ../side3/hooks') >/dev/null 2>&1
 (cd "$W" && "$P" status --review --json) > "$T/warnbarelink.json"
-eq "$(jq -r '[.changeset.warnings[] | "\(.path)=\(.warning)"] | sort | join(",")' "$T/warnbarelink.json")" \
-    "side2/HEAD=git_redirect,side2/commondir=git_redirect,src/HEAD=git_redirect,src/config=git_config" \
-    "  ... also when its objects and refs, or its commondir, are symlinks"
+eq "$(jq -r '[.changeset.warnings[] | select(.warning != "exec") | "\(.path)=\(.warning)"] | sort | join(",")' "$T/warnbarelink.json")" \
+    "side2/HEAD=git_redirect,side2/commondir=git_redirect,side3/HEAD=git_redirect,side3/hooks=git_hook,src/HEAD=git_redirect,src/config=git_config" \
+    "  ... also when its objects and refs, or its commondir, are symlinks, or objects and refs executable files (git's access(X_OK)); its hooks made a symlink"
 fsmonitor_ran "$T/warnbarelink.json" src barelink-ran
 
 # A *.sample is unwarned only when new and no hook links to it: a hook
@@ -1354,10 +1356,11 @@ eq "$(jq -r '[.changeset.warnings[] | select(.warning == "tool_config") | .path]
 W=$T/wstool2; mkdir -p "$W"
 (cd "$W" && "$P" run --stage auto -- sh -c 'mkdir vs c && echo "{}" > vs/tasks.json && ln -s vs .vscode &&
     printf "[build]\nrustc-wrapper = \"/tmp/x\"\n" > c/config.toml && ln -s ../c sub.cargo && mkdir sub && ln -s ../c sub/.cargo &&
-    mkdir -p .config m && echo x > m/config.toml && ln -s ../m .config/mise && ln -s m mise') >/dev/null 2>&1
+    mkdir -p .config m && echo x > m/config.toml && ln -s ../m .config/mise && ln -s m mise &&
+    echo "{}" > m/devcontainer.json && mkdir -p .devcontainer && ln -s ../m .devcontainer/evil && ln -s m devcontainer') >/dev/null 2>&1
 (cd "$W" && "$P" status --review --json) > "$T/warn3b.json"
 eq "$(jq -r '[.changeset.warnings[] | select(.warning == "tool_config") | .path] | sort | join(",")' "$T/warn3b.json")" \
-    ".config/mise,.vscode,sub/.cargo" "  and of the directory of one made a symlink (.vscode -> vs, .cargo -> ../c, an inner .config/mise -> ../m), not of a look-alike link"
+    ".config/mise,.devcontainer/evil,.vscode,sub/.cargo" "  and of the directory of one made a symlink (.vscode -> vs, .cargo -> ../c, an inner .config/mise -> ../m, a dev container's folder), not of a look-alike link"
 
 # A CI pipeline's definition runs on the CI service at the next push, with
 # the repository's secrets: warned of as ci_config (GitHub's workflows and
@@ -1598,6 +1601,23 @@ if command -v git >/dev/null; then
         eq "$(jq -r '[.changeset.warnings[] | select(.warning == "git_hook" or .warning == "git_config") | "\(.path)=\(.warning)"] | sort | join(",")' "$T/warn4e.json")" \
             "$want" "  ... also where symlinks the stage adds lead the $what's missing directory, and no other file"
     done
+    # ... through a link of the workspace's after one of the stage's, an
+    # absolute target spelled with '//' and '.', and a link of the
+    # workspace's on the include's path that the stage points elsewhere
+    # (found by a review of the change)
+    # inc_case NAME SETUP AGENT: the include is ../conf/local.cfg; SETUP
+    # runs in the workspace first, AGENT in the run; misc/local.cfg warned
+    inc_case() {
+        W=$T/wswarn4f-$1; mkdir -p "$W" && (cd "$W" && git init -q . && git config include.path ../conf/local.cfg && sh -c "$2")
+        (cd "$W" && "$P" run --stage auto -- sh -c "$3") >/dev/null 2>&1
+        (cd "$W" && "$P" status --review --json) > "$T/warn4f.json"
+        eq "$(jq -r '[.changeset.warnings[] | select(.warning == "git_config") | .path] | sort | join(",")' "$T/warn4f.json")" \
+            "misc/local.cfg" "  ... $1: the include's target is warned of"
+    }
+    cfg='printf "[core]\n\tfsmonitor = x\n"'
+    inc_case "through a workspace link after the stage's" 'mkdir sub && ln -s sub w' "mkdir misc && $cfg > misc/local.cfg && ln -s ../misc sub/x && ln -s w/x conf"
+    inc_case "an absolute target with // and ." '' "mkdir misc && $cfg > misc/local.cfg && ln -s \"/\$PWD/./misc\" conf"
+    inc_case "a workspace link retargeted" 'mkdir old && echo "[user]" > old/local.cfg && ln -s old conf' "mkdir misc && $cfg > misc/local.cfg && ln -sfn misc conf"
     # included NAME DESCRIPTION: a repository whose .git/config ends with
     # $T/inc.cfg, a run that writes core.fsmonitor into NAME (and
     # other.cfg); the review warns of NAME alone as git_config
