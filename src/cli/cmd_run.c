@@ -270,7 +270,14 @@ static int check_tmpfs_sizes(const struct run_options *o) {
         const char *key, *path;
     } t[] = {{o->limits.tmp_bytes, "tmp", "/tmp"}, {o->limits.shm_bytes, "shm", "/dev/shm"}};
     for (size_t i = 0; i < ARRAY_SIZE(t); i++)
-        if (max && t[i].v > max)
+        if (max && t[i].v > max && max < POLICY_TMPFS_MIN) /* "give at most tmp=0M" cannot be given */
+            return cli_usage_error("run",
+                                   "--limit %s: a size needs at least 2 MiB of %s (%llu MiB): the sandbox's %s "
+                                   "is a tmpfs, whose files are kept in memory, of at most half of it; leave %s= out "
+                                   "(a %llu KiB %s)",
+                                   t[i].key, policy_tmpfs_bound_name(by), (unsigned long long)(max * 2 >> 20),
+                                   t[i].path, t[i].key, (unsigned long long)(max >> 10), t[i].path);
+        else if (max && t[i].v > max)
             return cli_usage_error("run",
                                    "--limit %s: %llu MiB is more than half of %s (%llu MiB): the "
                                    "sandbox's %s is a tmpfs, whose files are kept in memory; give at most %s=%lluM",

@@ -132,6 +132,9 @@ eq "$rc:$(echo $out)" "0:8192 4096 8192 4096" "--limit mem=64M: the private /tmp
 safe --limit mem=200M,tmp=150M -- true >out 2>err; rc=$?
 eq "$rc:$(head -n1 err)" "2:pvisor run: --limit tmp: 150 MiB is more than half of --limit mem (200 MiB): the sandbox's /tmp is a tmpfs, whose files are kept in memory; give at most tmp=100M" \
    "  --limit mem=200M,tmp=150M: exit 2, naming mem"
+safe --limit mem=1M,tmp=1M -- true >out 2>err; rc=$?
+eq "$rc:$(head -n1 err)" "2:pvisor run: --limit tmp: a size needs at least 2 MiB of --limit mem (1 MiB): the sandbox's /tmp is a tmpfs, whose files are kept in memory, of at most half of it; leave tmp= out (a 512 KiB /tmp)" \
+   "  --limit mem=1M,tmp=1M: exit 2, saying what can be given (not 'at most tmp=0M')"
 safe --limit mem=64M -- sh -c 'head -c 33M /dev/zero > /tmp/fill' >out 2>err; rc=$?
 eq "$rc:$(grep -c "^pvisor run: note: the sandbox's /tmp was full when the run ended (32.0 MiB of its 32.0 MiB used; .*(now 32.0 MiB; at most half of --limit mem, 32.0 MiB)$" err)" "1:1" \
    "  filled under mem=64M: the note names mem as what bounds it"
