@@ -230,7 +230,10 @@ static void walk(struct walk *w, int upper, int lower, bool lower_unreadable, bo
             continue;
         }
         bool sub_unreadable = false;
-        _cleanup_close_ int sub_lower = open_lower(lower, name, &sub_unreadable);
+        /* a directory the command made where the view masks one (mkdir
+         * ~/.config/gcloud): its own, nothing of HOME's below it shown, so
+         * nothing there deleted (HOME's masked files were counted so) */
+        _cleanup_close_ int sub_lower = lower >= 0 && masked(w, name) ? -1 : open_lower(lower, name, &sub_unreadable);
         if (sub_lower < 0)
             add(w, key, idx, W_DIR, 0);
         if (depth + 1 >= HOME_DISCARD_MAX_DEPTH) {

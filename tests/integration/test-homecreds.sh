@@ -579,6 +579,16 @@ for who in root user; do
     eq "$rc:$(tr '\n' ' ' < "$T/out14"):$(jq -c '.home_discarded | [.deleted, [.paths[].path]]' "$(b14)"):$(grep -c gcloud "$T/err14")" \
         '0:agent kept :[2,[".config/agent",".config/kept"]]:0' \
         "--safe ($who): rm -rf ~/.config; mkdir ~/.config: the two names it saw there deleted, not the masked ~/.config/gcloud"
+    # ... nor what is in it when the command makes a directory by that
+    # name (its own: counted as such), nor when it makes one in HOME's
+    # .config where the view masks gcloud (found by a review)
+    echo c2 > "$H14/.config/gcloud/more"; [ $who = user ] && chown 65534:65534 "$H14/.config/gcloud/more"
+    (cd "$W14" && as14 "$P" run --safe -- sh -c 'rm -rf ~/.config; mkdir -p ~/.config/gcloud; echo x > ~/.config/gcloud/mine' >"$T/out14" 2>"$T/err14"); rc=$?
+    eq "$rc:$(jq -c '.home_discarded | [.files, .deleted]' "$(b14)"):$(grep -c 'creds\|more' "$T/err14")" '0:[1,2]:0' \
+        "--safe ($who): rm -rf ~/.config; mkdir -p ~/.config/gcloud: its file counted, HOME's masked files not as deleted"
+    (cd "$W14" && as14 "$P" run --safe -- sh -c 'mkdir ~/.config/gcloud; echo x > ~/.config/gcloud/mine' >"$T/out14" 2>"$T/err14"); rc=$?
+    eq "$rc:$(jq -c '.home_discarded | [.files, .directories, .deleted]' "$(b14)")" '0:[1,1,0]' \
+        "--safe ($who): mkdir ~/.config/gcloud (masked): the command's directory and file counted, nothing deleted"
     rm -r "$H14/.config/gcloud"
 done
 # The walk is bounded (depth, entries): past a bound, the numbers are lower
